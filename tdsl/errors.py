@@ -1,0 +1,122 @@
+"""The errors tdsl raises.
+
+Every error a user can cause derives from :class:`TdslError`.  An error that
+points into source text carries a :class:`SourceLocation`; ``str(err)`` then
+renders the compiler way::
+
+    kernel.tdsl:2:12: error: unknown function `sofmax`; did you mean `softmax`?
+        h = sofmax(x)
+            ^^^^^^
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    """A span in a source text: 1-based line and column, ``length`` columns wide."""
+
+    file: str
+    line: int
+    column: int
+    length: int = 1
+    source_line: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+def format_diagnostic(
+    message: str,
+    location: SourceLocation | None,
+    *,
+    severity: str = "error",
+    note: str | None = None,
+) -> str:
+    """Render ``file:line:col: severity: message``, the source line and a caret."""
+    if location is None:
+        text = f"{severity}: {message}"
+    else:
+        text = f"{location}: {severity}: {message}"
+        if location.source_line is not None:
+            line = location.source_line.rstrip("\n").expandtabs(1)
+            caret = " " * (location.column - 1) + "^" * max(1, location.length)
+            text += f"\n{line}\n{caret}"
+    if note:
+        text += f"\nnote: {note}"
+    return text
+
+
+class TdslError(Exception):
+    """Base class of every error tdsl reports to a user."""
+
+    message: str
+    location: SourceLocation | None
+    note: str | None
+
+    def __init__(
+        self,
+        message: str,
+        location: SourceLocation | None = None,
+        *,
+        note: str | None = None,
+    ) -> None:
+        self.message = message
+        self.location = location
+        self.note = note
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        return format_diagnostic(self.message, self.location, note=self.note)
+
+    @property
+    def line(self) -> int | None:
+        return None if self.location is None else self.location.line
+
+    @property
+    def column(self) -> int | None:
+        return None if self.location is None else self.location.column
+
+
+class TdslSyntaxError(TdslError):
+    """The text does not follow the grammar of the expression language."""
+
+
+class TdslNameError(TdslError):
+    """An unknown function or variable name, or a missing input shape."""
+
+
+class TdslTypeError(TdslError):
+    """A shape, rank, axis or dtype mismatch."""
+
+
+class TdslIRError(TdslError):
+    """IR that does not parse or verify."""
+
+
+class TdslBudgetError(TdslError):
+    """A computation that cannot be scheduled within the memory budget."""
+
+
+class TdslOptionError(TdslError):
+    """A bad option given to a pass, a target or the JIT."""
+
+
+class TdslCallError(TdslError):
+    """A compiled kernel was called with missing, unexpected or ill-shaped arguments."""
+
+
+__all__ = [
+    "SourceLocation",
+    "TdslBudgetError",
+    "TdslCallError",
+    "TdslError",
+    "TdslIRError",
+    "TdslNameError",
+    "TdslOptionError",
+    "TdslSyntaxError",
+    "TdslTypeError",
+    "format_diagnostic",
+]
