@@ -1,0 +1,228 @@
+"""The abstract syntax tree of the tdsl expression language.
+
+Every node carries the :class:`Span` of the text it came from, so that every
+later error (an unknown name, a shape mismatch) can point at its culprit.  The
+two roots are :class:`Expression` (a bare expression such as
+``relu(A) + B``) and :class:`Program` (the kernels of a ``.tdsl`` file); both
+hold the :class:`Source` they were parsed from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from tdsl.errors import SourceLocation
+
+
+@dataclass(frozen=True)
+class Span:
+    """A half-open range ``[start, end)`` of character offsets into a source text.
+
+    ``line`` and ``column`` (both 1-based) locate ``start``.
+    """
+
+    start: int
+    end: int
+    line: int
+    column: int
+
+    def to(self, other: Span) -> Span:
+        """The span from the start of ``self`` to the end of ``other``."""
+        return Span(self.start, max(self.end, other.end), self.line, self.column)
+
+
+@dataclass(frozen=True, eq=False)
+class Source:
+    """A named source text, able to turn spans into :class:`SourceLocation`."""
+
+    text: str
+    filename: str = "<expr>"
+    lines: tuple[str, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        # Split on "\n" only, as the lexer counts lines that way.
+        object.__setattr__(self, "lines", tuple(self.text.split("\n")))
+
+    def location(self, span: Span) -> SourceLocation:
+        """The location of ``span``; the caret is clipped to the end of its first line."""
+        line_text = self.lines[span.line - 1] if 0 < span.line <= len(self.lines) else ""
+        line_text = line_text.rstrip("\r")
+        room = max(1, len(line_text) - span.column + 1)
+        length = max(1, min(span.end - span.start, room))
+        return SourceLocation(self.filename, span.line, span.column, length, line_text)
+
+
+# --------------------------------------------------------------------------- expressions
+
+
+@dataclass(frozen=True)
+class Number:
+    """A numeric literal such as ``2``, ``2.5``, ``.5`` or ``1e-3``; always a float."""
+
+    value: float
+    text: str
+    span: Span
+
+    @property
+    def is_integer(self) -> bool:
+        """Whether the literal was written as an integer (digits only)."""
+        return self.text.isdigit()
+
+
+@dataclass(frozen=True)
+class Name:
+    """A reference to a kernel argument, a binding, or an expression input."""
+
+    id: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class Neg:
+    """Unary minus ``-operand``."""
+
+    operand: Expr
+    span: Span
+
+
+@dataclass(frozen=True)
+class BinOp:
+    """A binary operator ``lhs op rhs``; ``op`` is one of ``+ - * / @``.
+
+    ``op_span`` is the span of the operator token, where shape errors point.
+    """
+
+    op: str
+    lhs: Expr
+    rhs: Expr
+    span: Span
+    op_span: Span
+
+
+@dataclass(frozen=True)
+class Keyword:
+    """A keyword argument ``name=value`` of a call; ``value`` is an int or a bool."""
+
+    name: str
+    value: int | bool
+    span: Span
+
+
+@dataclass(frozen=True)
+class Call:
+    """A call ``func(arg, ..., keyword=value, ...)``; ``func_span`` covers the name."""
+
+    func: str
+    args: tuple[Expr, ...]
+    keywords: tuple[Keyword, ...]
+    span: Span
+    func_span: Span
+
+
+Expr = Number | Name | Neg | BinOp | Call
+
+
+def children(expr: Expr) -> tuple[Expr, ...]:
+    """The direct sub-expressions of ``expr``, in source order."""
+    match expr:
+        case Neg(operand=operand):
+            return (operand,)
+        case BinOp(lhs=lhs, rhs=rhs):
+            return (lhs, rhs)
+        case Call(args=args):
+            return args
+        case Number() | Name():
+            return ()
+
+
+def walk(expr: Expr) -> Iterator[Expr]:
+    """All nodes of ``expr`` in pre-order (source order), without recursion."""
+    stack: list[Expr] = [expr]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(children(node)))
+
+
+# --------------------------------------------------------------------------- programs
+
+
+@dataclass(frozen=True)
+class Param:
+    """A kernel argument ``name: dtype[d0, d1, ...]``; ``dtype`` is f16, f32 or f64."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class Assign:
+    """A binding ``target = value`` in a kernel body."""
+
+    target: str
+    value: Expr
+    span: Span
+    target_span: Span
+
+
+@dataclass(frozen=True)
+class Return:
+    """The final ``return value, ...`` of a kernel body."""
+
+    values: tuple[Expr, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """``def name(params):`` followed by an indented body of bindings and a return."""
+
+    name: str
+    params: tuple[Param, ...]
+    body: tuple[Assign, ...]
+    ret: Return
+    span: Span
+    name_span: Span
+
+
+@dataclass(frozen=True)
+class Program:
+    """The kernels of a ``.tdsl`` file, in order."""
+
+    kernels: tuple[Kernel, ...]
+    source: Source
+
+
+@dataclass(frozen=True)
+class Expression:
+    """A bare expression; its inputs are the names it uses."""
+
+    body: Expr
+    source: Source
+
+
+Node = Expr | Keyword | Param | Assign | Return | Kernel
+
+__all__ = [
+    "Assign",
+    "BinOp",
+    "Call",
+    "Expr",
+    "Expression",
+    "Kernel",
+    "Keyword",
+    "Name",
+    "Neg",
+    "Node",
+    "Number",
+    "Param",
+    "Program",
+    "Return",
+    "Source",
+    "Span",
+    "children",
+    "walk",
+]

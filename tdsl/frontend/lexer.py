@@ -1,0 +1,145 @@
+"""The tokenizer of the tdsl expression language.
+
+Produces names, keywords (``def``, ``return``), numbers, punctuation, NEWLINE
+tokens and a final EOF.  A NEWLINE ends each line that holds tokens, except
+inside parentheses or brackets, so an expression may continue over several lines
+there.  Comments run from ``#`` to the end of the line.  Indentation is not a
+token: the parser reads it from the column of the first token of a line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+from tdsl.errors import TdslSyntaxError
+from tdsl.frontend.ast import Source, Span
+
+
+class TokenKind(Enum):
+    """The kinds of token."""
+
+    NAME = "name"
+    KEYWORD = "keyword"
+    NUMBER = "number"
+    PUNCT = "punctuation"
+    NEWLINE = "newline"
+    EOF = "end of input"
+
+
+KEYWORDS = frozenset({"def", "return"})
+PUNCTUATION = frozenset("+-*/@()[],:=")
+_OPENING = frozenset("([")
+_CLOSING = frozenset(")]")
+_WHITESPACE = frozenset(" \t\r\f\v")
+
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NUMBER_RE = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+# What a careless number may run on into: `1e`, `2x`, `1.2.3`.
+_NUMBER_TAIL_RE = re.compile(r"[A-Za-z0-9_.]+")
+
+
+@dataclass(frozen=True)
+class Token:
+    """One token: its kind, its exact text and where it is."""
+
+    kind: TokenKind
+    text: str
+    span: Span
+
+    def describe(self) -> str:
+        """A phrase for error messages, e.g. "`+`" or "end of input"."""
+        if self.kind is TokenKind.EOF:
+            return "end of input"
+        if self.kind is TokenKind.NEWLINE:
+            return "end of line"
+        return f"`{self.text}`"
+
+
+def tokenize(source: Source) -> list[Token]:
+    """Split ``source`` into tokens; raise :class:`TdslSyntaxError` on a bad character."""
+    return _Lexer(source).run()
+
+
+class _Lexer:
+    """A single pass over the text, tracking the line and the bracket depth."""
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self.text = source.text
+        self.tokens: list[Token] = []
+        self.line = 1
+        self.line_start = 0
+        self.depth = 0
+
+    def span(self, start: int, end: int) -> Span:
+        return Span(start, end, self.line, start - self.line_start + 1)
+
+    def error(self, message: str, start: int, end: int) -> TdslSyntaxError:
+        return TdslSyntaxError(message, self.source.location(self.span(start, end)))
+
+    def emit(self, kind: TokenKind, start: int, end: int) -> None:
+        self.tokens.append(Token(kind, self.text[start:end], self.span(start, end)))
+
+    def at_line_end(self) -> bool:
+        return not self.tokens or self.tokens[-1].kind is TokenKind.NEWLINE
+
+    def run(self) -> list[Token]:
+        text = self.text
+        pos = 0
+        n = len(text)
+        while pos < n:
+            ch = text[pos]
+            if ch == "\n":
+                if self.depth == 0 and not self.at_line_end():
+                    self.emit(TokenKind.NEWLINE, pos, pos + 1)
+                pos += 1
+                self.line += 1
+                self.line_start = pos
+            elif ch in _WHITESPACE:
+                pos += 1
+            elif ch == "#":
+                end = text.find("\n", pos)
+                pos = n if end < 0 else end
+            elif ch.isascii() and (ch.isalpha() or ch == "_"):
+                pos = self.name(pos)
+            elif (ch.isascii() and ch.isdigit()) or (
+                ch == "." and text[pos + 1 : pos + 2].isdigit()
+            ):
+                pos = self.number(pos)
+            elif ch in PUNCTUATION:
+                if ch in _OPENING:
+                    self.depth += 1
+                elif ch in _CLOSING:
+                    self.depth = max(0, self.depth - 1)
+                self.emit(TokenKind.PUNCT, pos, pos + 1)
+                pos += 1
+            else:
+                shown = ch if ch.isprintable() else repr(ch)[1:-1]
+                raise self.error(f"unexpected character `{shown}`", pos, pos + 1)
+        if not self.at_line_end():
+            self.emit(TokenKind.NEWLINE, n, n)
+        self.emit(TokenKind.EOF, n, n)
+        return self.tokens
+
+    def name(self, pos: int) -> int:
+        match = _NAME_RE.match(self.text, pos)
+        assert match is not None  # called on a letter or underscore
+        kind = TokenKind.KEYWORD if match.group() in KEYWORDS else TokenKind.NAME
+        self.emit(kind, pos, match.end())
+        return match.end()
+
+    def number(self, pos: int) -> int:
+        """Lex the number at ``pos``; reject one that runs on into letters or dots."""
+        match = _NUMBER_RE.match(self.text, pos)
+        assert match is not None  # called on a digit, or a dot followed by a digit
+        tail = _NUMBER_TAIL_RE.match(self.text, match.end())
+        if tail is not None:
+            whole = self.text[pos : tail.end()]
+            raise self.error(f"invalid number literal `{whole}`", pos, tail.end())
+        self.emit(TokenKind.NUMBER, pos, match.end())
+        return match.end()
+
+
+__all__ = ["KEYWORDS", "Token", "TokenKind", "tokenize"]

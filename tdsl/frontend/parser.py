@@ -1,0 +1,383 @@
+"""The recursive-descent parser of the tdsl expression language.
+
+Grammar (``NEWLINE`` tokens only matter in programs; indentation is read from
+the column of the first token of a line)::
+
+    source     ::= expression | program
+    expression ::= expr EOF
+    program    ::= kernel+ EOF
+    kernel     ::= "def" NAME "(" [param ("," param)* [","]] ")" ":" NEWLINE body
+    param      ::= NAME ":" DTYPE "[" [INT ("," INT)* [","]] "]"
+    body       ::= (NAME "=" expr NEWLINE)* "return" expr ("," expr)* NEWLINE   (indented)
+    expr       ::= operand (("+" | "-" | "*" | "/" | "@") operand)*
+    operand    ::= "-"* primary
+    primary    ::= NUMBER | NAME | NAME "(" [arg ("," arg)* [","]] ")" | "(" expr ")"
+    arg        ::= expr | NAME "=" ["-"] INT | NAME "=" ("true" | "false" | "True" | "False")
+
+Binary operators follow Python: ``* / @`` bind tighter than ``+ -``, unary
+minus tighter than both, all left-associative.  Nesting (parentheses, calls,
+unary minus) is bounded by :data:`MAX_NESTING`, and the parser recurses only
+through nesting, so no input can exhaust the Python stack.
+"""
+
+from __future__ import annotations
+
+from tdsl.errors import TdslSyntaxError, TdslTypeError
+from tdsl.frontend.ast import (
+    Assign,
+    BinOp,
+    Call,
+    Expr,
+    Expression,
+    Kernel,
+    Keyword,
+    Name,
+    Neg,
+    Number,
+    Param,
+    Program,
+    Return,
+    Source,
+    Span,
+)
+from tdsl.frontend.lexer import Token, TokenKind, tokenize
+
+MAX_NESTING = 200
+"""The deepest nesting of parentheses, calls and unary minus the parser accepts."""
+
+DTYPES = ("f16", "f32", "f64")
+"""The element types a kernel signature may name."""
+
+_DTYPE_ALIASES = {"float16": "f16", "float32": "f32", "float64": "f64", "half": "f16"}
+_DTYPE_ALIASES |= {"float": "f32", "double": "f64"}
+_BOOLS = {"true": True, "True": True, "false": False, "False": False}
+_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "@": 2}
+_MAX_INT_DIGITS = 18
+_MAX_DIM = 2**62
+
+
+def parse(source: str, filename: str = "<expr>") -> Expression | Program:
+    """Parse a bare expression, or a program of ``def`` kernels, into its AST.
+
+    Raises :class:`~tdsl.errors.TdslSyntaxError` (or, for an unknown dtype in a
+    signature, :class:`~tdsl.errors.TdslTypeError`) pointing at the culprit.
+    """
+    src = Source(source, filename)
+    return _Parser(src, tokenize(src)).parse_source()
+
+
+class _Parser:
+    """Holds the token stream and the current nesting depth."""
+
+    def __init__(self, source: Source, tokens: list[Token]) -> None:
+        self.source = source
+        self.tokens = tokens
+        self.pos = 0
+        self.depth = 0
+
+    # ------------------------------------------------------------------ helpers
+
+    @property
+    def tok(self) -> Token:
+        return self.tokens[self.pos]
+
+    def peek(self, offset: int = 1) -> Token:
+        return self.tokens[min(self.pos + offset, len(self.tokens) - 1)]
+
+    def advance(self) -> Token:
+        token = self.tokens[self.pos]
+        if token.kind is not TokenKind.EOF:
+            self.pos += 1
+        return token
+
+    def is_punct(self, text: str) -> bool:
+        return self.tok.kind is TokenKind.PUNCT and self.tok.text == text
+
+    def error(self, message: str, span: Span | None = None) -> TdslSyntaxError:
+        return TdslSyntaxError(message, self.source.location(span or self.tok.span))
+
+    def expect_punct(self, text: str, context: str) -> Token:
+        if not self.is_punct(text):
+            raise self.error(f"expected `{text}` {context}, found {self.tok.describe()}")
+        return self.advance()
+
+    def expect_name(self, what: str) -> Token:
+        if self.tok.kind is not TokenKind.NAME:
+            raise self.error(f"expected {what}, found {self.tok.describe()}")
+        return self.advance()
+
+    def indent_of(self, token: Token) -> str:
+        """The leading whitespace of the line ``token`` starts."""
+        line = self.source.lines[token.span.line - 1]
+        return line[: token.span.column - 1]
+
+    def enter(self, token: Token) -> None:
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise self.error(
+                f"expression is nested too deeply (more than {MAX_NESTING} levels)", token.span
+            )
+
+    # ------------------------------------------------------------------ sources
+
+    def parse_source(self) -> Expression | Program:
+        if self.tok.kind is TokenKind.EOF:
+            raise self.error("empty input: expected an expression or a `def` kernel")
+        if self.tok.kind is TokenKind.KEYWORD and self.tok.text == "def":
+            return self.parse_program()
+        # A bare expression may span lines freely: drop the line structure.
+        self.tokens = [t for t in self.tokens if t.kind is not TokenKind.NEWLINE]
+        body = self.parse_expr()
+        if self.tok.kind is not TokenKind.EOF:
+            raise self.error(f"expected end of input, found {self.tok.describe()}")
+        return Expression(body, self.source)
+
+    def parse_program(self) -> Program:
+        kernels: list[Kernel] = []
+        while self.tok.kind is not TokenKind.EOF:
+            if self.indent_of(self.tok):
+                raise self.error("unexpected indentation")
+            if not (self.tok.kind is TokenKind.KEYWORD and self.tok.text == "def"):
+                raise self.error(f"expected `def` or end of input, found {self.tok.describe()}")
+            kernels.append(self.parse_kernel())
+        return Program(tuple(kernels), self.source)
+
+    def parse_kernel(self) -> Kernel:
+        def_tok = self.advance()
+        name_tok = self.expect_name("a kernel name after `def`")
+        self.expect_punct("(", f"after the kernel name `{name_tok.text}`")
+        params: list[Param] = []
+        while not self.is_punct(")"):
+            params.append(self.parse_param())
+            if not self.is_punct(")"):
+                self.expect_punct(",", "or `)` after an argument")
+        self.advance()
+        self.expect_punct(":", "after the kernel signature")
+        if self.tok.kind is not TokenKind.NEWLINE:
+            raise self.error(
+                f"expected a new line after `:`, found {self.tok.describe()} "
+                "(the body goes on the following, indented lines)"
+            )
+        self.advance()
+        body, ret = self.parse_body(name_tok)
+        return Kernel(
+            name_tok.text,
+            tuple(params),
+            body,
+            ret,
+            def_tok.span.to(ret.span),
+            name_tok.span,
+        )
+
+    def parse_param(self) -> Param:
+        name_tok = self.expect_name("an argument name")
+        if not self.is_punct(":"):
+            raise self.error(
+                f"missing dtype and shape for argument `{name_tok.text}` "
+                f"(write e.g. `{name_tok.text}: f32[4, 4]`)",
+                name_tok.span,
+            )
+        self.advance()
+        dtype_tok = self.expect_name("a dtype (f16, f32 or f64)")
+        dtype = dtype_tok.text
+        if dtype not in DTYPES:
+            hint = _DTYPE_ALIASES.get(dtype)
+            message = f"unknown dtype `{dtype}`; expected f16, f32 or f64"
+            if hint is not None:
+                message += f" (did you mean `{hint}`?)"
+            raise TdslTypeError(message, self.source.location(dtype_tok.span))
+        if not self.is_punct("["):
+            raise self.error(
+                f"expected `[` and the shape of argument `{name_tok.text}` after `{dtype}`, "
+                f"found {self.tok.describe()} (write `{dtype}[]` for a 0-d tensor)"
+            )
+        self.advance()
+        shape: list[int] = []
+        while not self.is_punct("]"):
+            shape.append(self.parse_dim())
+            if not self.is_punct("]"):
+                self.expect_punct(",", "or `]` in a shape")
+        close = self.advance()
+        return Param(name_tok.text, dtype, tuple(shape), name_tok.span.to(close.span))
+
+    def parse_dim(self) -> int:
+        token = self.tok
+        if token.kind is not TokenKind.NUMBER or not token.text.isdigit():
+            raise self.error(
+                f"expected a dimension (a non-negative integer), found {token.describe()}"
+            )
+        if len(token.text) > _MAX_INT_DIGITS or int(token.text) > _MAX_DIM:
+            raise self.error(f"dimension `{token.text}` is too large")
+        self.advance()
+        return int(token.text)
+
+    def parse_body(self, name_tok: Token) -> tuple[tuple[Assign, ...], Return]:
+        first = self.tok
+        if first.kind is TokenKind.EOF or not self.indent_of(first):
+            raise self.error(f"expected an indented body for kernel `{name_tok.text}`")
+        body_indent = self.indent_of(first)
+        bindings: list[Assign] = []
+        while True:
+            token = self.tok
+            if token.kind is TokenKind.KEYWORD and token.text == "return":
+                ret = self.parse_return()
+                following = self.tok
+                if following.kind is not TokenKind.EOF and self.indent_of(following):
+                    self.check_indent(following, body_indent)
+                    raise self.error(
+                        f"`return` must be the last statement of kernel `{name_tok.text}`"
+                    )
+                return tuple(bindings), ret
+            if token.kind is TokenKind.NAME and self.peek().text == "=":
+                bindings.append(self.parse_assign())
+            else:
+                raise self.error(
+                    f"expected a binding `name = ...` or `return`, found {token.describe()}"
+                )
+            following = self.tok
+            if following.kind is TokenKind.EOF or not self.indent_of(following):
+                raise self.error(
+                    f"kernel `{name_tok.text}` has no `return` at its end", name_tok.span
+                )
+            self.check_indent(following, body_indent)
+
+    def check_indent(self, token: Token, body_indent: str) -> None:
+        indent = self.indent_of(token)
+        if indent == body_indent:
+            return
+        if indent.startswith(body_indent):
+            raise self.error("unexpected indentation", token.span)
+        raise self.error("indentation does not match the previous lines", token.span)
+
+    def parse_assign(self) -> Assign:
+        target = self.advance()
+        self.advance()  # "="
+        value = self.parse_expr()
+        self.expect_line_end()
+        return Assign(target.text, value, target.span.to(value.span), target.span)
+
+    def parse_return(self) -> Return:
+        ret_tok = self.advance()
+        values = [self.parse_expr()]
+        while self.is_punct(","):
+            self.advance()
+            values.append(self.parse_expr())
+        self.expect_line_end()
+        return Return(tuple(values), ret_tok.span.to(values[-1].span))
+
+    def expect_line_end(self) -> None:
+        if self.tok.kind is not TokenKind.NEWLINE:
+            raise self.error(f"expected end of line, found {self.tok.describe()}")
+        self.advance()
+
+    # ------------------------------------------------------------------ expressions
+
+    def parse_expr(self) -> Expr:
+        """Parse binary operators by precedence, with explicit stacks (no recursion)."""
+        operands = [self.parse_operand()]
+        operators: list[Token] = []
+
+        def reduce() -> None:
+            op = operators.pop()
+            rhs = operands.pop()
+            lhs = operands.pop()
+            operands.append(BinOp(op.text, lhs, rhs, lhs.span.to(rhs.span), op.span))
+
+        while self.tok.kind is TokenKind.PUNCT and self.tok.text in _PRECEDENCE:
+            op = self.advance()
+            while operators and _PRECEDENCE[operators[-1].text] >= _PRECEDENCE[op.text]:
+                reduce()
+            operators.append(op)
+            operands.append(self.parse_operand())
+        while operators:
+            reduce()
+        return operands[0]
+
+    def parse_operand(self) -> Expr:
+        minus: list[Token] = []
+        while self.is_punct("-"):
+            minus.append(self.advance())
+            self.enter(minus[-1])
+        expr = self.parse_primary()
+        for token in reversed(minus):
+            expr = Neg(expr, token.span.to(expr.span))
+        self.depth -= len(minus)
+        return expr
+
+    def parse_primary(self) -> Expr:
+        token = self.tok
+        if token.kind is TokenKind.NUMBER:
+            self.advance()
+            return Number(float(token.text), token.text, token.span)
+        if token.kind is TokenKind.NAME:
+            self.advance()
+            if self.is_punct("("):
+                return self.parse_call(token)
+            return Name(token.text, token.span)
+        if self.is_punct("("):
+            self.advance()
+            self.enter(token)
+            inner = self.parse_expr()
+            self.expect_punct(")", f"to close the `(` at {token.span.line}:{token.span.column}")
+            self.depth -= 1
+            return inner
+        if token.kind is TokenKind.KEYWORD:
+            raise self.error(f"expected an expression, found the keyword `{token.text}`")
+        raise self.error(f"expected an expression, found {token.describe()}")
+
+    def parse_call(self, name_tok: Token) -> Call:
+        open_tok = self.advance()
+        self.enter(open_tok)
+        args: list[Expr] = []
+        keywords: list[Keyword] = []
+        while not self.is_punct(")"):
+            if self.tok.kind is TokenKind.NAME and self.peek().text == "=":
+                keyword = self.parse_keyword()
+                if any(k.name == keyword.name for k in keywords):
+                    raise self.error(f"keyword argument `{keyword.name}` repeated", keyword.span)
+                keywords.append(keyword)
+            else:
+                arg = self.parse_expr()
+                if keywords:
+                    raise self.error("positional argument follows keyword argument", arg.span)
+                args.append(arg)
+            if not self.is_punct(")"):
+                self.expect_punct(
+                    ",",
+                    f"or `)` in the call to `{name_tok.text}` "
+                    f"(opened at {open_tok.span.line}:{open_tok.span.column})",
+                )
+        close = self.advance()
+        self.depth -= 1
+        return Call(
+            name_tok.text,
+            tuple(args),
+            tuple(keywords),
+            name_tok.span.to(close.span),
+            name_tok.span,
+        )
+
+    def parse_keyword(self) -> Keyword:
+        name_tok = self.advance()
+        self.advance()  # "="
+        token = self.tok
+        if token.kind is TokenKind.NAME and token.text in _BOOLS:
+            self.advance()
+            return Keyword(name_tok.text, _BOOLS[token.text], name_tok.span.to(token.span))
+        negative = self.is_punct("-")
+        if negative:
+            self.advance()
+        number = self.tok
+        if number.kind is not TokenKind.NUMBER or not number.text.isdigit():
+            raise self.error(
+                f"expected an integer or true/false as the value of `{name_tok.text}`, "
+                f"found {number.describe()}"
+            )
+        if len(number.text) > _MAX_INT_DIGITS:
+            raise self.error(f"integer `{number.text}` is too large")
+        self.advance()
+        value = -int(number.text) if negative else int(number.text)
+        return Keyword(name_tok.text, value, name_tok.span.to(number.span))
+
+
+__all__ = ["DTYPES", "MAX_NESTING", "parse"]

@@ -1,0 +1,410 @@
+"""Compiler-style error reporting shared by ``tdsl-opt`` and ``tdsl-run``.
+
+Every error a user can cause is printed as::
+
+    model.mlir:3:8: error: 'tensordsl.add' op operands are not broadcast-compatible
+      %2 = tensordsl.add %0, %1 : (tensor<4xf32>, tensor<3xf32>) -> tensor<4xf32>
+           ^^^^^^^^^^^^^
+
+and ends the tool with exit status 1.  Anything else is a bug in tdsl: it is
+reported as one ``internal error:`` line and exit status 2.  Setting the
+environment variable ``TDSL_DEBUG=1`` lets the Python traceback through instead.
+
+The pieces here:
+
+- :class:`LocatingParser`, an xDSL ``Parser`` that remembers where in the text
+  each operation was parsed, so that a verifier error can point at its line;
+- :func:`find_verify_failure`, which finds the operation a ``VerifyException``
+  came from (xDSL's exception does not say);
+- the renderers :func:`format_parse_error`, :func:`format_op_error`, and
+  :func:`run_tool`, the exit-status policy of both tools.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from io import StringIO
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import (
+    ArgSpecParseError,
+    DiagnosticException,
+    MultipleSpansParseError,
+    ParseError,
+    VerifyException,
+)
+from xdsl.utils.lexer import Input, Span
+
+from tdsl.errors import SourceLocation, TdslError, format_diagnostic
+
+EXIT_USER_ERROR = 1
+"""Exit status for an error in the input, the options or the pipeline."""
+
+EXIT_INTERNAL_ERROR = 2
+"""Exit status for a bug in tdsl (an exception nobody anticipated)."""
+
+DEBUG_ENV_VAR = "TDSL_DEBUG"
+"""When set to a non-empty value other than ``0``, internal errors show a traceback."""
+
+
+class DriverError(Exception):
+    """An error found by a command-line tool itself, already rendered for the user."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        super().__init__(text)
+
+
+def debug_enabled() -> bool:
+    """Whether ``TDSL_DEBUG`` asks for tracebacks of internal errors."""
+    return os.environ.get(DEBUG_ENV_VAR, "") not in ("", "0")
+
+
+# --------------------------------------------------------------------------- #
+# Source positions
+# --------------------------------------------------------------------------- #
+
+
+def span_location(span: Span[str] | Span[bytes], line_offset: int = 0) -> SourceLocation:
+    """The :class:`SourceLocation` of ``span``, its line shifted by ``line_offset``.
+
+    The caret length is clamped to the first line of the span.
+    """
+    loc = span.get_location()
+    text_input = span.input
+    line_start = text_input.get_start_of_line(span.start)
+    line_end = text_input.get_end_of_line(span.start)
+    raw = text_input.content[line_start:line_end]
+    source_line = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    source_line = source_line.removesuffix("\r")
+    length = max(1, min(span.end, line_end) - span.start)
+    return SourceLocation(
+        file=loc.file,
+        line=loc.line + line_offset + span.line_offset,
+        column=loc.col,
+        length=length,
+        source_line=source_line,
+    )
+
+
+def format_parse_error(err: ParseError, line_offset: int = 0) -> str:
+    """Render a parser error as ``file:line:col: error: msg`` with the source line."""
+    text = format_diagnostic(err.msg, span_location(err.span, line_offset))
+    if isinstance(err, MultipleSpansParseError):
+        if err.ref_text:
+            text += f"\nnote: {err.ref_text.strip()}"
+        for ref_span, ref_msg in err.refs:
+            text += "\n" + format_diagnostic(
+                ref_msg or "see here", span_location(ref_span, line_offset), severity="note"
+            )
+    return text
+
+
+def format_arg_spec_error(err: ArgSpecParseError) -> str:
+    """Render a malformed pass pipeline or target specification."""
+    lines = str(err).rstrip("\n").split("\n")
+    header = lines[0].rstrip(":")
+    body = "\n".join(lines[1:])
+    return f"error: {header}\n{body}" if body else f"error: {header}"
+
+
+# --------------------------------------------------------------------------- #
+# Remembering where operations were parsed
+# --------------------------------------------------------------------------- #
+
+
+class LocatingParser(Parser):
+    """An MLIR parser that records the span of each operation's name.
+
+    ``op_spans`` maps every parsed operation to the span of its name (the
+    ``tensordsl.add`` of ``%2 = tensordsl.add ...``, or the quoted name of a
+    generic operation).  When building an operation raises a
+    ``VerifyException`` while parsing (an attribute or type that does not
+    verify), ``failure_span`` holds the name span of the innermost operation
+    being parsed.
+    """
+
+    op_spans: dict[Operation, Span[str]]
+    failure_span: Span[str] | None
+    _name_stack: list[Span[str] | None]
+
+    def __init__(self, ctx: Context, text: str, name: str) -> None:
+        super().__init__(ctx, text, name)
+        self.op_spans = {}
+        self.failure_span = None
+        self._name_stack = []
+
+    @property
+    def input(self) -> Input[str]:
+        """The text being parsed."""
+        text_input = self.lexer.input
+        assert isinstance(text_input.content, str)
+        return text_input  # pyright: ignore[reportReturnType]
+
+    def parse_operation(self) -> Operation:
+        start = self._current_token.span
+        self._name_stack.append(None)
+        try:
+            op = super().parse_operation()
+        except VerifyException:
+            if self.failure_span is None:
+                name_span = self._name_stack[-1]
+                self.failure_span = name_span if name_span is not None else self._as_str(start)
+            raise
+        finally:
+            name_span = self._name_stack.pop()
+        self.op_spans[op] = name_span if name_span is not None else self._as_str(start)
+        return op
+
+    def _get_op_by_name(self, name: str) -> type[Operation]:
+        # Called right after the name token was consumed: the name is the last
+        # occurrence of ``name`` before the current token (inside quotes for the
+        # generic form).
+        text_input = self.input
+        at = text_input.content.rfind(name, 0, self.pos)
+        name_span = Span(at, at + len(name), text_input) if at >= 0 else None
+        if self._name_stack:
+            self._name_stack[-1] = name_span
+        if (
+            name_span is not None
+            and self.ctx.get_optional_op(name, dialect_stack=self._parser_state.dialect_stack)
+            is None
+            and not self.ctx.allow_unregistered
+        ):
+            self.raise_error(f"Operation {name} is not registered", name_span)
+        return super()._get_op_by_name(name)
+
+    def _as_str(self, span: Span[str] | Span[bytes]) -> Span[str]:
+        return Span(span.start, span.end, self.input)
+
+
+# --------------------------------------------------------------------------- #
+# Verifier errors
+# --------------------------------------------------------------------------- #
+
+
+def find_verify_failure(root: Operation) -> tuple[Operation, Exception] | None:
+    """The first operation under ``root`` (innermost first) that does not verify.
+
+    xDSL's ``VerifyException`` does not name the operation it came from, so this
+    verifies every operation on its own, nested operations before their parent.
+    Returns the operation and its error, or ``None`` when everything verifies.
+    """
+    for region in root.regions:
+        for block in region.blocks:
+            for op in block.ops:
+                found = find_verify_failure(op)
+                if found is not None:
+                    return found
+            if not block.ops:
+                try:
+                    block.verify()
+                except VerifyException as err:
+                    return root, err
+    try:
+        root.verify(verify_nested_ops=False)
+    except VerifyException as err:
+        return root, err
+    return None
+
+
+@dataclass(frozen=True)
+class OpLocator:
+    """Finds a source location for an operation.
+
+    Operations parsed from the input text have their name's span; others (made
+    by a frontend) may carry a ``loc("file":line:col)``.  ``line_offset`` shifts
+    the lines of a ``--split-input-file`` chunk.
+    """
+
+    op_spans: dict[Operation, Span[str]]
+    line_offset: int = 0
+    input_name: str | None = None
+    input_text: str | None = None
+
+    def locate(self, op: Operation) -> SourceLocation | None:
+        """The location of ``op`` itself, if it has one."""
+        span = self.op_spans.get(op)
+        if span is not None:
+            return span_location(span, self.line_offset)
+        loc = op.location
+        if isinstance(loc, FileLineColLoc):
+            return self._file_location(loc.filename.data, loc.line.data, loc.column.data)
+        return None
+
+    def _file_location(self, file: str, line: int, column: int) -> SourceLocation:
+        source_line: str | None = None
+        lines: list[str] | None = None
+        if self.input_text is not None and file == self.input_name:
+            lines = self.input_text.splitlines()
+        else:
+            try:
+                with open(file, encoding="utf-8") as stream:
+                    lines = stream.read().splitlines()
+            except (OSError, UnicodeDecodeError):
+                lines = None
+        if lines is not None and 1 <= line <= len(lines):
+            source_line = lines[line - 1]
+        return SourceLocation(file, line, max(1, column), 1, source_line)
+
+
+def op_message(op: Operation, message: str) -> str:
+    """Prefix ``message`` with ``'op.name' op`` (the MLIR style) unless it names the op."""
+    message = message.strip()
+    if op.name in message:
+        return message
+    return f"'{op.name}' op {message}"
+
+
+def _short_op_text(op: Operation, max_lines: int = 12) -> str:
+    from xdsl.printer import Printer
+
+    stream = StringIO()
+    try:
+        Printer(stream=stream, print_generic_format=True).print_op(op)
+    except Exception:
+        return op.name
+    lines = stream.getvalue().splitlines()
+    if len(lines) > max_lines:
+        lines = [*lines[: max_lines - 1], "  ..."]
+    return "\n".join(lines)
+
+
+def format_op_error(
+    op: Operation, message: str, locator: OpLocator, *, note: str | None = None
+) -> str:
+    """Render an error about ``op`` at its source line.
+
+    An operation made by a pass has no position in the input: the error then
+    points at its nearest enclosing operation that has one, and shows the
+    failing operation in generic form.
+    """
+    text_message = op_message(op, message)
+    location = locator.locate(op)
+    notes: list[str] = []
+    if location is None:
+        parent = op.parent_op()
+        while parent is not None and location is None:
+            location = locator.locate(parent)
+            if location is not None:
+                notes.append(f"in the body of this '{parent.name}'; the failing operation is:")
+                notes.append(_short_op_text(op))
+            parent = parent.parent_op()
+        if location is None:
+            notes.append("the failing operation is:")
+            notes.append(_short_op_text(op))
+    text = format_diagnostic(text_message, location)
+    if note is not None:
+        text += f"\nnote: {note}"
+    if notes:
+        text += f"\nnote: {notes[0]}"
+        if len(notes) > 1:
+            text += "\n" + "\n".join(notes[1:])
+    return text
+
+
+def format_verify_error(
+    err: DiagnosticException,
+    module: Operation | None,
+    locator: OpLocator,
+    *,
+    note: str | None = None,
+) -> str:
+    """Render a verifier error, pointing at the operation that does not verify."""
+    found: tuple[Operation, Exception] | None = None
+    if module is not None:
+        try:
+            found = find_verify_failure(module)
+        except Exception:
+            found = None
+    if found is not None:
+        op, op_err = found
+        return format_op_error(op, str(op_err), locator, note=note)
+    return format_diagnostic(str(err).strip(), None, note=note)
+
+
+# --------------------------------------------------------------------------- #
+# The exit-status policy
+# --------------------------------------------------------------------------- #
+
+
+def user_error_text(err: BaseException, line_offset: int = 0) -> str | None:
+    """The rendered message for an error a user can cause, or ``None`` for a bug."""
+    if isinstance(err, DriverError):
+        return err.text
+    if isinstance(err, TdslError):
+        return str(err)
+    if isinstance(err, ParseError):
+        return format_parse_error(err, line_offset)
+    if isinstance(err, ArgSpecParseError):
+        return format_arg_spec_error(err)
+    if isinstance(err, DiagnosticException):
+        return format_diagnostic(str(err).strip(), None)
+    return None
+
+
+def print_error(text: str) -> None:
+    """Print a rendered diagnostic on stderr."""
+    sys.stderr.write(text.rstrip("\n") + "\n")
+    sys.stderr.flush()
+
+
+def internal_error_text(err: BaseException) -> str:
+    """One line describing an unexpected exception."""
+    detail = str(err).strip().split("\n")[0]
+    kind = type(err).__name__
+    suffix = f" (set {DEBUG_ENV_VAR}=1 for a traceback)"
+    return (
+        f"internal error: {kind}: {detail}{suffix}" if detail else f"internal error: {kind}{suffix}"
+    )
+
+
+def run_tool(body: Callable[[], None]) -> None:
+    """Run a tool's ``body`` and turn every failure into a message and an exit status.
+
+    ``SystemExit`` (argparse usage errors, ``--help``) passes through.  User
+    errors print their diagnostic and exit 1; anything else is an internal
+    error: one line and exit 2, or the traceback when ``TDSL_DEBUG`` is set.
+    """
+    try:
+        body()
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        print_error("error: interrupted")
+        raise SystemExit(130) from None
+    except BrokenPipeError:
+        # The reader went away (``tdsl-opt ... | head``): not an error of ours.
+        _silence_stdout()
+        raise SystemExit(EXIT_USER_ERROR) from None
+    except BaseException as err:
+        text = user_error_text(err)
+        if text is not None:
+            print_error(text)
+            raise SystemExit(EXIT_USER_ERROR) from None
+        if debug_enabled():
+            raise
+        print_error(internal_error_text(err))
+        raise SystemExit(EXIT_INTERNAL_ERROR) from None
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def module_of(op: Operation) -> ModuleOp | None:
+    """The outermost ``builtin.module`` containing ``op`` (or ``op`` itself)."""
+    top = op
+    while (parent := top.parent_op()) is not None:
+        top = parent
+    return top if isinstance(top, ModuleOp) else None

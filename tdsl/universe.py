@@ -1,0 +1,68 @@
+"""The ``xdsl.universe`` entry point: tdsl's dialects, passes, frontend and target.
+
+Registered in ``pyproject.toml`` so that plain ``xdsl-opt`` loads them.  Every
+value is a zero-argument factory with a lazy import inside, so building the
+universe costs nothing.  Passes are registered under ``tdsl-`` names, because
+another public xDSL project also has a dialect named ``kernel``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from xdsl.universe import Universe
+
+if TYPE_CHECKING:
+    from xdsl.ir import Dialect
+    from xdsl.passes import ModulePass
+    from xdsl.utils.frontend import Frontend
+    from xdsl.utils.target import Target
+
+
+def _tensordsl() -> Dialect:
+    from tdsl.dialects.tensordsl import TensorDSL
+
+    return TensorDSL
+
+
+def _kernel() -> Dialect:
+    from tdsl.dialects.kernel import Kernel
+
+    return Kernel
+
+
+def _fuse() -> type[ModulePass]:
+    from tdsl.lowering.fuse import FusePass
+
+    return FusePass
+
+
+def _tile() -> type[ModulePass]:
+    from tdsl.lowering.tile import TilePass
+
+    return TilePass
+
+
+def _numpy_target() -> type[Target]:
+    from tdsl.lowering.numpy_target import NumpyTarget
+
+    return NumpyTarget
+
+
+def _tdsl_frontend() -> type[Frontend]:
+    from tdsl.frontend.xdsl_frontend import TdslFrontend
+
+    return TdslFrontend
+
+
+TDSL_DIALECTS = {"tensordsl": _tensordsl, "kernel": _kernel}
+TDSL_PASSES = {"tdsl-fuse": _fuse, "tdsl-tile": _tile}
+TDSL_TARGETS = {"numpy": _numpy_target}
+TDSL_FRONTENDS = {"tdsl": _tdsl_frontend}
+
+TDSL_UNIVERSE = Universe(
+    all_dialects=TDSL_DIALECTS,
+    all_passes=TDSL_PASSES,
+    all_targets=TDSL_TARGETS,
+    all_frontends=TDSL_FRONTENDS,
+)
