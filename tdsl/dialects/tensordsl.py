@@ -188,7 +188,7 @@ def _expect_type(op: Operation, expected: Sequence[int], actual: Attribute, what
 
 
 def _same_element_types(op: Operation, types: Sequence[Attribute]) -> None:
-    elements = {str(element_type(t)) for t in types}
+    elements = {element_type(t) for t in types}
     if len(elements) > 1:
         names = ", ".join(str(t) for t in types)
         raise VerifyException(

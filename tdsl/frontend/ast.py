@@ -102,10 +102,10 @@ class BinOp:
 
 @dataclass(frozen=True)
 class Keyword:
-    """A keyword argument ``name=value`` of a call; ``value`` is an int or a bool."""
+    """A keyword argument ``name=value`` of a call; ``value`` is an int, a bool or None."""
 
     name: str
-    value: int | bool
+    value: int | bool | None
     span: Span
 
 

@@ -12,7 +12,8 @@ the column of the first token of a line)::
     expr       ::= operand (("+" | "-" | "*" | "/" | "@") operand)*
     operand    ::= "-"* primary
     primary    ::= NUMBER | NAME | NAME "(" [arg ("," arg)* [","]] ")" | "(" expr ")"
-    arg        ::= expr | NAME "=" ["-"] INT | NAME "=" ("true" | "false" | "True" | "False")
+    arg        ::= expr | NAME "=" kwvalue
+    kwvalue    ::= ["-"] INT | "true" | "false" | "True" | "False" | "None"
 
 Binary operators follow Python: ``* / @`` bind tighter than ``+ -``, unary
 minus tighter than both, all left-associative.  Nesting (parentheses, calls,
@@ -48,9 +49,21 @@ MAX_NESTING = 200
 DTYPES = ("f16", "f32", "f64")
 """The element types a kernel signature may name."""
 
-_DTYPE_ALIASES = {"float16": "f16", "float32": "f32", "float64": "f64", "half": "f16"}
-_DTYPE_ALIASES |= {"float": "f32", "double": "f64"}
-_BOOLS = {"true": True, "True": True, "false": False, "False": False}
+_DTYPE_ALIASES = {
+    "float16": "f16",
+    "float32": "f32",
+    "float64": "f64",
+    "half": "f16",
+    "float": "f32",
+    "double": "f64",
+}
+_KEYWORD_CONSTANTS: dict[str, bool | None] = {
+    "true": True,
+    "True": True,
+    "false": False,
+    "False": False,
+    "None": None,
+}
 _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "@": 2}
 _MAX_INT_DIGITS = 18
 _MAX_DIM = 2**62
@@ -128,8 +141,9 @@ class _Parser:
         # A bare expression may span lines freely: drop the line structure.
         self.tokens = [t for t in self.tokens if t.kind is not TokenKind.NEWLINE]
         body = self.parse_expr()
-        if self.tok.kind is not TokenKind.EOF:
-            raise self.error(f"expected end of input, found {self.tok.describe()}")
+        rest = self.tok
+        if rest.kind is not TokenKind.EOF:
+            raise self.error(f"expected end of input, found {rest.describe()}")
         return Expression(body, self.source)
 
     def parse_program(self) -> Program:
@@ -361,16 +375,17 @@ class _Parser:
         name_tok = self.advance()
         self.advance()  # "="
         token = self.tok
-        if token.kind is TokenKind.NAME and token.text in _BOOLS:
+        if token.kind is TokenKind.NAME and token.text in _KEYWORD_CONSTANTS:
             self.advance()
-            return Keyword(name_tok.text, _BOOLS[token.text], name_tok.span.to(token.span))
+            value = _KEYWORD_CONSTANTS[token.text]
+            return Keyword(name_tok.text, value, name_tok.span.to(token.span))
         negative = self.is_punct("-")
         if negative:
             self.advance()
         number = self.tok
         if number.kind is not TokenKind.NUMBER or not number.text.isdigit():
             raise self.error(
-                f"expected an integer or true/false as the value of `{name_tok.text}`, "
+                f"expected an integer, true, false or None as the value of `{name_tok.text}`, "
                 f"found {number.describe()}"
             )
         if len(number.text) > _MAX_INT_DIGITS:

@@ -1,0 +1,775 @@
+"""Lowering of the tdsl AST to the ``tensordsl`` dialect.
+
+One ``func.func`` per kernel; a bare expression becomes ``func.func @main``
+whose arguments are the names it uses, in order of first appearance.  Every
+op carries the source location of the text it came from.
+
+Typing follows NumPy 2 (NEP 50):
+
+* array operands promote as ``np.result_type`` does (f16 < f32 < f64); the
+  promotion is an explicit ``tensordsl.cast``;
+* numeric literals are *weak* Python floats: arithmetic between literals only
+  (``2 * 3``, ``-1``, ``1 / 3``) is folded in double precision, as Python would,
+  and the result takes the dtype of the tensor it meets, as a 0-d
+  ``tensordsl.constant``.  A literal that meets no tensor (one returned alone,
+  or the only argument of a function, as in ``exp(2)``) is a float64, and the
+  function's result is then a strong float64, as ``np.exp(2)`` is.
+
+Shapes, axes, arities and keywords are checked here, before any op is built,
+so each error points at the user's span.
+"""
+
+from __future__ import annotations
+
+import difflib
+import operator
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias, cast
+
+import numpy as np
+from xdsl.builder import Builder
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    FileLineColLoc,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    f16,
+    f32,
+    f64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint
+from xdsl.utils.exceptions import VerifyException
+
+from tdsl.dialects import tensordsl as td
+from tdsl.errors import (
+    SourceLocation,
+    TdslIRError,
+    TdslNameError,
+    TdslOptionError,
+    TdslTypeError,
+)
+from tdsl.frontend.ast import (
+    BinOp,
+    Call,
+    Expr,
+    Expression,
+    Kernel,
+    Keyword,
+    Name,
+    Neg,
+    Number,
+    Program,
+    Return,
+    Source,
+    Span,
+    children,
+    walk,
+)
+from tdsl.frontend.parser import parse
+
+FloatType: TypeAlias = Float16Type | Float32Type | Float64Type
+DTypeLike: TypeAlias = str | np.dtype[Any] | type[Any]
+"""A dtype as a user may spell it: ``"f32"``, ``"float32"``, ``np.float32``, ``np.dtype("f4")``."""
+
+ELEMENT_TYPES: dict[str, FloatType] = {"f16": f16, "f32": f32, "f64": f64}
+_PROMOTION_RANK = {"f16": 0, "f32": 1, "f64": 2}
+_NUMPY_NAMES = {"float16": "f16", "float32": "f32", "float64": "f64"}
+
+
+# --------------------------------------------------------------------------- functions
+
+
+FunctionKind = Literal["unary", "binary", "matmul", "transpose", "softmax", "reduce"]
+
+
+@dataclass(frozen=True)
+class FunctionInfo:
+    """What the language knows about one function: its op, arity and keywords."""
+
+    name: str
+    kind: FunctionKind
+    op: type[Operation]
+    signature: str
+
+    @property
+    def arity(self) -> int:
+        return 2 if self.kind in ("binary", "matmul") else 1
+
+    @property
+    def keywords(self) -> tuple[str, ...]:
+        return {"softmax": ("axis",), "reduce": ("axis", "keepdims")}.get(self.kind, ())
+
+
+def _function_table() -> dict[str, FunctionInfo]:
+    table: dict[str, FunctionInfo] = {}
+    unary: dict[str, type[Operation]] = {
+        "relu": td.ReluOp,
+        "exp": td.ExpOp,
+        "log": td.LogOp,
+        "sqrt": td.SqrtOp,
+        "tanh": td.TanhOp,
+        "sigmoid": td.SigmoidOp,
+        "abs": td.AbsOp,
+        "neg": td.NegOp,
+    }
+    for name, op in unary.items():
+        table[name] = FunctionInfo(name, "unary", op, f"{name}(x)")
+    for name, op in (("maximum", td.MaximumOp), ("minimum", td.MinimumOp)):
+        table[name] = FunctionInfo(name, "binary", op, f"{name}(a, b)")
+    table["matmul"] = FunctionInfo("matmul", "matmul", td.MatmulOp, "matmul(a, b)")
+    table["transpose"] = FunctionInfo("transpose", "transpose", td.TransposeOp, "transpose(x)")
+    table["softmax"] = FunctionInfo("softmax", "softmax", td.SoftmaxOp, "softmax(x, axis=-1)")
+    for name, op in (("sum", td.SumOp), ("max", td.MaxOp), ("mean", td.MeanOp)):
+        table[name] = FunctionInfo(name, "reduce", op, f"{name}(x, axis=None, keepdims=False)")
+    return table
+
+
+FUNCTIONS: dict[str, FunctionInfo] = _function_table()
+"""Every function of the language, by name."""
+
+_BINARY_OPS: dict[str, type[td.BinaryOp]] = {
+    "+": td.AddOp,
+    "-": td.SubOp,
+    "*": td.MulOp,
+    "/": td.DivOp,
+}
+
+
+# --------------------------------------------------------------------------- dtypes
+
+
+def element_type_of(dtype: DTypeLike) -> FloatType:
+    """The element type for a dtype spelled ``"f32"``, ``"float32"``, ``np.float32``, ...
+
+    Raises :class:`TdslTypeError` for anything but float16, float32 and float64.
+    """
+    if isinstance(dtype, str) and dtype in ELEMENT_TYPES:
+        return ELEMENT_TYPES[dtype]
+    resolved = _numpy_dtype(dtype)
+    short = None if resolved is None else _NUMPY_NAMES.get(resolved.name)
+    if short is None:
+        raise TdslTypeError(
+            f"unsupported dtype {_show_dtype(cast(Any, dtype))}; expected float16, float32 or float64 "
+            "(also spelled f16, f32, f64)"
+        )
+    return ELEMENT_TYPES[short]
+
+
+def _is_dtype_class(dtype: object) -> bool:
+    return isinstance(dtype, type) and issubclass(dtype, np.dtype)
+
+
+def _numpy_dtype(dtype: Any) -> np.dtype[Any] | None:
+    """``np.dtype(dtype)``, also for a dtype class such as ``np.dtypes.Float32DType``."""
+    spec: Any = getattr(dtype, "type", None) if _is_dtype_class(dtype) else dtype
+    try:
+        return np.dtype(spec)
+    except Exception:  # NumPy raises TypeError, ValueError, ... for what is no dtype
+        return None
+
+
+def _show_dtype(dtype: object) -> str:
+    if isinstance(dtype, type):
+        return f"`{dtype.__module__}.{dtype.__qualname__}`"
+    return f"`{dtype}`"
+
+
+def dtype_name(element: Attribute) -> str:
+    """``f16``, ``f32`` or ``f64``."""
+    for name, candidate in ELEMENT_TYPES.items():
+        if element == candidate:
+            return name
+    raise AssertionError(f"not a tensordsl element type: {element}")
+
+
+def format_type(element: Attribute, shape: Sequence[int]) -> str:
+    """A type in the language's own syntax: ``f32[4, 8]``, ``f64[]``."""
+    return f"{dtype_name(element)}[{', '.join(str(d) for d in shape)}]"
+
+
+# --------------------------------------------------------------------------- values
+
+
+@dataclass(frozen=True)
+class _Tensor:
+    """A strongly typed value: an SSA value with its static shape and element type."""
+
+    value: SSAValue
+    shape: tuple[int, ...]
+    element: FloatType
+
+
+@dataclass(frozen=True)
+class _Literal:
+    """A weak scalar: a literal, or arithmetic between literals, folded like Python."""
+
+    value: float
+    span: Span
+
+
+_Value: TypeAlias = _Tensor | _Literal
+
+
+def _fold(op: str, a: float, b: float) -> float:
+    """Python float arithmetic, except that IEEE rules replace ZeroDivisionError."""
+    with np.errstate(all="ignore"):
+        x, y = np.float64(a), np.float64(b)
+        result = {"+": x + y, "-": x - y, "*": x * y, "/": x / y}[op]
+    return float(result)
+
+
+# --------------------------------------------------------------------------- lowering
+
+
+def _float_type(element: Attribute) -> FloatType:
+    assert isinstance(element, Float16Type | Float32Type | Float64Type)
+    return element
+
+
+def _nearest(name: str, candidates: Sequence[str]) -> str | None:
+    """The candidate closest to ``name``: equal but for case, else by difflib."""
+    same_but_case = [c for c in candidates if c.lower() == name.lower()]
+    if same_but_case:
+        return same_but_case[0]
+    matches = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    return matches[0] if matches else None
+
+
+def _name_list(names: Sequence[str]) -> str:
+    return ", ".join(f"`{n}`" for n in names) if names else "none"
+
+
+def _show_keyword_value(value: int | bool | None) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def check_call(source: Source, node: Call) -> None:
+    """Check the function name, arity and keyword names of a call (not its arguments)."""
+    info = FUNCTIONS.get(node.func)
+    if info is None:
+        message = f"unknown function `{node.func}`"
+        near = _nearest(node.func, list(FUNCTIONS))
+        if near is not None:
+            message += f"; did you mean `{near}`?"
+        else:
+            message += f" (known functions: {', '.join(sorted(FUNCTIONS))})"
+        raise TdslNameError(message, source.location(node.func_span))
+    if len(node.args) != info.arity:
+        noun = "argument" if info.arity == 1 else "arguments"
+        if info.keywords:
+            noun = "positional " + noun
+        given = len(node.args)
+        message = (
+            f"`{info.name}` takes {info.arity} {noun} but {given} "
+            f"{'was' if given == 1 else 'were'} given (signature: {info.signature})"
+        )
+        if info.name == "max" and given == 2:
+            message += "; for the element-wise maximum use `maximum(a, b)`"
+        raise TdslTypeError(message, source.location(node.span))
+    for keyword in node.keywords:
+        if keyword.name in info.keywords:
+            continue
+        if not info.keywords:
+            message = f"`{info.name}` takes no keyword arguments"
+        else:
+            message = f"unknown keyword argument `{keyword.name}` for `{info.name}`"
+            near = _nearest(keyword.name, info.keywords)
+            if near is not None:
+                message += f"; did you mean `{near}`?"
+        message += f" (signature: {info.signature})"
+        raise TdslNameError(message, source.location(keyword.span))
+
+
+def _check_calls(source: Source, expr: Expr) -> None:
+    """Check every call in ``expr``, in source order, before any name or shape."""
+    for node in walk(expr):
+        if isinstance(node, Call):
+            check_call(source, node)
+
+
+class _FunctionLowering:
+    """Lowers the expressions of one function body into one block."""
+
+    def __init__(self, source: Source, block: Block) -> None:
+        self.source = source
+        self.builder = Builder(InsertPoint.at_end(block))
+        self.env: dict[str, _Value] = {}
+        self.casts: dict[tuple[SSAValue, str], _Tensor] = {}
+
+    # ---------------------------------------------------------------- helpers
+
+    def location(self, span: Span) -> FileLineColLoc:
+        return FileLineColLoc(
+            StringAttr(self.source.filename), IntAttr(span.line), IntAttr(span.column)
+        )
+
+    def where(self, span: Span) -> SourceLocation:
+        return self.source.location(span)
+
+    def emit(self, op: Operation, span: Span) -> _Tensor:
+        """Locate, verify and insert ``op``; return its (single) result."""
+        op.location = self.location(span)
+        try:
+            op.verify()
+        except VerifyException as err:
+            raise TdslTypeError(str(err), self.where(span)) from None
+        self.builder.insert(op)
+        result = op.results[0]
+        return _Tensor(result, td.tensor_shape(result), _float_type(td.element_type(result)))
+
+    def to_element(self, value: _Value, element: FloatType, span: Span) -> _Tensor:
+        """``value`` as a tensor of ``element``: a constant, a cast, or itself."""
+        if isinstance(value, _Literal):
+            with np.errstate(over="ignore"):
+                data = np.array(value.value, dtype=np.float64).astype(td.numpy_dtype(element))
+            return self.emit(td.ConstantOp(td.dense_from_numpy(data, element)), value.span)
+        if value.element == element:
+            return value
+        key = (value.value, dtype_name(element))
+        if key not in self.casts:
+            self.casts[key] = self.emit(td.CastOp(value.value, element), span)
+        return self.casts[key]
+
+    def unify(self, operands: Sequence[tuple[_Value, Span]]) -> list[_Tensor]:
+        """Promote ``operands`` to one element type, as ``np.result_type`` (NEP 50)."""
+        elements = [v.element for v, _ in operands if isinstance(v, _Tensor)]
+        rank = _PROMOTION_RANK
+        element = max(elements, key=lambda e: rank[dtype_name(e)]) if elements else f64
+        return [self.to_element(v, element, span) for v, span in operands]
+
+    def tensor(self, value: _Value, span: Span) -> _Tensor:
+        """``value`` as a tensor; a lone literal is a float64."""
+        return self.to_element(value, f64, span) if isinstance(value, _Literal) else value
+
+    @staticmethod
+    def describe(value: _Value) -> str:
+        if isinstance(value, _Literal):
+            return f"f64[] (the number {value.value:g})"
+        return format_type(value.element, value.shape)
+
+    @staticmethod
+    def shape_of(value: _Value) -> tuple[int, ...]:
+        return () if isinstance(value, _Literal) else value.shape
+
+    # ---------------------------------------------------------------- expressions
+
+    def lower(self, root: Expr) -> _Value:
+        """Lower ``root`` bottom-up with an explicit stack (no recursion)."""
+        results: dict[int, _Value] = {}
+        stack: list[tuple[Expr, bool]] = [(root, False)]
+        while stack:
+            node, ready = stack.pop()
+            if ready:
+                args = [results.pop(id(child)) for child in children(node)]
+                results[id(node)] = self.lower_node(node, args)
+                continue
+            stack.append((node, True))
+            stack.extend((child, False) for child in reversed(children(node)))
+        return results[id(root)]
+
+    def lower_node(self, node: Expr, args: list[_Value]) -> _Value:
+        match node:
+            case Number(value=value, span=span):
+                return _Literal(value, span)
+            case Name():
+                return self.lookup(node)
+            case Neg():
+                (arg,) = args
+                if isinstance(arg, _Literal):
+                    return _Literal(-arg.value, node.span)
+                return self.emit(td.NegOp(arg.value), node.span)
+            case BinOp(op="@"):
+                return self.matmul("`@`", args, (node.lhs.span, node.rhs.span), node.op_span)
+            case BinOp(op=op, lhs=lhs, rhs=rhs):
+                a, b = args
+                if isinstance(a, _Literal) and isinstance(b, _Literal):
+                    return _Literal(_fold(op, a.value, b.value), node.span)
+                return self.binary(
+                    _BINARY_OPS[op], f"`{op}`", args, (lhs.span, rhs.span), node.op_span
+                )
+            case Call():
+                return self.call(node, args)
+
+    def lookup(self, node: Name) -> _Value:
+        value = self.env.get(node.id)
+        if value is not None:
+            return value
+        scope = list(self.env)
+        message = f"unknown name `{node.id}`"
+        near = _nearest(node.id, scope)
+        if near is not None:
+            message += f"; did you mean `{near}`?"
+        message += f" (names in scope: {_name_list(scope)})"
+        if node.id in FUNCTIONS:
+            message += f"; `{node.id}` is a function: call it as `{node.id}(...)`"
+        raise TdslNameError(message, self.where(node.span))
+
+    def binary(
+        self,
+        op_class: type[td.BinaryOp],
+        what: str,
+        args: Sequence[_Value],
+        spans: tuple[Span, Span],
+        span: Span,
+    ) -> _Tensor:
+        a, b = args
+        try:
+            td.broadcast_shapes(self.shape_of(a), self.shape_of(b))
+        except td.ShapeError:
+            raise TdslTypeError(
+                f"operands of {what} do not broadcast: {self.describe(a)} and {self.describe(b)}",
+                self.where(span),
+            ) from None
+        lhs, rhs = self.unify(list(zip(args, spans, strict=True)))
+        return self.emit(op_class(lhs.value, rhs.value), span)
+
+    def matmul(
+        self, what: str, args: Sequence[_Value], spans: tuple[Span, Span], span: Span
+    ) -> _Tensor:
+        a, b = args
+        sa, sb = self.shape_of(a), self.shape_of(b)
+        try:
+            td.matmul_shape(sa, sb)
+        except td.ShapeError:
+            shown = f"{self.describe(a)} and {self.describe(b)}"
+            if not sa or not sb:
+                reason = f"{what} needs operands of rank 1 or more, got {shown}"
+            elif sa[-1] != sb[max(0, len(sb) - 2)]:
+                inner = f"{sa[-1]} vs {sb[max(0, len(sb) - 2)]}"
+                reason = f"inner dimensions of {what} differ ({inner}): {shown}"
+            else:
+                reason = f"batch dimensions of {what} do not broadcast: {shown}"
+            raise TdslTypeError(reason, self.where(span)) from None
+        lhs, rhs = self.unify(list(zip(args, spans, strict=True)))
+        return self.emit(td.MatmulOp(lhs.value, rhs.value), span)
+
+    # ---------------------------------------------------------------- calls
+
+    def keyword(self, node: Call, name: str) -> Keyword | None:
+        return next((k for k in node.keywords if k.name == name), None)
+
+    def axis(self, node: Call, operand: _Value, default: int | None) -> int | None:
+        """The ``axis`` keyword of ``node``, checked against the rank of ``operand``."""
+        keyword = self.keyword(node, "axis")
+        if keyword is None:
+            return default
+        if keyword.value is None and default is None:
+            return None
+        if keyword.value is None or isinstance(keyword.value, bool):
+            raise TdslTypeError(
+                f"`axis` of `{node.func}` must be an integer, "
+                f"not `{_show_keyword_value(keyword.value)}`",
+                self.where(keyword.span),
+            )
+        rank = len(self.shape_of(operand))
+        try:
+            td.normalize_axis(keyword.value, rank)
+        except td.ShapeError:
+            valid = (
+                "a 0-d tensor has no axes" if rank == 0 else f"expected {-rank} <= axis < {rank}"
+            )
+            raise TdslTypeError(
+                f"axis {keyword.value} is out of range for `{node.func}` of "
+                f"{self.describe(operand)} (rank {rank}; {valid})",
+                self.where(keyword.span),
+            ) from None
+        return keyword.value
+
+    def keepdims(self, node: Call) -> bool:
+        keyword = self.keyword(node, "keepdims")
+        if keyword is None:
+            return False
+        if not isinstance(keyword.value, bool):
+            raise TdslTypeError(
+                f"`keepdims` must be true or false, not `{_show_keyword_value(keyword.value)}`",
+                self.where(keyword.span),
+            )
+        return keyword.value
+
+    def call(self, node: Call, args: list[_Value]) -> _Value:
+        info = FUNCTIONS[node.func]
+        spans = tuple(arg.span for arg in node.args)
+        match info.kind:
+            case "binary":
+                assert issubclass(info.op, td.BinaryOp)
+                return self.binary(info.op, f"`{info.name}`", args, (spans[0], spans[1]), node.span)
+            case "matmul":
+                return self.matmul("`matmul`", args, (spans[0], spans[1]), node.span)
+            case "unary":
+                assert issubclass(info.op, td.UnaryOp)
+                x = self.tensor(args[0], spans[0])
+                return self.emit(info.op(x.value), node.span)
+            case "transpose":
+                x = self.tensor(args[0], spans[0])
+                return self.emit(td.TransposeOp(x.value), node.span)
+            case "softmax":
+                axis = self.axis(node, args[0], -1)
+                assert axis is not None
+                x = self.tensor(args[0], spans[0])
+                return self.emit(td.SoftmaxOp(x.value, axis), node.span)
+            case "reduce":
+                assert issubclass(info.op, td.ReductionOp)
+                axis = self.axis(node, args[0], None)
+                keepdims = self.keepdims(node)
+                x = self.tensor(args[0], spans[0])
+                return self.emit(info.op(x.value, axis, keepdims), node.span)
+
+
+# --------------------------------------------------------------------------- functions and modules
+
+
+_HINT_SUFFIX = re.compile(r"_\d+$")
+
+
+def _name_hint(value: SSAValue, name: str) -> None:
+    """Name ``value`` after a binding, when xDSL would print that name."""
+    if value.name_hint is None and _HINT_SUFFIX.sub("", name):
+        value.name_hint = name
+
+
+def _build_function(
+    lowering: _FunctionLowering,
+    name: str,
+    block: Block,
+    results: Sequence[_Tensor],
+    span: Span,
+    return_span: Span,
+) -> func.FuncOp:
+    ret = func.ReturnOp(*(r.value for r in results))
+    ret.location = lowering.location(return_span)
+    lowering.builder.insert(ret)
+    inputs = [arg.type for arg in block.args]
+    outputs = [r.value.type for r in results]
+    function = func.FuncOp(name, (inputs, outputs), Region(block))
+    function.location = lowering.location(span)
+    # The body's ops were verified one by one as they were built (see `emit`).
+    try:
+        ret.verify()
+        function.verify(verify_nested_ops=False)
+    except VerifyException as err:
+        raise TdslIRError(f"generated IR does not verify: {err}", lowering.where(span)) from None
+    return function
+
+
+def _block(source: Source, args: Sequence[tuple[str, FloatType, tuple[int, ...], Span]]) -> Block:
+    block = Block(arg_types=[TensorType(element, shape) for _, element, shape, _ in args])
+    for arg, (name, _, _, span) in zip(block.args, args, strict=True):
+        _name_hint(arg, name)
+        arg.location = FileLineColLoc(
+            StringAttr(source.filename), IntAttr(span.line), IntAttr(span.column)
+        )
+    return block
+
+
+def _lower_kernel(source: Source, kernel: Kernel) -> func.FuncOp:
+    seen: dict[str, Span] = {}
+    for param in kernel.params:
+        if param.name in seen:
+            raise TdslNameError(
+                f"duplicate argument `{param.name}` in kernel `{kernel.name}`",
+                source.location(param.span),
+            )
+        seen[param.name] = param.span
+    for statement in (*kernel.body, kernel.ret):
+        values = statement.values if isinstance(statement, Return) else (statement.value,)
+        for value in values:
+            _check_calls(source, value)
+    block = _block(
+        source,
+        [(p.name, ELEMENT_TYPES[p.dtype], p.shape, p.span) for p in kernel.params],
+    )
+    lowering = _FunctionLowering(source, block)
+    for param, arg in zip(kernel.params, block.args, strict=True):
+        lowering.env[param.name] = _Tensor(arg, param.shape, ELEMENT_TYPES[param.dtype])
+    for assign in kernel.body:
+        value = lowering.lower(assign.value)
+        if isinstance(value, _Tensor) and isinstance(value.value.owner, Operation):
+            _name_hint(value.value, assign.target)
+        lowering.env[assign.target] = value
+    results = [lowering.tensor(lowering.lower(v), v.span) for v in kernel.ret.values]
+    return _build_function(lowering, kernel.name, block, results, kernel.span, kernel.ret.span)
+
+
+def _input_shape(name: str, shape: Sequence[int], where: SourceLocation) -> tuple[int, ...]:
+    try:
+        dims = tuple(operator.index(d) for d in shape)
+    except TypeError:
+        dims = None
+    if dims is None or any(d < 0 for d in dims):
+        raise TdslTypeError(
+            f"invalid shape {shape!r} for input `{name}`: expected a tuple of "
+            "non-negative integers",
+            where,
+        )
+    return dims
+
+
+def _lower_expression(
+    expression: Expression,
+    shapes: Mapping[str, Sequence[int]] | None,
+    dtypes: DTypeLike | Mapping[str, DTypeLike] | None,
+) -> func.FuncOp:
+    source = expression.source
+    first_use: dict[str, Span] = {}
+    _check_calls(source, expression.body)
+    for node in walk(expression.body):
+        if isinstance(node, Name) and node.id not in first_use:
+            first_use[node.id] = node.span
+    given = dict(shapes or {})
+    args: list[tuple[str, FloatType, tuple[int, ...], Span]] = []
+    for name, span in first_use.items():
+        where = source.location(span)
+        if name not in given:
+            message = f"no shape given for input `{name}`"
+            near = _nearest(name, list(given))
+            if near is not None:
+                message += f"; did you mean `{near}`?"
+            message += f" (shapes were given for: {_name_list(list(given))})"
+            if name in FUNCTIONS:
+                message += f"; `{name}` is a function: call it as `{name}(...)`"
+            raise TdslNameError(message, where)
+        element = _input_element(name, dtypes, where)
+        args.append((name, element, _input_shape(name, given[name], where), span))
+    block = _block(source, args)
+    lowering = _FunctionLowering(source, block)
+    for (name, element, shape, _), arg in zip(args, block.args, strict=True):
+        lowering.env[name] = _Tensor(arg, shape, element)
+    body = expression.body
+    result = lowering.tensor(lowering.lower(body), body.span)
+    return _build_function(lowering, "main", block, [result], body.span, body.span)
+
+
+def _input_element(
+    name: str, dtypes: DTypeLike | Mapping[str, DTypeLike] | None, where: SourceLocation
+) -> FloatType:
+    if dtypes is None:
+        return f64
+    if isinstance(dtypes, Mapping):
+        spec = dtypes.get(name)
+        if spec is None:
+            return f64
+    else:
+        spec = dtypes
+    try:
+        return element_type_of(spec)
+    except TdslTypeError as err:
+        raise TdslTypeError(f"input `{name}`: {err.message}", where) from None
+
+
+def lower(
+    tree: Expression | Program,
+    shapes: Mapping[str, Sequence[int]] | None = None,
+    dtypes: DTypeLike | Mapping[str, DTypeLike] | None = None,
+) -> ModuleOp:
+    """Lower a parsed expression or program to a verified ``tensordsl`` module.
+
+    ``shapes`` and ``dtypes`` type the inputs of a bare expression; a program
+    types its kernels in their signatures and ignores both.
+    """
+    if isinstance(tree, Program):
+        functions: list[Operation] = []
+        defined: dict[str, Span] = {}
+        for kernel in tree.kernels:
+            if kernel.name in defined:
+                first = defined[kernel.name]
+                raise TdslNameError(
+                    f"kernel `{kernel.name}` is already defined at line {first.line}",
+                    tree.source.location(kernel.name_span),
+                )
+            defined[kernel.name] = kernel.name_span
+            functions.append(_lower_kernel(tree.source, kernel))
+    else:
+        functions = [_lower_expression(tree, shapes, dtypes)]
+    module = ModuleOp(functions)
+    # Every op inside was verified as it was built, each function when it was closed.
+    try:
+        module.verify(verify_nested_ops=False)
+    except VerifyException as err:
+        raise TdslIRError(f"generated IR does not verify: {err}") from None
+    return module
+
+
+def to_tensordsl(
+    source: str | Expression | Program,
+    shapes: Mapping[str, Sequence[int]] | None = None,
+    dtypes: DTypeLike | Mapping[str, DTypeLike] | None = None,
+    filename: str = "<expr>",
+) -> ModuleOp:
+    """Parse ``source`` (an expression or a ``.tdsl`` program) and lower it to tensordsl.
+
+    ``shapes`` maps each input name of an expression to its shape;
+    ``dtypes`` is one dtype for all inputs or a dict by name (default float64),
+    spelled as a NumPy dtype, a dtype class or a string (``"float32"``, ``"f32"``).
+    For a program, the signatures give shapes and dtypes and both are ignored.
+    Raises a :class:`~tdsl.errors.TdslError` subclass on any bad input.
+    """
+    tree = source if isinstance(source, Expression | Program) else parse(source, filename)
+    return lower(tree, shapes, dtypes)
+
+
+# --------------------------------------------------------------------------- command line
+
+_SPEC_RE = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(\S+)\s*")
+
+
+def parse_shape_spec(spec: str) -> tuple[str, tuple[int, ...], FloatType]:
+    """Parse ``NAME=4x4xf32`` (``NAME=f32`` for 0-d; no dtype means f64).
+
+    Raises :class:`~tdsl.errors.TdslOptionError` on a malformed spec.
+    """
+    usage = "expected NAME=DIMSxDTYPE, e.g. `A=4x4xf32`, or `A=f32` for a 0-d tensor"
+    match = _SPEC_RE.fullmatch(spec)
+    if match is None:
+        raise TdslOptionError(f"invalid shape spec `{spec}`: {usage}")
+    name, body = match.groups()
+    parts = body.split("x")
+    element: FloatType = f64
+    if not parts[-1].isdigit():
+        try:
+            element = element_type_of(parts[-1])
+        except TdslTypeError:
+            raise TdslOptionError(
+                f"invalid shape spec `{spec}`: unknown dtype `{parts[-1]}` "
+                "(expected f16, f32 or f64)"
+            ) from None
+        parts = parts[:-1]
+    if not all(p.isdigit() and len(p) <= 18 for p in parts):
+        raise TdslOptionError(f"invalid shape spec `{spec}`: {usage}")
+    return name, tuple(int(p) for p in parts), element
+
+
+def lower_expression_cli(expr: str, shape_specs: list[str]) -> ModuleOp:
+    """Lower ``expr`` typed by ``--shape`` specs such as ``A=4x4xf32`` (for ``tdsl-opt --expr``).
+
+    Raises :class:`~tdsl.errors.TdslError` on a bad spec or a bad expression.
+    """
+    shapes: dict[str, tuple[int, ...]] = {}
+    dtypes: dict[str, DTypeLike] = {}
+    for spec in shape_specs:
+        name, shape, element = parse_shape_spec(spec)
+        if name in shapes:
+            raise TdslOptionError(f"input `{name}` is given more than one shape")
+        shapes[name] = shape
+        dtypes[name] = dtype_name(element)
+    return to_tensordsl(expr, shapes=shapes, dtypes=dtypes)
+
+
+__all__ = [
+    "FUNCTIONS",
+    "DTypeLike",
+    "FunctionInfo",
+    "element_type_of",
+    "format_type",
+    "lower",
+    "lower_expression_cli",
+    "parse_shape_spec",
+    "to_tensordsl",
+]

@@ -1,0 +1,91 @@
+"""Tokenizer: token kinds, spans, numbers, comments, line structure, bad characters."""
+
+from __future__ import annotations
+
+import pytest
+
+from tdsl.errors import TdslSyntaxError
+from tdsl.frontend.ast import Source
+from tdsl.frontend.lexer import TokenKind, tokenize
+
+
+def kinds_and_texts(text: str) -> list[tuple[TokenKind, str]]:
+    return [(t.kind, t.text) for t in tokenize(Source(text))]
+
+
+def test_expression_tokens() -> None:
+    assert kinds_and_texts("relu(x @ w) + 2.5") == [
+        (TokenKind.NAME, "relu"),
+        (TokenKind.PUNCT, "("),
+        (TokenKind.NAME, "x"),
+        (TokenKind.PUNCT, "@"),
+        (TokenKind.NAME, "w"),
+        (TokenKind.PUNCT, ")"),
+        (TokenKind.PUNCT, "+"),
+        (TokenKind.NUMBER, "2.5"),
+        (TokenKind.NEWLINE, ""),
+        (TokenKind.EOF, ""),
+    ]
+
+
+@pytest.mark.parametrize("text", ["2", "2.5", ".5", "1e-3", "1E+5", "2.", "1.e3", "007", "0.0"])
+def test_number_spellings(text: str) -> None:
+    tokens = tokenize(Source(text))
+    assert (tokens[0].kind, tokens[0].text) == (TokenKind.NUMBER, text)
+    assert float(tokens[0].text) == float(text)
+
+
+def test_keywords_and_names() -> None:
+    assert kinds_and_texts("def return define _x1")[:4] == [
+        (TokenKind.KEYWORD, "def"),
+        (TokenKind.KEYWORD, "return"),
+        (TokenKind.NAME, "define"),
+        (TokenKind.NAME, "_x1"),
+    ]
+
+
+def test_spans_are_one_based_lines_and_columns() -> None:
+    tokens = tokenize(Source("a +\n  bc"))
+    bc = next(t for t in tokens if t.text == "bc")
+    assert (bc.span.line, bc.span.column, bc.span.start, bc.span.end) == (2, 3, 6, 8)
+
+
+def test_comments_and_blank_lines_make_no_tokens() -> None:
+    text = "# header\n\n   # indented comment\na # trailing\n\n"
+    assert kinds_and_texts(text) == [
+        (TokenKind.NAME, "a"),
+        (TokenKind.NEWLINE, "\n"),
+        (TokenKind.EOF, ""),
+    ]
+
+
+def test_no_newline_inside_brackets() -> None:
+    kinds = [k for k, _ in kinds_and_texts("f(a,\n  b)\n[1,\n 2]\nc")]
+    assert kinds.count(TokenKind.NEWLINE) == 3  # after `)`, after `]`, after `c`
+
+
+def test_crlf_line_endings() -> None:
+    tokens = tokenize(Source("a\r\nb\r\n"))
+    assert [(t.kind, t.span.line) for t in tokens if t.kind is TokenKind.NAME] == [
+        (TokenKind.NAME, 1),
+        (TokenKind.NAME, 2),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a $ b", "<expr>:1:3: error: unexpected character `$`\na $ b\n  ^"),
+        ("a ! b", "<expr>:1:3: error: unexpected character `!`\na ! b\n  ^"),
+        ("x\x00", "<expr>:1:2: error: unexpected character `\\x00`\nx\x00\n ^"),
+        ("\u00e9 + 1", "<expr>:1:1: error: unexpected character `\u00e9`\n\u00e9 + 1\n^"),
+        ("a.b", "<expr>:1:2: error: unexpected character `.`\na.b\n ^"),
+        ("2x + 1", "<expr>:1:1: error: invalid number literal `2x`\n2x + 1\n^^"),
+        ("1e", "<expr>:1:1: error: invalid number literal `1e`\n1e\n^^"),
+        ("1.2.3", "<expr>:1:1: error: invalid number literal `1.2.3`\n1.2.3\n^^^^^"),
+    ],
+)
+def test_lexical_errors(text: str, expected: str) -> None:
+    with pytest.raises(TdslSyntaxError) as info:
+        tokenize(Source(text))
+    assert str(info.value) == expected
