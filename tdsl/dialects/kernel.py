@@ -296,9 +296,13 @@ class TileOp(IRDLOperation):
         return tuple(map_dims(m) for m in self.out_maps.data)
 
     def tile_starts(self) -> Iterator[tuple[int, ...]]:
-        """The start of every tile, in row-major order."""
+        """The start of every tile, in row-major order.
+
+        A zero-extent dim still runs one (empty) tile, so that results which do
+        not follow that dim are computed.
+        """
         ranges = [
-            range(0, extent, size)
+            range(0, max(extent, 1), size)
             for extent, size in zip(self.space_value, self.tiles_value, strict=True)
         ]
         return itertools.product(*ranges)

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import ClassVar, cast
 
 import numpy as np
+from xdsl.context import Context
 from xdsl.dialects.builtin import (
     I64,
     BytesAttr,
@@ -51,13 +52,15 @@ from xdsl.irdl import (
     result_def,
     traits_def,
 )
+from xdsl.parser import Parser
 from xdsl.pattern_rewriter import (
     PatternRewriter,
     RewritePattern,
     op_type_rewrite_pattern,
 )
+from xdsl.printer import Printer
 from xdsl.traits import ConstantLike, Pure
-from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.exceptions import ParseError, VerifyException
 
 # ---------------------------------------------------------------------------
 # Types and shape rules
@@ -223,11 +226,34 @@ class ConstantOp(IRDLOperation):
     value = prop_def(ParamAttrConstraint(DenseIntOrFPElementsAttr, (T, AnyAttr())))
     result = result_def(T)
 
-    assembly_format = "attr-dict $value"
     traits = traits_def(Pure(), ConstantLike())
 
     def __init__(self, value: DenseIntOrFPElementsAttr) -> None:
         super().__init__(properties={"value": value}, result_types=[value.type])
+
+    # The declarative form would be "attr-dict $value", but xDSL 0.75 prints
+    # nan, inf and some whole numbers (1234567.0) as bare hex that parses back as
+    # an integer bit pattern, and folds [0.0, -0.0] into a splat.  So the value
+    # prints as usual when that text reads back bit-exact, and otherwise as
+    # MLIR's hex-string form `dense<"0x...">`, which always does.
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        if self.attributes:
+            printer.print_op_attributes(self.attributes)
+            printer.print_string(" ")
+        printer.print_string(dense_to_text(self.value))
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConstantOp:
+        attributes = parser.parse_optional_attr_dict()
+        pos = parser.pos
+        value = parser.parse_attribute()
+        if not isinstance(value, DenseIntOrFPElementsAttr):
+            parser.raise_error("expected a dense float tensor attribute", pos, parser.pos)
+        op = cls(cast(DenseIntOrFPElementsAttr, value))
+        op.attributes.update(attributes)
+        return op
 
     @staticmethod
     def splat(x: float, element: Attribute, shape: Sequence[int] = ()) -> ConstantOp:
@@ -254,6 +280,19 @@ def dense_from_numpy(arr: np.ndarray, element: Attribute) -> DenseIntOrFPElement
     data = np.array(arr, dtype=numpy_dtype(element), order="C")
     t = TensorType(cast(FloatType, element), data.shape)
     return DenseIntOrFPElementsAttr(t, BytesAttr(data.tobytes()))
+
+
+def dense_to_text(attr: DenseIntOrFPElementsAttr) -> str:
+    """The attribute's text, in hex-string form when the usual form would not read back exactly."""
+    text = str(attr)
+    try:
+        reread = Parser(Context(), text).parse_attribute()
+    except ParseError:
+        reread = None
+    if isinstance(reread, DenseIntOrFPElementsAttr) and reread.data == attr.data:
+        return text
+    raw = dense_to_numpy(attr).tobytes().hex().upper()
+    return f'dense<"0x{raw}"> : {attr.type}'
 
 
 def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
@@ -655,6 +694,7 @@ class SoftmaxOp(IRDLOperation):
 
     def __init__(self, input: SSAValue | Operation, axis: int = -1) -> None:
         value = SSAValue.get(input)
+        normalize_axis(axis, len(tensor_shape(value)))
         super().__init__(
             operands=[value], result_types=[value.type], properties={"axis": _axis_attr(axis)}
         )

@@ -1,0 +1,207 @@
+// RUN: tdsl-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+// Every verifier error of the kernel dialect.
+
+%x = "test.op"() : () -> tensor<4xf32>
+%0 = kernel.fused(%x) budget 0 : (tensor<4xf32>) -> tensor<4xf32> {
+^bb0(%a: tensor<4xf32>):
+  kernel.yield %a : tensor<4xf32>
+}
+// CHECK: 'kernel.fused' op memory budget 0 must be positive
+
+// -----
+
+%x = "test.op"() : () -> tensor<4xf32>
+%0 = kernel.fused(%x) : (tensor<4xf32>) -> tensor<4xf32> {
+^bb0(%a: tensor<4xf64>):
+  kernel.yield %x : tensor<4xf32>
+}
+// CHECK: 'kernel.fused' op body arguments (tensor<4xf64>) do not match the operands (tensor<4xf32>)
+
+// -----
+
+%x = "test.op"() : () -> tensor<4xf32>
+%0 = kernel.fused(%x) : (tensor<4xf32>) -> tensor<4xf32> {
+^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
+  kernel.yield %a : tensor<4xf32>
+}
+// CHECK: 'kernel.fused' op body arguments (tensor<4xf32>, tensor<4xf32>) do not match the operands (tensor<4xf32>)
+
+// -----
+
+%x = "test.op"() : () -> tensor<4xf32>
+%0 = kernel.fused(%x) : (tensor<4xf32>) -> tensor<4xf32> {
+^bb0(%a: tensor<4xf32>):
+  "test.termop"() : () -> ()
+}
+// CHECK: 'kernel.fused' op body must end in kernel.yield
+
+// -----
+
+%x = "test.op"() : () -> tensor<4xf32>
+%0 = kernel.fused(%x) : (tensor<4xf32>) -> tensor<4xf32> {
+^bb0(%a: tensor<4xf32>):
+  %1 = tensordsl.relu %a : tensor<4xf32>
+}
+// CHECK: Operation tensordsl.relu terminates block in single-block region but is not a terminator
+
+// -----
+
+%x = "test.op"() : () -> tensor<4xf32>
+%0 = kernel.fused(%x) : (tensor<4xf32>) -> tensor<4xf64> {
+^bb0(%a: tensor<4xf32>):
+  kernel.yield %a : tensor<4xf32>
+}
+// CHECK: 'kernel.fused' op body yields (tensor<4xf32>) but the op expects (tensor<4xf64>)
+
+// -----
+
+%x = "test.op"() : () -> tensor<4xf32>
+%0, %1 = kernel.fused(%x) : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+^bb0(%a: tensor<4xf32>):
+  kernel.yield %a : tensor<4xf32>
+}
+// CHECK: 'kernel.fused' op body yields (tensor<4xf32>) but the op expects (tensor<4xf32>, tensor<4xf32>)
+
+// -----
+
+%x = "test.op"() : () -> tensor<4xf32>
+kernel.yield %x : tensor<4xf32>
+// CHECK: 'kernel.yield' expects parent op to be one of 'kernel.fused', 'kernel.tile'
+
+// -----
+
+%x = "test.op"() : () -> tensor<8x4xf32>
+%0 = kernel.tile(%x) space [8, 4] tiles [2] scratch 0 ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
+^bb0(%a: tensor<2x4xf32>):
+  kernel.yield %a : tensor<2x4xf32>
+}
+// CHECK: 'kernel.tile' op has 1 tile sizes for a 2-d iteration space
+
+// -----
+
+%x = "test.op"() : () -> tensor<8xf32>
+%0 = kernel.tile(%x) space [-8] tiles [2] scratch 0 ins [affine_map<(d0) -> (0)>] outs [affine_map<(d0) -> (0)>] : (tensor<8xf32>) -> tensor<8xf32> {
+^bb0(%a: tensor<8xf32>):
+  kernel.yield %a : tensor<8xf32>
+}
+// CHECK: 'kernel.tile' op space extent -8 is negative
+
+// -----
+
+%x = "test.op"() : () -> tensor<8x4xf32>
+%0 = kernel.tile(%x) space [8, 4] tiles [2, 0] scratch 0 ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
+^bb0(%a: tensor<2x4xf32>):
+  kernel.yield %a : tensor<2x4xf32>
+}
+// CHECK: 'kernel.tile' op tile size 0 along d1 must be positive
+
+// -----
+
+%x = "test.op"() : () -> tensor<8xf32>
+%0 = kernel.tile(%x) space [8] tiles [2] scratch -1 ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
+^bb0(%a: tensor<2xf32>):
+  kernel.yield %a : tensor<2xf32>
+}
+// CHECK: 'kernel.tile' op scratch -1 is negative
+
+// -----
+
+%x = "test.op"() : () -> tensor<8xf32>
+%0 = kernel.tile(%x) space [8] tiles [2] scratch 0 ins [] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
+^bb0(%a: tensor<2xf32>):
+  kernel.yield %a : tensor<2xf32>
+}
+// CHECK: 'kernel.tile' op has 0 input maps for 1 operands
+
+// -----
+
+%x = "test.op"() : () -> tensor<8xf32>
+%0 = kernel.tile(%x) space [8] tiles [2] scratch 0 ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
+^bb0(%a: tensor<2xf32>):
+  kernel.yield %a : tensor<2xf32>
+}
+// CHECK: 'kernel.tile' op has 2 output maps for 1 results
+
+// -----
+
+%x = "test.op"() : () -> tensor<8x4xf32>
+%0 = kernel.tile(%x) space [8] tiles [2] scratch 0 ins [affine_map<(d0) -> (d0, 0)>] outs [affine_map<(d0) -> (0)>] : (tensor<8x4xf32>) -> tensor<4xf32> {
+^bb0(%a: tensor<2x4xf32>):
+  %s = tensordsl.sum %a axis = 0 : tensor<2x4xf32> -> tensor<4xf32>
+  kernel.yield %s : tensor<4xf32>
+}
+// CHECK: 'kernel.tile' op result #0 map (d0) -> (0) does not name tiled dims [0]: tiles would overwrite each other
+
+// -----
+
+%x = "test.op"() : () -> tensor<8xf32>
+%0 = kernel.tile(%x) space [8] tiles [2] scratch 0 ins [affine_map<(d0, d1) -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
+^bb0(%a: tensor<2xf32>):
+  kernel.yield %a : tensor<2xf32>
+}
+// CHECK: 'kernel.tile' op operand #0 map (d0, d1) -> (d0) must have 1 dims and no symbols
+
+// -----
+
+%x = "test.op"() : () -> tensor<8xf32>
+%0 = kernel.tile(%x) space [8] tiles [2] scratch 0 ins [affine_map<(d0)[s0] -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
+^bb0(%a: tensor<2xf32>):
+  kernel.yield %a : tensor<2xf32>
+}
+// CHECK: 'kernel.tile' op operand #0 map (d0)[s0] -> (d0) must have 1 dims and no symbols
+
+// -----
+
+%x = "test.op"() : () -> tensor<8xf32>
+%0 = kernel.tile(%x) space [8] tiles [2] scratch 0 ins [affine_map<(d0) -> (d0 + 1)>] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
+^bb0(%a: tensor<2xf32>):
+  kernel.yield %a : tensor<2xf32>
+}
+// CHECK: 'kernel.tile' op operand #0: unsupported tile map result (d0 + 1) in (d0) -> ((d0 + 1))
+
+// -----
+
+%x = "test.op"() : () -> tensor<8xf32>
+%0 = kernel.tile(%x) space [8] tiles [2] scratch 0 ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0, 0)>] : (tensor<8xf32>) -> tensor<8xf32> {
+^bb0(%a: tensor<2xf32>):
+  kernel.yield %a : tensor<2xf32>
+}
+// CHECK: 'kernel.tile' op result #0 map (d0) -> (d0, 0) has 2 results for tensor<8xf32> of rank 1
+
+// -----
+
+%x = "test.op"() : () -> tensor<6xf32>
+%0 = kernel.tile(%x) space [8] tiles [2] scratch 0 ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<6xf32>) -> tensor<8xf32> {
+^bb0(%a: tensor<2xf32>):
+  kernel.yield %a : tensor<2xf32>
+}
+// CHECK: 'kernel.tile' op operand #0 (tensor<6xf32>) runs along d0 with extent 6, but the iteration space has 8
+
+// -----
+
+%x = "test.op"() : () -> tensor<8x4xf32>
+%0 = kernel.tile(%x) space [8] tiles [2] scratch 0 ins [affine_map<(d0) -> (d0, 0)>] outs [affine_map<(d0) -> (d0, 0)>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
+^bb0(%a: tensor<8x4xf32>):
+  kernel.yield %a : tensor<8x4xf32>
+}
+// CHECK: 'kernel.tile' op body arguments (tensor<8x4xf32>) do not match the full-tile operand slices (tensor<2x4xf32>)
+
+// -----
+
+%x = "test.op"() : () -> tensor<8x4xf32>
+%0 = kernel.tile(%x) space [8] tiles [2] scratch 0 ins [affine_map<(d0) -> (d0, 0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<8x4xf32>) -> tensor<8xf32> {
+^bb0(%a: tensor<2x4xf32>):
+  %s = tensordsl.sum %a : tensor<2x4xf32> -> tensor<f32>
+  kernel.yield %s : tensor<f32>
+}
+// CHECK: 'kernel.tile' op body yields (tensor<f32>) but the op expects (tensor<2xf32>)
+
+// -----
+
+%x = "test.op"() : () -> tensor<8xf32>
+%0 = kernel.tile(%x) space [8] tiles [2] scratch 0 ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
+^bb0(%a: tensor<2xf32>):
+  "test.termop"() : () -> ()
+}
+// CHECK: 'kernel.tile' op body must end in kernel.yield

@@ -1,0 +1,203 @@
+// RUN: tdsl-opt %s --split-input-file --verify-diagnostics | filecheck %s
+
+// Every verifier error of the tensordsl dialect.
+
+%a, %b = "test.op"() : () -> (tensor<4x8xf32>, tensor<5xf32>)
+%0 = tensordsl.add %a, %b : (tensor<4x8xf32>, tensor<5xf32>) -> tensor<4x8xf32>
+// CHECK: 'tensordsl.add' op shapes 4x8 and 5 do not broadcast (dimension 8 vs 5) (tensor<4x8xf32>, tensor<5xf32>)
+
+// -----
+
+%a, %b = "test.op"() : () -> (tensor<2x3xf32>, tensor<3x3xf32>)
+%0 = "tensordsl.maximum"(%a, %b) : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<3x3xf32>
+// CHECK: 'tensordsl.maximum' op shapes 2x3 and 3x3 do not broadcast (dimension 2 vs 3) (tensor<2x3xf32>, tensor<3x3xf32>)
+
+// -----
+
+%a, %b = "test.op"() : () -> (tensor<4x8xf32>, tensor<8xf32>)
+%0 = tensordsl.sub %a, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<8xf32>
+// CHECK: 'tensordsl.sub' op result has type tensor<8xf32>, expected shape 4x8
+
+// -----
+
+%a, %b = "test.op"() : () -> (tensor<4x8xf32>, tensor<8xf64>)
+%0 = tensordsl.mul %a, %b : (tensor<4x8xf32>, tensor<8xf64>) -> tensor<4x8xf32>
+// CHECK: 'tensordsl.mul' op operands and result must share one element type, got tensor<4x8xf32>, tensor<8xf64>, tensor<4x8xf32> (make promotion explicit with tensordsl.cast)
+
+// -----
+
+%a, %b = "test.op"() : () -> (tensor<4xf16>, tensor<4xf16>)
+%0 = tensordsl.div %a, %b : (tensor<4xf16>, tensor<4xf16>) -> tensor<4xf32>
+// CHECK: 'tensordsl.div' op operands and result must share one element type, got tensor<4xf16>, tensor<4xf16>, tensor<4xf32>
+
+// -----
+
+%a, %b = "test.op"() : () -> (tensor<4xi32>, tensor<4xi32>)
+%0 = tensordsl.minimum %a, %b : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+// CHECK: tensordsl computes on tensors of f16, f32 or f64
+
+// -----
+
+%a = "test.op"() : () -> tensor<4xbf16>
+%0 = "tensordsl.exp"(%a) : (tensor<4xbf16>) -> tensor<4xbf16>
+// CHECK: tensordsl computes on tensors of f16, f32 or f64
+
+// -----
+
+%a = "test.op"() : () -> tensor<4x8xf32>
+%0 = "tensordsl.relu"(%a) : (tensor<4x8xf32>) -> tensor<4x8xf64>
+// CHECK: attribute tensor<4x8xf32> expected from variable 'T', but got tensor<4x8xf64>
+
+// -----
+
+%a = "test.op"() : () -> tensor<4x8xf32>
+%0 = "tensordsl.sigmoid"(%a) : (tensor<4x8xf32>) -> tensor<8x4xf32>
+// CHECK: attribute tensor<4x8xf32> expected from variable 'T', but got tensor<8x4xf32>
+
+// -----
+
+%a, %b = "test.op"() : () -> (tensor<4x8xf32>, tensor<5x3xf32>)
+%0 = tensordsl.matmul %a, %b : (tensor<4x8xf32>, tensor<5x3xf32>) -> tensor<4x3xf32>
+// CHECK: 'tensordsl.matmul' op inner dimensions differ: 4x8 @ 5x3 (8 vs 5) (tensor<4x8xf32>, tensor<5x3xf32>)
+
+// -----
+
+%a, %b = "test.op"() : () -> (tensor<8xf32>, tensor<4xf32>)
+%0 = tensordsl.matmul %a, %b : (tensor<8xf32>, tensor<4xf32>) -> tensor<f32>
+// CHECK: 'tensordsl.matmul' op inner dimensions differ: 8 @ 4 (8 vs 4)
+
+// -----
+
+%a, %b = "test.op"() : () -> (tensor<f32>, tensor<5x3xf32>)
+%0 = tensordsl.matmul %a, %b : (tensor<f32>, tensor<5x3xf32>) -> tensor<5x3xf32>
+// CHECK: 'tensordsl.matmul' op matmul operands must have rank >= 1, not 0-d tensors (tensor<f32>, tensor<5x3xf32>)
+
+// -----
+
+%a, %b = "test.op"() : () -> (tensor<2x4x8xf32>, tensor<3x8x3xf32>)
+%0 = tensordsl.matmul %a, %b : (tensor<2x4x8xf32>, tensor<3x8x3xf32>) -> tensor<2x4x3xf32>
+// CHECK: 'tensordsl.matmul' op batch dimensions of 2x4x8 @ 3x8x3 do not broadcast (tensor<2x4x8xf32>, tensor<3x8x3xf32>)
+
+// -----
+
+%a, %b = "test.op"() : () -> (tensor<4x8xf32>, tensor<8x3xf32>)
+%0 = tensordsl.matmul %a, %b : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x4xf32>
+// CHECK: 'tensordsl.matmul' op result has type tensor<4x4xf32>, expected shape 4x3
+
+// -----
+
+%a, %b = "test.op"() : () -> (tensor<4x8xf32>, tensor<8x3xf64>)
+%0 = tensordsl.matmul %a, %b : (tensor<4x8xf32>, tensor<8x3xf64>) -> tensor<4x3xf32>
+// CHECK: 'tensordsl.matmul' op operands and result must share one element type, got tensor<4x8xf32>, tensor<8x3xf64>, tensor<4x3xf32>
+
+// -----
+
+%a = "test.op"() : () -> tensor<4x8xf32>
+%0 = tensordsl.softmax %a axis = 2 : tensor<4x8xf32>
+// CHECK: 'tensordsl.softmax' op axis 2 is out of range for rank 2 (expected -2 <= axis < 2) (tensor<4x8xf32>)
+
+// -----
+
+%a = "test.op"() : () -> tensor<4x8xf32>
+%0 = tensordsl.softmax %a axis = -3 : tensor<4x8xf32>
+// CHECK: 'tensordsl.softmax' op axis -3 is out of range for rank 2 (expected -2 <= axis < 2) (tensor<4x8xf32>)
+
+// -----
+
+%a = "test.op"() : () -> tensor<f32>
+%0 = tensordsl.softmax %a : tensor<f32>
+// CHECK: 'tensordsl.softmax' op axis -1 is out of range for a 0-d tensor (it has no axes) (tensor<f32>)
+
+// -----
+
+%a = "test.op"() : () -> tensor<4x8xf32>
+%0 = "tensordsl.softmax"(%a) <{axis = 0 : i64}> : (tensor<4x8xf32>) -> tensor<4x8xf64>
+// CHECK: attribute tensor<4x8xf32> expected from variable 'T', but got tensor<4x8xf64>
+
+// -----
+
+%a = "test.op"() : () -> tensor<4x8xf32>
+%0 = tensordsl.sum %a axis = 2 : tensor<4x8xf32> -> tensor<4xf32>
+// CHECK: 'tensordsl.sum' op axis 2 is out of range for rank 2 (expected -2 <= axis < 2) (tensor<4x8xf32>)
+
+// -----
+
+%a = "test.op"() : () -> tensor<4x8xf32>
+%0 = tensordsl.mean %a axis = -3 : tensor<4x8xf32> -> tensor<4xf32>
+// CHECK: 'tensordsl.mean' op axis -3 is out of range for rank 2 (expected -2 <= axis < 2) (tensor<4x8xf32>)
+
+// -----
+
+%a = "test.op"() : () -> tensor<f32>
+%0 = tensordsl.max %a axis = 0 : tensor<f32> -> tensor<f32>
+// CHECK: 'tensordsl.max' op axis 0 is out of range for a 0-d tensor (it has no axes) (tensor<f32>)
+
+// -----
+
+%a = "test.op"() : () -> tensor<4x8xf32>
+%0 = tensordsl.sum %a axis = 1 : tensor<4x8xf32> -> tensor<8xf32>
+// CHECK: 'tensordsl.sum' op result has type tensor<8xf32>, expected shape 4
+
+// -----
+
+%a = "test.op"() : () -> tensor<4x8xf32>
+%0 = tensordsl.max %a axis = 1 keepdims : tensor<4x8xf32> -> tensor<4xf32>
+// CHECK: 'tensordsl.max' op result has type tensor<4xf32>, expected shape 4x1
+
+// -----
+
+%a = "test.op"() : () -> tensor<4x8xf32>
+%0 = tensordsl.sum %a : tensor<4x8xf32> -> tensor<1x1xf32>
+// CHECK: 'tensordsl.sum' op result has type tensor<1x1xf32>, expected shape []
+
+// -----
+
+%a = "test.op"() : () -> tensor<4x8xf32>
+%0 = tensordsl.mean %a : tensor<4x8xf32> -> tensor<f64>
+// CHECK: attribute f32 expected from variable 'E', but got f64
+
+// -----
+
+%a = "test.op"() : () -> tensor<4x8xf32>
+%0 = "tensordsl.sum"(%a) <{axis = 1 : i32}> : (tensor<4x8xf32>) -> tensor<4xf32>
+// CHECK: Expected attribute i64 but got i32
+
+// -----
+
+%a = "test.op"() : () -> tensor<4x8xf32>
+%0 = tensordsl.transpose %a : tensor<4x8xf32> -> tensor<4x8xf32>
+// CHECK: 'tensordsl.transpose' op result has type tensor<4x8xf32>, expected shape 8x4
+
+// -----
+
+%a = "test.op"() : () -> tensor<2x3x4xf32>
+%0 = tensordsl.transpose %a : tensor<2x3x4xf32> -> tensor<4x2x3xf32>
+// CHECK: 'tensordsl.transpose' op result has type tensor<4x2x3xf32>, expected shape 4x3x2
+
+// -----
+
+%a = "test.op"() : () -> tensor<4x8xf32>
+%0 = tensordsl.transpose %a : tensor<4x8xf32> -> tensor<8x4xf64>
+// CHECK: attribute f32 expected from variable 'E', but got f64
+
+// -----
+
+%a = "test.op"() : () -> tensor<4x8xf32>
+%0 = tensordsl.cast %a : tensor<4x8xf32> -> tensor<8x4xf64>
+// CHECK: 'tensordsl.cast' op result has type tensor<8x4xf64>, expected shape 4x8
+
+// -----
+
+%a = "test.op"() : () -> tensor<4x8xf32>
+%0 = tensordsl.cast %a : tensor<4x8xf32> -> tensor<4x8xi32>
+// CHECK: tensordsl computes on tensors of f16, f32 or f64
+
+// -----
+
+%0 = "tensordsl.constant"() <{value = dense<1.0> : tensor<4xf32>}> : () -> tensor<3xf32>
+// CHECK: attribute tensor<3xf32> expected from variable 'T', but got tensor<4xf32>
+
+// -----
+
+%0 = tensordsl.constant dense<1> : tensor<4xi32>
+// CHECK: tensordsl computes on tensors of f16, f32 or f64
