@@ -23,6 +23,7 @@ The pieces here:
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -74,7 +75,8 @@ def debug_enabled() -> bool:
 def span_location(span: Span[str] | Span[bytes], line_offset: int = 0) -> SourceLocation:
     """The :class:`SourceLocation` of ``span``, its line shifted by ``line_offset``.
 
-    The caret length is clamped to the first line of the span.
+    ``span.line_offset`` is already counted by ``span.get_location()``.  The caret
+    length is clamped to the first line of the span.
     """
     loc = span.get_location()
     text_input = span.input
@@ -86,7 +88,7 @@ def span_location(span: Span[str] | Span[bytes], line_offset: int = 0) -> Source
     length = max(1, min(span.end, line_end) - span.start)
     return SourceLocation(
         file=loc.file,
-        line=loc.line + line_offset + span.line_offset,
+        line=loc.line + line_offset,
         column=loc.col,
         length=length,
         source_line=source_line,
@@ -107,11 +109,16 @@ def format_parse_error(err: ParseError, line_offset: int = 0) -> str:
 
 
 def format_arg_spec_error(err: ArgSpecParseError) -> str:
-    """Render a malformed pass pipeline or target specification."""
+    """Render a malformed pass pipeline or target specification.
+
+    xDSL renders it as a header, ``pass-pipeline:1:14``, the pipeline text, a
+    caret line and the message; this reorders it the compiler way.
+    """
     lines = str(err).rstrip("\n").split("\n")
-    header = lines[0].rstrip(":")
-    body = "\n".join(lines[1:])
-    return f"error: {header}\n{body}" if body else f"error: {header}"
+    if len(lines) >= 5 and re.fullmatch(r"[\w-]+:\d+:\d+", lines[1]):
+        message = " ".join(line.strip() for line in lines[4:])
+        return f"{lines[1]}: error: {message}\n{lines[2]}\n{lines[3].rstrip()}"
+    return "error: " + "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- #
@@ -146,6 +153,36 @@ class LocatingParser(Parser):
         text_input = self.lexer.input
         assert isinstance(text_input.content, str)
         return text_input  # pyright: ignore[reportReturnType]
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        try:
+            return super().parse_module(allow_implicit_module)
+        except ParseError as err:
+            # xDSL reports undefined values at the end of the input; point at a use.
+            if err.msg.startswith("values used but not defined") and (
+                use := self._first_undefined_use()
+            ):
+                name, span = use
+                raise ParseError(span, f"use of undefined value '%{name}'") from None
+            raise
+
+    def _first_undefined_use(self) -> tuple[str, Span[str]] | None:
+        text = self.input.content
+        best: tuple[str, Span[str]] | None = None
+        for name, references in self.forward_ssa_references.items():
+            pattern = re.compile("%" + re.escape(name) + r"(?![\w$.\-])")
+            for value in references.values():
+                for use in value.uses:
+                    op_span = self.op_spans.get(use.operation)
+                    if op_span is None:
+                        continue
+                    match = pattern.search(text, self.input.get_start_of_line(op_span.start))
+                    if match is None:
+                        continue
+                    span = Span(match.start(), match.end(), self.input)
+                    if best is None or span.start < best[1].start:
+                        best = (name, span)
+        return best
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span
@@ -400,11 +437,3 @@ def _silence_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
     except (OSError, ValueError, AttributeError):
         pass
-
-
-def module_of(op: Operation) -> ModuleOp | None:
-    """The outermost ``builtin.module`` containing ``op`` (or ``op`` itself)."""
-    top = op
-    while (parent := top.parent_op()) is not None:
-        top = parent
-    return top if isinstance(top, ModuleOp) else None

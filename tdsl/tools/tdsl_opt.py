@@ -1,0 +1,599 @@
+"""``tdsl-opt``: the tdsl optimizer driver.
+
+``xdsl-opt`` with tdsl's dialects, passes, frontend and target loaded, plus:
+
+- mlir-opt style pass flags, applied in command-line order together with
+  ``-p``::
+
+      tdsl-opt model.mlir --canonicalize --fuse='memory-budget=4096' -p cse --tile
+
+  runs ``canonicalize,tdsl-fuse{memory-budget=4096},cse,tdsl-tile``.  Every
+  registered pass can be given as ``--<name>[=<options>]``; ``--fuse`` and
+  ``--tile`` are short for ``--tdsl-fuse`` and ``--tdsl-tile``.
+- ``--expr 'relu(A)+B' --shape A=4x4xf32 --shape B=4x4xf32`` compiles a
+  one-line expression instead of reading a file.
+- ``--explain-fusion`` prints the fusion remarks on stderr after the passes.
+- Errors the compiler way (``file:line:col: error: ...``, the source line and a
+  caret, exit status 1), a verifier error pointing at the failing operation's
+  line in the input; never a Python traceback (see
+  :mod:`tdsl.tools.diagnostics`).
+
+With ``--verify-diagnostics`` errors are printed on stdout and the driver
+exits 0, as ``xdsl-opt`` does; tdsl's own errors (``TdslError``, e.g. from a
+``.tdsl`` file or the memory budget) are treated as diagnostics there too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import difflib
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from io import BytesIO
+from typing import IO, Any, ClassVar, Literal
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.frontend.mlir import MLIRFrontend
+from xdsl.passes import ModulePass, PassPipeline
+from xdsl.printer import Printer
+from xdsl.utils.arg_spec import parse_pipeline, parse_spec
+from xdsl.utils.exceptions import (
+    ArgSpecParseError,
+    DiagnosticException,
+    ParseError,
+    ShrinkException,
+    VerifyException,
+)
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from tdsl.errors import TdslError, format_diagnostic
+from tdsl.tools.diagnostics import (
+    DriverError,
+    LocatingParser,
+    OpLocator,
+    format_arg_spec_error,
+    format_parse_error,
+    format_verify_error,
+    print_error,
+    run_tool,
+    span_location,
+)
+from tdsl.universe import TDSL_DIALECTS, TDSL_FRONTENDS, TDSL_PASSES, TDSL_TARGETS
+
+PASS_PREFIX = "tdsl-"
+"""tdsl's passes are registered as ``tdsl-<name>``; ``--<name>`` is accepted as a flag."""
+
+FEATURED_PASS_FLAGS: dict[str, str] = {
+    "tdsl-fuse": "group ops into kernel.fused regions under the memory budget",
+    "tdsl-tile": "tile each fused group so its scratch fits the memory budget",
+    "canonicalize": "apply the ops' canonicalization patterns and folders",
+    "cse": "merge identical side-effect-free operations",
+    "dce": "erase unused side-effect-free operations",
+}
+"""Pass flags shown in ``--help`` (every registered pass is accepted)."""
+
+Phase = Literal["read", "parse", "verify", "pass", "emit"]
+
+
+def pass_flag_aliases(pass_names: Iterable[str]) -> dict[str, str]:
+    """Short flag names for tdsl's passes: ``fuse`` for ``tdsl-fuse``, and so on.
+
+    An alias is dropped when another pass is registered under the short name.
+    """
+    names = set(pass_names)
+    return {
+        name.removeprefix(PASS_PREFIX): name
+        for name in sorted(names)
+        if name.startswith(PASS_PREFIX) and name.removeprefix(PASS_PREFIX) not in names
+    }
+
+
+def _is_passes_option(token: str) -> bool:
+    """``-p`` or ``--passes``, or an unambiguous abbreviation argparse would accept."""
+    return token == "-p" or (len(token) >= 5 and "--passes".startswith(token))
+
+
+def rewrite_pass_flags(
+    argv: Sequence[str],
+    pass_names: Iterable[str],
+    *,
+    aliases: Mapping[str, str] | None = None,
+    value_options: Iterable[str] = (),
+    reserved_options: Iterable[str] = (),
+) -> list[str]:
+    """Turn mlir-opt style pass flags into one ``-p`` pipeline, keeping their order.
+
+    Each ``--<pass>``, ``--<pass>=<options>`` or ``--<pass>{<options>}`` (``<pass>``
+    a registered pass or an alias of one) becomes ``<pass>{<options>}``; each
+    ``-p X`` / ``--passes=X`` contributes ``X`` at its position; the result
+    carries a single ``-p`` with the comma-joined pipeline at its end.  The values
+    of ``value_options`` and everything after ``--`` are left alone, and so are
+    the ``reserved_options`` (the tool's own flags win over pass names).
+    """
+    passes = set(pass_names)
+    alias_map = dict(aliases or {})
+    takes_value = set(value_options)
+    reserved = set(reserved_options)
+    out: list[str] = []
+    pipeline: list[str] = []
+    index = 0
+    while index < len(argv):
+        token = argv[index]
+        if token == "--":
+            out.extend(argv[index:])
+            break
+        if _is_passes_option(token) and index + 1 < len(argv):
+            pipeline.append(argv[index + 1])
+            index += 2
+            continue
+        if token.startswith("--passes="):
+            pipeline.append(token.removeprefix("--passes="))
+            index += 1
+            continue
+        if token.startswith("-p") and not token.startswith("--") and len(token) > 2:
+            pipeline.append(token[2:])
+            index += 1
+            continue
+        if token.startswith("--") and token not in reserved:
+            body = token[2:]
+            if body.endswith("}") and "{" in body:
+                name, _, options = body[:-1].partition("{")
+            else:
+                name, _, options = body.partition("=")
+            pass_name = alias_map.get(name, name)
+            if name not in reserved and f"--{name}" not in reserved and pass_name in passes:
+                pipeline.append(f"{pass_name}{{{options}}}" if options.strip() else pass_name)
+                index += 1
+                continue
+        if token in takes_value and index + 1 < len(argv):
+            out.extend(argv[index : index + 2])
+            index += 2
+            continue
+        out.append(token)
+        index += 1
+    steps = [step.strip() for step in pipeline if step.strip()]
+    if steps:
+        out.extend(["-p", ",".join(steps)])
+    return out
+
+
+def unknown_long_options(
+    argv: Sequence[str], known_options: Iterable[str], value_options: Iterable[str] = ()
+) -> list[str]:
+    """The ``--flags`` in ``argv`` that are neither known nor an abbreviation of one.
+
+    Run after :func:`rewrite_pass_flags`, so pass flags are gone by then.
+    """
+    known = [option for option in known_options if option.startswith("--")]
+    takes_value = set(value_options)
+    unknown: list[str] = []
+    index = 0
+    while index < len(argv):
+        token = argv[index]
+        if token == "--":
+            break
+        if token in takes_value:
+            index += 2
+            continue
+        if token.startswith("--") and len(token) > 2:
+            name = token.partition("=")[0]
+            if not any(option.startswith(name) for option in known):
+                unknown.append(name)
+        index += 1
+    return unknown
+
+
+class _PassFlagHelp(argparse.Action):
+    """A ``--help`` entry for a pass flag.
+
+    Pass flags are rewritten into ``-p`` before argparse runs, so this action
+    only fires for an abbreviation, which pass flags do not allow.
+    """
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        parser.error(f"pass flags cannot be abbreviated: write {self.option_strings[0]} in full")
+
+
+class TdslOptMain(xDSLOptMain):
+    """The ``tdsl-opt`` driver: ``xDSLOptMain`` with tdsl loaded and compiler-style errors."""
+
+    version_format: ClassVar[str] = "tdsl-opt built from xdsl version {xdsl_version}"
+
+    _argv: list[str]
+    _locator: OpLocator
+    _parser: LocatingParser | None
+    _module: ModuleOp | None
+    _phase: Phase
+    _pass: ModulePass | None
+    _input_text: str | None
+
+    def __init__(
+        self,
+        description: str = "tdsl modular optimizer driver",
+        args: Sequence[str] | None = None,
+    ) -> None:
+        # The pass table exists only once ``super().__init__`` has registered the
+        # passes, so the pass flags are rewritten in ``register_all_arguments``,
+        # in place, on this list object, which argparse reads afterwards.
+        self._argv = list(sys.argv[1:] if args is None else args)
+        self._reset_chunk_state(0)
+        self._input_text = None
+        super().__init__(description, self._argv)
+
+    def _reset_chunk_state(self, line_offset: int) -> None:
+        self._locator = OpLocator({}, line_offset)
+        self._parser = None
+        self._module = None
+        self._phase = "read"
+        self._pass = None
+
+    # ----------------------------------------------------------------- #
+    # Registration
+    # ----------------------------------------------------------------- #
+
+    def register_all_dialects(self) -> None:
+        super().register_all_dialects()
+        for name, factory in TDSL_DIALECTS.items():
+            if name not in self.ctx.registered_dialect_names:
+                self.ctx.register_dialect(name, factory)
+
+    def register_all_frontends(self) -> None:
+        super().register_all_frontends()
+        for name, factory in TDSL_FRONTENDS.items():
+            if name not in self.available_frontends:
+                self.available_frontends[name] = factory
+
+    def register_all_passes(self) -> None:
+        super().register_all_passes()
+        for name, factory in TDSL_PASSES.items():
+            if name not in self.available_passes:
+                self.register_pass(name, factory)
+
+    def register_all_targets(self) -> None:
+        super().register_all_targets()
+        for name, factory in TDSL_TARGETS.items():
+            if name not in self.available_targets:
+                self.available_targets[name] = factory
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        super().register_all_arguments(arg_parser)
+        arg_parser.add_argument(
+            "--expr",
+            type=str,
+            default=None,
+            metavar="EXPRESSION",
+            help="compile a one-line expression, e.g. 'relu(A)+B', instead of reading a file",
+        )
+        arg_parser.add_argument(
+            "--shape",
+            action="append",
+            default=[],
+            metavar="NAME=DIMSxDTYPE",
+            help="shape and dtype of an --expr input, e.g. A=4x4xf32 (repeat per input)",
+        )
+        arg_parser.add_argument(
+            "--explain-fusion",
+            action="store_true",
+            default=False,
+            help="after the passes, print on stderr why ops were or were not fused",
+        )
+
+        aliases = pass_flag_aliases(self.available_passes)
+        reverse = {full: short for short, full in aliases.items()}
+        group = arg_parser.add_argument_group(
+            "pass flags",
+            "Each registered pass can be given as --<pass>[=<options>] "
+            "(e.g. --tile='tile-size=32 memory-budget=4096'); pass flags and -p "
+            "run in command-line order.",
+        )
+        for name, summary in FEATURED_PASS_FLAGS.items():
+            if name not in self.available_passes:
+                continue
+            flags = [f"--{name}"]
+            if name in reverse:
+                flags.insert(0, f"--{reverse[name]}")
+            group.add_argument(*flags, action=_PassFlagHelp, help=f"{summary} ({name})")
+
+        reserved: set[str] = set()
+        value_options: set[str] = set()
+        for action in arg_parser._actions:
+            if isinstance(action, _PassFlagHelp):
+                continue
+            reserved.update(action.option_strings)
+            if action.option_strings and action.nargs != 0:
+                value_options.update(action.option_strings)
+        self._argv[:] = rewrite_pass_flags(
+            self._argv,
+            self.available_passes,
+            aliases=aliases,
+            value_options=value_options,
+            reserved_options=reserved,
+        )
+        unknown = unknown_long_options(self._argv, reserved, value_options)
+        if unknown:
+            flags = [*reserved, *(f"--{name}" for name in [*self.available_passes, *aliases])]
+            close = difflib.get_close_matches(unknown[0], flags, n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise DriverError(
+                format_diagnostic(
+                    f"unknown option '{unknown[0]}'{hint}",
+                    None,
+                    note="`tdsl-opt --help` lists the options and pass flags",
+                )
+            )
+
+    # ----------------------------------------------------------------- #
+    # The pass pipeline
+    # ----------------------------------------------------------------- #
+
+    def setup_pipeline(self) -> None:
+        """Build the pipeline; an unknown pass or a bad option is a user error."""
+        spec: str = self.args.passes
+        try:
+            names = [pass_spec.name for pass_spec in parse_pipeline(spec)]
+        except ArgSpecParseError as err:
+            raise DriverError(format_arg_spec_error(err)) from None
+        for name in names:
+            if name not in self.available_passes:
+                raise DriverError(self._unknown_pass_message(name))
+        try:
+            self.pipeline = PassPipeline.parse_spec(
+                self.available_passes, spec, self._pipeline_callback()
+            )
+        except ArgSpecParseError as err:
+            raise DriverError(format_arg_spec_error(err)) from None
+        except (ValueError, TypeError) as err:
+            raise DriverError(format_diagnostic(f"invalid pass options: {err}", None)) from None
+
+    def _unknown_pass_message(self, name: str) -> str:
+        candidates = [*self.available_passes, *pass_flag_aliases(self.available_passes)]
+        close = difflib.get_close_matches(name, candidates, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        return format_diagnostic(
+            f"unknown pass '{name}'{hint}",
+            None,
+            note="`tdsl-opt --help` lists the available passes",
+        )
+
+    def _pipeline_callback(
+        self,
+    ) -> Callable[[ModulePass | None, ModuleOp, ModulePass | None], None]:
+        start = time.perf_counter()
+
+        def callback(
+            previous: ModulePass | None, module: ModuleOp, upcoming: ModulePass | None
+        ) -> None:
+            nonlocal start
+            if self.args.time_passes and previous is not None:
+                print(f"Pass {previous.name} took {time.perf_counter() - start} seconds")
+            self._phase = "verify"
+            self._pass = previous
+            if not self.args.disable_verify:
+                module.verify()
+            if previous is not None and upcoming is not None and self.args.print_between_passes:
+                print(f"IR after {previous.name}:")
+                Printer(stream=sys.stdout).print_op(module)
+                print("\n\n\n")
+            self._phase = "pass"
+            self._pass = upcoming
+            if self.args.time_passes and upcoming is not None:
+                start = time.perf_counter()
+
+        return callback
+
+    # ----------------------------------------------------------------- #
+    # Input
+    # ----------------------------------------------------------------- #
+
+    def prepare_input(self) -> tuple[list[tuple[IO[bytes], int]], str]:
+        """Read the whole input, check it is non-empty text, and split it into chunks."""
+        if self.args.expr is not None:
+            if self.args.input_file is not None:
+                raise DriverError("error: give either an input file or --expr, not both")
+            return [(BytesIO(b""), 0)], "mlir"
+        if self.args.shape:
+            raise DriverError("error: --shape is only meaningful together with --expr")
+        name = self.get_input_name()
+        try:
+            stream, extension = self.get_input_stream()
+            try:
+                data = stream.read()
+            finally:
+                if stream is not sys.stdin.buffer:
+                    stream.close()
+        except OSError as err:
+            reason = err.strerror or str(err)
+            raise DriverError(f"error: cannot read '{name}': {reason}") from None
+        self._input_text = _decode_text(data, name)
+        if not self._input_text.strip():
+            raise DriverError(f"{name}:1:1: error: the input is empty")
+        frontend = self.args.frontend
+        if frontend is None and extension not in self.available_frontends:
+            known = ", ".join(f".{ext}" for ext in self.available_frontends)
+            raise DriverError(
+                f"error: {name}: unknown file extension '.{extension}' (known: {known}); "
+                "choose a frontend with -f"
+            )
+        if not self.args.split_input_file:
+            return [(BytesIO(data), 0)], extension
+        pieces = data.split(b"// -----")
+        chunks: list[tuple[IO[bytes], int]] = []
+        offset = 0
+        for piece in pieces:
+            chunks.append((BytesIO(piece), offset))
+            offset += piece.count(b"\n")
+        return chunks, extension
+
+    def prepare_output(self) -> IO[str]:
+        try:
+            return super().prepare_output()
+        except OSError as err:
+            reason = err.strerror or str(err)
+            raise DriverError(f"error: cannot write '{self.args.output_file}': {reason}") from None
+
+    def parse_chunk(
+        self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
+    ) -> ModuleOp | None:
+        """Parse one chunk; MLIR text goes through :class:`LocatingParser`."""
+        if self.args.expr is not None:
+            return self._lower_expression()
+        spec = parse_spec(self.args.frontend or file_extension)
+        if spec.name not in self.available_frontends:
+            raise DriverError(f"error: unknown frontend '{spec.name}'")
+        name = self.get_input_name()
+        if spec.name != "mlir":
+            self._locator = OpLocator({}, 0, name, self._input_text)
+            return super().parse_chunk(chunk, file_extension, start_offset)
+        frontend = MLIRFrontend.from_spec(spec)
+        text = chunk.read().decode("utf-8")
+        parser = LocatingParser(self.ctx, text, name)
+        self._parser = parser
+        self._locator = OpLocator(parser.op_spans, start_offset, name, self._input_text)
+        no_implicit = frontend.no_implicit_module or self.args.no_implicit_module
+        return parser.parse_module(not no_implicit)
+
+    def _lower_expression(self) -> ModuleOp:
+        from tdsl.frontend.ir_gen import lower_expression_cli
+
+        return lower_expression_cli(self.args.expr, list(self.args.shape))
+
+    # ----------------------------------------------------------------- #
+    # Running
+    # ----------------------------------------------------------------- #
+
+    def run(self) -> None:
+        """Process every chunk; report each error; exit 1 if any chunk failed."""
+        chunks, file_extension = self.prepare_input()
+        output_stream = self.prepare_output()
+        failed = False
+        try:
+            for index, (chunk, offset) in enumerate(chunks):
+                if index > 0:
+                    output_stream.write("// -----\n")
+                try:
+                    if not self._process_chunk(chunk, file_extension, offset, output_stream):
+                        failed = True
+                finally:
+                    chunk.close()
+                if failed and not self.args.split_input_file:
+                    break
+        except ShrinkException:
+            assert self.args.shrink
+            print("Success, can shrink")
+            raise SystemExit(0) from None
+        finally:
+            if output_stream is not sys.stdout:
+                output_stream.close()
+        if self.args.shrink:
+            print("Failure, can't shrink")
+            raise SystemExit(1)
+        if failed:
+            raise SystemExit(1)
+
+    def _process_chunk(
+        self, chunk: IO[bytes], file_extension: str, offset: int, output: IO[str]
+    ) -> bool:
+        """Parse, transform and print one chunk; returns False after reporting an error."""
+        self._reset_chunk_state(offset)
+        try:
+            self._phase = "parse"
+            module = self.parse_chunk(chunk, file_extension, offset)
+            if module is not None:
+                self._module = module
+                self.apply_passes(module)
+                self._phase = "emit"
+                self._explain_fusion(module)
+                output.write(self.output_resulting_program(module))
+            output.flush()
+            return True
+        except ParseError as err:
+            err.span = dataclasses.replace(err.span, line_offset=offset)
+            if self.args.parsing_diagnostics:
+                print(err)
+                return True
+            print_error(format_parse_error(err))
+        except DiagnosticException as err:
+            if self.args.verify_diagnostics:
+                print(err)
+                for note in getattr(err, "__notes__", ()):
+                    print(note)
+                return True
+            print_error(self._format_diagnostic(err))
+        except TdslError as err:
+            if self.args.verify_diagnostics:
+                print(err)
+                return True
+            print_error(str(err))
+        return False
+
+    def _format_diagnostic(self, err: DiagnosticException) -> str:
+        """Render a verifier or pass error at the right place in the input."""
+        if self._phase == "parse":
+            parser = self._parser
+            if parser is not None and parser.failure_span is not None:
+                span = parser.failure_span
+                message = str(err).strip()
+                if span.text not in message:
+                    message = f"'{span.text}' op {message}"
+                return format_diagnostic(message, span_location(span, self._locator.line_offset))
+            return format_diagnostic(str(err).strip(), None)
+        if self._phase == "verify" and isinstance(err, VerifyException):
+            note = (
+                None
+                if self._pass is None
+                else f"the IR produced by pass '{self._pass.name}' does not verify"
+            )
+            return format_verify_error(err, self._module, self._locator, note=note)
+        where = f"in pass '{self._pass.name}': " if self._phase == "pass" and self._pass else ""
+        return format_diagnostic(f"{where}{str(err).strip()}", None)
+
+    def _explain_fusion(self, module: ModuleOp) -> None:
+        """The ``--explain-fusion`` hook: print the fusion remarks on stderr."""
+        if not self.args.explain_fusion:
+            return
+        from tdsl.lowering.fuse import FusePass, explain_fusion
+
+        budgets = [p.memory_budget for p in self.pipeline.passes if isinstance(p, FusePass)]
+        remarks = explain_fusion(
+            module, budgets[-1] if budgets else None, locate=self._locator.locate
+        )
+        if remarks:
+            sys.stderr.write(remarks.rstrip("\n") + "\n")
+            sys.stderr.flush()
+
+
+def _decode_text(data: bytes, name: str) -> str:
+    """``data`` as UTF-8 text; binary input is a user error."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise DriverError(
+            f"error: {name}: not a text file (invalid UTF-8 at byte {err.start})"
+        ) from None
+    if "\x00" in text:
+        raise DriverError(f"error: {name}: not a text file (contains NUL bytes)")
+    return text
+
+
+def main(args: Sequence[str] | None = None) -> None:
+    """The ``tdsl-opt`` console script; raises ``SystemExit`` with 1 or 2 on error."""
+
+    def body() -> None:
+        TdslOptMain(args=args).run()
+
+    run_tool(body)
+
+
+if __name__ == "__main__":
+    main()

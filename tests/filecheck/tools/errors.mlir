@@ -1,0 +1,63 @@
+// Bad input of every kind: one clean `error:` message, exit status 1 (`not`),
+// never a Python traceback.  The exact exit codes are checked in
+// tests/unit/tools/test_tdsl_opt.py.
+
+// RUN: not tdsl-opt %S/Inputs/syntax-error.mlir 2>&1 | filecheck %s --check-prefix=SYNTAX
+// SYNTAX-NOT: Traceback
+// SYNTAX:      syntax-error.mlir:2:26: error: Expected ':'
+// SYNTAX-NEXT: {{^}}  %0 = tensordsl.relu %a tensor<4xf32>{{$}}
+// SYNTAX-NEXT: {{^}}                         ^^^^^^{{$}}
+
+// RUN: not tdsl-opt %S/Inputs/unknown-op.mlir 2>&1 | filecheck %s --check-prefix=UNKNOWN-OP
+// UNKNOWN-OP-NOT: Traceback
+// UNKNOWN-OP:      unknown-op.mlir:2:8: error: Operation tensordsl.frobnicate is not registered
+// UNKNOWN-OP-NEXT: {{^}}  %0 = tensordsl.frobnicate %a : tensor<4xf32>{{$}}
+// UNKNOWN-OP-NEXT: {{^}}       ^^^^^^^^^^^^^^^^^^^^{{$}}
+
+// RUN: not tdsl-opt %S/Inputs/does-not-exist.mlir 2>&1 | filecheck %s --check-prefix=MISSING
+// MISSING-NOT: Traceback
+// MISSING: error: cannot read '{{.*}}does-not-exist.mlir': No such file or directory
+
+// RUN: not tdsl-opt %S/Inputs 2>&1 | filecheck %s --check-prefix=DIRECTORY
+// DIRECTORY-NOT: Traceback
+// DIRECTORY: error: cannot read '{{.*}}Inputs': Is a directory
+
+// RUN: not tdsl-opt %S/Inputs/empty.mlir 2>&1 | filecheck %s --check-prefix=EMPTY
+// EMPTY-NOT: Traceback
+// EMPTY: empty.mlir:1:1: error: the input is empty
+
+// RUN: printf 'func.func @f() {\n\377\376\n}\n' > %t.binary.mlir
+// RUN: not tdsl-opt %t.binary.mlir 2>&1 | filecheck %s --check-prefix=BINARY
+// BINARY-NOT: Traceback
+// BINARY: error: {{.*}}binary.mlir: not a text file (invalid UTF-8 at byte 17)
+
+// RUN: not tdsl-opt %S/Inputs/not-ir.txt 2>&1 | filecheck %s --check-prefix=EXTENSION
+// EXTENSION-NOT: Traceback
+// EXTENSION: error: {{.*}}not-ir.txt: unknown file extension '.txt' (known: {{.*}}.mlir{{.*}}); choose a frontend with -f
+
+// RUN: not tdsl-opt %s -p canonicalise 2>&1 | filecheck %s --check-prefix=UNKNOWN-PASS
+// UNKNOWN-PASS-NOT: Traceback
+// UNKNOWN-PASS:      error: unknown pass 'canonicalise'; did you mean 'canonicalize'?
+// UNKNOWN-PASS-NEXT: note: `tdsl-opt --help` lists the available passes
+
+// RUN: not tdsl-opt %s --fsue 2>&1 | filecheck %s --check-prefix=UNKNOWN-FLAG
+// UNKNOWN-FLAG-NOT: Traceback
+// UNKNOWN-FLAG: error: unknown option '--fsue'; did you mean '--fuse'?
+
+// RUN: not tdsl-opt %s --canonicalize=bogus=1 2>&1 | filecheck %s --check-prefix=BAD-OPTION
+// BAD-OPTION-NOT: Traceback
+// BAD-OPTION: error: invalid pass options: Provided arguments ["bogus"] not found
+
+// RUN: not tdsl-opt %s -p 'canonicalize{' 2>&1 | filecheck %s --check-prefix=BAD-SPEC
+// BAD-SPEC-NOT: Traceback
+// BAD-SPEC:      pass-pipeline:1:14: error: Expected argument name here
+// BAD-SPEC-NEXT: {{^}}canonicalize{{[{]$}}
+// BAD-SPEC-NEXT: {{^}}             ^{{$}}
+
+// RUN: not tdsl-opt %s -o %t.no-such-dir/out.mlir 2>&1 | filecheck %s --check-prefix=OUTPUT
+// OUTPUT-NOT: Traceback
+// OUTPUT: error: cannot write '{{.*}}out.mlir': No such file or directory
+
+func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+  func.return %a : tensor<4xf32>
+}

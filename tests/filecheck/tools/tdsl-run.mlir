@@ -1,0 +1,31 @@
+// tdsl-run interprets a function at any stage; fusing and tiling first must
+// not change the results.
+
+// RUN: tdsl-run %s --args 'dense<[[1.0, -2.0], [-3.0, 4.0]]> : tensor<2x2xf32>, dense<[0.5, 1.0]> : tensor<2xf32>' \
+// RUN:   | filecheck %s
+// RUN: tdsl-run %s --fuse --tile=memory-budget=2 \
+// RUN:   --args 'dense<[[1.0, -2.0], [-3.0, 4.0]]> : tensor<2x2xf32>, dense<[0.5, 1.0]> : tensor<2xf32>' \
+// RUN:   | filecheck %s
+// CHECK:      result #0: tensor<2x2xf32>
+// CHECK-NEXT: {{^\[\[}}1.5 1. ]{{$}}
+// CHECK-NEXT: {{^}} [0.5 5. ]]{{$}}
+
+// RUN: tdsl-run %s --random-args 0 --print-args | filecheck %s --check-prefix=RANDOM
+// RANDOM:      arg #0: tensor<2x2xf32>
+// RANDOM:      arg #1: tensor<2xf32>
+// RANDOM:      result #0: tensor<2x2xf32>
+
+// RUN: not tdsl-run %s --args 'dense<1.0> : tensor<2x2xf32>, dense<1.0> : tensor<3xf32>' 2>&1 \
+// RUN:   | filecheck %s --check-prefix=TYPE
+// TYPE:      args:1:31: error: argument #1 of @main has type tensor<2xf32>, not tensor<3xf32>
+// TYPE-NEXT: {{^}}dense<1.0> : tensor<2x2xf32>, dense<1.0> : tensor<3xf32>{{$}}
+// TYPE-NEXT: {{^}}                              ^^^^^^^^^^^^^^^^^^^^^^^^^^{{$}}
+
+// RUN: not tdsl-run %s --symbol nope 2>&1 | filecheck %s --check-prefix=SYMBOL
+// SYMBOL: error: no function @nope in the input (functions: @main)
+
+func.func @main(%a: tensor<2x2xf32>, %b: tensor<2xf32>) -> tensor<2x2xf32> {
+  %0 = tensordsl.relu %a : tensor<2x2xf32>
+  %1 = tensordsl.add %0, %b : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32>
+  func.return %1 : tensor<2x2xf32>
+}

@@ -1,0 +1,215 @@
+"""``tdsl-run``, in-process: arguments, results against NumPy, and errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from xdsl.context import Context
+from xdsl.dialects.builtin import Builtin, ModuleOp, TensorType, f32, f64, i1, i32
+from xdsl.parser import Parser
+
+from tdsl.tools.diagnostics import DriverError
+from tdsl.tools.tdsl_run import (
+    TdslRunMain,
+    attribute_to_array,
+    find_function,
+    format_results,
+    main,
+    numpy_dtype,
+    random_array,
+)
+
+PROGRAM = """\
+func.func @main(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
+  %0 = tensordsl.relu %a : tensor<2x3xf32>
+  %1 = tensordsl.mul %0, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  func.return %1 : tensor<2x3xf32>
+}
+func.func @other(%x: tensor<2xf64>) -> (tensor<2xf64>, tensor<2xf64>) {
+  %0 = tensordsl.exp %x : tensor<2xf64>
+  %1 = tensordsl.neg %x : tensor<2xf64>
+  func.return %0, %1 : tensor<2xf64>, tensor<2xf64>
+}
+"""
+
+A = "dense<[[1.0, -2.0, 3.0], [-4.0, 5.0, -6.0]]> : tensor<2x3xf32>"
+B = "dense<[0.5, 2.0, -1.0]> : tensor<3xf32>"
+
+
+def parse_attr(text: str):
+    ctx = Context()
+    ctx.load_dialect(Builtin)
+    return Parser(ctx, text).parse_attribute()
+
+
+def run(capsys: pytest.CaptureFixture[str], args: list[str]) -> tuple[int, str, str]:
+    code = 0
+    try:
+        main(args)
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else 1
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def program(tmp_path: Path, text: str = PROGRAM, name: str = "prog.mlir") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def parse_results(out: str) -> list[np.ndarray]:
+    """Read back the arrays printed by ``tdsl-run`` (each after its ``result #i`` line)."""
+    arrays: list[np.ndarray] = []
+    blocks = out.split("result #")[1:]
+    for block in blocks:
+        body = block.split("\n", 1)[1]
+        rows = [
+            [float(x) for x in line.replace("[", " ").replace("]", " ").split()]
+            for line in body.strip().splitlines()
+        ]
+        arrays.append(np.array(rows).squeeze())
+    return arrays
+
+
+def test_numpy_dtypes() -> None:
+    assert numpy_dtype(f32) == np.float32
+    assert numpy_dtype(f64) == np.float64
+    assert numpy_dtype(i32) == np.int32
+    assert numpy_dtype(i1) == np.bool_
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (A, np.array([[1, -2, 3], [-4, 5, -6]], np.float32)),
+        ("dense<1.5> : tensor<2x2xf64>", np.full((2, 2), 1.5)),
+        ("dense<[1, 2]> : tensor<2xi32>", np.array([1, 2], np.int32)),
+        ("dense<[true, false]> : tensor<2xi1>", np.array([True, False])),
+        ("dense<> : tensor<0x3xf32>", np.zeros((0, 3), np.float32)),
+        ("2.5 : f32", np.float32(2.5)),
+        ("7 : i32", np.int32(7)),
+    ],
+)
+def test_attribute_to_array(text: str, expected: np.ndarray) -> None:
+    value = attribute_to_array(parse_attr(text))
+    assert value.dtype == expected.dtype
+    assert value.shape == np.shape(expected)
+    np.testing.assert_array_equal(value, expected)
+    assert value.flags.writeable
+
+
+def test_random_array_is_reproducible_and_typed() -> None:
+    tensor = TensorType(f32, [3, 4])
+    first = random_array(np.random.default_rng(7), tensor)
+    second = random_array(np.random.default_rng(7), tensor)
+    assert first.shape == (3, 4)
+    assert first.dtype == np.float32
+    np.testing.assert_array_equal(first, second)
+    assert random_array(np.random.default_rng(0), TensorType(i1, [5])).dtype == np.bool_
+
+
+def test_find_function(tmp_path: Path) -> None:
+    tool = TdslRunMain(args=[program(tmp_path)])
+    chunks, ext = tool.prepare_input()
+    module = tool.parse_chunk(chunks[0][0], ext)
+    assert isinstance(module, ModuleOp)
+    assert find_function(module, None).sym_name.data == "main"
+    assert find_function(module, "other").sym_name.data == "other"
+    with pytest.raises(
+        DriverError, match=r"no function @nope in the input \(functions: @main, @other\)"
+    ):
+        find_function(module, "nope")
+
+
+def test_format_results() -> None:
+    text = format_results([np.array([1.0, 2.5], np.float32)], [TensorType(f32, [2])], 3)
+    assert text == "result #0: tensor<2xf32>\n[1.  2.5]\n"
+
+
+def test_runs_main_and_matches_numpy(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, err = run(capsys, [program(tmp_path), "--args", f"{A}, {B}"])
+    assert code == 0, err
+    a = np.array([[1, -2, 3], [-4, 5, -6]], np.float32)
+    b = np.array([0.5, 2.0, -1.0], np.float32)
+    assert out.startswith("result #0: tensor<2x3xf32>\n")
+    (result,) = parse_results(out)
+    np.testing.assert_allclose(result, np.maximum(a, 0) * b)
+
+
+def test_several_results(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    args = [program(tmp_path), "--symbol", "other", "--args", "dense<[0.0, 1.0]> : tensor<2xf64>"]
+    code, out, err = run(capsys, args)
+    assert code == 0, err
+    first, second = parse_results(out)
+    np.testing.assert_allclose(first, np.exp([0.0, 1.0]), rtol=1e-5)
+    np.testing.assert_allclose(second, [-0.0, -1.0])
+
+
+def test_random_args_same_results_after_fusion_and_tiling(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = program(tmp_path)
+    plain = run(capsys, [path, "--random-args", "3", "--print-args"])
+    lowered = run(
+        capsys, [path, "--random-args", "3", "--print-args", "--fuse", "--tile=memory-budget=3"]
+    )
+    assert plain[0] == lowered[0] == 0, plain[2] + lowered[2]
+    assert plain[1] == lowered[1]
+    assert plain[1].startswith("arg #0: tensor<2x3xf32>\n")
+
+
+def test_tdsl_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = program(tmp_path, "def k(x: f32[3]):\n    return x * x\n", "k.tdsl")
+    code, out, err = run(capsys, [path, "--args", "dense<[1.0, -2.0, 3.0]> : tensor<3xf32>"])
+    assert code == 0, err
+    (result,) = parse_results(out)
+    np.testing.assert_allclose(result, [1.0, 4.0, 9.0])
+
+
+@pytest.mark.parametrize(
+    ("args", "first_line"),
+    [
+        (["--args", A], "error: @main takes 2 argument(s), 1 given"),
+        (
+            [],
+            "error: @main takes 2 argument(s), 0 given (pass them with --args or --random-args SEED)",
+        ),
+        (
+            ["--args", f"{A}, dense<1.0> : tensor<4xf32>"],
+            "args:1:{col}: error: argument #1 of @main has type tensor<3xf32>, not tensor<4xf32>",
+        ),
+        (
+            ["--args", f'{A}, "text"'],
+            'args:1:{col}: error: cannot pass "text" as an argument: write dense<...> : tensor<...> or a scalar such as 1.0 : f32',
+        ),
+        (
+            ["--args", f"{A}, {B} junk"],
+            "args:1:{end}: error: expected ',' or the end of the arguments",
+        ),
+        (["--args", "dense<[1.0> : tensor<1xf32>"], "args:1:11: error: ']' expected"),
+        (
+            ["--symbol", "nope", "--random-args", "0"],
+            "error: no function @nope in the input (functions: @main, @other)",
+        ),
+    ],
+)
+def test_errors(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, args: list[str], first_line: str
+) -> None:
+    code, out, err = run(capsys, [program(tmp_path), *args])
+    expected = first_line.format(col=len(A) + 3, end=len(A) + len(B) + 4)
+    assert code == 1
+    assert out == ""
+    assert "Traceback" not in err
+    assert err.splitlines()[0] == expected
+
+
+def test_args_and_random_args_exclude_each_other(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, err = run(capsys, [program(tmp_path), "--args", A, "--random-args", "1"])
+    assert code == 2
+    assert "not allowed with argument" in err
