@@ -1,0 +1,363 @@
+"""The ``tdsl-fuse`` pass: group tensordsl ops into ``kernel.fused`` regions.
+
+The rules (element-wise chains, row-local ops, matmul epilogues and prologues,
+boundaries, one iteration space per group, the memory budget) live in
+:mod:`tdsl.lowering.fusion_analysis`; this module applies its plan to the IR
+and renders the same plan as a report, so the pass and ``--explain-fusion``
+can never disagree.
+
+Every tensordsl computing op ends up in exactly one ``kernel.fused`` (a lone
+op is a group of one), named ``g0``, ``g1``, ... in the order the groups
+appear in the rewritten function, with the pass's memory budget recorded as
+``budget``.  A group's operands are the values it reads from outside, its
+results the values it computes that anything outside it uses; nothing is
+recomputed.  Constants with at most one element are cloned into each group
+that uses them (the original goes away when nothing else uses it); larger
+constants stay outside and are group inputs.  Ops keep their locations: they
+are moved into the groups, not rebuilt.
+
+```mlir
+%r = kernel.fused(%x, %w, %b) group "g0" budget 1000000 : (...) -> tensor<64x256xf32> {
+^bb0(%x1: ..., %w1: ..., %b1: ...):
+  %0 = tensordsl.matmul %x1, %w1 : ...
+  %1 = tensordsl.add %0, %b1 : ...
+  %2 = tensordsl.relu %1 : tensor<64x256xf32>
+  kernel.yield %2 : tensor<64x256xf32>
+}
+```
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.printer import Printer
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tdsl.dialects import tensordsl as td
+from tdsl.dialects.kernel import FusedOp, YieldOp
+from tdsl.errors import SourceLocation, TdslOptionError, format_diagnostic
+from tdsl.lowering.fusion_analysis import (
+    BlockPlan,
+    FusionGroup,
+    UnfusedEdge,
+    plan_function,
+    walk_functions,
+)
+
+DEFAULT_MEMORY_BUDGET = 1_000_000
+"""Elements of scratch one fused kernel may allocate at a time, unless told otherwise."""
+
+Locator = Callable[[Operation], SourceLocation | None]
+"""Finds the source location of an op (the driver passes one that knows the input text)."""
+
+
+def _check_budget(memory_budget: int) -> None:
+    if memory_budget <= 0:
+        raise TdslOptionError(
+            f"memory budget must be a positive number of elements, got {memory_budget}"
+        )
+
+
+# ---------------------------------------------------------------------------
+# The pass
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FusePass(ModulePass):
+    """Group each function's tensordsl ops into ``kernel.fused`` regions.
+
+    See :mod:`tdsl.lowering.fusion_analysis` for the rules.
+    """
+
+    name = "tdsl-fuse"
+
+    memory_budget: int = DEFAULT_MEMORY_BUDGET
+    """Scratch elements one fused kernel may use; recorded on every group as ``budget``.
+
+    A merge whose intermediates would not fit at the group's smallest tile is refused."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        _check_budget(self.memory_budget)
+        for fn in walk_functions(op):
+            replaced: dict[SSAValue, SSAValue] = {}
+            for plan in plan_function(fn, self.memory_budget):
+                rewrite_block(plan, self.memory_budget, replaced)
+
+
+def _build_group(group: FusionGroup, budget: int, replaced: dict[SSAValue, SSAValue]) -> FusedOp:
+    """Move ``group``'s ops into a new ``kernel.fused`` (not yet inserted)."""
+    members: set[Operation] = set(group.ops)
+    inputs = [replaced.get(v, v) for v in group.inputs]
+    body = Block(arg_types=[v.type for v in inputs])
+    fused = FusedOp(
+        inputs,
+        [r.type for r in group.results],
+        Region(body),
+        group=group.name,
+        budget=budget,
+    )
+    fused.location = group.ops[-1].location
+    for old, new in zip(group.results, fused.results, strict=True):
+        old.replace_uses_with_if(new, lambda use: use.operation not in members)
+        new.name_hint = old.name_hint
+        replaced[old] = new
+    for value, arg in zip(inputs, body.args, strict=True):
+        value.replace_uses_with_if(arg, lambda use: use.operation in members)
+        arg.name_hint = value.name_hint
+    for const in group.constants:
+        clone = const.clone()
+        const.result.replace_uses_with_if(clone.result, lambda use: use.operation in members)
+        Rewriter.insert_op(clone, InsertPoint.at_end(body))
+    for op in group.ops:
+        op.detach()
+        Rewriter.insert_op(op, InsertPoint.at_end(body))
+    Rewriter.insert_op(YieldOp(*group.results), InsertPoint.at_end(body))
+    return fused
+
+
+def rewrite_block(
+    plan: BlockPlan, memory_budget: int, replaced: dict[SSAValue, SSAValue] | None = None
+) -> list[FusedOp]:
+    """Apply ``plan`` to its block: build its groups and put the block in plan order.
+
+    ``replaced`` maps group results already moved into a ``kernel.fused`` (by an
+    earlier block of the function) to the fused op's results; it is updated.
+    """
+    block = plan.block
+    for op in reversed(plan.dead):
+        Rewriter.erase_op(op)
+    if not plan.groups:
+        return []
+    if replaced is None:
+        replaced = {}
+    built: dict[str, FusedOp] = {}
+    for group in plan.groups:
+        built[group.name] = _build_group(group, memory_budget, replaced)
+    order = [built[u.name] if isinstance(u, FusionGroup) else u for u in plan.order]
+    for op in order:
+        if op.parent is not None:
+            op.detach()
+    term = block.last_op
+    Rewriter.insert_op(
+        order, InsertPoint.at_end(block) if term is None else InsertPoint.before(term)
+    )
+    for group in plan.groups:
+        for const in group.constants:
+            if const.parent is block and not const.result.uses:
+                Rewriter.erase_op(const)
+    return [built[g.name] for g in plan.groups]
+
+
+def fuse(module: ModuleOp, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> ModuleOp:
+    """A fused clone of ``module`` (``module`` itself is left untouched)."""
+    _check_budget(memory_budget)
+    clone = module.clone()
+    FusePass(memory_budget=memory_budget).apply(Context(), clone)
+    return clone
+
+
+# ---------------------------------------------------------------------------
+# The report
+# ---------------------------------------------------------------------------
+
+
+class _Names:
+    """SSA names as the printer shows them (``%0``, ``%A``)."""
+
+    def __init__(self, root: Operation) -> None:
+        self._printer = Printer(stream=io.StringIO())
+        self._printer.print_op(root)
+
+    def __call__(self, value: SSAValue) -> str:
+        return "%" + self._printer.print_ssa_value(value)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _location(op: Operation) -> SourceLocation | None:
+    loc = op.location
+    if isinstance(loc, FileLineColLoc):
+        return SourceLocation(loc.filename.data, loc.line.data, max(1, loc.column.data))
+    return None
+
+
+@dataclass(frozen=True)
+class FusionReport:
+    """What ``tdsl-fuse`` does to a module, and why.
+
+    ``plans`` holds one plan per function block: its groups (ops, inputs,
+    results, iteration space) and every producer-consumer edge left between two
+    groups with the reason.  The ops and values are those of the analysed
+    module.
+    """
+
+    memory_budget: int
+    plans: tuple[BlockPlan, ...]
+    root: Operation
+    """The module the ops belong to (the analysed module, or an unfused clone of it)."""
+    originals: dict[Operation, Operation]
+    """For a report on already-fused IR: analysed (unfused clone) op -> the op of the input."""
+
+    @property
+    def groups(self) -> tuple[FusionGroup, ...]:
+        return tuple(g for plan in self.plans for g in plan.groups)
+
+    @property
+    def unfused(self) -> tuple[UnfusedEdge, ...]:
+        return tuple(e for plan in self.plans for e in plan.unfused)
+
+    @property
+    def materialized(self) -> tuple[SSAValue, ...]:
+        """Values computed by one group and read by another (each once)."""
+        seen: list[SSAValue] = []
+        for edge in self.unfused:
+            if edge.value not in seen:
+                seen.append(edge.value)
+        return tuple(seen)
+
+    def group(self, name: str, function: str | None = None) -> FusionGroup:
+        """The group called ``name`` (in ``function`` when several functions have one)."""
+        for g in self.groups:
+            if g.name == name and (function is None or g.function == function):
+                return g
+        raise KeyError(name)
+
+    def group_of(self, op: Operation) -> FusionGroup | None:
+        """The group ``op`` (an analysed op) was put in, if any."""
+        for g in self.groups:
+            if op in g.ops:
+                return g
+        return None
+
+    def render(self, locate: Locator | None = None) -> str:
+        """The remarks, one per group and per unfused edge, then a summary per function."""
+        names = _Names(self.root)
+
+        def remark(op: Operation, message: str) -> str:
+            loc = locate(self.originals.get(op, op)) if locate is not None else None
+            loc = loc or _location(op)
+            if loc is not None:
+                return format_diagnostic(message, loc, severity="remark")
+            results = ", ".join(names(r) for r in op.results)
+            return f"{results} = {op.name}: remark: {message}"
+
+        lines: list[str] = []
+        for plan in self.plans:
+            for g in plan.groups:
+                ops = ", ".join(op.name for op in g.ops)
+                count = _count(len(g.ops), "op")
+                inputs = ", ".join(names(v) for v in g.inputs) or "none"
+                results = ", ".join(names(v) for v in g.results) or "none"
+                lines.append(
+                    remark(
+                        g.ops[-1],
+                        f"group {g.name} in @{g.function}: {count} ({ops}) over "
+                        f"{g.space.describe()}; inputs: {inputs}; results: {results}; "
+                        f"smallest tile scratch: {_count(g.min_scratch, 'element')}",
+                    )
+                )
+            for e in plan.unfused:
+                lines.append(
+                    remark(
+                        e.consumer,
+                        f"not fused: {names(e.value)} ({e.producer.name}, group "
+                        f"{e.producer_group}) -> operand {e.operand} of {e.consumer.name} "
+                        f"(group {e.consumer_group}): {e.reason}",
+                    )
+                )
+            for op in plan.dead:
+                lines.append(remark(op, f"erased: nothing uses the result of {op.name}"))
+            if not plan.groups and not plan.dead:
+                continue
+            values = list(dict.fromkeys(e.value for e in plan.unfused))
+            summary = f"@{plan.function}: {_count(len(plan.groups), 'fusion group')}"
+            if values:
+                listed = ", ".join(
+                    f"{names(v)} ({v.type}, {_count(math.prod(td.tensor_shape(v)), 'element')})"
+                    for v in values
+                )
+                summary += f"; materialized between groups: {listed}"
+            else:
+                summary += "; nothing materialized between groups"
+            lines.append(f"remark: {summary}")
+        return "\n".join(lines) + ("\n" if lines else "")
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+def _unfused_clone(module: ModuleOp) -> tuple[ModuleOp, dict[Operation, Operation], int | None]:
+    """A clone with every ``kernel.fused`` inlined back, the op map and the recorded budget."""
+    mapper: dict[SSAValue, SSAValue] = {}
+    clone = module.clone(value_mapper=mapper)
+    originals: dict[Operation, Operation] = {}
+    for old, new in mapper.items():
+        if isinstance(new.owner, Operation) and isinstance(old.owner, Operation):
+            originals[new.owner] = old.owner
+    budget: int | None = None
+    for fused in [op for op in clone.walk() if isinstance(op, FusedOp)]:
+        if budget is None:
+            budget = fused.budget_value
+        block = fused.body.block
+        term = block.last_op
+        assert isinstance(term, YieldOp)
+        for res, value in zip(fused.results, term.values, strict=True):
+            res.replace_all_uses_with(value)
+        Rewriter.erase_op(term)
+        Rewriter.inline_block(block, InsertPoint.before(fused), list(fused.inputs))
+        Rewriter.erase_op(fused)
+    return clone, originals, budget
+
+
+def fusion_report(module: ModuleOp, memory_budget: int | None = None) -> FusionReport:
+    """The fusion decisions ``tdsl-fuse`` takes on ``module``, without changing it.
+
+    On tensordsl IR this is the plan the pass applies.  Given IR that already
+    holds ``kernel.fused`` groups, their bodies are inlined back (in a clone)
+    and the plan recomputed, with the budget the groups record unless
+    ``memory_budget`` is given.
+    """
+    originals: dict[Operation, Operation] = {}
+    root: ModuleOp = module
+    recorded: int | None = None
+    if any(isinstance(op, FusedOp) for op in module.walk()):
+        root, originals, recorded = _unfused_clone(module)
+    budget = memory_budget if memory_budget is not None else recorded
+    if budget is None:
+        budget = DEFAULT_MEMORY_BUDGET
+    _check_budget(budget)
+    plans = tuple(plan for fn in walk_functions(root) for plan in plan_function(fn, budget))
+    return FusionReport(budget, plans, root, originals)
+
+
+def explain_fusion(
+    module: ModuleOp, memory_budget: int | None = None, locate: Locator | None = None
+) -> str:
+    """The fusion report as compiler remarks (``file:line:col: remark: ...``).
+
+    Each op is placed by ``locate`` when given, else by its ``loc(...)``
+    location, else named by its SSA result and op name.
+    """
+    return fusion_report(module, memory_budget).render(locate)
+
+
+__all__ = [
+    "DEFAULT_MEMORY_BUDGET",
+    "FusePass",
+    "FusionReport",
+    "explain_fusion",
+    "fuse",
+    "fusion_report",
+    "rewrite_block",
+]

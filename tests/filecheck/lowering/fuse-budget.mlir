@@ -1,0 +1,38 @@
+// The memory budget is recorded on every group and bounds what fuses: a merge
+// whose smallest legal tile needs more scratch than the budget is refused.
+// RUN: tdsl-opt %s -p 'tdsl-fuse{memory-budget=4096}' | filecheck %s --check-prefix=BIG
+// RUN: tdsl-opt %s --fuse=memory-budget=8 | filecheck %s --check-prefix=SMALL
+// RUN: tdsl-opt %s -p 'tdsl-fuse{memory-budget=8}' --explain-fusion 2>&1 >/dev/null | filecheck %s --check-prefix=WHY
+// RUN: not tdsl-opt %s -p 'tdsl-fuse{memory-budget=0}' 2>&1 | filecheck %s --check-prefix=ZERO
+
+func.func @prologue(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>) -> tensor<8x32xf32> {
+  %0 = tensordsl.softmax %x : tensor<8x16xf32>
+  %1 = tensordsl.matmul %0, %w : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+  %2 = tensordsl.tanh %1 : tensor<8x32xf32>
+  func.return %2 : tensor<8x32xf32>
+}
+
+// BIG-LABEL: func.func @prologue(
+// BIG-NEXT:    kernel.fused(%x, %w) group "g0" budget 4096 : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32> {
+// BIG-NEXT:    ^bb0(
+// BIG-NEXT:      tensordsl.softmax
+// BIG-NEXT:      tensordsl.matmul
+// BIG-NEXT:      tensordsl.tanh
+// BIG-NEXT:      kernel.yield
+
+// A row of softmax(x) (16 elements and its row statistics) does not fit in 8.
+// SMALL-LABEL: func.func @prologue(
+// SMALL-NEXT:    [[S:%.*]] = kernel.fused(%x) group "g0" budget 8 : (tensor<8x16xf32>) -> tensor<8x16xf32> {
+// SMALL-NEXT:    ^bb0(
+// SMALL-NEXT:      tensordsl.softmax
+// SMALL-NEXT:      kernel.yield
+// SMALL-NEXT:    }
+// SMALL-NEXT:    kernel.fused([[S]], %w) group "g1" budget 8 : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32> {
+// SMALL-NEXT:    ^bb0(
+// SMALL-NEXT:      tensordsl.matmul
+// SMALL-NEXT:      tensordsl.tanh
+// SMALL-NEXT:      kernel.yield
+
+// WHY: remark: not fused: %0 (tensordsl.softmax, group g0) -> operand 0 of tensordsl.matmul (group g1): the fused group would need {{[0-9]+}} elements of scratch at its smallest tile, over the memory budget of 8
+
+// ZERO: error: {{.*}}memory budget must be a positive number of elements, got 0
