@@ -217,6 +217,7 @@ class TdslOptMain(xDSLOptMain):
     _phase: Phase
     _pass: ModulePass | None
     _input_text: str | None
+    _fusion_remarks: list[str] | None
 
     def __init__(
         self,
@@ -237,6 +238,7 @@ class TdslOptMain(xDSLOptMain):
         self._module = None
         self._phase = "read"
         self._pass = None
+        self._fusion_remarks = None
 
     # ----------------------------------------------------------------- #
     # Registration
@@ -387,6 +389,7 @@ class TdslOptMain(xDSLOptMain):
                 print("\n\n\n")
             self._phase = "pass"
             self._pass = upcoming
+            self._record_fusion_remarks(module, upcoming)
             if self.args.time_passes and upcoming is not None:
                 start = time.perf_counter()
 
@@ -558,19 +561,32 @@ class TdslOptMain(xDSLOptMain):
         where = f"in pass '{self._pass.name}': " if self._phase == "pass" and self._pass else ""
         return format_diagnostic(f"{where}{str(err).strip()}", None)
 
-    def _explain_fusion(self, module: ModuleOp) -> None:
-        """The ``--explain-fusion`` hook: print the fusion remarks on stderr."""
+    def _record_fusion_remarks(self, module: ModuleOp, upcoming: ModulePass | None) -> None:
+        """Explain the fusion decisions on the IR that ``tdsl-fuse`` is about to see."""
         if not self.args.explain_fusion:
             return
         from tdsl.lowering.fuse import FusePass, explain_fusion
 
-        budgets = [p.memory_budget for p in self.pipeline.passes if isinstance(p, FusePass)]
-        remarks = explain_fusion(
-            module, budgets[-1] if budgets else None, locate=self._locator.locate
-        )
-        if remarks:
-            sys.stderr.write(remarks.rstrip("\n") + "\n")
-            sys.stderr.flush()
+        if isinstance(upcoming, FusePass):
+            remarks = explain_fusion(module, upcoming.memory_budget, locate=self._locator.locate)
+            self._fusion_remarks = [*(self._fusion_remarks or []), remarks]
+
+    def _explain_fusion(self, module: ModuleOp) -> None:
+        """The ``--explain-fusion`` hook: print the fusion remarks on stderr.
+
+        The remarks were taken just before each ``tdsl-fuse`` in the pipeline
+        ran; without one, they explain what ``tdsl-fuse`` would do to the output.
+        """
+        if not self.args.explain_fusion:
+            return
+        if self._fusion_remarks is None:
+            from tdsl.lowering.fuse import explain_fusion
+
+            self._fusion_remarks = [explain_fusion(module, locate=self._locator.locate)]
+        for remarks in self._fusion_remarks:
+            if remarks:
+                sys.stderr.write(remarks.rstrip("\n") + "\n")
+        sys.stderr.flush()
 
 
 def _decode_text(data: bytes, name: str) -> str:
