@@ -5,10 +5,10 @@
 // RUN: tdsl-opt %s --fuse=memory-budget=4096 --tile --explain-fusion 2>&1 >/dev/null | filecheck %s
 // RUN: tdsl-opt %s --explain-fusion 2>&1 >/dev/null | filecheck %s
 
-// CHECK:      explain-fusion-pipeline.mlir:[[# @LINE + 7]]:{{[0-9]+}}: remark: group g0 in @main: 1 op (tensordsl.relu)
-// CHECK-NEXT: explain-fusion-pipeline.mlir:[[# @LINE + 7]]:{{[0-9]+}}: remark: group g1 in @main: 2 ops (tensordsl.matmul, tensordsl.add)
-// CHECK-NEXT: explain-fusion-pipeline.mlir:[[# @LINE + 6]]:{{[0-9]+}}: remark: not fused: %0 (tensordsl.relu, group g0) -> operand 1 of tensordsl.matmul (group g1): matmul right operand must be materialized
-// CHECK-NEXT: remark: @main: 2 fusion groups; materialized between groups: %0 (tensor<16x8xf32>, 128 elements)
+// CHECK:      explain-fusion-pipeline.mlir:[[# @LINE + 7]]:8: remark: group g0 in @main: 1 op (tensordsl.relu)
+// CHECK:      explain-fusion-pipeline.mlir:[[# @LINE + 8]]:8: remark: group g1 in @main: 2 ops (tensordsl.matmul, tensordsl.add)
+// CHECK:      explain-fusion-pipeline.mlir:[[# @LINE + 6]]:8: remark: not fused: %0 (tensordsl.relu, group g0) -> operand 1 of tensordsl.matmul (group g1): matmul right operand must be materialized
+// CHECK:      remark: @main: 2 fusion groups; materialized between groups: %0 (tensor<16x8xf32>, 128 elements)
 // CHECK-NOT:  remark
 
 func.func @main(%a: tensor<8x16xf32>, %b: tensor<16x8xf32>, %c: tensor<8x8xf32>) -> tensor<8x8xf32> {
