@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import inspect
 import sys
 from pathlib import Path
@@ -69,6 +70,13 @@ def _options(cls: type) -> list[str]:
     return rows
 
 
+# The modules whose docstrings state the rules a pass follows.
+_ANALYSES = {
+    "tdsl-fuse": "tdsl.lowering.fusion_analysis",
+    "tdsl-tile": "tdsl.lowering.tiling_analysis",
+}
+
+
 def render_passes() -> str:
     from tdsl.universe import TDSL_PASSES, TDSL_TARGETS
 
@@ -76,10 +84,15 @@ def render_passes() -> str:
     for title, table in (("Pass", TDSL_PASSES), ("Target", TDSL_TARGETS)):
         for name, factory in sorted(table.items()):
             cls = factory()
+            module = importlib.import_module(cls.__module__)
             lines += [f"## {title} `{name}`", "", _doc(cls), ""]
             opts = _options(cls)
             if opts:
                 lines += ["Options:", "", *opts, ""]
+            lines += [_doc(module), ""]
+            if name in _ANALYSES:
+                analysis = importlib.import_module(_ANALYSES[name])
+                lines += [f"### The analysis (`{analysis.__name__}`)", "", _doc(analysis), ""]
     return "\n".join(lines).rstrip() + "\n"
 
 
