@@ -1,0 +1,254 @@
+"""Code for a whole module: one Python function per ``func.func``.
+
+A function body is a sequence of groups.  ``kernel.fused`` and ``kernel.tile``
+ops are groups of their own; each maximal run of top-level tensordsl ops
+(unfused IR) is emitted like a whole-array fused group.  Every array a
+function returns is fresh: a returned argument, constant or view (or a value
+returned twice) is copied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation, SSAValue
+
+from tdsl.dialects import tensordsl as td
+from tdsl.dialects.kernel import FusedOp, TileOp
+from tdsl.errors import TdslIRError
+from tdsl.lowering.numpy_emit import layout as lay
+from tdsl.lowering.numpy_emit.group import Group, ModuleState, TileInfo, emit_group
+from tdsl.lowering.numpy_emit.program import Program, Var, lower_block, lower_ops
+from tdsl.lowering.numpy_emit.source import Names, Writer, array_expr, display, identifier
+
+_PARALLEL = '''\
+_POOL = []
+_POOL_LOCK = threading.Lock()
+
+
+def _parallel(fn, n, step, nthreads, *args):
+    """Run fn(lo, hi, *args) on nthreads chunks of range(n) cut at multiples of step."""
+    if not _POOL:
+        with _POOL_LOCK:
+            if not _POOL:
+                _POOL.append(
+                    concurrent.futures.ThreadPoolExecutor(_THREADS - 1, thread_name_prefix="tdsl")
+                )
+    tiles = -(-n // step)
+    chunk = -(-tiles // nthreads) * step
+    futures = [_POOL[0].submit(fn, lo, min(lo + chunk, n), *args) for lo in range(chunk, n, chunk)]
+    try:
+        fn(0, min(chunk, n), *args)
+    finally:
+        concurrent.futures.wait(futures)
+    for f in futures:
+        f.result()
+'''
+
+
+@dataclass
+class _Value:
+    """A function-level value: its Python name, and whether it is a fresh array."""
+
+    expr: str
+    fresh: bool
+
+
+def _dtype(value: SSAValue) -> np.dtype[np.floating]:
+    return td.numpy_dtype(td.element_type(value))
+
+
+def _group_label(op: FusedOp | TileOp, name: str) -> str:
+    if isinstance(op, TileOp):
+        return (
+            f"group {name}: kernel.tile space {list(op.space_value)} tiles "
+            f"{list(op.tiles_value)} scratch {op.scratch_value}"
+        )
+    budget = f" budget {op.budget_value}" if op.budget_value is not None else ""
+    return f"group {name}: kernel.fused{budget}"
+
+
+class _FunctionEmitter:
+    def __init__(self, fn: func.FuncOp, state: ModuleState, pyname: str) -> None:
+        self.fn = fn
+        self.state = state
+        self.pyname = pyname
+        self.names = Names()
+        self.names.reserve("np")
+        self.values: dict[SSAValue, _Value] = {}
+        self.w = Writer()
+        self.groups = 0
+
+    def value_name(self, value: SSAValue) -> str:
+        if value.name_hint is None:
+            return self.names.numbered("v")
+        return self.names.fresh(identifier(value.name_hint, "v"))
+
+    def run(self) -> Writer:
+        block = self.fn.body.block
+        params: list[str] = []
+        for i, arg in enumerate(block.args):
+            name = self.names.fresh(identifier(arg.name_hint, f"arg{i}"))
+            params.append(name)
+            self.values[arg] = _Value(name, False)
+        self.w.line(f"def {self.pyname}({', '.join(params)}):")
+        with self.w.indent():
+            self.w.line(f'"""func.func @{display(self.fn.sym_name.data)}."""')
+            pending: list[Operation] = []
+            for op in block.ops:
+                if isinstance(op, FusedOp | TileOp):
+                    self.flush(pending)
+                    self.group(op)
+                elif isinstance(op, func.ReturnOp):
+                    self.flush(pending)
+                    self.ret(op)
+                elif op.dialect_name() == "tensordsl":
+                    pending.append(op)
+                else:
+                    raise TdslIRError(f"numpy target: cannot emit '{op.name}' in a function")
+        return self.w
+
+    def input_var(self, value: SSAValue, layout: lay.Layout, hint: str | None) -> Var:
+        return Var(layout, _dtype(value), "input", name=identifier(hint, ""))
+
+    def flush(self, ops: list[Operation]) -> None:
+        """Emit a run of top-level tensordsl ops as one whole-array group."""
+        if not ops:
+            return
+        inside = set(ops)
+        env: dict[SSAValue, Var] = {}
+        inputs: list[Var] = []
+        exprs: list[str] = []
+        for op in ops:
+            for v in op.operands:
+                if v not in env and (v.owner not in inside):
+                    var = self.input_var(v, lay.whole(td.tensor_shape(v)), v.name_hint)
+                    env[v] = var
+                    inputs.append(var)
+                    exprs.append(self.values[v].expr)
+        results = [r for op in ops for r in op.results]
+        outs: list[SSAValue] = [
+            r for r in results if any(u.operation not in inside for u in r.uses)
+        ]
+        instrs, pinned, env = lower_ops(ops, env, self.state.consts)
+        label = "tensordsl ops (not fused)"
+        group = Group(
+            label=label,
+            title=label,
+            name=f"{self.pyname}_ops",
+            program=Program(instrs, [env[r] for r in outs], pinned),
+            inputs=inputs,
+            input_exprs=exprs,
+            out_layouts=[lay.whole(td.tensor_shape(r)) for r in outs],
+            out_dtypes=[_dtype(r) for r in outs],
+            out_names=[self.value_name(r) for r in outs],
+            bind_views=True,
+        )
+        self.emit(group, outs)
+        ops.clear()
+
+    def group(self, op: FusedOp | TileOp) -> None:
+        name = op.group.data if op.group is not None else f"k{self.groups}"
+        self.groups += 1
+        block = op.body.block
+        if isinstance(op, TileOp):
+            in_dims, out_dims = op.input_dims, op.output_dims
+            tile = TileInfo(op.space_value, op.tiles_value, op.scratch_value)
+        else:
+            in_dims = tuple((None,) * len(td.tensor_shape(v)) for v in op.inputs)
+            out_dims = tuple((None,) * len(td.tensor_shape(v)) for v in op.outputs)
+            tile = None
+        inputs = [
+            self.input_var(v, lay.from_map(td.tensor_shape(v), dims), arg.name_hint)
+            for v, dims, arg in zip(op.inputs, in_dims, block.args, strict=True)
+        ]
+        outs: list[SSAValue] = list(op.outputs)
+        group = Group(
+            label=_group_label(op, display(name)),
+            title=f"group {display(name)}",
+            name=f"{self.pyname}_{identifier(name, 'g')}",
+            program=lower_block(block, inputs, self.state.consts),
+            inputs=inputs,
+            input_exprs=[self.values[v].expr for v in op.inputs],
+            out_layouts=[
+                lay.from_map(td.tensor_shape(r), dims)
+                for r, dims in zip(outs, out_dims, strict=True)
+            ],
+            out_dtypes=[_dtype(r) for r in outs],
+            out_names=[self.value_name(r) for r in outs],
+            tile=tile,
+        )
+        self.emit(group, outs)
+
+    def emit(self, group: Group, outs: Sequence[SSAValue]) -> None:
+        fresh = emit_group(group, self.state, self.w, self.names)
+        for r, name, f in zip(outs, group.out_names, fresh, strict=True):
+            self.values[r] = _Value(name, f)
+
+    def ret(self, op: func.ReturnOp) -> None:
+        parts: list[str] = []
+        seen: set[SSAValue] = set()
+        for v in op.arguments:
+            val = self.values[v]
+            parts.append(val.expr if val.fresh and v not in seen else f"{val.expr}.copy()")
+            seen.add(v)
+        if not parts:
+            self.w.line("return None")
+        elif len(parts) == 1:
+            self.w.line(f"return {parts[0]}")
+        else:
+            self.w.line(f"return {', '.join(parts)}")
+
+
+def emit_module(module: ModuleOp, threads: int = 1) -> str:
+    """The Python source of every ``func.func`` in ``module``."""
+    state = ModuleState(threads=threads)
+    state.names.reserve("np", "concurrent", "threading", "TDSL_FUNCTIONS")
+    functions: list[tuple[str, str]] = []
+    bodies = Writer()
+    for op in module.walk():
+        if not isinstance(op, func.FuncOp):
+            continue
+        if op.is_declaration:
+            raise TdslIRError(f"numpy target: func.func @{op.sym_name.data} has no body")
+        pyname = state.names.fresh(identifier(op.sym_name.data, "kernel"))
+        functions.append((op.sym_name.data, pyname))
+        body = _FunctionEmitter(op, state, pyname).run()
+        # the loop functions of its groups come right before the function
+        bodies.lines.extend(state.helpers.lines)
+        state.helpers.lines.clear()
+        bodies.lines.extend(body.lines)
+        bodies.line()
+        bodies.line()
+
+    sections: list[list[str]] = []
+    if state.consts.arrays or state.fills.blocks:
+        consts = ["# constants; zero blocks make np.maximum(x, zeros) take NumPy's fast path"]
+        consts += [f"{name} = {array_expr(arr)}" for name, arr in state.consts.arrays.items()]
+        consts += list(state.fills.definitions())
+        sections.append(consts)
+    if state.uses_pool:
+        sections.append([f"_THREADS = {threads}", *_PARALLEL.splitlines()])
+
+    out = Writer()
+    out.line(f'"""NumPy code generated by tdsl (numpy target, threads={threads})."""')
+    out.line()
+    if state.uses_pool:
+        out.line("import concurrent.futures")
+        out.line("import threading")
+        out.line()
+    out.line("import numpy as np")
+    out.line()
+    out.line()
+    for section in sections:
+        out.lines.extend(section)
+        out.line()
+        out.line()
+    out.lines.extend(bodies.lines)
+    table = ", ".join(f"{name!r}: {py}" for name, py in functions)
+    out.line(f"TDSL_FUNCTIONS = {{{table}}}")
+    return out.text()

@@ -1,0 +1,140 @@
+// RUN: tdsl-opt %s -t numpy | filecheck %s
+// RUN: tdsl-opt %s -t 'numpy{threads=2}' | filecheck %s --check-prefix=THREADS
+
+// The numpy target on kernel groups.  Comments name the IR group each block
+// came from; a group with several tiles becomes a loop function that allocates
+// its scratch once, cuts it for the last (smaller) tile and writes the output
+// tile by tile.
+
+// CHECK:       _C0 = np.array(2.0, np.float32)
+// CHECK:       _Z0 = np.zeros((3, 10), np.float32)
+
+// CHECK-LABEL: def _tiled_g0(lo, hi, xt, bt, out0):
+// CHECK-NEXT:      """Tiles [3] of group g0 whose d0 start is in [lo, hi); writes out0 in place."""
+// CHECK-NEXT:      t0 = np.empty((3, 10), np.float32)
+// CHECK-NEXT:      t1 = np.empty((3, 1), np.float32)
+// CHECK-NEXT:      z0 = _Z0
+// CHECK-NEXT:      for s0 in range(lo, hi, 3):
+// CHECK-NEXT:          e0 = min(s0 + 3, hi)
+// CHECK-NEXT:          if e0 - s0 < 3:  # last tile: use the front of each buffer
+// CHECK-NEXT:              n0 = e0 - s0
+// CHECK-NEXT:              t0 = t0[:n0]
+// CHECK-NEXT:              t1 = t1[:n0]
+// CHECK-NEXT:              z0 = _Z0[:n0]
+// CHECK-NEXT:          o0 = out0[s0:e0]
+// CHECK-NEXT:          np.multiply(xt[s0:e0], _C0, out=t0)
+// CHECK-NEXT:          np.add(t0, bt, out=t0)
+// CHECK-NEXT:          np.maximum(t0, z0, out=t0)
+// CHECK-NEXT:          # softmax along axis 1: exp(x - max) / sum
+// CHECK-NEXT:          np.maximum.reduce(t0, axis=1, keepdims=True, out=t1)
+// CHECK-NEXT:          np.subtract(t0, t1, out=t0)
+// CHECK-NEXT:          np.exp(t0, out=t0)
+// CHECK-NEXT:          np.add.reduce(t0, axis=1, keepdims=True, out=t1)
+// CHECK-NEXT:          np.divide(t0, t1, out=t0)
+// CHECK-NEXT:          np.add.reduce(t0, axis=1, keepdims=True, out=o0)
+
+// CHECK-LABEL: def tiled(x, b):
+// CHECK-NEXT:      """func.func @tiled."""
+// CHECK-NEXT:      # group g0: kernel.tile space [8] tiles [3] scratch 33
+// CHECK-NEXT:      [[M:[a-z][a-z0-9_]*]] = np.empty((8, 1), np.float32)
+// CHECK-NEXT:      _tiled_g0(0, 8, x, b, [[M]])
+// CHECK-NEXT:      return [[M]]
+func.func @tiled(%x: tensor<8x10xf32>, %b: tensor<10xf32>) -> tensor<8x1xf32> {
+  %r = kernel.tile(%x, %b) group "g0" space [8] tiles [3] scratch 33 ins [affine_map<(d0) -> (d0, 0)>, affine_map<(d0) -> (0)>] outs [affine_map<(d0) -> (d0, 0)>] : (tensor<8x10xf32>, tensor<10xf32>) -> tensor<8x1xf32> {
+  ^bb0(%xt: tensor<3x10xf32>, %bt: tensor<10xf32>):
+    %c = tensordsl.constant dense<2.000000e+00> : tensor<f32>
+    %0 = tensordsl.mul %xt, %c : (tensor<3x10xf32>, tensor<f32>) -> tensor<3x10xf32>
+    %1 = tensordsl.add %0, %bt : (tensor<3x10xf32>, tensor<10xf32>) -> tensor<3x10xf32>
+    %2 = tensordsl.relu %1 : tensor<3x10xf32>
+    %3 = tensordsl.softmax %2 : tensor<3x10xf32>
+    %4 = tensordsl.sum %3 axis = 1 keepdims : tensor<3x10xf32> -> tensor<3x1xf32>
+    kernel.yield %4 : tensor<3x1xf32>
+  }
+  func.return %r : tensor<8x1xf32>
+}
+
+// With less recorded scratch, the target runs smaller tiles.
+// CHECK-LABEL: def tight(x):
+// CHECK:           # group g0: kernel.tile space [8] tiles [3] scratch 20
+// CHECK-NEXT:      [[R:r]] = np.empty((8, 10), np.float32)
+// CHECK-NEXT:      # runs tiles [2], scratch 20 elements per thread; d0 cut to 2 to keep scratch within 20
+// CHECK-NEXT:      _tight_g0(0, 8, x, [[R]])
+func.func @tight(%x: tensor<8x10xf32>) -> tensor<8x10xf32> {
+  %r = kernel.tile(%x) group "g0" space [8] tiles [3] scratch 20 ins [affine_map<(d0) -> (d0, 0)>] outs [affine_map<(d0) -> (d0, 0)>] : (tensor<8x10xf32>) -> tensor<8x10xf32> {
+  ^bb0(%xt: tensor<3x10xf32>):
+    %0 = tensordsl.exp %xt : tensor<3x10xf32>
+    %1 = tensordsl.mul %0, %xt : (tensor<3x10xf32>, tensor<3x10xf32>) -> tensor<3x10xf32>
+    %2 = tensordsl.sigmoid %1 : tensor<3x10xf32>
+    kernel.yield %2 : tensor<3x10xf32>
+  }
+  func.return %r : tensor<8x10xf32>
+}
+
+// A group that fits in one tile runs straight-line, without a loop.
+// CHECK-LABEL: def single(a, b):
+// CHECK-NEXT:      """func.func @single."""
+// CHECK-NEXT:      # group g1: kernel.tile space [16, 16] tiles [16, 16] scratch 256
+// CHECK-NEXT:      [[R:[a-z][a-z0-9_]*]] = np.empty((16, 16), np.float64)
+// CHECK-NEXT:      np.tanh(a, out=[[R]])
+// CHECK-NEXT:      np.subtract([[R]], b, out=[[R]])
+// CHECK-NEXT:      return [[R]]
+func.func @single(%a: tensor<16x16xf64>, %b: tensor<16x16xf64>) -> tensor<16x16xf64> {
+  %r = kernel.tile(%a, %b) group "g1" space [16, 16] tiles [16, 16] scratch 256 ins [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<16x16xf64>, tensor<16x16xf64>) -> tensor<16x16xf64> {
+  ^bb0(%x: tensor<16x16xf64>, %y: tensor<16x16xf64>):
+    %0 = tensordsl.tanh %x : tensor<16x16xf64>
+    %1 = tensordsl.sub %0, %y : (tensor<16x16xf64>, tensor<16x16xf64>) -> tensor<16x16xf64>
+    kernel.yield %1 : tensor<16x16xf64>
+  }
+  func.return %r : tensor<16x16xf64>
+}
+
+// relu(x @ w + b): one BLAS call on the whole matrix, straight into the
+// output, then the epilogue tile by tile, in place; with threads=2 the
+// epilogue is split across the pool while BLAS keeps its own threads.
+// CHECK-LABEL: def _mlp_g2(lo, hi, bt, out0):
+// CHECK:           for s0 in range(lo, hi, 64):
+// CHECK-NEXT:          e0 = s0 + 64
+// CHECK-NEXT:          o0 = out0[s0:e0]
+// CHECK-NEXT:          np.add(o0, bt, out=o0)
+// CHECK-NEXT:          np.maximum(o0, _Z{{[0-9]+}}, out=o0)
+// CHECK-LABEL: def mlp(x, w, b):
+// CHECK:           # group g2: kernel.tile space [1024, 1024] tiles [256, 1024] scratch 0
+// CHECK-NEXT:      [[Y:[a-z][a-z0-9_]*]] = np.empty((1024, 1024), np.float32)
+// CHECK-NEXT:      # runs tiles [64, 1024], scratch 0 elements per thread; cache blocking: d0 cut to 64
+// CHECK-NEXT:      np.matmul(x, w, out=[[Y]])
+// CHECK-NEXT:      _mlp_g2(0, 1024, b, [[Y]])
+// THREADS-LABEL: def mlp(x, w, b):
+// THREADS:         # runs tiles [64, 1024] on 2 threads, scratch 0 elements per thread; cache blocking: d0 cut to 64
+// THREADS-NEXT:    np.matmul(x, w, out=[[Y:[a-z][a-z0-9_]*]])
+// THREADS-NEXT:    _parallel(_mlp_g2, 1024, 64, 2, b, [[Y]])
+func.func @mlp(%x: tensor<1024x128xf32>, %w: tensor<128x1024xf32>, %b: tensor<1024xf32>) -> tensor<1024x1024xf32> {
+  %r = kernel.tile(%x, %w, %b) group "g2" space [1024, 1024] tiles [256, 1024] scratch 0 ins [affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (0, d1)>, affine_map<(d0, d1) -> (d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<1024x128xf32>, tensor<128x1024xf32>, tensor<1024xf32>) -> tensor<1024x1024xf32> {
+  ^bb0(%xt: tensor<256x128xf32>, %wt: tensor<128x1024xf32>, %bt: tensor<1024xf32>):
+    %0 = tensordsl.matmul %xt, %wt : (tensor<256x128xf32>, tensor<128x1024xf32>) -> tensor<256x1024xf32>
+    %1 = tensordsl.add %0, %bt : (tensor<256x1024xf32>, tensor<1024xf32>) -> tensor<256x1024xf32>
+    %2 = tensordsl.relu %1 : tensor<256x1024xf32>
+    kernel.yield %2 : tensor<256x1024xf32>
+  }
+  func.return %r : tensor<1024x1024xf32>
+}
+
+// kernel.fused: whole-array code; the two results are fresh arrays.
+// CHECK-LABEL: def fused(a):
+// CHECK-NEXT:      """func.func @fused."""
+// CHECK-NEXT:      # group g3: kernel.fused budget 4096
+// CHECK-NEXT:      [[E:[a-z][a-z0-9_]*]] = np.empty((4, 4), np.float64)
+// CHECK-NEXT:      [[S:[a-z][a-z0-9_]*]] = np.empty((4,), np.float64)
+// CHECK-NEXT:      np.exp(a, out=[[E]])
+// CHECK-NEXT:      np.add.reduce([[E]], axis=0, out=[[S]])
+// CHECK-NEXT:      return [[E]], [[S]]
+func.func @fused(%a: tensor<4x4xf64>) -> (tensor<4x4xf64>, tensor<4xf64>) {
+  %e, %s = kernel.fused(%a) group "g3" budget 4096 : (tensor<4x4xf64>) -> (tensor<4x4xf64>, tensor<4xf64>) {
+  ^bb0(%x: tensor<4x4xf64>):
+    %0 = tensordsl.exp %x : tensor<4x4xf64>
+    %1 = tensordsl.sum %0 axis = 0 : tensor<4x4xf64> -> tensor<4xf64>
+    kernel.yield %0, %1 : tensor<4x4xf64>, tensor<4xf64>
+  }
+  func.return %e, %s : tensor<4x4xf64>, tensor<4xf64>
+}
+
+// THREADS: TDSL_FUNCTIONS = {'tiled': tiled, 'tight': tight, 'single': single, 'mlp': mlp, 'fused': fused}
