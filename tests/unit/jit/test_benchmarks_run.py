@@ -1,0 +1,39 @@
+"""The benchmark script runs (tiny sizes; no timing is asserted)."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "run.py"
+
+
+def load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("tdsl_benchmarks_run", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_benchmark_runs_on_tiny_sizes() -> None:
+    bench = load()
+    cfg = bench.Config.tiny()
+    out = io.StringIO()
+    results = bench.run(cfg, out=out)
+    text = out.getvalue()
+    for label in ("relu(A)+B*C-D", "softmax(X)", "sum(exp(A)*B, axis=1)", "relu(x@w+b)", "targets"):
+        assert label in text
+    data = bench.to_json(results, cfg, "tiny")
+    json.dumps(data)  # serializable
+    assert data["environment"]["numpy"]
+    assert {row["kind"] for rows in data["workloads"].values() for row in rows} >= {
+        "eager",
+        "compiled",
+    }
+    assert data["targets"] and data["memory"]

@@ -1,0 +1,215 @@
+"""What the original tdsl JIT was tested for, through the new pipeline.
+
+Parser, SSA lowering with matmul shape inference, fusion of element-wise chains,
+matmul as a boundary for its right operand, the budget controlling splitting,
+softmax fusing, tiling of large dims only, valid generated Python, end-to-end
+results, empty and 1-D tensors, recompilation for new shapes, subtraction, dtype
+promotion.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import itertools
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tdsl.errors import TdslBudgetError
+from tdsl.frontend import parse
+from tdsl.frontend.ast import BinOp, Call, Expression, Name
+from tdsl.jit import GroupInfo, JITTensorKernel
+
+
+def softmax(x: np.ndarray[Any, Any], axis: int = -1) -> np.ndarray[Any, Any]:
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def group_with(groups: tuple[GroupInfo, ...], op: str) -> GroupInfo:
+    found = [g for g in groups if f"tensordsl.{op}" in g.ops]
+    assert len(found) == 1, f"expected one group with {op}: {[str(g) for g in groups]}"
+    return found[0]
+
+
+def test_parser_builds_the_expression_tree() -> None:
+    tree = parse("matmul(A,relu(B))+softmax(C)")
+    assert isinstance(tree, Expression)
+    body = tree.body
+    assert isinstance(body, BinOp) and body.op == "+"
+    assert isinstance(body.lhs, Call) and body.lhs.func == "matmul"
+    inner = body.lhs.args[1]
+    assert isinstance(inner, Call) and inner.func == "relu"
+    assert isinstance(inner.args[0], Name) and inner.args[0].id == "B"
+    assert isinstance(body.rhs, Call) and body.rhs.func == "softmax"
+    # precedence: * binds tighter than +, @ like *
+    tree = parse("A + B * C @ D")
+    assert isinstance(tree, Expression) and isinstance(tree.body, BinOp)
+    assert tree.body.op == "+" and isinstance(tree.body.rhs, BinOp) and tree.body.rhs.op == "@"
+
+
+def test_ssa_lowering_infers_matmul_shapes() -> None:
+    fn = JITTensorKernel().compile(
+        "matmul(A, relu(B)) @ C", {"A": (8, 16), "B": (16, 4), "C": (4, 2)}
+    )
+    text = fn.ir["tensordsl"]
+    assert re.search(r"tensordsl\.relu %\w+ : tensor<16x4xf64>", text)
+    assert "-> tensor<8x4xf64>" in text and "-> tensor<8x2xf64>" in text
+    assert fn.results[0][0] == (8, 2)
+    # SSA: every value defined once
+    defs = re.findall(r"^\s*(%\w+) = ", text, flags=re.M)
+    assert len(defs) == len(set(defs)) >= 3
+    vec = JITTensorKernel().compile("v @ M", {"v": (16,), "M": (16, 8)})
+    assert vec.results[0][0] == (8,)
+
+
+def test_elementwise_chain_fuses_into_one_group() -> None:
+    fn = JITTensorKernel().compile("relu(A)+B*C-D", dict.fromkeys("ABCD", (64, 64)))
+    assert len(fn.groups) == 1
+    ops = fn.groups[0].ops
+    for op in ("relu", "mul", "add", "sub"):
+        assert f"tensordsl.{op}" in ops
+    assert fn.groups[0].outputs == ("f64[64, 64]",)
+
+
+def test_matmul_is_a_boundary_for_its_right_operand() -> None:
+    fn = JITTensorKernel().compile(
+        "matmul(A,relu(B))+softmax(C)", {"A": (8, 16), "B": (16, 8), "C": (8, 8)}
+    )
+    relu = group_with(fn.groups, "relu")
+    matmul = group_with(fn.groups, "matmul")
+    assert relu is not matmul
+    # the relu result is materialized and read by the matmul's group
+    assert "f64[16, 8]" in relu.outputs and "f64[16, 8]" in matmul.inputs
+
+
+def test_softmax_fuses_with_its_consumers() -> None:
+    fn = JITTensorKernel().compile("softmax(C) + A * 2", {"A": (32, 10), "C": (32, 10)})
+    assert len(fn.groups) == 1
+    assert {"tensordsl.softmax", "tensordsl.add", "tensordsl.mul"} <= set(fn.groups[0].ops)
+    mixed = JITTensorKernel().compile(
+        "matmul(A,relu(B))+softmax(C)", {"A": (8, 16), "B": (16, 8), "C": (8, 8)}
+    )
+    assert group_with(mixed.groups, "softmax") is group_with(mixed.groups, "add")
+
+
+def test_budget_bounds_scratch_and_controls_splitting() -> None:
+    expr = "softmax(A) * B + relu(A)"
+    shapes = {"A": (64, 200), "B": (64, 200)}
+    counts: dict[int, int] = {}
+    tiles: dict[int, int] = {}
+    for budget in (250, 2_000, 20_000, 10**6):
+        fn = JITTensorKernel(memory_budget=budget).compile(expr, shapes)
+        counts[budget] = len(fn.groups)
+        tiles[budget] = min(g.tiles[0] for g in fn.groups if g.tiles)
+        for g in fn.groups:
+            assert g.scratch is not None and g.scratch <= budget, str(g)
+    # a smaller budget never gives fewer groups or larger tiles
+    budgets = sorted(counts)
+    assert all(counts[a] >= counts[b] for a, b in itertools.pairwise(budgets))
+    assert all(tiles[a] <= tiles[b] for a, b in itertools.pairwise(budgets))
+    assert counts[10**6] == 1
+    assert counts[250] > 1, "a row-local group that does not fit the budget must be split"
+
+
+def test_one_op_that_cannot_fit_the_budget_is_an_error() -> None:
+    with pytest.raises(TdslBudgetError, match="budget"):
+        JITTensorKernel(memory_budget=64).compile("softmax(A)", {"A": (4, 10_000)})
+
+
+def test_large_dims_are_tiled_and_small_ones_are_not() -> None:
+    big = JITTensorKernel(memory_budget=1_000_000).compile(
+        "relu(A)+B", {"A": (4096, 4096), "B": (4096, 4096)}, "f32"
+    )
+    (group,) = big.groups
+    assert group.space == (4096, 4096) or group.space[0] == 4096
+    assert group.tiles is not None and group.tiles[0] < 4096
+    assert group.num_tiles > 1
+    small = JITTensorKernel(memory_budget=1_000_000).compile(
+        "relu(A)+B", {"A": (8, 8), "B": (8, 8)}, "f32"
+    )
+    (group,) = small.groups
+    assert group.tiles == group.space and group.num_tiles == 1
+
+
+def test_generated_code_is_valid_python() -> None:
+    for expr, shapes in [
+        ("relu(A)+B*C-D", dict.fromkeys("ABCD", (300, 70))),
+        ("matmul(A,relu(B))+softmax(C)", {"A": (8, 16), "B": (16, 8), "C": (8, 8)}),
+        ("sum(exp(A)*B, axis=1)", {"A": (50, 30), "B": (50, 30)}),
+    ]:
+        for threads in (1, 2):
+            fn = JITTensorKernel(memory_budget=256, threads=threads).compile(expr, shapes)
+            builtins.compile(fn.source, "<tdsl>", "exec")
+            tree = ast.parse(fn.source)
+            assert any(
+                isinstance(node, ast.FunctionDef) and node.name == "main" for node in tree.body
+            )
+
+
+@pytest.mark.parametrize("budget", [64, 4096, 1_000_000])
+def test_end_to_end(budget: int, rng: np.random.Generator, matches: Any) -> None:
+    jit = JITTensorKernel(memory_budget=budget)
+    A = rng.standard_normal((8, 16))
+    B = rng.standard_normal((16, 8))
+    C = rng.standard_normal((8, 8))
+    matches(jit("relu(A)", A=A), np.maximum(A, 0))
+    matches(jit("matmul(A, B)", A=A, B=B), A @ B)
+    matches(jit("softmax(C)", C=C), softmax(C))
+    matches(jit("matmul(A,relu(B))+softmax(C)", A=A, B=B, C=C), A @ np.maximum(B, 0) + softmax(C))
+
+
+def test_empty_tensors(matches: Any) -> None:
+    jit = JITTensorKernel(memory_budget=64)
+    a = np.ones((0, 5))
+    b = np.ones((0, 5))
+    matches(jit("relu(A)+B", A=a, B=b), np.maximum(a, 0) + b)
+    matches(jit("softmax(A)", A=a), softmax(a))
+    matches(jit("sum(A, axis=1)", A=a), a.sum(axis=1))
+    matches(jit("sum(A, axis=0)", A=a), a.sum(axis=0))
+    matches(jit("A @ W", A=a, W=np.ones((5, 3))), a @ np.ones((5, 3)))
+
+
+def test_one_dimensional_tensors(rng: np.random.Generator, matches: Any) -> None:
+    jit = JITTensorKernel(memory_budget=64)
+    a, b = rng.standard_normal(100), rng.standard_normal(100)
+    matches(jit("relu(a)+b", a=a, b=b), np.maximum(a, 0) + b)
+    # softmax needs its whole (only) axis in one tile
+    matches(JITTensorKernel(memory_budget=1000)("softmax(a)", a=a), softmax(a))
+    matches(jit("sum(a*b)", a=a, b=b), np.sum(a * b))
+    m = rng.standard_normal((100, 7))
+    matches(jit("a @ m", a=a, m=m), a @ m)
+
+
+def test_same_expression_recompiled_for_new_shapes(rng: np.random.Generator, matches: Any) -> None:
+    jit = JITTensorKernel()
+    for shape in [(4, 4), (7, 3), (1, 9), (4, 4)]:
+        a, b = rng.standard_normal(shape), rng.standard_normal(shape)
+        matches(jit("relu(A)-B", A=a, B=b), np.maximum(a, 0) - b)
+    info = jit.cache_info()
+    assert info.misses == 3 and info.currsize == 3 and info.hits == 1
+
+
+def test_subtraction_is_a_real_sub(rng: np.random.Generator, matches: Any) -> None:
+    fn = JITTensorKernel().compile("A - B - C", dict.fromkeys("ABC", (5,)))
+    text = fn.ir["tensordsl"]
+    assert text.count("tensordsl.sub") == 2 and "tensordsl.neg" not in text
+    a, b, c = (rng.standard_normal(5) for _ in range(3))
+    matches(fn(A=a, B=b, C=c), a - b - c)  # left-associative
+
+
+def test_dtype_promotion(rng: np.random.Generator, matches: Any) -> None:
+    jit = JITTensorKernel()
+    a32 = rng.standard_normal((3, 4)).astype(np.float32)
+    b64 = rng.standard_normal((3, 4))
+    out = jit("A + B", A=a32, B=b64)
+    assert out.dtype == np.float64
+    matches(out, a32 + b64)
+    out = jit("A * 2 + 1.5", A=a32)
+    assert out.dtype == np.float32  # a literal keeps float32
+    matches(out, a32 * 2 + 1.5)
+    out = jit("relu(A) * B", A=a32.astype(np.float16), B=a32)
+    matches(out, np.maximum(a32.astype(np.float16), 0) * a32)
