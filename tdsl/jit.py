@@ -48,6 +48,7 @@ from __future__ import annotations
 import builtins
 import keyword
 import operator
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -110,8 +111,9 @@ class JitOptions:
     """A cap on the tile size along every tiled dimension (None: only the budget decides)."""
     tile_sizes: tuple[int, ...] = ()
     """Explicit tile sizes, outermost dimension first (empty: chosen from the budget)."""
-    threads: int = 1
-    """Threads the generated code runs tiles on."""
+    threads: int = field(default_factory=lambda: default_threads())
+    """Threads the generated code may run large tile loops on (1: none; default: one
+    per core, at most 4).  Work is split only where each thread gets about 1 MiB."""
 
     def __post_init__(self) -> None:
         # Normalized here (NumPy integers become ints, a list of tile sizes a
@@ -122,6 +124,11 @@ class JitOptions:
         if self.tile_size is not None:
             set_(self, "tile_size", _positive_int("tile_size", self.tile_size))
         set_(self, "tile_sizes", tuple(_positive_int("tile_sizes", t) for t in self.tile_sizes))
+
+
+def default_threads() -> int:
+    """The thread count kernels use unless told: one per core, at most 4."""
+    return max(1, min(4, os.cpu_count() or 1))
 
 
 def _positive_int(name: str, value: object) -> int:
@@ -756,7 +763,8 @@ class JITTensorKernel:
 
     ``memory_budget`` (elements) bounds the scratch one fused kernel allocates at
     a time, all threads together; ``tile_size`` caps tile sizes; ``tile_sizes``
-    fixes them; ``threads`` runs tiles on that many threads; ``cache_size`` is
+    fixes them; ``threads`` runs large tile loops on that many threads (default:
+    one per core, at most 4; ``threads=1`` turns threads off); ``cache_size`` is
     the number of compiled kernels kept (least recently used go first).
     """
 
@@ -768,10 +776,15 @@ class JITTensorKernel:
         *,
         tile_size: int | None = None,
         tile_sizes: Sequence[int] = (),
-        threads: int = 1,
+        threads: int | None = None,
         cache_size: int = 256,
     ) -> None:
-        self.options = JitOptions(memory_budget, tile_size, tuple(tile_sizes), threads)
+        self.options = JitOptions(
+            memory_budget,
+            tile_size,
+            tuple(tile_sizes),
+            default_threads() if threads is None else threads,
+        )
         self._kernels = _LRU(_positive_int("cache_size", cache_size))
         # source -> the kernel a one-shot call last ran it with
         self._last: dict[str, CompiledKernel] = {}
@@ -918,14 +931,19 @@ def compile(
     memory_budget: int = 1_000_000,
     tile_size: int | None = None,
     tile_sizes: Sequence[int] = (),
-    threads: int = 1,
+    threads: int | None = None,
 ) -> CompiledKernel:
     """Compile ``source`` with the given options, cached in :func:`default_jit`'s cache.
 
     The same as ``JITTensorKernel(memory_budget, ...).compile(source, shapes, dtypes)``
     except that every option combination shares one cache.
     """
-    options = JitOptions(memory_budget, tile_size, tuple(tile_sizes), threads)
+    options = JitOptions(
+        memory_budget,
+        tile_size,
+        tuple(tile_sizes),
+        default_threads() if threads is None else threads,
+    )
     return default_jit().compile(
         source, shapes, dtypes, kernel=kernel, filename=filename, options=options
     )

@@ -19,7 +19,14 @@ from tdsl.errors import (
     TdslOptionError,
     TdslSyntaxError,
 )
-from tdsl.jit import CompiledKernel, JITTensorKernel, compile, default_jit, jit_tensor
+from tdsl.jit import (
+    CompiledKernel,
+    JITTensorKernel,
+    compile,
+    default_jit,
+    default_threads,
+    jit_tensor,
+)
 
 MIXED = "matmul(A,relu(B))+softmax(C)"
 MIXED_SHAPES = {"A": (8, 16), "B": (16, 8), "C": (8, 8)}
@@ -295,7 +302,9 @@ def test_introspection() -> None:
     assert "main(A: f64[8, 16], B: f64[16, 8], C: f64[8, 8]) -> f64[8, 8]" in text
     assert "memory_budget=4096" in text
     assert fn.expression == MIXED
-    assert repr(JITTensorKernel()) == "JITTensorKernel(memory_budget=1000000, threads=1)"
+    threads = default_threads()
+    assert repr(JITTensorKernel()) == f"JITTensorKernel(memory_budget=1000000, threads={threads})"
+    assert repr(JITTensorKernel(threads=1)) == "JITTensorKernel(memory_budget=1000000, threads=1)"
 
 
 def test_fusion_report_and_explain() -> None:

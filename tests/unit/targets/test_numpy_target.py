@@ -194,3 +194,24 @@ func.func @"we\"ird\nname"(%x: tensor<3xf32>) -> tensor<3xf32> {
     assert list(fns) == ['we"ird\nname']
     x = rand((3,), np.float32, 8)
     np.testing.assert_array_equal(fns['we"ird\nname'](x), -x)
+
+
+def test_loaded_modules_share_one_thread_pool() -> None:
+    from tdsl.frontend import to_tensordsl
+    from tdsl.lowering.fuse import fuse
+    from tdsl.lowering.numpy_target import emit_numpy, load_numpy
+    from tdsl.lowering.tile import tile
+
+    module = tile(
+        fuse(
+            to_tensordsl("relu(A) * B", shapes={"A": (1024, 1024), "B": (1024,)}, dtypes="float32")
+        )
+    )
+    source = emit_numpy(module, threads=2)
+    assert "_parallel(" in source
+    first, second = load_numpy(source)["main"], load_numpy(source)["main"]
+    pools = [f.__globals__["_POOL"] for f in (first, second)]
+    assert len(pools[0]) == 1 and pools[0][0] is pools[1][0]
+    a = np.random.default_rng(0).standard_normal((1024, 1024)).astype(np.float32)
+    b = np.arange(1024, dtype=np.float32)
+    np.testing.assert_allclose(first(a, b), np.maximum(a, 0) * b, rtol=1e-6)
