@@ -439,13 +439,9 @@ class NegOp(UnaryOp, HasCanonicalizationPatternsInterface):
         return (NegOfNeg(),)
 
 
-class BinaryOp(IRDLOperation, abc.ABC):
-    """Base of element-wise binary ops with NumPy broadcasting.
-
-    Both operands share one element type; the result has the broadcast shape.
-    """
-
-    NUMPY_NAME: ClassVar[str]
+class TwoOperandOp(IRDLOperation, abc.ABC):
+    """Base of ops on two tensors of one element type whose result shape is a function
+    of the operand shapes (``result_shape``): the binary element-wise ops and matmul."""
 
     lhs = operand_def(FloatTensorConstr)
     rhs = operand_def(FloatTensorConstr)
@@ -456,18 +452,34 @@ class BinaryOp(IRDLOperation, abc.ABC):
     )
     traits = traits_def(Pure())
 
+    @staticmethod
+    @abc.abstractmethod
+    def result_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
+        """The result shape for operand shapes ``a`` and ``b``, or :class:`ShapeError`."""
+
     def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation) -> None:
         a, b = SSAValue.get(lhs), SSAValue.get(rhs)
-        shape = broadcast_shapes(tensor_shape(a), tensor_shape(b))
+        shape = self.result_shape(tensor_shape(a), tensor_shape(b))
         super().__init__(operands=[a, b], result_types=[_tensor(element_type(a), shape)])
 
     def verify_(self) -> None:
         _same_element_types(self, (self.lhs.type, self.rhs.type, self.result.type))
         try:
-            shape = broadcast_shapes(tensor_shape(self.lhs), tensor_shape(self.rhs))
+            shape = self.result_shape(tensor_shape(self.lhs), tensor_shape(self.rhs))
         except ShapeError as err:
             raise _shape_error(self, err, (self.lhs.type, self.rhs.type)) from None
         _expect_type(self, shape, self.result.type, "result")
+
+
+class BinaryOp(TwoOperandOp, abc.ABC):
+    """Base of element-wise binary ops with NumPy broadcasting.
+
+    Both operands share one element type; the result has the broadcast shape.
+    """
+
+    NUMPY_NAME: ClassVar[str]
+
+    result_shape = staticmethod(broadcast_shapes)
 
 
 @irdl_op_definition
@@ -597,7 +609,7 @@ class CastOp(IRDLOperation):
 
 
 @irdl_op_definition
-class MatmulOp(IRDLOperation):
+class MatmulOp(TwoOperandOp):
     """Matrix product with ``np.matmul`` semantics.
 
     2-D operands multiply as matrices; a 1-D left (right) operand is a row
@@ -611,27 +623,7 @@ class MatmulOp(IRDLOperation):
 
     name = "tensordsl.matmul"
 
-    lhs = operand_def(FloatTensorConstr)
-    rhs = operand_def(FloatTensorConstr)
-    result = result_def(FloatTensorConstr)
-
-    assembly_format = (
-        "$lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)"
-    )
-    traits = traits_def(Pure())
-
-    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation) -> None:
-        a, b = SSAValue.get(lhs), SSAValue.get(rhs)
-        shape = matmul_shape(tensor_shape(a), tensor_shape(b))
-        super().__init__(operands=[a, b], result_types=[_tensor(element_type(a), shape)])
-
-    def verify_(self) -> None:
-        _same_element_types(self, (self.lhs.type, self.rhs.type, self.result.type))
-        try:
-            shape = matmul_shape(tensor_shape(self.lhs), tensor_shape(self.rhs))
-        except ShapeError as err:
-            raise _shape_error(self, err, (self.lhs.type, self.rhs.type)) from None
-        _expect_type(self, shape, self.result.type, "result")
+    result_shape = staticmethod(matmul_shape)
 
 
 @irdl_op_definition
