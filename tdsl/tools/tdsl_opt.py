@@ -343,12 +343,13 @@ class TdslOptMain(xDSLOptMain):
         """Build the pipeline; an unknown pass or a bad option is a user error."""
         spec: str = self.args.passes
         try:
-            names = [pass_spec.name for pass_spec in parse_pipeline(spec)]
+            pass_specs = list(parse_pipeline(spec))
         except ArgSpecParseError as err:
             raise DriverError(format_arg_spec_error(err)) from None
-        for name in names:
-            if name not in self.available_passes:
-                raise DriverError(self._unknown_pass_message(name))
+        for pass_spec in pass_specs:
+            if pass_spec.name not in self.available_passes:
+                raise DriverError(self._unknown_pass_message(pass_spec.name))
+            self._check_pass_options(pass_spec.name, list(pass_spec.parameters))
         try:
             self.pipeline = PassPipeline.parse_spec(
                 self.available_passes, spec, self._pipeline_callback()
@@ -357,6 +358,26 @@ class TdslOptMain(xDSLOptMain):
             raise DriverError(format_arg_spec_error(err)) from None
         except (ValueError, TypeError) as err:
             raise DriverError(format_diagnostic(f"invalid pass options: {err}", None)) from None
+
+    def _check_pass_options(self, name: str, given: list[str]) -> None:
+        """An option the pass does not have is named as the user spelled it."""
+        pass_cls = self.available_passes[name]()
+        if not dataclasses.is_dataclass(pass_cls):
+            return
+        known = [f.name.replace("_", "-") for f in dataclasses.fields(pass_cls)]
+        for option in given:
+            if option.replace("_", "-") in known:
+                continue
+            close = difflib.get_close_matches(option.replace("_", "-"), known, n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            expected = ", ".join(known) if known else "none"
+            raise DriverError(
+                format_diagnostic(
+                    f"pass '{name}' has no option '{option}'{hint}",
+                    None,
+                    note=f"the options of '{name}' are: {expected}",
+                )
+            )
 
     def _unknown_pass_message(self, name: str) -> str:
         candidates = [*self.available_passes, *pass_flag_aliases(self.available_passes)]

@@ -46,7 +46,12 @@
 
 // RUN: not tdsl-opt %s --canonicalize=bogus=1 2>&1 | filecheck %s --check-prefix=BAD-OPTION
 // BAD-OPTION-NOT: Traceback
-// BAD-OPTION: error: invalid pass options: Provided arguments ["bogus"] not found
+// BAD-OPTION: error: pass 'canonicalize' has no option 'bogus'
+// BAD-OPTION-NEXT: note: the options of 'canonicalize' are: {{.*}}
+
+// RUN: not tdsl-opt %s --fuse=memory-budgit=8 2>&1 | filecheck %s --check-prefix=NEAR-OPTION
+// NEAR-OPTION: error: pass 'tdsl-fuse' has no option 'memory-budgit'; did you mean 'memory-budget'?
+// NEAR-OPTION-NEXT: note: the options of 'tdsl-fuse' are: memory-budget
 
 // RUN: not tdsl-opt %s -p 'canonicalize{' 2>&1 | filecheck %s --check-prefix=BAD-SPEC
 // BAD-SPEC-NOT: Traceback

@@ -378,9 +378,14 @@ def test_unreadable_output(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
             "error: unknown pass 'canonicalise'; did you mean 'canonicalize'?",
         ),
         (["--fsue"], "error: unknown option '--fsue'; did you mean '--fuse'?"),
+        (["--cse=bogus=1"], "error: pass 'cse' has no option 'bogus'"),
         (
-            ["--cse=bogus=1"],
-            'error: invalid pass options: Provided arguments ["bogus"] not found in expected arguments []',
+            ["--tile=tile-szie=3"],
+            "error: pass 'tdsl-tile' has no option 'tile-szie'; did you mean 'tile-size'?",
+        ),
+        (
+            ["--tile=tile-size=1.5"],
+            "error: invalid pass options: Incompatible types: given (1.5,), expected int | None",
         ),
         (["-p", "cse{"], "pass-pipeline:1:5: error: Expected argument name here"),
         (["-p", "cse,,dce"], "pass-pipeline:1:5: error: Expected pass name here"),
