@@ -55,6 +55,9 @@ class TdslError(Exception):
     message: str
     location: SourceLocation | None
     note: str | None
+    op: object | None
+    """The IR operation the error is about, if any: a driver that knows where
+    the op was in its input can place an error that has no location itself."""
 
     def __init__(
         self,
@@ -62,14 +65,17 @@ class TdslError(Exception):
         location: SourceLocation | None = None,
         *,
         note: str | None = None,
+        op: object | None = None,
     ) -> None:
         self.message = message
         self.location = location
         self.note = note
+        self.op = op
         super().__init__(self.render())
 
-    def render(self) -> str:
-        return format_diagnostic(self.message, self.location, note=self.note)
+    def render(self, location: SourceLocation | None = None) -> str:
+        """The diagnostic text, at ``location`` when given, else at the error's own."""
+        return format_diagnostic(self.message, location or self.location, note=self.note)
 
     @property
     def line(self) -> int | None:

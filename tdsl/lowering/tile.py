@@ -369,6 +369,7 @@ def _check_alone(op: Operation, group: _Group) -> None:
         f"'{op.name}' needs {what}, more than the memory budget of {group.budget} elements",
         _location(op, group.fused),
         note=note,
+        op=op,
     )
 
 

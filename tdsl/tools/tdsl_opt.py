@@ -36,6 +36,7 @@ from typing import IO, Any, ClassVar, Literal
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.frontend.mlir import MLIRFrontend
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
 from xdsl.utils.arg_spec import parse_pipeline, parse_spec
@@ -558,8 +559,16 @@ class TdslOptMain(xDSLOptMain):
             if self.args.verify_diagnostics:
                 print(err)
                 return True
-            print_error(str(err))
+            print_error(self._format_tdsl_error(err))
         return False
+
+    def _format_tdsl_error(self, err: TdslError) -> str:
+        """A tdsl error, placed at its op's line in the input when it has no location."""
+        if err.location is None and isinstance(err.op, Operation):
+            location = self._locator.locate(err.op)
+            if location is not None:
+                return err.render(location)
+        return str(err)
 
     def _format_diagnostic(self, err: DiagnosticException) -> str:
         """Render a verifier or pass error at the right place in the input."""
