@@ -57,8 +57,10 @@ from tdsl.dialects.tensordsl import (
     BinaryOp,
     CastOp,
     ConstantOp,
+    DivOp,
     MatmulOp,
     ReductionOp,
+    SigmoidOp,
     SoftmaxOp,
     TransposeOp,
     UnaryOp,
@@ -148,7 +150,7 @@ class GroupSpace:
             for r, n in zip(results, sizes, strict=True):
                 if r not in outs and not isinstance(op, ConstantOp):
                     live[r] = n
-            ws = workspace_shape(op, self.tile_shape(results[0], tiles)) if results else None
+            ws = workspace_shape(op, lambda v: self.tile_shape(v, tiles)) if results else None
             profile.append(max([*sizes, sum(live.values()) + (math.prod(ws) if ws else 0)]))
             for v in [v for v in live if last_use.get(v, i) <= i]:
                 del live[v]
@@ -392,15 +394,28 @@ class ScratchPlan:
         return self.values.get(value)
 
 
-def workspace_shape(op: Operation, result_shape: Shape) -> Shape | None:
+def workspace_shape(op: Operation, shape_of: Callable[[SSAValue], Shape]) -> Shape | None:
     """The shape of the workspace ``op`` needs besides its result, if any.
 
-    ``softmax`` keeps its row max and then its row sum: the result shape with
-    the axis reduced to 1 (``keepdims``).
+    ``shape_of`` gives the (tile) shape of a value.  What the NumPy emitter
+    allocates for the op beyond its result:
+
+    * ``softmax`` keeps its row max and then its row sum: the result shape with
+      the axis reduced to 1 (``keepdims``);
+    * ``sigmoid`` keeps ``exp(-|x|)`` beside its numerator: one result-shaped
+      buffer;
+    * ``div`` by a smaller (broadcast) operand that is not a constant multiplies
+      by that operand's reciprocal: one buffer of the divisor's shape.
     """
     if isinstance(op, SoftmaxOp):
         axis = op.axis_value
-        return tuple(1 if i == axis else d for i, d in enumerate(result_shape))
+        return tuple(1 if i == axis else d for i, d in enumerate(shape_of(op.result)))
+    if isinstance(op, SigmoidOp):
+        return shape_of(op.result)
+    if isinstance(op, DivOp) and not isinstance(op.rhs.owner, ConstantOp):
+        divisor = shape_of(op.rhs)
+        if math.prod(divisor) < math.prod(shape_of(op.result)):
+            return divisor
     return None
 
 
@@ -485,7 +500,7 @@ def plan_scratch(
             else:
                 values[r] = pool.take(math.prod(shape_of(r)), element_type(r))
         if op.results and isinstance(op.results[0].type, TensorType):
-            ws = workspace_shape(op, shape_of(op.results[0]))
+            ws = workspace_shape(op, shape_of)
             if ws is not None:
                 buf = pool.take(math.prod(ws), element_type(op.results[0]))
                 workspaces[op] = buf

@@ -100,3 +100,28 @@ def test_scratch_within_the_tile_pass_model(
         )
         mine = plan.scratch_elements(Tiling(op.space_value, op.tiles_value))
         assert mine <= scratch_plan(op).total <= op.scratch_value
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "sum(sigmoid(A), axis=-1)",
+        "sigmoid(A) * A",
+        "sum(exp(A) / B, axis=-1)",
+        "softmax(A / B) + sigmoid(A)",
+    ],
+)
+@pytest.mark.parametrize("budget", [200, 1000, 5000, 100_000])
+def test_emitter_stays_within_recorded_scratch(expression: str, budget: int) -> None:
+    # tdsl-tile's scratch model must count every buffer the emitter allocates
+    # (sigmoid's exp(-|x|), the reciprocal of a broadcast divisor), or a call
+    # would allocate more than the budget.
+    import tdsl
+
+    kernel = tdsl.compile(
+        expression,
+        shapes={"A": (16, 100), "B": (16, 1)},
+        memory_budget=budget,
+        threads=1,
+    )
+    assert "more than the recorded" not in kernel.source
