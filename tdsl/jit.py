@@ -46,6 +46,7 @@ load on the first compilation, so ``import tdsl`` stays light.
 from __future__ import annotations
 
 import builtins
+import functools
 import keyword
 import operator
 import os
@@ -126,6 +127,7 @@ class JitOptions:
         set_(self, "tile_sizes", tuple(_positive_int("tile_sizes", t) for t in self.tile_sizes))
 
 
+@functools.cache
 def default_threads() -> int:
     """The thread count kernels use unless told: one per core, at most 4."""
     return max(1, min(4, os.cpu_count() or 1))
@@ -458,6 +460,8 @@ def _make_calls(kernel: CompiledKernel) -> tuple[Callable[..., Any], Callable[..
         "_tdsl_nd": np.ndarray,
         "_tdsl_fn": kernel.function,
         "_tdsl_slow": _call_checked,
+        # the inputs' names are locals of the generated code and may shadow builtins
+        "_tdsl_len": len,
     }
     checks = ["_tdsl_more", "_tdsl_extra"]
     for i, spec in enumerate(kernel.args):
@@ -479,7 +483,7 @@ def _make_calls(kernel: CompiledKernel) -> tuple[Callable[..., Any], Callable[..
         f"    return _tdsl_fn({operands})\n"
         f"\n"
         f"def _try(_tdsl_d):\n"
-        f"    _tdsl_more = len(_tdsl_d) != {len(names)}\n"
+        f"    _tdsl_more = _tdsl_len(_tdsl_d) != {len(names)}\n"
         f"    _tdsl_extra = False\n"
         f"{lookups}"
         f"    if ({condition}):\n"
@@ -898,6 +902,11 @@ def _check_one_shot(name: str, value: object) -> None:
     if dtype.name not in _ELEMENT_NAMES:
         raise TdslCallError(
             f"argument `{name}` has dtype {dtype}; tdsl computes on float16, float32 or float64"
+        )
+    if not dtype.isnative:
+        raise TdslCallError(
+            f"argument `{name}` has non-native byte order ({dtype.str}); convert it with "
+            f"`.astype(np.{dtype.name})`"
         )
 
 

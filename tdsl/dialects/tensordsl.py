@@ -19,6 +19,7 @@ frontend can report a mismatch at the user's source span before any IR exists.
 from __future__ import annotations
 
 import abc
+import math
 from collections.abc import Sequence
 from typing import ClassVar, cast
 
@@ -707,6 +708,8 @@ class ReductionOp(IRDLOperation, abc.ABC):
     """Base of reductions over one axis (or all axes when ``axis`` is absent)."""
 
     NUMPY_NAME: ClassVar[str]
+    NEEDS_ELEMENTS: ClassVar[bool] = False
+    """Whether reducing nothing is an error (the reduction has no identity)."""
 
     E: ClassVar = VarConstraint("E", FloatElementConstr)
     input = operand_def(TensorType.constr(E))
@@ -724,7 +727,7 @@ class ReductionOp(IRDLOperation, abc.ABC):
         self, input: SSAValue | Operation, axis: int | None = None, keepdims: bool = False
     ) -> None:
         value = SSAValue.get(input)
-        shape = reduce_shape(tensor_shape(value), axis, keepdims)
+        shape = self.result_shape(tensor_shape(value), axis, keepdims)
         props: dict[str, Attribute] = {}
         if axis is not None:
             props["axis"] = _axis_attr(axis)
@@ -747,10 +750,26 @@ class ReductionOp(IRDLOperation, abc.ABC):
     def keepdims_value(self) -> bool:
         return self.keepdims is not None
 
+    @classmethod
+    def result_shape(
+        cls, shape: Sequence[int], axis: int | None, keepdims: bool
+    ) -> tuple[int, ...]:
+        """The result shape, or :class:`ShapeError` (also for an empty ``max``, as NumPy)."""
+        out = reduce_shape(shape, axis, keepdims)
+        if cls.NEEDS_ELEMENTS:
+            reduced = math.prod(shape) if axis is None else shape[normalize_axis(axis, len(shape))]
+            if reduced == 0:
+                where = "all axes" if axis is None else f"axis {axis}"
+                raise ShapeError(
+                    f"`{cls.NUMPY_NAME}` over {where} of a {fmt_shape(shape)} tensor reduces "
+                    "zero elements, and it has no identity"
+                )
+        return out
+
     def verify_(self) -> None:
         axis = None if self.axis is None else self.axis.value.data
         try:
-            shape = reduce_shape(tensor_shape(self.input), axis, self.keepdims_value)
+            shape = self.result_shape(tensor_shape(self.input), axis, self.keepdims_value)
         except ShapeError as err:
             raise _shape_error(self, err, (self.input.type,)) from None
         _expect_type(self, shape, self.result.type, "result")
@@ -772,7 +791,7 @@ class SumOp(ReductionOp):
 
 @irdl_op_definition
 class MaxOp(ReductionOp):
-    """Maximum over ``axis`` (all axes when absent); an empty reduction is an error at run time, as in NumPy.
+    """Maximum over ``axis`` (all axes when absent); reducing zero elements is an error, as in NumPy.
 
     ```mlir
     %1 = tensordsl.max %0 axis = -1 keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
@@ -781,6 +800,7 @@ class MaxOp(ReductionOp):
 
     name = "tensordsl.max"
     NUMPY_NAME: ClassVar[str] = "max"
+    NEEDS_ELEMENTS: ClassVar[bool] = True
 
 
 @irdl_op_definition

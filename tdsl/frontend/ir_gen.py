@@ -519,6 +519,10 @@ class _FunctionLowering:
                 assert issubclass(info.op, td.ReductionOp)
                 axis = self.axis(node, args[0], None)
                 keepdims = self.keepdims(node)
+                try:
+                    info.op.result_shape(self.shape_of(args[0]), axis, keepdims)
+                except td.ShapeError as err:
+                    raise TdslTypeError(str(err), self.where(node.span)) from None
                 x = self.tensor(args[0], spans[0])
                 return self.emit(info.op(x.value, axis, keepdims), node.span)
 

@@ -352,3 +352,18 @@ def test_only_the_chosen_kernel_of_a_program_is_compiled() -> None:
     np.testing.assert_array_equal(fn(np.array([-1.0, 2.0, -3.0, 4.0])), [0.0, 2.0, 0.0, 4.0])
     with pytest.raises(TdslBudgetError):
         jit.compile(program, kernel="big")
+
+
+def test_one_shot_refuses_non_native_byte_order() -> None:
+    jit = JITTensorKernel(threads=1)
+    swapped = np.arange(4.0).astype(np.dtype(np.float64).newbyteorder())
+    with pytest.raises(TdslCallError, match=r"argument `A` has non-native byte order"):
+        jit("relu(A)", A=swapped)
+    np.testing.assert_array_equal(jit("relu(A)", A=swapped.astype(np.float64)), [0, 1, 2, 3])
+
+
+def test_input_names_may_shadow_builtins() -> None:
+    jit = JITTensorKernel(threads=1)
+    a = np.arange(4.0) - 2
+    for _ in range(2):  # the second call takes the one-shot fast path
+        np.testing.assert_array_equal(jit("relu(len) + abs", len=a, abs=a), np.maximum(a, 0) + a)

@@ -201,3 +201,9 @@
 
 %0 = tensordsl.constant dense<1> : tensor<4xi32>
 // CHECK: tensordsl computes on tensors of f16, f32 or f64
+
+// -----
+
+%a = "test.op"() : () -> tensor<0x3xf32>
+%0 = tensordsl.max %a axis = 0 : tensor<0x3xf32> -> tensor<3xf32>
+// CHECK: 'tensordsl.max' op `max` over axis 0 of a 0x3 tensor reduces zero elements, and it has no identity (tensor<0x3xf32>)
