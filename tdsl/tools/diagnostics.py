@@ -31,8 +31,9 @@ from io import StringIO
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
-from xdsl.ir import Operation
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.parser import Parser
+from xdsl.traits import IsolatedFromAbove
 from xdsl.utils.exceptions import (
     ArgSpecParseError,
     DiagnosticException,
@@ -346,6 +347,37 @@ def format_op_error(
     return text
 
 
+def find_use_before_def(root: Operation) -> tuple[Operation, int] | None:
+    """The first operation using an operand that is not defined above it, and which operand.
+
+    xDSL 0.75's verifier does not check dominance, so ``%1 = op %1`` parses and
+    verifies.  Only single-block regions are checked (tdsl's IR has no others);
+    an ``IsolatedFromAbove`` region sees nothing from outside it.
+    """
+
+    def visit(block: Block, visible: set[SSAValue]) -> tuple[Operation, int] | None:
+        seen = visible | set(block.args)
+        for op in block.ops:
+            for index, operand in enumerate(op.operands):
+                if operand not in seen:
+                    return op, index
+            inner = set[SSAValue]() if op.has_trait(IsolatedFromAbove) else seen
+            for region in op.regions:
+                if len(region.blocks) == 1:
+                    found = visit(region.block, inner)
+                    if found is not None:
+                        return found
+            seen.update(op.results)
+        return None
+
+    for region in root.regions:
+        if len(region.blocks) == 1:
+            found = visit(region.block, set())
+            if found is not None:
+                return found
+    return None
+
+
 def format_verify_error(
     err: DiagnosticException,
     module: Operation | None,
@@ -383,6 +415,12 @@ def user_error_text(err: BaseException, line_offset: int = 0) -> str | None:
         return format_arg_spec_error(err)
     if isinstance(err, DiagnosticException):
         return format_diagnostic(str(err).strip(), None)
+    if isinstance(err, MemoryError):
+        return format_diagnostic(
+            "out of memory: the input needs more memory than this machine has "
+            "(a tensor attribute or shape that is too large?)",
+            None,
+        )
     return None
 
 

@@ -54,7 +54,9 @@ from tdsl.tools.diagnostics import (
     DriverError,
     LocatingParser,
     OpLocator,
+    find_use_before_def,
     format_arg_spec_error,
+    format_op_error,
     format_parse_error,
     format_verify_error,
     print_error,
@@ -486,7 +488,18 @@ class TdslOptMain(xDSLOptMain):
         self._parser = parser
         self._locator = OpLocator(parser.op_spans, start_offset, name, self._input_text)
         no_implicit = frontend.no_implicit_module or self.args.no_implicit_module
-        return parser.parse_module(not no_implicit)
+        module = parser.parse_module(not no_implicit)
+        misuse = find_use_before_def(module)
+        if misuse is not None:
+            op, index = misuse
+            raise DriverError(
+                format_op_error(
+                    op,
+                    f"'{op.name}' op operand #{index} is used before it is defined",
+                    self._locator,
+                )
+            )
+        return module
 
     def _lower_expression(self) -> ModuleOp:
         from tdsl.frontend.ir_gen import lower_expression_cli
@@ -560,6 +573,8 @@ class TdslOptMain(xDSLOptMain):
                 print(err)
                 return True
             print_error(self._format_tdsl_error(err))
+        except DriverError as err:
+            print_error(err.text)
         return False
 
     def _format_tdsl_error(self, err: TdslError) -> str:
