@@ -41,7 +41,7 @@ def format_diagnostic(
     else:
         text = f"{location}: {severity}: {message}"
         if location.source_line is not None:
-            line = location.source_line.rstrip("\n").expandtabs(1)
+            line = location.source_line.rstrip("\r\n").expandtabs(1)
             caret = " " * (location.column - 1) + "^" * max(1, location.length)
             text += f"\n{line}\n{caret}"
     if note:

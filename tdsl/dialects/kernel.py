@@ -43,7 +43,7 @@ from xdsl.irdl import (
 from xdsl.traits import HasParent, IsTerminator, Pure, RecursiveMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
-from tdsl.dialects.tensordsl import tensor_shape
+from tdsl.dialects.tensordsl import FloatTensorConstr, tensor_shape
 
 
 def _types_str(types: Sequence[Attribute]) -> str:
@@ -119,8 +119,8 @@ class FusedOp(IRDLOperation):
 
     name = "kernel.fused"
 
-    inputs = var_operand_def()
-    outputs = var_result_def()
+    inputs = var_operand_def(FloatTensorConstr)
+    outputs = var_result_def(FloatTensorConstr)
     group = opt_prop_def(StringAttr)
     budget = opt_prop_def(IntegerAttr[I64])
     body = region_def("single_block")
@@ -225,8 +225,8 @@ class TileOp(IRDLOperation):
 
     name = "kernel.tile"
 
-    inputs = var_operand_def()
-    outputs = var_result_def()
+    inputs = var_operand_def(FloatTensorConstr)
+    outputs = var_result_def(FloatTensorConstr)
     group = opt_prop_def(StringAttr)
     space = prop_def(DenseArrayBase.constr(I64))
     tiles = prop_def(DenseArrayBase.constr(I64))
@@ -387,6 +387,16 @@ class TileOp(IRDLOperation):
             dims = map_dims(m)
         except ValueError as err:
             raise VerifyException(f"'{self.name}' op {kind} #{idx}: {err}") from None
+        # A tile of a dim named twice would be a diagonal, not a slice; that is
+        # harmless only when the dim is not tiled (every tile takes all of it).
+        named = [d for d in dims if d is not None]
+        repeated = {d for d in named if named.count(d) > 1}
+        tiled = {d for d in repeated if self.tiles_value[d] < space[d]}
+        if tiled:
+            raise VerifyException(
+                f"'{self.name}' op {kind} #{idx} map {amap} names the tiled dim "
+                f"d{min(tiled)} twice: its tile would be a diagonal, not a slice"
+            )
         shape = tensor_shape(value_type)
         if len(dims) != len(shape):
             raise VerifyException(

@@ -19,6 +19,7 @@ frontend can report a mismatch at the user's source span before any IR exists.
 from __future__ import annotations
 
 import abc
+import functools
 import math
 from collections.abc import Sequence
 from typing import ClassVar, cast
@@ -27,11 +28,13 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     I64,
+    ArrayOfConstraint,
     BytesAttr,
     DenseIntOrFPElementsAttr,
     Float16Type,
     Float32Type,
     Float64Type,
+    IntAttrConstraint,
     IntegerAttr,
     TensorType,
     UnitAttr,
@@ -41,6 +44,7 @@ from xdsl.interfaces import HasCanonicalizationPatternsInterface
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
 from xdsl.irdl import (
     AnyAttr,
+    AtLeast,
     IRDLOperation,
     MessageConstraint,
     ParamAttrConstraint,
@@ -74,7 +78,11 @@ FloatElementConstr = MessageConstraint(
     base(Float16Type) | base(Float32Type) | base(Float64Type),
     "tensordsl computes on tensors of f16, f32 or f64",
 )
-FloatTensorConstr = TensorType.constr(FloatElementConstr)
+StaticShapeConstr = MessageConstraint(
+    ArrayOfConstraint(IntAttrConstraint.get(AtLeast(0))),
+    "tensordsl computes on tensors of static shape (no ? dimensions)",
+)
+FloatTensorConstr = TensorType.constr(FloatElementConstr, shape=StaticShapeConstr)
 
 NUMPY_DTYPES: dict[type[Attribute], np.dtype[np.floating]] = {
     Float16Type: np.dtype(np.float16),
@@ -283,17 +291,29 @@ def dense_from_numpy(arr: np.ndarray, element: Attribute) -> DenseIntOrFPElement
     return DenseIntOrFPElementsAttr(t, BytesAttr(data.tobytes()))
 
 
+def _prints_exactly(values: np.ndarray) -> bool:
+    """Whether xDSL prints every value in decimal (``%.6e``) that reads back bit-exact."""
+    flat = values.ravel()
+    if flat.size > 256 or not np.all(np.isfinite(flat)) or np.any((flat == 0) & np.signbit(flat)):
+        return False
+    decimal = np.array([float(f"{float(v):.5e}") for v in flat], dtype=flat.dtype)
+    return bool(np.array_equal(decimal, flat))
+
+
+@functools.lru_cache(maxsize=1024)
 def dense_to_text(attr: DenseIntOrFPElementsAttr) -> str:
     """The attribute's text, in hex-string form when the usual form would not read back exactly."""
     text = str(attr)
+    values = dense_to_numpy(attr)
+    if _prints_exactly(values):
+        return text
     try:
         reread = Parser(Context(), text).parse_attribute()
     except ParseError:
         reread = None
     if isinstance(reread, DenseIntOrFPElementsAttr) and reread.data == attr.data:
         return text
-    raw = dense_to_numpy(attr).tobytes().hex().upper()
-    return f'dense<"0x{raw}"> : {attr.type}'
+    return f'dense<"0x{values.tobytes().hex().upper()}"> : {attr.type}'
 
 
 def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
@@ -639,8 +659,8 @@ class TransposeOp(IRDLOperation, HasCanonicalizationPatternsInterface):
     name = "tensordsl.transpose"
 
     E: ClassVar = VarConstraint("E", FloatElementConstr)
-    input = operand_def(TensorType.constr(E))
-    result = result_def(TensorType.constr(E))
+    input = operand_def(TensorType.constr(E, shape=StaticShapeConstr))
+    result = result_def(TensorType.constr(E, shape=StaticShapeConstr))
 
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
     traits = traits_def(Pure())
@@ -712,8 +732,8 @@ class ReductionOp(IRDLOperation, abc.ABC):
     """Whether reducing nothing is an error (the reduction has no identity)."""
 
     E: ClassVar = VarConstraint("E", FloatElementConstr)
-    input = operand_def(TensorType.constr(E))
-    result = result_def(TensorType.constr(E))
+    input = operand_def(TensorType.constr(E, shape=StaticShapeConstr))
+    result = result_def(TensorType.constr(E, shape=StaticShapeConstr))
     axis = opt_prop_def(IntegerAttr[I64])
     keepdims = opt_prop_def(UnitAttr)
 

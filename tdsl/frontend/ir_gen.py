@@ -460,6 +460,13 @@ class _FunctionLowering:
         """The ``axis`` keyword of ``node``, checked against the rank of ``operand``."""
         keyword = self.keyword(node, "axis")
         if keyword is None:
+            rank = len(self.shape_of(operand))
+            if default is not None and rank == 0:
+                raise TdslTypeError(
+                    f"`{node.func}` needs an operand of rank 1 or more (it works along "
+                    f"axis {default}), got {self.describe(operand)}",
+                    self.where(node.span),
+                )
             return default
         if keyword.value is None and default is None:
             return None

@@ -57,6 +57,7 @@ from tdsl.dialects.tensordsl import (
     TransposeOp,
     dense_to_numpy,
     fmt_shape,
+    reduce_shape,
     tensor_shape,
 )
 from tdsl.errors import TdslCallError
@@ -281,7 +282,10 @@ class TensorDSLFunctions(InterpreterFunctions):
         (x,) = args
         if _reduced_count(op, tuple(np.shape(x))) == 0:
             # np.mean gives nan here, with a RuntimeWarning that errstate does not silence.
-            return (np.full(tensor_shape(op.result), np.nan, dtype=result_dtype(op)),)
+            # The shape comes from the value, not the op: inside a kernel.tile a
+            # remainder tile is smaller than the op's full-tile type.
+            shape = reduce_shape(np.shape(x), op.axis_value, op.keepdims_value)
+            return (np.full(shape, np.nan, dtype=result_dtype(op)),)
         axis, keepdims = op.axis_value, op.keepdims_value
         return _unary(op, lambda x: np.mean(x, axis=axis, keepdims=keepdims), args)
 

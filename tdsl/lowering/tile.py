@@ -329,7 +329,7 @@ def _location(*ops: Operation) -> SourceLocation | None:
             source_line: str | None = None
             try:
                 with open(file, encoding="utf-8") as stream:
-                    lines = stream.read().splitlines()
+                    lines = stream.read().split("\n")
                 if 1 <= line <= len(lines):
                     source_line = lines[line - 1]
             except (OSError, UnicodeDecodeError):

@@ -280,11 +280,11 @@ class OpLocator:
         source_line: str | None = None
         lines: list[str] | None = None
         if self.input_text is not None and file == self.input_name:
-            lines = self.input_text.splitlines()
+            lines = self.input_text.split("\n")
         else:
             try:
                 with open(file, encoding="utf-8") as stream:
-                    lines = stream.read().splitlines()
+                    lines = stream.read().split("\n")
             except (OSError, UnicodeDecodeError):
                 lines = None
         if lines is not None and 1 <= line <= len(lines):

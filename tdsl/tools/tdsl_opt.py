@@ -28,11 +28,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
+import functools
+import inspect
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from io import BytesIO
-from typing import IO, Any, ClassVar, Literal
+from typing import IO, Any, ClassVar, Literal, NoReturn, cast
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.frontend.mlir import MLIRFrontend
@@ -47,6 +49,7 @@ from xdsl.utils.exceptions import (
     ShrinkException,
     VerifyException,
 )
+from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from tdsl.errors import TdslError, format_diagnostic
@@ -273,6 +276,9 @@ class TdslOptMain(xDSLOptMain):
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
+        # A bad command line is a user error: exit 1, like every other one (argparse
+        # would exit 2, which tdsl's tools keep for internal errors).
+        arg_parser.error = functools.partial(_usage_error, arg_parser)
         arg_parser.add_argument(
             "--expr",
             type=str,
@@ -342,6 +348,24 @@ class TdslOptMain(xDSLOptMain):
     # The pass pipeline
     # ----------------------------------------------------------------- #
 
+    def _check_target(self) -> None:
+        """Bad ``-t`` options are user errors, named as the user spelled them."""
+        try:
+            spec = parse_spec(self.args.target)
+        except ArgSpecParseError as err:
+            raise DriverError(format_arg_spec_error(err)) from None
+        entry = self.available_targets.get(spec.name)
+        if entry is None or inspect.signature(entry).parameters:
+            return  # argparse has checked the name; legacy targets take no options
+        target_cls = cast(Callable[[], type[Target]], entry)()
+        _check_options("target", spec.name, target_cls, list(spec.parameters))
+        try:
+            target_cls.from_spec(spec)
+        except (ValueError, TypeError) as err:
+            raise DriverError(
+                format_diagnostic(f"invalid options for target '{spec.name}': {err}", None)
+            ) from None
+
     def setup_pipeline(self) -> None:
         """Build the pipeline; an unknown pass or a bad option is a user error."""
         spec: str = self.args.passes
@@ -361,26 +385,11 @@ class TdslOptMain(xDSLOptMain):
             raise DriverError(format_arg_spec_error(err)) from None
         except (ValueError, TypeError) as err:
             raise DriverError(format_diagnostic(f"invalid pass options: {err}", None)) from None
+        self._check_target()
 
     def _check_pass_options(self, name: str, given: list[str]) -> None:
         """An option the pass does not have is named as the user spelled it."""
-        pass_cls = self.available_passes[name]()
-        if not dataclasses.is_dataclass(pass_cls):
-            return
-        known = [f.name.replace("_", "-") for f in dataclasses.fields(pass_cls)]
-        for option in given:
-            if option.replace("_", "-") in known:
-                continue
-            close = difflib.get_close_matches(option.replace("_", "-"), known, n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
-            expected = ", ".join(known) if known else "none"
-            raise DriverError(
-                format_diagnostic(
-                    f"pass '{name}' has no option '{option}'{hint}",
-                    None,
-                    note=f"the options of '{name}' are: {expected}",
-                )
-            )
+        _check_options("pass", name, self.available_passes[name](), given)
 
     def _unknown_pass_message(self, name: str) -> str:
         candidates = [*self.available_passes, *pass_flag_aliases(self.available_passes)]
@@ -632,6 +641,30 @@ class TdslOptMain(xDSLOptMain):
             if remarks:
                 sys.stderr.write(remarks.rstrip("\n") + "\n")
         sys.stderr.flush()
+
+
+def _usage_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
+    parser.print_usage(sys.stderr)
+    parser.exit(1, f"{parser.prog}: error: {message}\n")
+
+
+def _check_options(kind: str, name: str, cls: type, given: list[str]) -> None:
+    """Raise a DriverError naming an option that the pass or target ``cls`` does not have."""
+    if not dataclasses.is_dataclass(cls):
+        return
+    known = [f.name.replace("_", "-") for f in dataclasses.fields(cls)]
+    for option in given:
+        if option.replace("_", "-") in known:
+            continue
+        close = difflib.get_close_matches(option.replace("_", "-"), known, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise DriverError(
+            format_diagnostic(
+                f"{kind} '{name}' has no option '{option}'{hint}",
+                None,
+                note=f"the options of '{name}' are: {', '.join(known) if known else 'none'}",
+            )
+        )
 
 
 def _decode_text(data: bytes, name: str) -> str:

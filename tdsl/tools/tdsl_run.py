@@ -167,6 +167,17 @@ def find_function(module: ModuleOp, symbol: str | None) -> FuncOp:
     raise DriverError(f"error: no function @{wanted} in the input (functions: {listed})")
 
 
+def _non_negative_int(text: str) -> int:
+    """An argparse type: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got '{text}'") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
+    return value
+
+
 def format_results(results: Sequence[Array], types: Sequence[Attribute], precision: int) -> str:
     """``result #i: <type>`` and the value of each result."""
     out = StringIO()
@@ -207,7 +218,7 @@ class TdslRunMain(TdslOptMain):
         )
         inputs.add_argument(
             "--random-args",
-            type=int,
+            type=_non_negative_int,
             default=None,
             metavar="SEED",
             help="call with random arguments of the function's argument types",
@@ -220,7 +231,7 @@ class TdslRunMain(TdslOptMain):
         )
         arg_parser.add_argument(
             "--precision",
-            type=int,
+            type=_non_negative_int,
             default=6,
             help="digits printed after the decimal point (default 6)",
         )

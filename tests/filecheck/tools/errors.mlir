@@ -49,6 +49,13 @@
 // BAD-OPTION: error: pass 'canonicalize' has no option 'bogus'
 // BAD-OPTION-NEXT: note: the options of 'canonicalize' are: {{.*}}
 
+// RUN: not tdsl-opt %s -t 'numpy{threads=abc}' 2>&1 | filecheck %s --check-prefix=TARGET-OPTION
+// TARGET-OPTION-NOT: internal error
+// TARGET-OPTION: error: invalid options for target 'numpy': Incompatible types: given ('abc',), expected <class 'int'>
+
+// RUN: not tdsl-opt %s -t 'numpy{thread=2}' 2>&1 | filecheck %s --check-prefix=TARGET-NEAR
+// TARGET-NEAR: error: target 'numpy' has no option 'thread'; did you mean 'threads'?
+
 // RUN: not tdsl-opt %s --fuse=memory-budgit=8 2>&1 | filecheck %s --check-prefix=NEAR-OPTION
 // NEAR-OPTION: error: pass 'tdsl-fuse' has no option 'memory-budgit'; did you mean 'memory-budget'?
 // NEAR-OPTION-NEXT: note: the options of 'tdsl-fuse' are: memory-budget

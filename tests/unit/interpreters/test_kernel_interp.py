@@ -318,3 +318,15 @@ def test_tiled_epilogue_property(
     )
     assert_same(got, unfused)
     assert_same(got, [np_epilogue(x, w, b)])
+
+
+def test_mean_over_an_empty_axis_on_a_remainder_tile() -> None:
+    # The nan result takes the tile's shape, not the op's full-tile type.
+    from tdsl.frontend import to_tensordsl
+    from tdsl.interpreters.run import run_function
+    from tdsl.lowering.fuse import fuse
+    from tdsl.lowering.tile import tile
+
+    tiled = tile(fuse(to_tensordsl("mean(A, axis=1)", shapes={"A": (5, 0)})), tile_size=2)
+    (got,) = run_function(tiled, "main", np.zeros((5, 0)))
+    assert got.shape == (5,) and bool(np.all(np.isnan(got)))

@@ -205,3 +205,21 @@ kernel.yield %x : tensor<4xf32>
   "test.termop"() : () -> ()
 }
 // CHECK: 'kernel.tile' op body must end in kernel.yield
+
+// -----
+
+%x = "test.op"() : () -> tensor<8x8xf32>
+%0 = kernel.tile(%x) space [8] tiles [4] scratch 0 ins [affine_map<(d0) -> (d0, d0)>] outs [affine_map<(d0) -> (d0, d0)>] : (tensor<8x8xf32>) -> tensor<8x8xf32> {
+^bb0(%a: tensor<4x4xf32>):
+  kernel.yield %a : tensor<4x4xf32>
+}
+// CHECK: 'kernel.tile' op operand #0 map (d0) -> (d0, d0) names the tiled dim d0 twice: its tile would be a diagonal, not a slice
+
+// -----
+
+%x = "test.op"() : () -> tensor<8xi32>
+%0 = kernel.fused(%x) : (tensor<8xi32>) -> tensor<8xi32> {
+^bb0(%a: tensor<8xi32>):
+  kernel.yield %a : tensor<8xi32>
+}
+// CHECK: tensordsl computes on tensors of f16, f32 or f64

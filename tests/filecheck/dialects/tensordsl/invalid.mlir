@@ -207,3 +207,9 @@
 %a = "test.op"() : () -> tensor<0x3xf32>
 %0 = tensordsl.max %a axis = 0 : tensor<0x3xf32> -> tensor<3xf32>
 // CHECK: 'tensordsl.max' op `max` over axis 0 of a 0x3 tensor reduces zero elements, and it has no identity (tensor<0x3xf32>)
+
+// -----
+
+%a = "test.op"() : () -> tensor<?x3xf32>
+%0 = tensordsl.relu %a : tensor<?x3xf32>
+// CHECK: tensordsl computes on tensors of static shape (no ? dimensions)
