@@ -318,13 +318,13 @@ class CompiledKernel:
         """The fusion report of the fused IR (groups, their members, materialized values)."""
         from tdsl.lowering.fuse import fusion_report
 
-        return fusion_report(self._modules["fused"])
+        return fusion_report(self._modules["tensordsl"], self.options.memory_budget)
 
     def explain(self) -> str:
         """Why the ops were grouped as they were: the fusion remarks, with source locations."""
         from tdsl.lowering.fuse import explain_fusion
 
-        return explain_fusion(self._modules["fused"])
+        return explain_fusion(self._modules["tensordsl"], self.options.memory_budget)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         # Each kernel gets a subclass whose generated __call__ has the fast checks

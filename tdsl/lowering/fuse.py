@@ -326,7 +326,10 @@ def fusion_report(module: ModuleOp, memory_budget: int | None = None) -> FusionR
     On tensordsl IR this is the plan the pass applies.  Given IR that already
     holds ``kernel.fused`` groups, their bodies are inlined back (in a clone)
     and the plan recomputed, with the budget the groups record unless
-    ``memory_budget`` is given.
+    ``memory_budget`` is given.  That inlined program lists the ops group by
+    group, not in their original order; where the budget refuses merges, the
+    greedy plan can then differ from the one the pass made, so report on the
+    tensordsl IR when you have it (``tdsl-opt --explain-fusion`` and the JIT do).
     """
     originals: dict[Operation, Operation] = {}
     root: ModuleOp = module

@@ -273,6 +273,7 @@ class TdslOptMain(xDSLOptMain):
         for name, factory in TDSL_TARGETS.items():
             if name not in self.available_targets:
                 self.available_targets[name] = factory
+        self.available_targets["mlir"] = _exact_mlir_target
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
@@ -641,6 +642,12 @@ class TdslOptMain(xDSLOptMain):
             if remarks:
                 sys.stderr.write(remarks.rstrip("\n") + "\n")
         sys.stderr.flush()
+
+
+def _exact_mlir_target() -> type[Target]:
+    from tdsl.tools.mlir_target import ExactMLIRTarget
+
+    return ExactMLIRTarget
 
 
 def _usage_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:

