@@ -73,7 +73,7 @@ from tdsl.frontend.ast import (
     children,
     walk,
 )
-from tdsl.frontend.parser import parse
+from tdsl.frontend.parser import MAX_DIM, parse
 
 FloatType: TypeAlias = Float16Type | Float32Type | Float64Type
 DTypeLike: TypeAlias = str | np.dtype[Any] | type[Any]
@@ -611,13 +611,15 @@ def _lower_kernel(source: Source, kernel: Kernel) -> func.FuncOp:
 
 def _input_shape(name: str, shape: Sequence[int], where: SourceLocation) -> tuple[int, ...]:
     try:
-        dims = tuple(operator.index(d) for d in shape)
+        items = tuple(shape)
+        dims = tuple(operator.index(d) for d in items if not isinstance(d, bool))
+        valid = len(dims) == len(items) and all(0 <= d <= MAX_DIM for d in dims)
     except TypeError:
-        dims = None
-    if dims is None or any(d < 0 for d in dims):
+        dims, valid = (), False
+    if not valid:
         raise TdslTypeError(
             f"invalid shape {shape!r} for input `{name}`: expected a tuple of "
-            "non-negative integers",
+            "integers from 0 to 2**62",
             where,
         )
     return dims

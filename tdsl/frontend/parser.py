@@ -66,7 +66,7 @@ _KEYWORD_CONSTANTS: dict[str, bool | None] = {
 }
 _PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "@": 2}
 _MAX_INT_DIGITS = 18
-_MAX_DIM = 2**62
+MAX_DIM = 2**62
 
 
 def parse(source: str, filename: str = "<expr>") -> Expression | Program:
@@ -220,7 +220,7 @@ class _Parser:
             raise self.error(
                 f"expected a dimension (a non-negative integer), found {token.describe()}"
             )
-        if len(token.text) > _MAX_INT_DIGITS or int(token.text) > _MAX_DIM:
+        if len(token.text) > _MAX_INT_DIGITS or int(token.text) > MAX_DIM:
             raise self.error(f"dimension `{token.text}` is too large")
         self.advance()
         return int(token.text)

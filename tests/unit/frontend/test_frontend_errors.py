@@ -188,19 +188,27 @@ def test_expression_errors(text: str, kind: type[TdslError], expected: str) -> N
         ),
         (
             {"A": (-1,), "B": (2,)},
-            "<expr>:1:1: error: invalid shape (-1,) for input `A`: expected a tuple of non-negative integers\nA + B\n^",
+            "<expr>:1:1: error: invalid shape (-1,) for input `A`: expected a tuple of integers from 0 to 2**62\nA + B\n^",
         ),
         (
             {"A": 3, "B": (2,)},
-            "<expr>:1:1: error: invalid shape 3 for input `A`: expected a tuple of non-negative integers\nA + B\n^",
+            "<expr>:1:1: error: invalid shape 3 for input `A`: expected a tuple of integers from 0 to 2**62\nA + B\n^",
         ),
         (
             {"A": (2,), "B": "4x4"},
-            "<expr>:1:5: error: invalid shape '4x4' for input `B`: expected a tuple of non-negative integers\nA + B\n    ^",
+            "<expr>:1:5: error: invalid shape '4x4' for input `B`: expected a tuple of integers from 0 to 2**62\nA + B\n    ^",
         ),
         (
             {"A": (2,), "B": (2.5,)},
-            "<expr>:1:5: error: invalid shape (2.5,) for input `B`: expected a tuple of non-negative integers\nA + B\n    ^",
+            "<expr>:1:5: error: invalid shape (2.5,) for input `B`: expected a tuple of integers from 0 to 2**62\nA + B\n    ^",
+        ),
+        (
+            {"A": (True, 3), "B": (4,)},
+            "<expr>:1:1: error: invalid shape (True, 3) for input `A`: expected a tuple of integers from 0 to 2**62\nA + B\n^",
+        ),
+        (
+            {"A": (2**70,), "B": (4,)},
+            "<expr>:1:1: error: invalid shape (1180591620717411303424,) for input `A`: expected a tuple of integers from 0 to 2**62\nA + B\n^",
         ),
     ],
 )
