@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, cast
 
 import numpy as np
 
+from tdsl.defaults import DEFAULT_MEMORY_BUDGET
 from tdsl.errors import TdslCallError, TdslError, TdslNameError, TdslOptionError
 
 if TYPE_CHECKING:
@@ -106,7 +107,7 @@ _COMPILE_LOCK = threading.RLock()
 class JitOptions:
     """The options a kernel is compiled with; part of the cache key."""
 
-    memory_budget: int = 1_000_000
+    memory_budget: int = DEFAULT_MEMORY_BUDGET
     """Elements of scratch one fused kernel may allocate at a time, all threads together."""
     tile_size: int | None = None
     """A cap on the tile size along every tiled dimension (None: only the budget decides)."""
@@ -776,7 +777,7 @@ class JITTensorKernel:
 
     def __init__(
         self,
-        memory_budget: int = 1_000_000,
+        memory_budget: int = DEFAULT_MEMORY_BUDGET,
         *,
         tile_size: int | None = None,
         tile_sizes: Sequence[int] = (),
@@ -937,7 +938,7 @@ def compile(
     *,
     kernel: str | None = None,
     filename: str = "<expr>",
-    memory_budget: int = 1_000_000,
+    memory_budget: int = DEFAULT_MEMORY_BUDGET,
     tile_size: int | None = None,
     tile_sizes: Sequence[int] = (),
     threads: int | None = None,

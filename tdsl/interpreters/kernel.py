@@ -50,11 +50,7 @@ class KernelFunctions(InterpreterFunctions):
             t = cast(TensorType[Attribute], result.type)
             dtype = NUMPY_DTYPES[type(t.get_element_type())]
             outputs.append(np.full(tensor_shape(result), np.nan, dtype=dtype))
-        starts = list(op.tile_starts())
-        if not starts:
-            # A zero extent leaves no tiles; run the body once on the (empty)
-            # slices so that results which do not follow that dim still get written.
-            starts = [(0,) * len(op.space_value)]
+        starts = op.tile_starts()  # a zero extent still runs one (empty) tile
         in_dims, out_dims = op.input_dims, op.output_dims
         name = _region_name(op)
         # The trailing Ellipsis keeps 0-d values as 0-d views rather than scalars.

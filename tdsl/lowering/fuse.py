@@ -41,6 +41,7 @@ from xdsl.passes import ModulePass
 from xdsl.printer import Printer
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from tdsl.defaults import DEFAULT_MEMORY_BUDGET
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.kernel import FusedOp, YieldOp
 from tdsl.errors import SourceLocation, TdslOptionError, format_diagnostic
@@ -52,7 +53,6 @@ from tdsl.lowering.fusion_analysis import (
     walk_functions,
 )
 
-DEFAULT_MEMORY_BUDGET = 1_000_000
 """Elements of scratch one fused kernel may allocate at a time, unless told otherwise."""
 
 Locator = Callable[[Operation], SourceLocation | None]
@@ -232,13 +232,6 @@ class FusionReport:
             if g.name == name and (function is None or g.function == function):
                 return g
         raise KeyError(name)
-
-    def group_of(self, op: Operation) -> FusionGroup | None:
-        """The group ``op`` (an analysed op) was put in, if any."""
-        for g in self.groups:
-            if op in g.ops:
-                return g
-        return None
 
     def render(self, locate: Locator | None = None) -> str:
         """The remarks, one per group and per unfused edge, then a summary per function."""

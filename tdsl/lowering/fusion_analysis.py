@@ -136,11 +136,6 @@ def is_cloned_constant(op: Operation) -> bool:
     return isinstance(op, td.ConstantOp) and math.prod(td.tensor_shape(op.result)) <= 1
 
 
-def fmt_shape(shape: Sequence[int]) -> str:
-    """``8x16``; ``[]`` for a 0-d shape."""
-    return td.fmt_shape(shape)
-
-
 # ---------------------------------------------------------------------------
 # Iteration spaces
 # ---------------------------------------------------------------------------
@@ -172,7 +167,7 @@ class IterationSpace:
     def describe(self) -> str:
         """``8x8x16 (tileable d0)`` style summary."""
         tiles = " ".join(f"d{i}" for i in self.tileable)
-        return f"{fmt_shape(self.extents)} (tileable: {tiles or 'none'})"
+        return f"{td.fmt_shape(self.extents)} (tileable: {tiles or 'none'})"
 
 
 class _DimVars:
@@ -484,7 +479,7 @@ class _Spaces:
             if dv.find(x) == dv.find(y):
                 return (
                     "inconsistent iteration space: two dimensions of a "
-                    f"{fmt_shape(td.tensor_shape(value))} value would run along one dimension "
+                    f"{td.fmt_shape(td.tensor_shape(value))} value would run along one dimension "
                     "of the group (e.g. a row result broadcast along the rows' own dimension, "
                     "or a matmul right operand also read by rows)"
                 )
@@ -496,14 +491,14 @@ class _Spaces:
                 return (
                     f"not row-local: {who} needs the whole of a dimension (extent "
                     f"{dv.extent[root]}) along which the group tiles a "
-                    f"{fmt_shape(td.tensor_shape(value))} value"
+                    f"{td.fmt_shape(td.tensor_shape(value))} value"
                 )
         ta = {r for r in (dv.find(t) for t in a.tileable) if not dv.whole[r]}
         tb = {r for r in (dv.find(t) for t in b.tileable) if not dv.whole[r]}
         if ta != tb:
             return (
-                f"different iteration space {fmt_shape(td.tensor_shape(a.widest))} vs "
-                f"{fmt_shape(td.tensor_shape(b.widest))}"
+                f"different iteration space {td.fmt_shape(td.tensor_shape(a.widest))} vs "
+                f"{td.fmt_shape(td.tensor_shape(b.widest))}"
             )
 
         def rank(v: SSAValue) -> int:

@@ -68,6 +68,7 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
+from tdsl.defaults import DEFAULT_MEMORY_BUDGET
 from tdsl.dialects.kernel import FusedOp, TileOp, YieldOp, dim_map
 from tdsl.dialects.tensordsl import (
     BinaryOp,
@@ -92,7 +93,6 @@ from tdsl.lowering.tiling_analysis import (
     tile_shape,
 )
 
-DEFAULT_MEMORY_BUDGET = 1_000_000
 """The budget (elements) used when neither the pass nor the fused op gives one."""
 
 

@@ -139,13 +139,6 @@ class Tiling:
         """Whether the last tile along looped dim ``d`` is smaller than the others."""
         return self.tiles[d] < self.space[d] and self.space[d] % self.tiles[d] != 0
 
-    @property
-    def num_tiles(self) -> int:
-        count = 1
-        for n, t in zip(self.space, self.tiles, strict=True):
-            count *= -(-n // t) if n else 0
-        return count
-
     def full_shape(self, layout: Layout) -> tuple[int, ...]:
         """The shape of a value's slice in a full tile."""
         return tuple(

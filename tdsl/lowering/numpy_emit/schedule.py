@@ -47,12 +47,6 @@ class Schedule:
     hoisted: list[Instr] = field(default_factory=list[Instr])
     notes: list[str] = field(default_factory=list[str])
 
-    @property
-    def split_dim(self) -> int | None:
-        """The iteration dim whose tile range is cut into chunks (outermost looped)."""
-        looped = self.tiling.looped
-        return looped[0] if looped else None
-
 
 def _dims(layout: Layout) -> set[int]:
     return {ax.dim for ax in layout if ax.dim is not None}
