@@ -8,51 +8,53 @@ Every op works on builtin ranked, static tensors (``tensor<4x8xf32>``,
   both operands share one element type, promotion is an explicit ``cast``;
 * ``matmul`` follows ``np.matmul`` (1-D operands and batches included);
 * axes may be negative and count from the end;
-* ``softmax`` is the numerically stable ``exp(x - max) / sum(exp(x - max))``.
+* ``softmax`` is the numerically stable ``exp(x - max) / sum(exp(x - max))``;
+* sums, means and products of ``f16`` accumulate in ``f32`` and round once at
+  the end (as ``np.mean`` does).
+
+Every computing op implements the structured-op interface
+(:mod:`tdsl.dialects.structured`): its loop space, indexing maps and iterator
+types, its NumPy lowering, its element-wise body in ``arith``/``math``, its
+accumulation or decomposition, and its interpreter.  Most ops are a few lines
+on one of its base classes.
 
 Each op builds from its operands alone (``AddOp(a, b)`` infers the broadcast
-result type); the verifiers re-check everything a parsed op claims.  The shape
-helpers at the top are plain Python and raise :class:`ShapeError`, so the
-frontend can report a mismatch at the user's source span before any IR exists.
+result type); a builder given operands it cannot take raises a
+:class:`~tdsl.errors.TdslTypeError`, and the verifiers re-check everything a
+parsed op claims.  The shape helpers raise :class:`ShapeError` (a
+``TdslTypeError``), so the frontend can report a mismatch at the user's source
+span before any IR exists.
 """
 
 from __future__ import annotations
 
-import abc
 import functools
 import math
 from collections.abc import Sequence
-from typing import ClassVar, cast
+from typing import Any, ClassVar, cast
 
 import numpy as np
+from xdsl.builder import Builder
 from xdsl.context import Context
+from xdsl.dialects import arith
+from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import (
-    I64,
-    ArrayOfConstraint,
     BytesAttr,
     DenseIntOrFPElementsAttr,
-    Float16Type,
-    Float32Type,
-    Float64Type,
-    IntAttrConstraint,
     IntegerAttr,
     TensorType,
-    UnitAttr,
     i64,
 )
 from xdsl.interfaces import HasCanonicalizationPatternsInterface
 from xdsl.ir import Attribute, Dialect, Operation, SSAValue
+from xdsl.ir.affine import AffineMap
 from xdsl.irdl import (
     AnyAttr,
-    AtLeast,
     IRDLOperation,
-    MessageConstraint,
     ParamAttrConstraint,
     VarConstraint,
-    base,
     irdl_op_definition,
     operand_def,
-    opt_prop_def,
     prop_def,
     result_def,
     traits_def,
@@ -65,58 +67,54 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.printer import Printer
 from xdsl.traits import ConstantLike, Pure
-from xdsl.utils.exceptions import ParseError, VerifyException
+from xdsl.utils.exceptions import ParseError
+
+from tdsl.dialects.structured import (
+    NUMPY_DTYPES,
+    BinaryOp,
+    Combiner,
+    FloatElementConstr,
+    FloatTensorConstr,
+    FloatType,
+    HasConstantValue,
+    IteratorType,
+    NumpyTileBuilder,
+    NumpyValue,
+    ReductionOp,
+    RowLocalOp,
+    ScalarOpBuilder,
+    ShapeError,
+    StaticShapeConstr,
+    StructuredOpInterface,
+    UnaryOp,
+    Workspace,
+    broadcast_dims,
+    broadcast_shapes,
+    convert_scalar,
+    dims_map,
+    element_type,
+    expect_shape,
+    fmt_shape,
+    normalize_axis,
+    numpy_dtype,
+    operand_value,
+    reduce_shape,
+    row_stat_shape,
+    same_element_types,
+    scalar_constant,
+    shape_error,
+    tensor_shape,
+    tensor_type,
+)
+
+RECIPROCAL_MIN_SIZE = 1 << 15
+"""Below this many elements a broadcast division stays one ``np.divide``: the extra
+``np.reciprocal`` call costs more than multiplying saves (NumPy lowering)."""
+
 
 # ---------------------------------------------------------------------------
-# Types and shape rules
+# Shape rules of the structured ops below
 # ---------------------------------------------------------------------------
-
-FloatType = Float16Type | Float32Type | Float64Type
-"""The element types tensordsl computes in."""
-
-FloatElementConstr = MessageConstraint(
-    base(Float16Type) | base(Float32Type) | base(Float64Type),
-    "tensordsl computes on tensors of f16, f32 or f64",
-)
-StaticShapeConstr = MessageConstraint(
-    ArrayOfConstraint(IntAttrConstraint.get(AtLeast(0))),
-    "tensordsl computes on tensors of static shape (no ? dimensions)",
-)
-FloatTensorConstr = TensorType.constr(FloatElementConstr, shape=StaticShapeConstr)
-
-NUMPY_DTYPES: dict[type[Attribute], np.dtype[np.floating]] = {
-    Float16Type: np.dtype(np.float16),
-    Float32Type: np.dtype(np.float32),
-    Float64Type: np.dtype(np.float64),
-}
-
-
-class ShapeError(ValueError):
-    """Operand shapes or an axis that an op cannot accept; the message says why."""
-
-
-def fmt_shape(shape: Sequence[int]) -> str:
-    """``(4, 8)`` as ``4x8``; a 0-d shape as ``[]``."""
-    return "x".join(str(d) for d in shape) if shape else "[]"
-
-
-def broadcast_shapes(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
-    """The NumPy broadcast of two shapes, or :class:`ShapeError`."""
-    rank = max(len(a), len(b))
-    pa = (1,) * (rank - len(a)) + tuple(a)
-    pb = (1,) * (rank - len(b)) + tuple(b)
-    out: list[int] = []
-    for da, db in zip(pa, pb, strict=True):
-        if da == db or db == 1:
-            out.append(da)
-        elif da == 1:
-            out.append(db)
-        else:
-            raise ShapeError(
-                f"shapes {fmt_shape(a)} and {fmt_shape(b)} do not broadcast "
-                f"(dimension {da} vs {db})"
-            )
-    return tuple(out)
 
 
 def matmul_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
@@ -143,75 +141,9 @@ def matmul_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
     return tuple(out)
 
 
-def normalize_axis(axis: int, rank: int) -> int:
-    """``axis`` in ``[-rank, rank)`` made non-negative, or :class:`ShapeError`."""
-    if not -rank <= axis < rank:
-        if rank == 0:
-            raise ShapeError(f"axis {axis} is out of range for a 0-d tensor (it has no axes)")
-        raise ShapeError(
-            f"axis {axis} is out of range for rank {rank} (expected {-rank} <= axis < {rank})"
-        )
-    return axis % rank
-
-
-def reduce_shape(shape: Sequence[int], axis: int | None, keepdims: bool) -> tuple[int, ...]:
-    """The shape after reducing ``axis`` (``None``: all axes)."""
-    if axis is None:
-        return (1,) * len(shape) if keepdims else ()
-    ax = normalize_axis(axis, len(shape))
-    if keepdims:
-        return tuple(1 if i == ax else d for i, d in enumerate(shape))
-    return tuple(d for i, d in enumerate(shape) if i != ax)
-
-
 def transpose_shape(shape: Sequence[int]) -> tuple[int, ...]:
     """The shape of ``np.transpose`` (axes reversed)."""
     return tuple(reversed(shape))
-
-
-def tensor_shape(value: SSAValue | Attribute) -> tuple[int, ...]:
-    """The static shape of a tensor-typed value or type."""
-    t = value.type if isinstance(value, SSAValue) else value
-    assert isinstance(t, TensorType)
-    return tuple(cast(TensorType[Attribute], t).get_shape())
-
-
-def element_type(value: SSAValue | Attribute) -> Attribute:
-    """The element type of a tensor-typed value or type."""
-    t = value.type if isinstance(value, SSAValue) else value
-    assert isinstance(t, TensorType)
-    return cast(TensorType[Attribute], t).get_element_type()
-
-
-def numpy_dtype(element: Attribute) -> np.dtype[np.floating]:
-    """The NumPy dtype of a tensordsl element type."""
-    return NUMPY_DTYPES[type(element)]
-
-
-def _tensor(element: Attribute, shape: Sequence[int]) -> TensorType[Attribute]:
-    return TensorType(element, list(shape))
-
-
-def _expect_type(op: Operation, expected: Sequence[int], actual: Attribute, what: str) -> None:
-    if tensor_shape(actual) != tuple(expected):
-        raise VerifyException(
-            f"'{op.name}' op {what} has type {actual}, expected shape {fmt_shape(expected)}"
-        )
-
-
-def _same_element_types(op: Operation, types: Sequence[Attribute]) -> None:
-    elements = {element_type(t) for t in types}
-    if len(elements) > 1:
-        names = ", ".join(str(t) for t in types)
-        raise VerifyException(
-            f"'{op.name}' op operands and result must share one element type, got {names} "
-            "(make promotion explicit with tensordsl.cast)"
-        )
-
-
-def _shape_error(op: Operation, err: ShapeError, types: Sequence[Attribute]) -> VerifyException:
-    names = ", ".join(str(t) for t in types)
-    return VerifyException(f"'{op.name}' op {err} ({names})")
 
 
 # ---------------------------------------------------------------------------
@@ -220,7 +152,7 @@ def _shape_error(op: Operation, err: ShapeError, types: Sequence[Attribute]) -> 
 
 
 @irdl_op_definition
-class ConstantOp(IRDLOperation):
+class ConstantOp(IRDLOperation, HasConstantValue):
     """A constant tensor, usually a 0-d splat made from a numeric literal.
 
     ```mlir
@@ -271,8 +203,11 @@ class ConstantOp(IRDLOperation):
         data = np.full(tuple(shape), x, dtype=dtype)
         return ConstantOp(dense_from_numpy(data, element))
 
-    def as_numpy(self) -> np.ndarray:
+    def as_numpy(self) -> np.ndarray[Any, Any]:
         """The value as a NumPy array."""
+        return dense_to_numpy(self.value)
+
+    def constant_value(self) -> np.ndarray[Any, Any]:
         return dense_to_numpy(self.value)
 
     def splat_value(self) -> float | None:
@@ -284,14 +219,14 @@ class ConstantOp(IRDLOperation):
         return float(first) if bool(np.all(arr == first)) else None
 
 
-def dense_from_numpy(arr: np.ndarray, element: Attribute) -> DenseIntOrFPElementsAttr:
+def dense_from_numpy(arr: np.ndarray[Any, Any], element: Attribute) -> DenseIntOrFPElementsAttr:
     """A dense attribute holding ``arr`` (converted to the dtype of ``element``)."""
     data = np.array(arr, dtype=numpy_dtype(element), order="C")
     t = TensorType(cast(FloatType, element), data.shape)
     return DenseIntOrFPElementsAttr(t, BytesAttr(data.tobytes()))
 
 
-def _prints_exactly(values: np.ndarray) -> bool:
+def _prints_exactly(values: np.ndarray[Any, Any]) -> bool:
     """Whether xDSL prints every value in decimal (``%.6e``) that reads back bit-exact."""
     flat = values.ravel()
     if flat.size > 256 or not np.all(np.isfinite(flat)) or np.any((flat == 0) & np.signbit(flat)):
@@ -316,7 +251,7 @@ def dense_to_text(attr: DenseIntOrFPElementsAttr) -> str:
     return f'dense<"0x{values.tobytes().hex().upper()}"> : {attr.type}'
 
 
-def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
+def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray[Any, Any]:
     """The contents of a dense float attribute as a NumPy array."""
     dtype = numpy_dtype(attr.get_element_type())
     shape = tuple(attr.get_shape())
@@ -327,30 +262,13 @@ def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------
-# Element-wise ops
+# Element-wise unary ops
 # ---------------------------------------------------------------------------
-
-
-class UnaryOp(IRDLOperation, abc.ABC):
-    """Base of element-wise unary ops: the result has the operand's type."""
-
-    NUMPY_NAME: ClassVar[str]
-
-    T: ClassVar = VarConstraint("T", FloatTensorConstr)
-    input = operand_def(T)
-    result = result_def(T)
-
-    assembly_format = "$input attr-dict `:` type($result)"
-    traits = traits_def(Pure())
-
-    def __init__(self, input: SSAValue | Operation) -> None:
-        value = SSAValue.get(input)
-        super().__init__(operands=[value], result_types=[value.type])
 
 
 @irdl_op_definition
 class ReluOp(UnaryOp, HasCanonicalizationPatternsInterface):
-    """``max(x, 0)`` element-wise.
+    """``max(x, 0)`` element-wise (``nan`` stays ``nan``, as ``np.maximum``).
 
     ```mlir
     %1 = tensordsl.relu %0 : tensor<4x8xf32>
@@ -358,7 +276,19 @@ class ReluOp(UnaryOp, HasCanonicalizationPatternsInterface):
     """
 
     name = "tensordsl.relu"
-    NUMPY_NAME: ClassVar[str] = "relu"
+
+    def compute(self, x: np.ndarray[Any, Any]) -> Any:
+        return np.maximum(x, x.dtype.type(0))
+
+    def lower_numpy(
+        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
+    ) -> None:
+        # against a block of zeros: np.maximum with a scalar takes a slow non-SIMD path
+        g.ufunc("maximum", args[0], g.fill(args[0], 0.0), out=results[0])
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        zero = scalar_constant(b, 0.0, args[0].type)
+        return (b.insert(arith.MaximumfOp(args[0], zero)).result,)
 
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
@@ -375,7 +305,8 @@ class ExpOp(UnaryOp):
     """
 
     name = "tensordsl.exp"
-    NUMPY_NAME: ClassVar[str] = "exp"
+    NUMPY_UFUNC: ClassVar[str] = "exp"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.ExpOp
 
 
 @irdl_op_definition
@@ -388,7 +319,8 @@ class LogOp(UnaryOp):
     """
 
     name = "tensordsl.log"
-    NUMPY_NAME: ClassVar[str] = "log"
+    NUMPY_UFUNC: ClassVar[str] = "log"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.LogOp
 
 
 @irdl_op_definition
@@ -401,7 +333,8 @@ class SqrtOp(UnaryOp):
     """
 
     name = "tensordsl.sqrt"
-    NUMPY_NAME: ClassVar[str] = "sqrt"
+    NUMPY_UFUNC: ClassVar[str] = "sqrt"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.SqrtOp
 
 
 @irdl_op_definition
@@ -414,7 +347,15 @@ class TanhOp(UnaryOp):
     """
 
     name = "tensordsl.tanh"
-    NUMPY_NAME: ClassVar[str] = "tanh"
+    NUMPY_UFUNC: ClassVar[str] = "tanh"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.TanhOp
+
+
+def sigmoid_array(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """``1 / (1 + exp(-x))`` without overflow: ``exp`` only ever sees ``-|x|``."""
+    e = np.exp(-np.abs(x))
+    one = x.dtype.type(1)
+    return cast(np.ndarray[Any, Any], np.where(x >= 0, one / (one + e), e / (one + e)))
 
 
 @irdl_op_definition
@@ -427,7 +368,42 @@ class SigmoidOp(UnaryOp):
     """
 
     name = "tensordsl.sigmoid"
-    NUMPY_NAME: ClassVar[str] = "sigmoid"
+
+    def compute(self, x: np.ndarray[Any, Any]) -> Any:
+        return sigmoid_array(x)
+
+    def numpy_workspace(
+        self,
+        operand_shapes: Sequence[tuple[int, ...]],
+        result_shapes: Sequence[tuple[int, ...]],
+        constant_operands: Sequence[bool],
+    ) -> tuple[Workspace, ...]:
+        return ((result_shapes[0], numpy_dtype(self.result.type)),)
+
+    def lower_numpy(
+        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
+    ) -> None:
+        (x,), (out,) = args, results
+        e = g.workspace(0)
+        g.ufunc("absolute", x, out=e, note="sigmoid: max(x >= 0, e) / (1 + e) with e = exp(-|x|)")
+        g.ufunc("negative", e, out=e)
+        g.ufunc("exp", e, out=e)
+        g.ufunc("greater_equal", x, g.fill(x, 0.0), out=out)
+        g.ufunc("maximum", out, e, out=out)
+        g.ufunc("add", e, g.scalar(1.0, e.dtype), out=e)
+        g.ufunc("divide", out, e, out=out)
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        (x,) = args
+        zero = scalar_constant(b, 0.0, x.type)
+        one = scalar_constant(b, 1.0, x.type)
+        ax = b.insert(xmath.AbsFOp(x)).result
+        e = b.insert(xmath.ExpOp(b.insert(arith.NegfOp(ax)).result)).result
+        den = b.insert(arith.AddfOp(one, e)).result
+        pos = b.insert(arith.DivfOp(one, den)).result
+        neg = b.insert(arith.DivfOp(e, den)).result
+        nonneg = b.insert(arith.CmpfOp(x, zero, "oge")).result
+        return (b.insert(arith.SelectOp(nonneg, pos, neg)).result,)
 
 
 @irdl_op_definition
@@ -440,7 +416,8 @@ class AbsOp(UnaryOp):
     """
 
     name = "tensordsl.abs"
-    NUMPY_NAME: ClassVar[str] = "absolute"
+    NUMPY_UFUNC: ClassVar[str] = "absolute"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.AbsFOp
 
 
 @irdl_op_definition
@@ -453,54 +430,17 @@ class NegOp(UnaryOp, HasCanonicalizationPatternsInterface):
     """
 
     name = "tensordsl.neg"
-    NUMPY_NAME: ClassVar[str] = "negative"
+    NUMPY_UFUNC: ClassVar[str] = "negative"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.NegfOp
 
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
         return (NegOfNeg(),)
 
 
-class TwoOperandOp(IRDLOperation, abc.ABC):
-    """Base of ops on two tensors of one element type whose result shape is a function
-    of the operand shapes (``result_shape``): the binary element-wise ops and matmul."""
-
-    lhs = operand_def(FloatTensorConstr)
-    rhs = operand_def(FloatTensorConstr)
-    result = result_def(FloatTensorConstr)
-
-    assembly_format = (
-        "$lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)"
-    )
-    traits = traits_def(Pure())
-
-    @staticmethod
-    @abc.abstractmethod
-    def result_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
-        """The result shape for operand shapes ``a`` and ``b``, or :class:`ShapeError`."""
-
-    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation) -> None:
-        a, b = SSAValue.get(lhs), SSAValue.get(rhs)
-        shape = self.result_shape(tensor_shape(a), tensor_shape(b))
-        super().__init__(operands=[a, b], result_types=[_tensor(element_type(a), shape)])
-
-    def verify_(self) -> None:
-        _same_element_types(self, (self.lhs.type, self.rhs.type, self.result.type))
-        try:
-            shape = self.result_shape(tensor_shape(self.lhs), tensor_shape(self.rhs))
-        except ShapeError as err:
-            raise _shape_error(self, err, (self.lhs.type, self.rhs.type)) from None
-        _expect_type(self, shape, self.result.type, "result")
-
-
-class BinaryOp(TwoOperandOp, abc.ABC):
-    """Base of element-wise binary ops with NumPy broadcasting.
-
-    Both operands share one element type; the result has the broadcast shape.
-    """
-
-    NUMPY_NAME: ClassVar[str]
-
-    result_shape = staticmethod(broadcast_shapes)
+# ---------------------------------------------------------------------------
+# Element-wise binary ops
+# ---------------------------------------------------------------------------
 
 
 @irdl_op_definition
@@ -513,7 +453,8 @@ class AddOp(BinaryOp, HasCanonicalizationPatternsInterface):
     """
 
     name = "tensordsl.add"
-    NUMPY_NAME: ClassVar[str] = "add"
+    NUMPY_UFUNC: ClassVar[str] = "add"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.AddfOp
 
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
@@ -530,7 +471,8 @@ class SubOp(BinaryOp, HasCanonicalizationPatternsInterface):
     """
 
     name = "tensordsl.sub"
-    NUMPY_NAME: ClassVar[str] = "subtract"
+    NUMPY_UFUNC: ClassVar[str] = "subtract"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.SubfOp
 
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
@@ -547,7 +489,8 @@ class MulOp(BinaryOp, HasCanonicalizationPatternsInterface):
     """
 
     name = "tensordsl.mul"
-    NUMPY_NAME: ClassVar[str] = "multiply"
+    NUMPY_UFUNC: ClassVar[str] = "multiply"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.MulfOp
 
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
@@ -564,11 +507,52 @@ class DivOp(BinaryOp, HasCanonicalizationPatternsInterface):
     """
 
     name = "tensordsl.div"
-    NUMPY_NAME: ClassVar[str] = "divide"
+    NUMPY_UFUNC: ClassVar[str] = "divide"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.DivfOp
+
+    @staticmethod
+    def _by_reciprocal(divisor: Sequence[int], result: Sequence[int]) -> bool:
+        # dividing by a broadcast operand: multiplying by its reciprocal is faster
+        size = math.prod(result)
+        return math.prod(divisor) < size and size >= RECIPROCAL_MIN_SIZE
+
+    def numpy_workspace(
+        self,
+        operand_shapes: Sequence[tuple[int, ...]],
+        result_shapes: Sequence[tuple[int, ...]],
+        constant_operands: Sequence[bool],
+    ) -> tuple[Workspace, ...]:
+        if constant_operands[1] or not self._by_reciprocal(operand_shapes[1], result_shapes[0]):
+            return ()
+        return ((operand_shapes[1], numpy_dtype(self.result.type)),)
+
+    def lower_numpy(
+        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
+    ) -> None:
+        (a, b), (out,) = args, results
+        if not self._by_reciprocal(b.shape, out.shape):
+            g.ufunc("divide", a, b, out=out)
+            return
+        value = g.constant_value(b)
+        if value is not None:
+            with np.errstate(divide="ignore"):
+                r = g.constant(np.reciprocal(value))
+        else:
+            r = g.workspace(0)
+            g.ufunc("reciprocal", b, out=r, note="divide by a broadcast operand: its reciprocal")
+        g.ufunc("multiply", a, r, out=out)
 
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
         return (DivOne(),)
+
+
+def _fill_splat(g: NumpyTileBuilder, value: NumpyValue, out: NumpyValue) -> NumpyValue:
+    """A one-element constant operand as a block shaped like ``out`` (NumPy's fast path)."""
+    constant = g.constant_value(value)
+    if constant is None or constant.size != 1 or value.shape == out.shape:
+        return value
+    return g.fill(out, float(constant.reshape(())))
 
 
 @irdl_op_definition
@@ -581,7 +565,14 @@ class MaximumOp(BinaryOp):
     """
 
     name = "tensordsl.maximum"
-    NUMPY_NAME: ClassVar[str] = "maximum"
+    NUMPY_UFUNC: ClassVar[str] = "maximum"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.MaximumfOp
+
+    def lower_numpy(
+        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
+    ) -> None:
+        out = results[0]
+        g.ufunc(self.NUMPY_UFUNC, *(_fill_splat(g, a, out) for a in args), out=out)
 
 
 @irdl_op_definition
@@ -594,11 +585,27 @@ class MinimumOp(BinaryOp):
     """
 
     name = "tensordsl.minimum"
-    NUMPY_NAME: ClassVar[str] = "minimum"
+    NUMPY_UFUNC: ClassVar[str] = "minimum"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.MinimumfOp
+
+    def lower_numpy(
+        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
+    ) -> None:
+        out = results[0]
+        g.ufunc(self.NUMPY_UFUNC, *(_fill_splat(g, a, out) for a in args), out=out)
+
+
+# ---------------------------------------------------------------------------
+# Cast
+# ---------------------------------------------------------------------------
+
+
+def _identity_maps(rank: int) -> tuple[AffineMap, ...]:
+    return (AffineMap.identity(rank), AffineMap.identity(rank))
 
 
 @irdl_op_definition
-class CastOp(IRDLOperation):
+class CastOp(IRDLOperation, StructuredOpInterface):
     """Converts the element type, keeping the shape (``x.astype(dtype)``).
 
     The frontend inserts casts to make NumPy 2 dtype promotion explicit.
@@ -617,25 +624,57 @@ class CastOp(IRDLOperation):
     traits = traits_def(Pure())
 
     def __init__(self, input: SSAValue | Operation, element: Attribute) -> None:
-        value = SSAValue.get(input)
-        super().__init__(operands=[value], result_types=[_tensor(element, tensor_shape(value))])
+        value = operand_value(self.name, input)
+        if type(element) not in NUMPY_DTYPES:
+            raise ShapeError(f"'{self.name}' converts to f16, f32 or f64, not {element}")
+        super().__init__(operands=[value], result_types=[tensor_type(element, tensor_shape(value))])
 
     def verify_(self) -> None:
-        _expect_type(self, tensor_shape(self.input), self.result.type, "result")
+        expect_shape(self, tensor_shape(self.input), self.result.type, "result")
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> tuple[Attribute, ...]:
+        return (tensor_type(element_type(self.result), tensor_shape(operand_types[0])),)
+
+    def loop_extents(self) -> tuple[int, ...]:
+        return tensor_shape(self.result)
+
+    def iterator_types(self) -> tuple[IteratorType, ...]:
+        return (IteratorType.PARALLEL,) * len(tensor_shape(self.result))
+
+    def indexing_maps(self) -> tuple[AffineMap, ...]:
+        return _identity_maps(len(tensor_shape(self.result)))
+
+    def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
+        with np.errstate(all="ignore"):
+            return (np.asarray(args[0]).astype(numpy_dtype(self.result.type)),)
+
+    def numpy_view(self) -> str | None:
+        return "{0}" if self.input.type == self.result.type else None
+
+    def lower_numpy(
+        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
+    ) -> None:
+        g.call("np.copyto({out}, {0})", args[0], out=results[0])
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        return (convert_scalar(b, args[0], element_type(self.result)),)
 
 
 # ---------------------------------------------------------------------------
-# Structured ops
+# Matmul and transpose
 # ---------------------------------------------------------------------------
 
 
 @irdl_op_definition
-class MatmulOp(TwoOperandOp):
+class MatmulOp(IRDLOperation, StructuredOpInterface):
     """Matrix product with ``np.matmul`` semantics.
 
     2-D operands multiply as matrices; a 1-D left (right) operand is a row
     (column) vector whose added dimension is dropped from the result; leading
-    batch dimensions broadcast.
+    batch dimensions broadcast.  Its loops are the batch dims, the rows, the
+    columns (``parallel``) and the contraction (``reduction``).  Its right
+    operand is read whole from memory, and it runs on BLAS: it is never
+    recomputed, and tiles keep its columns and contraction whole while they can.
 
     ```mlir
     %2 = tensordsl.matmul %0, %1 : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
@@ -644,12 +683,113 @@ class MatmulOp(TwoOperandOp):
 
     name = "tensordsl.matmul"
 
-    result_shape = staticmethod(matmul_shape)
+    lhs = operand_def(FloatTensorConstr)
+    rhs = operand_def(FloatTensorConstr)
+    result = result_def(FloatTensorConstr)
+
+    assembly_format = (
+        "$lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)"
+    )
+    traits = traits_def(Pure())
+
+    RECOMPUTABLE: ClassVar[bool] = False
+    MATERIALIZED_OPERANDS: ClassVar[tuple[int, ...]] = (1,)
+    PREFERS_WHOLE: ClassVar[bool] = True
+
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation) -> None:
+        a, b = operand_value(self.name, lhs), operand_value(self.name, rhs)
+        (result,) = self.infer_result_types([a.type, b.type])
+        super().__init__(operands=[a, b], result_types=[result])
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> tuple[Attribute, ...]:
+        a, b = operand_types
+        if element_type(a) != element_type(b):
+            raise ShapeError(
+                f"operands have different element types {element_type(a)} and {element_type(b)}"
+                " (make promotion explicit with tensordsl.cast)"
+            )
+        return (tensor_type(element_type(a), matmul_shape(tensor_shape(a), tensor_shape(b))),)
+
+    def verify_(self) -> None:
+        same_element_types(self, (self.lhs.type, self.rhs.type, self.result.type))
+        try:
+            shape = matmul_shape(tensor_shape(self.lhs), tensor_shape(self.rhs))
+        except ShapeError as err:
+            raise shape_error(self, err, (self.lhs.type, self.rhs.type)) from None
+        expect_shape(self, shape, self.result.type, "result")
+
+    def _loops(
+        self,
+    ) -> tuple[tuple[int, ...], tuple[int | None, ...], tuple[int | None, ...], tuple[int, ...]]:
+        """Loop extents, then the loop dims of the lhs, the rhs and the result."""
+        a, b = tensor_shape(self.lhs), tensor_shape(self.rhs)
+        pa = (1, *a) if len(a) == 1 else a
+        pb = (*b, 1) if len(b) == 1 else b
+        batch = broadcast_shapes(pa[:-2], pb[:-2])
+        extents = list(batch)
+        rows = cols = None
+        if len(a) >= 2:
+            rows = len(extents)
+            extents.append(pa[-2])
+        if len(b) >= 2:
+            cols = len(extents)
+            extents.append(pb[-1])
+        k = len(extents)
+        extents.append(pa[-1])
+        lhs = (*broadcast_dims(pa[:-2], batch), *(() if rows is None else (rows,)), k)
+        rhs = (*broadcast_dims(pb[:-2], batch), k, *(() if cols is None else (cols,)))
+        out = (*range(len(batch)), *(d for d in (rows, cols) if d is not None))
+        return tuple(extents), lhs, rhs, out
+
+    def loop_extents(self) -> tuple[int, ...]:
+        return self._loops()[0]
+
+    def iterator_types(self) -> tuple[IteratorType, ...]:
+        n = len(self._loops()[0])
+        return (IteratorType.PARALLEL,) * (n - 1) + (IteratorType.REDUCTION,)
+
+    def indexing_maps(self) -> tuple[AffineMap, ...]:
+        extents, lhs, rhs, out = self._loops()
+        n = len(extents)
+        return (dims_map(n, lhs), dims_map(n, rhs), dims_map(n, out))
+
+    def prefer_whole_dims(self) -> tuple[int, ...]:
+        extents, _, _, out = self._loops()
+        cols = (out[-1],) if len(tensor_shape(self.rhs)) >= 2 else ()
+        return (*cols, len(extents) - 1)
+
+    def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
+        return (np.asarray(self.evaluate_partial(*args), dtype=numpy_dtype(self.result.type)),)
+
+    def combiner(self) -> Combiner:
+        return Combiner("add", 0.0)
+
+    def evaluate_partial(self, *args: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        with np.errstate(all="ignore"):
+            return np.asarray(np.matmul(args[0], args[1]), dtype=self.accumulator_dtype())
+
+    def lower_numpy_partial(
+        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], out: NumpyValue
+    ) -> None:
+        g.call("np.matmul({0}, {1}, out={out})", *args, out=out)
+
+    def lower_numpy(
+        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
+    ) -> None:
+        self.lower_numpy_partial(g, args, results[0])
+
+    def scalar_combine(self, b: Builder, acc: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
+        x, y = (convert_scalar(b, v, acc.type) for v in args)
+        product = b.insert(arith.MulfOp(x, y)).result
+        return b.insert(arith.AddfOp(acc, product)).result
 
 
 @irdl_op_definition
-class TransposeOp(IRDLOperation, HasCanonicalizationPatternsInterface):
+class TransposeOp(IRDLOperation, StructuredOpInterface, HasCanonicalizationPatternsInterface):
     """Reverses the axes, as ``np.transpose(x)``.
+
+    It computes nothing: its operand's indexing map is the reversed identity,
+    and the NumPy target reads its operand through a transposed view.
 
     ```mlir
     %1 = tensordsl.transpose %0 : tensor<4x8xf32> -> tensor<8x4xf32>
@@ -666,28 +806,74 @@ class TransposeOp(IRDLOperation, HasCanonicalizationPatternsInterface):
     traits = traits_def(Pure())
 
     def __init__(self, input: SSAValue | Operation) -> None:
-        value = SSAValue.get(input)
-        shape = transpose_shape(tensor_shape(value))
-        super().__init__(operands=[value], result_types=[_tensor(element_type(value), shape)])
+        value = operand_value(self.name, input)
+        (result,) = self.infer_result_types([value.type])
+        super().__init__(operands=[value], result_types=[result])
 
     def verify_(self) -> None:
-        _expect_type(self, transpose_shape(tensor_shape(self.input)), self.result.type, "result")
+        expect_shape(self, transpose_shape(tensor_shape(self.input)), self.result.type, "result")
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> tuple[Attribute, ...]:
+        (t,) = operand_types
+        return (tensor_type(element_type(t), transpose_shape(tensor_shape(t))),)
+
+    def loop_extents(self) -> tuple[int, ...]:
+        return tensor_shape(self.result)
+
+    def iterator_types(self) -> tuple[IteratorType, ...]:
+        return (IteratorType.PARALLEL,) * len(tensor_shape(self.result))
+
+    def indexing_maps(self) -> tuple[AffineMap, ...]:
+        rank = len(tensor_shape(self.result))
+        return (dims_map(rank, tuple(reversed(range(rank)))), AffineMap.identity(rank))
+
+    def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
+        return (np.transpose(args[0]),)
+
+    def numpy_view(self) -> str | None:
+        return "{0}.T"
+
+    def lower_numpy(
+        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
+    ) -> None:
+        g.call("np.copyto({out}, {0}.T)", args[0], out=results[0])
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        return (args[0],)
 
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
         return (TransposeOfTranspose(),)
 
 
-def _axis_attr(axis: int) -> IntegerAttr[I64]:
+# ---------------------------------------------------------------------------
+# Row-normalizing ops
+# ---------------------------------------------------------------------------
+
+
+def _axis_attr(axis: int) -> Attribute:
     return IntegerAttr(axis, i64)
 
 
+def softmax_array(x: np.ndarray[Any, Any], axis: int) -> np.ndarray[Any, Any]:
+    """``exp(x - max) / sum(exp(x - max))`` along ``axis``; a float16 sum accumulates in float32."""
+    if x.size == 0:
+        return x.copy()
+    with np.errstate(all="ignore"):
+        e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+        wide = np.float32 if x.dtype == np.float16 else x.dtype
+        s = np.add.reduce(e, axis=axis, keepdims=True, dtype=wide)
+        return np.asarray(e / s, dtype=x.dtype)
+
+
 @irdl_op_definition
-class SoftmaxOp(IRDLOperation):
+class SoftmaxOp(RowLocalOp):
     """Numerically stable softmax along ``axis`` (default -1).
 
     ``exp(x - max(x, axis)) / sum(exp(x - max(x, axis)), axis)``; the result
-    has the operand's type.  Along the innermost axis it is row-local.
+    has the operand's type.  A row longer than the memory budget runs as its
+    decomposition: ``max``, then ``sum(exp(x - max))``, then the division,
+    one pass over the row each.
 
     ```mlir
     %1 = tensordsl.softmax %0 : tensor<4x8xf32>
@@ -696,108 +882,77 @@ class SoftmaxOp(IRDLOperation):
     """
 
     name = "tensordsl.softmax"
-
-    T: ClassVar = VarConstraint("T", FloatTensorConstr)
-    input = operand_def(T)
-    result = result_def(T)
-    axis = prop_def(IntegerAttr[I64], default_value=IntegerAttr(-1, i64))
+    FUNCTION: ClassVar[str] = "softmax"
 
     assembly_format = "$input (`axis` `=` $axis^)? attr-dict `:` type($result)"
-    traits = traits_def(Pure())
 
     def __init__(self, input: SSAValue | Operation, axis: int = -1) -> None:
-        value = SSAValue.get(input)
+        value = operand_value(self.name, input)
         normalize_axis(axis, len(tensor_shape(value)))
         super().__init__(
             operands=[value], result_types=[value.type], properties={"axis": _axis_attr(axis)}
         )
 
-    @property
-    def axis_value(self) -> int:
-        """The softmax axis, made non-negative."""
-        return normalize_axis(self.axis.value.data, len(tensor_shape(self.input)))
+    def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
+        return (softmax_array(args[0], self.axis_value),)
 
-    def verify_(self) -> None:
-        try:
-            normalize_axis(self.axis.value.data, len(tensor_shape(self.input)))
-        except ShapeError as err:
-            raise _shape_error(self, err, (self.input.type,)) from None
+    def _stat_dtype(self) -> np.dtype[Any]:
+        dtype = numpy_dtype(self.result.type)
+        return np.dtype(np.float32) if dtype == np.float16 else dtype
 
+    def numpy_workspace(
+        self,
+        operand_shapes: Sequence[tuple[int, ...]],
+        result_shapes: Sequence[tuple[int, ...]],
+        constant_operands: Sequence[bool],
+    ) -> tuple[Workspace, ...]:
+        return ((row_stat_shape(result_shapes[0], self.axis_value), self._stat_dtype()),)
 
-class ReductionOp(IRDLOperation, abc.ABC):
-    """Base of reductions over one axis (or all axes when ``axis`` is absent)."""
-
-    NUMPY_NAME: ClassVar[str]
-    NEEDS_ELEMENTS: ClassVar[bool] = False
-    """Whether reducing nothing is an error (the reduction has no identity)."""
-
-    E: ClassVar = VarConstraint("E", FloatElementConstr)
-    input = operand_def(TensorType.constr(E, shape=StaticShapeConstr))
-    result = result_def(TensorType.constr(E, shape=StaticShapeConstr))
-    axis = opt_prop_def(IntegerAttr[I64])
-    keepdims = opt_prop_def(UnitAttr)
-
-    assembly_format = (
-        "$input (`axis` `=` $axis^)? (`keepdims` $keepdims^)? attr-dict "
-        "`:` type($input) `->` type($result)"
-    )
-    traits = traits_def(Pure())
-
-    def __init__(
-        self, input: SSAValue | Operation, axis: int | None = None, keepdims: bool = False
+    def lower_numpy(
+        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
     ) -> None:
-        value = SSAValue.get(input)
-        shape = self.result_shape(tensor_shape(value), axis, keepdims)
-        props: dict[str, Attribute] = {}
-        if axis is not None:
-            props["axis"] = _axis_attr(axis)
-        if keepdims:
-            props["keepdims"] = UnitAttr()
-        super().__init__(
-            operands=[value],
-            result_types=[_tensor(element_type(value), shape)],
-            properties=props,
+        (x,), (out,) = args, results
+        if math.prod(out.shape) == 0:
+            return  # nothing to compute: the result is empty too
+        axis = self.axis_value
+        row = g.workspace(0)
+        wide = "" if row.dtype == x.dtype else f", dtype=np.{row.dtype.name}"
+        reduce = f"axis={axis}, keepdims=True{wide}, out={{out}}"
+        g.call(
+            f"np.maximum.reduce({{0}}, {reduce})",
+            x,
+            out=row,
+            note=f"softmax along axis {axis}: exp(x - max) / sum",
         )
+        g.ufunc("subtract", x, row, out=out)
+        g.ufunc("exp", out, out=out)
+        g.call(f"np.add.reduce({{0}}, {reduce})", out, out=row)
+        if math.prod(out.shape) < RECIPROCAL_MIN_SIZE:
+            g.ufunc("divide", out, row, out=out)
+        else:
+            g.ufunc("reciprocal", row, out=row)
+            g.ufunc("multiply", out, row, out=out)
 
-    @property
-    def axis_value(self) -> int | None:
-        """The reduced axis, made non-negative; None means every axis."""
-        if self.axis is None:
-            return None
-        return normalize_axis(self.axis.value.data, len(tensor_shape(self.input)))
+    def decompose(self) -> tuple[list[Operation], SSAValue]:
+        axis = self.axis.value.data
+        m = MaxOp(self.input, axis, keepdims=True)
+        shifted = SubOp(self.input, m)
+        e = ExpOp(shifted)
+        s = SumOp(e, axis, keepdims=True)
+        y = DivOp(e, s)
+        return [m, shifted, e, s, y], y.result
 
-    @property
-    def keepdims_value(self) -> bool:
-        return self.keepdims is not None
 
-    @classmethod
-    def result_shape(
-        cls, shape: Sequence[int], axis: int | None, keepdims: bool
-    ) -> tuple[int, ...]:
-        """The result shape, or :class:`ShapeError` (also for an empty ``max``, as NumPy)."""
-        out = reduce_shape(shape, axis, keepdims)
-        if cls.NEEDS_ELEMENTS:
-            reduced = math.prod(shape) if axis is None else shape[normalize_axis(axis, len(shape))]
-            if reduced == 0:
-                where = "all axes" if axis is None else f"axis {axis}"
-                raise ShapeError(
-                    f"`{cls.NUMPY_NAME}` over {where} of a {fmt_shape(shape)} tensor reduces "
-                    "zero elements, and it has no identity"
-                )
-        return out
-
-    def verify_(self) -> None:
-        axis = None if self.axis is None else self.axis.value.data
-        try:
-            shape = self.result_shape(tensor_shape(self.input), axis, self.keepdims_value)
-        except ShapeError as err:
-            raise _shape_error(self, err, (self.input.type,)) from None
-        _expect_type(self, shape, self.result.type, "result")
+# ---------------------------------------------------------------------------
+# Reductions
+# ---------------------------------------------------------------------------
 
 
 @irdl_op_definition
 class SumOp(ReductionOp):
     """Sum over ``axis`` (all axes when absent); ``keepdims`` keeps it as size 1.
+
+    A float16 sum accumulates in float32 and rounds once.
 
     ```mlir
     %1 = tensordsl.sum %0 axis = 1 : tensor<4x8xf32> -> tensor<4xf32>
@@ -806,12 +961,18 @@ class SumOp(ReductionOp):
     """
 
     name = "tensordsl.sum"
-    NUMPY_NAME: ClassVar[str] = "sum"
+    FUNCTION: ClassVar[str] = "sum"
+    NUMPY_UFUNC: ClassVar[str] = "add"
+    IDENTITY: ClassVar[float] = 0.0
+    COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.AddfOp
+    WIDE: ClassVar[bool] = True
 
 
 @irdl_op_definition
 class MaxOp(ReductionOp):
     """Maximum over ``axis`` (all axes when absent); reducing zero elements is an error, as in NumPy.
+
+    ``nan`` propagates, as in ``np.max``.
 
     ```mlir
     %1 = tensordsl.max %0 axis = -1 keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
@@ -819,7 +980,10 @@ class MaxOp(ReductionOp):
     """
 
     name = "tensordsl.max"
-    NUMPY_NAME: ClassVar[str] = "max"
+    FUNCTION: ClassVar[str] = "max"
+    NUMPY_UFUNC: ClassVar[str] = "maximum"
+    IDENTITY: ClassVar[float] = -math.inf
+    COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.MaximumfOp
     NEEDS_ELEMENTS: ClassVar[bool] = True
 
 
@@ -827,13 +991,43 @@ class MaxOp(ReductionOp):
 class MeanOp(ReductionOp):
     """Arithmetic mean over ``axis`` (all axes when absent).
 
+    The sum accumulates (float16 in float32, as ``np.mean``) and is divided by
+    the number of elements at the end; the mean of nothing is ``nan``.
+
     ```mlir
     %1 = tensordsl.mean %0 axis = 0 : tensor<4x8xf32> -> tensor<8xf32>
     ```
     """
 
     name = "tensordsl.mean"
-    NUMPY_NAME: ClassVar[str] = "mean"
+    FUNCTION: ClassVar[str] = "mean"
+    NUMPY_UFUNC: ClassVar[str] = "add"
+    IDENTITY: ClassVar[float] = 0.0
+    COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.AddfOp
+    WIDE: ClassVar[bool] = True
+
+    def finalizes(self) -> bool:
+        return True
+
+    def finalize(self, acc: np.ndarray[Any, Any], count: int) -> np.ndarray[Any, Any]:
+        dtype = numpy_dtype(self.result.type)
+        if count == 0:
+            return np.full(acc.shape, np.nan, dtype=dtype)
+        with np.errstate(all="ignore"):
+            return np.asarray(np.divide(acc, acc.dtype.type(count)), dtype=dtype)
+
+    def lower_numpy_finalize(
+        self, g: NumpyTileBuilder, acc: NumpyValue, out: NumpyValue, count: int
+    ) -> None:
+        if count == 0:
+            g.call("np.copyto({out}, np.nan)", out=out, note="the mean of nothing")
+        else:
+            g.ufunc("divide", acc, g.scalar(float(count), acc.dtype), out=out, note="mean")
+
+    def scalar_finalize(self, b: Builder, acc: SSAValue, count: int) -> SSAValue:
+        n = scalar_constant(b, float(count), acc.type)  # 0/0 is nan: the mean of nothing
+        mean = b.insert(arith.DivfOp(acc, n)).result
+        return convert_scalar(b, mean, element_type(self.result))
 
 
 # ---------------------------------------------------------------------------
@@ -937,7 +1131,7 @@ UNARY_OPS: tuple[type[UnaryOp], ...] = (
 )
 BINARY_OPS: tuple[type[BinaryOp], ...] = (AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp)
 REDUCTION_OPS: tuple[type[ReductionOp], ...] = (SumOp, MaxOp, MeanOp)
-ELEMENTWISE_OPS: tuple[type[IRDLOperation], ...] = (*UNARY_OPS, *BINARY_OPS, CastOp, ConstantOp)
+ROW_LOCAL_OPS: tuple[type[RowLocalOp], ...] = (SoftmaxOp,)
 
 TensorDSL = Dialect(
     "tensordsl",
@@ -948,8 +1142,61 @@ TensorDSL = Dialect(
         CastOp,
         MatmulOp,
         TransposeOp,
-        SoftmaxOp,
+        *ROW_LOCAL_OPS,
         *REDUCTION_OPS,
     ],
     [],
 )
+
+__all__ = [
+    "BINARY_OPS",
+    "NUMPY_DTYPES",
+    "RECIPROCAL_MIN_SIZE",
+    "REDUCTION_OPS",
+    "ROW_LOCAL_OPS",
+    "UNARY_OPS",
+    "AbsOp",
+    "AddOp",
+    "BinaryOp",
+    "CastOp",
+    "ConstantOp",
+    "DivOp",
+    "ExpOp",
+    "FloatTensorConstr",
+    "FloatType",
+    "LogOp",
+    "MatmulOp",
+    "MaxOp",
+    "MaximumOp",
+    "MeanOp",
+    "MinimumOp",
+    "MulOp",
+    "NegOp",
+    "ReductionOp",
+    "ReluOp",
+    "RowLocalOp",
+    "ShapeError",
+    "SigmoidOp",
+    "SoftmaxOp",
+    "SqrtOp",
+    "SubOp",
+    "SumOp",
+    "TanhOp",
+    "TensorDSL",
+    "TransposeOp",
+    "UnaryOp",
+    "broadcast_shapes",
+    "dense_from_numpy",
+    "dense_to_numpy",
+    "dense_to_text",
+    "element_type",
+    "fmt_shape",
+    "matmul_shape",
+    "normalize_axis",
+    "numpy_dtype",
+    "reduce_shape",
+    "sigmoid_array",
+    "softmax_array",
+    "tensor_shape",
+    "transpose_shape",
+]

@@ -529,7 +529,7 @@ class _FunctionLowering:
                 try:
                     info.op.result_shape(self.shape_of(args[0]), axis, keepdims)
                 except td.ShapeError as err:
-                    raise TdslTypeError(str(err), self.where(node.span)) from None
+                    raise TdslTypeError(err.message, self.where(node.span)) from None
                 x = self.tensor(args[0], spans[0])
                 return self.emit(info.op(x.value, axis, keepdims), node.span)
 

@@ -21,21 +21,32 @@ from xdsl.interpreter import Interpreter
 from xdsl.ir import Attribute
 from xdsl.traits import SymbolTable
 
-from tdsl.dialects.tensordsl import NUMPY_DTYPES, fmt_shape
+from tdsl.dialects.structured import StructuredOpInterface
+from tdsl.dialects.tensordsl import NUMPY_DTYPES, TensorDSL, fmt_shape
 from tdsl.errors import TdslCallError
 from tdsl.interpreters.func import FuncFunctions
 from tdsl.interpreters.kernel import KernelFunctions
-from tdsl.interpreters.tensordsl import TensorDSLFunctions, attr_to_numpy
+from tdsl.interpreters.tensordsl import TensorDSLFunctions, attr_to_numpy, structured_functions
 
 Array = np.ndarray[Any, np.dtype[Any]]
 
 
 def make_interpreter(module: ModuleOp) -> Interpreter:
-    """An interpreter for ``module`` that knows the func, tensordsl and kernel ops."""
+    """An interpreter for ``module`` that knows the func, tensordsl and kernel ops,
+    and every op of ``module`` that implements the structured-op interface."""
     interpreter = Interpreter(module)
     interpreter.register_implementations(FuncFunctions())
     interpreter.register_implementations(TensorDSLFunctions())
     interpreter.register_implementations(KernelFunctions())
+    known = set(TensorDSL.operations)
+    others = {
+        type(op)
+        for op in module.walk()
+        if isinstance(op, StructuredOpInterface) and type(op) not in known
+    }
+    if others:
+        functions = structured_functions(sorted(others, key=lambda t: t.name))
+        interpreter.register_implementations(functions())
     return interpreter
 
 

@@ -1,11 +1,12 @@
-"""Interpreter implementations of the ``tensordsl`` ops on NumPy arrays.
+"""Interpreter implementations of structured ops (every ``tensordsl`` op) on NumPy arrays.
 
 Every tensor value is an ``np.ndarray`` (0-d tensors are 0-d arrays, never
-NumPy scalars) whose dtype is the element type of the SSA value.  Each op
-computes what NumPy computes and returns it with the op's result dtype:
-``float16`` stays ``float16``, ``mean`` of ``float16`` is ``float16`` as with
-``np.mean``.  Floating-point exceptions follow IEEE/NumPy semantics (``inf``
-and ``nan``) and are never turned into warnings or errors, so a run under
+NumPy scalars) whose dtype is the element type of the SSA value.  An op runs
+through its own :meth:`~tdsl.dialects.structured.StructuredOpInterface.evaluate`:
+the interpreter has no per-op code, so an op of another dialect that
+implements the interface runs here too (:func:`structured_functions`).
+Floating-point exceptions follow IEEE/NumPy semantics (``inf`` and ``nan``)
+and are never turned into warnings or errors, so a run under
 ``pytest -W error`` behaves like a run without it.
 
 The class also converts ``dense<...> : tensor<...>`` attributes into arrays
@@ -14,7 +15,7 @@ The class also converts ``dense<...> : tensor<...>`` attributes into arrays
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterable
 from typing import Any, cast
 
 import numpy as np
@@ -30,36 +31,15 @@ from xdsl.interpreter import (
 from xdsl.ir import Attribute, Operation
 from xdsl.utils.exceptions import InterpretationError
 
-from tdsl.dialects.tensordsl import (
+from tdsl.dialects.structured import (
     NUMPY_DTYPES,
-    AbsOp,
-    AddOp,
-    CastOp,
-    ConstantOp,
-    DivOp,
-    ExpOp,
-    LogOp,
-    MatmulOp,
-    MaximumOp,
-    MaxOp,
-    MeanOp,
-    MinimumOp,
-    MulOp,
-    NegOp,
-    ReductionOp,
-    ReluOp,
-    SigmoidOp,
-    SoftmaxOp,
-    SqrtOp,
-    SubOp,
-    SumOp,
-    TanhOp,
-    TransposeOp,
-    dense_to_numpy,
+    constant_value,
     fmt_shape,
-    reduce_shape,
+    numpy_dtype,
+    structured,
     tensor_shape,
 )
+from tdsl.dialects.tensordsl import TensorDSL, dense_to_numpy
 from tdsl.errors import TdslCallError
 
 Array = np.ndarray[Any, np.dtype[Any]]
@@ -67,64 +47,41 @@ Array = np.ndarray[Any, np.dtype[Any]]
 
 def result_dtype(op: Operation, index: int = 0) -> np.dtype[Any]:
     """The NumPy dtype of result ``index`` of ``op`` (a float tensor)."""
-    t = cast(TensorType[Attribute], op.results[index].type)
-    return NUMPY_DTYPES[type(t.get_element_type())]
+    return numpy_dtype(op.results[index].type)
 
 
-def _as_result(op: Operation, value: Any) -> Array:
-    """``value`` as an array of ``op``'s result dtype, checked against its result type.
+def _as_result(op: Operation, index: int, value: Any) -> Array:
+    """``value`` as an array of the result's dtype, checked against its result type.
 
     Only the rank and an upper bound per dim are checked: inside a
     ``kernel.tile`` body the types are those of a full tile, and a remainder
     tile runs the same ops on smaller slices.
     """
-    array = np.asarray(value, dtype=result_dtype(op))
-    expected = tensor_shape(op.results[0])
+    array = np.asarray(value, dtype=result_dtype(op, index))
+    expected = tensor_shape(op.results[index])
     if array.ndim != len(expected) or any(
         got > bound for got, bound in zip(array.shape, expected, strict=True)
     ):
         raise InterpretationError(
             f"'{op.name}' computed a value of shape {fmt_shape(array.shape)}, "
-            f"but its result type is {op.results[0].type}"
+            f"but its result type is {op.results[index].type}"
         )
     return array
 
 
-def _elementwise(op: Operation, fn: Callable[..., Any], args: PythonValues) -> PythonValues:
-    """``fn(*args)`` as ``op``'s result; IEEE exceptions give inf/nan silently, as in NumPy."""
-    with np.errstate(all="ignore"):
-        return (_as_result(op, fn(*args)),)
-
-
-def _unary(op: Operation, fn: Callable[[Array], Any], args: PythonValues) -> PythonValues:
-    """:func:`_elementwise` for a one-operand computation (keeps lambdas typed)."""
-    return _elementwise(op, fn, args)
-
-
-def relu(x: Array) -> Array:
-    """``max(x, 0)``; ``nan`` stays ``nan`` (as ``np.maximum``)."""
-    return np.maximum(x, x.dtype.type(0))
-
-
-def sigmoid(x: Array) -> Array:
-    """``1 / (1 + exp(-x))`` without overflow: ``exp`` only ever sees ``-|x|``."""
-    e = np.exp(-np.abs(x))
-    one = x.dtype.type(1)
-    return cast(Array, np.where(x >= 0, one / (one + e), e / (one + e)))
-
-
-def softmax(x: Array, axis: int) -> Array:
-    """``exp(x - max) / sum(exp(x - max))`` along ``axis``."""
-    if x.size == 0:
-        return x.copy()
-    shifted = np.exp(x - np.max(x, axis=axis, keepdims=True))
-    return shifted / np.sum(shifted, axis=axis, keepdims=True)
-
-
-def _reduced_count(op: ReductionOp, shape: tuple[int, ...]) -> int:
-    """How many elements each output of a reduction combines."""
-    axis = op.axis_value
-    return int(np.prod(shape)) if axis is None else shape[axis]
+def evaluate(op: Operation, args: PythonValues) -> PythonValues:
+    """Run ``op`` (a structured or constant op) on NumPy arrays."""
+    constant = constant_value(op)
+    if constant is not None:
+        return (_as_result(op, 0, constant.copy()),)
+    s = structured(op)
+    if s is None:
+        raise InterpretationError(f"'{op.name}' does not implement the structured-op interface")
+    try:
+        results = s.evaluate(*(np.asarray(a) for a in args))
+    except ValueError as err:  # NumPy refuses, e.g. the max of an empty slice
+        raise InterpretationError(f"'{op.name}' cannot run on these operands: {err}") from None
+    return tuple(_as_result(op, i, r) for i, r in enumerate(results))
 
 
 def attr_to_numpy(attr: Attribute, type_attr: Attribute | None = None) -> Array:
@@ -150,8 +107,8 @@ def attr_to_numpy(attr: Attribute, type_attr: Attribute | None = None) -> Array:
 
 
 @register_impls
-class TensorDSLFunctions(InterpreterFunctions):
-    """NumPy implementations of every ``tensordsl`` op."""
+class TensorValues(InterpreterFunctions):
+    """Tensor attributes (``--args`` of ``tdsl-run``) as NumPy arrays."""
 
     @impl_attr(TensorType)
     def tensor_value(
@@ -159,142 +116,42 @@ class TensorDSLFunctions(InterpreterFunctions):
     ) -> Array:
         return attr_to_numpy(attr, type_attr)
 
-    @impl(ConstantOp)
-    def run_constant(
-        self, interpreter: Interpreter, op: ConstantOp, args: PythonValues
-    ) -> PythonValues:
-        return (_as_result(op, op.as_numpy()),)
 
-    # -- unary -----------------------------------------------------------------
+def _run(
+    self: InterpreterFunctions, interpreter: Interpreter, op: Operation, args: PythonValues
+) -> PythonValues:
+    return evaluate(op, args)
 
-    @impl(ReluOp)
-    def run_relu(self, interpreter: Interpreter, op: ReluOp, args: PythonValues) -> PythonValues:
-        return _elementwise(op, relu, args)
 
-    @impl(ExpOp)
-    def run_exp(self, interpreter: Interpreter, op: ExpOp, args: PythonValues) -> PythonValues:
-        return _elementwise(op, np.exp, args)
+def structured_functions(
+    op_types: Iterable[type[Operation]],
+    name: str = "StructuredFunctions",
+    *,
+    tensor_values: bool = False,
+) -> type[InterpreterFunctions]:
+    """An ``InterpreterFunctions`` class running each of ``op_types`` through the interface.
 
-    @impl(LogOp)
-    def run_log(self, interpreter: Interpreter, op: LogOp, args: PythonValues) -> PythonValues:
-        return _elementwise(op, np.log, args)
+    With ``tensor_values`` the class also reads tensor attributes (see
+    :class:`TensorValues`; an interpreter takes that from one class only).
+    """
+    namespace: dict[str, Any] = {"__module__": __name__}
+    for op_type in op_types:
+        namespace[f"run_{op_type.__name__}_{id(op_type)}"] = impl(op_type)(_run)
+    bases = (TensorValues,) if tensor_values else (InterpreterFunctions,)
+    return register_impls(type(name, bases, namespace))
 
-    @impl(SqrtOp)
-    def run_sqrt(self, interpreter: Interpreter, op: SqrtOp, args: PythonValues) -> PythonValues:
-        return _elementwise(op, np.sqrt, args)
 
-    @impl(TanhOp)
-    def run_tanh(self, interpreter: Interpreter, op: TanhOp, args: PythonValues) -> PythonValues:
-        return _elementwise(op, np.tanh, args)
-
-    @impl(SigmoidOp)
-    def run_sigmoid(
-        self, interpreter: Interpreter, op: SigmoidOp, args: PythonValues
-    ) -> PythonValues:
-        return _elementwise(op, sigmoid, args)
-
-    @impl(AbsOp)
-    def run_abs(self, interpreter: Interpreter, op: AbsOp, args: PythonValues) -> PythonValues:
-        return _elementwise(op, np.absolute, args)
-
-    @impl(NegOp)
-    def run_neg(self, interpreter: Interpreter, op: NegOp, args: PythonValues) -> PythonValues:
-        return _elementwise(op, np.negative, args)
-
-    # -- binary ----------------------------------------------------------------
-
-    @impl(AddOp)
-    def run_add(self, interpreter: Interpreter, op: AddOp, args: PythonValues) -> PythonValues:
-        return _elementwise(op, np.add, args)
-
-    @impl(SubOp)
-    def run_sub(self, interpreter: Interpreter, op: SubOp, args: PythonValues) -> PythonValues:
-        return _elementwise(op, np.subtract, args)
-
-    @impl(MulOp)
-    def run_mul(self, interpreter: Interpreter, op: MulOp, args: PythonValues) -> PythonValues:
-        return _elementwise(op, np.multiply, args)
-
-    @impl(DivOp)
-    def run_div(self, interpreter: Interpreter, op: DivOp, args: PythonValues) -> PythonValues:
-        return _elementwise(op, np.divide, args)
-
-    @impl(MaximumOp)
-    def run_maximum(
-        self, interpreter: Interpreter, op: MaximumOp, args: PythonValues
-    ) -> PythonValues:
-        return _elementwise(op, np.maximum, args)
-
-    @impl(MinimumOp)
-    def run_minimum(
-        self, interpreter: Interpreter, op: MinimumOp, args: PythonValues
-    ) -> PythonValues:
-        return _elementwise(op, np.minimum, args)
-
-    @impl(CastOp)
-    def run_cast(self, interpreter: Interpreter, op: CastOp, args: PythonValues) -> PythonValues:
-        dtype = result_dtype(op)
-        return _unary(op, lambda x: np.asarray(x).astype(dtype), args)
-
-    # -- structured --------------------------------------------------------------
-
-    @impl(MatmulOp)
-    def run_matmul(
-        self, interpreter: Interpreter, op: MatmulOp, args: PythonValues
-    ) -> PythonValues:
-        return _elementwise(op, np.matmul, args)
-
-    @impl(TransposeOp)
-    def run_transpose(
-        self, interpreter: Interpreter, op: TransposeOp, args: PythonValues
-    ) -> PythonValues:
-        return _elementwise(op, np.transpose, args)
-
-    @impl(SoftmaxOp)
-    def run_softmax(
-        self, interpreter: Interpreter, op: SoftmaxOp, args: PythonValues
-    ) -> PythonValues:
-        axis = op.axis_value
-        return _unary(op, lambda x: softmax(x, axis), args)
-
-    # -- reductions --------------------------------------------------------------
-
-    @impl(SumOp)
-    def run_sum(self, interpreter: Interpreter, op: SumOp, args: PythonValues) -> PythonValues:
-        axis, keepdims = op.axis_value, op.keepdims_value
-        return _unary(op, lambda x: np.sum(x, axis=axis, keepdims=keepdims), args)
-
-    @impl(MaxOp)
-    def run_max(self, interpreter: Interpreter, op: MaxOp, args: PythonValues) -> PythonValues:
-        (x,) = args
-        shape = tuple(np.shape(x))
-        if _reduced_count(op, shape) == 0:
-            where = "all axes" if op.axis_value is None else f"axis {op.axis_value}"
-            raise InterpretationError(
-                f"'{op.name}' reduces {where} of a {fmt_shape(shape)} tensor, which is empty: "
-                "the maximum of no elements is undefined"
-            )
-        axis, keepdims = op.axis_value, op.keepdims_value
-        return _unary(op, lambda x: np.max(x, axis=axis, keepdims=keepdims), args)
-
-    @impl(MeanOp)
-    def run_mean(self, interpreter: Interpreter, op: MeanOp, args: PythonValues) -> PythonValues:
-        (x,) = args
-        if _reduced_count(op, tuple(np.shape(x))) == 0:
-            # np.mean gives nan here, with a RuntimeWarning that errstate does not silence.
-            # The shape comes from the value, not the op: inside a kernel.tile a
-            # remainder tile is smaller than the op's full-tile type.
-            shape = reduce_shape(np.shape(x), op.axis_value, op.keepdims_value)
-            return (np.full(shape, np.nan, dtype=result_dtype(op)),)
-        axis, keepdims = op.axis_value, op.keepdims_value
-        return _unary(op, lambda x: np.mean(x, axis=axis, keepdims=keepdims), args)
+TensorDSLFunctions = structured_functions(
+    TensorDSL.operations, "TensorDSLFunctions", tensor_values=True
+)
+"""Implementations of every ``tensordsl`` op (and of tensor attributes)."""
 
 
 __all__ = [
     "TensorDSLFunctions",
+    "TensorValues",
     "attr_to_numpy",
-    "relu",
+    "evaluate",
     "result_dtype",
-    "sigmoid",
-    "softmax",
+    "structured_functions",
 ]

@@ -196,7 +196,7 @@ def _lower_relu(lw: _Lowering, op: Operation) -> Var:
 
 def _lower_simple_unary(lw: _Lowering, op: Operation) -> Var:
     assert isinstance(op, td.UnaryOp)
-    return lw.ufunc(op.NUMPY_NAME, lw.arg(op.input))
+    return lw.ufunc(op.NUMPY_UFUNC, lw.arg(op.input))
 
 
 def _lower_sigmoid(lw: _Lowering, op: Operation) -> Var:
@@ -215,7 +215,7 @@ def _lower_sigmoid(lw: _Lowering, op: Operation) -> Var:
 def _lower_binary(lw: _Lowering, op: Operation) -> Var:
     assert isinstance(op, td.BinaryOp)
     a, b = lw.arg(op.lhs), lw.arg(op.rhs)
-    name = op.NUMPY_NAME
+    name = op.NUMPY_UFUNC
     if isinstance(op, td.MaximumOp | td.MinimumOp):
         # a 0-d or size-1 constant operand would take NumPy's slow scalar path
         a, b = _fill_splat(lw, a, b), _fill_splat(lw, b, a)

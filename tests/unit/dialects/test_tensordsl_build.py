@@ -237,7 +237,7 @@ def test_transpose_shape_and_fmt_shape() -> None:
 def test_op_groups_and_numpy_names() -> None:
     assert len(td.UNARY_OPS) == 8 and len(td.BINARY_OPS) == 6 and len(td.REDUCTION_OPS) == 3
     for op_class in (*td.BINARY_OPS, *td.REDUCTION_OPS, td.ExpOp, td.LogOp, td.AbsOp, td.NegOp):
-        assert callable(getattr(np, op_class.NUMPY_NAME)), op_class.name
+        assert callable(getattr(np, op_class.NUMPY_UFUNC)), op_class.name
     ops = {op.name for op in td.TensorDSL.operations}
     assert ops == {
         "tensordsl.constant",

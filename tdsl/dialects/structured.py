@@ -1,0 +1,1003 @@
+"""The structured-op interface: what an op says about itself so tdsl can fuse, tile, run and emit it.
+
+Every computing op of ``tensordsl`` implements :class:`StructuredOpInterface`,
+and an op of any other dialect that implements it takes part in the pipeline
+exactly like a tensordsl op: ``tdsl-fuse`` groups it, ``tdsl-tile`` tiles it,
+the interpreter runs it and the NumPy target emits it.  No pass looks at op
+classes; they read only this interface (the models are MLIR Linalg's indexing
+maps and iterator types, and its ``TilingInterface``).
+
+An op describes
+
+* its **loop space**: :meth:`~StructuredOpInterface.loop_extents`, one extent
+  per loop dimension, and :meth:`~StructuredOpInterface.iterator_types`, the
+  kind of each (:class:`IteratorType`: ``parallel``, ``reduction``, or
+  ``normalize`` for the axis of a row-normalizing op such as ``softmax``);
+* an **indexing map** per operand and per result
+  (:meth:`~StructuredOpInterface.indexing_maps`): an affine map from the loop
+  dims to the value's dims.  A broadcast dim (extent 1 against a larger loop
+  extent) maps to the constant ``0``, the encoding ``kernel.tile`` uses too;
+* its **types**: :meth:`~StructuredOpInterface.infer_result_types` gives the
+  result types for operand types, which is how ``tdsl-tile`` re-types a body
+  on tile-sized slices (:meth:`~StructuredOpInterface.retyped`);
+* how it **computes**: on whole NumPy arrays for the interpreter
+  (:meth:`~StructuredOpInterface.evaluate`); on one tile in generated NumPy
+  code (:meth:`~StructuredOpInterface.lower_numpy`, through a
+  :class:`NumpyTileBuilder`, with the scratch it needs declared by
+  :meth:`~StructuredOpInterface.numpy_workspace` so that the one scratch model
+  counts it); and element by element in ``arith``/``math`` scalar ops
+  (:meth:`~StructuredOpInterface.scalar_body`), the loop body the native
+  target lowers;
+* for an op with ``reduction`` dims, how partial results over tiles of those
+  dims **accumulate** (:meth:`~StructuredOpInterface.combiner`,
+  ``*_partial``, ``*_finalize`` and :meth:`~StructuredOpInterface.scalar_combine`):
+  a reduction tiles like any op, with a loop-carried accumulator;
+* for an op with a ``normalize`` dim, its **decomposition** into reductions
+  and element-wise ops (:meth:`~StructuredOpInterface.decompose`): the
+  passes over the row and their accumulators.  A row that fits a tile runs the
+  op whole; a row longer than the memory budget runs the decomposition over
+  column tiles, one pass per reduction.
+
+Base classes give the defaults, so a new op is usually one small class:
+:class:`UnaryOp` (a NumPy ufunc and a scalar op), :class:`BinaryOp` (with
+NumPy broadcasting), :class:`ReductionOp` (a ufunc's ``reduce`` and its
+combining op) and :class:`RowLocalOp` (a decomposition).  See
+``docs/adding-an-op.md``.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, ClassVar, Protocol, cast
+
+import numpy as np
+from xdsl.builder import Builder
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import (
+    I64,
+    ArrayOfConstraint,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IntAttrConstraint,
+    IntegerAttr,
+    TensorType,
+    UnitAttr,
+    f16,
+    f32,
+    f64,
+    i64,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
+from xdsl.irdl import (
+    AtLeast,
+    IRDLOperation,
+    MessageConstraint,
+    VarConstraint,
+    base,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from tdsl.dtypes import FLOAT_DTYPES, wide_accumulator
+from tdsl.errors import TdslTypeError
+
+# ---------------------------------------------------------------------------
+# Element types and shapes
+# ---------------------------------------------------------------------------
+
+FloatType = Float16Type | Float32Type | Float64Type
+"""The element types tdsl computes in."""
+
+ELEMENT_TYPES: dict[str, FloatType] = {"f16": f16, "f32": f32, "f64": f64}
+"""Short name -> xDSL element type (the NumPy side is :data:`tdsl.dtypes.FLOAT_DTYPES`)."""
+
+NUMPY_DTYPES: dict[type[Attribute], np.dtype[Any]] = {
+    type(element): FLOAT_DTYPES[name] for name, element in ELEMENT_TYPES.items()
+}
+"""xDSL element type class -> NumPy dtype."""
+
+FloatElementConstr = MessageConstraint(
+    base(Float16Type) | base(Float32Type) | base(Float64Type),
+    "tensordsl computes on tensors of f16, f32 or f64",
+)
+StaticShapeConstr = MessageConstraint(
+    ArrayOfConstraint(IntAttrConstraint.get(AtLeast(0))),
+    "tensordsl computes on tensors of static shape (no ? dimensions)",
+)
+FloatTensorConstr = TensorType.constr(FloatElementConstr, shape=StaticShapeConstr)
+
+
+class ShapeError(TdslTypeError):
+    """Operand shapes or an axis that an op cannot accept; the message says why."""
+
+
+def fmt_shape(shape: Sequence[int]) -> str:
+    """``(4, 8)`` as ``4x8``; a 0-d shape as ``[]``."""
+    return "x".join(str(d) for d in shape) if shape else "[]"
+
+
+def tensor_shape(value: SSAValue | Attribute) -> tuple[int, ...]:
+    """The static shape of a tensor-typed value or type."""
+    t = value.type if isinstance(value, SSAValue) else value
+    assert isinstance(t, TensorType)
+    return tuple(cast(TensorType[Attribute], t).get_shape())
+
+
+def element_type(value: SSAValue | Attribute) -> Attribute:
+    """The element type of a tensor-typed value or type."""
+    t = value.type if isinstance(value, SSAValue) else value
+    assert isinstance(t, TensorType)
+    return cast(TensorType[Attribute], t).get_element_type()
+
+
+def numpy_dtype(element: Attribute) -> np.dtype[Any]:
+    """The NumPy dtype of an element type (or of a tensor type's elements)."""
+    if isinstance(element, TensorType):
+        element = element_type(cast(Attribute, element))
+    return NUMPY_DTYPES[type(element)]
+
+
+def element_of(dtype: np.dtype[Any]) -> FloatType:
+    """The element type of a NumPy float dtype."""
+    for name, candidate in FLOAT_DTYPES.items():
+        if candidate == dtype:
+            return ELEMENT_TYPES[name]
+    raise TdslTypeError(f"tdsl computes on float16, float32 or float64, not {dtype}")
+
+
+def tensor_type(element: Attribute, shape: Sequence[int]) -> TensorType[Attribute]:
+    """``tensor<shape x element>``."""
+    return TensorType(element, list(shape))
+
+
+def broadcast_shapes(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
+    """The NumPy broadcast of two shapes, or :class:`ShapeError`."""
+    rank = max(len(a), len(b))
+    pa = (1,) * (rank - len(a)) + tuple(a)
+    pb = (1,) * (rank - len(b)) + tuple(b)
+    out: list[int] = []
+    for da, db in zip(pa, pb, strict=True):
+        if da == db or db == 1:
+            out.append(da)
+        elif da == 1:
+            out.append(db)
+        else:
+            raise ShapeError(
+                f"shapes {fmt_shape(a)} and {fmt_shape(b)} do not broadcast "
+                f"(dimension {da} vs {db})"
+            )
+    return tuple(out)
+
+
+def normalize_axis(axis: int, rank: int) -> int:
+    """``axis`` in ``[-rank, rank)`` made non-negative, or :class:`ShapeError`."""
+    if not -rank <= axis < rank:
+        if rank == 0:
+            raise ShapeError(f"axis {axis} is out of range for a 0-d tensor (it has no axes)")
+        raise ShapeError(
+            f"axis {axis} is out of range for rank {rank} (expected {-rank} <= axis < {rank})"
+        )
+    return axis % rank
+
+
+def reduce_shape(shape: Sequence[int], axis: int | None, keepdims: bool) -> tuple[int, ...]:
+    """The shape after reducing ``axis`` (``None``: all axes)."""
+    if axis is None:
+        return (1,) * len(shape) if keepdims else ()
+    ax = normalize_axis(axis, len(shape))
+    if keepdims:
+        return tuple(1 if i == ax else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i != ax)
+
+
+def operand_value(op_name: str, value: SSAValue | Operation) -> SSAValue:
+    """``value`` as the SSA value of a float tensor, or a :class:`TdslTypeError` for ``op_name``.
+
+    Builders call it, so that a bad builder call is a tdsl error rather than a crash.
+    """
+    try:
+        ssa = SSAValue.get(value)
+    except ValueError as err:
+        raise TdslTypeError(f"'{op_name}' takes a single-result value: {err}") from None
+    t: Attribute = ssa.type
+    if not isinstance(t, TensorType) or type(element_type(cast(Attribute, t))) not in NUMPY_DTYPES:
+        raise TdslTypeError(
+            f"'{op_name}' takes tensors of f16, f32 or f64, not a value of type {t}"
+        )
+    return ssa
+
+
+def expect_shape(op: Operation, expected: Sequence[int], actual: Attribute, what: str) -> None:
+    """A verifier check that the tensor type ``actual`` (of a result) has shape ``expected``."""
+    if tensor_shape(actual) != tuple(expected):
+        raise VerifyException(
+            f"'{op.name}' op {what} has type {actual}, expected shape {fmt_shape(expected)}"
+        )
+
+
+def same_element_types(op: Operation, types: Sequence[Attribute]) -> None:
+    """A verifier check that the tensors of ``types`` share one element type."""
+    elements = {element_type(t) for t in types}
+    if len(elements) > 1:
+        names = ", ".join(str(t) for t in types)
+        raise VerifyException(
+            f"'{op.name}' op operands and result must share one element type, got {names} "
+            "(make promotion explicit with tensordsl.cast)"
+        )
+
+
+def shape_error(op: Operation, err: ShapeError, types: Sequence[Attribute]) -> VerifyException:
+    """A verifier error naming the op, the problem and the operand types."""
+    names = ", ".join(str(t) for t in types)
+    return VerifyException(f"'{op.name}' op {err.message} ({names})")
+
+
+# ---------------------------------------------------------------------------
+# Loop spaces
+# ---------------------------------------------------------------------------
+
+
+class IteratorType(StrEnum):
+    """The kind of a loop dimension."""
+
+    PARALLEL = "parallel"
+    """Every point is independent: tiles along it never meet."""
+    REDUCTION = "reduction"
+    """Combined away: results do not run along it; tiles along it accumulate."""
+    NORMALIZE = "normalize"
+    """Results run along it, but each depends on the whole row (softmax's axis): a tile
+    along it takes the whole row, or the op is decomposed into passes over the row."""
+
+
+def dims_map(num_loops: int, dims: Sequence[int | None]) -> AffineMap:
+    """The map whose result ``j`` is ``d<dims[j]>``, or the constant 0 where ``dims[j]`` is None."""
+    return AffineMap(
+        num_loops,
+        0,
+        tuple(AffineConstantExpr(0) if d is None else AffineDimExpr(d) for d in dims),
+    )
+
+
+def map_dims(amap: AffineMap) -> tuple[int | None, ...]:
+    """Per result of ``amap``: the loop dim it is, or None for the constant 0.
+
+    Raises ``ValueError`` for any other expression (tdsl's maps are projections).
+    """
+    out: list[int | None] = []
+    for expr in amap.results:
+        if isinstance(expr, AffineDimExpr):
+            out.append(expr.position)
+        elif isinstance(expr, AffineConstantExpr) and expr.value == 0:
+            out.append(None)
+        else:
+            raise ValueError(f"unsupported map result {expr} in {amap}: expected d<i> or 0")
+    return tuple(out)
+
+
+def broadcast_dims(operand: Sequence[int], result: Sequence[int]) -> tuple[int | None, ...]:
+    """The loop dims (the result's dims) an operand broadcast to ``result`` reads, right-aligned."""
+    offset = len(result) - len(operand)
+    return tuple(
+        None if extent == 1 and result[offset + k] != 1 else offset + k
+        for k, extent in enumerate(operand)
+    )
+
+
+@dataclass(frozen=True)
+class Combiner:
+    """How partial results over tiles of a reduction dim merge."""
+
+    ufunc: str
+    """The NumPy ufunc merging two partials (``add``, ``maximum``, ``minimum``, ``multiply``)."""
+    identity: float
+    """The partial of no elements (the accumulator's start)."""
+
+
+# ---------------------------------------------------------------------------
+# Generated NumPy code: what an op's lowering sees
+# ---------------------------------------------------------------------------
+
+
+class NumpyValue(Protocol):
+    """A value in generated NumPy code: an array (or a view, a constant) of one tile."""
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Its shape in a full tile (a remainder tile is smaller along tiled dims)."""
+        ...
+
+    @property
+    def dtype(self) -> np.dtype[Any]: ...
+
+
+class NumpyTileBuilder(Protocol):
+    """Writes the NumPy calls computing one tile of a group (see ``lower_numpy``).
+
+    Calls must write their result through ``out=`` into the given arrays and
+    must not allocate: every buffer an op needs besides its results is a
+    workspace it declared with ``numpy_workspace``, so that the scratch model
+    counts it.  Shapes are those of a full tile; code must not depend on them
+    at run time, since a remainder tile is smaller.
+    """
+
+    def call(self, template: str, *operands: NumpyValue, out: NumpyValue, note: str = "") -> None:
+        """Emit ``template`` formatted with ``{0}``, ``{1}``, ... for ``operands`` and
+        ``{out}`` for ``out``: one NumPy call that writes ``out``."""
+        ...
+
+    def ufunc(self, name: str, *operands: NumpyValue, out: NumpyValue, note: str = "") -> None:
+        """``np.<name>(operands..., out=out)``."""
+        ...
+
+    def scalar(self, value: float, dtype: np.dtype[Any]) -> NumpyValue:
+        """A 0-d constant of ``dtype``."""
+        ...
+
+    def constant(self, value: np.ndarray[Any, Any]) -> NumpyValue:
+        """A constant array (of its own dtype and shape, broadcasting like an operand)."""
+        ...
+
+    def fill(self, like: NumpyValue, value: float) -> NumpyValue:
+        """A constant array shaped like ``like`` (NumPy's ``maximum`` is several times
+        faster against an array than against a scalar)."""
+        ...
+
+    def workspace(self, index: int) -> NumpyValue:
+        """The op's ``index``-th declared workspace buffer."""
+        ...
+
+    def constant_value(self, value: NumpyValue) -> np.ndarray[Any, Any] | None:
+        """The value of a compile-time constant operand, else None."""
+        ...
+
+
+Workspace = tuple[tuple[int, ...], np.dtype[Any]]
+"""A scratch buffer an op's NumPy lowering needs besides its results: shape and dtype."""
+
+ScalarOpBuilder = Callable[..., Operation]
+"""A scalar op class used as a builder: ``arith.AddfOp(a, b)``, ``math.ExpOp(x)``."""
+
+
+# ---------------------------------------------------------------------------
+# The interface
+# ---------------------------------------------------------------------------
+
+
+def _as_array(value: Any, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
+    return np.asarray(value, dtype=dtype)
+
+
+class StructuredOpInterface(abc.ABC):
+    """The interface every op that tdsl fuses and tiles implements (see the module docstring).
+
+    Mix it into an ``IRDLOperation`` class.  Class-level properties tell the planners
+    how the op may be scheduled; the methods describe its iteration semantics and
+    how it computes.
+    """
+
+    IN_PLACE: ClassVar[bool] = False
+    """Its NumPy lowering may write the result over an operand of the same shape and
+    dtype that dies at it (element-wise ops)."""
+    RECOMPUTABLE: ClassVar[bool] = True
+    """A later pass over a reduction may compute it again instead of keeping its
+    result (False for a matmul: it is never recomputed)."""
+    MATERIALIZED_OPERANDS: ClassVar[tuple[int, ...]] = ()
+    """Operands that must be read from memory, whole along their non-tiled dims:
+    a group input or a view of one, never a value computed in the same group
+    (a matmul's right operand)."""
+    PREFERS_WHOLE: ClassVar[bool] = False
+    """Its NumPy lowering is much faster on few large calls than on many small ones
+    (BLAS): tiling keeps its dims whole as long as it can, and the target runs it
+    once on whole arrays where its operands allow."""
+
+    # -- iteration semantics -------------------------------------------------
+
+    @abc.abstractmethod
+    def loop_extents(self) -> tuple[int, ...]:
+        """The extent of each loop dimension."""
+
+    @abc.abstractmethod
+    def iterator_types(self) -> tuple[IteratorType, ...]:
+        """The kind of each loop dimension."""
+
+    @abc.abstractmethod
+    def indexing_maps(self) -> tuple[AffineMap, ...]:
+        """Per operand, then per result: the map from the loop dims to its dims."""
+
+    def prefer_whole_dims(self) -> tuple[int, ...]:
+        """Loop dims tiling should cut last (a matmul's columns and contraction)."""
+        return ()
+
+    # -- types ------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> tuple[Attribute, ...]:
+        """The result types for ``operand_types`` (the op's properties as they are).
+
+        Raises :class:`ShapeError` for operand types the op cannot take.
+        """
+
+    def retyped(self, operands: Sequence[SSAValue]) -> Operation:
+        """This op on ``operands``, with its result types inferred: how tiles re-type it."""
+        op = cast(Operation, self)
+        types = self.infer_result_types([v.type for v in operands])
+        new = type(op).create(
+            operands=list(operands),
+            result_types=list(types),
+            properties=dict(op.properties),
+            attributes=dict(op.attributes),
+        )
+        new.location = op.location
+        for old, res in zip(op.results, new.results, strict=True):
+            res.name_hint = old.name_hint
+        return new
+
+    # -- computing ----------------------------------------------------------------
+
+    @abc.abstractmethod
+    def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
+        """The results on whole operand arrays (the interpreter): NumPy's semantics,
+        results in the result dtypes, IEEE exceptions silent (inf and nan)."""
+
+    def numpy_view(self) -> str | None:
+        """For an op whose result is a view of its operand (``transpose``): the view
+        as a template on ``{0}`` (``"{0}.T"``); None for an op that computes."""
+        return None
+
+    @abc.abstractmethod
+    def lower_numpy(
+        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
+    ) -> None:
+        """Emit the NumPy calls computing ``results`` of one tile from ``args``.
+
+        The tile holds whole rows along every ``reduction`` and ``normalize`` dim
+        (tiles along those run the ``*_partial`` methods or the decomposition).
+        """
+
+    def numpy_workspace(
+        self,
+        operand_shapes: Sequence[tuple[int, ...]],
+        result_shapes: Sequence[tuple[int, ...]],
+        constant_operands: Sequence[bool],
+    ) -> tuple[Workspace, ...]:
+        """The buffers :meth:`lower_numpy` needs besides its results, for these tile shapes."""
+        return ()
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        """Build the element computation in ``arith``/``math`` ops: the result elements from
+        the operand elements (scalars of the element types), for an op whose loop dims are
+        all ``parallel``.  Ops with ``reduction`` dims give :meth:`scalar_combine`, ops with
+        ``normalize`` dims :meth:`decompose`."""
+        raise NotImplementedError(f"'{cast(Operation, self).name}' has no element-wise body")
+
+    # -- reductions: partial results over tiles, and their accumulation ----------
+
+    def combiner(self) -> Combiner | None:
+        """How partials over tiles of its ``reduction`` dims merge; None without such dims."""
+        return None
+
+    def accumulator_dtype(self) -> np.dtype[Any]:
+        """The dtype partials and the accumulator hold (float32 for a float16 sum)."""
+        return numpy_dtype(cast(Operation, self).results[0].type)
+
+    def evaluate_partial(self, *args: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        """The partial result of whole operand arrays (in :meth:`accumulator_dtype`),
+        before :meth:`finalize`: for a mean, the sum."""
+        raise NotImplementedError(f"'{cast(Operation, self).name}' has no reduction")
+
+    def finalize(self, acc: np.ndarray[Any, Any], count: int) -> np.ndarray[Any, Any]:
+        """The result from the accumulated partials; ``count`` is the number of elements
+        each result element combined (a mean divides by it)."""
+        return _as_array(acc, numpy_dtype(cast(Operation, self).results[0].type))
+
+    def lower_numpy_partial(
+        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], out: NumpyValue
+    ) -> None:
+        """Emit the partial of one tile into ``out`` (of :meth:`accumulator_dtype`)."""
+        raise NotImplementedError(f"'{cast(Operation, self).name}' has no reduction")
+
+    def lower_numpy_finalize(
+        self, g: NumpyTileBuilder, acc: NumpyValue, out: NumpyValue, count: int
+    ) -> None:
+        """Emit the result from the accumulator (by default a copy, casting if needed)."""
+        g.call("np.copyto({out}, {0})", acc, out=out)
+
+    def scalar_combine(self, b: Builder, acc: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
+        """Build the accumulator update for one point of the loop space (``acc + a * b``
+        for a matmul), on scalars: ``acc`` of the accumulator's element type."""
+        raise NotImplementedError(f"'{cast(Operation, self).name}' has no reduction")
+
+    def scalar_finalize(self, b: Builder, acc: SSAValue, count: int) -> SSAValue:
+        """Build the result element from the accumulated one (a cast by default)."""
+        result = element_type(cast(Operation, self).results[0].type)
+        return convert_scalar(b, acc, result)
+
+    # -- row-normalizing ops -------------------------------------------------------
+
+    def decompose(self) -> tuple[list[Operation], SSAValue] | None:
+        """For an op with a ``normalize`` dim: the same computation in ops without one
+        (reductions with ``keepdims`` and broadcasting element-wise ops), not yet
+        inserted, and the value replacing the result.  None for other ops."""
+        return None
+
+
+class HasConstantValue(abc.ABC):
+    """An op that stands for a constant array (``tensordsl.constant``): planners copy
+    small ones into the groups using them and pass large ones in as inputs."""
+
+    @abc.abstractmethod
+    def constant_value(self) -> np.ndarray[Any, Any]:
+        """The constant, as an array of the result's dtype and shape."""
+
+
+def structured(op: Operation) -> StructuredOpInterface | None:
+    """``op`` as a structured op, or None when it does not implement the interface."""
+    return op if isinstance(op, StructuredOpInterface) else None
+
+
+def constant_value(op: Operation) -> np.ndarray[Any, Any] | None:
+    """The value of a constant op, or None for other ops."""
+    return op.constant_value() if isinstance(op, HasConstantValue) else None
+
+
+def convert_scalar(b: Builder, value: SSAValue, target: Attribute) -> SSAValue:
+    """``value`` (a float scalar) converted to the float type ``target`` (extf/truncf)."""
+    source = value.type
+    if source == target:
+        return value
+    width = {Float16Type: 16, Float32Type: 32, Float64Type: 64}
+    if width[type(source)] < width[type(target)]:  # pyright: ignore[reportArgumentType]
+        return b.insert(arith.ExtFOp(value, target)).result
+    return b.insert(arith.TruncFOp(value, target)).result
+
+
+def scalar_constant(b: Builder, value: float, element: Attribute) -> SSAValue:
+    """An ``arith.constant`` float scalar."""
+    return b.insert(arith.ConstantOp(FloatAttr(value, cast(FloatType, element)))).result
+
+
+# ---------------------------------------------------------------------------
+# Base classes
+# ---------------------------------------------------------------------------
+
+
+def _identity(rank: int) -> AffineMap:
+    return AffineMap.identity(rank)
+
+
+class UnaryOp(IRDLOperation, StructuredOpInterface, abc.ABC):
+    """Base of element-wise unary ops: the result has the operand's type.
+
+    A subclass names its NumPy ufunc (``NUMPY_UFUNC``) and the ``math``/``arith``
+    op of its element computation (``SCALAR_OP``), or overrides the methods.
+    """
+
+    NUMPY_UFUNC: ClassVar[str]
+    """The NumPy ufunc computing it (``"exp"``)."""
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = None
+    """The one-operand scalar op computing an element (``math.ExpOp``)."""
+
+    T: ClassVar = VarConstraint("T", FloatTensorConstr)
+    input = operand_def(T)
+    result = result_def(T)
+
+    assembly_format = "$input attr-dict `:` type($result)"
+    traits = traits_def(Pure())
+    IN_PLACE: ClassVar[bool] = True
+
+    def __init__(self, input: SSAValue | Operation) -> None:
+        value = operand_value(self.name, input)
+        super().__init__(operands=[value], result_types=[value.type])
+
+    def loop_extents(self) -> tuple[int, ...]:
+        return tensor_shape(self.result)
+
+    def iterator_types(self) -> tuple[IteratorType, ...]:
+        return (IteratorType.PARALLEL,) * len(tensor_shape(self.result))
+
+    def indexing_maps(self) -> tuple[AffineMap, ...]:
+        rank = len(tensor_shape(self.result))
+        return (_identity(rank), _identity(rank))
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> tuple[Attribute, ...]:
+        return (operand_types[0],)
+
+    def compute(self, x: np.ndarray[Any, Any]) -> Any:
+        """The element-wise function on an array (NumPy's ufunc by default)."""
+        return getattr(np, self.NUMPY_UFUNC)(x)
+
+    def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
+        with np.errstate(all="ignore"):
+            return (_as_array(self.compute(args[0]), numpy_dtype(self.result.type)),)
+
+    def lower_numpy(
+        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
+    ) -> None:
+        g.ufunc(self.NUMPY_UFUNC, args[0], out=results[0])
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        if self.SCALAR_OP is None:
+            return super().scalar_body(b, args)
+        return (b.insert(self.SCALAR_OP(args[0])).results[0],)
+
+
+class BinaryOp(IRDLOperation, StructuredOpInterface, abc.ABC):
+    """Base of element-wise binary ops with NumPy broadcasting.
+
+    Both operands share one element type; the result has the broadcast shape.
+    A subclass names its NumPy ufunc (``NUMPY_UFUNC``) and the two-operand
+    scalar op of its element computation (``SCALAR_OP``).
+    """
+
+    NUMPY_UFUNC: ClassVar[str]
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = None
+
+    # One element type is checked by verify_, which names both types (an IRDL
+    # constraint variable would not name the op).
+    lhs = operand_def(FloatTensorConstr)
+    rhs = operand_def(FloatTensorConstr)
+    result = result_def(FloatTensorConstr)
+
+    assembly_format = (
+        "$lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)"
+    )
+    traits = traits_def(Pure())
+    IN_PLACE: ClassVar[bool] = True
+
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation) -> None:
+        a, b = operand_value(self.name, lhs), operand_value(self.name, rhs)
+        (result,) = self.infer_result_types([a.type, b.type])
+        super().__init__(operands=[a, b], result_types=[result])
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> tuple[Attribute, ...]:
+        a, b = operand_types
+        if element_type(a) != element_type(b):
+            raise ShapeError(
+                f"operands have different element types {element_type(a)} and {element_type(b)}"
+                " (make promotion explicit with tensordsl.cast)"
+            )
+        shape = broadcast_shapes(tensor_shape(a), tensor_shape(b))
+        return (tensor_type(element_type(a), shape),)
+
+    def verify_(self) -> None:
+        same_element_types(self, (self.lhs.type, self.rhs.type, self.result.type))
+        try:
+            (expected,) = self.infer_result_types([self.lhs.type, self.rhs.type])
+        except ShapeError as err:
+            raise shape_error(self, err, (self.lhs.type, self.rhs.type)) from None
+        expect_shape(self, tensor_shape(expected), self.result.type, "result")
+
+    def loop_extents(self) -> tuple[int, ...]:
+        return tensor_shape(self.result)
+
+    def iterator_types(self) -> tuple[IteratorType, ...]:
+        return (IteratorType.PARALLEL,) * len(tensor_shape(self.result))
+
+    def indexing_maps(self) -> tuple[AffineMap, ...]:
+        out = tensor_shape(self.result)
+        return (
+            dims_map(len(out), broadcast_dims(tensor_shape(self.lhs), out)),
+            dims_map(len(out), broadcast_dims(tensor_shape(self.rhs), out)),
+            _identity(len(out)),
+        )
+
+    def compute(self, a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> Any:
+        return getattr(np, self.NUMPY_UFUNC)(a, b)
+
+    def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
+        with np.errstate(all="ignore"):
+            return (_as_array(self.compute(args[0], args[1]), numpy_dtype(self.result.type)),)
+
+    def lower_numpy(
+        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
+    ) -> None:
+        g.ufunc(self.NUMPY_UFUNC, args[0], args[1], out=results[0])
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        if self.SCALAR_OP is None:
+            return super().scalar_body(b, args)
+        return (b.insert(self.SCALAR_OP(args[0], args[1])).results[0],)
+
+
+def _axis_attr(axis: int) -> IntegerAttr[I64]:
+    return IntegerAttr(axis, i64)
+
+
+class ReductionOp(IRDLOperation, StructuredOpInterface, abc.ABC):
+    """Base of reductions over one axis (or all axes when ``axis`` is absent).
+
+    A subclass gives the NumPy ufunc whose ``reduce`` computes it
+    (``NUMPY_UFUNC``), the partial of nothing (``IDENTITY``), the scalar op
+    combining an accumulator with an element (``COMBINE_OP``), and whether a
+    float16 input accumulates in float32 (``WIDE``); a mean also overrides the
+    ``finalize`` methods.  The loop space is the operand's; the reduced dims
+    are ``reduction`` dims.
+    """
+
+    NUMPY_UFUNC: ClassVar[str]
+    IDENTITY: ClassVar[float]
+    COMBINE_OP: ClassVar[ScalarOpBuilder]
+    WIDE: ClassVar[bool] = False
+    """float16 accumulates in float32 (sums, means and products; as NumPy's mean)."""
+    NEEDS_ELEMENTS: ClassVar[bool] = False
+    """Reducing nothing is an error (the reduction has no identity NumPy accepts)."""
+    FUNCTION: ClassVar[str]
+    """The name users know it by, for messages (``"sum"``)."""
+
+    E: ClassVar = VarConstraint("E", FloatElementConstr)
+    input = operand_def(TensorType.constr(E, shape=StaticShapeConstr))
+    result = result_def(TensorType.constr(E, shape=StaticShapeConstr))
+    axis = opt_prop_def(IntegerAttr[I64])
+    keepdims = opt_prop_def(UnitAttr)
+
+    assembly_format = (
+        "$input (`axis` `=` $axis^)? (`keepdims` $keepdims^)? attr-dict "
+        "`:` type($input) `->` type($result)"
+    )
+    traits = traits_def(Pure())
+
+    def __init__(
+        self, input: SSAValue | Operation, axis: int | None = None, keepdims: bool = False
+    ) -> None:
+        value = operand_value(self.name, input)
+        shape = self.result_shape(tensor_shape(value), axis, keepdims)
+        props: dict[str, Attribute] = {}
+        if axis is not None:
+            props["axis"] = _axis_attr(axis)
+        if keepdims:
+            props["keepdims"] = UnitAttr()
+        super().__init__(
+            operands=[value],
+            result_types=[tensor_type(element_type(value), shape)],
+            properties=props,
+        )
+
+    @property
+    def axis_value(self) -> int | None:
+        """The reduced axis, made non-negative; None means every axis."""
+        if self.axis is None:
+            return None
+        return normalize_axis(self.axis.value.data, len(tensor_shape(self.input)))
+
+    @property
+    def keepdims_value(self) -> bool:
+        return self.keepdims is not None
+
+    def reduced_axes(self) -> tuple[int, ...]:
+        """The operand axes it reduces."""
+        axis = self.axis_value
+        return tuple(range(len(tensor_shape(self.input)))) if axis is None else (axis,)
+
+    @classmethod
+    def result_shape(
+        cls, shape: Sequence[int], axis: int | None, keepdims: bool
+    ) -> tuple[int, ...]:
+        """The result shape, or :class:`ShapeError` (also for an empty ``max``, as NumPy)."""
+        out = reduce_shape(shape, axis, keepdims)
+        if cls.NEEDS_ELEMENTS:
+            reduced = math.prod(shape) if axis is None else shape[normalize_axis(axis, len(shape))]
+            if reduced == 0:
+                where = "all axes" if axis is None else f"axis {axis}"
+                raise ShapeError(
+                    f"`{cls.FUNCTION}` over {where} of a {fmt_shape(shape)} tensor reduces "
+                    "zero elements, and it has no identity"
+                )
+        return out
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> tuple[Attribute, ...]:
+        (t,) = operand_types
+        axis = None if self.axis is None else self.axis.value.data
+        shape = self.result_shape(tensor_shape(t), axis, self.keepdims_value)
+        return (tensor_type(element_type(t), shape),)
+
+    def verify_(self) -> None:
+        try:
+            (expected,) = self.infer_result_types([self.input.type])
+        except ShapeError as err:
+            raise shape_error(self, err, (self.input.type,)) from None
+        expect_shape(self, tensor_shape(expected), self.result.type, "result")
+
+    def loop_extents(self) -> tuple[int, ...]:
+        return tensor_shape(self.input)
+
+    def iterator_types(self) -> tuple[IteratorType, ...]:
+        reduced = self.reduced_axes()
+        return tuple(
+            IteratorType.REDUCTION if i in reduced else IteratorType.PARALLEL
+            for i in range(len(tensor_shape(self.input)))
+        )
+
+    def indexing_maps(self) -> tuple[AffineMap, ...]:
+        rank = len(tensor_shape(self.input))
+        reduced = self.reduced_axes()
+        if self.keepdims_value:
+            out = [None if i in reduced else i for i in range(rank)]
+        else:
+            out = [i for i in range(rank) if i not in reduced]
+        return (_identity(rank), dims_map(rank, out))
+
+    # -- accumulation -------------------------------------------------------------
+
+    def combiner(self) -> Combiner:
+        return Combiner(self.NUMPY_UFUNC, self.IDENTITY)
+
+    def accumulator_dtype(self) -> np.dtype[Any]:
+        dtype = numpy_dtype(self.result.type)
+        return wide_accumulator(dtype) if self.WIDE else dtype
+
+    def _reduce_args(self) -> str:
+        args = f"axis={self.axis_value}"
+        return args + (", keepdims=True" if self.keepdims_value else "")
+
+    def evaluate_partial(self, *args: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        (x,) = args
+        acc = self.accumulator_dtype()
+        ufunc = getattr(np, self.NUMPY_UFUNC)
+        axis = self.axis_value
+        with np.errstate(all="ignore"):
+            value = ufunc.reduce(
+                x,
+                axis=None if axis is None else axis,
+                keepdims=self.keepdims_value,
+                dtype=acc,
+                **({"initial": self.IDENTITY} if not self.NEEDS_ELEMENTS else {}),
+            )
+        return _as_array(value, acc)
+
+    def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
+        (x,) = args
+        axes = self.reduced_axes()
+        count = math.prod(x.shape[a] for a in axes)
+        with np.errstate(all="ignore"):
+            return (self.finalize(self.evaluate_partial(x), count),)
+
+    def lower_numpy_partial(
+        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], out: NumpyValue
+    ) -> None:
+        (x,) = args
+        dtype = "" if x.dtype == out.dtype else f", dtype=np.{out.dtype.name}"
+        g.call(
+            f"np.{self.NUMPY_UFUNC}.reduce({{0}}, {self._reduce_args()}{dtype}, out={{out}})",
+            x,
+            out=out,
+        )
+
+    def numpy_workspace(
+        self,
+        operand_shapes: Sequence[tuple[int, ...]],
+        result_shapes: Sequence[tuple[int, ...]],
+        constant_operands: Sequence[bool],
+    ) -> tuple[Workspace, ...]:
+        acc = self.accumulator_dtype()
+        if acc == numpy_dtype(self.result.type):
+            return ()
+        return ((result_shapes[0], acc),)
+
+    def lower_numpy(
+        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
+    ) -> None:
+        (out,) = results
+        acc = out if self.accumulator_dtype() == out.dtype else g.workspace(0)
+        self.lower_numpy_partial(g, args, acc)
+        x_shape = args[0].shape
+        count = math.prod(x_shape[a] for a in self.reduced_axes())
+        if acc is not out or self.finalizes():
+            self.lower_numpy_finalize(g, acc, out, count)
+
+    def finalizes(self) -> bool:
+        """Whether the result differs from the accumulated partials (a mean divides)."""
+        return False
+
+    def scalar_combine(self, b: Builder, acc: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
+        element = convert_scalar(b, args[0], acc.type)
+        return b.insert(self.COMBINE_OP(acc, element)).results[0]
+
+
+class RowLocalOp(IRDLOperation, StructuredOpInterface, abc.ABC):
+    """Base of row-normalizing ops along ``axis`` (default -1): the result has the
+    operand's type, and each element depends on the whole row along ``axis``.
+
+    The axis is a ``normalize`` dim.  A subclass computes whole rows
+    (:meth:`evaluate`, :meth:`lower_numpy`) and gives its :meth:`decompose`.
+    """
+
+    FUNCTION: ClassVar[str]
+
+    T: ClassVar = VarConstraint("T", FloatTensorConstr)
+    input = operand_def(T)
+    result = result_def(T)
+    axis = prop_def(IntegerAttr[I64], default_value=IntegerAttr(-1, i64))
+
+    traits = traits_def(Pure())
+    IN_PLACE: ClassVar[bool] = True
+
+    @property
+    def axis_value(self) -> int:
+        """The axis, made non-negative."""
+        return normalize_axis(self.axis.value.data, len(tensor_shape(self.input)))
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> tuple[Attribute, ...]:
+        (t,) = operand_types
+        normalize_axis(self.axis.value.data, len(tensor_shape(t)))
+        return (t,)
+
+    def verify_(self) -> None:
+        try:
+            normalize_axis(self.axis.value.data, len(tensor_shape(self.input)))
+        except ShapeError as err:
+            raise shape_error(self, err, (self.input.type,)) from None
+
+    def loop_extents(self) -> tuple[int, ...]:
+        return tensor_shape(self.input)
+
+    def iterator_types(self) -> tuple[IteratorType, ...]:
+        axis = self.axis_value
+        return tuple(
+            IteratorType.NORMALIZE if i == axis else IteratorType.PARALLEL
+            for i in range(len(tensor_shape(self.input)))
+        )
+
+    def indexing_maps(self) -> tuple[AffineMap, ...]:
+        rank = len(tensor_shape(self.input))
+        return (_identity(rank), _identity(rank))
+
+    @abc.abstractmethod
+    def decompose(self) -> tuple[list[Operation], SSAValue]: ...
+
+
+def row_stat_shape(shape: Sequence[int], axis: int) -> tuple[int, ...]:
+    """The shape of a per-row statistic: ``shape`` with ``axis`` reduced to 1."""
+    return tuple(1 if i == axis else d for i, d in enumerate(shape))
+
+
+__all__ = [
+    "ELEMENT_TYPES",
+    "NUMPY_DTYPES",
+    "BinaryOp",
+    "Combiner",
+    "FloatElementConstr",
+    "FloatTensorConstr",
+    "FloatType",
+    "HasConstantValue",
+    "IteratorType",
+    "NumpyTileBuilder",
+    "NumpyValue",
+    "ReductionOp",
+    "RowLocalOp",
+    "ScalarOpBuilder",
+    "ShapeError",
+    "StaticShapeConstr",
+    "StructuredOpInterface",
+    "UnaryOp",
+    "Workspace",
+    "broadcast_dims",
+    "broadcast_shapes",
+    "constant_value",
+    "convert_scalar",
+    "dims_map",
+    "element_of",
+    "element_type",
+    "fmt_shape",
+    "map_dims",
+    "normalize_axis",
+    "numpy_dtype",
+    "operand_value",
+    "reduce_shape",
+    "row_stat_shape",
+    "scalar_constant",
+    "structured",
+    "tensor_shape",
+    "tensor_type",
+]

@@ -1,0 +1,55 @@
+"""The element types tdsl computes in, and their names: the one table everything uses.
+
+Kept free of xDSL so that the JIT can import it cheaply; the xDSL element
+types (``f16``, ``f32``, ``f64``) are mapped in :mod:`tdsl.dialects.structured`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+FLOAT_DTYPES: dict[str, np.dtype[Any]] = {
+    "f16": np.dtype(np.float16),
+    "f32": np.dtype(np.float32),
+    "f64": np.dtype(np.float64),
+}
+"""Short name (as in ``f32[4, 8]`` and ``tensor<4x8xf32>``) -> NumPy dtype."""
+
+SHORT_NAMES: dict[str, str] = {dtype.name: short for short, dtype in FLOAT_DTYPES.items()}
+"""NumPy dtype name (``float32``) -> short name (``f32``)."""
+
+PROMOTION_RANK: dict[str, int] = {"f16": 0, "f32": 1, "f64": 2}
+"""The order of NumPy's float promotion: a binary op computes in the higher rank."""
+
+
+def short_name(dtype: np.dtype[Any]) -> str | None:
+    """``"f32"`` for float32 (native byte order only); None for any other dtype."""
+    if not dtype.isnative:
+        return None
+    return SHORT_NAMES.get(dtype.name)
+
+
+def wide_accumulator(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    """The dtype a sum, mean or product of ``dtype`` accumulates in.
+
+    float16 accumulates in float32 (as ``np.mean`` does), then is cast back;
+    float32 and float64 accumulate in themselves.
+    """
+    return FLOAT_DTYPES["f32"] if dtype == FLOAT_DTYPES["f16"] else dtype
+
+
+def dtype_expr(dtype: np.dtype[Any]) -> str:
+    """``np.float32`` for float32: the dtype as generated Python source spells it."""
+    return f"np.{dtype.name}"
+
+
+__all__ = [
+    "FLOAT_DTYPES",
+    "PROMOTION_RANK",
+    "SHORT_NAMES",
+    "dtype_expr",
+    "short_name",
+    "wide_accumulator",
+]

@@ -1,0 +1,187 @@
+"""Every tensordsl op implements the whole structured-op interface, consistently.
+
+For each op of the dialect (constants aside) a sample instance must:
+
+* describe a loop space whose indexing maps fit its operand and result types;
+* compute, through its scalar bodies (``arith``/``math``, folded over reduction
+  dims, or its decomposition), what its NumPy implementation computes;
+* run in the interpreter.
+
+A new op class fails here until it has all of that (and a sample below, if it
+does not derive from one of the base classes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from xdsl.dialects import test as test_dialect
+from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.traits import ConstantLike
+
+from tdsl.dialects import tensordsl as td
+from tdsl.dialects.structured import (
+    BinaryOp,
+    IteratorType,
+    ReductionOp,
+    RowLocalOp,
+    StructuredOpInterface,
+    UnaryOp,
+    map_dims,
+    numpy_dtype,
+    tensor_shape,
+)
+from tdsl.interpreters.scalar import reference_evaluate
+
+F16, F32, F64 = Float16Type(), Float32Type(), Float64Type()
+
+
+def value(shape: tuple[int, ...], element: Attribute = F32) -> SSAValue:
+    return test_dialect.TestOp(result_types=[TensorType(element, shape)]).results[0]
+
+
+Sample = Callable[[Attribute], list[Operation]]
+
+
+def _samples(op_class: type[Operation]) -> Sample | None:
+    """Instances of ``op_class`` with operands of one element type, to check."""
+    if issubclass(op_class, UnaryOp):
+        return lambda e: [op_class(value((3, 5), e)), op_class(value((), e))]  # pyright: ignore
+    if issubclass(op_class, BinaryOp):
+        return lambda e: [
+            op_class(value((3, 5), e), value((5,), e)),  # pyright: ignore
+            op_class(value((3, 1), e), value((1, 4), e)),  # pyright: ignore
+            op_class(value((), e), value((2, 3), e)),  # pyright: ignore
+        ]
+    if issubclass(op_class, ReductionOp):
+        return lambda e: [
+            op_class(value((4, 6), e), axis, keepdims)  # pyright: ignore
+            for axis in (None, 0, -1)
+            for keepdims in (False, True)
+        ]
+    if issubclass(op_class, RowLocalOp):
+        return lambda e: [op_class(value((4, 6), e)), op_class(value((4, 6), e), axis=0)]  # pyright: ignore
+    explicit: dict[type[Operation], Sample] = {
+        td.CastOp: lambda e: [td.CastOp(value((3, 4), e), t) for t in (F16, F32, F64)],
+        td.MatmulOp: lambda e: [
+            td.MatmulOp(value(a, e), value(b, e))
+            for a, b in [((3, 4), (4, 5)), ((4,), (4, 5)), ((3, 4), (4,)), ((2, 3, 4), (4, 2))]
+        ],
+        td.TransposeOp: lambda e: [td.TransposeOp(value(s, e)) for s in [(3, 4), (2, 3, 4), (5,)]],
+    }
+    return explicit.get(op_class)
+
+
+OPS = [op for op in td.TensorDSL.operations if not op.has_trait(ConstantLike)]
+
+
+def _inputs(op: Operation, rng: np.random.Generator) -> list[np.ndarray[Any, Any]]:
+    arrays: list[np.ndarray[Any, Any]] = []
+    for v in op.operands:
+        shape = tensor_shape(v)
+        data = rng.standard_normal(shape) * 2
+        # a few special values where there is room for them
+        if data.size >= 6:
+            flat = data.reshape(-1)
+            flat[:3] = [0.0, -0.0, 1.5]
+        arrays.append(np.asarray(data, dtype=numpy_dtype(v.type)))
+    return arrays
+
+
+@pytest.mark.parametrize("op_class", OPS, ids=lambda c: c.name)
+def test_op_implements_the_interface(op_class: type[Operation]) -> None:
+    assert issubclass(op_class, StructuredOpInterface), (
+        f"{op_class.name} does not implement StructuredOpInterface"
+    )
+    assert op_class.__doc__ and "```mlir" in op_class.__doc__, f"{op_class.name}: docstring"
+    assert _samples(op_class) is not None, f"add a sample of {op_class.name} to this test"
+
+
+@pytest.mark.parametrize("op_class", OPS, ids=lambda c: c.name)
+@pytest.mark.parametrize("element", [F16, F32, F64], ids=str)
+def test_maps_fit_the_types(op_class: type[Operation], element: Attribute) -> None:
+    sample = _samples(op_class)
+    assert sample is not None
+    for op in sample(element):
+        op.verify()
+        assert isinstance(op, StructuredOpInterface)
+        loops = op.loop_extents()
+        kinds = op.iterator_types()
+        maps = op.indexing_maps()
+        assert len(kinds) == len(loops)
+        values = [*op.operands, *op.results]
+        assert len(maps) == len(values)
+        for v, m in zip(values, maps, strict=True):
+            assert m.num_dims == len(loops)
+            dims = map_dims(m)
+            shape = tensor_shape(v)
+            assert len(dims) == len(shape), f"{op.name}: map {m} for {v.type}"
+            for extent, d in zip(shape, dims, strict=True):
+                if d is None:
+                    assert extent == 1, f"{op.name}: constant 0 for a dim of extent {extent}"
+                else:
+                    assert loops[d] == extent, (
+                        f"{op.name}: d{d} has extent {loops[d]}, not {extent}"
+                    )
+        for m in maps[len(op.operands) :]:
+            used = {d for d in map_dims(m) if d is not None}
+            assert all(kinds[d] is not IteratorType.REDUCTION for d in used), (
+                f"{op.name}: a result runs along a reduction dim"
+            )
+        # re-typing on the same operands gives the same types
+        assert [r.type for r in op.retyped(list(op.operands)).results] == [
+            r.type for r in op.results
+        ]
+
+
+@pytest.mark.parametrize("op_class", OPS, ids=lambda c: c.name)
+@pytest.mark.parametrize("element", [F16, F32, F64], ids=str)
+def test_scalar_bodies_compute_what_the_interpreter_computes(
+    op_class: type[Operation], element: Attribute
+) -> None:
+    sample = _samples(op_class)
+    assert sample is not None
+    rng = np.random.default_rng(7)
+    for op in sample(element):
+        assert isinstance(op, StructuredOpInterface)
+        args = _inputs(op, rng)
+        want = op.evaluate(*args)
+        got = reference_evaluate(op, *args)
+        rtol = {np.dtype(np.float16): 2e-3, np.dtype(np.float32): 1e-5}.get(
+            numpy_dtype(op.results[0].type), 1e-12
+        )
+        for g, w, r in zip(got, want, op.results, strict=True):
+            assert g.dtype == w.dtype == numpy_dtype(r.type)
+            assert g.shape == w.shape == tensor_shape(r)
+            np.testing.assert_allclose(
+                g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=rtol, equal_nan=True
+            )
+
+
+@pytest.mark.parametrize("op_class", OPS, ids=lambda c: c.name)
+def test_each_op_runs_in_the_interpreter(op_class: type[Operation]) -> None:
+    from xdsl.builder import ImplicitBuilder
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.dialects.func import FuncOp, ReturnOp
+    from xdsl.ir import Block, Region
+
+    from tdsl.interpreters.run import run_function
+
+    sample = _samples(op_class)
+    assert sample is not None
+    template = sample(F64)[0]
+    arg_types = [v.type for v in template.operands]
+    block = Block(arg_types=arg_types)
+    with ImplicitBuilder(block):
+        op = template.retyped(list(block.args))  # created inside: inserted implicitly
+        ReturnOp(*op.results)
+    module = ModuleOp([FuncOp("main", (arg_types, [r.type for r in op.results]), Region(block))])
+    module.verify()
+    args = _inputs(template, np.random.default_rng(3))
+    (got,) = run_function(module, "main", *args)
+    assert isinstance(op, StructuredOpInterface)
+    np.testing.assert_array_equal(got, op.evaluate(*args)[0])
