@@ -49,6 +49,11 @@ def format_diagnostic(
     return text
 
 
+def plural(n: int, noun: str) -> str:
+    """``1 element``, ``2 elements``: a count in a message."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 class TdslError(Exception):
     """Base class of every error tdsl reports to a user."""
 
@@ -125,4 +130,5 @@ __all__ = [
     "TdslSyntaxError",
     "TdslTypeError",
     "format_diagnostic",
+    "plural",
 ]

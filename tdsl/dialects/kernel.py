@@ -1,18 +1,25 @@
 """The ``kernel`` dialect: fusion groups and their tiled schedules.
 
-``kernel`` only holds structure; the compute inside stays ``tensordsl``.
+``kernel`` only holds structure; the compute inside stays ``tensordsl`` (or any
+op implementing the structured-op interface, see
+:mod:`tdsl.dialects.structured`).
 
 * ``kernel.fused`` is a group of ops that run as one kernel.  Its operands are
   the group's inputs, its results the only values it materializes; its body
   computes on whole tensors and ends in ``kernel.yield``.
-* ``kernel.tile`` is a fused group scheduled as a loop over tiles of its
-  parallel *iteration space*.  For every operand and result an affine map says
-  which slice of it a tile touches (see :class:`TileOp`); the body computes one
-  tile and yields it.  It records the scratch (in elements) one tile needs.
+* ``kernel.tile`` is a fused group scheduled as loops over tiles of its
+  *iteration space*.  For every operand and result an affine map says which
+  slice of it a tile touches; the iterator kind of each space dim and the
+  scratch buffers one tile allocates are recorded, so a target reads them
+  instead of deriving them (see :class:`TileOp` and
+  :mod:`tdsl.dialects.kernel_plan`).
+
+Both are isolated from above: everything the body reads is an operand.
 """
 
 from __future__ import annotations
 
+import abc
 import itertools
 from collections.abc import Iterator, Sequence
 from typing import cast
@@ -23,12 +30,13 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
     IntegerAttr,
+    MemRefType,
     StringAttr,
     TensorType,
     i64,
 )
 from xdsl.ir import Attribute, Dialect, Operation, Region, SSAValue
-from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
+from xdsl.ir.affine import AffineMap
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
@@ -40,39 +48,34 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
-from xdsl.traits import HasParent, IsTerminator, Pure, RecursiveMemoryEffect
+from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure, RecursiveMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
-from tdsl.dialects.tensordsl import FloatTensorConstr, tensor_shape
+from tdsl.dialects.kernel_plan import (
+    Buffer,
+    Dims,
+    GroupBody,
+    PlanError,
+    TileSchedule,
+    plan_scratch,
+    propagate_dims,
+    schedule,
+)
+from tdsl.dialects.structured import (
+    FloatTensorConstr,
+    IteratorType,
+    constant_value,
+    dims_map,
+    element_of,
+    map_dims,
+    numpy_dtype,
+    structured,
+    tensor_shape,
+)
 
 
 def _types_str(types: Sequence[Attribute]) -> str:
     return "(" + ", ".join(str(t) for t in types) + ")"
-
-
-def _check_region_signature(
-    op: IRDLOperation,
-    region: Region,
-    arg_types: Sequence[Attribute],
-    yield_types: Sequence[Attribute],
-    what: str,
-) -> None:
-    block = region.block
-    got = [a.type for a in block.args]
-    if got != list(arg_types):
-        raise VerifyException(
-            f"'{op.name}' op body arguments {_types_str(got)} do not match the {what} "
-            f"{_types_str(arg_types)}"
-        )
-    term = block.last_op
-    if not isinstance(term, YieldOp):
-        raise VerifyException(f"'{op.name}' op body must end in kernel.yield")
-    yielded = [v.type for v in term.values]
-    if yielded != list(yield_types):
-        raise VerifyException(
-            f"'{op.name}' op body yields {_types_str(yielded)} but the op expects "
-            f"{_types_str(yield_types)}"
-        )
 
 
 @irdl_op_definition
@@ -95,16 +98,61 @@ class YieldOp(IRDLOperation):
         super().__init__(operands=[[SSAValue.get(v) for v in values]])
 
 
+class GroupOp(IRDLOperation, abc.ABC):
+    """What ``kernel.fused`` and ``kernel.tile`` share: operands, results, a name and a body.
+
+    The body's block arguments stand for the operands; it ends in
+    ``kernel.yield`` with the results.
+    """
+
+    inputs = var_operand_def(FloatTensorConstr)
+    outputs = var_result_def(FloatTensorConstr)
+    group = opt_prop_def(StringAttr)
+    body = region_def("single_block")
+
+    traits = traits_def(RecursiveMemoryEffect(), IsolatedFromAbove())
+
+    @property
+    def group_name(self) -> str | None:
+        return None if self.group is None else self.group.data
+
+    def body_ops(self) -> tuple[tuple[Operation, ...], tuple[SSAValue, ...]]:
+        """The ops of the body (terminator excluded) and the values it yields."""
+        ops = list(self.body.block.ops)
+        term = ops.pop() if ops and isinstance(ops[-1], YieldOp) else None
+        return tuple(ops), tuple(term.operands) if term is not None else ()
+
+    def check_region_signature(
+        self, arg_types: Sequence[Attribute], yield_types: Sequence[Attribute], what: str
+    ) -> None:
+        block = self.body.block
+        got = [a.type for a in block.args]
+        if got != list(arg_types):
+            raise VerifyException(
+                f"'{self.name}' op body arguments {_types_str(got)} do not match the {what} "
+                f"{_types_str(arg_types)}"
+            )
+        term = block.last_op
+        if not isinstance(term, YieldOp):
+            raise VerifyException(f"'{self.name}' op body must end in kernel.yield")
+        yielded = [v.type for v in term.values]
+        if yielded != list(yield_types):
+            raise VerifyException(
+                f"'{self.name}' op body yields {_types_str(yielded)} but the op expects "
+                f"{_types_str(yield_types)}"
+            )
+
+
 @irdl_op_definition
-class FusedOp(IRDLOperation):
+class FusedOp(GroupOp):
     """A fusion group: ops that run as one kernel and materialize only its results.
 
     The body's block arguments stand for the operands (same types, same order);
-    the body computes on whole tensors with ``tensordsl`` ops and yields the
-    results.  A value the rest of the function uses is a result; every other
-    intermediate stays inside.  ``group`` names the group in reports and in
-    generated code; ``budget`` is the memory budget (in elements) that
-    ``tdsl-fuse`` was given, which ``tdsl-tile`` then schedules the group under.
+    the body computes on whole tensors and yields the results.  A value the
+    rest of the function uses is a result; every other intermediate stays
+    inside.  ``group`` names the group in reports and in generated code;
+    ``budget`` is the memory budget (in elements) that ``tdsl-fuse`` was given,
+    which ``tdsl-tile`` then schedules the group under.
 
     ```mlir
     %y = kernel.fused(%x, %w, %b) group "g0" budget 1000000 : (tensor<64x128xf32>, tensor<128x256xf32>, tensor<256xf32>) -> tensor<64x256xf32> {
@@ -119,17 +167,12 @@ class FusedOp(IRDLOperation):
 
     name = "kernel.fused"
 
-    inputs = var_operand_def(FloatTensorConstr)
-    outputs = var_result_def(FloatTensorConstr)
-    group = opt_prop_def(StringAttr)
     budget = opt_prop_def(IntegerAttr[I64])
-    body = region_def("single_block")
 
     assembly_format = (
         "`(` $inputs `)` (`group` $group^)? (`budget` $budget^)? attr-dict `:` "
         "functional-type($inputs, $outputs) $body"
     )
-    traits = traits_def(RecursiveMemoryEffect())
 
     def __init__(
         self,
@@ -160,59 +203,49 @@ class FusedOp(IRDLOperation):
             raise VerifyException(
                 f"'{self.name}' op memory budget {self.budget.value.data} must be positive"
             )
-        _check_region_signature(
-            self,
-            self.body,
-            [v.type for v in self.inputs],
-            [r.type for r in self.outputs],
-            "operands",
+        self.check_region_signature(
+            [v.type for v in self.inputs], [r.type for r in self.outputs], "operands"
         )
 
 
 def dim_map(num_dims: int, dims: Sequence[int | None]) -> AffineMapAttr:
-    """The map whose result ``j`` is ``d<dims[j]>``, or the constant 0 (whole dim) for None."""
-    results = tuple(AffineConstantExpr(0) if d is None else AffineDimExpr(d) for d in dims)
-    return AffineMapAttr(AffineMap(num_dims, 0, results))
+    """The map whose result ``j`` is ``d<dims[j]>``, or the constant 0 (a broadcast dim) for None."""
+    return AffineMapAttr(dims_map(num_dims, dims))
 
 
-def map_dims(attr: AffineMapAttr) -> tuple[int | None, ...]:
-    """Per operand dim: the iteration dim it follows, or None when taken whole."""
-    out: list[int | None] = []
-    for expr in attr.data.results:
-        if isinstance(expr, AffineDimExpr):
-            out.append(expr.position)
-        elif isinstance(expr, AffineConstantExpr) and expr.value == 0:
-            out.append(None)
-        else:
-            raise ValueError(f"unsupported tile map result {expr} in {attr.data}")
-    return tuple(out)
+def buffer_type(buffer: Buffer) -> MemRefType:
+    """A scratch buffer as recorded on ``kernel.tile``: ``memref<4096xf32>``."""
+    return MemRefType(element_of(buffer.dtype), [buffer.elements])
 
 
 @irdl_op_definition
-class TileOp(IRDLOperation):
-    """A fusion group run as a loop over tiles of its parallel iteration space.
+class TileOp(GroupOp):
+    """A fusion group run as loops over tiles of its iteration space.
 
-    ``space`` is the extent of each iteration dimension and ``tiles`` the tile
-    size along it (a tile size equal to the extent leaves the dim untiled; the
-    last tile along a dim may be smaller: remainder tiles are legal).  For each
-    operand (``ins``) and each result (``outs``) an affine map from the
-    iteration dims ``(d0, ..., dn)`` to the operand's dims says which slice a
-    tile touches: result ``d<i>`` means the operand dim runs along iteration dim
-    ``i`` (its extent equals ``space[i]``, the tile takes the tile's range of
-    it); the constant ``0`` means the dim is taken whole (a broadcast dim, or a
-    contraction/row dim that every tile needs entirely).  An output map must
-    name every tiled dim, so tiles never write the same slice twice.
+    ``space`` is the extent of each iteration dimension, ``iterators`` its kind
+    (``"parallel"``, or ``"reduction"`` when an op of the body reduces or
+    normalizes along it) and ``tiles`` the tile size along it (a tile size equal
+    to the extent leaves the dim untiled; the last tile may be smaller).  For
+    each operand (``ins``) and each result (``outs``) an affine map from the
+    iteration dims ``(d0, ..., dn)`` to the value's dims says which slice a tile
+    touches: result ``d<i>`` means the value's dim runs along iteration dim
+    ``i`` (the tile takes the tile's range of it); the constant ``0`` means a
+    broadcast dim of extent 1.  An operand read along two maps is two operands.
 
-    The body's block arguments have the slice types of a full tile, and it
-    yields the result slices of a full tile; on a remainder tile the same body
-    runs on smaller slices.  ``scratch`` is the number of elements one tile
-    allocates for the values computed inside it (intermediate tiles, after
-    reuse of dead buffers): the memory budget bounds it.
+    The body's block arguments have the slice types of a full tile; it yields
+    the slices of the results.  Parallel tiles are independent.  When a
+    reduction dim is tiled, the body runs in passes over its tiles, and an op
+    reducing along it accumulates partial results over the tiles (see
+    :mod:`tdsl.dialects.kernel_plan`); a result not running along a reduction
+    dim is the full reduction.  ``scratch`` lists the buffers one tile
+    allocates (intermediate tiles, workspaces, accumulators, after reuse); the
+    verifier checks it against the schedule, and the memory budget bounds its
+    total.
 
     ```mlir
-    %y = kernel.tile(%x, %w, %b) group "g0" space [64, 256] tiles [16, 256] scratch 8192
-        ins [affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (0, d1)>, affine_map<(d0, d1) -> (d1)>]
-        outs [affine_map<(d0, d1) -> (d0, d1)>]
+    %y = kernel.tile(%x, %w, %b) group "g0" space [64, 256, 128] iterators ["parallel", "parallel", "reduction"] tiles [16, 256, 128] scratch []
+        ins [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d1)>]
+        outs [affine_map<(d0, d1, d2) -> (d0, d1)>]
         : (tensor<64x128xf32>, tensor<128x256xf32>, tensor<256xf32>) -> tensor<64x256xf32> {
     ^bb0(%x1: tensor<16x128xf32>, %w1: tensor<128x256xf32>, %b1: tensor<256xf32>):
       %0 = tensordsl.matmul %x1, %w1 : (tensor<16x128xf32>, tensor<128x256xf32>) -> tensor<16x256xf32>
@@ -225,22 +258,18 @@ class TileOp(IRDLOperation):
 
     name = "kernel.tile"
 
-    inputs = var_operand_def(FloatTensorConstr)
-    outputs = var_result_def(FloatTensorConstr)
-    group = opt_prop_def(StringAttr)
     space = prop_def(DenseArrayBase.constr(I64))
+    iterators = prop_def(ArrayAttr[StringAttr])
     tiles = prop_def(DenseArrayBase.constr(I64))
-    scratch = prop_def(IntegerAttr[I64])
+    scratch = prop_def(ArrayAttr[MemRefType])
     in_maps = prop_def(ArrayAttr[AffineMapAttr])
     out_maps = prop_def(ArrayAttr[AffineMapAttr])
-    body = region_def("single_block")
 
     assembly_format = (
-        "`(` $inputs `)` (`group` $group^)? `space` $space `tiles` $tiles `scratch` $scratch "
-        "`ins` $in_maps `outs` $out_maps attr-dict `:` "
-        "functional-type($inputs, $outputs) $body"
+        "`(` $inputs `)` (`group` $group^)? `space` $space `iterators` $iterators "
+        "`tiles` $tiles `scratch` $scratch `\\n` ` ` ` ` `ins` $in_maps `\\n` ` ` ` ` `outs` $out_maps "
+        "attr-dict `:` functional-type($inputs, $outputs) $body"
     )
-    traits = traits_def(RecursiveMemoryEffect())
 
     def __init__(
         self,
@@ -249,16 +278,18 @@ class TileOp(IRDLOperation):
         body: Region,
         *,
         space: Sequence[int],
+        iterators: Sequence[IteratorType],
         tiles: Sequence[int],
-        scratch: int,
+        scratch: Sequence[Buffer],
         in_maps: Sequence[AffineMapAttr],
         out_maps: Sequence[AffineMapAttr],
         group: str | None = None,
     ) -> None:
         props: dict[str, Attribute] = {
             "space": DenseArrayBase.from_list(i64, list(space)),
+            "iterators": ArrayAttr([StringAttr(str(k)) for k in iterators]),
             "tiles": DenseArrayBase.from_list(i64, list(tiles)),
-            "scratch": IntegerAttr(scratch, i64),
+            "scratch": ArrayAttr([buffer_type(b) for b in scratch]),
             "in_maps": ArrayAttr(in_maps),
             "out_maps": ArrayAttr(out_maps),
         }
@@ -271,6 +302,66 @@ class TileOp(IRDLOperation):
             properties=props,
         )
 
+    @classmethod
+    def planned(
+        cls,
+        inputs: Sequence[SSAValue],
+        result_types: Sequence[Attribute],
+        body: Region,
+        *,
+        space: Sequence[int],
+        tiles: Sequence[int],
+        in_maps: Sequence[AffineMapAttr],
+        out_maps: Sequence[AffineMapAttr],
+        group: str | None = None,
+    ) -> TileOp:
+        """A tile op whose iterator kinds and scratch buffers are derived from its body,
+        as ``tdsl-tile`` records them (for IR built by hand).
+
+        Raises :class:`~tdsl.dialects.kernel_plan.PlanError` when the body cannot run
+        with ``tiles``.
+        """
+        op = cls(
+            inputs,
+            result_types,
+            body,
+            space=space,
+            iterators=[IteratorType.PARALLEL] * len(space),
+            tiles=tiles,
+            scratch=(),
+            in_maps=in_maps,
+            out_maps=out_maps,
+            group=group,
+        )
+        op.properties["iterators"] = ArrayAttr([StringAttr(str(k)) for k in op.derived_iterators()])
+        sched = op.schedule()
+        op.properties["scratch"] = ArrayAttr([buffer_type(b) for b in plan_scratch(sched).buffers])
+        return op
+
+    def derived_iterators(self) -> tuple[IteratorType, ...]:
+        """The iterator kinds the body needs: ``reduction`` where an op reduces or normalizes."""
+        kinds = [IteratorType.PARALLEL] * len(self.space_value)
+        ops, _ = self.body_ops()
+        dims = propagate_dims(
+            ops,
+            dict(zip(self.body.block.args, self.input_dims, strict=True)),
+            len(self.space_value),
+        )
+        for op in ops:
+            s = structured(op)
+            if s is None:
+                continue
+            loops: list[int | None] = [None] * len(s.loop_extents())
+            values = [*op.operands, *op.results]
+            for amap, v in zip(s.indexing_maps(), values, strict=True):
+                for loop, d in zip(map_dims(amap), dims[v], strict=True):
+                    if loop is not None and d is not None:
+                        loops[loop] = d
+            for d, kind in zip(loops, s.iterator_types(), strict=True):
+                if d is not None and kind is not IteratorType.PARALLEL:
+                    kinds[d] = IteratorType.REDUCTION
+        return tuple(kinds)
+
     # -- accessors -----------------------------------------------------------
 
     @property
@@ -282,21 +373,32 @@ class TileOp(IRDLOperation):
         return self.tiles.get_values()
 
     @property
+    def iterator_types(self) -> tuple[IteratorType, ...]:
+        return tuple(IteratorType(s.data) for s in self.iterators.data)
+
+    @property
+    def scratch_buffers(self) -> tuple[Buffer, ...]:
+        return tuple(
+            Buffer(numpy_dtype(m.get_element_type()), m.get_shape()[0]) for m in self.scratch.data
+        )
+
+    @property
     def scratch_value(self) -> int:
-        return self.scratch.value.data
+        """The scratch of one tile, in elements."""
+        return sum(b.elements for b in self.scratch_buffers)
 
     @property
-    def input_dims(self) -> tuple[tuple[int | None, ...], ...]:
-        """For each operand, per dim: the iteration dim it follows or None (whole)."""
-        return tuple(map_dims(m) for m in self.in_maps.data)
+    def input_dims(self) -> tuple[Dims, ...]:
+        """For each operand, per dim: the iteration dim it follows or None (broadcast)."""
+        return tuple(map_dims(m.data) for m in self.in_maps.data)
 
     @property
-    def output_dims(self) -> tuple[tuple[int | None, ...], ...]:
-        """For each result, per dim: the iteration dim it follows or None (whole)."""
-        return tuple(map_dims(m) for m in self.out_maps.data)
+    def output_dims(self) -> tuple[Dims, ...]:
+        """For each result, per dim: the iteration dim it follows or None (broadcast)."""
+        return tuple(map_dims(m.data) for m in self.out_maps.data)
 
     def tile_starts(self) -> Iterator[tuple[int, ...]]:
-        """The start of every tile, in row-major order.
+        """The start of every tile of the whole space, in row-major order.
 
         A zero-extent dim still runs one (empty) tile, so that results which do
         not follow that dim are computed.
@@ -324,6 +426,34 @@ class TileOp(IRDLOperation):
         ]
         return TensorType(t.get_element_type(), shape)
 
+    def group_body(self) -> GroupBody:
+        """The body as a :class:`~tdsl.dialects.kernel_plan.GroupBody` (dims from the maps).
+
+        Raises :class:`~tdsl.dialects.kernel_plan.PlanError` when the body's ops
+        do not run along the maps consistently.
+        """
+        block = self.body.block
+        ops, yielded = self.body_ops()
+        dims = propagate_dims(
+            ops, dict(zip(block.args, self.input_dims, strict=True)), len(self.space_value)
+        )
+        reads = {(op, i): dims[v] for op in ops for i, v in enumerate(op.operands)}
+        constants = frozenset(r for op in ops if constant_value(op) is not None for r in op.results)
+        return GroupBody(
+            extents=self.space_value,
+            kinds=self.iterator_types,
+            ops=tuple(op for op in ops if constant_value(op) is None),
+            dims=dims,
+            reads=reads,
+            outputs=yielded,
+            output_dims=self.output_dims,
+            constants=constants,
+        )
+
+    def schedule(self) -> TileSchedule:
+        """What one parallel tile runs: the stages and passes of the body."""
+        return schedule(self.group_body(), self.tiles_value)
+
     # -- verification --------------------------------------------------------
 
     def verify_(self) -> None:
@@ -333,6 +463,16 @@ class TileOp(IRDLOperation):
             raise VerifyException(
                 f"'{self.name}' op has {len(tiles)} tile sizes for a {rank}-d iteration space"
             )
+        if len(self.iterators.data) != rank:
+            raise VerifyException(
+                f"'{self.name}' op has {len(self.iterators.data)} iterator kinds for a "
+                f"{rank}-d iteration space"
+            )
+        for s in self.iterators.data:
+            if s.data not in (IteratorType.PARALLEL, IteratorType.REDUCTION):
+                raise VerifyException(
+                    f'\'{self.name}\' op iterator kind "{s.data}" must be "parallel" or "reduction"'
+                )
         for i, (extent, size) in enumerate(zip(space, tiles, strict=True)):
             if extent < 0:
                 raise VerifyException(f"'{self.name}' op space extent {extent} is negative")
@@ -340,8 +480,11 @@ class TileOp(IRDLOperation):
                 raise VerifyException(
                     f"'{self.name}' op tile size {size} along d{i} must be positive"
                 )
-        if self.scratch_value < 0:
-            raise VerifyException(f"'{self.name}' op scratch {self.scratch_value} is negative")
+        for m in self.scratch.data:
+            if len(m.get_shape()) != 1 or m.get_shape()[0] < 0:
+                raise VerifyException(
+                    f"'{self.name}' op scratch buffer {m} must be a 1-d memref of static size"
+                )
         if len(self.in_maps.data) != len(self.inputs):
             raise VerifyException(
                 f"'{self.name}' op has {len(self.in_maps.data)} input maps for "
@@ -358,33 +501,21 @@ class TileOp(IRDLOperation):
             ("result", self.outputs, self.out_maps.data),
         ):
             for idx, (value, m) in enumerate(zip(values, maps, strict=True)):
-                dims = self._check_map(kind, idx, value.type, m)
-                if kind == "result":
-                    tiled = {i for i in range(rank) if tiles[i] < space[i]}
-                    missing = tiled - {d for d in dims if d is not None}
-                    if missing:
-                        raise VerifyException(
-                            f"'{self.name}' op result #{idx} map {m.data} does not name tiled "
-                            f"dims {sorted(missing)}: tiles would overwrite each other"
-                        )
+                dims = self._check_map(kind, idx, value.type, m.data)
                 arg_types.append(self.full_tile_type(value.type, dims))
         n_in = len(self.inputs)
-        _check_region_signature(
-            self, self.body, arg_types[:n_in], arg_types[n_in:], "full-tile operand slices"
-        )
+        self.check_region_signature(arg_types[:n_in], arg_types[n_in:], "full-tile operand slices")
+        self._verify_body()
 
-    def _check_map(
-        self, kind: str, idx: int, value_type: Attribute, m: AffineMapAttr
-    ) -> tuple[int | None, ...]:
+    def _check_map(self, kind: str, idx: int, value_type: Attribute, amap: AffineMap) -> Dims:
         space = self.space_value
-        amap = m.data
         if amap.num_dims != len(space) or amap.num_symbols != 0:
             raise VerifyException(
                 f"'{self.name}' op {kind} #{idx} map {amap} must have {len(space)} dims "
                 "and no symbols"
             )
         try:
-            dims = map_dims(m)
+            dims = map_dims(amap)
         except ValueError as err:
             raise VerifyException(f"'{self.name}' op {kind} #{idx}: {err}") from None
         # A tile of a dim named twice would be a diagonal, not a slice; that is
@@ -404,6 +535,11 @@ class TileOp(IRDLOperation):
                 f"{value_type} of rank {len(shape)}"
             )
         for extent, d in zip(shape, dims, strict=True):
+            if d is None and extent != 1:
+                raise VerifyException(
+                    f"'{self.name}' op {kind} #{idx} ({value_type}) maps a dim of extent "
+                    f"{extent} to 0: only broadcast dims of extent 1 may"
+                )
             if d is not None and extent != space[d]:
                 raise VerifyException(
                     f"'{self.name}' op {kind} #{idx} ({value_type}) runs along d{d} with "
@@ -411,5 +547,55 @@ class TileOp(IRDLOperation):
                 )
         return dims
 
+    def _verify_body(self) -> None:
+        ops, yielded = self.body_ops()
+        for op in ops:
+            if structured(op) is None and constant_value(op) is None:
+                raise VerifyException(
+                    f"'{self.name}' op body holds '{op.name}', which does not implement the "
+                    "structured-op interface"
+                )
+        try:
+            body = self.group_body()
+        except PlanError as err:
+            raise VerifyException(f"'{self.name}' op {err}") from None
+        kinds = self.derived_iterators()
+        if tuple(kinds) != self.iterator_types:
+            shown = ", ".join(f'"{k}"' for k in kinds)
+            raise VerifyException(
+                f"'{self.name}' op iterators do not match its body, which needs [{shown}]"
+            )
+        for idx, (value, dims) in enumerate(zip(yielded, self.output_dims, strict=True)):
+            if value in body.dims and body.dims[value] != dims:
+                raise VerifyException(
+                    f"'{self.name}' op result #{idx} map {self.out_maps.data[idx].data} does "
+                    f"not follow the dims its value runs along {_dims_str(body.dims[value])}"
+                )
+        try:
+            sched = schedule(body, self.tiles_value)
+        except PlanError as err:
+            raise VerifyException(f"'{self.name}' op cannot run with its tiles: {err}") from None
+        needed = plan_scratch(sched).buffers
+        if needed != self.scratch_buffers:
+            shown = ", ".join(str(buffer_type(b)) for b in needed)
+            raise VerifyException(
+                f"'{self.name}' op records scratch {self.scratch} but its schedule needs [{shown}]"
+            )
+
+
+def _dims_str(dims: Dims) -> str:
+    return "(" + ", ".join("0" if d is None else f"d{d}" for d in dims) + ")"
+
 
 Kernel = Dialect("kernel", [FusedOp, TileOp, YieldOp], [])
+
+__all__ = [
+    "FusedOp",
+    "GroupOp",
+    "Kernel",
+    "TileOp",
+    "YieldOp",
+    "buffer_type",
+    "dim_map",
+    "map_dims",
+]

@@ -59,6 +59,7 @@ from xdsl.builder import Builder
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     I64,
+    AffineMapAttr,
     ArrayOfConstraint,
     Float16Type,
     Float32Type,
@@ -270,11 +271,13 @@ def dims_map(num_loops: int, dims: Sequence[int | None]) -> AffineMap:
     )
 
 
-def map_dims(amap: AffineMap) -> tuple[int | None, ...]:
+def map_dims(amap: AffineMap | AffineMapAttr) -> tuple[int | None, ...]:
     """Per result of ``amap``: the loop dim it is, or None for the constant 0.
 
     Raises ``ValueError`` for any other expression (tdsl's maps are projections).
     """
+    if isinstance(amap, AffineMapAttr):
+        amap = amap.data
     out: list[int | None] = []
     for expr in amap.results:
         if isinstance(expr, AffineDimExpr):
@@ -282,7 +285,7 @@ def map_dims(amap: AffineMap) -> tuple[int | None, ...]:
         elif isinstance(expr, AffineConstantExpr) and expr.value == 0:
             out.append(None)
         else:
-            raise ValueError(f"unsupported map result {expr} in {amap}: expected d<i> or 0")
+            raise ValueError(f"unsupported tile map result {expr} in {amap}: expected d<i> or 0")
     return tuple(out)
 
 
@@ -451,6 +454,16 @@ class StructuredOpInterface(abc.ABC):
         """The results on whole operand arrays (the interpreter): NumPy's semantics,
         results in the result dtypes, IEEE exceptions silent (inf and nan)."""
 
+    def fuses_producer(self) -> Operation | None:
+        """An operand's producer this op's NumPy lowering computes itself (the product a
+        sum of products reads, as one ``einsum``), or None.
+
+        The target then does not compute the producer, and passes its operands to
+        :meth:`lower_numpy` / :meth:`lower_numpy_partial` in place of this op's.  It is
+        only taken when the producer has this one use, in the same group and step.
+        """
+        return None
+
     def numpy_view(self) -> str | None:
         """For an op whose result is a view of its operand (``transpose``): the view
         as a template on ``{0}`` (``"{0}.T"``); None for an op that computes."""
@@ -502,6 +515,11 @@ class StructuredOpInterface(abc.ABC):
         each result element combined (a mean divides by it)."""
         return _as_array(acc, numpy_dtype(cast(Operation, self).results[0].type))
 
+    def finalizes(self) -> bool:
+        """Whether :meth:`finalize` changes the accumulated values (a mean divides), beyond
+        a conversion to the result dtype."""
+        return False
+
     def lower_numpy_partial(
         self, g: NumpyTileBuilder, args: Sequence[NumpyValue], out: NumpyValue
     ) -> None:
@@ -529,8 +547,16 @@ class StructuredOpInterface(abc.ABC):
     def decompose(self) -> tuple[list[Operation], SSAValue] | None:
         """For an op with a ``normalize`` dim: the same computation in ops without one
         (reductions with ``keepdims`` and broadcasting element-wise ops), not yet
-        inserted, and the value replacing the result.  None for other ops."""
+        inserted, and the value replacing the result.  None for other ops.
+
+        The new ops read this op's operands: insert them (``Rewriter.replace_op``) or
+        erase them, or the operands keep uses nothing inserts."""
         return None
+
+    def decomposes(self) -> bool:
+        """Whether :meth:`decompose` gives a decomposition (without building it): the op
+        has a ``normalize`` dim."""
+        return IteratorType.NORMALIZE in self.iterator_types()
 
 
 class HasConstantValue(abc.ABC):
@@ -895,10 +921,6 @@ class ReductionOp(IRDLOperation, StructuredOpInterface, abc.ABC):
         count = math.prod(x_shape[a] for a in self.reduced_axes())
         if acc is not out or self.finalizes():
             self.lower_numpy_finalize(g, acc, out, count)
-
-    def finalizes(self) -> bool:
-        """Whether the result differs from the accumulated partials (a mean divides)."""
-        return False
 
     def scalar_combine(self, b: Builder, acc: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
         element = convert_scalar(b, args[0], acc.type)

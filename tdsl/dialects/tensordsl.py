@@ -967,6 +967,34 @@ class SumOp(ReductionOp):
     COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.AddfOp
     WIDE: ClassVar[bool] = True
 
+    def fuses_producer(self) -> Operation | None:
+        # sum(a * b) along the last axis is one einsum: no product temporary
+        mul = self.input.owner
+        if not isinstance(mul, MulOp) or not mul.result.has_one_use():
+            return None
+        shape = tensor_shape(mul.result)
+        if not shape or tensor_shape(mul.lhs) != shape or tensor_shape(mul.rhs) != shape:
+            return None
+        return mul if self.reduced_axes() == (len(shape) - 1,) else None
+
+    def lower_numpy_partial(
+        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], out: NumpyValue
+    ) -> None:
+        if len(args) == 1:
+            super().lower_numpy_partial(g, args, out)
+            return
+        a, b = args  # the operands of the product this sum fuses
+        letters = "abcdefghijklmnopqrstuvwxyz"[: len(a.shape)]
+        target = "{out}[..., 0]" if self.keepdims_value else "{out}"
+        dtype = "" if a.dtype == out.dtype else f", dtype=np.{out.dtype.name}"
+        g.call(
+            f'np.einsum("{letters},{letters}->{letters[:-1]}", {{0}}, {{1}}{dtype}, out={target})',
+            a,
+            b,
+            out=out,
+            note="sum(a * b) along the last axis as one einsum",
+        )
+
 
 @irdl_op_definition
 class MaxOp(ReductionOp):

@@ -1,19 +1,24 @@
 """Interpreter implementations of the ``kernel`` ops.
 
 ``kernel.fused`` runs its body once on whole tensors.  ``kernel.tile`` runs
-its body once per tile, in row-major order of the tile origins, on the slices
-its input maps select, and writes each yielded tile into the slice of a
-preallocated result that its output map selects.  Results are allocated
-filled with ``nan``, so an element that no tile writes (a bug in a schedule)
-shows up in a comparison instead of being left as uninitialized memory.
+the schedule of :mod:`tdsl.dialects.kernel_plan` literally: for every tile of
+the parallel dims (row-major), its stages once and its passes once per tile of
+the tiled reduction dims, each op on the slices its maps select.  An op that
+accumulates over a pass computes its partial result on each tile
+(``evaluate_partial``), combines it into an accumulator that starts at the
+combiner's identity, and is finalized (``finalize``) after the pass.  Results
+are allocated filled with ``nan``, so an element that no tile writes (a bug in
+a schedule) shows up in a comparison instead of being left as uninitialized
+memory.  Every value a tile computes is a NumPy array of the sizes of that
+tile, so remainder tiles run the same ops on smaller slices.
 """
 
 from __future__ import annotations
 
-from typing import Any, cast
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import TensorType
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
@@ -24,15 +29,138 @@ from xdsl.interpreter import (
     impl_terminator,
     register_impls,
 )
-from xdsl.ir import Attribute
+from xdsl.ir import Operation, SSAValue
 from xdsl.utils.exceptions import InterpretationError
 
 from tdsl.dialects.kernel import FusedOp, TileOp, YieldOp
-from tdsl.dialects.tensordsl import NUMPY_DTYPES, fmt_shape, tensor_shape
+from tdsl.dialects.kernel_plan import Dims, PlanError, iter_tiles
+from tdsl.dialects.structured import (
+    StructuredOpInterface,
+    constant_value,
+    fmt_shape,
+    numpy_dtype,
+    structured,
+    tensor_shape,
+)
+from tdsl.interpreters.tensordsl import evaluate
+
+Array = np.ndarray[Any, np.dtype[Any]]
+Window = Mapping[int, tuple[int, int]]
+"""The (start, stop) of the current tile along each looped space dim."""
 
 
 def _region_name(op: FusedOp | TileOp) -> str:
     return op.name if op.group is None else f"{op.name} {op.group.data}"
+
+
+def _slice(dims: Dims, window: Window) -> tuple[slice, ...]:
+    """The slice of a value running along ``dims`` in the tile ``window``, for NumPy."""
+    return tuple(slice(*window[d]) if d is not None and d in window else slice(None) for d in dims)
+
+
+class _TileRun:
+    """One ``kernel.tile`` run on whole operand arrays."""
+
+    def __init__(self, op: TileOp, args: PythonValues) -> None:
+        self.op = op
+        self.sched = op.schedule()
+        self.body = self.sched.body
+        block = op.body.block
+        self.args: dict[SSAValue, Array] = {
+            arg: np.asarray(value) for arg, value in zip(block.args, args, strict=True)
+        }
+        self.outputs: list[Array] = [
+            np.full(tensor_shape(r), np.nan, dtype=numpy_dtype(r.type)) for r in op.outputs
+        ]
+        self.constants = [c for c in op.body_ops()[0] if constant_value(c) is not None]
+
+    def read(self, value: SSAValue, window: Window, env: Mapping[SSAValue, Array]) -> Array:
+        found = env.get(value)
+        if found is not None:
+            return found
+        whole = self.args.get(value)
+        if whole is None:
+            raise InterpretationError(f"'{self.op.name}': a value is read before it is computed")
+        # the trailing Ellipsis keeps 0-d values as 0-d views rather than scalars
+        return whole[(*_slice(self.body.dims[value], window), ...)]
+
+    def compute(self, op: Operation, window: Window, env: dict[SSAValue, Array]) -> None:
+        args = tuple(self.read(v, window, env) for v in op.operands)
+        env.update(zip(op.results, evaluate(op, args), strict=True))
+
+    def write(self, value: SSAValue, window: Window, env: Mapping[SSAValue, Array]) -> None:
+        for k, (out, yielded) in enumerate(zip(self.outputs, self.body.outputs, strict=True)):
+            if yielded is not value:
+                continue
+            target = out[(*_slice(self.body.output_dims[k], window), ...)]
+            data = np.asarray(self.read(value, window, env))
+            if data.shape != target.shape:
+                raise InterpretationError(
+                    f"'{self.op.name}' tile at {dict(window)} yielded result #{k} of shape "
+                    f"{fmt_shape(data.shape)}, but its slice of {self.op.outputs[k].type} has "
+                    f"shape {fmt_shape(target.shape)}"
+                )
+            target[...] = data
+
+    def run(self) -> PythonValues:
+        sched = self.sched
+        extents, tiles = self.body.extents, sched.tiles
+        for outer in iter_tiles(extents, tiles, sched.parallel_loops):
+            env: dict[SSAValue, Array] = {}
+            for c in self.constants:
+                self.compute(c, outer, env)
+                for r in c.results:
+                    self.write(r, outer, env)
+            for arg in self.args:
+                if arg in self.body.outputs:
+                    self.write(arg, outer, env)
+            for step in sched.steps:
+                if not step.is_pass:
+                    for op in step.ops:
+                        self.compute(op, outer, env)
+                        for r in op.results:
+                            self.write(r, outer, env)
+                    continue
+                self.run_pass(step.index, outer, env)
+        return tuple(self.outputs)
+
+    def run_pass(self, index: int, outer: Window, env: dict[SSAValue, Array]) -> None:
+        sched = self.sched
+        step = sched.step(index)
+        accs: dict[Operation, Array | None] = {op: None for op in step.accumulating}
+        for inner in iter_tiles(self.body.extents, sched.tiles, sched.reduction_loops):
+            window = {**outer, **inner}
+            local: dict[SSAValue, Array] = dict(env)
+            for op in step.ops:
+                if op in accs:
+                    s = structured(op)
+                    assert isinstance(s, StructuredOpInterface)
+                    partial = s.evaluate_partial(
+                        *(self.read(v, window, local) for v in op.operands)
+                    )
+                    accs[op] = _combine(s, accs[op], partial)
+                    continue
+                self.compute(op, window, local)
+                if op not in step.recomputed:
+                    for r in op.results:
+                        self.write(r, window, local)
+        for op, acc in accs.items():
+            s = structured(op)
+            assert isinstance(s, StructuredOpInterface) and acc is not None
+            with np.errstate(all="ignore"):
+                value = s.finalize(acc, sched.count(op))
+            (result,) = op.results
+            env[result] = np.asarray(value, dtype=numpy_dtype(result.type))
+            self.write(result, outer, env)
+
+
+def _combine(s: StructuredOpInterface, acc: Array | None, partial: Array) -> Array:
+    combiner = s.combiner()
+    assert combiner is not None
+    if acc is None:
+        acc = np.full(partial.shape, combiner.identity, dtype=s.accumulator_dtype())
+    with np.errstate(all="ignore"):
+        return np.asarray(getattr(np, combiner.ufunc)(acc, partial), dtype=acc.dtype)
 
 
 @register_impls
@@ -45,34 +173,10 @@ class KernelFunctions(InterpreterFunctions):
 
     @impl(TileOp)
     def run_tile(self, interpreter: Interpreter, op: TileOp, args: PythonValues) -> PythonValues:
-        outputs: list[np.ndarray[Any, np.dtype[Any]]] = []
-        for result in op.outputs:
-            t = cast(TensorType[Attribute], result.type)
-            dtype = NUMPY_DTYPES[type(t.get_element_type())]
-            outputs.append(np.full(tensor_shape(result), np.nan, dtype=dtype))
-        starts = op.tile_starts()  # a zero extent still runs one (empty) tile
-        in_dims, out_dims = op.input_dims, op.output_dims
-        name = _region_name(op)
-        # The trailing Ellipsis keeps 0-d values as 0-d views rather than scalars.
-        for start in starts:
-            tile_args = tuple(
-                arg[(*op.tile_slice(dims, start), ...)]
-                for arg, dims in zip(args, in_dims, strict=True)
-            )
-            tile_results = interpreter.run_ssacfg_region(op.body, tile_args, name)
-            for idx, (out, dims, value) in enumerate(
-                zip(outputs, out_dims, tile_results, strict=True)
-            ):
-                window = out[(*op.tile_slice(dims, start), ...)]
-                shape = tuple(np.shape(value))
-                if shape != window.shape:
-                    raise InterpretationError(
-                        f"'{op.name}' tile at {list(start)} yielded result #{idx} of shape "
-                        f"{fmt_shape(shape)}, but its slice of {op.outputs[idx].type} has "
-                        f"shape {fmt_shape(window.shape)}"
-                    )
-                window[...] = value
-        return tuple(outputs)
+        try:
+            return _TileRun(op, args).run()
+        except PlanError as err:
+            raise InterpretationError(f"'{op.name}' cannot run: {err}") from None
 
     @impl_terminator(YieldOp)
     def run_yield(

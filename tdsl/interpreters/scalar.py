@@ -297,10 +297,15 @@ def _run_decomposition(
 ) -> Array:
     ops, result = decomposed
     env: dict[SSAValue, Array] = dict(zip(op.operands, args, strict=True))
-    for inner in ops:
-        values = reference_evaluate(inner, *(env[v] for v in inner.operands))
-        env.update(zip(inner.results, values, strict=True))
-    return np.asarray(env[result], dtype=numpy_dtype(op.results[0].type)).reshape(
+    try:
+        for inner in ops:
+            values = reference_evaluate(inner, *(env[v] for v in inner.operands))
+            env.update(zip(inner.results, values, strict=True))
+        value = env[result]
+    finally:
+        for inner in reversed(ops):  # never inserted: drop the uses they hold
+            inner.erase(safe_erase=False)
+    return np.asarray(value, dtype=numpy_dtype(op.results[0].type)).reshape(
         tensor_shape(op.results[0])
     )
 

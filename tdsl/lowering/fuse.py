@@ -35,35 +35,29 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.printer import Printer
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tdsl.defaults import DEFAULT_MEMORY_BUDGET
-from tdsl.dialects import tensordsl as td
+from tdsl.defaults import DEFAULT_MEMORY_BUDGET, check_memory_budget
 from tdsl.dialects.kernel import FusedOp, YieldOp
-from tdsl.errors import SourceLocation, TdslOptionError, format_diagnostic
+from tdsl.dialects.structured import tensor_shape
+from tdsl.errors import SourceLocation, format_diagnostic, plural
 from tdsl.lowering.fusion_analysis import (
     BlockPlan,
     FusionGroup,
     UnfusedEdge,
+    describe_space,
     plan_function,
     walk_functions,
 )
-
-"""Elements of scratch one fused kernel may allocate at a time, unless told otherwise."""
+from tdsl.lowering.locations import op_location
+from tdsl.lowering.tile import choose_tiles
 
 Locator = Callable[[Operation], SourceLocation | None]
 """Finds the source location of an op (the driver passes one that knows the input text)."""
-
-
-def _check_budget(memory_budget: int) -> None:
-    if memory_budget <= 0:
-        raise TdslOptionError(
-            f"memory budget must be a positive number of elements, got {memory_budget}"
-        )
 
 
 # ---------------------------------------------------------------------------
@@ -86,7 +80,7 @@ class FusePass(ModulePass):
     A merge whose intermediates would not fit at the group's smallest tile is refused."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        _check_budget(self.memory_budget)
+        check_memory_budget(self.memory_budget)
         for fn in walk_functions(op):
             replaced: dict[SSAValue, SSAValue] = {}
             for plan in plan_function(fn, self.memory_budget):
@@ -115,7 +109,9 @@ def _build_group(group: FusionGroup, budget: int, replaced: dict[SSAValue, SSAVa
         arg.name_hint = value.name_hint
     for const in group.constants:
         clone = const.clone()
-        const.result.replace_uses_with_if(clone.result, lambda use: use.operation in members)
+        const.results[0].replace_uses_with_if(
+            clone.results[0], lambda use: use.operation in members
+        )
         Rewriter.insert_op(clone, InsertPoint.at_end(body))
     for op in group.ops:
         op.detach()
@@ -152,14 +148,14 @@ def rewrite_block(
     )
     for group in plan.groups:
         for const in group.constants:
-            if const.parent is block and not const.result.uses:
+            if const.parent is block and not const.results[0].uses:
                 Rewriter.erase_op(const)
     return [built[g.name] for g in plan.groups]
 
 
 def fuse(module: ModuleOp, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> ModuleOp:
     """A fused clone of ``module`` (``module`` itself is left untouched)."""
-    _check_budget(memory_budget)
+    check_memory_budget(memory_budget)
     clone = module.clone()
     FusePass(memory_budget=memory_budget).apply(Context(), clone)
     return clone
@@ -179,17 +175,6 @@ class _Names:
 
     def __call__(self, value: SSAValue) -> str:
         return "%" + self._printer.print_ssa_value(value)
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
-
-
-def _location(op: Operation) -> SourceLocation | None:
-    loc = op.location
-    if isinstance(loc, FileLineColLoc):
-        return SourceLocation(loc.filename.data, loc.line.data, max(1, loc.column.data))
-    return None
 
 
 @dataclass(frozen=True)
@@ -219,12 +204,23 @@ class FusionReport:
 
     @property
     def materialized(self) -> tuple[SSAValue, ...]:
-        """Values computed by one group and read by another (each once)."""
+        """Values computed by one group and read by another (each once): the intermediates
+        a call holds whole, beyond the memory budget."""
         seen: list[SSAValue] = []
         for edge in self.unfused:
             if edge.value not in seen:
                 seen.append(edge.value)
         return tuple(seen)
+
+    def tiling(self, group: FusionGroup) -> str:
+        """How ``tdsl-tile`` runs ``group`` under the report's budget, in words."""
+        found = choose_tiles(group.space, self.memory_budget)
+        if found is None:
+            return "rows whole do not fit the budget: row-normalizing ops run decomposed"
+        text = f"tiles {list(found.tiles)} with {plural(found.scratch.total, 'element')} of scratch"
+        if found.schedule.reduction_loops:
+            text += f", {found.schedule.describe()}"
+        return text
 
     def group(self, name: str, function: str | None = None) -> FusionGroup:
         """The group called ``name`` (in ``function`` when several functions have one)."""
@@ -239,7 +235,7 @@ class FusionReport:
 
         def remark(op: Operation, message: str) -> str:
             loc = locate(self.originals.get(op, op)) if locate is not None else None
-            loc = loc or _location(op)
+            loc = loc or op_location(op)
             if loc is not None:
                 return format_diagnostic(message, loc, severity="remark")
             results = ", ".join(names(r) for r in op.results)
@@ -249,15 +245,16 @@ class FusionReport:
         for plan in self.plans:
             for g in plan.groups:
                 ops = ", ".join(op.name for op in g.ops)
-                count = _count(len(g.ops), "op")
+                count = plural(len(g.ops), "op")
                 inputs = ", ".join(names(v) for v in g.inputs) or "none"
                 results = ", ".join(names(v) for v in g.results) or "none"
                 lines.append(
                     remark(
                         g.ops[-1],
                         f"group {g.name} in @{g.function}: {count} ({ops}) over "
-                        f"{g.space.describe()}; inputs: {inputs}; results: {results}; "
-                        f"smallest tile scratch: {_count(g.min_scratch, 'element')}",
+                        f"{describe_space(g.space)}; inputs: {inputs}; results: {results}; "
+                        f"smallest tile scratch: {plural(g.min_scratch, 'element')}; "
+                        f"{self.tiling(g)}",
                     )
                 )
             for e in plan.unfused:
@@ -273,12 +270,14 @@ class FusionReport:
                 lines.append(remark(op, f"erased: nothing uses the result of {op.name}"))
             if not plan.groups and not plan.dead:
                 continue
-            values = list(dict.fromkeys(e.value for e in plan.unfused))
-            summary = f"@{plan.function}: {_count(len(plan.groups), 'fusion group')}"
-            if values:
-                listed = ", ".join(
-                    f"{names(v)} ({v.type}, {_count(math.prod(td.tensor_shape(v)), 'element')})"
-                    for v in values
+            reasons: dict[SSAValue, str] = {}
+            for e in plan.unfused:
+                reasons.setdefault(e.value, e.reason)
+            summary = f"@{plan.function}: {plural(len(plan.groups), 'fusion group')}"
+            if reasons:
+                listed = "; ".join(
+                    f"{names(v)} ({v.type}, {plural(math.prod(tensor_shape(v)), 'element')}): {why}"
+                    for v, why in reasons.items()
                 )
                 summary += f"; materialized between groups: {listed}"
             else:
@@ -332,7 +331,7 @@ def fusion_report(module: ModuleOp, memory_budget: int | None = None) -> FusionR
     budget = memory_budget if memory_budget is not None else recorded
     if budget is None:
         budget = DEFAULT_MEMORY_BUDGET
-    _check_budget(budget)
+    check_memory_budget(budget)
     plans = tuple(plan for fn in walk_functions(root) for plan in plan_function(fn, budget))
     return FusionReport(budget, plans, root, originals)
 

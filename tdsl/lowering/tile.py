@@ -1,113 +1,105 @@
-"""``tdsl-tile``: schedule every ``kernel.fused`` group as a ``kernel.tile`` loop under the memory budget.
+"""``tdsl-tile``: schedule every ``kernel.fused`` group as a ``kernel.tile`` under the memory budget.
 
 For each group the pass
 
-1. finds its iteration space and the slice of every value a tile touches
-   (:func:`tdsl.lowering.tiling_analysis.analyze_group`);
-2. checks that the group fits the memory budget at its *smallest legal tile*
-   (size 1 along every tileable dim, i.e. one row); when it does not, splits it
-   where that minimal footprint peaks, materializing the values live across the
-   cut as results of the first part, and schedules each part again;
-3. picks the tile sizes: explicit ``tile-sizes``, or the largest tile that fits
-   (below), capped by ``tile-size``;
-4. rebuilds the body with the ``tensordsl`` constructors on full-tile slices,
-   so every type is re-inferred, and records the tile's scratch.
+1. finds its iteration space (:func:`tdsl.lowering.iteration_space.analyze`):
+   the space dims, which of them are reduction dims, and the dims of every
+   value;
+2. picks tile sizes that fit the memory budget (below);
+3. rebuilds the body on tile-sized slices, each op re-typed by its own type
+   inference (``retyped``), and records the iterator kinds and the scratch
+   buffers of :func:`tdsl.dialects.kernel_plan.plan_scratch`.
 
-**What "fits" means.**  A tile fits the budget ``B`` (in elements) when
-
-* its *scratch* (the buffers of its intermediate values and op workspaces,
-  after reuse; see :func:`tdsl.lowering.tiling_analysis.plan_scratch`) is at
-  most ``B``: this is the memory the generated code allocates, for all threads
-  together, and what the IR records; and
-* no op result slice of one tile, results written straight into the outputs
-  included, exceeds ``B``: the budget is also the working set of one tile.  This
-  keeps the tiles of scratch-free groups (a lone ``relu``, a ``matmul``) at
-  budget-sized blocks rather than one whole-array tile, and it is why one op
-  alone can fail to fit: a ``softmax`` whose rows are longer than the budget
-  cannot be cut into smaller pieces, so compilation stops with
-  :class:`tdsl.errors.TdslBudgetError` saying what it needs.  Inputs are views
-  and count for neither rule.
+**What fits.**  A tiling fits the budget ``B`` (in elements) when its
+schedule is legal (see :mod:`tdsl.dialects.kernel_plan`) and the scratch of a
+tile is at most ``B``: this is what the generated code allocates beyond its
+inputs and outputs, all threads together.  Inputs are views and outputs are
+written in place, so a group with no intermediates (a lone ``relu``, a
+``matmul`` and its epilogue) needs no scratch and runs as one tile; the NumPy
+target still cuts it into cache-sized blocks.
 
 **Default tile sizes.**  Start from the whole space (one tile), with the
-tileable dims capped by ``tile-size``; while the tile does not fit, shrink the
-outermost tileable dim first (to the largest size that fits, found by bisection,
-or to 1 when even that does not fit, then move inwards), so tiles keep whole
-rows and as many of them as the budget allows.  The columns of a ``matmul``
-are shrunk last (BLAS wants whole rows, and a few hundred rows per call).  A
-size ``t`` along a dim of extent ``E`` is then evened out to
-``ceil(E / ceil(E / t))``: the same number of tiles, without a small remainder.
+parallel dims capped by ``tile-size``.  While the tile does not fit, shrink the
+space dims in order, outermost first (the space dims follow the layout of the
+group's largest value): to the largest size that fits, found by bisection, or
+to 1 when even that does not fit, then move inwards.  Dims a matmul prefers
+whole (its columns, its contraction) come last.  Tiling a reduction dim
+makes the group run in passes over it; a dim whose tiling would break the
+schedule's rules is left whole.  A size ``t`` along a dim of extent ``E`` is
+evened out to ``ceil(E / ceil(E / t))``: the same number of tiles, without a
+small remainder.
 
-Groups that cannot be tiled at all (a full reduction, say) become one tile
-covering the whole space.  Constants of more than one element are hoisted in
-front of the tile op and passed in as operands, so tiles slice them like any
-input; one-element constants stay in the body.  Ops in a group whose results
-are never used are dropped.  A group yielding a value it does not compute (one
-of its inputs, a constant) forwards that value directly.
+**Rows longer than the budget.**  A row-normalizing op (``softmax``) needs
+whole rows; when no tiling with whole rows fits (or explicit tile sizes cut a
+row), the group is tiled with such ops replaced by their decomposition
+(reductions and element-wise ops), which runs over tiles of the row in passes.
+The decision is made on copies, part by part: a part that fits as written
+keeps its ops.
+
+**Groups that do not fit.**  ``tdsl-fuse`` forms only groups that fit its
+budget at their smallest tile, so this is for IR written by hand or tiled
+under a smaller budget: a group that fits neither as written nor decomposed
+is split where the need of its parts is smallest, the values live across the
+cut becoming results of the first part; one op that cannot fit alone is a
+:class:`~tdsl.errors.TdslBudgetError` saying what it needs.
+
+Constants of one element stay in the body; larger ones are hoisted in front
+of the tile op and passed in as operands.  Ops whose results nothing uses are
+dropped.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import cast
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import (
-    ArrayAttr,
-    CallSiteLoc,
-    FileLineColLoc,
-    FusedLoc,
-    IntegerAttr,
-    ModuleOp,
-    TensorType,
-    UnknownLoc,
-    i64,
-)
-from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import VerifyException
 
-from tdsl.defaults import DEFAULT_MEMORY_BUDGET
+from tdsl.defaults import DEFAULT_MEMORY_BUDGET, check_memory_budget
 from tdsl.dialects.kernel import FusedOp, TileOp, YieldOp, dim_map
-from tdsl.dialects.tensordsl import (
-    BinaryOp,
-    CastOp,
-    ConstantOp,
-    MatmulOp,
-    ReductionOp,
-    SoftmaxOp,
-    TransposeOp,
-    UnaryOp,
-    element_type,
-    tensor_shape,
-)
-from tdsl.errors import SourceLocation, TdslBudgetError, TdslIRError, TdslOptionError
-from tdsl.lowering.tiling_analysis import (
-    GroupSpace,
-    ScratchBuffer,
+from tdsl.dialects.kernel_plan import (
+    Dims,
+    GroupBody,
+    PlanError,
     ScratchPlan,
-    analyze_group,
-    body_ops,
-    scratch_plan,
-    tile_shape,
+    TileSchedule,
+    plan_scratch,
+    schedule,
 )
-
-"""The budget (elements) used when neither the pass nor the fused op gives one."""
-
+from tdsl.dialects.structured import (
+    IteratorType,
+    constant_value,
+    element_type,
+    structured,
+)
+from tdsl.errors import TdslBudgetError, TdslIRError, TdslOptionError, plural
+from tdsl.lowering.iteration_space import Inconsistent, analyze, require_structured
+from tdsl.lowering.locations import op_location
 
 # ---------------------------------------------------------------------------
 # Options
 # ---------------------------------------------------------------------------
 
 
-def _check_options(
+def check_tile_options(
     memory_budget: int | None, tile_size: int | None, tile_sizes: Sequence[int]
 ) -> None:
-    if memory_budget is not None and memory_budget <= 0:
-        raise TdslOptionError(
-            f"memory-budget must be a positive number of elements, not {memory_budget}"
-        )
+    """Raise :class:`TdslOptionError` for a bad budget or tile size."""
+    if memory_budget is not None:
+        check_memory_budget(memory_budget)
     if tile_size is not None and tile_size <= 0:
         raise TdslOptionError(f"tile-size must be positive, not {tile_size}")
     bad = [s for s in tile_sizes if s <= 0]
@@ -119,7 +111,7 @@ def _check_options(
 
 @dataclass(frozen=True)
 class TilePass(ModulePass):
-    """Turn every ``kernel.fused`` into a ``kernel.tile`` whose scratch fits the memory budget."""
+    """Turn every ``kernel.fused`` into ``kernel.tile`` ops whose scratch fits the memory budget."""
 
     name = "tdsl-tile"
 
@@ -127,15 +119,14 @@ class TilePass(ModulePass):
     """Budget in elements; overrides the one each ``kernel.fused`` records (default 1_000_000)."""
 
     tile_size: int | None = None
-    """Upper bound on the tile size along every tileable dim (matmul columns excepted)."""
+    """Upper bound on the tile size along every parallel dim (matmul columns excepted)."""
 
     tile_sizes: tuple[int, ...] = ()
     """Explicit tile sizes, one per iteration dim of every group (larger sizes are clamped)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        _check_options(self.memory_budget, self.tile_size, self.tile_sizes)
-        for fused in [o for o in op.walk() if isinstance(o, FusedOp)]:
-            _tile_fused(fused, self)
+        check_tile_options(self.memory_budget, self.tile_size, self.tile_sizes)
+        PatternRewriteWalker(TileGroups(self), apply_recursively=False).rewrite_module(op)
 
 
 def tile(
@@ -150,7 +141,7 @@ def tile(
     when one op alone cannot fit the budget.
     """
     sizes = tuple(tile_sizes)
-    _check_options(memory_budget, tile_size, sizes)
+    check_tile_options(memory_budget, tile_size, sizes)
     clone = module.clone()
     TilePass(memory_budget=memory_budget, tile_size=tile_size, tile_sizes=sizes).apply(
         Context(), clone
@@ -159,23 +150,30 @@ def tile(
 
 
 # ---------------------------------------------------------------------------
-# Fitting
+# Choosing tiles
 # ---------------------------------------------------------------------------
 
 
-def _footprint(space: GroupSpace, tiles: Sequence[int]) -> tuple[int, int]:
-    """(scratch, largest op result slice) of one full tile."""
-    return space.plan(tiles).total, space.largest_result_tile(tiles)[0]
+@dataclass(frozen=True)
+class Tiling:
+    """Tile sizes that fit, with their schedule and scratch plan."""
+
+    tiles: tuple[int, ...]
+    schedule: TileSchedule
+    scratch: ScratchPlan
 
 
-def _fits(space: GroupSpace, tiles: Sequence[int], budget: int) -> bool:
-    scratch, largest = _footprint(space, tiles)
-    return scratch <= budget and largest <= budget
+def try_tiles(body: GroupBody, tiles: Sequence[int]) -> Tiling | str:
+    """The tiling of ``body`` with ``tiles``, or why the schedule refuses them."""
+    try:
+        sched = schedule(body, tiles)
+    except PlanError as err:
+        return str(err)
+    return Tiling(tuple(tiles), sched, plan_scratch(sched))
 
 
-def _need(space: GroupSpace) -> int:
-    """The budget the group needs at its smallest legal tile."""
-    return max(_footprint(space, space.min_tiles()))
+def _whole(body: GroupBody) -> list[int]:
+    return [max(1, e) for e in body.extents]
 
 
 def _balanced(extent: int, size: int) -> int:
@@ -183,321 +181,326 @@ def _balanced(extent: int, size: int) -> int:
     return -(-extent // -(-extent // size))
 
 
-def _default_tiles(space: GroupSpace, budget: int, cap: int | None) -> tuple[int, ...]:
-    tiles = list(space.whole_tiles())
-    if cap is not None:
-        for i, d in enumerate(space.dims):
-            if d.tileable and not d.prefer_whole:
-                tiles[i] = min(tiles[i], cap)
-    if _fits(space, tiles, budget):
-        return tuple(tiles)
-    order = [i for i, d in enumerate(space.dims) if d.tileable and not d.prefer_whole]
-    order += [i for i, d in enumerate(space.dims) if d.tileable and d.prefer_whole]
-    for i in order:
+def _recompute_volume(body: GroupBody, d: int) -> int:
+    """The iterations of the ops that do not run along parallel dim ``d``: each tile
+    along ``d`` computes them again."""
+    total = 0
+    for op in body.ops:
+        if d not in body.loop_dims(op):
+            s = structured(op)
+            total += math.prod(s.loop_extents()) if s is not None else 0
+    return total
+
+
+def _shrink_order(body: GroupBody, whole: set[int]) -> list[int]:
+    """The dims to cut, first to last: in space order (the layout of the largest
+    value, outermost first, so tiles stay contiguous), the dims preferred whole
+    after the others, and last the parallel dims whose tiles recompute ops (least
+    recomputation first)."""
+    free = [d for d in range(body.rank) if d not in whole and body.extents[d] > 1]
+    again = {d: _recompute_volume(body, d) for d in free if not body.is_reduction(d)}
+
+    def rank(d: int) -> tuple[int, int]:
+        if again.get(d, 0) > 0:
+            return (2, again[d])
+        return (1, 0) if d in body.prefer_whole else (0, 0)
+
+    return sorted(free, key=rank)
+
+
+def _fits(body: GroupBody, tiles: Sequence[int], budget: int) -> Tiling | None:
+    found = try_tiles(body, tiles)
+    return found if isinstance(found, Tiling) and found.scratch.total <= budget else None
+
+
+def _largest(body: GroupBody, budget: int, tiles: list[int], d: int, lo: int, hi: int) -> int:
+    """The largest size of dim ``d`` in ``[lo, hi]`` that fits, given that ``lo`` does."""
+    trial = list(tiles)
+    trial[d] = hi
+    if _fits(body, trial, budget) is not None:
+        return hi
+    while hi - lo > 1:  # lo fits, hi does not
+        trial[d] = (lo + hi) // 2
+        if _fits(body, trial, budget) is not None:
+            lo = trial[d]
+        else:
+            hi = trial[d]
+    return lo
+
+
+def _greedy(body: GroupBody, budget: int, start: list[int], order: Sequence[int]) -> Tiling | None:
+    """Shrink ``start`` along ``order`` until the tile fits, then grow back the dims cut
+    to 1 on the way as far as they fit (see the module docstring)."""
+    first = _fits(body, start, budget)
+    if first is not None:
+        return first
+    tiles = list(start)
+    cut: list[int] = []
+    for d in order:
         trial = list(tiles)
-        trial[i] = 1
-        if not _fits(space, trial, budget):
+        trial[d] = 1
+        at_one = try_tiles(body, trial)
+        if isinstance(at_one, str):
+            continue  # tiling d breaks a rule of the schedule: keep it whole
+        if at_one.scratch.total > budget:
             tiles = trial
+            cut.append(d)
             continue
-        lo, hi = 1, tiles[i]  # lo fits, hi does not
-        while hi - lo > 1:
-            trial[i] = (lo + hi) // 2
-            if _fits(space, trial, budget):
-                lo = trial[i]
-            else:
-                hi = trial[i]
-        trial[i] = _balanced(space.dims[i].extent, lo)
-        if not _fits(space, trial, budget):
-            trial[i] = lo
-        return tuple(trial)
-    raise AssertionError("a group that fits at its smallest tile found no tile size")
+        tiles[d] = _largest(body, budget, trial, d, 1, tiles[d])
+        for back in cut:
+            tiles[back] = _largest(body, budget, tiles, back, 1, start[back])
+        for e in (*cut, d):
+            even = list(tiles)
+            even[e] = _balanced(body.extents[e], tiles[e])
+            if _fits(body, even, budget) is not None:
+                tiles = even
+        found = _fits(body, tiles, budget)
+        assert found is not None
+        return found
+    return None
+
+
+def _whole_sets(body: GroupBody) -> list[set[int]]:
+    """Sets of reduction dims to keep whole, fewest first: tilings the greedy order can miss."""
+    red = [d for d in range(body.rank) if body.kinds[d] is IteratorType.REDUCTION]
+    return [set(c) for n in range(1, len(red) + 1) for c in itertools.combinations(red, n)]
+
+
+def choose_tiles(body: GroupBody, budget: int, tile_size: int | None = None) -> Tiling | None:
+    """The default tiling of ``body`` under ``budget`` (see the module docstring), or None."""
+    start = _whole(body)
+    if tile_size is not None:
+        for d in range(body.rank):
+            if body.kinds[d] is IteratorType.PARALLEL and d not in body.prefer_whole:
+                start[d] = min(start[d], tile_size)
+    found = _greedy(body, budget, start, _shrink_order(body, set()))
+    if found is not None:
+        return found
+    for whole in _whole_sets(body):
+        found = _greedy(body, budget, start, _shrink_order(body, whole))
+        if found is not None:
+            return found
+    return None
+
+
+def _smallest(body: GroupBody, whole: set[int]) -> Tiling | None:
+    """Every dim outside ``whole`` cut to 1 where the schedule allows it, in shrink order."""
+    tiles = _whole(body)
+    found = try_tiles(body, tiles)
+    for d in _shrink_order(body, whole):
+        trial = list(tiles)
+        trial[d] = 1
+        cut = try_tiles(body, trial)
+        if isinstance(cut, Tiling):
+            tiles, found = trial, cut
+    return found if isinstance(found, Tiling) else None
+
+
+def min_scratch(body: GroupBody) -> int | None:
+    """The scratch of the smallest legal tile of ``body`` (None when no tiling is legal)."""
+    best: int | None = None
+    for whole in [set[int](), *_whole_sets(body)]:
+        found = _smallest(body, whole)
+        if found is not None and (best is None or found.scratch.total < best):
+            best = found.scratch.total
+    return best
 
 
 def _explicit_tiles(
-    space: GroupSpace, sizes: Sequence[int], budget: int, label: str
-) -> tuple[int, ...]:
-    if len(sizes) != len(space.dims):
+    body: GroupBody, sizes: Sequence[int], budget: int, label: str, fused: Operation | None = None
+) -> Tiling:
+    """The tiling ``sizes`` asks for; errors name the group and carry its op (``fused``)."""
+    where = None if fused is None else op_location(fused)
+    if len(sizes) != body.rank:
         raise TdslOptionError(
-            f"tile-sizes gives {len(sizes)} size(s), but {label} has a {len(space.dims)}-d "
-            f"iteration space [{', '.join(str(e) for e in space.space)}]"
+            f"tile-sizes gives {len(sizes)} size(s), but {label} has a {body.rank}-d "
+            f"iteration space [{', '.join(str(e) for e in body.extents)}]",
+            where,
+            op=fused,
         )
-    tiles: list[int] = []
-    for i, (size, d) in enumerate(zip(sizes, space.dims, strict=True)):
-        if size < d.extent and not d.tileable:
-            raise TdslOptionError(
-                f"tile-sizes asks for {size} along d{i} of {label}, but d{i} (extent {d.extent}) "
-                f"cannot be tiled: {d.reason}"
-            )
-        tiles.append(min(size, max(1, d.extent)))
-    scratch, largest = _footprint(space, tiles)
-    if scratch > budget or largest > budget:
-        what = (
-            f"{scratch} elements of scratch"
-            if scratch > budget
-            else f"{largest} elements for one op's result slice"
+    tiles = [min(size, max(1, e)) for size, e in zip(sizes, body.extents, strict=True)]
+    found = try_tiles(body, tiles)
+    if isinstance(found, str):
+        raise TdslOptionError(
+            f"tile-sizes [{', '.join(str(t) for t in tiles)}] cannot tile {label}: {found}",
+            where,
+            op=fused,
         )
+    if found.scratch.total > budget:
         raise TdslBudgetError(
-            f"tile sizes [{', '.join(str(t) for t in tiles)}] of {label} need {what}, "
-            f"more than the memory budget of {budget} elements",
+            f"tile sizes [{', '.join(str(t) for t in tiles)}] of {label} need "
+            f"{plural(found.scratch.total, 'element')} of scratch, more than the memory "
+            f"budget of {plural(budget, 'element')}",
+            where,
             note="choose smaller tile-sizes or a larger memory-budget",
+            op=fused,
         )
-    return tuple(tiles)
+    return found
 
 
 # ---------------------------------------------------------------------------
-# Splitting
+# Parts of a group
 # ---------------------------------------------------------------------------
 
 
 @dataclass
+class _Part:
+    """Some ops of a group (program order) run as one ``kernel.tile``.
+
+    A decomposed part holds copies (in a detached block): ``origin`` maps the
+    copy's inputs to the group's values they stand for, ``replaces`` its
+    outputs to the group's values they compute.
+    """
+
+    ops: list[Operation]
+    outputs: list[SSAValue]
+    inputs: list[SSAValue]
+    body: GroupBody
+    tiling: Tiling | None = None
+    origin: dict[SSAValue, SSAValue] | None = None
+    replaces: list[SSAValue] | None = None
+
+
+def _decomposes(ops: Sequence[Operation]) -> bool:
+    return any((s := structured(op)) is not None and s.decomposes() for op in ops)
+
+
 class _Group:
     """One ``kernel.fused`` being scheduled."""
 
-    fused: FusedOp
-    ops: list[Operation]
-    """Its live, non-constant ops in program order."""
-    yielded: tuple[SSAValue, ...]
-    budget: int
+    def __init__(self, fused: FusedOp, budget: int, options: TilePass) -> None:
+        self.fused = fused
+        self.budget = budget
+        self.options = options
+        ops, self.yielded = fused.body_ops()
+        self.ops = _live_ops(ops, self.yielded)
 
-    def part(self, seq: Sequence[Operation]) -> GroupSpace:
-        """The iteration space of the contiguous ops ``seq`` as a group of its own."""
+    def label(self) -> str:
+        return "the group" if self.fused.group is None else f"group '{self.fused.group.data}'"
+
+    def part(self, seq: Sequence[Operation]) -> _Part | Inconsistent:
         inside = set(seq)
         users = set(self.ops)
         defined = [r for op in seq for r in op.results]
-        needed_later = [
+        outputs = [v for v in dict.fromkeys(self.yielded) if v in set(defined)]
+        outputs += [
             r
             for r in defined
-            if any(u.operation in users and u.operation not in inside for u in r.uses)
+            if r not in outputs
+            and any(u.operation in users and u.operation not in inside for u in r.uses)
         ]
-        outputs = [v for v in dict.fromkeys(self.yielded) if v in set(defined)]
-        outputs += [v for v in needed_later if v not in outputs]
-        return analyze_group(seq, outputs, self._ordered_inputs(seq))
+        args = list(self.fused.body.block.args)
+        inputs = [a for a in args if any(u.operation in inside for u in a.uses)]
+        inputs += [
+            v
+            for op in seq
+            for v in op.operands
+            if v not in inputs and v.owner not in inside and v not in args
+        ]
+        found = analyze(seq, outputs, list(dict.fromkeys(inputs)))
+        if isinstance(found, Inconsistent):
+            return found
+        return _Part(list(seq), outputs, list(dict.fromkeys(inputs)), found)
 
-    def _ordered_inputs(self, seq: Sequence[Operation]) -> list[SSAValue]:
-        defined = {r for op in seq for r in op.results}
-        position: dict[SSAValue, int] = {r: i for i, op in enumerate(self.ops) for r in op.results}
-        first_use: dict[SSAValue, int] = {}
-        for i, op in enumerate(seq):
-            for operand in op.operands:
-                if operand not in defined:
-                    first_use.setdefault(operand, i)
+    def decomposed(self, part: _Part) -> _Part | None:
+        """``part`` with its row-normalizing ops replaced by their decomposition (copies)."""
+        if not _decomposes(part.ops):
+            return None
+        copy = decomposed_copy(part.ops, part.outputs, part.inputs)
+        if copy is None:
+            return None
+        ops, outputs, args = copy
+        found = analyze(ops, outputs, args)
+        if isinstance(found, Inconsistent):
+            return None
+        origin = dict(zip(args, part.inputs, strict=True))
+        return _Part(ops, outputs, args, found, origin=origin, replaces=list(part.outputs))
 
-        def key(v: SSAValue) -> tuple[int, int]:
-            if isinstance(v, BlockArgument) and v.owner is self.fused.body.block:
-                return (0, v.index)
-            if v in position:
-                return (1, position[v])
-            return (2, first_use[v])
-
-        return sorted(first_use, key=key)
-
-    def schedule(self, seq: Sequence[Operation]) -> list[GroupSpace]:
-        """Parts of ``seq`` that each fit the budget at their smallest tile.
-
-        A group that does not fit is cut just before or just after the op where
-        its footprint at the smallest tile peaks (whichever leaves the smaller
-        need, then the fewer materialized elements), and each side is scheduled
-        again.  Every op fits alone (checked first), so this ends.
-        """
-        whole = self.part(seq)
-        if len(seq) <= 1 or _need(whole) <= self.budget:
-            return [whole]
-        profile = whole.live_profile(whole.min_tiles())
-        peak = profile.index(max(profile))
-        best: tuple[tuple[int, int, int], int] | None = None
-        for k in sorted({min(max(peak, 1), len(seq) - 1), min(peak + 1, len(seq) - 1)}):
-            first, second = self.part(seq[:k]), self.part(seq[k:])
-            materialized = sum(
-                math.prod(tensor_shape(v)) for v in first.outputs if v not in self.yielded
+    def fit(self, seq: Sequence[Operation]) -> _Part | None:
+        """``seq`` as one part with its tiling, as written or decomposed, or None if
+        neither fits.  Explicit tile sizes that cut a row take the decomposed form;
+        their errors are about the first form they can tile."""
+        part = self.part(seq)
+        if isinstance(part, Inconsistent):
+            return None
+        forms = [part]
+        decomposed = self.decomposed(part)
+        if decomposed is not None:
+            forms.append(decomposed)
+        sizes = self.options.tile_sizes
+        if sizes:
+            legal = [f for f in forms if _explicit_legal(f.body, sizes)]
+            chosen = legal[0] if legal else part
+            chosen.tiling = _explicit_tiles(
+                chosen.body, sizes, self.budget, self.label(), self.fused
             )
-            key = (max(_need(first), _need(second)), materialized, abs(2 * k - len(seq)))
+            return chosen
+        for form in forms:
+            form.tiling = choose_tiles(form.body, self.budget, self.options.tile_size)
+            if form.tiling is not None:
+                return form
+        return None
+
+    def need(self, seq: Sequence[Operation]) -> int:
+        """The scratch ``seq`` needs at its smallest legal tile, as written or decomposed
+        (a huge number if it cannot run)."""
+        part = self.part(seq)
+        if isinstance(part, Inconsistent):
+            return 1 << 62
+        needs = [min_scratch(part.body)]
+        decomposed = self.decomposed(part)
+        if decomposed is not None:
+            needs.append(min_scratch(decomposed.body))
+        return min((n for n in needs if n is not None), default=1 << 62)
+
+    def schedule_parts(self, seq: Sequence[Operation]) -> list[_Part]:
+        """Parts of ``seq`` that each fit the budget."""
+        found = self.fit(seq)
+        if found is not None:
+            return [found]
+        if len(seq) == 1:
+            part = self.part(seq)
+            if isinstance(part, Inconsistent):
+                raise TdslIRError(f"cannot tile '{seq[0].name}': {part.reason}", op=seq[0])
+            self.too_big(seq[0], part.body)
+        best: tuple[tuple[int, int], int] | None = None
+        cuts = range(1, len(seq)) if len(seq) <= 48 else _cut_candidates(len(seq))
+        for k in cuts:
+            key = (max(self.need(seq[:k]), self.need(seq[k:])), abs(2 * k - len(seq)))
             if best is None or key < best[0]:
                 best = (key, k)
         assert best is not None
         k = best[1]
-        return self.schedule(seq[:k]) + self.schedule(seq[k:])
+        return self.schedule_parts(seq[:k]) + self.schedule_parts(seq[k:])
 
-
-def _location(*ops: Operation) -> SourceLocation | None:
-    """The source location of the first of ``ops`` that has one."""
-    for op in ops:
-        loc: Attribute = op.location
-        while isinstance(loc, CallSiteLoc | FusedLoc):
-            loc = loc.callee if isinstance(loc, CallSiteLoc) else _first_loc(loc)
-        if isinstance(loc, FileLineColLoc):
-            file, line = loc.filename.data, loc.line.data
-            source_line: str | None = None
-            try:
-                with open(file, encoding="utf-8") as stream:
-                    lines = stream.read().split("\n")
-                if 1 <= line <= len(lines):
-                    source_line = lines[line - 1]
-            except (OSError, UnicodeDecodeError):
-                source_line = None
-            return SourceLocation(file, line, max(1, loc.column.data), 1, source_line)
-    return None
-
-
-def _first_loc(loc: FusedLoc) -> Attribute:
-    inner = cast(ArrayAttr[Attribute], loc.locations).data
-    for candidate in inner:
-        if isinstance(candidate, FileLineColLoc):
-            return candidate
-    return inner[0] if inner else UnknownLoc()
-
-
-def _check_alone(op: Operation, group: _Group) -> None:
-    """Raise :class:`TdslBudgetError` when ``op`` does not fit even as a group of its own."""
-    alone = analyze_group([op], [r for r in op.results if isinstance(r.type, TensorType)])
-    tiles = alone.min_tiles()
-    scratch, largest = _footprint(alone, tiles)
-    if scratch <= group.budget and largest <= group.budget:
-        return
-    result = op.results[0]
-    slice_type = TensorType(element_type(result), alone.tile_shape(result, tiles))
-    if largest >= scratch:
-        what = f"{largest} elements for its smallest tile (a {slice_type} slice of its result {result.type})"
-    else:
-        what = f"{scratch} elements of scratch for its smallest tile ({slice_type})"
-    whole = [
-        f"d{i} (extent {d.extent}) cannot be tiled: {d.reason}"
-        for i, d in enumerate(alone.dims)
-        if d.reason is not None
-    ]
-    note = "; ".join([*whole, f"raise the memory budget to at least {max(largest, scratch)}"])
-    raise TdslBudgetError(
-        f"'{op.name}' needs {what}, more than the memory budget of {group.budget} elements",
-        _location(op, group.fused),
-        note=note,
-        op=op,
-    )
-
-
-# ---------------------------------------------------------------------------
-# Building kernel.tile
-# ---------------------------------------------------------------------------
-
-
-def _rebuild(op: Operation, operands: Sequence[SSAValue]) -> Operation:
-    """``op`` on new operands, its result types re-inferred by the tensordsl constructors."""
-    new: Operation
-    if isinstance(op, UnaryOp):
-        new = type(op)(operands[0])
-    elif isinstance(op, CastOp):
-        new = CastOp(operands[0], element_type(op.result))
-    elif isinstance(op, BinaryOp):
-        new = type(op)(operands[0], operands[1])
-    elif isinstance(op, MatmulOp):
-        new = MatmulOp(operands[0], operands[1])
-    elif isinstance(op, TransposeOp):
-        new = TransposeOp(operands[0])
-    elif isinstance(op, SoftmaxOp):
-        new = SoftmaxOp(operands[0], op.axis.value.data)
-    elif isinstance(op, ReductionOp):
-        axis = None if op.axis is None else op.axis.value.data
-        new = type(op)(operands[0], axis=axis, keepdims=op.keepdims_value)
-    else:
-        # Ops the analysis does not know are computed whole: their types do not change.
-        return op.clone(value_mapper=dict(zip(op.operands, operands, strict=True)))
-    new.attributes.update(op.attributes)
-    new.location = op.location
-    for old_result, new_result in zip(op.results, new.results, strict=True):
-        new_result.name_hint = old_result.name_hint
-    return new
-
-
-def _is_scalar_constant(value: SSAValue) -> bool:
-    return isinstance(value.owner, ConstantOp) and all(e <= 1 for e in tensor_shape(value))
-
-
-@dataclass
-class _Builder:
-    """Emits the tile ops of one group in front of its ``kernel.fused``."""
-
-    group: _Group
-    outer: dict[SSAValue, SSAValue]
-    """Body value -> the value outside that holds it (operand, hoisted constant, tile result)."""
-
-    def outside(self, value: SSAValue) -> SSAValue:
-        found = self.outer.get(value)
-        if found is None:
-            owner = value.owner
-            if not isinstance(owner, ConstantOp) or owner.parent_block() is not self.body:
-                return value  # defined outside the group (the body is not isolated from above)
-            hoisted = owner.clone()
-            self.insert(hoisted)
-            found = self.outer[value] = hoisted.result
-        return found
-
-    @property
-    def body(self) -> Block:
-        return self.group.fused.body.block
-
-    def insert(self, op: Operation) -> None:
-        fused = self.group.fused
-        block = fused.parent_block()
-        assert block is not None
-        block.insert_op_before(op, fused)
-
-    def build(self, space: GroupSpace, tiles: Sequence[int], name: str | None) -> TileOp:
-        rank = len(space.dims)
-        inputs = [v for v in space.inputs if not _is_scalar_constant(v)]
-        block = Block(
-            arg_types=[
-                TensorType(element_type(v), tile_shape(tensor_shape(v), space.value_dims[v], tiles))
-                for v in inputs
-            ]
+    def too_big(self, op: Operation, body: GroupBody) -> None:
+        need = min_scratch(body)
+        what = (
+            "cannot run at any tiling"
+            if need is None
+            else f"needs {plural(need, 'element')} of scratch"
         )
-        inner: dict[SSAValue, SSAValue] = dict(zip(inputs, block.args, strict=True))
-        for v, arg in zip(inputs, block.args, strict=True):
-            arg.name_hint = v.name_hint
-
-        def inside(value: SSAValue) -> SSAValue:
-            found = inner.get(value)
-            if found is None:
-                owner = value.owner
-                assert isinstance(owner, ConstantOp), f"value {value} is not available in the tile"
-                const = owner.clone()
-                block.add_op(const)
-                found = inner[value] = const.result
-            return found
-
-        for op in space.ops:
-            new = _rebuild(op, [inside(o) for o in op.operands])
-            block.add_op(new)
-            for old_result, new_result in zip(op.results, new.results, strict=True):
-                expected = TensorType(element_type(old_result), space.tile_shape(old_result, tiles))
-                if new_result.type != expected:
-                    raise TdslIRError(
-                        f"internal error: tiling '{op.name}' gave {new_result.type}, "
-                        f"expected {expected}"
-                    )
-                inner[old_result] = new_result
-        block.add_op(YieldOp(*[inner[v] for v in space.outputs]))
-        tile_op = TileOp(
-            [self.outside(v) for v in inputs],
-            [v.type for v in space.outputs],
-            Region(block),
-            space=space.space,
-            tiles=tiles,
-            scratch=0,
-            in_maps=[dim_map(rank, space.value_dims[v]) for v in inputs],
-            out_maps=[dim_map(rank, space.value_dims[v]) for v in space.outputs],
-            group=name,
+        shape = "x".join(str(e) for e in body.extents) or "[]"
+        raise TdslBudgetError(
+            f"'{op.name}' {what} at its smallest tile (iteration space {shape}), more than "
+            f"the memory budget of {plural(self.budget, 'element')}",
+            op_location(op, self.fused),
+            note=f"raise the memory budget to at least {need}" if need is not None else None,
+            op=op,
         )
-        tile_op.properties["scratch"] = IntegerAttr(scratch_plan(tile_op).total, i64)
-        tile_op.location = self.group.fused.location
-        try:
-            tile_op.verify()
-        except VerifyException as err:
-            raise TdslIRError(
-                f"internal error: tdsl-tile built an invalid kernel.tile: {err}"
-            ) from err
-        self.insert(tile_op)
-        for v, result in zip(space.outputs, tile_op.results, strict=True):
-            result.name_hint = v.name_hint
-            self.outer[v] = result
-        return tile_op
+
+
+def _explicit_legal(body: GroupBody, sizes: Sequence[int]) -> bool:
+    """Whether explicit tile ``sizes`` give a legal schedule of ``body``."""
+    if len(sizes) != body.rank:
+        return False
+    tiles = [min(size, max(1, e)) for size, e in zip(sizes, body.extents, strict=True)]
+    return not isinstance(try_tiles(body, tiles), str)
+
+
+def _cut_candidates(n: int) -> list[int]:
+    step = max(1, n // 32)
+    return sorted({*range(1, n, step), n // 2})
 
 
 def _live_ops(ops: Sequence[Operation], yielded: Sequence[SSAValue]) -> list[Operation]:
@@ -512,43 +515,175 @@ def _live_ops(ops: Sequence[Operation], yielded: Sequence[SSAValue]) -> list[Ope
     return live
 
 
-def _label(fused: FusedOp) -> str:
-    return "the group" if fused.group is None else f"group '{fused.group.data}'"
+# ---------------------------------------------------------------------------
+# Rewriting
+# ---------------------------------------------------------------------------
 
 
-def _tile_fused(fused: FusedOp, options: TilePass) -> list[TileOp]:
-    """Replace ``fused`` by its tile ops."""
-    budget = options.memory_budget or fused.budget_value or DEFAULT_MEMORY_BUDGET
-    ops, yielded = body_ops(fused)
-    compute = [op for op in _live_ops(ops, yielded) if not isinstance(op, ConstantOp)]
-    group = _Group(fused=fused, ops=compute, yielded=yielded, budget=budget)
-    for op in compute:
-        _check_alone(op, group)
-    parts = group.schedule(compute) if compute else []
+def decomposed_copy(
+    ops: Sequence[Operation],
+    outputs: Sequence[SSAValue],
+    inputs: Sequence[SSAValue] = (),
+) -> tuple[list[Operation], list[SSAValue], list[SSAValue]] | None:
+    """``ops`` copied into a detached block with every op that has a decomposition
+    replaced by it: (ops, outputs, inputs) of the copy, or None when nothing decomposes.
 
-    builder = _Builder(group, dict(zip(fused.body.block.args, fused.inputs, strict=True)))
-    base = None if fused.group is None else fused.group.data
-    tile_ops: list[TileOp] = []
-    for index, space in enumerate(parts):
-        name = base if base is None or len(parts) == 1 else f"{base}.{index}"
-        label = _label(fused) if len(parts) == 1 else f"part {index} of {_label(fused)}"
-        if options.tile_sizes:
-            tiles = _explicit_tiles(space, options.tile_sizes, budget, label)
+    The copy's inputs are block arguments standing for ``inputs`` (in that
+    order), then for the other values ``ops`` read from outside.  The IR is not
+    touched: ``tdsl-fuse`` sizes groups this way, and ``tdsl-tile`` builds the
+    ``kernel.tile`` of a decomposed part from the copy.
+    """
+    if not _decomposes(ops):
+        return None
+    members = set(ops)
+    block = Block()
+    mapping: dict[SSAValue, SSAValue] = {}
+    for v in inputs:
+        mapping[v] = block.insert_arg(v.type, len(block.args))
+    for op in ops:
+        for v in op.operands:
+            if v not in mapping and v.owner not in members:
+                mapping[v] = block.insert_arg(v.type, len(block.args))
+        block.add_op(op.clone(value_mapper=mapping))
+    copied_outputs = [mapping[v] for v in outputs]
+    for op in list(block.ops):
+        s = structured(op)
+        decomposed = None if s is None else s.decompose()
+        if decomposed is not None:
+            new_ops, value = decomposed
+            for new in new_ops:
+                new.location = op.location
+            Rewriter.replace_op(op, new_ops, [value])
+            copied_outputs = [value if v is op.results[0] else v for v in copied_outputs]
+    return list(block.ops), copied_outputs, list(block.args)
+
+
+def _is_hoisted_constant(op: Operation) -> bool:
+    value = constant_value(op)
+    return value is not None and value.size > 1
+
+
+def _build_tile(
+    part: _Part, tiling: Tiling, name: str | None, outer: dict[SSAValue, SSAValue]
+) -> TileOp:
+    """The ``kernel.tile`` of ``part``; ``outer`` maps body values to the values outside."""
+    body, tiles = part.body, tiling.tiles
+    rank = body.rank
+    # one operand per input and map it is read with
+    reads: dict[tuple[SSAValue, Dims], int] = {}
+    for op in part.ops:
+        for i, v in enumerate(op.operands):
+            if v in part.inputs:
+                reads.setdefault((v, body.reads[(op, i)]), len(reads))
+    for v, dims in zip(body.outputs, body.output_dims, strict=True):
+        if v in part.inputs:
+            reads.setdefault((v, dims), len(reads))
+    keys = list(reads)
+    block = Block(
+        arg_types=[TensorType(element_type(v), body.shape(v, tiles, dims)) for v, dims in keys]
+    )
+    for (v, _), arg in zip(keys, block.args, strict=True):
+        arg.name_hint = v.name_hint
+    inner: dict[SSAValue, SSAValue] = {}
+    for op in part.ops:
+        operands = [
+            block.args[reads[(v, body.reads[(op, i)])]] if v in part.inputs else inner[v]
+            for i, v in enumerate(op.operands)
+        ]
+        if constant_value(op) is not None:
+            new = op.clone()
         else:
-            tiles = _default_tiles(space, budget, options.tile_size)
-        tile_ops.append(builder.build(space, tiles, name))
-    for result, value in zip(fused.results, yielded, strict=True):
-        result.replace_all_uses_with(builder.outside(value))
-    fused.detach()
-    fused.erase()
-    return tile_ops
+            try:
+                new = require_structured(op).retyped(operands)
+            except Exception as err:  # a type rule that refuses its own tile: a bug
+                raise TdslIRError(
+                    f"internal error: tiling '{op.name}' failed to re-type it: {err}", op=op
+                ) from err
+        block.add_op(new)
+        for old_result, new_result in zip(op.results, new.results, strict=True):
+            expected = TensorType(element_type(old_result), body.shape(old_result, tiles))
+            if constant_value(op) is None and new_result.type != expected:
+                raise TdslIRError(
+                    f"internal error: tiling '{op.name}' gave {new_result.type}, "
+                    f"expected {expected}",
+                    op=op,
+                )
+            inner[old_result] = new_result
+    yielded = [
+        block.args[reads[(v, dims)]] if v in part.inputs else inner[v]
+        for v, dims in zip(body.outputs, body.output_dims, strict=True)
+    ]
+    block.add_op(YieldOp(*yielded))
+    tile_op = TileOp(
+        [outer.get(v, v) for v, _ in keys],
+        [v.type for v in body.outputs],
+        Region(block),
+        space=body.extents,
+        iterators=body.kinds,
+        tiles=tiles,
+        scratch=tiling.scratch.buffers,
+        in_maps=[dim_map(rank, dims) for _, dims in keys],
+        out_maps=[dim_map(rank, dims) for dims in body.output_dims],
+        group=name,
+    )
+    try:
+        tile_op.verify()
+    except VerifyException as err:
+        raise TdslIRError(f"internal error: tdsl-tile built an invalid kernel.tile: {err}") from err
+    return tile_op
+
+
+@dataclass(frozen=True)
+class TileGroups(RewritePattern):
+    """Replace a ``kernel.fused`` by the ``kernel.tile`` ops of its parts."""
+
+    options: TilePass
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, fused: FusedOp, rewriter: PatternRewriter) -> None:
+        budget = self.options.memory_budget or fused.budget_value or DEFAULT_MEMORY_BUDGET
+        group = _Group(fused, budget, self.options)
+        for op in group.ops:
+            if constant_value(op) is None:
+                require_structured(op)
+        # large constants go in front of the tile op, as operands
+        hoisted: dict[SSAValue, SSAValue] = {}
+        for op in group.ops:
+            if _is_hoisted_constant(op):
+                clone = op.clone()
+                rewriter.insert(clone, InsertPoint.before(fused))
+                hoisted.update(zip(op.results, clone.results, strict=True))
+        compute = [op for op in group.ops if not _is_hoisted_constant(op)]
+        parts = group.schedule_parts(compute) if compute else []
+        outer: dict[SSAValue, SSAValue] = dict(
+            zip(fused.body.block.args, fused.inputs, strict=True)
+        )
+        outer.update(hoisted)
+        base = group.fused.group_name
+        new_ops: list[Operation] = []
+        for index, part in enumerate(parts):
+            assert part.tiling is not None
+            if part.origin is not None:
+                outer.update({a: outer.get(v, v) for a, v in part.origin.items()})
+            name = base if base is None or len(parts) == 1 else f"{base}.{index}"
+            tile_op = _build_tile(part, part.tiling, name, outer)
+            tile_op.location = fused.location
+            new_ops.append(tile_op)
+            stands_for = part.replaces or part.body.outputs
+            for v, result in zip(stands_for, tile_op.results, strict=True):
+                result.name_hint = v.name_hint
+                outer[v] = result
+        replacements = [outer.get(v, v) for v in group.yielded]
+        rewriter.replace(fused, new_ops, replacements)
 
 
 __all__ = [
-    "DEFAULT_MEMORY_BUDGET",
-    "ScratchBuffer",
-    "ScratchPlan",
+    "TileGroups",
     "TilePass",
-    "scratch_plan",
+    "Tiling",
+    "check_tile_options",
+    "choose_tiles",
+    "min_scratch",
     "tile",
+    "try_tiles",
 ]

@@ -63,6 +63,11 @@ class DriverError(Exception):
         super().__init__(text)
 
 
+class DominanceError(DriverError):
+    """A value used where it is not defined (which xDSL's verifier does not check): a
+    verifier error, which ``--verify-diagnostics`` reports like the others."""
+
+
 def debug_enabled() -> bool:
     """Whether ``TDSL_DEBUG`` asks for tracebacks of internal errors."""
     return os.environ.get(DEBUG_ENV_VAR, "") not in ("", "0")
@@ -267,16 +272,29 @@ class OpLocator:
     input_text: str | None = None
 
     def locate(self, op: Operation) -> SourceLocation | None:
-        """The location of ``op`` itself, if it has one."""
+        """The location of ``op`` itself, if it has one.
+
+        An op a pass built (a ``kernel.fused`` group) that has neither a span in
+        the input nor a file location is placed at the last op of its body
+        that has one: a group is where its result is computed, as the pass
+        gives it that op's ``loc``.
+        """
         span = self.op_spans.get(op)
         if span is not None:
             return span_location(span, self.line_offset)
         loc = op.location
         if isinstance(loc, FileLineColLoc):
-            return self._file_location(loc.filename.data, loc.line.data, loc.column.data)
+            return self.file_location(loc.filename.data, loc.line.data, loc.column.data)
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in reversed(list(block.ops)):
+                    found = self.locate(inner)
+                    if found is not None:
+                        return found
         return None
 
-    def _file_location(self, file: str, line: int, column: int) -> SourceLocation:
+    def file_location(self, file: str, line: int, column: int) -> SourceLocation:
+        """``file:line:col`` with its source line (from the input text or the file, if it reads)."""
         source_line: str | None = None
         lines: list[str] | None = None
         if self.input_text is not None and file == self.input_name:
@@ -347,32 +365,47 @@ def format_op_error(
     return text
 
 
-def find_use_before_def(root: Operation) -> tuple[Operation, int] | None:
-    """The first operation using an operand that is not defined above it, and which operand.
+def find_use_before_def(root: Operation) -> tuple[Operation, int, str] | None:
+    """The first operation using an operand that is not defined above it: the op, which
+    operand, and what is wrong ("used before it is defined", or defined outside an
+    ``IsolatedFromAbove`` op).
 
     xDSL 0.75's verifier does not check dominance, so ``%1 = op %1`` parses and
     verifies.  Only single-block regions are checked (tdsl's IR has no others);
     an ``IsolatedFromAbove`` region sees nothing from outside it.
     """
 
-    def visit(block: Block, visible: set[SSAValue]) -> tuple[Operation, int] | None:
+    def visit(
+        block: Block, visible: set[SSAValue], outside: set[SSAValue], isolated: str | None
+    ) -> tuple[Operation, int, str] | None:
         seen = visible | set(block.args)
         for op in block.ops:
             for index, operand in enumerate(op.operands):
-                if operand not in seen:
-                    return op, index
-            inner = set[SSAValue]() if op.has_trait(IsolatedFromAbove) else seen
+                if operand in seen:
+                    continue
+                if isolated is not None and operand in outside:
+                    return (
+                        op,
+                        index,
+                        f"is defined outside the '{isolated}' op holding it, which is isolated "
+                        "from above (pass the value in as an operand)",
+                    )
+                return op, index, "is used before it is defined"
             for region in op.regions:
-                if len(region.blocks) == 1:
-                    found = visit(region.block, inner)
-                    if found is not None:
-                        return found
+                if len(region.blocks) != 1:
+                    continue
+                if op.has_trait(IsolatedFromAbove):
+                    found = visit(region.block, set(), outside | seen, op.name)
+                else:
+                    found = visit(region.block, seen, outside, isolated)
+                if found is not None:
+                    return found
             seen.update(op.results)
         return None
 
     for region in root.regions:
         if len(region.blocks) == 1:
-            found = visit(region.block, set())
+            found = visit(region.block, set(), set(), None)
             if found is not None:
                 return found
     return None

@@ -51,12 +51,20 @@ def _dialect_section(dialect: Dialect, module_doc: str) -> str:
 
 
 def render_dialects() -> str:
-    from tdsl.dialects import kernel, tensordsl
+    from tdsl.dialects import kernel, kernel_plan, structured, tensordsl
 
     parts = [
         _DIALECT_INTRO,
+        "## The structured-op interface (`tdsl.dialects.structured`)",
+        "",
+        _doc(structured),
+        "",
         _dialect_section(tensordsl.TensorDSL, tensordsl.__doc__ or ""),
         _dialect_section(kernel.Kernel, kernel.__doc__ or ""),
+        "## How a `kernel.tile` runs (`tdsl.dialects.kernel_plan`)",
+        "",
+        _doc(kernel_plan),
+        "",
     ]
     return "\n".join(parts).rstrip() + "\n"
 
@@ -72,8 +80,8 @@ def _options(cls: type) -> list[str]:
 
 # The modules whose docstrings state the rules a pass follows.
 _ANALYSES = {
-    "tdsl-fuse": "tdsl.lowering.fusion_analysis",
-    "tdsl-tile": "tdsl.lowering.tiling_analysis",
+    "tdsl-fuse": ("tdsl.lowering.fusion_analysis", "tdsl.lowering.iteration_space"),
+    "tdsl-tile": ("tdsl.lowering.iteration_space",),
 }
 
 
@@ -90,9 +98,9 @@ def render_passes() -> str:
             if opts:
                 lines += ["Options:", "", *opts, ""]
             lines += [_doc(module), ""]
-            if name in _ANALYSES:
-                analysis = importlib.import_module(_ANALYSES[name])
-                lines += [f"### The analysis (`{analysis.__name__}`)", "", _doc(analysis), ""]
+            for module_name in _ANALYSES.get(name, ()):
+                analysis = importlib.import_module(module_name)
+                lines += [f"### `{analysis.__name__}`", "", _doc(analysis), ""]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -54,6 +54,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from tdsl.errors import TdslError, format_diagnostic
 from tdsl.tools.diagnostics import (
+    DominanceError,
     DriverError,
     LocatingParser,
     OpLocator,
@@ -501,13 +502,11 @@ class TdslOptMain(xDSLOptMain):
         module = parser.parse_module(not no_implicit)
         misuse = find_use_before_def(module)
         if misuse is not None:
-            op, index = misuse
-            raise DriverError(
-                format_op_error(
-                    op,
-                    f"'{op.name}' op operand #{index} is used before it is defined",
-                    self._locator,
-                )
+            op, index, problem = misuse
+            if self.args.verify_diagnostics:
+                raise DominanceError(f"'{op.name}' op operand #{index} {problem}")
+            raise DominanceError(
+                format_op_error(op, f"'{op.name}' op operand #{index} {problem}", self._locator)
             )
         return module
 
@@ -583,13 +582,23 @@ class TdslOptMain(xDSLOptMain):
                 print(err)
                 return True
             print_error(self._format_tdsl_error(err))
+        except DominanceError as err:
+            if self.args.verify_diagnostics:
+                print(err.text)
+                return True
+            print_error(err.text)
         except DriverError as err:
             print_error(err.text)
         return False
 
     def _format_tdsl_error(self, err: TdslError) -> str:
-        """A tdsl error, placed at its op's line in the input when it has no location."""
-        if err.location is None and isinstance(err.op, Operation):
+        """A tdsl error, placed at its op's line in the input (with the source line) when
+        the driver can find the op there."""
+        where = err.location
+        if where is not None and where.source_line is None:
+            # a loc(...) the error carries wins; add its source line when the file reads
+            return err.render(self._locator.file_location(where.file, where.line, where.column))
+        if where is None and isinstance(err.op, Operation):
             location = self._locator.locate(err.op)
             if location is not None:
                 return err.render(location)

@@ -1,25 +1,17 @@
-"""How the dimensions of the values in a group follow its tile loop.
+"""How the dimensions of the values in a group follow its tile loops.
 
-Every value computed in a group body has a :data:`Layout`: per dimension, an
-:class:`Axis` giving its full extent and the iteration dimension it runs along
-(``None``: the dimension is taken whole by every tile).  Block arguments get
-their layouts from the ``kernel.tile`` maps; values computed inside propagate
-them the way NumPy propagates shapes.  A :class:`Tiling` then turns layouts
-into the concrete shapes of a full tile and into the slicing expressions of
-the generated loop.
-
-Propagation also records *pinned* iteration dimensions: dimensions that a
-reduction, softmax or matmul contracts over, or that meet a whole (non-1)
-extent in a broadcast.  Cutting such a dimension into tiles would change the
-result, so the target never tiles a pinned dimension more finely than the IR.
+Every value of a group has a :data:`Layout`: per dimension, an :class:`Axis`
+giving its full extent and the iteration dimension it runs along (``None``:
+every tile takes the dimension whole).  The dims come from the group's
+iteration space (:class:`~tdsl.dialects.kernel_plan.GroupBody`), so nothing
+here knows any op.  A :class:`Tiling` turns layouts into the shapes of a full
+tile and into the slicing expressions of the generated loops.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-
-from tdsl.errors import TdslIRError
 
 
 @dataclass(frozen=True)
@@ -42,70 +34,6 @@ def whole(shape: Sequence[int]) -> Layout:
 def from_map(shape: Sequence[int], dims: Sequence[int | None]) -> Layout:
     """The layout of an operand whose ``kernel.tile`` map gives ``dims``."""
     return tuple(Axis(n, d) for n, d in zip(shape, dims, strict=True))
-
-
-def _broadcast_axis(x: Axis, y: Axis, pinned: set[int]) -> Axis:
-    if x.dim is not None and y.dim is not None:
-        if x.dim != y.dim:
-            raise TdslIRError(
-                f"numpy target: operands run along different iteration dims d{x.dim} and "
-                f"d{y.dim} in one broadcast"
-            )
-        return x
-    if x.dim is not None or y.dim is not None:
-        tiled, other = (x, y) if x.dim is not None else (y, x)
-        assert tiled.dim is not None
-        if other.extent != 1:
-            pinned.add(tiled.dim)
-        return tiled
-    return y if x.extent == 1 else x
-
-
-def broadcast(a: Layout, b: Layout, pinned: set[int]) -> Layout:
-    """The layout of a NumPy broadcast of ``a`` and ``b``."""
-    rank = max(len(a), len(b))
-    pa = (Axis(1),) * (rank - len(a)) + a
-    pb = (Axis(1),) * (rank - len(b)) + b
-    return tuple(_broadcast_axis(x, y, pinned) for x, y in zip(pa, pb, strict=True))
-
-
-def matmul(a: Layout, b: Layout, pinned: set[int]) -> Layout:
-    """The layout of ``np.matmul(a, b)``; the contracted dims are pinned."""
-    pa = (Axis(1), *a) if len(a) == 1 else a
-    pb = (*b, Axis(1)) if len(b) == 1 else b
-    for ax in (pa[-1], pb[-2]):
-        if ax.dim is not None:
-            pinned.add(ax.dim)
-    out = [*broadcast(pa[:-2], pb[:-2], pinned), pa[-2], pb[-1]]
-    if len(a) == 1:
-        del out[-2]
-    if len(b) == 1:
-        del out[-1]
-    return tuple(out)
-
-
-def reduce(a: Layout, axis: int | None, keepdims: bool, pinned: set[int]) -> Layout:
-    """The layout after reducing ``axis`` (``None``: all); the reduced dims are pinned."""
-    axes = range(len(a)) if axis is None else (axis,)
-    for i in axes:
-        d = a[i].dim
-        if d is not None:
-            pinned.add(d)
-    if keepdims:
-        return tuple(Axis(1) if i in axes else ax for i, ax in enumerate(a))
-    return tuple(ax for i, ax in enumerate(a) if i not in axes)
-
-
-def pin_axis(a: Layout, axis: int, pinned: set[int]) -> None:
-    """Pin the iteration dim (if any) that ``a``'s ``axis`` follows."""
-    d = a[axis].dim
-    if d is not None:
-        pinned.add(d)
-
-
-def transpose(a: Layout) -> Layout:
-    """The layout of ``np.transpose(a)`` (axes reversed)."""
-    return tuple(reversed(a))
 
 
 def full_size(layout: Layout) -> int:
@@ -151,10 +79,16 @@ class Tiling:
             size *= n
         return size
 
-    def window(self, name: str, layout: Layout) -> str:
-        """``name`` sliced to the current tile (``A[s0:e0]``), for inputs and outputs."""
+    def window(self, name: str, layout: Layout, scope: Collection[int] | None = None) -> str:
+        """``name`` sliced to the current tile (``A[s0:e0]``), for inputs and outputs.
+
+        Only the looped dims in ``scope`` (default: all) are sliced: code that
+        runs once per parallel tile takes the reduction dims whole.
+        """
         parts = [
-            f"s{ax.dim}:e{ax.dim}" if ax.dim is not None and ax.dim in self.looped else ":"
+            f"s{ax.dim}:e{ax.dim}"
+            if ax.dim is not None and ax.dim in self.looped and (scope is None or ax.dim in scope)
+            else ":"
             for ax in layout
         ]
         return _subscript(name, parts)
@@ -170,6 +104,12 @@ class Tiling:
     def shrinks(self, layout: Layout) -> bool:
         """Whether a full-tile buffer of this layout must be cut on a remainder tile."""
         return any(ax.dim is not None and self.has_remainder(ax.dim) for ax in layout)
+
+    def remainder_dims(self, layout: Layout) -> frozenset[int]:
+        """The looped dims with a remainder tile that ``layout`` runs along."""
+        return frozenset(
+            ax.dim for ax in layout if ax.dim is not None and self.has_remainder(ax.dim)
+        )
 
 
 def _subscript(name: str, parts: list[str]) -> str:

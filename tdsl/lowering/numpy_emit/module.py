@@ -1,7 +1,7 @@
 """Code for a whole module: one Python function per ``func.func``.
 
 A function body is a sequence of groups.  ``kernel.fused`` and ``kernel.tile``
-ops are groups of their own; each maximal run of top-level tensordsl ops
+ops are groups of their own; each maximal run of top-level structured ops
 (unfused IR) is emitted like a whole-array fused group.  Every array a
 function returns is fresh: a returned argument, constant or view (or a value
 returned twice) is copied.
@@ -12,17 +12,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.kernel import FusedOp, TileOp
+from tdsl.dialects.kernel_plan import GroupBody, PlanError
+from tdsl.dialects.structured import constant_value, structured
 from tdsl.errors import TdslIRError
-from tdsl.lowering.numpy_emit import layout as lay
-from tdsl.lowering.numpy_emit.group import Group, ModuleState, TileInfo, emit_group
-from tdsl.lowering.numpy_emit.program import Program, Var, lower_block, lower_ops
+from tdsl.lowering.numpy_emit.group import GroupSource, ModuleState, emit_group
 from tdsl.lowering.numpy_emit.source import Names, Writer, array_expr, display, identifier
 
 _PARALLEL = '''\
@@ -58,14 +57,41 @@ class _Value:
     fresh: bool
 
 
-def _dtype(value: SSAValue) -> np.dtype[np.floating]:
-    return td.numpy_dtype(td.element_type(value))
+def whole_body(
+    ops: Sequence[Operation], outputs: Sequence[SSAValue], inputs: Sequence[SSAValue]
+) -> GroupBody:
+    """A group computed on whole arrays: no iteration space, every dim taken whole.
+
+    How ``kernel.fused`` bodies and runs of top-level ops run: as one tile.
+    """
+    dims: dict[SSAValue, tuple[int | None, ...]] = {}
+    for v in [*inputs, *(r for op in ops for r in op.results)]:
+        dims[v] = (None,) * len(td.tensor_shape(v))
+    reads: dict[tuple[Operation, int], tuple[int | None, ...]] = {}
+    for op in ops:
+        for i, v in enumerate(op.operands):
+            dims.setdefault(v, (None,) * len(td.tensor_shape(v)))
+            reads[(op, i)] = dims[v]
+        if constant_value(op) is None and structured(op) is None:
+            raise TdslIRError(f"numpy target: cannot emit '{op.name}' in a group")
+    constants = frozenset(r for op in ops if constant_value(op) is not None for r in op.results)
+    return GroupBody(
+        extents=(),
+        kinds=(),
+        ops=tuple(op for op in ops if constant_value(op) is None),
+        dims=dims,
+        reads=reads,
+        outputs=tuple(outputs),
+        output_dims=tuple((None,) * len(td.tensor_shape(v)) for v in outputs),
+        constants=constants,
+    )
 
 
 def _group_label(op: FusedOp | TileOp, name: str) -> str:
     if isinstance(op, TileOp):
+        kinds = ", ".join(str(k) for k in op.iterator_types)
         return (
-            f"group {name}: kernel.tile space {list(op.space_value)} tiles "
+            f"group {name}: kernel.tile space {list(op.space_value)} ({kinds}) tiles "
             f"{list(op.tiles_value)} scratch {op.scratch_value}"
         )
     budget = f" budget {op.budget_value}" if op.budget_value is not None else ""
@@ -106,45 +132,35 @@ class _FunctionEmitter:
                 elif isinstance(op, func.ReturnOp):
                     self.flush(pending)
                     self.ret(op)
-                elif op.dialect_name() == "tensordsl":
+                elif structured(op) is not None or constant_value(op) is not None:
                     pending.append(op)
                 else:
                     raise TdslIRError(f"numpy target: cannot emit '{op.name}' in a function")
         return self.w
 
-    def input_var(self, value: SSAValue, layout: lay.Layout, hint: str | None) -> Var:
-        return Var(layout, _dtype(value), "input", name=identifier(hint, ""))
-
     def flush(self, ops: list[Operation]) -> None:
-        """Emit a run of top-level tensordsl ops as one whole-array group."""
+        """Emit a run of top-level ops as one whole-array group."""
         if not ops:
             return
         inside = set(ops)
-        env: dict[SSAValue, Var] = {}
-        inputs: list[Var] = []
-        exprs: list[str] = []
+        inputs: list[SSAValue] = []
         for op in ops:
             for v in op.operands:
-                if v not in env and (v.owner not in inside):
-                    var = self.input_var(v, lay.whole(td.tensor_shape(v)), v.name_hint)
-                    env[v] = var
-                    inputs.append(var)
-                    exprs.append(self.values[v].expr)
-        results = [r for op in ops for r in op.results]
-        outs: list[SSAValue] = [
-            r for r in results if any(u.operation not in inside for u in r.uses)
+                if v.owner not in inside and v not in inputs:
+                    inputs.append(v)
+        outs = [
+            r for op in ops for r in op.results if any(u.operation not in inside for u in r.uses)
         ]
-        instrs, pinned, env = lower_ops(ops, env, self.state.consts)
         label = "tensordsl ops (not fused)"
-        group = Group(
+        group = GroupSource(
             label=label,
             title=label,
             name=f"{self.pyname}_ops",
-            program=Program(instrs, [env[r] for r in outs], pinned),
+            body=whole_body(ops, outs, inputs),
+            tiles=(),
+            recorded=None,
             inputs=inputs,
-            input_exprs=exprs,
-            out_layouts=[lay.whole(td.tensor_shape(r)) for r in outs],
-            out_dtypes=[_dtype(r) for r in outs],
+            input_exprs=[self.values[v].expr for v in inputs],
             out_names=[self.value_name(r) for r in outs],
             bind_views=True,
         )
@@ -155,36 +171,31 @@ class _FunctionEmitter:
         name = op.group.data if op.group is not None else f"k{self.groups}"
         self.groups += 1
         block = op.body.block
-        if isinstance(op, TileOp):
-            in_dims, out_dims = op.input_dims, op.output_dims
-            tile = TileInfo(op.space_value, op.tiles_value, op.scratch_value)
-        else:
-            in_dims = tuple((None,) * len(td.tensor_shape(v)) for v in op.inputs)
-            out_dims = tuple((None,) * len(td.tensor_shape(v)) for v in op.outputs)
-            tile = None
-        inputs = [
-            self.input_var(v, lay.from_map(td.tensor_shape(v), dims), arg.name_hint)
-            for v, dims, arg in zip(op.inputs, in_dims, block.args, strict=True)
-        ]
         outs: list[SSAValue] = list(op.outputs)
-        group = Group(
+        if isinstance(op, TileOp):
+            try:
+                body = op.group_body()
+            except PlanError as err:
+                raise TdslIRError(f"numpy target: {err}") from err
+            tiles, recorded = op.tiles_value, op.scratch_value
+        else:
+            ops, yielded = op.body_ops()
+            body = whole_body(ops, yielded, list(block.args))
+            tiles, recorded = (), None
+        source = GroupSource(
             label=_group_label(op, display(name)),
             title=f"group {display(name)}",
             name=f"{self.pyname}_{identifier(name, 'g')}",
-            program=lower_block(block, inputs, self.state.consts),
-            inputs=inputs,
+            body=body,
+            tiles=tiles,
+            recorded=recorded,
+            inputs=list(block.args),
             input_exprs=[self.values[v].expr for v in op.inputs],
-            out_layouts=[
-                lay.from_map(td.tensor_shape(r), dims)
-                for r, dims in zip(outs, out_dims, strict=True)
-            ],
-            out_dtypes=[_dtype(r) for r in outs],
             out_names=[self.value_name(r) for r in outs],
-            tile=tile,
         )
-        self.emit(group, outs)
+        self.emit(source, outs)
 
-    def emit(self, group: Group, outs: Sequence[SSAValue]) -> None:
+    def emit(self, group: GroupSource, outs: Sequence[SSAValue]) -> None:
         fresh = emit_group(group, self.state, self.w, self.names)
         for r, name, f in zip(outs, group.out_names, fresh, strict=True):
             self.values[r] = _Value(name, f)

@@ -10,18 +10,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-DTYPE_NAMES: dict[str, str] = {
-    "float16": "np.float16",
-    "float32": "np.float32",
-    "float64": "np.float64",
-}
+from tdsl.dtypes import dtype_expr
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-
-
-def dtype_expr(dtype: np.dtype[np.floating]) -> str:
-    """``np.float32`` for float32."""
-    return DTYPE_NAMES[dtype.name]
 
 
 def shape_expr(shape: Sequence[int]) -> str:

@@ -1,13 +1,14 @@
 // RUN: tdsl-opt %s --fuse --tile -t numpy | filecheck %s
-// RUN: tdsl-opt %s -p 'tdsl-fuse{memory-budget=100},tdsl-tile' -t numpy | filecheck %s --check-prefix=SMALL
+// RUN: tdsl-opt %s -p 'tdsl-fuse{memory-budget=16},tdsl-tile' -t numpy | filecheck %s --check-prefix=SMALL
 
 // softmax(relu(x @ w + b)) through the whole pipeline.  With the default
-// budget the group is one tile: straight-line code.  With a budget of 100
-// elements it is a loop over row tiles; the matmul still runs once, on the
-// whole matrix, straight into the output, and the epilogue runs per tile.
+// budget the group is one tile: straight-line code, in the output, with the
+// softmax row statistics (64) as the only scratch.  With a budget of 16
+// elements it is a loop over tiles of 16 rows; the matmul still runs once, on
+// the whole matrix, straight into the output, and the epilogue runs per tile.
 
 // CHECK-LABEL: def mlp(x, w, b):
-// CHECK:           # group g0: kernel.tile space [64, 16] tiles [64, 16] scratch {{[0-9]+}}
+// CHECK:           # group g0: kernel.tile space [64, 32, 16] (parallel, reduction, reduction) tiles [64, 32, 16] scratch 64
 // CHECK-NEXT:      [[Y:v0]] = np.empty((64, 16), np.float32)
 // CHECK-NOT:       for
 // CHECK:           np.matmul(x, w, out=[[Y]])
@@ -16,12 +17,13 @@
 // CHECK:           return [[Y]]
 
 // SMALL-LABEL: def _mlp_g0(lo, hi, b, out0):
-// SMALL:           for s0 in range(lo, hi, [[T:[0-9]+]]):
-// SMALL:               o0 = out0[s0:e0]
+// SMALL:           for s0 in range(lo, hi, 16):
+// SMALL-NEXT:          e0 = s0 + 16
+// SMALL-NEXT:          o0 = out0[s0:e0]
 // SMALL-NEXT:          np.add(o0, b, out=o0)
 // SMALL-NOT:           np.matmul
 // SMALL-LABEL: def mlp(x, w, b):
-// SMALL:           # group g0: kernel.tile space [64, 16] tiles [[[T]], 16] scratch {{[0-9]+}}
+// SMALL:           # group g0: kernel.tile space [64, 32, 16] (parallel, reduction, reduction) tiles [16, 32, 16] scratch 16
 // SMALL-NEXT:      [[Y:v0]] = np.empty((64, 16), np.float32)
 // SMALL-NEXT:      np.matmul(x, w, out=[[Y]])
 // SMALL-NEXT:      _mlp_g0(0, 64, b, [[Y]])

@@ -30,16 +30,17 @@ func.func @ew(%a: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
 }
 
 // softmax subtracts the row max and divides by the row sum; the two row
-// statistics share one scratch buffer.
+// statistics share one scratch buffer (flat, viewed in their shape).
 // CHECK-LABEL: def soft(x):
 // CHECK:           [[S:v[0-9]+]] = np.empty((4, 8), np.float64)
-// CHECK-NEXT:      [[T:t[0-9]+]] = np.empty((4, 1), np.float64)
+// CHECK-NEXT:      t0 = np.empty(4, np.float64)
+// CHECK-NEXT:      t0_0f = t0[:4].reshape((4, 1))
 // CHECK-NEXT:      # softmax along axis 1: exp(x - max) / sum
-// CHECK-NEXT:      np.maximum.reduce(x, axis=1, keepdims=True, out=[[T]])
-// CHECK-NEXT:      np.subtract(x, [[T]], out=[[S]])
+// CHECK-NEXT:      np.maximum.reduce(x, axis=1, keepdims=True, out=t0_0f)
+// CHECK-NEXT:      np.subtract(x, t0_0f, out=[[S]])
 // CHECK-NEXT:      np.exp([[S]], out=[[S]])
-// CHECK-NEXT:      np.add.reduce([[S]], axis=1, keepdims=True, out=[[T]])
-// CHECK-NEXT:      np.divide([[S]], [[T]], out=[[S]])
+// CHECK-NEXT:      np.add.reduce([[S]], axis=1, keepdims=True, out=t0_0f)
+// CHECK-NEXT:      np.divide([[S]], t0_0f, out=[[S]])
 // CHECK-NEXT:      return [[S]]
 func.func @soft(%x: tensor<4x8xf64>) -> tensor<4x8xf64> {
   %0 = tensordsl.softmax %x : tensor<4x8xf64>
@@ -47,12 +48,14 @@ func.func @soft(%x: tensor<4x8xf64>) -> tensor<4x8xf64> {
 }
 
 // sum(a * b, axis=1) is one einsum; on large arrays (here 256x128) a division
-// by a broadcast operand is a multiplication by its reciprocal.
+// by a broadcast operand is a multiplication by its reciprocal (the divide's
+// workspace).
 // CHECK-LABEL: def rows(a, b):
 // CHECK:           # sum(a * b) along the last axis as one einsum
-// CHECK-NEXT:      np.einsum("ab,ab->a", a, b, out=[[D:t[0-9]+]][..., 0])
-// CHECK-NEXT:      np.reciprocal([[D]], out=[[D]])
-// CHECK-NEXT:      np.multiply(a, [[D]], out=[[R:v[0-9]+]])
+// CHECK-NEXT:      np.einsum("ab,ab->a", a, b, out=t0_0f[..., 0])
+// CHECK-NEXT:      # divide by a broadcast operand: its reciprocal
+// CHECK-NEXT:      np.reciprocal(t0_0f, out=t1_1f)
+// CHECK-NEXT:      np.multiply(a, t1_1f, out=[[R:v[0-9]+]])
 // CHECK-NEXT:      np.multiply([[R]], [[ONE]], out=[[R]])
 func.func @rows(%a: tensor<256x128xf64>, %b: tensor<256x128xf64>) -> tensor<256x128xf64> {
   %one = tensordsl.constant dense<1.000000e+00> : tensor<f64>

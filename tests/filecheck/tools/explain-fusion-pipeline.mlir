@@ -7,7 +7,7 @@
 
 // CHECK:      explain-fusion-pipeline.mlir:[[# @LINE + 7]]:8: remark: group g0 in @main: 1 op (tensordsl.relu)
 // CHECK:      explain-fusion-pipeline.mlir:[[# @LINE + 8]]:8: remark: group g1 in @main: 2 ops (tensordsl.matmul, tensordsl.add)
-// CHECK:      explain-fusion-pipeline.mlir:[[# @LINE + 6]]:8: remark: not fused: %0 (tensordsl.relu, group g0) -> operand 1 of tensordsl.matmul (group g1): matmul right operand must be materialized
+// CHECK:      explain-fusion-pipeline.mlir:[[# @LINE + 6]]:8: remark: not fused: %0 (tensordsl.relu, group g0) -> operand 1 of tensordsl.matmul (group g1): tensordsl.matmul operand 1 must be materialized (it is read whole from memory)
 // CHECK:      remark: @main: 2 fusion groups; materialized between groups: %0 (tensor<16x8xf32>, 128 elements)
 // CHECK-NOT:  remark
 

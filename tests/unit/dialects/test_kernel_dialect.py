@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 from xdsl.builder import ImplicitBuilder
 from xdsl.dialects import test as test_dialect
@@ -16,6 +17,8 @@ from xdsl.utils.exceptions import VerifyException
 
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.kernel import FusedOp, Kernel, TileOp, YieldOp, dim_map, map_dims
+from tdsl.dialects.kernel_plan import Buffer
+from tdsl.dialects.structured import IteratorType
 
 F32 = Float32Type()
 
@@ -45,7 +48,8 @@ def tile_op(
     tiles: Sequence[int],
     ins: Sequence[Sequence[int | None]],
     outs: Sequence[Sequence[int | None]],
-    scratch: int = 0,
+    scratch: Sequence[Buffer] = (),
+    iterators: Sequence[IteratorType] | None = None,
     yield_count: int | None = None,
 ) -> TileOp:
     n = len(space)
@@ -54,6 +58,7 @@ def tile_op(
         result_types,
         identity_body(body_types, yield_count),
         space=space,
+        iterators=[IteratorType.PARALLEL] * n if iterators is None else iterators,
         tiles=tiles,
         scratch=scratch,
         in_maps=[dim_map(n, d) for d in ins],
@@ -152,20 +157,28 @@ def test_tile_accessors_and_geometry() -> None:
         [t(10, 6), t(6, 5), t(5)],
         [t(10, 5)],
         [t(4, 6), t(6, 5), t(5)],
-        space=[10, 5],
-        tiles=[4, 5],
-        ins=[(0, None), (None, 1), (1,)],
+        space=[10, 5, 6],
+        tiles=[4, 5, 6],
+        ins=[(0, 2), (2, 1), (1,)],
         outs=[(0, 1)],
-        scratch=20,
+        scratch=[Buffer(np.dtype(np.float32), 20)],
+        iterators=[IteratorType.PARALLEL, IteratorType.PARALLEL, IteratorType.REDUCTION],
         yield_count=0,
     )
-    assert op.space_value == (10, 5) and op.tiles_value == (4, 5) and op.scratch_value == 20
-    assert op.input_dims == ((0, None), (None, 1), (1,))
+    assert op.space_value == (10, 5, 6) and op.tiles_value == (4, 5, 6)
+    assert op.scratch_value == 20
+    assert op.scratch_buffers == (Buffer(np.dtype(np.float32), 20),)
+    assert op.iterator_types == (
+        IteratorType.PARALLEL,
+        IteratorType.PARALLEL,
+        IteratorType.REDUCTION,
+    )
+    assert op.input_dims == ((0, 2), (2, 1), (1,))
     assert op.output_dims == ((0, 1),)
-    assert list(op.tile_starts()) == [(0, 0), (4, 0), (8, 0)]
-    assert op.tile_slice((0, None), (8, 0)) == (slice(8, 10), slice(None))
-    assert op.tile_slice((None, 1), (4, 0)) == (slice(None), slice(0, 5))
-    assert op.full_tile_type(t(10, 6), (0, None)) == t(4, 6)
+    assert list(op.tile_starts()) == [(0, 0, 0), (4, 0, 0), (8, 0, 0)]
+    assert op.tile_slice((0, 2), (8, 0, 0)) == (slice(8, 10), slice(0, 6))
+    assert op.tile_slice((2, 1), (4, 0, 0)) == (slice(0, 6), slice(0, 5))
+    assert op.full_tile_type(t(10, 6), (0, 2)) == t(4, 6)
     assert op.full_tile_type(t(5), (1,)) == t(5)
 
 
@@ -212,7 +225,7 @@ TILE_ERRORS: list[tuple[str, dict[str, Any], str]] = [
     ),
     (
         "negative extent",
-        dict(space=[-8], tiles=[2], ins=[(None,)], outs=[(None,)], body=[t(8)], shape=(8,)),
+        dict(space=[-8], tiles=[2], ins=[(0,)], outs=[(0,)], body=[t(8)], shape=(8,)),
         "'kernel.tile' op space extent -8 is negative",
     ),
     (
@@ -222,8 +235,39 @@ TILE_ERRORS: list[tuple[str, dict[str, Any], str]] = [
     ),
     (
         "scratch",
-        dict(space=[8, 4], tiles=[2, 4], ins=[(0, 1)], outs=[(0, 1)], body=[t(2, 4)], scratch=-1),
-        "'kernel.tile' op scratch -1 is negative",
+        dict(
+            space=[8, 4],
+            tiles=[2, 4],
+            ins=[(0, 1)],
+            outs=[(0, 1)],
+            body=[t(2, 4)],
+            scratch=[Buffer(np.dtype(np.float32), 8)],
+        ),
+        "'kernel.tile' op records scratch [memref<8xf32>] but its schedule needs []",
+    ),
+    (
+        "iterators",
+        dict(
+            space=[8, 4],
+            tiles=[2, 4],
+            ins=[(0, 1)],
+            outs=[(0, 1)],
+            body=[t(2, 4)],
+            iterators=[IteratorType.REDUCTION, IteratorType.PARALLEL],
+        ),
+        '\'kernel.tile\' op iterators do not match its body, which needs ["parallel", "parallel"]',
+    ),
+    (
+        "iterator count",
+        dict(
+            space=[8, 4],
+            tiles=[2, 4],
+            ins=[(0, 1)],
+            outs=[(0, 1)],
+            body=[t(2, 4)],
+            iterators=[IteratorType.PARALLEL],
+        ),
+        "'kernel.tile' op has 1 iterator kinds for a 2-d iteration space",
     ),
     (
         "input map count",
@@ -236,10 +280,16 @@ TILE_ERRORS: list[tuple[str, dict[str, Any], str]] = [
         "'kernel.tile' op has 0 output maps for 1 results",
     ),
     (
-        "tiled dim not named",
+        "whole dim as 0",
         dict(space=[8, 4], tiles=[2, 4], ins=[(0, 1)], outs=[(None, 1)], body=[t(2, 4)]),
-        "'kernel.tile' op result #0 map (d0, d1) -> (0, d1) does not name tiled dims [0]: "
-        "tiles would overwrite each other",
+        "'kernel.tile' op result #0 (tensor<8x4xf32>) maps a dim of extent 8 to 0: only "
+        "broadcast dims of extent 1 may",
+    ),
+    (
+        "result along other dims",
+        dict(space=[8, 8], tiles=[8, 8], ins=[(0, 1)], outs=[(1, 0)], body=[t(8, 8)], shape=(8, 8)),
+        "'kernel.tile' op result #0 map (d0, d1) -> (d1, d0) does not follow the dims its value "
+        "runs along (d0, d1)",
     ),
     (
         "map rank",
@@ -280,8 +330,9 @@ def test_tile_map_with_wrong_dim_count() -> None:
         [t(8)],
         identity_body([t(2)]),
         space=[8],
+        iterators=[IteratorType.PARALLEL],
         tiles=[2],
-        scratch=0,
+        scratch=[],
         in_maps=[dim_map(2, [0])],
         out_maps=[dim_map(1, [0])],
     )

@@ -213,23 +213,25 @@ def test_tile_roundtrip(group: str | None) -> None:
         block = Block(arg_types=[t(4, 6), t(6, 5), t(5)])
         with ImplicitBuilder(block) as (x1, w1, b1):
             YieldOp(td.ReluOp(td.AddOp(td.MatmulOp(x1, w1), b1)))
-        return TileOp(
+        return TileOp.planned(
             [x, w, b],
             [t(10, 5)],
             Region(block),
-            space=[10, 5],
-            tiles=[4, 5],
-            scratch=20,
-            in_maps=[dim_map(2, [0, None]), dim_map(2, [None, 1]), dim_map(2, [1])],
-            out_maps=[dim_map(2, [0, 1])],
+            space=[10, 5, 6],
+            tiles=[4, 5, 6],
+            in_maps=[dim_map(3, [0, 2]), dim_map(3, [2, 1]), dim_map(3, [1])],
+            out_maps=[dim_map(3, [0, 1])],
             group=group,
         )
 
     custom = assert_roundtrip(module_of([t(10, 6), t(6, 5), t(5)], body))
     head = "kernel.tile(%0, %1, %2) " + ("" if group is None else f'group "{group}" ')
     assert (
-        head + "space [10, 5] tiles [4, 5] scratch 20 ins [affine_map<(d0, d1) -> (d0, 0)>"
-        in custom
+        head + 'space [10, 5, 6] iterators ["parallel", "parallel", "reduction"] tiles [4, 5, 6] '
+        "scratch []"
+    ) in custom
+    assert (
+        "ins [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>" in custom
     )
 
 

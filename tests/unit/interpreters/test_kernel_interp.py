@@ -13,7 +13,7 @@ from xdsl.builder import ImplicitBuilder
 from xdsl.dialects.builtin import Float32Type, Float64Type, TensorType
 from xdsl.interpreter import Interpreter, OpCounter
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.utils.exceptions import InterpretationError
+from xdsl.utils.exceptions import VerifyException
 
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.kernel import FusedOp, TileOp, YieldOp, dim_map
@@ -70,13 +70,12 @@ def tiled(
     with ImplicitBuilder(block):
         YieldOp(*as_values(body(*block.args)))
     n = len(space)
-    return TileOp(
+    return TileOp.planned(
         inputs,
         result_types,
         Region(block),
         space=space,
         tiles=tiles,
-        scratch=0,
         in_maps=[dim_map(n, d) for d in ins],
         out_maps=[dim_map(n, d) for d in outs],
         group="g0",
@@ -171,9 +170,25 @@ def test_tiled_matmul_epilogue_with_remainder_tiles(
         run_main,
         epilogue,
         [x, w, b],
-        space=[10, 5],
-        tiles=list(tiles),
-        ins=[(0, None), (None, 1), (1,)],
+        space=[10, 5, 6],
+        tiles=[*tiles, 6],
+        ins=[(0, 2), (2, 1), (1,)],
+        outs=[(0, 1)],
+    )
+    assert_same(got, unfused)
+    assert_same(got, [np_epilogue(x, w, b)])
+
+
+@pytest.mark.parametrize("k_tile", [1, 4, 5])
+def test_tiled_matmul_accumulates_over_its_contraction(run_main: RunMain, k_tile: int) -> None:
+    x, w, b = rand(10, 6, seed=1), rand(6, 5, seed=2), rand(5, seed=3)
+    got, unfused = run_tiled(
+        run_main,
+        epilogue,
+        [x, w, b],
+        space=[10, 5, 6],
+        tiles=[4, 5, k_tile],
+        ins=[(0, 2), (2, 1), (1,)],
         outs=[(0, 1)],
     )
     assert_same(got, unfused)
@@ -186,10 +201,10 @@ def test_tiled_row_softmax(run_main: RunMain) -> None:
         run_main,
         lambda a: td.SoftmaxOp(a),
         [x],
-        space=[7],
-        tiles=[3],
-        ins=[(0, None)],
-        outs=[(0, None)],
+        space=[7, 5],
+        tiles=[3, 5],
+        ins=[(0, 1)],
+        outs=[(0, 1)],
     )
     assert_same(got, unfused)
     e = np.exp(x - x.max(axis=1, keepdims=True))
@@ -227,14 +242,39 @@ def test_tiled_reduction_and_two_results(run_main: RunMain) -> None:
         run_main,
         body,
         [x],
-        space=[7],
-        tiles=[2],
-        ins=[(0, None)],
-        outs=[(0, None), (0, None), (0,)],
+        space=[7, 5],
+        tiles=[2, 5],
+        ins=[(0, 1)],
+        outs=[(0, 1), (0, None), (0,)],
     )
     assert_same(got, unfused)
     r = np.maximum(x, 0)
     assert_same(got, [r, r.sum(axis=1, keepdims=True), x.max(axis=1)])
+
+
+@pytest.mark.parametrize("tiles", [(2, 3), (7, 2), (1, 1)], ids=str)
+def test_tiled_reduction_dims_accumulate_in_passes(
+    run_main: RunMain, tiles: tuple[int, int]
+) -> None:
+    x = rand(7, 5)
+
+    def body(a: Any) -> Any:  # mean along the tiled rows, then a second pass subtracts it
+        m = td.MeanOp(a, 0, True)
+        d = td.SubOp(a, m)
+        return (d, td.SumOp(td.MulOp(d, d), 0))
+
+    got, unfused = run_tiled(
+        run_main,
+        body,
+        [x],
+        space=[7, 5],
+        tiles=list(tiles),
+        ins=[(0, 1)],
+        outs=[(0, 1), (1,)],
+    )
+    assert_same(got, unfused)
+    d = x - x.mean(axis=0, keepdims=True)
+    assert_same(got, [d, (d * d).sum(axis=0)])
 
 
 def test_tiled_batched_matmul(run_main: RunMain) -> None:
@@ -243,10 +283,10 @@ def test_tiled_batched_matmul(run_main: RunMain) -> None:
         run_main,
         lambda a, c: td.MatmulOp(a, c),
         [x, w],
-        space=[3, 5],
-        tiles=[2, 2],
-        ins=[(0, 1, None), (0, None, None)],
-        outs=[(0, 1, None)],
+        space=[3, 5, 2, 4],
+        tiles=[2, 2, 2, 3],
+        ins=[(0, 1, 3), (0, 3, 2)],
+        outs=[(0, 1, 2)],
     )
     assert_same(got, unfused)
     assert_same(got, [x @ w])
@@ -282,38 +322,39 @@ def test_tiled_0d_space(run_main: RunMain) -> None:
     assert_same(got, [np.asarray(x - y)])
 
 
-def test_tile_body_yielding_a_wrong_shape_is_an_error(run_main: RunMain) -> None:
+def test_tile_body_yielding_a_value_not_following_its_map_is_refused(run_main: RunMain) -> None:
     x = rand(5, 2)
 
     def main(a: Any) -> Any:
-        def body(_: Any) -> Any:  # yields a full tile even on the remainder tile
+        def body(_: Any) -> Any:  # a constant is the same for every tile: it cannot fill them
             return td.ConstantOp.splat(0.0, td.element_type(a), (4, 2))
 
         return tiled([a], [a.type], body, space=[5, 2], tiles=[4, 2], ins=[(0, 1)], outs=[(0, 1)])
 
-    with pytest.raises(InterpretationError, match=r"yielded result #0 of shape 4x2.*shape 1x2"):
+    with pytest.raises(VerifyException, match=r"result #0 map .* does not follow the dims"):
         run_main(main, x)
 
 
 @settings(max_examples=25, deadline=None)
 @given(
     rows=st.integers(0, 9),
-    cols=st.integers(1, 6),
-    inner=st.integers(0, 4),
+    cols=st.integers(2, 6),
+    inner=st.integers(2, 4),
     row_tile=st.integers(1, 10),
     col_tile=st.integers(1, 7),
+    k_tile=st.integers(1, 5),
 )
 def test_tiled_epilogue_property(
-    run_main: RunMain, rows: int, cols: int, inner: int, row_tile: int, col_tile: int
+    run_main: RunMain, rows: int, cols: int, inner: int, row_tile: int, col_tile: int, k_tile: int
 ) -> None:
     x, w, b = rand(rows, inner, seed=1), rand(inner, cols, seed=2), rand(cols, seed=3)
     got, unfused = run_tiled(
         run_main,
         epilogue,
         [x, w, b],
-        space=[rows, cols],
-        tiles=[row_tile, col_tile],
-        ins=[(0, None), (None, 1), (1,)],
+        space=[rows, cols, inner],
+        tiles=[row_tile, col_tile, k_tile],
+        ins=[(0, 2), (2, 1), (1,)],
         outs=[(0, 1)],
     )
     assert_same(got, unfused)

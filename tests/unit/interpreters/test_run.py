@@ -140,7 +140,7 @@ func.func @main(%x: tensor<5x3xf32>, %b: tensor<3xf32>) -> (tensor<5x3xf32>, ten
     %0 = tensordsl.add %x1, %b1 : (tensor<5x3xf32>, tensor<3xf32>) -> tensor<5x3xf32>
     kernel.yield %0 : tensor<5x3xf32>
   }
-  %t = kernel.tile(%x, %b) group "g1" space [5, 3] tiles [2, 3] scratch 6
+  %t = kernel.tile(%x, %b) group "g1" space [5, 3] iterators ["parallel", "parallel"] tiles [2, 3] scratch []
       ins [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>]
       outs [affine_map<(d0, d1) -> (d0, d1)>]
       : (tensor<5x3xf32>, tensor<3xf32>) -> tensor<5x3xf32> {

@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tdsl.errors import TdslBudgetError
 from tdsl.frontend import parse
 from tdsl.frontend.ast import BinOp, Call, Expression, Name
 from tdsl.jit import GroupInfo, JITTensorKernel
@@ -107,17 +106,31 @@ def test_budget_bounds_scratch_and_controls_splitting() -> None:
         tiles[budget] = min(g.tiles[0] for g in fn.groups if g.tiles)
         for g in fn.groups:
             assert g.scratch is not None and g.scratch <= budget, str(g)
-    # a smaller budget never gives fewer groups or larger tiles
+    # a smaller budget never gives larger tiles, and never splits the group: rows longer
+    # than the budget run in passes over tiles of the row
     budgets = sorted(counts)
-    assert all(counts[a] >= counts[b] for a, b in itertools.pairwise(budgets))
     assert all(tiles[a] <= tiles[b] for a, b in itertools.pairwise(budgets))
-    assert counts[10**6] == 1
-    assert counts[250] > 1, "a row-local group that does not fit the budget must be split"
+    assert set(counts.values()) == {1}
 
 
-def test_one_op_that_cannot_fit_the_budget_is_an_error() -> None:
-    with pytest.raises(TdslBudgetError, match="budget"):
-        JITTensorKernel(memory_budget=64).compile("softmax(A)", {"A": (4, 10_000)})
+def test_rows_longer_than_the_budget_are_computed() -> None:
+    def softmax(x: np.ndarray) -> np.ndarray:
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    jit = JITTensorKernel(memory_budget=64)
+    # the softmax reads its input whole rows at a time, in place in the output
+    one = jit.compile("softmax(A * 2)", {"A": (4, 10_000)})
+    (group,) = one.groups
+    assert group.scratch == 4  # the row statistics
+    # two softmaxes need a row buffer: they run decomposed, in passes over the row
+    two = jit.compile("softmax(A * 2) + softmax(A)", {"A": (4, 10_000)})
+    (group,) = two.groups
+    assert group.scratch is not None and group.scratch <= 64
+    assert "tensordsl.softmax" not in group.ops
+    a = np.random.default_rng(3).standard_normal((4, 10_000))
+    np.testing.assert_allclose(one(A=a), softmax(2 * a), rtol=1e-12)
+    np.testing.assert_allclose(two(A=a), softmax(2 * a) + softmax(a), rtol=1e-12)
 
 
 def test_large_dims_are_tiled_and_small_ones_are_not() -> None:
@@ -125,9 +138,9 @@ def test_large_dims_are_tiled_and_small_ones_are_not() -> None:
         "relu(A)+B", {"A": (4096, 4096), "B": (4096, 4096)}, "f32"
     )
     (group,) = big.groups
-    assert group.space == (4096, 4096) or group.space[0] == 4096
-    assert group.tiles is not None and group.tiles[0] < 4096
-    assert group.num_tiles > 1
+    # no intermediate: one tile in the IR, which the target cuts into cache-sized blocks
+    assert group.space == (4096, 4096) and group.scratch == 0
+    assert "cache blocking: d0 cut to" in big.source
     small = JITTensorKernel(memory_budget=1_000_000).compile(
         "relu(A)+B", {"A": (8, 8), "B": (8, 8)}, "f32"
     )

@@ -1,22 +1,28 @@
-"""Unit tests of the ``tdsl-tile`` pass: spaces, maps, tile sizes, splitting, errors, scratch."""
+"""Unit tests of the ``tdsl-tile`` pass: spaces, maps, tile sizes, passes, splitting, errors, scratch."""
 
 from __future__ import annotations
 
 import io
-import math
+from typing import ClassVar
 
+import numpy as np
 import pytest
 from xdsl.context import Context
-from xdsl.dialects.builtin import Builtin, Float32Type, Float64Type, ModuleOp
+from xdsl.dialects.builtin import Builtin, ModuleOp
 from xdsl.dialects.func import Func
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 
+from tdsl.defaults import DEFAULT_MEMORY_BUDGET
 from tdsl.dialects.kernel import FusedOp, Kernel, TileOp
+from tdsl.dialects.kernel_plan import plan_scratch
+from tdsl.dialects.structured import IteratorType
 from tdsl.dialects.tensordsl import ConstantOp, TensorDSL, tensor_shape
 from tdsl.errors import TdslBudgetError, TdslOptionError
-from tdsl.lowering.tile import DEFAULT_MEMORY_BUDGET, TilePass, scratch_plan, tile
-from tdsl.lowering.tiling_analysis import analyze_group, body_ops
+from tdsl.interpreters.run import run_function
+from tdsl.lowering.tile import TilePass, tile
+
+P, R = IteratorType.PARALLEL, IteratorType.REDUCTION
 
 
 def context() -> Context:
@@ -47,35 +53,39 @@ def only_tile(module: ModuleOp) -> TileOp:
     return found
 
 
-def elementwise3(n: int = 100, m: int = 100, budget: str = "budget 1000") -> str:
-    """``(A + B) + C`` on n x m f32, one fused group."""
-    t = f"tensor<{n}x{m}xf32>"
-    return f"""
-func.func @main(%a: {t}, %b: {t}, %c: {t}) -> {t} {{
-  %r = kernel.fused(%a, %b, %c) group "g0" {budget} : ({t}, {t}, {t}) -> {t} {{
-  ^bb0(%x: {t}, %y: {t}, %z: {t}):
-    %0 = tensordsl.add %x, %y : ({t}, {t}) -> {t}
-    %1 = tensordsl.add %0, %z : ({t}, {t}) -> {t}
-    kernel.yield %1 : {t}
-  }}
-  func.return %r : {t}
-}}
-"""
+def body_names(op: TileOp) -> list[str]:
+    return [o.name for o in op.body.block.ops]
 
 
-def softmax_of_sum(rows: int, cols: int, budget: int) -> str:
-    t = f"tensor<{rows}x{cols}xf32>"
+def two_way(n: int = 100, m: int = 100, budget: str = "budget 1000", dtype: str = "f32") -> str:
+    """``(A + B) * (A - B)`` on n x m: one intermediate row (the other goes to the output)."""
+    t = f"tensor<{n}x{m}x{dtype}>"
     return f"""
 func.func @main(%a: {t}, %b: {t}) -> {t} {{
-  %r = kernel.fused(%a, %b) group "g" budget {budget} : ({t}, {t}) -> {t} {{
+  %r = kernel.fused(%a, %b) group "g0" {budget} : ({t}, {t}) -> {t} {{
   ^bb0(%x: {t}, %y: {t}):
     %0 = tensordsl.add %x, %y : ({t}, {t}) -> {t}
-    %1 = tensordsl.softmax %0 : {t} loc("model.tdsl":3:7)
-    kernel.yield %1 : {t}
+    %1 = tensordsl.sub %x, %y : ({t}, {t}) -> {t}
+    %2 = tensordsl.mul %0, %1 : ({t}, {t}) -> {t}
+    kernel.yield %2 : {t}
   }}
   func.return %r : {t}
 }}
 """
+
+
+def check_numbers(module: ModuleOp, tiled: ModuleOp, seed: int = 0) -> None:
+    """The tiled module computes what the fused one computes (both interpreted)."""
+    fn = next(op for op in module.walk() if op.name == "func.func")
+    rng = np.random.default_rng(seed)
+    args = [
+        rng.uniform(-2, 2, size=tensor_shape(a)).astype(np.float32)
+        for a in fn.regions[0].block.args
+    ]
+    want = run_function(module, "main", *args)
+    got = run_function(tiled, "main", *args)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
 
 
 MLP = """
@@ -84,11 +94,33 @@ func.func @main(%x: tensor<512x128xf32>, %w: tensor<128x256xf32>, %b: tensor<256
   ^bb0(%x1: tensor<512x128xf32>, %w1: tensor<128x256xf32>, %b1: tensor<256xf32>):
     %0 = tensordsl.matmul %x1, %w1 : (tensor<512x128xf32>, tensor<128x256xf32>) -> tensor<512x256xf32>
     %1 = tensordsl.add %0, %b1 : (tensor<512x256xf32>, tensor<256xf32>) -> tensor<512x256xf32>
-    %2 = tensordsl.relu %1 : tensor<512x256xf32>
-    kernel.yield %2 : tensor<512x256xf32>
+    %2 = tensordsl.exp %1 : tensor<512x256xf32>
+    %3 = tensordsl.add %2, %0 : (tensor<512x256xf32>, tensor<512x256xf32>) -> tensor<512x256xf32>
+    kernel.yield %3 : tensor<512x256xf32>
   }
   func.return %y : tensor<512x256xf32>
 }
+"""
+"""``exp(x @ w + b) + x @ w``: the matmul result lives beside its epilogue (one row each)."""
+
+
+def softmax_of(rows: int, cols: int, budget: int) -> str:
+    """``softmax(x + y) + softmax(x - y)``: one softmax is computed in the output, the other
+    needs a row buffer."""
+    t = f"tensor<{rows}x{cols}xf32>"
+    return f"""
+func.func @main(%a: {t}, %b: {t}) -> {t} {{
+  %r = kernel.fused(%a, %b) group "g" budget {budget} : ({t}, {t}) -> {t} {{
+  ^bb0(%x: {t}, %y: {t}):
+    %0 = tensordsl.add %x, %y : ({t}, {t}) -> {t}
+    %1 = tensordsl.softmax %0 : {t}
+    %2 = tensordsl.sub %x, %y : ({t}, {t}) -> {t}
+    %3 = tensordsl.softmax %2 : {t}
+    %4 = tensordsl.add %1, %3 : ({t}, {t}) -> {t}
+    kernel.yield %4 : {t}
+  }}
+  func.return %r : {t}
+}}
 """
 
 
@@ -98,56 +130,73 @@ func.func @main(%x: tensor<512x128xf32>, %w: tensor<128x256xf32>, %b: tensor<256
 
 
 def test_budget_picks_whole_rows_that_fit() -> None:
-    t = only_tile(tile(parse(elementwise3())))
-    # One intermediate (x + y) of 100 elements per row: 1000 // 100 rows.
+    t = only_tile(tile(parse(two_way())))
+    # One intermediate (x - y) of 100 elements per row: 1000 // 100 rows.
     assert t.space_value == (100, 100)
+    assert t.iterator_types == (P, P)
     assert t.tiles_value == (10, 100)
     assert t.scratch_value == 1000
     assert t.group is not None and t.group.data == "g0"
 
 
 def test_large_budget_gives_one_tile() -> None:
-    t = only_tile(tile(parse(elementwise3(budget="budget 1000000"))))
+    t = only_tile(tile(parse(two_way(budget="budget 1000000"))))
     assert t.tiles_value == (100, 100)
     assert t.scratch_value == 100 * 100
 
 
+def test_groups_without_intermediates_need_no_scratch() -> None:
+    # (x + y) + z: the whole chain is computed in the output, whatever the budget
+    t = "tensor<100x100xf32>"
+    text = f"""
+func.func @main(%a: {t}, %b: {t}, %c: {t}) -> {t} {{
+  %r = kernel.fused(%a, %b, %c) budget 16 : ({t}, {t}, {t}) -> {t} {{
+  ^bb0(%x: {t}, %y: {t}, %z: {t}):
+    %0 = tensordsl.add %x, %y : ({t}, {t}) -> {t}
+    %1 = tensordsl.add %0, %z : ({t}, {t}) -> {t}
+    kernel.yield %1 : {t}
+  }}
+  func.return %r : {t}
+}}
+"""
+    op = only_tile(tile(parse(text)))
+    assert op.tiles_value == (100, 100) and op.scratch_value == 0
+
+
 def test_pass_budget_overrides_the_recorded_one() -> None:
-    t = only_tile(tile(parse(elementwise3()), memory_budget=5000))
+    t = only_tile(tile(parse(two_way()), memory_budget=5000))
     assert t.tiles_value == (50, 100)
 
 
 def test_default_budget_without_any() -> None:
-    t = only_tile(tile(parse(elementwise3(200, 10000, budget=""))))
+    t = only_tile(tile(parse(two_way(200, 10000, budget=""))))
     assert DEFAULT_MEMORY_BUDGET == 1_000_000
-    # 100 rows of 10000 fit 1e6; the tile is evened out to two tiles of 100.
+    # 100 rows of 10000 fit 1e6: two tiles of 100.
     assert t.tiles_value == (100, 10000)
     assert t.scratch_value <= DEFAULT_MEMORY_BUDGET
 
 
 def test_tiles_are_evened_out() -> None:
     # 333 rows would fit, making 4 tiles, the last of 1 row: 4 tiles of 250 instead.
-    t = only_tile(tile(parse(elementwise3(1000, 3)), memory_budget=999))
+    t = only_tile(tile(parse(two_way(1000, 3)), memory_budget=999))
     assert t.tiles_value == (250, 3)
     assert t.scratch_value == 750
-    t = only_tile(tile(parse(elementwise3(1000, 3)), memory_budget=1500))
+    t = only_tile(tile(parse(two_way(1000, 3)), memory_budget=1500))
     assert t.tiles_value == (500, 3)
-    t2 = only_tile(tile(parse(elementwise3(100, 1)), memory_budget=60))
-    assert t2.tiles_value == (50,)
 
 
-def test_tile_size_caps_every_tileable_dim() -> None:
-    t = only_tile(tile(parse(elementwise3(budget="budget 1000000")), tile_size=32))
+def test_tile_size_caps_every_parallel_dim() -> None:
+    t = only_tile(tile(parse(two_way(budget="budget 1000000")), tile_size=32))
     assert t.tiles_value == (32, 32)
     assert t.scratch_value == 32 * 32
     # The budget still wins when it is tighter than the cap.
-    t = only_tile(tile(parse(elementwise3()), tile_size=64))
-    assert t.tiles_value == (15, 64)  # 16 rows of 64 fit 1000; 7 tiles of <= 15 rows
+    t = only_tile(tile(parse(two_way()), tile_size=64))
+    assert t.tiles_value == (15, 64)  # 15 rows of 64 fit 1000; 7 tiles of <= 15 rows
     assert t.scratch_value <= 1000
 
 
 def test_explicit_tile_sizes() -> None:
-    t = only_tile(tile(parse(elementwise3(budget="budget 1000000")), tile_sizes=(10, 500)))
+    t = only_tile(tile(parse(two_way(budget="budget 1000000")), tile_sizes=(10, 500)))
     assert t.tiles_value == (10, 100)  # clamped to the extent
     assert t.scratch_value == 1000
 
@@ -158,17 +207,23 @@ def test_explicit_tile_sizes() -> None:
 )
 def test_explicit_tile_sizes_are_validated(sizes: tuple[int, ...], message: str) -> None:
     with pytest.raises(TdslOptionError, match=message):
-        tile(parse(elementwise3()), tile_sizes=sizes)
+        tile(parse(two_way()), tile_sizes=sizes)
 
 
-def test_explicit_size_on_an_untileable_dim() -> None:
-    with pytest.raises(TdslOptionError, match=r"d1 \(extent 50\) cannot be tiled: softmax"):
-        tile(parse(softmax_of_sum(10, 50, 10**6)), tile_sizes=(2, 10))
+def test_explicit_sizes_that_cut_rows_run_decomposed() -> None:
+    module = parse(softmax_of(10, 50, 10**6))
+    t = only_tile(tile(module, tile_sizes=(2, 10)))
+    assert t.tiles_value == (2, 10)
+    assert "tensordsl.softmax" not in body_names(t)
+    assert len(t.schedule().passes) == 3
+    check_numbers(module, tile(module, tile_sizes=(2, 10)))
+    # sizes that keep the rows whole keep softmax whole
+    assert "tensordsl.softmax" in body_names(only_tile(tile(module, tile_sizes=(2, 50))))
 
 
 def test_explicit_sizes_over_budget() -> None:
     with pytest.raises(TdslBudgetError, match="need 2000 elements of scratch, more than"):
-        tile(parse(elementwise3()), tile_sizes=(20, 100))
+        tile(parse(two_way()), tile_sizes=(20, 100))
 
 
 @pytest.mark.parametrize(
@@ -177,13 +232,13 @@ def test_explicit_sizes_over_budget() -> None:
 )
 def test_bad_options(kwargs: dict[str, object]) -> None:
     with pytest.raises(TdslOptionError):
-        tile(parse(elementwise3()), **kwargs)  # pyright: ignore[reportArgumentType]
+        tile(parse(two_way()), **kwargs)  # pyright: ignore[reportArgumentType]
     with pytest.raises(TdslOptionError):
-        TilePass(**kwargs).apply(context(), parse(elementwise3()))  # pyright: ignore[reportArgumentType]
+        TilePass(**kwargs).apply(context(), parse(two_way()))  # pyright: ignore[reportArgumentType]
 
 
 def test_tile_works_on_a_clone() -> None:
-    module = parse(elementwise3())
+    module = parse(two_way())
     before = show(module)
     tiled = tile(module)
     assert show(module) == before
@@ -196,34 +251,64 @@ def test_tile_works_on_a_clone() -> None:
 # ---------------------------------------------------------------------------
 
 
-def test_matmul_epilogue_maps_and_rows() -> None:
-    t = only_tile(tile(parse(MLP)))
-    assert t.space_value == (512, 256)
-    assert t.input_dims == ((0, None), (None, 1), (1,))
+def test_matmul_space_has_its_contraction_last() -> None:
+    module = parse(MLP)
+    t = only_tile(tile(module))
+    assert t.space_value == (512, 256, 128)
+    assert t.iterator_types == (P, P, R)
+    assert t.input_dims == ((0, 2), (2, 1), (1,))
     assert t.output_dims == ((0, 1),)
-    # The matmul result is the one intermediate (add and relu run in place).
-    assert t.tiles_value == (256, 256)
+    # the epilogue runs in the output; x @ w, needed again at the end, takes a row
+    # buffer: 390 rows would fit, evened out to 2 tiles of 256; the contraction stays whole
+    assert t.tiles_value == (256, 256, 128)
     assert t.scratch_value == 256 * 256
+    check_numbers(module, tile(module, memory_budget=2000))
 
 
-def test_matmul_columns_are_tiled_only_when_a_row_does_not_fit() -> None:
+def test_matmul_columns_then_contraction_are_tiled_only_when_rows_do_not_fit() -> None:
     text = """
 func.func @main(%a: tensor<4x8xf32>, %w: tensor<8x5000xf32>) -> tensor<4x5000xf32> {
   %r = kernel.fused(%a, %w) budget 1000 : (tensor<4x8xf32>, tensor<8x5000xf32>) -> tensor<4x5000xf32> {
   ^bb0(%x: tensor<4x8xf32>, %y: tensor<8x5000xf32>):
     %0 = tensordsl.matmul %x, %y : (tensor<4x8xf32>, tensor<8x5000xf32>) -> tensor<4x5000xf32>
     %1 = tensordsl.relu %0 : tensor<4x5000xf32>
-    kernel.yield %1 : tensor<4x5000xf32>
+    %2 = tensordsl.mul %1, %0 : (tensor<4x5000xf32>, tensor<4x5000xf32>) -> tensor<4x5000xf32>
+    kernel.yield %2 : tensor<4x5000xf32>
   }
   func.return %r : tensor<4x5000xf32>
 }
 """
-    t = only_tile(tile(parse(text)))
-    assert t.tiles_value == (1, 1000)
-    assert t.input_dims == ((0, None), (None, 1))
+    module = parse(text)
+    t = only_tile(tile(module))
+    # the right operand is the largest value: its columns come first
+    assert t.space_value == (5000, 4, 8)
+    assert t.tiles_value == (1000, 1, 8)
+    assert t.input_dims == ((1, 2), (2, 0))
     # tile-size does not cap the columns of a matmul.
-    t = only_tile(tile(parse(text), memory_budget=10**6, tile_size=2))
-    assert t.tiles_value == (2, 5000)
+    t = only_tile(tile(module, memory_budget=10**6, tile_size=2))
+    assert t.tiles_value == (5000, 2, 8)
+    check_numbers(module, tile(module))
+
+
+def test_contraction_is_tiled_when_a_computed_left_operand_row_does_not_fit() -> None:
+    text = """
+func.func @main(%a: tensor<4x5000xf32>, %w: tensor<5000x8xf32>) -> tensor<4x8xf32> {
+  %r = kernel.fused(%a, %w) budget 100 : (tensor<4x5000xf32>, tensor<5000x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%x: tensor<4x5000xf32>, %y: tensor<5000x8xf32>):
+    %0 = tensordsl.relu %x : tensor<4x5000xf32>
+    %1 = tensordsl.matmul %0, %y : (tensor<4x5000xf32>, tensor<5000x8xf32>) -> tensor<4x8xf32>
+    kernel.yield %1 : tensor<4x8xf32>
+  }
+  func.return %r : tensor<4x8xf32>
+}
+"""
+    module = parse(text)
+    t = only_tile(tile(module))
+    assert t.space_value == (8, 4, 5000) and t.iterator_types == (P, P, R)
+    # a row of relu(x) (5000) is over the budget: the matmul accumulates over tiles of k
+    assert t.tiles_value[2] < 5000 and t.scratch_value <= 100
+    assert t.schedule().describe() == "1 pass over d2"
+    check_numbers(module, tile(module))
 
 
 def test_row_reduction_and_broadcasts() -> None:
@@ -240,18 +325,16 @@ func.func @main(%a: tensor<64x30xf32>, %v: tensor<1x30xf32>, %s: tensor<64x1xf32
 }
 """
     t = only_tile(tile(parse(text)))
-    # The kept size-1 dim is not an iteration dim; d1 is missing from result #1.
+    # The reduced dim is a reduction dim of the space; size-1 dims map to 0.
     assert t.space_value == (64, 30)
+    assert t.iterator_types == (P, R)
     assert t.input_dims == ((0, 1), (None, 1), (0, None))
     assert t.output_dims == ((0, 1), (0, None))
-    assert t.tiles_value == (10, 30)
-    fused = next(o for o in parse(text).walk() if isinstance(o, FusedOp))
-    space = analyze_group(*body_ops(fused))
-    assert not space.dims[1].tileable
-    assert space.dims[1].reason is not None and "max reduces along it" in space.dims[1].reason
+    # nothing needs scratch (both results are computed in place in the outputs)
+    assert t.tiles_value == (64, 30) and t.scratch_value == 0
 
 
-def test_full_reduction_is_split_from_its_producer() -> None:
+def test_full_reduction_fuses_with_its_producer_and_accumulates() -> None:
     text = """
 func.func @main(%a: tensor<100x100xf32>) -> tensor<f32> {
   %r = kernel.fused(%a) group "g" budget 1000 : (tensor<100x100xf32>) -> tensor<f32> {
@@ -263,15 +346,57 @@ func.func @main(%a: tensor<100x100xf32>) -> tensor<f32> {
   func.return %r : tensor<f32>
 }
 """
-    first, second = tiles_of(tile(parse(text)))
-    assert [t.group.data for t in (first, second) if t.group is not None] == ["g.0", "g.1"]
-    assert first.tiles_value == (10, 100)
-    assert first.scratch_value == 0
-    assert second.space_value == () and second.tiles_value == ()
-    assert second.inputs[0] is first.outputs[0]
-    # With room for the whole intermediate, it stays one (untiled) group.
-    t = only_tile(tile(parse(text), memory_budget=10_000))
-    assert t.space_value == () and t.scratch_value == 10_000
+    module = parse(text)
+    t = only_tile(tile(module))
+    assert t.iterator_types == (R, R)
+    # exp of 9 rows, and the one-element partial sum of a tile; the sum accumulates
+    # straight in the output
+    assert t.tiles_value == (9, 100)
+    assert t.scratch_value == 9 * 100 + 1
+    assert t.schedule().describe() == "1 pass over d0"
+    check_numbers(module, tile(module))
+    # with room for the whole intermediate, it is one tile
+    whole = only_tile(tile(module, memory_budget=10_000))
+    assert whole.tiles_value == (100, 100) and whole.scratch_value == 10_000
+
+
+def test_second_pass_recomputes_element_wise_producers() -> None:
+    text = """
+func.func @main(%a: tensor<64x30xf32>) -> tensor<30xf32> {
+  %r = kernel.fused(%a) budget 100 : (tensor<64x30xf32>) -> tensor<30xf32> {
+  ^bb0(%x: tensor<64x30xf32>):
+    %0 = tensordsl.exp %x : tensor<64x30xf32>
+    %1 = tensordsl.mean %0 axis = 0 keepdims : tensor<64x30xf32> -> tensor<1x30xf32>
+    %2 = tensordsl.sub %0, %1 : (tensor<64x30xf32>, tensor<1x30xf32>) -> tensor<64x30xf32>
+    %3 = tensordsl.mul %2, %2 : (tensor<64x30xf32>, tensor<64x30xf32>) -> tensor<64x30xf32>
+    %4 = tensordsl.mean %3 axis = 0 : tensor<64x30xf32> -> tensor<30xf32>
+    kernel.yield %4 : tensor<30xf32>
+  }
+  func.return %r : tensor<30xf32>
+}
+"""
+    module = parse(text)
+    t = only_tile(tile(module))
+    assert t.iterator_types == (R, P)
+    sched = t.schedule()
+    assert [s.index for s in sched.passes] == [1, 3]
+    assert sched.describe() == "2 passes over d0 (recomputing tensordsl.exp)"
+    assert t.scratch_value <= 100
+    check_numbers(module, tile(module))
+
+
+def test_rows_longer_than_the_budget_run_decomposed() -> None:
+    module = parse(softmax_of(10, 200, 64))
+    t = only_tile(tile(module))
+    assert "tensordsl.softmax" not in body_names(t)
+    assert body_names(t)[:4] == ["tensordsl.add", "tensordsl.max", "tensordsl.sub", "tensordsl.exp"]
+    assert t.iterator_types == (P, R)
+    assert t.tiles_value[1] < 200 and t.scratch_value <= 64
+    assert len(t.schedule().passes) == 3  # the maxima, the sums, the quotients
+    check_numbers(module, tile(module))
+    # with room for a row, softmax stays whole
+    whole = only_tile(tile(module, memory_budget=1000))
+    assert "tensordsl.softmax" in body_names(whole)
 
 
 def test_transpose_maps_reversed_dims() -> None:
@@ -280,18 +405,22 @@ func.func @main(%a: tensor<6x4xf32>, %b: tensor<4x6xf32>) -> tensor<6x4xf32> {
   %r = kernel.fused(%a, %b) budget 8 : (tensor<6x4xf32>, tensor<4x6xf32>) -> tensor<6x4xf32> {
   ^bb0(%x: tensor<6x4xf32>, %y: tensor<4x6xf32>):
     %0 = tensordsl.transpose %y : tensor<4x6xf32> -> tensor<6x4xf32>
-    %1 = tensordsl.add %x, %0 : (tensor<6x4xf32>, tensor<6x4xf32>) -> tensor<6x4xf32>
-    kernel.yield %1 : tensor<6x4xf32>
+    %1 = tensordsl.exp %0 : tensor<6x4xf32>
+    %2 = tensordsl.add %x, %1 : (tensor<6x4xf32>, tensor<6x4xf32>) -> tensor<6x4xf32>
+    %3 = tensordsl.mul %2, %1 : (tensor<6x4xf32>, tensor<6x4xf32>) -> tensor<6x4xf32>
+    kernel.yield %3 : tensor<6x4xf32>
   }
   func.return %r : tensor<6x4xf32>
 }
 """
-    t = only_tile(tile(parse(text)))
-    assert t.input_dims == ((0, 1), (1, 0))
+    module = parse(text)
+    t = only_tile(tile(module))
+    assert t.input_dims == ((1, 0), (0, 1))  # y (read first, by the transpose), then x
     assert t.tiles_value == (2, 4)
+    check_numbers(module, tile(module))
 
 
-def test_square_transpose_of_itself_is_not_tiled() -> None:
+def test_an_input_read_along_two_maps_is_two_operands() -> None:
     text = """
 func.func @main(%a: tensor<6x6xf32>) -> tensor<6x6xf32> {
   %r = kernel.fused(%a) budget 100 : (tensor<6x6xf32>) -> tensor<6x6xf32> {
@@ -303,9 +432,12 @@ func.func @main(%a: tensor<6x6xf32>) -> tensor<6x6xf32> {
   func.return %r : tensor<6x6xf32>
 }
 """
-    t = only_tile(tile(parse(text)))
-    assert t.space_value == (6,) and t.tiles_value == (6,)
-    assert t.input_dims == ((0, 0),)
+    module = parse(text)
+    t = only_tile(tile(module, memory_budget=1))
+    assert t.space_value == (6, 6)
+    assert t.inputs[0] is t.inputs[1]
+    assert t.input_dims == ((1, 0), (0, 1))
+    check_numbers(module, tile(module, tile_sizes=(2, 3)))
 
 
 def test_constants_hoisted_or_kept() -> None:
@@ -316,8 +448,10 @@ func.func @main(%a: tensor<8x6xf32>) -> tensor<8x6xf32> {
     %c = tensordsl.constant dense<[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]> : tensor<6xf32>
     %s = tensordsl.constant dense<2.0> : tensor<1x1xf32>
     %0 = tensordsl.mul %x, %s : (tensor<8x6xf32>, tensor<1x1xf32>) -> tensor<8x6xf32>
-    %1 = tensordsl.sub %0, %c : (tensor<8x6xf32>, tensor<6xf32>) -> tensor<8x6xf32>
-    kernel.yield %1 : tensor<8x6xf32>
+    %1 = tensordsl.exp %x : tensor<8x6xf32>
+    %2 = tensordsl.sub %0, %c : (tensor<8x6xf32>, tensor<6xf32>) -> tensor<8x6xf32>
+    %3 = tensordsl.mul %2, %1 : (tensor<8x6xf32>, tensor<8x6xf32>) -> tensor<8x6xf32>
+    kernel.yield %3 : tensor<8x6xf32>
   }
   func.return %r : tensor<8x6xf32>
 }
@@ -346,14 +480,16 @@ func.func @main(%a: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tenso
 }
 """
     module = tile(parse(text))
-    t = only_tile(module)
-    # The dead relu is dropped; %x and the constant are forwarded.
-    assert [op.name for op in t.body.block.ops] == ["tensordsl.exp", "kernel.yield"]
+    tiles = tiles_of(module)
+    # The dead relu is dropped; %x is forwarded.
+    assert all("tensordsl.relu" not in body_names(t) for t in tiles)
     ret = next(op for op in module.walk() if op.name == "func.return")
-    func_arg = t.inputs[0]
-    assert ret.operands[0] is func_arg
-    assert ret.operands[1] is t.outputs[0]
-    assert isinstance(ret.operands[2].owner, ConstantOp)
+    assert (
+        ret.operands[0]
+        is next(op for op in module.walk() if op.name == "func.func").regions[0].block.args[0]
+    )
+    assert isinstance(ret.operands[1].owner, TileOp)
+    check_numbers(parse(text), module)
 
 
 # ---------------------------------------------------------------------------
@@ -361,61 +497,64 @@ func.func @main(%a: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tenso
 # ---------------------------------------------------------------------------
 
 
-def test_split_where_liveness_peaks() -> None:
-    # One row: x + y (5000 elements) plus the softmax row max: 5001 > 5000.
-    module = tile(parse(softmax_of_sum(10, 5000, 5000)))
-    first, second = tiles_of(module)
-    assert [op.name for op in first.body.block.ops] == ["tensordsl.add", "kernel.yield"]
-    assert [op.name for op in second.body.block.ops] == ["tensordsl.softmax", "kernel.yield"]
-    assert second.inputs == first.outputs
-    assert first.tiles_value == (1, 5000) and second.tiles_value == (1, 5000)
-    assert first.scratch_value == 0 and second.scratch_value == 1
-    # With one more element it fits unsplit.
-    t = only_tile(tile(parse(softmax_of_sum(10, 5000, 5001))))
-    assert t.tiles_value == (1, 5000) and t.scratch_value == 5001
-
-
-def test_split_keeps_everything_needed_later() -> None:
-    text = """
-func.func @main(%a: tensor<10x400xf32>) -> (tensor<10x400xf32>, tensor<10x400xf32>) {
-  %r:2 = kernel.fused(%a) group "g" budget 700 : (tensor<10x400xf32>) -> (tensor<10x400xf32>, tensor<10x400xf32>) {
-  ^bb0(%x: tensor<10x400xf32>):
-    %0 = tensordsl.exp %x : tensor<10x400xf32>
-    %1 = tensordsl.tanh %x : tensor<10x400xf32>
-    %2 = tensordsl.add %0, %1 : (tensor<10x400xf32>, tensor<10x400xf32>) -> tensor<10x400xf32>
-    %3 = tensordsl.softmax %2 : tensor<10x400xf32>
-    %4 = tensordsl.mul %3, %0 : (tensor<10x400xf32>, tensor<10x400xf32>) -> tensor<10x400xf32>
-    kernel.yield %4, %2 : tensor<10x400xf32>, tensor<10x400xf32>
-  }
-  func.return %r#0, %r#1 : tensor<10x400xf32>, tensor<10x400xf32>
-}
-"""
-    module = tile(parse(text))
-    parts = tiles_of(module)
+def test_split_when_the_group_cannot_fit_even_in_passes() -> None:
+    # budget 2: the decomposed softmaxes still need more than two elements at once
+    module = parse(softmax_of(4, 50, 2))
+    parts = tiles_of(tile(module))
     assert len(parts) >= 2
-    for part in parts:
-        assert part.scratch_value <= 700
-    ret = next(op for op in module.walk() if op.name == "func.return")
-    assert all(isinstance(v.owner, TileOp) for v in ret.operands)
+    assert all(p.scratch_value <= 2 for p in parts)
+    check_numbers(module, tile(module))
 
 
 def test_error_when_one_op_cannot_fit() -> None:
+    from xdsl.builder import ImplicitBuilder
+    from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr, TensorType, f32
+    from xdsl.dialects.func import FuncOp, ReturnOp
+    from xdsl.ir import Block, Region
+    from xdsl.irdl import irdl_op_definition
+
+    from tdsl.dialects.kernel import YieldOp
+    from tdsl.dialects.structured import UnaryOp
+
+    @irdl_op_definition
+    class Hungry(UnaryOp):
+        """exp, with two result-sized workspaces (an op of a test dialect).
+
+        ```mlir
+        %1 = test.hungry %0 : tensor<4x8xf32>
+        ```
+        """
+
+        name = "test.hungry"
+        NUMPY_UFUNC: ClassVar[str] = "exp"
+
+        def numpy_workspace(self, operand_shapes, result_shapes, constant_operands):  # type: ignore[no-untyped-def]
+            return ((result_shapes[0], np.dtype(np.float32)),) * 2
+
+    t = TensorType(f32, [4, 8])
+    body = Block(arg_types=[t])
+    with ImplicitBuilder(body) as (x,):
+        op = Hungry(x)
+        op.location = FileLineColLoc(StringAttr("model.tdsl"), IntAttr(3), IntAttr(7))
+        YieldOp(op)
+    fn = FuncOp("main", ([t], [t]))
+    with ImplicitBuilder(fn.body) as (a,):
+        fused = FusedOp([a], [t], Region(body), budget=1)
+        ReturnOp(fused)
+    module = ModuleOp([fn])
     with pytest.raises(TdslBudgetError) as info:
-        tile(parse(softmax_of_sum(10, 5000, 1000)))
+        tile(module)
     err = info.value
     assert err.location is not None
     assert (err.location.file, err.location.line, err.location.column) == ("model.tdsl", 3, 7)
-    assert "'tensordsl.softmax' needs 5000 elements" in err.message
-    assert "memory budget of 1000 elements" in err.message
-    assert err.note is not None
-    assert "d1 (extent 5000) cannot be tiled: softmax normalizes along it" in err.note
+    assert err.location.source_line is None  # passes never read files; drivers add the line
+    assert err.message == (
+        "'test.hungry' needs 2 elements of scratch at its smallest tile (iteration space "
+        "4x8), more than the memory budget of 1 element"
+    )
+    assert err.note == "raise the memory budget to at least 2"
     assert str(err).startswith("model.tdsl:3:7: error: ")
-
-
-def test_error_without_location_names_the_op() -> None:
-    text = softmax_of_sum(4, 300, 64).replace(' loc("model.tdsl":3:7)', "")
-    with pytest.raises(TdslBudgetError, match=r"^error: 'tensordsl.softmax' needs 300 elements"):
-        tile(parse(text))
+    assert isinstance(err.op, Hungry)  # the op of the clone tile() works on
 
 
 # ---------------------------------------------------------------------------
@@ -423,40 +562,17 @@ def test_error_without_location_names_the_op() -> None:
 # ---------------------------------------------------------------------------
 
 
-def test_scratch_plan_reuses_dead_buffers_and_computes_in_place() -> None:
-    text = """
-func.func @main(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  %r = kernel.fused(%a) budget 1000 : (tensor<4x8xf32>) -> tensor<4x8xf32> {
-  ^bb0(%x: tensor<4x8xf32>):
-    %0 = tensordsl.exp %x : tensor<4x8xf32>
-    %1 = tensordsl.relu %x : tensor<4x8xf32>
-    %2 = tensordsl.add %0, %1 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
-    %3 = tensordsl.sum %2 axis = 1 keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
-    %4 = tensordsl.tanh %3 : tensor<4x1xf32>
-    %5 = tensordsl.sub %2, %4 : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
-    %6 = tensordsl.softmax %5 : tensor<4x8xf32>
-    kernel.yield %6 : tensor<4x8xf32>
-  }
-  func.return %r : tensor<4x8xf32>
-}
-"""
-    fused = next(op for op in parse(text).walk() if isinstance(op, FusedOp))
-    ops, _ = body_ops(fused)
-    v = [op.results[0] for op in ops]
-    plan = scratch_plan(fused)
-    # exp and relu are live together; add runs in place in exp's buffer and frees
-    # relu's, which the row sums then reuse (tanh in place); sub runs in place in
-    # add's buffer, and softmax's row statistics take the freed small buffer.
-    assert plan.buffer_of(v[0]) != plan.buffer_of(v[1])
-    assert plan.buffer_of(v[2]) == plan.buffer_of(v[0])
-    assert plan.buffer_of(v[3]) == plan.buffer_of(v[1])
-    assert plan.buffer_of(v[4]) == plan.buffer_of(v[3])
-    assert plan.buffer_of(v[5]) == plan.buffer_of(v[2])
-    assert plan.buffer_of(v[6]) is None  # the result: written into the output
-    assert plan.workspaces == {ops[6]: plan.buffer_of(v[1])}
-    assert [b.elements for b in plan.buffers] == [32, 32]
-    assert plan.total == 64
-    assert all(b.element_type == Float32Type() for b in plan.buffers)
+def test_recorded_scratch_is_the_plan_of_the_tiled_body() -> None:
+    for text, budget in ((MLP, None), (two_way(), None), (softmax_of(10, 500, 4000), None)):
+        for t in tiles_of(tile(parse(text), memory_budget=budget)):
+            plan = plan_scratch(t.schedule())
+            assert t.scratch_buffers == plan.buffers
+            for (value, _), slot in plan.slots.items():
+                if slot.kind == "buffer":
+                    elements = 1
+                    for n in tensor_shape(value):
+                        elements *= n
+                    assert elements <= plan.buffers[slot.index].elements
 
 
 def test_scratch_plan_keeps_element_types_apart() -> None:
@@ -474,24 +590,9 @@ func.func @main(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
   func.return %r : tensor<4x8xf32>
 }
 """
-    fused = next(op for op in parse(text).walk() if isinstance(op, FusedOp))
-    plan = scratch_plan(fused)
-    types = sorted(str(b.element_type) for b in plan.buffers)
-    assert types == ["f32", "f64"]
-    assert plan.total == 64
-
-
-def test_recorded_scratch_is_the_plan_of_the_tiled_body() -> None:
-    for text, budget in (
-        (MLP, None),
-        (elementwise3(), None),
-        (softmax_of_sum(10, 500, 4000), None),
-    ):
-        for t in tiles_of(tile(parse(text), memory_budget=budget)):
-            plan = scratch_plan(t)
-            assert t.scratch_value == plan.total
-            for value, buf in plan.values.items():
-                assert math.prod(tensor_shape(value)) <= plan.buffers[buf].elements
+    t = only_tile(tile(parse(text)))
+    types = sorted(b.dtype.name for b in t.scratch_buffers)
+    assert types == ["float32", "float64"]
 
 
 # ---------------------------------------------------------------------------
@@ -499,7 +600,7 @@ def test_recorded_scratch_is_the_plan_of_the_tiled_body() -> None:
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text", [MLP, elementwise3(), softmax_of_sum(10, 5000, 5000)])
+@pytest.mark.parametrize("text", [MLP, two_way(), softmax_of(10, 500, 64)])
 def test_tiled_ir_round_trips(text: str) -> None:
     tiled = tile(parse(text))
     tiled.verify()
@@ -516,16 +617,15 @@ def test_pass_options_parse_from_a_pipeline() -> None:
     )
     (pass_,) = pipeline.passes
     assert pass_ == TilePass(memory_budget=5000, tile_sizes=(25, 100))
-    module = parse(elementwise3())
+    module = parse(two_way())
     pipeline.apply(context(), module)
     assert only_tile(module).tiles_value == (25, 100)
 
 
 def test_f64_groups_count_elements() -> None:
-    text = elementwise3().replace("f32", "f64")
-    t = only_tile(tile(parse(text)))
+    t = only_tile(tile(parse(two_way(dtype="f64"))))
     assert t.tiles_value == (10, 100)
-    assert {b.element_type for b in scratch_plan(t).buffers} == {Float64Type()}
+    assert {b.dtype.name for b in t.scratch_buffers} == {"float64"}
 
 
 def test_batched_and_vector_matmul_maps() -> None:
@@ -541,40 +641,17 @@ func.func @main(%a: tensor<3x8x16xf32>, %w: tensor<16x4xf32>, %v: tensor<16xf32>
   func.return %r#0, %r#1 : tensor<3x8x4xf32>, tensor<3x8xf32>
 }
 """
-    t = only_tile(tile(parse(text)))
-    assert t.space_value == (3, 8, 4)
-    # The batch dim is tiled first; K is taken whole; the columns (d2) are not
-    # named by the matrix-vector result, so they are not tiled.
-    assert t.input_dims == ((0, 1, None), (None, 2), (None,))
+    module = parse(text)
+    t = only_tile(tile(module))
+    # batch, rows, columns, contraction (last: a matmul keeps it whole while it can)
+    assert t.space_value == (3, 8, 4, 16)
+    assert t.iterator_types == (P, P, P, R)
+    assert t.input_dims == ((0, 1, 3), (3, 2), (3,))
     assert t.output_dims == ((0, 1, 2), (0, 1))
-    assert t.tiles_value == (1, 8, 4)
-    assert t.scratch_value == 32
+    check_numbers(module, tile(module))
 
 
-def test_live_profile_peaks_where_intermediates_overlap() -> None:
-    text = """
-func.func @main(%a: tensor<2x10xf32>) -> tensor<2x10xf32> {
-  %r = kernel.fused(%a) budget 1000 : (tensor<2x10xf32>) -> tensor<2x10xf32> {
-  ^bb0(%x: tensor<2x10xf32>):
-    %0 = tensordsl.exp %x : tensor<2x10xf32>
-    %1 = tensordsl.tanh %x : tensor<2x10xf32>
-    %2 = tensordsl.add %0, %1 : (tensor<2x10xf32>, tensor<2x10xf32>) -> tensor<2x10xf32>
-    %3 = tensordsl.max %2 axis = 1 keepdims : tensor<2x10xf32> -> tensor<2x1xf32>
-    %4 = tensordsl.sub %2, %3 : (tensor<2x10xf32>, tensor<2x1xf32>) -> tensor<2x10xf32>
-    kernel.yield %4 : tensor<2x10xf32>
-  }
-  func.return %r : tensor<2x10xf32>
-}
-"""
-    fused = next(o for o in parse(text).walk() if isinstance(o, FusedOp))
-    space = analyze_group(*body_ops(fused))
-    assert space.min_tiles() == (1, 10)
-    assert space.live_profile(space.min_tiles()) == [10, 20, 30, 11, 11]
-    # exp + tanh; add runs in place, and the row max reuses the freed tanh buffer.
-    assert space.plan(space.min_tiles()).total == 20
-
-
-def test_split_parts_of_an_unnamed_group_stay_unnamed() -> None:
-    text = softmax_of_sum(10, 5000, 5000).replace(' group "g"', "")
+def test_unnamed_group_parts_stay_unnamed() -> None:
+    text = softmax_of(4, 50, 2).replace(' group "g"', "")
     parts = tiles_of(tile(parse(text)))
-    assert len(parts) == 2 and all(p.group is None for p in parts)
+    assert len(parts) >= 2 and all(p.group is None for p in parts)

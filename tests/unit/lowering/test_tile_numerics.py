@@ -8,7 +8,6 @@ compared with NumPy evaluating the same expression directly.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,9 +23,8 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.kernel import FusedOp, TileOp, YieldOp
-from tdsl.errors import TdslBudgetError
-from tdsl.lowering.tile import scratch_plan, tile
-from tdsl.lowering.tiling_analysis import body_ops
+from tdsl.dialects.kernel_plan import plan_scratch
+from tdsl.lowering.tile import tile
 
 run_mod = pytest.importorskip("tdsl.interpreters.run")
 
@@ -293,12 +291,8 @@ def check_tiles(module: ModuleOp, budget: int) -> None:
     assert not [op for op in module.walk() if isinstance(op, FusedOp)]
     for op in module.walk():
         if isinstance(op, TileOp):
-            assert op.scratch_value == scratch_plan(op).total
+            assert op.scratch_buffers == plan_scratch(op.schedule()).buffers
             assert op.scratch_value <= budget
-            ops, _ = body_ops(op)
-            for inner in ops:
-                for r in inner.results:
-                    assert math.prod(td.tensor_shape(r)) <= budget
 
 
 def assert_close(got: tuple[Array, ...], want: list[Array], dtype: np.dtype[Any]) -> None:
@@ -322,14 +316,7 @@ def test_tiled_equals_fused(case: Case, budget: int, extra_outputs: int, seed: i
     with np.errstate(all="ignore"):
         module, expected = build(case, budget, extra_outputs, inputs)
         fused_out = run_mod.run_function(module, "main", *inputs)
-        try:
-            tiled = tile(module)
-        except TdslBudgetError as err:
-            # Only a softmax row longer than the budget cannot be cut down.
-            assert case.has_softmax and case.cols > budget, str(err)
-            assert "'tensordsl.softmax' needs" in err.message
-            event("budget error")
-            return
+        tiled = tile(module)  # rows longer than the budget run decomposed, in passes
         tiled.verify()
         check_tiles(tiled, budget)
         tile_ops = [op for op in tiled.walk() if isinstance(op, TileOp)]

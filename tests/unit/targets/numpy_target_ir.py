@@ -85,11 +85,11 @@ def tiled(
     tiles: Sequence[int],
     in_dims: Sequence[Sequence[int | None]],
     out_dims: Sequence[Sequence[int | None]],
-    scratch: int = 10**9,
     name: str = "main",
     group: str = "g0",
 ) -> ModuleOp:
-    """A func.func running ``body`` as one kernel.tile group."""
+    """A func.func running ``body`` as one kernel.tile group (iterators and scratch as
+    ``tdsl-tile`` would record them)."""
     result_types = _result_types(arg_types, body)
     f = func.FuncOp(name, (list(arg_types), result_types))
     with ImplicitBuilder(f.body) as args:
@@ -98,13 +98,12 @@ def tiled(
         with ImplicitBuilder(block) as bargs:
             YieldOp(*_results(body(*bargs)))
         rank = len(space)
-        op = TileOp(
+        op = TileOp.planned(
             list(args),
             result_types,
             Region(block),
             space=space,
             tiles=tiles,
-            scratch=scratch,
             in_maps=[dim_map(rank, d) for d in in_dims],
             out_maps=[dim_map(rank, d) for d in out_dims],
             group=group,

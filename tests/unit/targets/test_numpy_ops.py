@@ -25,7 +25,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
 from tdsl.dialects import tensordsl as td
-from tdsl.lowering.numpy_emit.program import RECIPROCAL_MIN_SIZE
+from tdsl.dialects.tensordsl import RECIPROCAL_MIN_SIZE
 from tdsl.lowering.numpy_target import emit_numpy
 
 UNARY: list[tuple[type[td.UnaryOp], Callable[[np.ndarray], np.ndarray], float]] = [
@@ -173,7 +173,7 @@ def test_row_reductions_tiled(dtype: Any, keepdims: bool) -> None:
 
     t = ttype(x.shape, dtype)
     module = tiled(
-        [t, t], body, space=[11], tiles=[4], in_dims=[(0, None)] * 2, out_dims=out_dims * 3
+        [t, t], body, space=[11, 6], tiles=[4, 6], in_dims=[(0, 1)] * 2, out_dims=out_dims * 3
     )
     source = emit_numpy(module)
     assert "np.einsum" in source

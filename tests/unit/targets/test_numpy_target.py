@@ -23,7 +23,7 @@ from tdsl.lowering.numpy_target import NumpyTarget, emit_numpy, load_numpy
 MLIR = """
 func.func @"my.kernel"(%x: tensor<4x3xf32>, %lambda: tensor<3xf32>) -> (tensor<4x3xf32>, tensor<4xf32>) {
   %0 = tensordsl.add %x, %lambda : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
-  %1 = kernel.tile(%0) group "g0" space [4] tiles [3] scratch 100 ins [affine_map<(d0) -> (d0, 0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<4x3xf32>) -> tensor<4xf32> {
+  %1 = kernel.tile(%0) group "g0" space [4, 3] iterators ["parallel", "reduction"] tiles [3, 3] scratch [] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0)>] : (tensor<4x3xf32>) -> tensor<4xf32> {
   ^bb0(%a: tensor<3x3xf32>):
     %2 = tensordsl.max %a axis = 1 : tensor<3x3xf32> -> tensor<3xf32>
     kernel.yield %2 : tensor<3xf32>
@@ -49,7 +49,10 @@ def test_functions_are_named_after_symbols_and_arguments() -> None:
     source = emit_numpy(parse(MLIR))
     assert "def my_kernel(x, lambda_):" in source
     assert "def v_private(x):" in source
-    assert "# group g0: kernel.tile space [4] tiles [3] scratch 100" in source
+    assert (
+        "# group g0: kernel.tile space [4, 3] (parallel, reduction) tiles [3, 3] scratch 0"
+        in source
+    )
     assert "# tensordsl ops (not fused)" in source
     fns = load_numpy(source)
     assert set(fns) == {"my.kernel", "_private"}
@@ -181,7 +184,7 @@ def test_unusual_names_stay_inside_comments_and_strings() -> None:
     module = parse(
         r"""
 func.func @"we\"ird\nname"(%x: tensor<3xf32>) -> tensor<3xf32> {
-  %y = kernel.tile(%x) group "g\"\"\"\n0" space [3] tiles [2] scratch 8 ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<3xf32>) -> tensor<3xf32> {
+  %y = kernel.tile(%x) group "g\"\"\"\n0" space [3] iterators ["parallel"] tiles [2] scratch [] ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<3xf32>) -> tensor<3xf32> {
   ^bb0(%a: tensor<2xf32>):
     %b = tensordsl.neg %a : tensor<2xf32>
     kernel.yield %b : tensor<2xf32>

@@ -14,9 +14,21 @@
 %x = "test.op"() : () -> tensor<4xf32>
 %0 = kernel.fused(%x) : (tensor<4xf32>) -> tensor<4xf32> {
 ^bb0(%a: tensor<4xf64>):
-  kernel.yield %x : tensor<4xf32>
+  %c = tensordsl.cast %a : tensor<4xf64> -> tensor<4xf32>
+  kernel.yield %c : tensor<4xf32>
 }
 // CHECK: 'kernel.fused' op body arguments (tensor<4xf64>) do not match the operands (tensor<4xf32>)
+
+// -----
+
+// Groups are isolated from above: everything the body reads is an operand.
+%x = "test.op"() : () -> tensor<4xf32>
+%0 = kernel.fused(%x) : (tensor<4xf32>) -> tensor<4xf32> {
+^bb0(%a: tensor<4xf32>):
+  %s = tensordsl.add %a, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  kernel.yield %s : tensor<4xf32>
+}
+// CHECK: 'tensordsl.add' op operand #1 is defined outside the 'kernel.fused' op holding it, which is isolated from above (pass the value in as an operand)
 
 // -----
 
@@ -72,7 +84,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8x4xf32>
-%0 = kernel.tile(%x) space [8, 4] tiles [2] scratch 0 ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
+%0 = kernel.tile(%x) space [8, 4] iterators ["parallel", "parallel"] tiles [2] scratch [] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
 ^bb0(%a: tensor<2x4xf32>):
   kernel.yield %a : tensor<2x4xf32>
 }
@@ -80,8 +92,26 @@ kernel.yield %x : tensor<4xf32>
 
 // -----
 
+%x = "test.op"() : () -> tensor<8x4xf32>
+%0 = kernel.tile(%x) space [8, 4] iterators ["parallel"] tiles [2, 4] scratch [] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
+^bb0(%a: tensor<2x4xf32>):
+  kernel.yield %a : tensor<2x4xf32>
+}
+// CHECK: 'kernel.tile' op has 1 iterator kinds for a 2-d iteration space
+
+// -----
+
 %x = "test.op"() : () -> tensor<8xf32>
-%0 = kernel.tile(%x) space [-8] tiles [2] scratch 0 ins [affine_map<(d0) -> (0)>] outs [affine_map<(d0) -> (0)>] : (tensor<8xf32>) -> tensor<8xf32> {
+%0 = kernel.tile(%x) space [8] iterators ["sideways"] tiles [2] scratch [] ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
+^bb0(%a: tensor<2xf32>):
+  kernel.yield %a : tensor<2xf32>
+}
+// CHECK: 'kernel.tile' op iterator kind "sideways" must be "parallel" or "reduction"
+
+// -----
+
+%x = "test.op"() : () -> tensor<8xf32>
+%0 = kernel.tile(%x) space [-8] iterators ["parallel"] tiles [2] scratch [] ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
 ^bb0(%a: tensor<8xf32>):
   kernel.yield %a : tensor<8xf32>
 }
@@ -90,7 +120,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8x4xf32>
-%0 = kernel.tile(%x) space [8, 4] tiles [2, 0] scratch 0 ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
+%0 = kernel.tile(%x) space [8, 4] iterators ["parallel", "parallel"] tiles [2, 0] scratch [] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
 ^bb0(%a: tensor<2x4xf32>):
   kernel.yield %a : tensor<2x4xf32>
 }
@@ -99,16 +129,16 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8xf32>
-%0 = kernel.tile(%x) space [8] tiles [2] scratch -1 ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
+%0 = kernel.tile(%x) space [8] iterators ["parallel"] tiles [2] scratch [memref<?xf32>] ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
 ^bb0(%a: tensor<2xf32>):
   kernel.yield %a : tensor<2xf32>
 }
-// CHECK: 'kernel.tile' op scratch -1 is negative
+// CHECK: 'kernel.tile' op scratch buffer memref<?xf32> must be a 1-d memref of static size
 
 // -----
 
 %x = "test.op"() : () -> tensor<8xf32>
-%0 = kernel.tile(%x) space [8] tiles [2] scratch 0 ins [] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
+%0 = kernel.tile(%x) space [8] iterators ["parallel"] tiles [2] scratch [] ins [] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
 ^bb0(%a: tensor<2xf32>):
   kernel.yield %a : tensor<2xf32>
 }
@@ -117,7 +147,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8xf32>
-%0 = kernel.tile(%x) space [8] tiles [2] scratch 0 ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
+%0 = kernel.tile(%x) space [8] iterators ["parallel"] tiles [2] scratch [] ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
 ^bb0(%a: tensor<2xf32>):
   kernel.yield %a : tensor<2xf32>
 }
@@ -125,18 +155,74 @@ kernel.yield %x : tensor<4xf32>
 
 // -----
 
+// The constant 0 is for broadcast dims of extent 1: a whole dim is an iteration dim.
 %x = "test.op"() : () -> tensor<8x4xf32>
-%0 = kernel.tile(%x) space [8] tiles [2] scratch 0 ins [affine_map<(d0) -> (d0, 0)>] outs [affine_map<(d0) -> (0)>] : (tensor<8x4xf32>) -> tensor<4xf32> {
+%0 = kernel.tile(%x) space [8] iterators ["parallel"] tiles [2] scratch [] ins [affine_map<(d0) -> (d0, 0)>] outs [affine_map<(d0) -> (d0, 0)>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
 ^bb0(%a: tensor<2x4xf32>):
-  %s = tensordsl.sum %a axis = 0 : tensor<2x4xf32> -> tensor<4xf32>
-  kernel.yield %s : tensor<4xf32>
+  kernel.yield %a : tensor<2x4xf32>
 }
-// CHECK: 'kernel.tile' op result #0 map (d0) -> (0) does not name tiled dims [0]: tiles would overwrite each other
+// CHECK: 'kernel.tile' op operand #0 (tensor<8x4xf32>) maps a dim of extent 4 to 0: only broadcast dims of extent 1 may
+
+// -----
+
+// A result must follow the dims its value runs along: a sum over d0 has none.
+%x = "test.op"() : () -> tensor<8x4xf32>
+%0 = kernel.tile(%x) space [8, 4] iterators ["reduction", "parallel"] tiles [8, 4] scratch [] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d1)>] : (tensor<8x4xf32>) -> tensor<4xf32> {
+^bb0(%a: tensor<8x4xf32>):
+  %s = tensordsl.sum %a axis = 1 : tensor<8x4xf32> -> tensor<8xf32>
+  %t = tensordsl.sum %a axis = 0 : tensor<8x4xf32> -> tensor<4xf32>
+  kernel.yield %t : tensor<4xf32>
+}
+// CHECK: 'kernel.tile' op iterators do not match its body, which needs ["reduction", "reduction"]
+
+// -----
+
+%x = "test.op"() : () -> tensor<8x8xf32>
+%0 = kernel.tile(%x) space [8, 8] iterators ["parallel", "parallel"] tiles [8, 8] scratch [] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d1, d0)>] : (tensor<8x8xf32>) -> tensor<8x8xf32> {
+^bb0(%a: tensor<8x8xf32>):
+  %e = tensordsl.exp %a : tensor<8x8xf32>
+  kernel.yield %e : tensor<8x8xf32>
+}
+// CHECK: 'kernel.tile' op result #0 map (d0, d1) -> (d1, d0) does not follow the dims its value runs along (d0, d1)
+
+// -----
+
+// The recorded scratch must be what the schedule needs.
+%x = "test.op"() : () -> tensor<8x4xf32>
+%0 = kernel.tile(%x) space [8, 4] iterators ["parallel", "parallel"] tiles [2, 4] scratch [] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
+^bb0(%a: tensor<2x4xf32>):
+  %e = tensordsl.exp %a : tensor<2x4xf32>
+  %t = tensordsl.tanh %a : tensor<2x4xf32>
+  %s = tensordsl.add %e, %t : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  kernel.yield %s : tensor<2x4xf32>
+}
+// CHECK: 'kernel.tile' op records scratch [] but its schedule needs [memref<8xf32>]
+
+// -----
+
+// A softmax tile must hold whole rows.
+%x = "test.op"() : () -> tensor<8x4xf32>
+%0 = kernel.tile(%x) space [8, 4] iterators ["parallel", "reduction"] tiles [8, 2] scratch [] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
+^bb0(%a: tensor<8x2xf32>):
+  %s = tensordsl.softmax %a : tensor<8x2xf32>
+  kernel.yield %s : tensor<8x2xf32>
+}
+// CHECK: 'kernel.tile' op cannot run with its tiles: 'tensordsl.softmax' normalizes along d1, which is tiled: the tile would not hold whole rows
 
 // -----
 
 %x = "test.op"() : () -> tensor<8xf32>
-%0 = kernel.tile(%x) space [8] tiles [2] scratch 0 ins [affine_map<(d0, d1) -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
+%0 = kernel.tile(%x) space [8] iterators ["parallel"] tiles [2] scratch [] ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
+^bb0(%a: tensor<2xf32>):
+  %r = "test.op"(%a) : (tensor<2xf32>) -> tensor<2xf32>
+  kernel.yield %r : tensor<2xf32>
+}
+// CHECK: 'kernel.tile' op body holds 'test.op', which does not implement the structured-op interface
+
+// -----
+
+%x = "test.op"() : () -> tensor<8xf32>
+%0 = kernel.tile(%x) space [8] iterators ["parallel"] tiles [2] scratch [] ins [affine_map<(d0, d1) -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
 ^bb0(%a: tensor<2xf32>):
   kernel.yield %a : tensor<2xf32>
 }
@@ -145,7 +231,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8xf32>
-%0 = kernel.tile(%x) space [8] tiles [2] scratch 0 ins [affine_map<(d0)[s0] -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
+%0 = kernel.tile(%x) space [8] iterators ["parallel"] tiles [2] scratch [] ins [affine_map<(d0)[s0] -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
 ^bb0(%a: tensor<2xf32>):
   kernel.yield %a : tensor<2xf32>
 }
@@ -154,7 +240,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8xf32>
-%0 = kernel.tile(%x) space [8] tiles [2] scratch 0 ins [affine_map<(d0) -> (d0 + 1)>] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
+%0 = kernel.tile(%x) space [8] iterators ["parallel"] tiles [2] scratch [] ins [affine_map<(d0) -> (d0 + 1)>] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
 ^bb0(%a: tensor<2xf32>):
   kernel.yield %a : tensor<2xf32>
 }
@@ -163,7 +249,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8xf32>
-%0 = kernel.tile(%x) space [8] tiles [2] scratch 0 ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0, 0)>] : (tensor<8xf32>) -> tensor<8xf32> {
+%0 = kernel.tile(%x) space [8] iterators ["parallel"] tiles [2] scratch [] ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0, 0)>] : (tensor<8xf32>) -> tensor<8xf32> {
 ^bb0(%a: tensor<2xf32>):
   kernel.yield %a : tensor<2xf32>
 }
@@ -172,7 +258,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<6xf32>
-%0 = kernel.tile(%x) space [8] tiles [2] scratch 0 ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<6xf32>) -> tensor<8xf32> {
+%0 = kernel.tile(%x) space [8] iterators ["parallel"] tiles [2] scratch [] ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<6xf32>) -> tensor<8xf32> {
 ^bb0(%a: tensor<2xf32>):
   kernel.yield %a : tensor<2xf32>
 }
@@ -181,7 +267,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8x4xf32>
-%0 = kernel.tile(%x) space [8] tiles [2] scratch 0 ins [affine_map<(d0) -> (d0, 0)>] outs [affine_map<(d0) -> (d0, 0)>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
+%0 = kernel.tile(%x) space [8, 4] iterators ["parallel", "parallel"] tiles [2, 4] scratch [] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
 ^bb0(%a: tensor<8x4xf32>):
   kernel.yield %a : tensor<8x4xf32>
 }
@@ -190,7 +276,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8x4xf32>
-%0 = kernel.tile(%x) space [8] tiles [2] scratch 0 ins [affine_map<(d0) -> (d0, 0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<8x4xf32>) -> tensor<8xf32> {
+%0 = kernel.tile(%x) space [8, 4] iterators ["parallel", "reduction"] tiles [2, 4] scratch [] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0)>] : (tensor<8x4xf32>) -> tensor<8xf32> {
 ^bb0(%a: tensor<2x4xf32>):
   %s = tensordsl.sum %a : tensor<2x4xf32> -> tensor<f32>
   kernel.yield %s : tensor<f32>
@@ -200,7 +286,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8xf32>
-%0 = kernel.tile(%x) space [8] tiles [2] scratch 0 ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
+%0 = kernel.tile(%x) space [8] iterators ["parallel"] tiles [2] scratch [] ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
 ^bb0(%a: tensor<2xf32>):
   "test.termop"() : () -> ()
 }
@@ -209,7 +295,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8x8xf32>
-%0 = kernel.tile(%x) space [8] tiles [4] scratch 0 ins [affine_map<(d0) -> (d0, d0)>] outs [affine_map<(d0) -> (d0, d0)>] : (tensor<8x8xf32>) -> tensor<8x8xf32> {
+%0 = kernel.tile(%x) space [8] iterators ["parallel"] tiles [4] scratch [] ins [affine_map<(d0) -> (d0, d0)>] outs [affine_map<(d0) -> (d0, d0)>] : (tensor<8x8xf32>) -> tensor<8x8xf32> {
 ^bb0(%a: tensor<4x4xf32>):
   kernel.yield %a : tensor<4x4xf32>
 }

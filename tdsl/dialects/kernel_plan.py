@@ -1,0 +1,806 @@
+"""How a tiled group runs: its schedule of passes, and the one scratch model.
+
+A group (the body of a ``kernel.tile``, or of a ``kernel.fused`` being
+planned) is described by a :class:`GroupBody`: its ops, the extent and kind of
+each dimension of its iteration space, and for every value the space dim each
+of its dims runs along (``None``: taken whole).  Given tile sizes,
+
+* :func:`schedule` says what runs when (a :class:`TileSchedule`), and
+* :func:`plan_scratch` says which buffers one tile allocates (a
+  :class:`ScratchPlan`).
+
+``tdsl-tile`` records both outcomes in the IR (the iterator kinds and the
+scratch buffers), the ``kernel.tile`` verifier checks the recorded plan
+against this model, and the interpreter and the NumPy target run this
+schedule with these buffers: one model, so they cannot disagree.
+
+The schedule
+------------
+
+Dims are ``parallel`` (no op of the group reduces along them) or
+``reduction`` (some op reduces or normalizes along them).  The tiles along the
+parallel dims are independent: they are the outer loops.  For each parallel
+tile the group runs a sequence of *steps*:
+
+* a **stage** runs ops once per parallel tile: ops that iterate no tiled
+  reduction dim;
+* a **pass** loops over the tiles of the tiled reduction dims and runs its ops
+  on each.  An op that reduces along a tiled dim *accumulates*: each tile
+  computes a partial result (``lower_numpy_partial``), combined into an
+  accumulator with the op's :class:`~tdsl.dialects.structured.Combiner`; the
+  result is final (``finalize``) after the pass.
+
+An op runs in the earliest step after the values it reads are ready: a value
+an op accumulates is ready after its pass, others at once.  So
+``x - mean(x, axis=0)`` with rows tiled runs the mean in pass 1 and the
+subtraction in pass 3, after the stage 2 that finalizes nothing new.  A value
+a later pass needs that an earlier pass computed tile by tile (``exp(x)`` in
+``exp(x) - max(exp(x))``) is *recomputed* in the later pass, which is only
+allowed for ops that may be recomputed (never a matmul).  With no reduction dim
+tiled there is one stage: the classic tile, rows whole.
+
+Three rules keep the schedule cheap and every accumulation local to its
+pass: an op may not keep a tiled reduction dim while accumulating over another
+(its partial results would be needed across tiles of the kept dim); an op with
+a ``normalize`` dim may not have it tiled (it is decomposed first, see
+``decompose``); and a parallel dim an op that is never recomputed (a matmul)
+does not run along may not be tiled (every tile along it would compute the op
+again).  A tiling that breaks them is refused with the reason.
+
+The scratch model
+-----------------
+
+:func:`plan_scratch` walks the schedule in order, the loop body of a pass
+once (its buffers are reused by every tile).  Group inputs are views of the
+operands, outputs are written in place, constants are literals, views
+(``transpose``) are views: none takes scratch.  Every other value takes a
+buffer when it is defined and frees it after its last use; a value used in a
+pass but defined before it lives to the pass's end.  An op that may compute in
+place (``IN_PLACE``) writes over an operand of its shape and dtype that dies
+at it.  A value the group yields is computed straight into its output slice,
+and so is the element-wise chain of dying operands behind it.  An
+accumulating op takes an accumulator (its result's shape, in the accumulator
+dtype; the output itself when the group yields the result and the dtypes
+agree) for the whole pass and a partial buffer per tile.  Each op's workspace
+(``numpy_workspace``) lives while the op runs.  A new value takes the smallest
+free buffer of its dtype that fits, else the largest free one, grown; failing
+that a new buffer.  The scratch of a tile is the sum of its buffers'
+elements.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from xdsl.ir import Operation, SSAValue
+
+from tdsl.dialects.structured import (
+    IteratorType,
+    StructuredOpInterface,
+    constant_value,
+    map_dims,
+    numpy_dtype,
+    structured,
+    tensor_shape,
+)
+
+Dims = tuple[int | None, ...]
+"""Per dim of a value: the space dim it runs along, or None when every tile takes it whole."""
+
+
+class PlanError(Exception):
+    """A group that cannot run with the given tiles; the message says why."""
+
+
+# ---------------------------------------------------------------------------
+# Group bodies
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GroupBody:
+    """A group's ops and the dims of every value in its iteration space."""
+
+    extents: tuple[int, ...]
+    """The extent of each space dim."""
+    kinds: tuple[IteratorType, ...]
+    """``parallel`` or ``reduction``, per space dim."""
+    ops: tuple[Operation, ...]
+    """The structured ops, in program order (constants excluded)."""
+    dims: Mapping[SSAValue, Dims]
+    """The dims of every value an op computes, and of every input value read with one map."""
+    reads: Mapping[tuple[Operation, int], Dims]
+    """The dims each operand of each op is read with."""
+    outputs: tuple[SSAValue, ...]
+    """The values the group yields, in order (a value may repeat, or be an input)."""
+    output_dims: tuple[Dims, ...]
+    """The dims of each yielded value in its output."""
+    constants: frozenset[SSAValue] = frozenset()
+    """Values that are compile-time constants (literals in generated code)."""
+    prefer_whole: frozenset[int] = frozenset()
+    """Space dims tiling should cut last (a matmul's columns and contraction)."""
+    members: frozenset[Operation] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "members", frozenset(self.ops))
+
+    @property
+    def rank(self) -> int:
+        return len(self.extents)
+
+    def is_reduction(self, d: int) -> bool:
+        return self.kinds[d] is IteratorType.REDUCTION
+
+    def shape(
+        self, value: SSAValue, tiles: Sequence[int], dims: Dims | None = None
+    ) -> tuple[int, ...]:
+        """The shape of ``value``'s slice in a full tile of sizes ``tiles``."""
+        dims = self.dims[value] if dims is None else dims
+        return tuple(
+            extent if d is None else min(tiles[d], self.extents[d])
+            for extent, d in zip(tensor_shape(value), dims, strict=True)
+        )
+
+    def producer(self, value: SSAValue) -> Operation | None:
+        """The op of the group computing ``value``, if any."""
+        owner = value.owner
+        return owner if isinstance(owner, Operation) and owner in self.members else None
+
+    def loop_dims(self, op: Operation) -> tuple[int | None, ...]:
+        """The space dim each loop dim of ``op`` runs along (None: taken whole)."""
+        s = _structured(op)
+        maps = s.indexing_maps()
+        found: list[int | None] = [None] * len(s.loop_extents())
+        values: list[Dims] = [self.reads[(op, i)] for i in range(len(op.operands))]
+        values += [self.dims[r] for r in op.results]
+        for amap, dims in zip(maps, values, strict=True):
+            for loop, d in zip(map_dims(amap), dims, strict=True):
+                if loop is not None and d is not None:
+                    found[loop] = d
+        return tuple(found)
+
+
+def _structured(op: Operation) -> StructuredOpInterface:
+    s = structured(op)
+    if s is None:
+        raise PlanError(f"'{op.name}' does not implement the structured-op interface")
+    return s
+
+
+def propagate_dims(
+    ops: Sequence[Operation], inputs: Mapping[SSAValue, Dims], rank: int
+) -> dict[SSAValue, Dims]:
+    """The dims of every value ``ops`` compute, from the dims of the values they read.
+
+    Each op's loop dims take the space dims of the operand dims they index;
+    its results take them through the result maps.  Raises :class:`PlanError`
+    when two operands put one loop dim on two space dims.
+    """
+    dims: dict[SSAValue, Dims] = dict(inputs)
+    for op in ops:
+        if constant_value(op) is not None:
+            for r in op.results:
+                dims[r] = (None,) * len(tensor_shape(r))
+            continue
+        s = _structured(op)
+        maps = s.indexing_maps()
+        loops: list[int | None] = [None] * len(s.loop_extents())
+        for i, (operand, amap) in enumerate(zip(op.operands, maps, strict=False)):
+            known = dims.get(operand)
+            if known is None:
+                raise PlanError(f"operand #{i} of '{op.name}' is not available in the group")
+            for loop, d in zip(map_dims(amap), known, strict=True):
+                if loop is None or d is None:
+                    continue
+                if loops[loop] is not None and loops[loop] != d:
+                    raise PlanError(
+                        f"'{op.name}' reads loop dim {loop} along space dims d{loops[loop]} and "
+                        f"d{d}: its operands do not run along one iteration space"
+                    )
+                loops[loop] = d
+        for r, amap in zip(op.results, maps[len(op.operands) :], strict=True):
+            dims[r] = tuple(None if loop is None else loops[loop] for loop in map_dims(amap))
+    return dims
+
+
+# ---------------------------------------------------------------------------
+# Schedules
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    """What runs once per parallel tile (a stage) or once per reduction tile (a pass)."""
+
+    index: int
+    """Position in the schedule: stages have even indices, passes odd ones."""
+    ops: tuple[Operation, ...]
+    """The ops it runs, in program order (a pass: on every reduction tile)."""
+    recomputed: frozenset[Operation] = frozenset()
+    """Ops of an earlier pass this pass computes again for its own ops."""
+    accumulating: tuple[Operation, ...] = ()
+    """Ops of this pass that combine partial results over its tiles (final after it)."""
+
+    @property
+    def is_pass(self) -> bool:
+        return self.index % 2 == 1
+
+
+@dataclass(frozen=True)
+class TileSchedule:
+    """The steps one parallel tile of a group runs, for given tile sizes."""
+
+    body: GroupBody
+    tiles: tuple[int, ...]
+    parallel_loops: tuple[int, ...]
+    """The tiled parallel dims, outermost first: the loops over tiles."""
+    reduction_loops: tuple[int, ...]
+    """The tiled reduction dims, outermost first: the loop of every pass."""
+    steps: tuple[Step, ...]
+    step_of: Mapping[Operation, int]
+    """The step that first computes each op."""
+    fused: Mapping[Operation, Operation] = field(default_factory=dict[Operation, Operation])
+    """Producers an op computes itself (``fuses_producer``), to that op: not run alone."""
+
+    def reads(self, op: Operation) -> list[tuple[SSAValue, Dims]]:
+        """The values ``op`` reads when it runs, with their dims: a fused producer's
+        operands in place of its result."""
+        body = self.body
+        out: list[tuple[SSAValue, Dims]] = []
+        for i, v in enumerate(op.operands):
+            p = body.producer(v)
+            if p is not None and self.fused.get(p) is op:
+                out += [(w, body.reads[(p, j)]) for j, w in enumerate(p.operands)]
+            else:
+                out.append((v, body.reads[(op, i)]))
+        return out
+
+    @property
+    def passes(self) -> tuple[Step, ...]:
+        return tuple(s for s in self.steps if s.is_pass)
+
+    @property
+    def recomputed(self) -> frozenset[Operation]:
+        return frozenset(op for s in self.steps for op in s.recomputed)
+
+    def accumulates(self, op: Operation) -> bool:
+        """Whether ``op`` combines partials over the tiles of a pass."""
+        step = self.step_of.get(op)
+        return step is not None and op in self.step(step).accumulating
+
+    def count(self, op: Operation) -> int:
+        """How many elements each result element of an accumulating ``op`` combines
+        (the full extents of its reduction dims: a mean divides by it)."""
+        s = _structured(op)
+        loops = s.loop_extents()
+        total = 1
+        for loop, (d, kind) in enumerate(
+            zip(self.body.loop_dims(op), s.iterator_types(), strict=True)
+        ):
+            if kind is IteratorType.REDUCTION:
+                total *= self.body.extents[d] if d is not None else loops[loop]
+        return total
+
+    def step(self, index: int) -> Step:
+        """The step with schedule position ``index``."""
+        for s in self.steps:
+            if s.index == index:
+                return s
+        raise KeyError(index)
+
+    def describe(self) -> str:
+        """``2 passes over d1 (recomputing exp)``, or ``one stage`` without tiled reductions."""
+        if not self.reduction_loops:
+            return "rows whole: one step per tile"
+        loops = ", ".join(f"d{d}" for d in self.reduction_loops)
+        text = f"{len(self.passes)} pass{'es' if len(self.passes) != 1 else ''} over {loops}"
+        again = sorted({op.name for op in self.recomputed})
+        if again:
+            text += f" (recomputing {', '.join(again)})"
+        return text
+
+
+def schedule(body: GroupBody, tiles: Sequence[int]) -> TileSchedule:
+    """The schedule of ``body`` with tile sizes ``tiles`` (see the module docstring).
+
+    Raises :class:`PlanError` when the tiles break a rule.
+    """
+    tiles = tuple(tiles)
+    if len(tiles) != body.rank:
+        raise PlanError(f"{len(tiles)} tile sizes for a {body.rank}-d iteration space")
+    tiled = {d for d in range(body.rank) if tiles[d] < body.extents[d]}
+    red_tiled = {d for d in tiled if body.is_reduction(d)}
+    members = set(body.ops)
+    step_of: dict[Operation, int] = {}
+    accumulating: set[Operation] = set()
+    looped: dict[Operation, bool] = {}
+    for op in body.ops:
+        s = _structured(op)
+        kinds = s.iterator_types()
+        loop_dims = body.loop_dims(op)
+        on_tiled = {d for d in loop_dims if d in red_tiled}
+        reduces = {
+            d
+            for d, kind in zip(loop_dims, kinds, strict=True)
+            if d in red_tiled and kind is IteratorType.REDUCTION
+        }
+        for d, kind in zip(loop_dims, kinds, strict=True):
+            if d in red_tiled and kind is IteratorType.NORMALIZE:
+                raise PlanError(
+                    f"'{op.name}' normalizes along d{d}, which is tiled: the tile would not "
+                    "hold whole rows (decompose the op to run it over tiles of its rows)"
+                )
+        if reduces and on_tiled - reduces:
+            kept = min(on_tiled - reduces)
+            raise PlanError(
+                f"'{op.name}' accumulates over d{min(reduces)} but keeps d{kept}, which is "
+                f"tiled too: its partial results would be needed across tiles of d{kept}"
+            )
+        if not s.RECOMPUTABLE:
+            missing = (tiled - red_tiled) - {d for d in loop_dims if d is not None}
+            if missing:
+                raise PlanError(
+                    f"'{op.name}' does not run along d{min(missing)}, which is tiled: every "
+                    f"tile along it would compute '{op.name}' again, and it is never recomputed"
+                )
+        if reduces:
+            accumulating.add(op)
+        looped[op] = bool(on_tiled)
+        ready = 0
+        for v in op.operands:
+            p = v.owner
+            if not isinstance(p, Operation) or p not in members:
+                continue
+            ready = max(ready, step_of[p] + (1 if p in accumulating else 0))
+        if looped[op] != (ready % 2 == 1):  # passes are the odd steps, stages the even ones
+            ready += 1
+        step_of[op] = ready
+
+    # per pass: its own ops, and the per-tile values of earlier passes it needs again
+    steps: list[Step] = []
+    last = max(step_of.values(), default=0)
+    for index in range(last + 1):
+        own = [op for op in body.ops if step_of[op] == index]
+        if index % 2 == 0:
+            if own:
+                steps.append(Step(index, tuple(own)))
+            continue
+        again: set[Operation] = set()
+        pending = list(own)
+        while pending:
+            op = pending.pop()
+            for v in op.operands:
+                p = v.owner
+                if not isinstance(p, Operation) or p not in members or p in accumulating:
+                    continue
+                if step_of[p] < index and looped[p] and p not in again:
+                    if not _structured(p).RECOMPUTABLE:
+                        raise PlanError(
+                            f"the result of '{p.name}' is needed again by a later pass over "
+                            f"the tiled reduction dims, and '{p.name}' is never recomputed"
+                        )
+                    again.add(p)
+                    pending.append(p)
+        ordered = tuple(op for op in body.ops if op in again or step_of[op] == index)
+        if ordered:
+            steps.append(
+                Step(
+                    index,
+                    ordered,
+                    frozenset(again),
+                    tuple(op for op in own if op in accumulating),
+                )
+            )
+    fused: dict[Operation, Operation] = {}
+    outputs = set(body.outputs)
+    for step in steps:
+        for op in step.ops:
+            p = _structured(op).fuses_producer()
+            if (
+                p is not None
+                and p in step.ops
+                and step_of[p] == step_of[op]
+                and not set(p.results) & outputs
+                and all(r.has_one_use() for r in p.results)
+            ):
+                fused[p] = op
+    order = [d for d in range(body.rank)]
+    return TileSchedule(
+        body=body,
+        tiles=tiles,
+        parallel_loops=tuple(d for d in order if d in tiled and not body.is_reduction(d)),
+        reduction_loops=tuple(d for d in order if d in red_tiled),
+        steps=tuple(steps),
+        step_of=step_of,
+        fused=fused,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Scratch plans
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """One scratch buffer of a tile: allocated once (per thread), reused by every tile."""
+
+    dtype: np.dtype[Any]
+    elements: int
+
+
+@dataclass(frozen=True)
+class Slot:
+    """Where a value lives in one step: a scratch buffer, a group output, an input, ..."""
+
+    kind: str
+    """``buffer``, ``output``, ``input``, ``constant`` or ``view``."""
+    index: int = -1
+    """The buffer or output index (``buffer``, ``output``)."""
+
+
+INPUT = Slot("input")
+CONSTANT = Slot("constant")
+VIEW = Slot("view")
+
+Instance = tuple[SSAValue, int]
+"""A value as computed in one step (a recomputed value has one instance per pass)."""
+
+
+@dataclass(frozen=True)
+class OpPlan:
+    """The buffers one op uses in one step, besides its result slots."""
+
+    workspaces: tuple[int, ...] = ()
+    """Buffer index of each workspace the op declared."""
+    accumulator: Slot | None = None
+    """For an accumulating op: where the accumulator lives during its pass."""
+    partial: int = -1
+    """For an accumulating op: the buffer its per-tile partial result goes to."""
+
+
+@dataclass(frozen=True)
+class ScratchPlan:
+    """The buffers of one tile, and where every value (instance) lives."""
+
+    buffers: tuple[Buffer, ...]
+    slots: Mapping[Instance, Slot]
+    ops: Mapping[tuple[Operation, int], OpPlan]
+    """Per (op, step index): its workspaces and accumulator."""
+    copies: tuple[tuple[int, Instance], ...]
+    """Outputs that are copied from a value at the end of its step (an input, a view,
+    a value yielded twice)."""
+
+    @property
+    def total(self) -> int:
+        """The scratch of one tile, in elements."""
+        return sum(b.elements for b in self.buffers)
+
+    def slot(self, value: SSAValue, step: int) -> Slot:
+        return self.slots[(value, step)]
+
+
+class _Pool:
+    """Greedy best-fit buffer reuse, per dtype; a buffer grows to its largest use."""
+
+    def __init__(self) -> None:
+        self.dtypes: list[np.dtype[Any]] = []
+        self.sizes: list[int] = []
+        self.free: list[int] = []
+
+    def take(self, elements: int, dtype: np.dtype[Any]) -> int:
+        candidates = [b for b in self.free if self.dtypes[b] == dtype]
+        fitting = [b for b in candidates if self.sizes[b] >= elements]
+        if fitting:
+            buf = min(fitting, key=lambda b: (self.sizes[b], b))
+        elif candidates:
+            buf = max(candidates, key=lambda b: (self.sizes[b], -b))
+            self.sizes[buf] = elements
+        else:
+            self.dtypes.append(dtype)
+            self.sizes.append(elements)
+            return len(self.sizes) - 1
+        self.free.remove(buf)
+        return buf
+
+    def give(self, buf: int) -> None:
+        if buf not in self.free:
+            self.free.append(buf)
+
+
+@dataclass
+class _Event:
+    """One op as it runs in the linear order of a tile (a pass's body once)."""
+
+    op: Operation
+    step: int
+    position: int
+    finalize: bool = False
+    """The end of a pass: the op's accumulator becomes its result."""
+
+
+@dataclass
+class _Walk:
+    events: list[_Event] = field(default_factory=list[_Event])
+    pass_end: dict[int, int] = field(default_factory=dict[int, int])
+    pass_start: dict[int, int] = field(default_factory=dict[int, int])
+
+
+def _walk(sched: TileSchedule) -> _Walk:
+    walk = _Walk()
+    position = 0
+    for step in sched.steps:
+        if step.is_pass:
+            walk.pass_start[step.index] = position
+        for op in step.ops:
+            if op in sched.fused:
+                continue  # its consumer computes it
+            walk.events.append(_Event(op, step.index, position))
+            position += 1
+        if step.is_pass:
+            for op in step.accumulating:
+                walk.events.append(_Event(op, step.index, position, finalize=True))
+                position += 1
+            walk.pass_end[step.index] = position - 1
+    return walk
+
+
+def instance_of(sched: TileSchedule, value: SSAValue, reader_step: int) -> Instance:
+    """The instance of ``value`` that an op in step ``reader_step`` reads."""
+    p = sched.body.producer(value)
+    if p is None:
+        return (value, -1)
+    step = sched.step_of[p]
+    if reader_step % 2 == 1 and reader_step != step and p in sched.step(reader_step).recomputed:
+        return (value, reader_step)
+    if sched.accumulates(p):
+        return (value, step + 1)  # final after its pass
+    return (value, step)
+
+
+def plan_scratch(sched: TileSchedule) -> ScratchPlan:
+    """The scratch buffers of one full tile of ``sched`` (see the module docstring)."""
+    body = sched.body
+    tiles = sched.tiles
+    walk = _walk(sched)
+
+    def shape(value: SSAValue) -> tuple[int, ...]:
+        return body.shape(value, tiles)
+
+    def dtype(value: SSAValue) -> np.dtype[Any]:
+        return numpy_dtype(value.type)
+
+    # where instances are defined and last used
+    last_use: dict[Instance, int] = {}
+    for ev in walk.events:
+        if ev.finalize:
+            continue
+        for v, _ in sched.reads(ev.op):
+            inst = instance_of(sched, v, ev.step)
+            if inst[1] < 0:
+                continue
+            at = ev.position
+            if ev.step % 2 == 1 and inst[1] != ev.step:
+                at = walk.pass_end[ev.step]  # read on every tile of the pass
+            last_use[inst] = max(last_use.get(inst, -1), at)
+
+    # outputs: values computed straight into the output slices
+    slots: dict[Instance, Slot] = {}
+    copies: list[tuple[int, Instance]] = []
+    direct: dict[Instance, int] = {}
+    for k, (value, out_dims) in enumerate(zip(body.outputs, body.output_dims, strict=True)):
+        p = body.producer(value)
+        if p is None:
+            copies.append((k, (value, -1)))
+            continue
+        inst = instance_of(sched, value, sched.step_of[p] + (1 if sched.accumulates(p) else 0))
+        s = _structured(p)
+        if inst in direct or body.dims[value] != out_dims or s.numpy_view() is not None:
+            copies.append((k, inst))
+            continue
+        direct[inst] = k
+    for _, inst in copies:
+        last_use[inst] = max(last_use.get(inst, -1), _end_of(walk, inst))
+
+    pool = _Pool()
+    ops: dict[tuple[Operation, int], OpPlan] = {}
+    hints = dict(direct)
+    _chain_outputs(sched, walk, hints, last_use)
+    owners: dict[int, set[Instance]] = {}
+    """Per buffer: the live instances it holds (several after an in-place update)."""
+
+    def hold(inst: Instance, slot: Slot) -> None:
+        slots[inst] = slot
+        if slot.kind == "buffer":
+            owners.setdefault(slot.index, set()).add(inst)
+
+    def release(inst: Instance) -> None:
+        slot = slots.get(inst)
+        if slot is None or slot.kind != "buffer":
+            return
+        held = owners[slot.index]
+        held.discard(inst)
+        if not held:
+            pool.give(slot.index)
+
+    def new_buffer(inst: Instance, dt: np.dtype[Any]) -> Slot:
+        return Slot("buffer", pool.take(math.prod(shape(inst[0])), dt))
+
+    accumulators: dict[Operation, Slot] = {}
+    for ev in walk.events:
+        op, step = ev.op, ev.step
+        s = _structured(op)
+        if ev.finalize:
+            acc_slot = accumulators.pop(op)
+            inst = (op.results[0], step + 1)
+            if inst in hints:
+                target = Slot("output", hints[inst])
+            elif s.accumulator_dtype() == dtype(inst[0]) and acc_slot.kind == "buffer":
+                target = acc_slot  # finalized in place
+            else:
+                target = new_buffer(inst, dtype(inst[0]))
+            if acc_slot.kind == "buffer" and acc_slot != target:
+                pool.give(acc_slot.index)
+            hold(inst, target)
+            if inst not in last_use:
+                release(inst)
+            continue
+
+        if ev.position == walk.pass_start.get(step):
+            # a pass begins: its accumulators live until it ends
+            for acc_op in sched.step(step).accumulating:
+                inst = (acc_op.results[0], step + 1)
+                acc_dtype = _structured(acc_op).accumulator_dtype()
+                if inst in hints and acc_dtype == dtype(inst[0]):
+                    accumulators[acc_op] = Slot("output", hints[inst])
+                else:
+                    accumulators[acc_op] = new_buffer(inst, acc_dtype)
+
+        reads = [instance_of(sched, v, step) for v, _ in sched.reads(op)]
+        dying = [r for r in dict.fromkeys(reads) if r[1] >= 0 and last_use.get(r) == ev.position]
+        results = [(r, step) for r in op.results]
+        taken: list[int] = []
+        accumulator: Slot | None = None
+        partial = -1
+        if constant_value(op) is not None:
+            for r in results:
+                hold(r, CONSTANT)
+        elif s.numpy_view() is not None:
+            for r in results:
+                hold(r, VIEW)
+        elif op in accumulators:
+            accumulator = accumulators[op]
+            partial = pool.take(math.prod(shape(op.results[0])), s.accumulator_dtype())
+            taken.append(partial)
+        else:
+            for r in results:
+                if r in hints:
+                    hold(r, Slot("output", hints[r]))
+                    continue
+                reused = None
+                if s.IN_PLACE:
+                    reused = next(
+                        (
+                            o
+                            for o in dying
+                            if slots.get(o, INPUT).kind == "buffer"
+                            and shape(o[0]) == shape(r[0])
+                            and dtype(o[0]) == dtype(r[0])
+                            and not any(slots.get(q) == slots[o] for q in results if q != r)
+                        ),
+                        None,
+                    )
+                hold(r, slots[reused] if reused is not None else new_buffer(r, dtype(r[0])))
+        workspaces: tuple[int, ...] = ()
+        if constant_value(op) is None and s.numpy_view() is None:
+            spaces = s.numpy_workspace(
+                [body.shape(v, tiles, dims) for v, dims in sched.reads(op)],
+                [shape(r) for r in op.results],
+                [v in body.constants for v, _ in sched.reads(op)],
+            )
+            workspaces = tuple(pool.take(math.prod(sh), dt) for sh, dt in spaces)
+            taken.extend(workspaces)
+        ops[(op, step)] = OpPlan(workspaces, accumulator, partial)
+        for b in taken:
+            pool.give(b)
+        for o in dying:
+            release(o)
+        if op not in accumulators:
+            for r in results:
+                if r not in last_use and r not in hints:
+                    release(r)
+    buffers = tuple(Buffer(t, n) for t, n in zip(pool.dtypes, pool.sizes, strict=True))
+    return ScratchPlan(buffers, slots, ops, tuple(copies))
+
+
+def _end_of(walk: _Walk, inst: Instance) -> int:
+    """The position after which a copy of ``inst`` into an output is made (end of its step)."""
+    step = inst[1]
+    positions = [ev.position for ev in walk.events if ev.step == step]
+    return max(positions, default=0)
+
+
+def _chain_outputs(
+    sched: TileSchedule, walk: _Walk, hints: dict[Instance, int], last_use: dict[Instance, int]
+) -> None:
+    """Walk each output's element-wise chain back: a dying operand of the same shape and
+    dtype is computed straight into the output slice too."""
+    body = sched.body
+    position = {(ev.op, ev.step): ev.position for ev in walk.events if not ev.finalize}
+    for inst, k in list(hints.items()):
+        cur = inst
+        while True:
+            p = body.producer(cur[0])
+            if p is None or sched.accumulates(p) or (p, cur[1]) not in position:
+                break
+            s = _structured(p)
+            if not s.IN_PLACE or s.numpy_view() is not None:
+                break
+            at = position[(p, cur[1])]
+            nxt: Instance | None = None
+            for v in p.operands:
+                cand = instance_of(sched, v, cur[1])
+                q = body.producer(v)
+                if (
+                    cand[1] == cur[1]
+                    and q is not None
+                    and not sched.accumulates(q)
+                    and _structured(q).numpy_view() is None
+                    and constant_value(q) is None
+                    and cand not in hints
+                    and last_use.get(cand) == at
+                    and body.shape(v, sched.tiles) == body.shape(cur[0], sched.tiles)
+                    and numpy_dtype(v.type) == numpy_dtype(cur[0].type)
+                    and body.dims[v] == body.dims[cur[0]]
+                ):
+                    nxt = cand
+                    break
+            if nxt is None:
+                break
+            hints[nxt] = k
+            cur = nxt
+
+
+def iter_tiles(
+    extents: Sequence[int], tiles: Sequence[int], dims: Sequence[int]
+) -> Iterator[dict[int, tuple[int, int]]]:
+    """The (start, stop) of every tile along ``dims``, in row-major order.
+
+    A zero extent still gives one (empty) tile, so that results not running
+    along it are computed.
+    """
+    ranges = [range(0, max(extents[d], 1), tiles[d]) for d in dims]
+
+    def rec(k: int, acc: dict[int, tuple[int, int]]) -> Iterator[dict[int, tuple[int, int]]]:
+        if k == len(dims):
+            yield dict(acc)
+            return
+        d = dims[k]
+        for start in ranges[k]:
+            acc[d] = (start, min(start + tiles[d], extents[d]))
+            yield from rec(k + 1, acc)
+
+    yield from rec(0, {})
+
+
+__all__ = [
+    "Buffer",
+    "Dims",
+    "GroupBody",
+    "Instance",
+    "OpPlan",
+    "PlanError",
+    "ScratchPlan",
+    "Slot",
+    "Step",
+    "TileSchedule",
+    "instance_of",
+    "iter_tiles",
+    "plan_scratch",
+    "propagate_dims",
+    "schedule",
+]
