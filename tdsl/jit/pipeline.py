@@ -1,0 +1,187 @@
+"""Running the compiler pipeline for the JIT, on IR objects.
+
+The frontend (``parse`` and ``lower``, as ``to_tensordsl`` does), ``fuse``
+under the memory budget, ``tile``, and the NumPy target, whose Python source
+is exec'd; never printing and re-parsing.  Of a program, only the chosen
+kernel is compiled.  Compilation is serialized by one process-wide lock
+(:data:`COMPILE_LOCK`): xDSL's IR construction is not documented as
+thread-safe, and the cache means each kernel compiles once anyway.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+from tdsl.errors import TdslError, TdslNameError
+from tdsl.jit.calls import finish
+from tdsl.jit.kernel import ArgSpec, CompiledKernel, GroupInfo, type_str
+from tdsl.jit.options import JitOptions
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.dialects.func import FuncOp
+    from xdsl.ir import Attribute
+
+    from tdsl.frontend.ast import Expression, Program
+
+COMPILE_LOCK = threading.RLock()
+"""Serializes every compilation in the process."""
+
+
+def _tensor_spec(t: Attribute) -> tuple[tuple[int, ...], np.dtype[Any]]:
+    from xdsl.dialects.builtin import TensorType
+
+    from tdsl.dialects.tensordsl import numpy_dtype
+
+    assert isinstance(t, TensorType)
+    tensor = cast(TensorType[Any], t)
+    return tuple(tensor.get_shape()), numpy_dtype(tensor.element_type)
+
+
+def _type_text(t: Attribute) -> str:
+    shape, dtype = _tensor_spec(t)
+    return type_str(dtype, shape)
+
+
+def _pick_function(module: ModuleOp, name: str) -> FuncOp:
+    from xdsl.dialects.func import FuncOp
+
+    for op in module.ops:
+        if isinstance(op, FuncOp) and op.sym_name.data == name:
+            return op
+    raise TdslError(f"the frontend produced no function `{name}`")  # pragma: no cover
+
+
+def _signature_names(tree: Expression | Program, kernel: str | None) -> tuple[str, list[str]]:
+    """The kernel to compile and its input names, in the frontend's argument order.
+
+    An expression becomes ``main`` with the names it uses in order of first use;
+    a program's kernel has its parameters.  (IR name hints cannot serve: xDSL
+    drops a ``_<digits>`` suffix from them.)
+    """
+    from tdsl.frontend.ast import Name, Program, walk
+
+    if not isinstance(tree, Program):
+        names: dict[str, None] = {}
+        for node in walk(tree.body):
+            if isinstance(node, Name):
+                names.setdefault(node.id)
+        if kernel is not None and kernel != "main":
+            raise TdslNameError(
+                f"no kernel named `{kernel}`: an expression compiles to one kernel, `main`"
+            )
+        return "main", list(names)
+    if kernel is None:
+        chosen = tree.kernels[-1]
+    else:
+        found = [k for k in tree.kernels if k.name == kernel]
+        if not found:
+            defined = ", ".join(f"`{k.name}`" for k in tree.kernels)
+            raise TdslNameError(f"no kernel named `{kernel}`; the source defines {defined}")
+        chosen = found[0]
+    return chosen.name, [p.name for p in chosen.params]
+
+
+def _groups(fused: ModuleOp, tiled: ModuleOp, func_name: str) -> list[GroupInfo]:
+    from xdsl.dialects.func import FuncOp
+
+    from tdsl.dialects.kernel import FusedOp, TileOp, YieldOp
+
+    def function(module: ModuleOp) -> FuncOp | None:
+        for op in module.ops:
+            if isinstance(op, FuncOp) and op.sym_name.data == func_name:
+                return op
+        return None
+
+    budgets: dict[str, int | None] = {}
+    fused_func = function(fused)
+    if fused_func is not None:
+        for op in fused_func.walk():
+            if isinstance(op, FusedOp) and op.group is not None:
+                budgets[op.group.data] = op.budget_value
+    out: list[GroupInfo] = []
+    tiled_func = function(tiled)
+    if tiled_func is None:
+        return out
+    for op in tiled_func.walk():
+        if not isinstance(op, TileOp | FusedOp):
+            continue
+        name = op.group.data if op.group is not None else f"#{len(out)}"
+        ops = tuple(inner.name for inner in op.body.block.ops if not isinstance(inner, YieldOp))
+        inputs = tuple(_type_text(v.type) for v in op.inputs)
+        outputs = tuple(_type_text(r.type) for r in op.outputs)
+        if isinstance(op, TileOp):
+            info = GroupInfo(
+                name,
+                ops,
+                inputs,
+                outputs,
+                op.space_value,
+                op.tiles_value,
+                op.scratch_value,
+                budgets.get(name),
+            )
+        else:
+            info = GroupInfo(name, ops, inputs, outputs, None, None, None, op.budget_value)
+        out.append(info)
+    return out
+
+
+def build(
+    source: str,
+    shapes: dict[str, tuple[int, ...]] | None,
+    dtypes: object,
+    kernel: str | None,
+    filename: str,
+    options: JitOptions,
+) -> CompiledKernel:
+    """Run the pipeline on IR objects and load the generated Python."""
+    from tdsl.frontend import lower, parse
+    from tdsl.lowering.fuse import fuse
+    from tdsl.lowering.numpy_target import emit_numpy, load_numpy
+    from tdsl.lowering.tile import tile
+
+    tree = parse(source, filename)
+    name, arg_names = _signature_names(tree, kernel)
+    module = lower(tree, shapes, cast(Any, dtypes))
+    func_op = _pick_function(module, name)
+    if len(module.body.block.ops) > 1:
+        # Only the chosen kernel goes down the pipeline (and shows in ``.ir``).
+        from xdsl.dialects.builtin import ModuleOp
+
+        func_op.detach()
+        module = ModuleOp([func_op])
+    fused = fuse(module, options.memory_budget)
+    tiled = tile(
+        fused,
+        memory_budget=options.memory_budget,
+        tile_size=options.tile_size,
+        tile_sizes=options.tile_sizes,
+    )
+    python = emit_numpy(tiled, threads=options.threads)
+    functions = load_numpy(python)
+    if name not in functions:
+        raise TdslError(f"the NumPy target produced no function `{name}`")  # pragma: no cover
+    args = [
+        ArgSpec(arg_name, *_tensor_spec(arg_type))
+        for arg_name, arg_type in zip(arg_names, func_op.function_type.inputs.data, strict=True)
+    ]
+    results = [_tensor_spec(t) for t in func_op.function_type.outputs.data]
+    compiled = CompiledKernel(
+        name=name,
+        args=args,
+        results=results,
+        options=options,
+        expression=source,
+        source=python,
+        function=functions[name],
+        modules={"tensordsl": module, "fused": fused, "tiled": tiled},
+        groups=_groups(fused, tiled, name),
+    )
+    return finish(compiled)
+
+
+__all__ = ["COMPILE_LOCK", "build"]
