@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tdsl.jit.options import JitOptions
+from tdsl.pipeline import target_spec
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -110,8 +111,10 @@ class CompiledKernel:
     input), ``results`` (``(shape, dtype)`` per result), ``options``
     (:class:`JitOptions`), ``expression`` (the source text compiled),
     ``source`` (the generated Python), ``function`` (the generated function:
-    positional arrays, no checks), ``ir`` (stage name -> IR text for
-    ``"tensordsl"``, ``"fused"`` and ``"tiled"``, printed on first access),
+    positional arrays, no checks), ``pipeline`` (the passes run, as the ``-p``
+    argument of ``tdsl-opt``), ``target`` (the ``-t`` argument giving the
+    same ``source``), ``ir`` (stage name -> IR text for ``"tensordsl"``,
+    ``"fused"`` and ``"tiled"``, printed on first access),
     ``groups`` (:class:`GroupInfo` per fusion group), ``try_call`` (given a dict
     of arrays by name, runs the kernel if they fit exactly, else returns
     ``NotImplemented``: no errors).
@@ -124,6 +127,7 @@ class CompiledKernel:
     expression: str
     source: str
     function: Callable[..., Any]
+    pipeline: str
     ir: Mapping[str, str]
     groups: tuple[GroupInfo, ...]
     _modules: dict[str, ModuleOp]
@@ -139,6 +143,7 @@ class CompiledKernel:
         expression: str,
         source: str,
         function: Callable[..., Any],
+        pipeline: str,
         modules: dict[str, ModuleOp],
         groups: Sequence[GroupInfo],
     ) -> None:
@@ -149,6 +154,7 @@ class CompiledKernel:
         self.expression = expression
         self.source = source
         self.function = function
+        self.pipeline = pipeline
         self._modules = modules
         self.ir = LazyIR(modules)
         self.groups = tuple(groups)
@@ -165,6 +171,11 @@ class CompiledKernel:
         if len(self.results) != 1:
             outs = f"({outs})"
         return f"{self.name}({', '.join(str(a) for a in self.args)}) -> {outs}"
+
+    @property
+    def target(self) -> str:
+        """The ``tdsl-opt -t`` argument that prints :attr:`source` after :attr:`pipeline`."""
+        return target_spec(self.options.threads)
 
     @property
     def fusion_report(self) -> FusionReport:

@@ -1,8 +1,10 @@
 """Running the compiler pipeline for the JIT, on IR objects.
 
-The frontend (``parse`` and ``lower``, as ``to_tensordsl`` does), ``fuse``
-under the memory budget, ``tile``, and the NumPy target, whose Python source
-is exec'd; never printing and re-parsing.  Of a program, only the chosen
+The frontend (``parse`` and ``lower``, as ``to_tensordsl`` does), then the
+passes of :func:`tdsl.pipeline.pipeline_spec` through xDSL's ``PassPipeline``
+(``tdsl-fuse`` and ``tdsl-tile``, the registered pass classes ``tdsl-opt -p``
+runs), then the NumPy target, whose Python source is exec'd; never printing
+and re-parsing.  Of a program, only the chosen
 kernel is compiled.  Compilation is serialized by one process-wide lock
 (:data:`COMPILE_LOCK`): xDSL's IR construction is not documented as
 thread-safe, and the cache means each kernel compiles once anyway.
@@ -19,11 +21,14 @@ from tdsl.errors import TdslError, TdslNameError
 from tdsl.jit.calls import finish
 from tdsl.jit.kernel import ArgSpec, CompiledKernel, GroupInfo, type_str
 from tdsl.jit.options import JitOptions
+from tdsl.pipeline import STAGES, build_pipeline, pipeline_spec
 
 if TYPE_CHECKING:
+    from xdsl.context import Context
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.dialects.func import FuncOp
     from xdsl.ir import Attribute
+    from xdsl.passes import ModulePass
 
     from tdsl.frontend.ast import Expression, Program
 
@@ -130,6 +135,25 @@ def _groups(fused: ModuleOp, tiled: ModuleOp, func_name: str) -> list[GroupInfo]
     return out
 
 
+def _run_pipeline(spec: str, module: ModuleOp, ctx: Context) -> dict[str, ModuleOp]:
+    """Run the passes of ``spec`` on ``module`` in place; the IR before and after each.
+
+    The result maps ``"tensordsl"`` to a copy of the input and each pass's stage
+    name (:data:`tdsl.pipeline.STAGES`) to the IR it produced: a copy, except
+    after the last pass, whose module is ``module`` itself.
+    """
+    stages: dict[str, ModuleOp] = {}
+
+    def snapshot(
+        previous: ModulePass | None, current: ModuleOp, upcoming: ModulePass | None
+    ) -> None:
+        name = "tensordsl" if previous is None else STAGES.get(previous.name, previous.name)
+        stages[name] = current if upcoming is None else current.clone()
+
+    build_pipeline(spec, snapshot).apply(ctx, module)
+    return stages
+
+
 def build(
     source: str,
     shapes: dict[str, tuple[int, ...]] | None,
@@ -139,10 +163,10 @@ def build(
     options: JitOptions,
 ) -> CompiledKernel:
     """Run the pipeline on IR objects and load the generated Python."""
+    from xdsl.context import Context
+
     from tdsl.frontend import lower, parse
-    from tdsl.lowering.fuse import fuse
     from tdsl.lowering.numpy_target import emit_numpy, load_numpy
-    from tdsl.lowering.tile import tile
 
     tree = parse(source, filename)
     name, arg_names = _signature_names(tree, kernel)
@@ -154,14 +178,9 @@ def build(
 
         func_op.detach()
         module = ModuleOp([func_op])
-    fused = fuse(module, options.memory_budget)
-    tiled = tile(
-        fused,
-        memory_budget=options.memory_budget,
-        tile_size=options.tile_size,
-        tile_sizes=options.tile_sizes,
-    )
-    python = emit_numpy(tiled, threads=options.threads)
+    spec = pipeline_spec(options.memory_budget, options.tile_size, options.tile_sizes)
+    modules = _run_pipeline(spec, module, Context())
+    python = emit_numpy(modules["tiled"], threads=options.threads)
     functions = load_numpy(python)
     if name not in functions:
         raise TdslError(f"the NumPy target produced no function `{name}`")  # pragma: no cover
@@ -178,8 +197,9 @@ def build(
         expression=source,
         source=python,
         function=functions[name],
-        modules={"tensordsl": module, "fused": fused, "tiled": tiled},
-        groups=_groups(fused, tiled, name),
+        pipeline=spec,
+        modules=modules,
+        groups=_groups(modules["fused"], modules["tiled"], name),
     )
     return finish(compiled)
 
