@@ -82,6 +82,9 @@ class Group:
     out_names: list[str]
     tile: TileInfo | None = None
     bind_views: bool = False
+    allocs: dict[int, str] = field(default_factory=dict[int, str])
+    """Output index -> how the caller gets that output's array, a template in which
+    ``{}`` stands for the ``np.empty(...)`` allocating it (default: just that)."""
 
 
 def _output_pins(group: Group, space: Sequence[int]) -> set[int]:
@@ -177,7 +180,8 @@ def emit_group(group: Group, state: ModuleState, w: Writer, names: Names) -> lis
             fresh.append(False)
         else:
             shape = tuple(ax.extent for ax in group.out_layouts[k])
-            w.line(f"{name} = np.empty({shape_expr(shape)}, {dtype_expr(group.out_dtypes[k])})")
+            alloc = f"np.empty({shape_expr(shape)}, {dtype_expr(group.out_dtypes[k])})"
+            w.line(f"{name} = {group.allocs.get(k, '{}').format(alloc)}")
             fresh.append(True)
 
     if group.tile is None:

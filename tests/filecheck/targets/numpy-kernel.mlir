@@ -33,7 +33,7 @@
 // CHECK-NEXT:          np.divide(t0, t1, out=t0)
 // CHECK-NEXT:          np.add.reduce(t0, axis=1, keepdims=True, out=o0)
 
-// CHECK-LABEL: def tiled(x, b):
+// CHECK-LABEL: def tiled(x, b, *, out=None):
 // CHECK-NEXT:      """func.func @tiled."""
 // CHECK-NEXT:      # group g0: kernel.tile space [8] tiles [3] scratch 33
 // CHECK-NEXT:      [[M:[a-z][a-z0-9_]*]] = np.empty((8, 1), np.float32)
@@ -54,7 +54,7 @@ func.func @tiled(%x: tensor<8x10xf32>, %b: tensor<10xf32>) -> tensor<8x1xf32> {
 }
 
 // With less recorded scratch, the target runs smaller tiles.
-// CHECK-LABEL: def tight(x):
+// CHECK-LABEL: def tight(x, *, out=None):
 // CHECK:           # group g0: kernel.tile space [8] tiles [3] scratch 20
 // CHECK-NEXT:      [[R:r]] = np.empty((8, 10), np.float32)
 // CHECK-NEXT:      # runs tiles [2], scratch 20 elements per thread; d0 cut to 2 to keep scratch within 20
@@ -71,7 +71,7 @@ func.func @tight(%x: tensor<8x10xf32>) -> tensor<8x10xf32> {
 }
 
 // A group that fits in one tile runs straight-line, without a loop.
-// CHECK-LABEL: def single(a, b):
+// CHECK-LABEL: def single(a, b, *, out=None):
 // CHECK-NEXT:      """func.func @single."""
 // CHECK-NEXT:      # group g1: kernel.tile space [16, 16] tiles [16, 16] scratch 256
 // CHECK-NEXT:      [[R:[a-z][a-z0-9_]*]] = np.empty((16, 16), np.float64)
@@ -97,13 +97,13 @@ func.func @single(%a: tensor<16x16xf64>, %b: tensor<16x16xf64>) -> tensor<16x16x
 // CHECK-NEXT:          o0 = out0[s0:e0]
 // CHECK-NEXT:          np.add(o0, bt, out=o0)
 // CHECK-NEXT:          np.maximum(o0, _Z{{[0-9]+}}, out=o0)
-// CHECK-LABEL: def mlp(x, w, b):
+// CHECK-LABEL: def mlp(x, w, b, *, out=None):
 // CHECK:           # group g2: kernel.tile space [1024, 1024] tiles [256, 1024] scratch 0
 // CHECK-NEXT:      [[Y:[a-z][a-z0-9_]*]] = np.empty((1024, 1024), np.float32)
 // CHECK-NEXT:      # runs tiles [64, 1024], scratch 0 elements per thread; cache blocking: d0 cut to 64
 // CHECK-NEXT:      np.matmul(x, w, out=[[Y]])
 // CHECK-NEXT:      _mlp_g2(0, 1024, b, [[Y]])
-// THREADS-LABEL: def mlp(x, w, b):
+// THREADS-LABEL: def mlp(x, w, b, *, out=None):
 // THREADS:         # runs tiles [64, 1024] on 2 threads, scratch 0 elements per thread; cache blocking: d0 cut to 64
 // THREADS-NEXT:    np.matmul(x, w, out=[[Y:[a-z][a-z0-9_]*]])
 // THREADS-NEXT:    _parallel(_mlp_g2, 1024, 64, 2, b, [[Y]])
@@ -119,7 +119,7 @@ func.func @mlp(%x: tensor<1024x128xf32>, %w: tensor<128x1024xf32>, %b: tensor<10
 }
 
 // kernel.fused: whole-array code; the two results are fresh arrays.
-// CHECK-LABEL: def fused(a):
+// CHECK-LABEL: def fused(a, *, out=None):
 // CHECK-NEXT:      """func.func @fused."""
 // CHECK-NEXT:      # group g3: kernel.fused budget 4096
 // CHECK-NEXT:      [[E:[a-z][a-z0-9_]*]] = np.empty((4, 4), np.float64)
