@@ -5,22 +5,22 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from tdsl.defaults import DEFAULT_MEMORY_BUDGET
 from tdsl.jit.cache import (
     CacheInfo,
-    DTypeLike,
     DTypesLike,
     KernelCache,
     ShapesLike,
     freeze,
     normalize,
 )
-from tdsl.jit.calls import check_one_shot
+from tdsl.jit.calls import infer
 from tdsl.jit.kernel import CompiledKernel
 from tdsl.jit.options import JitOptions, default_threads, positive_int
 from tdsl.jit.pipeline import COMPILE_LOCK, build
+from tdsl.jit.signature import check_request
 
 
 class JITTensorKernel:
@@ -75,17 +75,35 @@ class JITTensorKernel:
         """Compile ``source`` (cached) and return the callable kernel.
 
         ``shapes`` maps each input of an expression to its shape; ``dtypes`` is
-        one dtype for all inputs or a dtype per input (default float64).  For
-        ``.tdsl`` program text the signatures give both; ``kernel`` picks a
-        kernel by name (default: the only one, or else the last).  ``filename``
-        names the source in error messages and IR locations.  ``options``, if
-        given, replaces this JIT's options for this kernel.  Errors in the
-        source raise :class:`~tdsl.errors.TdslError` subclasses pointing at it.
+        one dtype for all inputs or a dtype per input (default float64; the
+        Python type ``float`` declares a weak scalar input, whose shape may be
+        left out).  Naming an input the expression does not use is a
+        :class:`~tdsl.errors.TdslNameError`.  For ``.tdsl`` program text the
+        signatures give both, and ``shapes``/``dtypes``, if given, must match
+        the chosen kernel's signature exactly.  ``kernel`` picks a kernel by
+        name (default: the only one, or else the last).  ``filename`` names
+        the source in error messages and IR locations.  ``options``, if given,
+        replaces this JIT's options for this kernel.  Errors in the source
+        raise :class:`~tdsl.errors.TdslError` subclasses pointing at it.
         """
-        if options is None:
-            options = self.options
         norm_shapes, norm_dtypes = normalize(shapes, dtypes)
-        key = (source, freeze(norm_shapes), freeze(norm_dtypes), kernel, filename, options)
+        compiled = self.compile_normalized(
+            source, norm_shapes, norm_dtypes, kernel, filename, options or self.options
+        )
+        check_request(compiled, norm_shapes, dtypes)
+        return compiled
+
+    def compile_normalized(
+        self,
+        source: str,
+        shapes: dict[str, tuple[int, ...]] | None,
+        dtypes: object,
+        kernel: str | None,
+        filename: str,
+        options: JitOptions,
+    ) -> CompiledKernel:
+        """The cached kernel for normalized ``shapes`` and ``dtypes``, compiled on a miss."""
+        key = (source, freeze(shapes), freeze(dtypes), kernel, filename, options)
         cache = self._kernels
         compiled = cache.get(key)
         if compiled is not None:
@@ -98,36 +116,44 @@ class JITTensorKernel:
                 else:
                     cache.hits += 1
             if compiled is None:
-                compiled = build(source, norm_shapes, norm_dtypes, kernel, filename, options)
+                compiled = build(source, shapes, dtypes, kernel, filename, options)
                 cache.put(key, compiled)
         return compiled
 
-    def __call__(self, source: str, /, **arrays: Any) -> Any:
-        """Compile ``source`` for the arrays' shapes and dtypes (cached) and run it.
+    def __call__(self, source: str, /, *, out: Any = None, **values: Any) -> Any:
+        """Compile ``source`` for ``values`` (cached) and run it on them.
+
+        Each value is an input of ``source`` by name: a NumPy array (its shape
+        and dtype are compiled for), a NumPy scalar (a 0-d input of its
+        dtype), or a Python ``int`` or ``float`` (a weak scalar, typed like a
+        numeric literal: ``A * s`` is float32 for a float32 ``A``).  ``out``
+        is as for :class:`CompiledKernel`: the array (a tuple, for several
+        results) to write the results into and return.
 
         The last kernel each source ran with is tried first, with the kernel's own
         argument check; a different signature looks the kernel cache up.
         """
         last = self._last.get(source)
         if last is not None:
-            out = last.try_call(arrays)
-            if out is not NotImplemented:
+            result = last.try_call(values, out)
+            if result is not NotImplemented:
                 cache = self._kernels
                 with cache.lock:
                     cache.hits += 1
-                return out
-        for name, value in arrays.items():
-            check_one_shot(name, value)
-        compiled = self.compile(
-            source,
-            shapes={n: a.shape for n, a in arrays.items()},
-            dtypes={n: a.dtype for n, a in arrays.items()},
+                return result
+        shapes: dict[str, tuple[int, ...]] = {}
+        dtypes: dict[str, object] = {}
+        for name, value in values.items():
+            shapes[name], dtypes[name] = infer(name, value)
+        norm_shapes, norm_dtypes = normalize(shapes, cast(DTypesLike, dtypes))
+        compiled = self.compile_normalized(
+            source, norm_shapes, norm_dtypes, None, "<expr>", self.options
         )
         with self._kernels.lock:
             if len(self._last) >= self._kernels.maxsize:
                 self._last.clear()
             self._last[source] = compiled
-        return compiled(**arrays)
+        return compiled(out=out, **values)
 
     def cache_info(self) -> CacheInfo:
         """Hits, misses, the maximum size and the current size of the kernel cache.
@@ -203,13 +229,26 @@ def compile(
     )
 
 
-def jit_tensor(source: str, shapes: ShapesLike, /, **arrays: Any) -> Any:
-    """Compile ``source`` for ``shapes`` (dtypes from the arrays) and run it on ``arrays``."""
-    dtypes: dict[str, DTypeLike] = {}
-    for name, value in arrays.items():
-        check_one_shot(name, value)
-        dtypes[name] = value.dtype
-    return default_jit().compile(source, shapes, dtypes)(**arrays)
+def jit_tensor(
+    source: str, shapes: ShapesLike | None = None, /, *, out: Any = None, **values: Any
+) -> Any:
+    """Compile ``source`` for ``values`` and run it on them, with :func:`default_jit`.
 
-
-__all__ = ["JITTensorKernel", "compile", "default_jit", "jit_tensor"]
+    ``jit_tensor(source, **values)`` is ``default_jit()(source, **values)``:
+    shapes and dtypes come from the values (see :meth:`JITTensorKernel.__call__`).
+    ``jit_tensor(source, shapes, **values)`` takes the shapes from ``shapes``,
+    checked as :meth:`JITTensorKernel.compile` checks them, and the rest from
+    the values.  ``out`` is as for :class:`CompiledKernel`.
+    """
+    jit = default_jit()
+    if shapes is None:
+        return jit(source, out=out, **values)
+    inferred: dict[str, tuple[int, ...]] = {}
+    dtypes: dict[str, object] = {}
+    for name, value in values.items():
+        inferred[name], dtypes[name] = infer(name, value)
+    given, _ = normalize(shapes, None)
+    norm_shapes, norm_dtypes = normalize({**inferred, **(given or {})}, cast(DTypesLike, dtypes))
+    compiled = jit.compile_normalized(source, norm_shapes, norm_dtypes, None, "<expr>", jit.options)
+    check_request(compiled, given, None)
+    return compiled(out=out, **values)

@@ -25,7 +25,10 @@ DTypeLike: TypeAlias = str | np.dtype[Any] | type[Any]
 """A dtype spelled ``"f32"``, ``"float32"``, ``np.float32`` or ``np.dtype("f4")``."""
 
 DTypesLike: TypeAlias = Mapping[str, DTypeLike] | DTypeLike
-"""One dtype for every input, or a dtype per input name (missing names are float64)."""
+"""One dtype for every input, or a dtype per input name (missing names are float64).
+
+The Python type ``float`` declares a weak scalar input of an expression (a Python
+float, typed like a literal); a strong float64 is ``np.float64`` or ``"f64"``."""
 
 _DTYPE_OF: dict[str, np.dtype[Any]] = {
     "f16": np.dtype(np.float16),
@@ -74,11 +77,15 @@ class KernelCache:
             self.hits = self.misses = 0
 
 
-def _dtype_key(dtype: object) -> object:
+def dtype_key(dtype: object) -> object:
     """``"f16"``/``"f32"``/``"f64"`` for a supported dtype spelling; the value itself otherwise.
 
-    Unsupported spellings go to the frontend unchanged, which reports them.
+    The Python type ``float`` (a weak scalar input) stays ``float``: it is not
+    float64.  Unsupported spellings go to the frontend unchanged, which reports
+    them.
     """
+    if dtype is float:
+        return dtype
     if isinstance(dtype, str) and dtype in _DTYPE_OF:
         return dtype
     try:
@@ -117,9 +124,9 @@ def normalize(
         return norm_shapes, "f64"
     if isinstance(dtypes, Mapping):
         per_name = cast(Mapping[str, object], dtypes)
-        norm = {k: key for k, v in per_name.items() if (key := _dtype_key(v)) != "f64"}
+        norm = {k: key for k, v in per_name.items() if (key := dtype_key(v)) != "f64"}
         return norm_shapes, norm or "f64"
-    return norm_shapes, _dtype_key(dtypes)
+    return norm_shapes, dtype_key(dtypes)
 
 
 def freeze(value: object) -> object:
@@ -135,6 +142,7 @@ __all__ = [
     "DTypesLike",
     "KernelCache",
     "ShapesLike",
+    "dtype_key",
     "freeze",
     "normalize",
 ]

@@ -67,14 +67,24 @@ class GroupInfo:
 
 @dataclass(frozen=True)
 class ArgSpec:
-    """One argument of a compiled kernel: its name, shape and dtype."""
+    """One argument of a compiled kernel: its name, shape and dtype, and whether it is weak."""
 
     name: str
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
+    weak: bool = False
+    """A weak scalar: it takes a Python ``int`` or ``float``, typed like a literal
+    (``shape`` is ``()``, ``dtype`` float64, the type it is passed to the code in)."""
+
+    @property
+    def expected(self) -> str:
+        """What the argument takes: ``an array of f32[4, 3]``, ``a Python int or float``."""
+        if self.weak:
+            return "a Python int or float"
+        return f"an array of {type_str(self.dtype, self.shape)}"
 
     def __str__(self) -> str:
-        return f"{self.name}: {type_str(self.dtype, self.shape)}"
+        return f"{self.name}: {'float' if self.weak else type_str(self.dtype, self.shape)}"
 
 
 class LazyIR(Mapping[str, str]):
@@ -104,8 +114,16 @@ class LazyIR(Mapping[str, str]):
 class CompiledKernel:
     """A compiled tensor kernel: call it with NumPy arrays, read what was done.
 
-    Call with keyword arguments by input name or positionally in signature order
-    (``.args``).  One result comes back as an array, several as a tuple.
+    ``kernel(A=a, B=b)``, or positionally in signature order (``.args``): each
+    argument an array of exactly its shape and dtype (any strides; a NumPy
+    scalar of the dtype for a 0-d argument); a weak argument (``s: float`` in
+    the signature) takes a Python ``int`` or ``float``, and so may any 0-d
+    argument, converted to its dtype.  One result comes back as a fresh array,
+    several as a tuple.  ``kernel(..., out=buf)`` writes the result into
+    ``buf``, an array of exactly the result's shape and dtype that shares no
+    memory with the inputs, and returns it; with several results ``out`` is a
+    tuple of such arrays, one per result, and the tuple comes back.  Anything
+    else raises :class:`~tdsl.errors.TdslCallError` saying what was expected.
 
     Attributes: ``name`` (the kernel function), ``args`` (:class:`ArgSpec` per
     input), ``results`` (``(shape, dtype)`` per result), ``options``
@@ -116,8 +134,9 @@ class CompiledKernel:
     same ``source``), ``ir`` (stage name -> IR text for ``"tensordsl"``,
     ``"fused"`` and ``"tiled"``, printed on first access),
     ``groups`` (:class:`GroupInfo` per fusion group), ``try_call`` (given a dict
-    of arrays by name, runs the kernel if they fit exactly, else returns
-    ``NotImplemented``: no errors).
+    of arguments by name and an ``out`` or ``None``, runs the kernel if the
+    arguments fit exactly, as a one-shot call would have compiled it, else
+    returns ``NotImplemented``; only a bad ``out`` raises).
     """
 
     name: str
@@ -130,6 +149,8 @@ class CompiledKernel:
     pipeline: str
     ir: Mapping[str, str]
     groups: tuple[GroupInfo, ...]
+    program: bool
+    """Whether the kernel is a ``def`` of a ``.tdsl`` program (else an expression's ``main``)."""
     _modules: dict[str, ModuleOp]
     try_call: Callable[..., Any]
 
@@ -146,6 +167,7 @@ class CompiledKernel:
         pipeline: str,
         modules: dict[str, ModuleOp],
         groups: Sequence[GroupInfo],
+        program: bool = False,
     ) -> None:
         self.name = name
         self.args = tuple(args)
@@ -158,6 +180,7 @@ class CompiledKernel:
         self._modules = modules
         self.ir = LazyIR(modules)
         self.groups = tuple(groups)
+        self.program = program
 
     @property
     def arg_names(self) -> tuple[str, ...]:

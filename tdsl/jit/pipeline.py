@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from tdsl.errors import TdslError, TdslNameError
-from tdsl.jit.calls import finish
+from tdsl.jit.calls import OUT, finish
 from tdsl.jit.kernel import ArgSpec, CompiledKernel, GroupInfo, type_str
 from tdsl.jit.options import JitOptions
 from tdsl.pipeline import STAGES, build_pipeline, pipeline_spec
@@ -65,29 +65,41 @@ def _signature_names(tree: Expression | Program, kernel: str | None) -> tuple[st
 
     An expression becomes ``main`` with the names it uses in order of first use;
     a program's kernel has its parameters.  (IR name hints cannot serve: xDSL
-    drops a ``_<digits>`` suffix from them.)
+    drops a ``_<digits>`` suffix from them.)  No input may be named ``out``,
+    the keyword that takes the result arrays: that is a TdslNameError at the
+    name in the source.
     """
-    from tdsl.frontend.ast import Name, Program, walk
+    from tdsl.frontend.ast import Name, Program, Span, walk
 
+    spans: dict[str, Span] = {}
     if not isinstance(tree, Program):
-        names: dict[str, None] = {}
         for node in walk(tree.body):
             if isinstance(node, Name):
-                names.setdefault(node.id)
+                spans.setdefault(node.id, node.span)
         if kernel is not None and kernel != "main":
             raise TdslNameError(
                 f"no kernel named `{kernel}`: an expression compiles to one kernel, `main`"
             )
-        return "main", list(names)
-    if kernel is None:
-        chosen = tree.kernels[-1]
+        name = "main"
     else:
-        found = [k for k in tree.kernels if k.name == kernel]
-        if not found:
-            defined = ", ".join(f"`{k.name}`" for k in tree.kernels)
-            raise TdslNameError(f"no kernel named `{kernel}`; the source defines {defined}")
-        chosen = found[0]
-    return chosen.name, [p.name for p in chosen.params]
+        if kernel is None:
+            chosen = tree.kernels[-1]
+        else:
+            found = [k for k in tree.kernels if k.name == kernel]
+            if not found:
+                defined = ", ".join(f"`{k.name}`" for k in tree.kernels)
+                raise TdslNameError(f"no kernel named `{kernel}`; the source defines {defined}")
+            chosen = found[0]
+        for param in chosen.params:
+            spans.setdefault(param.name, param.span)
+        name = chosen.name
+    if OUT in spans:
+        raise TdslNameError(
+            f"an input may not be named `{OUT}`: a compiled kernel takes its result arrays "
+            f"as `{OUT}=`; rename the input",
+            tree.source.location(spans[OUT]),
+        )
+    return name, list(spans)
 
 
 def _groups(fused: ModuleOp, tiled: ModuleOp, func_name: str) -> list[GroupInfo]:
@@ -165,11 +177,13 @@ def build(
     """Run the pipeline on IR objects and load the generated Python."""
     from xdsl.context import Context
 
-    from tdsl.frontend import lower, parse
+    from tdsl.frontend import Program, lower, parse
     from tdsl.lowering.numpy_target import emit_numpy, load_numpy
 
     tree = parse(source, filename)
     name, arg_names = _signature_names(tree, kernel)
+    if isinstance(tree, Program):
+        dtypes = None  # a program's signatures type it; a weak scalar is an expression's
     module = lower(tree, shapes, cast(Any, dtypes))
     func_op = _pick_function(module, name)
     if len(module.body.block.ops) > 1:
@@ -185,7 +199,7 @@ def build(
     if name not in functions:
         raise TdslError(f"the NumPy target produced no function `{name}`")  # pragma: no cover
     args = [
-        ArgSpec(arg_name, *_tensor_spec(arg_type))
+        ArgSpec(arg_name, *_tensor_spec(arg_type), weak=_is_weak(arg_name, dtypes))
         for arg_name, arg_type in zip(arg_names, func_op.function_type.inputs.data, strict=True)
     ]
     results = [_tensor_spec(t) for t in func_op.function_type.outputs.data]
@@ -200,8 +214,18 @@ def build(
         pipeline=spec,
         modules=modules,
         groups=_groups(modules["fused"], modules["tiled"], name),
+        program=isinstance(tree, Program),
     )
     return finish(compiled)
+
+
+def _is_weak(name: str, dtypes: object) -> bool:
+    """Whether ``dtypes`` (normalized) declares expression input ``name`` a weak scalar."""
+    from tdsl.frontend.ir_gen import WEAK
+
+    if isinstance(dtypes, dict):
+        return cast(dict[str, object], dtypes).get(name) is WEAK
+    return dtypes is WEAK
 
 
 __all__ = ["COMPILE_LOCK", "build"]
