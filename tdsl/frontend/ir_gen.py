@@ -14,6 +14,15 @@ Typing follows NumPy 2 (NEP 50):
   ``tensordsl.constant``.  A literal that meets no tensor (one returned alone,
   or the only argument of a function, as in ``exp(2)``) is a float64, and the
   function's result is then a strong float64, as ``np.exp(2)`` is.
+* an input of a bare expression declared with the dtype ``float`` (the Python
+  type) is a *weak scalar input*: a Python float given at run time, typed
+  like a literal.  It is a 0-d ``f64`` argument of the function; where it
+  meets a tensor it is converted to that tensor's element type with a
+  ``tensordsl.cast`` (one per element type, at its first such use), so
+  ``A * s`` is float32 for a float32 ``A``.  Arithmetic between weak values and
+  literals only (``s + 1``, ``-s``, ``s * t``) is computed in float64 and stays
+  weak, as Python computes on floats; a result made of weak values and
+  literals only is float64.
 
 Shapes, axes, arities and keywords are checked here, before any op is built,
 so each error points at the user's span.
@@ -215,7 +224,20 @@ class _Literal:
     span: Span
 
 
-_Value: TypeAlias = _Tensor | _Literal
+@dataclass(frozen=True)
+class _Weak:
+    """A weak scalar known at run time: an ``f64[]`` value typed like a Python float.
+
+    A weak scalar input, or arithmetic between weak values and literals only.
+    """
+
+    value: SSAValue
+
+
+_Value: TypeAlias = _Tensor | _Literal | _Weak
+
+WEAK: type[float] = float
+"""The dtype that declares a weak scalar input (``dtypes={"s": float}``): a Python float."""
 
 
 def _fold(op: str, a: float, b: float) -> float:
@@ -331,6 +353,8 @@ class _FunctionLowering:
             with np.errstate(over="ignore"):
                 data = np.array(value.value, dtype=np.float64).astype(td.numpy_dtype(element))
             return self.emit(td.ConstantOp(td.dense_from_numpy(data, element)), value.span)
+        if isinstance(value, _Weak):
+            value = _Tensor(value.value, (), f64)
         if value.element == element:
             return value
         key = (value.value, dtype_name(element))
@@ -346,18 +370,27 @@ class _FunctionLowering:
         return [self.to_element(v, element, span) for v, span in operands]
 
     def tensor(self, value: _Value, span: Span) -> _Tensor:
-        """``value`` as a tensor; a lone literal is a float64."""
-        return self.to_element(value, f64, span) if isinstance(value, _Literal) else value
+        """``value`` as a tensor; a lone literal or weak scalar is a float64."""
+        return value if isinstance(value, _Tensor) else self.to_element(value, f64, span)
+
+    def weak(
+        self, op_class: type[td.BinaryOp], args: Sequence[_Value], spans: Sequence[Span], span: Span
+    ) -> _Weak:
+        """``a <op> b`` of weak values and literals: computed in float64, still weak."""
+        a, b = (self.to_element(v, f64, s) for v, s in zip(args, spans, strict=True))
+        return _Weak(self.emit(op_class(a.value, b.value), span).value)
 
     @staticmethod
     def describe(value: _Value) -> str:
         if isinstance(value, _Literal):
             return f"f64[] (the number {value.value:g})"
+        if isinstance(value, _Weak):
+            return "f64[] (a weak scalar)"
         return format_type(value.element, value.shape)
 
     @staticmethod
     def shape_of(value: _Value) -> tuple[int, ...]:
-        return () if isinstance(value, _Literal) else value.shape
+        return value.shape if isinstance(value, _Tensor) else ()
 
     # ---------------------------------------------------------------- expressions
 
@@ -385,6 +418,8 @@ class _FunctionLowering:
                 (arg,) = args
                 if isinstance(arg, _Literal):
                     return _Literal(-arg.value, node.span)
+                if isinstance(arg, _Weak):
+                    return _Weak(self.emit(td.NegOp(arg.value), node.span).value)
                 return self.emit(td.NegOp(arg.value), node.span)
             case BinOp(op="@"):
                 return self.matmul("`@`", args, (node.lhs.span, node.rhs.span), node.op_span)
@@ -392,6 +427,8 @@ class _FunctionLowering:
                 a, b = args
                 if isinstance(a, _Literal) and isinstance(b, _Literal):
                     return _Literal(_fold(op, a.value, b.value), node.span)
+                if not isinstance(a, _Tensor) and not isinstance(b, _Tensor):
+                    return self.weak(_BINARY_OPS[op], args, (lhs.span, rhs.span), node.op_span)
                 return self.binary(
                     _BINARY_OPS[op], f"`{op}`", args, (lhs.span, rhs.span), node.op_span
                 )
@@ -638,8 +675,21 @@ def _lower_expression(
             first_use[node.id] = node.span
     given = dict(shapes or {})
     args: list[tuple[str, FloatType, tuple[int, ...], Span]] = []
+    weak: set[str] = set()
     for name, span in first_use.items():
         where = source.location(span)
+        if _dtype_spec(name, dtypes) is WEAK:
+            shape = _input_shape(name, given.get(name, ()), where)
+            if shape:
+                raise TdslTypeError(
+                    f"input `{name}` is declared a weak scalar (dtype `float`, a Python "
+                    f"float) and must be 0-d, but its shape is given as {shape}; for a "
+                    'float64 tensor write `np.float64` or `"f64"`',
+                    where,
+                )
+            weak.add(name)
+            args.append((name, f64, (), span))
+            continue
         if name not in given:
             message = f"no shape given for input `{name}`"
             near = _nearest(name, list(given))
@@ -654,23 +704,25 @@ def _lower_expression(
     block = _block(source, args)
     lowering = _FunctionLowering(source, block)
     for (name, element, shape, _), arg in zip(args, block.args, strict=True):
-        lowering.env[name] = _Tensor(arg, shape, element)
+        lowering.env[name] = _Weak(arg) if name in weak else _Tensor(arg, shape, element)
     body = expression.body
     result = lowering.tensor(lowering.lower(body), body.span)
     return _build_function(lowering, "main", block, [result], body.span, body.span)
 
 
+def _dtype_spec(name: str, dtypes: DTypeLike | Mapping[str, DTypeLike] | None) -> DTypeLike | None:
+    """The dtype given for input ``name`` (``None``: none given, float64)."""
+    if isinstance(dtypes, Mapping):
+        return dtypes.get(name)
+    return dtypes
+
+
 def _input_element(
     name: str, dtypes: DTypeLike | Mapping[str, DTypeLike] | None, where: SourceLocation
 ) -> FloatType:
-    if dtypes is None:
+    spec = _dtype_spec(name, dtypes)
+    if spec is None:
         return f64
-    if isinstance(dtypes, Mapping):
-        spec = dtypes.get(name)
-        if spec is None:
-            return f64
-    else:
-        spec = dtypes
     try:
         return element_type_of(spec)
     except TdslTypeError as err:
@@ -721,6 +773,9 @@ def to_tensordsl(
     ``shapes`` maps each input name of an expression to its shape;
     ``dtypes`` is one dtype for all inputs or a dict by name (default float64),
     spelled as a NumPy dtype, a dtype class or a string (``"float32"``, ``"f32"``).
+    The Python type ``float`` declares a weak scalar input (see the module
+    docstring): 0-d, its shape may be left out; for a strong float64 input
+    write ``np.float64`` or ``"f64"``.
     For a program, the signatures give shapes and dtypes and both are ignored.
     Raises a :class:`~tdsl.errors.TdslError` subclass on any bad input.
     """
@@ -777,6 +832,7 @@ def lower_expression_cli(expr: str, shape_specs: list[str]) -> ModuleOp:
 
 __all__ = [
     "FUNCTIONS",
+    "WEAK",
     "DTypeLike",
     "FunctionInfo",
     "element_type_of",

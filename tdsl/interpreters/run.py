@@ -50,7 +50,8 @@ def make_interpreter(module: ModuleOp) -> Interpreter:
     return interpreter
 
 
-def _find_function(module: ModuleOp, name: str) -> FuncOp:
+def find_function(module: ModuleOp, name: str) -> FuncOp:
+    """The ``func.func`` named ``name``, or :class:`~tdsl.errors.TdslCallError` listing the others."""
     op = SymbolTable.lookup_symbol(module, name)
     if isinstance(op, FuncOp):
         return op
@@ -107,7 +108,7 @@ def run_function(module: ModuleOp, name: str, *arrays: Any) -> tuple[Array, ...]
     results are arrays with the dtypes of the function's result types; a
     result never shares memory with an argument or with another result.
     """
-    function = _find_function(module, name)
+    function = find_function(module, name)
     args = check_arguments(function, arrays)
     results = make_interpreter(module).call_op(function, args)
     fresh: list[Array] = []
@@ -119,4 +120,10 @@ def run_function(module: ModuleOp, name: str, *arrays: Any) -> tuple[Array, ...]
     return tuple(fresh)
 
 
-__all__ = ["attr_to_numpy", "check_arguments", "make_interpreter", "run_function"]
+__all__ = [
+    "attr_to_numpy",
+    "check_arguments",
+    "find_function",
+    "make_interpreter",
+    "run_function",
+]

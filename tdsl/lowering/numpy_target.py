@@ -11,12 +11,19 @@ It reads all three stages of the pipeline:
 - tensordsl IR: each run of top-level ops runs whole-array, with temporaries
   written through ``out=`` and reused once dead;
 - ``kernel.fused``: the same, one group at a time;
-- ``kernel.tile``: a loop over tiles running ufuncs with ``out=`` into
-  scratch buffers allocated once per call (full-tile sized, cut for the last
-  tile) and writing each output tile in place.  A group with a single tile is
-  emitted straight-line, without loop overhead.
+- ``kernel.tile``: the op's schedule (:mod:`tdsl.dialects.kernel_plan`): loops
+  over the parallel tiles, and over the tiled reduction dims in passes that
+  accumulate, running ufuncs with ``out=`` into the scratch buffers the op
+  records (allocated once per call, viewed in each value's tile shape, cut for
+  the last tile) and writing each output tile in place.  A group with a single
+  tile is emitted straight-line, without loop overhead.
 
-Guarantees: inputs are never written; every returned array is fresh; dtypes
+Every generated function takes ``out=None`` (keyword-only): the arrays to
+write its results into; see :mod:`tdsl.lowering.numpy_emit.module` for the
+contract.
+
+Guarantees: inputs are never written; without ``out`` every returned array is
+fresh, with it the results are the given arrays; dtypes
 are NumPy's (constants are 0-d arrays of the op's dtype, so float32 stays
 float32); scratch per call stays within each group's recorded ``scratch``
 (all threads together), not counting the transient buffers NumPy's own
@@ -25,7 +32,8 @@ operand of the call in flight).  Floating-point warnings are NumPy's own: the co
 does not wrap calls in ``np.errstate`` (that costs about 1 us per call), and
 the stable ``softmax``/``sigmoid`` forms raise none of their own.
 
-Schedules are described in :mod:`tdsl.lowering.numpy_emit.schedule`; the
+How the target cuts the recorded tiles finer for the cache, and runs the
+parallel loop on threads, is in :mod:`tdsl.lowering.numpy_emit.blocking`; the
 ``threads`` option splits tile loops over a thread pool created lazily by the
 generated module.
 """

@@ -7,8 +7,8 @@
 
 The input may be at any stage (tensordsl, fused, tiled): it is run by tdsl's
 interpreter (:func:`tdsl.interpreters.run.run_function`).  Arguments are MLIR
-attributes, one per function argument, or random values from ``--random-args
-SEED``.  Passes may be applied first, with ``-p`` or the pass flags of
+attributes (``dense<...> : tensor<...>`` of f16, f32 or f64), one per function
+argument, or random values from ``--random-args SEED``.  Passes may be applied first, with ``-p`` or the pass flags of
 ``tdsl-opt``.  Each result prints as its type and its value::
 
     result #0: tensor<2xf32>
@@ -26,21 +26,16 @@ from typing import Any, ClassVar, cast
 
 import numpy as np
 import numpy.typing as npt
-from xdsl.dialects.builtin import (
-    AnyFloat,
-    DenseIntOrFPElementsAttr,
-    FloatAttr,
-    IntegerAttr,
-    IntegerType,
-    ModuleOp,
-    TensorType,
-)
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute
 from xdsl.parser import Parser
 from xdsl.utils.lexer import Span
 
+from tdsl.dialects.tensordsl import NUMPY_DTYPES
 from tdsl.errors import format_diagnostic
+from tdsl.interpreters import run
+from tdsl.interpreters.tensordsl import attr_to_numpy
 from tdsl.tools.diagnostics import DriverError, run_tool, span_location
 from tdsl.tools.tdsl_opt import TdslOptMain
 
@@ -61,85 +56,21 @@ _IRRELEVANT_OPTIONS = frozenset(
 """``tdsl-opt`` options that mean nothing to ``tdsl-run``: hidden from ``--help``."""
 
 
-def numpy_dtype(element_type: Attribute) -> np.dtype[Any]:
-    """The NumPy dtype of a builtin element type (f16/f32/f64, i1 and signless integers)."""
-    if isinstance(element_type, AnyFloat):
-        width = element_type.bitwidth
-        if width in (16, 32, 64):
-            return np.dtype(f"float{width}")
-    if isinstance(element_type, IntegerType):
-        width = cast(IntegerType, element_type).bitwidth
-        if width == 1:
-            return np.dtype(np.bool_)
-        if width in (8, 16, 32, 64):
-            return np.dtype(f"int{width}")
-    raise DriverError(f"error: tdsl-run does not support element type {element_type}")
-
-
-def tensor_parts(attr: Attribute) -> tuple[Attribute, tuple[int, ...]] | None:
-    """The element type and shape of a ``tensor<...>`` type, or ``None`` for other types."""
-    if not isinstance(attr, TensorType):
+def float_tensor_dtype(arg_type: Attribute) -> np.dtype[Any] | None:
+    """The dtype of an f16/f32/f64 tensor type; ``None`` for any other type."""
+    if not isinstance(arg_type, TensorType):
         return None
-    tensor_type = cast(TensorType[Attribute], attr)
-    return tensor_type.get_element_type(), tuple(tensor_type.get_shape())
-
-
-def attribute_to_array(attr: Attribute) -> Array:
-    """The NumPy value of a ``dense<...> : tensor<...>`` or scalar attribute."""
-    if isinstance(attr, DenseIntOrFPElementsAttr):
-        dense = cast(DenseIntOrFPElementsAttr[Any], attr)
-        parts = tensor_parts(cast(Attribute, dense.type))
-        if parts is None:
-            raise DriverError(f"error: cannot pass {attr} as an argument: it is not a tensor")
-        element_type, shape = parts
-        dtype = numpy_dtype(element_type)
-        if dtype == np.bool_:
-            flat = np.frombuffer(dense.data.data, dtype=np.uint8) != 0
-        else:
-            flat = np.frombuffer(dense.data.data, dtype=dtype)
-        return flat.reshape(shape).copy()
-    if isinstance(attr, FloatAttr):
-        float_attr = cast(FloatAttr[Any], attr)
-        return np.asarray(
-            float_attr.value.data, dtype=numpy_dtype(cast(Attribute, float_attr.type))
-        )
-    if isinstance(attr, IntegerAttr):
-        int_attr = cast(IntegerAttr[Any], attr)
-        int_type = cast(Attribute, int_attr.type)
-        if isinstance(int_type, IntegerType):
-            return np.asarray(int_attr.value.data, dtype=numpy_dtype(cast(Attribute, int_type)))
-    raise DriverError(
-        f"error: cannot pass {attr} as an argument: write dense<...> : tensor<...> "
-        "or a scalar such as 1.0 : f32"
-    )
-
-
-def attribute_type(attr: Attribute) -> Attribute | None:
-    """The type of a dense or scalar argument attribute (``None`` for other attributes)."""
-    if isinstance(attr, DenseIntOrFPElementsAttr):
-        return cast(Attribute, cast(DenseIntOrFPElementsAttr[Any], attr).type)
-    if isinstance(attr, FloatAttr):
-        return cast(Attribute, cast(FloatAttr[Any], attr).type)
-    if isinstance(attr, IntegerAttr):
-        return cast(Attribute, cast(IntegerAttr[Any], attr).type)
-    return None
+    return NUMPY_DTYPES.get(type(cast(TensorType[Attribute], arg_type).get_element_type()))
 
 
 def random_array(rng: np.random.Generator, arg_type: Attribute) -> Array:
-    """A random value of ``arg_type``: normal floats, small integers, random booleans."""
-    parts = tensor_parts(arg_type)
-    if parts is not None:
-        element, shape = parts
-        if any(dim < 0 for dim in shape):
-            raise DriverError(f"error: --random-args needs static shapes, got {arg_type}")
-        dtype = numpy_dtype(element)
-    else:
-        shape = ()
-        dtype = numpy_dtype(arg_type)
-    if dtype == np.bool_:
-        return rng.integers(0, 2, size=shape).astype(np.bool_)
-    if np.issubdtype(dtype, np.integer):
-        return rng.integers(-8, 8, size=shape).astype(dtype)
+    """Standard-normal values of a static f16/f32/f64 tensor type."""
+    dtype = float_tensor_dtype(arg_type)
+    if dtype is None:
+        raise DriverError(f"error: --random-args makes f16, f32 or f64 tensors, not {arg_type}")
+    shape = tuple(cast(TensorType[Attribute], arg_type).get_shape())
+    if any(dim < 0 for dim in shape):
+        raise DriverError(f"error: --random-args needs static shapes, got {arg_type}")
     return rng.standard_normal(size=shape).astype(dtype)
 
 
@@ -147,24 +78,20 @@ def find_function(module: ModuleOp, symbol: str | None) -> FuncOp:
     """The ``func.func`` named ``symbol``; without a name, ``@main`` or the only function."""
     functions = [op for op in module.walk() if isinstance(op, FuncOp)]
     names = [op.sym_name.data for op in functions]
-    wanted = symbol
-    if wanted is None:
+    if symbol is None:
         if "main" in names:
-            wanted = "main"
+            symbol = "main"
         elif len(functions) == 1:
-            return functions[0]
+            symbol = names[0]
         else:
             listed = ", ".join(f"@{name}" for name in names) or "none"
             raise DriverError(
                 f"error: no @main function; choose one with --symbol (functions: {listed})"
             )
-    for op in functions:
-        if op.sym_name.data == wanted:
-            if op.is_declaration:
-                raise DriverError(f"error: @{wanted} is a declaration, it has no body to run")
-            return op
-    listed = ", ".join(f"@{name}" for name in names) or "none"
-    raise DriverError(f"error: no function @{wanted} in the input (functions: {listed})")
+    function = run.find_function(module, symbol)
+    if function.is_declaration:
+        raise DriverError(f"error: @{symbol} is a declaration, it has no body to run")
+    return function
 
 
 def _non_negative_int(text: str) -> int:
@@ -246,9 +173,7 @@ class TdslRunMain(TdslOptMain):
         arg_types = list(func.function_type.inputs.data)
         result_types = list(func.function_type.outputs.data)
         arrays = self._arguments(func, arg_types)
-        from tdsl.interpreters.run import run_function
-
-        returned: object = run_function(prog, func.sym_name.data, *arrays)
+        returned: object = run.run_function(prog, func.sym_name.data, *arrays)
         results = _as_results(returned)
         text = ""
         if self.args.print_args:
@@ -262,6 +187,12 @@ class TdslRunMain(TdslOptMain):
 
     def _arguments(self, func: FuncOp, arg_types: list[Attribute]) -> list[Array]:
         name = func.sym_name.data
+        for index, arg_type in enumerate(arg_types):
+            if float_tensor_dtype(arg_type) is None:
+                raise DriverError(
+                    f"error: argument #{index} of @{name} has type {arg_type}; "
+                    "tdsl runs functions of f16, f32 and f64 tensors"
+                )
         if self.args.random_args is not None:
             rng = np.random.default_rng(self.args.random_args)
             return [random_array(rng, arg_type) for arg_type in arg_types]
@@ -287,15 +218,15 @@ class TdslRunMain(TdslOptMain):
             )
         arrays: list[Array] = []
         for index, (attr, expected) in enumerate(zip(attrs, arg_types, strict=True)):
-            given = attribute_type(attr)
-            if given is None:
+            if not isinstance(attr, DenseIntOrFPElementsAttr):
                 raise DriverError(
                     format_diagnostic(
-                        f"cannot pass {attr} as an argument: write dense<...> : tensor<...> "
-                        "or a scalar such as 1.0 : f32",
+                        f"cannot pass {attr} as an argument: write dense<...> : tensor<...>",
                         span_location(spans[index]),
                     )
                 )
+            dense = cast(DenseIntOrFPElementsAttr[Any], attr)
+            given = cast(Attribute, dense.type)
             if given != expected:
                 raise DriverError(
                     format_diagnostic(
@@ -303,7 +234,7 @@ class TdslRunMain(TdslOptMain):
                         span_location(spans[index]),
                     )
                 )
-            arrays.append(attribute_to_array(attr))
+            arrays.append(attr_to_numpy(dense, expected))
         return arrays
 
 

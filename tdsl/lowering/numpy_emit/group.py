@@ -74,7 +74,9 @@ class GroupSource:
     (``group g0``), ``name`` the name of its loop function.  ``inputs`` are the
     values the body reads from outside (block arguments), ``input_exprs`` the
     caller's expressions for them, ``out_names`` the caller names that receive
-    the outputs (preallocated unless ``out_given``).  ``tiles`` are the IR's
+    the outputs, and ``allocs`` how the caller gets an output's array: a
+    template in which ``{}`` stands for the ``np.empty(...)`` allocating it
+    (default: just that).  ``tiles`` are the IR's
     tiles and ``recorded`` its scratch (None: a group the IR does not tile).
     With ``bind_views`` (top-level ops, not a kernel group) an output that is
     an input, a constant or a view of one is bound to that expression instead
@@ -91,7 +93,7 @@ class GroupSource:
     input_exprs: list[str]
     out_names: list[str]
     bind_views: bool = False
-    out_given: list[bool] = field(default_factory=list[bool])
+    allocs: dict[int, str] = field(default_factory=dict[int, str])
 
 
 def value_layout(body: GroupBody, value: SSAValue, dims: Sequence[int | None]) -> Layout:
@@ -455,7 +457,6 @@ def emit_group(group: GroupSource, state: ModuleState, w: Writer, names: Names) 
         tiling, frozenset(), group.input_exprs, group.out_names, lambda i, lay: "", lambda v: ""
     )
     copies = {k: inst for k, inst in run.scratch.copies}
-    given = group.out_given or [False] * len(group.out_names)
     for k, name in enumerate(group.out_names):
         inst = copies.get(k)
         if group.bind_views and inst is not None and _bindable(lowering, inst):
@@ -464,10 +465,10 @@ def emit_group(group: GroupSource, state: ModuleState, w: Writer, names: Names) 
             bound.add(k)
             fresh.append(False)
             continue
-        if not given[k]:
-            value = body.outputs[k]
-            shape = tuple(ax.extent for ax in value_layout(body, value, body.output_dims[k]))
-            w.line(f"{name} = np.empty({shape_expr(shape)}, {dtype_expr(numpy_dtype(value.type))})")
+        value = body.outputs[k]
+        shape = tuple(ax.extent for ax in value_layout(body, value, body.output_dims[k]))
+        alloc = f"np.empty({shape_expr(shape)}, {dtype_expr(numpy_dtype(value.type))})"
+        w.line(f"{name} = {group.allocs.get(k, '{}').format(alloc)}")
         fresh.append(True)
     for step_copies in lowering.copies.values():
         step_copies[:] = [c for c in step_copies if c.result is None or c.result.index not in bound]

@@ -2,9 +2,26 @@
 
 A function body is a sequence of groups.  ``kernel.fused`` and ``kernel.tile``
 ops are groups of their own; each maximal run of top-level structured ops
-(unfused IR) is emitted like a whole-array fused group.  Every array a
-function returns is fresh: a returned argument, constant or view (or a value
-returned twice) is copied.
+(unfused IR) is emitted like a whole-array fused group.
+
+The contract of a generated function ``f(a, b, ..., *, out=None)``:
+
+- The positional parameters are the ``func.func``'s arguments, in order,
+  named after the IR block arguments (renamed where a name is not a Python
+  identifier or is taken: ``np``, ``out``).  They are arrays of exactly the
+  argument types' shapes and dtypes; nothing is checked.  Inputs are never
+  written.
+- ``out`` is keyword-only.  ``None``: every result is a fresh array.
+  Otherwise a sequence with one array per result, each of exactly that
+  result's shape and dtype (any strides); result ``i`` is written into
+  ``out[i]``.  The group computing a result writes it there directly, with no
+  extra copy; a result that is an argument, a constant or a view of one, or a
+  value returned a second time, is copied in with ``np.copyto``.  The out
+  arrays must not share memory with the inputs or with each other (nothing
+  checks this: the JIT does).
+- The function returns its one result, or a tuple of its results (``None``
+  for none): the fresh arrays, or with ``out`` the arrays ``out[i]``
+  themselves.
 """
 
 from __future__ import annotations
@@ -23,6 +40,9 @@ from tdsl.dialects.structured import constant_value, structured
 from tdsl.errors import TdslIRError
 from tdsl.lowering.numpy_emit.group import GroupSource, ModuleState, emit_group
 from tdsl.lowering.numpy_emit.source import Names, Writer, array_expr, display, identifier
+
+OUT = "out"
+"""The keyword-only parameter of every generated function that takes the result arrays."""
 
 _PARALLEL = '''\
 _POOL = []
@@ -104,8 +124,14 @@ class _FunctionEmitter:
         self.state = state
         self.pyname = pyname
         self.names = Names()
-        self.names.reserve("np")
+        self.names.reserve("np", OUT)
         self.values: dict[SSAValue, _Value] = {}
+        # each returned value -> its first position among the results (its out array)
+        self.result_index: dict[SSAValue, int] = {}
+        ret = fn.body.block.last_op
+        if isinstance(ret, func.ReturnOp):
+            for i, v in enumerate(ret.arguments):
+                self.result_index.setdefault(v, i)
         self.w = Writer()
         self.groups = 0
 
@@ -121,7 +147,7 @@ class _FunctionEmitter:
             name = self.names.fresh(identifier(arg.name_hint, f"arg{i}"))
             params.append(name)
             self.values[arg] = _Value(name, False)
-        self.w.line(f"def {self.pyname}({', '.join(params)}):")
+        self.w.line(f"def {self.pyname}({', '.join([*params, f'*, {OUT}=None'])}):")
         with self.w.indent():
             self.w.line(f'"""func.func @{display(self.fn.sym_name.data)}."""')
             pending: list[Operation] = []
@@ -163,6 +189,7 @@ class _FunctionEmitter:
             input_exprs=[self.values[v].expr for v in inputs],
             out_names=[self.value_name(r) for r in outs],
             bind_views=True,
+            allocs=self.out_allocs(outs),
         )
         self.emit(group, outs)
         ops.clear()
@@ -192,8 +219,17 @@ class _FunctionEmitter:
             inputs=list(block.args),
             input_exprs=[self.values[v].expr for v in op.inputs],
             out_names=[self.value_name(r) for r in outs],
+            allocs=self.out_allocs(outs),
         )
         self.emit(source, outs)
+
+    def out_allocs(self, outs: Sequence[SSAValue]) -> dict[int, str]:
+        """The group outputs that are results: allocated unless ``out`` gives their array."""
+        return {
+            k: f"{{}} if {OUT} is None else {OUT}[{self.result_index[r]}]"
+            for k, r in enumerate(outs)
+            if r in self.result_index
+        }
 
     def emit(self, group: GroupSource, outs: Sequence[SSAValue]) -> None:
         fresh = emit_group(group, self.state, self.w, self.names)
@@ -201,18 +237,32 @@ class _FunctionEmitter:
             self.values[r] = _Value(name, f)
 
     def ret(self, op: func.ReturnOp) -> None:
-        parts: list[str] = []
+        # A result its group wrote (into out[i] when given) is returned as is;
+        # an argument, a constant, a view, or a value returned twice is copied.
+        fresh: list[str] = []
+        given: list[str] = []
+        copies: list[str] = []
         seen: set[SSAValue] = set()
-        for v in op.arguments:
+        for i, v in enumerate(op.arguments):
             val = self.values[v]
-            parts.append(val.expr if val.fresh and v not in seen else f"{val.expr}.copy()")
+            if val.fresh and v not in seen:
+                fresh.append(val.expr)
+                given.append(val.expr)
+            else:
+                fresh.append(f"{val.expr}.copy()")
+                given.append(f"{OUT}[{i}]")
+                copies.append(f"np.copyto({OUT}[{i}], {val.expr})")
             seen.add(v)
-        if not parts:
+        if not fresh:
             self.w.line("return None")
-        elif len(parts) == 1:
-            self.w.line(f"return {parts[0]}")
-        else:
-            self.w.line(f"return {', '.join(parts)}")
+            return
+        if copies:
+            self.w.line(f"if {OUT} is not None:")
+            with self.w.indent():
+                for line in copies:
+                    self.w.line(line)
+                self.w.line(f"return {', '.join(given)}")
+        self.w.line(f"return {', '.join(fresh)}")
 
 
 def emit_module(module: ModuleOp, threads: int = 1) -> str:

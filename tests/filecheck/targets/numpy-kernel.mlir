@@ -34,7 +34,7 @@
 // CHECK-NEXT:          np.divide(t0_0c, t1_2c, out=t0_0c)
 // CHECK-NEXT:          np.add.reduce(t0_0c, axis=1, keepdims=True, out=out0[s0:e0])
 
-// CHECK-LABEL: def tiled(x, b):
+// CHECK-LABEL: def tiled(x, b, *, out=None):
 // CHECK-NEXT:      """func.func @tiled."""
 // CHECK-NEXT:      # group g0: kernel.tile space [8, 10] (parallel, reduction) tiles [3, 10] scratch 33
 // CHECK-NEXT:      [[M:[a-z][a-z0-9_]*]] = np.empty((8, 1), np.float32)
@@ -59,7 +59,7 @@ func.func @tiled(%x: tensor<8x10xf32>, %b: tensor<10xf32>) -> tensor<8x1xf32> {
 
 // A group that fits in one tile runs straight-line, without a loop, in its
 // output.
-// CHECK-LABEL: def single(a, b):
+// CHECK-LABEL: def single(a, b, *, out=None):
 // CHECK-NEXT:      """func.func @single."""
 // CHECK-NEXT:      # group g1: kernel.tile space [16, 16] (parallel, parallel) tiles [16, 16] scratch 0
 // CHECK-NEXT:      [[R:[a-z][a-z0-9_]*]] = np.empty((16, 16), np.float64)
@@ -89,13 +89,13 @@ func.func @single(%a: tensor<16x16xf64>, %b: tensor<16x16xf64>) -> tensor<16x16x
 // CHECK-NEXT:          o0 = out0[s0:e0]
 // CHECK-NEXT:          np.add(o0, b, out=o0)
 // CHECK-NEXT:          np.maximum(o0, _Z{{[0-9]+}}, out=o0)
-// CHECK-LABEL: def mlp(x, w, b):
+// CHECK-LABEL: def mlp(x, w, b, *, out=None):
 // CHECK:           # group g2: kernel.tile space [1024, 1024, 128] (parallel, parallel, reduction) tiles [1024, 1024, 128] scratch 0
 // CHECK-NEXT:      # runs tiles [64, 1024, 128], scratch 0 elements per thread; cache blocking: d0 cut to 64
 // CHECK-NEXT:      [[Y:[a-z][a-z0-9_]*]] = np.empty((1024, 1024), np.float32)
 // CHECK-NEXT:      np.matmul(x, w, out=[[Y]])
 // CHECK-NEXT:      _mlp_g2(0, 1024, b, [[Y]])
-// THREADS-LABEL: def mlp(x, w, b):
+// THREADS-LABEL: def mlp(x, w, b, *, out=None):
 // THREADS:         # runs tiles [64, 1024, 128] on 2 threads, scratch 0 elements per thread; cache blocking: d0 cut to 64
 // THREADS-NEXT:    [[Y:[a-z][a-z0-9_]*]] = np.empty((1024, 1024), np.float32)
 // THREADS-NEXT:    np.matmul(x, w, out=[[Y]])
@@ -124,7 +124,7 @@ func.func @mlp(%x: tensor<1024x128xf32>, %w: tensor<128x1024xf32>, %b: tensor<10
 // CHECK-NEXT:          np.exp(a[s0:e0], out=[[E:[a-z0-9_]+]])
 // CHECK-NEXT:          np.add.reduce([[E]], axis=0, out=[[P:[a-z0-9_]+]])
 // CHECK-NEXT:          np.add(out0, [[P]], out=out0)
-// CHECK-LABEL: def colsum(a):
+// CHECK-LABEL: def colsum(a, *, out=None):
 // CHECK:           # group g4: kernel.tile space [64, 300] (reduction, parallel) tiles [2, 300] scratch 900
 // CHECK-NEXT:      # 1 pass over d0
 func.func @colsum(%a: tensor<64x300xf32>) -> tensor<300xf32> {
@@ -142,7 +142,7 @@ func.func @colsum(%a: tensor<64x300xf32>) -> tensor<300xf32> {
 
 // exp(x) - mean(exp(x), axis=0) in one tile: the mean reads exp(x) from the
 // output buffer, the subtraction runs in place.
-// CHECK-LABEL: def centered(a):
+// CHECK-LABEL: def centered(a, *, out=None):
 // CHECK:           np.exp(a, out=[[R:[a-z][a-z0-9_]*]])
 // CHECK-NEXT:      np.add.reduce([[R]], axis=0, keepdims=True, out=[[M:[a-z0-9_]+]])
 // CHECK-NEXT:      # mean
@@ -164,7 +164,7 @@ func.func @centered(%a: tensor<64x30xf32>) -> tensor<64x30xf32> {
 
 
 // kernel.fused: whole-array code; the two results are fresh arrays.
-// CHECK-LABEL: def fused(a):
+// CHECK-LABEL: def fused(a, *, out=None):
 // CHECK-NEXT:      """func.func @fused."""
 // CHECK-NEXT:      # group g3: kernel.fused budget 4096
 // CHECK-NEXT:      [[E:[a-z][a-z0-9_]*]] = np.empty((4, 4), np.float64)

@@ -7,7 +7,7 @@
 // elements it is a loop over tiles of 16 rows; the matmul still runs once, on
 // the whole matrix, straight into the output, and the epilogue runs per tile.
 
-// CHECK-LABEL: def mlp(x, w, b):
+// CHECK-LABEL: def mlp(x, w, b, *, out=None):
 // CHECK:           # group g0: kernel.tile space [64, 32, 16] (parallel, reduction, reduction) tiles [64, 32, 16] scratch 64
 // CHECK-NEXT:      [[Y:v0]] = np.empty((64, 16), np.float32)
 // CHECK-NOT:       for
@@ -22,7 +22,7 @@
 // SMALL-NEXT:          o0 = out0[s0:e0]
 // SMALL-NEXT:          np.add(o0, b, out=o0)
 // SMALL-NOT:           np.matmul
-// SMALL-LABEL: def mlp(x, w, b):
+// SMALL-LABEL: def mlp(x, w, b, *, out=None):
 // SMALL:           # group g0: kernel.tile space [64, 32, 16] (parallel, reduction, reduction) tiles [16, 32, 16] scratch 16
 // SMALL-NEXT:      [[Y:v0]] = np.empty((64, 16), np.float32)
 // SMALL-NEXT:      np.matmul(x, w, out=[[Y]])

@@ -13,10 +13,10 @@
 
 // relu(a) * 0.5 + b: the relu writes the output, the rest updates it in place;
 // the literal is a 0-d float32 array, so the result stays float32.
-// CHECK-LABEL: def ew(a, b):
+// CHECK-LABEL: def ew(a, b, *, out=None):
 // CHECK-NEXT:      """func.func @ew."""
 // CHECK-NEXT:      # tensordsl ops (not fused)
-// CHECK-NEXT:      [[R:v[0-9]+]] = np.empty((4, 8), np.float32)
+// CHECK-NEXT:      [[R:v[0-9]+]] = np.empty((4, 8), np.float32) if out is None else out[0]{{$}}
 // CHECK-NEXT:      np.maximum(a, [[Z]], out=[[R]])
 // CHECK-NEXT:      np.multiply([[R]], [[HALF]], out=[[R]])
 // CHECK-NEXT:      np.add([[R]], b, out=[[R]])
@@ -31,8 +31,8 @@ func.func @ew(%a: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
 
 // softmax subtracts the row max and divides by the row sum; the two row
 // statistics share one scratch buffer (flat, viewed in their shape).
-// CHECK-LABEL: def soft(x):
-// CHECK:           [[S:v[0-9]+]] = np.empty((4, 8), np.float64)
+// CHECK-LABEL: def soft(x, *, out=None):
+// CHECK:           [[S:v[0-9]+]] = np.empty((4, 8), np.float64) if out is None else out[0]
 // CHECK-NEXT:      t0 = np.empty(4, np.float64)
 // CHECK-NEXT:      t0_0f = t0[:4].reshape((4, 1))
 // CHECK-NEXT:      # softmax along axis 1: exp(x - max) / sum
@@ -50,7 +50,7 @@ func.func @soft(%x: tensor<4x8xf64>) -> tensor<4x8xf64> {
 // sum(a * b, axis=1) is one einsum; on large arrays (here 256x128) a division
 // by a broadcast operand is a multiplication by its reciprocal (the divide's
 // workspace).
-// CHECK-LABEL: def rows(a, b):
+// CHECK-LABEL: def rows(a, b, *, out=None):
 // CHECK:           # sum(a * b) along the last axis as one einsum
 // CHECK-NEXT:      np.einsum("ab,ab->a", a, b, out=t0_0f[..., 0])
 // CHECK-NEXT:      # divide by a broadcast operand: its reciprocal
@@ -67,15 +67,38 @@ func.func @rows(%a: tensor<256x128xf64>, %b: tensor<256x128xf64>) -> tensor<256x
 }
 
 // Views: a transpose is x.T; returning a view (or an argument, or one value
-// twice) copies, so every result is a fresh array.
-// CHECK-LABEL: def views(x):
+// twice) copies, so every result is a fresh array, or is copied into its out
+// array when the caller gives them.
+// CHECK-LABEL: def views(x, *, out=None):
 // CHECK-NEXT:      """func.func @views."""
 // CHECK-NEXT:      # tensordsl ops (not fused)
 // CHECK-NEXT:      [[V:v[0-9]+]] = x.T
+// CHECK-NEXT:      if out is not None:
+// CHECK-NEXT:          np.copyto(out[0], [[V]])
+// CHECK-NEXT:          np.copyto(out[1], x)
+// CHECK-NEXT:          return out[0], out[1]
 // CHECK-NEXT:      return [[V]].copy(), x.copy()
 func.func @views(%x: tensor<2x3xf16>) -> (tensor<3x2xf16>, tensor<2x3xf16>) {
   %0 = tensordsl.transpose %x : tensor<2x3xf16> -> tensor<3x2xf16>
   func.return %0, %x : tensor<3x2xf16>, tensor<2x3xf16>
 }
 
-// CHECK:       TDSL_FUNCTIONS = {'ew': ew, 'soft': soft, 'rows': rows, 'views': views}
+// `out` names the parameter taking the result arrays, so an argument %out is
+// renamed; a value returned twice is written into its first out array by the
+// op computing it, and copied into the second.
+// CHECK-LABEL: def twice(
+// CHECK-SAME:      [[ARG:out_[0-9a-z_]+]], *, out=None):{{$}}
+// CHECK-NEXT:      """func.func @twice."""
+// CHECK-NEXT:      # tensordsl ops (not fused)
+// CHECK-NEXT:      [[R:v[0-9]+]] = np.empty((4,), np.float32) if out is None else out[0]{{$}}
+// CHECK-NEXT:      np.maximum([[ARG]], {{.*}}, out=[[R]])
+// CHECK-NEXT:      if out is not None:
+// CHECK-NEXT:          np.copyto(out[1], [[R]])
+// CHECK-NEXT:          return [[R]], out[1]
+// CHECK-NEXT:      return [[R]], [[R]].copy()
+func.func @twice(%out: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %0 = tensordsl.relu %out : tensor<4xf32>
+  func.return %0, %0 : tensor<4xf32>, tensor<4xf32>
+}
+
+// CHECK:       TDSL_FUNCTIONS = {'ew': ew, 'soft': soft, 'rows': rows, 'views': views, 'twice': twice}

@@ -22,7 +22,7 @@
 // TYPE-NEXT: {{^}}                              ^^^^^^^^^^^^^^^^^^^^^^^^^^{{$}}
 
 // RUN: not tdsl-run %s --symbol nope 2>&1 | filecheck %s --check-prefix=SYMBOL
-// SYMBOL: error: no function @nope in the input (functions: @main)
+// SYMBOL: error: no function @nope in the module (it defines @main)
 
 func.func @main(%a: tensor<2x2xf32>, %b: tensor<2xf32>) -> tensor<2x2xf32> {
   %0 = tensordsl.relu %a : tensor<2x2xf32>

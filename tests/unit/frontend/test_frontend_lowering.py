@@ -104,13 +104,18 @@ def test_module_verifies() -> None:
         (np.dtype("float64"), f64),
         (np.dtypes.Float32DType, f32),
         (np.dtypes.Float16DType(), f16),
-        (float, f64),
     ],
 )
 def test_dtype_spellings(dtype: Any, element: Attribute) -> None:
     assert element_type_of(dtype) == element
     module = to_tensordsl("A", shapes={"A": (2,)}, dtypes=dtype)
     assert result_type(only_function(module)) == TensorType(element, [2])
+
+
+def test_the_python_type_float_declares_a_weak_scalar_not_a_float64_tensor() -> None:
+    assert element_type_of(float) == f64  # as np.dtype(float)
+    with pytest.raises(TdslTypeError, match=r"must be 0-d.*write `np.float64` or `\"f64\"`"):
+        to_tensordsl("A", shapes={"A": (2,)}, dtypes=float)
 
 
 @pytest.mark.parametrize("dtype", ["int32", np.int64, "i4", "float128", "bogus", 3, np.complex64])

@@ -47,8 +47,8 @@ def parse(text: str) -> ModuleOp:
 
 def test_functions_are_named_after_symbols_and_arguments() -> None:
     source = emit_numpy(parse(MLIR))
-    assert "def my_kernel(x, lambda_):" in source
-    assert "def v_private(x):" in source
+    assert "def my_kernel(x, lambda_, *, out=None):" in source
+    assert "def v_private(x, *, out=None):" in source
     assert (
         "# group g0: kernel.tile space [4, 3] (parallel, reduction) tiles [3, 3] scratch 0"
         in source

@@ -6,20 +6,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from xdsl.context import Context
-from xdsl.dialects.builtin import Builtin, ModuleOp, TensorType, f32, f64, i1, i32
-from xdsl.parser import Parser
+from xdsl.dialects.builtin import ModuleOp, TensorType, f32, i1
 
+from tdsl.errors import TdslCallError
 from tdsl.tools.diagnostics import DriverError
-from tdsl.tools.tdsl_run import (
-    TdslRunMain,
-    attribute_to_array,
-    find_function,
-    format_results,
-    main,
-    numpy_dtype,
-    random_array,
-)
+from tdsl.tools.tdsl_run import TdslRunMain, find_function, format_results, main, random_array
 
 PROGRAM = """\
 func.func @main(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
@@ -36,12 +27,6 @@ func.func @other(%x: tensor<2xf64>) -> (tensor<2xf64>, tensor<2xf64>) {
 
 A = "dense<[[1.0, -2.0, 3.0], [-4.0, 5.0, -6.0]]> : tensor<2x3xf32>"
 B = "dense<[0.5, 2.0, -1.0]> : tensor<3xf32>"
-
-
-def parse_attr(text: str):
-    ctx = Context()
-    ctx.load_dialect(Builtin)
-    return Parser(ctx, text).parse_attribute()
 
 
 def run(capsys: pytest.CaptureFixture[str], args: list[str]) -> tuple[int, str, str]:
@@ -74,31 +59,49 @@ def parse_results(out: str) -> list[np.ndarray]:
     return arrays
 
 
-def test_numpy_dtypes() -> None:
-    assert numpy_dtype(f32) == np.float32
-    assert numpy_dtype(f64) == np.float64
-    assert numpy_dtype(i32) == np.int32
-    assert numpy_dtype(i1) == np.bool_
-
-
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
         (A, np.array([[1, -2, 3], [-4, 5, -6]], np.float32)),
         ("dense<1.5> : tensor<2x2xf64>", np.full((2, 2), 1.5)),
-        ("dense<[1, 2]> : tensor<2xi32>", np.array([1, 2], np.int32)),
-        ("dense<[true, false]> : tensor<2xi1>", np.array([True, False])),
+        ("dense<[0.25, -8.0]> : tensor<2xf16>", np.array([0.25, -8.0], np.float16)),
         ("dense<> : tensor<0x3xf32>", np.zeros((0, 3), np.float32)),
-        ("2.5 : f32", np.float32(2.5)),
-        ("7 : i32", np.int32(7)),
+        ("dense<2.5> : tensor<f32>", np.array(2.5, np.float32)),
     ],
 )
-def test_attribute_to_array(text: str, expected: np.ndarray) -> None:
-    value = attribute_to_array(parse_attr(text))
-    assert value.dtype == expected.dtype
-    assert value.shape == np.shape(expected)
-    np.testing.assert_array_equal(value, expected)
-    assert value.flags.writeable
+def test_arguments_reach_the_function_unchanged(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, expected: np.ndarray
+) -> None:
+    type_text = text.split(" : ", 1)[1]
+    identity = (
+        f"func.func @main(%x: {type_text}) -> {type_text} {{\n  func.return %x : {type_text}\n}}\n"
+    )
+    code, out, err = run(capsys, [program(tmp_path, identity), "--args", text])
+    assert code == 0, err
+    assert out == f"result #0: {type_text}\n{np.array2string(expected, threshold=10_000)}\n"
+
+
+@pytest.mark.parametrize(
+    ("type_text", "args"),
+    [
+        ("tensor<2xi32>", ["--args", "dense<[1, 2]> : tensor<2xi32>"]),
+        ("tensor<2xi1>", ["--random-args", "0"]),
+        ("f32", ["--args", "2.5 : f32"]),
+    ],
+)
+def test_only_float_tensors_can_be_passed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, type_text: str, args: list[str]
+) -> None:
+    # tdsl's ops and its interpreter compute on f16, f32 and f64 tensors only
+    identity = (
+        f"func.func @main(%x: {type_text}) -> {type_text} {{\n  func.return %x : {type_text}\n}}\n"
+    )
+    code, out, err = run(capsys, [program(tmp_path, identity), *args])
+    assert code == 1 and out == ""
+    assert err.splitlines()[0] == (
+        f"error: argument #0 of @main has type {type_text}; "
+        "tdsl runs functions of f16, f32 and f64 tensors"
+    )
 
 
 def test_random_array_is_reproducible_and_typed() -> None:
@@ -108,7 +111,8 @@ def test_random_array_is_reproducible_and_typed() -> None:
     assert first.shape == (3, 4)
     assert first.dtype == np.float32
     np.testing.assert_array_equal(first, second)
-    assert random_array(np.random.default_rng(0), TensorType(i1, [5])).dtype == np.bool_
+    with pytest.raises(DriverError, match="makes f16, f32 or f64 tensors, not tensor<5xi1>"):
+        random_array(np.random.default_rng(0), TensorType(i1, [5]))
 
 
 def test_find_function(tmp_path: Path) -> None:
@@ -119,7 +123,7 @@ def test_find_function(tmp_path: Path) -> None:
     assert find_function(module, None).sym_name.data == "main"
     assert find_function(module, "other").sym_name.data == "other"
     with pytest.raises(
-        DriverError, match=r"no function @nope in the input \(functions: @main, @other\)"
+        TdslCallError, match=r"no function @nope in the module \(it defines @main, @other\)"
     ):
         find_function(module, "nope")
 
@@ -183,7 +187,7 @@ def test_tdsl_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
         ),
         (
             ["--args", f'{A}, "text"'],
-            'args:1:{col}: error: cannot pass "text" as an argument: write dense<...> : tensor<...> or a scalar such as 1.0 : f32',
+            'args:1:{col}: error: cannot pass "text" as an argument: write dense<...> : tensor<...>',
         ),
         (
             ["--args", f"{A}, {B} junk"],
@@ -192,7 +196,7 @@ def test_tdsl_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
         (["--args", "dense<[1.0> : tensor<1xf32>"], "args:1:11: error: ']' expected"),
         (
             ["--symbol", "nope", "--random-args", "0"],
-            "error: no function @nope in the input (functions: @main, @other)",
+            "error: no function @nope in the module (it defines @main, @other)",
         ),
     ],
 )

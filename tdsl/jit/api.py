@@ -1,0 +1,254 @@
+"""The JIT's entry points: :class:`JITTensorKernel`, :func:`compile`, :func:`jit_tensor`."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from tdsl.defaults import DEFAULT_MEMORY_BUDGET
+from tdsl.jit.cache import (
+    CacheInfo,
+    DTypesLike,
+    KernelCache,
+    ShapesLike,
+    freeze,
+    normalize,
+)
+from tdsl.jit.calls import infer
+from tdsl.jit.kernel import CompiledKernel
+from tdsl.jit.options import JitOptions, default_threads, positive_int
+from tdsl.jit.pipeline import COMPILE_LOCK, build
+from tdsl.jit.signature import check_request
+
+
+class JITTensorKernel:
+    """Compiles tensor expressions to NumPy, with a cache of compiled kernels.
+
+    ``memory_budget`` (elements) bounds the scratch one fused kernel allocates at
+    a time, all threads together; ``tile_size`` caps tile sizes; ``tile_sizes``
+    fixes them; ``threads`` runs large tile loops on that many threads (default:
+    one per core, at most 4; ``threads=1`` turns threads off); ``cache_size`` is
+    the number of compiled kernels kept (least recently used go first).
+    """
+
+    options: JitOptions
+
+    def __init__(
+        self,
+        memory_budget: int = DEFAULT_MEMORY_BUDGET,
+        *,
+        tile_size: int | None = None,
+        tile_sizes: Sequence[int] = (),
+        threads: int | None = None,
+        cache_size: int = 256,
+    ) -> None:
+        self.options = JitOptions(
+            memory_budget,
+            tile_size,
+            tuple(tile_sizes),
+            default_threads() if threads is None else threads,
+        )
+        self._kernels = KernelCache(positive_int("cache_size", cache_size))
+        # source -> the kernel a one-shot call last ran it with
+        self._last: dict[str, CompiledKernel] = {}
+
+    @property
+    def memory_budget(self) -> int:
+        return self.options.memory_budget
+
+    @property
+    def threads(self) -> int:
+        return self.options.threads
+
+    def compile(
+        self,
+        source: str,
+        shapes: ShapesLike | None = None,
+        dtypes: DTypesLike | None = None,
+        *,
+        kernel: str | None = None,
+        filename: str = "<expr>",
+        options: JitOptions | None = None,
+    ) -> CompiledKernel:
+        """Compile ``source`` (cached) and return the callable kernel.
+
+        ``shapes`` maps each input of an expression to its shape; ``dtypes`` is
+        one dtype for all inputs or a dtype per input (default float64; the
+        Python type ``float`` declares a weak scalar input, whose shape may be
+        left out).  Naming an input the expression does not use is a
+        :class:`~tdsl.errors.TdslNameError`.  For ``.tdsl`` program text the
+        signatures give both, and ``shapes``/``dtypes``, if given, must match
+        the chosen kernel's signature exactly.  ``kernel`` picks a kernel by
+        name (default: the only one, or else the last).  ``filename`` names
+        the source in error messages and IR locations.  ``options``, if given,
+        replaces this JIT's options for this kernel.  Errors in the source
+        raise :class:`~tdsl.errors.TdslError` subclasses pointing at it.
+        """
+        norm_shapes, norm_dtypes = normalize(shapes, dtypes)
+        compiled = self.compile_normalized(
+            source, norm_shapes, norm_dtypes, kernel, filename, options or self.options
+        )
+        check_request(compiled, norm_shapes, dtypes)
+        return compiled
+
+    def compile_normalized(
+        self,
+        source: str,
+        shapes: dict[str, tuple[int, ...]] | None,
+        dtypes: object,
+        kernel: str | None,
+        filename: str,
+        options: JitOptions,
+    ) -> CompiledKernel:
+        """The cached kernel for normalized ``shapes`` and ``dtypes``, compiled on a miss."""
+        key = (source, freeze(shapes), freeze(dtypes), kernel, filename, options)
+        cache = self._kernels
+        compiled = cache.get(key)
+        if compiled is not None:
+            return compiled
+        with COMPILE_LOCK:
+            with cache.lock:  # another thread may have compiled it while we waited
+                compiled = cache.data.get(key)
+                if compiled is None:
+                    cache.misses += 1
+                else:
+                    cache.hits += 1
+            if compiled is None:
+                compiled = build(source, shapes, dtypes, kernel, filename, options)
+                cache.put(key, compiled)
+        return compiled
+
+    def __call__(self, source: str, /, *, out: Any = None, **values: Any) -> Any:
+        """Compile ``source`` for ``values`` (cached) and run it on them.
+
+        Each value is an input of ``source`` by name: a NumPy array (its shape
+        and dtype are compiled for), a NumPy scalar (a 0-d input of its
+        dtype), or a Python ``int`` or ``float`` (a weak scalar, typed like a
+        numeric literal: ``A * s`` is float32 for a float32 ``A``).  ``out``
+        is as for :class:`CompiledKernel`: the array (a tuple, for several
+        results) to write the results into and return.
+
+        The last kernel each source ran with is tried first, with the kernel's own
+        argument check; a different signature looks the kernel cache up.
+        """
+        last = self._last.get(source)
+        if last is not None:
+            result = last.try_call(values, out)
+            if result is not NotImplemented:
+                cache = self._kernels
+                with cache.lock:
+                    cache.hits += 1
+                return result
+        shapes: dict[str, tuple[int, ...]] = {}
+        dtypes: dict[str, object] = {}
+        for name, value in values.items():
+            shapes[name], dtypes[name] = infer(name, value)
+        norm_shapes, norm_dtypes = normalize(shapes, cast(DTypesLike, dtypes))
+        compiled = self.compile_normalized(
+            source, norm_shapes, norm_dtypes, None, "<expr>", self.options
+        )
+        with self._kernels.lock:
+            if len(self._last) >= self._kernels.maxsize:
+                self._last.clear()
+            self._last[source] = compiled
+        return compiled(out=out, **values)
+
+    def cache_info(self) -> CacheInfo:
+        """Hits, misses, the maximum size and the current size of the kernel cache.
+
+        A one-shot call that finds its kernel counts as a hit, like a
+        :meth:`compile` that finds it.
+        """
+        cache = self._kernels
+        with cache.lock:
+            return CacheInfo(cache.hits, cache.misses, cache.maxsize, len(cache.data))
+
+    def cache_clear(self) -> None:
+        """Forget every compiled kernel and reset the statistics."""
+        with self._kernels.lock:
+            self._last.clear()
+        self._kernels.clear()
+
+    def __repr__(self) -> str:
+        o = self.options
+        extra = ""
+        if o.tile_size is not None:
+            extra += f", tile_size={o.tile_size}"
+        if o.tile_sizes:
+            extra += f", tile_sizes={o.tile_sizes}"
+        return f"JITTensorKernel(memory_budget={o.memory_budget}{extra}, threads={o.threads})"
+
+
+@dataclass
+class _Default:
+    jit: JITTensorKernel | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_DEFAULT = _Default()
+
+
+def default_jit() -> JITTensorKernel:
+    """The shared :class:`JITTensorKernel` behind :func:`compile` and :func:`jit_tensor`."""
+    jit = _DEFAULT.jit
+    if jit is None:
+        with _DEFAULT.lock:
+            if _DEFAULT.jit is None:
+                _DEFAULT.jit = JITTensorKernel()
+            jit = _DEFAULT.jit
+    return jit
+
+
+def compile(
+    source: str,
+    shapes: ShapesLike | None = None,
+    dtypes: DTypesLike | None = None,
+    *,
+    kernel: str | None = None,
+    filename: str = "<expr>",
+    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    tile_size: int | None = None,
+    tile_sizes: Sequence[int] = (),
+    threads: int | None = None,
+) -> CompiledKernel:
+    """Compile ``source`` with the given options, cached in :func:`default_jit`'s cache.
+
+    The same as ``JITTensorKernel(memory_budget, ...).compile(source, shapes, dtypes)``
+    except that every option combination shares one cache.
+    """
+    options = JitOptions(
+        memory_budget,
+        tile_size,
+        tuple(tile_sizes),
+        default_threads() if threads is None else threads,
+    )
+    return default_jit().compile(
+        source, shapes, dtypes, kernel=kernel, filename=filename, options=options
+    )
+
+
+def jit_tensor(
+    source: str, shapes: ShapesLike | None = None, /, *, out: Any = None, **values: Any
+) -> Any:
+    """Compile ``source`` for ``values`` and run it on them, with :func:`default_jit`.
+
+    ``jit_tensor(source, **values)`` is ``default_jit()(source, **values)``:
+    shapes and dtypes come from the values (see :meth:`JITTensorKernel.__call__`).
+    ``jit_tensor(source, shapes, **values)`` takes the shapes from ``shapes``,
+    checked as :meth:`JITTensorKernel.compile` checks them, and the rest from
+    the values.  ``out`` is as for :class:`CompiledKernel`.
+    """
+    jit = default_jit()
+    if shapes is None:
+        return jit(source, out=out, **values)
+    inferred: dict[str, tuple[int, ...]] = {}
+    dtypes: dict[str, object] = {}
+    for name, value in values.items():
+        inferred[name], dtypes[name] = infer(name, value)
+    given, _ = normalize(shapes, None)
+    norm_shapes, norm_dtypes = normalize({**inferred, **(given or {})}, cast(DTypesLike, dtypes))
+    compiled = jit.compile_normalized(source, norm_shapes, norm_dtypes, None, "<expr>", jit.options)
+    check_request(compiled, given, None)
+    return compiled(out=out, **values)

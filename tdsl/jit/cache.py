@@ -1,0 +1,148 @@
+"""The kernel cache: a thread-safe LRU, and the normalized keys it is looked up by.
+
+Kernels are cached on (source text, shapes, dtypes, kernel name, filename,
+options).  Shapes and dtypes are normalized first, so that equal meanings make
+one key: ``{"A": [4, 4]}`` and ``{"A": (4, 4)}``, ``"f32"`` and ``np.float32``,
+no dtypes and ``"f64"``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple, TypeAlias, cast
+
+import numpy as np
+
+from tdsl.errors import TdslOptionError
+from tdsl.jit.kernel import ELEMENT_NAMES, CompiledKernel
+
+ShapesLike: TypeAlias = Mapping[str, Sequence[int] | int]
+"""Input shapes by name: ``{"A": (8, 16), "b": (16,)}`` (an int ``n`` means ``(n,)``)."""
+
+DTypeLike: TypeAlias = str | np.dtype[Any] | type[Any]
+"""A dtype spelled ``"f32"``, ``"float32"``, ``np.float32`` or ``np.dtype("f4")``."""
+
+DTypesLike: TypeAlias = Mapping[str, DTypeLike] | DTypeLike
+"""One dtype for every input, or a dtype per input name (missing names are float64).
+
+The Python type ``float`` declares a weak scalar input of an expression (a Python
+float, typed like a literal); a strong float64 is ``np.float64`` or ``"f64"``."""
+
+_DTYPE_OF: dict[str, np.dtype[Any]] = {
+    "f16": np.dtype(np.float16),
+    "f32": np.dtype(np.float32),
+    "f64": np.dtype(np.float64),
+}
+
+
+class CacheInfo(NamedTuple):
+    """Statistics of a kernel cache, like :func:`functools.lru_cache`'s."""
+
+    hits: int
+    misses: int
+    maxsize: int
+    currsize: int
+
+
+class KernelCache:
+    """A small thread-safe LRU map; counts hits and (optionally) misses."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self.lock = threading.Lock()
+        self.data: OrderedDict[Any, CompiledKernel] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: Any) -> CompiledKernel | None:
+        with self.lock:
+            kernel = self.data.get(key)
+            if kernel is not None:
+                self.data.move_to_end(key)
+                self.hits += 1
+            return kernel
+
+    def put(self, key: Any, kernel: CompiledKernel) -> None:
+        with self.lock:
+            self.data[key] = kernel
+            self.data.move_to_end(key)
+            while len(self.data) > self.maxsize:
+                self.data.popitem(last=False)
+
+    def clear(self) -> None:
+        with self.lock:
+            self.data.clear()
+            self.hits = self.misses = 0
+
+
+def dtype_key(dtype: object) -> object:
+    """``"f16"``/``"f32"``/``"f64"`` for a supported dtype spelling; the value itself otherwise.
+
+    The Python type ``float`` (a weak scalar input) stays ``float``: it is not
+    float64.  Unsupported spellings go to the frontend unchanged, which reports
+    them.
+    """
+    if dtype is float:
+        return dtype
+    if isinstance(dtype, str) and dtype in _DTYPE_OF:
+        return dtype
+    try:
+        name = np.dtype(cast(Any, dtype)).name
+    except (TypeError, ValueError):
+        return dtype
+    return ELEMENT_NAMES.get(name, dtype)
+
+
+def _shape_of(name: str, shape: object) -> tuple[int, ...]:
+    if isinstance(shape, int | np.integer) and not isinstance(shape, bool):
+        return (int(cast(int, shape)),)
+    try:
+        dims = tuple(cast(Sequence[Any], shape))
+    except TypeError:
+        dims = None
+    if dims is None or not all(
+        isinstance(d, int | np.integer) and not isinstance(d, bool) and d >= 0 for d in dims
+    ):
+        raise TdslOptionError(
+            f"the shape of `{name}` must be a sequence of non-negative integers, got {shape!r}"
+        )
+    return tuple(int(d) for d in dims)
+
+
+def normalize(
+    shapes: ShapesLike | None, dtypes: DTypesLike | None
+) -> tuple[dict[str, tuple[int, ...]] | None, object]:
+    """Shapes as int tuples; dtypes as ``f16``/``f32``/``f64``, one or a dict by name.
+
+    Float64 is the default, so ``None``, ``"f64"`` and a dict of float64 entries
+    all become ``"f64"``, and float64 entries leave a dict: equal meanings, one key.
+    """
+    norm_shapes = None if shapes is None else {k: _shape_of(k, v) for k, v in shapes.items()}
+    if dtypes is None:
+        return norm_shapes, "f64"
+    if isinstance(dtypes, Mapping):
+        per_name = cast(Mapping[str, object], dtypes)
+        norm = {k: key for k, v in per_name.items() if (key := dtype_key(v)) != "f64"}
+        return norm_shapes, norm or "f64"
+    return norm_shapes, dtype_key(dtypes)
+
+
+def freeze(value: object) -> object:
+    """A hashable, order-independent form of a normalized shapes or dtypes argument."""
+    if isinstance(value, dict):
+        return tuple(sorted(cast(dict[str, object], value).items()))
+    return value
+
+
+__all__ = [
+    "CacheInfo",
+    "DTypeLike",
+    "DTypesLike",
+    "KernelCache",
+    "ShapesLike",
+    "dtype_key",
+    "freeze",
+    "normalize",
+]

@@ -1,0 +1,482 @@
+"""Calling a compiled kernel: argument checks, ``out=``, and the generated fast call path.
+
+A compiled kernel checks its arguments on every call.  The generated
+``__call__`` (:func:`make_calls`) does one comparison per operand (class,
+shape, dtype); anything irregular goes to :func:`call_checked`, which either
+raises :class:`~tdsl.errors.TdslCallError` naming the argument, what was
+expected and what came, or converts and calls.  What each argument takes:
+
+- an array parameter: an ``ndarray`` (or subclass) of exactly its shape and
+  dtype, any strides; a 0-d parameter also a NumPy scalar of its dtype, or a
+  Python ``int``/``float`` (converted to its dtype, as NumPy converts a
+  Python scalar it meets);
+- a weak parameter (:attr:`ArgSpec.weak <tdsl.jit.kernel.ArgSpec.weak>`): a
+  Python ``int`` or ``float`` (not a ``bool``), passed to the generated code
+  as a 0-d float64 array.
+
+``out`` (:func:`call_with_out`) is checked, then handed to the generated
+function, which computes the results straight into it.
+
+The one-shot ``jit(source, **values)`` infers what to compile from its values
+(:func:`infer`): an array gives its shape and dtype, a NumPy scalar a 0-d
+input of its dtype, a Python ``int``/``float`` a weak 0-d input.  It first
+tries the kernel the source last ran with through ``try_call``, whose check is
+the fast path's: it accepts exactly what the one-shot would have compiled
+that kernel for, so a Python float never runs a kernel compiled for a NumPy
+scalar, nor the other way round.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, cast
+
+import numpy as np
+
+from tdsl.errors import TdslCallError
+from tdsl.jit.kernel import ELEMENT_NAMES, ArgSpec, CompiledKernel, type_str
+
+Array = np.ndarray[Any, Any]
+
+OUT = "out"
+"""The keyword that takes the result arrays; no input may have this name."""
+
+_FLOAT64 = np.dtype(np.float64)
+_MAX_FLOAT = sys.float_info.max
+
+
+class _Missing:
+    """The default of an argument the caller did not pass."""
+
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+MISSING: Any = _Missing()
+
+
+def describe(value: object) -> str:
+    """``f32[4, 3]`` for an array, else the type of ``value``."""
+    if isinstance(value, np.ndarray):
+        array = cast(Array, value)
+        return type_str(array.dtype, array.shape)
+    return f"a value of type `{type(value).__qualname__}`"
+
+
+def _is_array(value: object) -> bool:
+    return isinstance(value, np.ndarray)
+
+
+def _is_numpy_scalar(value: object) -> bool:
+    return isinstance(value, np.generic)
+
+
+def _scalar_dtype(value: object) -> np.dtype[Any]:
+    """The dtype of a NumPy scalar."""
+    return cast("np.generic[Any]", value).dtype
+
+
+def _is_python_number(value: object) -> bool:
+    """A Python ``int`` or ``float`` (or subclass), not a ``bool``."""
+    return isinstance(value, int | float) and not isinstance(value, bool | np.bool_)
+
+
+# --------------------------------------------------------------------------- arguments
+
+
+def _convert(kernel: CompiledKernel, spec: ArgSpec, value: Any) -> Array:
+    """``value`` as the array the generated code takes for ``spec``, or TdslCallError."""
+    where = f"argument `{spec.name}` of kernel `{kernel.name}`"
+    if value is MISSING:
+        raise TdslCallError(f"missing {where}: expected {spec.expected}")
+    if isinstance(value, bool | np.bool_):
+        raise TdslCallError(
+            f"{where} is a bool ({bool(cast(Any, value))!r}); tdsl has no boolean inputs: "
+            f"expected {spec.expected}"
+        )
+    if spec.weak:
+        if not _is_python_number(value):
+            raise TdslCallError(
+                f"{where} is a weak scalar: expected {spec.expected}, got {describe(value)}"
+            )
+        try:
+            return np.array(float(value), _FLOAT64)
+        except OverflowError:
+            raise TdslCallError(f"{where} is too large for a float: {_show_big(value)}") from None
+    if not spec.shape:
+        if _is_numpy_scalar(value) and _scalar_dtype(value) == spec.dtype:
+            return np.asarray(value)
+        if _is_python_number(value):
+            try:
+                return np.array(value, spec.dtype)
+            except OverflowError:
+                raise TdslCallError(
+                    f"{where} is too large for a float: {_show_big(value)}"
+                ) from None
+    expected = type_str(spec.dtype, spec.shape)
+    if not isinstance(value, np.ndarray):
+        raise TdslCallError(f"{where} must be a NumPy array of {expected}, got {describe(value)}")
+    array = cast(Array, value)
+    if array.shape != spec.shape:
+        raise TdslCallError(
+            f"{where} has the wrong shape: expected {expected}, got {describe(array)}"
+        )
+    if array.dtype != spec.dtype:
+        raise TdslCallError(
+            f"{where} has the wrong dtype: expected {expected}, got {describe(array)}"
+        )
+    return np.asarray(array)
+
+
+def _show_big(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 20 else f"an int of {len(text.lstrip('-'))} digits"
+
+
+def _fits(spec: ArgSpec, value: Any) -> bool:
+    """Whether ``value`` is what a one-shot call would compile ``spec`` for (no conversion)."""
+    if spec.weak:
+        return type(value) is float or (type(value) is int and -_MAX_FLOAT <= value <= _MAX_FLOAT)
+    if not spec.shape and _is_numpy_scalar(value):
+        return _scalar_dtype(value) == spec.dtype
+    return (
+        isinstance(value, np.ndarray)
+        and cast(Array, value).shape == spec.shape
+        and cast(Array, value).dtype == spec.dtype
+    )
+
+
+def call_checked(
+    kernel: CompiledKernel,
+    given: Sequence[Any],
+    more: Sequence[Any],
+    extra: Mapping[str, Any],
+    out: Any = None,
+) -> Any:
+    """The slow call path: precise errors, or a call after the careful check passes.
+
+    The fast path bails out here for any irregularity: an error, but also what
+    is fine after a conversion (an ndarray subclass, an equal but non-canonical
+    dtype object, a Python number for a 0-d array parameter).
+    """
+    names = kernel.arg_names
+    if extra:
+        unexpected = next(iter(extra))
+        raise TdslCallError(
+            f"kernel `{kernel.name}` got an unexpected argument `{unexpected}`; "
+            f"its arguments are {_name_list(names)}"
+        )
+    if more:
+        raise TdslCallError(
+            f"kernel `{kernel.name}` takes {len(names)} argument{'s' if len(names) != 1 else ''} "
+            f"({_name_list(names)}), got {len(names) + len(more)}"
+        )
+    arrays = [_convert(kernel, spec, value) for spec, value in zip(kernel.args, given, strict=True)]
+    if out is None:
+        return kernel.function(*arrays)
+    return call_with_out(kernel, arrays, out)
+
+
+def call_generic(kernel: CompiledKernel, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+    """Bind positional and keyword arguments by hand, then take the checked path."""
+    names = kernel.arg_names
+    given: list[Any] = list(args[: len(names)]) + [MISSING] * max(0, len(names) - len(args))
+    extra: dict[str, Any] = {}
+    out = None
+    for key, value in kwargs.items():
+        if key == OUT:
+            out = value
+            continue
+        try:
+            index = names.index(key)
+        except ValueError:
+            extra[key] = value
+            continue
+        if index < len(args):
+            raise TdslCallError(
+                f"kernel `{kernel.name}` got two values for argument `{key}` "
+                "(positional and keyword)"
+            )
+        given[index] = value
+    return call_checked(kernel, given, args[len(names) :], extra, out)
+
+
+def _name_list(names: Sequence[str]) -> str:
+    return ", ".join(f"`{n}`" for n in names) if names else "none"
+
+
+# --------------------------------------------------------------------------- out=
+
+
+def _expected_out(kernel: CompiledKernel) -> str:
+    types = [type_str(dtype, shape) for shape, dtype in kernel.results]
+    if len(types) == 1:
+        return f"an array of {types[0]}"
+    return f"a tuple of {len(types)} arrays ({', '.join(types)})"
+
+
+def _check_out(kernel: CompiledKernel, arrays: Sequence[Array], out: Any) -> tuple[Array, ...]:
+    """The result arrays ``out`` gives, or TdslCallError saying what was expected."""
+    results = kernel.results
+    if len(results) == 1 and _is_array(out):
+        outs: tuple[Any, ...] = (out,)
+        single = True
+    elif isinstance(out, tuple):
+        outs = cast(tuple[Any, ...], out)
+        single = False
+        if len(outs) != len(results):
+            raise TdslCallError(
+                f"`out` of kernel `{kernel.name}` must be {_expected_out(kernel)}, "
+                f"got a tuple of {len(outs)}"
+            )
+    else:
+        raise TdslCallError(
+            f"`out` of kernel `{kernel.name}` must be {_expected_out(kernel)}, got {describe(out)}"
+        )
+
+    def label(i: int) -> str:
+        return "`out`" if single else f"`out[{i}]`"
+
+    for i, (value, (shape, dtype)) in enumerate(zip(outs, results, strict=True)):
+        if isinstance(value, np.ndarray):
+            array = cast(Array, value)
+            if array.shape == shape and array.dtype == dtype and array.flags.writeable:
+                continue
+        expected = type_str(dtype, shape)
+        what = f"{label(i)} of kernel `{kernel.name}`"
+        if not isinstance(value, np.ndarray):
+            raise TdslCallError(
+                f"{what} must be a NumPy array of {expected}, got {describe(value)}"
+            )
+        array = cast(Array, value)
+        if array.shape != shape:
+            raise TdslCallError(
+                f"{what} has the wrong shape: expected {expected}, got {describe(array)}"
+            )
+        if array.dtype != dtype:
+            raise TdslCallError(
+                f"{what} has the wrong dtype: expected {expected}, got {describe(array)}"
+            )
+        raise TdslCallError(f"{what} is read-only")
+    for i, value in enumerate(outs):
+        for spec, array in zip(kernel.args, arrays, strict=True):
+            if np.shares_memory(value, array):
+                raise TdslCallError(
+                    f"{label(i)} of kernel `{kernel.name}` shares memory with argument "
+                    f"`{spec.name}`: the results must not overwrite the inputs"
+                )
+        for j in range(i):
+            if np.shares_memory(value, outs[j]):
+                raise TdslCallError(
+                    f"{label(j)} and {label(i)} of kernel `{kernel.name}` share memory: "
+                    "each result needs its own"
+                )
+    return outs
+
+
+def call_with_out(kernel: CompiledKernel, arrays: Sequence[Array], out: Any) -> Any:
+    """Run ``kernel`` on ``arrays`` (already checked), writing its results into ``out``.
+
+    Returns the result array for one result (``out``, or ``out[0]`` of a
+    one-element tuple, as a NumPy ufunc does), else the tuple ``out`` itself.
+    """
+    outs = _check_out(kernel, arrays, out)
+    kernel.function(*arrays, out=outs)
+    return outs[0] if len(outs) == 1 else out
+
+
+# --------------------------------------------------------------------------- the fast path
+
+
+def _fast_names_ok(names: Sequence[str]) -> bool:
+    """Whether the input names can be the generated ``__call__``'s parameter names."""
+    return all(
+        n.isidentifier() and not keyword.iskeyword(n) and not n.startswith("_tdsl") and n != OUT
+        for n in names
+    ) and len(set(names)) == len(names)
+
+
+def make_calls(kernel: CompiledKernel) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """Generate the kernel's ``__call__`` and ``try_call``: parameters named like the inputs.
+
+    Per operand the check is ``x.__class__ is ndarray and x.shape == S and x.dtype is D``
+    (three attribute reads and a tuple compare); a 0-d operand may also be a
+    NumPy scalar of the dtype (``x.__class__ is np.float32``), and a weak one
+    is ``x.__class__ is float`` or an ``int`` within float range.  Anything
+    else (an error, or an ndarray subclass, or an equal but distinct dtype
+    object) makes ``__call__`` take the slow path, which raises the precise
+    error or calls after the careful check.  ``try_call`` (no ``self``; a dict
+    of values by name, and ``out``) runs the kernel if the values fit exactly
+    and returns ``NotImplemented`` otherwise: the one-shot ``jit(...)`` path,
+    which has its values in a dict already.  With ``out`` given, both check it
+    (:func:`call_with_out`) after the operands pass.  Python itself binds
+    positional and keyword arguments; a value passed both ways makes Python
+    raise its usual ``TypeError``.
+    """
+    names = kernel.arg_names
+    if not _fast_names_ok(names):
+
+        def call(self: CompiledKernel, *args: Any, **kwargs: Any) -> Any:
+            return call_generic(self, args, kwargs)
+
+        def attempt(values: Mapping[str, Any], out: Any = None) -> Any:
+            given = [values.get(n, MISSING) for n in names]
+            if len(values) != len(names) or not all(
+                _fits(spec, value) for spec, value in zip(kernel.args, given, strict=True)
+            ):
+                return NotImplemented
+            return call_checked(kernel, given, (), {}, out)
+
+        return call, attempt
+    namespace: dict[str, Any] = {
+        "_tdsl_M": MISSING,
+        "_tdsl_NO": NotImplemented,
+        "_tdsl_nd": np.ndarray,
+        "_tdsl_fn": kernel.function,
+        "_tdsl_k": kernel,
+        "_tdsl_slow": call_checked,
+        "_tdsl_out": call_with_out,
+        # the inputs' names are locals of the generated code and may shadow builtins
+        "_tdsl_len": len,
+        "_tdsl_float": float,
+        "_tdsl_int": int,
+        "_tdsl_big": _MAX_FLOAT,
+        "_tdsl_array": np.array,
+        "_tdsl_asarray": np.asarray,
+        "_tdsl_f8": _FLOAT64,
+    }
+    checks = ["_tdsl_more", "_tdsl_extra"]
+    operands: list[str] = []
+    for i, spec in enumerate(kernel.args):
+        namespace[f"_tdsl_s{i}"] = spec.shape
+        namespace[f"_tdsl_d{i}"] = spec.dtype
+        n = spec.name
+        if spec.weak:
+            checks.append(
+                f"({n}.__class__ is not _tdsl_float and ({n}.__class__ is not _tdsl_int "
+                f"or not -_tdsl_big <= {n} <= _tdsl_big))"
+            )
+            operands.append(f"_tdsl_array({n}, _tdsl_f8)")
+        elif not spec.shape:
+            namespace[f"_tdsl_t{i}"] = spec.dtype.type
+            checks.append(
+                f"({n}.__class__ is not _tdsl_t{i} and ({n}.__class__ is not _tdsl_nd "
+                f"or {n}.shape != ())) or {n}.dtype is not _tdsl_d{i}"
+            )
+            operands.append(f"_tdsl_asarray({n})")
+        else:
+            checks.append(
+                f"{n}.__class__ is not _tdsl_nd or {n}.shape != _tdsl_s{i} "
+                f"or {n}.dtype is not _tdsl_d{i}"
+            )
+            operands.append(n)
+    params = "".join(f"{n}=_tdsl_M, " for n in names)
+    given = f"({', '.join(names)},)" if names else "()"
+    args = ", ".join(operands)
+    condition = "\n            or ".join(checks)
+    lookups = "".join(f"    {n} = _tdsl_d.get({n!r}, _tdsl_M)\n" for n in names)
+    run = (
+        f"    if {OUT} is None:\n"
+        f"        return _tdsl_fn({args})\n"
+        f"    return _tdsl_out(_tdsl_k, ({args}{',' if len(operands) == 1 else ''}), {OUT})\n"
+    )
+    code = (
+        f"def __call__(_tdsl_self, {params}*_tdsl_more, {OUT}=None, **_tdsl_extra):\n"
+        f"    if ({condition}):\n"
+        f"        return _tdsl_slow(_tdsl_self, {given}, _tdsl_more, _tdsl_extra, {OUT})\n"
+        f"{run}"
+        f"\n"
+        f"def _try(_tdsl_d, {OUT}=None):\n"
+        f"    _tdsl_more = _tdsl_len(_tdsl_d) != {len(names)}\n"
+        f"    _tdsl_extra = False\n"
+        f"{lookups}"
+        f"    if ({condition}):\n"
+        f"        return _tdsl_NO\n"
+        f"{run}"
+    )
+    exec(builtins.compile(code, f"<tdsl call {kernel.name}>", "exec"), namespace)
+    return (
+        cast(Callable[..., Any], namespace["__call__"]),
+        cast(Callable[..., Any], namespace["_try"]),
+    )
+
+
+def finish(kernel: CompiledKernel) -> CompiledKernel:
+    """Give ``kernel`` a class of its own whose ``__call__`` is the generated fast path.
+
+    Special methods are looked up on the type, and one Python frame per call
+    matters at 64x64 (a call costs ~0.1 us, a kernel a few us).
+    """
+    call, attempt = make_calls(kernel)
+    cls = type(
+        "CompiledKernel",
+        (CompiledKernel,),
+        {
+            "__call__": call,
+            "__module__": CompiledKernel.__module__,
+            "__doc__": CompiledKernel.__doc__,
+        },
+    )
+    kernel.__class__ = cls
+    kernel.try_call = attempt
+    return kernel
+
+
+# --------------------------------------------------------------------------- one-shot calls
+
+
+def infer(name: str, value: object) -> tuple[tuple[int, ...], object]:
+    """The shape and dtype a one-shot call compiles argument ``name`` for.
+
+    An array: its shape and dtype (float16/32/64, native byte order).  A NumPy
+    scalar: a 0-d input of its dtype.  A Python ``int`` or ``float``: a weak
+    0-d input (dtype ``float``, see :data:`tdsl.frontend.ir_gen.WEAK`).
+    Anything else, a ``bool`` included, is a TdslCallError.
+    """
+    if isinstance(value, np.ndarray):
+        dtype = cast(Array, value).dtype
+        _check_dtype(name, dtype)
+        return cast(Array, value).shape, dtype
+    if isinstance(value, bool | np.bool_):
+        flag = bool(cast(Any, value))
+        raise TdslCallError(
+            f"argument `{name}` is a bool ({flag!r}); tdsl has no boolean inputs yet: "
+            f"pass a number ({float(flag)!r}) or a float array"
+        )
+    if _is_numpy_scalar(value):
+        dtype = _scalar_dtype(value)
+        _check_dtype(name, dtype)
+        return (), dtype
+    if _is_python_number(value):
+        return (), float
+    raise TdslCallError(
+        f"argument `{name}` must be a NumPy array or a Python int or float, got {describe(value)}"
+    )
+
+
+def _check_dtype(name: str, dtype: np.dtype[Any]) -> None:
+    if dtype.name not in ELEMENT_NAMES:
+        raise TdslCallError(
+            f"argument `{name}` has dtype {dtype}; tdsl computes on float16, float32 or float64"
+        )
+    if not dtype.isnative:
+        raise TdslCallError(
+            f"argument `{name}` has non-native byte order ({dtype.str}); convert it with "
+            f"`.astype(np.{dtype.name})`"
+        )
+
+
+__all__ = [
+    "MISSING",
+    "OUT",
+    "call_checked",
+    "call_generic",
+    "call_with_out",
+    "describe",
+    "finish",
+    "infer",
+    "make_calls",
+]

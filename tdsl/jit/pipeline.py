@@ -1,0 +1,231 @@
+"""Running the compiler pipeline for the JIT, on IR objects.
+
+The frontend (``parse`` and ``lower``, as ``to_tensordsl`` does), then the
+passes of :func:`tdsl.pipeline.pipeline_spec` through xDSL's ``PassPipeline``
+(``tdsl-fuse`` and ``tdsl-tile``, the registered pass classes ``tdsl-opt -p``
+runs), then the NumPy target, whose Python source is exec'd; never printing
+and re-parsing.  Of a program, only the chosen
+kernel is compiled.  Compilation is serialized by one process-wide lock
+(:data:`COMPILE_LOCK`): xDSL's IR construction is not documented as
+thread-safe, and the cache means each kernel compiles once anyway.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+from tdsl.errors import TdslError, TdslNameError
+from tdsl.jit.calls import OUT, finish
+from tdsl.jit.kernel import ArgSpec, CompiledKernel, GroupInfo, type_str
+from tdsl.jit.options import JitOptions
+from tdsl.pipeline import STAGES, build_pipeline, pipeline_spec
+
+if TYPE_CHECKING:
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.dialects.func import FuncOp
+    from xdsl.ir import Attribute
+    from xdsl.passes import ModulePass
+
+    from tdsl.frontend.ast import Expression, Program
+
+COMPILE_LOCK = threading.RLock()
+"""Serializes every compilation in the process."""
+
+
+def _tensor_spec(t: Attribute) -> tuple[tuple[int, ...], np.dtype[Any]]:
+    from xdsl.dialects.builtin import TensorType
+
+    from tdsl.dialects.tensordsl import numpy_dtype
+
+    assert isinstance(t, TensorType)
+    tensor = cast(TensorType[Any], t)
+    return tuple(tensor.get_shape()), numpy_dtype(tensor.element_type)
+
+
+def _type_text(t: Attribute) -> str:
+    shape, dtype = _tensor_spec(t)
+    return type_str(dtype, shape)
+
+
+def _pick_function(module: ModuleOp, name: str) -> FuncOp:
+    from xdsl.dialects.func import FuncOp
+
+    for op in module.ops:
+        if isinstance(op, FuncOp) and op.sym_name.data == name:
+            return op
+    raise TdslError(f"the frontend produced no function `{name}`")  # pragma: no cover
+
+
+def _signature_names(tree: Expression | Program, kernel: str | None) -> tuple[str, list[str]]:
+    """The kernel to compile and its input names, in the frontend's argument order.
+
+    An expression becomes ``main`` with the names it uses in order of first use;
+    a program's kernel has its parameters.  (IR name hints cannot serve: xDSL
+    drops a ``_<digits>`` suffix from them.)  No input may be named ``out``,
+    the keyword that takes the result arrays: that is a TdslNameError at the
+    name in the source.
+    """
+    from tdsl.frontend.ast import Name, Program, Span, walk
+
+    spans: dict[str, Span] = {}
+    if not isinstance(tree, Program):
+        for node in walk(tree.body):
+            if isinstance(node, Name):
+                spans.setdefault(node.id, node.span)
+        if kernel is not None and kernel != "main":
+            raise TdslNameError(
+                f"no kernel named `{kernel}`: an expression compiles to one kernel, `main`"
+            )
+        name = "main"
+    else:
+        if kernel is None:
+            chosen = tree.kernels[-1]
+        else:
+            found = [k for k in tree.kernels if k.name == kernel]
+            if not found:
+                defined = ", ".join(f"`{k.name}`" for k in tree.kernels)
+                raise TdslNameError(f"no kernel named `{kernel}`; the source defines {defined}")
+            chosen = found[0]
+        for param in chosen.params:
+            spans.setdefault(param.name, param.span)
+        name = chosen.name
+    if OUT in spans:
+        raise TdslNameError(
+            f"an input may not be named `{OUT}`: a compiled kernel takes its result arrays "
+            f"as `{OUT}=`; rename the input",
+            tree.source.location(spans[OUT]),
+        )
+    return name, list(spans)
+
+
+def _groups(fused: ModuleOp, tiled: ModuleOp, func_name: str) -> list[GroupInfo]:
+    from xdsl.dialects.func import FuncOp
+
+    from tdsl.dialects.kernel import FusedOp, TileOp, YieldOp
+
+    def function(module: ModuleOp) -> FuncOp | None:
+        for op in module.ops:
+            if isinstance(op, FuncOp) and op.sym_name.data == func_name:
+                return op
+        return None
+
+    budgets: dict[str, int | None] = {}
+    fused_func = function(fused)
+    if fused_func is not None:
+        for op in fused_func.walk():
+            if isinstance(op, FusedOp) and op.group is not None:
+                budgets[op.group.data] = op.budget_value
+    out: list[GroupInfo] = []
+    tiled_func = function(tiled)
+    if tiled_func is None:
+        return out
+    for op in tiled_func.walk():
+        if not isinstance(op, TileOp | FusedOp):
+            continue
+        name = op.group.data if op.group is not None else f"#{len(out)}"
+        ops = tuple(inner.name for inner in op.body.block.ops if not isinstance(inner, YieldOp))
+        inputs = tuple(_type_text(v.type) for v in op.inputs)
+        outputs = tuple(_type_text(r.type) for r in op.outputs)
+        if isinstance(op, TileOp):
+            info = GroupInfo(
+                name,
+                ops,
+                inputs,
+                outputs,
+                op.space_value,
+                op.tiles_value,
+                op.scratch_value,
+                budgets.get(name),
+            )
+        else:
+            info = GroupInfo(name, ops, inputs, outputs, None, None, None, op.budget_value)
+        out.append(info)
+    return out
+
+
+def _run_pipeline(spec: str, module: ModuleOp, ctx: Context) -> dict[str, ModuleOp]:
+    """Run the passes of ``spec`` on ``module`` in place; the IR before and after each.
+
+    The result maps ``"tensordsl"`` to a copy of the input and each pass's stage
+    name (:data:`tdsl.pipeline.STAGES`) to the IR it produced: a copy, except
+    after the last pass, whose module is ``module`` itself.
+    """
+    stages: dict[str, ModuleOp] = {}
+
+    def snapshot(
+        previous: ModulePass | None, current: ModuleOp, upcoming: ModulePass | None
+    ) -> None:
+        name = "tensordsl" if previous is None else STAGES.get(previous.name, previous.name)
+        stages[name] = current if upcoming is None else current.clone()
+
+    build_pipeline(spec, snapshot).apply(ctx, module)
+    return stages
+
+
+def build(
+    source: str,
+    shapes: dict[str, tuple[int, ...]] | None,
+    dtypes: object,
+    kernel: str | None,
+    filename: str,
+    options: JitOptions,
+) -> CompiledKernel:
+    """Run the pipeline on IR objects and load the generated Python."""
+    from xdsl.context import Context
+
+    from tdsl.frontend import Program, lower, parse
+    from tdsl.lowering.numpy_target import emit_numpy, load_numpy
+
+    tree = parse(source, filename)
+    name, arg_names = _signature_names(tree, kernel)
+    if isinstance(tree, Program):
+        dtypes = None  # a program's signatures type it; a weak scalar is an expression's
+    module = lower(tree, shapes, cast(Any, dtypes))
+    func_op = _pick_function(module, name)
+    if len(module.body.block.ops) > 1:
+        # Only the chosen kernel goes down the pipeline (and shows in ``.ir``).
+        from xdsl.dialects.builtin import ModuleOp
+
+        func_op.detach()
+        module = ModuleOp([func_op])
+    spec = pipeline_spec(options.memory_budget, options.tile_size, options.tile_sizes)
+    modules = _run_pipeline(spec, module, Context())
+    python = emit_numpy(modules["tiled"], threads=options.threads)
+    functions = load_numpy(python)
+    if name not in functions:
+        raise TdslError(f"the NumPy target produced no function `{name}`")  # pragma: no cover
+    args = [
+        ArgSpec(arg_name, *_tensor_spec(arg_type), weak=_is_weak(arg_name, dtypes))
+        for arg_name, arg_type in zip(arg_names, func_op.function_type.inputs.data, strict=True)
+    ]
+    results = [_tensor_spec(t) for t in func_op.function_type.outputs.data]
+    compiled = CompiledKernel(
+        name=name,
+        args=args,
+        results=results,
+        options=options,
+        expression=source,
+        source=python,
+        function=functions[name],
+        pipeline=spec,
+        modules=modules,
+        groups=_groups(modules["fused"], modules["tiled"], name),
+        program=isinstance(tree, Program),
+    )
+    return finish(compiled)
+
+
+def _is_weak(name: str, dtypes: object) -> bool:
+    """Whether ``dtypes`` (normalized) declares expression input ``name`` a weak scalar."""
+    from tdsl.frontend.ir_gen import WEAK
+
+    if isinstance(dtypes, dict):
+        return cast(dict[str, object], dtypes).get(name) is WEAK
+    return dtypes is WEAK
+
+
+__all__ = ["COMPILE_LOCK", "build"]

@@ -1,0 +1,67 @@
+"""tdsl's standard pipeline, spelled as ``tdsl-opt`` takes it.
+
+The JIT compiles with exactly the passes a user would run by hand::
+
+    tdsl-opt model.tdsl -p "$(pipeline_spec(...))" -t "$(target_spec(threads))"
+
+:func:`pipeline_spec` builds the ``-p`` string (``tdsl-fuse`` then
+``tdsl-tile``, both under one memory budget, plus the tile options that are
+set), :func:`target_spec` the ``-t`` string of the NumPy target, and
+:func:`build_pipeline` turns a spec into xDSL's ``PassPipeline`` from the pass
+classes registered in :mod:`tdsl.universe`, as ``tdsl-opt`` does.  Building a
+spec is pure string work: this module imports xDSL only in
+:func:`build_pipeline`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from tdsl.defaults import DEFAULT_MEMORY_BUDGET
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.passes import ModulePass, PassPipeline
+
+STAGES: dict[str, str] = {"tdsl-fuse": "fused", "tdsl-tile": "tiled"}
+"""The name of the IR stage each pass of the standard pipeline produces."""
+
+
+def pipeline_spec(
+    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    tile_size: int | None = None,
+    tile_sizes: Sequence[int] = (),
+) -> str:
+    """``tdsl-fuse{memory-budget=B},tdsl-tile{memory-budget=B ...}``: the ``-p`` argument.
+
+    ``tile-size=`` and ``tile-sizes=`` are added to ``tdsl-tile`` only when set.
+    The values are not checked here; the passes check them when they run.
+    """
+    tile_options = [f"memory-budget={memory_budget}"]
+    if tile_size is not None:
+        tile_options.append(f"tile-size={tile_size}")
+    if tile_sizes:
+        tile_options.append(f"tile-sizes={','.join(str(t) for t in tile_sizes)}")
+    return f"tdsl-fuse{{memory-budget={memory_budget}}},tdsl-tile{{{' '.join(tile_options)}}}"
+
+
+def target_spec(threads: int = 1) -> str:
+    """``numpy{threads=N}``: the ``-t`` argument for the NumPy target."""
+    return f"numpy{{threads={threads}}}"
+
+
+PipelineCallback = Callable[["ModulePass | None", "ModuleOp", "ModulePass | None"], None]
+"""Called before the first pass, between passes and after the last: (previous, module, next)."""
+
+
+def build_pipeline(spec: str, callback: PipelineCallback | None = None) -> PassPipeline:
+    """The ``PassPipeline`` of ``spec``, from the passes :mod:`tdsl.universe` registers."""
+    from xdsl.passes import PassPipeline
+
+    from tdsl.universe import TDSL_PASSES
+
+    return PassPipeline.parse_spec(TDSL_PASSES, spec, callback)
+
+
+__all__ = ["STAGES", "PipelineCallback", "build_pipeline", "pipeline_spec", "target_spec"]
