@@ -49,10 +49,10 @@ from __future__ import annotations
 
 import abc
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, ClassVar, Protocol, cast
+from typing import Any, ClassVar, Literal, Protocol, cast
 
 import numpy as np
 from xdsl.builder import Builder
@@ -382,6 +382,28 @@ def _as_array(value: Any, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
     return np.asarray(value, dtype=dtype)
 
 
+ParamKind = Literal["axis", "bool", "float"]
+
+
+@dataclass(frozen=True)
+class Param:
+    """A keyword parameter of an op's function in the expression language.
+
+    ``kind`` says what values it takes: ``axis`` an integer axis of the first
+    argument (negative counts from the end; None too when that is the default,
+    meaning every axis), ``bool`` true or false, ``float`` a number.  The op's
+    constructor takes it under the same name.
+    """
+
+    name: str
+    kind: ParamKind
+    default: int | float | bool | None
+
+    def spelled(self) -> str:
+        """``axis=-1``, ``keepdims=False``, ``eps=1e-05``: as the signature shows it."""
+        return f"{self.name}={self.default!r}"
+
+
 class StructuredOpInterface(abc.ABC):
     """The interface every op that tdsl fuses and tiles implements (see the module docstring).
 
@@ -558,6 +580,32 @@ class StructuredOpInterface(abc.ABC):
         has a ``normalize`` dim."""
         return IteratorType.NORMALIZE in self.iterator_types()
 
+    # -- surface syntax: how the expression language spells it --------------------
+
+    FUNCTION: ClassVar[str | None] = None
+    """Its name as a function of the expression language (``exp`` for ``exp(x)``); None
+    when the language has no function for it.  The frontend's function table is made of
+    these, so an op with a ``FUNCTION`` in a dialect the frontend builds is callable."""
+    OPERATOR: ClassVar[str | None] = None
+    """The binary operator spelling it (``+``), for element-wise binary ops."""
+    ARITY: ClassVar[int] = 1
+    """How many tensor arguments its function takes."""
+    PARAMS: ClassVar[tuple[Param, ...]] = ()
+    """Its function's keyword parameters, in order, with their defaults."""
+
+    @classmethod
+    def signature(cls) -> str:
+        """``softmax(x, axis=-1)``: the function as error messages show it."""
+        args = ["x"] if cls.ARITY == 1 else ["a", "b", "c", "d"][: cls.ARITY]
+        return f"{cls.FUNCTION}({', '.join([*args, *(p.spelled() for p in cls.PARAMS)])})"
+
+    @classmethod
+    def from_call(cls, operands: Sequence[SSAValue], params: Mapping[str, object]) -> Operation:
+        """The op for ``FUNCTION(*operands, **params)`` (every parameter given, checked
+        against its kind).  Raises :class:`ShapeError` for operands it does not accept.
+        By default the constructor, with the parameters as keywords."""
+        return cast(Any, cls)(*operands, **params)
+
 
 class HasConstantValue(abc.ABC):
     """An op that stands for a constant array (``tensordsl.constant``): planners copy
@@ -669,6 +717,7 @@ class BinaryOp(IRDLOperation, StructuredOpInterface, abc.ABC):
 
     NUMPY_UFUNC: ClassVar[str]
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = None
+    ARITY: ClassVar[int] = 2
 
     # One element type is checked by verify_, which names both types (an IRDL
     # constraint variable would not name the op).
@@ -759,8 +808,12 @@ class ReductionOp(IRDLOperation, StructuredOpInterface, abc.ABC):
     """float16 accumulates in float32 (sums, means and products; as NumPy's mean)."""
     NEEDS_ELEMENTS: ClassVar[bool] = False
     """Reducing nothing is an error (the reduction has no identity NumPy accepts)."""
-    FUNCTION: ClassVar[str]
-    """The name users know it by, for messages (``"sum"``)."""
+    FUNCTION: ClassVar[str | None]
+    """The name users know it by (``"sum"``): its function, and messages use it."""
+    PARAMS: ClassVar[tuple[Param, ...]] = (
+        Param("axis", "axis", None),
+        Param("keepdims", "bool", False),
+    )
 
     E: ClassVar = VarConstraint("E", FloatElementConstr)
     input = operand_def(TensorType.constr(E, shape=StaticShapeConstr))
@@ -935,7 +988,8 @@ class RowLocalOp(IRDLOperation, StructuredOpInterface, abc.ABC):
     (:meth:`evaluate`, :meth:`lower_numpy`) and gives its :meth:`decompose`.
     """
 
-    FUNCTION: ClassVar[str]
+    FUNCTION: ClassVar[str | None]
+    PARAMS: ClassVar[tuple[Param, ...]] = (Param("axis", "axis", -1),)
 
     T: ClassVar = VarConstraint("T", FloatTensorConstr)
     input = operand_def(T)
@@ -996,6 +1050,8 @@ __all__ = [
     "IteratorType",
     "NumpyTileBuilder",
     "NumpyValue",
+    "Param",
+    "ParamKind",
     "ReductionOp",
     "RowLocalOp",
     "ScalarOpBuilder",

@@ -41,8 +41,11 @@ from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import (
     BytesAttr,
     DenseIntOrFPElementsAttr,
+    Float64Type,
+    FloatAttr,
     IntegerAttr,
     TensorType,
+    f64,
     i64,
 )
 from xdsl.interfaces import HasCanonicalizationPatternsInterface
@@ -80,6 +83,7 @@ from tdsl.dialects.structured import (
     IteratorType,
     NumpyTileBuilder,
     NumpyValue,
+    Param,
     ReductionOp,
     RowLocalOp,
     ScalarOpBuilder,
@@ -106,6 +110,7 @@ from tdsl.dialects.structured import (
     tensor_shape,
     tensor_type,
 )
+from tdsl.dtypes import wide_accumulator
 
 RECIPROCAL_MIN_SIZE = 1 << 15
 """Below this many elements a broadcast division stays one ``np.divide``: the extra
@@ -276,6 +281,7 @@ class ReluOp(UnaryOp, HasCanonicalizationPatternsInterface):
     """
 
     name = "tensordsl.relu"
+    FUNCTION: ClassVar[str | None] = "relu"
 
     def compute(self, x: np.ndarray[Any, Any]) -> Any:
         return np.maximum(x, x.dtype.type(0))
@@ -305,6 +311,7 @@ class ExpOp(UnaryOp):
     """
 
     name = "tensordsl.exp"
+    FUNCTION: ClassVar[str | None] = "exp"
     NUMPY_UFUNC: ClassVar[str] = "exp"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.ExpOp
 
@@ -319,6 +326,7 @@ class LogOp(UnaryOp):
     """
 
     name = "tensordsl.log"
+    FUNCTION: ClassVar[str | None] = "log"
     NUMPY_UFUNC: ClassVar[str] = "log"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.LogOp
 
@@ -333,6 +341,7 @@ class SqrtOp(UnaryOp):
     """
 
     name = "tensordsl.sqrt"
+    FUNCTION: ClassVar[str | None] = "sqrt"
     NUMPY_UFUNC: ClassVar[str] = "sqrt"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.SqrtOp
 
@@ -347,8 +356,24 @@ class TanhOp(UnaryOp):
     """
 
     name = "tensordsl.tanh"
+    FUNCTION: ClassVar[str | None] = "tanh"
     NUMPY_UFUNC: ClassVar[str] = "tanh"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.TanhOp
+
+
+@irdl_op_definition
+class SinOp(UnaryOp):
+    """Sine element-wise (radians).
+
+    ```mlir
+    %1 = tensordsl.sin %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.sin"
+    FUNCTION: ClassVar[str | None] = "sin"
+    NUMPY_UFUNC: ClassVar[str] = "sin"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.SinOp
 
 
 def sigmoid_array(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
@@ -368,6 +393,7 @@ class SigmoidOp(UnaryOp):
     """
 
     name = "tensordsl.sigmoid"
+    FUNCTION: ClassVar[str | None] = "sigmoid"
 
     def compute(self, x: np.ndarray[Any, Any]) -> Any:
         return sigmoid_array(x)
@@ -416,6 +442,7 @@ class AbsOp(UnaryOp):
     """
 
     name = "tensordsl.abs"
+    FUNCTION: ClassVar[str | None] = "abs"
     NUMPY_UFUNC: ClassVar[str] = "absolute"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.AbsFOp
 
@@ -430,6 +457,7 @@ class NegOp(UnaryOp, HasCanonicalizationPatternsInterface):
     """
 
     name = "tensordsl.neg"
+    FUNCTION: ClassVar[str | None] = "neg"
     NUMPY_UFUNC: ClassVar[str] = "negative"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.NegfOp
 
@@ -453,6 +481,7 @@ class AddOp(BinaryOp, HasCanonicalizationPatternsInterface):
     """
 
     name = "tensordsl.add"
+    OPERATOR: ClassVar[str | None] = "+"
     NUMPY_UFUNC: ClassVar[str] = "add"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.AddfOp
 
@@ -471,6 +500,7 @@ class SubOp(BinaryOp, HasCanonicalizationPatternsInterface):
     """
 
     name = "tensordsl.sub"
+    OPERATOR: ClassVar[str | None] = "-"
     NUMPY_UFUNC: ClassVar[str] = "subtract"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.SubfOp
 
@@ -489,6 +519,7 @@ class MulOp(BinaryOp, HasCanonicalizationPatternsInterface):
     """
 
     name = "tensordsl.mul"
+    OPERATOR: ClassVar[str | None] = "*"
     NUMPY_UFUNC: ClassVar[str] = "multiply"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.MulfOp
 
@@ -507,6 +538,7 @@ class DivOp(BinaryOp, HasCanonicalizationPatternsInterface):
     """
 
     name = "tensordsl.div"
+    OPERATOR: ClassVar[str | None] = "/"
     NUMPY_UFUNC: ClassVar[str] = "divide"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.DivfOp
 
@@ -565,6 +597,7 @@ class MaximumOp(BinaryOp):
     """
 
     name = "tensordsl.maximum"
+    FUNCTION: ClassVar[str | None] = "maximum"
     NUMPY_UFUNC: ClassVar[str] = "maximum"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.MaximumfOp
 
@@ -585,6 +618,7 @@ class MinimumOp(BinaryOp):
     """
 
     name = "tensordsl.minimum"
+    FUNCTION: ClassVar[str | None] = "minimum"
     NUMPY_UFUNC: ClassVar[str] = "minimum"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.MinimumfOp
 
@@ -682,6 +716,7 @@ class MatmulOp(IRDLOperation, StructuredOpInterface):
     """
 
     name = "tensordsl.matmul"
+    FUNCTION: ClassVar[str | None] = "matmul"
 
     lhs = operand_def(FloatTensorConstr)
     rhs = operand_def(FloatTensorConstr)
@@ -694,6 +729,7 @@ class MatmulOp(IRDLOperation, StructuredOpInterface):
 
     RECOMPUTABLE: ClassVar[bool] = False
     MATERIALIZED_OPERANDS: ClassVar[tuple[int, ...]] = (1,)
+    ARITY: ClassVar[int] = 2
     PREFERS_WHOLE: ClassVar[bool] = True
 
     def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation) -> None:
@@ -797,6 +833,7 @@ class TransposeOp(IRDLOperation, StructuredOpInterface, HasCanonicalizationPatte
     """
 
     name = "tensordsl.transpose"
+    FUNCTION: ClassVar[str | None] = "transpose"
 
     E: ClassVar = VarConstraint("E", FloatElementConstr)
     input = operand_def(TensorType.constr(E, shape=StaticShapeConstr))
@@ -882,7 +919,7 @@ class SoftmaxOp(RowLocalOp):
     """
 
     name = "tensordsl.softmax"
-    FUNCTION: ClassVar[str] = "softmax"
+    FUNCTION: ClassVar[str | None] = "softmax"
 
     assembly_format = "$input (`axis` `=` $axis^)? attr-dict `:` type($result)"
 
@@ -943,6 +980,115 @@ class SoftmaxOp(RowLocalOp):
         return [m, shifted, e, s, y], y.result
 
 
+def layernorm_array(x: np.ndarray[Any, Any], axis: int, eps: float) -> np.ndarray[Any, Any]:
+    """``(x - mean) / sqrt(var + eps)`` along ``axis``, with the biased variance; float16
+    computes in float32 and rounds once."""
+    wide = wide_accumulator(x.dtype)
+    with np.errstate(all="ignore"):
+        xw = x.astype(wide)
+        mu = np.mean(xw, axis=axis, keepdims=True)
+        d = xw - mu
+        var = np.mean(d * d, axis=axis, keepdims=True)
+        return np.asarray(d / np.sqrt(var + wide.type(eps)), dtype=x.dtype)
+
+
+@irdl_op_definition
+class LayerNormOp(RowLocalOp):
+    """Layer normalization along ``axis`` (default -1), without affine parameters.
+
+    ``(x - mean(x)) / sqrt(var(x) + eps)`` with the biased variance
+    (``mean((x - mean(x))**2)``); ``eps`` defaults to 1e-5.  The result has the
+    operand's type; float16 keeps its statistics in float32.  A row longer than
+    the memory budget runs as its decomposition: the mean, then the mean of the
+    squared deviations, then the quotients, one pass over the row each.
+    ``layernorm(x) * g + b`` fuses the affine part as element-wise ops.
+
+    ```mlir
+    %1 = tensordsl.layernorm %0 : tensor<4x8xf32>
+    %2 = tensordsl.layernorm %0 eps = 1.000000e-03 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.layernorm"
+    FUNCTION: ClassVar[str | None] = "layernorm"
+    PARAMS: ClassVar[tuple[Param, ...]] = (Param("axis", "axis", -1), Param("eps", "float", 1e-5))
+
+    eps = prop_def(FloatAttr[Float64Type], default_value=FloatAttr(1e-5, f64))
+
+    assembly_format = "$input (`axis` `=` $axis^)? (`eps` `=` $eps^)? attr-dict `:` type($result)"
+
+    def __init__(self, input: SSAValue | Operation, axis: int = -1, eps: float = 1e-5) -> None:
+        value = operand_value(self.name, input)
+        normalize_axis(axis, len(tensor_shape(value)))
+        super().__init__(
+            operands=[value],
+            result_types=[value.type],
+            properties={"axis": _axis_attr(axis), "eps": FloatAttr(float(eps), f64)},
+        )
+
+    @property
+    def eps_value(self) -> float:
+        return self.eps.value.data
+
+    def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
+        return (layernorm_array(args[0], self.axis_value, self.eps_value),)
+
+    def numpy_workspace(
+        self,
+        operand_shapes: Sequence[tuple[int, ...]],
+        result_shapes: Sequence[tuple[int, ...]],
+        constant_operands: Sequence[bool],
+    ) -> tuple[Workspace, ...]:
+        stat = row_stat_shape(result_shapes[0], self.axis_value)
+        wide = wide_accumulator(numpy_dtype(self.result.type))
+        return ((stat, wide), (stat, wide))
+
+    def lower_numpy(
+        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
+    ) -> None:
+        (x,), (out,) = args, results
+        if math.prod(out.shape) == 0:
+            return  # nothing to compute: the result is empty too
+        axis = self.axis_value
+        mean, var = g.workspace(0), g.workspace(1)
+        wide = "" if mean.dtype == x.dtype else f", dtype=np.{mean.dtype.name}"
+        n = g.scalar(float(x.shape[axis]), mean.dtype)
+        g.call(
+            f"np.add.reduce({{0}}, axis={axis}, keepdims=True{wide}, out={{out}})",
+            x,
+            out=mean,
+            note=f"layernorm along axis {axis}: (x - mean) / sqrt(var + eps)",
+        )
+        g.ufunc("divide", mean, n, out=mean)
+        g.ufunc("subtract", x, mean, out=out)
+        # the sum of squared deviations as one einsum (no temporary)
+        letters = "abcdefghijklmnopqrstuvwxyz"[: len(out.shape)]
+        kept = letters.replace(letters[axis], "")
+        row = ", ".join([":"] * axis + ["0"])
+        g.call(
+            f'np.einsum("{letters},{letters}->{kept}", {{0}}, {{0}}, out={{out}}[{row}]{wide})',
+            out,
+            out=var,
+        )
+        g.ufunc("divide", var, n, out=var)
+        g.ufunc("add", var, g.scalar(self.eps_value, var.dtype), out=var)
+        g.ufunc("sqrt", var, out=var)
+        g.ufunc("divide", out, var, out=out)
+
+    def decompose(self) -> tuple[list[Operation], SSAValue]:
+        axis = self.axis.value.data
+        element = element_type(self.input)
+        mu = MeanOp(self.input, axis, keepdims=True)
+        d = SubOp(self.input, mu)
+        sq = MulOp(d, d)
+        var = MeanOp(sq, axis, keepdims=True)
+        eps = ConstantOp.splat(self.eps_value, element)
+        shifted = AddOp(var, eps)
+        root = SqrtOp(shifted)
+        y = DivOp(d, root)
+        return [mu, d, sq, var, eps, shifted, root, y], y.result
+
+
 # ---------------------------------------------------------------------------
 # Reductions
 # ---------------------------------------------------------------------------
@@ -961,7 +1107,7 @@ class SumOp(ReductionOp):
     """
 
     name = "tensordsl.sum"
-    FUNCTION: ClassVar[str] = "sum"
+    FUNCTION: ClassVar[str | None] = "sum"
     NUMPY_UFUNC: ClassVar[str] = "add"
     IDENTITY: ClassVar[float] = 0.0
     COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.AddfOp
@@ -1008,7 +1154,7 @@ class MaxOp(ReductionOp):
     """
 
     name = "tensordsl.max"
-    FUNCTION: ClassVar[str] = "max"
+    FUNCTION: ClassVar[str | None] = "max"
     NUMPY_UFUNC: ClassVar[str] = "maximum"
     IDENTITY: ClassVar[float] = -math.inf
     COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.MaximumfOp
@@ -1028,7 +1174,7 @@ class MeanOp(ReductionOp):
     """
 
     name = "tensordsl.mean"
-    FUNCTION: ClassVar[str] = "mean"
+    FUNCTION: ClassVar[str | None] = "mean"
     NUMPY_UFUNC: ClassVar[str] = "add"
     IDENTITY: ClassVar[float] = 0.0
     COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.AddfOp
@@ -1156,10 +1302,11 @@ UNARY_OPS: tuple[type[UnaryOp], ...] = (
     SigmoidOp,
     AbsOp,
     NegOp,
+    SinOp,
 )
 BINARY_OPS: tuple[type[BinaryOp], ...] = (AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp)
 REDUCTION_OPS: tuple[type[ReductionOp], ...] = (SumOp, MaxOp, MeanOp)
-ROW_LOCAL_OPS: tuple[type[RowLocalOp], ...] = (SoftmaxOp,)
+ROW_LOCAL_OPS: tuple[type[RowLocalOp], ...] = (SoftmaxOp, LayerNormOp)
 
 TensorDSL = Dialect(
     "tensordsl",
@@ -1192,6 +1339,7 @@ __all__ = [
     "ExpOp",
     "FloatTensorConstr",
     "FloatType",
+    "LayerNormOp",
     "LogOp",
     "MatmulOp",
     "MaxOp",
@@ -1205,6 +1353,7 @@ __all__ = [
     "RowLocalOp",
     "ShapeError",
     "SigmoidOp",
+    "SinOp",
     "SoftmaxOp",
     "SqrtOp",
     "SubOp",

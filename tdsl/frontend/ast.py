@@ -102,10 +102,11 @@ class BinOp:
 
 @dataclass(frozen=True)
 class Keyword:
-    """A keyword argument ``name=value`` of a call; ``value`` is an int, a bool or None."""
+    """A keyword argument ``name=value`` of a call; ``value`` is an int, a float, a bool
+    or None."""
 
     name: str
-    value: int | bool | None
+    value: int | float | bool | None
     span: Span
 
 

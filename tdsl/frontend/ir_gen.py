@@ -35,7 +35,7 @@ import operator
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias, cast
+from typing import Any, TypeAlias, cast
 
 import numpy as np
 from xdsl.builder import Builder
@@ -49,8 +49,6 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     TensorType,
-    f16,
-    f32,
     f64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
@@ -58,6 +56,8 @@ from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
 
 from tdsl.dialects import tensordsl as td
+from tdsl.dialects.structured import ELEMENT_TYPES, Param, StructuredOpInterface
+from tdsl.dtypes import PROMOTION_RANK, SHORT_NAMES
 from tdsl.errors import (
     SourceLocation,
     TdslIRError,
@@ -88,56 +88,44 @@ FloatType: TypeAlias = Float16Type | Float32Type | Float64Type
 DTypeLike: TypeAlias = str | np.dtype[Any] | type[Any]
 """A dtype as a user may spell it: ``"f32"``, ``"float32"``, ``np.float32``, ``np.dtype("f4")``."""
 
-ELEMENT_TYPES: dict[str, FloatType] = {"f16": f16, "f32": f32, "f64": f64}
-_PROMOTION_RANK = {"f16": 0, "f32": 1, "f64": 2}
-_NUMPY_NAMES = {"float16": "f16", "float32": "f32", "float64": "f64"}
-
 
 # --------------------------------------------------------------------------- functions
 
 
-FunctionKind = Literal["unary", "binary", "matmul", "transpose", "softmax", "reduce"]
-
-
 @dataclass(frozen=True)
 class FunctionInfo:
-    """What the language knows about one function: its op, arity and keywords."""
+    """What the language knows about one function: the op declaring it.
+
+    The table is made of the ``FUNCTION`` each op of the tensordsl dialect
+    declares (the structured-op interface's surface syntax), with its arity and
+    keyword parameters: adding an op with a ``FUNCTION`` adds the function.
+    """
 
     name: str
-    kind: FunctionKind
-    op: type[Operation]
-    signature: str
+    op: type[StructuredOpInterface]
 
     @property
     def arity(self) -> int:
-        return 2 if self.kind in ("binary", "matmul") else 1
+        return self.op.ARITY
+
+    @property
+    def params(self) -> tuple[Param, ...]:
+        return self.op.PARAMS
 
     @property
     def keywords(self) -> tuple[str, ...]:
-        return {"softmax": ("axis",), "reduce": ("axis", "keepdims")}.get(self.kind, ())
+        return tuple(p.name for p in self.op.PARAMS)
+
+    @property
+    def signature(self) -> str:
+        return self.op.signature()
 
 
 def _function_table() -> dict[str, FunctionInfo]:
     table: dict[str, FunctionInfo] = {}
-    unary: dict[str, type[Operation]] = {
-        "relu": td.ReluOp,
-        "exp": td.ExpOp,
-        "log": td.LogOp,
-        "sqrt": td.SqrtOp,
-        "tanh": td.TanhOp,
-        "sigmoid": td.SigmoidOp,
-        "abs": td.AbsOp,
-        "neg": td.NegOp,
-    }
-    for name, op in unary.items():
-        table[name] = FunctionInfo(name, "unary", op, f"{name}(x)")
-    for name, op in (("maximum", td.MaximumOp), ("minimum", td.MinimumOp)):
-        table[name] = FunctionInfo(name, "binary", op, f"{name}(a, b)")
-    table["matmul"] = FunctionInfo("matmul", "matmul", td.MatmulOp, "matmul(a, b)")
-    table["transpose"] = FunctionInfo("transpose", "transpose", td.TransposeOp, "transpose(x)")
-    table["softmax"] = FunctionInfo("softmax", "softmax", td.SoftmaxOp, "softmax(x, axis=-1)")
-    for name, op in (("sum", td.SumOp), ("max", td.MaxOp), ("mean", td.MeanOp)):
-        table[name] = FunctionInfo(name, "reduce", op, f"{name}(x, axis=None, keepdims=False)")
+    for op in td.TensorDSL.operations:
+        if issubclass(op, StructuredOpInterface) and op.FUNCTION is not None:
+            table[op.FUNCTION] = FunctionInfo(op.FUNCTION, op)
     return table
 
 
@@ -145,10 +133,9 @@ FUNCTIONS: dict[str, FunctionInfo] = _function_table()
 """Every function of the language, by name."""
 
 _BINARY_OPS: dict[str, type[td.BinaryOp]] = {
-    "+": td.AddOp,
-    "-": td.SubOp,
-    "*": td.MulOp,
-    "/": td.DivOp,
+    op.OPERATOR: op
+    for op in td.TensorDSL.operations
+    if issubclass(op, td.BinaryOp) and op.OPERATOR is not None
 }
 
 
@@ -163,7 +150,7 @@ def element_type_of(dtype: DTypeLike) -> FloatType:
     if isinstance(dtype, str) and dtype in ELEMENT_TYPES:
         return ELEMENT_TYPES[dtype]
     resolved = _numpy_dtype(dtype)
-    short = None if resolved is None else _NUMPY_NAMES.get(resolved.name)
+    short = None if resolved is None else SHORT_NAMES.get(resolved.name)
     if short is None:
         raise TdslTypeError(
             f"unsupported dtype {_show_dtype(cast(Any, dtype))}; expected float16, float32 or float64 "
@@ -269,7 +256,7 @@ def _name_list(names: Sequence[str]) -> str:
     return ", ".join(f"`{n}`" for n in names) if names else "none"
 
 
-def _show_keyword_value(value: int | bool | None) -> str:
+def _show_keyword_value(value: int | float | bool | None) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
@@ -365,7 +352,7 @@ class _FunctionLowering:
     def unify(self, operands: Sequence[tuple[_Value, Span]]) -> list[_Tensor]:
         """Promote ``operands`` to one element type, as ``np.result_type`` (NEP 50)."""
         elements = [v.element for v, _ in operands if isinstance(v, _Tensor)]
-        rank = _PROMOTION_RANK
+        rank = PROMOTION_RANK
         element = max(elements, key=lambda e: rank[dtype_name(e)]) if elements else f64
         return [self.to_element(v, element, span) for v, span in operands]
 
@@ -507,7 +494,7 @@ class _FunctionLowering:
             return default
         if keyword.value is None and default is None:
             return None
-        if keyword.value is None or isinstance(keyword.value, bool):
+        if keyword.value is None or isinstance(keyword.value, bool | float):
             raise TdslTypeError(
                 f"`axis` of `{node.func}` must be an integer, "
                 f"not `{_show_keyword_value(keyword.value)}`",
@@ -527,48 +514,63 @@ class _FunctionLowering:
             ) from None
         return keyword.value
 
-    def keepdims(self, node: Call) -> bool:
-        keyword = self.keyword(node, "keepdims")
+    def flag(self, node: Call, param: Param) -> bool:
+        keyword = self.keyword(node, param.name)
         if keyword is None:
-            return False
+            return bool(param.default)
         if not isinstance(keyword.value, bool):
             raise TdslTypeError(
-                f"`keepdims` must be true or false, not `{_show_keyword_value(keyword.value)}`",
+                f"`{param.name}` must be true or false, not `{_show_keyword_value(keyword.value)}`",
                 self.where(keyword.span),
             )
         return keyword.value
 
+    def number(self, node: Call, param: Param) -> float:
+        keyword = self.keyword(node, param.name)
+        if keyword is None:
+            assert isinstance(param.default, float | int)
+            return float(param.default)
+        if keyword.value is None or isinstance(keyword.value, bool):
+            raise TdslTypeError(
+                f"`{param.name}` of `{node.func}` must be a number, "
+                f"not `{_show_keyword_value(keyword.value)}`",
+                self.where(keyword.span),
+            )
+        return float(keyword.value)
+
     def call(self, node: Call, args: list[_Value]) -> _Value:
         info = FUNCTIONS[node.func]
         spans = tuple(arg.span for arg in node.args)
-        match info.kind:
-            case "binary":
-                assert issubclass(info.op, td.BinaryOp)
-                return self.binary(info.op, f"`{info.name}`", args, (spans[0], spans[1]), node.span)
-            case "matmul":
-                return self.matmul("`matmul`", args, (spans[0], spans[1]), node.span)
-            case "unary":
-                assert issubclass(info.op, td.UnaryOp)
-                x = self.tensor(args[0], spans[0])
-                return self.emit(info.op(x.value), node.span)
-            case "transpose":
-                x = self.tensor(args[0], spans[0])
-                return self.emit(td.TransposeOp(x.value), node.span)
-            case "softmax":
-                axis = self.axis(node, args[0], -1)
-                assert axis is not None
-                x = self.tensor(args[0], spans[0])
-                return self.emit(td.SoftmaxOp(x.value, axis), node.span)
-            case "reduce":
-                assert issubclass(info.op, td.ReductionOp)
-                axis = self.axis(node, args[0], None)
-                keepdims = self.keepdims(node)
-                try:
-                    info.op.result_shape(self.shape_of(args[0]), axis, keepdims)
-                except td.ShapeError as err:
-                    raise TdslTypeError(err.message, self.where(node.span)) from None
-                x = self.tensor(args[0], spans[0])
-                return self.emit(info.op(x.value, axis, keepdims), node.span)
+        op = info.op
+        if issubclass(op, td.BinaryOp):
+            return self.binary(op, f"`{info.name}`", args, (spans[0], spans[1]), node.span)
+        if op is td.MatmulOp:
+            return self.matmul("`matmul`", args, (spans[0], spans[1]), node.span)
+        params: dict[str, object] = {}
+        for param in info.params:
+            match param.kind:
+                case "axis":
+                    default = param.default
+                    assert default is None or isinstance(default, int)
+                    params[param.name] = self.axis(node, args[0], default)
+                case "bool":
+                    params[param.name] = self.flag(node, param)
+                case "float":
+                    params[param.name] = self.number(node, param)
+        if issubclass(op, td.ReductionOp):
+            axis, keepdims = params["axis"], params["keepdims"]
+            assert axis is None or isinstance(axis, int)
+            try:
+                op.result_shape(self.shape_of(args[0]), axis, bool(keepdims))
+            except td.ShapeError as err:
+                raise TdslTypeError(err.message, self.where(node.span)) from None
+        tensors = [self.tensor(arg, span) for arg, span in zip(args, spans, strict=True)]
+        operands = [t.value for t in self.unify(list(zip(tensors, spans, strict=True)))]
+        try:
+            built = op.from_call(operands, params)
+        except td.ShapeError as err:
+            raise TdslTypeError(err.message, self.where(node.span)) from None
+        return self.emit(built, node.span)
 
 
 # --------------------------------------------------------------------------- functions and modules

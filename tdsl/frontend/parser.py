@@ -23,6 +23,9 @@ through nesting, so no input can exhaust the Python stack.
 
 from __future__ import annotations
 
+import math
+
+from tdsl.dtypes import FLOAT_DTYPES
 from tdsl.errors import TdslSyntaxError, TdslTypeError
 from tdsl.frontend.ast import (
     Assign,
@@ -46,7 +49,7 @@ from tdsl.frontend.lexer import Token, TokenKind, tokenize
 MAX_NESTING = 200
 """The deepest nesting of parentheses, calls and unary minus the parser accepts."""
 
-DTYPES = ("f16", "f32", "f64")
+DTYPES = tuple(FLOAT_DTYPES)
 """The element types a kernel signature may name."""
 
 _DTYPE_ALIASES = {
@@ -377,22 +380,28 @@ class _Parser:
         token = self.tok
         if token.kind is TokenKind.NAME and token.text in _KEYWORD_CONSTANTS:
             self.advance()
-            value = _KEYWORD_CONSTANTS[token.text]
-            return Keyword(name_tok.text, value, name_tok.span.to(token.span))
+            constant = _KEYWORD_CONSTANTS[token.text]
+            return Keyword(name_tok.text, constant, name_tok.span.to(token.span))
         negative = self.is_punct("-")
         if negative:
             self.advance()
         number = self.tok
-        if number.kind is not TokenKind.NUMBER or not number.text.isdigit():
+        if number.kind is not TokenKind.NUMBER:
             raise self.error(
-                f"expected an integer, true, false or None as the value of `{name_tok.text}`, "
+                f"expected a number, true, false or None as the value of `{name_tok.text}`, "
                 f"found {number.describe()}"
             )
-        if len(number.text) > _MAX_INT_DIGITS:
-            raise self.error(f"integer `{number.text}` is too large")
+        value: int | float
+        if number.text.isdigit():
+            if len(number.text) > _MAX_INT_DIGITS:
+                raise self.error(f"integer `{number.text}` is too large")
+            value = int(number.text)
+        else:
+            value = float(number.text)
+            if not math.isfinite(value):
+                raise self.error(f"number `{number.text}` is too large for a float64")
         self.advance()
-        value = -int(number.text) if negative else int(number.text)
-        return Keyword(name_tok.text, value, name_tok.span.to(number.span))
+        return Keyword(name_tok.text, -value if negative else value, name_tok.span.to(number.span))
 
 
 __all__ = ["DTYPES", "MAX_NESTING", "parse"]

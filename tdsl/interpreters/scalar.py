@@ -40,6 +40,7 @@ from xdsl.utils.exceptions import InterpretationError
 
 from tdsl.dialects.structured import (
     IteratorType,
+    constant_value,
     element_of,
     element_type,
     map_dims,
@@ -299,6 +300,10 @@ def _run_decomposition(
     env: dict[SSAValue, Array] = dict(zip(op.operands, args, strict=True))
     try:
         for inner in ops:
+            constant = constant_value(inner)
+            if constant is not None:  # a decomposition's literal (layernorm's eps)
+                env[inner.results[0]] = constant
+                continue
             values = reference_evaluate(inner, *(env[v] for v in inner.operands))
             env.update(zip(inner.results, values, strict=True))
         value = env[result]

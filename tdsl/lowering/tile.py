@@ -538,12 +538,11 @@ def decomposed_copy(
     members = set(ops)
     block = Block()
     mapping: dict[SSAValue, SSAValue] = {}
-    for v in inputs:
-        mapping[v] = block.insert_arg(v.type, len(block.args))
+    for v in [*inputs, *(v for op in ops for v in op.operands if v.owner not in members)]:
+        if v not in mapping:
+            mapping[v] = block.insert_arg(v.type, len(block.args))
+            mapping[v].name_hint = v.name_hint
     for op in ops:
-        for v in op.operands:
-            if v not in mapping and v.owner not in members:
-                mapping[v] = block.insert_arg(v.type, len(block.args))
         block.add_op(op.clone(value_mapper=mapping))
     copied_outputs = [mapping[v] for v in outputs]
     for op in list(block.ops):

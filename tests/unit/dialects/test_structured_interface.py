@@ -5,7 +5,11 @@ For each op of the dialect (constants aside) a sample instance must:
 * describe a loop space whose indexing maps fit its operand and result types;
 * compute, through its scalar bodies (``arith``/``math``, folded over reduction
   dims, or its decomposition), what its NumPy implementation computes;
-* run in the interpreter.
+* run in the interpreter;
+* compute the same through its NumPy lowering, on whole arrays and fused and
+  tiled under a tiny budget (which tiles its reductions and decomposes it);
+* if it declares a ``FUNCTION``, be that function of the expression language,
+  listed in ``docs/language.md``.
 
 A new op class fails here until it has all of that (and a sample below, if it
 does not derive from one of the base classes).
@@ -14,6 +18,7 @@ does not derive from one of the base classes).
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -185,3 +190,78 @@ def test_each_op_runs_in_the_interpreter(op_class: type[Operation]) -> None:
     (got,) = run_function(module, "main", *args)
     assert isinstance(op, StructuredOpInterface)
     np.testing.assert_array_equal(got, op.evaluate(*args)[0])
+
+
+def _module_of(template: Operation) -> tuple[Any, Operation]:
+    """A module whose @main applies ``template``'s op to its arguments."""
+    from xdsl.builder import ImplicitBuilder
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.dialects.func import FuncOp, ReturnOp
+    from xdsl.ir import Block, Region
+
+    arg_types = [v.type for v in template.operands]
+    block = Block(arg_types=arg_types)
+    assert isinstance(template, StructuredOpInterface)
+    with ImplicitBuilder(block):
+        op = template.retyped(list(block.args))
+        ReturnOp(*op.results)
+    module = ModuleOp([FuncOp("main", (arg_types, [r.type for r in op.results]), Region(block))])
+    module.verify()
+    return module, op
+
+
+def _tolerance(op: Operation) -> float:
+    return {np.dtype(np.float16): 2e-3, np.dtype(np.float32): 1e-5}.get(
+        numpy_dtype(op.results[0].type), 1e-12
+    )
+
+
+@pytest.mark.parametrize("op_class", OPS, ids=lambda c: c.name)
+@pytest.mark.parametrize("element", [F16, F32, F64], ids=str)
+@pytest.mark.parametrize("budget", [None, 4], ids=["whole", "budget-4"])
+def test_numpy_lowering_computes_what_the_interpreter_computes(
+    op_class: type[Operation], element: Attribute, budget: int | None
+) -> None:
+    """The op's NumPy lowering, on whole arrays and (``budget-4``) fused and tiled under a
+    budget of 4 elements, which tiles reductions and decomposes row-normalizing ops."""
+    from tdsl.lowering.fuse import fuse
+    from tdsl.lowering.numpy_target import emit_numpy, load_numpy
+    from tdsl.lowering.tile import tile
+
+    sample = _samples(op_class)
+    assert sample is not None
+    rng = np.random.default_rng(11)
+    for template in sample(element):
+        module, op = _module_of(template)
+        if budget is not None:
+            module = tile(fuse(module, memory_budget=budget))
+        fn = load_numpy(emit_numpy(module))["main"]
+        args = _inputs(template, rng)
+        assert isinstance(op, StructuredOpInterface)
+        (want,) = op.evaluate(*args)
+        with np.errstate(all="ignore"):  # the generated code warns as NumPy does (log(0))
+            got = fn(*args)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        tol = _tolerance(op)
+        np.testing.assert_allclose(
+            got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol, equal_nan=True
+        )
+
+
+@pytest.mark.parametrize(
+    "op_class",
+    [op for op in OPS if issubclass(op, StructuredOpInterface) and op.FUNCTION is not None],
+    ids=lambda c: c.name,
+)
+def test_functions_of_the_language_come_from_the_ops(op_class: type[Operation]) -> None:
+    """An op's ``FUNCTION`` is a function of the expression language that builds it."""
+    from tdsl.frontend.ir_gen import FUNCTIONS, to_tensordsl
+
+    assert issubclass(op_class, StructuredOpInterface)
+    name = op_class.FUNCTION
+    assert name is not None and FUNCTIONS[name].op is op_class
+    args = ", ".join(["a", "b"][: op_class.ARITY])
+    module = to_tensordsl(f"{name}({args})", shapes={"a": (4, 4), "b": (4, 4)})
+    assert any(type(o) is op_class for o in module.walk())
+    language = (Path(__file__).parents[3] / "docs" / "language.md").read_text()
+    assert f"`{op_class.signature()}`" in language, "list it in the table of docs/language.md"

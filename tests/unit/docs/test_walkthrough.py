@@ -45,6 +45,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 PAGES = (
     "README.md",
+    "docs/adding-an-op.md",
     "docs/index.md",
     "docs/language.md",
     "docs/tools.md",

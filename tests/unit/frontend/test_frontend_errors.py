@@ -24,7 +24,7 @@ EXPRESSION_ERRORS: list[tuple[str, type[TdslError], str]] = [
     (
         "frobnicate(A)",
         TdslNameError,
-        "<expr>:1:1: error: unknown function `frobnicate` (known functions: abs, exp, log, matmul, max, maximum, mean, minimum, neg, relu, sigmoid, softmax, sqrt, sum, tanh, transpose)\nfrobnicate(A)\n^^^^^^^^^^",
+        "<expr>:1:1: error: unknown function `frobnicate` (known functions: abs, exp, layernorm, log, matmul, max, maximum, mean, minimum, neg, relu, sigmoid, sin, softmax, sqrt, sum, tanh, transpose)\nfrobnicate(A)\n^^^^^^^^^^",
     ),
     # Arity: the signature.
     (
@@ -62,6 +62,16 @@ EXPRESSION_ERRORS: list[tuple[str, type[TdslError], str]] = [
         "sum(A, axes=1)",
         TdslNameError,
         "<expr>:1:8: error: unknown keyword argument `axes` for `sum`; did you mean `axis`? (signature: sum(x, axis=None, keepdims=False))\nsum(A, axes=1)\n       ^^^^^^",
+    ),
+    (
+        "sum(A, axis=1.5)",
+        TdslTypeError,
+        "<expr>:1:8: error: `axis` of `sum` must be an integer, not `1.5`\nsum(A, axis=1.5)\n       ^^^^^^^^",
+    ),
+    (
+        "sum(A, keepdims=1.0)",
+        TdslTypeError,
+        "<expr>:1:8: error: `keepdims` must be true or false, not `1.0`\nsum(A, keepdims=1.0)\n       ^^^^^^^^^^^^",
     ),
     (
         "softmax(A, keepdims=true)",

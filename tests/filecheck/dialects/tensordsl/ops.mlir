@@ -230,3 +230,23 @@ func.func @reductions(%a: tensor<4x8xf32>) -> (tensor<f32>, tensor<4xf32>, tenso
 // CHECK-GENERIC-NEXT: [[V4:%[a-z0-9_]+]] = "tensordsl.max"([[A]]) <{axis = 0 : i64}> : (tensor<4x8xf32>) -> tensor<8xf32>
 // CHECK-GENERIC-NEXT: "func.return"([[V0]], [[V1]], [[V2]], [[V3]], [[V4]]) : (tensor<f32>, tensor<4xf32>, tensor<4x1xf32>, tensor<1x1xf32>, tensor<8xf32>) -> ()
 
+
+func.func @sin_layernorm(%a: tensor<4x8xf32>, %h: tensor<2x3xf16>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<2x3xf16>) {
+  %0 = tensordsl.sin %a : tensor<4x8xf32>
+  %1 = tensordsl.layernorm %a : tensor<4x8xf32>
+  %2 = tensordsl.layernorm %a axis = 0 eps = 0.001234567890123 : tensor<4x8xf32>
+  %3 = tensordsl.layernorm %h eps = 1.000000e-05 : tensor<2x3xf16>
+  func.return %0, %1, %2, %3 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<2x3xf16>
+}
+
+// The default eps (1e-5) is not printed; any other prints exactly.
+// CHECK-LABEL: func.func @sin_layernorm(
+// CHECK-SAME: [[A:%[a-z0-9_]+]]: tensor<4x8xf32>, [[H:%[a-z0-9_]+]]: tensor<2x3xf16>)
+// CHECK-NEXT: [[V0:%[a-z0-9_]+]] = tensordsl.sin [[A]] : tensor<4x8xf32>
+// CHECK-NEXT: [[V1:%[a-z0-9_]+]] = tensordsl.layernorm [[A]] : tensor<4x8xf32>
+// CHECK-NEXT: [[V2:%[a-z0-9_]+]] = tensordsl.layernorm [[A]] axis = 0 eps = 0.001234567890123 : tensor<4x8xf32>
+// CHECK-NEXT: [[V3:%[a-z0-9_]+]] = tensordsl.layernorm [[H]] : tensor<2x3xf16>
+// CHECK-GENERIC-LABEL: "func.func"() <{sym_name = "sin_layernorm"
+// CHECK-GENERIC: "tensordsl.sin"([[A:%[a-z0-9_]+]]) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK-GENERIC-NEXT: "tensordsl.layernorm"([[A]]) <{eps = 1.000000e-05 : f64, axis = -1 : i64}> : (tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK-GENERIC-NEXT: "tensordsl.layernorm"([[A]]) <{axis = 0 : i64, eps = 0.001234567890123 : f64}> : (tensor<4x8xf32>) -> tensor<4x8xf32>
