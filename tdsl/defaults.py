@@ -11,12 +11,18 @@ DEFAULT_MEMORY_BUDGET = 1_000_000
 """Elements of scratch one fused kernel may allocate at a time, unless told otherwise."""
 
 
-def check_memory_budget(value: object, name: str = "memory-budget") -> int:
-    """``value`` as a memory budget (a positive number of elements), else :class:`TdslOptionError`."""
+def positive_int(name: str, value: object, what: str = "integer") -> int:
+    """``value`` as an int if it is a positive integer (not a bool), else
+    :class:`TdslOptionError` naming the option: ``<name> must be a positive <what>``."""
     try:
         number = operator.index(cast(Any, value))
     except TypeError:
         number = 0
     if isinstance(value, bool) or number < 1:
-        raise TdslOptionError(f"{name} must be a positive number of elements, not {value!r}")
+        raise TdslOptionError(f"{name} must be a positive {what}, not {value!r}")
     return number
+
+
+def check_memory_budget(value: object, name: str = "memory-budget") -> int:
+    """``value`` as a memory budget (a positive number of elements), else :class:`TdslOptionError`."""
+    return positive_int(name, value, "number of elements")

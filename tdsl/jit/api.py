@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from tdsl.defaults import DEFAULT_MEMORY_BUDGET
+from tdsl.defaults import DEFAULT_MEMORY_BUDGET, positive_int
 from tdsl.jit.cache import (
     CacheInfo,
     DTypesLike,
@@ -18,7 +18,7 @@ from tdsl.jit.cache import (
 )
 from tdsl.jit.calls import infer
 from tdsl.jit.kernel import CompiledKernel
-from tdsl.jit.options import JitOptions, default_threads, positive_int
+from tdsl.jit.options import JitOptions, default_threads
 from tdsl.jit.pipeline import COMPILE_LOCK, build
 from tdsl.jit.signature import check_request
 

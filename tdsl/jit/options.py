@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import functools
-import operator
 import os
 from dataclasses import dataclass, field
-from typing import Any, cast
 
-from tdsl.defaults import DEFAULT_MEMORY_BUDGET
-from tdsl.errors import TdslOptionError
+from tdsl.defaults import DEFAULT_MEMORY_BUDGET, check_memory_budget, positive_int
 
 
 @dataclass(frozen=True)
@@ -30,7 +27,7 @@ class JitOptions:
         # Normalized here (NumPy integers become ints, a list of tile sizes a
         # tuple) so that equal options make equal, hashable cache keys.
         set_ = object.__setattr__
-        set_(self, "memory_budget", positive_int("memory_budget", self.memory_budget))
+        set_(self, "memory_budget", check_memory_budget(self.memory_budget, "memory_budget"))
         set_(self, "threads", positive_int("threads", self.threads))
         if self.tile_size is not None:
             set_(self, "tile_size", positive_int("tile_size", self.tile_size))
@@ -43,15 +40,4 @@ def default_threads() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
-def positive_int(name: str, value: object) -> int:
-    """``value`` as an int if it is a positive integer (not a bool), else TdslOptionError."""
-    try:
-        number = operator.index(cast(Any, value))
-    except TypeError:
-        number = 0
-    if isinstance(value, bool) or number < 1:
-        raise TdslOptionError(f"{name} must be a positive integer, got {value!r}")
-    return number
-
-
-__all__ = ["JitOptions", "default_threads", "positive_int"]
+__all__ = ["JitOptions", "default_threads"]

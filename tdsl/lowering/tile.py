@@ -54,6 +54,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
@@ -68,7 +69,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import VerifyException
 
-from tdsl.defaults import DEFAULT_MEMORY_BUDGET, check_memory_budget
+from tdsl.defaults import DEFAULT_MEMORY_BUDGET, check_memory_budget, positive_int
 from tdsl.dialects.kernel import FusedOp, TileOp, YieldOp, dim_map
 from tdsl.dialects.kernel_plan import (
     Dims,
@@ -100,12 +101,13 @@ def check_tile_options(
     """Raise :class:`TdslOptionError` for a bad budget or tile size."""
     if memory_budget is not None:
         check_memory_budget(memory_budget)
-    if tile_size is not None and tile_size <= 0:
-        raise TdslOptionError(f"tile-size must be positive, not {tile_size}")
-    bad = [s for s in tile_sizes if s <= 0]
-    if bad:
+    if tile_size is not None:
+        positive_int("tile-size", tile_size)
+    if any(
+        isinstance(s, bool) or not isinstance(cast(object, s), int) or s <= 0 for s in tile_sizes
+    ):
         raise TdslOptionError(
-            f"tile-sizes must all be positive, got {', '.join(str(s) for s in tile_sizes)}"
+            f"tile-sizes must all be positive integers, got {', '.join(str(s) for s in tile_sizes)}"
         )
 
 

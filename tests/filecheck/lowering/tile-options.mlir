@@ -25,7 +25,7 @@
 
 // Errors point at the group they are about.
 // LENGTH:     tile-options.mlir:[[# @LINE + 9]]:8: error: tile-sizes gives 1 size(s), but group 'g0' has a 2-d iteration space [100, 100]
-// POSITIVE:   error: tile-sizes must all be positive, got 0, 4
+// POSITIVE:   error: tile-sizes must all be positive integers, got 0, 4
 // BUDGET:     error: memory-budget must be a positive number of elements, not 0
 // TOO-BIG:      tile-options.mlir:[[# @LINE + 6]]:8: error: tile sizes [100, 50] of group 'g0' need 5000 elements of scratch, more than the memory budget of 4999 elements
 // TOO-BIG-NEXT:   %r = kernel.fused
