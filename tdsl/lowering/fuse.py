@@ -1,12 +1,12 @@
 """The ``tdsl-fuse`` pass: group tensordsl ops into ``kernel.fused`` regions.
 
-The rules (element-wise chains, row-local ops, matmul epilogues and prologues,
-boundaries, one iteration space per group, the memory budget) live in
-:mod:`tdsl.lowering.fusion_analysis`; this module applies its plan to the IR
-and renders the same plan as a report, so the pass and ``--explain-fusion``
-can never disagree.
+The rules (one consistent iteration space per group, operands an op reads
+from memory, the memory budget at the smallest legal tile, no cycles between
+groups) live in :mod:`tdsl.lowering.fusion_analysis`; this module applies its
+plan to the IR and renders the same plan as a report, so the pass and
+``--explain-fusion`` can never disagree.
 
-Every tensordsl computing op ends up in exactly one ``kernel.fused`` (a lone
+Every structured op ends up in exactly one ``kernel.fused`` (a lone
 op is a group of one), named ``g0``, ``g1``, ... in the order the groups
 appear in the rewritten function, with the pass's memory budget recorded as
 ``budget``.  A group's operands are the values it reads from outside, its
