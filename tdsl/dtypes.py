@@ -17,15 +17,23 @@ FLOAT_DTYPES: dict[str, np.dtype[Any]] = {
 }
 """Short name (as in ``f32[4, 8]`` and ``tensor<4x8xf32>``) -> NumPy dtype."""
 
-SHORT_NAMES: dict[str, str] = {dtype.name: short for short, dtype in FLOAT_DTYPES.items()}
-"""NumPy dtype name (``float32``) -> short name (``f32``)."""
+BOOL_DTYPE: np.dtype[Any] = np.dtype(np.bool_)
+"""Booleans: what comparisons produce, ``where`` selects by and ``& | ~`` combine."""
 
-PROMOTION_RANK: dict[str, int] = {"f16": 0, "f32": 1, "f64": 2}
-"""The order of NumPy's float promotion: a binary op computes in the higher rank."""
+DTYPES: dict[str, np.dtype[Any]] = {"bool": BOOL_DTYPE, **FLOAT_DTYPES}
+"""Every element dtype, by short name (``bool``, ``f16``, ``f32``, ``f64``)."""
+
+SHORT_NAMES: dict[str, str] = {dtype.name: short for short, dtype in DTYPES.items()}
+"""NumPy dtype name (``float32``, ``bool``) -> short name (``f32``, ``bool``)."""
+
+PROMOTION_RANK: dict[str, int] = {"bool": -1, "f16": 0, "f32": 1, "f64": 2}
+"""The order of NumPy's promotion: a binary op computes in the higher rank (a bool
+meeting a float becomes that float)."""
 
 
 def short_name(dtype: np.dtype[Any]) -> str | None:
-    """``"f32"`` for float32 (native byte order only); None for any other dtype."""
+    """``"f32"`` for float32, ``"bool"`` for bool (native byte order only); None for any
+    other dtype."""
     if not dtype.isnative:
         return None
     return SHORT_NAMES.get(dtype.name)
@@ -41,11 +49,14 @@ def wide_accumulator(dtype: np.dtype[Any]) -> np.dtype[Any]:
 
 
 def dtype_expr(dtype: np.dtype[Any]) -> str:
-    """``np.float32`` for float32: the dtype as generated Python source spells it."""
-    return f"np.{dtype.name}"
+    """``np.float32`` for float32, ``np.bool_`` for bool: the dtype as generated Python
+    source spells it."""
+    return "np.bool_" if dtype == BOOL_DTYPE else f"np.{dtype.name}"
 
 
 __all__ = [
+    "BOOL_DTYPE",
+    "DTYPES",
     "FLOAT_DTYPES",
     "PROMOTION_RANK",
     "SHORT_NAMES",

@@ -31,6 +31,12 @@ def _kernel() -> Dialect:
     return Kernel
 
 
+def _tdslmath() -> Dialect:
+    from tdsl.dialects.tdslmath import TdslMath
+
+    return TdslMath
+
+
 def _fuse() -> type[ModulePass]:
     from tdsl.lowering.fuse import FusePass
 
@@ -55,7 +61,7 @@ def _tdsl_frontend() -> type[Frontend]:
     return TdslFrontend
 
 
-TDSL_DIALECTS = {"tensordsl": _tensordsl, "kernel": _kernel}
+TDSL_DIALECTS = {"tensordsl": _tensordsl, "kernel": _kernel, "tdslmath": _tdslmath}
 TDSL_PASSES = {"tdsl-fuse": _fuse, "tdsl-tile": _tile}
 TDSL_TARGETS = {"numpy": _numpy_target}
 TDSL_FRONTENDS = {"tdsl": _tdsl_frontend}

@@ -62,8 +62,8 @@ from tdsl.dialects.kernel_plan import (
     schedule,
 )
 from tdsl.dialects.structured import (
-    FloatTensorConstr,
     IteratorType,
+    TensorConstr,
     constant_value,
     dims_map,
     element_of,
@@ -105,8 +105,8 @@ class GroupOp(IRDLOperation, abc.ABC):
     ``kernel.yield`` with the results.
     """
 
-    inputs = var_operand_def(FloatTensorConstr)
-    outputs = var_result_def(FloatTensorConstr)
+    inputs = var_operand_def(TensorConstr)
+    outputs = var_result_def(TensorConstr)
     group = opt_prop_def(StringAttr)
     body = region_def("single_block")
 

@@ -67,6 +67,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntAttrConstraint,
     IntegerAttr,
+    IntegerType,
     TensorType,
     UnitAttr,
     f16,
@@ -78,6 +79,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
 from xdsl.irdl import (
     AtLeast,
+    EqAttrConstraint,
     IRDLOperation,
     MessageConstraint,
     VarConstraint,
@@ -91,7 +93,7 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from tdsl.dtypes import FLOAT_DTYPES, wide_accumulator
+from tdsl.dtypes import BOOL_DTYPE, DTYPES, FLOAT_DTYPES, wide_accumulator
 from tdsl.errors import TdslTypeError
 
 # ---------------------------------------------------------------------------
@@ -101,23 +103,37 @@ from tdsl.errors import TdslTypeError
 FloatType = Float16Type | Float32Type | Float64Type
 """The element types tdsl computes in."""
 
-ELEMENT_TYPES: dict[str, FloatType] = {"f16": f16, "f32": f32, "f64": f64}
-"""Short name -> xDSL element type (the NumPy side is :data:`tdsl.dtypes.FLOAT_DTYPES`)."""
+BOOL: IntegerType = IntegerType(1)
+"""The element type of booleans (``i1``), what comparisons produce."""
+
+FLOAT_TYPES: dict[str, FloatType] = {"f16": f16, "f32": f32, "f64": f64}
+"""Short name -> xDSL float element type."""
+
+ELEMENT_TYPES: dict[str, Attribute] = {"bool": BOOL, **FLOAT_TYPES}
+"""Short name -> xDSL element type (the NumPy side is :data:`tdsl.dtypes.DTYPES`)."""
 
 NUMPY_DTYPES: dict[type[Attribute], np.dtype[Any]] = {
-    type(element): FLOAT_DTYPES[name] for name, element in ELEMENT_TYPES.items()
+    type(element): FLOAT_DTYPES[name] for name, element in FLOAT_TYPES.items()
 }
-"""xDSL element type class -> NumPy dtype."""
+"""xDSL float element type class -> NumPy dtype."""
 
 FloatElementConstr = MessageConstraint(
     base(Float16Type) | base(Float32Type) | base(Float64Type),
     "tensordsl computes on tensors of f16, f32 or f64",
+)
+BoolElementConstr = MessageConstraint(EqAttrConstraint(BOOL), "expected booleans (i1)")
+ElementConstr = MessageConstraint(
+    base(Float16Type) | base(Float32Type) | base(Float64Type) | EqAttrConstraint(BOOL),
+    "tensordsl computes on tensors of i1 (booleans), f16, f32 or f64",
 )
 StaticShapeConstr = MessageConstraint(
     ArrayOfConstraint(IntAttrConstraint.get(AtLeast(0))),
     "tensordsl computes on tensors of static shape (no ? dimensions)",
 )
 FloatTensorConstr = TensorType.constr(FloatElementConstr, shape=StaticShapeConstr)
+BoolTensorConstr = TensorType.constr(BoolElementConstr, shape=StaticShapeConstr)
+TensorConstr = TensorType.constr(ElementConstr, shape=StaticShapeConstr)
+"""A static tensor of any element type tdsl computes on (booleans or floats)."""
 
 
 class ShapeError(TdslTypeError):
@@ -147,15 +163,29 @@ def numpy_dtype(element: Attribute) -> np.dtype[Any]:
     """The NumPy dtype of an element type (or of a tensor type's elements)."""
     if isinstance(element, TensorType):
         element = element_type(cast(Attribute, element))
+    if element == BOOL:
+        return BOOL_DTYPE
     return NUMPY_DTYPES[type(element)]
 
 
-def element_of(dtype: np.dtype[Any]) -> FloatType:
-    """The element type of a NumPy float dtype."""
-    for name, candidate in FLOAT_DTYPES.items():
+def element_dtype(element: Attribute) -> np.dtype[Any] | None:
+    """The NumPy dtype of an element type tdsl computes on, else None."""
+    if element == BOOL:
+        return BOOL_DTYPE
+    return NUMPY_DTYPES.get(type(element))
+
+
+def element_of(dtype: np.dtype[Any]) -> Attribute:
+    """The element type of a NumPy dtype (bool, float16, float32 or float64)."""
+    for name, candidate in DTYPES.items():
         if candidate == dtype:
             return ELEMENT_TYPES[name]
-    raise TdslTypeError(f"tdsl computes on float16, float32 or float64, not {dtype}")
+    raise TdslTypeError(f"tdsl computes on bool, float16, float32 or float64, not {dtype}")
+
+
+def is_bool(value: SSAValue | Attribute) -> bool:
+    """Whether a tensor value (or tensor type) holds booleans."""
+    return element_type(value) == BOOL
 
 
 def tensor_type(element: Attribute, shape: Sequence[int]) -> TensorType[Attribute]:
@@ -204,18 +234,20 @@ def reduce_shape(shape: Sequence[int], axis: int | None, keepdims: bool) -> tupl
 
 
 def operand_value(op_name: str, value: SSAValue | Operation) -> SSAValue:
-    """``value`` as the SSA value of a float tensor, or a :class:`TdslTypeError` for ``op_name``.
+    """``value`` as the SSA value of a tensor tdsl computes on (booleans or floats), or a
+    :class:`TdslTypeError` for ``op_name``.
 
-    Builders call it, so that a bad builder call is a tdsl error rather than a crash.
+    Builders call it, so that a bad builder call is a tdsl error rather than a crash (the
+    verifier then checks which element types the op takes).
     """
     try:
         ssa = SSAValue.get(value)
     except ValueError as err:
         raise TdslTypeError(f"'{op_name}' takes a single-result value: {err}") from None
     t: Attribute = ssa.type
-    if not isinstance(t, TensorType) or type(element_type(cast(Attribute, t))) not in NUMPY_DTYPES:
+    if not isinstance(t, TensorType) or element_dtype(element_type(cast(Attribute, t))) is None:
         raise TdslTypeError(
-            f"'{op_name}' takes tensors of f16, f32 or f64, not a value of type {t}"
+            f"'{op_name}' takes tensors of i1, f16, f32 or f64, not a value of type {t}"
         )
     return ssa
 
@@ -594,6 +626,15 @@ class StructuredOpInterface(abc.ABC):
     """Its function's keyword parameters, in order, with their defaults."""
 
     @classmethod
+    def bool_inputs_as(cls) -> np.dtype[Any] | None:
+        """How the op takes boolean operands, as NumPy's counterpart does: the float dtype
+        the frontend converts them to first (``exp`` of booleans is float16 in NumPy),
+        ``bool`` when the op takes them as they are (``&``, ``where``), or None when
+        NumPy's result would be an integer or an error (``sum`` of booleans): the
+        frontend then refuses them and suggests a conversion."""
+        return None
+
+    @classmethod
     def signature(cls) -> str:
         """``softmax(x, axis=-1)``: the function as error messages show it."""
         args = ["x"] if cls.ARITY == 1 else ["a", "b", "c", "d"][: cls.ARITY]
@@ -627,10 +668,13 @@ def constant_value(op: Operation) -> np.ndarray[Any, Any] | None:
 
 
 def convert_scalar(b: Builder, value: SSAValue, target: Attribute) -> SSAValue:
-    """``value`` (a float scalar) converted to the float type ``target`` (extf/truncf)."""
+    """``value`` (a float or boolean scalar) converted to the float type ``target``
+    (extf/truncf; a boolean becomes 0.0 or 1.0)."""
     source = value.type
     if source == target:
         return value
+    if source == BOOL:
+        return b.insert(arith.UIToFPOp(value, cast(FloatType, target))).result
     width = {Float16Type: 16, Float32Type: 32, Float64Type: 64}
     if width[type(source)] < width[type(target)]:  # pyright: ignore[reportArgumentType]
         return b.insert(arith.ExtFOp(value, target)).result
@@ -649,6 +693,17 @@ def scalar_constant(b: Builder, value: float, element: Attribute) -> SSAValue:
 
 def _identity(rank: int) -> AffineMap:
     return AffineMap.identity(rank)
+
+
+def ufunc_bool_dtype(ufunc: str, arity: int) -> np.dtype[Any] | None:
+    """The float dtype NumPy's ``ufunc`` computes on boolean operands, or None when the
+    result is not a float (an integer, a boolean, an error)."""
+    try:
+        with np.errstate(all="ignore"):
+            dtype = getattr(np, ufunc)(*([np.zeros(1, BOOL_DTYPE)] * arity)).dtype
+    except TypeError:
+        return None
+    return dtype if dtype.kind == "f" else None
 
 
 class UnaryOp(IRDLOperation, StructuredOpInterface, abc.ABC):
@@ -705,6 +760,11 @@ class UnaryOp(IRDLOperation, StructuredOpInterface, abc.ABC):
         if self.SCALAR_OP is None:
             return super().scalar_body(b, args)
         return (b.insert(self.SCALAR_OP(args[0])).results[0],)
+
+    @classmethod
+    def bool_inputs_as(cls) -> np.dtype[Any] | None:
+        ufunc = getattr(cls, "NUMPY_UFUNC", None)
+        return None if ufunc is None else ufunc_bool_dtype(ufunc, 1)
 
 
 class BinaryOp(IRDLOperation, StructuredOpInterface, abc.ABC):
@@ -784,6 +844,57 @@ class BinaryOp(IRDLOperation, StructuredOpInterface, abc.ABC):
         if self.SCALAR_OP is None:
             return super().scalar_body(b, args)
         return (b.insert(self.SCALAR_OP(args[0], args[1])).results[0],)
+
+    @classmethod
+    def bool_inputs_as(cls) -> np.dtype[Any] | None:
+        return ufunc_bool_dtype(cls.NUMPY_UFUNC, 2)
+
+
+class CompareOp(BinaryOp, abc.ABC):
+    """Base of element-wise comparisons, broadcasting: float operands of one element type,
+    a boolean result (``nan`` compares false, except under ``!=``, as in NumPy).
+
+    A subclass names its NumPy ufunc and its ``arith.cmpf`` predicate (``PREDICATE``).
+    """
+
+    PREDICATE: ClassVar[str]
+    """The ``arith.cmpf`` predicate (ordered ones, ``une`` for ``!=``)."""
+
+    lhs = operand_def(FloatTensorConstr)
+    rhs = operand_def(FloatTensorConstr)
+    result = result_def(BoolTensorConstr)
+    IN_PLACE: ClassVar[bool] = False
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> tuple[Attribute, ...]:
+        (t,) = super().infer_result_types(operand_types)
+        return (tensor_type(BOOL, tensor_shape(t)),)
+
+    def verify_(self) -> None:
+        same_element_types(self, (self.lhs.type, self.rhs.type))
+        try:
+            (expected,) = self.infer_result_types([self.lhs.type, self.rhs.type])
+        except ShapeError as err:
+            raise shape_error(self, err, (self.lhs.type, self.rhs.type)) from None
+        expect_shape(self, tensor_shape(expected), self.result.type, "result")
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        return (b.insert(arith.CmpfOp(args[0], args[1], self.PREDICATE)).result,)
+
+    @classmethod
+    def bool_inputs_as(cls) -> np.dtype[Any] | None:
+        return FLOAT_DTYPES["f16"]  # booleans compare as 0 and 1
+
+
+class LogicalOp(BinaryOp, abc.ABC):
+    """Base of element-wise logical ops on booleans, broadcasting (``&``, ``|``)."""
+
+    lhs = operand_def(BoolTensorConstr)
+    rhs = operand_def(BoolTensorConstr)
+    result = result_def(BoolTensorConstr)
+
+    @classmethod
+    def bool_inputs_as(cls) -> np.dtype[Any] | None:
+        return BOOL_DTYPE
 
 
 def _axis_attr(axis: int) -> IntegerAttr[I64]:
@@ -1039,15 +1150,21 @@ def row_stat_shape(shape: Sequence[int], axis: int) -> tuple[int, ...]:
 
 
 __all__ = [
+    "BOOL",
     "ELEMENT_TYPES",
+    "FLOAT_TYPES",
     "NUMPY_DTYPES",
     "BinaryOp",
+    "BoolTensorConstr",
     "Combiner",
+    "CompareOp",
+    "ElementConstr",
     "FloatElementConstr",
     "FloatTensorConstr",
     "FloatType",
     "HasConstantValue",
     "IteratorType",
+    "LogicalOp",
     "NumpyTileBuilder",
     "NumpyValue",
     "Param",
@@ -1058,6 +1175,7 @@ __all__ = [
     "ShapeError",
     "StaticShapeConstr",
     "StructuredOpInterface",
+    "TensorConstr",
     "UnaryOp",
     "Workspace",
     "broadcast_dims",
@@ -1065,9 +1183,11 @@ __all__ = [
     "constant_value",
     "convert_scalar",
     "dims_map",
+    "element_dtype",
     "element_of",
     "element_type",
     "fmt_shape",
+    "is_bool",
     "map_dims",
     "normalize_axis",
     "numpy_dtype",
@@ -1078,4 +1198,5 @@ __all__ = [
     "structured",
     "tensor_shape",
     "tensor_type",
+    "ufunc_bool_dtype",
 ]

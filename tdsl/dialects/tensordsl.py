@@ -70,17 +70,22 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.printer import Printer
 from xdsl.traits import ConstantLike, Pure
-from xdsl.utils.exceptions import ParseError
+from xdsl.utils.exceptions import ParseError, VerifyException
 
+from tdsl.dialects import tdslmath
 from tdsl.dialects.structured import (
+    BOOL,
     NUMPY_DTYPES,
     BinaryOp,
+    BoolTensorConstr,
     Combiner,
-    FloatElementConstr,
+    CompareOp,
+    ElementConstr,
     FloatTensorConstr,
     FloatType,
     HasConstantValue,
     IteratorType,
+    LogicalOp,
     NumpyTileBuilder,
     NumpyValue,
     Param,
@@ -90,6 +95,7 @@ from tdsl.dialects.structured import (
     ShapeError,
     StaticShapeConstr,
     StructuredOpInterface,
+    TensorConstr,
     UnaryOp,
     Workspace,
     broadcast_dims,
@@ -110,7 +116,7 @@ from tdsl.dialects.structured import (
     tensor_shape,
     tensor_type,
 )
-from tdsl.dtypes import wide_accumulator
+from tdsl.dtypes import BOOL_DTYPE, FLOAT_DTYPES, wide_accumulator
 
 RECIPROCAL_MIN_SIZE = 1 << 15
 """Below this many elements a broadcast division stays one ``np.divide``: the extra
@@ -376,6 +382,338 @@ class SinOp(UnaryOp):
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.SinOp
 
 
+@irdl_op_definition
+class CosOp(UnaryOp):
+    """Cosine element-wise (radians).
+
+    ```mlir
+    %1 = tensordsl.cos %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.cos"
+    FUNCTION: ClassVar[str | None] = "cos"
+    NUMPY_UFUNC: ClassVar[str] = "cos"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.CosOp
+
+
+@irdl_op_definition
+class TanOp(UnaryOp):
+    """Tangent element-wise (radians).
+
+    ```mlir
+    %1 = tensordsl.tan %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.tan"
+    FUNCTION: ClassVar[str | None] = "tan"
+    NUMPY_UFUNC: ClassVar[str] = "tan"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.TanOp
+
+
+@irdl_op_definition
+class ArcsinOp(UnaryOp):
+    """Inverse sine element-wise (``nan`` outside [-1, 1], as NumPy).
+
+    ```mlir
+    %1 = tensordsl.arcsin %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.arcsin"
+    FUNCTION: ClassVar[str | None] = "arcsin"
+    NUMPY_UFUNC: ClassVar[str] = "arcsin"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.AsinOp
+
+
+@irdl_op_definition
+class ArccosOp(UnaryOp):
+    """Inverse cosine element-wise (``nan`` outside [-1, 1], as NumPy).
+
+    ```mlir
+    %1 = tensordsl.arccos %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.arccos"
+    FUNCTION: ClassVar[str | None] = "arccos"
+    NUMPY_UFUNC: ClassVar[str] = "arccos"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.AcosOp
+
+
+@irdl_op_definition
+class ArctanOp(UnaryOp):
+    """Inverse tangent element-wise.
+
+    ```mlir
+    %1 = tensordsl.arctan %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.arctan"
+    FUNCTION: ClassVar[str | None] = "arctan"
+    NUMPY_UFUNC: ClassVar[str] = "arctan"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.AtanOp
+
+
+@irdl_op_definition
+class SinhOp(UnaryOp):
+    """Hyperbolic sine element-wise.
+
+    ```mlir
+    %1 = tensordsl.sinh %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.sinh"
+    FUNCTION: ClassVar[str | None] = "sinh"
+    NUMPY_UFUNC: ClassVar[str] = "sinh"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.SinhOp
+
+
+@irdl_op_definition
+class CoshOp(UnaryOp):
+    """Hyperbolic cosine element-wise.
+
+    ```mlir
+    %1 = tensordsl.cosh %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.cosh"
+    FUNCTION: ClassVar[str | None] = "cosh"
+    NUMPY_UFUNC: ClassVar[str] = "cosh"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.CoshOp
+
+
+@irdl_op_definition
+class ArcsinhOp(UnaryOp):
+    """Inverse hyperbolic sine element-wise.
+
+    ```mlir
+    %1 = tensordsl.arcsinh %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.arcsinh"
+    FUNCTION: ClassVar[str | None] = "arcsinh"
+    NUMPY_UFUNC: ClassVar[str] = "arcsinh"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.AsinhOp
+
+
+@irdl_op_definition
+class ArccoshOp(UnaryOp):
+    """Inverse hyperbolic cosine element-wise (``nan`` below 1, as NumPy).
+
+    ```mlir
+    %1 = tensordsl.arccosh %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.arccosh"
+    FUNCTION: ClassVar[str | None] = "arccosh"
+    NUMPY_UFUNC: ClassVar[str] = "arccosh"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.AcoshOp
+
+
+@irdl_op_definition
+class ArctanhOp(UnaryOp):
+    """Inverse hyperbolic tangent element-wise (``nan`` outside [-1, 1], ``±inf`` at ``±1``).
+
+    ```mlir
+    %1 = tensordsl.arctanh %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.arctanh"
+    FUNCTION: ClassVar[str | None] = "arctanh"
+    NUMPY_UFUNC: ClassVar[str] = "arctanh"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.AtanhOp
+
+
+@irdl_op_definition
+class Log1pOp(UnaryOp):
+    """``log(1 + x)`` element-wise, accurate near 0.
+
+    ```mlir
+    %1 = tensordsl.log1p %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.log1p"
+    FUNCTION: ClassVar[str | None] = "log1p"
+    NUMPY_UFUNC: ClassVar[str] = "log1p"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.Log1pOp
+
+
+@irdl_op_definition
+class Log10Op(UnaryOp):
+    """Base-10 logarithm element-wise.
+
+    ```mlir
+    %1 = tensordsl.log10 %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.log10"
+    FUNCTION: ClassVar[str | None] = "log10"
+    NUMPY_UFUNC: ClassVar[str] = "log10"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.Log10Op
+
+
+@irdl_op_definition
+class Log2Op(UnaryOp):
+    """Base-2 logarithm element-wise.
+
+    ```mlir
+    %1 = tensordsl.log2 %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.log2"
+    FUNCTION: ClassVar[str | None] = "log2"
+    NUMPY_UFUNC: ClassVar[str] = "log2"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.Log2Op
+
+
+@irdl_op_definition
+class Expm1Op(UnaryOp):
+    """``exp(x) - 1`` element-wise, accurate near 0.
+
+    ```mlir
+    %1 = tensordsl.expm1 %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.expm1"
+    FUNCTION: ClassVar[str | None] = "expm1"
+    NUMPY_UFUNC: ClassVar[str] = "expm1"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.ExpM1Op
+
+
+@irdl_op_definition
+class CeilOp(UnaryOp):
+    """The smallest integer not below ``x``, element-wise (a float).
+
+    ```mlir
+    %1 = tensordsl.ceil %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.ceil"
+    FUNCTION: ClassVar[str | None] = "ceil"
+    NUMPY_UFUNC: ClassVar[str] = "ceil"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.CeilOp
+
+
+@irdl_op_definition
+class FloorOp(UnaryOp):
+    """The largest integer not above ``x``, element-wise (a float).
+
+    ```mlir
+    %1 = tensordsl.floor %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.floor"
+    FUNCTION: ClassVar[str | None] = "floor"
+    NUMPY_UFUNC: ClassVar[str] = "floor"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.FloorOp
+
+
+@irdl_op_definition
+class RoundOp(UnaryOp):
+    """``x`` rounded to the nearest integer, halves to even (``np.round``), element-wise.
+
+    ```mlir
+    %1 = tensordsl.round %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.round"
+    FUNCTION: ClassVar[str | None] = "round"
+    NUMPY_UFUNC: ClassVar[str] = "rint"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.RoundEvenOp
+
+
+@irdl_op_definition
+class TruncOp(UnaryOp):
+    """``x`` rounded towards zero, element-wise (a float).
+
+    ```mlir
+    %1 = tensordsl.trunc %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.trunc"
+    FUNCTION: ClassVar[str | None] = "trunc"
+    NUMPY_UFUNC: ClassVar[str] = "trunc"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.TruncOp
+
+
+@irdl_op_definition
+class SignOp(UnaryOp):
+    """``-1``, ``0`` or ``1`` by the sign of ``x``, element-wise (``nan`` stays ``nan``; the
+    sign of zero is ``+0``, as ``np.sign``).
+
+    ```mlir
+    %1 = tensordsl.sign %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.sign"
+    FUNCTION: ClassVar[str | None] = "sign"
+    NUMPY_UFUNC: ClassVar[str] = "sign"
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        (x,) = args
+        zero = scalar_constant(b, 0.0, x.type)
+        one = scalar_constant(b, 1.0, x.type)
+        minus = scalar_constant(b, -1.0, x.type)
+        pos = b.insert(arith.CmpfOp(x, zero, "ogt")).result
+        neg = b.insert(arith.CmpfOp(x, zero, "olt")).result
+        # x - x is +0 for ±0 and nan for nan
+        rest = b.insert(arith.SubfOp(x, x)).result
+        low = b.insert(arith.SelectOp(neg, minus, rest)).result
+        return (b.insert(arith.SelectOp(pos, one, low)).result,)
+
+
+@irdl_op_definition
+class SquareOp(UnaryOp):
+    """``x * x`` element-wise.
+
+    ```mlir
+    %1 = tensordsl.square %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.square"
+    FUNCTION: ClassVar[str | None] = "square"
+    NUMPY_UFUNC: ClassVar[str] = "square"
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        return (b.insert(arith.MulfOp(args[0], args[0])).result,)
+
+
+@irdl_op_definition
+class ReciprocalOp(UnaryOp):
+    """``1 / x`` element-wise (``±inf`` at ``±0``).
+
+    ```mlir
+    %1 = tensordsl.reciprocal %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.reciprocal"
+    FUNCTION: ClassVar[str | None] = "reciprocal"
+    NUMPY_UFUNC: ClassVar[str] = "reciprocal"
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        one = scalar_constant(b, 1.0, args[0].type)
+        return (b.insert(arith.DivfOp(one, args[0])).result,)
+
+
 def sigmoid_array(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     """``1 / (1 + exp(-x))`` without overflow: ``exp`` only ever sees ``-|x|``."""
     e = np.exp(-np.abs(x))
@@ -579,6 +917,377 @@ class DivOp(BinaryOp, HasCanonicalizationPatternsInterface):
         return (DivOne(),)
 
 
+@irdl_op_definition
+class PowerOp(BinaryOp):
+    """``lhs ** rhs`` element-wise, broadcasting (``np.power``: ``nan`` for a negative base
+    and a non-integer exponent, ``x ** 0`` is 1).
+
+    ```mlir
+    %2 = tensordsl.power %0, %1 : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.power"
+    FUNCTION: ClassVar[str | None] = "power"
+    OPERATOR: ClassVar[str | None] = "**"
+    NUMPY_UFUNC: ClassVar[str] = "power"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.PowFOp
+
+
+@irdl_op_definition
+class RemainderOp(BinaryOp):
+    """``lhs % rhs`` element-wise, broadcasting: the remainder with the sign of the divisor
+    (``np.remainder``, Python's ``%``; ``nan`` for a zero divisor).
+
+    ```mlir
+    %2 = tensordsl.remainder %0, %1 : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.remainder"
+    FUNCTION: ClassVar[str | None] = "remainder"
+    OPERATOR: ClassVar[str | None] = "%"
+    NUMPY_UFUNC: ClassVar[str] = "remainder"
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        # NumPy's npy_divmod: m = fmod(a, b); a nonzero m of the other sign than b
+        # moves by b; a zero m takes b's sign
+        a, d = args
+        m = b.insert(tdslmath.RemFOp(a, d)).result
+        zero = scalar_constant(b, 0.0, a.type)
+        nonzero = b.insert(arith.CmpfOp(m, zero, "one")).result
+        m_neg = b.insert(arith.CmpfOp(m, zero, "olt")).result
+        d_neg = b.insert(arith.CmpfOp(d, zero, "olt")).result
+        other_sign = b.insert(arith.XOrIOp(m_neg, d_neg)).result
+        move = b.insert(arith.AndIOp(nonzero, other_sign)).result
+        moved = b.insert(arith.AddfOp(m, d)).result
+        r = b.insert(arith.SelectOp(move, moved, m)).result
+        is_zero = b.insert(arith.CmpfOp(m, zero, "oeq")).result
+        signed_zero = b.insert(xmath.CopySignOp(zero, d)).result
+        return (b.insert(arith.SelectOp(is_zero, signed_zero, r)).result,)
+
+
+@irdl_op_definition
+class FmodOp(BinaryOp):
+    """``fmod(lhs, rhs)`` element-wise, broadcasting: the remainder with the sign of the
+    dividend (``np.fmod``, C's ``fmod``).
+
+    ```mlir
+    %2 = tensordsl.fmod %0, %1 : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.fmod"
+    FUNCTION: ClassVar[str | None] = "fmod"
+    NUMPY_UFUNC: ClassVar[str] = "fmod"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = tdslmath.RemFOp
+
+
+@irdl_op_definition
+class Arctan2Op(BinaryOp):
+    """The angle of the point ``(rhs, lhs)`` (``np.arctan2(y, x)``), element-wise, broadcasting.
+
+    ```mlir
+    %2 = tensordsl.arctan2 %0, %1 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.arctan2"
+    FUNCTION: ClassVar[str | None] = "arctan2"
+    NUMPY_UFUNC: ClassVar[str] = "arctan2"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.Atan2Op
+
+
+@irdl_op_definition
+class HypotOp(BinaryOp):
+    """``sqrt(lhs**2 + rhs**2)`` element-wise without overflow, broadcasting (``np.hypot``).
+
+    ```mlir
+    %2 = tensordsl.hypot %0, %1 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.hypot"
+    FUNCTION: ClassVar[str | None] = "hypot"
+    NUMPY_UFUNC: ClassVar[str] = "hypot"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = tdslmath.HypotOp
+
+
+@irdl_op_definition
+class CopysignOp(BinaryOp):
+    """The magnitude of ``lhs`` with the sign of ``rhs``, element-wise, broadcasting.
+
+    ```mlir
+    %2 = tensordsl.copysign %0, %1 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.copysign"
+    FUNCTION: ClassVar[str | None] = "copysign"
+    NUMPY_UFUNC: ClassVar[str] = "copysign"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.CopySignOp
+
+
+@irdl_op_definition
+class NextafterOp(BinaryOp):
+    """The next representable value after ``lhs`` towards ``rhs``, element-wise, broadcasting
+    (``np.nextafter``, in the element type).
+
+    ```mlir
+    %2 = tensordsl.nextafter %0, %1 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.nextafter"
+    FUNCTION: ClassVar[str | None] = "nextafter"
+    NUMPY_UFUNC: ClassVar[str] = "nextafter"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = tdslmath.NextAfterOp
+
+
+@irdl_op_definition
+class LessOp(CompareOp):
+    """``lhs < rhs`` element-wise, broadcasting: a boolean tensor.
+
+    ```mlir
+    %2 = tensordsl.less %0, %1 : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xi1>
+    ```
+    """
+
+    name = "tensordsl.less"
+    FUNCTION: ClassVar[str | None] = "less"
+    OPERATOR: ClassVar[str | None] = "<"
+    NUMPY_UFUNC: ClassVar[str] = "less"
+    PREDICATE: ClassVar[str] = "olt"
+
+
+@irdl_op_definition
+class LessEqualOp(CompareOp):
+    """``lhs <= rhs`` element-wise, broadcasting: a boolean tensor.
+
+    ```mlir
+    %2 = tensordsl.less_equal %0, %1 : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xi1>
+    ```
+    """
+
+    name = "tensordsl.less_equal"
+    FUNCTION: ClassVar[str | None] = "less_equal"
+    OPERATOR: ClassVar[str | None] = "<="
+    NUMPY_UFUNC: ClassVar[str] = "less_equal"
+    PREDICATE: ClassVar[str] = "ole"
+
+
+@irdl_op_definition
+class EqualOp(CompareOp):
+    """``lhs == rhs`` element-wise, broadcasting: a boolean tensor.
+
+    ```mlir
+    %2 = tensordsl.equal %0, %1 : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xi1>
+    ```
+    """
+
+    name = "tensordsl.equal"
+    FUNCTION: ClassVar[str | None] = "equal"
+    OPERATOR: ClassVar[str | None] = "=="
+    NUMPY_UFUNC: ClassVar[str] = "equal"
+    PREDICATE: ClassVar[str] = "oeq"
+
+
+@irdl_op_definition
+class NotEqualOp(CompareOp):
+    """``lhs != rhs`` (true where either is ``nan``) element-wise, broadcasting: a boolean tensor.
+
+    ```mlir
+    %2 = tensordsl.not_equal %0, %1 : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xi1>
+    ```
+    """
+
+    name = "tensordsl.not_equal"
+    FUNCTION: ClassVar[str | None] = "not_equal"
+    OPERATOR: ClassVar[str | None] = "!="
+    NUMPY_UFUNC: ClassVar[str] = "not_equal"
+    PREDICATE: ClassVar[str] = "une"
+
+
+@irdl_op_definition
+class GreaterEqualOp(CompareOp):
+    """``lhs >= rhs`` element-wise, broadcasting: a boolean tensor.
+
+    ```mlir
+    %2 = tensordsl.greater_equal %0, %1 : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xi1>
+    ```
+    """
+
+    name = "tensordsl.greater_equal"
+    FUNCTION: ClassVar[str | None] = "greater_equal"
+    OPERATOR: ClassVar[str | None] = ">="
+    NUMPY_UFUNC: ClassVar[str] = "greater_equal"
+    PREDICATE: ClassVar[str] = "oge"
+
+
+@irdl_op_definition
+class GreaterOp(CompareOp):
+    """``lhs > rhs`` element-wise, broadcasting: a boolean tensor.
+
+    ```mlir
+    %2 = tensordsl.greater %0, %1 : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xi1>
+    ```
+    """
+
+    name = "tensordsl.greater"
+    FUNCTION: ClassVar[str | None] = "greater"
+    OPERATOR: ClassVar[str | None] = ">"
+    NUMPY_UFUNC: ClassVar[str] = "greater"
+    PREDICATE: ClassVar[str] = "ogt"
+
+
+@irdl_op_definition
+class AndOp(LogicalOp):
+    """``lhs & rhs`` on booleans, element-wise, broadcasting.
+
+    ```mlir
+    %2 = tensordsl.and %0, %1 : (tensor<4x8xi1>, tensor<4x8xi1>) -> tensor<4x8xi1>
+    ```
+    """
+
+    name = "tensordsl.and"
+    FUNCTION: ClassVar[str | None] = "logical_and"
+    OPERATOR: ClassVar[str | None] = "&"
+    NUMPY_UFUNC: ClassVar[str] = "logical_and"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.AndIOp
+
+
+@irdl_op_definition
+class OrOp(LogicalOp):
+    """``lhs | rhs`` on booleans, element-wise, broadcasting.
+
+    ```mlir
+    %2 = tensordsl.or %0, %1 : (tensor<4x8xi1>, tensor<8xi1>) -> tensor<4x8xi1>
+    ```
+    """
+
+    name = "tensordsl.or"
+    FUNCTION: ClassVar[str | None] = "logical_or"
+    OPERATOR: ClassVar[str | None] = "|"
+    NUMPY_UFUNC: ClassVar[str] = "logical_or"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.OrIOp
+
+
+@irdl_op_definition
+class NotOp(UnaryOp):
+    """``~x`` on booleans, element-wise.
+
+    ```mlir
+    %1 = tensordsl.not %0 : tensor<4x8xi1>
+    ```
+    """
+
+    name = "tensordsl.not"
+    FUNCTION: ClassVar[str | None] = "logical_not"
+    NUMPY_UFUNC: ClassVar[str] = "logical_not"
+
+    T: ClassVar = VarConstraint("T", BoolTensorConstr)
+    input = operand_def(T)
+    result = result_def(T)
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        true = b.insert(arith.ConstantOp(IntegerAttr(1, BOOL))).result
+        return (b.insert(arith.XOrIOp(args[0], true)).result,)
+
+    @classmethod
+    def bool_inputs_as(cls) -> np.dtype[Any] | None:
+        return BOOL_DTYPE
+
+
+@irdl_op_definition
+class WhereOp(IRDLOperation, StructuredOpInterface):
+    """``where(cond, a, b)``: ``a`` where ``cond`` is true, else ``b``, element-wise, all
+    three broadcasting (``np.where``).  ``a`` and ``b`` share one element type, which is
+    the result's.
+
+    ```mlir
+    %3 = tensordsl.where %c, %a, %b : (tensor<4x8xi1>, tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.where"
+    FUNCTION: ClassVar[str | None] = "where"
+    ARITY: ClassVar[int] = 3
+
+    cond = operand_def(BoolTensorConstr)
+    lhs = operand_def(TensorConstr)
+    rhs = operand_def(TensorConstr)
+    result = result_def(TensorConstr)
+
+    assembly_format = (
+        "$cond `,` $lhs `,` $rhs attr-dict `:` `(` type($cond) `,` type($lhs) `,` "
+        "type($rhs) `)` `->` type($result)"
+    )
+    traits = traits_def(Pure())
+
+    def __init__(
+        self, cond: SSAValue | Operation, lhs: SSAValue | Operation, rhs: SSAValue | Operation
+    ) -> None:
+        c, a, b = (operand_value(self.name, v) for v in (cond, lhs, rhs))
+        (result,) = self.infer_result_types([c.type, a.type, b.type])
+        super().__init__(operands=[c, a, b], result_types=[result])
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> tuple[Attribute, ...]:
+        c, a, b = operand_types
+        if element_type(c) != BOOL:
+            raise ShapeError(f"the condition of where must be booleans, not {element_type(c)}")
+        if element_type(a) != element_type(b):
+            raise ShapeError(
+                f"the values of where have different element types {element_type(a)} and "
+                f"{element_type(b)} (make promotion explicit with tensordsl.cast)"
+            )
+        shape = broadcast_shapes(
+            broadcast_shapes(tensor_shape(c), tensor_shape(a)), tensor_shape(b)
+        )
+        return (tensor_type(element_type(a), shape),)
+
+    def verify_(self) -> None:
+        types = (self.cond.type, self.lhs.type, self.rhs.type)
+        try:
+            (expected,) = self.infer_result_types(list(types))
+        except ShapeError as err:
+            raise shape_error(self, err, types) from None
+        if expected != self.result.type:
+            raise VerifyException(
+                f"'{self.name}' op result type {self.result.type} should be {expected}"
+            )
+
+    def loop_extents(self) -> tuple[int, ...]:
+        return tensor_shape(self.result)
+
+    def iterator_types(self) -> tuple[IteratorType, ...]:
+        return (IteratorType.PARALLEL,) * len(tensor_shape(self.result))
+
+    def indexing_maps(self) -> tuple[AffineMap, ...]:
+        out = tensor_shape(self.result)
+        return (
+            *(dims_map(len(out), broadcast_dims(tensor_shape(v), out)) for v in self.operands),
+            dims_map(len(out), tuple(range(len(out)))),
+        )
+
+    def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
+        return (np.asarray(np.where(*args), dtype=numpy_dtype(self.result.type)),)
+
+    def lower_numpy(
+        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
+    ) -> None:
+        (c, a, b), (out,) = args, results
+        # np.where allocates: copy b in, then a where the condition holds
+        g.call("np.copyto({out}, {0})", b, out=out, note="where(c, a, b)")
+        g.call("np.copyto({out}, {0}, where={1})", a, c, out=out)
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        return (b.insert(arith.SelectOp(args[0], args[1], args[2])).result,)
+
+    @classmethod
+    def bool_inputs_as(cls) -> np.dtype[Any] | None:
+        return BOOL_DTYPE
+
+
 def _fill_splat(g: NumpyTileBuilder, value: NumpyValue, out: NumpyValue) -> NumpyValue:
     """A one-element constant operand as a block shaped like ``out`` (NumPy's fast path)."""
     constant = g.constant_value(value)
@@ -640,7 +1349,8 @@ def _identity_maps(rank: int) -> tuple[AffineMap, ...]:
 
 @irdl_op_definition
 class CastOp(IRDLOperation, StructuredOpInterface):
-    """Converts the element type, keeping the shape (``x.astype(dtype)``).
+    """Converts the element type to a float type, keeping the shape (``x.astype(dtype)``;
+    booleans become 0.0 and 1.0).
 
     The frontend inserts casts to make NumPy 2 dtype promotion explicit.
 
@@ -651,7 +1361,7 @@ class CastOp(IRDLOperation, StructuredOpInterface):
 
     name = "tensordsl.cast"
 
-    input = operand_def(FloatTensorConstr)
+    input = operand_def(TensorConstr)
     result = result_def(FloatTensorConstr)
 
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
@@ -835,9 +1545,13 @@ class TransposeOp(IRDLOperation, StructuredOpInterface, HasCanonicalizationPatte
     name = "tensordsl.transpose"
     FUNCTION: ClassVar[str | None] = "transpose"
 
-    E: ClassVar = VarConstraint("E", FloatElementConstr)
+    E: ClassVar = VarConstraint("E", ElementConstr)
     input = operand_def(TensorType.constr(E, shape=StaticShapeConstr))
     result = result_def(TensorType.constr(E, shape=StaticShapeConstr))
+
+    @classmethod
+    def bool_inputs_as(cls) -> np.dtype[Any] | None:
+        return BOOL_DTYPE
 
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
     traits = traits_def(Pure())
@@ -978,6 +1692,93 @@ class SoftmaxOp(RowLocalOp):
         s = SumOp(e, axis, keepdims=True)
         y = DivOp(e, s)
         return [m, shifted, e, s, y], y.result
+
+
+def log_softmax_array(x: np.ndarray[Any, Any], axis: int) -> np.ndarray[Any, Any]:
+    """``(x - max) - log(sum(exp(x - max)))`` along ``axis``; a float16 sum accumulates in
+    float32."""
+    if x.size == 0:
+        return x.copy()
+    with np.errstate(all="ignore"):
+        shifted = x - np.max(x, axis=axis, keepdims=True)
+        wide = wide_accumulator(x.dtype)
+        s = np.add.reduce(np.exp(shifted), axis=axis, keepdims=True, dtype=wide)
+        return np.asarray(shifted - np.log(s), dtype=x.dtype)
+
+
+@irdl_op_definition
+class LogSoftmaxOp(RowLocalOp):
+    """``log(softmax(x))`` along ``axis`` (default -1), computed stably:
+    ``(x - max) - log(sum(exp(x - max)))``.
+
+    The result has the operand's type.  A row longer than the memory budget runs
+    as its decomposition: the row maxima, then the sums of ``exp(x - max)``, then
+    the result, one pass over the row each.
+
+    ```mlir
+    %1 = tensordsl.log_softmax %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.log_softmax"
+    FUNCTION: ClassVar[str | None] = "log_softmax"
+
+    assembly_format = "$input (`axis` `=` $axis^)? attr-dict `:` type($result)"
+
+    def __init__(self, input: SSAValue | Operation, axis: int = -1) -> None:
+        value = operand_value(self.name, input)
+        normalize_axis(axis, len(tensor_shape(value)))
+        super().__init__(
+            operands=[value], result_types=[value.type], properties={"axis": _axis_attr(axis)}
+        )
+
+    def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
+        return (log_softmax_array(args[0], self.axis_value),)
+
+    def numpy_workspace(
+        self,
+        operand_shapes: Sequence[tuple[int, ...]],
+        result_shapes: Sequence[tuple[int, ...]],
+        constant_operands: Sequence[bool],
+    ) -> tuple[Workspace, ...]:
+        stat = row_stat_shape(result_shapes[0], self.axis_value)
+        # the row maxima, and the shifted values' exponentials (the result holds x - max)
+        return (
+            (stat, numpy_dtype(self.result.type)),
+            (result_shapes[0], numpy_dtype(self.result.type)),
+            (stat, wide_accumulator(numpy_dtype(self.result.type))),
+        )
+
+    def lower_numpy(
+        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
+    ) -> None:
+        (x,), (out,) = args, results
+        if math.prod(out.shape) == 0:
+            return  # nothing to compute: the result is empty too
+        axis = self.axis_value
+        m, e, s = g.workspace(0), g.workspace(1), g.workspace(2)
+        g.call(
+            f"np.maximum.reduce({{0}}, axis={axis}, keepdims=True, out={{out}})",
+            x,
+            out=m,
+            note=f"log_softmax along axis {axis}: (x - max) - log(sum(exp(x - max)))",
+        )
+        g.ufunc("subtract", x, m, out=out)
+        g.ufunc("exp", out, out=e)
+        wide = "" if s.dtype == e.dtype else f", dtype=np.{s.dtype.name}"
+        g.call(f"np.add.reduce({{0}}, axis={axis}, keepdims=True{wide}, out={{out}})", e, out=s)
+        g.ufunc("log", s, out=s)
+        g.ufunc("subtract", out, s, out=out)
+
+    def decompose(self) -> tuple[list[Operation], SSAValue]:
+        axis = self.axis.value.data
+        m = MaxOp(self.input, axis, keepdims=True)
+        shifted = SubOp(self.input, m)
+        e = ExpOp(shifted)
+        s = SumOp(e, axis, keepdims=True)
+        lg = LogOp(s)
+        y = SubOp(shifted, lg)
+        return [m, shifted, e, s, lg, y], y.result
 
 
 def layernorm_array(x: np.ndarray[Any, Any], axis: int, eps: float) -> np.ndarray[Any, Any]:
@@ -1162,6 +1963,44 @@ class MaxOp(ReductionOp):
 
 
 @irdl_op_definition
+class MinOp(ReductionOp):
+    """Minimum over ``axis`` (all axes when absent); reducing zero elements is an error, as in NumPy.
+
+    ``nan`` propagates, as in ``np.min``.
+
+    ```mlir
+    %1 = tensordsl.min %0 axis = 0 : tensor<4x8xf32> -> tensor<8xf32>
+    ```
+    """
+
+    name = "tensordsl.min"
+    FUNCTION: ClassVar[str | None] = "min"
+    NUMPY_UFUNC: ClassVar[str] = "minimum"
+    IDENTITY: ClassVar[float] = math.inf
+    COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.MinimumfOp
+    NEEDS_ELEMENTS: ClassVar[bool] = True
+
+
+@irdl_op_definition
+class ProdOp(ReductionOp):
+    """Product over ``axis`` (all axes when absent); the product of nothing is 1.
+
+    A float16 product accumulates in float32 and rounds once.
+
+    ```mlir
+    %1 = tensordsl.prod %0 axis = 1 keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
+    ```
+    """
+
+    name = "tensordsl.prod"
+    FUNCTION: ClassVar[str | None] = "prod"
+    NUMPY_UFUNC: ClassVar[str] = "multiply"
+    IDENTITY: ClassVar[float] = 1.0
+    COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.MulfOp
+    WIDE: ClassVar[bool] = True
+
+
+@irdl_op_definition
 class MeanOp(ReductionOp):
     """Arithmetic mean over ``axis`` (all axes when absent).
 
@@ -1179,6 +2018,10 @@ class MeanOp(ReductionOp):
     IDENTITY: ClassVar[float] = 0.0
     COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.AddfOp
     WIDE: ClassVar[bool] = True
+
+    @classmethod
+    def bool_inputs_as(cls) -> np.dtype[Any] | None:
+        return FLOAT_DTYPES["f64"]  # np.mean of booleans: the fraction true
 
     def finalizes(self) -> bool:
         return True
@@ -1303,10 +2146,58 @@ UNARY_OPS: tuple[type[UnaryOp], ...] = (
     AbsOp,
     NegOp,
     SinOp,
+    CosOp,
+    TanOp,
+    ArcsinOp,
+    ArccosOp,
+    ArctanOp,
+    SinhOp,
+    CoshOp,
+    ArcsinhOp,
+    ArccoshOp,
+    ArctanhOp,
+    Log1pOp,
+    Log10Op,
+    Log2Op,
+    Expm1Op,
+    CeilOp,
+    FloorOp,
+    RoundOp,
+    TruncOp,
+    SignOp,
+    SquareOp,
+    ReciprocalOp,
 )
-BINARY_OPS: tuple[type[BinaryOp], ...] = (AddOp, SubOp, MulOp, DivOp, MaximumOp, MinimumOp)
-REDUCTION_OPS: tuple[type[ReductionOp], ...] = (SumOp, MaxOp, MeanOp)
-ROW_LOCAL_OPS: tuple[type[RowLocalOp], ...] = (SoftmaxOp, LayerNormOp)
+"""Element-wise unary ops on floats."""
+BINARY_OPS: tuple[type[BinaryOp], ...] = (
+    AddOp,
+    SubOp,
+    MulOp,
+    DivOp,
+    MaximumOp,
+    MinimumOp,
+    PowerOp,
+    RemainderOp,
+    FmodOp,
+    Arctan2Op,
+    HypotOp,
+    CopysignOp,
+    NextafterOp,
+)
+"""Element-wise binary ops on floats."""
+COMPARISON_OPS: tuple[type[CompareOp], ...] = (
+    LessOp,
+    LessEqualOp,
+    EqualOp,
+    NotEqualOp,
+    GreaterEqualOp,
+    GreaterOp,
+)
+"""Comparisons: floats in, booleans out."""
+LOGICAL_OPS: tuple[type[Operation], ...] = (AndOp, OrOp, NotOp)
+"""Logical ops on booleans."""
+REDUCTION_OPS: tuple[type[ReductionOp], ...] = (SumOp, MaxOp, MeanOp, MinOp, ProdOp)
+ROW_LOCAL_OPS: tuple[type[RowLocalOp], ...] = (SoftmaxOp, LayerNormOp, LogSoftmaxOp)
 
 TensorDSL = Dialect(
     "tensordsl",
@@ -1314,9 +2205,12 @@ TensorDSL = Dialect(
         ConstantOp,
         *UNARY_OPS,
         *BINARY_OPS,
+        *COMPARISON_OPS,
+        *LOGICAL_OPS,
         CastOp,
         MatmulOp,
         TransposeOp,
+        WhereOp,
         *ROW_LOCAL_OPS,
         *REDUCTION_OPS,
     ],
@@ -1325,6 +2219,8 @@ TensorDSL = Dialect(
 
 __all__ = [
     "BINARY_OPS",
+    "COMPARISON_OPS",
+    "LOGICAL_OPS",
     "NUMPY_DTYPES",
     "RECIPROCAL_MIN_SIZE",
     "REDUCTION_OPS",
@@ -1332,36 +2228,77 @@ __all__ = [
     "UNARY_OPS",
     "AbsOp",
     "AddOp",
+    "AndOp",
+    "ArccosOp",
+    "ArccoshOp",
+    "ArcsinOp",
+    "ArcsinhOp",
+    "Arctan2Op",
+    "ArctanOp",
+    "ArctanhOp",
     "BinaryOp",
     "CastOp",
+    "CeilOp",
     "ConstantOp",
+    "CopysignOp",
+    "CosOp",
+    "CoshOp",
     "DivOp",
+    "EqualOp",
     "ExpOp",
+    "Expm1Op",
     "FloatTensorConstr",
     "FloatType",
+    "FloorOp",
+    "FmodOp",
+    "GreaterEqualOp",
+    "GreaterOp",
+    "HypotOp",
     "LayerNormOp",
+    "LessEqualOp",
+    "LessOp",
+    "Log1pOp",
+    "Log2Op",
+    "Log10Op",
     "LogOp",
+    "LogSoftmaxOp",
     "MatmulOp",
     "MaxOp",
     "MaximumOp",
     "MeanOp",
+    "MinOp",
     "MinimumOp",
     "MulOp",
     "NegOp",
+    "NextafterOp",
+    "NotEqualOp",
+    "NotOp",
+    "OrOp",
+    "PowerOp",
+    "ProdOp",
+    "ReciprocalOp",
     "ReductionOp",
     "ReluOp",
+    "RemainderOp",
+    "RoundOp",
     "RowLocalOp",
     "ShapeError",
     "SigmoidOp",
+    "SignOp",
     "SinOp",
+    "SinhOp",
     "SoftmaxOp",
     "SqrtOp",
+    "SquareOp",
     "SubOp",
     "SumOp",
+    "TanOp",
     "TanhOp",
     "TensorDSL",
     "TransposeOp",
+    "TruncOp",
     "UnaryOp",
+    "WhereOp",
     "broadcast_shapes",
     "dense_from_numpy",
     "dense_to_numpy",

@@ -87,8 +87,17 @@ class Neg:
 
 
 @dataclass(frozen=True)
+class Invert:
+    """Logical not ``~operand`` of a boolean."""
+
+    operand: Expr
+    span: Span
+
+
+@dataclass(frozen=True)
 class BinOp:
-    """A binary operator ``lhs op rhs``; ``op`` is one of ``+ - * / @``.
+    """A binary operator ``lhs op rhs``: ``+ - * / % ** @``, a comparison ``< <= == != >=
+    >`` or a logical ``& |``.
 
     ``op_span`` is the span of the operator token, where shape errors point.
     """
@@ -121,13 +130,13 @@ class Call:
     func_span: Span
 
 
-Expr = Number | Name | Neg | BinOp | Call
+Expr = Number | Name | Neg | Invert | BinOp | Call
 
 
 def children(expr: Expr) -> tuple[Expr, ...]:
     """The direct sub-expressions of ``expr``, in source order."""
     match expr:
-        case Neg(operand=operand):
+        case Neg(operand=operand) | Invert(operand=operand):
             return (operand,)
         case BinOp(lhs=lhs, rhs=rhs):
             return (lhs, rhs)
@@ -213,6 +222,7 @@ __all__ = [
     "Call",
     "Expr",
     "Expression",
+    "Invert",
     "Kernel",
     "Keyword",
     "Name",

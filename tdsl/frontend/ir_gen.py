@@ -56,7 +56,7 @@ from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
 
 from tdsl.dialects import tensordsl as td
-from tdsl.dialects.structured import ELEMENT_TYPES, Param, StructuredOpInterface
+from tdsl.dialects.structured import BOOL, ELEMENT_TYPES, Param, StructuredOpInterface, element_of
 from tdsl.dtypes import PROMOTION_RANK, SHORT_NAMES
 from tdsl.errors import (
     SourceLocation,
@@ -70,6 +70,7 @@ from tdsl.frontend.ast import (
     Call,
     Expr,
     Expression,
+    Invert,
     Kernel,
     Keyword,
     Name,
@@ -142,10 +143,10 @@ _BINARY_OPS: dict[str, type[td.BinaryOp]] = {
 # --------------------------------------------------------------------------- dtypes
 
 
-def element_type_of(dtype: DTypeLike) -> FloatType:
+def element_type_of(dtype: DTypeLike) -> Attribute:
     """The element type for a dtype spelled ``"f32"``, ``"float32"``, ``np.float32``, ...
 
-    Raises :class:`TdslTypeError` for anything but float16, float32 and float64.
+    Raises :class:`TdslTypeError` for anything but bool, float16, float32 and float64.
     """
     if isinstance(dtype, str) and dtype in ELEMENT_TYPES:
         return ELEMENT_TYPES[dtype]
@@ -153,8 +154,8 @@ def element_type_of(dtype: DTypeLike) -> FloatType:
     short = None if resolved is None else SHORT_NAMES.get(resolved.name)
     if short is None:
         raise TdslTypeError(
-            f"unsupported dtype {_show_dtype(cast(Any, dtype))}; expected float16, float32 or float64 "
-            "(also spelled f16, f32, f64)"
+            f"unsupported dtype {_show_dtype(cast(Any, dtype))}; expected bool, float16, float32 "
+            "or float64 (also spelled f16, f32, f64)"
         )
     return ELEMENT_TYPES[short]
 
@@ -200,7 +201,8 @@ class _Tensor:
 
     value: SSAValue
     shape: tuple[int, ...]
-    element: FloatType
+    element: Attribute
+    """A float type, or ``i1`` for booleans."""
 
 
 @dataclass(frozen=True)
@@ -228,19 +230,14 @@ WEAK: type[float] = float
 
 
 def _fold(op: str, a: float, b: float) -> float:
-    """Python float arithmetic, except that IEEE rules replace ZeroDivisionError."""
+    """``a <op> b`` of two literals, as the op's NumPy ufunc computes it in float64 (IEEE
+    rules, never ZeroDivisionError)."""
     with np.errstate(all="ignore"):
-        x, y = np.float64(a), np.float64(b)
-        result = {"+": x + y, "-": x - y, "*": x * y, "/": x / y}[op]
-    return float(result)
+        ufunc = getattr(np, _BINARY_OPS[op].NUMPY_UFUNC)
+        return float(ufunc(np.float64(a), np.float64(b)))
 
 
 # --------------------------------------------------------------------------- lowering
-
-
-def _float_type(element: Attribute) -> FloatType:
-    assert isinstance(element, Float16Type | Float32Type | Float64Type)
-    return element
 
 
 def _nearest(name: str, candidates: Sequence[str]) -> str | None:
@@ -269,7 +266,7 @@ def check_call(source: Source, node: Call) -> None:
         if near is not None:
             message += f"; did you mean `{near}`?"
         else:
-            message += f" (known functions: {', '.join(sorted(FUNCTIONS))})"
+            message += " (the functions are listed in docs/language.md#functions)"
         raise TdslNameError(message, source.location(node.func_span))
     if len(node.args) != info.arity:
         noun = "argument" if info.arity == 1 else "arguments"
@@ -332,9 +329,9 @@ class _FunctionLowering:
             raise TdslTypeError(str(err), self.where(span)) from None
         self.builder.insert(op)
         result = op.results[0]
-        return _Tensor(result, td.tensor_shape(result), _float_type(td.element_type(result)))
+        return _Tensor(result, td.tensor_shape(result), td.element_type(result))
 
-    def to_element(self, value: _Value, element: FloatType, span: Span) -> _Tensor:
+    def to_element(self, value: _Value, element: Attribute, span: Span) -> _Tensor:
         """``value`` as a tensor of ``element``: a constant, a cast, or itself."""
         if isinstance(value, _Literal):
             with np.errstate(over="ignore"):
@@ -349,12 +346,36 @@ class _FunctionLowering:
             self.casts[key] = self.emit(td.CastOp(value.value, element), span)
         return self.casts[key]
 
-    def unify(self, operands: Sequence[tuple[_Value, Span]]) -> list[_Tensor]:
-        """Promote ``operands`` to one element type, as ``np.result_type`` (NEP 50)."""
+    def unify(
+        self,
+        operands: Sequence[tuple[_Value, Span]],
+        op: type[StructuredOpInterface] | None = None,
+        what: str = "",
+        span: Span | None = None,
+    ) -> list[_Tensor]:
+        """Promote ``operands`` to one element type, as ``np.result_type`` (NEP 50): a
+        boolean meets a float as that float, a literal makes booleans float64.
+
+        Booleans all through go to ``op`` as :meth:`bool_inputs_as` says: as they are,
+        converted to a float type, or refused (at ``span``) with a suggestion.
+        """
         elements = [v.element for v, _ in operands if isinstance(v, _Tensor)]
         rank = PROMOTION_RANK
         element = max(elements, key=lambda e: rank[dtype_name(e)]) if elements else f64
-        return [self.to_element(v, element, span) for v, span in operands]
+        if element == BOOL and len(elements) < len(operands):
+            element = f64  # a Python float with booleans is a float64, as in NumPy
+        if element == BOOL and op is not None:
+            as_dtype = op.bool_inputs_as()
+            if as_dtype is None:
+                shown = ", ".join(self.describe(v) for v, _ in operands)
+                raise TdslTypeError(
+                    f"{what} of booleans ({shown}) is not a float in NumPy; tdsl computes on "
+                    "booleans only with comparisons, `&`, `|`, `~` and `where`: convert "
+                    "first, e.g. `where(x, 1.0, 0.0)` or `1.0 * x`",
+                    self.where(span or operands[0][1]),
+                )
+            element = element_of(as_dtype)
+        return [self.to_element(v, element, s) for v, s in operands]
 
     def tensor(self, value: _Value, span: Span) -> _Tensor:
         """``value`` as a tensor; a lone literal or weak scalar is a float64."""
@@ -410,11 +431,17 @@ class _FunctionLowering:
                 return self.emit(td.NegOp(arg.value), node.span)
             case BinOp(op="@"):
                 return self.matmul("`@`", args, (node.lhs.span, node.rhs.span), node.op_span)
+            case Invert():
+                (arg,) = args
+                self.booleans("`~`", args, (node.operand.span,))
+                assert isinstance(arg, _Tensor)
+                return self.emit(td.NotOp(arg.value), node.span)
             case BinOp(op=op, lhs=lhs, rhs=rhs):
                 a, b = args
-                if isinstance(a, _Literal) and isinstance(b, _Literal):
+                arithmetic = not issubclass(_BINARY_OPS[op], td.CompareOp | td.LogicalOp)
+                if arithmetic and isinstance(a, _Literal) and isinstance(b, _Literal):
                     return _Literal(_fold(op, a.value, b.value), node.span)
-                if not isinstance(a, _Tensor) and not isinstance(b, _Tensor):
+                if arithmetic and not isinstance(a, _Tensor) and not isinstance(b, _Tensor):
                     return self.weak(_BINARY_OPS[op], args, (lhs.span, rhs.span), node.op_span)
                 return self.binary(
                     _BINARY_OPS[op], f"`{op}`", args, (lhs.span, rhs.span), node.op_span
@@ -452,8 +479,20 @@ class _FunctionLowering:
                 f"operands of {what} do not broadcast: {self.describe(a)} and {self.describe(b)}",
                 self.where(span),
             ) from None
-        lhs, rhs = self.unify(list(zip(args, spans, strict=True)))
+        if issubclass(op_class, td.LogicalOp):
+            self.booleans(what, args, spans)
+        lhs, rhs = self.unify(list(zip(args, spans, strict=True)), op_class, what, span)
         return self.emit(op_class(lhs.value, rhs.value), span)
+
+    def booleans(self, what: str, args: Sequence[_Value], spans: Sequence[Span]) -> None:
+        """Refuse a non-boolean operand of a logical operator (``&``, ``|``, ``~``)."""
+        for value, at in zip(args, spans, strict=True):
+            if not isinstance(value, _Tensor) or value.element != BOOL:
+                raise TdslTypeError(
+                    f"{what} takes booleans, not {self.describe(value)}: compare first, "
+                    "e.g. `(a > 0) & (b < 1)`",
+                    self.where(at),
+                )
 
     def matmul(
         self, what: str, args: Sequence[_Value], spans: tuple[Span, Span], span: Span
@@ -472,7 +511,7 @@ class _FunctionLowering:
             else:
                 reason = f"batch dimensions of {what} do not broadcast: {shown}"
             raise TdslTypeError(reason, self.where(span)) from None
-        lhs, rhs = self.unify(list(zip(args, spans, strict=True)))
+        lhs, rhs = self.unify(list(zip(args, spans, strict=True)), td.MatmulOp, what, span)
         return self.emit(td.MatmulOp(lhs.value, rhs.value), span)
 
     # ---------------------------------------------------------------- calls
@@ -538,6 +577,25 @@ class _FunctionLowering:
             )
         return float(keyword.value)
 
+    def where_call(self, node: Call, args: list[_Value], spans: Sequence[Span]) -> _Tensor:
+        """``where(c, a, b)``: a float condition means ``c != 0``, as in NumPy; ``a`` and
+        ``b`` promote together, booleans staying booleans."""
+        cond_value, a, b = args
+        cond = self.tensor(cond_value, spans[0])
+        if cond.element != BOOL:
+            zero = self.to_element(_Literal(0.0, spans[0]), cond.element, spans[0])
+            cond = self.emit(td.NotEqualOp(cond.value, zero.value), spans[0])
+        shapes = [cond.shape, self.shape_of(a), self.shape_of(b)]
+        try:
+            td.broadcast_shapes(td.broadcast_shapes(shapes[0], shapes[1]), shapes[2])
+        except td.ShapeError:
+            shown = ", ".join(self.describe(v) for v in (cond, a, b))
+            raise TdslTypeError(
+                f"operands of `where` do not broadcast: {shown}", self.where(node.span)
+            ) from None
+        lhs, rhs = self.unify(list(zip((a, b), spans[1:], strict=True)), td.WhereOp)
+        return self.emit(td.WhereOp(cond.value, lhs.value, rhs.value), node.span)
+
     def call(self, node: Call, args: list[_Value]) -> _Value:
         info = FUNCTIONS[node.func]
         spans = tuple(arg.span for arg in node.args)
@@ -564,8 +622,13 @@ class _FunctionLowering:
                 op.result_shape(self.shape_of(args[0]), axis, bool(keepdims))
             except td.ShapeError as err:
                 raise TdslTypeError(err.message, self.where(node.span)) from None
+        if op is td.WhereOp:
+            return self.where_call(node, args, spans)
         tensors = [self.tensor(arg, span) for arg, span in zip(args, spans, strict=True)]
-        operands = [t.value for t in self.unify(list(zip(tensors, spans, strict=True)))]
+        unified = self.unify(
+            list(zip(tensors, spans, strict=True)), op, f"`{info.name}`", node.span
+        )
+        operands = [t.value for t in unified]
         try:
             built = op.from_call(operands, params)
         except td.ShapeError as err:
@@ -609,7 +672,7 @@ def _build_function(
     return function
 
 
-def _block(source: Source, args: Sequence[tuple[str, FloatType, tuple[int, ...], Span]]) -> Block:
+def _block(source: Source, args: Sequence[tuple[str, Attribute, tuple[int, ...], Span]]) -> Block:
     block = Block(arg_types=[TensorType(element, shape) for _, element, shape, _ in args])
     for arg, (name, _, _, span) in zip(block.args, args, strict=True):
         _name_hint(arg, name)
@@ -676,7 +739,7 @@ def _lower_expression(
         if isinstance(node, Name) and node.id not in first_use:
             first_use[node.id] = node.span
     given = dict(shapes or {})
-    args: list[tuple[str, FloatType, tuple[int, ...], Span]] = []
+    args: list[tuple[str, Attribute, tuple[int, ...], Span]] = []
     weak: set[str] = set()
     for name, span in first_use.items():
         where = source.location(span)
@@ -721,7 +784,7 @@ def _dtype_spec(name: str, dtypes: DTypeLike | Mapping[str, DTypeLike] | None) -
 
 def _input_element(
     name: str, dtypes: DTypeLike | Mapping[str, DTypeLike] | None, where: SourceLocation
-) -> FloatType:
+) -> Attribute:
     spec = _dtype_spec(name, dtypes)
     if spec is None:
         return f64
@@ -790,7 +853,7 @@ def to_tensordsl(
 _SPEC_RE = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(\S+)\s*")
 
 
-def parse_shape_spec(spec: str) -> tuple[str, tuple[int, ...], FloatType]:
+def parse_shape_spec(spec: str) -> tuple[str, tuple[int, ...], Attribute]:
     """Parse ``NAME=4x4xf32`` (``NAME=f32`` for 0-d; no dtype means f64).
 
     Raises :class:`~tdsl.errors.TdslOptionError` on a malformed spec.
@@ -801,14 +864,14 @@ def parse_shape_spec(spec: str) -> tuple[str, tuple[int, ...], FloatType]:
         raise TdslOptionError(f"invalid shape spec `{spec}`: {usage}")
     name, body = match.groups()
     parts = body.split("x")
-    element: FloatType = f64
+    element: Attribute = f64
     if not parts[-1].isdigit():
         try:
             element = element_type_of(parts[-1])
         except TdslTypeError:
             raise TdslOptionError(
                 f"invalid shape spec `{spec}`: unknown dtype `{parts[-1]}` "
-                "(expected f16, f32 or f64)"
+                "(expected bool, f16, f32 or f64)"
             ) from None
         parts = parts[:-1]
     if not all(p.isdigit() and len(p) <= 18 for p in parts):

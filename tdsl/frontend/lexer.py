@@ -29,7 +29,9 @@ class TokenKind(Enum):
 
 
 KEYWORDS = frozenset({"def", "return"})
-PUNCTUATION = frozenset("+-*/@()[],:=")
+PUNCTUATION = frozenset("+-*/@()[],:=%<>!&|~")
+_TWO_CHAR = frozenset({"**", "<=", ">=", "==", "!="})
+"""Operators of two characters, lexed as one token."""
 _OPENING = frozenset("([")
 _CLOSING = frozenset(")]")
 _WHITESPACE = frozenset(" \t\r\f\v")
@@ -108,7 +110,10 @@ class _Lexer:
                 ch == "." and text[pos + 1 : pos + 2].isdigit()
             ):
                 pos = self.number(pos)
-            elif ch in PUNCTUATION:
+            elif text[pos : pos + 2] in _TWO_CHAR:
+                self.emit(TokenKind.PUNCT, pos, pos + 2)
+                pos += 2
+            elif ch in PUNCTUATION and ch != "!":
                 if ch in _OPENING:
                     self.depth += 1
                 elif ch in _CLOSING:

@@ -33,6 +33,7 @@ from tdsl.frontend.ast import (
     Call,
     Expr,
     Expression,
+    Invert,
     Kernel,
     Keyword,
     Name,
@@ -67,7 +68,19 @@ _KEYWORD_CONSTANTS: dict[str, bool | None] = {
     "False": False,
     "None": None,
 }
-_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2, "@": 2}
+COMPARISONS = frozenset({"<", "<=", "==", "!=", ">=", ">"})
+_PRECEDENCE = {
+    **dict.fromkeys(COMPARISONS, 0),
+    "|": 1,
+    "&": 2,
+    "+": 3,
+    "-": 3,
+    "*": 4,
+    "/": 4,
+    "%": 4,
+    "@": 4,
+}
+"""Binary operators (``**`` aside) and their precedence, as in Python."""
 _MAX_INT_DIGITS = 18
 MAX_DIM = 2**62
 
@@ -303,6 +316,13 @@ class _Parser:
         while self.tok.kind is TokenKind.PUNCT and self.tok.text in _PRECEDENCE:
             op = self.advance()
             while operators and _PRECEDENCE[operators[-1].text] >= _PRECEDENCE[op.text]:
+                if operators[-1].text in COMPARISONS and op.text in COMPARISONS:
+                    first = operators[-1].text
+                    raise self.error(
+                        f"comparisons do not chain: `a {first} b {op.text} c` would mean "
+                        f"`(a {first} b) & (b {op.text} c)` in Python; write that",
+                        op.span,
+                    )
                 reduce()
             operators.append(op)
             operands.append(self.parse_operand())
@@ -311,14 +331,24 @@ class _Parser:
         return operands[0]
 
     def parse_operand(self) -> Expr:
-        minus: list[Token] = []
-        while self.is_punct("-"):
-            minus.append(self.advance())
-            self.enter(minus[-1])
+        """Unary ``-`` and ``~``, then a power ``primary ("**" operand)?``: ``-2**2`` is
+        ``-(2**2)``, ``**`` is right-associative and its exponent may be negated, as in
+        Python.  (One function: the parser's stack depth per nesting level is bounded.)"""
+        prefix: list[Token] = []
+        while self.is_punct("-") or self.is_punct("~"):
+            prefix.append(self.advance())
+            self.enter(prefix[-1])
         expr = self.parse_primary()
-        for token in reversed(minus):
-            expr = Neg(expr, token.span.to(expr.span))
-        self.depth -= len(minus)
+        if self.is_punct("**"):
+            op = self.advance()
+            self.enter(op)
+            exponent = self.parse_operand()
+            self.depth -= 1
+            expr = BinOp("**", expr, exponent, expr.span.to(exponent.span), op.span)
+        for token in reversed(prefix):
+            node = Neg if token.text == "-" else Invert
+            expr = node(expr, token.span.to(expr.span))
+        self.depth -= len(prefix)
         return expr
 
     def parse_primary(self) -> Expr:

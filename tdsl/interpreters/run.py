@@ -21,8 +21,8 @@ from xdsl.interpreter import Interpreter
 from xdsl.ir import Attribute
 from xdsl.traits import SymbolTable
 
-from tdsl.dialects.structured import StructuredOpInterface
-from tdsl.dialects.tensordsl import NUMPY_DTYPES, TensorDSL, fmt_shape
+from tdsl.dialects.structured import StructuredOpInterface, element_dtype
+from tdsl.dialects.tensordsl import TensorDSL, fmt_shape
 from tdsl.errors import TdslCallError
 from tdsl.interpreters.func import FuncFunctions
 from tdsl.interpreters.kernel import KernelFunctions
@@ -82,9 +82,9 @@ def check_arguments(function: FuncOp, arrays: tuple[Any, ...]) -> tuple[Array, .
             raise TdslCallError(f"{what} has type {param}; only tensor parameters can be passed")
         tensor = cast(TensorType[Attribute], param)
         element = tensor.get_element_type()
-        if type(element) not in NUMPY_DTYPES:
+        dtype = element_dtype(element)
+        if dtype is None:
             raise TdslCallError(f"{what} has element type {element}, which tdsl cannot run")
-        dtype = NUMPY_DTYPES[type(element)]
         array = np.asarray(value)
         if array.dtype != dtype:
             raise TdslCallError(

@@ -26,7 +26,7 @@ import numpy as np
 from xdsl.builder import Builder
 from xdsl.dialects import arith, func
 from xdsl.dialects import math as xmath
-from xdsl.dialects.builtin import FloatAttr, IntegerType, ModuleOp
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType, ModuleOp
 from xdsl.interpreter import (
     Interpreter,
     InterpreterFunctions,
@@ -38,6 +38,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import InterpretationError
 
+from tdsl.dialects import tdslmath
 from tdsl.dialects.structured import (
     IteratorType,
     constant_value,
@@ -90,6 +91,13 @@ _BINARY: dict[type[Operation], Callable[[Array, Array], Array]] = {
     xmath.PowFOp: np.power,
     xmath.Atan2Op: np.arctan2,
     xmath.CopySignOp: np.copysign,
+    tdslmath.RemFOp: np.fmod,
+    tdslmath.HypotOp: np.hypot,
+    tdslmath.NextAfterOp: np.nextafter,
+    # on i1 (booleans) only, as scalar bodies use them
+    arith.AndIOp: np.logical_and,
+    arith.OrIOp: np.logical_or,
+    arith.XOrIOp: np.logical_xor,
 }
 
 
@@ -145,8 +153,8 @@ def _run_constant(
     self: InterpreterFunctions, interpreter: Interpreter, op: Operation, args: PythonValues
 ) -> PythonValues:
     value = cast(arith.ConstantOp, op).value
-    if not isinstance(value, FloatAttr):
-        raise InterpretationError(f"scalar bodies use float constants, not {value}")
+    if not isinstance(value, FloatAttr | IntegerAttr):
+        raise InterpretationError(f"scalar bodies use float or boolean constants, not {value}")
     return (_result(op, value.value.data),)
 
 
@@ -184,6 +192,7 @@ def _scalar_functions() -> type[InterpreterFunctions]:
     namespace["run_constant"] = impl(arith.ConstantOp)(_run_constant)
     namespace["run_extf"] = impl(arith.ExtFOp)(_run_convert)
     namespace["run_truncf"] = impl(arith.TruncFOp)(_run_convert)
+    namespace["run_uitofp"] = impl(arith.UIToFPOp)(_run_convert)
     namespace["run_cmpf"] = impl(arith.CmpfOp)(_run_cmpf)
     namespace["run_select"] = impl(arith.SelectOp)(_run_select)
     return register_impls(type("ScalarFunctions", (InterpreterFunctions,), namespace))

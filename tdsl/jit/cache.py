@@ -15,6 +15,7 @@ from typing import Any, NamedTuple, TypeAlias, cast
 
 import numpy as np
 
+from tdsl.dtypes import DTYPES
 from tdsl.errors import TdslOptionError
 from tdsl.jit.kernel import ELEMENT_NAMES, CompiledKernel
 
@@ -29,12 +30,6 @@ DTypesLike: TypeAlias = Mapping[str, DTypeLike] | DTypeLike
 
 The Python type ``float`` declares a weak scalar input of an expression (a Python
 float, typed like a literal); a strong float64 is ``np.float64`` or ``"f64"``."""
-
-_DTYPE_OF: dict[str, np.dtype[Any]] = {
-    "f16": np.dtype(np.float16),
-    "f32": np.dtype(np.float32),
-    "f64": np.dtype(np.float64),
-}
 
 
 class CacheInfo(NamedTuple):
@@ -78,7 +73,8 @@ class KernelCache:
 
 
 def dtype_key(dtype: object) -> object:
-    """``"f16"``/``"f32"``/``"f64"`` for a supported dtype spelling; the value itself otherwise.
+    """``"bool"``/``"f16"``/``"f32"``/``"f64"`` for a supported dtype spelling; the value
+    itself otherwise.
 
     The Python type ``float`` (a weak scalar input) stays ``float``: it is not
     float64.  Unsupported spellings go to the frontend unchanged, which reports
@@ -86,7 +82,7 @@ def dtype_key(dtype: object) -> object:
     """
     if dtype is float:
         return dtype
-    if isinstance(dtype, str) and dtype in _DTYPE_OF:
+    if isinstance(dtype, str) and dtype in DTYPES:
         return dtype
     try:
         name = np.dtype(cast(Any, dtype)).name

@@ -460,7 +460,8 @@ def infer(name: str, value: object) -> tuple[tuple[int, ...], object]:
 def _check_dtype(name: str, dtype: np.dtype[Any]) -> None:
     if dtype.name not in ELEMENT_NAMES:
         raise TdslCallError(
-            f"argument `{name}` has dtype {dtype}; tdsl computes on float16, float32 or float64"
+            f"argument `{name}` has dtype {dtype}; tdsl computes on bool, float16, float32 or "
+            "float64"
         )
     if not dtype.isnative:
         raise TdslCallError(

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tdsl.dtypes import SHORT_NAMES
 from tdsl.jit.options import JitOptions
 from tdsl.pipeline import target_spec
 
@@ -16,7 +17,8 @@ if TYPE_CHECKING:
 
     from tdsl.lowering.fuse import FusionReport
 
-ELEMENT_NAMES: dict[str, str] = {"float16": "f16", "float32": "f32", "float64": "f64"}
+ELEMENT_NAMES: dict[str, str] = SHORT_NAMES
+"""NumPy dtype name -> the short name signatures use (the one table, :mod:`tdsl.dtypes`)."""
 """NumPy dtype name -> the language's element type name."""
 
 

@@ -559,6 +559,21 @@ def decomposed_copy(
     return list(block.ops), copied_outputs, list(block.args)
 
 
+def _decompose_in_place(op: object, fused: FusedOp, rewriter: PatternRewriter) -> bool:
+    """Replace ``op`` (of ``fused``'s body) by its decomposition; False when it has none."""
+    if not isinstance(op, Operation) or op.parent_block() is not fused.body.block:
+        return False
+    s = structured(op)
+    decomposed = None if s is None else s.decompose()
+    if decomposed is None:
+        return False
+    new_ops, value = decomposed
+    for new in new_ops:
+        new.location = op.location
+    rewriter.replace(op, new_ops, [value])
+    return True
+
+
 def _is_hoisted_constant(op: Operation) -> bool:
     value = constant_value(op)
     return value is not None and value.size > 1
@@ -647,6 +662,17 @@ class TileGroups(RewritePattern):
         for op in group.ops:
             if constant_value(op) is None:
                 require_structured(op)
+        while True:
+            compute = [op for op in group.ops if not _is_hoisted_constant(op)]
+            try:
+                parts = group.schedule_parts(compute) if compute else []
+                break
+            except TdslBudgetError as err:
+                # one op that fits neither whole nor decomposed as one part: its
+                # decomposition's ops may still fit as parts of their own
+                if not _decompose_in_place(err.op, fused, rewriter):
+                    raise
+                group = _Group(fused, budget, self.options)
         # large constants go in front of the tile op, as operands
         hoisted: dict[SSAValue, SSAValue] = {}
         for op in group.ops:
@@ -654,8 +680,6 @@ class TileGroups(RewritePattern):
                 clone = op.clone()
                 rewriter.insert(clone, InsertPoint.before(fused))
                 hoisted.update(zip(op.results, clone.results, strict=True))
-        compute = [op for op in group.ops if not _is_hoisted_constant(op)]
-        parts = group.schedule_parts(compute) if compute else []
         outer: dict[SSAValue, SSAValue] = dict(
             zip(fused.body.block.args, fused.inputs, strict=True)
         )

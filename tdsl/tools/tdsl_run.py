@@ -32,7 +32,7 @@ from xdsl.ir import Attribute
 from xdsl.parser import Parser
 from xdsl.utils.lexer import Span
 
-from tdsl.dialects.tensordsl import NUMPY_DTYPES
+from tdsl.dialects.structured import element_dtype
 from tdsl.errors import format_diagnostic
 from tdsl.interpreters import run
 from tdsl.interpreters.tensordsl import attr_to_numpy
@@ -56,21 +56,25 @@ _IRRELEVANT_OPTIONS = frozenset(
 """``tdsl-opt`` options that mean nothing to ``tdsl-run``: hidden from ``--help``."""
 
 
-def float_tensor_dtype(arg_type: Attribute) -> np.dtype[Any] | None:
-    """The dtype of an f16/f32/f64 tensor type; ``None`` for any other type."""
+def tensor_dtype(arg_type: Attribute) -> np.dtype[Any] | None:
+    """The dtype of a bool, f16, f32 or f64 tensor type; ``None`` for any other type."""
     if not isinstance(arg_type, TensorType):
         return None
-    return NUMPY_DTYPES.get(type(cast(TensorType[Attribute], arg_type).get_element_type()))
+    return element_dtype(cast(TensorType[Attribute], arg_type).get_element_type())
 
 
 def random_array(rng: np.random.Generator, arg_type: Attribute) -> Array:
     """Standard-normal values of a static f16/f32/f64 tensor type."""
-    dtype = float_tensor_dtype(arg_type)
+    dtype = tensor_dtype(arg_type)
     if dtype is None:
-        raise DriverError(f"error: --random-args makes f16, f32 or f64 tensors, not {arg_type}")
+        raise DriverError(
+            f"error: --random-args makes bool, f16, f32 or f64 tensors, not {arg_type}"
+        )
     shape = tuple(cast(TensorType[Attribute], arg_type).get_shape())
     if any(dim < 0 for dim in shape):
         raise DriverError(f"error: --random-args needs static shapes, got {arg_type}")
+    if dtype == np.bool_:
+        return rng.random(size=shape) < 0.5
     return rng.standard_normal(size=shape).astype(dtype)
 
 
@@ -188,10 +192,10 @@ class TdslRunMain(TdslOptMain):
     def _arguments(self, func: FuncOp, arg_types: list[Attribute]) -> list[Array]:
         name = func.sym_name.data
         for index, arg_type in enumerate(arg_types):
-            if float_tensor_dtype(arg_type) is None:
+            if tensor_dtype(arg_type) is None:
                 raise DriverError(
                     f"error: argument #{index} of @{name} has type {arg_type}; "
-                    "tdsl runs functions of f16, f32 and f64 tensors"
+                    "tdsl runs functions of bool, f16, f32 and f64 tensors"
                 )
         if self.args.random_args is not None:
             rng = np.random.default_rng(self.args.random_args)

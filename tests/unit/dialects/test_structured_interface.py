@@ -30,8 +30,10 @@ from xdsl.traits import ConstantLike
 
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.structured import (
+    BOOL,
     BinaryOp,
     IteratorType,
+    LogicalOp,
     ReductionOp,
     RowLocalOp,
     StructuredOpInterface,
@@ -54,6 +56,13 @@ Sample = Callable[[Attribute], list[Operation]]
 
 def _samples(op_class: type[Operation]) -> Sample | None:
     """Instances of ``op_class`` with operands of one element type, to check."""
+    if op_class is td.NotOp:
+        return lambda e: [td.NotOp(value((3, 5), BOOL)), td.NotOp(value((), BOOL))]
+    if issubclass(op_class, LogicalOp):
+        return lambda e: [
+            op_class(value((3, 5), BOOL), value((5,), BOOL)),  # pyright: ignore
+            op_class(value((3, 1), BOOL), value((1, 4), BOOL)),  # pyright: ignore
+        ]
     if issubclass(op_class, UnaryOp):
         return lambda e: [op_class(value((3, 5), e)), op_class(value((), e))]  # pyright: ignore
     if issubclass(op_class, BinaryOp):
@@ -77,6 +86,11 @@ def _samples(op_class: type[Operation]) -> Sample | None:
             for a, b in [((3, 4), (4, 5)), ((4,), (4, 5)), ((3, 4), (4,)), ((2, 3, 4), (4, 2))]
         ],
         td.TransposeOp: lambda e: [td.TransposeOp(value(s, e)) for s in [(3, 4), (2, 3, 4), (5,)]],
+        td.WhereOp: lambda e: [
+            td.WhereOp(value((3, 4), BOOL), value((3, 4), e), value((4,), e)),
+            td.WhereOp(value((3, 1), BOOL), value((), e), value((1, 5), e)),
+            td.WhereOp(value((2,), BOOL), value((2,), BOOL), value((), BOOL)),
+        ],
     }
     return explicit.get(op_class)
 
@@ -88,6 +102,9 @@ def _inputs(op: Operation, rng: np.random.Generator) -> list[np.ndarray[Any, Any
     arrays: list[np.ndarray[Any, Any]] = []
     for v in op.operands:
         shape = tensor_shape(v)
+        if numpy_dtype(v.type) == np.bool_:
+            arrays.append(rng.random(shape) < 0.5)
+            continue
         data = rng.standard_normal(shape) * 2
         # a few special values where there is room for them
         if data.size >= 6:
@@ -260,8 +277,12 @@ def test_functions_of_the_language_come_from_the_ops(op_class: type[Operation]) 
     assert issubclass(op_class, StructuredOpInterface)
     name = op_class.FUNCTION
     assert name is not None and FUNCTIONS[name].op is op_class
-    args = ", ".join(["a", "b"][: op_class.ARITY])
-    module = to_tensordsl(f"{name}({args})", shapes={"a": (4, 4), "b": (4, 4)})
+    names = ["a", "b", "c"][: op_class.ARITY]
+    module = to_tensordsl(
+        f"{name}({', '.join(names)})",
+        shapes=dict.fromkeys(names, (4, 4)),
+        dtypes={n: "bool" if op_class.bool_inputs_as() == np.bool_ else "f32" for n in names},
+    )
     assert any(type(o) is op_class for o in module.walk())
     language = (Path(__file__).parents[3] / "docs" / "language.md").read_text()
     assert f"`{op_class.signature()}`" in language, "list it in the table of docs/language.md"

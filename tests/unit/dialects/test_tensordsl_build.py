@@ -244,8 +244,19 @@ def test_op_groups_and_numpy_names() -> None:
     assert len(ops) == len(set(ops))
     assert set(ops) == {
         "tensordsl.constant",
-        *(c.name for c in (*td.UNARY_OPS, *td.BINARY_OPS, *td.REDUCTION_OPS, *td.ROW_LOCAL_OPS)),
+        *(
+            c.name
+            for c in (
+                *td.UNARY_OPS,
+                *td.BINARY_OPS,
+                *td.COMPARISON_OPS,
+                *td.LOGICAL_OPS,
+                *td.REDUCTION_OPS,
+                *td.ROW_LOCAL_OPS,
+            )
+        ),
         "tensordsl.cast",
         "tensordsl.matmul",
         "tensordsl.transpose",
+        "tensordsl.where",
     }

@@ -137,7 +137,7 @@ def test_weak_argument_errors(jit: JITTensorKernel, value: Any, pattern: str) ->
         (np.bool_(True), r"argument `s` is a bool \(True\)"),
         (
             np.int64(3),
-            r"argument `s` has dtype int64; tdsl computes on float16, float32 or float64",
+            r"argument `s` has dtype int64; tdsl computes on bool, float16, float32 or float64",
         ),
         (
             "2.0",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from xdsl.dialects.builtin import ModuleOp, TensorType, f32, i1
+from xdsl.dialects.builtin import IntegerType, ModuleOp, TensorType, f32, i1
 
 from tdsl.errors import TdslCallError
 from tdsl.tools.diagnostics import DriverError
@@ -85,14 +85,14 @@ def test_arguments_reach_the_function_unchanged(
     ("type_text", "args"),
     [
         ("tensor<2xi32>", ["--args", "dense<[1, 2]> : tensor<2xi32>"]),
-        ("tensor<2xi1>", ["--random-args", "0"]),
+        ("tensor<2xi8>", ["--random-args", "0"]),
         ("f32", ["--args", "2.5 : f32"]),
     ],
 )
 def test_only_float_tensors_can_be_passed(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, type_text: str, args: list[str]
 ) -> None:
-    # tdsl's ops and its interpreter compute on f16, f32 and f64 tensors only
+    # tdsl's ops and its interpreter compute on bool, f16, f32 and f64 tensors only
     identity = (
         f"func.func @main(%x: {type_text}) -> {type_text} {{\n  func.return %x : {type_text}\n}}\n"
     )
@@ -100,7 +100,7 @@ def test_only_float_tensors_can_be_passed(
     assert code == 1 and out == ""
     assert err.splitlines()[0] == (
         f"error: argument #0 of @main has type {type_text}; "
-        "tdsl runs functions of f16, f32 and f64 tensors"
+        "tdsl runs functions of bool, f16, f32 and f64 tensors"
     )
 
 
@@ -111,8 +111,10 @@ def test_random_array_is_reproducible_and_typed() -> None:
     assert first.shape == (3, 4)
     assert first.dtype == np.float32
     np.testing.assert_array_equal(first, second)
-    with pytest.raises(DriverError, match="makes f16, f32 or f64 tensors, not tensor<5xi1>"):
-        random_array(np.random.default_rng(0), TensorType(i1, [5]))
+    flags = random_array(np.random.default_rng(0), TensorType(i1, [5]))
+    assert flags.dtype == np.bool_ and flags.shape == (5,)
+    with pytest.raises(DriverError, match="makes bool, f16, f32 or f64 tensors, not tensor<5xi8>"):
+        random_array(np.random.default_rng(0), TensorType(IntegerType(8), [5]))
 
 
 def test_find_function(tmp_path: Path) -> None:

@@ -308,4 +308,4 @@ kernel.yield %x : tensor<4xf32>
 ^bb0(%a: tensor<8xi32>):
   kernel.yield %a : tensor<8xi32>
 }
-// CHECK: tensordsl computes on tensors of f16, f32 or f64
+// CHECK: tensordsl computes on tensors of i1 (booleans), f16, f32 or f64
