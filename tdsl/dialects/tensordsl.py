@@ -714,6 +714,64 @@ class ReciprocalOp(UnaryOp):
         return (b.insert(arith.DivfOp(one, args[0])).result,)
 
 
+@irdl_op_definition
+class CopyOp(UnaryOp):
+    """``x`` itself, element-wise (``np.copy``; numexpr's ``copy``).
+
+    ```mlir
+    %1 = tensordsl.copy %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.copy"
+    FUNCTION: ClassVar[str | None] = "copy"
+    NUMPY_UFUNC: ClassVar[str] = "positive"
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        return (args[0],)
+
+
+@irdl_op_definition
+class ConjOp(UnaryOp):
+    """The complex conjugate, which for real floats is ``x`` itself (``np.conj``).
+
+    ```mlir
+    %1 = tensordsl.conj %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.conj"
+    FUNCTION: ClassVar[str | None] = "conj"
+    NUMPY_UFUNC: ClassVar[str] = "conjugate"
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        return (args[0],)
+
+
+@irdl_op_definition
+class OnesLikeOp(UnaryOp):
+    """Ones of the operand's shape and type (``np.ones_like``; ``nan`` gives 1 too).
+
+    ```mlir
+    %1 = tensordsl.ones_like %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.ones_like"
+    FUNCTION: ClassVar[str | None] = "ones_like"
+
+    def compute(self, x: np.ndarray[Any, Any]) -> Any:
+        return np.ones_like(x)
+
+    def lower_numpy(
+        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
+    ) -> None:
+        g.call("np.copyto({out}, 1)", out=results[0], note="ones_like")
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        return (scalar_constant(b, 1.0, args[0].type),)
+
+
 def sigmoid_array(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     """``1 / (1 + exp(-x))`` without overflow: ``exp`` only ever sees ``-|x|``."""
     e = np.exp(-np.abs(x))
@@ -2167,6 +2225,9 @@ UNARY_OPS: tuple[type[UnaryOp], ...] = (
     SignOp,
     SquareOp,
     ReciprocalOp,
+    CopyOp,
+    ConjOp,
+    OnesLikeOp,
 )
 """Element-wise unary ops on floats."""
 BINARY_OPS: tuple[type[BinaryOp], ...] = (
@@ -2239,7 +2300,9 @@ __all__ = [
     "BinaryOp",
     "CastOp",
     "CeilOp",
+    "ConjOp",
     "ConstantOp",
+    "CopyOp",
     "CopysignOp",
     "CosOp",
     "CoshOp",
@@ -2273,6 +2336,7 @@ __all__ = [
     "NextafterOp",
     "NotEqualOp",
     "NotOp",
+    "OnesLikeOp",
     "OrOp",
     "PowerOp",
     "ProdOp",

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 
-from tdsl.dtypes import FLOAT_DTYPES
+from tdsl.dtypes import DTYPES as ELEMENT_DTYPES
 from tdsl.errors import TdslSyntaxError, TdslTypeError
 from tdsl.frontend.ast import (
     Assign,
@@ -50,7 +50,7 @@ from tdsl.frontend.lexer import Token, TokenKind, tokenize
 MAX_NESTING = 200
 """The deepest nesting of parentheses, calls and unary minus the parser accepts."""
 
-DTYPES = tuple(FLOAT_DTYPES)
+DTYPES = tuple(ELEMENT_DTYPES)
 """The element types a kernel signature may name."""
 
 _DTYPE_ALIASES = {
