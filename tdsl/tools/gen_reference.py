@@ -51,7 +51,7 @@ def _dialect_section(dialect: Dialect, module_doc: str) -> str:
 
 
 def render_dialects() -> str:
-    from tdsl.dialects import kernel, kernel_plan, structured, tensordsl
+    from tdsl.dialects import kernel, kernel_plan, structured, tdslmath, tensordsl
 
     parts = [
         _DIALECT_INTRO,
@@ -65,6 +65,7 @@ def render_dialects() -> str:
         "",
         _doc(kernel_plan),
         "",
+        _dialect_section(tdslmath.TdslMath, tdslmath.__doc__ or ""),
     ]
     return "\n".join(parts).rstrip() + "\n"
 
