@@ -49,6 +49,12 @@ def _tile() -> type[ModulePass]:
     return TilePass
 
 
+def _lower_to_loops() -> type[ModulePass]:
+    from tdsl.lowering.lower_to_loops import LowerToLoopsPass
+
+    return LowerToLoopsPass
+
+
 def _numpy_target() -> type[Target]:
     from tdsl.lowering.numpy_target import NumpyTarget
 
@@ -62,7 +68,7 @@ def _tdsl_frontend() -> type[Frontend]:
 
 
 TDSL_DIALECTS = {"tensordsl": _tensordsl, "kernel": _kernel, "tdslmath": _tdslmath}
-TDSL_PASSES = {"tdsl-fuse": _fuse, "tdsl-tile": _tile}
+TDSL_PASSES = {"tdsl-fuse": _fuse, "tdsl-tile": _tile, "tdsl-lower-to-loops": _lower_to_loops}
 TDSL_TARGETS = {"numpy": _numpy_target}
 TDSL_FRONTENDS = {"tdsl": _tdsl_frontend}
 

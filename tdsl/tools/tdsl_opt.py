@@ -75,6 +75,7 @@ PASS_PREFIX = "tdsl-"
 FEATURED_PASS_FLAGS: dict[str, str] = {
     "tdsl-fuse": "group ops into kernel.fused regions under the memory budget",
     "tdsl-tile": "tile each fused group so its scratch fits the memory budget",
+    "tdsl-lower-to-loops": "lower tiled groups to scf loops on memrefs (the native target's first stage)",
     "canonicalize": "apply the ops' canonicalization patterns and folders",
     "cse": "merge identical side-effect-free operations",
     "dce": "erase unused side-effect-free operations",

@@ -1,0 +1,781 @@
+"""``tdsl-lower-to-loops``: tiled IR to loops in upstream MLIR dialects.
+
+The first stage of the native target.  Each ``func.func`` of ``kernel.tile``
+groups becomes a function on memrefs: its tensor arguments become memrefs,
+its results become memref arguments written in place (destination passing),
+and the values passed between groups and the groups' accumulators become
+memref arguments too, so that the caller allocates every buffer (the memory
+budget stays measurable from Python).  The function's ``tdsl.arg_roles``
+attribute names the role of each argument: ``in`` (an argument of the
+original function), ``out`` (a result), ``tmp`` (a value passed between
+groups, or a function-level constant) and ``scratch`` (an accumulator of a
+group: one tile's result).
+
+Each ``kernel.tile`` becomes a function of its own, ``@<function>_<group>``,
+which the main function calls: its first two arguments ``lo`` and ``hi``
+select a range of tiles along the outermost tiled parallel dim, so that a
+caller can split the tiles over threads; the rest are the memrefs it reads
+and writes.  Inside, ``scf.for`` loops run over the parallel tiles and, per
+tile, over the elements, computing every op from its scalar body (the
+structured-op interface: ``scalar_body`` for element-wise ops;
+``scalar_combine``, ``scalar_finalize`` and the combiner's identity for
+reductions; ``decompose`` for row-normalizing ops, which are decomposed
+first).  Element-wise values are never stored: each loop nest computes what
+it needs at each point, in registers, and a value a later nest needs again is
+computed again.  A loop nest is one *sweep* over the elements:
+
+* a reduction accumulates into its accumulator (a ``scratch`` memref of one
+  tile's result), filled with the identity before its sweep;
+* an op that reads a reduction's result runs in a later sweep, reading the
+  finished accumulator (through ``scalar_finalize``: a mean divides);
+* a group output is stored by the sweep that computes it; a reduction's
+  output is finalized from its accumulator after its sweep.
+
+So ``softmax`` (decomposed: a max, a sum of ``exp``, a division) is three
+sweeps over each row, and ``relu(a) + b * c - d`` one.  A 2-D ``matmul``
+whose operands are group inputs, whose result feeds only one output's
+element-wise chain, is a ``func.call`` to ``@tdsl_matmul_<type>_<M>x<K>x<N>``
+(declared, external: the runtime binds it to BLAS) writing that output; the
+chain then runs in place over it.  Any other matmul runs as loops
+(``acc + a * b``).  Tile sizes along reduction dims are ignored: element loops
+need no tile buffers along them.
+
+The output is ordinary upstream MLIR (``func``, ``scf``, ``arith``, ``math``,
+``memref``), plus ``tdslmath`` for the three scalar functions xDSL's
+dialects lack.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import cast
+
+from xdsl.builder import Builder
+from xdsl.context import Context
+from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint
+
+from tdsl.dialects.kernel import FusedOp, TileOp
+from tdsl.dialects.kernel_plan import Dims, GroupBody, propagate_dims
+from tdsl.dialects.structured import (
+    BOOL,
+    FloatType,
+    IteratorType,
+    constant_value,
+    element_of,
+    element_type,
+    numpy_dtype,
+    structured,
+    tensor_shape,
+)
+from tdsl.dialects.tensordsl import ConstantOp, MatmulOp
+from tdsl.errors import TdslIRError
+from tdsl.lowering.tile import decomposed_copy
+
+ROLES_ATTR = "tdsl.arg_roles"
+"""The function attribute naming each argument's role (``in``, ``out``, ``tmp``, ``scratch``)."""
+
+
+def memref_of(t: Attribute) -> MemRefType[Attribute]:
+    """The memref type (identity layout) of a static tensor type."""
+    assert isinstance(t, TensorType)
+    tensor = cast(Attribute, t)
+    return MemRefType(element_type(tensor), tensor_shape(tensor))
+
+
+def matmul_symbol(element: Attribute, m: int, k: int, n: int) -> str:
+    """The external function a 2-D matmul calls: ``tdsl_matmul_f32_64x128x256``."""
+    return f"tdsl_matmul_{element}_{m}x{k}x{n}"
+
+
+def _is_reduction(op: Operation) -> bool:
+    s = structured(op)
+    return s is not None and IteratorType.REDUCTION in s.iterator_types()
+
+
+def _dim_set(dims: Dims) -> tuple[int, ...]:
+    return tuple(sorted({d for d in dims if d is not None}))
+
+
+# ---------------------------------------------------------------------------
+# Building loops
+# ---------------------------------------------------------------------------
+
+
+class _Code:
+    """Inserts ops at a point of a block; makes ``scf.for`` loops."""
+
+    def __init__(self, b: Builder) -> None:
+        self.b = b
+
+    @staticmethod
+    def at_end(block: Block) -> _Code:
+        return _Code(Builder(InsertPoint.at_end(block)))
+
+    def insert(self, op: Operation) -> SSAValue:
+        self.b.insert(op)
+        return op.results[0]
+
+    def index(self, value: int) -> SSAValue:
+        return self.insert(arith.ConstantOp(IntegerAttr(value, IndexType())))
+
+    def scalar(self, value: float, element: Attribute) -> SSAValue:
+        if element == BOOL:
+            return self.insert(arith.ConstantOp(IntegerAttr(int(bool(value)), BOOL)))
+        assert not isinstance(element, IndexType)
+        return self.insert(arith.ConstantOp(FloatAttr(value, _float(element))))
+
+    def loop(self, lb: SSAValue, ub: SSAValue, step: SSAValue) -> tuple[_Code, SSAValue]:
+        """An ``scf.for`` from ``lb`` to ``ub``: the code of its body and its variable."""
+        body = Block(arg_types=[IndexType()])
+        terminator = scf.YieldOp()
+        body.add_op(terminator)
+        self.b.insert(scf.ForOp(lb, ub, step, [], Region(body)))
+        return _Code(Builder(InsertPoint.before(terminator))), body.args[0]
+
+    def nest(
+        self, ranges: Sequence[tuple[int, SSAValue, SSAValue]]
+    ) -> tuple[_Code, dict[int, SSAValue]]:
+        """Loops over ``(dim, lb, ub)``, outermost first: the innermost code and the
+        variable of each dim."""
+        code, coords = self, dict[int, SSAValue]()
+        if ranges:
+            one = self.index(1)
+            for d, lb, ub in ranges:
+                code, coords[d] = code.loop(lb, ub, one)
+        return code, coords
+
+
+def _float(element: Attribute) -> FloatType:
+    from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type
+
+    assert isinstance(element, Float16Type | Float32Type | Float64Type)
+    return element
+
+
+# ---------------------------------------------------------------------------
+# One group
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Storage:
+    """The memref holding a value, indexed by the group's space coordinates: whole
+    (``tiled`` False) or one tile (coordinates along tiled dims minus the tile start)."""
+
+    ref: SSAValue
+    tiled: bool = False
+
+
+class _Group:
+    """The loops of one ``kernel.tile``."""
+
+    def __init__(self, tile: TileOp) -> None:
+        self.tile = tile
+        body = tile.group_body()
+        block = tile.body.block
+        ops, yielded = tile.body_ops()
+        self.args: list[SSAValue] = list(block.args)
+        copy = decomposed_copy(ops, list(yielded), list(block.args))
+        if copy is not None:
+            new_ops, outputs, args = copy
+            rank = len(tile.space_value)
+            dims = propagate_dims(new_ops, dict(zip(args, tile.input_dims, strict=True)), rank)
+            body = GroupBody(
+                extents=body.extents,
+                kinds=body.kinds,
+                ops=tuple(op for op in new_ops if constant_value(op) is None),
+                dims=dims,
+                reads={(op, i): dims[v] for op in new_ops for i, v in enumerate(op.operands)},
+                outputs=tuple(outputs),
+                output_dims=body.output_dims,
+                constants=frozenset(
+                    r for op in new_ops if constant_value(op) is not None for r in op.results
+                ),
+                prefer_whole=body.prefer_whole,
+            )
+            self.args = list(args)
+        self.body = body
+        self.extents = body.extents
+        # parallel dims keep their tiles; reduction dims run whole (element loops)
+        self.tiles = tuple(
+            min(t, e) if body.kinds[d] is IteratorType.PARALLEL else e
+            for d, (t, e) in enumerate(zip(tile.tiles_value, body.extents, strict=True))
+        )
+        self.tiled = [d for d in range(body.rank) if self.tiles[d] < self.extents[d]]
+        self.level: dict[Operation, int] = {}
+        self.blas: dict[Operation, int] = {}
+        """2-D matmuls a BLAS call computes, to the output they write."""
+        self._plan()
+
+    # -- planning -----------------------------------------------------------------
+
+    def _plan(self) -> None:
+        body = self.body
+        for op in body.ops:
+            k = self._blas_output(op)
+            if k is not None and k not in self.blas.values():
+                self.blas[op] = k
+        # a reduction yielded as it is (no finalization, same dtype) accumulates in its output
+        self.in_output: dict[Operation, int] = {}
+        for k, v in enumerate(body.outputs):
+            p = body.producer(v)
+            s = None if p is None else structured(p)
+            if (
+                p is None
+                or s is None
+                or not _is_reduction(p)
+                or p in self.blas
+                or p in self.in_output
+                or body.outputs.count(v) != 1
+                or s.finalizes()
+                or s.accumulator_dtype() != numpy_dtype(v.type)
+                or body.output_dims[k] != body.dims[v]
+            ):
+                continue
+            self.in_output[p] = k
+        # operands a matmul in loops reads along its contraction are stored first (one
+        # tile's worth), not recomputed for every column of its result
+        self.stored: list[SSAValue] = []
+        for op in body.ops:
+            if isinstance(op, MatmulOp) and op not in self.blas:
+                for v in op.operands:
+                    p = body.producer(v)
+                    if p is not None and not _is_reduction(p) and v not in self.stored:
+                        self.stored.append(v)
+        for op in body.ops:
+            level = 0
+            for v in op.operands:
+                p = body.producer(v)
+                if p is None or p in self.blas:
+                    continue
+                ready = 1 if _is_reduction(p) or v in self.stored else 0
+                level = max(level, self.level[p] + ready)
+            self.level[op] = level
+
+    def _blas_output(self, op: Operation) -> int | None:
+        """The output a 2-D matmul on group inputs may write with BLAS, if any: the one
+        output whose element-wise chain alone reads it, point by point."""
+        if not isinstance(op, MatmulOp):
+            return None
+        body = self.body
+        a, b = op.operands
+        if len(tensor_shape(a)) != 2 or len(tensor_shape(b)) != 2:
+            return None
+        if body.producer(a) is not None or body.producer(b) is not None:
+            return None
+        if str(element_type(op.result)) not in ("f32", "f64"):
+            return None
+        result = op.results[0]
+        point = _dim_set(body.dims[result])
+        seen: set[SSAValue] = set()
+        frontier = [result]
+        while frontier:
+            v = frontier.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            if _dim_set(body.dims[v]) != point:
+                return None  # read along other dims (broadcast, reduced): not in place
+            for use in v.uses:
+                user = use.operation
+                if user not in body.members:
+                    continue
+                if _is_reduction(user) or len(user.results) != 1:
+                    return None
+                frontier.append(user.results[0])
+        outputs = [k for k, v in enumerate(body.outputs) if v in seen]
+        if len(outputs) != 1 or body.output_dims[outputs[0]] != body.dims[result]:
+            return None
+        return outputs[0]
+
+    # -- storage ------------------------------------------------------------------
+
+    def tile_shape(self, value: SSAValue) -> tuple[int, ...]:
+        dims = self.body.dims[value]
+        return tuple(
+            extent if d is None else self.tiles[d]
+            for extent, d in zip(tensor_shape(value), dims, strict=True)
+        )
+
+    def accumulators(self) -> list[Operation]:
+        """The reductions that accumulate in scratch (not in their output)."""
+        return [
+            op
+            for op in self.body.ops
+            if _is_reduction(op) and op not in self.blas and op not in self.in_output
+        ]
+
+    def scratch_types(self) -> list[MemRefType[Attribute]]:
+        """The scratch memrefs of one tile: each accumulator, then each stored value."""
+        types: list[MemRefType[Attribute]] = []
+        for op in self.accumulators():
+            s = structured(op)
+            assert s is not None
+            types.append(
+                MemRefType(element_of(s.accumulator_dtype()), self.tile_shape(op.results[0]))
+            )
+        for v in self.stored:
+            types.append(MemRefType(element_type(v), self.tile_shape(v)))
+        return types
+
+    def hoistable(self) -> list[int]:
+        """The leading space dims (in order) all sweeps can share as outer loops: parallel,
+        run along by every reduction and stored value, and no value's contiguous dim."""
+        body = self.body
+        last: set[int] = set()  # dims that are some 2-D (or more) value's contiguous one
+        for dims in [*body.dims.values(), *body.output_dims]:
+            if len([x for x in dims if x is not None]) >= 2 and dims[-1] is not None:
+                last.add(dims[-1])
+        effects = [set(body.loop_dims(op)) for op in body.ops if _is_reduction(op)]
+        effects += [set(body.dims[v]) for v in self.stored]
+        out: list[int] = []
+        for d in range(body.rank):
+            if body.kinds[d] is not IteratorType.PARALLEL or d in last:
+                break
+            if any(d not in e for e in effects):
+                break
+            out.append(d)
+        return out
+
+    def nest_order(self, dims: Sequence[int], values: Sequence[tuple[SSAValue, Dims]]) -> list[int]:
+        """The loop order of a nest over ``dims``: space order, except that the dim most of
+        its values (weighted by size) run along as their last, contiguous dim goes
+        innermost."""
+        weight: dict[int, int] = {}
+        for v, vdims in values:
+            last = next((d for d in reversed(vdims) if d is not None), None)
+            if last is not None and last in dims:
+                weight[last] = weight.get(last, 0) + math.prod(tensor_shape(v)) + 1
+        if not weight:
+            return list(dims)
+        inner = max(weight, key=lambda d: (weight[d], d))
+        return [d for d in dims if d != inner] + [inner]
+
+    # -- emission -----------------------------------------------------------------
+
+    def emit(
+        self,
+        code: _Code,
+        lo: SSAValue,
+        hi: SSAValue,
+        inputs: Sequence[Storage],
+        outputs: Sequence[Storage],
+        accumulators: Sequence[SSAValue],
+    ) -> None:
+        """The group's loops over the tiles ``[lo, hi)`` of its outermost tiled dim."""
+        body = self.body
+        storage: dict[SSAValue, Storage] = dict(zip(self.args, inputs, strict=True))
+        for op, k in self.blas.items():
+            storage[op.results[0]] = outputs[k]
+        own = self.accumulators()
+        accs: dict[Operation, Storage] = {
+            op: Storage(ref, tiled=True) for op, ref in zip(own, accumulators, strict=False)
+        }
+        for op, k in self.in_output.items():
+            accs[op] = outputs[k]
+        for op, where in accs.items():
+            storage[op.results[0]] = where
+        stored = dict(zip(self.stored, accumulators[len(own) :], strict=True))
+        starts: dict[int, SSAValue] = {}
+        ends: dict[int, SSAValue] = {}
+        for j, d in enumerate(self.tiled):
+            step = code.index(self.tiles[d])
+            if j == 0:
+                code, t = code.loop(lo, hi, code.index(1))
+                start = code.insert(arith.MuliOp(t, step))
+            else:
+                code, start = code.loop(code.index(0), code.index(self.extents[d]), step)
+            starts[d] = start
+            end = code.insert(arith.AddiOp(start, step))
+            ends[d] = code.insert(arith.MinSIOp(end, code.index(self.extents[d])))
+
+        # the outer dims every sweep shares run once around all of them, so that the
+        # sweeps of a row (softmax: its max, its sum, its quotients) stay in cache
+        hoisted: dict[int, SSAValue] = {}
+        for d in self.hoistable():
+            lb, ub = (
+                (starts[d], ends[d])
+                if d in starts
+                else (code.index(0), code.index(self.extents[d]))
+            )
+            code, hoisted[d] = code.loop(lb, ub, code.index(1))
+
+        def ranges(dims: Sequence[int]) -> list[tuple[int, SSAValue, SSAValue]]:
+            return [
+                (d, starts[d], ends[d])
+                if d in starts
+                else (d, code.index(0), code.index(self.extents[d]))
+                for d in dims
+                if d not in hoisted
+            ]
+
+        top = max(self.level.values(), default=0)
+        for level in range(top + 1):
+            # accumulators start from the identity
+            for op, where in accs.items():
+                if self.level[op] != level:
+                    continue
+                s = structured(op)
+                assert s is not None
+                combiner = s.combiner()
+                assert combiner is not None
+                dims = _dim_set(body.dims[op.results[0]])
+                inner, coords = code.nest(ranges(dims))
+                point = _Point(self, inner, {**hoisted, **coords}, starts, storage)
+                identity = inner.scalar(combiner.identity, element_of(s.accumulator_dtype()))
+                point.store(identity, where, body.dims[op.results[0]])
+            # the sweeps: one loop nest per set of dims, effects in program order
+            sweeps: dict[tuple[int, ...], list[tuple[str, Operation | int | SSAValue]]] = {}
+            for op in body.ops:
+                if self.level[op] == level and op in accs:
+                    sweeps.setdefault(_dim_set(body.loop_dims(op)), []).append(("acc", op))
+            for v in self.stored:
+                p = body.producer(v)
+                assert p is not None
+                if self.level[p] == level:
+                    sweeps.setdefault(_dim_set(body.dims[v]), []).append(("store", v))
+            for k, (v, out_dims) in enumerate(zip(body.outputs, body.output_dims, strict=True)):
+                p = body.producer(v)
+                if p is not None and (p in accs or (p in self.blas and self.blas[p] == k)):
+                    continue  # finalized after its sweep, or written by BLAS
+                if (0 if p is None else self.level[p]) == level:
+                    sweeps.setdefault(_dim_set(out_dims), []).append(("out", k))
+            for dims, effects in sweeps.items():
+                touched: list[tuple[SSAValue, Dims]] = []
+                for _, what in effects:
+                    if isinstance(what, Operation):
+                        touched += [(w, body.reads[(what, i)]) for i, w in enumerate(what.operands)]
+                        touched.append((what.results[0], body.dims[what.results[0]]))
+                    elif isinstance(what, int):
+                        touched.append((body.outputs[what], body.output_dims[what]))
+                    else:
+                        touched.append((what, body.dims[what]))
+                inner, coords = code.nest(ranges(self.nest_order(dims, touched)))
+                point = _Point(self, inner, {**hoisted, **coords}, starts, storage)
+                for kind, what in effects:
+                    if kind == "acc":
+                        assert isinstance(what, Operation)
+                        point.accumulate(what, accs[what])
+                    elif kind == "store":
+                        assert isinstance(what, SSAValue)
+                        where = Storage(stored[what], tiled=True)
+                        point.store(point.value(what, body.dims[what]), where, body.dims[what])
+                    else:
+                        assert isinstance(what, int)
+                        value = point.value(body.outputs[what], body.output_dims[what])
+                        point.store(value, outputs[what], body.output_dims[what])
+            for v in self.stored:
+                storage[v] = Storage(stored[v], tiled=True)
+            # reductions that are outputs: finalized from their accumulators
+            for k, v in enumerate(body.outputs):
+                p = body.producer(v)
+                if p is None or p not in accs or self.level[p] != level:
+                    continue
+                if self.in_output.get(p) == k:
+                    continue  # accumulated in place
+                dims = _dim_set(body.output_dims[k])
+                inner, coords = code.nest(ranges(dims))
+                point = _Point(self, inner, {**hoisted, **coords}, starts, storage)
+                point.store(point.value(v, body.output_dims[k]), outputs[k], body.output_dims[k])
+
+
+class _Point:
+    """One point of a loop nest: loads, the scalar bodies, stores; each value once."""
+
+    def __init__(
+        self,
+        group: _Group,
+        code: _Code,
+        coords: dict[int, SSAValue],
+        starts: dict[int, SSAValue],
+        storage: dict[SSAValue, Storage],
+    ) -> None:
+        self.group = group
+        self.code = code
+        self.coords = coords
+        self.starts = starts
+        self.storage = storage
+        self.memo: dict[tuple[SSAValue, Dims], SSAValue] = {}
+        self._zero: SSAValue | None = None
+
+    def indices(self, dims: Dims, tiled: bool) -> list[SSAValue]:
+        out: list[SSAValue] = []
+        for d in dims:
+            if d is None:
+                if self._zero is None:
+                    self._zero = self.code.index(0)
+                out.append(self._zero)
+            elif tiled and d in self.starts:
+                out.append(self.code.insert(arith.SubiOp(self.coords[d], self.starts[d])))
+            else:
+                out.append(self.coords[d])
+        return out
+
+    def load(self, where: Storage, dims: Dims) -> SSAValue:
+        return self.code.insert(memref.LoadOp.get(where.ref, self.indices(dims, where.tiled)))
+
+    def store(self, value: SSAValue, where: Storage, dims: Dims) -> None:
+        self.code.b.insert(memref.StoreOp.get(value, where.ref, self.indices(dims, where.tiled)))
+
+    def value(self, v: SSAValue, dims: Dims) -> SSAValue:
+        """``v`` at this point, read along ``dims``."""
+        key = (v, dims)
+        found = self.memo.get(key)
+        if found is not None:
+            return found
+        group, body = self.group, self.group.body
+        p = body.producer(v)
+        owner = v.owner
+        if v in body.constants:
+            assert isinstance(owner, Operation)
+            data = constant_value(owner)
+            assert data is not None and data.size == 1
+            result = self.code.scalar(float(data.reshape(())), element_type(v))
+        elif p is None:
+            result = self.load(self.storage[v], dims)
+        elif v in self.storage:  # a BLAS result, or a reduction's accumulator
+            raw = self.load(self.storage[v], dims)
+            if p in group.blas:
+                result = raw
+            else:
+                s = structured(p)
+                assert s is not None
+                result = s.scalar_finalize(self.code.b, raw, _count(p))
+        else:
+            s = structured(p)
+            assert s is not None
+            args = [self.value(w, body.reads[(p, i)]) for i, w in enumerate(p.operands)]
+            results = s.scalar_body(self.code.b, args)
+            for r, x in zip(p.results, results, strict=True):
+                self.memo[(r, body.dims[r])] = x
+            result = results[list(p.results).index(v)]  # pyright: ignore[reportArgumentType]
+        self.memo[key] = result
+        return result
+
+    def accumulate(self, op: Operation, where: Storage) -> None:
+        body = self.group.body
+        s = structured(op)
+        assert s is not None
+        args = [self.value(w, body.reads[(op, i)]) for i, w in enumerate(op.operands)]
+        dims = body.dims[op.results[0]]
+        acc = self.load(where, dims)
+        self.store(s.scalar_combine(self.code.b, acc, args), where, dims)
+
+
+def _count(op: Operation) -> int:
+    """How many elements each result element of a reduction combines."""
+    s = structured(op)
+    assert s is not None
+    return math.prod(
+        e
+        for e, k in zip(s.loop_extents(), s.iterator_types(), strict=True)
+        if k is IteratorType.REDUCTION
+    )
+
+
+# ---------------------------------------------------------------------------
+# One function
+# ---------------------------------------------------------------------------
+
+
+class _FunctionLowering:
+    def __init__(self, fn: func.FuncOp, module: ModuleOp) -> None:
+        self.fn = fn
+        self.module = module
+        self.name = fn.sym_name.data
+        self.externals: dict[str, func.FuncOp] = {}
+
+    def run(self) -> list[Operation]:
+        """The new functions (main first); the old one is left to the caller."""
+        fn = self.fn
+        block = fn.body.block
+        ops = list(block.ops)
+        ret = ops[-1] if ops and isinstance(ops[-1], func.ReturnOp) else None
+        if ret is None:
+            raise TdslIRError(f"@{self.name} has no func.return", op=fn)
+        for op in ops[:-1]:
+            if isinstance(op, FusedOp):
+                raise TdslIRError(
+                    f"tdsl-lower-to-loops lowers kernel.tile groups: run tdsl-tile before it "
+                    f"(@{self.name} has a kernel.fused)",
+                    op=op,
+                )
+            if not isinstance(op, TileOp | ConstantOp):
+                raise TdslIRError(
+                    f"tdsl-lower-to-loops lowers kernel.tile groups: run tdsl-fuse and "
+                    f"tdsl-tile before it ('{op.name}' is outside a group in @{self.name})",
+                    op=op,
+                )
+        # arguments of the new function, and where each tensor value lives
+        types: list[Attribute] = []
+        roles: list[str] = []
+
+        def arg(t: Attribute, role: str) -> int:
+            types.append(t)
+            roles.append(role)
+            return len(types) - 1
+
+        place: dict[SSAValue, int] = {a: arg(memref_of(a.type), "in") for a in block.args}
+        outs = [arg(memref_of(v.type), "out") for v in ret.arguments]
+        for i, v in enumerate(ret.arguments):
+            if isinstance(v.owner, TileOp) and v not in place:
+                place[v] = outs[i]
+        direct = {v for v in ret.arguments if place.get(v) in outs}
+        groups: list[tuple[TileOp, _Group, list[int]]] = []
+        for op in ops[:-1]:
+            if isinstance(op, ConstantOp):
+                place[op.result] = arg(memref_of(op.result.type), "tmp")
+                continue
+            assert isinstance(op, TileOp)
+            for r in op.outputs:
+                if r not in place:
+                    place[r] = arg(memref_of(r.type), "tmp")
+            group = _Group(op)
+            scratch = [arg(t, "scratch") for t in group.scratch_types()]
+            groups.append((op, group, scratch))
+        new = func.FuncOp(self.name, (types, []))
+        new.attributes[ROLES_ATTR] = ArrayAttr([StringAttr(r) for r in roles])
+        args = new.body.block.args
+        for a, old in zip(args, block.args, strict=False):  # the inputs come first
+            a.name_hint = old.name_hint
+        for i, o in enumerate(outs):
+            args[o].name_hint = f"out{i}"
+        code = _Code.at_end(new.body.block)
+        functions: list[Operation] = [new]
+        for op in ops[:-1]:
+            if isinstance(op, ConstantOp):
+                self._fill(code, op, args[place[op.result]])
+        for index, (tile, group, scratch) in enumerate(groups):
+            gname = f"{self.name}_{tile.group_name or f'k{index}'}".replace(".", "_")
+            inputs = [args[place[v]] for v in tile.inputs]
+            outputs = [args[place[r]] for r in tile.outputs]
+            accs = [args[i] for i in scratch]
+            functions.append(self._group_function(gname, group, inputs, outputs, accs))
+            for mm, k in group.blas.items():
+                self._blas_call(code, mm, group, inputs, outputs[k])
+            ntiles = (
+                math.ceil(group.extents[group.tiled[0]] / group.tiles[group.tiled[0]])
+                if group.tiled
+                else 1
+            )
+            operands = [code.index(0), code.index(ntiles), *inputs, *outputs, *accs]
+            code.b.insert(func.CallOp(gname, operands, []))
+        # results that are not computed in place: arguments, constants, repeats
+        for i, v in enumerate(ret.arguments):
+            if v in direct and place[v] == outs[i]:
+                continue
+            self._copy(code, args[place[v]], args[outs[i]], tensor_shape(v))
+        code.b.insert(func.ReturnOp())
+        functions.extend(self.externals.values())
+        return functions
+
+    def _group_function(
+        self,
+        name: str,
+        group: _Group,
+        inputs: Sequence[SSAValue],
+        outputs: Sequence[SSAValue],
+        accs: Sequence[SSAValue],
+    ) -> func.FuncOp:
+        memrefs = [*inputs, *outputs, *accs]
+        types = [IndexType(), IndexType(), *(v.type for v in memrefs)]
+        fn = func.FuncOp(name, (types, []))
+        block = fn.body.block
+        lo, hi, *refs = block.args
+        lo.name_hint, hi.name_hint = "lo", "hi"
+        for a, v in zip(refs, memrefs, strict=True):
+            a.name_hint = v.name_hint
+        n_in, n_out = len(inputs), len(outputs)
+        code = _Code.at_end(block)
+        group.emit(
+            code,
+            lo,
+            hi,
+            [Storage(r) for r in refs[:n_in]],
+            [Storage(r) for r in refs[n_in : n_in + n_out]],
+            refs[n_in + n_out :],
+        )
+        code.b.insert(func.ReturnOp())
+        return fn
+
+    def _blas_call(
+        self, code: _Code, op: Operation, group: _Group, inputs: Sequence[SSAValue], out: SSAValue
+    ) -> None:
+        a, b = op.operands
+        (m, k), (_, n) = tensor_shape(a), tensor_shape(b)
+        element = element_type(op.results[0])
+        name = matmul_symbol(element, m, k, n)
+        index = {arg: i for i, arg in enumerate(group.args)}
+        lhs, rhs = inputs[index[a]], inputs[index[b]]
+        if name not in self.externals:
+            self.externals[name] = func.FuncOp.external(name, [lhs.type, rhs.type, out.type], [])
+        code.b.insert(func.CallOp(name, [lhs, rhs, out], []))
+
+    def _fill(self, code: _Code, op: ConstantOp, ref: SSAValue) -> None:
+        data = constant_value(op)
+        assert data is not None
+        flat = data.reshape(-1)
+        if flat.size and not (flat == flat[0]).all() and not (flat != flat).all():
+            raise TdslIRError(
+                "tdsl-lower-to-loops: a constant array that is not a splat is not supported "
+                "(the numpy target runs it)",
+                op=op,
+            )
+        shape = tensor_shape(op.result)
+        value = float(flat[0]) if flat.size else 0.0
+        inner, coords = code.nest([(d, code.index(0), code.index(e)) for d, e in enumerate(shape)])
+        x = inner.scalar(value, element_type(op.result))
+        inner.b.insert(memref.StoreOp.get(x, ref, [coords[d] for d in range(len(shape))]))
+
+    def _copy(self, code: _Code, src: SSAValue, dst: SSAValue, shape: Sequence[int]) -> None:
+        inner, coords = code.nest([(d, code.index(0), code.index(e)) for d, e in enumerate(shape)])
+        idx = [coords[d] for d in range(len(shape))]
+        x = inner.insert(memref.LoadOp.get(src, idx))
+        inner.b.insert(memref.StoreOp.get(x, dst, idx))
+
+
+def lower_to_loops(module: ModuleOp) -> None:
+    """Lower every function of ``module`` (in place); see the module docstring."""
+    for fn in [op for op in module.ops if isinstance(op, func.FuncOp)]:
+        if fn.is_declaration:
+            continue
+        new_ops = _FunctionLowering(fn, module).run()
+        fn.detach()
+        fn.erase()
+        for op in new_ops:
+            module.body.block.add_op(op)
+
+
+@dataclass(frozen=True)
+class LowerToLoopsPass(ModulePass):
+    """Lower ``kernel.tile`` groups to loops on memrefs in upstream dialects."""
+
+    name = "tdsl-lower-to-loops"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        lower_to_loops(op)
+
+
+__all__ = [
+    "ROLES_ATTR",
+    "LowerToLoopsPass",
+    "Storage",
+    "lower_to_loops",
+    "matmul_symbol",
+    "memref_of",
+]
