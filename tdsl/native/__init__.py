@@ -1,0 +1,1 @@
+"""The native target: tiled IR to loops, to LLVM, to machine code (see docs/native.md)."""

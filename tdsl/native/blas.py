@@ -1,0 +1,111 @@
+"""Binding ``tdsl_matmul_*`` calls to the BLAS that NumPy ships.
+
+``tdsl-lower-to-loops`` turns a 2-D matmul on group inputs into a call to an
+external function named for its type and shape, ``tdsl_matmul_f32_64x128x256``
+(``C[M, N] = A[M, K] @ B[K, N]``, row-major, all three contiguous).  This
+module finds a CBLAS ``gemm`` in the process (NumPy's wheels bundle OpenBLAS,
+with prefixed 64-bit-integer symbols such as ``scipy_cblas_sgemm64_``) and
+writes, for each such call, a small LLVM IR function with that name calling
+``?gemm`` with the shape's constants, so that the compiled code calls BLAS
+directly.  :func:`find_gemm` says why not when no BLAS is found; the native
+target then leaves such groups to the NumPy target.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import glob
+import os
+import re
+from dataclasses import dataclass
+
+_SYMBOL = re.compile(r"^tdsl_matmul_(f32|f64)_(\d+)x(\d+)x(\d+)$")
+
+# (symbol prefix, integer width) in order of preference: NumPy 2's bundled
+# OpenBLAS, NumPy 1's, then a system CBLAS with 32-bit integers
+_CANDIDATES: tuple[tuple[str, str, int], ...] = (
+    ("scipy_cblas_", "64_", 64),
+    ("cblas_", "64_", 64),
+    ("cblas_", "", 32),
+)
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """The CBLAS ``sgemm``/``dgemm`` of this process: symbol names, addresses, int width."""
+
+    symbols: dict[str, str]
+    """``f32``/``f64`` -> the symbol name."""
+    addresses: dict[str, int]
+    """symbol name -> its address."""
+    int_bits: int
+
+
+def _libraries() -> list[str]:
+    import numpy
+
+    root = os.path.dirname(os.path.dirname(numpy.__file__))
+    found: list[str] = []
+    for folder in ("numpy.libs", os.path.join("numpy", ".libs")):
+        found += sorted(glob.glob(os.path.join(root, folder, "*blas*")))
+    return found
+
+
+@functools.cache
+def find_gemm() -> Gemm | str:
+    """The process's CBLAS gemm, or why none was found."""
+    tried: list[str] = []
+    for path in [*_libraries(), None]:
+        try:
+            lib = ctypes.CDLL(path) if path is not None else ctypes.CDLL(None)
+        except OSError as err:
+            tried.append(f"{path}: {err}")
+            continue
+        for prefix, suffix, bits in _CANDIDATES:
+            names = {t: f"{prefix}{c}gemm{suffix}" for t, c in (("f32", "s"), ("f64", "d"))}
+            try:
+                addresses = {
+                    n: int(ctypes.cast(getattr(lib, n), ctypes.c_void_p).value or 0)
+                    for n in names.values()
+                }
+            except AttributeError:
+                continue
+            if all(addresses.values()):
+                return Gemm(names, addresses, bits)
+        tried.append(f"{path or 'the process'}: no CBLAS gemm symbol")
+    return "no CBLAS gemm found (" + "; ".join(tried) + ")"
+
+
+def matmul_shims(symbols: list[str], gemm: Gemm) -> str:
+    """LLVM IR defining each ``tdsl_matmul_*`` of ``symbols`` as a call to ``gemm``."""
+    width = f"i{gemm.int_bits}"
+    lines: list[str] = []
+    declared: set[str] = set()
+    for name in symbols:
+        match = _SYMBOL.match(name)
+        if match is None:
+            raise ValueError(f"not a tdsl matmul symbol: {name}")
+        kind, m, k, n = match.group(1), *map(int, match.groups()[1:])
+        scalar = "float" if kind == "f32" else "double"
+        blas = gemm.symbols[kind]
+        if blas not in declared:
+            declared.add(blas)
+            lines.append(
+                f"declare void @{blas}(i32, i32, i32, {width}, {width}, {width}, {scalar}, ptr, "
+                f"{width}, ptr, {width}, {scalar}, ptr, {width})"
+            )
+        one, zero = ("1.0", "0.0")
+        lines += [
+            f"define void @{name}(ptr noalias %a, ptr noalias %b, ptr noalias %c) {{",
+            # CblasRowMajor = 101, CblasNoTrans = 111; C = 1 * A @ B + 0 * C
+            f"  call void @{blas}(i32 101, i32 111, i32 111, {width} {m}, {width} {n}, "
+            f"{width} {k}, {scalar} {one}, ptr %a, {width} {k}, ptr %b, {width} {n}, "
+            f"{scalar} {zero}, ptr %c, {width} {n})",
+            "  ret void",
+            "}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["Gemm", "find_gemm", "matmul_shims"]
