@@ -11,8 +11,12 @@ original function), ``out`` (a result), ``tmp`` (a value passed between
 groups, or a function-level constant) and ``scratch`` (an accumulator of a
 group: one tile's result).
 
-Each ``kernel.tile`` becomes a function of its own, ``@<function>_<group>``,
-which the main function calls: its first two arguments ``lo`` and ``hi``
+The main function is a flat sequence of calls (so that a runtime may also
+drive it itself, calling group functions from several threads): filling a
+constant (``@<function>_fill<n>``), a BLAS matmul, a group, copying a result
+that is not computed in place (``@<function>_copy<n>``).  Each ``kernel.tile``
+becomes a function of its own, ``@<function>_<group>``, which the main
+function calls: its first two arguments ``lo`` and ``hi``
 select a range of tiles along the outermost tiled parallel dim, so that a
 caller can split the tiles over threads; the rest are the memrefs it reads
 and writes.  Inside, ``scf.for`` loops run over the parallel tiles and, per
@@ -48,7 +52,7 @@ dialects lack.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -85,6 +89,9 @@ from tdsl.dialects.structured import (
 from tdsl.dialects.tensordsl import ConstantOp, MatmulOp
 from tdsl.errors import TdslIRError
 from tdsl.lowering.tile import decomposed_copy
+
+SPLIT_TILES = 64
+"""The tiles a group's first parallel dim is cut into at least, for threads to share."""
 
 ROLES_ATTR = "tdsl.arg_roles"
 """The function attribute naming each argument's role (``in``, ``out``, ``tmp``, ``scratch``)."""
@@ -212,10 +219,16 @@ class _Group:
         self.body = body
         self.extents = body.extents
         # parallel dims keep their tiles; reduction dims run whole (element loops)
-        self.tiles = tuple(
+        tiles = [
             min(t, e) if body.kinds[d] is IteratorType.PARALLEL else e
             for d, (t, e) in enumerate(zip(tile.tiles_value, body.extents, strict=True))
-        )
+        ]
+        # the first parallel dim, when every op runs along it, is cut into at least
+        # SPLIT_TILES tiles that threads can share (smaller tiles need less scratch)
+        split = next((d for d in range(body.rank) if body.kinds[d] is IteratorType.PARALLEL), None)
+        if split is not None and all(split in body.loop_dims(op) for op in body.ops):
+            tiles[split] = min(tiles[split], max(1, -(-body.extents[split] // SPLIT_TILES)))
+        self.tiles = tuple(tiles)
         self.tiled = [d for d in range(body.rank) if self.tiles[d] < self.extents[d]]
         self.level: dict[Operation, int] = {}
         self.blas: dict[Operation, int] = {}
@@ -659,7 +672,12 @@ class _FunctionLowering:
         functions: list[Operation] = [new]
         for op in ops[:-1]:
             if isinstance(op, ConstantOp):
-                self._fill(code, op, args[place[op.result]])
+                ref = args[place[op.result]]
+                name = f"{self.name}_fill{len(functions)}"
+                functions.append(
+                    self._helper(name, [ref], lambda c, refs, op=op: self._fill(c, op, refs[0]))
+                )
+                code.b.insert(func.CallOp(name, [ref], []))
         for index, (tile, group, scratch) in enumerate(groups):
             gname = f"{self.name}_{tile.group_name or f'k{index}'}".replace(".", "_")
             inputs = [args[place[v]] for v in tile.inputs]
@@ -679,7 +697,15 @@ class _FunctionLowering:
         for i, v in enumerate(ret.arguments):
             if v in direct and place[v] == outs[i]:
                 continue
-            self._copy(code, args[place[v]], args[outs[i]], tensor_shape(v))
+            pair = [args[place[v]], args[outs[i]]]
+            name = f"{self.name}_copy{i}"
+            shape = tensor_shape(v)
+            functions.append(
+                self._helper(
+                    name, pair, lambda c, refs, shape=shape: self._copy(c, refs[0], refs[1], shape)
+                )
+            )
+            code.b.insert(func.CallOp(name, pair, []))
         code.b.insert(func.ReturnOp())
         functions.extend(self.externals.values())
         return functions
@@ -710,6 +736,19 @@ class _FunctionLowering:
             [Storage(r) for r in refs[n_in : n_in + n_out]],
             refs[n_in + n_out :],
         )
+        code.b.insert(func.ReturnOp())
+        return fn
+
+    def _helper(
+        self,
+        name: str,
+        refs: Sequence[SSAValue],
+        body: Callable[[_Code, Sequence[SSAValue]], None],
+    ) -> func.FuncOp:
+        """A function of memrefs ``refs`` (their types), its body written by ``body``."""
+        fn = func.FuncOp(name, ([r.type for r in refs], []))
+        code = _Code.at_end(fn.body.block)
+        body(code, fn.body.block.args)
         code.b.insert(func.ReturnOp())
         return fn
 
