@@ -55,6 +55,24 @@ def _lower_to_loops() -> type[ModulePass]:
     return LowerToLoopsPass
 
 
+def _convert_to_llvm() -> type[ModulePass]:
+    from tdsl.lowering.convert_to_llvm import ConvertToLLVMPass
+
+    return ConvertToLLVMPass
+
+
+def _llvm_target() -> type[Target]:
+    from tdsl.lowering.llvm_target import LLVMTarget
+
+    return LLVMTarget
+
+
+def _tdsl_llvm_target() -> type[Target]:
+    from tdsl.lowering.llvm_target import TdslLLVMTarget
+
+    return TdslLLVMTarget
+
+
 def _numpy_target() -> type[Target]:
     from tdsl.lowering.numpy_target import NumpyTarget
 
@@ -68,8 +86,18 @@ def _tdsl_frontend() -> type[Frontend]:
 
 
 TDSL_DIALECTS = {"tensordsl": _tensordsl, "kernel": _kernel, "tdslmath": _tdslmath}
-TDSL_PASSES = {"tdsl-fuse": _fuse, "tdsl-tile": _tile, "tdsl-lower-to-loops": _lower_to_loops}
-TDSL_TARGETS = {"numpy": _numpy_target}
+TDSL_PASSES = {
+    "tdsl-fuse": _fuse,
+    "tdsl-tile": _tile,
+    "tdsl-lower-to-loops": _lower_to_loops,
+    "tdsl-convert-to-llvm": _convert_to_llvm,
+}
+TDSL_TARGETS = {"numpy": _numpy_target, "tdsl-llvm": _tdsl_llvm_target}
+"""tdsl's targets.  The LLVM target is ``tdsl-llvm`` here, because xDSL's own universe
+already has an ``llvm`` target; ``tdsl-opt`` registers it as ``llvm`` (:data:`LLVM_TARGET`)."""
+
+LLVM_TARGET = _llvm_target
+"""The factory ``tdsl-opt`` registers as ``-t llvm``."""
 TDSL_FRONTENDS = {"tdsl": _tdsl_frontend}
 
 TDSL_UNIVERSE = Universe(

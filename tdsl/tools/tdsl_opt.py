@@ -67,7 +67,13 @@ from tdsl.tools.diagnostics import (
     run_tool,
     span_location,
 )
-from tdsl.universe import TDSL_DIALECTS, TDSL_FRONTENDS, TDSL_PASSES, TDSL_TARGETS
+from tdsl.universe import (
+    LLVM_TARGET,
+    TDSL_DIALECTS,
+    TDSL_FRONTENDS,
+    TDSL_PASSES,
+    TDSL_TARGETS,
+)
 
 PASS_PREFIX = "tdsl-"
 """tdsl's passes are registered as ``tdsl-<name>``; ``--<name>`` is accepted as a flag."""
@@ -76,6 +82,7 @@ FEATURED_PASS_FLAGS: dict[str, str] = {
     "tdsl-fuse": "group ops into kernel.fused regions under the memory budget",
     "tdsl-tile": "tile each fused group so its scratch fits the memory budget",
     "tdsl-lower-to-loops": "lower tiled groups to scf loops on memrefs (the native target's first stage)",
+    "tdsl-convert-to-llvm": "lower loops-stage IR (func/scf/arith/math/memref) to the llvm dialect",
     "canonicalize": "apply the ops' canonicalization patterns and folders",
     "cse": "merge identical side-effect-free operations",
     "dce": "erase unused side-effect-free operations",
@@ -276,6 +283,7 @@ class TdslOptMain(xDSLOptMain):
             if name not in self.available_targets:
                 self.available_targets[name] = factory
         self.available_targets["mlir"] = _exact_mlir_target
+        self.available_targets["llvm"] = LLVM_TARGET
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)

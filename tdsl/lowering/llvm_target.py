@@ -1,0 +1,54 @@
+"""The ``llvm`` target: LLVM IR text of an ``llvm``-dialect module.
+
+``tdsl-opt model.mlir --convert-to-llvm -t llvm`` prints what
+:func:`xdsl.backend.llvm.convert.convert_module` makes of the module (via
+llvmlite's IR builder, which is pure Python: no LLVM library is loaded).  The
+target triple is the host's unless ``triple`` is given, e.g.
+``-t 'llvm{triple="x86_64-unknown-linux-gnu"}'``.  In ``xdsl-opt`` the same
+target is ``tdsl-llvm`` (xDSL registers its own, simpler ``llvm``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import IO, ClassVar
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.target import Target
+
+from tdsl.errors import TdslIRError, TdslOptionError
+
+
+@dataclass(frozen=True)
+class LLVMTarget(Target):
+    """``-t llvm``: print the LLVM IR of a module of ``llvm.func`` ops."""
+
+    name: ClassVar[str] = "llvm"
+
+    triple: str = ""
+    """Target triple written into the IR (empty: the host's)."""
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        try:
+            from xdsl.backend.llvm.convert import convert_module
+        except ImportError as err:
+            raise TdslOptionError(
+                f"-t llvm needs llvmlite (pip install 'xdsl[llvm]'): {err}"
+            ) from None
+        for op in module.ops:
+            if op.dialect_name() != "llvm":
+                raise TdslIRError(
+                    f"-t llvm: '{op.name}' is not in the llvm dialect",
+                    note="run tdsl-convert-to-llvm (--convert-to-llvm) first",
+                    op=op,
+                )
+        output.write(str(convert_module(module, fallback_target_triple=self.triple or None)))
+
+
+@dataclass(frozen=True)
+class TdslLLVMTarget(LLVMTarget):
+    """The same target under the name ``tdsl-llvm``, for ``xdsl-opt`` (where xDSL's
+    own target holds the name ``llvm``)."""
+
+    name: ClassVar[str] = "tdsl-llvm"

@@ -1,0 +1,116 @@
+"""The type mapping of the LLVM lowering, and the casts that keep IR typed while it runs.
+
+``index`` becomes ``i64``; every ``memref`` becomes an opaque ``!llvm.ptr`` to its
+element at index 0 (shapes and strides are static, so the type carries all the
+rest); integer and float types stay.  In memory, ``i1`` elements are bytes
+(:func:`storage_type`), as NumPy stores booleans.
+
+Patterns convert one op at a time.  An operand whose type changes is read
+through a ``builtin.unrealized_conversion_cast`` to its LLVM type, and a result
+whose type changes is cast back to the original type, so the IR stays well
+typed after every rewrite; once every op and block signature is converted, the
+casts form chains ``A -> B -> A`` that xDSL's ``reconcile-unrealized-casts``
+removes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import cast
+
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IndexType,
+    IntegerType,
+    MemRefType,
+    UnrealizedConversionCastOp,
+    i1,
+    i8,
+    i64,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter
+from xdsl.utils.hints import isa
+
+FLOAT_TYPES = (Float16Type, Float32Type, Float64Type)
+
+
+def llvm_type(t: Attribute) -> Attribute:
+    """The LLVM dialect type of a value of type ``t``: ``index`` -> ``i64``,
+    ``memref<...>`` -> ``!llvm.ptr``, anything else itself."""
+    if isinstance(t, IndexType):
+        return i64
+    if isinstance(t, MemRefType):
+        return llvm.LLVMPointerType()
+    return t
+
+
+def is_bool(t: Attribute) -> bool:
+    """Whether ``t`` is ``i1``."""
+    return t == i1
+
+
+def integer_width(t: Attribute) -> int:
+    """The width of the LLVM integer type of ``t`` (``index``: 64)."""
+    t = llvm_type(t)
+    if not isinstance(t, IntegerType):
+        raise ValueError(f"not an integer type: {t}")
+    return cast(IntegerType, t).bitwidth
+
+
+def memref_element(t: Attribute) -> Attribute:
+    """The element type of the memref type ``t``."""
+    if not isa(t, MemRefType[Attribute]):
+        raise ValueError(f"not a memref type: {t}")
+    return t.get_element_type()
+
+
+def storage_type(element: Attribute) -> Attribute:
+    """How a memref element of type ``element`` is stored: ``i1`` as a byte
+    (``i8``, 0 or 1), ``index`` as ``i64``, others as themselves."""
+    if is_bool(element):
+        return i8
+    return llvm_type(element)
+
+
+def to_llvm(rewriter: PatternRewriter, value: SSAValue) -> SSAValue:
+    """``value`` with its LLVM type: itself, or a cast inserted at the rewriter's
+    insertion point."""
+    target = llvm_type(value.type)
+    if target == value.type:
+        return value
+    cast, result = UnrealizedConversionCastOp.cast_one(value, target)
+    rewriter.insert(cast)
+    return result
+
+
+def replace_op(
+    rewriter: PatternRewriter, op: Operation, new_results: Sequence[SSAValue | None]
+) -> None:
+    """Replace ``op`` by values already inserted before it, casting each result
+    whose LLVM type differs back to ``op``'s result type."""
+    results: list[SSAValue | None] = []
+    for old, new in zip(op.results, new_results, strict=True):
+        if new is not None and new.type != old.type:
+            cast, new = UnrealizedConversionCastOp.cast_one(new, old.type)
+            rewriter.insert(cast)
+        results.append(new)
+    rewriter.replace(op, [], results)
+
+
+def float_constant(value: float, t: Attribute) -> llvm.ConstantOp:
+    """``llvm.mlir.constant`` of the float type ``t``."""
+    if not isinstance(t, FLOAT_TYPES):
+        raise ValueError(f"not a float type: {t}")
+    return llvm.ConstantOp(FloatAttr(value, cast(AnyFloat, t)), t)
+
+
+def insert(rewriter: PatternRewriter, op: Operation) -> SSAValue:
+    """Insert ``op`` at the rewriter's insertion point; its single result."""
+    rewriter.insert(op)
+    return op.results[0]

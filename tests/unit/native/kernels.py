@@ -1,0 +1,162 @@
+"""Loops-stage test modules written by hand, and a way to run them natively.
+
+The modules are in the form ``tdsl-lower-to-loops`` produces: ``func.func`` on
+memrefs, ``scf.for`` loops, ``memref.load``/``store`` and scalar ``arith``/``math``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import get_all_dialects
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.parser import Parser
+
+from tdsl.dialects.tdslmath import TdslMath
+from tdsl.lowering.convert_to_llvm import ConvertToLLVMPass
+
+MLIR_TYPES = {np.float16: "f16", np.float32: "f32", np.float64: "f64", np.bool_: "i1"}
+
+
+def context() -> Context:
+    ctx = Context()
+    for name, factory in get_all_dialects().items():
+        ctx.register_dialect(name, factory)
+    ctx.load_dialect(TdslMath)
+    return ctx
+
+
+def parse(text: str) -> ModuleOp:
+    return Parser(context(), text).parse_module()
+
+
+def lower(text: str, **options: Any) -> ModuleOp:
+    module = parse(text)
+    ConvertToLLVMPass(**options).apply(context(), module)
+    module.verify()
+    return module
+
+
+def elementwise_1d(body: str, n: int, in_types: list[str], out_type: str) -> str:
+    """A function ``@f(%in0, ..., %out)`` over 1-D memrefs of ``n`` elements whose loop
+    body computes ``%r`` from ``%v0, %v1, ...`` with the text ``body``."""
+    args = ", ".join(f"%in{k}: memref<{n}x{t}>" for k, t in enumerate(in_types))
+    loads = "\n".join(
+        f"    %v{k} = memref.load %in{k}[%i] : memref<{n}x{t}>" for k, t in enumerate(in_types)
+    )
+    return f"""
+func.func @f({args}, %out: memref<{n}x{out_type}>) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = arith.constant {n} : index
+  scf.for %i = %c0 to %n step %c1 {{
+{loads}
+    {body}
+    memref.store %r, %out[%i] : memref<{n}x{out_type}>
+  }}
+  func.return
+}}
+"""
+
+
+def compile_function(text: str, name: str = "f", **options: Any) -> Callable[..., Any]:
+    """The native function ``name`` of loops-stage ``text``, called with arrays."""
+    from tdsl.native.compile import compile_llvm
+
+    compiled = compile_llvm(lower(text, **options))
+    fn = compiled.function(name)
+
+    def call(*args: Any) -> None:
+        fn(*(a.ctypes.data if isinstance(a, np.ndarray) else a for a in args))
+
+    call.compiled = compiled  # type: ignore[attr-defined]  # keeps the engine alive
+    return call
+
+
+def unary_math(op: str, dtype: Any, n: int) -> Callable[[np.ndarray], np.ndarray]:
+    """``x -> op(x)`` compiled natively for 1-D arrays of ``n`` elements of ``dtype``."""
+    t = MLIR_TYPES[dtype]
+    fn = compile_function(elementwise_1d(f"%r = {op} %v0 : {t}", n, [t], t))
+
+    def run(x: np.ndarray) -> np.ndarray:
+        x = np.ascontiguousarray(x, dtype)
+        assert x.shape == (n,)
+        out = np.empty(n, dtype)
+        fn(x, out)
+        return out
+
+    return run
+
+
+def chain_2d(rows: int, cols: int, t: str = "f32") -> str:
+    """``out = max(a, 0) + b * c - d`` over ``rows x cols`` memrefs (``@chain``)."""
+    m = f"memref<{rows}x{cols}x{t}>"
+    return f"""
+func.func @chain(%a: {m}, %b: {m}, %c: {m}, %d: {m}, %out: {m}) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %nr = arith.constant {rows} : index
+  %nc = arith.constant {cols} : index
+  %zero = arith.constant 0.000000e+00 : {t}
+  scf.for %i = %c0 to %nr step %c1 {{
+    scf.for %j = %c0 to %nc step %c1 {{
+      %x = memref.load %a[%i, %j] : {m}
+      %y = memref.load %b[%i, %j] : {m}
+      %z = memref.load %c[%i, %j] : {m}
+      %w = memref.load %d[%i, %j] : {m}
+      %r = arith.maximumf %x, %zero : {t}
+      %p = arith.mulf %y, %z : {t}
+      %s = arith.addf %r, %p : {t}
+      %q = arith.subf %s, %w : {t}
+      memref.store %q, %out[%i, %j] : {m}
+    }}
+  }}
+  func.return
+}}
+"""
+
+
+def row_sum_exp(rows: int, cols: int, t: str = "f32") -> str:
+    """``out[i] = sum_j exp(a[i, j])`` with an ``scf.for`` accumulator (``@rowsum``)."""
+    m = f"memref<{rows}x{cols}x{t}>"
+    return f"""
+func.func @rowsum(%a: {m}, %out: memref<{rows}x{t}>) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %nr = arith.constant {rows} : index
+  %nc = arith.constant {cols} : index
+  %init = arith.constant 0.000000e+00 : {t}
+  scf.for %i = %c0 to %nr step %c1 {{
+    %s = scf.for %j = %c0 to %nc step %c1 iter_args(%acc = %init) -> ({t}) {{
+      %v = memref.load %a[%i, %j] : {m}
+      %e = math.exp %v : {t}
+      %n = arith.addf %acc, %e : {t}
+      scf.yield %n : {t}
+    }}
+    memref.store %s, %out[%i] : memref<{rows}x{t}>
+  }}
+  func.return
+}}
+"""
+
+
+def ulp_error(result: np.ndarray, reference: np.ndarray, dtype: Any) -> np.ndarray:
+    """``|result - reference|`` in units of the last place of ``dtype`` at the
+    reference (subnormal spacing below the normal range); 0 where ``result`` is the
+    reference rounded to ``dtype`` (so also for inf and nan)."""
+    mantissa, min_exponent = {
+        np.float16: (11, -24),
+        np.float32: (24, -149),
+        np.float64: (53, -1074),
+    }[dtype]
+    ref = reference.astype(np.longdouble)
+    with np.errstate(invalid="ignore", over="ignore"):
+        exponent = np.frexp(np.abs(ref).astype(np.float64))[1]
+        ulp = np.ldexp(1.0, np.maximum(exponent - mantissa, min_exponent)).astype(np.longdouble)
+        error = np.abs(result.astype(np.longdouble) - ref) / ulp
+        rounded = reference.astype(dtype)
+    same = (result == rounded) | (np.isnan(result) & np.isnan(rounded))
+    return np.where(same, 0.0, error)
