@@ -492,8 +492,10 @@ class _Group:
                         assert isinstance(what, int)
                         value = point.value(body.outputs[what], body.output_dims[what])
                         point.store(value, outputs[what], body.output_dims[what])
-            for v in self.stored:
-                storage[v] = Storage(stored[v], tiled=True)
+            for v in self.stored:  # readable from the next sweep on
+                p = body.producer(v)
+                if p is not None and self.level[p] == level:
+                    storage[v] = Storage(stored[v], tiled=True)
             # reductions that are outputs: finalized from their accumulators
             for k, v in enumerate(body.outputs):
                 p = body.producer(v)
