@@ -1,0 +1,212 @@
+"""The native lowering on hand-written loops-stage kernels: compile time, speed
+against eager NumPy, and the accuracy of the polynomial math functions.
+
+    python benchmarks/native_loops.py speed [--size 2048] [--reps 15]
+    python benchmarks/native_loops.py accuracy [--stride 61] [--random 1000000]
+
+``speed``: the compile time of a 10-op element-wise kernel (lowering, then
+llvmlite: parse, O3, MCJIT), and one thread's time on ``size x size`` f32 for
+``relu(a) + b*c - d`` and ``sum(exp(a), axis=1)`` (median of ``reps`` runs,
+interleaved with NumPy's).
+
+``accuracy``: the maximum error in ulp of each approximation (``exp``, ``expm1``,
+``log``, ``log1p``, ``tanh``, ``sinh``, ``cosh``):
+
+- f32 over a dense sweep of the whole float32 range (every ``stride``-th bit
+  pattern, both signs) against NumPy in float64, and over ``random`` inputs
+  drawn from the function's interesting range;
+- f64 over the sweep's values with random low mantissa bits and over random
+  inputs, against NumPy in long double (80-bit on x86-64).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "unit"))
+
+from native.kernels import (
+    chain_2d,
+    compile_function,
+    elementwise_1d,
+    lower,
+    row_sum_exp,
+    ulp_error,
+    unary_math,
+)
+
+from tdsl.native.compile import compile_llvm
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "exp": np.exp,
+    "expm1": np.expm1,
+    "log": np.log,
+    "log1p": np.log1p,
+    "tanh": np.tanh,
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+}
+
+TEN_OPS = """%a = arith.mulf %v0, %v1 : f32
+    %b = arith.addf %a, %v0 : f32
+    %c = arith.subf %b, %v1 : f32
+    %d = arith.maximumf %c, %v0 : f32
+    %e = arith.divf %d, %v1 : f32
+    %f = arith.mulf %e, %e : f32
+    %g = arith.addf %f, %a : f32
+    %h = arith.minimumf %g, %b : f32
+    %k = arith.negf %h : f32
+    %r = math.absf %k : f32"""
+
+
+def timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def speed(size: int, reps: int) -> None:
+    text = elementwise_1d(TEN_OPS, 4096, ["f32", "f32"], "f32")
+    lower(text)  # warm up xDSL
+    compile_llvm(lower(text))  # and LLVM
+    lowering = [timed(lambda: lower(text, noalias=True)) for _ in range(5)]
+    module = lower(text, noalias=True)
+    llvm = [timed(lambda: compile_llvm(module)) for _ in range(5)]
+    print(
+        f"10-op kernel: lowering {statistics.median(lowering) * 1e3:.1f} ms, "
+        f"llvmlite (parse, O3, MCJIT) {statistics.median(llvm) * 1e3:.1f} ms (medians of 5)"
+    )
+    rng = np.random.default_rng(0)
+    a, b, c, d = (rng.standard_normal((size, size), dtype=np.float32) for _ in range(4))
+    out = np.empty_like(a)
+    chain = compile_function(chain_2d(size, size), "chain", noalias=True)
+    rowsum = compile_function(row_sum_exp(size, size), "rowsum", noalias=True)
+    sums = np.empty(size, np.float32)
+    cases: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {
+        "relu(a)+b*c-d": (lambda: np.maximum(a, 0) + b * c - d, lambda: chain(a, b, c, d, out)),
+        "sum(exp(a), axis=1)": (lambda: np.exp(a).sum(axis=1), lambda: rowsum(a, sums)),
+    }
+    for name, (numpy_fn, native_fn) in cases.items():
+        times: dict[str, list[float]] = {"numpy": [], "native": []}
+        for _ in range(reps):
+            times["numpy"].append(timed(numpy_fn))
+            times["native"].append(timed(native_fn))
+        t_np, t_nat = (statistics.median(times[k]) for k in ("numpy", "native"))
+        print(
+            f"{name:22s} {size}x{size} f32: numpy {t_np * 1e3:7.2f} ms, native {t_nat * 1e3:7.2f} ms"
+            f"  ({t_np / t_nat:.2f}x; min {min(times['numpy']) / min(times['native']):.2f}x)"
+        )
+    np.testing.assert_allclose(out, np.maximum(a, 0) + b * c - d, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(sums, np.exp(a.astype(np.float64)).sum(axis=1), rtol=1e-4)
+
+
+def random_inputs(name: str, dtype: Any, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Inputs spread over the range where ``name`` is neither constant nor overflowing."""
+    big = 720.0 if dtype == np.float64 else 95.0
+    spread = np.exp(rng.uniform(-40, 0, n))
+    wide = rng.uniform(-big, big, n)
+    with np.errstate(over="ignore"):
+        return _random_inputs(name, dtype, n, rng, big, spread, wide)
+
+
+def _random_inputs(
+    name: str,
+    dtype: Any,
+    n: int,
+    rng: np.random.Generator,
+    big: float,
+    spread: np.ndarray,
+    wide: np.ndarray,
+) -> np.ndarray:
+    x = {
+        "log": np.exp(rng.uniform(-big, big, n)),
+        "log1p": np.where(
+            rng.random(n) < 0.5, rng.uniform(-1, 1, n) * spread, np.exp(rng.uniform(-30, big, n))
+        ),
+        "tanh": rng.uniform(-25, 25, n) * spread,
+    }.get(name, np.where(rng.random(n) < 0.5, wide, wide * spread))
+    return x.astype(dtype)
+
+
+def sweep(stride: int, chunk: int) -> Any:
+    """Every ``stride``-th float32 bit pattern of each sign, in chunks."""
+    patterns = np.arange(0, 0x7F800000, stride, dtype=np.uint32)
+    for start in range(0, len(patterns), chunk):
+        positive = patterns[start : start + chunk]
+        yield np.concatenate([positive, positive | np.uint32(0x80000000)]).view(np.float32)
+
+
+def worst(
+    name: str, dtype: Any, batches: Any, n: int, widen: Callable[[np.ndarray], np.ndarray]
+) -> tuple[float, float]:
+    fn = unary_math(f"math.{name}", dtype, n)
+    reference_type = np.float64 if dtype == np.float32 else np.longdouble
+    top, at = 0.0, 0.0
+    for x in batches:
+        if len(x) < n:
+            x = np.concatenate([x, np.ones(n - len(x), dtype)])
+        x = widen(x)
+        with np.errstate(all="ignore"):
+            ref = FUNCTIONS[name](x.astype(reference_type))
+        errors = ulp_error(fn(x), ref, dtype)
+        i = int(np.argmax(errors))
+        if errors[i] > top:
+            top, at = float(errors[i]), float(x[i])
+    return top, at
+
+
+def accuracy(stride: int, random_n: int) -> None:
+    chunk = 1 << 21
+    rng = np.random.default_rng(1)
+    count = 2 * len(range(0, 0x7F800000, stride))
+    print(f"dense sweep: {count} float32 values (every {stride}th bit pattern of each sign)")
+    print(
+        f"{'function':8s} {'f32 sweep':>18s} {'f32 random':>18s} {'f64 sweep':>18s} {'f64 random':>18s}"
+    )
+    for name in FUNCTIONS:
+        cells: list[str] = []
+        for dtype in (np.float32, np.float64):
+
+            def add_bits(x: np.ndarray, dtype: Any = dtype) -> np.ndarray:
+                if dtype == np.float32:
+                    return x
+                bits = x.astype(np.float64).view(np.uint64)
+                noise = rng.integers(0, 1 << 29, len(x), dtype=np.uint64)
+                wide = (bits | noise).view(np.float64)
+                return np.where(np.isfinite(x), wide, x.astype(np.float64))
+
+            n = 2 * chunk
+            dense = worst(name, dtype, sweep(stride, chunk), n, add_bits)
+            random = worst(
+                name, dtype, [random_inputs(name, dtype, random_n, rng)], random_n, lambda x: x
+            )
+            cells += [f"{dense[0]:.3f} @ {dense[1]:<9.4g}", f"{random[0]:.3f} @ {random[1]:<9.4g}"]
+        print(f"{name:8s} " + " ".join(f"{c:>18s}" for c in cells))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("speed")
+    s.add_argument("--size", type=int, default=2048)
+    s.add_argument("--reps", type=int, default=15)
+    a = sub.add_parser("accuracy")
+    a.add_argument("--stride", type=int, default=61)
+    a.add_argument("--random", type=int, default=1_000_000)
+    args = parser.parse_args(argv)
+    if args.command == "speed":
+        speed(args.size, args.reps)
+    else:
+        accuracy(args.stride, args.random)
+
+
+if __name__ == "__main__":
+    main()

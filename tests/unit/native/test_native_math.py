@@ -1,0 +1,152 @@
+"""Native math functions against NumPy: the polynomial approximations within their
+stated ulp, the C library calls within a few ulp, special values exactly."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("llvmlite")
+
+from tdsl.native.compile import host_info, native_unavailable_reason
+from tdsl.native.math_approx import MAX_ULP_ERROR
+
+from .kernels import MLIR_TYPES, compile_function, elementwise_1d, ulp_error, unary_math
+
+pytestmark = pytest.mark.skipif(
+    native_unavailable_reason() is not None, reason=str(native_unavailable_reason())
+)
+
+RNG = np.random.default_rng(2024)
+N = 1 << 14
+
+NUMPY: dict[str, Callable[..., Any]] = {
+    "exp": np.exp, "expm1": np.expm1, "log": np.log, "log1p": np.log1p, "tanh": np.tanh,
+    "sinh": np.sinh, "cosh": np.cosh, "log2": np.log2, "log10": np.log10, "sqrt": np.sqrt,
+    "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
+    "atan": np.arctan, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
+    "absf": np.abs, "ceil": np.ceil, "floor": np.floor, "trunc": np.trunc,
+    "roundeven": np.rint, "rsqrt": lambda x: 1 / np.sqrt(x),
+}  # fmt: skip
+
+
+def inputs(name: str, dtype: Any) -> np.ndarray:
+    """Random inputs over the interesting range of ``name``, plus special values."""
+    big = 700.0 if dtype == np.float64 else 90.0
+    spread = np.exp(RNG.uniform(-30, 0, N))
+    ranges: dict[str, np.ndarray] = {
+        "exp": RNG.uniform(-big - 50, big + 5, N),
+        "expm1": np.concatenate([RNG.uniform(-40, big + 5, N // 2), RNG.uniform(-1, 1, N // 2) * spread[: N // 2]]),
+        "log": np.exp(RNG.uniform(-700 if dtype == np.float64 else -100, big, N)),
+        "log1p": np.concatenate([RNG.uniform(-1, 1, N // 2) * spread[: N // 2], np.exp(RNG.uniform(-30, big, N // 2))]),
+        "tanh": RNG.uniform(-25, 25, N) * spread,
+        "sinh": RNG.uniform(-big - 3, big + 3, N) * spread,
+        "cosh": RNG.uniform(-big - 3, big + 3, N) * spread,
+    }  # fmt: skip
+    x = ranges.get(name, RNG.uniform(-3, 3, N) * spread)
+    info = np.finfo(dtype)
+    specials = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 2.0, float(info.max),
+                -float(info.max), float(info.tiny), -float(info.tiny), float(info.smallest_subnormal),
+                -float(info.smallest_subnormal), 1e-30, -1e-30, 88.72, 88.73, 89.5, -87.3, -103.9,
+                -104.0, 709.78, 709.79, 710.5, -745.1, -745.2, 9.0, 19.0, 0.625, 1.0 - 2**-20]  # fmt: skip
+    x[: len(specials)] = specials
+    with np.errstate(over="ignore"):
+        return x.astype(dtype)
+
+
+def reference(name: str, x: np.ndarray) -> np.ndarray:
+    """NumPy in more precision than ``x``: float64 for f16/f32, long double for f64."""
+    wide = np.longdouble if x.dtype == np.float64 else np.float64
+    with np.errstate(all="ignore"):
+        return NUMPY[name](x.astype(wide))
+
+
+def check_special_values(x: np.ndarray, result: np.ndarray, ref: np.ndarray, dtype: Any) -> None:
+    """Where the reference rounds to nan, ±inf or ±0, the result is exactly that."""
+    with np.errstate(over="ignore"):
+        rounded = ref.astype(dtype)
+    special = np.isnan(rounded) | np.isinf(rounded) | (rounded == 0)
+    np.testing.assert_array_equal(result[special], rounded[special], err_msg=f"inputs {x[special]}")
+    zero = special & (rounded == 0)
+    np.testing.assert_array_equal(np.signbit(result[zero]), np.signbit(rounded[zero]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", sorted(MAX_ULP_ERROR))
+def test_polynomial_approximations_within_stated_ulp(name: str, dtype: Any) -> None:
+    x = inputs(name, dtype)
+    result = unary_math(f"math.{name}", dtype, N)(x)
+    ref = reference(name, x)
+    check_special_values(x, result, ref, dtype)
+    errors = ulp_error(result, ref, dtype)
+    worst = int(np.argmax(errors))
+    bound = MAX_ULP_ERROR[name][MLIR_TYPES[dtype]]
+    assert errors[worst] <= bound, f"{name}({x[worst]!r}) = {result[worst]!r}, ref {ref[worst]!r}"
+
+
+LIBM = ["log2", "log10", "sqrt", "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "asinh",
+        "acosh", "atanh", "absf", "ceil", "floor", "trunc", "roundeven"]  # fmt: skip
+EXACT = {"sqrt", "absf", "ceil", "floor", "trunc", "roundeven"}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", LIBM)
+def test_library_functions_match_numpy(name: str, dtype: Any) -> None:
+    x = inputs(name, dtype)
+    result = unary_math(f"math.{name}", dtype, N)(x)
+    ref = reference(name, x)
+    check_special_values(x, result, ref, dtype)
+    if name in EXACT:
+        with np.errstate(invalid="ignore"):
+            expected = NUMPY[name](x)
+        np.testing.assert_array_equal(result, expected)
+    else:
+        assert ulp_error(result, ref, dtype).max() <= 4, name
+
+
+BINARY: dict[str, Callable[..., Any]] = {
+    "math.powf": np.power, "math.atan2": np.arctan2, "math.copysign": np.copysign,
+    "tdslmath.remf": np.fmod, "tdslmath.hypot": np.hypot, "tdslmath.nextafter": np.nextafter,
+    "arith.maximumf": np.maximum, "arith.minimumf": np.minimum,
+}  # fmt: skip
+EXACT_BINARY = {"math.copysign", "tdslmath.remf", "tdslmath.nextafter", "arith.maximumf",
+                "arith.minimumf"}  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_functions_match_numpy(name: str, dtype: Any) -> None:
+    t = MLIR_TYPES[dtype]
+    values = np.array([0.0, -0.0, 1.0, -1.0, 2.5, -3.0, np.inf, -np.inf, np.nan, 1e-3, 7.0, 0.1])
+    x = np.repeat(values, len(values)).astype(dtype)
+    y = np.tile(values, len(values)).astype(dtype)
+    if name.endswith("imumf"):
+        # NumPy leaves max(-0, +0) unspecified (it differs between dtypes); LLVM orders -0 < +0
+        keep = ~((x == 0) & (y == 0))
+        x, y = x[keep], y[keep]
+    n = len(x)
+    f = compile_function(elementwise_1d(f"%r = {name} %v0, %v1 : {t}", n, [t, t], t))
+    out = np.empty(n, dtype)
+    f(x, y, out)
+    with np.errstate(all="ignore"):
+        expected = BINARY[name](x, y)
+    if name in EXACT_BINARY:
+        np.testing.assert_array_equal(out, expected)
+        np.testing.assert_array_equal(np.signbit(out), np.signbit(expected))
+    else:
+        assert ulp_error(out, expected, dtype).max() <= 2, name
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "tanh", "expm1", "sin", "sqrt"])
+def test_f16_math_within_one_f16_ulp_of_numpy(name: str) -> None:
+    if not host_info().native_f16:
+        pytest.skip("f16 needs F16C")
+    x = inputs(name, np.float16)
+    result = unary_math(f"math.{name}", np.float16, N)(x)
+    with np.errstate(all="ignore"):
+        expected = NUMPY[name](x)
+    check_special_values(x, result, reference(name, x), np.float16)
+    assert ulp_error(result, expected, np.float16).max() <= 1
