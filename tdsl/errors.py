@@ -115,6 +115,10 @@ class TdslOptionError(TdslError):
     """A bad option given to a pass, a target or the JIT."""
 
 
+class TdslNativeError(TdslError):
+    """Native code cannot be built or run here (no llvmlite, an unsupported CPU or op)."""
+
+
 class TdslCallError(TdslError):
     """A compiled kernel was called with missing, unexpected or ill-shaped arguments."""
 
@@ -126,6 +130,7 @@ __all__ = [
     "TdslError",
     "TdslIRError",
     "TdslNameError",
+    "TdslNativeError",
     "TdslOptionError",
     "TdslSyntaxError",
     "TdslTypeError",

@@ -24,7 +24,12 @@ if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.passes import ModulePass, PassPipeline
 
-STAGES: dict[str, str] = {"tdsl-fuse": "fused", "tdsl-tile": "tiled"}
+STAGES: dict[str, str] = {
+    "tdsl-fuse": "fused",
+    "tdsl-tile": "tiled",
+    "tdsl-lower-to-loops": "loops",
+    "tdsl-convert-to-llvm": "llvm",
+}
 """The name of the IR stage each pass of the standard pipeline produces."""
 
 

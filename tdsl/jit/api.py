@@ -18,7 +18,7 @@ from tdsl.jit.cache import (
 )
 from tdsl.jit.calls import infer
 from tdsl.jit.kernel import CompiledKernel
-from tdsl.jit.options import JitOptions, default_threads
+from tdsl.jit.options import JitOptions, default_target, default_threads
 from tdsl.jit.pipeline import COMPILE_LOCK, build
 from tdsl.jit.signature import check_request
 
@@ -29,8 +29,11 @@ class JITTensorKernel:
     ``memory_budget`` (elements) bounds the scratch one fused kernel allocates at
     a time, all threads together; ``tile_size`` caps tile sizes; ``tile_sizes``
     fixes them; ``threads`` runs large tile loops on that many threads (default:
-    one per core, at most 4; ``threads=1`` turns threads off); ``cache_size`` is
-    the number of compiled kernels kept (least recently used go first).
+    one per core, at most 4; ``threads=1`` turns threads off); ``target`` is
+    ``"native"`` (machine code through LLVM), ``"numpy"`` (generated NumPy code)
+    or ``"auto"``, which picks native code per kernel where it loads and pays off
+    (see :attr:`CompiledKernel.target_reason`; default ``$TDSL_TARGET``, else ``auto``); ``cache_size`` is the number of
+    compiled kernels kept (least recently used go first).
     """
 
     options: JitOptions
@@ -42,6 +45,7 @@ class JITTensorKernel:
         tile_size: int | None = None,
         tile_sizes: Sequence[int] = (),
         threads: int | None = None,
+        target: str | None = None,
         cache_size: int = 256,
     ) -> None:
         self.options = JitOptions(
@@ -49,6 +53,7 @@ class JITTensorKernel:
             tile_size,
             tuple(tile_sizes),
             default_threads() if threads is None else threads,
+            default_target() if target is None else target,
         )
         self._kernels = KernelCache(positive_int("cache_size", cache_size))
         # source -> the kernel a one-shot call last ran it with
@@ -178,7 +183,9 @@ class JITTensorKernel:
             extra += f", tile_size={o.tile_size}"
         if o.tile_sizes:
             extra += f", tile_sizes={o.tile_sizes}"
-        return f"JITTensorKernel(memory_budget={o.memory_budget}{extra}, threads={o.threads})"
+        if o.target != "auto":
+            extra += f", target={o.target!r}"
+        return f"JITTensorKernel(memory_budget={o.memory_budget}, threads={o.threads}{extra})"
 
 
 @dataclass
@@ -212,6 +219,7 @@ def compile(
     tile_size: int | None = None,
     tile_sizes: Sequence[int] = (),
     threads: int | None = None,
+    target: str | None = None,
 ) -> CompiledKernel:
     """Compile ``source`` with the given options, cached in :func:`default_jit`'s cache.
 
@@ -223,6 +231,7 @@ def compile(
         tile_size,
         tuple(tile_sizes),
         default_threads() if threads is None else threads,
+        default_target() if target is None else target,
     )
     return default_jit().compile(
         source, shapes, dtypes, kernel=kernel, filename=filename, options=options

@@ -130,11 +130,16 @@ class CompiledKernel:
     Attributes: ``name`` (the kernel function), ``args`` (:class:`ArgSpec` per
     input), ``results`` (``(shape, dtype)`` per result), ``options``
     (:class:`JitOptions`), ``expression`` (the source text compiled),
-    ``source`` (the generated Python), ``function`` (the generated function:
-    positional arrays, no checks), ``pipeline`` (the passes run, as the ``-p``
-    argument of ``tdsl-opt``), ``target`` (the ``-t`` argument giving the
-    same ``source``), ``ir`` (stage name -> IR text for ``"tensordsl"``,
-    ``"fused"`` and ``"tiled"``, printed on first access),
+    ``target`` (``"native"`` or ``"numpy"``: which code runs),
+    ``target_reason`` (why the numpy target runs, None when native code does),
+    ``source`` (the NumPy target's generated Python, always produced),
+    ``llvm_ir`` (the LLVM IR compiled, with its BLAS shims; None unless native),
+    ``function`` (what runs: positional arrays, no checks), ``pipeline`` (the
+    passes run, as the ``-p`` argument of ``tdsl-opt``), ``target_spec`` (the
+    ``-t`` argument that prints, after ``pipeline``, the code that runs:
+    ``source`` or the LLVM IR), ``ir`` (stage name -> IR text for
+    ``"tensordsl"``, ``"fused"`` and ``"tiled"``, and for a native kernel
+    ``"loops"`` and ``"llvm"``, printed on first access),
     ``groups`` (:class:`GroupInfo` per fusion group), ``try_call`` (given a dict
     of arguments by name and an ``out`` or ``None``, runs the kernel if the
     arguments fit exactly, as a one-shot call would have compiled it, else
@@ -153,6 +158,9 @@ class CompiledKernel:
     groups: tuple[GroupInfo, ...]
     program: bool
     """Whether the kernel is a ``def`` of a ``.tdsl`` program (else an expression's ``main``)."""
+    target: str
+    target_reason: str | None
+    llvm_ir: str | None
     _modules: dict[str, ModuleOp]
     try_call: Callable[..., Any]
 
@@ -170,6 +178,9 @@ class CompiledKernel:
         modules: dict[str, ModuleOp],
         groups: Sequence[GroupInfo],
         program: bool = False,
+        target: str = "numpy",
+        target_reason: str | None = None,
+        llvm_ir: str | None = None,
     ) -> None:
         self.name = name
         self.args = tuple(args)
@@ -183,6 +194,9 @@ class CompiledKernel:
         self.ir = LazyIR(modules)
         self.groups = tuple(groups)
         self.program = program
+        self.target = target
+        self.target_reason = target_reason
+        self.llvm_ir = llvm_ir
 
     @property
     def arg_names(self) -> tuple[str, ...]:
@@ -198,8 +212,12 @@ class CompiledKernel:
         return f"{self.name}({', '.join(str(a) for a in self.args)}) -> {outs}"
 
     @property
-    def target(self) -> str:
-        """The ``tdsl-opt -t`` argument that prints :attr:`source` after :attr:`pipeline`."""
+    def target_spec(self) -> str:
+        """The ``tdsl-opt -t`` argument that prints, after :attr:`pipeline`, the code that
+        runs: :attr:`source` (``numpy{threads=N}``) or the LLVM IR (``llvm``; without
+        the BLAS shims :attr:`llvm_ir` adds)."""
+        if self.target == "native":
+            return "llvm"
         return target_spec(self.options.threads)
 
     @property
@@ -226,7 +244,8 @@ class CompiledKernel:
         groups = len(self.groups)
         return (
             f"<CompiledKernel {self.signature}: {groups} group{'s' if groups != 1 else ''}, "
-            f"memory_budget={self.options.memory_budget}, threads={self.options.threads}>"
+            f"memory_budget={self.options.memory_budget}, threads={self.options.threads}, "
+            f"target={self.target}>"
         )
 
 

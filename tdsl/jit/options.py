@@ -7,6 +7,11 @@ import os
 from dataclasses import dataclass, field
 
 from tdsl.defaults import DEFAULT_MEMORY_BUDGET, check_memory_budget, positive_int
+from tdsl.errors import TdslOptionError
+
+TARGETS = ("auto", "native", "numpy")
+"""What a kernel may be compiled to: ``native`` machine code (through LLVM), the
+``numpy`` target's generated Python, or ``auto``, which picks per kernel."""
 
 
 @dataclass(frozen=True)
@@ -22,6 +27,10 @@ class JitOptions:
     threads: int = field(default_factory=lambda: default_threads())
     """Threads the generated code may run large tile loops on (1: none; default: one
     per core, at most 4).  Work is split only where each thread gets about 1 MiB."""
+    target: str = field(default_factory=lambda: default_target())
+    """``"native"``, ``"numpy"`` or ``"auto"`` (:data:`TARGETS`): native code where it
+    loads and pays off, the numpy target for kernels too small to gain from it
+    (default: :func:`default_target`)."""
 
     def __post_init__(self) -> None:
         # Normalized here (NumPy integers become ints, a list of tile sizes a
@@ -32,6 +41,26 @@ class JitOptions:
         if self.tile_size is not None:
             set_(self, "tile_size", positive_int("tile_size", self.tile_size))
         set_(self, "tile_sizes", tuple(positive_int("tile_sizes", t) for t in self.tile_sizes))
+        if self.target not in TARGETS:
+            choices = ", ".join(f"{t!r}" for t in TARGETS)
+            raise TdslOptionError(
+                f"target must be one of {choices}, got {self.target!r}",
+                note=f"the default comes from ${TARGET_VARIABLE} when it is set",
+            )
+
+
+def default_target() -> str:
+    """The target kernels compile to unless told: ``$TDSL_TARGET`` if set, else ``auto``.
+
+    ``TDSL_TARGET=numpy`` runs a program on the numpy target without changing it,
+    as ``JAX_PLATFORMS=cpu`` does for jax; a value not in :data:`TARGETS` is a
+    :class:`~tdsl.errors.TdslOptionError` when a kernel's options are made.
+    """
+    return os.environ.get(TARGET_VARIABLE) or "auto"
+
+
+TARGET_VARIABLE = "TDSL_TARGET"
+"""The environment variable :func:`default_target` reads."""
 
 
 @functools.cache
@@ -40,4 +69,4 @@ def default_threads() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
-__all__ = ["JitOptions", "default_threads"]
+__all__ = ["TARGETS", "TARGET_VARIABLE", "JitOptions", "default_target", "default_threads"]

@@ -3,21 +3,31 @@
 The frontend (``parse`` and ``lower``, as ``to_tensordsl`` does), then the
 passes of :func:`tdsl.pipeline.pipeline_spec` through xDSL's ``PassPipeline``
 (``tdsl-fuse`` and ``tdsl-tile``, the registered pass classes ``tdsl-opt -p``
-runs), then the NumPy target, whose Python source is exec'd; never printing
-and re-parsing.  Of a program, only the chosen
-kernel is compiled.  Compilation is serialized by one process-wide lock
+runs), then the NumPy target, whose Python source is exec'd, and, for the
+native target, :data:`NATIVE_PASSES` (``tdsl-lower-to-loops`` and
+``tdsl-convert-to-llvm``) and llvmlite; never printing and re-parsing.  Of a
+program, only the chosen kernel is compiled.
+
+``target="auto"`` (:func:`_choose`) compiles natively unless native code cannot
+run here or the kernel is small (no tensor of :data:`AUTO_MIN_ELEMENTS`
+elements), where the numpy target's lower call overhead wins; a native compile
+that fails with a :class:`~tdsl.errors.TdslError` falls back to the numpy
+target too.  The reason is kept on the kernel (``target_reason``).  Compilation is serialized by one process-wide lock
 (:data:`COMPILE_LOCK`): xDSL's IR construction is not documented as
 thread-safe, and the cache means each kernel compiles once anyway.
 """
 
 from __future__ import annotations
 
+import math
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from tdsl.errors import TdslError, TdslNameError
+from tdsl.errors import TdslError, TdslNameError, TdslNativeError, plural
 from tdsl.jit.calls import OUT, finish
 from tdsl.jit.kernel import ArgSpec, CompiledKernel, GroupInfo, type_str
 from tdsl.jit.options import JitOptions
@@ -34,6 +44,16 @@ if TYPE_CHECKING:
 
 COMPILE_LOCK = threading.RLock()
 """Serializes every compilation in the process."""
+
+NATIVE_PASSES = "tdsl-lower-to-loops,tdsl-convert-to-llvm{noalias=true}"
+"""The passes from the tiled stage to the llvm dialect, as ``tdsl-opt -p`` spells them."""
+
+NATIVE_TARGET_SPEC = "llvm"
+"""The ``tdsl-opt -t`` argument that prints the LLVM IR of a native kernel."""
+
+AUTO_MIN_ELEMENTS = 1 << 14
+"""``target="auto"`` compiles natively only kernels with a tensor at least this large:
+below it a call costs about as much as the work (``benchmarks/run.py``'s 64x64 rows)."""
 
 
 def _tensor_spec(t: Attribute) -> tuple[tuple[int, ...], np.dtype[Any]]:
@@ -147,19 +167,26 @@ def _groups(fused: ModuleOp, tiled: ModuleOp, func_name: str) -> list[GroupInfo]
     return out
 
 
-def _run_pipeline(spec: str, module: ModuleOp, ctx: Context) -> dict[str, ModuleOp]:
+def _run_pipeline(
+    spec: str, module: ModuleOp, ctx: Context, record_input: bool = True
+) -> dict[str, ModuleOp]:
     """Run the passes of ``spec`` on ``module`` in place; the IR before and after each.
 
     The result maps ``"tensordsl"`` to a copy of the input and each pass's stage
     name (:data:`tdsl.pipeline.STAGES`) to the IR it produced: a copy, except
-    after the last pass, whose module is ``module`` itself.
+    after the last pass, whose module is ``module`` itself.  ``record_input=False``
+    leaves out the input (a pipeline continuing from a stage already kept).
     """
     stages: dict[str, ModuleOp] = {}
 
     def snapshot(
         previous: ModulePass | None, current: ModuleOp, upcoming: ModulePass | None
     ) -> None:
-        name = "tensordsl" if previous is None else STAGES.get(previous.name, previous.name)
+        if previous is None:
+            if record_input:
+                stages["tensordsl"] = current.clone()
+            return
+        name = STAGES.get(previous.name, previous.name)
         stages[name] = current if upcoming is None else current.clone()
 
     build_pipeline(spec, snapshot).apply(ctx, module)
@@ -203,6 +230,7 @@ def build(
         for arg_name, arg_type in zip(arg_names, func_op.function_type.inputs.data, strict=True)
     ]
     results = [_tensor_spec(t) for t in func_op.function_type.outputs.data]
+    native = _choose(options, modules, name, [a.shape for a in args] + [s for s, _ in results])
     compiled = CompiledKernel(
         name=name,
         args=args,
@@ -210,13 +238,65 @@ def build(
         options=options,
         expression=source,
         source=python,
-        function=functions[name],
-        pipeline=spec,
+        function=functions[name] if native.function is None else native.function,
+        pipeline=spec if native.function is None else f"{spec},{NATIVE_PASSES}",
         modules=modules,
         groups=_groups(modules["fused"], modules["tiled"], name),
         program=isinstance(tree, Program),
+        target="numpy" if native.function is None else "native",
+        target_reason=native.reason,
+        llvm_ir=native.llvm_ir,
     )
     return finish(compiled)
+
+
+@dataclass
+class _Native:
+    """What :func:`_choose` decided: the native function, or why there is none."""
+
+    function: Callable[..., Any] | None = None
+    reason: str | None = None
+    llvm_ir: str | None = None
+
+
+def _choose(
+    options: JitOptions, modules: dict[str, ModuleOp], name: str, shapes: list[tuple[int, ...]]
+) -> _Native:
+    """Compile natively if ``options.target`` asks for it or ``auto`` finds it worth it.
+
+    Adds the ``loops`` and ``llvm`` stages to ``modules`` when it compiles.
+    ``target="native"`` raises what stops it; ``auto`` falls back to the numpy
+    target with the reason.
+    """
+    if options.target == "numpy":
+        return _Native(reason="target='numpy' was asked for")
+    from tdsl.native.compile import native_unavailable_reason
+
+    unavailable = native_unavailable_reason()
+    if unavailable is not None:
+        if options.target == "native":
+            raise TdslNativeError(f"native code cannot run here: {unavailable}")
+        return _Native(reason=f"native code cannot run here: {unavailable}")
+    largest = max((math.prod(s) for s in shapes), default=0)
+    if options.target == "auto" and largest < AUTO_MIN_ELEMENTS:
+        return _Native(
+            reason=f"small kernel: its largest tensor has {plural(largest, 'element')}, under "
+            f"{AUTO_MIN_ELEMENTS}, where the numpy target's lower call overhead wins"
+        )
+    from xdsl.context import Context
+
+    from tdsl.native.runtime import NativeProgram
+
+    try:
+        native = _run_pipeline(NATIVE_PASSES, modules["tiled"].clone(), Context(), False)
+        program = NativeProgram(native["loops"], native["llvm"], options.threads)
+    except TdslError as err:
+        if options.target == "native":
+            raise
+        return _Native(reason=f"the native compile failed: {err.message}")
+    modules["loops"] = native["loops"]
+    modules["llvm"] = native["llvm"]
+    return _Native(program.functions[name], None, program.llvm_ir)
 
 
 def _is_weak(name: str, dtypes: object) -> bool:
@@ -228,4 +308,4 @@ def _is_weak(name: str, dtypes: object) -> bool:
     return dtypes is WEAK
 
 
-__all__ = ["COMPILE_LOCK", "build"]
+__all__ = ["AUTO_MIN_ELEMENTS", "COMPILE_LOCK", "NATIVE_PASSES", "NATIVE_TARGET_SPEC", "build"]

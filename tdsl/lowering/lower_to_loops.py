@@ -758,11 +758,12 @@ class _FunctionLowering:
         self, code: _Code, op: Operation, group: _Group, inputs: Sequence[SSAValue], out: SSAValue
     ) -> None:
         a, b = op.operands
-        (m, k), (_, n) = tensor_shape(a), tensor_shape(b)
-        element = element_type(op.results[0])
-        name = matmul_symbol(element, m, k, n)
         index = {arg: i for i, arg in enumerate(group.args)}
         lhs, rhs = inputs[index[a]], inputs[index[b]]
+        # the whole operands (the op in the tile body has the tile's shapes)
+        (m, k), (_, n) = (cast(MemRefType[Attribute], r.type).get_shape() for r in (lhs, rhs))
+        element = element_type(op.results[0])
+        name = matmul_symbol(element, m, k, n)
         if name not in self.externals:
             self.externals[name] = func.FuncOp.external(name, [lhs.type, rhs.type, out.type], [])
         code.b.insert(func.CallOp(name, [lhs, rhs, out], []))

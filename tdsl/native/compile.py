@@ -46,6 +46,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tdsl.errors import TdslNativeError
+
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
@@ -53,7 +55,7 @@ SUPPORTED_MACHINES = ("x86_64", "AMD64", "aarch64", "arm64")
 """``platform.machine()`` values llvmlite publishes wheels for and tdsl was built for."""
 
 
-class NativeCompileError(Exception):
+class NativeCompileError(TdslNativeError):
     """The module cannot be compiled or loaded as native code here."""
 
 

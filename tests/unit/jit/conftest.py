@@ -38,3 +38,26 @@ def rng() -> np.random.Generator:
 def matches() -> Any:
     """:func:`assert_matches`, as a fixture (test modules here are not importable)."""
     return assert_matches
+
+
+def _targets() -> list[Any]:
+    from tdsl.native.compile import native_unavailable_reason
+
+    reason = native_unavailable_reason()
+    native = pytest.param(
+        "native", marks=pytest.mark.skipif(reason is not None, reason=str(reason))
+    )
+    return ["numpy", native]
+
+
+@pytest.fixture(autouse=True, params=_targets())
+def jit_target(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every JIT test runs once per target: ``$TDSL_TARGET`` is the default target of
+    every kernel the test compiles without naming one (the shared default JIT is
+    made afresh for it)."""
+    from tdsl.jit import api
+
+    target: str = request.param
+    monkeypatch.setenv("TDSL_TARGET", target)
+    monkeypatch.setattr(api._DEFAULT, "jit", None)  # pyright: ignore[reportPrivateUsage]
+    return target

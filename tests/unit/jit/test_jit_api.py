@@ -282,9 +282,17 @@ def test_bad_shapes_argument() -> None:
 # ------------------------------------------------------------------- what was done
 
 
-def test_introspection() -> None:
+def test_introspection(jit_target: str) -> None:
     fn = JITTensorKernel(memory_budget=4096).compile(MIXED, shapes=MIXED_SHAPES)
-    assert set(fn.ir) == {"tensordsl", "fused", "tiled"}
+    assert fn.target == jit_target
+    if jit_target == "native":
+        assert set(fn.ir) == {"tensordsl", "fused", "tiled", "loops", "llvm"}
+        assert "scf.for" in fn.ir["loops"] and "llvm.func" in fn.ir["llvm"]
+        assert fn.llvm_ir is not None and 'define void @"main"(' in fn.llvm_ir
+        assert fn.target_reason is None
+    else:
+        assert set(fn.ir) == {"tensordsl", "fused", "tiled"}
+        assert fn.llvm_ir is None and fn.target_reason == "target='numpy' was asked for"
     assert "tensordsl.matmul" in fn.ir["tensordsl"]
     assert "kernel.fused" in fn.ir["fused"]
     assert "kernel.tile" in fn.ir["tiled"]
@@ -302,8 +310,13 @@ def test_introspection() -> None:
     assert "memory_budget=4096" in text
     assert fn.expression == MIXED
     threads = default_threads()
-    assert repr(JITTensorKernel()) == f"JITTensorKernel(memory_budget=1000000, threads={threads})"
-    assert repr(JITTensorKernel(threads=1)) == "JITTensorKernel(memory_budget=1000000, threads=1)"
+    target = f", target={jit_target!r}"
+    assert repr(JITTensorKernel()) == (
+        f"JITTensorKernel(memory_budget=1000000, threads={threads}{target})"
+    )
+    assert repr(JITTensorKernel(threads=1, target="auto")) == (
+        "JITTensorKernel(memory_budget=1000000, threads=1)"
+    )
 
 
 def test_fusion_report_and_explain() -> None:

@@ -37,9 +37,9 @@ def test_pipeline_spec_is_what_a_user_types() -> None:
         "tdsl-fuse{memory-budget=4096},tdsl-tile{memory-budget=4096 tile-size=16 tile-sizes=8,4}"
     )
     assert target_spec(2) == "numpy{threads=2}"
-    fn = JITTensorKernel(memory_budget=4096, tile_size=16, threads=1).compile(MLP)
+    fn = JITTensorKernel(memory_budget=4096, tile_size=16, threads=1, target="numpy").compile(MLP)
     assert fn.pipeline == pipeline_spec(4096, 16)
-    assert fn.target == "numpy{threads=1}"
+    assert fn.target_spec == "numpy{threads=1}"
 
 
 @pytest.mark.parametrize(
@@ -57,8 +57,8 @@ def test_tdsl_opt_prints_the_jit_source(
 ) -> None:
     path = tmp_path / "mlp.tdsl"
     path.write_text(MLP)
-    fn = JITTensorKernel(**options).compile(MLP, filename=str(path))
-    printed = run_tdsl_opt(capsys, [str(path), "-p", fn.pipeline, "-t", fn.target])
+    fn = JITTensorKernel(**options, target="numpy").compile(MLP, filename=str(path))
+    printed = run_tdsl_opt(capsys, [str(path), "-p", fn.pipeline, "-t", fn.target_spec])
     assert printed == fn.source
 
 
@@ -66,10 +66,49 @@ def test_tdsl_opt_prints_the_jit_source_of_an_expression(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     expr = "matmul(A, relu(B)) + softmax(C)"
-    fn = JITTensorKernel(memory_budget=300, threads=2).compile(
+    fn = JITTensorKernel(memory_budget=300, threads=2, target="numpy").compile(
         expr, {"A": (40, 16), "B": (16, 24), "C": (40, 24)}, "f32"
     )
     shapes = ["--shape", "A=40x16xf32", "--shape", "B=16x24xf32", "--shape", "C=40x24xf32"]
-    printed = run_tdsl_opt(capsys, ["--expr", expr, *shapes, "-p", fn.pipeline, "-t", fn.target])
+    printed = run_tdsl_opt(
+        capsys, ["--expr", expr, *shapes, "-p", fn.pipeline, "-t", fn.target_spec]
+    )
     assert printed == fn.source
     assert len(fn.groups) > 1  # the budget split something: the options reached the passes
+
+
+def test_tdsl_opt_prints_the_llvm_ir_of_a_native_kernel(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A native kernel's ``pipeline`` and ``target_spec`` reproduce its LLVM IR, but for
+    the BLAS shims the runtime puts where the matmul functions are declared."""
+    from tdsl.native.compile import native_unavailable_reason
+    from tdsl.native.runtime import _DECLARE  # pyright: ignore[reportPrivateUsage]
+
+    if native_unavailable_reason() is not None:
+        pytest.skip(str(native_unavailable_reason()))
+    path = tmp_path / "mlp.tdsl"
+    path.write_text(MLP)
+    fn = JITTensorKernel(memory_budget=2048, threads=1, target="native").compile(
+        MLP, filename=str(path)
+    )
+    assert fn.target == "native" and fn.target_spec == "llvm"
+    assert fn.pipeline.endswith(",tdsl-lower-to-loops,tdsl-convert-to-llvm{noalias=true}")
+    printed = run_tdsl_opt(capsys, [str(path), "-p", fn.pipeline, "-t", fn.target_spec])
+    assert fn.llvm_ir is not None
+    assert fn.llvm_ir.startswith(_DECLARE.sub("", printed).rstrip("\n"))
+
+
+def test_a_native_matmul_calls_blas_through_a_shim(tmp_path: Path) -> None:
+    from tdsl.native.compile import native_unavailable_reason
+    from tdsl.native.runtime import _DECLARE  # pyright: ignore[reportPrivateUsage]
+
+    if native_unavailable_reason() is not None:
+        pytest.skip(str(native_unavailable_reason()))
+    fn = JITTensorKernel(target="native", threads=1).compile(
+        "relu(x @ w + b)", {"x": (64, 32), "w": (32, 48), "b": (48,)}, "f32"
+    )
+    assert "func.func private @tdsl_matmul_f32_64x32x48" in fn.ir["loops"]
+    assert fn.llvm_ir is not None
+    assert not _DECLARE.findall(fn.llvm_ir)
+    assert "define" in fn.llvm_ir and "tdsl_matmul_f32_64x32x48" in fn.llvm_ir

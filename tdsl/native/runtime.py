@@ -1,0 +1,278 @@
+"""The native target's runtime: tiled IR in, Python callables running machine code out.
+
+:class:`NativeProgram` takes a tiled ``tensordsl`` module (after ``tdsl-fuse``
+and ``tdsl-tile``), lowers it with ``tdsl-lower-to-loops`` and
+``tdsl-convert-to-llvm`` (pointer arguments ``noalias``: tdsl never passes
+overlapping buffers; :meth:`NativeProgram.from_tiled`, or the JIT's pipeline), binds the ``tdsl_matmul_*`` calls to BLAS
+(:mod:`tdsl.native.blas`), compiles it for the host CPU
+(:mod:`tdsl.native.compile`) and gives, per ``func.func``, a callable with the
+contract of the NumPy target's generated functions (see
+:mod:`tdsl.lowering.numpy_emit.module`): ``f(*arrays, out=None)``, arrays of
+exactly the argument types' shapes and dtypes, inputs never written, results
+fresh or written into ``out``.
+
+A call allocates every buffer the lowered function takes as NumPy arrays: the
+results (unless ``out`` gives them), the values passed between groups and the
+groups' scratch, so ``tracemalloc`` sees all the memory a call uses.  The
+main function of the loops stage is a flat list of calls; the runtime runs
+that list itself, so that it can split a group's tiles over ``threads``
+threads (each with scratch of its own; ctypes releases the GIL during a call).
+Inputs and ``out`` arrays must be C-contiguous for the compiled code (its
+memrefs have the identity layout): other arrays are copied to contiguous ones
+first (an input) or written through a contiguous temporary (an ``out``).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import ctypes
+import re
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, MemRefType, ModuleOp, StringAttr
+from xdsl.ir import Attribute, BlockArgument
+
+from tdsl.dialects.structured import element_dtype
+from tdsl.lowering.convert_to_llvm import ConvertToLLVMPass
+from tdsl.lowering.lower_to_loops import ROLES_ATTR, lower_to_loops
+from tdsl.native.blas import find_gemm, matmul_shims
+from tdsl.native.compile import CompiledModule, NativeCompileError, compile_llvm, llvm_ir
+
+Array = np.ndarray[Any, Any]
+
+_DECLARE = re.compile(r'^declare [^\n]*@"?(tdsl_matmul_[A-Za-z0-9_]+)"?\(.*$', re.M)
+
+MIN_TILES_PER_THREAD = 2
+"""A group's tiles are split over threads only when each thread gets at least this many."""
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One call of a main function: the callee and, per operand, a main argument index
+    (``int``) or a constant (``("const", value)``)."""
+
+    callee: str
+    operands: tuple[int | tuple[str, int], ...]
+    group: bool
+    """A group function: operands 0 and 1 are its tile range."""
+
+
+@dataclass(frozen=True)
+class _Arg:
+    role: str
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+
+
+def _address(a: Array) -> int:
+    """The address of ``a``'s data: through the buffer protocol when writable (3x faster
+    than ``a.ctypes.data``), else ``a.ctypes.data``."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(cast(Any, a)))
+    except (TypeError, ValueError):  # read-only, or empty
+        return a.ctypes.data
+
+
+class NativeFunction:
+    """One compiled ``func.func``: call it like the NumPy target's generated function."""
+
+    def __init__(
+        self,
+        name: str,
+        args: Sequence[_Arg],
+        calls: Sequence[_Call],
+        functions: dict[str, Callable[..., Any]],
+        main: Callable[..., Any],
+        threads: int,
+        pool: Callable[[], concurrent.futures.ThreadPoolExecutor],
+    ) -> None:
+        self.name = name
+        self.args = list(args)
+        self.calls = list(calls)
+        self.functions = functions
+        self.main = main
+        self.threads = threads
+        self._pool = pool
+        self._inputs = [(i, a.dtype) for i, a in enumerate(self.args) if a.role == "in"]
+        self._outputs = [(i, a.shape, a.dtype) for i, a in enumerate(self.args) if a.role == "out"]
+        self._temps = [
+            (i, a.shape, a.dtype) for i, a in enumerate(self.args) if a.role not in ("in", "out")
+        ]
+        self._scratch = [i for i, a in enumerate(self.args) if a.role == "scratch"]
+        # the main function runs the calls itself unless some group's tiles split over threads
+        self._split = threads > 1 and any(
+            c.group and _tiles(c) >= 2 * MIN_TILES_PER_THREAD for c in self.calls
+        )
+
+    def __call__(self, *arrays: Array, out: Sequence[Array] | None = None) -> Any:
+        if len(arrays) != len(self._inputs):
+            raise TypeError(f"{self.name} takes {len(self._inputs)} arrays, got {len(arrays)}")
+        buffers: list[Any] = [None] * len(self.args)
+        for (i, dtype), a in zip(self._inputs, arrays, strict=True):
+            if not (a.flags.c_contiguous and a.dtype == dtype):
+                a = np.ascontiguousarray(a, dtype=dtype)
+            buffers[i] = a
+        results: list[Array] = []
+        copies: list[tuple[Array, Array]] = []
+        for k, (i, shape, dtype) in enumerate(self._outputs):
+            given = None if out is None else out[k]
+            if given is not None and given.flags.c_contiguous:
+                buffers[i] = given
+            else:
+                buffers[i] = np.empty(shape, dtype)
+                if given is not None:
+                    copies.append((buffers[i], given))
+            results.append(given if given is not None else buffers[i])
+        for i, shape, dtype in self._temps:
+            buffers[i] = np.empty(shape, dtype)
+        pointers = [_address(b) for b in buffers]
+        if self._split:
+            for call in self.calls:
+                self._run(call, buffers, pointers)
+        else:
+            self.main(*pointers)
+        for buffer, given in copies:
+            np.copyto(given, buffer)
+        if not results:
+            return None
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def _run(self, call: _Call, buffers: list[Any], pointers: list[int]) -> None:
+        fn = self.functions[call.callee]
+
+        def operand(x: int | tuple[str, int], table: Sequence[int]) -> int:
+            return x[1] if isinstance(x, tuple) else table[x]
+
+        if not call.group:
+            fn(*(operand(x, pointers) for x in call.operands))
+            return
+        lo, hi = (operand(x, pointers) for x in call.operands[:2])
+        rest = call.operands[2:]
+        threads = min(self.threads, (hi - lo) // MIN_TILES_PER_THREAD)
+        if threads <= 1:
+            fn(lo, hi, *(operand(x, pointers) for x in rest))
+            return
+        # each thread its own scratch (a group's scratch holds one tile's values)
+        chunk = -(-(hi - lo) // threads)
+        jobs: list[tuple[int, int, list[int]]] = []
+        keep: list[Array] = []
+        for t in range(threads):
+            start, stop = lo + t * chunk, min(hi, lo + (t + 1) * chunk)
+            if start >= stop:
+                break
+            table = list(pointers)
+            if t > 0:
+                for i in self._scratch:
+                    extra = np.empty_like(buffers[i])
+                    keep.append(extra)  # alive until the calls return
+                    table[i] = _address(extra)
+            jobs.append((start, stop, table))
+        pool = self._pool()
+        futures = [
+            pool.submit(fn, start, stop, *(operand(x, table) for x in rest))
+            for start, stop, table in jobs[1:]
+        ]
+        start, stop, table = jobs[0]
+        try:
+            fn(start, stop, *(operand(x, table) for x in rest))
+        finally:
+            concurrent.futures.wait(futures)
+        for f in futures:
+            f.result()
+
+
+def _tiles(call: _Call) -> int:
+    lo, hi = call.operands[:2]
+    return (hi[1] if isinstance(hi, tuple) else 0) - (lo[1] if isinstance(lo, tuple) else 0)
+
+
+class NativeProgram:
+    """Loops-stage and llvm-dialect modules compiled to machine code; the functions by
+    IR symbol name.
+
+    ``loops`` is the output of ``tdsl-lower-to-loops`` (it says which arguments
+    are inputs, outputs and scratch, and lists each main function's calls);
+    ``llvm`` is that module after ``tdsl-convert-to-llvm{noalias=true}``.
+    :meth:`from_tiled` runs both passes on a tiled module.
+    """
+
+    def __init__(self, loops: ModuleOp, llvm: ModuleOp, threads: int = 1) -> None:
+        text = llvm_ir(llvm)
+        matmuls = sorted(set(_DECLARE.findall(text)))
+        symbols: dict[str, int] = {}
+        if matmuls:
+            gemm = find_gemm()
+            if isinstance(gemm, str):
+                raise NativeCompileError(gemm)
+            text = _DECLARE.sub("", text) + "\n" + matmul_shims(matmuls, gemm)
+            symbols = gemm.addresses
+        self.llvm_ir = text
+        """The LLVM IR compiled: the llvm dialect's, with the BLAS shims."""
+        self.compiled: CompiledModule = compile_llvm(text, symbols=symbols)
+        self.threads = max(1, threads)
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self.functions: dict[str, NativeFunction] = {}
+        for fn in loops.ops:
+            if isinstance(fn, func.FuncOp) and ROLES_ATTR in fn.attributes:
+                self.functions[fn.sym_name.data] = self._function(fn)
+
+    @classmethod
+    def from_tiled(cls, tiled: ModuleOp, threads: int = 1) -> NativeProgram:
+        """Lower a tiled module (left unchanged) to loops and to LLVM, and compile it."""
+        loops = tiled.clone()
+        lower_to_loops(loops)
+        lowered = loops.clone()
+        ConvertToLLVMPass(noalias=True).apply(Context(), lowered)
+        return cls(loops, lowered, threads)
+
+    def pool(self) -> concurrent.futures.ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = concurrent.futures.ThreadPoolExecutor(
+                    self.threads - 1, thread_name_prefix="tdsl-native"
+                )
+            return self._pool
+
+    def _function(self, fn: func.FuncOp) -> NativeFunction:
+        roles = [
+            cast(StringAttr, r).data for r in cast(ArrayAttr[Attribute], fn.attributes[ROLES_ATTR])
+        ]
+        args: list[_Arg] = []
+        for role, arg in zip(roles, fn.body.block.args, strict=True):
+            t = cast(MemRefType[Attribute], arg.type)
+            dtype = element_dtype(t.get_element_type())
+            assert dtype is not None
+            args.append(_Arg(role, tuple(t.get_shape()), dtype))
+        calls: list[_Call] = []
+        callees: dict[str, Callable[..., Any]] = {}
+        for op in fn.body.block.ops:
+            if isinstance(op, func.CallOp):
+                operands: list[int | tuple[str, int]] = []
+                for v in op.arguments:
+                    if isinstance(v, BlockArgument):
+                        operands.append(v.index)
+                    else:
+                        owner = v.owner
+                        assert isinstance(owner, arith.ConstantOp)
+                        value = owner.value
+                        assert isinstance(value, IntegerAttr)
+                        operands.append(("const", cast(IntegerAttr[Any], value).value.data))
+                name = op.callee.root_reference.data
+                group = bool(op.arguments) and not isinstance(op.arguments[0], BlockArgument)
+                calls.append(_Call(name, tuple(operands), group))
+                if name not in callees:
+                    callees[name] = self.compiled.function(name)
+            elif not isinstance(op, arith.ConstantOp | func.ReturnOp):
+                raise NativeCompileError(f"unexpected '{op.name}' in a lowered main function")
+        main = self.compiled.function(fn.sym_name.data)
+        return NativeFunction(fn.sym_name.data, args, calls, callees, main, self.threads, self.pool)
+
+
+__all__ = ["NativeFunction", "NativeProgram"]
