@@ -53,10 +53,12 @@ The scratch model
 :func:`plan_scratch` walks the schedule in order, the loop body of a pass
 once (its buffers are reused by every tile).  Group inputs are views of the
 operands, outputs are written in place, constants are literals, views
-(``transpose``) are views: none takes scratch.  Every other value takes a
-buffer when it is defined and frees it after its last use; a value used in a
-pass but defined before it lives to the pass's end.  An op that may compute in
-place (``IN_PLACE``) writes over an operand of its shape and dtype that dies
+(``transpose``) are views: none takes scratch, and a view keeps its operand
+alive while the view is used.  Every other value takes a buffer when it is
+defined and frees it after its last use; a value used in a pass but defined
+before it lives to the pass's end, and one copied into an output (a view, a
+value yielded twice) lives past the end of its step.  An op that may compute
+in place (``IN_PLACE``) writes over an operand of its shape and dtype that dies
 at it.  A value the group yields is computed straight into its output slice,
 and so is the element-wise chain of dying operands behind it.  An
 accumulating op takes an accumulator (its result's shape, in the accumulator
@@ -604,7 +606,18 @@ def plan_scratch(sched: TileSchedule) -> ScratchPlan:
             continue
         direct[inst] = k
     for _, inst in copies:
-        last_use[inst] = max(last_use.get(inst, -1), _end_of(walk, inst))
+        # copied after the step's last op: no op of the step may overwrite it in place
+        last_use[inst] = max(last_use.get(inst, -1), _end_of(walk, inst) + 1)
+    # a view reads its operand's buffer whenever it is used: the operand lives as long
+    # (else an in-place op could overwrite it first); later views first, for chains
+    for ev in reversed(walk.events):
+        if ev.finalize or _structured(ev.op).numpy_view() is None:
+            continue
+        end = max((last_use.get((r, ev.step), -1) for r in ev.op.results), default=-1)
+        for v, _ in sched.reads(ev.op):
+            src = instance_of(sched, v, ev.step)
+            if src[1] >= 0:
+                last_use[src] = max(last_use.get(src, -1), end)
 
     pool = _Pool()
     ops: dict[tuple[Operation, int], OpPlan] = {}

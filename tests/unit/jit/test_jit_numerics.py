@@ -165,3 +165,30 @@ def test_random_shapes_and_budgets(
     ins = {k: rng.uniform(-2, 2, shapes[k]).astype(dtype) for k in names}
     jit = JITTensorKernel(memory_budget=budget, threads=threads)
     matches(jit(expr, **ins), ref(**ins))
+
+
+VIEW_PROGRAMS: list[tuple[str, Callable[[Array], tuple[Array, ...]]]] = [
+    (
+        "r = relu(x)\n    return transpose(r), softmax(r, axis=0)",
+        lambda x: (np.maximum(x, 0).T, softmax(np.maximum(x, 0), axis=0)),
+    ),
+    (
+        "r = relu(x)\n    return transpose(r), exp(r)",
+        lambda x: (np.maximum(x, 0).T, np.exp(np.maximum(x, 0))),
+    ),
+]
+
+
+@pytest.mark.parametrize(("body", "ref"), VIEW_PROGRAMS, ids=["softmax", "exp"])
+@pytest.mark.parametrize("budget", [16, 1_000_000])
+def test_a_value_read_through_a_view_is_not_overwritten(
+    body: str, ref: Callable[[Array], tuple[Array, ...]], budget: int, matches: Any
+) -> None:
+    # The transpose (a view of r) is copied into its output after the group's last op,
+    # which must not have computed in place over r.
+    x = np.random.default_rng(2).uniform(-2, 2, (M, N))
+    kernel = JITTensorKernel(memory_budget=budget).compile(
+        f"def k(x: f64[{M}, {N}]):\n    {body}\n"
+    )
+    for got, want in zip(kernel(x), ref(x), strict=True):
+        matches(got, want)
