@@ -192,3 +192,26 @@ def test_a_value_read_through_a_view_is_not_overwritten(
     )
     for got, want in zip(kernel(x), ref(x), strict=True):
         matches(got, want)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_target_does_not_cut_a_dim_the_matmul_does_not_run_along(
+    threads: int, monkeypatch: pytest.MonkeyPatch, matches: Any
+) -> None:
+    # One group over (3, 200, 200, 50): the matmul runs along the last three dims only.
+    # Cache blocking (threads=1) or the thread split (threads=2) must cut d1, not d0.
+    from tdsl.lowering.numpy_emit import blocking
+
+    monkeypatch.setattr(blocking, "THREAD_MIN_BYTES", 0)
+    rng = np.random.default_rng(4)
+    x, w = rng.uniform(-1, 1, (200, 50)), rng.uniform(-1, 1, (50, 200))
+    y = rng.uniform(-1, 1, (3, 200, 200))
+    source = """
+def k(x: f64[200, 50], w: f64[50, 200], y: f64[3, 200, 200]):
+    m = x @ w
+    return m, m + y
+"""
+    kernel = JITTensorKernel(threads=threads).compile(source)
+    m, s = kernel(x, w, y)
+    matches(m, x @ w)
+    matches(s, x @ w + y)
