@@ -314,3 +314,29 @@ def test_matmul_in_the_loop_keeps_the_recorded_tiles() -> None:
     source = emit_numpy(mlp_module(1024, 64, 2048, 256, prologue=True))
     assert "for s0 in range(lo, hi, 256):" in source and "cache blocking" not in source
     assert "for s0 in range(lo, hi, 32):" in emit_numpy(mlp_module(1024, 64, 2048, 256))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_dim_an_op_does_not_run_along_is_not_cut(
+    monkeypatch: pytest.MonkeyPatch, threads: int
+) -> None:
+    # One group over (rows of x + s, rows of x in the sum, its reduction): the sum does not
+    # run along d0. Cutting d0 (cache blocking, threads) would compute the whole sum again on
+    # every tile, and on two threads write `s` from both at once.
+    from tdsl.frontend import to_tensordsl
+    from tdsl.lowering.fuse import fuse
+    from tdsl.lowering.tile import tile
+
+    monkeypatch.setattr(blocking, "THREAD_MIN_BYTES", 0)
+    source = "def k(x: f64[300, 300]):\n    s = sum(x, axis=1)\n    return x + s, s\n"
+    module = tile(fuse(to_tensordsl(source)))
+    (op,) = [o for o in module.walk() if isinstance(o, TileOp)]
+    run = blocking.plan_run(op.group_body(), op.tiles_value, op.scratch_value, threads)
+    (sum_op,) = [o for o in op.body.block.ops if isinstance(o, td.SumOp)]
+    assert 0 not in op.group_body().loop_dims(sum_op)
+    assert run.tiles[0] == 300
+    x = rand((300, 300), np.float64, 8)
+    for _ in range(3):
+        y, s = load_numpy(emit_numpy(module, threads))["k"](x)
+        np.testing.assert_allclose(s, x.sum(axis=1), rtol=1e-12)
+        np.testing.assert_allclose(y, x + x.sum(axis=1), rtol=1e-12)
