@@ -39,9 +39,12 @@ a later pass needs that an earlier pass computed tile by tile (``exp(x)`` in
 allowed for ops that may be recomputed (never a matmul).  With no reduction dim
 tiled there is one stage: the classic tile, rows whole.
 
-Three rules keep the schedule cheap and every accumulation local to its
+Four rules keep the schedule cheap and every accumulation local to its
 pass: an op may not keep a tiled reduction dim while accumulating over another
-(its partial results would be needed across tiles of the kept dim); an op with
+(its partial results would be needed across tiles of the kept dim), nor
+accumulate without running along every tiled reduction dim (a pass loops over
+all of them, so it would add each partial result once per tile of a dim it
+does not run along); an op with
 a ``normalize`` dim may not have it tiled (it is decomposed first, see
 ``decompose``); and a parallel dim an op that is never recomputed (a matmul)
 does not run along may not be tiled (every tile along it would compute the op
@@ -341,6 +344,13 @@ def schedule(body: GroupBody, tiles: Sequence[int]) -> TileSchedule:
             raise PlanError(
                 f"'{op.name}' accumulates over d{min(reduces)} but keeps d{kept}, which is "
                 f"tiled too: its partial results would be needed across tiles of d{kept}"
+            )
+        if reduces and red_tiled - on_tiled:
+            other = min(red_tiled - on_tiled)
+            raise PlanError(
+                f"'{op.name}' accumulates over d{min(reduces)} but does not run along d{other}, "
+                f"which is tiled too: a pass over both would add each partial result once per "
+                f"tile of d{other}"
             )
         if not s.RECOMPUTABLE:
             missing = (tiled - red_tiled) - {d for d in loop_dims if d is not None}

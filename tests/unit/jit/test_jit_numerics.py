@@ -215,3 +215,15 @@ def k(x: f64[200, 50], w: f64[50, 200], y: f64[3, 200, 200]):
     m, s = kernel(x, w, y)
     matches(m, x @ w)
     matches(s, x @ w + y)
+
+
+@pytest.mark.parametrize("budget", [16, 1_000_000])
+def test_a_pass_adds_each_partial_result_once(budget: int, matches: Any) -> None:
+    # Two full reductions over different dims of one group: with both dims tiled, a pass
+    # loops over the tiles of both, and each sum would add its partials once per tile of
+    # the dim it does not run along.
+    rng = np.random.default_rng(6)
+    x, y = rng.uniform(-2, 2, 362), rng.uniform(-2, 2, 362)
+    source = "def k(x: f64[362], y: f64[362]):\n    return sum(y + sum(relu(x)))\n"
+    kernel = JITTensorKernel(memory_budget=budget).compile(source)
+    matches(kernel(x, y), np.sum(y + np.sum(np.maximum(x, 0))))
