@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tracemalloc
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy_target_ir import check, const, fused, plain, rand, softmax_ref, tiled, ttype
+from peak_memory import measure_peak, numpy_buffers
 from xdsl.ir import SSAValue
 
 from tdsl.dialects import tensordsl as td
@@ -218,28 +218,6 @@ def test_zero_d_and_one_d() -> None:
         out_dims=[(0,)],
     )
     check(call(one_d, b, b[::-1].copy()), np.tanh(b - b[::-1]), np.float32)
-
-
-def numpy_buffers(threads: int, itemsize: int = 4) -> int:
-    """Bytes NumPy's buffered iterator may allocate for the ufunc calls in flight.
-
-    A ufunc that broadcasts allocates buffers of ``np.getbufsize()`` elements
-    per operand; that is NumPy's, bounded, and not scratch of the kernel.
-    """
-    return threads * (3 * np.getbufsize() * itemsize + 16384)
-
-
-def measure_peak(fn: Any, *arrays: np.ndarray) -> tuple[int, Any]:
-    fn(*arrays)  # warm up: the constant blocks exist, the thread pool is running
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        base = tracemalloc.get_traced_memory()[0]
-        out = fn(*arrays)
-        peak = tracemalloc.get_traced_memory()[1] - base
-    finally:
-        tracemalloc.stop()
-    return peak, out
 
 
 @pytest.mark.parametrize("threads", [1, 2])
