@@ -227,3 +227,26 @@ def test_a_pass_adds_each_partial_result_once(budget: int, matches: Any) -> None
     source = "def k(x: f64[362], y: f64[362]):\n    return sum(y + sum(relu(x)))\n"
     kernel = JITTensorKernel(memory_budget=budget).compile(source)
     matches(kernel(x, y), np.sum(y + np.sum(np.maximum(x, 0))))
+
+
+@pytest.mark.parametrize(("dtype", "n", "tile"), [("f32", 181, 4), ("f64", 177, 8)])
+def test_negation_on_a_remainder_tile(dtype: str, n: int, tile: int, matches: Any) -> None:
+    # The last tile's values are (n, 1) column slices of (n, tile) scratch buffers: a
+    # stride of 16 (f32) or 64 (f64) bytes, where NumPy 2.4's in-place np.negative
+    # computes wrong values. sigmoid and neg negate in place.
+    source = (
+        f"def k(x: {dtype}[{n}, {n}]):\n    r = relu(x)\n"
+        "    return transpose(sigmoid(r)), transpose(-exp(r)), sum(r)\n"
+    )
+    kernel = JITTensorKernel(tile_sizes=(tile, n), threads=1).compile(source)
+    assert [g.tiles for g in kernel.groups] == [(tile, n)]
+    x = (
+        np.random.default_rng(9)
+        .uniform(-2, 2, (n, n))
+        .astype({"f32": np.float32, "f64": np.float64}[dtype])
+    )
+    r = np.maximum(x, 0)
+    sig, neg, total = kernel(x)
+    matches(sig, (1 / (1 + np.exp(-r))).T)
+    matches(neg, (-np.exp(r)).T)
+    matches(total, np.sum(r))
