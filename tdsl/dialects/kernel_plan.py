@@ -39,9 +39,12 @@ a later pass needs that an earlier pass computed tile by tile (``exp(x)`` in
 allowed for ops that may be recomputed (never a matmul).  With no reduction dim
 tiled there is one stage: the classic tile, rows whole.
 
-Three rules keep the schedule cheap and every accumulation local to its
+Four rules keep the schedule cheap and every accumulation local to its
 pass: an op may not keep a tiled reduction dim while accumulating over another
-(its partial results would be needed across tiles of the kept dim); an op with
+(its partial results would be needed across tiles of the kept dim), nor
+accumulate without running along every tiled reduction dim (a pass loops over
+all of them, so it would add each partial result once per tile of a dim it
+does not run along); an op with
 a ``normalize`` dim may not have it tiled (it is decomposed first, see
 ``decompose``); and a parallel dim an op that is never recomputed (a matmul)
 does not run along may not be tiled (every tile along it would compute the op
@@ -53,10 +56,12 @@ The scratch model
 :func:`plan_scratch` walks the schedule in order, the loop body of a pass
 once (its buffers are reused by every tile).  Group inputs are views of the
 operands, outputs are written in place, constants are literals, views
-(``transpose``) are views: none takes scratch.  Every other value takes a
-buffer when it is defined and frees it after its last use; a value used in a
-pass but defined before it lives to the pass's end.  An op that may compute in
-place (``IN_PLACE``) writes over an operand of its shape and dtype that dies
+(``transpose``) are views: none takes scratch, and a view keeps its operand
+alive while the view is used.  Every other value takes a buffer when it is
+defined and frees it after its last use; a value used in a pass but defined
+before it lives to the pass's end, and one copied into an output (a view, a
+value yielded twice) lives past the end of its step.  An op that may compute
+in place (``IN_PLACE``) writes over an operand of its shape and dtype that dies
 at it.  A value the group yields is computed straight into its output slice,
 and so is the element-wise chain of dying operands behind it.  An
 accumulating op takes an accumulator (its result's shape, in the accumulator
@@ -340,6 +345,13 @@ def schedule(body: GroupBody, tiles: Sequence[int]) -> TileSchedule:
                 f"'{op.name}' accumulates over d{min(reduces)} but keeps d{kept}, which is "
                 f"tiled too: its partial results would be needed across tiles of d{kept}"
             )
+        if reduces and red_tiled - on_tiled:
+            other = min(red_tiled - on_tiled)
+            raise PlanError(
+                f"'{op.name}' accumulates over d{min(reduces)} but does not run along d{other}, "
+                f"which is tiled too: a pass over both would add each partial result once per "
+                f"tile of d{other}"
+            )
         if not s.RECOMPUTABLE:
             missing = (tiled - red_tiled) - {d for d in loop_dims if d is not None}
             if missing:
@@ -604,7 +616,18 @@ def plan_scratch(sched: TileSchedule) -> ScratchPlan:
             continue
         direct[inst] = k
     for _, inst in copies:
-        last_use[inst] = max(last_use.get(inst, -1), _end_of(walk, inst))
+        # copied after the step's last op: no op of the step may overwrite it in place
+        last_use[inst] = max(last_use.get(inst, -1), _end_of(walk, inst) + 1)
+    # a view reads its operand's buffer whenever it is used: the operand lives as long
+    # (else an in-place op could overwrite it first); later views first, for chains
+    for ev in reversed(walk.events):
+        if ev.finalize or _structured(ev.op).numpy_view() is None:
+            continue
+        end = max((last_use.get((r, ev.step), -1) for r in ev.op.results), default=-1)
+        for v, _ in sched.reads(ev.op):
+            src = instance_of(sched, v, ev.step)
+            if src[1] >= 0:
+                last_use[src] = max(last_use.get(src, -1), end)
 
     pool = _Pool()
     ops: dict[tuple[Operation, int], OpPlan] = {}

@@ -808,7 +808,7 @@ class SigmoidOp(UnaryOp):
         (x,), (out,) = args, results
         e = g.workspace(0)
         g.ufunc("absolute", x, out=e, note="sigmoid: max(x >= 0, e) / (1 + e) with e = exp(-|x|)")
-        g.ufunc("negative", e, out=e)
+        g.ufunc("multiply", e, g.scalar(-1.0, e.dtype), out=e)  # not np.negative: see NegOp
         g.ufunc("exp", e, out=e)
         g.ufunc("greater_equal", x, g.fill(x, 0.0), out=out)
         g.ufunc("maximum", out, e, out=out)
@@ -856,6 +856,14 @@ class NegOp(UnaryOp, HasCanonicalizationPatternsInterface):
     FUNCTION: ClassVar[str | None] = "neg"
     NUMPY_UFUNC: ClassVar[str] = "negative"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.NegfOp
+
+    def lower_numpy(
+        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
+    ) -> None:
+        # NumPy 2.4's np.negative computed in place is wrong on a view whose stride is
+        # 16 bytes (f32) or 64 bytes (f64), as a remainder tile's column slice of a
+        # scratch buffer can be; multiplying by -1 negates exactly (signed zeros too).
+        g.ufunc("multiply", args[0], g.scalar(-1.0, results[0].dtype), out=results[0])
 
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:

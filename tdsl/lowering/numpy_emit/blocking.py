@@ -1,9 +1,11 @@
 """The tiles a group actually runs with: cache blocking, threads, and ops run whole.
 
 The IR records the largest tiles that fit the memory budget.  The target may
-cut the outermost *parallel* dim finer (tiles along it are independent, so
-this changes neither the schedule nor the results) and must keep the
-scratch of all its threads within the recorded scratch:
+cut the outermost *parallel* dim that every op of the group runs along finer
+(tiles along it are independent: no op computes again on each of them and no
+two write the same results, so this changes neither the schedule nor the
+results) and must keep the scratch of all its threads within the recorded
+scratch:
 
 - **cache blocking**: the tile is cut so that no value's block along that dim
   exceeds :data:`CACHE_BLOCK_BYTES` (NumPy re-reads each block once per
@@ -105,11 +107,16 @@ def plan_run(body: GroupBody, ir_tiles: Sequence[int], recorded: int | None, thr
         for op in body.ops
         if (s := structured(op)) is not None and s.PREFERS_WHOLE and op not in whole
     ]
+    # an op that does not run along the cut dim would compute again on each of its
+    # tiles, and on several threads write the same results at once
+    runs_along = [set(body.loop_dims(op)) for op in body.ops]
     free = next(
         (
             d
             for d in range(body.rank)
-            if body.kinds[d] is IteratorType.PARALLEL and body.extents[d] > 1
+            if body.kinds[d] is IteratorType.PARALLEL
+            and body.extents[d] > 1
+            and all(d in dims for dims in runs_along)
         ),
         None,
     )

@@ -165,3 +165,88 @@ def test_random_shapes_and_budgets(
     ins = {k: rng.uniform(-2, 2, shapes[k]).astype(dtype) for k in names}
     jit = JITTensorKernel(memory_budget=budget, threads=threads)
     matches(jit(expr, **ins), ref(**ins))
+
+
+VIEW_PROGRAMS: list[tuple[str, Callable[[Array], tuple[Array, ...]]]] = [
+    (
+        "r = relu(x)\n    return transpose(r), softmax(r, axis=0)",
+        lambda x: (np.maximum(x, 0).T, softmax(np.maximum(x, 0), axis=0)),
+    ),
+    (
+        "r = relu(x)\n    return transpose(r), exp(r)",
+        lambda x: (np.maximum(x, 0).T, np.exp(np.maximum(x, 0))),
+    ),
+]
+
+
+@pytest.mark.parametrize(("body", "ref"), VIEW_PROGRAMS, ids=["softmax", "exp"])
+@pytest.mark.parametrize("budget", [16, 1_000_000])
+def test_a_value_read_through_a_view_is_not_overwritten(
+    body: str, ref: Callable[[Array], tuple[Array, ...]], budget: int, matches: Any
+) -> None:
+    # The transpose (a view of r) is copied into its output after the group's last op,
+    # which must not have computed in place over r.
+    x = np.random.default_rng(2).uniform(-2, 2, (M, N))
+    kernel = JITTensorKernel(memory_budget=budget).compile(
+        f"def k(x: f64[{M}, {N}]):\n    {body}\n"
+    )
+    for got, want in zip(kernel(x), ref(x), strict=True):
+        matches(got, want)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_target_does_not_cut_a_dim_the_matmul_does_not_run_along(
+    threads: int, monkeypatch: pytest.MonkeyPatch, matches: Any
+) -> None:
+    # One group over (3, 200, 200, 50): the matmul runs along the last three dims only.
+    # Cache blocking (threads=1) or the thread split (threads=2) must cut d1, not d0.
+    from tdsl.lowering.numpy_emit import blocking
+
+    monkeypatch.setattr(blocking, "THREAD_MIN_BYTES", 0)
+    rng = np.random.default_rng(4)
+    x, w = rng.uniform(-1, 1, (200, 50)), rng.uniform(-1, 1, (50, 200))
+    y = rng.uniform(-1, 1, (3, 200, 200))
+    source = """
+def k(x: f64[200, 50], w: f64[50, 200], y: f64[3, 200, 200]):
+    m = x @ w
+    return m, m + y
+"""
+    kernel = JITTensorKernel(threads=threads).compile(source)
+    m, s = kernel(x, w, y)
+    matches(m, x @ w)
+    matches(s, x @ w + y)
+
+
+@pytest.mark.parametrize("budget", [16, 1_000_000])
+def test_a_pass_adds_each_partial_result_once(budget: int, matches: Any) -> None:
+    # Two full reductions over different dims of one group: with both dims tiled, a pass
+    # loops over the tiles of both, and each sum would add its partials once per tile of
+    # the dim it does not run along.
+    rng = np.random.default_rng(6)
+    x, y = rng.uniform(-2, 2, 362), rng.uniform(-2, 2, 362)
+    source = "def k(x: f64[362], y: f64[362]):\n    return sum(y + sum(relu(x)))\n"
+    kernel = JITTensorKernel(memory_budget=budget).compile(source)
+    matches(kernel(x, y), np.sum(y + np.sum(np.maximum(x, 0))))
+
+
+@pytest.mark.parametrize(("dtype", "n", "tile"), [("f32", 181, 4), ("f64", 177, 8)])
+def test_negation_on_a_remainder_tile(dtype: str, n: int, tile: int, matches: Any) -> None:
+    # The last tile's values are (n, 1) column slices of (n, tile) scratch buffers: a
+    # stride of 16 (f32) or 64 (f64) bytes, where NumPy 2.4's in-place np.negative
+    # computes wrong values. sigmoid and neg negate in place.
+    source = (
+        f"def k(x: {dtype}[{n}, {n}]):\n    r = relu(x)\n"
+        "    return transpose(sigmoid(r)), transpose(-exp(r)), sum(r)\n"
+    )
+    kernel = JITTensorKernel(tile_sizes=(tile, n), threads=1).compile(source)
+    assert [g.tiles for g in kernel.groups] == [(tile, n)]
+    x = (
+        np.random.default_rng(9)
+        .uniform(-2, 2, (n, n))
+        .astype({"f32": np.float32, "f64": np.float64}[dtype])
+    )
+    r = np.maximum(x, 0)
+    sig, neg, total = kernel(x)
+    matches(sig, (1 / (1 + np.exp(-r))).T)
+    matches(neg, (-np.exp(r)).T)
+    matches(total, np.sum(r))

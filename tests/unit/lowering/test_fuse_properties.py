@@ -66,11 +66,12 @@ class RandomFunction:
     """A ``@main`` being built: its block, arguments, and the values so far."""
 
     block: Block
+    element: td.FloatType = f32
     arg_types: list[Attribute] = field(default_factory=list[Attribute])
     values: list[SSAValue] = field(default_factory=list[SSAValue])
 
     def add_arg(self, shape: tuple[int, ...]) -> SSAValue:
-        t = TensorType(f32, shape)
+        t = TensorType(self.element, shape)
         self.arg_types.append(t)
         arg = self.block.insert_arg(t, len(self.block.args))
         self.values.append(arg)
@@ -105,7 +106,7 @@ def add_op(draw: st.DrawFn, fn: RandomFunction, base: tuple[int, ...]) -> None:
         fn.emit(draw(st.sampled_from(BINARY))(x, y))
     elif kind == "literal":
         value = draw(st.sampled_from([0.5, 1.0, 2.0, -3.0]))
-        const = td.ConstantOp.splat(value, f32)
+        const = td.ConstantOp.splat(value, fn.element)
         fn.emit(const, visible=False)
         args = (const.result, x) if draw(st.booleans()) else (x, const.result)
         fn.emit(draw(st.sampled_from(BINARY))(*args))
@@ -123,21 +124,38 @@ def add_op(draw: st.DrawFn, fn: RandomFunction, base: tuple[int, ...]) -> None:
         if draw(st.booleans()):
             w = fn.emit(td.ReluOp(w))
         fn.emit(td.MatmulOp(x, w))
-    elif kind == "cast":
-        wide = fn.emit(td.CastOp(x, f64), visible=False)
+    elif kind == "cast":  # through the other precision and back
+        other = f64 if fn.element == f32 else f32
+        wide = fn.emit(td.CastOp(x, other), visible=False)
         wide = fn.emit(draw(st.sampled_from(UNARY))(wide), visible=False)
-        fn.emit(td.CastOp(wide, f32))
+        fn.emit(td.CastOp(wide, fn.element))
     else:
         fn.emit(draw(st.sampled_from(UNARY))(x))
 
 
+TINY_SHAPES = st.lists(st.integers(1, 4), min_size=0, max_size=3)
+"""Base shapes of up to 3 dims of up to 4 elements."""
+
+
 @st.composite
-def random_functions(draw: st.DrawFn) -> tuple[ModuleOp, list[Array]]:
-    """A verified module whose ``@main`` is a random DAG, and arguments for it."""
-    base = tuple(draw(st.lists(st.integers(1, 4), min_size=0, max_size=3)))
-    fn = RandomFunction(Block())
-    for _ in range(draw(st.integers(1, 3))):
-        fn.add_arg(shape_like(draw, base))
+def random_functions(
+    draw: st.DrawFn,
+    element: td.FloatType = f32,
+    base_shapes: st.SearchStrategy[list[int]] = TINY_SHAPES,
+    whole_first: bool = False,
+) -> tuple[ModuleOp, list[Array]]:
+    """A verified module whose ``@main`` is a random DAG of ``element`` tensors, and
+    arguments for it.
+
+    Values are shaped after a ``base`` shape drawn from ``base_shapes``: their
+    dims are dims of ``base``, 1 or a matmul's 2 or 3 columns, and their rank is
+    at most ``max(2, len(base))``, which bounds their sizes.  With
+    ``whole_first`` the first argument has the ``base`` shape itself.
+    """
+    base = tuple(draw(base_shapes))
+    fn = RandomFunction(Block(), element)
+    for i in range(draw(st.integers(1, 3))):
+        fn.add_arg(base if whole_first and i == 0 else shape_like(draw, base))
     n_args = len(fn.values)
     for _ in range(draw(st.integers(1, 9))):
         add_op(draw, fn, base)
@@ -151,7 +169,8 @@ def random_functions(draw: st.DrawFn) -> tuple[ModuleOp, list[Array]]:
     module.verify()
     seed = draw(st.integers(0, 2**16))
     rng = np.random.default_rng(seed)
-    arrays = [rng.uniform(-2, 2, td.tensor_shape(t)).astype(np.float32) for t in fn.arg_types]
+    dtype = td.numpy_dtype(element)
+    arrays = [rng.uniform(-2, 2, td.tensor_shape(t)).astype(dtype) for t in fn.arg_types]
     assert n_args <= len(arrays)
     return module, arrays
 

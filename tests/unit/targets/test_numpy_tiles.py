@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tracemalloc
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy_target_ir import check, const, fused, plain, rand, softmax_ref, tiled, ttype
+from peak_memory import measure_peak, numpy_buffers
 from xdsl.ir import SSAValue
 
 from tdsl.dialects import tensordsl as td
@@ -220,28 +220,6 @@ def test_zero_d_and_one_d() -> None:
     check(call(one_d, b, b[::-1].copy()), np.tanh(b - b[::-1]), np.float32)
 
 
-def numpy_buffers(threads: int, itemsize: int = 4) -> int:
-    """Bytes NumPy's buffered iterator may allocate for the ufunc calls in flight.
-
-    A ufunc that broadcasts allocates buffers of ``np.getbufsize()`` elements
-    per operand; that is NumPy's, bounded, and not scratch of the kernel.
-    """
-    return threads * (3 * np.getbufsize() * itemsize + 16384)
-
-
-def measure_peak(fn: Any, *arrays: np.ndarray) -> tuple[int, Any]:
-    fn(*arrays)  # warm up: the constant blocks exist, the thread pool is running
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        base = tracemalloc.get_traced_memory()[0]
-        out = fn(*arrays)
-        peak = tracemalloc.get_traced_memory()[1] - base
-    finally:
-        tracemalloc.stop()
-    return peak, out
-
-
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("tile_rows", [1, 8, 128])
 def test_peak_memory_within_recorded_scratch(threads: int, tile_rows: int) -> None:
@@ -314,3 +292,29 @@ def test_matmul_in_the_loop_keeps_the_recorded_tiles() -> None:
     source = emit_numpy(mlp_module(1024, 64, 2048, 256, prologue=True))
     assert "for s0 in range(lo, hi, 256):" in source and "cache blocking" not in source
     assert "for s0 in range(lo, hi, 32):" in emit_numpy(mlp_module(1024, 64, 2048, 256))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_dim_an_op_does_not_run_along_is_not_cut(
+    monkeypatch: pytest.MonkeyPatch, threads: int
+) -> None:
+    # One group over (rows of x + s, rows of x in the sum, its reduction): the sum does not
+    # run along d0. Cutting d0 (cache blocking, threads) would compute the whole sum again on
+    # every tile, and on two threads write `s` from both at once.
+    from tdsl.frontend import to_tensordsl
+    from tdsl.lowering.fuse import fuse
+    from tdsl.lowering.tile import tile
+
+    monkeypatch.setattr(blocking, "THREAD_MIN_BYTES", 0)
+    source = "def k(x: f64[300, 300]):\n    s = sum(x, axis=1)\n    return x + s, s\n"
+    module = tile(fuse(to_tensordsl(source)))
+    (op,) = [o for o in module.walk() if isinstance(o, TileOp)]
+    run = blocking.plan_run(op.group_body(), op.tiles_value, op.scratch_value, threads)
+    (sum_op,) = [o for o in op.body.block.ops if isinstance(o, td.SumOp)]
+    assert 0 not in op.group_body().loop_dims(sum_op)
+    assert run.tiles[0] == 300
+    x = rand((300, 300), np.float64, 8)
+    for _ in range(3):
+        y, s = load_numpy(emit_numpy(module, threads))["k"](x)
+        np.testing.assert_allclose(s, x.sum(axis=1), rtol=1e-12)
+        np.testing.assert_allclose(y, x + x.sum(axis=1), rtol=1e-12)

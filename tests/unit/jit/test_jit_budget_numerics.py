@@ -1,0 +1,191 @@
+"""Compiled kernels compute NumPy's values at budgets 64, 4096 and 10**6, in f16, f32 and f64.
+
+A fixed set of programs exercises what tiling under a small budget changes:
+reductions over each axis and over all axes (at budget 64 they accumulate over
+tiles of the reduced dims), softmax with rows longer than the budget (it then
+runs decomposed, in passes over the row), a reduction whose value a second
+pass needs (the element-wise producer is recomputed), and matmul with a
+prologue and an epilogue.
+
+f32 and f64 results are compared with NumPy on the same dtype.  tdsl's f16
+reductions accumulate in f32 and round once, so f16 results are compared with
+NumPy computed in f32 on the same (f16) inputs, cast to f16.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from xdsl.dialects.builtin import ModuleOp
+
+from tdsl.dialects.kernel import TileOp
+from tdsl.frontend import to_tensordsl
+from tdsl.jit import CompiledKernel, JITTensorKernel
+from tdsl.lowering.fuse import fuse
+from tdsl.lowering.tile import tile
+
+run_function = pytest.importorskip("tdsl.interpreters.run").run_function
+
+Array = np.ndarray[Any, Any]
+
+BUDGETS = [64, 4096, 1_000_000]
+DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+
+
+def softmax(x: Array, axis: int = -1) -> Array:
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def centered_square_mean(e: Array, axis: int | None) -> Array:
+    d = e - np.mean(e, axis=axis, keepdims=axis is not None)
+    return np.mean(d * d, axis=axis)
+
+
+# (id, kernel source with {t} for the element type, NumPy reference on the inputs)
+PROGRAMS: list[tuple[str, str, Callable[..., Array]]] = [
+    *[
+        (
+            f"{name}-axis-{axis}",
+            f"def k(A: {{t}}[6, 50, 90], B: {{t}}[6, 50, 90]):\n"
+            f"    return {name}(exp(A) * B, axis={axis})\n",
+            lambda A, B, ref=ref, axis=axis: ref(np.exp(A) * B, axis=axis),
+        )
+        for name, ref in (("sum", np.sum), ("mean", np.mean), ("max", np.max))
+        for axis in (0, 1, 2)
+    ],
+    *[
+        (
+            f"{name}-all",
+            f"def k(A: {{t}}[6, 50, 90], B: {{t}}[6, 50, 90]):\n    return {name}(A - B)\n",
+            lambda A, B, ref=ref: ref(A - B),
+        )
+        for name, ref in (("sum", np.sum), ("mean", np.mean), ("max", np.max))
+    ],
+    (
+        "mean-keepdims-broadcast",
+        "def k(A: {t}[40, 300]):\n    return A - mean(A, axis=1, keepdims=true)\n",
+        lambda A: A - np.mean(A, axis=1, keepdims=True),
+    ),
+    (
+        "softmax-long-rows",
+        "def k(X: {t}[7, 300], Y: {t}[7, 300]):\n    return sum(softmax(X * 3) * Y, axis=1)\n",
+        lambda X, Y: np.sum(softmax(X * 3) * Y, axis=1),
+    ),
+    (
+        "softmax-long-columns",
+        "def k(X: {t}[300, 7], Y: {t}[300, 7]):\n"
+        "    return relu(sum(softmax(X, axis=0) * Y, axis=0))\n",
+        lambda X, Y: np.maximum(np.sum(softmax(X, axis=0) * Y, axis=0), 0),
+    ),
+    (
+        "second-pass-axis-0",
+        "def k(A: {t}[300, 40]):\n    e = exp(A)\n    d = e - mean(e, axis=0)\n"
+        "    return mean(d * d, axis=0)\n",
+        lambda A: centered_square_mean(np.exp(A), 0),
+    ),
+    (
+        "second-pass-axis-1",
+        "def k(A: {t}[40, 300]):\n    e = exp(A)\n    d = e - mean(e, axis=1, keepdims=true)\n"
+        "    return mean(d * d, axis=1)\n",
+        lambda A: centered_square_mean(np.exp(A), 1),
+    ),
+    (
+        "second-pass-all",
+        "def k(A: {t}[40, 300]):\n    e = exp(A)\n    d = e - mean(e)\n    return mean(d * d)\n",
+        lambda A: centered_square_mean(np.exp(A), None),
+    ),
+    (
+        "matmul-prologue-epilogue",
+        "def k(X: {t}[90, 50], W: {t}[50, 70], b: {t}[70]):\n    return relu(relu(X) @ W + b)\n",
+        lambda X, W, b: np.maximum(np.maximum(X, 0) @ W + b, 0),
+    ),
+    (
+        "matmul-softmax-row-sum",
+        "def k(X: {t}[90, 50], W: {t}[50, 70]):\n"
+        "    return sum(softmax(tanh(X) @ W) * 2, axis=1)\n",
+        lambda X, W: np.sum(softmax(np.tanh(X) @ W) * 2, axis=1),
+    ),
+]
+
+
+def compile_program(source: str, dtype: str, budget: int) -> CompiledKernel:
+    return JITTensorKernel(memory_budget=budget).compile(source.format(t=dtype))
+
+
+def inputs(kernel: CompiledKernel, seed: int) -> list[Array]:
+    rng = np.random.default_rng(seed)
+    return [rng.uniform(-2, 2, arg.shape).astype(arg.dtype) for arg in kernel.args]
+
+
+def reference(ref: Callable[..., Array], args: list[Array]) -> Array:
+    """NumPy's value; for f16 inputs computed in f32 and cast back (f32 accumulation)."""
+    dtype = args[0].dtype
+    if dtype == np.float16:
+        return np.asarray(ref(*(a.astype(np.float32) for a in args))).astype(np.float16)
+    return np.asarray(ref(*args))
+
+
+@pytest.mark.parametrize("budget", BUDGETS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("source", "ref"), [p[1:] for p in PROGRAMS], ids=[p[0] for p in PROGRAMS])
+def test_program_matches_numpy(
+    source: str, ref: Callable[..., Array], dtype: str, budget: int, matches: Any
+) -> None:
+    kernel = compile_program(source, dtype, budget)
+    args = inputs(kernel, seed=budget)
+    matches(kernel(*args), reference(ref, args))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rows_longer_than_the_budget_run_decomposed(dtype: str) -> None:
+    # the programs above reach the paths they are meant for
+    source = dict((p[0], p[1]) for p in PROGRAMS)
+    for name in ("softmax-long-rows", "softmax-long-columns"):
+        ops = {op for g in compile_program(source[name], dtype, 64).groups for op in g.ops}
+        assert "tensordsl.softmax" not in ops, f"{name} at budget 64: {ops}"
+        ops = {op for g in compile_program(source[name], dtype, 4096).groups for op in g.ops}
+        assert "tensordsl.softmax" in ops, f"{name} at budget 4096: {ops}"
+    second = compile_program(source["second-pass-axis-0"], dtype, 64)
+    assert "recomputing tensordsl.exp" in second.explain()
+
+
+F16_CASES: list[tuple[str, Array, float]] = [
+    # (60000 + 60000 + 1) / 3 rounds to 40000 in f16; an f16 accumulator overflows to inf
+    ("mean(A)", np.array([60000, 60000, 1], np.float16), 40000),
+    ("sum(A)", np.array([60000, 60000, -60000], np.float16), 60000),
+    # over tiles of the vector at budget 64: accumulators carry f32 partial sums
+    ("mean(abs(A))", np.tile(np.array([60000, 60000, 1], np.float16), 100), 40000),
+    # 19200 ones: an f16 accumulator would stop at 2048
+    ("sum(abs(A))", np.ones((64, 300), np.float16), 19200),
+]
+
+
+@pytest.mark.parametrize("budget", BUDGETS)
+@pytest.mark.parametrize(("expr", "a", "want"), F16_CASES, ids=[c[0] for c in F16_CASES])
+def test_f16_sums_and_means_accumulate_in_f32(
+    expr: str, a: Array, want: float, budget: int
+) -> None:
+    got = JITTensorKernel(memory_budget=budget)(expr, A=a)
+    assert got.dtype == np.float16 and got == np.float16(want)
+
+
+@pytest.mark.parametrize("budget", [64, 1_000_000])
+@pytest.mark.parametrize(("expr", "a", "want"), F16_CASES, ids=[c[0] for c in F16_CASES])
+def test_f16_sums_and_means_in_the_interpreter(
+    expr: str, a: Array, want: float, budget: int
+) -> None:
+    module = to_tensordsl(expr, shapes={"A": a.shape}, dtypes="float16")
+    tiled = tile(fuse(module, budget))
+    if budget == 64 and "abs" in expr:  # the tiled IR accumulates over tiles
+        assert "pass" in explain_tiles(tiled)
+    for stage in (module, tiled):
+        (got,) = run_function(stage, "main", a)
+        assert got.dtype == np.float16 and got == np.float16(want)
+
+
+def explain_tiles(module: ModuleOp) -> str:
+    return "; ".join(op.schedule().describe() for op in module.walk() if isinstance(op, TileOp))

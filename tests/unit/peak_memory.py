@@ -1,0 +1,36 @@
+"""What a compiled call allocates: tracemalloc's peak, and NumPy's own buffers.
+
+Shared by the memory tests of the NumPy target and of the memory promise
+(``tests/unit`` is on ``sys.path`` through its ``conftest.py``).
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+from typing import Any
+
+import numpy as np
+
+
+def numpy_buffers(threads: int, itemsize: int = 4) -> int:
+    """Bytes NumPy's buffered iterator may allocate for the ufunc calls in flight.
+
+    A ufunc that broadcasts allocates buffers of ``np.getbufsize()`` elements
+    per operand; that is NumPy's, bounded, and not scratch of the kernel.
+    """
+    return threads * (3 * np.getbufsize() * itemsize + 16384)
+
+
+def measure_peak(fn: Any, *arrays: np.ndarray) -> tuple[int, Any]:
+    """``fn(*arrays)``'s peak of traced memory above what was allocated before the
+    call (its results included), and its results."""
+    fn(*arrays)  # warm up: the constant blocks exist, the thread pool is running
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        out = fn(*arrays)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    return peak, out
