@@ -124,9 +124,23 @@ class GroupBody:
     prefer_whole: frozenset[int] = frozenset()
     """Space dims tiling should cut last (a matmul's columns and contraction)."""
     members: frozenset[Operation] = field(init=False, repr=False, compare=False)
+    position: Mapping[Operation, int] = field(init=False, repr=False, compare=False)
+    """Each op's index in ``ops``."""
+    # what the planners ask of every op and value many times: computed once per body
+    _loop_dims: dict[Operation, tuple[int | None, ...]] = field(
+        init=False, repr=False, compare=False
+    )
+    _value_shapes: dict[SSAValue, tuple[int, ...]] = field(init=False, repr=False, compare=False)
+    _schedules: dict[tuple[int, ...], TileSchedule | PlanError] = field(
+        init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "members", frozenset(self.ops))
+        object.__setattr__(self, "position", {op: i for i, op in enumerate(self.ops)})
+        object.__setattr__(self, "_loop_dims", {})
+        object.__setattr__(self, "_value_shapes", {})
+        object.__setattr__(self, "_schedules", {})
 
     @property
     def rank(self) -> int:
@@ -140,18 +154,48 @@ class GroupBody:
     ) -> tuple[int, ...]:
         """The shape of ``value``'s slice in a full tile of sizes ``tiles``."""
         dims = self.dims[value] if dims is None else dims
+        extents = self.extents
         return tuple(
-            extent if d is None else min(tiles[d], self.extents[d])
-            for extent, d in zip(tensor_shape(value), dims, strict=True)
+            [
+                extent if d is None else min(tiles[d], extents[d])
+                for extent, d in zip(self.value_shape(value), dims, strict=True)
+            ]
         )
+
+    def value_shape(self, value: SSAValue) -> tuple[int, ...]:
+        """The full shape of ``value``."""
+        shape = self._value_shapes.get(value)
+        if shape is None:
+            shape = self._value_shapes[value] = tensor_shape(value)
+        return shape
 
     def producer(self, value: SSAValue) -> Operation | None:
         """The op of the group computing ``value``, if any."""
         owner = value.owner
         return owner if isinstance(owner, Operation) and owner in self.members else None
 
+    def schedule(self, tiles: Sequence[int]) -> TileSchedule:
+        """:func:`schedule` of this body, computed once per tile sizes."""
+        key = tuple(tiles)
+        found = self._schedules.get(key)
+        if found is None:
+            try:
+                found = _schedule(self, key)
+            except PlanError as err:
+                found = err
+            self._schedules[key] = found
+        if isinstance(found, PlanError):
+            raise PlanError(*found.args)
+        return found
+
     def loop_dims(self, op: Operation) -> tuple[int | None, ...]:
         """The space dim each loop dim of ``op`` runs along (None: taken whole)."""
+        found = self._loop_dims.get(op)
+        if found is None:
+            found = self._loop_dims[op] = self._find_loop_dims(op)
+        return found
+
+    def _find_loop_dims(self, op: Operation) -> tuple[int | None, ...]:
         s = _structured(op)
         maps = s.indexing_maps()
         found: list[int | None] = [None] * len(s.loop_extents())
@@ -245,10 +289,34 @@ class TileSchedule:
     """The step that first computes each op."""
     fused: Mapping[Operation, Operation] = field(default_factory=dict[Operation, Operation])
     """Producers an op computes itself (``fuses_producer``), to that op: not run alone."""
+    _by_index: dict[int, Step] = field(init=False, repr=False, compare=False)
+    _accumulating: frozenset[Operation] = field(init=False, repr=False, compare=False)
+    _reads: dict[Operation, tuple[tuple[SSAValue, Dims], ...]] = field(
+        init=False, repr=False, compare=False
+    )
+    _scratch: list[ScratchPlan] = field(init=False, repr=False, compare=False)
+    """Its scratch plan, once computed."""
 
-    def reads(self, op: Operation) -> list[tuple[SSAValue, Dims]]:
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_index", {s.index: s for s in self.steps})
+        object.__setattr__(
+            self, "_accumulating", frozenset(op for s in self.steps for op in s.accumulating)
+        )
+        object.__setattr__(self, "_reads", {})
+        object.__setattr__(self, "_scratch", [])
+
+    def scratch_plan(self) -> ScratchPlan:
+        """:func:`plan_scratch` of this schedule, computed once."""
+        if not self._scratch:
+            self._scratch.append(_plan_scratch(self))
+        return self._scratch[0]
+
+    def reads(self, op: Operation) -> tuple[tuple[SSAValue, Dims], ...]:
         """The values ``op`` reads when it runs, with their dims: a fused producer's
         operands in place of its result."""
+        found = self._reads.get(op)
+        if found is not None:
+            return found
         body = self.body
         out: list[tuple[SSAValue, Dims]] = []
         for i, v in enumerate(op.operands):
@@ -257,7 +325,8 @@ class TileSchedule:
                 out += [(w, body.reads[(p, j)]) for j, w in enumerate(p.operands)]
             else:
                 out.append((v, body.reads[(op, i)]))
-        return out
+        found = self._reads[op] = tuple(out)
+        return found
 
     @property
     def passes(self) -> tuple[Step, ...]:
@@ -269,8 +338,7 @@ class TileSchedule:
 
     def accumulates(self, op: Operation) -> bool:
         """Whether ``op`` combines partials over the tiles of a pass."""
-        step = self.step_of.get(op)
-        return step is not None and op in self.step(step).accumulating
+        return op in self._accumulating
 
     def count(self, op: Operation) -> int:
         """How many elements each result element of an accumulating ``op`` combines
@@ -287,10 +355,7 @@ class TileSchedule:
 
     def step(self, index: int) -> Step:
         """The step with schedule position ``index``."""
-        for s in self.steps:
-            if s.index == index:
-                return s
-        raise KeyError(index)
+        return self._by_index[index]
 
     def describe(self) -> str:
         """``2 passes over d1 (recomputing exp)``, or ``one stage`` without tiled reductions."""
@@ -307,14 +372,18 @@ class TileSchedule:
 def schedule(body: GroupBody, tiles: Sequence[int]) -> TileSchedule:
     """The schedule of ``body`` with tile sizes ``tiles`` (see the module docstring).
 
-    Raises :class:`PlanError` when the tiles break a rule.
+    Raises :class:`PlanError` when the tiles break a rule.  The planners try
+    the same tiles more than once: a body keeps the schedules it gave.
     """
-    tiles = tuple(tiles)
+    return body.schedule(tiles)
+
+
+def _schedule(body: GroupBody, tiles: tuple[int, ...]) -> TileSchedule:
     if len(tiles) != body.rank:
         raise PlanError(f"{len(tiles)} tile sizes for a {body.rank}-d iteration space")
     tiled = {d for d in range(body.rank) if tiles[d] < body.extents[d]}
     red_tiled = {d for d in tiled if body.is_reduction(d)}
-    members = set(body.ops)
+    members = body.members
     step_of: dict[Operation, int] = {}
     accumulating: set[Operation] = set()
     looped: dict[Operation, bool] = {}
@@ -362,9 +431,12 @@ def schedule(body: GroupBody, tiles: Sequence[int]) -> TileSchedule:
 
     # per pass: its own ops, and the per-tile values of earlier passes it needs again
     steps: list[Step] = []
+    by_step: dict[int, list[Operation]] = {}
+    for op in body.ops:
+        by_step.setdefault(step_of[op], []).append(op)
     last = max(step_of.values(), default=0)
     for index in range(last + 1):
-        own = [op for op in body.ops if step_of[op] == index]
+        own = by_step.get(index, [])
         if index % 2 == 0:
             if own:
                 steps.append(Step(index, tuple(own)))
@@ -385,7 +457,7 @@ def schedule(body: GroupBody, tiles: Sequence[int]) -> TileSchedule:
                         )
                     again.add(p)
                     pending.append(p)
-        ordered = tuple(op for op in body.ops if op in again or step_of[op] == index)
+        ordered = tuple(sorted([*again, *own], key=body.position.__getitem__))
         if ordered:
             steps.append(
                 Step(
@@ -402,7 +474,7 @@ def schedule(body: GroupBody, tiles: Sequence[int]) -> TileSchedule:
             p = _structured(op).fuses_producer()
             if (
                 p is not None
-                and p in step.ops
+                and (p in step.recomputed or step_of.get(p) == step.index)
                 and step_of[p] == step_of[op]
                 and not set(p.results) & outputs
                 and all(r.has_one_use() for r in p.results)
@@ -528,6 +600,8 @@ class _Walk:
     events: list[_Event] = field(default_factory=list[_Event])
     pass_end: dict[int, int] = field(default_factory=dict[int, int])
     pass_start: dict[int, int] = field(default_factory=dict[int, int])
+    step_end: dict[int, int] = field(default_factory=dict[int, int])
+    """The position of each step's last event."""
 
 
 def _walk(sched: TileSchedule) -> _Walk:
@@ -546,6 +620,8 @@ def _walk(sched: TileSchedule) -> _Walk:
                 walk.events.append(_Event(op, step.index, position, finalize=True))
                 position += 1
             walk.pass_end[step.index] = position - 1
+        if position > 0 and walk.events[-1].step == step.index:
+            walk.step_end[step.index] = position - 1
     return walk
 
 
@@ -564,15 +640,28 @@ def instance_of(sched: TileSchedule, value: SSAValue, reader_step: int) -> Insta
 
 def plan_scratch(sched: TileSchedule) -> ScratchPlan:
     """The scratch buffers of one full tile of ``sched`` (see the module docstring)."""
+    return sched.scratch_plan()
+
+
+def _plan_scratch(sched: TileSchedule) -> ScratchPlan:
     body = sched.body
     tiles = sched.tiles
     walk = _walk(sched)
 
+    dtypes: dict[SSAValue, np.dtype[Any]] = {}
+    shapes: dict[SSAValue, tuple[int, ...]] = {}
+
     def shape(value: SSAValue) -> tuple[int, ...]:
-        return body.shape(value, tiles)
+        found = shapes.get(value)
+        if found is None:
+            found = shapes[value] = body.shape(value, tiles)
+        return found
 
     def dtype(value: SSAValue) -> np.dtype[Any]:
-        return numpy_dtype(value.type)
+        found = dtypes.get(value)
+        if found is None:
+            found = dtypes[value] = numpy_dtype(value.type)
+        return found
 
     # where instances are defined and last used
     last_use: dict[Instance, int] = {}
@@ -719,9 +808,7 @@ def plan_scratch(sched: TileSchedule) -> ScratchPlan:
 
 def _end_of(walk: _Walk, inst: Instance) -> int:
     """The position after which a copy of ``inst`` into an output is made (end of its step)."""
-    step = inst[1]
-    positions = [ev.position for ev in walk.events if ev.step == step]
-    return max(positions, default=0)
+    return walk.step_end.get(inst[1], 0)
 
 
 def _chain_outputs(

@@ -382,25 +382,29 @@ class _Group:
         inside = set(seq)
         users = set(self.ops)
         defined = [r for op in seq for r in op.results]
-        outputs = [v for v in dict.fromkeys(self.yielded) if v in set(defined)]
-        outputs += [
+        defined_set = set(defined)
+        yielded = [v for v in dict.fromkeys(self.yielded) if v in defined_set]
+        taken = set(yielded)
+        outputs = yielded + [
             r
             for r in defined
-            if r not in outputs
+            if r not in taken
             and any(u.operation in users and u.operation not in inside for u in r.uses)
         ]
         args = list(self.fused.body.block.args)
-        inputs = [a for a in args if any(u.operation in inside for u in a.uses)]
-        inputs += [
-            v
-            for op in seq
-            for v in op.operands
-            if v not in inputs and v.owner not in inside and v not in args
-        ]
-        found = analyze(seq, outputs, list(dict.fromkeys(inputs)))
+        inputs: dict[SSAValue, None] = {}
+        for a in args:
+            if any(u.operation in inside for u in a.uses):
+                inputs[a] = None
+        arg_set = set(args)
+        for op in seq:
+            for v in op.operands:
+                if v not in inputs and v.owner not in inside and v not in arg_set:
+                    inputs[v] = None
+        found = analyze(seq, outputs, list(inputs))
         if isinstance(found, Inconsistent):
             return found
-        return _Part(list(seq), outputs, list(dict.fromkeys(inputs)), found)
+        return _Part(list(seq), outputs, list(inputs), found)
 
     def decomposed(self, part: _Part) -> _Part | None:
         """``part`` with its row-normalizing ops replaced by their decomposition (copies)."""
