@@ -492,7 +492,12 @@ class StructuredOpInterface(abc.ABC):
         result_shapes: Sequence[tuple[int, ...]],
         constant_operands: Sequence[bool],
     ) -> tuple[Workspace, ...]:
-        """The buffers :meth:`lower_numpy` needs besides its results, for these tile shapes."""
+        """The buffers :meth:`lower_numpy` needs besides its results, for these tile shapes.
+
+        Each is at most the size of the first result's tile (the NumPy target requires
+        its dims to be the result's, right-aligned, or 1), and a smaller tile needs no
+        more of them: ``tdsl-fuse`` bounds a group's scratch with those of whole values.
+        """
         return ()
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:

@@ -43,7 +43,8 @@ bound of its scratch), updated by each union rather than recomputed, and a
 merge moves the smaller group into the larger one.  So a merge costs about
 the size of the smaller group plus the unions it makes, and planning stays
 about linear in the number of ops.  The exact scratch of rule 3 is computed
-only when the bound exceeds the budget.
+only when the bound exceeds the budget and so does a second bound that
+counts the reuse of buffers.
 
 Constants with at most one element are cloned into each group that uses them
 (they cost nothing); larger ones stay outside and are group inputs.
@@ -52,10 +53,13 @@ Constants with at most one element are cloned into each group that uses them
 from __future__ import annotations
 
 import heapq
+import math
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+import numpy as np
 from xdsl.dialects import func
 from xdsl.ir import Block, Operation, OpResult, SSAValue
 from xdsl.traits import IsTerminator
@@ -66,6 +70,7 @@ from tdsl.dialects.structured import (
     IteratorType,
     constant_value,
     fmt_shape,
+    numpy_dtype,
     structured,
     tensor_shape,
 )
@@ -144,9 +149,16 @@ class _Value:
 
     dims: VarDims
     cost: int
+    """3x its elements at the smallest tile (parallel dims 1, reduction dims whole)."""
     stamp: int = -1
     dead: bool = False
     """Dropped by a merge (a read of a value now computed inside, or one read of several)."""
+    dtype: np.dtype[Any] | None = None
+    """For a result: its dtype (a buffer's)."""
+    full: int = 0
+    """For a result: its elements."""
+    workspaces: tuple[np.dtype[Any], ...] | None = None
+    """For an op's first result: the dtypes of the op's workspaces, once asked."""
 
 
 @dataclass(eq=False)
@@ -170,6 +182,12 @@ class _Part:
     diagonal: _Pair | None = None
     """The first pair of a value already running along one variable twice (an op of one
     part only: no merge with it succeeds)."""
+    live: _Live | None = None
+    """Its buffers' live ranges, once a merge needed them (see ``_Live``)."""
+    apart: bool = False
+    """Made by a merge that kept reads apart.  Then reading every input along one set
+    of variables is inconsistent (it is what that merge tried first), and stays so
+    for every group containing this one: a merge with it can only keep reads apart."""
 
 
 @dataclass(eq=False)
@@ -188,6 +206,10 @@ class _Merge:
     frontiers: list[tuple[_Materialized, SSAValue]]
     unions: list[tuple[int, int]]
     bound: int
+    share: bool
+    """Whether every input is read along one set of variables (no reads kept apart)."""
+    live: _Live | None = None
+    """The merged group's ``_Live``, when the budget check computed it."""
 
     def ops(self) -> list[Operation]:
         return [*self.a.ops, *self.b.ops]
@@ -202,6 +224,8 @@ class _Spaces:
         """The variables of every computed value."""
         self.users = users
         self.parts: dict[int, _Part] = {}
+        self.results: dict[Operation, list[_Value]] = {}
+        """The bound's values of each op's results."""
         self._part_parent: dict[int, int] = {}
         self._op_part: dict[Operation, int] = {}
         self._adj: dict[int, dict[int, _Pair]] = {}
@@ -297,8 +321,13 @@ class _Spaces:
         part = _Part(pid, [op], {}, set(), [], set(self.users(op)), 0)
         for value, dims in (*zip(op.results, results, strict=True), *reads.items()):
             self._add_pairs(part, value, dims)
-        for dims in results:
-            part.bound += self._value(dims).cost
+        self.results[op] = []
+        for r, dims in zip(op.results, results, strict=True):
+            value = self._value(dims)
+            value.dtype = numpy_dtype(r.type)
+            value.full = math.prod(tensor_shape(r))
+            self.results[op].append(value)
+            part.bound += value.cost
         for v, dims in reads.items():
             read = self._value(dims)
             part.reads[v] = [read]
@@ -318,39 +347,67 @@ class _Spaces:
     # -- merging ------------------------------------------------------------------
 
     def try_merge(
-        self, a: _Part, b: _Part, extra: Callable[[_Merge, set[int]], str | None] | None = None
+        self,
+        a: _Part,
+        b: _Part,
+        extra: Callable[[_Merge, set[int]], str | None] | None = None,
+        committing: Callable[[_Merge], None] | None = None,
     ) -> _Part | str:
         """``a`` and ``b`` as one part, or why not (then nothing changes).
 
         Checks rules 1 and 2 of the module docstring, then ``extra`` (given the
-        tentative merge and the ids of ``a`` and ``b``).  Inputs both parts read
-        share their variables unless that makes the space inconsistent.
+        tentative merge and the ids of ``a`` and ``b``); ``committing`` is told of
+        the merge just before it is made.  Inputs both parts read share their
+        variables unless that makes the space inconsistent.
         """
         dv = self.vars
-        reason = "?"
         dv.on_union = self._on_union
         try:
-            for share in (True, False):
-                mark = dv.checkpoint()
-                self._first = a.id
-                self._collapsed.clear()
-                self._unions.clear()
-                merged = self._merge(a, b, share, mark)
-                if isinstance(merged, _Merge) and extra is not None:
-                    why = extra(merged, {a.id, b.id})
-                    merged = merged if why is None else why
-                if isinstance(merged, _Merge):
-                    part = self._commit(merged)
-                    dv.commit()
-                    return part
-                self._rollback()
-                dv.rollback(mark)
-                reason = merged if share else reason
-                if not reason.startswith("inconsistent"):
-                    break
+            if a.apart or b.apart:
+                # sharing would fail (see _Part.apart): only its reason is wanted, and
+                # only when keeping the reads apart fails too
+                merged = self._attempt(a, b, False, extra, committing)
+                if isinstance(merged, _Part):
+                    return merged
+                shared = self._attempt(a, b, True, commit=False)
+                return shared if isinstance(shared, str) else merged
+            merged = self._attempt(a, b, True, extra, committing)
+            if isinstance(merged, _Part) or not merged.startswith("inconsistent"):
+                return merged
+            again = self._attempt(a, b, False, extra, committing)
+            return again if isinstance(again, _Part) else merged
         finally:
             dv.on_union = None
-        return reason
+
+    def _attempt(
+        self,
+        a: _Part,
+        b: _Part,
+        share: bool,
+        extra: Callable[[_Merge, set[int]], str | None] | None = None,
+        committing: Callable[[_Merge], None] | None = None,
+        commit: bool = True,
+    ) -> _Part | str:
+        """One try of :meth:`try_merge`: committed, or rolled back with the reason.  Without
+        ``commit`` it is always rolled back; a merge it would make returns ``a``."""
+        dv = self.vars
+        mark = dv.checkpoint()
+        self._first = a.id
+        self._collapsed.clear()
+        self._unions.clear()
+        merged = self._merge(a, b, share, mark)
+        if isinstance(merged, _Merge) and extra is not None:
+            why = extra(merged, {a.id, b.id})
+            merged = merged if why is None else why
+        if isinstance(merged, _Merge) and commit:
+            if committing is not None:
+                committing(merged)
+            part = self._commit(merged)
+            dv.commit()
+            return part
+        self._rollback()
+        dv.rollback(mark)
+        return a if isinstance(merged, _Merge) else merged
 
     def _rank(self, item: _Pair | _Materialized) -> tuple[int, int]:
         """Its position in the order of the merge being tried: the first part's first."""
@@ -511,6 +568,7 @@ class _Spaces:
             frontiers,
             list(self._unions),
             a.bound + b.bound + delta,
+            share,
         )
 
     def _commit(self, m: _Merge) -> _Part:
@@ -540,6 +598,8 @@ class _Spaces:
         for value, cost in m.costs:
             value.cost = cost
         large.bound = m.bound
+        large.live = m.live
+        large.apart = small.apart or large.apart or not m.share
         for keep, gone in m.unions:
             moved = self._touch.pop(gone, None)
             if not moved:
@@ -569,6 +629,90 @@ class _Spaces:
         self._adj_log.clear()
         self._root_log.clear()
         return large
+
+
+# ---------------------------------------------------------------------------
+# Rule 3 past the bound: buffers' live ranges
+# ---------------------------------------------------------------------------
+#
+# When the bound (no reuse) exceeds the budget, rule 3 needs the exact scratch
+# of the smallest legal tile, a computation over the whole group.  Before it,
+# a second bound that counts reuse is tried.  Among the tilings min_scratch
+# tries is the one that keeps every reduction dim whole and cuts the parallel
+# dims to 1 where the schedule allows (all of them without a never-recomputed
+# op): one stage, ops in program order.  Its plan's pool makes a new buffer of
+# a dtype only when every buffer of that dtype is held, and a buffer is never
+# larger than the largest value it held, so its scratch is at most, per
+# dtype, (the most buffers held at once) x (the largest buffer).  Buffers
+# held at an op are at most the results defined at or before it and read at
+# or after it (to the end when read outside the group), plus its workspaces.
+# That count is a range sum over program positions, kept per group in a
+# persistent segment tree that merges cheaply.  Sizes are those at the tile
+# above (the bound's values) when the group's space is the one ``analyze``
+# finds, which is so when every input is read along one set of variables and
+# no op is never recomputed (its parallel dims may stay whole); else whole
+# values.  A workspace is taken as large as its op's first result (the NumPy
+# target requires no more), and a smaller tile as needing no more of them.
+# Only when this bound too exceeds the budget is the exact scratch computed.
+
+_Node = tuple[int, int, "_Node | None", "_Node | None"]
+"""A segment tree node: (count added to its whole range, max count in it, left, right)."""
+
+
+def _peak(node: _Node | None) -> int:
+    return 0 if node is None else node[1]
+
+
+def _range_add(node: _Node | None, lo: int, hi: int, start: int, stop: int, n: int) -> _Node:
+    """``node`` (over positions ``lo..hi``) with ``n`` added over ``start..stop``, copied."""
+    if start <= lo and hi <= stop:
+        if node is None:
+            return (n, n, None, None)
+        return (node[0] + n, node[1] + n, node[2], node[3])
+    add, _, left, right = node if node is not None else (0, 0, None, None)
+    mid = (lo + hi) // 2
+    if start <= mid:
+        left = _range_add(left, lo, mid, start, stop, n)
+    if stop > mid:
+        right = _range_add(right, mid + 1, hi, start, stop, n)
+    return (add, add + max(_peak(left), _peak(right)), left, right)
+
+
+def _merge_nodes(a: _Node | None, b: _Node | None) -> _Node | None:
+    """The sum of two trees over the same positions (sharing what only one has)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    left = _merge_nodes(a[2], b[2])
+    right = _merge_nodes(a[3], b[3])
+    add = a[0] + b[0]
+    return (add, add + max(_peak(left), _peak(right)), left, right)
+
+
+@dataclass
+class _Live:
+    """What bounds a group's scratch with reuse (see above), per buffer dtype."""
+
+    held: dict[np.dtype[Any], _Node | None]
+    """Buffers held at each program position."""
+    tile: dict[np.dtype[Any], int]
+    """The largest buffer at the tile that cuts parallel dims to 1."""
+    whole: dict[np.dtype[Any], int]
+    """The largest buffer at whole values."""
+    never_recomputed: bool
+    """Whether the group holds a never-recomputed op."""
+
+    def bound(self, shared: bool) -> int:
+        """The bound; ``shared``: the group reads every input along one set of variables
+        (then its space is the planner's, and the tile sizes hold)."""
+        sizes = self.tile if shared and not self.never_recomputed else self.whole
+        return sum(_peak(node) * sizes.get(dt, 0) for dt, node in self.held.items())
+
+
+def _max_into(into: dict[np.dtype[Any], int], dtype: np.dtype[Any], n: int) -> None:
+    if n > into.get(dtype, 0):
+        into[dtype] = n
 
 
 # ---------------------------------------------------------------------------
@@ -659,6 +803,7 @@ class _Planner:
         self.reasons: dict[tuple[Operation, Operation, int], str] = {}
         self.dead = self._dead()
         self.spaces = _Spaces(self.users)
+        self._readers: dict[SSAValue, list[Operation | None]] = {}
 
     def _dead(self) -> set[Operation]:
         """Groupable ops (and constants) whose results nothing live uses."""
@@ -710,6 +855,9 @@ class _Planner:
         """Rule 3: the smallest legal tile must fit the budget."""
         if merge.bound <= self.budget:
             return None
+        merge.live = self._merged_live(merge)
+        if merge.live.bound(merge.share) <= self.budget:
+            return None
         ops = sorted(merge.ops(), key=self.index.__getitem__)
         need = group_min_scratch(ops, self._outputs(ops, ids), self.budget)
         if need is not None and need <= self.budget:
@@ -747,6 +895,140 @@ class _Planner:
                     stack.extend(spaces.parts[pid].users)
         return None
 
+    # -- rule 3 past the bound: live ranges (see _Live) ---------------------------
+
+    def _value_readers(self, value: SSAValue) -> list[Operation | None]:
+        """The live ops reading ``value`` (None: one outside the block), and the ops that
+        compute a reader themselves (``fuses_producer``): they read it where they run."""
+        known = self._readers.get(value)
+        if known is None:
+            found: list[Operation | None] = []
+            for use in value.uses:
+                user = self.block.find_ancestor_op_in_block(use.operation)
+                if user is None:
+                    found.append(None)
+                    continue
+                if user in self.dead:
+                    continue
+                found.append(user)
+                for result in user.results:
+                    for later in result.uses:
+                        consumer = self.block.find_ancestor_op_in_block(later.operation)
+                        s = None if consumer is None else structured(consumer)
+                        if s is not None and s.fuses_producer() is user:
+                            found.append(consumer)
+            known = self._readers[value] = found
+        return known
+
+    def _last_read(self, value: SSAValue, ids: set[int]) -> int:
+        """The position of the last read of ``value`` by the parts ``ids``; the end of the
+        block when something else reads it."""
+        owner = value.owner
+        assert isinstance(owner, Operation)
+        last = self.index[owner]
+        for reader in self._value_readers(value):
+            if reader is None or self.spaces.part_id(reader) not in ids:
+                return len(self.ops)
+            last = max(last, self.index[reader])
+        return last
+
+    def _workspaces(self, op: Operation) -> tuple[np.dtype[Any], ...]:
+        """The dtypes of ``op``'s workspaces at whole values (no fewer than at a tile)."""
+        first = self.spaces.results[op][0]
+        if first.workspaces is None:
+            s = structured(op)
+            assert s is not None
+            results = [tensor_shape(r) for r in op.results]
+            found = [
+                dt
+                for _, dt in s.numpy_workspace(
+                    [tensor_shape(v) for v in op.operands], results, [False] * len(op.operands)
+                )
+            ]
+            p = s.fuses_producer()
+            if p is not None:  # it may run on its producer's operands instead
+                found += [
+                    dt
+                    for _, dt in s.numpy_workspace(
+                        [tensor_shape(v) for v in p.operands], results, [False] * len(p.operands)
+                    )
+                ]
+            first.workspaces = tuple(found)
+        return first.workspaces
+
+    def _live(self, part: _Part) -> _Live:
+        """``part``'s live ranges (computed once, then kept up to date by merges)."""
+        if part.live is None:
+            end = len(self.ops)
+            live = _Live({}, {}, {}, False)
+            for op in part.ops:
+                s = structured(op)
+                assert s is not None
+                live.never_recomputed |= not s.RECOMPUTABLE
+                at = self.index[op]
+                values = self.spaces.results[op]
+                for r, value in zip(op.results, values, strict=True):
+                    assert value.dtype is not None
+                    dt = value.dtype
+                    last = self._last_read(r, {part.id})
+                    live.held[dt] = _range_add(live.held.get(dt), 0, end, at, last, 1)
+                    _max_into(live.tile, dt, value.cost // 3)
+                    _max_into(live.whole, dt, value.full)
+                for dt in self._workspaces(op):
+                    live.held[dt] = _range_add(live.held.get(dt), 0, end, at, at, 1)
+                    _max_into(live.tile, dt, values[0].cost // 3)
+                    _max_into(live.whole, dt, values[0].full)
+            part.live = live
+        return part.live
+
+    def _merged_live(self, merge: _Merge) -> _Live:
+        """The live ranges of ``merge``'s group: both parts' summed, and the values that
+        only the merged group reads now end at their last read."""
+        a, b = self._live(merge.a), self._live(merge.b)
+        live = _Live(
+            {dt: _merge_nodes(a.held.get(dt), b.held.get(dt)) for dt in {*a.held, *b.held}},
+            dict(a.tile),
+            dict(a.whole),
+            a.never_recomputed or b.never_recomputed,
+        )
+        for dt, n in b.tile.items():
+            _max_into(live.tile, dt, n)
+        for dt, n in b.whole.items():
+            _max_into(live.whole, dt, n)
+        for value, cost in merge.costs:
+            if value.dtype is not None:
+                _max_into(live.tile, value.dtype, cost // 3)
+                for dt in value.workspaces or ():
+                    _max_into(live.tile, dt, cost // 3)
+        # values read across the two parts: open (to the end) in their part until now
+        small, large = merge.small, merge.large
+        ids = {merge.a.id, merge.b.id}
+        crossing: dict[SSAValue, int] = {}
+        for op in small.ops:
+            crossing.update((r, small.id) for r in op.results)
+            p = structured(op)
+            producer = None if p is None else p.fuses_producer()
+            for reader in (op, *([] if producer is None else [producer])):
+                for v in reader.operands:
+                    if isinstance(v, OpResult) and self.spaces.part_id(v.op) == large.id:
+                        crossing[v] = large.id
+        end = len(self.ops)
+        for v, pid in crossing.items():
+            if self._last_read(v, {pid}) != end:
+                continue
+            last = self._last_read(v, ids)
+            if last != end:
+                assert isinstance(v, OpResult)
+                dt = self.spaces.results[v.op][v.index].dtype
+                assert dt is not None
+                live.held[dt] = _range_add(live.held[dt], 0, end, last + 1, end, -1)
+        return live
+
+    def _committing(self, merge: _Merge) -> None:
+        """Keep the live ranges of a group that has them up to date."""
+        if merge.live is None and (merge.a.live is not None or merge.b.live is not None):
+            merge.live = self._merged_live(merge)
+
     # -- grouping -------------------------------------------------------------
 
     def visit(self, op: Operation) -> None:
@@ -766,7 +1048,7 @@ class _Planner:
         current = spaces.single(op)
         check = self._extra(self.index[op])
         for pid in candidates:
-            merged = spaces.try_merge(spaces.parts[pid], current, check)
+            merged = spaces.try_merge(spaces.parts[pid], current, check, self._committing)
             if isinstance(merged, str):
                 for producer, i in edges[pid]:
                     self.reasons[(producer, op, i)] = merged
