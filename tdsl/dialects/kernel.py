@@ -417,8 +417,9 @@ class TileOp(GroupOp):
     def _group_body(self, kinds: tuple[IteratorType, ...]) -> GroupBody:
         block = self.body.block
         ops, yielded = self.body_ops()
+        loops: dict[Operation, tuple[int | None, ...]] = {}
         dims = propagate_dims(
-            ops, dict(zip(block.args, self.input_dims, strict=True)), len(self.space_value)
+            ops, dict(zip(block.args, self.input_dims, strict=True)), len(self.space_value), loops
         )
         reads = {(op, i): dims[v] for op in ops for i, v in enumerate(op.operands)}
         constants = frozenset(r for op in ops if constant_value(op) is not None for r in op.results)
@@ -431,6 +432,7 @@ class TileOp(GroupOp):
             outputs=yielded,
             output_dims=self.output_dims,
             constants=constants,
+            known_loop_dims=loops,
         )
 
     def schedule(self) -> TileSchedule:

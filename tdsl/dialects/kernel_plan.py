@@ -123,6 +123,10 @@ class GroupBody:
     """Values that are compile-time constants (literals in generated code)."""
     prefer_whole: frozenset[int] = frozenset()
     """Space dims tiling should cut last (a matmul's columns and contraction)."""
+    known_loop_dims: Mapping[Operation, tuple[int | None, ...]] = field(
+        default_factory=dict[Operation, tuple[int | None, ...]], repr=False, compare=False
+    )
+    """Ops' loop dims already found (by :func:`propagate_dims`), else computed on demand."""
     members: frozenset[Operation] = field(init=False, repr=False, compare=False)
     position: Mapping[Operation, int] = field(init=False, repr=False, compare=False)
     """Each op's index in ``ops``."""
@@ -138,7 +142,7 @@ class GroupBody:
     def __post_init__(self) -> None:
         object.__setattr__(self, "members", frozenset(self.ops))
         object.__setattr__(self, "position", {op: i for i, op in enumerate(self.ops)})
-        object.__setattr__(self, "_loop_dims", {})
+        object.__setattr__(self, "_loop_dims", dict(self.known_loop_dims))
         object.__setattr__(self, "_value_shapes", {})
         object.__setattr__(self, "_schedules", {})
 
@@ -216,13 +220,17 @@ def _structured(op: Operation) -> StructuredOpInterface:
 
 
 def propagate_dims(
-    ops: Sequence[Operation], inputs: Mapping[SSAValue, Dims], rank: int
+    ops: Sequence[Operation],
+    inputs: Mapping[SSAValue, Dims],
+    rank: int,
+    loop_dims: dict[Operation, tuple[int | None, ...]] | None = None,
 ) -> dict[SSAValue, Dims]:
     """The dims of every value ``ops`` compute, from the dims of the values they read.
 
     Each op's loop dims take the space dims of the operand dims they index;
     its results take them through the result maps.  Raises :class:`PlanError`
-    when two operands put one loop dim on two space dims.
+    when two operands put one loop dim on two space dims.  ``loop_dims``, when
+    given, receives each op's loop dims (what :meth:`GroupBody.loop_dims` says).
     """
     dims: dict[SSAValue, Dims] = dict(inputs)
     for op in ops:
@@ -248,6 +256,8 @@ def propagate_dims(
                 loops[loop] = d
         for r, amap in zip(op.results, maps[len(op.operands) :], strict=True):
             dims[r] = tuple(None if loop is None else loops[loop] for loop in map_dims(amap))
+        if loop_dims is not None:
+            loop_dims[op] = tuple(loops)
     return dims
 
 
@@ -663,13 +673,22 @@ def _plan_scratch(sched: TileSchedule) -> ScratchPlan:
             found = dtypes[value] = numpy_dtype(value.type)
         return found
 
+    instances: dict[tuple[SSAValue, int], Instance] = {}
+
+    def instance(value: SSAValue, reader_step: int) -> Instance:
+        key = (value, reader_step)
+        found = instances.get(key)
+        if found is None:
+            found = instances[key] = instance_of(sched, value, reader_step)
+        return found
+
     # where instances are defined and last used
     last_use: dict[Instance, int] = {}
     for ev in walk.events:
         if ev.finalize:
             continue
         for v, _ in sched.reads(ev.op):
-            inst = instance_of(sched, v, ev.step)
+            inst = instance(v, ev.step)
             if inst[1] < 0:
                 continue
             at = ev.position
@@ -749,12 +768,13 @@ def _plan_scratch(sched: TileSchedule) -> ScratchPlan:
                 else:
                     accumulators[acc_op] = new_buffer(inst, acc_dtype)
 
-        reads = [instance_of(sched, v, step) for v, _ in sched.reads(op)]
+        reads = [instance(v, step) for v, _ in sched.reads(op)]
         dying = [r for r in dict.fromkeys(reads) if r[1] >= 0 and last_use.get(r) == ev.position]
         results = [(r, step) for r in op.results]
         taken: list[int] = []
         accumulator: Slot | None = None
         partial = -1
+        computes = constant_value(op) is None and s.numpy_view() is None
         if constant_value(op) is not None:
             for r in results:
                 hold(r, CONSTANT)
@@ -785,7 +805,7 @@ def _plan_scratch(sched: TileSchedule) -> ScratchPlan:
                     )
                 hold(r, slots[reused] if reused is not None else new_buffer(r, dtype(r[0])))
         workspaces: tuple[int, ...] = ()
-        if constant_value(op) is None and s.numpy_view() is None:
+        if computes and _declares_workspaces(s):
             spaces = s.numpy_workspace(
                 [body.shape(v, tiles, dims) for v, dims in sched.reads(op)],
                 [shape(r) for r in op.results],
@@ -804,6 +824,11 @@ def _plan_scratch(sched: TileSchedule) -> ScratchPlan:
                     release(r)
     buffers = tuple(Buffer(t, n) for t, n in zip(pool.dtypes, pool.sizes, strict=True))
     return ScratchPlan(buffers, slots, ops, tuple(copies))
+
+
+def _declares_workspaces(s: StructuredOpInterface) -> bool:
+    """Whether ``s`` overrides ``numpy_workspace`` (the default declares none)."""
+    return type(s).numpy_workspace is not StructuredOpInterface.numpy_workspace
 
 
 def _end_of(walk: _Walk, inst: Instance) -> int:

@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -228,15 +228,17 @@ def _largest(body: GroupBody, budget: int, tiles: list[int], d: int, lo: int, hi
     return lo
 
 
-def _greedy(body: GroupBody, budget: int, start: list[int], order: Sequence[int]) -> Tiling | None:
-    """Shrink ``start`` along ``order`` until the tile fits, then grow back the dims cut
+def _greedy(
+    body: GroupBody, budget: int, start: list[int], order: Callable[[], Sequence[int]]
+) -> Tiling | None:
+    """Shrink ``start`` along ``order()`` until the tile fits, then grow back the dims cut
     to 1 on the way as far as they fit (see the module docstring)."""
     first = _fits(body, start, budget)
     if first is not None:
         return first
     tiles = list(start)
     cut: list[int] = []
-    for d in order:
+    for d in order():
         trial = list(tiles)
         trial[d] = 1
         at_one = try_tiles(body, trial)
@@ -273,11 +275,11 @@ def choose_tiles(body: GroupBody, budget: int, tile_size: int | None = None) -> 
         for d in range(body.rank):
             if body.kinds[d] is IteratorType.PARALLEL and d not in body.prefer_whole:
                 start[d] = min(start[d], tile_size)
-    found = _greedy(body, budget, start, _shrink_order(body, set()))
+    found = _greedy(body, budget, start, lambda: _shrink_order(body, set()))
     if found is not None:
         return found
     for whole in _whole_sets(body):
-        found = _greedy(body, budget, start, _shrink_order(body, whole))
+        found = _greedy(body, budget, start, lambda whole=whole: _shrink_order(body, whole))
         if found is not None:
             return found
     return None
@@ -286,14 +288,23 @@ def choose_tiles(body: GroupBody, budget: int, tile_size: int | None = None) -> 
 def _smallest(body: GroupBody, whole: set[int]) -> Tiling | None:
     """Every dim outside ``whole`` cut to 1 where the schedule allows it, in shrink order."""
     tiles = _whole(body)
-    found = try_tiles(body, tiles)
+    found = _legal(body, tiles)
     for d in _shrink_order(body, whole):
         trial = list(tiles)
         trial[d] = 1
-        cut = try_tiles(body, trial)
-        if isinstance(cut, Tiling):
+        cut = _legal(body, trial)
+        if cut is not None:
             tiles, found = trial, cut
-    return found if isinstance(found, Tiling) else None
+    # only the last legal tiling's scratch is wanted
+    return None if found is None else Tiling(tuple(tiles), found, plan_scratch(found))
+
+
+def _legal(body: GroupBody, tiles: Sequence[int]) -> TileSchedule | None:
+    """The schedule of ``tiles``, or None when they break a rule."""
+    try:
+        return schedule(body, tiles)
+    except PlanError:
+        return None
 
 
 def min_scratch(body: GroupBody) -> int | None:
