@@ -584,14 +584,15 @@ def _build_tile(
     """The ``kernel.tile`` of ``part``; ``outer`` maps body values to the values outside."""
     body, tiles = part.body, tiling.tiles
     rank = body.rank
+    inputs = set(part.inputs)
     # one operand per input and map it is read with
     reads: dict[tuple[SSAValue, Dims], int] = {}
     for op in part.ops:
         for i, v in enumerate(op.operands):
-            if v in part.inputs:
+            if v in inputs:
                 reads.setdefault((v, body.reads[(op, i)]), len(reads))
     for v, dims in zip(body.outputs, body.output_dims, strict=True):
-        if v in part.inputs:
+        if v in inputs:
             reads.setdefault((v, dims), len(reads))
     keys = list(reads)
     block = Block(
@@ -602,7 +603,7 @@ def _build_tile(
     inner: dict[SSAValue, SSAValue] = {}
     for op in part.ops:
         operands = [
-            block.args[reads[(v, body.reads[(op, i)])]] if v in part.inputs else inner[v]
+            block.args[reads[(v, body.reads[(op, i)])]] if v in inputs else inner[v]
             for i, v in enumerate(op.operands)
         ]
         if constant_value(op) is not None:
@@ -625,7 +626,7 @@ def _build_tile(
                 )
             inner[old_result] = new_result
     yielded = [
-        block.args[reads[(v, dims)]] if v in part.inputs else inner[v]
+        block.args[reads[(v, dims)]] if v in inputs else inner[v]
         for v, dims in zip(body.outputs, body.output_dims, strict=True)
     ]
     block.add_op(YieldOp(*yielded))
