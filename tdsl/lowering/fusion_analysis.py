@@ -52,6 +52,7 @@ Constants with at most one element are cloned into each group that uses them
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 from collections import deque
@@ -748,8 +749,16 @@ class FusionGroup:
     inputs: tuple[SSAValue, ...]
     results: tuple[SSAValue, ...]
     space: GroupBody
-    min_scratch: int
-    """Scratch elements of its smallest legal tile (the scratch model of ``tdsl-tile``)."""
+    budget: int
+    """The memory budget it was planned under."""
+
+    @functools.cached_property
+    def min_scratch(self) -> int:
+        """Scratch elements of its smallest legal tile (the scratch model of ``tdsl-tile``),
+        -1 when none is legal.  Computed when first asked (the report asks; the pass
+        does not need it)."""
+        need = group_min_scratch(self.ops, self.results, self.budget, self.space)
+        return -1 if need is None else need
 
 
 def describe_space(body: GroupBody) -> str:
@@ -1124,7 +1133,6 @@ class _Planner:
         ]
         body = analyze(ops, results)
         assert not isinstance(body, Inconsistent), body.reason
-        need = group_min_scratch(ops, results, self.budget, body)
         return FusionGroup(
             name=name,
             function=self.function,
@@ -1133,7 +1141,7 @@ class _Planner:
             inputs=tuple(inputs),
             results=tuple(results),
             space=body,
-            min_scratch=-1 if need is None else need,
+            budget=self.budget,
         )
 
     def _order(self, groups: list[list[Operation]]) -> list[list[Operation] | Operation]:
