@@ -12,9 +12,10 @@ the public call path (``kernel(A=..., B=...)``: argument checks included).
 
 Also measured: peak extra memory per call (tracemalloc: the peak during the
 call minus the memory before it and the outputs), the latency of a first
-compilation of a 10-op expression (in fresh processes, after import), and the
-overhead of a cache hit (``jit(expr, **arrays)`` against calling the generated
-function directly).
+compilation of a 10-op expression (in fresh processes, after import), compile
+time against op count (expressions of 10 to 2000 ops, each compiled once by a
+fresh JIT: it should grow about linearly), and the overhead of a cache hit
+(``jit(expr, **arrays)`` against calling the generated function directly).
 
 numexpr is optional (``pip install tdsl[bench]``); without it its rows are
 skipped.  The JSON records the environment: Python, NumPy, the BLAS that
@@ -73,6 +74,8 @@ class Config:
     """Minimum duration of one batch of calls to a small kernel."""
     compile_runs: int = 5
     """Fresh processes measuring a first compilation (0: skip)."""
+    compile_ops: tuple[int, ...] = (10, 100, 1000, 2000)
+    """Op counts of the expressions whose compile time is measured against op count."""
     memory_budget: int = 1_000_000
     """The compiled kernels' memory budget (elements), the JIT's default."""
     threads: tuple[int, ...] = (1, 2)
@@ -101,6 +104,7 @@ class Config:
             small_reps=2,
             small_batch_seconds=0.0001,
             compile_runs=0,
+            compile_ops=(10, 30),
             memory_budget=256,
         )
 
@@ -397,6 +401,49 @@ def steady_compiles(runs: int) -> list[float]:
     return out
 
 
+def scaling_terms(terms: int) -> list[str]:
+    """The terms of an expression of the compile-scaling family: ``exp(x0) * 1.0``
+    (three ops with its constant) every third term, ``relu(x1)`` otherwise, over four
+    64x64 inputs; the terms are added (one op per ``+``)."""
+    names = [f"x{i}" for i in range(4)]
+    return [
+        f"exp({names[i % 4]}) * {i % 7 + 1}.0" if i % 3 == 0 else f"relu({names[i % 4]})"
+        for i in range(terms)
+    ]
+
+
+def scaling_ops(terms: int) -> int:
+    """The op count of an expression of ``terms`` terms of the family."""
+    return sum(3 if i % 3 == 0 else 1 for i in range(terms)) + max(terms - 1, 0)
+
+
+def compile_scaling(op_counts: Sequence[int]) -> list[dict[str, Any]]:
+    """Compile time against op count: for each count, the smallest expression of the
+    family with at least that many ops, compiled once by a fresh JIT (no cache).
+
+    Each row has the wall time (``s``) and the process CPU time (``cpu_s``): a
+    compilation is single-threaded, so on an idle machine they agree, and on a busy
+    one the CPU time leaves out the waits for a core."""
+    JITTensorKernel().compile("relu(x0) + x1", shapes=dict.fromkeys(["x0", "x1"], (64, 64)))
+    rows: list[dict[str, Any]] = []
+    for target in op_counts:
+        terms = 1
+        while scaling_ops(terms) < target:
+            terms += 1
+        source = " + ".join(scaling_terms(terms))
+        shapes = {f"x{i}": (64, 64) for i in range(4) if f"x{i}" in source}
+        jit = JITTensorKernel()
+        gc.collect()  # not the garbage of what ran before
+        t0, c0 = time.perf_counter(), time.process_time()
+        kernel = jit.compile(source, shapes=shapes, dtypes="f32")
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+        ops = sum(len(g.ops) for g in kernel.groups)
+        rows.append(
+            {"ops": ops, "terms": terms, "groups": len(kernel.groups), "s": seconds, "cpu_s": cpu}
+        )
+    return rows
+
+
 def call_overhead(cfg: Config) -> list[Timing]:
     """Cache-hit overhead at small size: one-shot ``jit(...)`` vs ``kernel(...)`` vs raw."""
     rng = np.random.default_rng(1)
@@ -574,6 +621,16 @@ def evaluate_targets(results: dict[str, Any], cfg: Config) -> list[Target]:
             "< 50 ms",
             lambda v: v < 50,
         )
+    scaling = {row["ops"]: row["cpu_s"] for row in results.get("compile_scaling", [])}
+    big = sorted(n for n in scaling if n >= 1000)
+    if len(big) >= 2:
+        lo, hi = big[0], big[-1]
+        add(
+            f"compile CPU time {hi} ops / {lo} ops, per op (1: linear)",
+            (scaling[hi] / hi) / (scaling[lo] / lo),
+            "<= 1.25 (about linear)",
+            lambda v: v <= 1.25,
+        )
     over = results.get("overhead")
     if over:
         add(
@@ -687,6 +744,20 @@ def run(cfg: Config, only: Sequence[str] = (), out: Any = sys.stdout) -> dict[st
             f"{_fmt_time(statistics.median(values)):>9}  max {_fmt_time(max(values)):>9}"
         )
 
+    scaling = compile_scaling(cfg.compile_ops)
+    results["compile_scaling"] = scaling
+    say()
+    say(
+        "== compile time against op count: exp(x)*c + relu(x) + ... over 64x64 f32 inputs, "
+        "each compiled once by a fresh JIT"
+    )
+    say(f"{'ops':>6} {'terms':>6} {'groups':>6} {'time':>10} {'per op':>10} {'cpu time':>10}")
+    for row in scaling:
+        say(
+            f"{row['ops']:>6} {row['terms']:>6} {row['groups']:>6} {_fmt_time(row['s']):>10} "
+            f"{_fmt_time(row['s'] / row['ops']):>10} {_fmt_time(row['cpu_s']):>10}"
+        )
+
     timings = call_overhead(cfg)
     by_kind = {t.kind: t.median for t in timings}
     results["overhead"] = {"raw": by_kind["raw"], "oneshot": by_kind["oneshot"]}
@@ -781,6 +852,7 @@ def to_json(results: dict[str, Any], cfg: Config, mode: str) -> dict[str, Any]:
         "workloads": workloads,
         "memory": results["memory"],
         "compile_s": results["compile"],
+        "compile_scaling": results["compile_scaling"],
         "call_overhead": [timing(t) for t in results["overhead_timings"]],
         "targets": [asdict(t) for t in results["targets"]],
     }

@@ -340,27 +340,7 @@ class TileOp(GroupOp):
 
     def derived_iterators(self) -> tuple[IteratorType, ...]:
         """The iterator kinds the body needs: ``reduction`` where an op reduces or normalizes."""
-        kinds = [IteratorType.PARALLEL] * len(self.space_value)
-        ops, _ = self.body_ops()
-        dims = propagate_dims(
-            ops,
-            dict(zip(self.body.block.args, self.input_dims, strict=True)),
-            len(self.space_value),
-        )
-        for op in ops:
-            s = structured(op)
-            if s is None:
-                continue
-            loops: list[int | None] = [None] * len(s.loop_extents())
-            values = [*op.operands, *op.results]
-            for amap, v in zip(s.indexing_maps(), values, strict=True):
-                for loop, d in zip(map_dims(amap), dims[v], strict=True):
-                    if loop is not None and d is not None:
-                        loops[loop] = d
-            for d, kind in zip(loops, s.iterator_types(), strict=True):
-                if d is not None and kind is not IteratorType.PARALLEL:
-                    kinds[d] = IteratorType.REDUCTION
-        return tuple(kinds)
+        return _derived_kinds(self._group_body(()))
 
     # -- accessors -----------------------------------------------------------
 
@@ -432,22 +412,27 @@ class TileOp(GroupOp):
         Raises :class:`~tdsl.dialects.kernel_plan.PlanError` when the body's ops
         do not run along the maps consistently.
         """
+        return self._group_body(self.iterator_types)
+
+    def _group_body(self, kinds: tuple[IteratorType, ...]) -> GroupBody:
         block = self.body.block
         ops, yielded = self.body_ops()
+        loops: dict[Operation, tuple[int | None, ...]] = {}
         dims = propagate_dims(
-            ops, dict(zip(block.args, self.input_dims, strict=True)), len(self.space_value)
+            ops, dict(zip(block.args, self.input_dims, strict=True)), len(self.space_value), loops
         )
         reads = {(op, i): dims[v] for op in ops for i, v in enumerate(op.operands)}
         constants = frozenset(r for op in ops if constant_value(op) is not None for r in op.results)
         return GroupBody(
             extents=self.space_value,
-            kinds=self.iterator_types,
+            kinds=kinds,
             ops=tuple(op for op in ops if constant_value(op) is None),
             dims=dims,
             reads=reads,
             outputs=yielded,
             output_dims=self.output_dims,
             constants=constants,
+            known_loop_dims=loops,
         )
 
     def schedule(self) -> TileSchedule:
@@ -559,7 +544,7 @@ class TileOp(GroupOp):
             body = self.group_body()
         except PlanError as err:
             raise VerifyException(f"'{self.name}' op {err}") from None
-        kinds = self.derived_iterators()
+        kinds = _derived_kinds(body)
         if tuple(kinds) != self.iterator_types:
             shown = ", ".join(f'"{k}"' for k in kinds)
             raise VerifyException(
@@ -581,6 +566,20 @@ class TileOp(GroupOp):
             raise VerifyException(
                 f"'{self.name}' op records scratch {self.scratch} but its schedule needs [{shown}]"
             )
+
+
+def _derived_kinds(body: GroupBody) -> tuple[IteratorType, ...]:
+    """``reduction`` for each space dim along which an op of ``body`` reduces or normalizes
+    (its recorded kinds aside)."""
+    kinds = [IteratorType.PARALLEL] * len(body.extents)
+    for op in body.ops:
+        s = structured(op)
+        if s is None:
+            continue
+        for d, kind in zip(body.loop_dims(op), s.iterator_types(), strict=True):
+            if d is not None and kind is not IteratorType.PARALLEL:
+                kinds[d] = IteratorType.REDUCTION
+    return tuple(kinds)
 
 
 def _dims_str(dims: Dims) -> str:

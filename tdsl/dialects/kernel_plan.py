@@ -128,10 +128,28 @@ class GroupBody:
     """Values that are compile-time constants (literals in generated code)."""
     prefer_whole: frozenset[int] = frozenset()
     """Space dims tiling should cut last (a matmul's columns and contraction)."""
+    known_loop_dims: Mapping[Operation, tuple[int | None, ...]] = field(
+        default_factory=dict[Operation, tuple[int | None, ...]], repr=False, compare=False
+    )
+    """Ops' loop dims already found (by :func:`propagate_dims`), else computed on demand."""
     members: frozenset[Operation] = field(init=False, repr=False, compare=False)
+    position: Mapping[Operation, int] = field(init=False, repr=False, compare=False)
+    """Each op's index in ``ops``."""
+    # what the planners ask of every op and value many times: computed once per body
+    _loop_dims: dict[Operation, tuple[int | None, ...]] = field(
+        init=False, repr=False, compare=False
+    )
+    _value_shapes: dict[SSAValue, tuple[int, ...]] = field(init=False, repr=False, compare=False)
+    _schedules: dict[tuple[int, ...], TileSchedule | PlanError] = field(
+        init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "members", frozenset(self.ops))
+        object.__setattr__(self, "position", {op: i for i, op in enumerate(self.ops)})
+        object.__setattr__(self, "_loop_dims", dict(self.known_loop_dims))
+        object.__setattr__(self, "_value_shapes", {})
+        object.__setattr__(self, "_schedules", {})
 
     @property
     def rank(self) -> int:
@@ -145,18 +163,48 @@ class GroupBody:
     ) -> tuple[int, ...]:
         """The shape of ``value``'s slice in a full tile of sizes ``tiles``."""
         dims = self.dims[value] if dims is None else dims
+        extents = self.extents
         return tuple(
-            extent if d is None else min(tiles[d], self.extents[d])
-            for extent, d in zip(tensor_shape(value), dims, strict=True)
+            [
+                extent if d is None else min(tiles[d], extents[d])
+                for extent, d in zip(self.value_shape(value), dims, strict=True)
+            ]
         )
+
+    def value_shape(self, value: SSAValue) -> tuple[int, ...]:
+        """The full shape of ``value``."""
+        shape = self._value_shapes.get(value)
+        if shape is None:
+            shape = self._value_shapes[value] = tensor_shape(value)
+        return shape
 
     def producer(self, value: SSAValue) -> Operation | None:
         """The op of the group computing ``value``, if any."""
         owner = value.owner
         return owner if isinstance(owner, Operation) and owner in self.members else None
 
+    def schedule(self, tiles: Sequence[int]) -> TileSchedule:
+        """:func:`schedule` of this body, computed once per tile sizes."""
+        key = tuple(tiles)
+        found = self._schedules.get(key)
+        if found is None:
+            try:
+                found = _schedule(self, key)
+            except PlanError as err:
+                found = err
+            self._schedules[key] = found
+        if isinstance(found, PlanError):
+            raise PlanError(*found.args)
+        return found
+
     def loop_dims(self, op: Operation) -> tuple[int | None, ...]:
         """The space dim each loop dim of ``op`` runs along (None: taken whole)."""
+        found = self._loop_dims.get(op)
+        if found is None:
+            found = self._loop_dims[op] = self._find_loop_dims(op)
+        return found
+
+    def _find_loop_dims(self, op: Operation) -> tuple[int | None, ...]:
         s = _structured(op)
         maps = s.indexing_maps()
         found: list[int | None] = [None] * len(s.loop_extents())
@@ -177,13 +225,17 @@ def _structured(op: Operation) -> StructuredOpInterface:
 
 
 def propagate_dims(
-    ops: Sequence[Operation], inputs: Mapping[SSAValue, Dims], rank: int
+    ops: Sequence[Operation],
+    inputs: Mapping[SSAValue, Dims],
+    rank: int,
+    loop_dims: dict[Operation, tuple[int | None, ...]] | None = None,
 ) -> dict[SSAValue, Dims]:
     """The dims of every value ``ops`` compute, from the dims of the values they read.
 
     Each op's loop dims take the space dims of the operand dims they index;
     its results take them through the result maps.  Raises :class:`PlanError`
-    when two operands put one loop dim on two space dims.
+    when two operands put one loop dim on two space dims.  ``loop_dims``, when
+    given, receives each op's loop dims (what :meth:`GroupBody.loop_dims` says).
     """
     dims: dict[SSAValue, Dims] = dict(inputs)
     for op in ops:
@@ -209,6 +261,8 @@ def propagate_dims(
                 loops[loop] = d
         for r, amap in zip(op.results, maps[len(op.operands) :], strict=True):
             dims[r] = tuple(None if loop is None else loops[loop] for loop in map_dims(amap))
+        if loop_dims is not None:
+            loop_dims[op] = tuple(loops)
     return dims
 
 
@@ -250,10 +304,34 @@ class TileSchedule:
     """The step that first computes each op."""
     fused: Mapping[Operation, Operation] = field(default_factory=dict[Operation, Operation])
     """Producers an op computes itself (``fuses_producer``), to that op: not run alone."""
+    _by_index: dict[int, Step] = field(init=False, repr=False, compare=False)
+    _accumulating: frozenset[Operation] = field(init=False, repr=False, compare=False)
+    _reads: dict[Operation, tuple[tuple[SSAValue, Dims], ...]] = field(
+        init=False, repr=False, compare=False
+    )
+    _scratch: list[ScratchPlan] = field(init=False, repr=False, compare=False)
+    """Its scratch plan, once computed."""
 
-    def reads(self, op: Operation) -> list[tuple[SSAValue, Dims]]:
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_index", {s.index: s for s in self.steps})
+        object.__setattr__(
+            self, "_accumulating", frozenset(op for s in self.steps for op in s.accumulating)
+        )
+        object.__setattr__(self, "_reads", {})
+        object.__setattr__(self, "_scratch", [])
+
+    def scratch_plan(self) -> ScratchPlan:
+        """:func:`plan_scratch` of this schedule, computed once."""
+        if not self._scratch:
+            self._scratch.append(_plan_scratch(self))
+        return self._scratch[0]
+
+    def reads(self, op: Operation) -> tuple[tuple[SSAValue, Dims], ...]:
         """The values ``op`` reads when it runs, with their dims: a fused producer's
         operands in place of its result."""
+        found = self._reads.get(op)
+        if found is not None:
+            return found
         body = self.body
         out: list[tuple[SSAValue, Dims]] = []
         for i, v in enumerate(op.operands):
@@ -262,7 +340,8 @@ class TileSchedule:
                 out += [(w, body.reads[(p, j)]) for j, w in enumerate(p.operands)]
             else:
                 out.append((v, body.reads[(op, i)]))
-        return out
+        found = self._reads[op] = tuple(out)
+        return found
 
     @property
     def passes(self) -> tuple[Step, ...]:
@@ -274,8 +353,7 @@ class TileSchedule:
 
     def accumulates(self, op: Operation) -> bool:
         """Whether ``op`` combines partials over the tiles of a pass."""
-        step = self.step_of.get(op)
-        return step is not None and op in self.step(step).accumulating
+        return op in self._accumulating
 
     def count(self, op: Operation) -> int:
         """How many elements each result element of an accumulating ``op`` combines
@@ -292,10 +370,7 @@ class TileSchedule:
 
     def step(self, index: int) -> Step:
         """The step with schedule position ``index``."""
-        for s in self.steps:
-            if s.index == index:
-                return s
-        raise KeyError(index)
+        return self._by_index[index]
 
     def describe(self) -> str:
         """``2 passes over d1 (recomputing exp)``, or ``one stage`` without tiled reductions."""
@@ -312,14 +387,18 @@ class TileSchedule:
 def schedule(body: GroupBody, tiles: Sequence[int]) -> TileSchedule:
     """The schedule of ``body`` with tile sizes ``tiles`` (see the module docstring).
 
-    Raises :class:`PlanError` when the tiles break a rule.
+    Raises :class:`PlanError` when the tiles break a rule.  The planners try
+    the same tiles more than once: a body keeps the schedules it gave.
     """
-    tiles = tuple(tiles)
+    return body.schedule(tiles)
+
+
+def _schedule(body: GroupBody, tiles: tuple[int, ...]) -> TileSchedule:
     if len(tiles) != body.rank:
         raise PlanError(f"{len(tiles)} tile sizes for a {body.rank}-d iteration space")
     tiled = {d for d in range(body.rank) if tiles[d] < body.extents[d]}
     red_tiled = {d for d in tiled if body.is_reduction(d)}
-    members = set(body.ops)
+    members = body.members
     step_of: dict[Operation, int] = {}
     accumulating: set[Operation] = set()
     looped: dict[Operation, bool] = {}
@@ -374,9 +453,12 @@ def schedule(body: GroupBody, tiles: Sequence[int]) -> TileSchedule:
 
     # per pass: its own ops, and the per-tile values of earlier passes it needs again
     steps: list[Step] = []
+    by_step: dict[int, list[Operation]] = {}
+    for op in body.ops:
+        by_step.setdefault(step_of[op], []).append(op)
     last = max(step_of.values(), default=0)
     for index in range(last + 1):
-        own = [op for op in body.ops if step_of[op] == index]
+        own = by_step.get(index, [])
         if index % 2 == 0:
             if own:
                 steps.append(Step(index, tuple(own)))
@@ -397,7 +479,7 @@ def schedule(body: GroupBody, tiles: Sequence[int]) -> TileSchedule:
                         )
                     again.add(p)
                     pending.append(p)
-        ordered = tuple(op for op in body.ops if op in again or step_of[op] == index)
+        ordered = tuple(sorted([*again, *own], key=body.position.__getitem__))
         if ordered:
             steps.append(
                 Step(
@@ -414,7 +496,7 @@ def schedule(body: GroupBody, tiles: Sequence[int]) -> TileSchedule:
             p = _structured(op).fuses_producer()
             if (
                 p is not None
-                and p in step.ops
+                and (p in step.recomputed or step_of.get(p) == step.index)
                 and step_of[p] == step_of[op]
                 and not set(p.results) & outputs
                 and all(r.has_one_use() for r in p.results)
@@ -540,6 +622,8 @@ class _Walk:
     events: list[_Event] = field(default_factory=list[_Event])
     pass_end: dict[int, int] = field(default_factory=dict[int, int])
     pass_start: dict[int, int] = field(default_factory=dict[int, int])
+    step_end: dict[int, int] = field(default_factory=dict[int, int])
+    """The position of each step's last event."""
 
 
 def _walk(sched: TileSchedule) -> _Walk:
@@ -558,6 +642,8 @@ def _walk(sched: TileSchedule) -> _Walk:
                 walk.events.append(_Event(op, step.index, position, finalize=True))
                 position += 1
             walk.pass_end[step.index] = position - 1
+        if position > 0 and walk.events[-1].step == step.index:
+            walk.step_end[step.index] = position - 1
     return walk
 
 
@@ -576,15 +662,37 @@ def instance_of(sched: TileSchedule, value: SSAValue, reader_step: int) -> Insta
 
 def plan_scratch(sched: TileSchedule) -> ScratchPlan:
     """The scratch buffers of one full tile of ``sched`` (see the module docstring)."""
+    return sched.scratch_plan()
+
+
+def _plan_scratch(sched: TileSchedule) -> ScratchPlan:
     body = sched.body
     tiles = sched.tiles
     walk = _walk(sched)
 
+    dtypes: dict[SSAValue, np.dtype[Any]] = {}
+    shapes: dict[SSAValue, tuple[int, ...]] = {}
+
     def shape(value: SSAValue) -> tuple[int, ...]:
-        return body.shape(value, tiles)
+        found = shapes.get(value)
+        if found is None:
+            found = shapes[value] = body.shape(value, tiles)
+        return found
 
     def dtype(value: SSAValue) -> np.dtype[Any]:
-        return numpy_dtype(value.type)
+        found = dtypes.get(value)
+        if found is None:
+            found = dtypes[value] = numpy_dtype(value.type)
+        return found
+
+    instances: dict[tuple[SSAValue, int], Instance] = {}
+
+    def instance(value: SSAValue, reader_step: int) -> Instance:
+        key = (value, reader_step)
+        found = instances.get(key)
+        if found is None:
+            found = instances[key] = instance_of(sched, value, reader_step)
+        return found
 
     # where instances are defined and last used
     last_use: dict[Instance, int] = {}
@@ -592,7 +700,7 @@ def plan_scratch(sched: TileSchedule) -> ScratchPlan:
         if ev.finalize:
             continue
         for v, _ in sched.reads(ev.op):
-            inst = instance_of(sched, v, ev.step)
+            inst = instance(v, ev.step)
             if inst[1] < 0:
                 continue
             at = ev.position
@@ -683,12 +791,13 @@ def plan_scratch(sched: TileSchedule) -> ScratchPlan:
                 else:
                     accumulators[acc_op] = new_buffer(inst, acc_dtype)
 
-        reads = [instance_of(sched, v, step) for v, _ in sched.reads(op)]
+        reads = [instance(v, step) for v, _ in sched.reads(op)]
         dying = [r for r in dict.fromkeys(reads) if r[1] >= 0 and last_use.get(r) == ev.position]
         results = [(r, step) for r in op.results]
         taken: list[int] = []
         accumulator: Slot | None = None
         partial = -1
+        computes = constant_value(op) is None and s.numpy_view() is None
         if constant_value(op) is not None:
             for r in results:
                 hold(r, CONSTANT)
@@ -719,7 +828,7 @@ def plan_scratch(sched: TileSchedule) -> ScratchPlan:
                     )
                 hold(r, slots[reused] if reused is not None else new_buffer(r, dtype(r[0])))
         workspaces: tuple[int, ...] = ()
-        if constant_value(op) is None and s.numpy_view() is None:
+        if computes and _declares_workspaces(s):
             spaces = s.numpy_workspace(
                 [body.shape(v, tiles, dims) for v, dims in sched.reads(op)],
                 [shape(r) for r in op.results],
@@ -740,11 +849,14 @@ def plan_scratch(sched: TileSchedule) -> ScratchPlan:
     return ScratchPlan(buffers, slots, ops, tuple(copies))
 
 
+def _declares_workspaces(s: StructuredOpInterface) -> bool:
+    """Whether ``s`` overrides ``numpy_workspace`` (the default declares none)."""
+    return type(s).numpy_workspace is not StructuredOpInterface.numpy_workspace
+
+
 def _end_of(walk: _Walk, inst: Instance) -> int:
     """The position after which a copy of ``inst`` into an output is made (end of its step)."""
-    step = inst[1]
-    positions = [ev.position for ev in walk.events if ev.step == step]
-    return max(positions, default=0)
+    return walk.step_end.get(inst[1], 0)
 
 
 def _chain_outputs(

@@ -48,6 +48,7 @@ combining op) and :class:`RowLocalOp` (a decomposition).  See
 from __future__ import annotations
 
 import abc
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -149,7 +150,7 @@ def tensor_shape(value: SSAValue | Attribute) -> tuple[int, ...]:
     """The static shape of a tensor-typed value or type."""
     t = value.type if isinstance(value, SSAValue) else value
     assert isinstance(t, TensorType)
-    return tuple(cast(TensorType[Attribute], t).get_shape())
+    return tuple([d.data for d in cast(TensorType[Attribute], t).shape.data])
 
 
 def element_type(value: SSAValue | Attribute) -> Attribute:
@@ -296,6 +297,12 @@ class IteratorType(StrEnum):
 
 def dims_map(num_loops: int, dims: Sequence[int | None]) -> AffineMap:
     """The map whose result ``j`` is ``d<dims[j]>``, or the constant 0 where ``dims[j]`` is None."""
+    return _dims_map(num_loops, tuple(dims))
+
+
+@functools.lru_cache(maxsize=1024)
+def _dims_map(num_loops: int, dims: tuple[int | None, ...]) -> AffineMap:
+    # ops ask for their maps again and again; an AffineMap is immutable
     return AffineMap(
         num_loops,
         0,
@@ -539,7 +546,12 @@ class StructuredOpInterface(abc.ABC):
         result_shapes: Sequence[tuple[int, ...]],
         constant_operands: Sequence[bool],
     ) -> tuple[Workspace, ...]:
-        """The buffers :meth:`lower_numpy` needs besides its results, for these tile shapes."""
+        """The buffers :meth:`lower_numpy` needs besides its results, for these tile shapes.
+
+        Each is at most the size of the first result's tile (the NumPy target requires
+        its dims to be the result's, right-aligned, or 1), and a smaller tile needs no
+        more of them: ``tdsl-fuse`` bounds a group's scratch with those of whole values.
+        """
         return ()
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
@@ -691,7 +703,9 @@ def scalar_constant(b: Builder, value: float, element: Attribute) -> SSAValue:
 # ---------------------------------------------------------------------------
 
 
-def _identity(rank: int) -> AffineMap:
+@functools.lru_cache(maxsize=64)
+def identity_map(rank: int) -> AffineMap:
+    """The identity map of ``rank`` loop dims (shared: an AffineMap is immutable)."""
     return AffineMap.identity(rank)
 
 
@@ -738,7 +752,7 @@ class UnaryOp(IRDLOperation, StructuredOpInterface, abc.ABC):
 
     def indexing_maps(self) -> tuple[AffineMap, ...]:
         rank = len(tensor_shape(self.result))
-        return (_identity(rank), _identity(rank))
+        return (identity_map(rank), identity_map(rank))
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> tuple[Attribute, ...]:
         return (operand_types[0],)
@@ -825,7 +839,7 @@ class BinaryOp(IRDLOperation, StructuredOpInterface, abc.ABC):
         return (
             dims_map(len(out), broadcast_dims(tensor_shape(self.lhs), out)),
             dims_map(len(out), broadcast_dims(tensor_shape(self.rhs), out)),
-            _identity(len(out)),
+            identity_map(len(out)),
         )
 
     def compute(self, a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> Any:
@@ -1016,7 +1030,7 @@ class ReductionOp(IRDLOperation, StructuredOpInterface, abc.ABC):
             out = [None if i in reduced else i for i in range(rank)]
         else:
             out = [i for i in range(rank) if i not in reduced]
-        return (_identity(rank), dims_map(rank, out))
+        return (identity_map(rank), dims_map(rank, out))
 
     # -- accumulation -------------------------------------------------------------
 
@@ -1138,7 +1152,7 @@ class RowLocalOp(IRDLOperation, StructuredOpInterface, abc.ABC):
 
     def indexing_maps(self) -> tuple[AffineMap, ...]:
         rank = len(tensor_shape(self.input))
-        return (_identity(rank), _identity(rank))
+        return (identity_map(rank), identity_map(rank))
 
     @abc.abstractmethod
     def decompose(self) -> tuple[list[Operation], SSAValue]: ...
@@ -1187,6 +1201,7 @@ __all__ = [
     "element_of",
     "element_type",
     "fmt_shape",
+    "identity_map",
     "is_bool",
     "map_dims",
     "normalize_axis",

@@ -105,6 +105,7 @@ from tdsl.dialects.structured import (
     element_type,
     expect_shape,
     fmt_shape,
+    identity_map,
     normalize_axis,
     numpy_dtype,
     operand_value,
@@ -1410,7 +1411,7 @@ class MinimumOp(BinaryOp):
 
 
 def _identity_maps(rank: int) -> tuple[AffineMap, ...]:
-    return (AffineMap.identity(rank), AffineMap.identity(rank))
+    return (identity_map(rank), identity_map(rank))
 
 
 @irdl_op_definition
@@ -1642,7 +1643,7 @@ class TransposeOp(IRDLOperation, StructuredOpInterface, HasCanonicalizationPatte
 
     def indexing_maps(self) -> tuple[AffineMap, ...]:
         rank = len(tensor_shape(self.result))
-        return (dims_map(rank, tuple(reversed(range(rank)))), AffineMap.identity(rank))
+        return (dims_map(rank, tuple(reversed(range(rank)))), identity_map(rank))
 
     def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
         return (np.transpose(args[0]),)

@@ -37,11 +37,14 @@ Planning is greedy and deterministic, in program order: each op joins the
 groups of its operands' producers (first operand first) when the union is
 legal, else it records why not for each producer-consumer edge and keeps the
 groups apart.  The dimension variables live in one union-find with an undo
-log; each group keeps only what the rules look at (its variables, the pairs of
-variables that must stay apart, its inputs, its never-recomputed ops, its
-outside users and a bound of its scratch), so trying a merge costs little and
-planning stays about linear in the number of ops.  The exact scratch of rule
-3 is computed only when the bound exceeds the budget.
+log; each group keeps only what the rules look at (the pairs of variables that
+must stay apart, its inputs, its materialized operands, its outside users and a
+bound of its scratch), updated by each union rather than recomputed, and a
+merge moves the smaller group into the larger one.  So a merge costs about
+the size of the smaller group plus the unions it makes, and planning stays
+about linear in the number of ops.  The exact scratch of rule 3 is computed
+only when the bound exceeds the budget and so does a second bound that
+counts the reuse of buffers.
 
 Constants with at most one element are cloned into each group that uses them
 (they cost nothing); larger ones stay outside and are group inputs.
@@ -49,10 +52,15 @@ Constants with at most one element are cloned into each group that uses them
 
 from __future__ import annotations
 
+import functools
 import heapq
+import math
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
+import numpy as np
 from xdsl.dialects import func
 from xdsl.ir import Block, Operation, OpResult, SSAValue
 from xdsl.traits import IsTerminator
@@ -63,6 +71,7 @@ from tdsl.dialects.structured import (
     IteratorType,
     constant_value,
     fmt_shape,
+    numpy_dtype,
     structured,
     tensor_shape,
 )
@@ -95,27 +104,116 @@ def groupable(op: Operation) -> bool:
 # ---------------------------------------------------------------------------
 # Parts: groups being built
 # ---------------------------------------------------------------------------
+#
+# A merge keeps the larger part and moves the smaller one into it, so that
+# trying one costs about the size of the smaller part plus the unions it
+# makes, and planning stays about linear.  What the rules look at is kept up
+# to date by those unions (through ``DimVars.on_union``):
+#
+# - the pairs of variables that must stay distinct, as an adjacency between
+#   root variables: a union of two roots that form a pair is a diagonal;
+# - the scratch bound, a sum over the part's values: a union that makes a
+#   class a reduction class changes the cost of the values along it;
+# - the materialized operands, by the first value of their chain of views that
+#   is not computed in the part (only a merge with that value's part moves it).
+#
+# Every pair and materialized operand has an order key, so that a refused merge
+# names the first offender in the order the rules list them (the first part's
+# before the second's).
 
 
-@dataclass
+@dataclass(eq=False, slots=True)
+class _Pair:
+    """Two variables of ``value`` that must stay distinct (a diagonal otherwise)."""
+
+    value: SSAValue
+    key: int
+    pid: int
+    """The part it was made in (merges move it: see ``_Spaces.part_root``)."""
+
+
+@dataclass(eq=False, slots=True)
+class _Materialized:
+    """Operand ``index`` of ``op``, which must come from memory."""
+
+    op: Operation
+    index: int
+    frontier: SSAValue
+    """The first value of the operand's chain of views that is not computed in the part."""
+    key: int
+    pid: int
+
+
+@dataclass(eq=False, slots=True)
+class _Value:
+    """A value the scratch bound counts: a result, or one read of a value from outside."""
+
+    dims: VarDims
+    cost: int
+    """3x its elements at the smallest tile (parallel dims 1, reduction dims whole)."""
+    stamp: int = -1
+    dead: bool = False
+    """Dropped by a merge (a read of a value now computed inside, or one read of several)."""
+    dtype: np.dtype[Any] | None = None
+    """For a result: its dtype (a buffer's)."""
+    full: int = 0
+    """For a result: its elements."""
+    workspaces: tuple[np.dtype[Any], ...] | None = None
+    """For an op's first result: the dtypes of the op's workspaces, once asked."""
+
+
+@dataclass(eq=False)
 class _Part:
-    """What the legality rules need to know about a group, kept up to date by merges.
-
-    Variables are stored as roots as of the last merge; compare them through ``find``.
-    """
+    """What the legality rules need to know about a group, kept up to date by merges."""
 
     id: int
     ops: list[Operation]
-    reads: dict[SSAValue, list[VarDims]]
+    reads: dict[SSAValue, list[_Value]]
     """Values read from outside the group, with the variables of each distinct read."""
-    pairs: dict[tuple[int, int], SSAValue]
-    """Two variables of one value -> that value (they must stay distinct)."""
-    materialized: list[tuple[Operation, int]]
-    """Operands that must come from memory (op, operand index)."""
+    multi: set[SSAValue]
+    """The values of ``reads`` read along several sets of variables."""
+    materialized: list[_Materialized]
+    """Operands that must come from memory."""
     users: set[Operation]
     """Live block-level ops outside the group that use its values."""
     bound: int
     """An upper bound of the scratch of its smallest tile."""
+    order: deque[_Pair | _Materialized] = field(default_factory=deque[_Pair | _Materialized])
+    """Its pairs and materialized operands, by key."""
+    diagonal: _Pair | None = None
+    """The first pair of a value already running along one variable twice (an op of one
+    part only: no merge with it succeeds)."""
+    live: _Live | None = None
+    """Its buffers' live ranges, once a merge needed them (see ``_Live``)."""
+    apart: bool = False
+    """Made by a merge that kept reads apart.  Then reading every input along one set
+    of variables is inconsistent (it is what that merge tried first), and stays so
+    for every group containing this one: a merge with it can only keep reads apart."""
+
+
+@dataclass(eq=False)
+class _Merge:
+    """Two parts as one, as tried: what committing it changes."""
+
+    a: _Part
+    b: _Part
+    small: _Part
+    large: _Part
+    reads: dict[SSAValue, list[_Value] | None]
+    """New read lists of the values whose reads change (None: computed inside now)."""
+    removed: list[_Value]
+    costs: list[tuple[_Value, int]]
+    """Values whose cost changes, with the new cost."""
+    frontiers: list[tuple[_Materialized, SSAValue]]
+    unions: list[tuple[int, int]]
+    bound: int
+    share: bool
+    """Whether every input is read along one set of variables (no reads kept apart)."""
+    live: _Live | None = None
+    """The merged group's ``_Live``, when the budget check computed it."""
+
+    def ops(self) -> list[Operation]:
+        return [*self.a.ops, *self.b.ops]
 
 
 class _Spaces:
@@ -127,54 +225,91 @@ class _Spaces:
         """The variables of every computed value."""
         self.users = users
         self.parts: dict[int, _Part] = {}
+        self.results: dict[Operation, list[_Value]] = {}
+        """The bound's values of each op's results."""
         self._part_parent: dict[int, int] = {}
         self._op_part: dict[Operation, int] = {}
+        self._adj: dict[int, dict[int, _Pair]] = {}
+        """Root -> the roots it forms a pair with (keys are current roots)."""
+        self._touch: dict[int, list[_Value]] = {}
+        """Root (as of the last merge) -> the values with a dim along its class."""
+        self._frontier: dict[Operation, list[_Materialized]] = {}
+        """Op -> materialized operands whose frontier it computes (stale entries too)."""
+        self._low = 0
+        self._high = 0
+        self._stamp = 0
+        # the merge being tried
+        self._first = -1
+        self._collapsed: list[_Pair] = []
+        self._unions: list[tuple[int, int]] = []
+        self._adj_log: list[tuple[dict[int, _Pair], int, _Pair | None]] = []
+        self._root_log: list[tuple[int, dict[int, _Pair] | None]] = []
+
+    def part_root(self, pid: int) -> int:
+        """The id of the part that part ``pid`` was merged into (``pid`` if none)."""
+        root = pid
+        while self._part_parent[root] != root:
+            root = self._part_parent[root]
+        while self._part_parent[pid] != root:  # path compression (merges are final)
+            self._part_parent[pid], pid = root, self._part_parent[pid]
+        return root
 
     def part_id(self, op: Operation) -> int | None:
         """The id of the part holding ``op``, if it is in one."""
         start = self._op_part.get(op)
-        if start is None:
-            return None
-        root = start
-        while self._part_parent[root] != root:
-            root = self._part_parent[root]
-        while self._part_parent[start] != root:  # path compression (merges are final)
-            self._part_parent[start], start = root, self._part_parent[start]
-        return root
+        return None if start is None else self.part_root(start)
 
-    def _pairs(self, values: Iterable[tuple[SSAValue, VarDims]]) -> dict[tuple[int, int], SSAValue]:
-        pairs: dict[tuple[int, int], SSAValue] = {}
-        for value, dims in values:
-            used = sorted({d for d in self.vars.roots(dims) if d is not None})
-            for i, a in enumerate(used):
-                for b in used[i + 1 :]:
-                    pairs.setdefault((a, b), value)
-            if len(used) < len([d for d in dims if d is not None]):
-                pairs.setdefault((used[0], used[0]), value)
-        return pairs
+    def _owner_part(self, value: SSAValue) -> int | None:
+        owner = value.owner
+        return self.part_id(owner) if isinstance(owner, Operation) else None
 
-    def _bound(self, values: Iterable[tuple[SSAValue, VarDims]]) -> int:
-        """Scratch at tile 1 along parallel dims, reduction dims whole, no reuse, x3 for
-        workspaces, partials and accumulators: the smallest tile needs no more."""
+    def _key(self) -> int:
+        self._high += 1
+        return self._high
+
+    def _cost(self, dims: VarDims) -> int:
+        """Scratch at tile 1 along parallel dims, reduction dims whole, x3 for workspaces,
+        partials and accumulators: the smallest tile needs no more (summed, no reuse)."""
         dv = self.vars
-        total = 0
-        for _, dims in values:
-            n = 1
-            for d in dims:
-                if d is not None and dv.is_reduced(d):
-                    n *= dv.extent[dv.find(d)]
-            total += 3 * n
-        return total
+        n = 1
+        for d in dims:
+            if d is not None:
+                root = dv.find(d)
+                if dv.reduced[root]:
+                    n *= dv.extent[root]
+        return 3 * n
+
+    def _value(self, dims: VarDims) -> _Value:
+        value = _Value(dims, self._cost(dims))
+        for d in dims:
+            if d is not None:
+                self._touch.setdefault(self.vars.find(d), []).append(value)
+        return value
+
+    def _add_pairs(self, part: _Part, value: SSAValue, dims: VarDims) -> None:
+        roots = [self.vars.find(d) for d in dims if d is not None]
+        used = sorted(set(roots))
+        for i, x in enumerate(used):
+            for y in used[i + 1 :]:
+                if y in self._adj.get(x, {}):
+                    continue
+                pair = _Pair(value, self._key(), part.id)
+                self._adj.setdefault(x, {})[y] = pair
+                self._adj.setdefault(y, {})[x] = pair
+                part.order.append(pair)
+        if len(used) < len(roots) and part.diagonal is None:
+            part.diagonal = _Pair(value, self._key(), part.id)
+            part.order.append(part.diagonal)
 
     def single(self, op: Operation) -> _Part:
         """A new part holding ``op`` alone (its operands are its inputs)."""
         dv = self.vars
-        reads: dict[SSAValue, list[VarDims]] = {}
+        reads: dict[SSAValue, VarDims] = {}
         operand_dims: list[VarDims] = []
         for v in op.operands:
             if v not in reads:
-                reads[v] = [dv.fresh(tensor_shape(v))]
-            operand_dims.append(reads[v][0])
+                reads[v] = dv.fresh(tensor_shape(v))
+            operand_dims.append(reads[v])
         results = apply_op(dv, op, operand_dims)
         for r, dims in zip(op.results, results, strict=True):
             self.dims[r] = dims
@@ -184,101 +319,401 @@ class _Spaces:
         self._op_part[op] = pid
         s = structured(op)
         assert s is not None
-        values = [
-            *zip(op.results, results, strict=True),
-            *((v, d) for v, ds in reads.items() for d in ds),
-        ]
-        part = _Part(
-            id=pid,
-            ops=[op],
-            reads=reads,
-            pairs=self._pairs(values),
-            materialized=[(op, i) for i in s.MATERIALIZED_OPERANDS],
-            users=set(self.users(op)),
-            bound=self._bound(values),
-        )
+        part = _Part(pid, [op], {}, set(), [], set(self.users(op)), 0)
+        for value, dims in (*zip(op.results, results, strict=True), *reads.items()):
+            self._add_pairs(part, value, dims)
+        self.results[op] = []
+        for r, dims in zip(op.results, results, strict=True):
+            value = self._value(dims)
+            value.dtype = numpy_dtype(r.type)
+            value.full = math.prod(tensor_shape(r))
+            self.results[op].append(value)
+            part.bound += value.cost
+        for v, dims in reads.items():
+            read = self._value(dims)
+            part.reads[v] = [read]
+            part.bound += read.cost
+        for i in s.MATERIALIZED_OPERANDS:
+            m = _Materialized(op, i, op.operands[i], self._key(), pid)
+            part.materialized.append(m)
+            part.order.append(m)
+            self._index_frontier(m)
         self.parts[pid] = part
         return part
 
-    def _owner_in(self, value: SSAValue, ids: set[int]) -> bool:
-        owner = value.owner
-        return isinstance(owner, Operation) and self.part_id(owner) in ids
+    def _index_frontier(self, m: _Materialized) -> None:
+        if isinstance(m.frontier, OpResult):
+            self._frontier.setdefault(m.frontier.op, []).append(m)
+
+    # -- merging ------------------------------------------------------------------
 
     def try_merge(
-        self, a: _Part, b: _Part, extra: Callable[[_Part, set[int]], str | None] | None = None
+        self,
+        a: _Part,
+        b: _Part,
+        extra: Callable[[_Merge, set[int]], str | None] | None = None,
+        committing: Callable[[_Merge], None] | None = None,
     ) -> _Part | str:
         """``a`` and ``b`` as one part, or why not (then nothing changes).
 
         Checks rules 1 and 2 of the module docstring, then ``extra`` (given the
-        tentative part and the ids of ``a`` and ``b``).  Inputs both parts read
-        share their variables unless that makes the space inconsistent.
+        tentative merge and the ids of ``a`` and ``b``); ``committing`` is told of
+        the merge just before it is made.  Inputs both parts read share their
+        variables unless that makes the space inconsistent.
         """
         dv = self.vars
-        reason = "?"
-        for share in (True, False):
-            mark = dv.checkpoint()
-            merged = self._merge(a, b, share)
-            if isinstance(merged, _Part) and extra is not None:
-                why = extra(merged, {a.id, b.id})
-                merged = merged if why is None else why
-            if isinstance(merged, _Part):
-                dv.commit()
-                self._part_parent[b.id] = a.id
-                del self.parts[b.id]
-                self.parts[a.id] = merged
+        dv.on_union = self._on_union
+        try:
+            if a.apart or b.apart:
+                # sharing would fail (see _Part.apart): only its reason is wanted, and
+                # only when keeping the reads apart fails too
+                merged = self._attempt(a, b, False, extra, committing)
+                if isinstance(merged, _Part):
+                    return merged
+                shared = self._attempt(a, b, True, commit=False)
+                return shared if isinstance(shared, str) else merged
+            merged = self._attempt(a, b, True, extra, committing)
+            if isinstance(merged, _Part) or not merged.startswith("inconsistent"):
                 return merged
-            dv.rollback(mark)
-            if share:
-                reason = merged
-                if not merged.startswith("inconsistent"):
-                    break
-            else:
-                reason = merged if not reason.startswith("inconsistent") else reason
-        return reason
+            again = self._attempt(a, b, False, extra, committing)
+            return again if isinstance(again, _Part) else merged
+        finally:
+            dv.on_union = None
 
-    def _merge(self, a: _Part, b: _Part, share: bool) -> _Part | str:
+    def _attempt(
+        self,
+        a: _Part,
+        b: _Part,
+        share: bool,
+        extra: Callable[[_Merge, set[int]], str | None] | None = None,
+        committing: Callable[[_Merge], None] | None = None,
+        commit: bool = True,
+    ) -> _Part | str:
+        """One try of :meth:`try_merge`: committed, or rolled back with the reason.  Without
+        ``commit`` it is always rolled back; a merge it would make returns ``a``."""
         dv = self.vars
+        mark = dv.checkpoint()
+        self._first = a.id
+        self._collapsed.clear()
+        self._unions.clear()
+        merged = self._merge(a, b, share, mark)
+        if isinstance(merged, _Merge) and extra is not None:
+            why = extra(merged, {a.id, b.id})
+            merged = merged if why is None else why
+        if isinstance(merged, _Merge) and commit:
+            if committing is not None:
+                committing(merged)
+            part = self._commit(merged)
+            dv.commit()
+            return part
+        self._rollback()
+        dv.rollback(mark)
+        return a if isinstance(merged, _Merge) else merged
+
+    def _rank(self, item: _Pair | _Materialized) -> tuple[int, int]:
+        """Its position in the order of the merge being tried: the first part's first."""
+        return (0 if self.part_root(item.pid) == self._first else 1, item.key)
+
+    def _on_union(self, keep: int, gone: int) -> None:
+        """Move the pairs of root ``gone`` to ``keep``; a pair of the two is a diagonal."""
+        self._unions.append((keep, gone))
+        adj = self._adj
+        gone_adj = adj.get(gone)
+        if gone_adj is None:
+            return
+        keep_adj = adj.get(keep)
+        if keep_adj is None:
+            keep_adj = adj[keep] = {}
+            self._root_log.append((keep, None))
+        collapsed = gone_adj.get(keep)
+        if collapsed is not None:
+            self._collapsed.append(collapsed)
+            self._adj_log.append((keep_adj, gone, keep_adj.pop(gone)))
+        for partner, pair in gone_adj.items():
+            if partner == keep:
+                continue
+            partner_adj = adj[partner]
+            self._adj_log.append((partner_adj, gone, partner_adj.pop(gone)))
+            known = partner_adj.get(keep)
+            if known is None or self._rank(pair) < self._rank(known):
+                self._adj_log.append((partner_adj, keep, known))
+                partner_adj[keep] = pair
+                self._adj_log.append((keep_adj, partner, keep_adj.get(partner)))
+                keep_adj[partner] = pair
+        self._root_log.append((gone, gone_adj))
+        del adj[gone]
+
+    def _rollback(self) -> None:
+        for table, key, old in reversed(self._adj_log):
+            if old is None:
+                table.pop(key, None)
+            else:
+                table[key] = old
+        for root, table in reversed(self._root_log):
+            if table is None:
+                self._adj.pop(root, None)
+            else:
+                self._adj[root] = table
+        self._adj_log.clear()
+        self._root_log.clear()
+
+    def _merge(self, a: _Part, b: _Part, share: bool, mark: tuple[int, int]) -> _Merge | str:
+        dv = self.vars
+        small, large = (a, b) if len(a.ops) <= len(b.ops) else (b, a)
+        removed: list[_Value] = []
+        lists: dict[SSAValue, list[_Value] | None] = {}
+
+        def join(reads: Iterable[_Value], dims: VarDims) -> None:
+            for read in reads:
+                dv.unify_dims(read.dims, dims)
+                removed.append(read)
+
+        # reads of a value the other part computes: its variables
+        for v, reads in small.reads.items():
+            if self._owner_part(v) == large.id:
+                join(reads, self.dims[v])
+                lists[v] = None
+        for op in small.ops:
+            for r in op.results:
+                reads = large.reads.get(r)
+                if reads is not None:
+                    join(reads, self.dims[r])
+                    lists[r] = None
+        # reads of an input: shared (one set of variables) or kept apart
+        for v, reads in small.reads.items():
+            if v in lists:
+                continue
+            theirs = large.reads.get(v)
+            if theirs is None:
+                if share and len(reads) > 1:
+                    join(reads[1:], reads[0].dims)
+                    lists[v] = [reads[0]]
+                continue
+            first, second = (reads, theirs) if small is a else (theirs, reads)
+            if share:
+                join([*first[1:], *second], first[0].dims)
+                lists[v] = [first[0]]
+            else:
+                lists[v] = [*first, *second]
+        if share:
+            for v in large.multi:
+                if v not in lists:
+                    reads = large.reads[v]
+                    join(reads[1:], reads[0].dims)
+                    lists[v] = [reads[0]]
+
+        # rule 1: no value along one variable twice
+        diagonals = [*self._collapsed, *(p.diagonal for p in (a, b) if p.diagonal is not None)]
+        if diagonals:
+            return diagonal_reason(min(diagonals, key=self._rank).value)
+
+        # rule 2: materialized operands are not computed inside
         ids = {a.id, b.id}
-        reads: dict[SSAValue, list[VarDims]] = {}
-        for part in (a, b):
-            for v, uses in part.reads.items():
-                if self._owner_in(v, ids):
-                    for dims in uses:
-                        dv.unify_dims(dims, self.dims[v])
-                    continue
-                known = reads.setdefault(v, [])
-                for dims in uses:
-                    if share and known:
-                        dv.unify_dims(dims, known[0])
-                    elif dims not in known:
-                        known.append(dims)
-        for (x, y), value in (*a.pairs.items(), *b.pairs.items()):
-            if dv.find(x) == dv.find(y):
-                return diagonal_reason(value)
-        ops = [*a.ops, *b.ops]
-        members = set(ops)
-        for op, i in (*a.materialized, *b.materialized):
-            v = op.operands[i]
-            while isinstance(v, OpResult) and v.op in members:
+        refused: list[_Materialized] = []
+        frontiers: list[tuple[_Materialized, SSAValue]] = []
+
+        def follow(m: _Materialized) -> None:
+            v = m.frontier
+            while isinstance(v, OpResult) and self.part_id(v.op) in ids:
                 s = structured(v.op)
                 if s is None or s.numpy_view() is None:
-                    return (
-                        f"{op.name} operand {i} must be materialized (it is read whole from memory)"
-                    )
+                    refused.append(m)
+                    return
                 v = v.op.operands[0]
-        users = {u for u in (*a.users, *b.users) if self.part_id(u) not in ids}
-        pairs = self._pairs((v, (x, y)) for (x, y), v in (*a.pairs.items(), *b.pairs.items()))
-        values = [(r, self.dims[r]) for op in ops for r in op.results]
-        values += [(v, d) for v, ds in reads.items() for d in ds]
-        return _Part(
-            id=a.id,
-            ops=ops,
-            reads=reads,
-            pairs=pairs,
-            materialized=[*a.materialized, *b.materialized],
-            users=users,
-            bound=self._bound(values),
+            if v is not m.frontier:
+                frontiers.append((m, v))
+
+        for m in small.materialized:
+            follow(m)
+        for op in small.ops:
+            for m in self._frontier.get(op, ()):
+                if (
+                    isinstance(m.frontier, OpResult)
+                    and m.frontier.op is op
+                    and self.part_root(m.pid) == large.id
+                ):
+                    follow(m)
+        if refused:
+            m = min(refused, key=self._rank)
+            return (
+                f"{m.op.name} operand {m.index} must be materialized (it is read whole from memory)"
+            )
+
+        # rule 3's bound: drop the reads gone, re-cost the values along classes that
+        # became reduction classes
+        self._stamp += 1
+        stamp = self._stamp
+        delta = 0
+        for read in removed:
+            read.stamp = stamp
+            delta -= read.cost
+        costs: list[tuple[_Value, int]] = []
+        for root, was_reduced in dv.changed_since(mark).items():
+            now = dv.find(root)
+            if (dv.reduced[now] and not was_reduced) or dv.extent[now] != dv.extent[root]:
+                for value in self._touch.get(root, ()):
+                    if value.stamp != stamp and not value.dead:
+                        value.stamp = stamp
+                        cost = self._cost(value.dims)
+                        if cost != value.cost:
+                            costs.append((value, cost))
+                            delta += cost - value.cost
+        return _Merge(
+            a,
+            b,
+            small,
+            large,
+            lists,
+            removed,
+            costs,
+            frontiers,
+            list(self._unions),
+            a.bound + b.bound + delta,
+            share,
         )
+
+    def _commit(self, m: _Merge) -> _Part:
+        """Move the smaller part into the larger one; returns the merged part."""
+        small, large = m.small, m.large
+        assert small.diagonal is None and large.diagonal is None
+        large.ops.extend(small.ops)
+        self._part_parent[small.id] = large.id
+        del self.parts[small.id]
+        for v, reads in small.reads.items():
+            if v not in m.reads:
+                large.reads[v] = reads
+                if len(reads) > 1:
+                    large.multi.add(v)
+        for v, new in m.reads.items():
+            if new is None:
+                large.reads.pop(v, None)
+                large.multi.discard(v)
+            else:
+                large.reads[v] = new
+                if len(new) > 1:
+                    large.multi.add(v)
+                else:
+                    large.multi.discard(v)
+        for read in m.removed:
+            read.dead = True
+        for value, cost in m.costs:
+            value.cost = cost
+        large.bound = m.bound
+        large.live = m.live
+        large.apart = small.apart or large.apart or not m.share
+        for keep, gone in m.unions:
+            moved = self._touch.pop(gone, None)
+            if not moved:
+                continue
+            kept = self._touch.setdefault(keep, [])
+            if len(kept) < len(moved):
+                kept, moved = moved, kept
+                self._touch[keep] = kept
+            kept.extend(value for value in moved if not value.dead)
+        # order keys: the first part's pairs and operands before the second's
+        if large is m.a:
+            for item in small.order:
+                item.key = self._key()
+            large.order.extend(small.order)
+        else:
+            for item in reversed(small.order):
+                self._low -= 1
+                item.key = self._low
+            large.order.extendleft(reversed(small.order))
+        large.materialized.extend(small.materialized)
+        for item, frontier in m.frontiers:
+            item.frontier = frontier
+            self._index_frontier(item)
+        for op in small.ops:
+            large.users.discard(op)
+        large.users.update(u for u in small.users if self.part_id(u) != large.id)
+        self._adj_log.clear()
+        self._root_log.clear()
+        return large
+
+
+# ---------------------------------------------------------------------------
+# Rule 3 past the bound: buffers' live ranges
+# ---------------------------------------------------------------------------
+#
+# When the bound (no reuse) exceeds the budget, rule 3 needs the exact scratch
+# of the smallest legal tile, a computation over the whole group.  Before it,
+# a second bound that counts reuse is tried.  Among the tilings min_scratch
+# tries is the one that keeps every reduction dim whole and cuts the parallel
+# dims to 1 where the schedule allows (all of them without a never-recomputed
+# op): one stage, ops in program order.  Its plan's pool makes a new buffer of
+# a dtype only when every buffer of that dtype is held, and a buffer is never
+# larger than the largest value it held, so its scratch is at most, per
+# dtype, (the most buffers held at once) x (the largest buffer).  Buffers
+# held at an op are at most the results defined at or before it and read at
+# or after it (to the end when read outside the group), plus its workspaces.
+# That count is a range sum over program positions, kept per group in a
+# persistent segment tree that merges cheaply.  Sizes are those at the tile
+# above (the bound's values) when the group's space is the one ``analyze``
+# finds, which is so when every input is read along one set of variables and
+# no op is never recomputed (its parallel dims may stay whole); else whole
+# values.  A workspace is taken as large as its op's first result (the NumPy
+# target requires no more), and a smaller tile as needing no more of them.
+# Only when this bound too exceeds the budget is the exact scratch computed.
+
+_Node = tuple[int, int, "_Node | None", "_Node | None"]
+"""A segment tree node: (count added to its whole range, max count in it, left, right)."""
+
+
+def _peak(node: _Node | None) -> int:
+    return 0 if node is None else node[1]
+
+
+def _range_add(node: _Node | None, lo: int, hi: int, start: int, stop: int, n: int) -> _Node:
+    """``node`` (over positions ``lo..hi``) with ``n`` added over ``start..stop``, copied."""
+    if start <= lo and hi <= stop:
+        if node is None:
+            return (n, n, None, None)
+        return (node[0] + n, node[1] + n, node[2], node[3])
+    add, _, left, right = node if node is not None else (0, 0, None, None)
+    mid = (lo + hi) // 2
+    if start <= mid:
+        left = _range_add(left, lo, mid, start, stop, n)
+    if stop > mid:
+        right = _range_add(right, mid + 1, hi, start, stop, n)
+    return (add, add + max(_peak(left), _peak(right)), left, right)
+
+
+def _merge_nodes(a: _Node | None, b: _Node | None) -> _Node | None:
+    """The sum of two trees over the same positions (sharing what only one has)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    left = _merge_nodes(a[2], b[2])
+    right = _merge_nodes(a[3], b[3])
+    add = a[0] + b[0]
+    return (add, add + max(_peak(left), _peak(right)), left, right)
+
+
+@dataclass
+class _Live:
+    """What bounds a group's scratch with reuse (see above), per buffer dtype."""
+
+    held: dict[np.dtype[Any], _Node | None]
+    """Buffers held at each program position."""
+    tile: dict[np.dtype[Any], int]
+    """The largest buffer at the tile that cuts parallel dims to 1."""
+    whole: dict[np.dtype[Any], int]
+    """The largest buffer at whole values."""
+    never_recomputed: bool
+    """Whether the group holds a never-recomputed op."""
+
+    def bound(self, shared: bool) -> int:
+        """The bound; ``shared``: the group reads every input along one set of variables
+        (then its space is the planner's, and the tile sizes hold)."""
+        sizes = self.tile if shared and not self.never_recomputed else self.whole
+        return sum(_peak(node) * sizes.get(dt, 0) for dt, node in self.held.items())
+
+
+def _max_into(into: dict[np.dtype[Any], int], dtype: np.dtype[Any], n: int) -> None:
+    if n > into.get(dtype, 0):
+        into[dtype] = n
 
 
 # ---------------------------------------------------------------------------
@@ -314,8 +749,16 @@ class FusionGroup:
     inputs: tuple[SSAValue, ...]
     results: tuple[SSAValue, ...]
     space: GroupBody
-    min_scratch: int
-    """Scratch elements of its smallest legal tile (the scratch model of ``tdsl-tile``)."""
+    budget: int
+    """The memory budget it was planned under."""
+
+    @functools.cached_property
+    def min_scratch(self) -> int:
+        """Scratch elements of its smallest legal tile (the scratch model of ``tdsl-tile``),
+        -1 when none is legal.  Computed when first asked (the report asks; the pass
+        does not need it)."""
+        need = group_min_scratch(self.ops, self.results, self.budget, self.space)
+        return -1 if need is None else need
 
 
 def describe_space(body: GroupBody) -> str:
@@ -369,6 +812,7 @@ class _Planner:
         self.reasons: dict[tuple[Operation, Operation, int], str] = {}
         self.dead = self._dead()
         self.spaces = _Spaces(self.users)
+        self._readers: dict[SSAValue, list[Operation | None]] = {}
 
     def _dead(self) -> set[Operation]:
         """Groupable ops (and constants) whose results nothing live uses."""
@@ -391,9 +835,9 @@ class _Planner:
 
     # -- legality beyond the iteration space ------------------------------------
 
-    def _extra(self, upto: int) -> Callable[[_Part, set[int]], str | None]:
-        def check(part: _Part, ids: set[int]) -> str | None:
-            return self._budget(part, ids) or self._cycle(part, ids, upto)
+    def _extra(self, upto: int) -> Callable[[_Merge, set[int]], str | None]:
+        def check(merge: _Merge, ids: set[int]) -> str | None:
+            return self._budget(merge, ids) or self._cycle(merge, ids, upto)
 
         return check
 
@@ -416,11 +860,14 @@ class _Planner:
                 return True
         return False
 
-    def _budget(self, part: _Part, ids: set[int]) -> str | None:
+    def _budget(self, merge: _Merge, ids: set[int]) -> str | None:
         """Rule 3: the smallest legal tile must fit the budget."""
-        if part.bound <= self.budget:
+        if merge.bound <= self.budget:
             return None
-        ops = sorted(part.ops, key=self.index.__getitem__)
+        merge.live = self._merged_live(merge)
+        if merge.live.bound(merge.share) <= self.budget:
+            return None
+        ops = sorted(merge.ops(), key=self.index.__getitem__)
         need = group_min_scratch(ops, self._outputs(ops, ids), self.budget)
         if need is not None and need <= self.budget:
             return None
@@ -430,32 +877,166 @@ class _Planner:
             f"budget of {self.budget}"
         )
 
-    def _cycle(self, part: _Part, ids: set[int], upto: int) -> str | None:
-        """Rule 4: a reason when a path leaves the group and comes back."""
+    def _cycle(self, merge: _Merge, ids: set[int], upto: int) -> str | None:
+        """Rule 4: a reason when a path leaves the group and comes back (through the first
+        exit in program order that has one)."""
         spaces = self.spaces
         seen_parts: set[int] = set()
         seen_ops: set[Operation] = set()
-        stack: list[tuple[Operation, Operation]] = [(u, u) for u in part.users]
-        while stack:
-            op, exit_op = stack.pop()
-            pid = spaces.part_id(op)
-            if pid in ids:
-                return (
-                    "fusing would create a cycle between groups: a path leaves the group "
-                    f"through {exit_op.name} and comes back"
-                )
-            if self.index[op] > upto or op in seen_ops:
-                continue
-            seen_ops.add(op)
-            if pid is None:
-                next_ops: Iterable[Operation] = self.users(op)
-            elif pid in seen_parts:
-                continue
-            else:
-                seen_parts.add(pid)
-                next_ops = spaces.parts[pid].users
-            stack.extend((u, exit_op) for u in next_ops)
+        exits = {u for p in (merge.a, merge.b) for u in p.users if spaces.part_id(u) not in ids}
+        for exit_op in sorted(exits, key=self.index.__getitem__):
+            stack = [exit_op]
+            while stack:
+                op = stack.pop()
+                pid = spaces.part_id(op)
+                if pid in ids:
+                    return (
+                        "fusing would create a cycle between groups: a path leaves the group "
+                        f"through {exit_op.name} and comes back"
+                    )
+                if self.index[op] > upto or op in seen_ops:
+                    continue
+                seen_ops.add(op)
+                if pid is None:
+                    stack.extend(self.users(op))
+                elif pid not in seen_parts:
+                    seen_parts.add(pid)
+                    stack.extend(spaces.parts[pid].users)
         return None
+
+    # -- rule 3 past the bound: live ranges (see _Live) ---------------------------
+
+    def _value_readers(self, value: SSAValue) -> list[Operation | None]:
+        """The live ops reading ``value`` (None: one outside the block), and the ops that
+        compute a reader themselves (``fuses_producer``): they read it where they run."""
+        known = self._readers.get(value)
+        if known is None:
+            found: list[Operation | None] = []
+            for use in value.uses:
+                user = self.block.find_ancestor_op_in_block(use.operation)
+                if user is None:
+                    found.append(None)
+                    continue
+                if user in self.dead:
+                    continue
+                found.append(user)
+                for result in user.results:
+                    for later in result.uses:
+                        consumer = self.block.find_ancestor_op_in_block(later.operation)
+                        s = None if consumer is None else structured(consumer)
+                        if s is not None and s.fuses_producer() is user:
+                            found.append(consumer)
+            known = self._readers[value] = found
+        return known
+
+    def _last_read(self, value: SSAValue, ids: set[int]) -> int:
+        """The position of the last read of ``value`` by the parts ``ids``; the end of the
+        block when something else reads it."""
+        owner = value.owner
+        assert isinstance(owner, Operation)
+        last = self.index[owner]
+        for reader in self._value_readers(value):
+            if reader is None or self.spaces.part_id(reader) not in ids:
+                return len(self.ops)
+            last = max(last, self.index[reader])
+        return last
+
+    def _workspaces(self, op: Operation) -> tuple[np.dtype[Any], ...]:
+        """The dtypes of ``op``'s workspaces at whole values (no fewer than at a tile)."""
+        first = self.spaces.results[op][0]
+        if first.workspaces is None:
+            s = structured(op)
+            assert s is not None
+            results = [tensor_shape(r) for r in op.results]
+            found = [
+                dt
+                for _, dt in s.numpy_workspace(
+                    [tensor_shape(v) for v in op.operands], results, [False] * len(op.operands)
+                )
+            ]
+            p = s.fuses_producer()
+            if p is not None:  # it may run on its producer's operands instead
+                found += [
+                    dt
+                    for _, dt in s.numpy_workspace(
+                        [tensor_shape(v) for v in p.operands], results, [False] * len(p.operands)
+                    )
+                ]
+            first.workspaces = tuple(found)
+        return first.workspaces
+
+    def _live(self, part: _Part) -> _Live:
+        """``part``'s live ranges (computed once, then kept up to date by merges)."""
+        if part.live is None:
+            end = len(self.ops)
+            live = _Live({}, {}, {}, False)
+            for op in part.ops:
+                s = structured(op)
+                assert s is not None
+                live.never_recomputed |= not s.RECOMPUTABLE
+                at = self.index[op]
+                values = self.spaces.results[op]
+                for r, value in zip(op.results, values, strict=True):
+                    assert value.dtype is not None
+                    dt = value.dtype
+                    last = self._last_read(r, {part.id})
+                    live.held[dt] = _range_add(live.held.get(dt), 0, end, at, last, 1)
+                    _max_into(live.tile, dt, value.cost // 3)
+                    _max_into(live.whole, dt, value.full)
+                for dt in self._workspaces(op):
+                    live.held[dt] = _range_add(live.held.get(dt), 0, end, at, at, 1)
+                    _max_into(live.tile, dt, values[0].cost // 3)
+                    _max_into(live.whole, dt, values[0].full)
+            part.live = live
+        return part.live
+
+    def _merged_live(self, merge: _Merge) -> _Live:
+        """The live ranges of ``merge``'s group: both parts' summed, and the values that
+        only the merged group reads now end at their last read."""
+        a, b = self._live(merge.a), self._live(merge.b)
+        live = _Live(
+            {dt: _merge_nodes(a.held.get(dt), b.held.get(dt)) for dt in {*a.held, *b.held}},
+            dict(a.tile),
+            dict(a.whole),
+            a.never_recomputed or b.never_recomputed,
+        )
+        for dt, n in b.tile.items():
+            _max_into(live.tile, dt, n)
+        for dt, n in b.whole.items():
+            _max_into(live.whole, dt, n)
+        for value, cost in merge.costs:
+            if value.dtype is not None:
+                _max_into(live.tile, value.dtype, cost // 3)
+                for dt in value.workspaces or ():
+                    _max_into(live.tile, dt, cost // 3)
+        # values read across the two parts: open (to the end) in their part until now
+        small, large = merge.small, merge.large
+        ids = {merge.a.id, merge.b.id}
+        crossing: dict[SSAValue, int] = {}
+        for op in small.ops:
+            crossing.update((r, small.id) for r in op.results)
+            p = structured(op)
+            producer = None if p is None else p.fuses_producer()
+            for reader in (op, *([] if producer is None else [producer])):
+                for v in reader.operands:
+                    if isinstance(v, OpResult) and self.spaces.part_id(v.op) == large.id:
+                        crossing[v] = large.id
+        end = len(self.ops)
+        for v, pid in crossing.items():
+            if self._last_read(v, {pid}) != end:
+                continue
+            last = self._last_read(v, ids)
+            if last != end:
+                assert isinstance(v, OpResult)
+                dt = self.spaces.results[v.op][v.index].dtype
+                assert dt is not None
+                live.held[dt] = _range_add(live.held[dt], 0, end, last + 1, end, -1)
+        return live
+
+    def _committing(self, merge: _Merge) -> None:
+        """Keep the live ranges of a group that has them up to date."""
+        if merge.live is None and (merge.a.live is not None or merge.b.live is not None):
+            merge.live = self._merged_live(merge)
 
     # -- grouping -------------------------------------------------------------
 
@@ -476,7 +1057,7 @@ class _Planner:
         current = spaces.single(op)
         check = self._extra(self.index[op])
         for pid in candidates:
-            merged = spaces.try_merge(spaces.parts[pid], current, check)
+            merged = spaces.try_merge(spaces.parts[pid], current, check, self._committing)
             if isinstance(merged, str):
                 for producer, i in edges[pid]:
                     self.reasons[(producer, op, i)] = merged
@@ -552,7 +1133,6 @@ class _Planner:
         ]
         body = analyze(ops, results)
         assert not isinstance(body, Inconsistent), body.reason
-        need = group_min_scratch(ops, results, self.budget)
         return FusionGroup(
             name=name,
             function=self.function,
@@ -561,7 +1141,7 @@ class _Planner:
             inputs=tuple(inputs),
             results=tuple(results),
             space=body,
-            min_scratch=-1 if need is None else need,
+            budget=self.budget,
         )
 
     def _order(self, groups: list[list[Operation]]) -> list[list[Operation] | Operation]:
@@ -612,16 +1192,21 @@ class _Planner:
 
 
 def group_min_scratch(
-    ops: Sequence[Operation], outputs: Sequence[SSAValue], budget: int | None = None
+    ops: Sequence[Operation],
+    outputs: Sequence[SSAValue],
+    budget: int | None = None,
+    body: GroupBody | Inconsistent | None = None,
 ) -> int | None:
     """Scratch elements of the smallest legal tile of ``ops`` materializing ``outputs``
     (None when they do not form one group), in ``tdsl-tile``'s model.
 
     When that is over ``budget`` (or no budget is given) and some ops have a
     decomposition (``softmax``), the decomposed group counts too: ``tdsl-tile``
-    runs it over tiles of the rows.
+    runs it over tiles of the rows.  ``body`` is ``analyze(ops, outputs)`` when
+    the caller has it.
     """
-    body = analyze(ops, outputs)
+    if body is None:
+        body = analyze(ops, outputs)
     if isinstance(body, Inconsistent):
         return None
     need = min_scratch(body)

@@ -30,7 +30,7 @@ value, outermost first).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from xdsl.ir import Operation, SSAValue
@@ -71,7 +71,8 @@ class DimVars:
     """Union-find over dimension variables, with extents, kind marks and an undo log.
 
     No path compression (union by size keeps trees shallow), so that a
-    tentative merge can be rolled back exactly.
+    tentative merge can be rolled back exactly.  ``on_union``, when set, is
+    told of every union before it happens, as ``(kept root, absorbed root)``.
     """
 
     def __init__(self) -> None:
@@ -83,6 +84,7 @@ class DimVars:
         self.why: list[Operation | None] = []
         """For a reduction root: an op that reduces or normalizes along it."""
         self._log: list[tuple[int, int, int, bool, bool, Operation | None]] = []
+        self.on_union: Callable[[int, int], None] | None = None
 
     def new(self, extent: int) -> int:
         self.parent.append(len(self.parent))
@@ -103,7 +105,7 @@ class DimVars:
         return v
 
     def roots(self, dims: Iterable[int | None]) -> VarDims:
-        return tuple(None if d is None else self.find(d) for d in dims)
+        return tuple([None if d is None else self.find(d) for d in dims])
 
     def is_reduced(self, v: int) -> bool:
         return self.reduced[self.find(v)]
@@ -120,6 +122,8 @@ class DimVars:
             return None
         first = max(roots, key=lambda r: (self.size[r], -r))
         for other in roots - {first}:
+            if self.on_union is not None:
+                self.on_union(first, other)
             self._save(other)
             self._save(first)
             self.parent[other] = first
@@ -173,6 +177,14 @@ class DimVars:
     def commit(self) -> None:
         self._log.clear()
 
+    def changed_since(self, mark: tuple[int, int]) -> dict[int, bool]:
+        """The roots that unions or marks changed since ``mark``, each with whether it
+        was a reduction root then."""
+        changed: dict[int, bool] = {}
+        for v, _, _, reduced, _, _ in self._log[mark[1] :]:
+            changed.setdefault(v, reduced)
+        return changed
+
 
 def apply_op(dv: DimVars, op: Operation, operand_dims: Sequence[VarDims]) -> tuple[VarDims, ...]:
     """The dims of ``op``'s results given its operands' dims: the op's equations.
@@ -204,6 +216,8 @@ def apply_op(dv: DimVars, op: Operation, operand_dims: Sequence[VarDims]) -> tup
 
 def diagonal(dv: DimVars, dims: VarDims) -> bool:
     """Whether two dims of one value run along one variable."""
+    if len(dims) < 2:
+        return False
     roots = [d for d in dv.roots(dims) if d is not None]
     return len(set(roots)) < len(roots)
 
@@ -307,19 +321,18 @@ def _analyze(
             return Inconsistent(diagonal_reason(op.operands[i]), op.operands[i])
 
     # space dims: the variables of the largest values first (outputs, then inputs)
-    input_values = list(inputs) if inputs is not None else []
-    for op in ops:
-        for v in op.operands:
-            if v not in computed and v not in input_values:
-                input_values.append(v)
     candidates: list[tuple[SSAValue, VarDims]] = [
         (v, computed[v]) for v in outputs if v in computed
     ]
     candidates += [(op.operands[i], dims) for (op, i), dims in reads.items()]
     candidates += [(v, dims) for v, dims in computed.items()]
+    sizes: dict[SSAValue, int] = {}
+    for v, _ in candidates:
+        if v not in sizes:
+            sizes[v] = math.prod(tensor_shape(v))
     ranked = sorted(
         range(len(candidates)),
-        key=lambda k: (-math.prod(tensor_shape(candidates[k][0])), -len(candidates[k][1]), k),
+        key=lambda k: (-sizes[candidates[k][0]], -len(candidates[k][1]), k),
     )
     order: dict[int, None] = {}
     for k in ranked:

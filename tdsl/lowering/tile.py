@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -230,15 +230,17 @@ def _largest(body: GroupBody, budget: int, tiles: list[int], d: int, lo: int, hi
     return lo
 
 
-def _greedy(body: GroupBody, budget: int, start: list[int], order: Sequence[int]) -> Tiling | None:
-    """Shrink ``start`` along ``order`` until the tile fits, then grow back the dims cut
+def _greedy(
+    body: GroupBody, budget: int, start: list[int], order: Callable[[], Sequence[int]]
+) -> Tiling | None:
+    """Shrink ``start`` along ``order()`` until the tile fits, then grow back the dims cut
     to 1 on the way as far as they fit (see the module docstring)."""
     first = _fits(body, start, budget)
     if first is not None:
         return first
     tiles = list(start)
     cut: list[int] = []
-    for d in order:
+    for d in order():
         trial = list(tiles)
         trial[d] = 1
         at_one = try_tiles(body, trial)
@@ -275,11 +277,11 @@ def choose_tiles(body: GroupBody, budget: int, tile_size: int | None = None) -> 
         for d in range(body.rank):
             if body.kinds[d] is IteratorType.PARALLEL and d not in body.prefer_whole:
                 start[d] = min(start[d], tile_size)
-    found = _greedy(body, budget, start, _shrink_order(body, set()))
+    found = _greedy(body, budget, start, lambda: _shrink_order(body, set()))
     if found is not None:
         return found
     for whole in _whole_sets(body):
-        found = _greedy(body, budget, start, _shrink_order(body, whole))
+        found = _greedy(body, budget, start, lambda whole=whole: _shrink_order(body, whole))
         if found is not None:
             return found
     return None
@@ -288,14 +290,23 @@ def choose_tiles(body: GroupBody, budget: int, tile_size: int | None = None) -> 
 def _smallest(body: GroupBody, whole: set[int]) -> Tiling | None:
     """Every dim outside ``whole`` cut to 1 where the schedule allows it, in shrink order."""
     tiles = _whole(body)
-    found = try_tiles(body, tiles)
+    found = _legal(body, tiles)
     for d in _shrink_order(body, whole):
         trial = list(tiles)
         trial[d] = 1
-        cut = try_tiles(body, trial)
-        if isinstance(cut, Tiling):
+        cut = _legal(body, trial)
+        if cut is not None:
             tiles, found = trial, cut
-    return found if isinstance(found, Tiling) else None
+    # only the last legal tiling's scratch is wanted
+    return None if found is None else Tiling(tuple(tiles), found, plan_scratch(found))
+
+
+def _legal(body: GroupBody, tiles: Sequence[int]) -> TileSchedule | None:
+    """The schedule of ``tiles``, or None when they break a rule."""
+    try:
+        return schedule(body, tiles)
+    except PlanError:
+        return None
 
 
 def min_scratch(body: GroupBody) -> int | None:
@@ -384,25 +395,29 @@ class _Group:
         inside = set(seq)
         users = set(self.ops)
         defined = [r for op in seq for r in op.results]
-        outputs = [v for v in dict.fromkeys(self.yielded) if v in set(defined)]
-        outputs += [
+        defined_set = set(defined)
+        yielded = [v for v in dict.fromkeys(self.yielded) if v in defined_set]
+        taken = set(yielded)
+        outputs = yielded + [
             r
             for r in defined
-            if r not in outputs
+            if r not in taken
             and any(u.operation in users and u.operation not in inside for u in r.uses)
         ]
         args = list(self.fused.body.block.args)
-        inputs = [a for a in args if any(u.operation in inside for u in a.uses)]
-        inputs += [
-            v
-            for op in seq
-            for v in op.operands
-            if v not in inputs and v.owner not in inside and v not in args
-        ]
-        found = analyze(seq, outputs, list(dict.fromkeys(inputs)))
+        inputs: dict[SSAValue, None] = {}
+        for a in args:
+            if any(u.operation in inside for u in a.uses):
+                inputs[a] = None
+        arg_set = set(args)
+        for op in seq:
+            for v in op.operands:
+                if v not in inputs and v.owner not in inside and v not in arg_set:
+                    inputs[v] = None
+        found = analyze(seq, outputs, list(inputs))
         if isinstance(found, Inconsistent):
             return found
-        return _Part(list(seq), outputs, list(dict.fromkeys(inputs)), found)
+        return _Part(list(seq), outputs, list(inputs), found)
 
     def decomposed(self, part: _Part) -> _Part | None:
         """``part`` with its row-normalizing ops replaced by their decomposition (copies)."""
@@ -585,14 +600,15 @@ def _build_tile(
     """The ``kernel.tile`` of ``part``; ``outer`` maps body values to the values outside."""
     body, tiles = part.body, tiling.tiles
     rank = body.rank
+    inputs = set(part.inputs)
     # one operand per input and map it is read with
     reads: dict[tuple[SSAValue, Dims], int] = {}
     for op in part.ops:
         for i, v in enumerate(op.operands):
-            if v in part.inputs:
+            if v in inputs:
                 reads.setdefault((v, body.reads[(op, i)]), len(reads))
     for v, dims in zip(body.outputs, body.output_dims, strict=True):
-        if v in part.inputs:
+        if v in inputs:
             reads.setdefault((v, dims), len(reads))
     keys = list(reads)
     block = Block(
@@ -603,7 +619,7 @@ def _build_tile(
     inner: dict[SSAValue, SSAValue] = {}
     for op in part.ops:
         operands = [
-            block.args[reads[(v, body.reads[(op, i)])]] if v in part.inputs else inner[v]
+            block.args[reads[(v, body.reads[(op, i)])]] if v in inputs else inner[v]
             for i, v in enumerate(op.operands)
         ]
         if constant_value(op) is not None:
@@ -626,7 +642,7 @@ def _build_tile(
                 )
             inner[old_result] = new_result
     yielded = [
-        block.args[reads[(v, dims)]] if v in part.inputs else inner[v]
+        block.args[reads[(v, dims)]] if v in inputs else inner[v]
         for v, dims in zip(body.outputs, body.output_dims, strict=True)
     ]
     block.add_op(YieldOp(*yielded))

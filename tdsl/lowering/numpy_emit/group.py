@@ -127,6 +127,9 @@ class _Lowering:
         self.steps: list[_StepCode] = []
         self.copies: dict[int, list[Instr]] = {}
         """Per step index: copies of values into outputs, at the end of the step's body."""
+        self.input_index: dict[SSAValue, int] = {}
+        for i, v in enumerate(group.inputs):
+            self.input_index.setdefault(v, i)
 
     def tile_shape(self, v: Var) -> tuple[int, ...]:
         return self.tiling.full_shape(v.layout)
@@ -143,7 +146,7 @@ class _Lowering:
             constant = constant_value(owner) if isinstance(owner, Operation) else None
             if constant is not None:
                 return Var(layout, dtype, "const", tile, name=self.state.consts.add(constant))
-            return Var(layout, dtype, "input", tile, index=self.group.inputs.index(value))
+            return Var(layout, dtype, "input", tile, index=self.input_index[value])
         slot = self.plan.slots[inst]
         if slot.kind == "buffer":
             return Var(layout, dtype, "buffer", tile, index=slot.index)

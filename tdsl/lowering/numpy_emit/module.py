@@ -169,11 +169,12 @@ class _FunctionEmitter:
         if not ops:
             return
         inside = set(ops)
-        inputs: list[SSAValue] = []
+        found: dict[SSAValue, None] = {}
         for op in ops:
             for v in op.operands:
-                if v.owner not in inside and v not in inputs:
-                    inputs.append(v)
+                if v.owner not in inside:
+                    found.setdefault(v)
+        inputs = list(found)
         outs = [
             r for op in ops for r in op.results if any(u.operation not in inside for u in r.uses)
         ]

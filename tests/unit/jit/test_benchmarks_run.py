@@ -27,7 +27,14 @@ def test_benchmark_runs_on_tiny_sizes() -> None:
     out = io.StringIO()
     results = bench.run(cfg, out=out)
     text = out.getvalue()
-    for label in ("relu(A)+B*C-D", "softmax(X)", "sum(exp(A)*B, axis=1)", "relu(x@w+b)", "targets"):
+    for label in (
+        "relu(A)+B*C-D",
+        "softmax(X)",
+        "sum(exp(A)*B, axis=1)",
+        "relu(x@w+b)",
+        "compile time against op count",
+        "targets",
+    ):
         assert label in text
     data = bench.to_json(results, cfg, "tiny")
     json.dumps(data)  # serializable
@@ -37,3 +44,6 @@ def test_benchmark_runs_on_tiny_sizes() -> None:
         "compiled",
     }
     assert data["targets"] and data["memory"]
+    assert [row["ops"] for row in data["compile_scaling"]] == [
+        bench.scaling_ops(row["terms"]) for row in data["compile_scaling"]
+    ]

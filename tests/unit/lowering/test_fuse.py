@@ -425,6 +425,40 @@ func.func @main(%X: tensor<4xf32>) -> tensor<4xf32> {
     )
 
 
+CALL = "%1 = func.call @f(%0) : (tensor<4x4xf32>) -> tensor<4x4xf32>"
+MATMUL = "%2 = tensordsl.matmul %W, %0 : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>"
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "exit_op"),
+    [(CALL, MATMUL, "func.call"), (MATMUL, CALL, "tensordsl.matmul")],
+)
+def test_a_cycle_is_named_by_its_first_exit(first: str, second: str, exit_op: str) -> None:
+    # two paths leave exp's group and come back to the last add: the reason names
+    # the exit that comes first in the program
+    module = parse(
+        f"""
+func.func @f(%a: tensor<4x4xf32>) -> tensor<4x4xf32> {{
+  func.return %a : tensor<4x4xf32>
+}}
+func.func @main(%X: tensor<4x4xf32>, %W: tensor<4x4xf32>) -> tensor<4x4xf32> {{
+  %0 = tensordsl.exp %X : tensor<4x4xf32>
+  {first}
+  {second}
+  %3 = tensordsl.add %1, %2 : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  %4 = tensordsl.add %0, %3 : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  func.return %4 : tensor<4x4xf32>
+}}
+"""
+    )
+    reasons = {(e.consumer.name, e.operand): e.reason for e in fusion_report(module).unfused}
+    assert reasons[("tensordsl.matmul", 1)] == RHS
+    assert reasons[("tensordsl.add", 0)] == (
+        f"fusing would create a cycle between groups: a path leaves the group through "
+        f"{exit_op} and comes back"
+    )
+
+
 # ---------------------------------------------------------------------------
 # The rewritten IR
 # ---------------------------------------------------------------------------
