@@ -1,4 +1,4 @@
-"""The ``xdsl.universe`` entry point: tdsl's dialects, passes, frontend and target.
+"""The ``xdsl.universe`` entry point: tdsl's dialects, passes, frontend and targets.
 
 Registered in ``pyproject.toml`` so that plain ``xdsl-opt`` loads them.  Every
 value is a zero-argument factory with a lazy import inside, so building the
@@ -61,6 +61,12 @@ def _numpy_target() -> type[Target]:
     return NumpyTarget
 
 
+def _dot_target() -> type[Target]:
+    from tdsl.tools.dot_target import DotTarget
+
+    return DotTarget
+
+
 def _tdsl_frontend() -> type[Frontend]:
     from tdsl.frontend.xdsl_frontend import TdslFrontend
 
@@ -69,7 +75,7 @@ def _tdsl_frontend() -> type[Frontend]:
 
 TDSL_DIALECTS = {"tensordsl": _tensordsl, "kernel": _kernel, "tdslmath": _tdslmath}
 TDSL_PASSES = {"tdsl-fuse": _fuse, "tdsl-tile": _tile, "tdsl-lower-to-loops": _lower_to_loops}
-TDSL_TARGETS = {"numpy": _numpy_target}
+TDSL_TARGETS = {"numpy": _numpy_target, "dot": _dot_target}
 TDSL_FRONTENDS = {"tdsl": _tdsl_frontend}
 
 TDSL_UNIVERSE = Universe(

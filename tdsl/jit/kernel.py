@@ -135,7 +135,9 @@ class CompiledKernel:
     argument of ``tdsl-opt``), ``target`` (the ``-t`` argument giving the
     same ``source``), ``ir`` (stage name -> IR text for ``"tensordsl"``,
     ``"fused"`` and ``"tiled"``, printed on first access),
-    ``groups`` (:class:`GroupInfo` per fusion group), ``try_call`` (given a dict
+    ``groups`` (:class:`GroupInfo` per fusion group), ``filename`` (the name the
+    source was compiled under), :meth:`to_dot` (the fusion plan as a Graphviz
+    graph), ``try_call`` (given a dict
     of arguments by name and an ``out`` or ``None``, runs the kernel if the
     arguments fit exactly, as a one-shot call would have compiled it, else
     returns ``NotImplemented``; only a bad ``out`` raises).
@@ -153,6 +155,8 @@ class CompiledKernel:
     groups: tuple[GroupInfo, ...]
     program: bool
     """Whether the kernel is a ``def`` of a ``.tdsl`` program (else an expression's ``main``)."""
+    filename: str
+    """The name the source was compiled under (in error messages and IR locations)."""
     _modules: dict[str, ModuleOp]
     try_call: Callable[..., Any]
 
@@ -170,6 +174,7 @@ class CompiledKernel:
         modules: dict[str, ModuleOp],
         groups: Sequence[GroupInfo],
         program: bool = False,
+        filename: str = "<expr>",
     ) -> None:
         self.name = name
         self.args = tuple(args)
@@ -183,6 +188,7 @@ class CompiledKernel:
         self.ir = LazyIR(modules)
         self.groups = tuple(groups)
         self.program = program
+        self.filename = filename
 
     @property
     def arg_names(self) -> tuple[str, ...]:
@@ -214,6 +220,25 @@ class CompiledKernel:
         from tdsl.lowering.fuse import explain_fusion
 
         return explain_fusion(self._modules["tensordsl"], self.options.memory_budget)
+
+    @property
+    def dot_target(self) -> str:
+        """The ``tdsl-opt -t`` argument that prints :meth:`to_dot` after :attr:`pipeline`."""
+        return f"dot{{memory-budget={self.options.memory_budget}}}"
+
+    def to_dot(self) -> str:
+        """The fusion plan of the compiled kernel as a Graphviz graph.
+
+        The same text as ``tdsl-opt`` prints for the source with ``-p`` :attr:`pipeline`
+        and ``-t`` :attr:`dot_target`; render it with ``dot -Tsvg``.
+        """
+        from tdsl.tools.dot_target import render_dot
+
+        return render_dot(
+            self._modules["tiled"],
+            self.options.memory_budget,
+            sources={self.filename: self.expression},
+        )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         # Each kernel gets a subclass whose generated __call__ has the fast checks

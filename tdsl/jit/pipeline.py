@@ -215,6 +215,7 @@ def build(
         modules=modules,
         groups=_groups(modules["fused"], modules["tiled"], name),
         program=isinstance(tree, Program),
+        filename=filename,
     )
     return finish(compiled)
 
