@@ -14,6 +14,13 @@ and the JIT, which runs them all and caches the result::
     fn = jit.compile("matmul(A, relu(B)) + softmax(C)", shapes={...})
     out = fn(A=a, B=b, C=c)
 
+or, as a decorator whose body is tdsl, with the language's functions typed in
+:mod:`tdsl.lang`::
+
+    @tdsl.function
+    def layer(x, w, b):
+        return relu(x @ w + b)
+
 The names are imported lazily, so ``import tdsl`` stays cheap.
 """
 
@@ -34,8 +41,10 @@ from tdsl.errors import (
 )
 
 if TYPE_CHECKING:
+    from tdsl import lang
     from tdsl.frontend import parse, to_tensordsl
     from tdsl.jit import CompiledKernel, JITTensorKernel, compile, jit_tensor
+    from tdsl.jit.decorator import Function, function
     from tdsl.lowering.fuse import explain_fusion, fuse, fusion_report
     from tdsl.lowering.numpy_target import emit_numpy
     from tdsl.lowering.tile import tile
@@ -54,10 +63,16 @@ _LAZY: dict[str, str] = {
     "CompiledKernel": "tdsl.jit",
     "compile": "tdsl.jit",
     "jit_tensor": "tdsl.jit",
+    "function": "tdsl.jit.decorator",
+    "Function": "tdsl.jit.decorator",
 }
+
+_SUBMODULES = frozenset({"lang"})
 
 
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"tdsl.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'tdsl' has no attribute {name!r}")
@@ -67,11 +82,12 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+    return sorted([*globals(), *_LAZY, *_SUBMODULES])
 
 
 __all__ = [
     "CompiledKernel",
+    "Function",
     "JITTensorKernel",
     "TdslBudgetError",
     "TdslCallError",
@@ -84,9 +100,11 @@ __all__ = [
     "compile",
     "emit_numpy",
     "explain_fusion",
+    "function",
     "fuse",
     "fusion_report",
     "jit_tensor",
+    "lang",
     "parse",
     "tile",
     "to_tensordsl",

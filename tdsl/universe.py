@@ -1,4 +1,4 @@
-"""The ``xdsl.universe`` entry point: tdsl's dialects, passes, frontend and target.
+"""The ``xdsl.universe`` entry point: tdsl's dialects, passes, frontend and targets.
 
 Registered in ``pyproject.toml`` so that plain ``xdsl-opt`` loads them.  Every
 value is a zero-argument factory with a lazy import inside, so building the
@@ -79,6 +79,12 @@ def _numpy_target() -> type[Target]:
     return NumpyTarget
 
 
+def _dot_target() -> type[Target]:
+    from tdsl.tools.dot_target import DotTarget
+
+    return DotTarget
+
+
 def _tdsl_frontend() -> type[Frontend]:
     from tdsl.frontend.xdsl_frontend import TdslFrontend
 
@@ -92,12 +98,12 @@ TDSL_PASSES = {
     "tdsl-lower-to-loops": _lower_to_loops,
     "tdsl-convert-to-llvm": _convert_to_llvm,
 }
-TDSL_TARGETS = {"numpy": _numpy_target, "tdsl-llvm": _tdsl_llvm_target}
-"""tdsl's targets.  The LLVM target is ``tdsl-llvm`` here, because xDSL's own universe
-already has an ``llvm`` target; ``tdsl-opt`` registers it as ``llvm`` (:data:`LLVM_TARGET`)."""
+TDSL_TARGETS = {"numpy": _numpy_target, "tdsl-llvm": _tdsl_llvm_target, "dot": _dot_target}
+"""tdsl's targets, as ``xdsl-opt`` registers them.  The LLVM target is ``tdsl-llvm``
+here, because xDSL's own universe already has an ``llvm`` target."""
 
-LLVM_TARGET = _llvm_target
-"""The factory ``tdsl-opt`` registers as ``-t llvm``."""
+TDSL_OPT_TARGETS = {"numpy": _numpy_target, "llvm": _llvm_target, "dot": _dot_target}
+"""tdsl's targets as ``tdsl-opt`` registers them: its ``llvm`` is tdsl's."""
 TDSL_FRONTENDS = {"tdsl": _tdsl_frontend}
 
 TDSL_UNIVERSE = Universe(

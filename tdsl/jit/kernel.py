@@ -140,7 +140,9 @@ class CompiledKernel:
     ``source`` or the LLVM IR), ``ir`` (stage name -> IR text for
     ``"tensordsl"``, ``"fused"`` and ``"tiled"``, and for a native kernel
     ``"loops"`` and ``"llvm"``, printed on first access),
-    ``groups`` (:class:`GroupInfo` per fusion group), ``try_call`` (given a dict
+    ``groups`` (:class:`GroupInfo` per fusion group), ``filename`` (the name the
+    source was compiled under), :meth:`to_dot` (the fusion plan as a Graphviz
+    graph), ``try_call`` (given a dict
     of arguments by name and an ``out`` or ``None``, runs the kernel if the
     arguments fit exactly, as a one-shot call would have compiled it, else
     returns ``NotImplemented``; only a bad ``out`` raises).
@@ -161,6 +163,8 @@ class CompiledKernel:
     target: str
     target_reason: str | None
     llvm_ir: str | None
+    filename: str
+    """The name the source was compiled under (in error messages and IR locations)."""
     _modules: dict[str, ModuleOp]
     try_call: Callable[..., Any]
 
@@ -181,6 +185,7 @@ class CompiledKernel:
         target: str = "numpy",
         target_reason: str | None = None,
         llvm_ir: str | None = None,
+        filename: str = "<expr>",
     ) -> None:
         self.name = name
         self.args = tuple(args)
@@ -197,6 +202,7 @@ class CompiledKernel:
         self.target = target
         self.target_reason = target_reason
         self.llvm_ir = llvm_ir
+        self.filename = filename
 
     @property
     def arg_names(self) -> tuple[str, ...]:
@@ -232,6 +238,25 @@ class CompiledKernel:
         from tdsl.lowering.fuse import explain_fusion
 
         return explain_fusion(self._modules["tensordsl"], self.options.memory_budget)
+
+    @property
+    def dot_target(self) -> str:
+        """The ``tdsl-opt -t`` argument that prints :meth:`to_dot` after :attr:`pipeline`."""
+        return f"dot{{memory-budget={self.options.memory_budget}}}"
+
+    def to_dot(self) -> str:
+        """The fusion plan of the compiled kernel as a Graphviz graph.
+
+        The same text as ``tdsl-opt`` prints for the source with ``-p`` :attr:`pipeline`
+        and ``-t`` :attr:`dot_target`; render it with ``dot -Tsvg``.
+        """
+        from tdsl.tools.dot_target import render_dot
+
+        return render_dot(
+            self._modules["tiled"],
+            self.options.memory_budget,
+            sources={self.filename: self.expression},
+        )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         # Each kernel gets a subclass whose generated __call__ has the fast checks

@@ -278,6 +278,7 @@ def _build(
         target="numpy" if native.function is None else "native",
         target_reason=native.reason,
         llvm_ir=native.llvm_ir,
+        filename=filename,
     )
     return finish(compiled)
 

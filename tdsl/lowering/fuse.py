@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
@@ -42,8 +42,8 @@ from xdsl.printer import Printer
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tdsl.defaults import DEFAULT_MEMORY_BUDGET, check_memory_budget
-from tdsl.dialects.kernel import FusedOp, YieldOp
-from tdsl.dialects.structured import tensor_shape
+from tdsl.dialects.kernel import FusedOp, TileOp, YieldOp
+from tdsl.dialects.structured import constant_value, structured, tensor_shape
 from tdsl.errors import SourceLocation, format_diagnostic, plural
 from tdsl.lowering.fusion_analysis import (
     BlockPlan,
@@ -193,6 +193,8 @@ class FusionReport:
     """The module the ops belong to (the analysed module, or an unfused clone of it)."""
     originals: dict[Operation, Operation]
     """For a report on already-fused IR: analysed (unfused clone) op -> the op of the input."""
+    tile_ops: Mapping[Operation, TileOp] = field(default_factory=dict[Operation, TileOp])
+    """For a report on tiled IR: analysed op -> the ``kernel.tile`` of the input it ran in."""
 
     @property
     def groups(self) -> tuple[FusionGroup, ...]:
@@ -212,8 +214,21 @@ class FusionReport:
                 seen.append(edge.value)
         return tuple(seen)
 
+    def recorded_tiles(self, group: FusionGroup) -> tuple[TileOp, ...]:
+        """The ``kernel.tile`` ops of the input that ran ``group``'s ops (tiled IR only)."""
+        found: list[TileOp] = []
+        for op in group.ops:
+            tile_op = self.tile_ops.get(op)
+            if tile_op is not None and tile_op not in found:
+                found.append(tile_op)
+        return tuple(found)
+
     def tiling(self, group: FusionGroup) -> str:
-        """How ``tdsl-tile`` runs ``group`` under the report's budget, in words."""
+        """How ``group`` runs, in words: as the input's ``kernel.tile`` ops record it for
+        tiled IR, else as ``tdsl-tile`` would tile it under the report's budget."""
+        recorded = self.recorded_tiles(group)
+        if recorded:
+            return "tiled in the input as " + " and ".join(describe_tile_op(t) for t in recorded)
         found = choose_tiles(group.space, self.memory_budget)
         if found is None:
             return "rows whole do not fit the budget: row-normalizing ops run decomposed"
@@ -289,14 +304,60 @@ class FusionReport:
         return self.render()
 
 
-def _unfused_clone(module: ModuleOp) -> tuple[ModuleOp, dict[Operation, Operation], int | None]:
-    """A clone with every ``kernel.fused`` inlined back, the op map and the recorded budget."""
+def describe_tile_op(tile_op: TileOp) -> str:
+    """``g1 tiles [4, 16, 8] with 36 elements of scratch``: what a ``kernel.tile`` records."""
+    name = tile_op.group_name or "a group"
+    return f"{name} tiles {list(tile_op.tiles_value)} with {plural(tile_op.scratch_value, 'element')} of scratch"
+
+
+def _untile(
+    tile_op: TileOp, originals: dict[Operation, Operation], tile_ops: dict[Operation, TileOp]
+) -> None:
+    """Replace ``tile_op`` (in a clone) by its body's ops on the whole tensors.
+
+    Each op is rebuilt on the tile's operands by its own type inference, as
+    ``tdsl-tile`` built it on slices; the rebuilt ops map to the input's ops
+    (``originals``) and to the input's ``kernel.tile`` (``tile_ops``).
+    """
+    block = tile_op.body.block
+    values: dict[SSAValue, SSAValue] = dict(zip(block.args, tile_op.inputs, strict=True))
+    source = originals.get(tile_op)
+    term = block.last_op
+    assert isinstance(term, YieldOp)
+    for inner in list(block.ops):
+        if inner is term:
+            continue
+        if constant_value(inner) is not None and not inner.operands:
+            new = inner.clone()
+        else:
+            s = structured(inner)
+            if s is None:  # not a structured op: leave the group as it is
+                return
+            new = s.retyped([values[v] for v in inner.operands])
+        Rewriter.insert_op(new, InsertPoint.before(tile_op))
+        values.update(zip(inner.results, new.results, strict=True))
+        originals[new] = originals.get(inner, inner)
+        if isinstance(source, TileOp):
+            tile_ops[new] = source
+    for res, value in zip(tile_op.results, term.values, strict=True):
+        res.replace_all_uses_with(values[value])
+    Rewriter.erase_op(tile_op)
+
+
+def _unfused_clone(
+    module: ModuleOp,
+) -> tuple[ModuleOp, dict[Operation, Operation], int | None, dict[Operation, TileOp]]:
+    """A clone with every ``kernel.fused`` inlined back and every ``kernel.tile`` rebuilt
+    on whole tensors; the op map, the recorded budget, and the op -> tile op map."""
     mapper: dict[SSAValue, SSAValue] = {}
     clone = module.clone(value_mapper=mapper)
     originals: dict[Operation, Operation] = {}
     for old, new in mapper.items():
         if isinstance(new.owner, Operation) and isinstance(old.owner, Operation):
             originals[new.owner] = old.owner
+    tile_ops: dict[Operation, TileOp] = {}
+    for tile_op in [op for op in clone.walk() if isinstance(op, TileOp)]:
+        _untile(tile_op, originals, tile_ops)
     budget: int | None = None
     for fused in [op for op in clone.walk() if isinstance(op, FusedOp)]:
         if budget is None:
@@ -309,7 +370,7 @@ def _unfused_clone(module: ModuleOp) -> tuple[ModuleOp, dict[Operation, Operatio
         Rewriter.erase_op(term)
         Rewriter.inline_block(block, InsertPoint.before(fused), list(fused.inputs))
         Rewriter.erase_op(fused)
-    return clone, originals, budget
+    return clone, originals, budget, tile_ops
 
 
 def fusion_report(module: ModuleOp, memory_budget: int | None = None) -> FusionReport:
@@ -322,18 +383,23 @@ def fusion_report(module: ModuleOp, memory_budget: int | None = None) -> FusionR
     group, not in their original order; where the budget refuses merges, the
     greedy plan can then differ from the one the pass made, so report on the
     tensordsl IR when you have it (``tdsl-opt --explain-fusion`` and the JIT do).
+
+    Tiled IR (``kernel.tile`` groups) is rebuilt on whole tensors the same way;
+    ``kernel.tile`` records no budget, so the plan uses ``memory_budget`` or the
+    default, and each group's remark gives the tiles and scratch the input records.
     """
     originals: dict[Operation, Operation] = {}
+    tile_ops: dict[Operation, TileOp] = {}
     root: ModuleOp = module
     recorded: int | None = None
-    if any(isinstance(op, FusedOp) for op in module.walk()):
-        root, originals, recorded = _unfused_clone(module)
+    if any(isinstance(op, FusedOp | TileOp) for op in module.walk()):
+        root, originals, recorded, tile_ops = _unfused_clone(module)
     budget = memory_budget if memory_budget is not None else recorded
     if budget is None:
         budget = DEFAULT_MEMORY_BUDGET
     check_memory_budget(budget)
     plans = tuple(plan for fn in walk_functions(root) for plan in plan_function(fn, budget))
-    return FusionReport(budget, plans, root, originals)
+    return FusionReport(budget, plans, root, originals, tile_ops)
 
 
 def explain_fusion(

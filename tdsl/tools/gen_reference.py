@@ -3,6 +3,10 @@
 The op and pass docstrings are the reference; this keeps the pages in step
 with them.  ``python -m tdsl.tools.gen_reference`` rewrites the pages;
 ``--check`` exits 1 when a page is stale (a unit test runs that).
+
+The pages live in the ``docs/`` folder of a source checkout, found next to the
+``tdsl`` package; an installed ``tdsl`` (in site-packages, whose ``docs/`` may
+be another project's) has none, and then ``--docs DIR`` must say where to write.
 """
 
 from __future__ import annotations
@@ -17,7 +21,20 @@ from pathlib import Path
 from xdsl.ir import Dialect
 from xdsl.irdl import IRDLOperation
 
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+def checkout_docs(package_dir: Path | None = None) -> Path | None:
+    """The ``docs/`` folder of the source checkout holding ``package_dir`` (default: this
+    ``tdsl`` package), or None when the package is not in a checkout of tdsl."""
+    package = package_dir or Path(__file__).resolve().parents[1]
+    root = package.parent
+    try:
+        pyproject = (root / "pyproject.toml").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    if 'name = "tdsl"' not in pyproject or not (root / "docs").is_dir():
+        return None
+    return root / "docs"
+
 
 _DIALECT_INTRO = """\
 # Dialect reference
@@ -87,10 +104,10 @@ _ANALYSES = {
 
 
 def render_passes() -> str:
-    from tdsl.universe import TDSL_PASSES, TDSL_TARGETS
+    from tdsl.universe import TDSL_OPT_TARGETS, TDSL_PASSES
 
     lines = [_PASS_INTRO]
-    for title, table in (("Pass", TDSL_PASSES), ("Target", TDSL_TARGETS)):
+    for title, table in (("Pass", TDSL_PASSES), ("Target", TDSL_OPT_TARGETS)):
         for name, factory in sorted(table.items()):
             cls = factory()
             module = importlib.import_module(cls.__module__)
@@ -111,10 +128,25 @@ PAGES = {"dialects.md": render_dialects, "passes.md": render_passes}
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--check", action="store_true", help="exit 1 if a page is stale")
+    ap.add_argument(
+        "--docs",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the folder of the pages (default: docs/ of the source checkout)",
+    )
     args = ap.parse_args(argv)
+    docs: Path | None = args.docs or checkout_docs()
+    if docs is None:
+        print(
+            "error: tdsl is not running from a source checkout, so there is no docs/ "
+            "folder to write; give one with --docs DIR",
+            file=sys.stderr,
+        )
+        return 2
     stale: list[str] = []
     for name, render in PAGES.items():
-        path = DOCS / name
+        path = docs / name
         text = render()
         if args.check:
             if not path.exists() or path.read_text() != text:

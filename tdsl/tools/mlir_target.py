@@ -13,19 +13,23 @@ from dataclasses import dataclass
 from typing import IO, cast
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    ModuleOp,
+)
 from xdsl.ir import Attribute
 from xdsl.printer import Printer
 from xdsl.targets.mlir import MLIRTarget
-
-from tdsl.dialects.tensordsl import NUMPY_DTYPES, dense_to_text
 
 
 def _is_float_dense(attribute: Attribute) -> bool:
     if not isinstance(attribute, DenseIntOrFPElementsAttr):
         return False
     element = cast(Attribute, cast(DenseIntOrFPElementsAttr, attribute).get_element_type())
-    return type(element) in NUMPY_DTYPES
+    return isinstance(element, Float16Type | Float32Type | Float64Type)
 
 
 class ExactFloatPrinter(Printer):
@@ -33,6 +37,10 @@ class ExactFloatPrinter(Printer):
 
     def print_attribute(self, attribute: Attribute) -> None:
         if _is_float_dense(attribute):
+            # imported here: the dialect (and NumPy) load only for IR that has such
+            # constants, so that printing an empty module stays as cheap as xdsl-opt's
+            from tdsl.dialects.tensordsl import dense_to_text
+
             self.print_string(dense_to_text(cast(DenseIntOrFPElementsAttr, attribute)))
         else:
             super().print_attribute(attribute)

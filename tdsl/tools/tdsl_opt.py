@@ -13,6 +13,14 @@
 - ``--expr 'relu(A)+B' --shape A=4x4xf32 --shape B=4x4xf32`` compiles a
   one-line expression instead of reading a file.
 - ``--explain-fusion`` prints the fusion remarks on stderr after the passes.
+- MLIR's habits: ``-`` reads standard input; ``--pass-pipeline='builtin.module(...)'``;
+  ``--print-ir-after-all`` and ``--print-ir-after=PASS`` dump the IR on stderr
+  (after the last pass too); ``--time-passes`` reports the frontend, each pass,
+  the verifier and the target on stderr (:mod:`tdsl.tools.timing`).
+- ``--help`` shows tdsl's options, passes and targets (:mod:`tdsl.tools.opt_help`);
+  ``--help-all`` everything xDSL registers.
+- A target of xDSL's that cannot take the IR (``-t x86-asm`` on tensordsl IR)
+  is a one-line error with exit status 1.
 - Errors the compiler way (``file:line:col: error: ...``, the source line and a
   caret, exit status 1), a verifier error pointing at the failing operation's
   line in the input; never a Python traceback (see
@@ -33,14 +41,17 @@ import inspect
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from io import BytesIO
 from typing import IO, Any, ClassVar, Literal, NoReturn, cast
 
+# Only what every run needs is imported here: ``tdsl-opt`` starts as fast as
+# ``xdsl-opt``.  Dialects load when the input uses them; the help, the dot
+# target, fusion remarks and the frontend load when asked for.
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.frontend.mlir import MLIRFrontend
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass, PassPipeline
-from xdsl.printer import Printer
 from xdsl.utils.arg_spec import parse_pipeline, parse_spec
 from xdsl.utils.exceptions import (
     ArgSpecParseError,
@@ -52,6 +63,7 @@ from xdsl.utils.exceptions import (
 from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from tdsl import __version__
 from tdsl.errors import TdslError, format_diagnostic
 from tdsl.tools.diagnostics import (
     DominanceError,
@@ -67,27 +79,18 @@ from tdsl.tools.diagnostics import (
     run_tool,
     span_location,
 )
-from tdsl.universe import (
-    LLVM_TARGET,
-    TDSL_DIALECTS,
-    TDSL_FRONTENDS,
-    TDSL_PASSES,
-    TDSL_TARGETS,
-)
+from tdsl.tools.opt_help import XDSL_PASS_FLAGS, HelpAction
+from tdsl.tools.timing import PhaseTimes
+from tdsl.universe import TDSL_DIALECTS, TDSL_FRONTENDS, TDSL_OPT_TARGETS, TDSL_PASSES
 
 PASS_PREFIX = "tdsl-"
 """tdsl's passes are registered as ``tdsl-<name>``; ``--<name>`` is accepted as a flag."""
 
-FEATURED_PASS_FLAGS: dict[str, str] = {
-    "tdsl-fuse": "group ops into kernel.fused regions under the memory budget",
-    "tdsl-tile": "tile each fused group so its scratch fits the memory budget",
-    "tdsl-lower-to-loops": "lower tiled groups to scf loops on memrefs (the native target's first stage)",
-    "tdsl-convert-to-llvm": "lower loops-stage IR (func/scf/arith/math/memref) to the llvm dialect",
-    "canonicalize": "apply the ops' canonicalization patterns and folders",
-    "cse": "merge identical side-effect-free operations",
-    "dce": "erase unused side-effect-free operations",
-}
-"""Pass flags shown in ``--help`` (every registered pass is accepted)."""
+STDIN = "-"
+"""The input file name that reads standard input, as in mlir-opt."""
+
+TDSL_OUTPUT_TARGETS = ("mlir", *TDSL_OPT_TARGETS)
+"""The targets that print tdsl IR at any stage: ``mlir`` and tdsl's own."""
 
 Phase = Literal["read", "parse", "verify", "pass", "emit"]
 
@@ -110,6 +113,76 @@ def _is_passes_option(token: str) -> bool:
     return token == "-p" or (len(token) >= 5 and "--passes".startswith(token))
 
 
+PASS_PIPELINE = "--pass-pipeline"
+
+
+def unanchor_pipeline(text: str) -> str:
+    """The passes of an MLIR pipeline ``builtin.module(p1,p2{opt=v})``: ``p1,p2{opt=v}``.
+
+    Every pass tdsl-opt runs is a module pass, so the one anchor is
+    ``builtin.module``; text without an anchor is taken as it is.  A nested
+    pipeline (``func.func(cse)``) is a :class:`DriverError`.
+    """
+    stripped = text.strip()
+    head, paren, rest = _split_anchor(stripped)
+    if paren is None:
+        return stripped
+    if head != "builtin.module" or not rest.endswith(")"):
+        raise DriverError(
+            format_diagnostic(
+                f"--pass-pipeline: expected 'builtin.module(...)', got '{stripped}'",
+                None,
+                note="tdsl-opt's passes all run on the whole module",
+            )
+        )
+    pieces = [piece.strip() for piece in _top_level_pieces(rest[:-1])]
+    for piece in pieces:
+        nested, nested_paren, _ = _split_anchor(piece)
+        if nested_paren is not None:
+            raise DriverError(
+                format_diagnostic(
+                    f"--pass-pipeline: nested pipeline '{nested}(...)' is not supported",
+                    None,
+                    note="tdsl-opt's passes all run on the whole module: list them "
+                    "directly inside builtin.module(...)",
+                )
+            )
+    return ",".join(piece for piece in pieces if piece)
+
+
+def _split_anchor(text: str) -> tuple[str, str | None, str]:
+    """``name(rest`` -> (name, "(", rest); text whose first ``(`` or ``{`` is not a
+    ``(`` -> (text, None, "")."""
+    for index, char in enumerate(text):
+        if char == "(":
+            return text[:index].strip(), "(", text[index + 1 :].strip()
+        if char in "{,":
+            break
+    return text, None, ""
+
+
+def _top_level_pieces(text: str) -> list[str]:
+    """``text`` split at the commas outside ``{...}``, ``(...)`` and quotes."""
+    pieces: list[str] = []
+    depth = 0
+    quote: str | None = None
+    start = 0
+    for index, char in enumerate(text):
+        if quote is not None:
+            quote = None if char == quote else quote
+        elif char in "\"'":
+            quote = char
+        elif char in "{(":
+            depth += 1
+        elif char in "})":
+            depth -= 1
+        elif char == "," and depth == 0:
+            pieces.append(text[start:index])
+            start = index + 1
+    pieces.append(text[start:])
+    return pieces
+
+
 def rewrite_pass_flags(
     argv: Sequence[str],
     pass_names: Iterable[str],
@@ -122,7 +195,8 @@ def rewrite_pass_flags(
 
     Each ``--<pass>``, ``--<pass>=<options>`` or ``--<pass>{<options>}`` (``<pass>``
     a registered pass or an alias of one) becomes ``<pass>{<options>}``; each
-    ``-p X`` / ``--passes=X`` contributes ``X`` at its position; the result
+    ``-p X`` / ``--passes=X`` / ``--pass-pipeline='builtin.module(X)'`` contributes
+    ``X`` at its position; the result
     carries a single ``-p`` with the comma-joined pipeline at its end.  The values
     of ``value_options`` and everything after ``--`` are left alone, and so are
     the ``reserved_options`` (the tool's own flags win over pass names).
@@ -145,6 +219,14 @@ def rewrite_pass_flags(
             continue
         if token.startswith("--passes="):
             pipeline.append(token.removeprefix("--passes="))
+            index += 1
+            continue
+        if token == PASS_PIPELINE and index + 1 < len(argv):
+            pipeline.append(unanchor_pipeline(argv[index + 1]))
+            index += 2
+            continue
+        if token.startswith(PASS_PIPELINE + "="):
+            pipeline.append(unanchor_pipeline(token.removeprefix(PASS_PIPELINE + "=")))
             index += 1
             continue
         if token.startswith("-p") and not token.startswith("--") and len(token) > 2:
@@ -223,7 +305,12 @@ class _PassFlagHelp(argparse.Action):
 class TdslOptMain(xDSLOptMain):
     """The ``tdsl-opt`` driver: ``xDSLOptMain`` with tdsl loaded and compiler-style errors."""
 
-    version_format: ClassVar[str] = "tdsl-opt built from xdsl version {xdsl_version}"
+    prog: ClassVar[str] = "tdsl-opt"
+    """The tool's name in its usage and help (also when run in-process)."""
+
+    version_format: ClassVar[str] = (
+        f"tdsl-opt from tdsl version {__version__}, built on xDSL version {{xdsl_version}}"
+    )
 
     _argv: list[str]
     _locator: OpLocator
@@ -233,6 +320,7 @@ class TdslOptMain(xDSLOptMain):
     _pass: ModulePass | None
     _input_text: str | None
     _fusion_remarks: list[str] | None
+    _times: PhaseTimes | None
 
     def __init__(
         self,
@@ -245,7 +333,10 @@ class TdslOptMain(xDSLOptMain):
         self._argv = list(sys.argv[1:] if args is None else args)
         self._reset_chunk_state(0)
         self._input_text = None
+        self._times = None
         super().__init__(description, self._argv)
+        if self.args.time_passes:
+            self._times = PhaseTimes()
 
     def _reset_chunk_state(self, line_offset: int) -> None:
         self._locator = OpLocator({}, line_offset)
@@ -279,17 +370,60 @@ class TdslOptMain(xDSLOptMain):
 
     def register_all_targets(self) -> None:
         super().register_all_targets()
-        for name, factory in TDSL_TARGETS.items():
-            if name not in self.available_targets:
-                self.available_targets[name] = factory
+        self.available_targets.update(TDSL_OPT_TARGETS)  # tdsl's llvm replaces xDSL's
         self.available_targets["mlir"] = _exact_mlir_target
-        self.available_targets["llvm"] = LLVM_TARGET
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         super().register_all_arguments(arg_parser)
+        arg_parser.prog = self.prog
         # A bad command line is a user error: exit 1, like every other one (argparse
         # would exit 2, which tdsl's tools keep for internal errors).
         arg_parser.error = functools.partial(_usage_error, arg_parser)
+        # -h shows tdsl's part; --help-all argparse's full help (every xDSL pass)
+        arg_parser.conflict_handler = arg_parser._optionals.conflict_handler = "resolve"
+        arg_parser.add_argument(
+            "-h",
+            "--help",
+            action=HelpAction,
+            render=lambda: self._short_help(arg_parser),
+            help="show tdsl's options, pass flags and targets, and exit",
+        )
+        arg_parser.add_argument(
+            "--help-all",
+            action=HelpAction,
+            help="show every option, pass and target (xDSL's too), and exit",
+        )
+        for action in arg_parser._actions:
+            if action.dest == "input_file":
+                action.help = "the input: .mlir, .tdsl, or '-' (the default) for standard input"
+            elif action.dest == "version":
+                action.help = "print the versions of tdsl and xDSL, and exit"
+            elif action.dest == "print_between_passes":
+                action.help = "the same as --print-ir-after-all"
+            elif action.dest == "time_passes":
+                action.help = (
+                    "report the time of the frontend, each pass, the verifier and the "
+                    "target, on stderr"
+                )
+        arg_parser.add_argument(
+            PASS_PIPELINE,
+            metavar="'builtin.module(PASSES)'",
+            help="an MLIR pass pipeline, e.g. 'builtin.module(tdsl-fuse,tdsl-tile)'; "
+            "runs in command-line order with -p and the pass flags",
+        )
+        arg_parser.add_argument(
+            "--print-ir-after-all",
+            action="store_true",
+            default=False,
+            help="print the IR after every pass, on stderr",
+        )
+        arg_parser.add_argument(
+            "--print-ir-after",
+            action="append",
+            default=[],
+            metavar="PASS",
+            help="print the IR after each run of PASS, on stderr (repeat for several passes)",
+        )
         arg_parser.add_argument(
             "--expr",
             type=str,
@@ -319,13 +453,13 @@ class TdslOptMain(xDSLOptMain):
             "(e.g. --tile='tile-size=32 memory-budget=4096'); pass flags and -p "
             "run in command-line order.",
         )
-        for name, summary in FEATURED_PASS_FLAGS.items():
+        for name in [*TDSL_PASSES, *XDSL_PASS_FLAGS]:
             if name not in self.available_passes:
                 continue
             flags = [f"--{name}"]
             if name in reverse:
                 flags.insert(0, f"--{reverse[name]}")
-            group.add_argument(*flags, action=_PassFlagHelp, help=f"{summary} ({name})")
+            group.add_argument(*flags, action=_PassFlagHelp, help=f"run {name}")
 
         reserved: set[str] = set()
         value_options: set[str] = set()
@@ -354,6 +488,17 @@ class TdslOptMain(xDSLOptMain):
                     note="`tdsl-opt --help` lists the options and pass flags",
                 )
             )
+
+    def _short_help(self, arg_parser: argparse.ArgumentParser) -> str:
+        from tdsl.tools.opt_help import short_help
+
+        return short_help(
+            arg_parser,
+            self.available_passes,
+            self.available_targets,
+            pass_flag_aliases(self.available_passes),
+            _PassFlagHelp,
+        )
 
     # ----------------------------------------------------------------- #
     # The pass pipeline
@@ -397,6 +542,50 @@ class TdslOptMain(xDSLOptMain):
         except (ValueError, TypeError) as err:
             raise DriverError(format_diagnostic(f"invalid pass options: {err}", None)) from None
         self._check_target()
+        self._check_print_ir_after()
+
+    def _check_print_ir_after(self) -> None:
+        """Each ``--print-ir-after`` names a registered pass (or a short name of one)."""
+        aliases = pass_flag_aliases(self.available_passes)
+        names: set[str] = set()
+        for name in self.args.print_ir_after:
+            full = aliases.get(name, name)
+            if full not in self.available_passes:
+                raise DriverError(
+                    self._unknown_pass_message(name).replace(
+                        "error: unknown pass", "error: --print-ir-after: unknown pass", 1
+                    )
+                )
+            names.add(full)
+        self._print_after: frozenset[str] = frozenset(names)
+
+    def _prints_after(self, done: ModulePass) -> bool:
+        args = self.args
+        return (
+            args.print_ir_after_all or args.print_between_passes or done.name in self._print_after
+        )
+
+    def _dump_ir(self, done: ModulePass, module: ModuleOp) -> None:
+        """MLIR's ``// -----// IR Dump After PASS //----- //`` and the IR, on stderr."""
+        from tdsl.tools.mlir_target import ExactFloatPrinter
+
+        stream = sys.stderr
+        stream.write(f"// -----// IR Dump After {_spec_text(done)} //----- //\n")
+        printer = ExactFloatPrinter(
+            stream=stream,
+            print_generic_format=self.args.print_op_generic,
+            print_debuginfo=self.args.print_debuginfo,
+        )
+        printer.print_op(module)
+        stream.write("\n\n")
+        stream.flush()
+
+    def _pass_label(self, done: ModulePass, position: int) -> str:
+        """The pass as the time report lists it: its spec, numbered when it runs twice."""
+        spec = _spec_text(done)
+        earlier = [_spec_text(p) for p in self.pipeline.passes[: position - 1]]
+        repeat = earlier.count(spec)
+        return spec if repeat == 0 else f"{spec} (run {repeat + 1})"
 
     def _check_pass_options(self, name: str, given: list[str]) -> None:
         """An option the pass does not have is named as the user spelled it."""
@@ -416,26 +605,29 @@ class TdslOptMain(xDSLOptMain):
         self,
     ) -> Callable[[ModulePass | None, ModuleOp, ModulePass | None], None]:
         start = time.perf_counter()
+        position = 0
 
         def callback(
             previous: ModulePass | None, module: ModuleOp, upcoming: ModulePass | None
         ) -> None:
-            nonlocal start
-            if self.args.time_passes and previous is not None:
-                print(f"Pass {previous.name} took {time.perf_counter() - start} seconds")
+            nonlocal start, position
+            times = self._times
+            if times is not None and previous is not None:
+                position += 1
+                times.add(self._pass_label(previous, position), time.perf_counter() - start)
             self._phase = "verify"
             self._pass = previous
             if not self.args.disable_verify:
-                module.verify()
-            if previous is not None and upcoming is not None and self.args.print_between_passes:
-                print(f"IR after {previous.name}:")
-                Printer(stream=sys.stdout).print_op(module)
-                print("\n\n\n")
+                with times.phase("verifier") if times is not None else nullcontext():
+                    module.verify()
+            if previous is not None and self._prints_after(previous):
+                self._dump_ir(previous, module)
+            if upcoming is None:
+                position = 0  # the next chunk of --split-input-file runs the pipeline again
             self._phase = "pass"
             self._pass = upcoming
             self._record_fusion_remarks(module, upcoming)
-            if self.args.time_passes and upcoming is not None:
-                start = time.perf_counter()
+            start = time.perf_counter()
 
         return callback
 
@@ -443,7 +635,24 @@ class TdslOptMain(xDSLOptMain):
     # Input
     # ----------------------------------------------------------------- #
 
+    def get_input_stream(self) -> tuple[IO[bytes], str]:
+        if self.args.input_file == STDIN:
+            return sys.stdin.buffer, "mlir"
+        return super().get_input_stream()
+
+    def get_input_name(self) -> str:
+        name: str | None = self.args.input_file
+        return "stdin" if name in (None, STDIN) else name
+
+    def _timed(self, name: str) -> Any:
+        """A context timing its body as phase ``name`` under ``--time-passes``."""
+        return self._times.phase(name) if self._times is not None else nullcontext()
+
     def prepare_input(self) -> tuple[list[tuple[IO[bytes], int]], str]:
+        with self._timed("input"):
+            return self._prepare_input()
+
+    def _prepare_input(self) -> tuple[list[tuple[IO[bytes], int]], str]:
         """Read the whole input, check it is non-empty text, and split it into chunks."""
         if self.args.expr is not None:
             if self.args.input_file is not None:
@@ -519,6 +728,58 @@ class TdslOptMain(xDSLOptMain):
             )
         return module
 
+    def _frontend_name(self, file_extension: str) -> str:
+        if self.args.expr is not None:
+            return "expr"
+        return parse_spec(self.args.frontend or file_extension).name
+
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        """The target's output; a target of xDSL's that cannot take the IR is a user error."""
+        spec = parse_spec(self.args.target)
+        name = spec.name
+        if name == "dot":
+            return self._render_dot(prog, spec)
+        if name in TDSL_OUTPUT_TARGETS:
+            return super().output_resulting_program(prog)
+        tdsl_op = next(
+            (op for op in prog.walk() if op.name.partition(".")[0] in TDSL_DIALECTS), None
+        )
+        if tdsl_op is not None:
+            where = self._locator.locate(tdsl_op)
+            at = f" at {where}" if where is not None else ""
+            raise DriverError(
+                f"error: target '{name}' cannot take tdsl IR ('{tdsl_op.name}'{at}); "
+                f"tdsl's targets are {', '.join(TDSL_OUTPUT_TARGETS)}"
+            )
+        try:
+            text = super().output_resulting_program(prog)
+        except Exception as err:  # xDSL targets assert what they take
+            detail = str(err).strip()
+            why = type(err).__name__ + (f": {detail}" if detail and "\n" not in detail else "")
+            raise DriverError(
+                f"error: target '{name}' cannot emit this IR (it failed with {why}); "
+                f"tdsl's targets are {', '.join(TDSL_OUTPUT_TARGETS)}"
+            ) from None
+        ops = [op for op in prog.walk() if op is not prog]
+        if not text.strip() and ops:
+            raise DriverError(
+                f"error: target '{name}' printed nothing for this IR (it takes none of its "
+                f"ops, e.g. '{ops[0].name}'); tdsl's targets are {', '.join(TDSL_OUTPUT_TARGETS)}"
+            )
+        return text
+
+    def _render_dot(self, prog: ModuleOp, spec: Any) -> str:
+        """``-t dot`` with the input's text at hand, so ops are labelled with their source."""
+        from tdsl.tools.dot_target import DotTarget, render_dot
+
+        target = DotTarget.from_spec(spec)
+        sources: dict[str, str] = {}
+        if self.args.expr is not None:
+            sources["<expr>"] = self.args.expr
+        elif self._input_text is not None:
+            sources[self.get_input_name()] = self._input_text
+        return render_dot(prog, target.memory_budget, locate=self._locator.locate, sources=sources)
+
     def _lower_expression(self) -> ModuleOp:
         from tdsl.frontend.ir_gen import lower_expression_cli
 
@@ -551,6 +812,10 @@ class TdslOptMain(xDSLOptMain):
         finally:
             if output_stream is not sys.stdout:
                 output_stream.close()
+            if self._times is not None:
+                sys.stdout.flush()
+                sys.stderr.write(self._times.report())
+                sys.stderr.flush()
         if self.args.shrink:
             print("Failure, can't shrink")
             raise SystemExit(1)
@@ -564,13 +829,16 @@ class TdslOptMain(xDSLOptMain):
         self._reset_chunk_state(offset)
         try:
             self._phase = "parse"
-            module = self.parse_chunk(chunk, file_extension, offset)
+            with self._timed(f"frontend ({self._frontend_name(file_extension)})"):
+                module = self.parse_chunk(chunk, file_extension, offset)
             if module is not None:
                 self._module = module
                 self.apply_passes(module)
                 self._phase = "emit"
                 self._explain_fusion(module)
-                output.write(self.output_resulting_program(module))
+                with self._timed(f"target ({parse_spec(self.args.target).name})"):
+                    text = self.output_resulting_program(module)
+                output.write(text)
             output.flush()
             return True
         except ParseError as err:
@@ -660,6 +928,16 @@ class TdslOptMain(xDSLOptMain):
             if remarks:
                 sys.stderr.write(remarks.rstrip("\n") + "\n")
         sys.stderr.flush()
+
+
+def _spec_text(done: ModulePass) -> str:
+    """``tdsl-fuse{memory-budget=64}``: a pass as written on the command line (options
+    that differ from their defaults, in kebab case)."""
+    spec = done.pipeline_pass_spec()
+    text = str(spec)
+    for key in spec.parameters:
+        text = text.replace(f"{key}=", f"{key.replace('_', '-')}=")
+    return text
 
 
 def _exact_mlir_target() -> type[Target]:

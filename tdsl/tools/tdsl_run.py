@@ -32,6 +32,7 @@ from xdsl.ir import Attribute
 from xdsl.parser import Parser
 from xdsl.utils.lexer import Span
 
+from tdsl import __version__
 from tdsl.dialects.structured import element_dtype
 from tdsl.errors import format_diagnostic
 from tdsl.interpreters import run
@@ -122,7 +123,10 @@ def format_results(results: Sequence[Array], types: Sequence[Attribute], precisi
 class TdslRunMain(TdslOptMain):
     """``tdsl-run``: ``tdsl-opt``'s input handling and passes, then run one function."""
 
-    version_format: ClassVar[str] = "tdsl-run built from xdsl version {xdsl_version}"
+    prog: ClassVar[str] = "tdsl-run"
+    version_format: ClassVar[str] = (
+        f"tdsl-run from tdsl version {__version__}, built on xDSL version {{xdsl_version}}"
+    )
 
     def __init__(
         self,

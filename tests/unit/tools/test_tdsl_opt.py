@@ -184,10 +184,14 @@ def test_help_lists_pass_flags(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--explain-fusion" in outcome.out
 
 
-def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+def test_version_names_tdsl_and_xdsl(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
     outcome = run_main(capsys, ["--version"])
     assert outcome.code == 0
-    assert outcome.out.startswith("tdsl-opt built from xdsl version")
+    assert outcome.out == (
+        f"tdsl-opt from tdsl version {version('tdsl')}, built on xDSL version {version('xdsl')}\n"
+    )
 
 
 def test_output_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

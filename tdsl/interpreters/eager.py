@@ -1,0 +1,80 @@
+"""Eager evaluation of one language function on NumPy values: what :mod:`tdsl.lang` runs.
+
+``evaluate("softmax", (x,), {"axis": 0})`` writes the call in the language
+(``softmax(x, axis=0)``), lowers it with the frontend for the values' shapes
+and dtypes (a Python number is a weak scalar input, as in a one-shot JIT
+call), and runs the module in tdsl's interpreter, where each op computes
+through its own ``evaluate``.  So an eager call types, promotes and refuses
+exactly as a compiled kernel does, and computes what the reference computes.
+Lowered modules are cached per function, keywords, shapes and dtypes.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+from tdsl.jit.calls import infer
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+
+Array = np.ndarray[Any, np.dtype[Any]]
+
+PARAMETERS = {1: ("x",), 2: ("a", "b"), 3: ("a", "b", "c")}
+"""The names of the tensor arguments, by arity, as the functions' signatures show them."""
+
+
+def _literal(value: object) -> str:
+    """A keyword value as the language spells it (``-1``, ``1e-05``, ``True``, ``None``)."""
+    return repr(value)
+
+
+@functools.lru_cache(maxsize=512)
+def _module(
+    function: str,
+    types: tuple[tuple[str, tuple[int, ...], object], ...],
+    keywords: tuple[tuple[str, object], ...],
+) -> ModuleOp:
+    from tdsl.frontend import to_tensordsl
+
+    names = [name for name, _, _ in types]
+    words = [f"{key}={_literal(value)}" for key, value in keywords]
+    source = f"{function}({', '.join([*names, *words])})"
+    shapes = {name: shape for name, shape, _ in types}
+    dtypes: dict[str, Any] = {name: dtype for name, _, dtype in types}
+    return to_tensordsl(source, shapes, dtypes, filename=f"<tdsl.lang.{function}>")
+
+
+def evaluate(function: str, args: Sequence[object], keywords: Mapping[str, object]) -> Array:
+    """``function(*args, **keywords)`` on NumPy values, with tdsl's semantics.
+
+    Raises the :class:`~tdsl.errors.TdslError` the compiler would for operands or
+    keywords it refuses, and :class:`~tdsl.errors.TdslCallError` for a value that
+    is no array, NumPy scalar or Python number.
+    """
+    from tdsl.interpreters.run import run_function
+
+    names = PARAMETERS[len(args)]
+    values: list[object] = []
+    types: list[tuple[str, tuple[int, ...], object]] = []
+    for name, arg in zip(names, args, strict=True):
+        value: Any = arg
+        if isinstance(value, list | tuple):  # nested Python numbers: an array, as NumPy reads them
+            value = np.asarray(cast(Any, value))
+        shape, dtype = infer(name, value)
+        if dtype is float:  # a Python number: a weak scalar, passed as a 0-d float64
+            types.append((name, (), float))
+            values.append(np.asarray(float(value), np.float64))
+        else:
+            types.append((name, tuple(shape), cast(np.dtype[Any], dtype).name))
+            values.append(value)
+    module = _module(function, tuple(types), tuple(keywords.items()))
+    (result,) = run_function(module, "main", *values)
+    return result
+
+
+__all__ = ["evaluate"]

@@ -1,0 +1,618 @@
+"""The tdsl language's functions as typed Python that also runs eagerly on NumPy arrays.
+
+Every function of the language (``tdsl.frontend.ir_gen.FUNCTIONS``) is here,
+with the language's parameters and defaults, so that a ``@tdsl.function``
+body is a Python function a type checker reads::
+
+    import tdsl
+    from tdsl.lang import f32, relu, softmax
+
+    @tdsl.function
+    def layer(x: f32[64, 32], w: f32[32, 16], b):
+        return softmax(relu(x @ w + b))
+
+Called eagerly, each function computes on NumPy arrays with tdsl's own
+semantics: it builds its one op through tdsl's frontend (which types and
+promotes its operands as NumPy 2 does, a Python number as a weak scalar) and
+runs it in tdsl's interpreter, the reference every compiled kernel is
+checked against.  So the undecorated body (``layer.python(x, w, b)``) is a
+reference a user can step through with a debugger; the operators
+(``+ - * / % ** @ & | ~`` and the comparisons) are NumPy's own, which tdsl
+follows.  A function tdsl refuses (``sum`` of booleans) raises the
+:class:`~tdsl.errors.TdslError` the compiler would.  The first call loads
+xDSL; importing this module does not.
+
+``f16``, ``f32``, ``f64`` and ``bool_`` type a parameter as a ``.tdsl``
+signature does: ``x: f32[64, 32]`` (``f32[()]`` is 0-d; ``bool_`` because
+Python's ``bool`` cannot be subscripted).  To a type checker each is an
+``ndarray`` of that dtype; pyright accepts the integer subscript, mypy does
+not: there, write ``x: Annotated[Array, "f32[64, 32]"]``, which
+``@tdsl.function`` reads too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeAlias
+
+import numpy as np
+from numpy.typing import NDArray
+
+Array: TypeAlias = NDArray[Any]
+"""What every function returns: a NumPy array (0-d for a full reduction)."""
+
+Operand: TypeAlias = "NDArray[Any] | np.generic[Any] | float"
+"""What every function takes: an array (bool, float16, float32 or float64), a NumPy
+scalar, or a Python number (a weak scalar, typed like a literal)."""
+
+
+class TensorSpec:
+    """``f32[4, 8]`` at run time: a dtype and a shape, as in a ``.tdsl`` signature."""
+
+    __slots__ = ("dtype", "shape")
+
+    def __init__(self, dtype: str, shape: tuple[int, ...]) -> None:
+        self.dtype = dtype
+        self.shape = shape
+
+    def __repr__(self) -> str:
+        return f"{self.dtype}[{', '.join(str(d) for d in self.shape)}]"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TensorSpec) and (self.dtype, self.shape) == (
+            other.dtype,
+            other.shape,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.dtype, self.shape))
+
+
+def _spec(dtype: str, item: object) -> TensorSpec:
+    dims: tuple[object, ...] = item if isinstance(item, tuple) else (item,)  # pyright: ignore[reportUnknownVariableType]
+    shape: list[int] = []
+    for dim in dims:  # pyright: ignore[reportUnknownVariableType]
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 0:
+            raise TypeError(f"{dtype}[...] takes non-negative integer dims, got {dim!r}")
+        shape.append(dim)
+    return TensorSpec(dtype, tuple(shape))
+
+
+class f16(np.ndarray[Any, np.dtype[np.float16]]):
+    """A float16 parameter: ``x: f16[4, 8]``."""
+
+    def __class_getitem__(cls, item: Any) -> Any:
+        return _spec("f16", item)
+
+
+class f32(np.ndarray[Any, np.dtype[np.float32]]):
+    """A float32 parameter: ``x: f32[4, 8]``."""
+
+    def __class_getitem__(cls, item: Any) -> Any:
+        return _spec("f32", item)
+
+
+class f64(np.ndarray[Any, np.dtype[np.float64]]):
+    """A float64 parameter: ``x: f64[4, 8]``."""
+
+    def __class_getitem__(cls, item: Any) -> Any:
+        return _spec("f64", item)
+
+
+class bool_(np.ndarray[Any, np.dtype[np.bool_]]):
+    """A boolean parameter: ``m: bool_[4, 8]`` (``bool[4, 8]`` in a ``.tdsl`` file)."""
+
+    def __class_getitem__(cls, item: Any) -> Any:
+        return _spec("bool", item)
+
+
+DTYPE_CLASSES: dict[str, type[Any]] = {"f16": f16, "f32": f32, "f64": f64, "bool_": bool_}
+"""The dtype names a parameter annotation may use, by their Python name."""
+
+
+def _call(function: str, args: tuple[Operand, ...], keywords: Mapping[str, object] = {}) -> Array:
+    from tdsl.interpreters.eager import evaluate
+
+    return evaluate(function, args, keywords)
+
+
+# --------------------------------------------------------------------------- the functions
+
+
+def relu(x: Operand) -> Array:
+    """``max(x, 0)`` element-wise (``nan`` stays ``nan``, as ``np.maximum``)."""
+    return _call("relu", (x,))
+
+
+def exp(x: Operand) -> Array:
+    """``e**x`` element-wise."""
+    return _call("exp", (x,))
+
+
+def log(x: Operand) -> Array:
+    """Natural logarithm element-wise (``nan`` below 0, ``-inf`` at 0, as NumPy)."""
+    return _call("log", (x,))
+
+
+def sqrt(x: Operand) -> Array:
+    """Square root element-wise (``nan`` below 0, as NumPy)."""
+    return _call("sqrt", (x,))
+
+
+def tanh(x: Operand) -> Array:
+    """Hyperbolic tangent element-wise."""
+    return _call("tanh", (x,))
+
+
+def sigmoid(x: Operand) -> Array:
+    """The logistic function ``1 / (1 + exp(-x))`` element-wise, computed without overflow."""
+    return _call("sigmoid", (x,))
+
+
+def abs(x: Operand) -> Array:
+    """Absolute value element-wise."""
+    return _call("abs", (x,))
+
+
+def neg(x: Operand) -> Array:
+    """``-x`` element-wise."""
+    return _call("neg", (x,))
+
+
+def sin(x: Operand) -> Array:
+    """Sine element-wise (radians)."""
+    return _call("sin", (x,))
+
+
+def cos(x: Operand) -> Array:
+    """Cosine element-wise (radians)."""
+    return _call("cos", (x,))
+
+
+def tan(x: Operand) -> Array:
+    """Tangent element-wise (radians)."""
+    return _call("tan", (x,))
+
+
+def arcsin(x: Operand) -> Array:
+    """Inverse sine element-wise (``nan`` outside [-1, 1], as NumPy)."""
+    return _call("arcsin", (x,))
+
+
+def arccos(x: Operand) -> Array:
+    """Inverse cosine element-wise (``nan`` outside [-1, 1], as NumPy)."""
+    return _call("arccos", (x,))
+
+
+def arctan(x: Operand) -> Array:
+    """Inverse tangent element-wise."""
+    return _call("arctan", (x,))
+
+
+def sinh(x: Operand) -> Array:
+    """Hyperbolic sine element-wise."""
+    return _call("sinh", (x,))
+
+
+def cosh(x: Operand) -> Array:
+    """Hyperbolic cosine element-wise."""
+    return _call("cosh", (x,))
+
+
+def arcsinh(x: Operand) -> Array:
+    """Inverse hyperbolic sine element-wise."""
+    return _call("arcsinh", (x,))
+
+
+def arccosh(x: Operand) -> Array:
+    """Inverse hyperbolic cosine element-wise (``nan`` below 1, as NumPy)."""
+    return _call("arccosh", (x,))
+
+
+def arctanh(x: Operand) -> Array:
+    """Inverse hyperbolic tangent element-wise (``nan`` outside [-1, 1], ``±inf`` at ``±1``)."""
+    return _call("arctanh", (x,))
+
+
+def log1p(x: Operand) -> Array:
+    """``log(1 + x)`` element-wise, accurate near 0."""
+    return _call("log1p", (x,))
+
+
+def log10(x: Operand) -> Array:
+    """Base-10 logarithm element-wise."""
+    return _call("log10", (x,))
+
+
+def log2(x: Operand) -> Array:
+    """Base-2 logarithm element-wise."""
+    return _call("log2", (x,))
+
+
+def expm1(x: Operand) -> Array:
+    """``exp(x) - 1`` element-wise, accurate near 0."""
+    return _call("expm1", (x,))
+
+
+def ceil(x: Operand) -> Array:
+    """The smallest integer not below ``x``, element-wise (a float)."""
+    return _call("ceil", (x,))
+
+
+def floor(x: Operand) -> Array:
+    """The largest integer not above ``x``, element-wise (a float)."""
+    return _call("floor", (x,))
+
+
+def round(x: Operand) -> Array:
+    """``x`` rounded to the nearest integer, halves to even (``np.round``), element-wise."""
+    return _call("round", (x,))
+
+
+def trunc(x: Operand) -> Array:
+    """``x`` rounded towards zero, element-wise (a float)."""
+    return _call("trunc", (x,))
+
+
+def sign(x: Operand) -> Array:
+    """``-1``, ``0`` or ``1`` by the sign of ``x``, element-wise (``nan`` stays ``nan``; the sign of zero is ``+0``, as ``np.sign``)."""
+    return _call("sign", (x,))
+
+
+def square(x: Operand) -> Array:
+    """``x * x`` element-wise."""
+    return _call("square", (x,))
+
+
+def reciprocal(x: Operand) -> Array:
+    """``1 / x`` element-wise (``±inf`` at ``±0``)."""
+    return _call("reciprocal", (x,))
+
+
+def copy(x: Operand) -> Array:
+    """``x`` itself, element-wise (``np.copy``; numexpr's ``copy``)."""
+    return _call("copy", (x,))
+
+
+def conj(x: Operand) -> Array:
+    """The complex conjugate, which for real floats is ``x`` itself (``np.conj``)."""
+    return _call("conj", (x,))
+
+
+def ones_like(x: Operand) -> Array:
+    """Ones of the operand's shape and type (``np.ones_like``; ``nan`` gives 1 too)."""
+    return _call("ones_like", (x,))
+
+
+def maximum(a: Operand, b: Operand) -> Array:
+    """Element-wise maximum, broadcasting (``nan`` propagates, as ``np.maximum``)."""
+    return _call(
+        "maximum",
+        (
+            a,
+            b,
+        ),
+    )
+
+
+def minimum(a: Operand, b: Operand) -> Array:
+    """Element-wise minimum, broadcasting (``nan`` propagates, as ``np.minimum``)."""
+    return _call(
+        "minimum",
+        (
+            a,
+            b,
+        ),
+    )
+
+
+def power(a: Operand, b: Operand) -> Array:
+    """``a ** b`` element-wise, broadcasting (``np.power``: ``nan`` for a negative base and a non-integer exponent, ``x ** 0`` is 1)."""
+    return _call(
+        "power",
+        (
+            a,
+            b,
+        ),
+    )
+
+
+def remainder(a: Operand, b: Operand) -> Array:
+    """``a % b`` element-wise, broadcasting: the remainder with the sign of the divisor (``np.remainder``, Python's ``%``; ``nan`` for a zero divisor)."""
+    return _call(
+        "remainder",
+        (
+            a,
+            b,
+        ),
+    )
+
+
+def fmod(a: Operand, b: Operand) -> Array:
+    """``fmod(a, b)`` element-wise, broadcasting: the remainder with the sign of the dividend (``np.fmod``, C's ``fmod``)."""
+    return _call(
+        "fmod",
+        (
+            a,
+            b,
+        ),
+    )
+
+
+def arctan2(a: Operand, b: Operand) -> Array:
+    """The angle of the point ``(b, a)`` (``np.arctan2(y, x)``), element-wise, broadcasting."""
+    return _call(
+        "arctan2",
+        (
+            a,
+            b,
+        ),
+    )
+
+
+def hypot(a: Operand, b: Operand) -> Array:
+    """``sqrt(a**2 + b**2)`` element-wise without overflow, broadcasting (``np.hypot``)."""
+    return _call(
+        "hypot",
+        (
+            a,
+            b,
+        ),
+    )
+
+
+def copysign(a: Operand, b: Operand) -> Array:
+    """The magnitude of ``a`` with the sign of ``b``, element-wise, broadcasting."""
+    return _call(
+        "copysign",
+        (
+            a,
+            b,
+        ),
+    )
+
+
+def nextafter(a: Operand, b: Operand) -> Array:
+    """The next representable value after ``a`` towards ``b``, element-wise, broadcasting (``np.nextafter``, in the element type)."""
+    return _call(
+        "nextafter",
+        (
+            a,
+            b,
+        ),
+    )
+
+
+def less(a: Operand, b: Operand) -> Array:
+    """``a < b`` element-wise, broadcasting: a boolean tensor."""
+    return _call(
+        "less",
+        (
+            a,
+            b,
+        ),
+    )
+
+
+def less_equal(a: Operand, b: Operand) -> Array:
+    """``a <= b`` element-wise, broadcasting: a boolean tensor."""
+    return _call(
+        "less_equal",
+        (
+            a,
+            b,
+        ),
+    )
+
+
+def equal(a: Operand, b: Operand) -> Array:
+    """``a == b`` element-wise, broadcasting: a boolean tensor."""
+    return _call(
+        "equal",
+        (
+            a,
+            b,
+        ),
+    )
+
+
+def not_equal(a: Operand, b: Operand) -> Array:
+    """``a != b`` (true where either is ``nan``) element-wise, broadcasting: a boolean tensor."""
+    return _call(
+        "not_equal",
+        (
+            a,
+            b,
+        ),
+    )
+
+
+def greater_equal(a: Operand, b: Operand) -> Array:
+    """``a >= b`` element-wise, broadcasting: a boolean tensor."""
+    return _call(
+        "greater_equal",
+        (
+            a,
+            b,
+        ),
+    )
+
+
+def greater(a: Operand, b: Operand) -> Array:
+    """``a > b`` element-wise, broadcasting: a boolean tensor."""
+    return _call(
+        "greater",
+        (
+            a,
+            b,
+        ),
+    )
+
+
+def logical_and(a: Operand, b: Operand) -> Array:
+    """``a & b`` on booleans, element-wise, broadcasting."""
+    return _call(
+        "logical_and",
+        (
+            a,
+            b,
+        ),
+    )
+
+
+def logical_or(a: Operand, b: Operand) -> Array:
+    """``a | b`` on booleans, element-wise, broadcasting."""
+    return _call(
+        "logical_or",
+        (
+            a,
+            b,
+        ),
+    )
+
+
+def logical_not(x: Operand) -> Array:
+    """``~x`` on booleans, element-wise."""
+    return _call("logical_not", (x,))
+
+
+def matmul(a: Operand, b: Operand) -> Array:
+    """Matrix product with ``np.matmul`` semantics."""
+    return _call(
+        "matmul",
+        (
+            a,
+            b,
+        ),
+    )
+
+
+def transpose(x: Operand) -> Array:
+    """Reverses the axes, as ``np.transpose(x)``."""
+    return _call("transpose", (x,))
+
+
+def where(a: Operand, b: Operand, c: Operand) -> Array:
+    """``where(cond, a, b)``: ``a`` where ``cond`` is true, else ``b``, element-wise, all three broadcasting (``np.where``).  ``a`` and ``b`` share one element type, which is the result's."""
+    return _call(
+        "where",
+        (
+            a,
+            b,
+            c,
+        ),
+    )
+
+
+def softmax(x: Operand, axis: int = -1) -> Array:
+    """Numerically stable softmax along ``axis`` (default -1)."""
+    return _call("softmax", (x,), {"axis": axis})
+
+
+def layernorm(x: Operand, axis: int = -1, eps: float = 1e-05) -> Array:
+    """Layer normalization along ``axis`` (default -1), without affine parameters."""
+    return _call("layernorm", (x,), {"axis": axis, "eps": eps})
+
+
+def log_softmax(x: Operand, axis: int = -1) -> Array:
+    """``log(softmax(x))`` along ``axis`` (default -1), computed stably: ``(x - max) - log(sum(exp(x - max)))``."""
+    return _call("log_softmax", (x,), {"axis": axis})
+
+
+def sum(x: Operand, axis: int | None = None, keepdims: bool = False) -> Array:
+    """Sum over ``axis`` (all axes when absent); ``keepdims`` keeps it as size 1."""
+    return _call("sum", (x,), {"axis": axis, "keepdims": keepdims})
+
+
+def max(x: Operand, axis: int | None = None, keepdims: bool = False) -> Array:
+    """Maximum over ``axis`` (all axes when absent); reducing zero elements is an error, as in NumPy."""
+    return _call("max", (x,), {"axis": axis, "keepdims": keepdims})
+
+
+def mean(x: Operand, axis: int | None = None, keepdims: bool = False) -> Array:
+    """Arithmetic mean over ``axis`` (all axes when absent)."""
+    return _call("mean", (x,), {"axis": axis, "keepdims": keepdims})
+
+
+def min(x: Operand, axis: int | None = None, keepdims: bool = False) -> Array:
+    """Minimum over ``axis`` (all axes when absent); reducing zero elements is an error, as in NumPy."""
+    return _call("min", (x,), {"axis": axis, "keepdims": keepdims})
+
+
+def prod(x: Operand, axis: int | None = None, keepdims: bool = False) -> Array:
+    """Product over ``axis`` (all axes when absent); the product of nothing is 1."""
+    return _call("prod", (x,), {"axis": axis, "keepdims": keepdims})
+
+
+__all__ = [
+    "DTYPE_CLASSES",
+    "Array",
+    "Operand",
+    "TensorSpec",
+    "abs",
+    "arccos",
+    "arccosh",
+    "arcsin",
+    "arcsinh",
+    "arctan",
+    "arctan2",
+    "arctanh",
+    "bool_",
+    "ceil",
+    "conj",
+    "copy",
+    "copysign",
+    "cos",
+    "cosh",
+    "equal",
+    "exp",
+    "expm1",
+    "f16",
+    "f32",
+    "f64",
+    "floor",
+    "fmod",
+    "greater",
+    "greater_equal",
+    "hypot",
+    "layernorm",
+    "less",
+    "less_equal",
+    "log",
+    "log1p",
+    "log2",
+    "log10",
+    "log_softmax",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "matmul",
+    "max",
+    "maximum",
+    "mean",
+    "min",
+    "minimum",
+    "neg",
+    "nextafter",
+    "not_equal",
+    "ones_like",
+    "power",
+    "prod",
+    "reciprocal",
+    "relu",
+    "remainder",
+    "round",
+    "sigmoid",
+    "sign",
+    "sin",
+    "sinh",
+    "softmax",
+    "sqrt",
+    "square",
+    "sum",
+    "tan",
+    "tanh",
+    "transpose",
+    "trunc",
+    "where",
+]

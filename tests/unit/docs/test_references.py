@@ -1,0 +1,65 @@
+"""What the docs and the examples say about the repository holds: the files they
+cite exist, and an example's comment matches what the compiler does with it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tdsl.frontend import to_tensordsl
+from tdsl.lowering.fuse import fusion_report
+from tdsl.tools.gen_reference import checkout_docs, main
+
+ROOT = Path(__file__).resolve().parents[3]
+
+_CITED = re.compile(r"`([\w./-]+\.(?:md|py|tdsl|toml))`")
+
+
+def _texts() -> list[tuple[Path, str]]:
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    sources = sorted((ROOT / "tdsl").rglob("*.py")) + sorted((ROOT / "benchmarks").rglob("*.py"))
+    return [(path, path.read_text()) for path in [*pages, *sources]]
+
+
+def test_cited_files_exist() -> None:
+    names = {p.name for p in ROOT.rglob("*") if ".venv" not in p.parts and ".git" not in p.parts}
+    missing: list[str] = []
+    for path, text in _texts():
+        for cited in _CITED.findall(text):
+            exists = (ROOT / cited).exists() or Path(cited).name in names
+            if not exists and not cited.startswith(("model.", "walk.", "norm.", "parts.")):
+                missing.append(f"{path.relative_to(ROOT)} cites `{cited}`")
+    # files the pages create for their own commands (<!-- file: ... -->) are not in the tree
+    created = {
+        m for _, text in _texts() for m in re.findall(r"<!--\s*file:\s*([\w.-]+)\s*-->", text)
+    }
+    missing = [m for m in missing if m.split("`")[1] not in created]
+    assert not missing, missing
+
+
+def test_mlp_example_comment_matches_its_fusion() -> None:
+    path = ROOT / "examples" / "mlp.tdsl"
+    text = path.read_text()
+    report = fusion_report(to_tensordsl(text, filename=str(path)))
+    assert len(report.groups) == 1
+    assert "Both layers fuse into one group" in text
+
+
+def test_gen_reference_finds_the_checkout_docs() -> None:
+    assert checkout_docs() == ROOT / "docs"
+
+
+def test_gen_reference_refuses_an_installed_package(tmp_path: Path) -> None:
+    # an installed tdsl sits in site-packages, next to another project's docs/
+    site = tmp_path / "site-packages"
+    (site / "tdsl").mkdir(parents=True)
+    (site / "docs").mkdir()
+    assert checkout_docs(site / "tdsl") is None
+    (site / "pyproject.toml").write_text('[project]\nname = "xdsl"\n')
+    assert checkout_docs(site / "tdsl") is None
+
+
+def test_gen_reference_writes_where_told(tmp_path: Path) -> None:
+    assert main(["--docs", str(tmp_path)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dialects.md", "passes.md"]
+    assert main(["--docs", str(tmp_path), "--check"]) == 0
