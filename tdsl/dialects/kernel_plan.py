@@ -150,6 +150,17 @@ class GroupBody:
         owner = value.owner
         return owner if isinstance(owner, Operation) and owner in self.members else None
 
+    def count(self, op: Operation) -> int:
+        """How many elements each result element of an accumulating ``op`` combines:
+        the full extents of its reduction dims, not a tile's (a mean divides by it)."""
+        s = _structured(op)
+        loops = s.loop_extents()
+        total = 1
+        for loop, (d, kind) in enumerate(zip(self.loop_dims(op), s.iterator_types(), strict=True)):
+            if kind is IteratorType.REDUCTION:
+                total *= self.extents[d] if d is not None else loops[loop]
+        return total
+
     def loop_dims(self, op: Operation) -> tuple[int | None, ...]:
         """The space dim each loop dim of ``op`` runs along (None: taken whole)."""
         s = _structured(op)
@@ -275,15 +286,7 @@ class TileSchedule:
     def count(self, op: Operation) -> int:
         """How many elements each result element of an accumulating ``op`` combines
         (the full extents of its reduction dims: a mean divides by it)."""
-        s = _structured(op)
-        loops = s.loop_extents()
-        total = 1
-        for loop, (d, kind) in enumerate(
-            zip(self.body.loop_dims(op), s.iterator_types(), strict=True)
-        ):
-            if kind is IteratorType.REDUCTION:
-                total *= self.body.extents[d] if d is not None else loops[loop]
-        return total
+        return self.body.count(op)
 
     def step(self, index: int) -> Step:
         """The step with schedule position ``index``."""
