@@ -197,6 +197,17 @@ class GroupBody:
             raise PlanError(*found.args)
         return found
 
+    def count(self, op: Operation) -> int:
+        """How many elements each result element of an accumulating ``op`` combines:
+        the full extents of its reduction dims, not a tile's (a mean divides by it)."""
+        s = _structured(op)
+        loops = s.loop_extents()
+        total = 1
+        for loop, (d, kind) in enumerate(zip(self.loop_dims(op), s.iterator_types(), strict=True)):
+            if kind is IteratorType.REDUCTION:
+                total *= self.extents[d] if d is not None else loops[loop]
+        return total
+
     def loop_dims(self, op: Operation) -> tuple[int | None, ...]:
         """The space dim each loop dim of ``op`` runs along (None: taken whole)."""
         found = self._loop_dims.get(op)
@@ -358,15 +369,7 @@ class TileSchedule:
     def count(self, op: Operation) -> int:
         """How many elements each result element of an accumulating ``op`` combines
         (the full extents of its reduction dims: a mean divides by it)."""
-        s = _structured(op)
-        loops = s.loop_extents()
-        total = 1
-        for loop, (d, kind) in enumerate(
-            zip(self.body.loop_dims(op), s.iterator_types(), strict=True)
-        ):
-            if kind is IteratorType.REDUCTION:
-                total *= self.body.extents[d] if d is not None else loops[loop]
-        return total
+        return self.body.count(op)
 
     def step(self, index: int) -> Step:
         """The step with schedule position ``index``."""

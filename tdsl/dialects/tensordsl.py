@@ -1932,7 +1932,7 @@ class LayerNormOp(RowLocalOp):
         # the sum of squared deviations as one einsum (no temporary)
         letters = "abcdefghijklmnopqrstuvwxyz"[: len(out.shape)]
         kept = letters.replace(letters[axis], "")
-        row = ", ".join([":"] * axis + ["0"])
+        row = ", ".join([":"] * axis + ["0", "..."])  # a view, also when 0-d
         g.call(
             f'np.einsum("{letters},{letters}->{kept}", {{0}}, {{0}}, out={{out}}[{row}]{wide})',
             out,

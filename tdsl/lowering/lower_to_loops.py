@@ -570,7 +570,7 @@ class _Point:
             else:
                 s = structured(p)
                 assert s is not None
-                result = s.scalar_finalize(self.code.b, raw, _count(p))
+                result = s.scalar_finalize(self.code.b, raw, body.count(p))
         else:
             s = structured(p)
             assert s is not None
@@ -590,17 +590,6 @@ class _Point:
         dims = body.dims[op.results[0]]
         acc = self.load(where, dims)
         self.store(s.scalar_combine(self.code.b, acc, args), where, dims)
-
-
-def _count(op: Operation) -> int:
-    """How many elements each result element of a reduction combines."""
-    s = structured(op)
-    assert s is not None
-    return math.prod(
-        e
-        for e, k in zip(s.loop_extents(), s.iterator_types(), strict=True)
-        if k is IteratorType.REDUCTION
-    )
 
 
 # ---------------------------------------------------------------------------

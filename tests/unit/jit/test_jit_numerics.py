@@ -250,3 +250,19 @@ def test_negation_on_a_remainder_tile(dtype: str, n: int, tile: int, matches: An
     matches(sig, (1 / (1 + np.exp(-r))).T)
     matches(neg, (-np.exp(r)).T)
     matches(total, np.sum(r))
+
+
+def test_mean_in_a_tiled_reduction_divides_by_its_full_extent(matches: Any) -> None:
+    # At budget 64 the mean's axis (4 long) is cut into tiles of 2: the mean feeding
+    # the max must still divide by 4 (the native target once divided by the tile's 2).
+    x = np.random.default_rng(1).random((4, 1, 3, 5)).astype(np.float32)
+    jit = JITTensorKernel(memory_budget=64, threads=1)
+    matches(jit("max(mean(abs(x), axis=0), axis=0)", x=x), np.abs(x).mean(axis=0).max(axis=0))
+
+
+@pytest.mark.parametrize("budget", [64, 1_000_000])
+def test_layernorm_of_a_vector(budget: int, matches: Any) -> None:
+    # one row: the numpy target's variance einsum writes a 0-d view of its row buffer
+    x = np.random.default_rng(2).uniform(-2, 2, 7)
+    want = (x - x.mean()) / np.sqrt(x.var() + 1e-5)
+    matches(JITTensorKernel(memory_budget=budget, threads=1)("layernorm(x)", x=x), want)
