@@ -730,15 +730,18 @@ def _plan_scratch(sched: TileSchedule) -> ScratchPlan:
         # copied after the step's last op: no op of the step may overwrite it in place
         last_use[inst] = max(last_use.get(inst, -1), _end_of(walk, inst) + 1)
     # a view reads its operand's buffer whenever it is used: the operand lives as long
-    # (else an in-place op could overwrite it first); later views first, for chains
+    # (else an in-place op could overwrite it first), and is released after the view's
+    # last reader (which does not read the operand itself); later views first, for chains
+    released_after: dict[int, list[Instance]] = {}
     for ev in reversed(walk.events):
         if ev.finalize or _structured(ev.op).numpy_view() is None:
             continue
         end = max((last_use.get((r, ev.step), -1) for r in ev.op.results), default=-1)
         for v, _ in sched.reads(ev.op):
             src = instance_of(sched, v, ev.step)
-            if src[1] >= 0:
-                last_use[src] = max(last_use.get(src, -1), end)
+            if src[1] >= 0 and end > last_use.get(src, -1):
+                last_use[src] = end
+                released_after.setdefault(end, []).append(src)
 
     pool = _Pool()
     ops: dict[tuple[Operation, int], OpPlan] = {}
@@ -796,6 +799,11 @@ def _plan_scratch(sched: TileSchedule) -> ScratchPlan:
 
         reads = [instance(v, step) for v, _ in sched.reads(op)]
         dying = [r for r in dict.fromkeys(reads) if r[1] >= 0 and last_use.get(r) == ev.position]
+        aliased = [
+            r
+            for r in released_after.get(ev.position, ())
+            if r not in dying and last_use.get(r) == ev.position
+        ]
         results = [(r, step) for r in op.results]
         taken: list[int] = []
         accumulator: Slot | None = None
@@ -842,7 +850,7 @@ def _plan_scratch(sched: TileSchedule) -> ScratchPlan:
         ops[(op, step)] = OpPlan(workspaces, accumulator, partial)
         for b in taken:
             pool.give(b)
-        for o in dying:
+        for o in dying + aliased:
             release(o)
         if op not in accumulators:
             for r in results:
