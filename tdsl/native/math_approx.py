@@ -32,7 +32,7 @@ Special values are NumPy's: nan in gives nan, ``exp(-inf) = 0``,
 ``log(0) = -inf``, ``log(x < 0) = nan``, ``log1p(-1) = -inf``, and ``-0`` maps to
 ``-0`` for the odd functions (``expm1``, ``log1p``, ``tanh``, ``sinh``).
 Measured maximum errors against float64 / float128-free references are in
-``benchmarks/math_accuracy.py`` and the pass's documentation.
+``python benchmarks/native_loops.py accuracy`` and the pass's documentation.
 
 The new ops carry only the ``contract`` fast-math flag: LLVM may fuse
 multiply-adds (which only makes the evaluation more accurate) but must not
@@ -165,7 +165,7 @@ MAX_ULP_ERROR: dict[str, dict[str, float]] = {
 }
 """The error bound, in ulp of the result type, that the tests hold each approximation
 to (against NumPy in float64 for f32, in long double for f64).  Measured maxima, from
-``benchmarks/math_accuracy.py``, are lower; see the pass documentation."""
+``python benchmarks/native_loops.py accuracy``, are lower; see the pass documentation."""
 
 
 class _Format:
