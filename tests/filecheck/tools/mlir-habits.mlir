@@ -13,7 +13,7 @@
 // DUMP:      kernel.tile(%a, %b) group "g0"
 
 // RUN: not tdsl-opt %s -t x86-asm 2>&1 | filecheck %s --check-prefix=TARGET
-// TARGET: error: target 'x86-asm' cannot take tdsl IR ('tensordsl.relu' at {{.*}}mlir-habits.mlir:{{[0-9]+}}:8); tdsl's targets are mlir, numpy, dot
+// TARGET: error: target 'x86-asm' cannot take tdsl IR ('tensordsl.relu' at {{.*}}mlir-habits.mlir:{{[0-9]+}}:8); tdsl's targets are mlir, numpy, llvm, dot
 
 func.func @main(%a: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
   %0 = tensordsl.relu %a : tensor<4x8xf32>
