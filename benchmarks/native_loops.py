@@ -3,11 +3,18 @@ against eager NumPy, and the accuracy of the polynomial math functions.
 
     python benchmarks/native_loops.py speed [--size 2048] [--reps 15]
     python benchmarks/native_loops.py accuracy [--stride 61] [--random 1000000]
+    python benchmarks/native_loops.py threads [--reps 7]
 
 ``speed``: the compile time of a 10-op element-wise kernel (lowering, then
 llvmlite: parse, O3, MCJIT), and one thread's time on ``size x size`` f32 for
 ``relu(a) + b*c - d`` and ``sum(exp(a), axis=1)`` (median of ``reps`` runs,
 interleaved with NumPy's).
+
+``threads``: where splitting a group's tiles over two threads starts to pay:
+JIT-compiled native kernels of ``relu(A)+B*C-D`` and ``sum(exp(A)*B, axis=1)``
+at growing square f32 sizes, with 1 thread and with 2 threads forced to split
+(``tdsl.native.runtime.MIN_BYTES_PER_THREAD`` lowered to 1 byte), calling the
+compiled function directly.  The runtime's threshold is chosen from it.
 
 ``accuracy``: the maximum error in ulp of each approximation (``exp``, ``expm1``,
 ``log``, ``log1p``, ``tanh``, ``sinh``, ``cosh``):
@@ -192,6 +199,35 @@ def accuracy(stride: int, random_n: int) -> None:
         print(f"{name:8s} " + " ".join(f"{c:>18s}" for c in cells))
 
 
+def threads(reps: int) -> None:
+    import timeit
+
+    import tdsl.native.runtime as rt
+    from tdsl.jit import JITTensorKernel
+
+    rng = np.random.default_rng(0)
+    rt.MIN_BYTES_PER_THREAD = 1  # split wherever there are tiles to split
+    print(f"{'kernel':24s} {'size':>6s} {'per array':>10s} {'1 thread':>10s} {'2 threads':>10s}")
+    for expr, names in (("relu(A)+B*C-D", "ABCD"), ("sum(exp(A)*B, axis=1)", "AB")):
+        for n in (64, 128, 256, 384, 512, 724, 1024, 2048):
+            arrays = [rng.standard_normal((n, n)).astype(np.float32) for _ in names]
+            times = []
+            for t in (1, 2):
+                kernel = JITTensorKernel(target="native", threads=t).compile(
+                    expr, dict.fromkeys(names, (n, n)), "f32"
+                )
+                fn = kernel.function
+                number = max(1, int(2e6 // (n * n)))
+                best = min(
+                    timeit.repeat(lambda fn=fn, a=arrays: fn(*a), number=number, repeat=reps)
+                )
+                times.append(best / number)
+            print(
+                f"{expr:24s} {n:>6d} {n * n * 4 / 1024:>7.0f} KiB "
+                f"{times[0] * 1e6:>8.1f}us {times[1] * 1e6:>8.1f}us  x{times[0] / times[1]:.2f}"
+            )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -201,9 +237,13 @@ def main(argv: list[str] | None = None) -> None:
     a = sub.add_parser("accuracy")
     a.add_argument("--stride", type=int, default=61)
     a.add_argument("--random", type=int, default=1_000_000)
+    t = sub.add_parser("threads")
+    t.add_argument("--reps", type=int, default=7)
     args = parser.parse_args(argv)
     if args.command == "speed":
         speed(args.size, args.reps)
+    elif args.command == "threads":
+        threads(args.reps)
     else:
         accuracy(args.stride, args.random)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import ctypes
+import math
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -50,6 +51,12 @@ _DECLARE = re.compile(r'^declare [^\n]*@"?(tdsl_matmul_[A-Za-z0-9_]+)"?\(.*$', r
 
 MIN_TILES_PER_THREAD = 2
 """A group's tiles are split over threads only when each thread gets at least this many."""
+
+MIN_BYTES_PER_THREAD = 1 << 20
+"""... and at least this many bytes of the group's largest operand (1 MiB, the numpy
+target's rule too): handing tiles to a pool thread and waiting for it costs about
+60 us here, which a split repays from about 1 MiB per thread on (``python
+benchmarks/native_loops.py threads``)."""
 
 
 @dataclass(frozen=True)
@@ -105,9 +112,28 @@ class NativeFunction:
             (i, a.shape, a.dtype) for i, a in enumerate(self.args) if a.role not in ("in", "out")
         ]
         self._scratch = [i for i, a in enumerate(self.args) if a.role == "scratch"]
+        # the most threads each group call may use (1: the call runs on the caller's)
+        self._threads = [self._threads_for(c) for c in self.calls]
         # the main function runs the calls itself unless some group's tiles split over threads
-        self._split = threads > 1 and any(
-            c.group and _tiles(c) >= 2 * MIN_TILES_PER_THREAD for c in self.calls
+        self._split = any(t > 1 for t in self._threads)
+
+    def _threads_for(self, call: _Call) -> int:
+        """How many threads ``call`` may split its tiles over."""
+        if not call.group or self.threads <= 1:
+            return 1
+        largest = max(
+            (
+                math.prod(self.args[x].shape) * self.args[x].dtype.itemsize
+                for x in call.operands[2:]
+                if isinstance(x, int)
+            ),
+            default=0,
+        )
+        return max(
+            1,
+            min(
+                self.threads, _tiles(call) // MIN_TILES_PER_THREAD, largest // MIN_BYTES_PER_THREAD
+            ),
         )
 
     def __call__(self, *arrays: Array, out: Sequence[Array] | None = None) -> Any:
@@ -133,8 +159,8 @@ class NativeFunction:
             buffers[i] = np.empty(shape, dtype)
         pointers = [_address(b) for b in buffers]
         if self._split:
-            for call in self.calls:
-                self._run(call, buffers, pointers)
+            for call, threads in zip(self.calls, self._threads, strict=True):
+                self._run(call, threads, buffers, pointers)
         else:
             self.main(*pointers)
         for buffer, given in copies:
@@ -143,7 +169,7 @@ class NativeFunction:
             return None
         return results[0] if len(results) == 1 else tuple(results)
 
-    def _run(self, call: _Call, buffers: list[Any], pointers: list[int]) -> None:
+    def _run(self, call: _Call, threads: int, buffers: list[Any], pointers: list[int]) -> None:
         fn = self.functions[call.callee]
 
         def operand(x: int | tuple[str, int], table: Sequence[int]) -> int:
@@ -154,7 +180,6 @@ class NativeFunction:
             return
         lo, hi = (operand(x, pointers) for x in call.operands[:2])
         rest = call.operands[2:]
-        threads = min(self.threads, (hi - lo) // MIN_TILES_PER_THREAD)
         if threads <= 1:
             fn(lo, hi, *(operand(x, pointers) for x in rest))
             return

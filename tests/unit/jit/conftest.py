@@ -34,10 +34,15 @@ def _targets() -> list[Any]:
 def jit_target(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every JIT test runs once per target: ``$TDSL_TARGET`` is the default target of
     every kernel the test compiles without naming one (the shared default JIT is
-    made afresh for it)."""
+    made afresh for it).  A native kernel of more than one thread splits its tiles
+    over threads whenever there are tiles to split, however small the arrays (its
+    threshold is a question of speed, not of results), so the tests' small arrays
+    run the split too."""
     from tdsl.jit import api
+    from tdsl.native import runtime
 
     target: str = request.param
     monkeypatch.setenv("TDSL_TARGET", target)
     monkeypatch.setattr(api._DEFAULT, "jit", None)  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(runtime, "MIN_BYTES_PER_THREAD", 1)
     return target

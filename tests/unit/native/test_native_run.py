@@ -297,3 +297,25 @@ func.func @f(%a: memref<16xf32>, %out: memref<16xf32>, %lo: index) {
     compile_function(body)(a, out, 3)
     i = np.arange(16)
     np.testing.assert_array_equal(out, np.where((i % 2 == 0) & (i < 8), a, -a[15 - i]))
+
+
+def test_tiles_split_over_threads_only_with_a_mebibyte_per_thread() -> None:
+    from tdsl.jit import JITTensorKernel
+    from tdsl.native import runtime
+
+    def split(n: int) -> list[int]:
+        kernel = JITTensorKernel(threads=2, target="native").compile(
+            "relu(A) + B", dict.fromkeys("AB", (n, n)), "f32"
+        )
+        function = kernel.function
+        assert isinstance(function, runtime.NativeFunction)
+        return [t for t, c in zip(function._threads, function.calls, strict=True) if c.group]
+
+    assert runtime.MIN_BYTES_PER_THREAD == 1 << 20
+    assert split(64) == [1]  # 16 KiB per array: a split would cost more than it saves
+    assert split(1024) == [2]  # 4 MiB: 2 MiB per thread
+    a, b = (np.random.default_rng(0).standard_normal((1024, 1024), np.float32) for _ in "AB")
+    kernel = JITTensorKernel(threads=2, target="native").compile(
+        "relu(A) + B", dict.fromkeys("AB", (1024, 1024)), "f32"
+    )
+    np.testing.assert_array_equal(kernel(A=a, B=b), np.maximum(a, 0) + b)
