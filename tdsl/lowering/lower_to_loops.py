@@ -279,6 +279,70 @@ class _Group:
                 ready = 1 if _is_reduction(p) or v in self.stored else 0
                 level = max(level, self.level[p] + ready)
             self.level[op] = level
+        self.staged = self._staged() if self.hoistable() else {}
+        """Values staged in an output slice (see :meth:`_staged`), to that output."""
+
+    def _staged(self) -> dict[SSAValue, int]:
+        """Element-wise values that a reduction reads in the sweep that computes them and
+        that an output's element-wise chain reads in a later sweep (softmax's
+        ``exp(x - max)``: summed, then divided by the sum): the first sweep also stores
+        each in its output's slice, and the later one reads it back instead of computing
+        it again.  Only where the sweeps of a row share hoisted loops (the row is still in
+        cache), and only when nothing but that chain reads the value after its sweep."""
+        body = self.body
+        staged: dict[SSAValue, int] = {}
+        for p in body.ops:
+            if _is_reduction(p) or p in self.blas or len(p.results) != 1:
+                continue
+            v = p.results[0]
+            if v in self.stored:
+                continue
+            level = self.level[p]
+            readers = [u.operation for u in v.uses if u.operation in body.members]
+            if not any(_is_reduction(r) and self.level[r] == level for r in readers):
+                continue
+            point = _dim_set(body.dims[v])
+            chain: set[SSAValue] = set()
+            frontier = [v]
+            ok = True
+            while frontier and ok:
+                w = frontier.pop()
+                if w in chain:
+                    continue
+                chain.add(w)
+                for use in w.uses:
+                    user = use.operation
+                    if user not in body.members:
+                        continue
+                    if _is_reduction(user):
+                        # only v itself, and only in its own sweep
+                        ok = w is v and self.level[user] == level
+                    elif len(user.results) != 1 or _dim_set(body.dims[user.results[0]]) != point:
+                        ok = False
+                    else:
+                        frontier.append(user.results[0])
+                    if not ok:
+                        break
+            if not ok:
+                continue
+            outputs = [k for k, w in enumerate(body.outputs) if w in chain]
+            if len(outputs) != 1:
+                continue
+            k = outputs[0]
+            q = body.producer(body.outputs[k])
+            if (
+                q is None
+                or q is p
+                or self.level[q] <= level
+                or body.outputs.count(body.outputs[k]) != 1
+                or body.output_dims[k] != body.dims[v]
+                or k in self.blas.values()
+                or k in self.in_output.values()
+                or k in staged.values()
+            ):
+                continue
+            staged[v] = k
+        return staged
 
     def _blas_output(self, op: Operation) -> int | None:
         """The output a 2-D matmul on group inputs may write with BLAS, if any: the one
@@ -462,6 +526,11 @@ class _Group:
                 assert p is not None
                 if self.level[p] == level:
                     sweeps.setdefault(_dim_set(body.dims[v]), []).append(("store", v))
+            for v in self.staged:
+                p = body.producer(v)
+                assert p is not None
+                if self.level[p] == level:
+                    sweeps.setdefault(_dim_set(body.dims[v]), []).append(("stage", v))
             for k, (v, out_dims) in enumerate(zip(body.outputs, body.output_dims, strict=True)):
                 p = body.producer(v)
                 if p is not None and (p in accs or (p in self.blas and self.blas[p] == k)):
@@ -488,6 +557,11 @@ class _Group:
                         assert isinstance(what, SSAValue)
                         where = Storage(stored[what], tiled=True)
                         point.store(point.value(what, body.dims[what]), where, body.dims[what])
+                    elif kind == "stage":
+                        assert isinstance(what, SSAValue)
+                        k = self.staged[what]
+                        value = point.value(what, body.dims[what])
+                        point.store(value, outputs[k], body.output_dims[k])
                     else:
                         assert isinstance(what, int)
                         value = point.value(body.outputs[what], body.output_dims[what])
@@ -496,6 +570,10 @@ class _Group:
                 p = body.producer(v)
                 if p is not None and self.level[p] == level:
                     storage[v] = Storage(stored[v], tiled=True)
+            for v, k in self.staged.items():  # read back from the output slice
+                p = body.producer(v)
+                if p is not None and self.level[p] == level:
+                    storage[v] = outputs[k]
             # reductions that are outputs: finalized from their accumulators
             for k, v in enumerate(body.outputs):
                 p = body.producer(v)
