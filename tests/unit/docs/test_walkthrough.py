@@ -300,6 +300,36 @@ def test_page_output_is_real(page: str) -> None:
     assert not mismatches, describe(page, mismatches)
 
 
+TARGET_WORDS = re.compile(r"\b(native|numpy|llvm|target)\b|target=|ModuleID|triple|datalayout")
+"""Lines that may differ between targets: those that name the target or show its code."""
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if "<!-- run -->" in (ROOT / p).read_text()])
+def test_examples_compute_the_same_on_both_targets(
+    page: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every example's printed results are the same with ``TDSL_TARGET=native`` and
+    ``TDSL_TARGET=numpy``, but for the lines that name the target or show its code."""
+    from tdsl.jit import api
+    from tdsl.native.compile import native_unavailable_reason
+
+    if native_unavailable_reason() is not None:
+        pytest.skip(str(native_unavailable_reason()))
+    text = (ROOT / page).read_text()
+    seen: dict[str, dict[int, list[str]]] = {}
+    for target in ("numpy", "native"):
+        monkeypatch.setenv("TDSL_TARGET", target)
+        monkeypatch.setattr(api._DEFAULT, "jit", None)
+        blocks, _, outputs = check_page(text)
+        seen[target] = {
+            i: [line for line in out.split("\n") if not TARGET_WORDS.search(line)]
+            for i, out in outputs.items()
+            if blocks[i].kind == "output"
+        }
+    for i, lines in seen["numpy"].items():
+        assert lines == seen["native"][i], f"{page}: {parse_page(text)[i].where}"
+
+
 def anchors(text: str) -> set[str]:
     """The anchors of a page's headings, as GitHub makes them (``## `tdsl-opt` `` -> ``tdsl-opt``)."""
     found: set[str] = set()
