@@ -57,8 +57,10 @@ operands, outputs are written in place, constants are literals, views
 buffer when it is defined and frees it after its last use; a value used in a
 pass but defined before it lives to the pass's end.  An op that may compute in
 place (``IN_PLACE``) writes over an operand of its shape and dtype that dies
-at it.  A value the group yields is computed straight into its output slice,
-and so is the element-wise chain of dying operands behind it.  An
+at it.  A view lives on its operand's buffer, which is not freed (nor written
+in place) while the view is live.  A value the group yields is computed
+straight into its output slice, and so is the element-wise chain of dying
+operands behind it.  An
 accumulating op takes an accumulator (its result's shape, in the accumulator
 dtype; the output itself when the group yields the result and the dtypes
 agree) for the whole pass and a partial buffer per tile.  Each op's workspace
@@ -611,7 +613,10 @@ def plan_scratch(sched: TileSchedule) -> ScratchPlan:
     hints = dict(direct)
     _chain_outputs(sched, walk, hints, last_use)
     owners: dict[int, set[Instance]] = {}
-    """Per buffer: the live instances it holds (several after an in-place update)."""
+    """Per buffer: the live instances it holds (several after an in-place update), and
+    the live views of them."""
+    viewing: dict[Instance, int] = {}
+    """A live view (``transpose``) -> the buffer it views: it lives while the view does."""
 
     def hold(inst: Instance, slot: Slot) -> None:
         slots[inst] = slot
@@ -619,13 +624,16 @@ def plan_scratch(sched: TileSchedule) -> ScratchPlan:
             owners.setdefault(slot.index, set()).add(inst)
 
     def release(inst: Instance) -> None:
-        slot = slots.get(inst)
-        if slot is None or slot.kind != "buffer":
-            return
-        held = owners[slot.index]
+        buf = viewing.pop(inst, None)
+        if buf is None:
+            slot = slots.get(inst)
+            if slot is None or slot.kind != "buffer":
+                return
+            buf = slot.index
+        held = owners[buf]
         held.discard(inst)
         if not held:
-            pool.give(slot.index)
+            pool.give(buf)
 
     def new_buffer(inst: Instance, dt: np.dtype[Any]) -> Slot:
         return Slot("buffer", pool.take(math.prod(shape(inst[0])), dt))
@@ -670,8 +678,16 @@ def plan_scratch(sched: TileSchedule) -> ScratchPlan:
             for r in results:
                 hold(r, CONSTANT)
         elif s.numpy_view() is not None:
+            base = reads[0] if reads else None
+            base_slot = None if base is None else slots.get(base)
+            buf = viewing.get(base) if base is not None else None
+            if base_slot is not None and base_slot.kind == "buffer":
+                buf = base_slot.index
             for r in results:
                 hold(r, VIEW)
+                if buf is not None:  # the viewed buffer is not reused before the view dies
+                    viewing[r] = buf
+                    owners[buf].add(r)
         elif op in accumulators:
             accumulator = accumulators[op]
             partial = pool.take(math.prod(shape(op.results[0])), s.accumulator_dtype())
@@ -688,6 +704,7 @@ def plan_scratch(sched: TileSchedule) -> ScratchPlan:
                             o
                             for o in dying
                             if slots.get(o, INPUT).kind == "buffer"
+                            and not any(q in viewing for q in owners[slots[o].index])
                             and shape(o[0]) == shape(r[0])
                             and dtype(o[0]) == dtype(r[0])
                             and not any(slots.get(q) == slots[o] for q in results if q != r)
