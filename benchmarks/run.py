@@ -34,7 +34,6 @@ import platform
 import statistics
 import subprocess
 import sys
-import threading
 import time
 import tracemalloc
 from collections.abc import Callable, Sequence
@@ -446,33 +445,24 @@ def call_overhead(cfg: Config) -> list[Timing]:
 # --------------------------------------------------------------------------- tdsl on Dask
 
 
-def rss_bytes() -> int:
-    """This process's resident memory (Linux: ``/proc/self/statm``)."""
-    with open("/proc/self/statm", encoding="ascii") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+def _status_bytes(field: str) -> int:
+    """A memory figure of this process from ``/proc/self/status`` (Linux), in bytes."""
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise KeyError(field)
 
 
-def peak_rss(fn: Callable[[], Any], interval: float = 0.0005) -> int:
-    """Peak resident memory while ``fn()`` runs above the memory before it, sampled every
-    ``interval`` seconds by a thread (chunk buffers live for milliseconds or longer)."""
-    base = rss_bytes()
-    peak = base
-    done = threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        while not done.is_set():
-            peak = max(peak, rss_bytes())
-            done.wait(interval)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    try:
-        fn()
-    finally:
-        done.set()
-        sampler.join()
-    return max(0, max(peak, rss_bytes()) - base)
+def peak_rss(fn: Callable[[], Any]) -> int:
+    """Peak resident memory while ``fn()`` runs above the resident memory before it: the
+    kernel's high-water mark (``VmHWM``), first reset to the current RSS (Linux 4.0+:
+    ``/proc/self/clear_refs``)."""
+    with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
+        f.write("5")
+    base = _status_bytes("VmRSS")
+    fn()
+    return max(0, _status_bytes("VmHWM") - base)
 
 
 def _filled(name: str, shape: tuple[int, ...], scale: float = 1.0) -> Array:
@@ -578,7 +568,8 @@ def _store(result: Any, out: Array) -> None:
 def dask_memory(cases: Sequence[DaskCase]) -> list[dict[str, int]]:
     """Peak resident memory of one run of each variant (``tdsl``, ``dask``) of ``cases``,
     measured in a child process where large buffers are mmapped, so that resident memory
-    follows the live ones (:func:`dask_memory_child`)."""
+    follows the live ones, and freed memory goes back to the system between runs
+    (:func:`dask_memory_child`)."""
     if not cases:
         return []
     here = os.path.dirname(os.path.abspath(__file__))
