@@ -78,6 +78,12 @@ except ImportError:  # pragma: no cover - optional dependency
 NATIVE = native_unavailable_reason() is None
 """Whether the native target runs here (else its rows are skipped)."""
 
+try:
+    import dask
+    import dask.array as da
+except ImportError:  # pragma: no cover - optional dependency (tdsl[dask])
+    dask = da = None
+
 Array = np.ndarray[Any, Any]
 
 
@@ -109,6 +115,19 @@ class Config:
     threads: tuple[int, ...] = (1, 2)
     """Thread counts the compiled kernels (and numexpr, numba) run with at large sizes;
     at 64x64 they run with the default (:func:`~tdsl.jit.options.default_threads`)."""
+    dask_n: int = 8192
+    """Square size of the tdsl-on-Dask workloads (``x`` of ``relu(x @ w + b)`` too)."""
+    dask_cols: int = 1024
+    """Columns of ``w`` in the tdsl-on-Dask ``relu(x @ w + b)``."""
+    dask_chunks: tuple[tuple[str, tuple[int, int]], ...] = (
+        ("blocks", (2048, 2048)),
+        ("rows", (1024, 8192)),
+    )
+    """Named chunkings of the Dask inputs: square blocks (rows cut into chunks), row blocks."""
+    dask_workers: int = 2
+    """Threads of Dask's threaded scheduler, for both variants."""
+    dask_reps: int = 5
+    """Timed samples per variant of the Dask workloads."""
 
     @classmethod
     def quick(cls) -> Config:
@@ -120,6 +139,10 @@ class Config:
             small_reps=7,
             small_batch_seconds=0.001,
             compile_runs=2,
+            dask_n=1024,
+            dask_cols=256,
+            dask_chunks=(("blocks", (256, 256)), ("rows", (128, 1024))),
+            dask_reps=3,
         )
 
     @classmethod
@@ -135,6 +158,10 @@ class Config:
             compile_runs=0,
             compile_ops=(10, 30),
             memory_budget=256,
+            dask_n=48,
+            dask_cols=16,
+            dask_chunks=(("blocks", (16, 16)), ("rows", (8, 48))),
+            dask_reps=1,
         )
 
 
@@ -712,6 +739,242 @@ def call_overhead(cfg: Config) -> list[Timing]:
     return time_variants(variants, cfg.small_reps, cfg.small_batch_seconds)
 
 
+# --------------------------------------------------------------------------- tdsl on Dask
+
+
+def _status_bytes(field: str) -> int:
+    """A memory figure of this process from ``/proc/self/status`` (Linux), in bytes."""
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise KeyError(field)
+
+
+def peak_rss(fn: Callable[[], Any]) -> int:
+    """Peak resident memory while ``fn()`` runs above the resident memory before it: the
+    kernel's high-water mark (``VmHWM``), first reset to the current RSS (Linux 4.0+:
+    ``/proc/self/clear_refs``)."""
+    with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
+        f.write("5")
+    base = _status_bytes("VmRSS")
+    fn()
+    return max(0, _status_bytes("VmHWM") - base)
+
+
+def _filled(name: str, shape: tuple[int, ...], scale: float = 1.0) -> Array:
+    """Normal float32 samples made in place (no float64 temporary at 8192x8192), the same
+    in every process for one name and shape."""
+    rng = np.random.default_rng([ord(c) for c in name] + list(shape))
+    out = np.empty(shape, np.float32)
+    rng.standard_normal(dtype=np.float32, out=out)
+    if scale != 1.0:
+        out *= np.float32(scale)
+    return out
+
+
+@dataclass
+class DaskWorkload:
+    """One expression on Dask arrays, and the same written with ``dask.array`` functions."""
+
+    key: str
+    expr: str
+    label: str
+    names: tuple[str, ...]
+    plain: Callable[..., Any]
+
+
+def _plain_softmax(A: Any) -> Any:
+    e = da.exp(A - A.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+DASK_WORKLOADS = (
+    DaskWorkload(
+        "ew",
+        "relu(A)+B*C-D",
+        "relu(A)+B*C-D",
+        ("A", "B", "C", "D"),
+        lambda A, B, C, D: da.maximum(A, 0) + B * C - D,
+    ),
+    DaskWorkload("softmax", "softmax(A)", "softmax(X)", ("A",), _plain_softmax),
+    DaskWorkload(
+        "sumexp",
+        "sum(exp(A)*B, axis=1)",
+        "sum(exp(A)*B, axis=1)",
+        ("A", "B"),
+        lambda A, B: (da.exp(A) * B).sum(axis=1),
+    ),
+    DaskWorkload(
+        "mlp",
+        "relu(A @ w + b)",
+        "relu(x@w+b)",
+        ("A", "w", "b"),
+        lambda A, w, b: da.maximum(A @ w + b, 0),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class DaskCase:
+    """A workload at one size and chunking: what a child process needs to rebuild it."""
+
+    workload: str
+    n: int
+    cols: int
+    chunks: tuple[int, int]
+    workers: int
+    memory_budget: int
+
+    def arrays(self) -> dict[str, Array]:
+        n, cols = self.n, self.cols
+        shapes = {"w": (n, cols), "b": (cols,)}
+        w = next(w for w in DASK_WORKLOADS if w.key == self.workload)
+        return {
+            k: _filled(k, shapes.get(k, (n, n)), 1 / np.sqrt(n) if k == "w" else 1.0)
+            for k in w.names
+        }
+
+    def chunked(self, arrays: dict[str, Array]) -> dict[str, Any]:
+        rows, cols = self.chunks
+        out: dict[str, Any] = {}
+        for k, v in arrays.items():
+            chunks = (rows, min(cols, v.shape[1])) if v.ndim == 2 else (min(cols, v.shape[0]),)
+            out[k] = da.from_array(v, chunks=chunks)
+        return out
+
+    def results(self, arrays: dict[str, Array]) -> tuple[Any, Any, Array]:
+        """The tdsl result, the plain Dask result (lazy), and an array to store them in."""
+        w = next(w for w in DASK_WORKLOADS if w.key == self.workload)
+        jit = JITTensorKernel(self.memory_budget)
+        shapes = {k: v.shape for k, v in arrays.items()}
+        kernel = jit.compile(w.expr, shapes=shapes, dtypes="f32")
+        chunked = self.chunked(arrays)
+        ((shape, dtype),) = kernel.results
+        out = np.ones(shape, dtype)  # touched: its pages count before each run
+        return kernel(**chunked), w.plain(**chunked), out
+
+    def options(self) -> dict[str, Any]:
+        return {"scheduler": "threads", "num_workers": self.workers}
+
+
+def _store(result: Any, out: Array) -> None:
+    da.store(result, out, lock=False)
+
+
+def dask_memory(cases: Sequence[DaskCase]) -> list[dict[str, int]]:
+    """Peak resident memory of one run of each variant (``tdsl``, ``dask``) of ``cases``,
+    measured in a child process where large buffers are mmapped, so that resident memory
+    follows the live ones, and freed memory goes back to the system between runs
+    (:func:`dask_memory_child`)."""
+    if not cases:
+        return []
+    here = os.path.dirname(os.path.abspath(__file__))
+    payload = json.dumps([asdict(c) for c in cases])
+    script = (
+        f"import json, sys; sys.path.insert(0, {here!r}); import run; "
+        f"print(json.dumps(run.dask_memory_child(json.loads({payload!r}))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def dask_memory_child(cases: list[dict[str, Any]]) -> list[dict[str, int]]:
+    """The measurements :func:`dask_memory` runs in a fresh process: per case and variant,
+    a first run (which compiles), then a sampled run after freed memory went back to the
+    system."""
+    import ctypes
+
+    libc = ctypes.CDLL("libc.so.6")
+    libc.mallopt(-3, 1 << 16)  # M_MMAP_THRESHOLD 64 KiB, fixed: big buffers unmapped when freed
+    out: list[dict[str, int]] = []
+    for fields in cases:
+        case = DaskCase(**{**fields, "chunks": tuple(fields["chunks"])})
+        arrays = case.arrays()
+        mine, plain, target = case.results(arrays)
+        peaks: dict[str, int] = {}
+        with dask.config.set(**case.options()):
+            for variant, result in (("tdsl", mine), ("dask", plain)):
+                _store(result, target)
+                gc.collect()
+                libc.malloc_trim(0)
+                peaks[variant] = peak_rss(lambda r=result, o=target: _store(r, o))
+        out.append(peaks)
+        del arrays, mine, plain, target
+        gc.collect()
+        libc.malloc_trim(0)
+    return out
+
+
+def run_dask(cfg: Config, only: Sequence[str], say: Callable[[str], None]) -> list[dict[str, Any]]:
+    """tdsl on Dask against plain ``dask.array``: same inputs, chunks and scheduler.
+
+    Both results are written with ``da.store`` into one preallocated array (no
+    concatenation at the end); the graphs are built once, outside the clock.
+    Times are interleaved samples in this process; peak memory is measured in a
+    child process (:func:`dask_memory`), after the timings.
+    """
+    rows: list[dict[str, Any]] = []
+    chosen = [w for w in DASK_WORKLOADS if not only or any(o in f"dask_{w.key}" for o in only)]
+    if da is None:
+        if chosen:
+            say("\n== tdsl on Dask: skipped (pip install tdsl[dask])")
+        return rows
+    measured: list[tuple[DaskCase, str, str, Timing, Timing]] = []
+    for w in chosen:
+        for chunking, chunks in cfg.dask_chunks:
+            case = DaskCase(
+                w.key, cfg.dask_n, cfg.dask_cols, chunks, cfg.dask_workers, cfg.memory_budget
+            )
+            arrays = case.arrays()
+            mine, plain, out = case.results(arrays)
+            with dask.config.set(**case.options()):
+                _store(plain, out)
+                want = out.copy()
+                _store(mine, out)
+                scale = float(np.max(np.abs(want))) if want.size else 0.0
+                np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4 * scale, err_msg=w.label)
+                variants = [
+                    Variant("tdsl on dask", lambda r=mine, o=out: _store(r, o), kind="tdsl-dask"),
+                    Variant("dask.array", lambda r=plain, o=out: _store(r, o), kind="dask"),
+                ]
+                tdsl_time, dask_time = time_variants(variants, cfg.dask_reps, None)
+            measured.append((case, w.label, chunking, tdsl_time, dask_time))
+            del arrays, mine, plain, out, want
+    memory = dask_memory([case for case, *_ in measured])
+    for (case, label, chunking, tdsl_time, dask_time), peaks in zip(measured, memory, strict=True):
+        rows.append(
+            {
+                "workload": case.workload,
+                "label": label,
+                "chunking": chunking,
+                "chunks": list(case.chunks),
+                "tdsl": tdsl_time,
+                "dask": dask_time,
+                "tdsl_peak_rss_bytes": peaks["tdsl"],
+                "dask_peak_rss_bytes": peaks["dask"],
+            }
+        )
+        n, (chunk_rows, cols) = case.n, case.chunks
+        say(
+            f"\n== tdsl on Dask: {label} {n}x{n} f32, chunks {chunk_rows}x{cols} ({chunking}), "
+            f"threaded scheduler, {case.workers} workers; {cfg.dask_reps} interleaved samples"
+        )
+        say(f"{'variant':<16} {'min':>10} {'median':>10} {'max':>10} {'peak RSS':>12}")
+        for t, kind in ((tdsl_time, "tdsl"), (dask_time, "dask")):
+            say(
+                f"{t.variant:<16} {_fmt_time(t.min):>10} {_fmt_time(t.median):>10} "
+                f"{_fmt_time(t.max):>10} {peaks[kind] / 2**20:>8.1f} MiB"
+            )
+        say(
+            f"tdsl on dask: {dask_time.median / tdsl_time.median:.2f}x the speed (medians), "
+            f"{peaks['dask'] / max(peaks['tdsl'], 1):.2f}x less peak memory"
+        )
+    return rows
+
+
 # --------------------------------------------------------------------------- environment
 
 
@@ -724,6 +987,7 @@ def environment() -> dict[str, Any]:
         "jax": None if jax is None else jax.__version__,
         "numba": None if numba is None else numba.__version__,
         "native": native_unavailable_reason() or "available",
+        "dask": None if dask is None else dask.__version__,
         "platform": platform.platform(),
         "machine": platform.machine(),
         "cpu": _cpu_model(),
@@ -877,6 +1141,29 @@ def evaluate_targets(results: dict[str, Any], cfg: Config) -> list[Target]:
                 "<= 1",
                 lambda v: v <= 1,
             )
+    for row in results.get("dask", []):
+        mine, theirs = row["tdsl"], row["dask"]
+        where = f"tdsl on Dask, {row['label']} ({row['chunking']})"
+        if row["workload"] == "mlp":
+            add(
+                f"{where}: time / plain dask",
+                mine.median / theirs.median,
+                "<= 1.05x",
+                lambda v: v <= 1.05,
+            )
+        else:
+            add(
+                f"{where}: speedup over plain dask",
+                theirs.median / mine.median,
+                ">= 1.5x",
+                lambda v: v >= 1.5,
+            )
+        add(
+            f"{where}: peak memory, plain dask / tdsl",
+            row["dask_peak_rss_bytes"] / max(row["tdsl_peak_rss_bytes"], 1),
+            ">= 2x less",
+            lambda v: v >= 2,
+        )
     comp = results.get("compile", {})
     if comp.get("native_first_after_import"):
         add(
@@ -936,8 +1223,8 @@ def run(cfg: Config, only: Sequence[str] = (), out: Any = sys.stdout) -> dict[st
 
     say(
         f"tdsl benchmarks: numpy {np.__version__}, numexpr {version(numexpr)}, "
-        f"jax {version(jax)}, numba {version(numba)}, {os.cpu_count()} cores, "
-        f"default threads {default_threads()}"
+        f"jax {version(jax)}, numba {version(numba)}, dask {version(dask)}, "
+        f"{os.cpu_count()} cores, default threads {default_threads()}"
     )
     if not NATIVE:
         say(f"native target unavailable: {native_unavailable_reason()}")
@@ -1010,6 +1297,8 @@ def run(cfg: Config, only: Sequence[str] = (), out: Any = sys.stdout) -> dict[st
                     f"{row['extra_bytes'] / 2**20:9.3f} MiB{note}"
                 )
         w.kernels.clear()
+
+    results["dask"] = run_dask(cfg, only, say)
 
     comp: dict[str, list[float]] = {}
     if cfg.compile_runs:
@@ -1167,6 +1456,14 @@ def to_json(results: dict[str, Any], cfg: Config, mode: str) -> dict[str, Any]:
         "environment": environment(),
         "workloads": workloads,
         "memory": results["memory"],
+        "dask": [
+            {
+                **{k: v for k, v in row.items() if k not in ("tdsl", "dask")},
+                "tdsl": timing(row["tdsl"]),
+                "dask": timing(row["dask"]),
+            }
+            for row in results.get("dask", [])
+        ],
         "compile_s": results["compile"],
         "compile_scaling": results["compile_scaling"],
         "call_overhead": [timing(t) for t in results["overhead_timings"]],
@@ -1183,7 +1480,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         nargs="*",
         default=(),
         metavar="NAME",
-        help="only workloads whose key contains NAME (ew, softmax, sumexp, mlp, 2048, f64, ...)",
+        help="only workloads whose key contains NAME (ew, softmax, sumexp, mlp, 2048, f64, "
+        "dask, ...)",
     )
     args = parser.parse_args(argv)
     cfg = Config.quick() if args.quick else Config()

@@ -608,6 +608,27 @@ class StructuredOpInterface(abc.ABC):
         result = element_type(cast(Operation, self).results[0].type)
         return convert_scalar(b, acc, result)
 
+    # -- reductions across blocks: partial results as ops (Dask's tree reductions) --
+
+    def partial_ops(self, operands: Sequence[SSAValue]) -> tuple[list[Operation], SSAValue] | None:
+        """The partial result over one block of ``operands`` as ops (not yet inserted), and the
+        value holding it; None when the op has no such form (a matmul).
+
+        The partial is the reduction in :meth:`accumulator_dtype` with every reduced dim
+        kept, as extent 1 (a mean's partial is a sum), made so that the same ops applied
+        to partials concatenated along the reduced dims combine them.  :mod:`tdsl.dask`
+        reduces across chunks this way, each block and each combination a compiled
+        kernel; for an op without it, the reduced dims are taken whole instead.
+        """
+        return None
+
+    def finalize_ops(self, acc: SSAValue, count: int) -> tuple[list[Operation], SSAValue]:
+        """The result from combined partials ``acc`` (as :meth:`partial_ops` makes them) as ops
+        not yet inserted, and the value holding it: :meth:`finalize` as ops (a mean divides
+        by ``count``; each op converts to its result's element type).  The shape stays
+        ``acc``'s, reduced dims of extent 1."""
+        raise NotImplementedError(f"'{cast(Operation, self).name}' has no partial results")
+
     # -- row-normalizing ops -------------------------------------------------------
 
     def decompose(self) -> tuple[list[Operation], SSAValue] | None:

@@ -28,6 +28,7 @@ span before any IR exists.
 
 from __future__ import annotations
 
+import abc
 import functools
 import math
 from collections.abc import Sequence
@@ -102,6 +103,7 @@ from tdsl.dialects.structured import (
     broadcast_shapes,
     convert_scalar,
     dims_map,
+    element_of,
     element_type,
     expect_shape,
     fmt_shape,
@@ -1962,8 +1964,40 @@ class LayerNormOp(RowLocalOp):
 # ---------------------------------------------------------------------------
 
 
+def _converted(value: SSAValue, element: Attribute) -> tuple[list[Operation], SSAValue]:
+    """``value`` as a tensor of ``element``: a cast, or nothing when it already is one."""
+    if element_type(value) == element:
+        return [], value
+    op = CastOp(value, element)
+    return [op], op.result
+
+
+class ChunkedReductionOp(ReductionOp, abc.ABC):
+    """Base of tensordsl's reductions: partial results over chunks are tensordsl ops.
+
+    The partial of a chunk is the reduction itself (``PARTIAL_OP``, by default the op's
+    own class; a mean's is a sum) over the chunk converted to the accumulator dtype,
+    with keepdims; partials concatenated along the reduced axes combine by the same
+    reduction; the result is the combined partial converted to the result's element
+    type (a mean divides first).
+    """
+
+    PARTIAL_OP: ClassVar[type[ReductionOp] | None] = None
+    """The reduction computing and combining partials (None: the op's own class)."""
+
+    def partial_ops(self, operands: Sequence[SSAValue]) -> tuple[list[Operation], SSAValue] | None:
+        (x,) = operands
+        ops, wide = _converted(x, element_of(self.accumulator_dtype()))
+        reducer = self.PARTIAL_OP or type(self)
+        partial = reducer(wide, self.axis_value, keepdims=True)
+        return [*ops, partial], partial.results[0]
+
+    def finalize_ops(self, acc: SSAValue, count: int) -> tuple[list[Operation], SSAValue]:
+        return _converted(acc, element_type(self.result))
+
+
 @irdl_op_definition
-class SumOp(ReductionOp):
+class SumOp(ChunkedReductionOp):
     """Sum over ``axis`` (all axes when absent); ``keepdims`` keeps it as size 1.
 
     A float16 sum accumulates in float32 and rounds once.
@@ -2011,7 +2045,7 @@ class SumOp(ReductionOp):
 
 
 @irdl_op_definition
-class MaxOp(ReductionOp):
+class MaxOp(ChunkedReductionOp):
     """Maximum over ``axis`` (all axes when absent); reducing zero elements is an error, as in NumPy.
 
     ``nan`` propagates, as in ``np.max``.
@@ -2030,7 +2064,7 @@ class MaxOp(ReductionOp):
 
 
 @irdl_op_definition
-class MinOp(ReductionOp):
+class MinOp(ChunkedReductionOp):
     """Minimum over ``axis`` (all axes when absent); reducing zero elements is an error, as in NumPy.
 
     ``nan`` propagates, as in ``np.min``.
@@ -2049,7 +2083,7 @@ class MinOp(ReductionOp):
 
 
 @irdl_op_definition
-class ProdOp(ReductionOp):
+class ProdOp(ChunkedReductionOp):
     """Product over ``axis`` (all axes when absent); the product of nothing is 1.
 
     A float16 product accumulates in float32 and rounds once.
@@ -2068,7 +2102,7 @@ class ProdOp(ReductionOp):
 
 
 @irdl_op_definition
-class MeanOp(ReductionOp):
+class MeanOp(ChunkedReductionOp):
     """Arithmetic mean over ``axis`` (all axes when absent).
 
     The sum accumulates (float16 in float32, as ``np.mean``) and is divided by
@@ -2085,6 +2119,7 @@ class MeanOp(ReductionOp):
     IDENTITY: ClassVar[float] = 0.0
     COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.AddfOp
     WIDE: ClassVar[bool] = True
+    PARTIAL_OP: ClassVar[type[ReductionOp] | None] = SumOp
 
     @classmethod
     def bool_inputs_as(cls) -> np.dtype[Any] | None:
@@ -2112,6 +2147,17 @@ class MeanOp(ReductionOp):
         n = scalar_constant(b, float(count), acc.type)  # 0/0 is nan: the mean of nothing
         mean = b.insert(arith.DivfOp(acc, n)).result
         return convert_scalar(b, mean, element_type(self.result))
+
+    def finalize_ops(self, acc: SSAValue, count: int) -> tuple[list[Operation], SSAValue]:
+        element = element_type(acc)
+        if count == 0:  # the mean of nothing: nan, without dividing 0 by 0
+            scale = ConstantOp.splat(math.nan, element)
+            mean: BinaryOp = MulOp(acc, scale)
+        else:
+            scale = ConstantOp.splat(float(count), element)
+            mean = DivOp(acc, scale)
+        ops, result = _converted(mean.result, element_type(self.result))
+        return [scale, mean, *ops], result
 
 
 # ---------------------------------------------------------------------------
@@ -2309,6 +2355,7 @@ __all__ = [
     "BinaryOp",
     "CastOp",
     "CeilOp",
+    "ChunkedReductionOp",
     "ConjOp",
     "ConstantOp",
     "CopyOp",

@@ -10,6 +10,7 @@ fn(A=A, B=B, C=C, out=buf)                             # into a given array; ret
 out = jit("relu(A)+B*s", A=a, B=b, s=2.0)              # one-shot: types from the values
 out = jit_tensor("relu(A)+B", A=a, B=b)                # the same, on the default JIT
 out = jit_tensor("relu(A)+B", {"A": (4,), "B": (4,)}, A=a, B=b)   # shapes given
+fn = jit.compile_ir(ir_text, [(8, 16)])                # tensordsl IR, re-typed for the shapes
 ```
 
 Compiling runs the whole pipeline in-process, on IR objects (never printing and

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -15,11 +15,12 @@ from tdsl.jit.cache import (
     ShapesLike,
     freeze,
     normalize,
+    shape_of,
 )
 from tdsl.jit.calls import infer
 from tdsl.jit.kernel import CompiledKernel
 from tdsl.jit.options import JitOptions, default_target, default_threads
-from tdsl.jit.pipeline import COMPILE_LOCK, build
+from tdsl.jit.pipeline import COMPILE_LOCK, build, build_ir
 from tdsl.jit.signature import check_request
 
 
@@ -109,6 +110,35 @@ class JITTensorKernel:
     ) -> CompiledKernel:
         """The cached kernel for normalized ``shapes`` and ``dtypes``, compiled on a miss."""
         key = (source, freeze(shapes), freeze(dtypes), kernel, filename, options)
+        return self._cached(key, lambda: build(source, shapes, dtypes, kernel, filename, options))
+
+    def compile_ir(
+        self,
+        text: str,
+        shapes: Sequence[Sequence[int]] | None = None,
+        *,
+        options: JitOptions | None = None,
+    ) -> CompiledKernel:
+        """Compile the one function of a module of ``tensordsl`` IR (text), cached.
+
+        ``shapes``, one per argument, re-types the function first: each op takes
+        the result types its type inference gives for the new operand shapes, so
+        one text serves every shape its ops accept.  The pipeline is the one
+        :meth:`compile` runs; ``options`` replaces this JIT's for this kernel.
+        :mod:`tdsl.dask` ships the kernels of its tasks this way: the text of a
+        step of a fusion group, compiled for the shape of each chunk.
+        """
+        shape_key = (
+            None
+            if shapes is None
+            else tuple(shape_of(f"shapes[{i}]", s) for i, s in enumerate(shapes))
+        )
+        chosen = options or self.options
+        key = ("ir", text, shape_key, chosen)
+        return self._cached(key, lambda: build_ir(text, shape_key, chosen))
+
+    def _cached(self, key: object, make: Callable[[], CompiledKernel]) -> CompiledKernel:
+        """The kernel cached under ``key``, made (once, under the compile lock) on a miss."""
         cache = self._kernels
         compiled = cache.get(key)
         if compiled is not None:
@@ -121,7 +151,7 @@ class JITTensorKernel:
                 else:
                     cache.hits += 1
             if compiled is None:
-                compiled = build(source, shapes, dtypes, kernel, filename, options)
+                compiled = make()
                 cache.put(key, compiled)
         return compiled
 

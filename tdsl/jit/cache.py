@@ -91,7 +91,7 @@ def dtype_key(dtype: object) -> object:
     return ELEMENT_NAMES.get(name, dtype)
 
 
-def _shape_of(name: str, shape: object) -> tuple[int, ...]:
+def shape_of(name: str, shape: object) -> tuple[int, ...]:
     if isinstance(shape, int | np.integer) and not isinstance(shape, bool):
         return (int(cast(int, shape)),)
     try:
@@ -115,7 +115,7 @@ def normalize(
     Float64 is the default, so ``None``, ``"f64"`` and a dict of float64 entries
     all become ``"f64"``, and float64 entries leave a dict: equal meanings, one key.
     """
-    norm_shapes = None if shapes is None else {k: _shape_of(k, v) for k, v in shapes.items()}
+    norm_shapes = None if shapes is None else {k: shape_of(k, v) for k, v in shapes.items()}
     if dtypes is None:
         return norm_shapes, "f64"
     if isinstance(dtypes, Mapping):
@@ -141,4 +141,5 @@ __all__ = [
     "dtype_key",
     "freeze",
     "normalize",
+    "shape_of",
 ]

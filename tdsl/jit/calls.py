@@ -17,9 +17,15 @@ expected and what came, or converts and calls.  What each argument takes:
 ``out`` (:func:`call_with_out`) is checked, then handed to the generated
 function, which computes the results straight into it.
 
+An array parameter also takes a Dask array of its shape and dtype: when any
+argument is one, the slow path hands the call to
+:func:`tdsl.dask.graph.call_dask`, which returns lazy Dask arrays (NumPy
+arrays and scalars may be mixed in; ``out`` may not be given).  Dask is never
+imported here: a Dask array exists only once ``dask.array`` is loaded.
+
 The one-shot ``jit(source, **values)`` infers what to compile from its values
-(:func:`infer`): an array gives its shape and dtype, a NumPy scalar a 0-d
-input of its dtype, a Python ``int``/``float`` a weak 0-d input.  It first
+(:func:`infer`): an array (NumPy or Dask) gives its shape and dtype, a NumPy
+scalar a 0-d input of its dtype, a Python ``int``/``float`` a weak 0-d input.  It first
 tries the kernel the source last ran with through ``try_call``, whose check is
 the fast path's: it accepts exactly what the one-shot would have compiled
 that kernel for, so a Python float never runs a kernel compiled for a NumPy
@@ -87,7 +93,7 @@ def _is_python_number(value: object) -> bool:
 # --------------------------------------------------------------------------- arguments
 
 
-def _convert(kernel: CompiledKernel, spec: ArgSpec, value: Any) -> Array:
+def convert_argument(kernel: CompiledKernel, spec: ArgSpec, value: Any) -> Array:
     """``value`` as the array the generated code takes for ``spec``, or TdslCallError."""
     where = f"argument `{spec.name}` of kernel `{kernel.name}`"
     if value is MISSING:
@@ -129,6 +135,13 @@ def _convert(kernel: CompiledKernel, spec: ArgSpec, value: Any) -> Array:
             f"{where} has the wrong dtype: expected {expected}, got {describe(array)}"
         )
     return np.asarray(array)
+
+
+def _dask_array_type() -> type[Any] | None:
+    """``dask.array.Array`` if Dask's array module is loaded (a Dask array can exist only
+    then), else None: tdsl never imports Dask itself."""
+    module = sys.modules.get("dask.array")
+    return None if module is None else cast(type[Any], getattr(module, "Array", None))
 
 
 def _show_big(value: object) -> str:
@@ -174,7 +187,15 @@ def call_checked(
             f"kernel `{kernel.name}` takes {len(names)} argument{'s' if len(names) != 1 else ''} "
             f"({_name_list(names)}), got {len(names) + len(more)}"
         )
-    arrays = [_convert(kernel, spec, value) for spec, value in zip(kernel.args, given, strict=True)]
+    dask_array = _dask_array_type()
+    if dask_array is not None and any(isinstance(v, dask_array) for v in given):
+        from tdsl.dask.graph import call_dask
+
+        return call_dask(kernel, given, out)
+    arrays = [
+        convert_argument(kernel, spec, value)
+        for spec, value in zip(kernel.args, given, strict=True)
+    ]
     if out is None:
         return kernel.function(*arrays)
     return call_with_out(kernel, arrays, out)
@@ -440,6 +461,17 @@ def infer(name: str, value: object) -> tuple[tuple[int, ...], object]:
         dtype = cast(Array, value).dtype
         _check_dtype(name, dtype)
         return cast(Array, value).shape, dtype
+    dask_array = _dask_array_type()
+    if dask_array is not None and isinstance(value, dask_array):
+        shape = tuple(cast(Sequence[float], cast(Any, value).shape))
+        if any(d != d for d in shape):
+            raise TdslCallError(
+                f"argument `{name}` is a Dask array of unknown chunk sizes: call "
+                "`.compute_chunk_sizes()` first"
+            )
+        dtype = np.dtype(cast(Any, value).dtype)
+        _check_dtype(name, dtype)
+        return tuple(int(d) for d in shape), dtype
     if isinstance(value, bool | np.bool_):
         flag = bool(cast(Any, value))
         raise TdslCallError(
@@ -476,6 +508,7 @@ __all__ = [
     "call_checked",
     "call_generic",
     "call_with_out",
+    "convert_argument",
     "describe",
     "finish",
     "infer",

@@ -126,6 +126,8 @@ class CompiledKernel:
     memory with the inputs, and returns it; with several results ``out`` is a
     tuple of such arrays, one per result, and the tuple comes back.  Anything
     else raises :class:`~tdsl.errors.TdslCallError` saying what was expected.
+    Called with Dask arrays (any argument), it returns lazy Dask arrays
+    computed chunk by chunk by tdsl kernels (:mod:`tdsl.dask`).
 
     Attributes: ``name`` (the kernel function), ``args`` (:class:`ArgSpec` per
     input), ``results`` (``(shape, dtype)`` per result), ``options``

@@ -6,7 +6,9 @@ passes of :func:`tdsl.pipeline.pipeline_spec` through xDSL's ``PassPipeline``
 runs), then the NumPy target, whose Python source is exec'd, and, for the
 native target, :data:`NATIVE_PASSES` (``tdsl-lower-to-loops`` and
 ``tdsl-convert-to-llvm``) and llvmlite; never printing and re-parsing.  Of a
-program, only the chosen kernel is compiled.
+program, only the chosen kernel is compiled.  :func:`build_ir` takes
+``tensordsl`` IR text instead of the language, re-typed for given argument
+shapes (:func:`retyped_function`), and runs the same passes and targets.
 
 ``target="auto"`` (:func:`_choose`) compiles natively unless native code cannot
 run here or the kernel is small (no tensor of :data:`AUTO_MIN_ELEMENTS`
@@ -29,13 +31,20 @@ import contextlib
 import gc
 import math
 import threading
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from tdsl.errors import TdslError, TdslNameError, TdslNativeError, plural
+from tdsl.errors import (
+    TdslError,
+    TdslIRError,
+    TdslNameError,
+    TdslNativeError,
+    TdslTypeError,
+    plural,
+)
 from tdsl.jit.calls import OUT, finish
 from tdsl.jit.kernel import ArgSpec, CompiledKernel, GroupInfo, type_str
 from tdsl.jit.options import JitOptions
@@ -234,10 +243,7 @@ def _build(
     filename: str,
     options: JitOptions,
 ) -> CompiledKernel:
-    from xdsl.context import Context
-
     from tdsl.frontend import Program, lower, parse
-    from tdsl.lowering.numpy_target import emit_numpy, load_numpy
 
     tree = parse(source, filename)
     name, arg_names = _signature_names(tree, kernel)
@@ -251,6 +257,35 @@ def _build(
 
         func_op.detach()
         module = ModuleOp([func_op])
+    weak = [_is_weak(arg_name, dtypes) for arg_name in arg_names]
+    return _compile_module(
+        module,
+        func_op,
+        arg_names,
+        weak,
+        source,
+        filename,
+        options,
+        program=isinstance(tree, Program),
+    )
+
+
+def _compile_module(
+    module: ModuleOp,
+    func_op: FuncOp,
+    arg_names: list[str],
+    weak: list[bool],
+    source: str,
+    filename: str,
+    options: JitOptions,
+    program: bool,
+) -> CompiledKernel:
+    """The passes and the target on ``module`` (whose one function is ``func_op``)."""
+    from xdsl.context import Context
+
+    from tdsl.lowering.numpy_target import emit_numpy, load_numpy
+
+    name = func_op.sym_name.data
     spec = pipeline_spec(options.memory_budget, options.tile_size, options.tile_sizes)
     modules = _run_pipeline(spec, module, Context())
     python = emit_numpy(modules["tiled"], threads=options.threads)
@@ -258,8 +293,10 @@ def _build(
     if name not in functions:
         raise TdslError(f"the NumPy target produced no function `{name}`")  # pragma: no cover
     args = [
-        ArgSpec(arg_name, *_tensor_spec(arg_type), weak=_is_weak(arg_name, dtypes))
-        for arg_name, arg_type in zip(arg_names, func_op.function_type.inputs.data, strict=True)
+        ArgSpec(arg_name, *_tensor_spec(arg_type), weak=is_weak)
+        for arg_name, arg_type, is_weak in zip(
+            arg_names, func_op.function_type.inputs.data, weak, strict=True
+        )
     ]
     results = [_tensor_spec(t) for t in func_op.function_type.outputs.data]
     native = _choose(options, modules, name, [a.shape for a in args] + [s for s, _ in results])
@@ -274,7 +311,7 @@ def _build(
         pipeline=spec if native.function is None else f"{spec},{NATIVE_PASSES}",
         modules=modules,
         groups=_groups(modules["fused"], modules["tiled"], name),
-        program=isinstance(tree, Program),
+        program=program,
         target="numpy" if native.function is None else "native",
         target_reason=native.reason,
         llvm_ir=native.llvm_ir,
@@ -332,6 +369,97 @@ def _choose(
     return _Native(program.functions[name], None, program.llvm_ir)
 
 
+def build_ir(
+    text: str, shapes: tuple[tuple[int, ...], ...] | None, options: JitOptions
+) -> CompiledKernel:
+    """Compile the one ``func.func`` of a module of tensordsl IR given as text.
+
+    With ``shapes`` (one per argument), the function is first re-typed for
+    arguments of those shapes: each op keeps its properties and takes the
+    result types its own type inference gives, as ``tdsl-tile`` re-types a
+    group's body for a tile.  So one text serves every shape its ops accept.
+    The arguments are named as the text names them (``a0``, ``a1``, ... where
+    it does not, or names them twice); none is weak.
+    """
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import Builtin, ModuleOp
+    from xdsl.dialects.func import Func, FuncOp
+    from xdsl.parser import Parser
+    from xdsl.utils.exceptions import ParseError, VerifyException
+
+    from tdsl.dialects.tensordsl import TensorDSL
+
+    ctx = Context()
+    for dialect in (Builtin, Func, TensorDSL):
+        ctx.load_dialect(dialect)
+    try:
+        module = Parser(ctx, text, "<ir>").parse_module()
+        module.verify()
+    except (ParseError, VerifyException) as err:
+        raise TdslIRError(f"the IR does not parse or verify: {err}") from None
+    functions = [op for op in module.ops if isinstance(op, FuncOp)]
+    if len(functions) != 1 or len(module.body.block.ops) != 1:
+        raise TdslIRError(f"expected a module of one func.func, got {len(functions)} functions")
+    func_op = functions[0]
+    if shapes is not None:
+        func_op = retyped_function(func_op, shapes)
+        module = ModuleOp([func_op])
+        module.verify()
+    hints = [arg.name_hint for arg in func_op.args]
+    names = [h or f"a{i}" for i, h in enumerate(hints)]
+    if len(set(names)) != len(names) or OUT in names:
+        names = [f"a{i}" for i in range(len(names))]
+    with _collector_paused():
+        return _compile_module(
+            module, func_op, names, [False] * len(names), text, "<ir>", options, program=False
+        )
+
+
+def retyped_function(func_op: FuncOp, shapes: Sequence[tuple[int, ...]]) -> FuncOp:
+    """A copy of ``func_op`` for arguments of ``shapes``, each op re-typed by its own type
+    inference (constants are copied as they are).  Raises a :class:`TdslTypeError` for
+    shapes an op does not accept."""
+    from xdsl.dialects.builtin import TensorType
+    from xdsl.dialects.func import FuncOp, ReturnOp
+    from xdsl.ir import Block, Region, SSAValue
+
+    from tdsl.dialects.structured import constant_value, element_type
+    from tdsl.lowering.iteration_space import require_structured
+
+    inputs = func_op.function_type.inputs.data
+    if len(shapes) != len(inputs):
+        raise TdslTypeError(
+            f"{len(shapes)} shape(s) for the {len(inputs)} argument(s) of @{func_op.sym_name.data}"
+        )
+    block = Block(
+        arg_types=[
+            TensorType(element_type(t), shape) for t, shape in zip(inputs, shapes, strict=True)
+        ]
+    )
+    mapping: dict[SSAValue, SSAValue] = {}
+    for old, new in zip(func_op.args, block.args, strict=True):
+        new.name_hint = old.name_hint
+        mapping[old] = new
+    returned: list[SSAValue] = []
+    for op in func_op.body.block.ops:
+        if isinstance(op, ReturnOp):
+            returned = [mapping[v] for v in op.operands]
+            block.add_op(ReturnOp(*returned))
+            break
+        if constant_value(op) is not None:
+            new_op = op.clone()
+        else:
+            new_op = require_structured(op).retyped([mapping[v] for v in op.operands])
+        block.add_op(new_op)
+        for old, new in zip(op.results, new_op.results, strict=True):
+            mapping[old] = new
+    return FuncOp(
+        func_op.sym_name.data,
+        ([a.type for a in block.args], [v.type for v in returned]),
+        Region(block),
+    )
+
+
 def _is_weak(name: str, dtypes: object) -> bool:
     """Whether ``dtypes`` (normalized) declares expression input ``name`` a weak scalar."""
     from tdsl.frontend.ir_gen import WEAK
@@ -341,4 +469,12 @@ def _is_weak(name: str, dtypes: object) -> bool:
     return dtypes is WEAK
 
 
-__all__ = ["AUTO_MIN_ELEMENTS", "COMPILE_LOCK", "NATIVE_PASSES", "NATIVE_TARGET_SPEC", "build"]
+__all__ = [
+    "AUTO_MIN_ELEMENTS",
+    "COMPILE_LOCK",
+    "NATIVE_PASSES",
+    "NATIVE_TARGET_SPEC",
+    "build",
+    "build_ir",
+    "retyped_function",
+]

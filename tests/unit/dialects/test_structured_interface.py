@@ -38,6 +38,7 @@ from tdsl.dialects.structured import (
     RowLocalOp,
     StructuredOpInterface,
     UnaryOp,
+    element_of,
     map_dims,
     numpy_dtype,
     tensor_shape,
@@ -286,3 +287,91 @@ def test_functions_of_the_language_come_from_the_ops(op_class: type[Operation]) 
     assert any(type(o) is op_class for o in module.walk())
     language = (Path(__file__).parents[3] / "docs" / "language.md").read_text()
     assert f"`{op_class.signature()}`" in language, "list it in the table of docs/language.md"
+
+
+def _run_ops(ops: list[Operation], env: dict[SSAValue, np.ndarray[Any, Any]]) -> None:
+    """Evaluate ``ops`` in order with each op's NumPy implementation, into ``env``."""
+    from tdsl.dialects.structured import constant_value
+
+    for op in ops:
+        const = constant_value(op)
+        if const is not None:
+            env[op.results[0]] = const
+            continue
+        assert isinstance(op, StructuredOpInterface)
+        for r, array in zip(op.results, op.evaluate(*(env[v] for v in op.operands)), strict=True):
+            env[r] = array
+
+
+def _through_partials(op: Operation, x: np.ndarray[Any, Any], cuts: int) -> np.ndarray[Any, Any]:
+    """``op`` on ``x`` computed as Dask does across chunks: the partial ops on each chunk of
+    ``x`` (cut along its first reduced axis), the same ops on the partials concatenated
+    there, the finalize ops, and the reduced dims dropped as the op drops them."""
+    from xdsl.ir import Block
+
+    assert isinstance(op, StructuredOpInterface)
+    reduced = [
+        axis
+        for axis, loop in enumerate(map_dims(op.indexing_maps()[0]))
+        if loop is not None and op.iterator_types()[loop] is IteratorType.REDUCTION
+    ]
+
+    def partial(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        block = Block(arg_types=[TensorType(element_of(array.dtype), array.shape)])
+        found = op.partial_ops(list(block.args))
+        assert found is not None
+        ops, value = found
+        env = {block.args[0]: array}
+        _run_ops(ops, env)
+        return env[value]
+
+    axis = reduced[0]
+    chunks = np.array_split(x, cuts, axis=axis)
+    acc = partial(np.concatenate([partial(c) for c in chunks], axis=axis))
+    block = Block(arg_types=[TensorType(element_of(acc.dtype), acc.shape)])
+    count = int(np.prod([x.shape[a] for a in reduced]))
+    ops, value = op.finalize_ops(block.args[0], count)
+    env = {block.args[0]: acc}
+    _run_ops(ops, env)
+    return env[value].reshape(tensor_shape(op.results[0]))
+
+
+@pytest.mark.parametrize(
+    "op_class", [op for op in OPS if issubclass(op, ReductionOp)], ids=lambda c: c.name
+)
+@pytest.mark.parametrize("element", [F16, F32, F64], ids=str)
+def test_partial_ops_combine_across_chunks(op_class: type[Operation], element: Attribute) -> None:
+    """A reduction's partial ops on chunks, combined by the same ops and finalized, give
+    the op's result: the tree reductions of tdsl.dask rely on it."""
+    sample = _samples(op_class)
+    assert sample is not None
+    rng = np.random.default_rng(5)
+    for op in sample(element):
+        assert isinstance(op, StructuredOpInterface)
+        (x,) = _inputs(op, rng)
+        (want,) = op.evaluate(x)
+        for cuts in (1, 2, 3):
+            got = _through_partials(op, x, cuts)
+            assert got.dtype == want.dtype and got.shape == want.shape
+            tol = _tolerance(op)
+            np.testing.assert_allclose(
+                got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol
+            )
+
+
+def test_a_float16_mean_accumulates_in_float32_across_chunks() -> None:
+    from xdsl.ir import Block
+
+    block = Block(arg_types=[TensorType(F16, (3,))])
+    op = td.MeanOp(block.args[0])
+    x = np.array([60000, 60000, 1], dtype=np.float16)
+    assert _through_partials(op, x, 3) == np.float16(40000)
+
+
+def test_the_mean_of_nothing_is_nan_through_partials() -> None:
+    from xdsl.ir import Block
+
+    block = Block(arg_types=[TensorType(F32, (2, 0))])
+    op = td.MeanOp(block.args[0], 1)
+    got = _through_partials(op, np.zeros((2, 0), np.float32), 1)
+    assert got.dtype == np.float32 and np.isnan(got).all() and got.shape == (2,)

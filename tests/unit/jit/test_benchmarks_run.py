@@ -47,3 +47,12 @@ def test_benchmark_runs_on_tiny_sizes() -> None:
     assert [row["ops"] for row in data["compile_scaling"]] == [
         bench.scaling_ops(row["terms"]) for row in data["compile_scaling"]
     ]
+    if importlib.util.find_spec("dask") is not None:
+        # tdsl on Dask against plain dask.array: every workload, both chunkings, both measured
+        assert {(row["workload"], row["chunking"]) for row in data["dask"]} == {
+            (w, c) for w in ("ew", "softmax", "sumexp", "mlp") for c in ("blocks", "rows")
+        }
+        assert "tdsl on Dask: softmax(X) 48x48 f32, chunks 16x16 (blocks)" in text
+        for row in data["dask"]:
+            assert row["tdsl"]["median_s"] > 0 and row["dask"]["median_s"] > 0
+            assert row["tdsl_peak_rss_bytes"] >= 0 and row["dask_peak_rss_bytes"] >= 0

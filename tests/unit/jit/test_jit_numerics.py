@@ -266,3 +266,24 @@ def test_layernorm_of_a_vector(budget: int, matches: Any) -> None:
     x = np.random.default_rng(2).uniform(-2, 2, 7)
     want = (x - x.mean()) / np.sqrt(x.var() + 1e-5)
     matches(JITTensorKernel(memory_budget=budget, threads=1)("layernorm(x)", x=x), want)
+
+
+@pytest.mark.parametrize(
+    ("expr", "ref"),
+    [
+        ("transpose(relu(A)) + -s + B", lambda A, s, B: np.maximum(A, 0).T - s + B),
+        ("transpose(exp(A)) * exp(s) + B", lambda A, s, B: np.exp(A).T * np.exp(s) + B),
+        ("transpose(exp(A)) + exp(B) * s", lambda A, s, B: np.exp(A).T + np.exp(B) * s),
+    ],
+)
+@pytest.mark.parametrize("shape", [(1, 1), (3, 4)])
+def test_a_view_keeps_its_buffer_alive(
+    expr: str, ref: Callable[..., Array], shape: tuple[int, int], matches: Any
+) -> None:
+    """The buffer behind a transposed view is neither reused nor written in place while
+    the view is live (it was: the scratch of ``neg(s)`` overwrote ``relu(A)``)."""
+    rng = np.random.default_rng(8)
+    A = rng.uniform(-2, 2, shape)
+    B = rng.uniform(-2, 2, shape[::-1])
+    s = np.float64(0.5)
+    matches(JITTensorKernel(threads=1)(expr, A=A, s=s, B=B), ref(A, s, B))

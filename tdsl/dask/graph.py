@@ -1,0 +1,267 @@
+"""Building the Dask graph of a compiled kernel called with Dask arrays.
+
+:func:`call_dask` checks the arguments as the NumPy call path does, asks the
+kernel's fusion report for its groups (in a valid order) and plans each with
+:func:`tdsl.dask.plan.plan_group` over the chunks of the arrays it reads.
+Each :class:`~tdsl.dask.plan.Step` becomes one layer of tasks, one per block
+of its grid, each ``run_block(KernelSpec, *blocks)``; each
+:class:`~tdsl.dask.plan.Reduction` becomes :func:`dask.array.reduction` over
+the partials a step made, whose combine and aggregate steps are tdsl kernels
+too.  Inputs are rechunked with Dask's own ``rechunk`` where a group needs
+other chunks, NumPy inputs enter through ``da.from_array``, and a result is an
+ordinary lazy ``dask.array.Array``.  Layer names start with ``tdsl_`` and the
+group (``tdsl_g0``, ``tdsl_g1_pass3``, ``tdsl_g1_pass1_max-aggregate``), which
+is how the dashboard and ``key_split`` name the tasks.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import operator
+from collections.abc import Sequence
+from typing import Any, cast
+
+import dask.array
+import dask.highlevelgraph
+import numpy as np
+from dask.base import tokenize
+from xdsl.dialects.func import ReturnOp
+from xdsl.ir import Operation, SSAValue
+
+from tdsl.dask.plan import Chunks, GroupPlan, Made, Read, Reduction, Step, plan_group
+from tdsl.dask.tasks import KernelSpec, combine_blocks, pass_block, run_block
+from tdsl.dialects.structured import constant_value, numpy_dtype
+from tdsl.errors import TdslCallError, TdslError
+from tdsl.jit.calls import convert_argument
+from tdsl.jit.kernel import ELEMENT_NAMES, ArgSpec, CompiledKernel, type_str
+from tdsl.jit.options import JitOptions
+from tdsl.jit.pipeline import COMPILE_LOCK
+from tdsl.lowering.fusion_analysis import FusionGroup
+
+# Dask's annotations are partial: its modules and arrays are handled as Any here.
+da: Any = dask.array
+HighLevelGraph: Any = dask.highlevelgraph.HighLevelGraph
+DaskArray = Any
+"""A ``dask.array.Array``."""
+Array = np.ndarray[Any, Any]
+
+
+def chunk_options(options: JitOptions) -> JitOptions:
+    """The options the kernels of tasks compile with: the kernel's budget and tile cap, one
+    thread (the scheduler runs tasks in parallel); explicit tile sizes, which name the
+    iteration dims of the whole kernel's groups, are not carried over."""
+    return JitOptions(options.memory_budget, options.tile_size, (), 1)
+
+
+def _describe(value: DaskArray) -> str:
+    """``a Dask array of f32[4, 8]`` (``?`` for an unknown extent)."""
+    dtype = cast(np.dtype[Any], value.dtype)
+    name = ELEMENT_NAMES.get(dtype.name, dtype.str)
+    dims = ", ".join("?" if d != d else str(int(d)) for d in cast(tuple[float, ...], value.shape))
+    return f"a Dask array of {name}[{dims}]"
+
+
+def _check_dask(kernel: CompiledKernel, spec: ArgSpec, value: DaskArray) -> DaskArray:
+    where = f"argument `{spec.name}` of kernel `{kernel.name}`"
+    if spec.weak:
+        raise TdslCallError(f"{where} is a weak scalar: expected {spec.expected}, got a Dask array")
+    expected = type_str(spec.dtype, spec.shape)
+    if any(d != d for d in cast(tuple[float, ...], value.shape)):
+        raise TdslCallError(
+            f"{where} has unknown chunk sizes ({_describe(value)}): call "
+            "`.compute_chunk_sizes()` first"
+        )
+    if tuple(value.shape) != spec.shape:
+        raise TdslCallError(
+            f"{where} has the wrong shape: expected {expected}, got {_describe(value)}"
+        )
+    if value.dtype != spec.dtype:
+        raise TdslCallError(
+            f"{where} has the wrong dtype: expected {expected}, got {_describe(value)}"
+        )
+    return value
+
+
+class _Graph:
+    """The Dask arrays of a kernel's values, built group by group."""
+
+    def __init__(self, kernel: CompiledKernel) -> None:
+        self.kernel = kernel
+        self.options = chunk_options(kernel.options)
+        self.env: dict[SSAValue, DaskArray] = {}
+        """The Dask array of each value computed or given as one."""
+        self.held: dict[SSAValue, Array] = {}
+        """NumPy arrays (inputs, constants), chunked where they are read."""
+        self.partials: dict[SSAValue, DaskArray] = {}
+        self._rechunked: dict[tuple[SSAValue, Chunks], DaskArray] = {}
+
+    # -- values -----------------------------------------------------------------
+
+    def chunks_of(self, value: SSAValue) -> Chunks | None:
+        found = self.env.get(value)
+        return None if found is None else found.chunks
+
+    def array(self, value: SSAValue, chunks: Chunks) -> DaskArray:
+        """``value`` as a Dask array of ``chunks`` (rechunked, or a NumPy array chunked)."""
+        key = (value, chunks)
+        found = self._rechunked.get(key)
+        if found is None:
+            if value in self.env:
+                found = self.env[value]
+                if found.chunks != chunks:
+                    found = found.rechunk(chunks)
+            else:
+                found = da.from_array(self.held[value], chunks=chunks)
+            self._rechunked[key] = found
+        return found
+
+    def result(self, value: SSAValue) -> DaskArray:
+        if value in self.env:
+            return self.env[value]
+        held = self.held[value]
+        return da.from_array(held, chunks=held.shape)
+
+    # -- groups -----------------------------------------------------------------
+
+    def group(self, group: FusionGroup) -> GroupPlan:
+        with COMPILE_LOCK:  # planning builds IR (copies, kernels' text)
+            plan = plan_group(
+                group.name,
+                [*group.constants, *group.ops],
+                group.inputs,
+                group.results,
+                self.chunks_of,
+            )
+        for item in plan.items:
+            if isinstance(item, Step):
+                self.step(item)
+            else:
+                self.reduction(item)
+        return plan
+
+    def step(self, step: Step) -> None:
+        spec = KernelSpec(step.source, self.options)
+        inputs = [self.array(r.value, r.chunks) for r in step.reads]
+        token = tokenize(spec, [a.name for a in inputs], step.grid)
+        name = f"tdsl_{step.name}-{token}"
+        dims = [d for d, _ in step.grid]
+        blocks = [dict(zip(dims, idx, strict=True)) for idx in _grid(step.grid)]
+
+        def args(b: dict[int, int]) -> list[Any]:
+            return [(a.name, *_index(r, b)) for a, r in zip(inputs, step.reads, strict=True)]
+
+        if len(step.made) == 1:
+            (made,) = step.made
+            dsk: dict[Any, Any] = {
+                (name, *_index(made, b)): (run_block, spec, *args(b))
+                for b in blocks
+                if _owns(made, b)
+            }
+            graph = HighLevelGraph.from_collections(name, dsk, dependencies=inputs)
+            self.keep(made, da.Array(graph, name, made.chunks, meta=_meta(made)))
+            return
+        tuples = {(name, *(b[d] for d in dims)): (run_block, spec, *args(b)) for b in blocks}
+        graph = HighLevelGraph.from_collections(name, tuples, dependencies=inputs)
+        layer = da.Array(
+            graph, name, tuple((1,) * n for _, n in step.grid), meta=np.empty((0,) * len(dims))
+        )
+        for i, made in enumerate(step.made):
+            out = f"tdsl_{step.name}_{i}-{token}"
+            picks = {
+                (out, *_index(made, b)): (operator.getitem, (name, *(b[d] for d in dims)), i)
+                for b in blocks
+                if _owns(made, b)
+            }
+            graph = HighLevelGraph.from_collections(out, picks, dependencies=[layer])
+            self.keep(made, da.Array(graph, out, made.chunks, meta=_meta(made)))
+
+    def keep(self, made: Made, array: DaskArray) -> None:
+        if made.partial:
+            self.partials[made.value] = array
+        else:
+            self.env[made.value] = array
+
+    def reduction(self, red: Reduction) -> None:
+        partials = self.partials.pop(red.value)
+        dtype = numpy_dtype(red.value.type)
+        result = da.reduction(
+            partials,
+            chunk=pass_block,
+            combine=functools.partial(combine_blocks, KernelSpec(red.combine, self.options)),
+            aggregate=functools.partial(combine_blocks, KernelSpec(red.aggregate, self.options)),
+            axis=red.axes,
+            keepdims=True,
+            dtype=dtype,
+            concatenate=True,
+            name=f"tdsl_{red.name}",
+            meta=np.empty((0,) * partials.ndim, dtype),
+        )
+        if red.squeeze:
+            result = da.squeeze(result, axis=red.squeeze)
+        assert result.chunks == red.chunks, (result.chunks, red.chunks)
+        self.env[red.value] = result
+
+
+def _grid(grid: Sequence[tuple[int, int]]) -> itertools.product[tuple[int, ...]]:
+    return itertools.product(*(range(n) for _, n in grid))
+
+
+def _index(value: Read | Made, b: dict[int, int]) -> tuple[int, ...]:
+    """The block index of ``value`` in grid block ``b``."""
+    return tuple(0 if d is None else b.get(d, 0) for d in value.dims)
+
+
+def _owns(made: Made, b: dict[int, int]) -> bool:
+    """Whether grid block ``b`` gives ``made``'s block: the first along grid dims it does not
+    run along (every block along them computes the same)."""
+    return all(i == 0 for d, i in b.items() if d not in made.dims)
+
+
+def _meta(made: Made) -> Array:
+    dtype = numpy_dtype(made.value.type)
+    if made.partial:
+        owner = made.value.owner
+        assert isinstance(owner, Operation)
+        from tdsl.lowering.iteration_space import require_structured
+
+        dtype = require_structured(owner).accumulator_dtype()
+    return np.empty((0,) * len(made.chunks), dtype)
+
+
+# ---------------------------------------------------------------------------
+# The entry point
+# ---------------------------------------------------------------------------
+
+
+def call_dask(kernel: CompiledKernel, given: Sequence[Any], out: Any = None) -> Any:
+    """``kernel`` on ``given`` (its arguments in signature order, some Dask arrays): a lazy
+    Dask array, or a tuple of them for several results."""
+    if out is not None:
+        raise TdslCallError(
+            f"`out` of kernel `{kernel.name}` cannot be given with Dask arrays: the result "
+            "is a lazy Dask array; write it with `dask.array.store` (or `.to_zarr`)"
+        )
+    graph = _Graph(kernel)
+    report = kernel.fusion_report
+    (plan,) = report.plans
+    for arg, spec, value in zip(plan.block.args, kernel.args, given, strict=True):
+        if isinstance(value, da.Array):
+            graph.env[arg] = _check_dask(kernel, spec, value)
+        else:
+            graph.held[arg] = convert_argument(kernel, spec, value)
+    for unit in plan.order:
+        if isinstance(unit, FusionGroup):
+            graph.group(unit)
+            continue
+        const = constant_value(unit)
+        if const is None:  # pragma: no cover - tdsl-fuse groups every computing op
+            raise TdslError(f"'{unit.name}' is in no fusion group")
+        graph.held[unit.results[0]] = const
+    term = plan.block.last_op
+    assert isinstance(term, ReturnOp)
+    results = tuple(graph.result(v) for v in term.operands)
+    return results[0] if len(results) == 1 else results
+
+
+__all__ = ["call_dask", "chunk_options"]

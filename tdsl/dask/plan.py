@@ -1,0 +1,594 @@
+"""Planning a fusion group over chunked arrays: the steps and reductions of its Dask graph.
+
+This module knows nothing of Dask: it turns one fusion group (the ops
+``tdsl-fuse`` put together, with their :class:`~tdsl.dialects.kernel_plan.GroupBody`)
+and the chunks of the values it reads into a list of :class:`Step` and
+:class:`Reduction` items, which :mod:`tdsl.dask.graph` turns into Dask layers.
+
+Chunks are tiles
+----------------
+
+The chunks of the group's inputs give each space dim of the group a chunking
+(:func:`choose_chunks`: along each dim, the chunks of the largest input that
+runs along it; the other inputs are rechunked to match).  A dim cut into
+several chunks is *cut*; a chunk of the group's space is then exactly a tile
+of ``tdsl-tile``'s model, and :func:`tdsl.dialects.kernel_plan.schedule`
+says what runs when, with the cut dims as the tiled ones:
+
+* a **stage** becomes one task per chunk of the cut parallel dims: a blockwise
+  map, each task a tdsl kernel compiled for its chunk's shape;
+* a **pass** becomes one task per chunk of the cut parallel and reduction dims;
+  an op accumulating over the cut reduction dims computes its *partial* there
+  (:meth:`~tdsl.dialects.structured.StructuredOpInterface.partial_ops`), and a
+  :class:`Reduction` combines the partials across chunks with a tree of tdsl
+  kernels (the same ops on concatenated partials) whose last step also
+  finalizes (:meth:`~tdsl.dialects.structured.StructuredOpInterface.finalize_ops`:
+  a mean divides at the end, a float16 sum accumulates in float32).  Ops of a
+  later pass that need per-chunk values of an earlier one compute them again,
+  as the schedule says, instead of keeping them.
+
+What must be whole is made whole: a dim along which an op reduces without
+partial ops (a matmul's contraction) has one chunk, and the inputs are
+rechunked to it; a matmul's right operand is thus whole along its
+contraction, and chunked along its columns if the group's columns are.
+A row-normalizing op (``softmax``, ``layernorm``, ``log_softmax``) whose rows
+are cut runs as its decomposition (``decompose``), the multi-pass plan: its
+row statistics are reductions across chunks, then a normalizing map.
+
+When the schedule refuses the chunks (a matmul whose result a later pass
+would need again, an op that keeps one cut reduction dim while accumulating
+over another), the group is planned in *parts*: the longest prefix of its ops
+(program order) that schedules, then the rest; the values between parts are
+chunked Dask arrays, never whole ones.  A single op that still cannot run
+takes its reduction dims whole, and failing that its whole space.
+
+Each step's kernel is the step's ops as a ``func.func`` of tensordsl IR, typed
+for the first chunk; :meth:`tdsl.jit.JITTensorKernel.compile_ir` re-types it for
+each chunk's shape.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+
+from tdsl.dialects.kernel_plan import Dims, GroupBody, PlanError, TileSchedule, schedule
+from tdsl.dialects.structured import (
+    IteratorType,
+    constant_value,
+    element_type,
+    map_dims,
+    structured,
+    tensor_shape,
+)
+from tdsl.lowering.iteration_space import Inconsistent, analyze, require_structured
+from tdsl.lowering.tile import decomposed_copy
+
+Chunks = tuple[tuple[int, ...], ...]
+"""Per axis of an array, the sizes of its chunks (Dask's ``.chunks``)."""
+
+ChunksOf = Callable[[SSAValue], Chunks | None]
+"""The chunks of a value the group reads (None: an in-memory array, chunked as needed)."""
+
+
+@dataclass(frozen=True)
+class Read:
+    """A value a step's kernel takes, block by block."""
+
+    value: SSAValue
+    """The value read (a group input, or a value an earlier step or reduction made)."""
+    dims: Dims
+    """Per axis: the space dim whose block index selects the block (None: extent 1)."""
+    chunks: Chunks
+    """The chunks the value must have for this read (it is rechunked if it has others)."""
+
+
+@dataclass(frozen=True)
+class Made:
+    """A value a step's kernel returns, block by block: a value, or an op's partials."""
+
+    value: SSAValue
+    """The value; for partials, the result of the accumulating op."""
+    dims: Dims
+    """Per axis: the space dim whose block index places the block (None: one block)."""
+    chunks: Chunks
+    partial: bool = False
+    """Partial results of ``value``'s op, one per block of its reduced dims (extent 1)."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One layer of tasks: a tdsl kernel run on every block of a grid of space dims."""
+
+    name: str
+    """``g0``, ``g1_pass1``, ``g2.0_stage0``: the group, and the step of its schedule."""
+    grid: tuple[tuple[int, int], ...]
+    """(space dim, number of blocks) per cut dim the step iterates, outermost first."""
+    source: str
+    """The kernel: a ``func.func @main`` of tensordsl IR, typed for the first block."""
+    reads: tuple[Read, ...]
+    """The kernel's arguments, in order."""
+    made: tuple[Made, ...]
+    """The kernel's results, in order."""
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """A tree reduction of an op's partials across the blocks of its cut reduction dims."""
+
+    name: str
+    """``g1_pass1_max``: the group, the pass and the op."""
+    value: SSAValue
+    """The accumulating op's result, final after the reduction."""
+    axes: tuple[int, ...]
+    """The axes of the partials combined across blocks."""
+    combine: str
+    """A kernel combining concatenated partials (tensordsl IR)."""
+    aggregate: str
+    """A kernel combining the last partials and computing the result from them."""
+    squeeze: tuple[int, ...]
+    """Axes of extent 1 the op's result does not have (dropped at the end)."""
+    chunks: Chunks
+    """The chunks of the result."""
+
+
+Item = Step | Reduction
+
+
+@dataclass
+class GroupPlan:
+    """The steps and reductions of a group, in order; what it produces."""
+
+    name: str
+    items: list[Item] = field(default_factory=list[Item])
+    produced: dict[SSAValue, Chunks] = field(default_factory=dict[SSAValue, Chunks])
+    """Every value an item produces (the group's results among them), with its chunks."""
+    decomposed: bool = False
+    """Whether row-normalizing ops run as their decomposition (their rows are cut)."""
+    parts: int = 1
+
+
+# ---------------------------------------------------------------------------
+# Chunks of the space dims
+# ---------------------------------------------------------------------------
+
+
+def _is_computed(body: GroupBody, value: SSAValue) -> bool:
+    return body.producer(value) is not None
+
+
+def choose_chunks(
+    body: GroupBody, chunks_of: ChunksOf, whole: frozenset[int] = frozenset()
+) -> list[tuple[int, ...]]:
+    """The chunks of each space dim of ``body``: along each dim, those of the largest
+    chunked input running along it (the first of equals, in program order); one chunk
+    along dims no chunked input runs along and along the dims of ``whole``."""
+    best: dict[int, tuple[int, tuple[int, ...]]] = {}
+    for (op, i), dims in body.reads.items():
+        value = op.operands[i]
+        if _is_computed(body, value) or value in body.constants:
+            continue
+        known = chunks_of(value)
+        if known is None:
+            continue
+        size = math.prod(tensor_shape(value))
+        for axis, d in enumerate(dims):
+            if d is not None and (d not in best or size > best[d][0]):
+                best[d] = (size, known[axis])
+    return [
+        best[d][1] if d in best and d not in whole else (extent,)
+        for d, extent in enumerate(body.extents)
+    ]
+
+
+def _reduced_axes(op: Operation) -> tuple[int, ...]:
+    """The axes of ``op``'s first operand that it reduces."""
+    s = require_structured(op)
+    kinds = s.iterator_types()
+    return tuple(
+        axis
+        for axis, loop in enumerate(map_dims(s.indexing_maps()[0]))
+        if loop is not None and kinds[loop] is IteratorType.REDUCTION
+    )
+
+
+def _has_partials(op: Operation) -> bool:
+    """Whether ``op`` gives partial ops (asked on a scratch block of its operand types)."""
+    s = require_structured(op)
+    scratch = Block(arg_types=[v.type for v in op.operands])
+    return s.partial_ops(list(scratch.args)) is not None
+
+
+def must_be_whole(body: GroupBody) -> frozenset[int]:
+    """Space dims that take one chunk: reduced by an op without partial ops (a matmul's
+    contraction)."""
+    whole: set[int] = set()
+    for op in body.ops:
+        s = require_structured(op)
+        kinds = s.iterator_types()
+        reduced = [
+            d
+            for d, kind in zip(body.loop_dims(op), kinds, strict=True)
+            if d is not None and kind is IteratorType.REDUCTION
+        ]
+        if reduced and not _has_partials(op):
+            whole.update(reduced)
+    return frozenset(whole)
+
+
+def _cuts_a_row(body: GroupBody, chunks: Sequence[tuple[int, ...]]) -> bool:
+    """Whether a row-normalizing op of ``body`` has its normalized dim cut."""
+    for op in body.ops:
+        kinds = require_structured(op).iterator_types()
+        for d, kind in zip(body.loop_dims(op), kinds, strict=True):
+            if kind is IteratorType.NORMALIZE and d is not None and len(chunks[d]) > 1:
+                return True
+    return False
+
+
+# ---------------------------------------------------------------------------
+# Kernels of steps
+# ---------------------------------------------------------------------------
+
+
+def _block_shape(value: SSAValue, dims: Dims, chunks: Sequence[tuple[int, ...]]) -> list[int]:
+    """The shape of ``value``'s first block."""
+    return [
+        extent if d is None else (chunks[d][0] if chunks[d] else 0)
+        for extent, d in zip(tensor_shape(value), dims, strict=True)
+    ]
+
+
+def _module_text(block: Block, results: Sequence[SSAValue]) -> str:
+    block.add_op(ReturnOp(*results))
+    main = FuncOp("main", ([a.type for a in block.args], [v.type for v in results]), Region(block))
+    module = ModuleOp([main])
+    module.verify()
+    return str(module)
+
+
+def _reduction_kernel(op: Operation, shape: Sequence[int], count: int | None) -> str:
+    """``op``'s partial ops on concatenated partials of ``shape``, then (with a ``count``)
+    its finalize ops."""
+    s = require_structured(op)
+    block = Block(arg_types=[TensorType(element_type(_acc_type(op)), shape)])
+    found = s.partial_ops([block.args[0]])
+    assert found is not None
+    ops, value = found
+    for new in ops:
+        block.add_op(new)
+    if count is not None:
+        final_ops, value = s.finalize_ops(value, count)
+        for new in final_ops:
+            block.add_op(new)
+    return _module_text(block, [value])
+
+
+def _acc_type(op: Operation) -> TensorType:
+    """The type of ``op``'s partial of its whole operand."""
+    s = require_structured(op)
+    scratch = Block(arg_types=[v.type for v in op.operands])
+    found = s.partial_ops(list(scratch.args))
+    assert found is not None
+    t = found[1].type
+    assert isinstance(t, TensorType)
+    return t  # pyright: ignore[reportUnknownVariableType]
+
+
+# ---------------------------------------------------------------------------
+# Parts
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Part:
+    ops: list[Operation]
+    """Computing ops and the constants they use, program order."""
+    inputs: list[SSAValue]
+    outputs: list[SSAValue]
+    body: GroupBody
+    chunks: list[tuple[int, ...]]
+    sched: TileSchedule
+
+
+class _Planner:
+    """Plans one group; see the module docstring."""
+
+    def __init__(
+        self,
+        name: str,
+        ops: Sequence[Operation],
+        inputs: Sequence[SSAValue],
+        results: Sequence[SSAValue],
+        chunks_of: ChunksOf,
+    ) -> None:
+        self.plan = GroupPlan(name)
+        self.outer_chunks = chunks_of
+        self.ops: list[Operation] = list(ops)
+        self.inputs: list[SSAValue] = list(inputs)
+        self.results: list[SSAValue] = list(results)
+        self.alias: dict[SSAValue, SSAValue] = {}
+        """Values of a decomposed copy -> the group's values they stand for."""
+
+    def key(self, value: SSAValue) -> SSAValue:
+        """The value as the graph knows it (a copy's input or result: the original)."""
+        return self.alias.get(value, value)
+
+    def chunks_of(self, value: SSAValue) -> Chunks | None:
+        value = self.key(value)
+        if value in self.plan.produced:
+            return self.plan.produced[value]
+        return self.outer_chunks(value)
+
+    # -- the group ---------------------------------------------------------------
+
+    def run(self) -> GroupPlan:
+        body = analyze(self.ops, self.results, self.inputs)
+        if isinstance(body, Inconsistent):  # pragma: no cover - tdsl-fuse formed the group
+            raise PlanError(body.reason)
+        chunks = choose_chunks(body, self.chunks_of, must_be_whole(body))
+        if _cuts_a_row(body, chunks):
+            copy = decomposed_copy(self.ops, self.results, self.inputs)
+            if copy is not None:
+                ops, outputs, args = copy
+                self.alias.update(zip(args, self.inputs, strict=True))
+                self.alias.update(zip(outputs, self.results, strict=True))
+                self.ops, self.results, self.inputs = list(ops), list(outputs), list(args)
+                self.plan.decomposed = True
+        parts = self.split()
+        self.plan.parts = len(parts)
+        for index, part in enumerate(parts):
+            label = self.plan.name if len(parts) == 1 else f"{self.plan.name}.{index}"
+            self.emit(part, label)
+        return self.plan
+
+    def split(self) -> list[_Part]:
+        """The group's ops as parts that each schedule (see the module docstring)."""
+        compute = [op for op in self.ops if constant_value(op) is None]
+        parts: list[_Part] = []
+        start = 0
+        while start < len(compute):
+            found: _Part | None = None
+            stop = len(compute)
+            while stop > start:
+                found = self.part(compute[start:stop], compute[stop:])
+                if found is not None:
+                    break
+                stop -= 1
+            if found is None:  # one op that cannot run over its chunks: make dims whole
+                rest = compute[start + 1 :]
+                found = self.part(compute[start : start + 1], rest, reductions_whole=True)
+                found = found or self.part(compute[start : start + 1], rest, all_whole=True)
+                assert found is not None, f"cannot plan '{compute[start].name}' over one chunk"
+                stop = start + 1
+            parts.append(found)
+            # later parts read this one's outputs with the chunks it gives them
+            for v in found.outputs:
+                self.plan.produced[self.key(v)] = self._chunks(found, v, found.body.dims[v])
+            start = stop
+        return parts
+
+    def part(
+        self,
+        seq: Sequence[Operation],
+        later: Sequence[Operation],
+        reductions_whole: bool = False,
+        all_whole: bool = False,
+    ) -> _Part | None:
+        """``seq`` as one part, scheduled over its chunks, or None if it cannot be."""
+        inside = set(seq)
+        after = set(later)
+        defined = {r for op in seq for r in op.results}
+        results = set(self.results)
+        outputs: list[SSAValue] = [
+            r
+            for op in seq
+            for r in op.results
+            if r in results or any(u.operation in after for u in r.uses)
+        ]
+        constants = [
+            op
+            for op in self.ops
+            if constant_value(op) is not None
+            and any(u.operation in inside for r in op.results for u in r.uses)
+        ]
+        const_values = {r for op in constants for r in op.results}
+        inputs = list(
+            dict.fromkeys(
+                v for op in seq for v in op.operands if v not in defined and v not in const_values
+            )
+        )
+        ordered = [op for op in self.ops if op in inside or op in constants]
+        body = analyze(ordered, outputs, inputs)
+        if isinstance(body, Inconsistent):
+            return None
+        whole = set(must_be_whole(body))
+        if reductions_whole:
+            whole.update(d for d in range(body.rank) if body.is_reduction(d))
+        if all_whole:
+            whole.update(range(body.rank))
+        chunks = choose_chunks(body, self.chunks_of, frozenset(whole))
+        tiles = [
+            max(c) if len(c) > 1 else max(1, extent)
+            for c, extent in zip(chunks, body.extents, strict=True)
+        ]
+        try:
+            sched = schedule(body, tiles)
+        except PlanError:
+            return None
+        part = _Part(ordered, inputs, outputs, body, chunks, sched)
+        try:
+            self.check(part)
+        except PlanError:
+            return None
+        return part
+
+    def check(self, part: _Part) -> None:
+        """Raise PlanError if a step would read a per-block value along a dim it does not
+        iterate (the schedule's rules exclude it; this keeps the planner honest)."""
+        reduction = set(part.sched.reduction_loops)
+        for step in part.sched.steps:
+            if step.is_pass:
+                continue
+            for op in step.ops:
+                for i, _ in enumerate(op.operands):
+                    dims = part.body.reads[(op, i)]
+                    if any(d in reduction for d in dims if d is not None):
+                        raise PlanError(f"a stage reads '{op.name}' operand {i} along a cut dim")
+
+    # -- steps of a part -----------------------------------------------------------
+
+    def _chunks(self, part: _Part, value: SSAValue, dims: Dims) -> Chunks:
+        return tuple(
+            (extent,) if d is None else part.chunks[d]
+            for extent, d in zip(tensor_shape(value), dims, strict=True)
+        )
+
+    def emit(self, part: _Part, label: str) -> None:
+        body, sched = part.body, part.sched
+        cut = {d for d, c in enumerate(part.chunks) if len(c) > 1}
+        reduction = set(sched.reduction_loops)
+        steps = sched.steps
+        single = len(steps) == 1 and not steps[0].is_pass
+        # the values each step reads from outside itself
+        external: dict[int, list[tuple[SSAValue, Dims]]] = {}
+        needed: set[SSAValue] = set(part.outputs)
+        for step in steps:
+            inside = {op for op in step.ops if op not in step.accumulating}
+            reads: list[tuple[SSAValue, Dims]] = []
+            for op in step.ops:
+                for i, v in enumerate(op.operands):
+                    p = body.producer(v)
+                    if v in body.constants or (p is not None and p in inside):
+                        continue
+                    if (v, body.reads[(op, i)]) not in reads:
+                        reads.append((v, body.reads[(op, i)]))
+                    if p is not None:
+                        needed.add(v)
+            external[step.index] = reads
+        for step in steps:
+            grid_dims = sorted(cut if step.is_pass else cut - reduction)
+            grid = tuple((d, len(part.chunks[d])) for d in grid_dims)
+            kind = "pass" if step.is_pass else "stage"
+            name = label if single else f"{label}_{kind}{step.index}"
+            made: list[tuple[Made, SSAValue]] = []  # (what, the value in the kernel)
+            block = Block()
+            args: dict[tuple[SSAValue, Dims], SSAValue] = {}
+            taken: list[Read] = []
+            for v, dims in external[step.index]:
+                t = TensorType(element_type(v), _block_shape(v, dims, part.chunks))
+                args[(v, dims)] = block.insert_arg(t, len(block.args))
+                args[(v, dims)].name_hint = f"a{len(taken)}"
+                taken.append(Read(self.key(v), dims, self._chunks(part, v, dims)))
+            inner: dict[SSAValue, SSAValue] = {}
+            for op in step.ops:
+                operands: list[SSAValue] = []
+                for i, v in enumerate(op.operands):
+                    if v in inner:
+                        operands.append(inner[v])
+                    elif v in body.constants:
+                        const = v.owner
+                        assert isinstance(const, Operation)
+                        clone = const.clone()
+                        block.add_op(clone)
+                        inner[v] = clone.results[0]
+                        operands.append(inner[v])
+                    else:
+                        operands.append(args[(v, body.reads[(op, i)])])
+                s = require_structured(op)
+                if op in step.accumulating:
+                    found = s.partial_ops(operands)
+                    assert found is not None, f"'{op.name}' accumulates without partial ops"
+                    new_ops, partial = found
+                    for new in new_ops:
+                        block.add_op(new)
+                    dims = body.reads[(op, 0)]
+                    reduced = set(_reduced_axes(op))
+                    chunks = tuple(
+                        (1,) * (len(part.chunks[d]) if d is not None else 1)
+                        if axis in reduced
+                        else ((1,) if d is None else part.chunks[d])
+                        for axis, d in enumerate(dims)
+                    )
+                    made.append((Made(self.key(op.results[0]), dims, chunks, True), partial))
+                    continue
+                new = s.retyped(operands)
+                block.add_op(new)
+                inner.update(zip(op.results, new.results, strict=True))
+                if sched.step_of[op] != step.index:
+                    continue  # recomputed here: its own step gives it
+                for r in op.results:
+                    if r in needed:
+                        dims = body.dims[r]
+                        value = Made(self.key(r), dims, self._chunks(part, r, dims))
+                        made.append((value, inner[r]))
+                        self.plan.produced[self.key(r)] = value.chunks
+            source = _module_text(block, [v for _, v in made])
+            self.plan.items.append(
+                Step(name, grid, source, tuple(taken), tuple(m for m, _ in made))
+            )
+            for op in step.accumulating:
+                self.plan.items.append(self.reduction(part, op, f"{name}_{_short(op)}"))
+
+    def reduction(self, part: _Part, op: Operation, name: str) -> Reduction:
+        body = part.body
+        dims = body.reads[(op, 0)]
+        reduced = _reduced_axes(op)
+        cut = {d for d, c in enumerate(part.chunks) if len(c) > 1}
+        axes = tuple(axis for axis in reduced if dims[axis] in cut)
+        acc = tensor_shape(_acc_type(op))
+        shape = [2 if axis in axes else extent for axis, extent in enumerate(acc)]
+        count = part.sched.count(op)
+        result = op.results[0]
+        squeeze = reduced if len(tensor_shape(result)) < len(dims) else ()
+        chunks = self._chunks(part, result, body.dims[result])
+        self.plan.produced[self.key(result)] = chunks
+        return Reduction(
+            name,
+            self.key(result),
+            axes,
+            _reduction_kernel(op, shape, None),
+            _reduction_kernel(op, shape, count),
+            squeeze,
+            chunks,
+        )
+
+
+def _short(op: Operation) -> str:
+    return op.name.split(".", 1)[-1]
+
+
+def plan_group(
+    name: str,
+    ops: Sequence[Operation],
+    inputs: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+    chunks_of: ChunksOf,
+) -> GroupPlan:
+    """Plan the group ``name`` (its computing ops and the constants they use, in program
+    order; the values it reads; the values it gives) over the chunks ``chunks_of`` gives
+    its inputs.  The IR is not changed (decompositions are made on copies)."""
+    for op in ops:
+        if constant_value(op) is None and structured(op) is None:
+            require_structured(op)
+    return _Planner(name, ops, inputs, results, chunks_of).run()
+
+
+__all__ = [
+    "Chunks",
+    "ChunksOf",
+    "GroupPlan",
+    "Item",
+    "Made",
+    "Read",
+    "Reduction",
+    "Step",
+    "choose_chunks",
+    "must_be_whole",
+    "plan_group",
+]

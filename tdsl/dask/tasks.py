@@ -1,0 +1,106 @@
+"""What a Dask task runs: a tdsl kernel rebuilt from its description, once per process.
+
+A task carries a :class:`KernelSpec` (the kernel's tensordsl IR text and its
+:class:`~tdsl.jit.JitOptions`: plain strings and numbers, pickled as data) and
+the blocks it is given; it compiles the kernel for the blocks' shapes with
+:meth:`~tdsl.jit.JITTensorKernel.compile_ir` through one JIT per process
+(:func:`task_jit`), whose cache makes each distinct (kernel, shapes) compile
+once per worker process, and calls it through the kernel's public call
+interface (which checks the blocks' shapes and dtypes).  No code object and no
+compiled kernel ever travels: a worker process imports this module and builds
+its own.  This module imports NumPy and ``tdsl.jit`` only, not Dask.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tdsl.jit import CacheInfo, CompiledKernel, JitOptions, JITTensorKernel
+
+TASK_CACHE_SIZE = 4096
+"""Kernels the per-process JIT of the tasks keeps (one per step and distinct chunk shape)."""
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """A kernel as a task carries it: tensordsl IR text and the options it compiles with.
+
+    The text is a ``func.func @main`` typed for one chunk; :meth:`kernel` re-types it
+    for the shapes of the blocks at hand.
+    """
+
+    source: str
+    options: JitOptions
+
+    def kernel(self, shapes: tuple[tuple[int, ...], ...]) -> CompiledKernel:
+        """The kernel for arguments of ``shapes``, compiled on this process's first use."""
+        return task_jit().compile_ir(self.source, shapes, options=self.options)
+
+
+@dataclass
+class _TaskJit:
+    jit: JITTensorKernel | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_TASKS = _TaskJit()
+
+
+def task_jit() -> JITTensorKernel:
+    """The JIT that compiles the kernels of this process's tasks."""
+    jit = _TASKS.jit
+    if jit is None:
+        with _TASKS.lock:
+            if _TASKS.jit is None:
+                _TASKS.jit = JITTensorKernel(cache_size=TASK_CACHE_SIZE)
+            jit = _TASKS.jit
+    return jit
+
+
+def cache_info() -> CacheInfo:
+    """Hits and misses (compilations) of this process's task kernels."""
+    return task_jit().cache_info()
+
+
+def cache_clear() -> None:
+    """Forget this process's task kernels."""
+    task_jit().cache_clear()
+
+
+Array = np.ndarray[Any, Any]
+
+
+def run_block(spec: KernelSpec, *blocks: Array) -> Any:
+    """Run ``spec``'s kernel on ``blocks``: an array, or a tuple for several results."""
+    kernel = spec.kernel(tuple(block.shape for block in blocks))
+    return kernel(*blocks)
+
+
+def pass_block(x: Array, axis: object = None, keepdims: object = None) -> Array:
+    """The per-chunk step of a tree reduction whose partials a step already computed."""
+    return x
+
+
+def combine_blocks(
+    spec: KernelSpec, x: Array, axis: object = None, keepdims: object = None
+) -> Array:
+    """Combine partials concatenated along the reduced axes (Dask passes ``axis`` and
+    ``keepdims``; the kernel knows its axes and keeps them)."""
+    result: Array = run_block(spec, x)
+    return result
+
+
+__all__ = [
+    "TASK_CACHE_SIZE",
+    "KernelSpec",
+    "cache_clear",
+    "cache_info",
+    "combine_blocks",
+    "pass_block",
+    "run_block",
+    "task_jit",
+]

@@ -1,0 +1,282 @@
+"""Compiled kernels called with Dask arrays, on the threaded scheduler.
+
+Results are compared with NumPy; the graph is checked for what the plan
+promises: task names that say which group runs, the multi-pass plan for rows
+cut into chunks (no rechunk), a matmul's contraction made whole, kernels
+compiled once per distinct chunk shape, and tasks that carry kernels as data.
+"""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tdsl import JITTensorKernel, TdslCallError
+from tdsl.dask import tasks
+
+da = pytest.importorskip("dask.array")
+dask = pytest.importorskip("dask")
+key_split = pytest.importorskip("dask.utils").key_split
+
+Array = np.ndarray[Any, Any]
+
+
+@pytest.fixture(autouse=True)
+def threads() -> Iterator[None]:
+    with dask.config.set(scheduler="threads", num_workers=2):
+        yield
+
+
+JIT = JITTensorKernel(memory_budget=64, threads=1)
+
+
+def rand(*shape: int, dtype: Any = np.float64, seed: int = 0) -> Array:
+    return np.random.default_rng(seed + sum(shape)).uniform(-2, 2, shape).astype(dtype)
+
+
+def softmax(x: Array, axis: int = -1) -> Array:
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def layernorm(x: Array) -> Array:
+    mu = x.mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(((x - mu) ** 2).mean(axis=-1, keepdims=True) + 1e-5)
+
+
+A, B, C, S = rand(10, 7, seed=1), rand(10, 7, seed=2), rand(10, 7, seed=3), rand(7, 7, seed=4)
+W, b, v = rand(7, 5, seed=5), rand(5, seed=6), rand(7, seed=7)
+
+CASES: list[tuple[str, dict[str, Array], Callable[[], Any]]] = [
+    ("relu(A) + B * C - A", {"A": A, "B": B, "C": C}, lambda: np.maximum(A, 0) + B * C - A),
+    ("softmax(A)", {"A": A}, lambda: softmax(A)),
+    ("sum(exp(A) * B, axis=1)", {"A": A, "B": B}, lambda: np.sum(np.exp(A) * B, axis=1)),
+    ("mean(A, axis=0)", {"A": A}, lambda: A.mean(axis=0)),
+    ("relu(A @ W + b)", {"A": A, "W": W, "b": b}, lambda: np.maximum(A @ W + b, 0)),
+    ("softmax(A @ W + b)", {"A": A, "W": W, "b": b}, lambda: softmax(A @ W + b)),
+    ("layernorm(A) * v", {"A": A, "v": v}, lambda: layernorm(A) * v),
+    ("log_softmax(A, axis=0)", {"A": A}, lambda: np.log(softmax(A, axis=0))),
+    ("A - max(A, axis=0)", {"A": A}, lambda: A - A.max(axis=0)),
+    ("sum(A)", {"A": A}, lambda: A.sum()),
+    ("S + transpose(S)", {"S": S}, lambda: S + S.T),
+    ("transpose(A) @ B", {"A": A, "B": B}, lambda: A.T @ B),
+]
+
+CHUNKINGS = {"rows": (4, 7), "columns": (10, 3), "both": (3, 2)}
+"""Chunk sizes of the 2-d inputs (uneven last chunks); 1-d inputs take the second."""
+
+
+def chunked(ins: dict[str, Array], chunks: tuple[int, int]) -> dict[str, Any]:
+    return {k: da.from_array(x, chunks=chunks[-x.ndim :]) for k, x in ins.items()}
+
+
+@pytest.mark.parametrize("chunking", sorted(CHUNKINGS))
+@pytest.mark.parametrize(("expr", "ins", "ref"), CASES, ids=[c[0] for c in CASES])
+def test_results_equal_numpy(
+    expr: str, ins: dict[str, Array], ref: Callable[[], Any], chunking: str, matches: Any
+) -> None:
+    result = JIT(expr, **chunked(ins, CHUNKINGS[chunking]))
+    assert isinstance(result, da.Array)
+    want = np.asarray(ref())
+    assert result.shape == want.shape and result.dtype == want.dtype
+    matches(np.asarray(result.compute()), want)
+
+
+def test_numpy_and_dask_inputs_mix(matches: Any) -> None:
+    x = da.from_array(A, chunks=(3, 7))
+    result = JIT("softmax(x @ w + b)", x=x, w=W, b=b)  # weights in memory, rows chunked
+    assert result.chunks == ((3, 3, 3, 1), (5,))
+    matches(result.compute(), softmax(A @ W + b))
+
+
+def test_the_result_is_lazy_until_computed() -> None:
+    expr = "tanh(A) * 3 - B"
+    x = da.from_array(rand(11, 6, seed=11), chunks=(5, 4))
+    y = da.from_array(rand(11, 6, seed=12), chunks=(5, 4))
+    before = tasks.cache_info().misses
+    result = JIT(expr, A=x, B=y)
+    assert tasks.cache_info().misses == before, "no chunk kernel compiles before compute"
+    assert result.chunks == ((5, 5, 1), (4, 2))
+    result.compute()
+    assert tasks.cache_info().misses == before + 4  # (5, 4), (5, 2), (1, 4), (1, 2)
+
+
+def test_each_chunk_shape_compiles_once() -> None:
+    x = da.from_array(rand(9, 9, seed=13), chunks=(4, 4))
+    result = JIT("sigmoid(A) + A", A=x)
+    result.compute()
+    after = tasks.cache_info()
+    result.compute()
+    again = tasks.cache_info()
+    assert again.misses == after.misses and again.hits == after.hits + 9  # 9 chunks
+    assert again.currsize == again.misses, "no kernel was compiled twice"
+
+
+def layer_names(result: Any) -> set[str]:
+    return {key_split(key) for key in dict(result.__dask_graph__())}
+
+
+def tdsl_layers(result: Any) -> set[str]:
+    return {name for name in layer_names(result) if name.startswith("tdsl")}
+
+
+def test_task_names_say_which_group_runs() -> None:
+    whole_rows = JIT("softmax(A) * 2", A=da.from_array(A, chunks=(4, 7)))
+    assert tdsl_layers(whole_rows) == {"tdsl_g0"}
+    cut_rows = JIT("softmax(A) * 2", A=da.from_array(A, chunks=(4, 3)))
+    assert tdsl_layers(cut_rows) == {
+        "tdsl_g0_pass1",  # the row maxima's partials
+        "tdsl_g0_pass1_max",
+        "tdsl_g0_pass1_max-aggregate",
+        "tdsl_g0_pass3",  # sums of exp(x - max)
+        "tdsl_g0_pass3_sum",
+        "tdsl_g0_pass3_sum-aggregate",
+        "tdsl_g0_pass5",  # the normalizing map
+    }
+
+
+def test_rows_cut_into_chunks_run_the_multi_pass_plan_without_rechunking(matches: Any) -> None:
+    x = da.from_array(rand(6, 40, seed=14), chunks=(3, 8))
+    result = JIT("softmax(x)", x=x)
+    assert result.chunks == x.chunks
+    assert not any("rechunk" in name for name in layer_names(result))
+    matches(result.compute(), softmax(x.compute()))
+
+
+def test_only_the_contraction_is_made_whole(matches: Any) -> None:
+    x = da.from_array(A, chunks=(4, 3))
+    w = da.from_array(W, chunks=(3, 2))
+    result = JIT("relu(x @ w + b)", x=x, w=w, b=b)
+    # rows follow x, columns follow w: only the contraction (7) is one chunk
+    assert result.chunks == ((4, 4, 2), (2, 2, 1))
+    graph = dict(result.__dask_graph__())
+    kernels = [k for k in graph if key_split(k) == "tdsl_g0"]
+    assert len(kernels) == 9  # one task per block of rows and columns
+    matches(result.compute(), np.maximum(A @ W + b, 0))
+
+
+def test_softmax_of_a_matmul_with_columns_cut_runs_in_parts(matches: Any) -> None:
+    x = da.from_array(A, chunks=(5, 7))
+    w = da.from_array(W, chunks=(7, 2))
+    result = JIT("softmax(x @ w + b)", x=x, w=w, b=b)
+    names = tdsl_layers(result)
+    # the matmul is never computed twice: the first part keeps it, the second
+    # normalizes its result over column chunks
+    assert {"tdsl_g0.0_pass1", "tdsl_g0.1_pass1", "tdsl_g0.1_pass3"} <= names
+    assert result.chunks == ((5, 5), (2, 2, 1))
+    matches(result.compute(), softmax(A @ W + b))
+
+
+def test_float16_sums_and_means_accumulate_in_float32() -> None:
+    x = np.array([[60000, 1], [60000, 2], [1, 3]], dtype=np.float16)
+    mean = JIT("mean(x, axis=0)", x=da.from_array(x, chunks=(1, 2))).compute()
+    assert mean.dtype == np.float16
+    np.testing.assert_array_equal(mean, np.mean(x, axis=0))  # 40000, not inf
+    y = rand(64, 3, dtype=np.float16, seed=15)
+    total = JIT("sum(y, axis=0)", y=da.from_array(y, chunks=(5, 3))).compute()
+    want = np.sum(y.astype(np.float32), axis=0).astype(np.float16)
+    np.testing.assert_allclose(total.astype(np.float32), want.astype(np.float32), rtol=1e-3)
+
+
+def test_scalars_and_zero_d_arrays() -> None:
+    x = da.from_array(A, chunks=(4, 4))
+    np.testing.assert_allclose(JIT("x * s + 1", x=x, s=2.5).compute(), A * 2.5 + 1)
+    np.testing.assert_allclose(JIT("x * s", x=x, s=np.float64(3)).compute(), A * 3)
+    zero_d = da.from_array(np.array(4.0))
+    np.testing.assert_allclose(JIT("x - s", x=x, s=zero_d).compute(), A - 4.0)
+    total = JIT("sum(x)", x=x)
+    assert total.shape == () and total.chunks == ()
+    np.testing.assert_allclose(total.compute(), A.sum())
+
+
+def test_a_program_with_several_results() -> None:
+    program = textwrap.dedent(
+        """\
+        def stats(x: f64[10, 7]):
+            p = softmax(x)
+            return p, sum(p * x, axis=0), x
+        """
+    )
+    kernel = JIT.compile(program)
+    x = da.from_array(A, chunks=(3, 7))
+    p, weighted, same = kernel(x)
+    assert same is x
+    np.testing.assert_allclose(p.compute(), softmax(A))
+    np.testing.assert_allclose(weighted.compute(), np.sum(softmax(A) * A, axis=0))
+
+
+def test_compute_persist_store_and_optimize_work(matches: Any) -> None:
+    x = da.from_array(A, chunks=(4, 3))
+    result = JIT("sum(exp(x) * x, axis=1)", x=x)
+    want = np.sum(np.exp(A) * A, axis=1)
+    (optimized,) = dask.optimize(result)
+    matches(optimized.compute(), want)
+    persisted = result.persist()
+    matches(persisted.compute(), want)
+    target = np.zeros_like(want)
+    da.store(result, target)  # written chunk by chunk, as out of core
+    matches(target, want)
+
+
+def test_tasks_carry_kernels_as_data() -> None:
+    x = da.from_array(A, chunks=(4, 3))
+    result = JIT("softmax(x) + mean(x, axis=0)", x=x)
+    graph = dict(result.__dask_graph__())
+    specs: list[tasks.KernelSpec] = []
+
+    def visit(value: Any) -> None:
+        if isinstance(value, tasks.KernelSpec):
+            specs.append(value)
+        elif isinstance(value, tuple | list):
+            for item in value:
+                visit(item)
+        elif hasattr(value, "args") and hasattr(value, "func"):  # partial, dask Task
+            visit(value.func)
+            visit(list(value.args))
+            visit(list(getattr(value, "keywords", {}).values()))
+
+    for task in graph.values():
+        visit(task)
+    assert specs and all(type(s.source) is str and "func.func @main" in s.source for s in specs)
+    # the standard pickle, which cannot pickle the generated kernels' code: the graph
+    # holds none, only data and functions importable by name
+    blob = pickle.dumps(graph)
+    assert b"CompiledKernel" not in blob
+    rebuilt = pickle.loads(blob)
+    assert set(rebuilt) == set(graph)
+
+
+def test_bad_arguments_are_call_errors() -> None:
+    kernel = JIT.compile("relu(x) * s", {"x": (10, 7)}, {"x": "f64", "s": float})
+    x = da.from_array(A, chunks=4)
+    with pytest.raises(TdslCallError, match=r"wrong shape: expected f64\[10, 7\], got a Dask"):
+        kernel(x[:5], 1.0)
+    with pytest.raises(TdslCallError, match=r"wrong dtype: expected f64\[10, 7\], got a Dask"):
+        kernel(x.astype(np.float32), 1.0)
+    with pytest.raises(TdslCallError, match="weak scalar"):
+        kernel(x, da.from_array(np.array(1.0)))
+    with pytest.raises(TdslCallError, match="cannot be given with Dask arrays"):
+        kernel(x, 1.0, out=np.empty((10, 7)))
+    with pytest.raises(TdslCallError, match="unknown chunk sizes"):
+        kernel(x[x[:, 0] > 0], 1.0)
+    with pytest.raises(TdslCallError, match="unknown chunk sizes"):
+        JIT("relu(x)", x=x[x[:, 0] > 0])
+    with pytest.raises(TdslCallError, match="missing argument `s`"):
+        kernel(x)
+
+
+def test_import_tdsl_never_imports_dask() -> None:
+    code = (
+        "import sys, numpy as np, tdsl, tdsl.jit\n"
+        "tdsl.jit.jit_tensor('relu(A) + B', A=np.ones(4), B=np.ones(4))\n"
+        "print(sorted(m for m in sys.modules if m == 'dask' or m.startswith('dask.')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

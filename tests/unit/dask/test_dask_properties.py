@@ -1,0 +1,35 @@
+"""Random programs over random chunkings: ``.compute()`` on the threaded scheduler equals NumPy.
+
+The programs and chunkings are those of ``chunked_expressions.py`` (extents up
+to 5); the budgets 16 and 1e6 group the ops differently.
+"""
+
+from __future__ import annotations
+
+import pytest
+from chunked_expressions import check, chunked, compute_case, inputs_for
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from random_expressions import cases
+
+from tdsl import JITTensorKernel
+
+dask = pytest.importorskip("dask")
+
+JITS = {budget: JITTensorKernel(memory_budget=budget, threads=1) for budget in (16, 1_000_000)}
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+@given(st.data(), st.sampled_from(sorted(JITS)), st.integers(0, 2**16))
+def test_random_programs_over_random_chunks_equal_numpy(
+    data: st.DataObject, budget: int, seed: int
+) -> None:
+    case = data.draw(cases(dtypes=("f32", "f64"), max_dim=5))
+    chunks = data.draw(chunked(case))
+    arrays, given_values = inputs_for(case, chunks, seed)
+    got = compute_case(JITS[budget], case, given_values, scheduler="threads", num_workers=2)
+    check(case, arrays, got)

@@ -1,0 +1,80 @@
+"""Compiling tensordsl IR text (``JITTensorKernel.compile_ir``), re-typed for other shapes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tdsl.errors import TdslIRError, TdslTypeError
+from tdsl.jit import JitOptions, JITTensorKernel
+
+IR = """\
+builtin.module {
+  func.func @main(%x: tensor<4x6xf32>, %w: tensor<6x3xf32>) -> (tensor<4x3xf32>, tensor<4xf32>) {
+    %0 = tensordsl.matmul %x, %w : (tensor<4x6xf32>, tensor<6x3xf32>) -> tensor<4x3xf32>
+    %1 = tensordsl.softmax %0 : tensor<4x3xf32>
+    %2 = tensordsl.constant dense<2.000000e+00> : tensor<f32>
+    %3 = tensordsl.mul %x, %2 : (tensor<4x6xf32>, tensor<f32>) -> tensor<4x6xf32>
+    %4 = tensordsl.mean %3 axis = 1 : tensor<4x6xf32> -> tensor<4xf32>
+    func.return %1, %4 : tensor<4x3xf32>, tensor<4xf32>
+  }
+}
+"""
+
+
+def reference(x: np.ndarray[Any, Any], w: np.ndarray[Any, Any]) -> tuple[Any, Any]:
+    h = x @ w
+    e = np.exp(h - h.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True), np.mean(x * 2, axis=1)
+
+
+@pytest.mark.parametrize("shapes", [None, [(5, 7), (7, 2)], [(1, 1), (1, 9)], [(0, 3), (3, 4)]])
+def test_ir_compiles_for_its_own_and_other_shapes(shapes: Any, matches: Any) -> None:
+    jit = JITTensorKernel(memory_budget=16, threads=1)
+    kernel = jit.compile_ir(IR, shapes)
+    (m, k), (_, n) = shapes or [(4, 6), (6, 3)]
+    assert [a.name for a in kernel.args] == ["x", "w"]
+    assert kernel.results == (((m, n), np.dtype(np.float32)), ((m,), np.dtype(np.float32)))
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    w = rng.standard_normal((k, n)).astype(np.float32)
+    with np.errstate(invalid="ignore"):  # the mean of an empty row is nan
+        want = reference(x, w)
+        got = kernel(x, w)
+    for g, r in zip(got, want, strict=True):
+        matches(g, r)
+
+
+def test_compile_ir_is_cached_on_text_shapes_and_options() -> None:
+    jit = JITTensorKernel(threads=1)
+    first = jit.compile_ir(IR, [(5, 7), (7, 2)])
+    assert jit.compile_ir(IR, [[5, 7], (7, 2)]) is first
+    assert jit.compile_ir(IR, [(5, 7), (7, 3)]) is not first
+    other = jit.compile_ir(IR, [(5, 7), (7, 2)], options=JitOptions(memory_budget=64, threads=1))
+    assert other is not first and other.options.memory_budget == 64
+    assert jit.cache_info().misses == 3 and jit.cache_info().hits == 1
+
+
+def test_unnamed_arguments_are_numbered() -> None:
+    text = IR.replace("%x", "%10").replace("%w", "%11")  # numeric names: no name hints
+    kernel = JITTensorKernel(threads=1).compile_ir(text)
+    assert [a.name for a in kernel.args] == ["a0", "a1"]
+
+
+@pytest.mark.parametrize(
+    ("text", "shapes", "error", "message"),
+    [
+        ("builtin.module {", None, TdslIRError, "does not parse"),
+        ("builtin.module {\n}", None, TdslIRError, "one func.func, got 0"),
+        (IR, [(4, 6)], TdslTypeError, "1 shape(s) for the 2 argument(s) of @main"),
+        (IR, [(4, 6), (5, 3)], TdslTypeError, "inner dimensions"),
+        (IR, [(6,), (6, 3)], TdslTypeError, "axis 1 is out of range for rank 1"),
+    ],
+)
+def test_bad_ir_and_shapes_are_tdsl_errors(
+    text: str, shapes: Any, error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")):
+        JITTensorKernel(threads=1).compile_ir(text, shapes)
