@@ -47,11 +47,15 @@ DaskArray = Any
 Array = np.ndarray[Any, Any]
 
 
-def chunk_options(options: JitOptions) -> JitOptions:
-    """The options the kernels of tasks compile with: the kernel's budget and tile cap, one
-    thread (the scheduler runs tasks in parallel); explicit tile sizes, which name the
-    iteration dims of the whole kernel's groups, are not carried over."""
-    return JitOptions(options.memory_budget, options.tile_size, (), 1)
+def chunk_options(kernel: CompiledKernel) -> JitOptions:
+    """The options the kernels of ``kernel``'s tasks compile with: its budget and tile cap,
+    one thread (the scheduler runs tasks in parallel), and the target the JIT picked for
+    it (:attr:`~tdsl.jit.CompiledKernel.target`: ``native`` or ``numpy``, never ``auto``,
+    so every chunk runs the code the whole kernel would have run, whatever its size).
+    Explicit tile sizes, which name the iteration dims of the whole kernel's groups, are
+    not carried over."""
+    options = kernel.options
+    return JitOptions(options.memory_budget, options.tile_size, (), 1, kernel.target)
 
 
 def _describe(value: DaskArray) -> str:
@@ -88,7 +92,7 @@ class _Graph:
 
     def __init__(self, kernel: CompiledKernel) -> None:
         self.kernel = kernel
-        self.options = chunk_options(kernel.options)
+        self.options = chunk_options(kernel)
         self.env: dict[SSAValue, DaskArray] = {}
         """The Dask array of each value computed or given as one."""
         self.held: dict[SSAValue, Array] = {}

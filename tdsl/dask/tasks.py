@@ -1,7 +1,9 @@
 """What a Dask task runs: a tdsl kernel rebuilt from its description, once per process.
 
 A task carries a :class:`KernelSpec` (the kernel's tensordsl IR text and its
-:class:`~tdsl.jit.JitOptions`: plain strings and numbers, pickled as data) and
+:class:`~tdsl.jit.JitOptions`: plain strings and numbers, pickled as data;
+the options name the target, ``native`` or ``numpy``, the JIT picked for the
+whole kernel, :func:`tdsl.dask.graph.chunk_options`) and
 the blocks it is given; it compiles the kernel for the blocks' shapes with
 :meth:`~tdsl.jit.JITTensorKernel.compile_ir` through one JIT per process
 (:func:`task_jit`), whose cache makes each distinct (kernel, shapes) compile
@@ -66,6 +68,18 @@ def cache_info() -> CacheInfo:
     return task_jit().cache_info()
 
 
+def compiled_targets() -> dict[str, int]:
+    """How many of this process's task kernels (those in the cache) run each target
+    (``native``, ``numpy``)."""
+    cache = task_jit()._kernels
+    with cache.lock:
+        kernels = list(cache.data.values())
+    counts: dict[str, int] = {}
+    for kernel in kernels:
+        counts[kernel.target] = counts.get(kernel.target, 0) + 1
+    return counts
+
+
 def cache_clear() -> None:
     """Forget this process's task kernels."""
     task_jit().cache_clear()
@@ -100,6 +114,7 @@ __all__ = [
     "cache_clear",
     "cache_info",
     "combine_blocks",
+    "compiled_targets",
     "pass_block",
     "run_block",
     "task_jit",

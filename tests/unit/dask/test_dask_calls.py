@@ -20,6 +20,7 @@ import pytest
 
 from tdsl import JITTensorKernel, TdslCallError
 from tdsl.dask import tasks
+from tdsl.native.compile import native_unavailable_reason
 
 da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
@@ -229,6 +230,18 @@ def test_tasks_carry_kernels_as_data() -> None:
     x = da.from_array(A, chunks=(4, 3))
     result = JIT("softmax(x) + mean(x, axis=0)", x=x)
     graph = dict(result.__dask_graph__())
+    specs = specs_of(result)
+    assert specs and all(type(s.source) is str and "func.func @main" in s.source for s in specs)
+    # the standard pickle, which cannot pickle the generated kernels' code: the graph
+    # holds none, only data and functions importable by name
+    blob = pickle.dumps(graph)
+    assert b"CompiledKernel" not in blob
+    rebuilt = pickle.loads(blob)
+    assert set(rebuilt) == set(graph)
+
+
+def specs_of(result: Any) -> list[tasks.KernelSpec]:
+    """The kernel specs the tasks of ``result``'s graph carry."""
     specs: list[tasks.KernelSpec] = []
 
     def visit(value: Any) -> None:
@@ -242,15 +255,52 @@ def test_tasks_carry_kernels_as_data() -> None:
             visit(list(value.args))
             visit(list(getattr(value, "keywords", {}).values()))
 
-    for task in graph.values():
+    for task in dict(result.__dask_graph__()).values():
         visit(task)
-    assert specs and all(type(s.source) is str and "func.func @main" in s.source for s in specs)
-    # the standard pickle, which cannot pickle the generated kernels' code: the graph
-    # holds none, only data and functions importable by name
-    blob = pickle.dumps(graph)
-    assert b"CompiledKernel" not in blob
-    rebuilt = pickle.loads(blob)
-    assert set(rebuilt) == set(graph)
+    return specs
+
+
+NATIVE_REASON = native_unavailable_reason()
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "numpy",
+        pytest.param(
+            "native",
+            marks=pytest.mark.skipif(NATIVE_REASON is not None, reason=str(NATIVE_REASON)),
+        ),
+    ],
+)
+def test_tasks_run_the_target_the_jit_picked(target: str, matches: Any) -> None:
+    jit = JITTensorKernel(memory_budget=64, threads=1, target=target)
+    kernel = jit.compile("softmax(x) + mean(x, axis=0)", {"x": (10, 7)}, "f64")
+    assert kernel.target == target
+    result = kernel(da.from_array(A, chunks=(4, 3)))
+    specs = specs_of(result)
+    assert specs and {s.options.target for s in specs} == {target}
+    assert {s.options.threads for s in specs} == {1}  # the scheduler runs tasks in parallel
+    tasks.cache_clear()
+    matches(result.compute(), softmax(A) + A.mean(axis=0))
+    assert set(tasks.compiled_targets()) == {target}
+
+
+@pytest.mark.skipif(NATIVE_REASON is not None, reason=str(NATIVE_REASON))
+def test_auto_picks_once_for_the_whole_kernel() -> None:
+    # 256x256 is native under auto; its 64x64 chunks alone would be numpy (4096 < 16384
+    # elements), but every task runs what the JIT picked for the whole kernel
+    x = rand(256, 256, seed=16)
+    kernel = JITTensorKernel(threads=1, target="auto").compile("exp(x) * 2", {"x": x.shape}, "f64")
+    assert kernel.target == "native"
+    result = kernel(da.from_array(x, chunks=64))
+    assert {s.options.target for s in specs_of(result)} == {"native"}
+    np.testing.assert_allclose(result.compute(), np.exp(x) * 2)
+    small = JITTensorKernel(threads=1, target="auto").compile("exp(x) * 2", {"x": (8, 8)}, "f64")
+    assert small.target == "numpy"
+    assert {s.options.target for s in specs_of(small(da.from_array(x[:8, :8], chunks=4)))} == {
+        "numpy"
+    }
 
 
 def test_bad_arguments_are_call_errors() -> None:
@@ -273,10 +323,18 @@ def test_bad_arguments_are_call_errors() -> None:
 
 
 def test_import_tdsl_never_imports_dask() -> None:
+    # a fresh process: importing tdsl, compiling and calling kernels on both targets, and
+    # importing the Dask-free parts of tdsl.dask load no module of dask or distributed
     code = (
         "import sys, numpy as np, tdsl, tdsl.jit\n"
         "tdsl.jit.jit_tensor('relu(A) + B', A=np.ones(4), B=np.ones(4))\n"
-        "print(sorted(m for m in sys.modules if m == 'dask' or m.startswith('dask.')))\n"
+        "from tdsl.native.compile import native_unavailable_reason\n"
+        "native = () if native_unavailable_reason() else ('native',)\n"
+        "for target in ('numpy', *native):\n"
+        "    jit = tdsl.JITTensorKernel(target=target)\n"
+        "    jit('softmax(A) + B', A=np.ones((200, 200)), B=np.ones((200, 200)))\n"
+        "import tdsl.dask, tdsl.dask.plan, tdsl.dask.tasks\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed')))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

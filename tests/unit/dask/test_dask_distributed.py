@@ -1,8 +1,8 @@
 """tdsl kernels on a ``distributed.LocalCluster`` of two worker processes.
 
 One cluster serves the module (starting one takes seconds).  Workers rebuild
-each kernel from its IR text and options and compile it once per process:
-the client process compiles no task kernel at all.
+each kernel from its IR text and options (the target among them) and compile
+it once per process: the client process compiles no task kernel at all.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from random_expressions import cases
 
 from tdsl import JITTensorKernel
 from tdsl.dask import tasks
+from tdsl.native.compile import native_unavailable_reason
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
@@ -59,6 +60,22 @@ def test_kernels_are_rebuilt_and_compiled_once_in_each_worker_process(client: An
     infos = client.run(tasks.cache_info)
     assert len(infos) == 2 and sum(i.misses for i in infos.values()) > 0
     for info in infos.values():
+        assert info.currsize == info.misses, "a worker compiled a kernel twice"
+
+
+@pytest.mark.skipif(native_unavailable_reason() is not None, reason="no native target here")
+def test_workers_run_the_native_target_when_the_jit_picked_it(client: Any) -> None:
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((24, 10))
+    jit = JITTensorKernel(memory_budget=64, threads=1, target="native")
+    before = client.run(tasks.compiled_targets)
+    result = jit("softmax(x) * 2 + sum(x, axis=0)", x=da.from_array(x, chunks=(5, 4)))
+    got = client.compute(result).result()
+    np.testing.assert_allclose(got, softmax(x) * 2 + x.sum(axis=0), rtol=1e-10)
+    after = client.run(tasks.compiled_targets)
+    new = sum(after[w].get("native", 0) - before[w].get("native", 0) for w in after)
+    assert new > 0, "the workers compiled native kernels"
+    for info in client.run(tasks.cache_info).values():
         assert info.currsize == info.misses, "a worker compiled a kernel twice"
 
 

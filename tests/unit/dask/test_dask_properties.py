@@ -1,7 +1,8 @@
 """Random programs over random chunkings: ``.compute()`` on the threaded scheduler equals NumPy.
 
 The programs and chunkings are those of ``chunked_expressions.py`` (extents up
-to 5); the budgets 16 and 1e6 group the ops differently.
+to 5); the budgets 16 and 1e6 group the ops differently; the tasks run the
+numpy target, or the native one where it runs.
 """
 
 from __future__ import annotations
@@ -13,10 +14,16 @@ from hypothesis import strategies as st
 from random_expressions import cases
 
 from tdsl import JITTensorKernel
+from tdsl.native.compile import native_unavailable_reason
 
 dask = pytest.importorskip("dask")
 
-JITS = {budget: JITTensorKernel(memory_budget=budget, threads=1) for budget in (16, 1_000_000)}
+TARGETS = ("numpy",) if native_unavailable_reason() is not None else ("numpy", "native")
+JITS = {
+    (budget, target): JITTensorKernel(memory_budget=budget, threads=1, target=target)
+    for budget in (16, 1_000_000)
+    for target in TARGETS
+}
 
 
 @settings(
@@ -26,10 +33,10 @@ JITS = {budget: JITTensorKernel(memory_budget=budget, threads=1) for budget in (
 )
 @given(st.data(), st.sampled_from(sorted(JITS)), st.integers(0, 2**16))
 def test_random_programs_over_random_chunks_equal_numpy(
-    data: st.DataObject, budget: int, seed: int
+    data: st.DataObject, jit: tuple[int, str], seed: int
 ) -> None:
     case = data.draw(cases(dtypes=("f32", "f64"), max_dim=5))
     chunks = data.draw(chunked(case))
     arrays, given_values = inputs_for(case, chunks, seed)
-    got = compute_case(JITS[budget], case, given_values, scheduler="threads", num_workers=2)
+    got = compute_case(JITS[jit], case, given_values, scheduler="threads", num_workers=2)
     check(case, arrays, got)
