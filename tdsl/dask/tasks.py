@@ -71,11 +71,8 @@ def cache_info() -> CacheInfo:
 def compiled_targets() -> dict[str, int]:
     """How many of this process's task kernels (those in the cache) run each target
     (``native``, ``numpy``)."""
-    cache = task_jit()._kernels
-    with cache.lock:
-        kernels = list(cache.data.values())
     counts: dict[str, int] = {}
-    for kernel in kernels:
+    for kernel in task_jit().cached_kernels():
         counts[kernel.target] = counts.get(kernel.target, 0) + 1
     return counts
 

@@ -200,6 +200,12 @@ class JITTensorKernel:
         with cache.lock:
             return CacheInfo(cache.hits, cache.misses, cache.maxsize, len(cache.data))
 
+    def cached_kernels(self) -> list[CompiledKernel]:
+        """The compiled kernels in the cache, least recently used first."""
+        cache = self._kernels
+        with cache.lock:
+            return list(cache.data.values())
+
     def cache_clear(self) -> None:
         """Forget every compiled kernel and reset the statistics."""
         with self._kernels.lock:

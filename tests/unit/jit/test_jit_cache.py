@@ -59,8 +59,11 @@ def test_lru_eviction_and_clear() -> None:
     jit.compile("relu(A)", {"A": (3,)})  # evicts k2
     assert jit.cache_info().currsize == 2
     assert jit.compile("relu(A)", {"A": (1,)}) is k1
-    assert jit.compile("relu(A)", {"A": (2,)}) is not k2
+    k2_again = jit.compile("relu(A)", {"A": (2,)})
+    assert k2_again is not k2
+    assert jit.cached_kernels() == [k1, k2_again]  # least recently used first
     jit.cache_clear()
+    assert jit.cached_kernels() == []
     assert jit.cache_info() == CacheInfo(0, 0, 2, 0)
 
 
