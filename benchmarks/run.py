@@ -825,6 +825,8 @@ class DaskCase:
     chunks: tuple[int, int]
     workers: int
     memory_budget: int
+    targets: tuple[str, ...]
+    """The targets the tdsl kernel is compiled for (its tasks run the same)."""
 
     def arrays(self) -> dict[str, Array]:
         n, cols = self.n, self.cols
@@ -843,16 +845,30 @@ class DaskCase:
             out[k] = da.from_array(v, chunks=chunks)
         return out
 
-    def results(self, arrays: dict[str, Array]) -> tuple[Any, Any, Array]:
-        """The tdsl result, the plain Dask result (lazy), and an array to store them in."""
+    def auto_target(self) -> str:
+        """The target ``target="auto"`` (the default) picks for the whole kernel."""
         w = next(w for w in DASK_WORKLOADS if w.key == self.workload)
-        jit = JITTensorKernel(self.memory_budget)
+        shapes = {k: v.shape for k, v in self.arrays().items()}
+        jit = JITTensorKernel(self.memory_budget, target="auto")
+        return jit.compile(w.expr, shapes=shapes, dtypes="f32").target
+
+    def results(self, arrays: dict[str, Array]) -> tuple[dict[str, Any], Any, Array]:
+        """The tdsl result per target and the plain Dask result (all lazy), and an array
+        to store them in."""
+        w = next(w for w in DASK_WORKLOADS if w.key == self.workload)
         shapes = {k: v.shape for k, v in arrays.items()}
-        kernel = jit.compile(w.expr, shapes=shapes, dtypes="f32")
         chunked = self.chunked(arrays)
-        ((shape, dtype),) = kernel.results
-        out = np.ones(shape, dtype)  # touched: its pages count before each run
-        return kernel(**chunked), w.plain(**chunked), out
+        mine: dict[str, Any] = {}
+        out: Array | None = None
+        for target in self.targets:
+            jit = JITTensorKernel(self.memory_budget, target=target)
+            kernel = jit.compile(w.expr, shapes=shapes, dtypes="f32")
+            assert kernel.target == target, kernel.target_reason
+            mine[target] = kernel(**chunked)
+            ((shape, dtype),) = kernel.results
+            out = np.ones(shape, dtype)  # touched: its pages count before each run
+        assert out is not None
+        return mine, w.plain(**chunked), out
 
     def options(self) -> dict[str, Any]:
         return {"scheduler": "threads", "num_workers": self.workers}
@@ -863,10 +879,10 @@ def _store(result: Any, out: Array) -> None:
 
 
 def dask_memory(cases: Sequence[DaskCase]) -> list[dict[str, int]]:
-    """Peak resident memory of one run of each variant (``tdsl``, ``dask``) of ``cases``,
-    measured in a child process where large buffers are mmapped, so that resident memory
-    follows the live ones, and freed memory goes back to the system between runs
-    (:func:`dask_memory_child`)."""
+    """Peak resident memory of one run of each variant (each target, ``dask``) of
+    ``cases``, measured in a child process where large buffers are mmapped, so that
+    resident memory follows the live ones, and freed memory goes back to the system
+    between runs (:func:`dask_memory_child`)."""
     if not cases:
         return []
     here = os.path.dirname(os.path.abspath(__file__))
@@ -883,20 +899,22 @@ def dask_memory(cases: Sequence[DaskCase]) -> list[dict[str, int]]:
 
 def dask_memory_child(cases: list[dict[str, Any]]) -> list[dict[str, int]]:
     """The measurements :func:`dask_memory` runs in a fresh process: per case and variant,
-    a first run (which compiles), then a sampled run after freed memory went back to the
-    system."""
+    a first run (which compiles), then a measured run after freed memory went back to
+    the system."""
     import ctypes
 
     libc = ctypes.CDLL("libc.so.6")
     libc.mallopt(-3, 1 << 16)  # M_MMAP_THRESHOLD 64 KiB, fixed: big buffers unmapped when freed
     out: list[dict[str, int]] = []
     for fields in cases:
-        case = DaskCase(**{**fields, "chunks": tuple(fields["chunks"])})
+        case = DaskCase(
+            **{**fields, "chunks": tuple(fields["chunks"]), "targets": tuple(fields["targets"])}
+        )
         arrays = case.arrays()
         mine, plain, target = case.results(arrays)
         peaks: dict[str, int] = {}
         with dask.config.set(**case.options()):
-            for variant, result in (("tdsl", mine), ("dask", plain)):
+            for variant, result in (*mine.items(), ("dask", plain)):
                 _store(result, target)
                 gc.collect()
                 libc.malloc_trim(0)
@@ -911,10 +929,12 @@ def dask_memory_child(cases: list[dict[str, Any]]) -> list[dict[str, int]]:
 def run_dask(cfg: Config, only: Sequence[str], say: Callable[[str], None]) -> list[dict[str, Any]]:
     """tdsl on Dask against plain ``dask.array``: same inputs, chunks and scheduler.
 
-    Both results are written with ``da.store`` into one preallocated array (no
-    concatenation at the end); the graphs are built once, outside the clock.
-    Times are interleaved samples in this process; peak memory is measured in a
-    child process (:func:`dask_memory`), after the timings.
+    The tdsl kernel is compiled for each target (native where it runs, numpy);
+    its tasks run that target.  Every result is written with ``da.store`` into
+    one preallocated array (no concatenation at the end); the graphs are built
+    once, outside the clock.  Times are interleaved samples in this process;
+    peak memory is measured in a child process (:func:`dask_memory`), after the
+    timings.
     """
     rows: list[dict[str, Any]] = []
     chosen = [w for w in DASK_WORKLOADS if not only or any(o in f"dask_{w.key}" for o in only)]
@@ -922,56 +942,80 @@ def run_dask(cfg: Config, only: Sequence[str], say: Callable[[str], None]) -> li
         if chosen:
             say("\n== tdsl on Dask: skipped (pip install tdsl[dask])")
         return rows
-    measured: list[tuple[DaskCase, str, str, Timing, Timing]] = []
+    targets = ("native", "numpy") if NATIVE else ("numpy",)
+    measured: list[tuple[DaskCase, str, str, str, dict[str, Timing], Timing]] = []
     for w in chosen:
         for chunking, chunks in cfg.dask_chunks:
             case = DaskCase(
-                w.key, cfg.dask_n, cfg.dask_cols, chunks, cfg.dask_workers, cfg.memory_budget
+                w.key,
+                cfg.dask_n,
+                cfg.dask_cols,
+                chunks,
+                cfg.dask_workers,
+                cfg.memory_budget,
+                targets,
             )
             arrays = case.arrays()
+            auto = case.auto_target()
             mine, plain, out = case.results(arrays)
             with dask.config.set(**case.options()):
                 _store(plain, out)
                 want = out.copy()
-                _store(mine, out)
                 scale = float(np.max(np.abs(want))) if want.size else 0.0
-                np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4 * scale, err_msg=w.label)
+                for target, result in mine.items():
+                    _store(result, out)
+                    np.testing.assert_allclose(
+                        out, want, rtol=1e-4, atol=1e-4 * scale, err_msg=f"{w.label} {target}"
+                    )
                 variants = [
-                    Variant("tdsl on dask", lambda r=mine, o=out: _store(r, o), kind="tdsl-dask"),
+                    *(
+                        Variant(
+                            f"tdsl on dask, {target}",
+                            lambda r=result, o=out: _store(r, o),
+                            kind="tdsl-dask",
+                            target=target,
+                        )
+                        for target, result in mine.items()
+                    ),
                     Variant("dask.array", lambda r=plain, o=out: _store(r, o), kind="dask"),
                 ]
-                tdsl_time, dask_time = time_variants(variants, cfg.dask_reps, None)
-            measured.append((case, w.label, chunking, tdsl_time, dask_time))
+                *tdsl_times, dask_time = time_variants(variants, cfg.dask_reps, None)
+            by_target = {t.target or "": t for t in tdsl_times}
+            measured.append((case, w.label, chunking, auto, by_target, dask_time))
             del arrays, mine, plain, out, want
     memory = dask_memory([case for case, *_ in measured])
-    for (case, label, chunking, tdsl_time, dask_time), peaks in zip(measured, memory, strict=True):
+    for (case, label, chunking, auto, by_target, dask_time), peaks in zip(
+        measured, memory, strict=True
+    ):
         rows.append(
             {
                 "workload": case.workload,
                 "label": label,
                 "chunking": chunking,
                 "chunks": list(case.chunks),
-                "tdsl": tdsl_time,
+                "auto_target": auto,
+                "tdsl": by_target,
                 "dask": dask_time,
-                "tdsl_peak_rss_bytes": peaks["tdsl"],
-                "dask_peak_rss_bytes": peaks["dask"],
+                "peak_rss_bytes": peaks,
             }
         )
         n, (chunk_rows, cols) = case.n, case.chunks
         say(
             f"\n== tdsl on Dask: {label} {n}x{n} f32, chunks {chunk_rows}x{cols} ({chunking}), "
-            f"threaded scheduler, {case.workers} workers; {cfg.dask_reps} interleaved samples"
+            f"threaded scheduler, {case.workers} workers; {cfg.dask_reps} interleaved samples; "
+            f"auto runs {auto}"
         )
-        say(f"{'variant':<16} {'min':>10} {'median':>10} {'max':>10} {'peak RSS':>12}")
-        for t, kind in ((tdsl_time, "tdsl"), (dask_time, "dask")):
-            say(
-                f"{t.variant:<16} {_fmt_time(t.min):>10} {_fmt_time(t.median):>10} "
-                f"{_fmt_time(t.max):>10} {peaks[kind] / 2**20:>8.1f} MiB"
-            )
         say(
-            f"tdsl on dask: {dask_time.median / tdsl_time.median:.2f}x the speed (medians), "
-            f"{peaks['dask'] / max(peaks['tdsl'], 1):.2f}x less peak memory"
+            f"{'variant':<22} {'min':>10} {'median':>10} {'max':>10} {'peak RSS':>12} "
+            f"{'speed, memory vs dask.array':>28}"
         )
+        for t, kind in (*((t, t.target or "") for t in by_target.values()), (dask_time, "dask")):
+            say(
+                f"{t.variant:<22} {_fmt_time(t.min):>10} {_fmt_time(t.median):>10} "
+                f"{_fmt_time(t.max):>10} {peaks[kind] / 2**20:>8.1f} MiB "
+                f"{dask_time.median / t.median:>13.2f}x, "
+                f"{peaks['dask'] / max(peaks[kind], 1):.2f}x less"
+            )
     return rows
 
 
@@ -1142,8 +1186,9 @@ def evaluate_targets(results: dict[str, Any], cfg: Config) -> list[Target]:
                 lambda v: v <= 1,
             )
     for row in results.get("dask", []):
-        mine, theirs = row["tdsl"], row["dask"]
-        where = f"tdsl on Dask, {row['label']} ({row['chunking']})"
+        auto = row["auto_target"]
+        mine, theirs = row["tdsl"][auto], row["dask"]
+        where = f"tdsl on Dask ({auto}), {row['label']} ({row['chunking']})"
         if row["workload"] == "mlp":
             add(
                 f"{where}: time / plain dask",
@@ -1158,9 +1203,10 @@ def evaluate_targets(results: dict[str, Any], cfg: Config) -> list[Target]:
                 ">= 1.5x",
                 lambda v: v >= 1.5,
             )
+        peaks = row["peak_rss_bytes"]
         add(
             f"{where}: peak memory, plain dask / tdsl",
-            row["dask_peak_rss_bytes"] / max(row["tdsl_peak_rss_bytes"], 1),
+            peaks["dask"] / max(peaks[auto], 1),
             ">= 2x less",
             lambda v: v >= 2,
         )
@@ -1459,7 +1505,7 @@ def to_json(results: dict[str, Any], cfg: Config, mode: str) -> dict[str, Any]:
         "dask": [
             {
                 **{k: v for k, v in row.items() if k not in ("tdsl", "dask")},
-                "tdsl": timing(row["tdsl"]),
+                "tdsl": {target: timing(t) for target, t in row["tdsl"].items()},
                 "dask": timing(row["dask"]),
             }
             for row in results.get("dask", [])
