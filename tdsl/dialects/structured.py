@@ -465,6 +465,9 @@ class StructuredOpInterface(abc.ABC):
     """Its NumPy lowering is much faster on few large calls than on many small ones
     (BLAS): tiling keeps its dims whole as long as it can, and the target runs it
     once on whole arrays where its operands allow."""
+    CONTRACTION: ClassVar[bool] = False
+    """It is a matrix product with ``np.matmul``'s semantics on its two operands (MLIR
+    Linalg's contraction): the native target may call BLAS's gemm for it."""
 
     # -- iteration semantics -------------------------------------------------
 

@@ -1510,6 +1510,7 @@ class MatmulOp(IRDLOperation, StructuredOpInterface):
     MATERIALIZED_OPERANDS: ClassVar[tuple[int, ...]] = (1,)
     ARITY: ClassVar[int] = 2
     PREFERS_WHOLE: ClassVar[bool] = True
+    CONTRACTION: ClassVar[bool] = True
 
     def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation) -> None:
         a, b = operand_value(self.name, lhs), operand_value(self.name, rhs)

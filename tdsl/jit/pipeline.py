@@ -359,6 +359,13 @@ def _choose(
 
     try:
         native = _run_pipeline(NATIVE_PASSES, modules["tiled"].clone(), Context(), False)
+        looped = _loop_matmuls(modules["tiled"], native["loops"])
+        if options.target == "auto" and looped:
+            return _Native(
+                reason=f"{plural(looped, 'matmul')} would run as compiled loops, not BLAS "
+                "(an operand computed in its group, or a result read by more than an "
+                "element-wise epilogue), where the numpy target calls BLAS"
+            )
         program = NativeProgram(native["loops"], native["llvm"], options.threads)
     except TdslError as err:
         if options.target == "native":
@@ -367,6 +374,24 @@ def _choose(
     modules["loops"] = native["loops"]
     modules["llvm"] = native["llvm"]
     return _Native(program.functions[name], None, program.llvm_ir)
+
+
+def _loop_matmuls(tiled: ModuleOp, loops: ModuleOp) -> int:
+    """How many matmuls of ``tiled`` the loops stage computes with loops: those that
+    are not a ``tdsl_matmul_*`` call (bound to BLAS by the native runtime)."""
+    from xdsl.dialects.func import CallOp
+
+    from tdsl.dialects.structured import structured
+
+    matmuls = 0
+    for op in tiled.walk():
+        s = structured(op)
+        matmuls += s is not None and s.CONTRACTION
+    blas = sum(
+        isinstance(op, CallOp) and op.callee.root_reference.data.startswith("tdsl_matmul_")
+        for op in loops.walk()
+    )
+    return max(0, matmuls - blas)
 
 
 def build_ir(

@@ -43,7 +43,13 @@ class LLVMTarget(Target):
                     note="run tdsl-convert-to-llvm (--convert-to-llvm) first",
                     op=op,
                 )
-        output.write(str(convert_module(module, fallback_target_triple=self.triple or None)))
+        try:
+            text = str(convert_module(module, fallback_target_triple=self.triple or None))
+        except Exception as err:  # xDSL's converter or llvmlite's IR builder refusing it
+            raise TdslIRError(
+                f"-t llvm: xDSL's LLVM IR conversion failed: {type(err).__name__}: {err}"
+            ) from None
+        output.write(text)
 
 
 @dataclass(frozen=True)

@@ -86,7 +86,6 @@ from tdsl.dialects.structured import (
     structured,
     tensor_shape,
 )
-from tdsl.dialects.tensordsl import ConstantOp, MatmulOp
 from tdsl.errors import TdslIRError
 from tdsl.lowering.tile import decomposed_copy
 
@@ -107,6 +106,12 @@ def memref_of(t: Attribute) -> MemRefType[Attribute]:
 def matmul_symbol(element: Attribute, m: int, k: int, n: int) -> str:
     """The external function a 2-D matmul calls: ``tdsl_matmul_f32_64x128x256``."""
     return f"tdsl_matmul_{element}_{m}x{k}x{n}"
+
+
+def _is_contraction(op: Operation) -> bool:
+    """A matrix product (the interface's ``CONTRACTION``): BLAS may compute it."""
+    s = structured(op)
+    return s is not None and s.CONTRACTION
 
 
 def _is_reduction(op: Operation) -> bool:
@@ -265,7 +270,7 @@ class _Group:
         # tile's worth), not recomputed for every column of its result
         self.stored: list[SSAValue] = []
         for op in body.ops:
-            if isinstance(op, MatmulOp) and op not in self.blas:
+            if _is_contraction(op) and op not in self.blas:
                 for v in op.operands:
                     p = body.producer(v)
                     if p is not None and not _is_reduction(p) and v not in self.stored:
@@ -347,7 +352,7 @@ class _Group:
     def _blas_output(self, op: Operation) -> int | None:
         """The output a 2-D matmul on group inputs may write with BLAS, if any: the one
         output whose element-wise chain alone reads it, point by point."""
-        if not isinstance(op, MatmulOp):
+        if not _is_contraction(op):
             return None
         body = self.body
         a, b = op.operands
@@ -355,7 +360,7 @@ class _Group:
             return None
         if body.producer(a) is not None or body.producer(b) is not None:
             return None
-        if str(element_type(op.result)) not in ("f32", "f64"):
+        if str(element_type(op.results[0])) not in ("f32", "f64"):
             return None
         result = op.results[0]
         point = _dim_set(body.dims[result])
@@ -697,7 +702,7 @@ class _FunctionLowering:
                     f"(@{self.name} has a kernel.fused)",
                     op=op,
                 )
-            if not isinstance(op, TileOp | ConstantOp):
+            if not isinstance(op, TileOp) and constant_value(op) is None:
                 raise TdslIRError(
                     f"tdsl-lower-to-loops lowers kernel.tile groups: run tdsl-fuse and "
                     f"tdsl-tile before it ('{op.name}' is outside a group in @{self.name})",
@@ -720,8 +725,8 @@ class _FunctionLowering:
         direct = {v for v in ret.arguments if place.get(v) in outs}
         groups: list[tuple[TileOp, _Group, list[int]]] = []
         for op in ops[:-1]:
-            if isinstance(op, ConstantOp):
-                place[op.result] = arg(memref_of(op.result.type), "tmp")
+            if constant_value(op) is not None:
+                place[op.results[0]] = arg(memref_of(op.results[0].type), "tmp")
                 continue
             assert isinstance(op, TileOp)
             for r in op.outputs:
@@ -740,8 +745,8 @@ class _FunctionLowering:
         code = _Code.at_end(new.body.block)
         functions: list[Operation] = [new]
         for op in ops[:-1]:
-            if isinstance(op, ConstantOp):
-                ref = args[place[op.result]]
+            if constant_value(op) is not None:
+                ref = args[place[op.results[0]]]
                 name = f"{self.name}_fill{len(functions)}"
                 functions.append(
                     self._helper(name, [ref], lambda c, refs, op=op: self._fill(c, op, refs[0]))
@@ -835,7 +840,7 @@ class _FunctionLowering:
             self.externals[name] = func.FuncOp.external(name, [lhs.type, rhs.type, out.type], [])
         code.b.insert(func.CallOp(name, [lhs, rhs, out], []))
 
-    def _fill(self, code: _Code, op: ConstantOp, ref: SSAValue) -> None:
+    def _fill(self, code: _Code, op: Operation, ref: SSAValue) -> None:
         data = constant_value(op)
         assert data is not None
         flat = data.reshape(-1)
@@ -845,10 +850,10 @@ class _FunctionLowering:
                 "(the numpy target runs it)",
                 op=op,
             )
-        shape = tensor_shape(op.result)
+        shape = tensor_shape(op.results[0])
         value = float(flat[0]) if flat.size else 0.0
         inner, coords = code.nest([(d, code.index(0), code.index(e)) for d, e in enumerate(shape)])
-        x = inner.scalar(value, element_type(op.result))
+        x = inner.scalar(value, element_type(op.results[0]))
         inner.b.insert(memref.StoreOp.get(x, ref, [coords[d] for d in range(len(shape))]))
 
     def _copy(self, code: _Code, src: SSAValue, dst: SSAValue, shape: Sequence[int]) -> None:

@@ -219,7 +219,12 @@ def llvm_ir(module: ModuleOp) -> str:
     host triple."""
     from xdsl.backend.llvm.convert import convert_module
 
-    return str(convert_module(module, fallback_target_triple=None))
+    try:
+        return str(convert_module(module, fallback_target_triple=None))
+    except Exception as err:  # xDSL's converter or llvmlite's IR builder refusing the IR
+        raise NativeCompileError(
+            f"xDSL's LLVM IR conversion failed: {type(err).__name__}: {err}"
+        ) from err
 
 
 def compile_llvm(

@@ -21,7 +21,6 @@ from __future__ import annotations
 from xdsl.dialects import llvm, math
 from xdsl.dialects.builtin import Float32Type, Float64Type, ModuleOp, SymbolRefAttr
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.irdl import IRDLOperation
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint
 from xdsl.traits import SymbolTable
@@ -30,24 +29,24 @@ from tdsl.dialects import tdslmath
 from tdsl.native.arith_to_llvm import float_suffix
 from tdsl.native.llvm_types import float_constant, insert, replace_op
 
-_UNARY_INTRINSIC_OPS: dict[type[Operation], type[IRDLOperation]] = {
-    math.AbsFOp: llvm.FAbsOp,
-    math.SqrtOp: llvm.FSqrtOp,
-    math.CeilOp: llvm.FCeilOp,
-    math.FloorOp: llvm.FFloorOp,
-    math.ExpOp: llvm.FExpOp,
-    math.Exp2Op: llvm.FExp2Op,
-    math.LogOp: llvm.FLogOp,
-    math.Log2Op: llvm.FLog2Op,
-    math.SinOp: llvm.FSinOp,
-    math.CosOp: llvm.FCosOp,
-}
-
 _UNARY_INTRINSIC_CALLS: dict[type[Operation], str] = {
+    math.AbsFOp: "llvm.fabs",
+    math.SqrtOp: "llvm.sqrt",
+    math.CeilOp: "llvm.ceil",
+    math.FloorOp: "llvm.floor",
+    math.ExpOp: "llvm.exp",
+    math.Exp2Op: "llvm.exp2",
+    math.LogOp: "llvm.log",
+    math.Log2Op: "llvm.log2",
+    math.SinOp: "llvm.sin",
+    math.CosOp: "llvm.cos",
     math.TruncOp: "llvm.trunc",
     math.RoundEvenOp: "llvm.roundeven",
     math.RoundOp: "llvm.round",
 }
+"""Intrinsics called by their type-mangled name (``llvm.cos.f32``): xDSL 0.75's own
+``llvm.intr.cos`` and friends declare ``llvm.cos`` without the type, so a module with an
+f32 and an f64 ``cos`` fails in llvmlite ("Type of #1 arg mismatch")."""
 
 _LIBM_UNARY: dict[type[Operation], str] = {
     math.TanOp: "tan",
@@ -119,15 +118,13 @@ class MathToLLVM(RewritePattern):
         kind = type(op)
         t = op.results[0].type
         args = list(op.operands)
-        if (target := _UNARY_INTRINSIC_OPS.get(kind)) is not None:
-            result = insert(rewriter, target.build(operands=args, result_types=[t]))
-        elif (intrinsic := _UNARY_INTRINSIC_CALLS.get(kind)) is not None:
+        if (intrinsic := _UNARY_INTRINSIC_CALLS.get(kind)) is not None:
             call = llvm.CallIntrinsicOp(f"{intrinsic}.{float_suffix(t)}", args, [t])
             result = insert(rewriter, call)
-        elif isinstance(op, math.CopySignOp):
-            result = insert(rewriter, llvm.FCopySignOp(op.lhs, op.rhs))
-        elif isinstance(op, math.PowFOp):
-            result = insert(rewriter, llvm.FPowOp(op.lhs, op.rhs))
+        elif isinstance(op, math.CopySignOp | math.PowFOp):
+            name = "llvm.copysign" if isinstance(op, math.CopySignOp) else "llvm.pow"
+            call = llvm.CallIntrinsicOp(f"{name}.{float_suffix(t)}", args, [t])
+            result = insert(rewriter, call)
         elif isinstance(op, math.FmaOp):
             result = insert(rewriter, llvm.FMAOp(op.a, op.b, op.c))
         elif isinstance(op, math.RsqrtOp):

@@ -226,3 +226,23 @@ def test_dtype_promotion(rng: np.random.Generator, matches: Any) -> None:
     matches(out, a32 * 2 + 1.5)
     out = jit("relu(A) * B", A=a32.astype(np.float16), B=a32)
     matches(out, np.maximum(a32.astype(np.float16), 0) * a32)
+
+
+def test_auto_keeps_matmuls_that_would_run_as_loops_on_the_numpy_target() -> None:
+    from tdsl.native.compile import native_unavailable_reason
+
+    if native_unavailable_reason() is not None:
+        pytest.skip(str(native_unavailable_reason()))
+    shapes = {"x": (256, 64), "w": (64, 128), "v": (128, 32), "b": (128,)}
+    # the second matmul reads relu(x @ w + b), computed in its group: loops, not BLAS
+    two = "relu(x @ w + b) @ v"
+    auto = JITTensorKernel(target="auto").compile(two, shapes, "f32")
+    assert auto.target == "numpy"
+    assert auto.target_reason is not None and "2 matmuls would run as compiled loops" in (
+        auto.target_reason
+    )
+    assert JITTensorKernel(target="native").compile(two, shapes, "f32").target == "native"
+    # one matmul on inputs with an element-wise epilogue: a BLAS call, native code
+    del shapes["v"]
+    one = JITTensorKernel(target="auto").compile("relu(x @ w + b)", shapes, "f32")
+    assert (one.target, one.target_reason) == ("native", None)

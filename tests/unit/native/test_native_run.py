@@ -319,3 +319,18 @@ def test_tiles_split_over_threads_only_with_a_mebibyte_per_thread() -> None:
         "relu(A) + B", dict.fromkeys("AB", (1024, 1024)), "f32"
     )
     np.testing.assert_array_equal(kernel(A=a, B=b), np.maximum(a, 0) + b)
+
+
+def test_one_intrinsic_in_two_float_types() -> None:
+    # cos(3) folds to an f64 constant computed at run time, cos(b) is f32: both
+    # llvm.cos.f64 and llvm.cos.f32 in one module (xDSL's untyped llvm.cos clashed)
+    from tdsl.jit import JITTensorKernel
+
+    b = np.linspace(-3, 3, 100, dtype=np.float32)
+    kernel = JITTensorKernel(target="native").compile(
+        "(cos(3) + 5) * abs(cos(b)) + sqrt(abs(b)) + copysign(b, -1.0) ** 2",
+        {"b": b.shape},
+        "f32",
+    )
+    want = (np.cos(3.0) + 5) * np.abs(np.cos(b)) + np.sqrt(np.abs(b)) + np.copysign(b, -1) ** 2
+    np.testing.assert_allclose(kernel(b=b), want.astype(np.float32), rtol=1e-6)
