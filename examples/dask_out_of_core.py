@@ -14,10 +14,12 @@ back to another ``.npy`` file chunk by chunk, and the column means (a
 reduction across all row chunks) returned.  The same is done with plain
 ``dask.array`` on a fresh cluster of the same size, and, at a size where it
 fits in memory (``--small-rows``), with eager NumPy in a process of its own
-and both Dask variants again.  Each Dask variant runs on a fresh cluster, a
-first time to compile tdsl's kernels in the workers, then until a run compiles
-nothing (tasks may move between workers); printed for that run: the time, and the peak resident memory (RSS) of each worker during
-it, with its RSS before it (the kernel's ``VmHWM``, reset first; Linux).  For
+and both Dask variants again.  Printed first: the target the JIT picks for
+tdsl's kernel, which every task runs.  Each Dask variant runs on a fresh
+cluster, a first time to compile tdsl's kernels in the workers, then until a
+run compiles nothing (tasks may move between workers); printed for that run:
+the time, and the peak resident memory (RSS) of each worker during it, with
+its RSS before it (the kernel's ``VmHWM``, reset first; Linux).  For
 eager NumPy: the time and the peak RSS of its process.  Results are checked
 against each other.
 """
@@ -199,6 +201,9 @@ def main(argv: list[str] | None = None) -> int:
             f"x: f32[{args.rows}, {K}] on disk, {args.rows * K * 4 / 2**20:.0f} MiB; "
             f"2 workers with memory_limit={args.memory_limit}; chunks of {args.chunk_rows} rows"
         )
+        head = JITTensorKernel().compile(HEAD.format(rows=args.rows, k=K, n=N))
+        reason = f" ({head.target_reason})" if head.target_reason else ""
+        print(f"tdsl's kernel (and every task) runs the {head.target} target{reason}")
         print(f"{'x':>9}  {'variant':<13} {'time':>8}  peak RSS per process")
         for rows, eager in ((args.rows, False), (args.small_rows, True)):
             paths = make_data(directory, rows)
