@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[3]
 PAGES = (
     "README.md",
     "docs/adding-an-op.md",
+    "docs/dask.md",
     "docs/index.md",
     "docs/language.md",
     "docs/tools.md",
