@@ -4,6 +4,7 @@ against eager NumPy, and the accuracy of the polynomial math functions.
     python benchmarks/native_loops.py speed [--size 2048] [--reps 15]
     python benchmarks/native_loops.py accuracy [--stride 61] [--random 1000000]
     python benchmarks/native_loops.py threads [--reps 7]
+    python benchmarks/native_loops.py strided [--size 2048] [--reps 5]
 
 ``speed``: the compile time of a 10-op element-wise kernel (lowering, then
 llvmlite: parse, O3, MCJIT), and one thread's time on ``size x size`` f32 for
@@ -15,6 +16,11 @@ JIT-compiled native kernels of ``relu(A)+B*C-D`` and ``sum(exp(A)*B, axis=1)``
 at growing square f32 sizes, with 1 thread and with 2 threads forced to split
 (``tdsl.native.runtime.MIN_BYTES_PER_THREAD`` lowered to 1 byte), calling the
 compiled function directly.  The runtime's threshold is chosen from it.
+
+``strided``: a JIT-compiled native ``relu(A) + B`` (f32, one thread) called
+with ``A`` a transpose and a ``[:, ::2]`` slice: the variant compiled for the
+view's strides against copying the view to a contiguous array first (the
+runtime's behaviour without variants), and against a contiguous ``A``.
 
 ``accuracy``: the maximum error in ulp of each approximation (``exp``, ``expm1``,
 ``log``, ``log1p``, ``tanh``, ``sinh``, ``cosh``):
@@ -228,6 +234,37 @@ def threads(reps: int) -> None:
             )
 
 
+def strided(size: int, reps: int) -> None:
+    import timeit
+
+    from tdsl.jit import JITTensorKernel
+
+    rng = np.random.default_rng(0)
+    b = rng.standard_normal((size, size)).astype(np.float32)
+    views = {
+        "transpose": rng.standard_normal((size, size)).astype(np.float32).T,
+        "[:, ::2]": rng.standard_normal((size, 2 * size)).astype(np.float32)[:, ::2],
+    }
+    shapes = dict.fromkeys("AB", (size, size))
+    print(f"relu(A) + B, {size}x{size} f32, one thread: best of {reps}")
+    for what, a in views.items():
+        times = {}
+        for how in ("variant", "copy", "contiguous A"):
+            kernel = JITTensorKernel(threads=1, target="native").compile(
+                "relu(A) + B", shapes, "f32"
+            )
+            if how == "copy":
+                kernel.function.variants = None
+            arg = np.ascontiguousarray(a) if how == "contiguous A" else a
+            best = min(timeit.repeat(lambda k=kernel, x=arg: k(A=x, B=b), number=3, repeat=reps))
+            times[how] = best / 3
+        print(
+            f"  A {what:10s} "
+            + "  ".join(f"{how} {t * 1e3:7.2f} ms" for how, t in times.items())
+            + f"  copy / variant {times['copy'] / times['variant']:.2f}x"
+        )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -239,11 +276,16 @@ def main(argv: list[str] | None = None) -> None:
     a.add_argument("--random", type=int, default=1_000_000)
     t = sub.add_parser("threads")
     t.add_argument("--reps", type=int, default=7)
+    st = sub.add_parser("strided")
+    st.add_argument("--size", type=int, default=2048)
+    st.add_argument("--reps", type=int, default=5)
     args = parser.parse_args(argv)
     if args.command == "speed":
         speed(args.size, args.reps)
     elif args.command == "threads":
         threads(args.reps)
+    elif args.command == "strided":
+        strided(args.size, args.reps)
     else:
         accuracy(args.stride, args.random)
 

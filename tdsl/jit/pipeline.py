@@ -355,7 +355,7 @@ def _choose(
         )
     from xdsl.context import Context
 
-    from tdsl.native.runtime import NativeProgram
+    from tdsl.native.runtime import NativeProgram, StridedVariants
 
     try:
         native = _run_pipeline(NATIVE_PASSES, modules["tiled"].clone(), Context(), False)
@@ -373,7 +373,11 @@ def _choose(
         return _Native(reason=f"the native compile failed: {err.message}")
     modules["loops"] = native["loops"]
     modules["llvm"] = native["llvm"]
-    return _Native(program.functions[name], None, program.llvm_ir)
+    function = program.functions[name]
+    # inputs that come strided (x.T, x[:, ::2]) run in variants compiled for their strides
+    dtypes = [a.dtype for a in function.args if a.role == "in"]
+    function.variants = StridedVariants(modules["tiled"], name, options.threads, dtypes)
+    return _Native(function, None, program.llvm_ir)
 
 
 def _loop_matmuls(tiled: ModuleOp, loops: ModuleOp) -> int:

@@ -52,7 +52,7 @@ dialects lack.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -66,6 +66,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     MemRefType,
     ModuleOp,
+    StridedLayoutAttr,
     StringAttr,
     TensorType,
 )
@@ -681,11 +682,30 @@ class _Point:
 
 
 class _FunctionLowering:
-    def __init__(self, fn: func.FuncOp, module: ModuleOp) -> None:
+    def __init__(
+        self,
+        fn: func.FuncOp,
+        module: ModuleOp,
+        strides: Sequence[tuple[int, ...] | None] = (),
+    ) -> None:
         self.fn = fn
         self.module = module
         self.name = fn.sym_name.data
         self.externals: dict[str, func.FuncOp] = {}
+        self.strides = list(strides)
+        """Per input, element strides to read it with (None: row-major)."""
+
+    def input_type(self, index: int, t: Attribute) -> MemRefType[Attribute]:
+        """The memref type of input ``index``: row-major, or with its given strides."""
+        row_major = memref_of(t)
+        strides = self.strides[index] if index < len(self.strides) else None
+        if strides is None:
+            return row_major
+        return MemRefType(
+            row_major.element_type,
+            row_major.get_shape(),
+            StridedLayoutAttr(list(strides), 0),
+        )
 
     def run(self) -> list[Operation]:
         """The new functions (main first); the old one is left to the caller."""
@@ -717,7 +737,9 @@ class _FunctionLowering:
             roles.append(role)
             return len(types) - 1
 
-        place: dict[SSAValue, int] = {a: arg(memref_of(a.type), "in") for a in block.args}
+        place: dict[SSAValue, int] = {
+            a: arg(self.input_type(i, a.type), "in") for i, a in enumerate(block.args)
+        }
         outs = [arg(memref_of(v.type), "out") for v in ret.arguments]
         for i, v in enumerate(ret.arguments):
             if isinstance(v.owner, TileOp) and v not in place:
@@ -832,6 +854,14 @@ class _FunctionLowering:
         a, b = op.operands
         index = {arg: i for i, arg in enumerate(group.args)}
         lhs, rhs = inputs[index[a]], inputs[index[b]]
+        for r in (lhs, rhs):
+            layout = cast(MemRefType[Attribute], r.type).layout
+            if isinstance(layout, StridedLayoutAttr):
+                raise TdslIRError(
+                    "tdsl-lower-to-loops: a strided input is a BLAS matmul's operand (the "
+                    "call reads row-major arrays): give it row-major",
+                    op=op,
+                )
         # the whole operands (the op in the tile body has the tile's shapes)
         (m, k), (_, n) = (cast(MemRefType[Attribute], r.type).get_shape() for r in (lhs, rhs))
         element = element_type(op.results[0])
@@ -863,12 +893,21 @@ class _FunctionLowering:
         inner.b.insert(memref.StoreOp.get(x, dst, idx))
 
 
-def lower_to_loops(module: ModuleOp) -> None:
-    """Lower every function of ``module`` (in place); see the module docstring."""
+def lower_to_loops(
+    module: ModuleOp, strides: Mapping[str, Sequence[tuple[int, ...] | None]] | None = None
+) -> None:
+    """Lower every function of ``module`` (in place); see the module docstring.
+
+    ``strides`` gives, by function name, the element strides of each input (None for
+    row-major) that its loops read it with (``memref<4x8xf32, strided<[1, 4]>>``): a
+    runtime compiles such a variant to read a NumPy view (a transpose, a slice with a
+    step) where it lies, without copying it.  A strided input must not be a BLAS
+    call's operand (the call assumes row-major): such functions are refused."""
     for fn in [op for op in module.ops if isinstance(op, func.FuncOp)]:
         if fn.is_declaration:
             continue
-        new_ops = _FunctionLowering(fn, module).run()
+        given = (strides or {}).get(fn.sym_name.data, ())
+        new_ops = _FunctionLowering(fn, module, given).run()
         fn.detach()
         fn.erase()
         for op in new_ops:

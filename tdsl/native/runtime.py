@@ -17,9 +17,11 @@ groups' scratch, so ``tracemalloc`` sees all the memory a call uses.  The
 main function of the loops stage is a flat list of calls; the runtime runs
 that list itself, so that it can split a group's tiles over ``threads``
 threads (each with scratch of its own; ctypes releases the GIL during a call).
-Inputs and ``out`` arrays must be C-contiguous for the compiled code (its
-memrefs have the identity layout): other arrays are copied to contiguous ones
-first (an input) or written through a contiguous temporary (an ``out``).
+Inputs and ``out`` arrays are C-contiguous for the compiled code (its memrefs
+have the identity layout). An input that comes strided runs in a variant
+compiled for its strides where one can be (:class:`StridedVariants`), else it
+is copied to a contiguous array first; an ``out`` that is not C-contiguous is
+written through a contiguous temporary.
 """
 
 from __future__ import annotations
@@ -116,6 +118,11 @@ class NativeFunction:
         self._threads = [self._threads_for(c) for c in self.calls]
         # the main function runs the calls itself unless some group's tiles split over threads
         self._split = any(t > 1 for t in self._threads)
+        self.variants: Callable[[Sequence[Array]], NativeFunction | None] | None = None
+        """Where an input is not C-contiguous: the variant compiled for the inputs'
+        strides, or None (the input is then copied); see :class:`StridedVariants`."""
+        self.trusted = False
+        """A variant: its caller has checked that the inputs have its strides."""
 
     def _threads_for(self, call: _Call) -> int:
         """How many threads ``call`` may split its tiles over."""
@@ -141,7 +148,10 @@ class NativeFunction:
             raise TypeError(f"{self.name} takes {len(self._inputs)} arrays, got {len(arrays)}")
         buffers: list[Any] = [None] * len(self.args)
         for (i, dtype), a in zip(self._inputs, arrays, strict=True):
-            if not (a.flags.c_contiguous and a.dtype == dtype):
+            if not (a.flags.c_contiguous and a.dtype == dtype) and not self.trusted:
+                variant = None if self.variants is None else self.variants(arrays)
+                if variant is not None:
+                    return variant(*arrays, out=out)
                 a = np.ascontiguousarray(a, dtype=dtype)
             buffers[i] = a
         results: list[Array] = []
@@ -210,6 +220,70 @@ class NativeFunction:
             concurrent.futures.wait(futures)
         for f in futures:
             f.result()
+
+
+MAX_VARIANTS = 8
+"""Stride patterns a function compiles variants for; further ones are copied."""
+
+
+class StridedVariants:
+    """Variants of one function of a tiled module that read each input with the strides
+    it comes with (a transpose, a slice with a step, a broadcast view): compiled on the
+    first call with those strides (``tdsl-lower-to-loops`` with strided memref inputs),
+    at most :data:`MAX_VARIANTS` of them.  An input whose strides are negative or not a
+    multiple of its item size, or that a BLAS call would read, gets no variant (it is
+    copied, as without variants)."""
+
+    def __init__(
+        self, tiled: ModuleOp, name: str, threads: int, dtypes: Sequence[np.dtype[Any]]
+    ) -> None:
+        self._tiled = tiled
+        self._name = name
+        self._threads = threads
+        self._dtypes = list(dtypes)
+        self._made: dict[tuple[tuple[int, ...] | None, ...], NativeFunction | None] = {}
+        self._programs: list[NativeProgram] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, arrays: Sequence[Array]) -> NativeFunction | None:
+        key: list[tuple[int, ...] | None] = []
+        for a, dtype in zip(arrays, self._dtypes, strict=True):
+            if a.dtype != dtype:
+                return None
+            if a.flags.c_contiguous:
+                key.append(None)
+            elif any(s < 0 or s % a.itemsize for s in a.strides):
+                return None
+            else:
+                key.append(tuple(s // a.itemsize for s in a.strides))
+        frozen = tuple(key)
+        with self._lock:
+            if frozen not in self._made:
+                self._made[frozen] = (
+                    self._compile(frozen) if len(self._made) < MAX_VARIANTS else None
+                )
+            return self._made[frozen]
+
+    def _compile(self, strides: tuple[tuple[int, ...] | None, ...]) -> NativeFunction | None:
+        from tdsl.errors import TdslError
+
+        loops = self._tiled.clone()
+        try:
+            lower_to_loops(loops, {self._name: list(strides)})
+            lowered = loops.clone()
+            ConvertToLLVMPass(noalias=True).apply(Context(), lowered)
+            program = NativeProgram(loops, lowered, self._threads)
+        except TdslError:
+            return None
+        self._programs.append(program)  # owns the variant's machine code
+        function = program.functions[self._name]
+        function.trusted = True
+        return function
+
+    @property
+    def compiled(self) -> list[tuple[tuple[int, ...] | None, ...]]:
+        """The stride patterns compiled so far (None: a C-contiguous input)."""
+        return [k for k, v in self._made.items() if v is not None]
 
 
 def _tiles(call: _Call) -> int:
@@ -300,4 +374,4 @@ class NativeProgram:
         return NativeFunction(fn.sym_name.data, args, calls, callees, main, self.threads, self.pool)
 
 
-__all__ = ["NativeFunction", "NativeProgram"]
+__all__ = ["MAX_VARIANTS", "NativeFunction", "NativeProgram", "StridedVariants"]

@@ -203,3 +203,20 @@ def test_scalar_bodies_compute_what_numpy_computes() -> None:
         (got,) = reference_evaluate(op, x)  # every ext op here reads a 37x300 f32 tensor
         (want,) = op.evaluate(x)
         np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("budget", [64, 1_000_000])
+def test_foreign_ops_run_in_the_native_target(budget: int, threads: int) -> None:
+    # the loops lowering and the LLVM lowering read only the interface too
+    from tdsl.native.compile import native_unavailable_reason
+
+    if native_unavailable_reason() is not None:
+        pytest.skip(str(native_unavailable_reason()))
+    from tdsl.native.runtime import NativeProgram
+
+    program = NativeProgram.from_tiled(compile_stages(budget)["tiled"], threads)
+    x, y = inputs()
+    got = program.functions["main"](x, y)
+    for g, w in zip(got, reference(x, y), strict=True):
+        assert_matches(g, w)
