@@ -1128,6 +1128,15 @@ class ReductionOp(IRDLOperation, StructuredOpInterface, abc.ABC):
         element = convert_scalar(b, args[0], acc.type)
         return b.insert(self.COMBINE_OP(acc, element)).results[0]
 
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        """Over a 0-d operand the op reduces no dim, so its loop dims are all parallel:
+        the reduction of one element, combined with the identity (as NumPy's reduce
+        starts from it: the sum of -0.0 is 0.0) and finalized (a mean divides by 1)."""
+        if self.reduced_axes():
+            return super().scalar_body(b, args)
+        start = scalar_constant(b, self.IDENTITY, element_of(self.accumulator_dtype()))
+        return (self.scalar_finalize(b, self.scalar_combine(b, start, args), 1),)
+
 
 class RowLocalOp(IRDLOperation, StructuredOpInterface, abc.ABC):
     """Base of row-normalizing ops along ``axis`` (default -1): the result has the

@@ -287,3 +287,23 @@ def test_a_view_keeps_its_buffer_alive(
     B = rng.uniform(-2, 2, shape[::-1])
     s = np.float64(0.5)
     matches(JITTensorKernel(threads=1)(expr, A=A, s=s, B=B), ref(A, s, B))
+
+
+@pytest.mark.parametrize("func", ["sum", "max", "min", "prod", "mean"])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_a_reduction_of_a_zero_d_operand(func: str, dtype: Any) -> None:
+    # A 0-d operand has no dim to reduce: the op's loop dims are all parallel, and the
+    # native loops took it for an element-wise op without a body (NotImplementedError,
+    # even under auto once a larger tensor made the kernel native). NumPy's reduce starts
+    # from the identity: the sum and mean of -0.0 are 0.0.
+    for value in (-2.5, -0.0, np.nan, -np.inf):
+        s = np.array(value, dtype)
+        want = getattr(np, func)(s)
+        got = JITTensorKernel(memory_budget=16)(f"{func}(s)", s=s)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        assert np.signbit(got) == np.signbit(want)
+    x = np.ones((200, 100), dtype)
+    s = np.array(-2.5, dtype)
+    got = JITTensorKernel()(f"x * {func}(s)", x=x, s=s)
+    np.testing.assert_array_equal(got, x * getattr(np, func)(s))
