@@ -69,10 +69,25 @@ load on the first compilation, so ``import tdsl`` stays light.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from tdsl.jit.api import JITTensorKernel, compile, default_jit, jit_tensor
 from tdsl.jit.cache import CacheInfo, DTypeLike, DTypesLike, ShapesLike
 from tdsl.jit.kernel import ArgSpec, CompiledKernel, GroupInfo
 from tdsl.jit.options import JitOptions, default_threads
+
+if TYPE_CHECKING:
+    from tdsl.jit.disk_cache import DiskCacheInfo
+
+
+def __getattr__(name: str) -> Any:
+    # the cache on disk's module is imported only when used
+    if name == "DiskCacheInfo":
+        from tdsl.jit.disk_cache import DiskCacheInfo
+
+        return DiskCacheInfo
+    raise AttributeError(f"module 'tdsl.jit' has no attribute {name!r}")
+
 
 __all__ = [
     "ArgSpec",
@@ -80,6 +95,7 @@ __all__ = [
     "CompiledKernel",
     "DTypeLike",
     "DTypesLike",
+    "DiskCacheInfo",
     "GroupInfo",
     "JITTensorKernel",
     "JitOptions",

@@ -124,11 +124,15 @@ class FunctionPlan:
 
 
 class NativeCode:
-    """A compiled module's machine code and the thread pool its functions split
-    tiles over (made on first use)."""
+    """A compiled module's machine code, the external symbols it was linked with
+    by address, and the thread pool its functions split tiles over (made on
+    first use)."""
 
-    def __init__(self, compiled: CompiledModule, threads: int = 1) -> None:
+    def __init__(
+        self, compiled: CompiledModule, threads: int = 1, symbols: Mapping[str, int] | None = None
+    ) -> None:
         self.compiled = compiled
+        self.symbols: dict[str, int] = dict(symbols or {})
         self.threads = max(1, threads)
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
@@ -312,10 +316,8 @@ class NativeProgram:
             symbols = gemm.addresses
         self.llvm_ir = text
         """The LLVM IR compiled: the llvm dialect's, with the BLAS shims."""
-        self.symbols = symbols
-        """The external symbols bound by address (the BLAS gemm functions used)."""
         compiled = compile_llvm(text, symbols=symbols, keep_object=keep_object)
-        self.code = NativeCode(compiled, threads)
+        self.code = NativeCode(compiled, threads, symbols)
         self.compiled: CompiledModule = compiled
         self.threads = self.code.threads
         self.plans: dict[str, FunctionPlan] = {}
