@@ -13,9 +13,10 @@ holds everything that changes the result:
 - for a kernel whose code (or choice of target) depends on the CPU (native
   code): the CPU's triple, name and features, as LLVM sees them.
 
-A lookup therefore tries two files: the kernel as any CPU of this kind would
-compile it (the numpy target), then, unless the target is ``numpy``, the
-kernel for this CPU (which needs llvmlite initialized to name the CPU).  The
+A lookup therefore tries up to two files: unless the target is ``native``, the
+kernel whose code does not depend on the CPU (numpy code), then, unless the
+target is ``numpy``, the kernel for this CPU (which needs llvmlite
+initialized to name the CPU).  The
 versions are read without importing the packages (from their ``.dist-info``
 folders), so a hit imports neither xDSL nor, for a numpy kernel, llvmlite.
 
@@ -34,6 +35,7 @@ empties the folder of its entries.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import importlib.util
@@ -251,22 +253,18 @@ def request_key(
 
     ``shapes`` and ``dtypes`` are normalized (:func:`tdsl.jit.cache.normalize`).
     """
-    return {
+    key = {
         "format": FORMAT,
         "source": source,
         "kernel": kernel,
         "filename": filename,
-        "shapes": None if shapes is None else {k: list(v) for k, v in sorted(shapes.items())},
+        "shapes": shapes,
         "dtypes": _dtypes_key(dtypes),
-        "options": {
-            "memory_budget": options.memory_budget,
-            "tile_size": options.tile_size,
-            "tile_sizes": list(options.tile_sizes),
-            "threads": options.threads,
-            "target": options.target,
-        },
+        "options": dataclasses.asdict(options),  # every option, whatever is added later
         "software": software_key(),
     }
+    # as JSON gives it back (tuples become lists), to compare with a file's key
+    return json.loads(json.dumps(key, sort_keys=True))
 
 
 def _dtype_key(dtype: object) -> str:
