@@ -226,8 +226,9 @@ class JITTensorKernel:
         return None if self._disk is None else self._disk.info()
 
     def cache_clear(self, *, disk: bool = False) -> None:
-        """Forget every compiled kernel and reset the statistics; with ``disk=True``, also
-        delete the files of the cache on disk (every kernel there, whichever JIT wrote it)."""
+        """Forget every compiled kernel and reset :meth:`cache_info`; with ``disk=True``,
+        also delete the files of the cache on disk (every kernel there, whichever JIT
+        wrote it)."""
         with self._kernels.lock:
             self._last.clear()
         self._kernels.clear()

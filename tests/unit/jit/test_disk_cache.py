@@ -445,3 +445,23 @@ def test_cache_clear_with_disk_deletes_the_entries(tmp_path: Path) -> None:
     assert len(entries(tmp_path)) == 1
     jit.cache_clear(disk=True)
     assert entries(tmp_path) == [] and (tmp_path / "keep.txt").exists()
+
+
+def test_software_versions_are_read_without_importing(tmp_path: Path) -> None:
+    import llvmlite
+    import xdsl
+
+    key = disk_cache.software_key()
+    assert (key["xdsl"], key["llvmlite"], key["numpy"]) == (
+        str(xdsl.__version__),
+        llvmlite.__version__,
+        np.__version__,
+    )
+    assert key["tdsl"] == tdsl.__version__ and key["python"] == sys.version
+    # an edited source file (another size or time) changes tdsl's fingerprint
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "sub" / "m.py").write_text("x = 1\n")
+    before = disk_cache._source_fingerprint(str(package))
+    (package / "sub" / "m.py").write_text("x = 22\n")
+    assert disk_cache._source_fingerprint(str(package)) != before
