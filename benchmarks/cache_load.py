@@ -15,8 +15,8 @@ Python's bytecode cache is on for the child processes, in a temporary folder
 (``PYTHONPYCACHEPREFIX``; ``PYTHONDONTWRITEBYTECODE`` unset), as in an
 installed package whose ``.pyc`` files exist: the first process writes them.
 ``--environment-as-is`` leaves the environment alone (with
-``PYTHONDONTWRITEBYTECODE=1`` every process compiles tdsl's modules from
-source, about 40 ms more).
+``PYTHONDONTWRITEBYTECODE=1`` and no ``__pycache__`` every process compiles
+tdsl's modules from source: about 10 ms more on a hit, measured here).
 
 The table gives min / median / max over the runs, in milliseconds.  The goal
 (issue 12) is an import, load and first call of under 150 ms together, without
