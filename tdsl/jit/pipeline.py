@@ -220,10 +220,16 @@ def build(
     kernel: str | None,
     filename: str,
     options: JitOptions,
+    *,
+    keep_object: bool = False,
 ) -> CompiledKernel:
-    """Run the pipeline on IR objects and load the generated Python."""
+    """Run the pipeline on IR objects and load the generated Python (or native code).
+
+    ``keep_object`` keeps a native kernel's object file, for the cache on disk
+    (see :mod:`tdsl.jit.entry`).
+    """
     with _collector_paused():
-        return _build(source, shapes, dtypes, kernel, filename, options)
+        return _build(source, shapes, dtypes, kernel, filename, options, keep_object)
 
 
 def _build(
@@ -233,6 +239,7 @@ def _build(
     kernel: str | None,
     filename: str,
     options: JitOptions,
+    keep_object: bool,
 ) -> CompiledKernel:
     from xdsl.context import Context
 
@@ -262,7 +269,8 @@ def _build(
         for arg_name, arg_type in zip(arg_names, func_op.function_type.inputs.data, strict=True)
     ]
     results = [_tensor_spec(t) for t in func_op.function_type.outputs.data]
-    native = _choose(options, modules, name, [a.shape for a in args] + [s for s, _ in results])
+    shapes_seen = [a.shape for a in args] + [s for s, _ in results]
+    native = _choose(options, modules, name, shapes_seen, keep_object)
     compiled = CompiledKernel(
         name=name,
         args=args,
@@ -279,6 +287,7 @@ def _build(
         target_reason=native.reason,
         llvm_ir=native.llvm_ir,
         filename=filename,
+        host_specific=native.host_specific,
     )
     return finish(compiled)
 
@@ -290,10 +299,16 @@ class _Native:
     function: Callable[..., Any] | None = None
     reason: str | None = None
     llvm_ir: str | None = None
+    host_specific: bool = False
+    """Whether the decision depends on the CPU (native code, or a failed native compile)."""
 
 
 def _choose(
-    options: JitOptions, modules: dict[str, ModuleOp], name: str, shapes: list[tuple[int, ...]]
+    options: JitOptions,
+    modules: dict[str, ModuleOp],
+    name: str,
+    shapes: list[tuple[int, ...]],
+    keep_object: bool = False,
 ) -> _Native:
     """Compile natively if ``options.target`` asks for it or ``auto`` finds it worth it.
 
@@ -329,18 +344,20 @@ def _choose(
                 "(an operand computed in its group, or a result read by more than an "
                 "element-wise epilogue), where the numpy target calls BLAS"
             )
-        program = NativeProgram(native["loops"], native["llvm"], options.threads)
+        program = NativeProgram(
+            native["loops"], native["llvm"], options.threads, keep_object=keep_object
+        )
     except TdslError as err:
         if options.target == "native":
             raise
-        return _Native(reason=f"the native compile failed: {err.message}")
+        return _Native(reason=f"the native compile failed: {err.message}", host_specific=True)
     modules["loops"] = native["loops"]
     modules["llvm"] = native["llvm"]
     function = program.functions[name]
     # inputs that come strided (x.T, x[:, ::2]) run in variants compiled for their strides
     dtypes = [a.dtype for a in function.args if a.role == "in"]
     function.variants = StridedVariants(modules["tiled"], name, options.threads, dtypes)
-    return _Native(function, None, program.llvm_ir)
+    return _Native(function, None, program.llvm_ir, host_specific=True)
 
 
 def _loop_matmuls(tiled: ModuleOp, loops: ModuleOp) -> int:
