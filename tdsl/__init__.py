@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from tdsl.errors import (
     TdslBudgetError,
+    TdslCacheWarning,
     TdslCallError,
     TdslError,
     TdslIRError,
@@ -91,6 +92,7 @@ __all__ = [
     "Function",
     "JITTensorKernel",
     "TdslBudgetError",
+    "TdslCacheWarning",
     "TdslCallError",
     "TdslError",
     "TdslIRError",

@@ -123,9 +123,14 @@ class TdslCallError(TdslError):
     """A compiled kernel was called with missing, unexpected or ill-shaped arguments."""
 
 
+class TdslCacheWarning(UserWarning):
+    """A compiled kernel could not be written to the JIT's cache on disk (it still runs)."""
+
+
 __all__ = [
     "SourceLocation",
     "TdslBudgetError",
+    "TdslCacheWarning",
     "TdslCallError",
     "TdslError",
     "TdslIRError",

@@ -58,7 +58,8 @@ def task_jit() -> JITTensorKernel:
     if jit is None:
         with _TASKS.lock:
             if _TASKS.jit is None:
-                _TASKS.jit = JITTensorKernel(cache_size=TASK_CACHE_SIZE)
+                # compile_ir keeps its kernels in memory only: no cache on disk
+                _TASKS.jit = JITTensorKernel(cache_size=TASK_CACHE_SIZE, cache_dir=False)
             jit = _TASKS.jit
     return jit
 

@@ -2,7 +2,7 @@
 
 ```python
 from tdsl import JITTensorKernel, jit_tensor
-jit = JITTensorKernel(memory_budget=1_000_000)         # also tile_size=, tile_sizes=, threads=
+jit = JITTensorKernel(memory_budget=1_000_000)  # also tile_size=, tile_sizes=, threads=, cache_dir=
 fn = jit.compile("matmul(A,relu(B))+softmax(C)",
                  shapes={"A": (8, 16), "B": (16, 8), "C": (8, 8)})   # dtypes= default float64
 out = fn(A=A, B=B, C=C)                                # or fn(A, B, C), in signature order
@@ -57,12 +57,19 @@ Compilation itself is serialized by one process-wide lock: xDSL's IR
 construction is not documented as thread-safe, and the cache means each
 kernel compiles once anyway.
 
+``JITTensorKernel(cache_dir=...)`` (or ``$TDSL_CACHE_DIR``) adds a cache on
+disk, shared between processes (:mod:`~tdsl.jit.disk_cache`): a kernel found
+there is loaded, not compiled, and without importing xDSL; ``.ir``,
+``.groups``, ``.explain()`` and the rest work on it as on a compiled one.
+
 The package's modules: :mod:`~tdsl.jit.options` (:class:`JitOptions`),
 :mod:`~tdsl.jit.kernel` (:class:`CompiledKernel` and what it shows),
 :mod:`~tdsl.jit.calls` (argument checks, the generated fast call path),
-:mod:`~tdsl.jit.cache` (the LRU and its keys), :mod:`~tdsl.jit.signature` (checking
-``shapes=``/``dtypes=`` against a kernel), :mod:`~tdsl.jit.pipeline` (running
-the compiler), :mod:`~tdsl.jit.api` (the entry points).
+:mod:`~tdsl.jit.cache` (the LRU and its keys), :mod:`~tdsl.jit.disk_cache` (the
+cache on disk: keys, files), :mod:`~tdsl.jit.entry` (a kernel as stored data),
+:mod:`~tdsl.jit.signature` (checking ``shapes=``/``dtypes=`` against a
+kernel), :mod:`~tdsl.jit.pipeline` (running the compiler), :mod:`~tdsl.jit.api`
+(the entry points).
 
 This package imports only NumPy and the standard library; xDSL and the pipeline
 load on the first compilation, so ``import tdsl`` stays light.
@@ -70,10 +77,25 @@ load on the first compilation, so ``import tdsl`` stays light.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from tdsl.jit.api import JITTensorKernel, compile, default_jit, jit_tensor
 from tdsl.jit.cache import CacheInfo, DTypeLike, DTypesLike, ShapesLike
 from tdsl.jit.kernel import ArgSpec, CompiledKernel, GroupInfo
 from tdsl.jit.options import JitOptions, default_threads
+
+if TYPE_CHECKING:
+    from tdsl.jit.disk_cache import DiskCacheInfo
+
+
+def __getattr__(name: str) -> Any:
+    # the cache on disk's module is imported only when used
+    if name == "DiskCacheInfo":
+        from tdsl.jit.disk_cache import DiskCacheInfo
+
+        return DiskCacheInfo
+    raise AttributeError(f"module 'tdsl.jit' has no attribute {name!r}")
+
 
 __all__ = [
     "ArgSpec",
@@ -81,6 +103,7 @@ __all__ = [
     "CompiledKernel",
     "DTypeLike",
     "DTypesLike",
+    "DiskCacheInfo",
     "GroupInfo",
     "JITTensorKernel",
     "JitOptions",

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from tdsl.defaults import DEFAULT_MEMORY_BUDGET, positive_int
 from tdsl.jit.cache import (
@@ -19,9 +20,14 @@ from tdsl.jit.cache import (
 )
 from tdsl.jit.calls import infer
 from tdsl.jit.kernel import CompiledKernel
-from tdsl.jit.options import JitOptions, default_target, default_threads
+from tdsl.jit.options import CACHE_DIR_VARIABLE, JitOptions, default_target, default_threads
 from tdsl.jit.pipeline import COMPILE_LOCK, build, build_ir
 from tdsl.jit.signature import check_request
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from tdsl.jit.disk_cache import DiskCache, DiskCacheInfo
 
 
 class JITTensorKernel:
@@ -34,7 +40,14 @@ class JITTensorKernel:
     ``"native"`` (machine code through LLVM), ``"numpy"`` (generated NumPy code)
     or ``"auto"``, which picks native code per kernel where it loads and pays off
     (see :attr:`CompiledKernel.target_reason`; default ``$TDSL_TARGET``, else ``auto``); ``cache_size`` is the number of
-    compiled kernels kept (least recently used go first).
+    compiled kernels kept in memory (least recently used go first).
+
+    ``cache_dir`` keeps compiled kernels in files in that folder too, shared by
+    every process that uses it (:mod:`tdsl.jit.disk_cache`): a kernel found
+    there loads without compiling, and without importing xDSL.  The default,
+    ``None``, takes the folder from ``$TDSL_CACHE_DIR`` (unset or empty: no
+    cache on disk); ``False`` turns it off.  A folder that cannot be created or
+    written is a :class:`~tdsl.errors.TdslOptionError`.
     """
 
     options: JitOptions
@@ -48,6 +61,7 @@ class JITTensorKernel:
         threads: int | None = None,
         target: str | None = None,
         cache_size: int = 256,
+        cache_dir: str | os.PathLike[str] | bool | None = None,
     ) -> None:
         self.options = JitOptions(
             memory_budget,
@@ -57,6 +71,13 @@ class JITTensorKernel:
             default_target() if target is None else target,
         )
         self._kernels = KernelCache(positive_int("cache_size", cache_size))
+        self._disk: DiskCache | None = None
+        if cache_dir is not False and (cache_dir is not None or os.environ.get(CACHE_DIR_VARIABLE)):
+            # the module (hashlib, json) is imported only for a cache on disk
+            from tdsl.jit.disk_cache import DiskCache, resolve_cache_dir
+
+            directory = resolve_cache_dir(cache_dir)
+            self._disk = None if directory is None else DiskCache(directory)
         # source -> the kernel a one-shot call last ran it with
         self._last: dict[str, CompiledKernel] = {}
 
@@ -67,6 +88,13 @@ class JITTensorKernel:
     @property
     def threads(self) -> int:
         return self.options.threads
+
+    @property
+    def cache_dir(self) -> Path | None:
+        """The folder of the cache on disk, or None when there is none."""
+        from pathlib import Path
+
+        return None if self._disk is None else Path(self._disk.directory)
 
     def compile(
         self,
@@ -110,7 +138,9 @@ class JITTensorKernel:
     ) -> CompiledKernel:
         """The cached kernel for normalized ``shapes`` and ``dtypes``, compiled on a miss."""
         key = (source, freeze(shapes), freeze(dtypes), kernel, filename, options)
-        return self._cached(key, lambda: build(source, shapes, dtypes, kernel, filename, options))
+        return self._cached(
+            key, lambda: self._load_or_build(source, shapes, dtypes, kernel, filename, options)
+        )
 
     def compile_ir(
         self,
@@ -153,6 +183,28 @@ class JITTensorKernel:
             if compiled is None:
                 compiled = make()
                 cache.put(key, compiled)
+        return compiled
+
+    def _load_or_build(
+        self,
+        source: str,
+        shapes: dict[str, tuple[int, ...]] | None,
+        dtypes: object,
+        kernel: str | None,
+        filename: str,
+        options: JitOptions,
+    ) -> CompiledKernel:
+        """The kernel from the cache on disk, else compiled (and written there)."""
+        disk = self._disk
+        if disk is None:
+            return build(source, shapes, dtypes, kernel, filename, options)
+        from tdsl.jit.disk_cache import request_key
+
+        request = request_key(source, shapes, dtypes, kernel, filename, options)
+        compiled = disk.load(request, options)
+        if compiled is None:
+            compiled = build(source, shapes, dtypes, kernel, filename, options, keep_object=True)
+            disk.store(request, compiled)
         return compiled
 
     def __call__(self, source: str, /, *, out: Any = None, **values: Any) -> Any:
@@ -206,11 +258,20 @@ class JITTensorKernel:
         with cache.lock:
             return list(cache.data.values())
 
-    def cache_clear(self) -> None:
-        """Forget every compiled kernel and reset the statistics."""
+    def disk_cache_info(self) -> DiskCacheInfo | None:
+        """The folder of the cache on disk and this JIT's hits, misses, rejected files and
+        writes there; None when there is no cache on disk."""
+        return None if self._disk is None else self._disk.info()
+
+    def cache_clear(self, *, disk: bool = False) -> None:
+        """Forget every compiled kernel and reset :meth:`cache_info`; with ``disk=True``,
+        also delete the files of the cache on disk (every kernel there, whichever JIT
+        wrote it)."""
         with self._kernels.lock:
             self._last.clear()
         self._kernels.clear()
+        if disk and self._disk is not None:
+            self._disk.clear()
 
     def __repr__(self) -> str:
         o = self.options
@@ -221,6 +282,8 @@ class JITTensorKernel:
             extra += f", tile_sizes={o.tile_sizes}"
         if o.target != "auto":
             extra += f", target={o.target!r}"
+        if self._disk is not None:
+            extra += f", cache_dir={self._disk.directory!r}"
         return f"JITTensorKernel(memory_budget={o.memory_budget}, threads={o.threads}{extra})"
 
 

@@ -89,12 +89,31 @@ class ArgSpec:
         return f"{self.name}: {'float' if self.weak else type_str(self.dtype, self.shape)}"
 
 
-class LazyIR(Mapping[str, str]):
-    """Stage name -> IR text, printed on first access from the modules kept."""
+LOCATED_STAGES = ("tensordsl", "tiled")
+"""The stages whose IR the fusion report, ``explain()`` and ``to_dot()`` read: a
+stored kernel keeps them with their source locations too."""
 
-    def __init__(self, modules: dict[str, ModuleOp]) -> None:
-        self._modules = modules
-        self._text: dict[str, str] = {}
+
+class LazyIR(Mapping[str, str]):
+    """Stage name -> IR text, from the modules of a compilation or from stored texts.
+
+    Over modules, each text is printed on first access.  Over texts (a kernel
+    loaded from the JIT's cache on disk) the texts are those stored, and
+    :meth:`module` parses a stage back to IR only when asked (importing xDSL
+    then), from its text with source locations (``located``) where one was kept.
+    """
+
+    def __init__(
+        self,
+        modules: Mapping[str, ModuleOp] | None = None,
+        *,
+        texts: Mapping[str, str] | None = None,
+        located: Mapping[str, str] | None = None,
+    ) -> None:
+        self._modules: dict[str, ModuleOp] = dict(modules or {})
+        self._text: dict[str, str] = dict(texts or {})
+        self._located: dict[str, str] = dict(located or {})
+        self._stages = list(self._modules) if modules is not None else list(self._text)
 
     def __getitem__(self, stage: str) -> str:
         text = self._text.get(stage)
@@ -104,13 +123,56 @@ class LazyIR(Mapping[str, str]):
         return text
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._modules)
+        return iter(self._stages)
 
     def __len__(self) -> int:
-        return len(self._modules)
+        return len(self._stages)
 
     def __repr__(self) -> str:
-        return f"<IR stages {', '.join(self._modules)}>"
+        return f"<IR stages {', '.join(self._stages)}>"
+
+    def module(self, stage: str) -> ModuleOp:
+        """The IR of ``stage`` (parsed from the stored text on first use)."""
+        module = self._modules.get(stage)
+        if module is None:
+            if stage not in self._stages:
+                raise KeyError(stage)
+            module = parse_ir(self._located.get(stage) or self[stage])
+            self._modules[stage] = module
+        return module
+
+    def located(self, stage: str) -> str:
+        """The text of ``stage`` with each op's source location (``loc(...)``)."""
+        text = self._located.get(stage)
+        if text is None:
+            text = print_located(self.module(stage))
+            self._located[stage] = text
+        return text
+
+
+def print_located(module: ModuleOp) -> str:
+    """``module`` printed with its source locations, as ``loc("file":line:col)``."""
+    import io
+
+    from xdsl.printer import Printer
+
+    stream = io.StringIO()
+    Printer(stream=stream, print_debuginfo=True).print_op(module)
+    return stream.getvalue()
+
+
+def parse_ir(text: str) -> ModuleOp:
+    """A module parsed from the text of any stage of the pipeline."""
+    from xdsl.context import Context
+    from xdsl.dialects import get_all_dialects
+    from xdsl.parser import Parser
+
+    from tdsl.universe import TDSL_DIALECTS
+
+    ctx = Context()
+    for name, factory in {**get_all_dialects(), **TDSL_DIALECTS}.items():
+        ctx.register_dialect(name, factory)
+    return Parser(ctx, text).parse_module()
 
 
 class CompiledKernel:
@@ -158,7 +220,7 @@ class CompiledKernel:
     source: str
     function: Callable[..., Any]
     pipeline: str
-    ir: Mapping[str, str]
+    ir: LazyIR
     groups: tuple[GroupInfo, ...]
     program: bool
     """Whether the kernel is a ``def`` of a ``.tdsl`` program (else an expression's ``main``)."""
@@ -167,7 +229,10 @@ class CompiledKernel:
     llvm_ir: str | None
     filename: str
     """The name the source was compiled under (in error messages and IR locations)."""
-    _modules: dict[str, ModuleOp]
+    host_specific: bool
+    """Whether the code, or the choice of target, depends on the CPU compiled on
+    (native code; ``auto``'s fallback after a failed native compile): the cache
+    on disk keys such a kernel by the CPU too."""
     try_call: Callable[..., Any]
 
     def __init__(
@@ -181,13 +246,14 @@ class CompiledKernel:
         source: str,
         function: Callable[..., Any],
         pipeline: str,
-        modules: dict[str, ModuleOp],
+        modules: Mapping[str, ModuleOp] | LazyIR,
         groups: Sequence[GroupInfo],
         program: bool = False,
         target: str = "numpy",
         target_reason: str | None = None,
         llvm_ir: str | None = None,
         filename: str = "<expr>",
+        host_specific: bool = False,
     ) -> None:
         self.name = name
         self.args = tuple(args)
@@ -197,14 +263,14 @@ class CompiledKernel:
         self.source = source
         self.function = function
         self.pipeline = pipeline
-        self._modules = modules
-        self.ir = LazyIR(modules)
+        self.ir = modules if isinstance(modules, LazyIR) else LazyIR(modules)
         self.groups = tuple(groups)
         self.program = program
         self.target = target
         self.target_reason = target_reason
         self.llvm_ir = llvm_ir
         self.filename = filename
+        self.host_specific = host_specific
 
     @property
     def arg_names(self) -> tuple[str, ...]:
@@ -233,13 +299,13 @@ class CompiledKernel:
         """The fusion report of the fused IR (groups, their members, materialized values)."""
         from tdsl.lowering.fuse import fusion_report
 
-        return fusion_report(self._modules["tensordsl"], self.options.memory_budget)
+        return fusion_report(self.ir.module("tensordsl"), self.options.memory_budget)
 
     def explain(self) -> str:
         """Why the ops were grouped as they were: the fusion remarks, with source locations."""
         from tdsl.lowering.fuse import explain_fusion
 
-        return explain_fusion(self._modules["tensordsl"], self.options.memory_budget)
+        return explain_fusion(self.ir.module("tensordsl"), self.options.memory_budget)
 
     @property
     def dot_target(self) -> str:
@@ -255,7 +321,7 @@ class CompiledKernel:
         from tdsl.tools.dot_target import render_dot
 
         return render_dot(
-            self._modules["tiled"],
+            self.ir.module("tiled"),
             self.options.memory_budget,
             sources={self.filename: self.expression},
         )
@@ -276,4 +342,14 @@ class CompiledKernel:
         )
 
 
-__all__ = ["ELEMENT_NAMES", "ArgSpec", "CompiledKernel", "GroupInfo", "LazyIR", "type_str"]
+__all__ = [
+    "ELEMENT_NAMES",
+    "LOCATED_STAGES",
+    "ArgSpec",
+    "CompiledKernel",
+    "GroupInfo",
+    "LazyIR",
+    "parse_ir",
+    "print_located",
+    "type_str",
+]

@@ -62,6 +62,10 @@ def default_target() -> str:
 TARGET_VARIABLE = "TDSL_TARGET"
 """The environment variable :func:`default_target` reads."""
 
+CACHE_DIR_VARIABLE = "TDSL_CACHE_DIR"
+"""The environment variable naming the folder of the JIT's cache on disk when
+``cache_dir`` is not given (unset or empty: no cache on disk)."""
+
 
 @functools.cache
 def default_threads() -> int:
@@ -69,4 +73,11 @@ def default_threads() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
-__all__ = ["TARGETS", "TARGET_VARIABLE", "JitOptions", "default_target", "default_threads"]
+__all__ = [
+    "CACHE_DIR_VARIABLE",
+    "TARGETS",
+    "TARGET_VARIABLE",
+    "JitOptions",
+    "default_target",
+    "default_threads",
+]

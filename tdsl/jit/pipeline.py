@@ -229,10 +229,16 @@ def build(
     kernel: str | None,
     filename: str,
     options: JitOptions,
+    *,
+    keep_object: bool = False,
 ) -> CompiledKernel:
-    """Run the pipeline on IR objects and load the generated Python."""
+    """Run the pipeline on IR objects and load the generated Python (or native code).
+
+    ``keep_object`` keeps a native kernel's object file, for the cache on disk
+    (see :mod:`tdsl.jit.entry`).
+    """
     with _collector_paused():
-        return _build(source, shapes, dtypes, kernel, filename, options)
+        return _build(source, shapes, dtypes, kernel, filename, options, keep_object)
 
 
 def _build(
@@ -242,6 +248,7 @@ def _build(
     kernel: str | None,
     filename: str,
     options: JitOptions,
+    keep_object: bool,
 ) -> CompiledKernel:
     from tdsl.frontend import Program, lower, parse
 
@@ -267,6 +274,7 @@ def _build(
         filename,
         options,
         program=isinstance(tree, Program),
+        keep_object=keep_object,
     )
 
 
@@ -279,8 +287,10 @@ def _compile_module(
     filename: str,
     options: JitOptions,
     program: bool,
+    keep_object: bool = False,
 ) -> CompiledKernel:
-    """The passes and the target on ``module`` (whose one function is ``func_op``)."""
+    """The passes and the target on ``module`` (whose one function is ``func_op``);
+    ``keep_object`` as for :func:`build`."""
     from xdsl.context import Context
 
     from tdsl.lowering.numpy_target import emit_numpy, load_numpy
@@ -299,7 +309,8 @@ def _compile_module(
         )
     ]
     results = [_tensor_spec(t) for t in func_op.function_type.outputs.data]
-    native = _choose(options, modules, name, [a.shape for a in args] + [s for s, _ in results])
+    shapes_seen = [a.shape for a in args] + [s for s, _ in results]
+    native = _choose(options, modules, name, shapes_seen, keep_object)
     compiled = CompiledKernel(
         name=name,
         args=args,
@@ -316,6 +327,7 @@ def _compile_module(
         target_reason=native.reason,
         llvm_ir=native.llvm_ir,
         filename=filename,
+        host_specific=native.host_specific,
     )
     return finish(compiled)
 
@@ -327,10 +339,16 @@ class _Native:
     function: Callable[..., Any] | None = None
     reason: str | None = None
     llvm_ir: str | None = None
+    host_specific: bool = False
+    """Whether the decision depends on the CPU (native code, or a failed native compile)."""
 
 
 def _choose(
-    options: JitOptions, modules: dict[str, ModuleOp], name: str, shapes: list[tuple[int, ...]]
+    options: JitOptions,
+    modules: dict[str, ModuleOp],
+    name: str,
+    shapes: list[tuple[int, ...]],
+    keep_object: bool = False,
 ) -> _Native:
     """Compile natively if ``options.target`` asks for it or ``auto`` finds it worth it.
 
@@ -366,18 +384,20 @@ def _choose(
                 "(an operand computed in its group, or a result read by more than an "
                 "element-wise epilogue), where the numpy target calls BLAS"
             )
-        program = NativeProgram(native["loops"], native["llvm"], options.threads)
+        program = NativeProgram(
+            native["loops"], native["llvm"], options.threads, keep_object=keep_object
+        )
     except TdslError as err:
         if options.target == "native":
             raise
-        return _Native(reason=f"the native compile failed: {err.message}")
+        return _Native(reason=f"the native compile failed: {err.message}", host_specific=True)
     modules["loops"] = native["loops"]
     modules["llvm"] = native["llvm"]
     function = program.functions[name]
     # inputs that come strided (x.T, x[:, ::2]) run in variants compiled for their strides
     dtypes = [a.dtype for a in function.args if a.role == "in"]
     function.variants = StridedVariants(modules["tiled"], name, options.threads, dtypes)
-    return _Native(function, None, program.llvm_ir)
+    return _Native(function, None, program.llvm_ir, host_specific=True)
 
 
 def _loop_matmuls(tiled: ModuleOp, loops: ModuleOp) -> int:

@@ -40,23 +40,16 @@ generated module.
 
 from __future__ import annotations
 
-import concurrent.futures
-import itertools
-import linecache
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO, Any, ClassVar, cast
+from typing import IO, ClassVar
 
-import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.target import Target
 
 from tdsl.errors import TdslOptionError
+from tdsl.lowering.numpy_emit.load import load_numpy
 from tdsl.lowering.numpy_emit.module import emit_module
-
-_counter = itertools.count()
 
 
 def emit_numpy(module: ModuleOp, threads: int = 1) -> str:
@@ -64,39 +57,6 @@ def emit_numpy(module: ModuleOp, threads: int = 1) -> str:
     if not isinstance(threads, int) or threads < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TdslOptionError(f"numpy target: threads must be a positive integer, got {threads!r}")
     return emit_module(module, threads)
-
-
-_SHARED_POOLS: dict[int, concurrent.futures.ThreadPoolExecutor] = {}
-_SHARED_POOLS_LOCK = threading.Lock()
-
-
-def _shared_pool(workers: int) -> concurrent.futures.ThreadPoolExecutor:
-    """One process-wide pool per worker count (its threads start on first use)."""
-    with _SHARED_POOLS_LOCK:
-        pool = _SHARED_POOLS.get(workers)
-        if pool is None:
-            pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="tdsl")
-            _SHARED_POOLS[workers] = pool
-        return pool
-
-
-def load_numpy(source: str) -> dict[str, Callable[..., Any]]:
-    """Execute generated ``source``; return its functions by IR symbol name.
-
-    A generated module that splits work over threads makes its own pool when
-    run standalone; modules loaded here share one pool per thread count
-    instead, so that many compiled kernels do not each keep idle threads.
-    """
-    filename = f"<tdsl-numpy-{next(_counter)}>"
-    # register the text so tracebacks into generated code show its lines
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace: dict[str, Any] = {"np": np, "__name__": "tdsl_generated"}
-    exec(compile(source, filename, "exec"), namespace)
-    pool: object = namespace.get("_POOL")
-    if isinstance(pool, list) and not pool:
-        cast(list[Any], pool).append(_shared_pool(int(namespace["_THREADS"]) - 1))
-    functions: dict[str, Callable[..., Any]] = namespace["TDSL_FUNCTIONS"]
-    return dict(functions)
 
 
 @dataclass(frozen=True)
@@ -110,3 +70,6 @@ class NumpyTarget(Target):
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         output.write(emit_numpy(module, self.threads))
+
+
+__all__ = ["NumpyTarget", "emit_numpy", "load_numpy"]

@@ -25,6 +25,12 @@ External functions resolve to the C math library (loaded once) and to the
 process-wide, so a name may be bound to one address only: binding it again to
 another address raises :class:`NativeCompileError`.
 
+For a cache on disk, ``compile_llvm(..., keep_object=True)`` generates an
+object file (``CompiledModule.object_code``) and loads that into the engine,
+so the code that runs is the code stored; :func:`load_object` loads such an
+object file in another process (the same CPU and llvmlite), resolving its
+external symbols the same way, without parsing or optimizing anything.
+
 :func:`native_unavailable_reason` says why native code cannot run here (no
 llvmlite, a CPU llvmlite cannot target), or None; :func:`host_info` gives the
 CPU name, its features and whether f16 conversions are native (F16C on x86).
@@ -41,6 +47,7 @@ import ctypes
 import ctypes.util
 import importlib
 import platform
+import struct
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -172,14 +179,46 @@ def _ctype(type_name: str) -> Any:
         raise NativeCompileError(f"no ctypes equivalent for LLVM type '{type_name}'") from None
 
 
+Signature = tuple[str, tuple[str, ...]]
+"""A function's LLVM return type and parameter types, spelled as in LLVM IR
+(``("void", ("i64", "i64", "ptr"))``)."""
+
+
+def _signatures(module: Any) -> dict[str, Signature]:
+    """The signature of each function ``module`` defines."""
+    found: dict[str, Signature] = {}
+    for fn in module.functions:
+        if not fn.is_declaration:
+            t = fn.global_value_type
+            params = tuple(str(p) for p in t.get_function_parameters())
+            found[fn.name] = (str(t.get_function_return()), params)
+    return found
+
+
 class CompiledModule:
     """Machine code for one module, owned by an MCJIT engine that lives as long as
-    this object."""
+    this object.
 
-    def __init__(self, engine: Any, module: Any, target_machine: Any) -> None:
+    ``signatures`` gives each defined function's LLVM types; ``object_code`` is
+    the object file the engine loaded (None unless compiled with
+    ``keep_object=True`` or loaded by :func:`load_object`).  A module loaded
+    from an object file has no LLVM IR: ``optimized_ir`` and ``assembly()``
+    raise :class:`NativeCompileError` there.
+    """
+
+    def __init__(
+        self,
+        engine: Any,
+        signatures: Mapping[str, Signature],
+        module: Any = None,
+        target_machine: Any = None,
+        object_code: bytes | None = None,
+    ) -> None:
         self._engine = engine
+        self.signatures: dict[str, Signature] = dict(signatures)
         self._module = module
         self._target_machine = target_machine
+        self.object_code = object_code
         self._functions: dict[str, Callable[..., Any]] = {}
         self._lock = threading.Lock()
 
@@ -190,16 +229,14 @@ class CompiledModule:
             found = self._functions.get(name)
             if found is not None:
                 return found
-            try:
-                fn = self._module.get_function(name)
-            except NameError:
-                raise NativeCompileError(f"no function '{name}' in the module") from None
-            if fn.is_declaration:
-                raise NativeCompileError(f"'{name}' is declared, not defined, in the module")
-            signature = fn.global_value_type
-            restype = _ctype(str(signature.get_function_return()))
-            argtypes = [_ctype(str(t)) for t in signature.get_function_parameters()]
+            signature = self.signatures.get(name)
+            if signature is None:
+                raise NativeCompileError(f"no function '{name}' defined in the module")
+            restype = _ctype(signature[0])
+            argtypes = [_ctype(t) for t in signature[1]]
             address = self._engine.get_function_address(name)
+            if not address:
+                raise NativeCompileError(f"no function '{name}' in the machine code")
             found = ctypes.CFUNCTYPE(restype, *argtypes)(address)
             self._functions[name] = found
             return found
@@ -207,11 +244,16 @@ class CompiledModule:
     @property
     def optimized_ir(self) -> str:
         """The LLVM IR after optimization."""
-        return str(self._module)
+        return str(self._ir_module())
 
     def assembly(self) -> str:
         """The host assembly of the optimized module."""
-        return self._target_machine.emit_assembly(self._module)
+        return self._target_machine.emit_assembly(self._ir_module())
+
+    def _ir_module(self) -> Any:
+        if self._module is None:
+            raise NativeCompileError("a module loaded from object code has no LLVM IR")
+        return self._module
 
 
 def llvm_ir(module: ModuleOp) -> str:
@@ -233,13 +275,15 @@ def compile_llvm(
     symbols: Mapping[str, int] | None = None,
     speed_level: int = 3,
     vectorize: bool = True,
+    keep_object: bool = False,
 ) -> CompiledModule:
     """Compile an ``llvm``-dialect module or LLVM IR text for the host CPU.
 
     ``symbols`` binds external functions to addresses (see :func:`bind_symbols`);
-    C math functions resolve without it.  Raises :class:`NativeCompileError` when
-    llvmlite is missing, the IR does not parse or verify, or the module uses f16
-    on an x86 CPU without F16C.
+    C math functions resolve without it.  ``keep_object`` generates an object
+    file and runs that (kept as ``object_code``, for :func:`load_object`).
+    Raises :class:`NativeCompileError` when llvmlite is missing, the IR does
+    not parse or verify, or the module uses f16 on an x86 CPU without F16C.
     """
     llvm = _llvm()
     text = module if isinstance(module, str) else llvm_ir(module)
@@ -264,6 +308,75 @@ def compile_llvm(
     options.slp_vectorization = vectorize
     builder = llvm.create_pass_builder(tm, options)
     builder.getModulePassManager().run(parsed, builder)
+    if keep_object:
+        code = tm.emit_object(parsed)
+        engine = _load(llvm, code)
+        return CompiledModule(engine, _signatures(parsed), parsed, tm, code)
     engine = llvm.create_mcjit_compiler(parsed, tm)
     engine.finalize_object()
-    return CompiledModule(engine, parsed, tm)
+    return CompiledModule(engine, _signatures(parsed), parsed, tm)
+
+
+def _load(llvm: Any, code: bytes) -> Any:
+    """An MCJIT engine running object file ``code`` (over an empty IR module)."""
+    tm = _target_machine()
+    empty = llvm.parse_assembly("")
+    empty.triple = tm.triple
+    engine = llvm.create_mcjit_compiler(empty, tm)
+    try:
+        engine.add_object_file(llvm.ObjectFileRef.from_data(code))
+        engine.finalize_object()
+    except RuntimeError as err:  # pragma: no cover - llvmlite rejects the object
+        raise NativeCompileError(f"cannot load object code: {err}") from None
+    return engine
+
+
+def load_object(
+    code: bytes, signatures: Mapping[str, Signature], *, symbols: Mapping[str, int] | None = None
+) -> CompiledModule:
+    """Load object code made by ``compile_llvm(..., keep_object=True)`` on this CPU.
+
+    ``signatures`` are the module's (its :attr:`CompiledModule.signatures`);
+    ``symbols`` binds external functions as for :func:`compile_llvm`, before
+    the object is linked.  Every symbol an ELF object leaves undefined must
+    resolve in this process (the C library, the math library, ``symbols``),
+    else :class:`NativeCompileError`: MCJIT would link a call to it to address
+    0.  Nothing checks that the code was made for this CPU: a cache keys it so.
+    """
+    llvm = _llvm()
+    if symbols:
+        bind_symbols(symbols)
+    missing = [n for n in undefined_symbols(code) if not llvm.address_of_symbol(n)]
+    if missing:
+        raise NativeCompileError(
+            f"the object code calls {', '.join(repr(n) for n in missing)}, "
+            "which this process does not define"
+        )
+    return CompiledModule(_load(llvm, code), signatures, object_code=code)
+
+
+_ELF64_LE = b"\x7fELF\x02\x01"
+_SHT_SYMTAB = 2
+
+
+def undefined_symbols(code: bytes) -> list[str]:
+    """The names a 64-bit little-endian ELF object file uses but does not define
+    (its ``SHN_UNDEF`` symbols); empty for any other format, which is not checked."""
+    if not code.startswith(_ELF64_LE) or len(code) < 64:
+        return []
+    (shoff,) = struct.unpack_from("<Q", code, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", code, 0x3A)
+    names: list[str] = []
+    for i in range(shnum):
+        header = shoff + i * shentsize
+        (kind,) = struct.unpack_from("<I", code, header + 4)
+        if kind != _SHT_SYMTAB:
+            continue
+        offset, size, link, _, _, entsize = struct.unpack_from("<QQIIQQ", code, header + 0x18)
+        (strtab,) = struct.unpack_from("<Q", code, shoff + link * shentsize + 0x18)
+        for sym in range(offset + entsize, offset + size, entsize):  # entry 0 is null
+            name_at, _, _, shndx = struct.unpack_from("<IBBH", code, sym)
+            if shndx == 0 and name_at:
+                end = code.index(b"\0", strtab + name_at)
+                names.append(code[strtab + name_at : end].decode())
+    return names

@@ -22,6 +22,15 @@ have the identity layout). An input that comes strided runs in a variant
 compiled for its strides where one can be (:class:`StridedVariants`), else it
 is copied to a contiguous array first; an ``out`` that is not C-contiguous is
 written through a contiguous temporary.
+
+What a :class:`NativeFunction` needs besides machine code is its
+:class:`FunctionPlan` (each argument's role, shape and dtype, and the calls
+of the main function), plain data that :meth:`FunctionPlan.to_data` and
+:meth:`FunctionPlan.from_data` turn into JSON-ready values and back, so that
+a cache on disk can rebuild the function from object code
+(:class:`NativeCode` over :func:`tdsl.native.compile.load_object`).  Only
+:class:`NativeProgram` reads IR: this module imports xDSL inside it, so
+loading cached code never imports xDSL.
 """
 
 from __future__ import annotations
@@ -31,21 +40,18 @@ import ctypes
 import math
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
-from xdsl.context import Context
-from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, MemRefType, ModuleOp, StringAttr
-from xdsl.ir import Attribute, BlockArgument
 
-from tdsl.dialects.structured import element_dtype
-from tdsl.lowering.convert_to_llvm import ConvertToLLVMPass
-from tdsl.lowering.lower_to_loops import ROLES_ATTR, lower_to_loops
 from tdsl.native.blas import find_gemm, matmul_shims
 from tdsl.native.compile import CompiledModule, NativeCompileError, compile_llvm, llvm_ir
+
+if TYPE_CHECKING:
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import ModuleOp
 
 Array = np.ndarray[Any, Any]
 
@@ -79,6 +85,73 @@ class _Arg:
     dtype: np.dtype[Any]
 
 
+@dataclass(frozen=True)
+class FunctionPlan:
+    """What runs a lowered main function besides machine code: its name, each
+    argument's role (``in``, ``out``, ``tmp``, ``scratch``), shape and dtype, and
+    the calls its body makes, in order."""
+
+    name: str
+    args: tuple[_Arg, ...]
+    calls: tuple[_Call, ...]
+
+    def to_data(self) -> dict[str, Any]:
+        """The plan as JSON-ready values (lists, strings, ints)."""
+        return {
+            "name": self.name,
+            "args": [[a.role, list(a.shape), a.dtype.str] for a in self.args],
+            "calls": [
+                [c.callee, [list(x) if isinstance(x, tuple) else x for x in c.operands], c.group]
+                for c in self.calls
+            ],
+        }
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> FunctionPlan:
+        """The plan :meth:`to_data` gave (raises ``KeyError``, ``TypeError`` or
+        ``ValueError`` on anything else)."""
+        args = tuple(
+            _Arg(str(role), tuple(int(d) for d in shape), np.dtype(str(dtype)))
+            for role, shape, dtype in data["args"]
+        )
+        calls = tuple(
+            _Call(
+                str(callee),
+                tuple(int(x) if isinstance(x, int) else (str(x[0]), int(x[1])) for x in operands),
+                bool(group),
+            )
+            for callee, operands, group in data["calls"]
+        )
+        return cls(str(data["name"]), args, calls)
+
+
+class NativeCode:
+    """A compiled module's machine code, the external symbols it was linked with
+    by address, and the thread pool its functions split tiles over (made on
+    first use)."""
+
+    def __init__(
+        self, compiled: CompiledModule, threads: int = 1, symbols: Mapping[str, int] | None = None
+    ) -> None:
+        self.compiled = compiled
+        self.symbols: dict[str, int] = dict(symbols or {})
+        self.threads = max(1, threads)
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def pool(self) -> concurrent.futures.ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = concurrent.futures.ThreadPoolExecutor(
+                    self.threads - 1, thread_name_prefix="tdsl-native"
+                )
+            return self._pool
+
+    def function(self, plan: FunctionPlan) -> NativeFunction:
+        """The callable running ``plan`` on this code."""
+        return NativeFunction(plan, self)
+
+
 def _address(a: Array) -> int:
     """The address of ``a``'s data: through the buffer protocol when writable (3x faster
     than ``a.ctypes.data``), else ``a.ctypes.data``."""
@@ -91,23 +164,19 @@ def _address(a: Array) -> int:
 class NativeFunction:
     """One compiled ``func.func``: call it like the NumPy target's generated function."""
 
-    def __init__(
-        self,
-        name: str,
-        args: Sequence[_Arg],
-        calls: Sequence[_Call],
-        functions: dict[str, Callable[..., Any]],
-        main: Callable[..., Any],
-        threads: int,
-        pool: Callable[[], concurrent.futures.ThreadPoolExecutor],
-    ) -> None:
-        self.name = name
-        self.args = list(args)
-        self.calls = list(calls)
-        self.functions = functions
-        self.main = main
-        self.threads = threads
-        self._pool = pool
+    def __init__(self, plan: FunctionPlan, code: NativeCode) -> None:
+        self.plan = plan
+        self.code = code
+        """The machine code the function runs (kept alive by the function)."""
+        self.name = plan.name
+        self.args = list(plan.args)
+        self.calls = list(plan.calls)
+        self.functions: dict[str, Callable[..., Any]] = {
+            c.callee: code.compiled.function(c.callee) for c in plan.calls
+        }
+        self.main = code.compiled.function(plan.name)
+        self.threads = code.threads
+        self._pool = code.pool
         self._inputs = [(i, a.dtype) for i, a in enumerate(self.args) if a.role == "in"]
         self._outputs = [(i, a.shape, a.dtype) for i, a in enumerate(self.args) if a.role == "out"]
         self._temps = [
@@ -265,7 +334,11 @@ class StridedVariants:
             return self._made[frozen]
 
     def _compile(self, strides: tuple[tuple[int, ...] | None, ...]) -> NativeFunction | None:
+        from xdsl.context import Context
+
         from tdsl.errors import TdslError
+        from tdsl.lowering.convert_to_llvm import ConvertToLLVMPass
+        from tdsl.lowering.lower_to_loops import lower_to_loops
 
         loops = self._tiled.clone()
         try:
@@ -298,10 +371,18 @@ class NativeProgram:
     ``loops`` is the output of ``tdsl-lower-to-loops`` (it says which arguments
     are inputs, outputs and scratch, and lists each main function's calls);
     ``llvm`` is that module after ``tdsl-convert-to-llvm{noalias=true}``.
-    :meth:`from_tiled` runs both passes on a tiled module.
+    :meth:`from_tiled` runs both passes on a tiled module.  ``keep_object``
+    keeps the object file the code was loaded from (``code.compiled.object_code``),
+    for a cache on disk.
     """
 
-    def __init__(self, loops: ModuleOp, llvm: ModuleOp, threads: int = 1) -> None:
+    def __init__(
+        self, loops: ModuleOp, llvm: ModuleOp, threads: int = 1, *, keep_object: bool = False
+    ) -> None:
+        from xdsl.dialects import func
+
+        from tdsl.lowering.lower_to_loops import ROLES_ATTR
+
         text = llvm_ir(llvm)
         matmuls = sorted(set(_DECLARE.findall(text)))
         symbols: dict[str, int] = {}
@@ -313,65 +394,76 @@ class NativeProgram:
             symbols = gemm.addresses
         self.llvm_ir = text
         """The LLVM IR compiled: the llvm dialect's, with the BLAS shims."""
-        self.compiled: CompiledModule = compile_llvm(text, symbols=symbols)
-        self.threads = max(1, threads)
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-        self._lock = threading.Lock()
+        compiled = compile_llvm(text, symbols=symbols, keep_object=keep_object)
+        self.code = NativeCode(compiled, threads, symbols)
+        self.compiled: CompiledModule = compiled
+        self.threads = self.code.threads
+        self.plans: dict[str, FunctionPlan] = {}
         self.functions: dict[str, NativeFunction] = {}
         for fn in loops.ops:
             if isinstance(fn, func.FuncOp) and ROLES_ATTR in fn.attributes:
-                self.functions[fn.sym_name.data] = self._function(fn)
+                plan = _plan(fn, ROLES_ATTR)
+                self.plans[plan.name] = plan
+                self.functions[plan.name] = self.code.function(plan)
 
     @classmethod
     def from_tiled(cls, tiled: ModuleOp, threads: int = 1) -> NativeProgram:
         """Lower a tiled module (left unchanged) to loops and to LLVM, and compile it."""
+        from xdsl.context import Context
+
+        from tdsl.lowering.convert_to_llvm import ConvertToLLVMPass
+        from tdsl.lowering.lower_to_loops import lower_to_loops
+
         loops = tiled.clone()
         lower_to_loops(loops)
         lowered = loops.clone()
         ConvertToLLVMPass(noalias=True).apply(Context(), lowered)
         return cls(loops, lowered, threads)
 
-    def pool(self) -> concurrent.futures.ThreadPoolExecutor:
-        with self._lock:
-            if self._pool is None:
-                self._pool = concurrent.futures.ThreadPoolExecutor(
-                    self.threads - 1, thread_name_prefix="tdsl-native"
-                )
-            return self._pool
 
-    def _function(self, fn: func.FuncOp) -> NativeFunction:
-        roles = [
-            cast(StringAttr, r).data for r in cast(ArrayAttr[Attribute], fn.attributes[ROLES_ATTR])
-        ]
-        args: list[_Arg] = []
-        for role, arg in zip(roles, fn.body.block.args, strict=True):
-            t = cast(MemRefType[Attribute], arg.type)
-            dtype = element_dtype(t.get_element_type())
-            assert dtype is not None
-            args.append(_Arg(role, tuple(t.get_shape()), dtype))
-        calls: list[_Call] = []
-        callees: dict[str, Callable[..., Any]] = {}
-        for op in fn.body.block.ops:
-            if isinstance(op, func.CallOp):
-                operands: list[int | tuple[str, int]] = []
-                for v in op.arguments:
-                    if isinstance(v, BlockArgument):
-                        operands.append(v.index)
-                    else:
-                        owner = v.owner
-                        assert isinstance(owner, arith.ConstantOp)
-                        value = owner.value
-                        assert isinstance(value, IntegerAttr)
-                        operands.append(("const", cast(IntegerAttr[Any], value).value.data))
-                name = op.callee.root_reference.data
-                group = bool(op.arguments) and not isinstance(op.arguments[0], BlockArgument)
-                calls.append(_Call(name, tuple(operands), group))
-                if name not in callees:
-                    callees[name] = self.compiled.function(name)
-            elif not isinstance(op, arith.ConstantOp | func.ReturnOp):
-                raise NativeCompileError(f"unexpected '{op.name}' in a lowered main function")
-        main = self.compiled.function(fn.sym_name.data)
-        return NativeFunction(fn.sym_name.data, args, calls, callees, main, self.threads, self.pool)
+def _plan(fn: func.FuncOp, roles_attr: str) -> FunctionPlan:
+    """The plan of a lowered main function: its arguments' roles and types, its calls."""
+    from xdsl.dialects import arith, func
+    from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, MemRefType, StringAttr
+    from xdsl.ir import Attribute, BlockArgument
+
+    from tdsl.dialects.structured import element_dtype
+
+    roles = [
+        cast(StringAttr, r).data for r in cast(ArrayAttr[Attribute], fn.attributes[roles_attr])
+    ]
+    args: list[_Arg] = []
+    for role, arg in zip(roles, fn.body.block.args, strict=True):
+        t = cast(MemRefType[Attribute], arg.type)
+        dtype = element_dtype(t.get_element_type())
+        assert dtype is not None
+        args.append(_Arg(role, tuple(t.get_shape()), dtype))
+    calls: list[_Call] = []
+    for op in fn.body.block.ops:
+        if isinstance(op, func.CallOp):
+            operands: list[int | tuple[str, int]] = []
+            for v in op.arguments:
+                if isinstance(v, BlockArgument):
+                    operands.append(v.index)
+                else:
+                    owner = v.owner
+                    assert isinstance(owner, arith.ConstantOp)
+                    value = owner.value
+                    assert isinstance(value, IntegerAttr)
+                    operands.append(("const", cast(IntegerAttr[Any], value).value.data))
+            name = op.callee.root_reference.data
+            group = bool(op.arguments) and not isinstance(op.arguments[0], BlockArgument)
+            calls.append(_Call(name, tuple(operands), group))
+        elif not isinstance(op, arith.ConstantOp | func.ReturnOp):
+            raise NativeCompileError(f"unexpected '{op.name}' in a lowered main function")
+    return FunctionPlan(fn.sym_name.data, tuple(args), tuple(calls))
 
 
-__all__ = ["MAX_VARIANTS", "NativeFunction", "NativeProgram", "StridedVariants"]
+__all__ = [
+    "MAX_VARIANTS",
+    "FunctionPlan",
+    "NativeCode",
+    "NativeFunction",
+    "NativeProgram",
+    "StridedVariants",
+]

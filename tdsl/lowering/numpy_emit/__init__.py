@@ -5,5 +5,6 @@
 - :mod:`.blocking`: the tile sizes, threads and whole-array ops actually run;
 - :mod:`.source`: Python source writing, identifier and constant pools;
 - :mod:`.group`: code for one group (straight-line, or loops running its schedule);
-- :mod:`.module`: code for a whole module, one Python function per ``func.func``.
+- :mod:`.module`: code for a whole module, one Python function per ``func.func``;
+- :mod:`.load`: running generated code (no xDSL needed).
 """

@@ -37,12 +37,14 @@ def jit_target(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
     made afresh for it).  A native kernel of more than one thread splits its tiles
     over threads whenever there are tiles to split, however small the arrays (its
     threshold is a question of speed, not of results), so the tests' small arrays
-    run the split too."""
+    run the split too.  ``$TDSL_CACHE_DIR`` is unset: a test that wants a cache on
+    disk asks for one."""
     from tdsl.jit import api
     from tdsl.native import runtime
 
     target: str = request.param
     monkeypatch.setenv("TDSL_TARGET", target)
+    monkeypatch.delenv("TDSL_CACHE_DIR", raising=False)
     monkeypatch.setattr(api._DEFAULT, "jit", None)  # pyright: ignore[reportPrivateUsage]
     monkeypatch.setattr(runtime, "MIN_BYTES_PER_THREAD", 1)
     return target

@@ -10,10 +10,11 @@ from pathlib import Path
 from types import ModuleType
 
 BENCH = Path(__file__).resolve().parents[3] / "benchmarks" / "run.py"
+CACHE_LOAD = BENCH.with_name("cache_load.py")
 
 
-def load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("tdsl_benchmarks_run", BENCH)
+def load(path: Path = BENCH, name: str = "tdsl_benchmarks_run") -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up
@@ -60,3 +61,14 @@ def test_benchmark_runs_on_tiny_sizes() -> None:
             assert row["dask"]["median_s"] > 0
             assert set(row["peak_rss_bytes"]) == {*row["tdsl"], "dask"}
             assert all(v >= 0 for v in row["peak_rss_bytes"].values())
+
+
+def test_cache_load_benchmark_runs_and_loads_without_xdsl() -> None:
+    bench = load(CACHE_LOAD, "tdsl_benchmarks_cache_load")
+    chosen = [c for c in bench.cases() if c.target == "numpy" and c.shapes is not None]
+    results = bench.measure(1, chosen)
+    out = io.StringIO()
+    bench.report(results, True, out=out)
+    assert "load average" in out.getvalue() and chosen[0].name in out.getvalue()
+    (sample,) = results[0]["hits"]
+    assert sample["hit"] and not sample["xdsl"] and not sample["llvmlite"]

@@ -75,7 +75,7 @@ def test_loops_and_llvm_stages_verify_in_upstream_mlir(
     )
     assert kernel.target == "native"
     for stage in ("loops", "llvm"):
-        module = kernel.ir._modules[stage]
+        module = kernel.ir.module(stage)
         ours = {op.name for op in module.walk() if op.name.startswith("tdslmath.")}
         assert stage == "loops" or not ours
         for form, text in (("custom", kernel.ir[stage]), ("generic", generic(module))):

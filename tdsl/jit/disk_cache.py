@@ -1,0 +1,357 @@
+"""The JIT's persistent cache: compiled kernels in files, shared between processes.
+
+``JITTensorKernel(cache_dir=...)``, or ``$TDSL_CACHE_DIR`` (:data:`CACHE_DIR_VARIABLE`),
+turns it on.  One file per kernel, named by the SHA-256 of its key; the key
+holds everything that changes the result:
+
+- the request: source text, kernel name, filename, shapes, dtypes, and the
+  options (memory budget, tile sizes, threads, and the target after
+  ``$TDSL_TARGET`` is applied);
+- the software: tdsl's version and a fingerprint of its source files (size
+  and modification time of each, so that an edited checkout misses), and the
+  versions of xDSL, NumPy, llvmlite and Python, and the machine type;
+- for a kernel whose code (or choice of target) depends on the CPU (native
+  code): the CPU's triple, name and features, as LLVM sees them.
+
+A lookup therefore tries up to two files: unless the target is ``native``, the
+kernel whose code does not depend on the CPU (numpy code), then, unless the
+target is ``numpy``, the kernel for this CPU (which needs llvmlite
+initialized to name the CPU).  The
+versions are read without importing the packages (from their ``.dist-info``
+folders), so a hit imports neither xDSL nor, for a numpy kernel, llvmlite.
+
+A file is ``MAGIC``, the SHA-256 of the rest, then the length of a JSON
+header, the header (the key itself, compared on load, and the kernel's data,
+see :mod:`tdsl.jit.entry`) and the object code of a native kernel.  It is
+written to a temporary file in the same folder and moved into place with
+``os.replace``, so a reader sees a whole old file or a whole new one, and
+concurrent writers of one kernel (which write equal contents) cannot mix their
+bytes.  A file whose checksum, key or contents do not check out (truncated,
+corrupted, from another format) is never used: the kernel is compiled again
+and the file overwritten.  Nothing is ever evicted: ``cache_clear(disk=True)``
+empties the folder of its entries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import hashlib
+import importlib.util
+import json
+import os
+import platform
+import struct
+import sys
+import threading
+import warnings
+from typing import Any, NamedTuple, cast
+
+import numpy as np
+
+from tdsl.errors import TdslCacheWarning, TdslError, TdslOptionError
+from tdsl.jit.kernel import CompiledKernel
+from tdsl.jit.options import CACHE_DIR_VARIABLE, JitOptions
+
+FORMAT = 1
+"""The entry format; part of the key, so a new format never reads an old file."""
+
+MAGIC = b"tdsl-kernel-cache\n"
+SUFFIX = ".tdslk"
+_DIGEST = 32
+_LENGTH = struct.Struct("<Q")
+
+
+class DiskCacheInfo(NamedTuple):
+    """Statistics of a JIT's cache on disk (this process only)."""
+
+    directory: str
+    hits: int
+    """Kernels loaded from a file."""
+    misses: int
+    """Lookups that found no usable file (each compiled the kernel)."""
+    rejected: int
+    """Files found but not used: corrupt, truncated, or not loadable here."""
+    writes: int
+    """Files written."""
+
+
+def resolve_cache_dir(cache_dir: str | os.PathLike[str] | bool | None) -> str | None:
+    """The folder ``cache_dir`` names: ``None`` reads ``$TDSL_CACHE_DIR`` (unset or
+    empty: no cache on disk), ``False`` turns the cache off; ``True`` is an error."""
+    if cache_dir is None:
+        value = os.environ.get(CACHE_DIR_VARIABLE)
+        return os.path.expanduser(value) if value else None
+    if cache_dir is False:
+        return None
+    if cache_dir is True or not isinstance(cache_dir, str | os.PathLike):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TdslOptionError(
+            f"cache_dir must be a folder path, None (${CACHE_DIR_VARIABLE}) or False (off), "
+            f"got {cache_dir!r}"
+        )
+    return os.path.expanduser(os.fspath(cache_dir))
+
+
+class DiskCache:
+    """The kernel files in one folder, and this process's statistics of them."""
+
+    def __init__(self, directory: str) -> None:
+        """Use ``directory``, creating it if needed; a TdslOptionError if it cannot be
+        created or written."""
+        import tempfile
+
+        self.directory = directory
+        try:
+            os.makedirs(directory, exist_ok=True)
+            fd, probe = tempfile.mkstemp(dir=directory, prefix=".probe-")
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as err:
+            raise TdslOptionError(
+                f"cannot use cache_dir '{directory}' for compiled kernels: {err.strerror or err}",
+                note=f"give a writable folder as cache_dir= (or ${CACHE_DIR_VARIABLE}), "
+                "or cache_dir=False for no cache on disk",
+            ) from None
+        self.lock = threading.Lock()
+        self.hits = self.misses = self.rejected = self.writes = 0
+
+    def info(self) -> DiskCacheInfo:
+        with self.lock:
+            return DiskCacheInfo(self.directory, self.hits, self.misses, self.rejected, self.writes)
+
+    def clear(self) -> None:
+        """Delete every entry file and temporary file in the folder (a write in
+        progress elsewhere then fails, with a warning)."""
+        for name in os.listdir(self.directory):
+            if name.endswith(SUFFIX) or name.startswith(".tmp-"):
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(self.directory, name))
+
+    # ----------------------------------------------------------------------- lookup
+
+    def load(self, request: dict[str, Any], options: JitOptions) -> CompiledKernel | None:
+        """The stored kernel for ``request`` (from :func:`request_key`), or None."""
+        keys: list[dict[str, Any]] = []
+        if options.target != "native":
+            keys.append(request)
+        if options.target != "numpy":
+            host = host_key()
+            if host is not None:
+                keys.append({**request, "host": host})
+        for key in keys:
+            kernel = self._read(key, options)
+            if kernel is not None:
+                with self.lock:
+                    self.hits += 1
+                return kernel
+        with self.lock:
+            self.misses += 1
+        return None
+
+    def _read(self, key: dict[str, Any], options: JitOptions) -> CompiledKernel | None:
+        from tdsl.jit.entry import load_kernel
+
+        path = self._path(key)
+        try:
+            with open(path, "rb") as f:
+                blob = f.read()
+        except FileNotFoundError:
+            return None
+        except OSError:
+            self._reject()
+            return None
+        try:
+            header, code = _unpack(blob)
+            if header.get("key") != key:
+                raise ValueError("another key")
+            return load_kernel(header["kernel"], code, options)
+        except (AttributeError, KeyError, TypeError, ValueError, TdslError):
+            # TdslError: native code that cannot load here (a missing symbol)
+            self._reject()
+            return None
+
+    def _reject(self) -> None:
+        with self.lock:
+            self.rejected += 1
+
+    # ----------------------------------------------------------------------- store
+
+    def store(self, request: dict[str, Any], kernel: CompiledKernel) -> None:
+        """Write ``kernel`` (compiled with ``keep_object=True``) for ``request``.
+
+        A failure to write is a :class:`~tdsl.errors.TdslCacheWarning`, not an
+        error: the kernel was compiled and runs.
+        """
+        import tempfile
+
+        from tdsl.jit.entry import kernel_entry
+
+        key = request
+        if kernel.host_specific:
+            host = host_key()
+            if host is None:  # pragma: no cover - a native kernel means llvmlite works
+                return
+            key = {**request, "host": host}
+        data, code = kernel_entry(kernel)
+        header = json.dumps({"key": key, "kernel": data}, separators=(",", ":")).encode()
+        body = _LENGTH.pack(len(header)) + header + code
+        blob = MAGIC + hashlib.sha256(body).digest() + body
+        path = self._path(key)
+        temporary: str | None = None
+        try:
+            fd, temporary = tempfile.mkstemp(dir=self.directory, prefix=".tmp-")
+            with os.fdopen(fd, "wb") as f:
+                f.write(blob)
+            os.replace(temporary, path)
+        except OSError as err:
+            if temporary is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary)
+            warnings.warn(
+                f"could not write the compiled kernel to the cache in '{self.directory}': {err}",
+                TdslCacheWarning,
+                stacklevel=5,  # the caller of compile() or of the JIT
+            )
+            return
+        with self.lock:
+            self.writes += 1
+
+    def _path(self, key: dict[str, Any]) -> str:
+        text = json.dumps(key, sort_keys=True, separators=(",", ":"))
+        return os.path.join(self.directory, hashlib.sha256(text.encode()).hexdigest() + SUFFIX)
+
+
+def _unpack(blob: bytes) -> tuple[dict[str, Any], bytes]:
+    """The header and object code of a file's bytes; ValueError unless it checks out."""
+    start = len(MAGIC) + _DIGEST
+    if len(blob) < start + _LENGTH.size or not blob.startswith(MAGIC):
+        raise ValueError("not a kernel file")
+    body = blob[start:]
+    if hashlib.sha256(body).digest() != blob[len(MAGIC) : start]:
+        raise ValueError("checksum mismatch")
+    (length,) = _LENGTH.unpack_from(body)
+    end = _LENGTH.size + length
+    header = json.loads(body[_LENGTH.size : end])
+    if not isinstance(header, dict):
+        raise ValueError("no header")
+    return cast(dict[str, Any], header), body[end:]
+
+
+# --------------------------------------------------------------------------- keys
+
+
+def request_key(
+    source: str,
+    shapes: dict[str, tuple[int, ...]] | None,
+    dtypes: object,
+    kernel: str | None,
+    filename: str,
+    options: JitOptions,
+) -> dict[str, Any]:
+    """The key of a kernel request on any CPU (:func:`host_key` adds the CPU's part).
+
+    ``shapes`` and ``dtypes`` are normalized (:func:`tdsl.jit.cache.normalize`).
+    """
+    key = {
+        "format": FORMAT,
+        "source": source,
+        "kernel": kernel,
+        "filename": filename,
+        "shapes": shapes,
+        "dtypes": _dtypes_key(dtypes),
+        "options": dataclasses.asdict(options),  # every option, whatever is added later
+        "software": software_key(),
+    }
+    # as JSON gives it back (tuples become lists), to compare with a file's key
+    return json.loads(json.dumps(key, sort_keys=True))
+
+
+def _dtype_key(dtype: object) -> str:
+    if dtype is float:
+        return "weak"  # a weak scalar input
+    if isinstance(dtype, str):
+        return dtype
+    return f"other:{dtype!r}"  # the frontend reports it; nothing is stored
+
+
+def _dtypes_key(dtypes: object) -> object:
+    if isinstance(dtypes, dict):
+        items = cast(dict[str, object], dtypes)
+        return {k: _dtype_key(v) for k, v in sorted(items.items())}
+    return _dtype_key(dtypes)
+
+
+@functools.cache
+def software_key() -> dict[str, Any]:
+    """tdsl's version and source fingerprint, the dependencies' versions, Python's."""
+    import tdsl
+
+    return {
+        "tdsl": tdsl.__version__,
+        "tdsl_source": _source_fingerprint(os.path.dirname(tdsl.__file__)),
+        "xdsl": _installed_version("xdsl"),
+        "numpy": np.__version__,
+        "llvmlite": _installed_version("llvmlite"),
+        "python": sys.version,
+        "implementation": sys.implementation.cache_tag,
+        "machine": platform.machine(),
+    }
+
+
+def _source_fingerprint(package: str) -> str:
+    """A digest of the path, size and modification time of each ``.py`` file under
+    ``package``: an edited source tree makes other keys."""
+    digest = hashlib.sha256()
+    for folder, subfolders, files in os.walk(package):
+        subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                st = os.stat(path)
+                relative = os.path.relpath(path, package)
+                digest.update(f"{relative}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def _installed_version(package: str) -> str | None:
+    """The version of an installed package, from its ``.dist-info`` folder next to it
+    (without importing it, or :mod:`importlib.metadata`, which costs 40 ms); when
+    that folder is elsewhere (an editable install), the package's location and
+    the modification time of its ``__init__.py``.  None if it is not installed."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or spec.origin is None:
+        return None
+    folder = os.path.dirname(spec.origin)
+    prefix, suffix = f"{package}-", ".dist-info"
+    found = [
+        name
+        for name in os.listdir(os.path.dirname(folder))
+        if name.startswith(prefix) and name.endswith(suffix)
+    ]
+    if len(found) == 1:
+        return found[0].removeprefix(prefix).removesuffix(suffix)
+    return f"{folder}@{os.stat(spec.origin).st_mtime_ns}"
+
+
+@functools.cache
+def host_key() -> dict[str, Any] | None:
+    """The CPU native code is compiled for (triple, name, features), or None when
+    native code cannot run here.  Initializes llvmlite."""
+    from tdsl.native.compile import host_info, native_unavailable_reason
+
+    if native_unavailable_reason() is not None:
+        return None
+    info = host_info()
+    return {"triple": info.triple, "cpu": info.cpu, "features": sorted(info.features)}
+
+
+__all__ = [
+    "CACHE_DIR_VARIABLE",
+    "DiskCache",
+    "DiskCacheInfo",
+    "host_key",
+    "request_key",
+    "resolve_cache_dir",
+    "software_key",
+]
