@@ -15,13 +15,13 @@ its own.  This module imports NumPy and ``tdsl.jit`` only, not Dask.
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from tdsl.jit import CacheInfo, CompiledKernel, JitOptions, JITTensorKernel
+from tdsl.jit.api import LazyJit
 
 TASK_CACHE_SIZE = 4096
 """Kernels the per-process JIT of the tasks keeps (one per step and distinct chunk shape)."""
@@ -43,25 +43,15 @@ class KernelSpec:
         return task_jit().compile_ir(self.source, shapes, options=self.options)
 
 
-@dataclass
-class _TaskJit:
-    jit: JITTensorKernel | None = None
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-_TASKS = _TaskJit()
+_TASKS = LazyJit(
+    # compile_ir keeps its kernels in memory only: no cache on disk
+    lambda: JITTensorKernel(cache_size=TASK_CACHE_SIZE, cache_dir=False)
+)
 
 
 def task_jit() -> JITTensorKernel:
     """The JIT that compiles the kernels of this process's tasks."""
-    jit = _TASKS.jit
-    if jit is None:
-        with _TASKS.lock:
-            if _TASKS.jit is None:
-                # compile_ir keeps its kernels in memory only: no cache on disk
-                _TASKS.jit = JITTensorKernel(cache_size=TASK_CACHE_SIZE, cache_dir=False)
-            jit = _TASKS.jit
-    return jit
+    return _TASKS.get()
 
 
 def cache_info() -> CacheInfo:

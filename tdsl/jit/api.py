@@ -288,23 +288,30 @@ class JITTensorKernel:
 
 
 @dataclass
-class _Default:
+class LazyJit:
+    """A :class:`JITTensorKernel` made by ``make`` on first use, once, thread-safely
+    (``jit`` is None until then; setting it back to None makes a fresh one)."""
+
+    make: Callable[[], JITTensorKernel]
     jit: JITTensorKernel | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def get(self) -> JITTensorKernel:
+        jit = self.jit
+        if jit is None:
+            with self.lock:
+                if self.jit is None:
+                    self.jit = self.make()
+                jit = self.jit
+        return jit
 
-_DEFAULT = _Default()
+
+_DEFAULT = LazyJit(JITTensorKernel)
 
 
 def default_jit() -> JITTensorKernel:
     """The shared :class:`JITTensorKernel` behind :func:`compile` and :func:`jit_tensor`."""
-    jit = _DEFAULT.jit
-    if jit is None:
-        with _DEFAULT.lock:
-            if _DEFAULT.jit is None:
-                _DEFAULT.jit = JITTensorKernel()
-            jit = _DEFAULT.jit
-    return jit
+    return _DEFAULT.get()
 
 
 def compile(
