@@ -744,7 +744,29 @@ def ufunc_bool_dtype(ufunc: str, arity: int) -> np.dtype[Any] | None:
     return dtype if dtype.kind == "f" else None
 
 
-class UnaryOp(IRDLOperation, StructuredOpInterface, abc.ABC):
+class ElementwiseOp(StructuredOpInterface, abc.ABC):
+    """The loop space of an element-wise op with NumPy broadcasting: the result's dims,
+    all parallel; each operand reads the result's dims it has (a broadcast dim maps to
+    constant 0), the result all of them.  Unary, binary and ``where`` ops share it."""
+
+    def loop_extents(self) -> tuple[int, ...]:
+        return tensor_shape(cast(Operation, self).results[0])
+
+    def iterator_types(self) -> tuple[IteratorType, ...]:
+        return (IteratorType.PARALLEL,) * len(self.loop_extents())
+
+    def indexing_maps(self) -> tuple[AffineMap, ...]:
+        out = self.loop_extents()
+        return (
+            *(
+                dims_map(len(out), broadcast_dims(tensor_shape(v), out))
+                for v in cast(Operation, self).operands
+            ),
+            identity_map(len(out)),
+        )
+
+
+class UnaryOp(IRDLOperation, ElementwiseOp, abc.ABC):
     """Base of element-wise unary ops: the result has the operand's type.
 
     A subclass names its NumPy ufunc (``NUMPY_UFUNC``) and the ``math``/``arith``
@@ -767,16 +789,6 @@ class UnaryOp(IRDLOperation, StructuredOpInterface, abc.ABC):
     def __init__(self, input: SSAValue | Operation) -> None:
         value = operand_value(self.name, input)
         super().__init__(operands=[value], result_types=[value.type])
-
-    def loop_extents(self) -> tuple[int, ...]:
-        return tensor_shape(self.result)
-
-    def iterator_types(self) -> tuple[IteratorType, ...]:
-        return (IteratorType.PARALLEL,) * len(tensor_shape(self.result))
-
-    def indexing_maps(self) -> tuple[AffineMap, ...]:
-        rank = len(tensor_shape(self.result))
-        return (identity_map(rank), identity_map(rank))
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> tuple[Attribute, ...]:
         return (operand_types[0],)
@@ -805,7 +817,7 @@ class UnaryOp(IRDLOperation, StructuredOpInterface, abc.ABC):
         return None if ufunc is None else ufunc_bool_dtype(ufunc, 1)
 
 
-class BinaryOp(IRDLOperation, StructuredOpInterface, abc.ABC):
+class BinaryOp(IRDLOperation, ElementwiseOp, abc.ABC):
     """Base of element-wise binary ops with NumPy broadcasting.
 
     Both operands share one element type; the result has the broadcast shape.
@@ -851,20 +863,6 @@ class BinaryOp(IRDLOperation, StructuredOpInterface, abc.ABC):
         except ShapeError as err:
             raise shape_error(self, err, (self.lhs.type, self.rhs.type)) from None
         expect_shape(self, tensor_shape(expected), self.result.type, "result")
-
-    def loop_extents(self) -> tuple[int, ...]:
-        return tensor_shape(self.result)
-
-    def iterator_types(self) -> tuple[IteratorType, ...]:
-        return (IteratorType.PARALLEL,) * len(tensor_shape(self.result))
-
-    def indexing_maps(self) -> tuple[AffineMap, ...]:
-        out = tensor_shape(self.result)
-        return (
-            dims_map(len(out), broadcast_dims(tensor_shape(self.lhs), out)),
-            dims_map(len(out), broadcast_dims(tensor_shape(self.rhs), out)),
-            identity_map(len(out)),
-        )
 
     def compute(self, a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> Any:
         return getattr(np, self.NUMPY_UFUNC)(a, b)
@@ -1206,6 +1204,7 @@ __all__ = [
     "Combiner",
     "CompareOp",
     "ElementConstr",
+    "ElementwiseOp",
     "FloatElementConstr",
     "FloatTensorConstr",
     "FloatType",

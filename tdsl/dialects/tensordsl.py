@@ -82,6 +82,7 @@ from tdsl.dialects.structured import (
     Combiner,
     CompareOp,
     ElementConstr,
+    ElementwiseOp,
     FloatTensorConstr,
     FloatType,
     HasConstantValue,
@@ -1268,7 +1269,7 @@ class NotOp(UnaryOp):
 
 
 @irdl_op_definition
-class WhereOp(IRDLOperation, StructuredOpInterface):
+class WhereOp(IRDLOperation, ElementwiseOp):
     """``where(cond, a, b)``: ``a`` where ``cond`` is true, else ``b``, element-wise, all
     three broadcasting (``np.where``).  ``a`` and ``b`` share one element type, which is
     the result's.
@@ -1324,19 +1325,6 @@ class WhereOp(IRDLOperation, StructuredOpInterface):
             raise VerifyException(
                 f"'{self.name}' op result type {self.result.type} should be {expected}"
             )
-
-    def loop_extents(self) -> tuple[int, ...]:
-        return tensor_shape(self.result)
-
-    def iterator_types(self) -> tuple[IteratorType, ...]:
-        return (IteratorType.PARALLEL,) * len(tensor_shape(self.result))
-
-    def indexing_maps(self) -> tuple[AffineMap, ...]:
-        out = tensor_shape(self.result)
-        return (
-            *(dims_map(len(out), broadcast_dims(tensor_shape(v), out)) for v in self.operands),
-            dims_map(len(out), tuple(range(len(out)))),
-        )
 
     def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
         return (np.asarray(np.where(*args), dtype=numpy_dtype(self.result.type)),)

@@ -395,8 +395,7 @@ def _choose(
     modules["llvm"] = native["llvm"]
     function = program.functions[name]
     # inputs that come strided (x.T, x[:, ::2]) run in variants compiled for their strides
-    dtypes = [a.dtype for a in function.args if a.role == "in"]
-    function.variants = StridedVariants(modules["tiled"], name, options.threads, dtypes)
+    function.variants = StridedVariants(modules["tiled"], function)
     return _Native(function, None, program.llvm_ir, host_specific=True)
 
 

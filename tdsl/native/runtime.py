@@ -303,13 +303,12 @@ class StridedVariants:
     multiple of its item size, or that a BLAS call would read, gets no variant (it is
     copied, as without variants)."""
 
-    def __init__(
-        self, tiled: ModuleOp, name: str, threads: int, dtypes: Sequence[np.dtype[Any]]
-    ) -> None:
+    def __init__(self, tiled: ModuleOp, function: NativeFunction) -> None:
+        """Variants of ``function``, compiled from ``tiled`` (the module it was lowered from)."""
         self._tiled = tiled
-        self._name = name
-        self._threads = threads
-        self._dtypes = list(dtypes)
+        self._name = function.name
+        self._threads = function.threads
+        self._dtypes = [a.dtype for a in function.args if a.role == "in"]
         self._made: dict[tuple[tuple[int, ...] | None, ...], NativeFunction | None] = {}
         self._programs: list[NativeProgram] = []
         self._lock = threading.Lock()
