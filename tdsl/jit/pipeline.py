@@ -377,6 +377,7 @@ def _choose(
 
     try:
         native = _run_pipeline(NATIVE_PASSES, modules["tiled"].clone(), Context(), False)
+        _verify_loops(native["loops"])
         looped = _loop_matmuls(modules["tiled"], native["loops"])
         if options.target == "auto" and looped:
             return _Native(
@@ -397,6 +398,20 @@ def _choose(
     # inputs that come strided (x.T, x[:, ::2]) run in variants compiled for their strides
     function.variants = StridedVariants(modules["tiled"], function)
     return _Native(function, None, program.llvm_ir, host_specific=True)
+
+
+def _verify_loops(loops: ModuleOp) -> None:
+    """The loops stage verifies (a few ms): a wrong loop nest is an error, not wrong
+    values.  The llvm stage needs no pass here: llvmlite verifies the LLVM IR it parses."""
+    from xdsl.utils.exceptions import VerifyException
+
+    try:
+        loops.verify()
+    except VerifyException as err:
+        raise TdslNativeError(
+            f"internal error: the loops stage does not verify ({err}); "
+            "target='numpy' computes this expression"
+        ) from None
 
 
 def _loop_matmuls(tiled: ModuleOp, loops: ModuleOp) -> int:

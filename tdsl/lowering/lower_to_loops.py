@@ -294,7 +294,9 @@ class _Group:
         ``exp(x - max)``: summed, then divided by the sum): the first sweep also stores
         each in its output's slice, and the later one reads it back instead of computing
         it again.  Only where the sweeps of a row share hoisted loops (the row is still in
-        cache), and only when nothing but that chain reads the value after its sweep."""
+        cache), only when nothing but that chain reads the value after its sweep, and
+        only when the output holds the value's element type (an f32 ``exp`` staged in an
+        f64 output would be read back as f64)."""
         body = self.body
         staged: dict[SSAValue, int] = {}
         for p in body.ops:
@@ -342,6 +344,7 @@ class _Group:
                 or self.level[q] <= level
                 or body.outputs.count(body.outputs[k]) != 1
                 or body.output_dims[k] != body.dims[v]
+                or element_type(body.outputs[k]) != element_type(v)
                 or k in self.blas.values()
                 or k in self.in_output.values()
                 or k in staged.values()

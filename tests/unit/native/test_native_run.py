@@ -354,3 +354,22 @@ def test_strided_inputs_run_in_variants_without_copies() -> None:
     # negative strides get no variant: copied, still right
     np.testing.assert_allclose(kernel(A=x.T[::-1], B=b), want(x.T[::-1], b), rtol=2e-6, atol=1e-7)
     assert len(variants.compiled) == 3
+
+
+@pytest.mark.parametrize("budget", [16, 4096, 1_000_000])
+@pytest.mark.parametrize("shape", [(2, 1), (3, 5), (64, 300)])
+def test_softmax_of_f32_into_an_f64_result(shape: tuple[int, int], budget: int) -> None:
+    """softmax's ``exp`` is staged in its output's row only when the output holds its
+    element type: an f32 row of ``exp`` in the f64 result of ``x1 + softmax(x0)``
+    was read back as f64 (found by the Dask property test)."""
+    from tdsl.jit import JITTensorKernel
+
+    x0 = randn(*shape)
+    x1 = np.array(0.25)
+    e = np.exp(x0 - x0.max(axis=-1, keepdims=True))
+    soft = e / e.sum(axis=-1, keepdims=True)
+    jit = JITTensorKernel(memory_budget=budget, threads=1, target="native")
+    for text, want in [("x1 + softmax(x0)", x1 + soft), ("x1 / softmax(x0)", x1 / soft)]:
+        got = jit(text, x0=x0, x1=x1)
+        assert got.dtype == np.float64
+        np.testing.assert_allclose(got, want, rtol=1e-5, err_msg=text)
