@@ -355,7 +355,8 @@ class _Group:
 
     def _blas_output(self, op: Operation) -> int | None:
         """The output a 2-D matmul on group inputs may write with BLAS, if any: the one
-        output whose element-wise chain alone reads it, point by point."""
+        output whose element-wise chain alone reads it, point by point, and that holds
+        the matmul's element type."""
         if not _is_contraction(op):
             return None
         body = self.body
@@ -385,8 +386,12 @@ class _Group:
                     return None
                 frontier.append(user.results[0])
         outputs = [k for k, v in enumerate(body.outputs) if v in seen]
-        if len(outputs) != 1 or body.output_dims[outputs[0]] != body.dims[result]:
-            return None
+        if (
+            len(outputs) != 1
+            or body.output_dims[outputs[0]] != body.dims[result]
+            or element_type(body.outputs[outputs[0]]) != element_type(result)
+        ):
+            return None  # (an f32 matmul whose chain is cast to an f64 output: not in place)
         return outputs[0]
 
     # -- storage ------------------------------------------------------------------
@@ -869,6 +874,10 @@ class _FunctionLowering:
         (m, k), (_, n) = (cast(MemRefType[Attribute], r.type).get_shape() for r in (lhs, rhs))
         element = element_type(op.results[0])
         name = matmul_symbol(element, m, k, n)
+        # the symbol promises BLAS three buffers of its element type
+        assert all(
+            cast(MemRefType[Attribute], r.type).element_type == element for r in (lhs, rhs, out)
+        ), f"{name} called on {[str(r.type) for r in (lhs, rhs, out)]}"
         if name not in self.externals:
             self.externals[name] = func.FuncOp.external(name, [lhs.type, rhs.type, out.type], [])
         code.b.insert(func.CallOp(name, [lhs, rhs, out], []))

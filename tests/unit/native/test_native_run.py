@@ -373,3 +373,22 @@ def test_softmax_of_f32_into_an_f64_result(shape: tuple[int, int], budget: int) 
         got = jit(text, x0=x0, x1=x1)
         assert got.dtype == np.float64
         np.testing.assert_allclose(got, want, rtol=1e-5, err_msg=text)
+
+
+@pytest.mark.parametrize("budget", [16, 1_000_000])
+@pytest.mark.parametrize("m, k, n", [(1, 2, 1), (33, 17, 9)])
+def test_f32_matmul_cast_to_an_f64_output(m: int, k: int, n: int, budget: int) -> None:
+    """BLAS writes an f32 matmul in place only into an output of its element type:
+    ``-relu(x1 @ x2)`` cast to f64 for the outer matmul was written as f32 bits into
+    f64 memory (found by the Dask property test)."""
+    from tdsl.jit import JITTensorKernel
+
+    x0 = randn(n, 3, dtype=np.float64)
+    x1, x2 = randn(m, k), randn(k, n)
+    jit = JITTensorKernel(memory_budget=budget, threads=1, target="native")
+    got = jit("matmul(-relu(matmul(x1, x2)), x0)", x0=x0, x1=x1, x2=x2)
+    want = (-np.maximum(x1 @ x2, 0)).astype(np.float64) @ x0
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    got = jit("s + relu(matmul(x1, x2))", s=np.array(0.5), x1=x1, x2=x2)
+    np.testing.assert_allclose(got, 0.5 + np.maximum(x1 @ x2, 0), rtol=1e-5)
