@@ -3,7 +3,7 @@
 The generator builds an expression tree of its own, renders it to text with as
 few parentheses as the precedence rules allow, and evaluates the same tree with
 NumPy: a reference that never goes through the code under test.  Used by the
-frontend's property tests and by the Dask tests (``tests/unit`` is on the path
+frontend's property tests, the JIT's, and the Dask tests (``tests/unit`` is on the path
 of every test module, as the directory of the root ``conftest.py``).
 """
 
@@ -277,3 +277,18 @@ def random_inputs(case: Case, seed: int) -> dict[str, Array]:
         name: rng.uniform(0.5, 1.5, size=case.shapes[name]).astype(NUMPY_OF[case.dtypes[name]])
         for name in case.order
     }
+
+
+def check(case: Case, arrays: dict[str, Array], got: Any) -> None:
+    """``got`` equals NumPy's value of ``case`` on ``arrays``: its dtype and shape, nan
+    where NumPy has nan, and values within a tolerance (tight when every input is
+    f64; sums may add in another order)."""
+    want = reference(case, arrays)
+    got = np.asarray(got)
+    assert got.dtype == want.dtype and got.shape == want.shape, case.text
+    finite = want[np.isfinite(want)]
+    scale = float(np.max(np.abs(finite))) if finite.size else 1.0
+    tight = all(case.dtypes[name] == "f64" for name in case.order)
+    rtol = 1e-9 if tight else 1e-4
+    atol = (1e-12 if tight else 1e-5) * max(1.0, scale)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True, err_msg=case.text)

@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from chunked_expressions import check, chunked, compute_case, inputs_for
+from chunked_expressions import chunked, compute_case, inputs_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from random_expressions import cases
+from random_expressions import cases, check
 
 from tdsl import JITTensorKernel
 from tdsl.dask import tasks

@@ -8,10 +8,10 @@ numpy target, or the native one where it runs.
 from __future__ import annotations
 
 import pytest
-from chunked_expressions import check, chunked, compute_case, inputs_for
+from chunked_expressions import chunked, compute_case, inputs_for
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from random_expressions import cases
+from random_expressions import cases, check
 
 from tdsl import JITTensorKernel
 from tdsl.native.compile import native_unavailable_reason
