@@ -258,10 +258,13 @@ def strided(size: int, reps: int) -> None:
             arg = np.ascontiguousarray(a) if how == "contiguous A" else a
             best = min(timeit.repeat(lambda k=kernel, x=arg: k(A=x, B=b), number=3, repeat=reps))
             times[how] = best / 3
+        eager = min(timeit.repeat(lambda x=a: np.maximum(x, 0) + b, number=3, repeat=reps))
+        times["eager NumPy"] = eager / 3
         print(
             f"  A {what:10s} "
             + "  ".join(f"{how} {t * 1e3:7.2f} ms" for how, t in times.items())
             + f"  copy / variant {times['copy'] / times['variant']:.2f}x"
+            + f"  eager / variant {times['eager NumPy'] / times['variant']:.2f}x"
         )
 
 
