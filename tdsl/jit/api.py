@@ -259,8 +259,9 @@ class JITTensorKernel:
             return list(cache.data.values())
 
     def disk_cache_info(self) -> DiskCacheInfo | None:
-        """The folder of the cache on disk and this JIT's hits, misses, rejected files and
-        writes there; None when there is no cache on disk."""
+        """The folder of the cache on disk and this JIT's hits, misses, rejected files,
+        writes and files evicted (to keep the folder under its size) there; None when
+        there is no cache on disk."""
         return None if self._disk is None else self._disk.info()
 
     def cache_clear(self, *, disk: bool = False) -> None:

@@ -28,8 +28,15 @@ written to a temporary file in the same folder and moved into place with
 concurrent writers of one kernel (which write equal contents) cannot mix their
 bytes.  A file whose checksum, key or contents do not check out (truncated,
 corrupted, from another format) is never used: the kernel is compiled again
-and the file overwritten.  Nothing is ever evicted: ``cache_clear(disk=True)``
-empties the folder of its entries.
+and the file overwritten.
+
+The folder is kept under a size (:data:`DEFAULT_MAX_BYTES`, or
+``$TDSL_CACHE_MAX_BYTES``, :data:`MAX_BYTES_VARIABLE`; 0 for no limit): after
+a write that takes the kernel files past it, the least recently used files
+(a hit refreshes a file's modification time) are deleted until the rest fill
+three quarters of it, never the file just written.  Files left by an older
+tdsl or another machine's key are never hit, so they go first.
+``cache_clear(disk=True)`` empties the folder of its entries.
 """
 
 from __future__ import annotations
@@ -52,7 +59,7 @@ import numpy as np
 
 from tdsl.errors import TdslCacheWarning, TdslError, TdslOptionError
 from tdsl.jit.kernel import CompiledKernel
-from tdsl.jit.options import CACHE_DIR_VARIABLE, JitOptions
+from tdsl.jit.options import CACHE_DIR_VARIABLE, MAX_BYTES_VARIABLE, JitOptions
 
 FORMAT = 1
 """The entry format; part of the key, so a new format never reads an old file."""
@@ -61,6 +68,13 @@ MAGIC = b"tdsl-kernel-cache\n"
 SUFFIX = ".tdslk"
 _DIGEST = 32
 _LENGTH = struct.Struct("<Q")
+
+DEFAULT_MAX_BYTES = 1 << 30
+"""The size the kernel files of a folder are kept under unless
+``$TDSL_CACHE_MAX_BYTES`` says otherwise: 1 GiB (a native kernel's file is
+typically 10-100 KiB)."""
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 class DiskCacheInfo(NamedTuple):
@@ -75,6 +89,8 @@ class DiskCacheInfo(NamedTuple):
     """Files found but not used: corrupt, truncated, or not loadable here."""
     writes: int
     """Files written."""
+    evicted: int
+    """Files deleted to keep the folder under its size."""
 
 
 def resolve_cache_dir(cache_dir: str | os.PathLike[str] | bool | None) -> str | None:
@@ -93,15 +109,40 @@ def resolve_cache_dir(cache_dir: str | os.PathLike[str] | bool | None) -> str | 
     return os.path.expanduser(os.fspath(cache_dir))
 
 
+def resolve_max_bytes(value: str | None = None) -> int:
+    """The size limit ``value`` (default: ``$TDSL_CACHE_MAX_BYTES``) gives: bytes, or
+    a number with a unit ``K``, ``M``, ``G`` or ``T`` (powers of 1024; ``500M``);
+    0 for no limit; unset or empty for :data:`DEFAULT_MAX_BYTES`."""
+    if value is None:
+        value = os.environ.get(MAX_BYTES_VARIABLE, "")
+    text = value.strip().upper().removesuffix("B").removesuffix("I")
+    if not text:
+        return DEFAULT_MAX_BYTES
+    unit = text[-1] if text[-1] in _UNITS else ""
+    number = text[: len(text) - len(unit)].strip()
+    try:
+        amount = float(number)
+    except ValueError:
+        amount = -1.0
+    if not number or amount < 0 or amount != amount or amount == float("inf"):
+        raise TdslOptionError(
+            f"${MAX_BYTES_VARIABLE} must be a size such as 1073741824, 500M or 2G "
+            f"(0 for no limit), got {value!r}"
+        )
+    return int(amount * _UNITS[unit])
+
+
 class DiskCache:
     """The kernel files in one folder, and this process's statistics of them."""
 
-    def __init__(self, directory: str) -> None:
-        """Use ``directory``, creating it if needed; a TdslOptionError if it cannot be
-        created or written."""
+    def __init__(self, directory: str, max_bytes: int | None = None) -> None:
+        """Use ``directory``, creating it if needed, keeping its kernel files under
+        ``max_bytes`` (None: :func:`resolve_max_bytes`; 0: no limit); a
+        TdslOptionError if it cannot be created or written."""
         import tempfile
 
         self.directory = directory
+        self.max_bytes = resolve_max_bytes() if max_bytes is None else max_bytes
         try:
             os.makedirs(directory, exist_ok=True)
             fd, probe = tempfile.mkstemp(dir=directory, prefix=".probe-")
@@ -114,11 +155,13 @@ class DiskCache:
                 "or cache_dir=False for no cache on disk",
             ) from None
         self.lock = threading.Lock()
-        self.hits = self.misses = self.rejected = self.writes = 0
+        self.hits = self.misses = self.rejected = self.writes = self.evicted = 0
 
     def info(self) -> DiskCacheInfo:
         with self.lock:
-            return DiskCacheInfo(self.directory, self.hits, self.misses, self.rejected, self.writes)
+            return DiskCacheInfo(
+                self.directory, self.hits, self.misses, self.rejected, self.writes, self.evicted
+            )
 
     def clear(self) -> None:
         """Delete every entry file and temporary file in the folder (a write in
@@ -165,11 +208,14 @@ class DiskCache:
             header, code = _unpack(blob)
             if header.get("key") != key:
                 raise ValueError("another key")
-            return load_kernel(header["kernel"], code, options)
+            kernel = load_kernel(header["kernel"], code, options)
         except (AttributeError, KeyError, TypeError, ValueError, TdslError):
             # TdslError: native code that cannot load here (a missing symbol)
             self._reject()
             return None
+        with contextlib.suppress(OSError):  # recently used (a read-only folder: not marked)
+            os.utime(path)
+        return kernel
 
     def _reject(self) -> None:
         with self.lock:
@@ -216,6 +262,43 @@ class DiskCache:
             return
         with self.lock:
             self.writes += 1
+        self._evict(keep=path)
+
+    def _evict(self, keep: str) -> None:
+        """Past :attr:`max_bytes`, delete the least recently used kernel files (but
+        ``keep``) until the rest fill three quarters of it.  A file another process
+        deletes first, or cannot be deleted, is skipped."""
+        if not self.max_bytes:
+            return
+        entries: list[tuple[float, int, str]] = []
+        total = 0
+        try:
+            with os.scandir(self.directory) as found:
+                for entry in found:
+                    if entry.name.endswith(SUFFIX):
+                        with contextlib.suppress(OSError):
+                            stat = entry.stat()
+                            entries.append((stat.st_mtime, stat.st_size, entry.path))
+                            total += stat.st_size
+        except OSError:
+            return
+        if total <= self.max_bytes:
+            return
+        goal = self.max_bytes * 3 // 4
+        evicted = 0
+        for _, size, path in sorted(entries):
+            if total <= goal:
+                break
+            if path == keep:
+                continue
+            try:
+                os.unlink(path)
+            except OSError:
+                continue
+            total -= size
+            evicted += 1
+        with self.lock:
+            self.evicted += evicted
 
     def _path(self, key: dict[str, Any]) -> str:
         text = json.dumps(key, sort_keys=True, separators=(",", ":"))
@@ -348,10 +431,13 @@ def host_key() -> dict[str, Any] | None:
 
 __all__ = [
     "CACHE_DIR_VARIABLE",
+    "DEFAULT_MAX_BYTES",
+    "MAX_BYTES_VARIABLE",
     "DiskCache",
     "DiskCacheInfo",
     "host_key",
     "request_key",
     "resolve_cache_dir",
+    "resolve_max_bytes",
     "software_key",
 ]

@@ -67,6 +67,11 @@ CACHE_DIR_VARIABLE = "TDSL_CACHE_DIR"
 ``cache_dir`` is not given (unset or empty: no cache on disk)."""
 
 
+MAX_BYTES_VARIABLE = "TDSL_CACHE_MAX_BYTES"
+"""The environment variable giving the size the cache on disk is kept under
+(bytes, or with a unit: ``500M``, ``2G``; 0 for no limit; default 1 GiB)."""
+
+
 @functools.cache
 def default_threads() -> int:
     """The thread count kernels use unless told: one per core, at most 4."""
@@ -75,6 +80,7 @@ def default_threads() -> int:
 
 __all__ = [
     "CACHE_DIR_VARIABLE",
+    "MAX_BYTES_VARIABLE",
     "TARGETS",
     "TARGET_VARIABLE",
     "JitOptions",

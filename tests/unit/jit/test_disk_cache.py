@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import tdsl
+from tdsl.errors import TdslOptionError
 from tdsl.jit import CompiledKernel, DiskCacheInfo, JITTensorKernel, disk_cache
 from tdsl.jit.disk_cache import SUFFIX
 
@@ -106,6 +107,7 @@ def test_a_new_process_loads_the_kernel_without_xdsl(tmp_path: Path, jit_target:
         "misses": 1,
         "rejected": 0,
         "writes": 1,
+        "evicted": 0,
     }
     assert first["target"] == jit_target and first["xdsl"]  # it compiled
     assert len(entries(folder)) == 1
@@ -402,7 +404,7 @@ def test_the_environment_variable_turns_it_on(
     jit = JITTensorKernel()
     assert jit.cache_dir == tmp_path / "from-env"
     assert f"cache_dir='{tmp_path / 'from-env'}'" in repr(jit)
-    assert jit.disk_cache_info() == DiskCacheInfo(str(tmp_path / "from-env"), 0, 0, 0, 0)
+    assert jit.disk_cache_info() == DiskCacheInfo(str(tmp_path / "from-env"), 0, 0, 0, 0, 0)
     assert JITTensorKernel(cache_dir=False).disk_cache_info() is None
     assert JITTensorKernel(cache_dir=tmp_path / "given").cache_dir == tmp_path / "given"
     monkeypatch.setenv("TDSL_CACHE_DIR", "")
@@ -465,3 +467,63 @@ def test_software_versions_are_read_without_importing(tmp_path: Path) -> None:
     before = disk_cache._source_fingerprint(str(package))
     (package / "sub" / "m.py").write_text("x = 22\n")
     assert disk_cache._source_fingerprint(str(package)) != before
+
+
+# --------------------------------------------------------------------------- its size
+
+EXPRS = ["A + B", "A * B", "A - B", "A / B"]
+SQUARE = {"A": (16, 16), "B": (16, 16)}
+
+
+def test_least_recently_used_files_go_past_the_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the size, the files least recently written or hit are deleted until the
+    rest fill three quarters of it; the file just written stays."""
+    folder = tmp_path / "kernels"
+    files: list[Path] = []
+    for expr in EXPRS[:3]:
+        jit_in(folder, target="numpy").compile(expr, SQUARE, "f32")
+        (new,) = set(entries(folder)) - set(files)
+        files.append(new)
+    first, second, third = files
+    for age, path in enumerate(files):  # oldest first, a second apart
+        os.utime(path, (1_000_000 + age, 1_000_000 + age))
+    # a hit in a new JIT marks the oldest file as used
+    hit = jit_in(folder, target="numpy")
+    hit.compile(EXPRS[0], SQUARE, "f32")
+    assert info(hit) == (1, 0, 0, 0)
+    assert first.stat().st_mtime > third.stat().st_mtime
+    # room for the three files: the fourth write deletes down to 3/4 of it
+    monkeypatch.setenv("TDSL_CACHE_MAX_BYTES", str(sum(p.stat().st_size for p in files)))
+    small = jit_in(folder, target="numpy")
+    small.compile(EXPRS[3], SQUARE, "f32")
+    left = set(entries(folder))
+    assert second not in left and third not in left, "the least recently used went"
+    assert first in left and len(left) == 2
+    found = small.disk_cache_info()
+    assert found is not None and found.writes == 1 and found.evicted == 2
+    # the evicted kernel is compiled again, and written
+    again = jit_in(folder, target="numpy")
+    again.compile(EXPRS[1], SQUARE, "f32")
+    assert info(again) == (0, 1, 0, 1)
+
+
+def test_no_limit_and_bad_sizes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tdsl.jit.disk_cache import DEFAULT_MAX_BYTES, resolve_max_bytes
+
+    assert resolve_max_bytes("") == DEFAULT_MAX_BYTES == 1 << 30
+    assert resolve_max_bytes("0") == 0
+    assert resolve_max_bytes("500M") == 500 << 20
+    assert resolve_max_bytes("2 GiB") == 2 << 30
+    assert resolve_max_bytes("1.5k") == 1536
+    assert resolve_max_bytes("4096") == 4096
+    monkeypatch.setenv("TDSL_CACHE_MAX_BYTES", "0")
+    jit = jit_in(tmp_path, target="numpy")
+    for expr in EXPRS[:3]:
+        jit.compile(expr, SQUARE, "f32")
+    assert len(entries(tmp_path)) == 3 and info(jit)[3] == 3
+    for bad in ["lots", "-1", "1X", "nan", "G"]:
+        monkeypatch.setenv("TDSL_CACHE_MAX_BYTES", bad)
+        with pytest.raises(TdslOptionError, match="TDSL_CACHE_MAX_BYTES must be a size"):
+            jit_in(tmp_path)
