@@ -81,6 +81,7 @@ from tdsl.dialects.structured import (
     FloatType,
     IteratorType,
     constant_value,
+    convert_scalar,
     element_of,
     element_type,
     numpy_dtype,
@@ -118,6 +119,15 @@ def _is_contraction(op: Operation) -> bool:
 def _is_reduction(op: Operation) -> bool:
     s = structured(op)
     return s is not None and IteratorType.REDUCTION in s.iterator_types()
+
+
+def _holds_exactly(wide: Attribute, narrow: Attribute) -> bool:
+    """Whether memory of element type ``wide`` holds every ``narrow`` value exactly:
+    the same type, or a wider float."""
+    if wide == narrow:
+        return True
+    width = {"f16": 16, "f32": 32, "f64": 64}
+    return width.get(str(narrow), 99) < width.get(str(wide), 0)
 
 
 def _dim_set(dims: Dims) -> tuple[int, ...]:
@@ -294,9 +304,10 @@ class _Group:
         ``exp(x - max)``: summed, then divided by the sum): the first sweep also stores
         each in its output's slice, and the later one reads it back instead of computing
         it again.  Only where the sweeps of a row share hoisted loops (the row is still in
-        cache), only when nothing but that chain reads the value after its sweep, and
-        only when the output holds the value's element type (an f32 ``exp`` staged in an
-        f64 output would be read back as f64)."""
+        cache), and only when nothing but that chain reads the value after its sweep.
+        The output's element type must hold the value's exactly: the same, or a wider
+        float (an f32 ``exp`` in an f64 result is stored widened and read back
+        narrowed, which gives the same f32)."""
         body = self.body
         staged: dict[SSAValue, int] = {}
         for p in body.ops:
@@ -344,7 +355,7 @@ class _Group:
                 or self.level[q] <= level
                 or body.outputs.count(body.outputs[k]) != 1
                 or body.output_dims[k] != body.dims[v]
-                or element_type(body.outputs[k]) != element_type(v)
+                or not _holds_exactly(element_type(body.outputs[k]), element_type(v))
                 or k in self.blas.values()
                 or k in self.in_output.values()
                 or k in staged.values()
@@ -575,6 +586,8 @@ class _Group:
                         assert isinstance(what, SSAValue)
                         k = self.staged[what]
                         value = point.value(what, body.dims[what])
+                        wide = element_type(body.outputs[k])
+                        value = convert_scalar(point.code.b, value, wide)
                         point.store(value, outputs[k], body.output_dims[k])
                     else:
                         assert isinstance(what, int)
@@ -655,6 +668,8 @@ class _Point:
             result = self.code.scalar(float(data.reshape(())), element_type(v))
         elif p is None:
             result = self.load(self.storage[v], dims)
+        elif v in group.staged and v in self.storage:  # staged in an output, maybe widened
+            result = convert_scalar(self.code.b, self.load(self.storage[v], dims), element_type(v))
         elif v in self.storage:  # a BLAS result, or a reduction's accumulator
             raw = self.load(self.storage[v], dims)
             if p in group.blas:

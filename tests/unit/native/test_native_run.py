@@ -359,9 +359,9 @@ def test_strided_inputs_run_in_variants_without_copies() -> None:
 @pytest.mark.parametrize("budget", [16, 4096, 1_000_000])
 @pytest.mark.parametrize("shape", [(2, 1), (3, 5), (64, 300)])
 def test_softmax_of_f32_into_an_f64_result(shape: tuple[int, int], budget: int) -> None:
-    """softmax's ``exp`` is staged in its output's row only when the output holds its
-    element type: an f32 row of ``exp`` in the f64 result of ``x1 + softmax(x0)``
-    was read back as f64 (found by the Dask property test)."""
+    """softmax's ``exp`` staged in an output row of a wider type is stored widened and
+    read back narrowed: an f32 row of ``exp`` in the f64 result of ``x1 +
+    softmax(x0)`` was once read back as f64 (found by the Dask property test)."""
     from tdsl.jit import JITTensorKernel
 
     x0 = randn(*shape)
