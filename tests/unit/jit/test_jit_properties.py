@@ -1,8 +1,8 @@
 """Random programs through the JIT, on both targets, equal NumPy.
 
 The programs are those of ``tests/unit/random_expressions.py`` (NumPy's value
-of each computed from its own expression tree), over f32 and f64 inputs mixed
-in one expression: NumPy's promotion puts casts inside groups, where an f32
+of each computed from its own expression tree), over f16, f32 and f64 inputs
+mixed in one expression: NumPy's promotion puts casts inside groups, where an f32
 value meets an f64 output (two native-target bugs hid there, found only by the
 Dask tests until this test).  Budgets 16, 4096 and 1e6 group and tile the ops
 differently; each kernel runs with 1 and 2 threads.
@@ -32,7 +32,7 @@ JITS = {
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    case=cases(dtypes=("f32", "f64"), max_dim=5),
+    case=cases(dtypes=("f16", "f32", "f64"), max_dim=5),
     jit=st.sampled_from(sorted(JITS)),
     seed=st.integers(0, 2**16),
 )
