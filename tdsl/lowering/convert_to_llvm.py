@@ -209,5 +209,6 @@ def _unsupported_note(op: Operation) -> str:
     types = ", ".join(str(t) for t in (*op.operand_types, *op.result_types))
     return (
         "supported: scalar arith/math on f16/f32/f64/i1/integers/index, memref load/store/"
-        f"subview/cast on static shapes and strides, func, scf, cf; this op has types: {types}"
+        "subview/cast/alloca on static shapes and strides, func, scf, cf; "
+        f"this op has types: {types}"
     )

@@ -12,11 +12,14 @@ from, and the pointer already points there.
   ``icmp ne 0`` on load);
 - ``memref.subview`` (static or dynamic offsets; the result type gives sizes and
   strides) -> the pointer moved by ``sum(offset_k * stride_k)``;
-- ``memref.cast`` -> the same pointer.
+- ``memref.cast`` -> the same pointer;
+- ``memref.alloca`` of a static shape and identity layout -> ``llvm.alloca`` of
+  its elements (with the op's alignment, else 64 bytes): a stack array, which the
+  group functions of ``tdsl-lower-to-loops`` allocate once at their entry.
 
 Memrefs with a dynamic dimension, stride or offset are not lowered (left in
-place, so the pass reports them), nor are ``alloc``/``alloca``/``dealloc``,
-reshapes and the other ``memref`` ops.
+place, so the pass reports them), nor are ``alloc``/``dealloc``, reshapes and
+the other ``memref`` ops.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     IntegerAttr,
     MemRefType,
+    NoneAttr,
     i64,
 )
 from xdsl.ir import Attribute, SSAValue
@@ -166,10 +170,30 @@ class CastToLLVM(RewritePattern):
         replace_op(rewriter, op, [to_llvm(rewriter, op.source)])
 
 
+class AllocaToLLVM(RewritePattern):
+    """``memref.alloca`` (static shape, identity layout) -> ``llvm.alloca``."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: memref.AllocaOp, rewriter: PatternRewriter) -> None:
+        t = op.memref.type
+        if op.dynamic_sizes or op.symbol_operands:
+            return
+        if not isinstance(t.layout, NoneAttr) or any(d == DYNAMIC_INDEX for d in t.get_shape()):
+            return
+        count = 1
+        for d in t.get_shape():
+            count *= d
+        size = insert(rewriter, llvm.ConstantOp(IntegerAttr(count, i64), i64))
+        element = storage_type(memref_element(t))
+        alignment = op.alignment.value.data if op.alignment is not None else 64
+        replace_op(rewriter, op, [insert(rewriter, llvm.AllocaOp(size, element, alignment))])
+
+
 MEMREF_TO_LLVM_PATTERNS: tuple[RewritePattern, ...] = (
     LoadToLLVM(),
     StoreToLLVM(),
     SubviewToLLVM(),
     CastToLLVM(),
+    AllocaToLLVM(),
 )
 """Every pattern of this module."""
