@@ -373,18 +373,20 @@ def _choose(
         )
     from xdsl.context import Context
 
+    from tdsl.lowering.lower_to_loops import loop_matmuls
     from tdsl.native.runtime import NativeProgram, StridedVariants
 
     try:
-        native = _run_pipeline(NATIVE_PASSES, modules["tiled"].clone(), Context(), False)
-        _verify_loops(native["loops"])
-        looped = _loop_matmuls(modules["tiled"], native["loops"])
-        if options.target == "auto" and looped:
+        # decided before any native pass runs: the loops lowering's own plan
+        looped = loop_matmuls(modules["tiled"]) if options.target == "auto" else 0
+        if looped:
             return _Native(
                 reason=f"{plural(looped, 'matmul')} would run as compiled loops, not BLAS "
                 "(an operand computed in its group, or a result read by more than an "
                 "element-wise epilogue), where the numpy target calls BLAS"
             )
+        native = _run_pipeline(NATIVE_PASSES, modules["tiled"].clone(), Context(), False)
+        _verify_loops(native["loops"])
         program = NativeProgram(
             native["loops"], native["llvm"], options.threads, keep_object=keep_object
         )
@@ -412,24 +414,6 @@ def _verify_loops(loops: ModuleOp) -> None:
             f"internal error: the loops stage does not verify ({err}); "
             "target='numpy' computes this expression"
         ) from None
-
-
-def _loop_matmuls(tiled: ModuleOp, loops: ModuleOp) -> int:
-    """How many matmuls of ``tiled`` the loops stage computes with loops: those that
-    are not a ``tdsl_matmul_*`` call (bound to BLAS by the native runtime)."""
-    from xdsl.dialects.func import CallOp
-
-    from tdsl.dialects.structured import structured
-
-    matmuls = 0
-    for op in tiled.walk():
-        s = structured(op)
-        matmuls += s is not None and s.CONTRACTION
-    blas = sum(
-        isinstance(op, CallOp) and op.callee.root_reference.data.startswith("tdsl_matmul_")
-        for op in loops.walk()
-    )
-    return max(0, matmuls - blas)
 
 
 def build_ir(

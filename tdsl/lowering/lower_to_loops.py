@@ -1156,6 +1156,18 @@ def lower_to_loops(
             module.body.block.add_op(op)
 
 
+def loop_matmuls(module: ModuleOp) -> int:
+    """How many matmuls of the tiled ``module`` :func:`lower_to_loops` would compute
+    with loops (row-major inputs), not with a BLAS call: its plan of each group,
+    without building any loops."""
+    count = 0
+    for op in module.walk():
+        if isinstance(op, TileOp):
+            group = _Group(op)
+            count += sum(_is_contraction(o) and o not in group.blas for o in group.body.ops)
+    return count
+
+
 @dataclass(frozen=True)
 class LowerToLoopsPass(ModulePass):
     """Lower ``kernel.tile`` groups to loops on memrefs in upstream dialects."""
@@ -1170,6 +1182,7 @@ __all__ = [
     "ROLES_ATTR",
     "LowerToLoopsPass",
     "Storage",
+    "loop_matmuls",
     "lower_to_loops",
     "matmul_symbol",
     "memref_of",

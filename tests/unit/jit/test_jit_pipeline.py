@@ -241,8 +241,18 @@ def test_auto_keeps_matmuls_that_would_run_as_loops_on_the_numpy_target() -> Non
     assert auto.target_reason is not None and "2 matmuls would run as compiled loops" in (
         auto.target_reason
     )
-    assert JITTensorKernel(target="native").compile(two, shapes, "f32").target == "native"
+    # decided from the loops lowering's plan, before any native pass ran
+    assert "loops" not in auto.ir and "llvm" not in auto.ir
+    native = JITTensorKernel(target="native").compile(two, shapes, "f32")
+    assert native.target == "native" and "tdsl_matmul" not in native.ir["loops"]
     # one matmul on inputs with an element-wise epilogue: a BLAS call, native code
     del shapes["v"]
     one = JITTensorKernel(target="auto").compile("relu(x @ w + b)", shapes, "f32")
     assert (one.target, one.target_reason) == ("native", None)
+    assert one.ir["loops"].count("func.call @tdsl_matmul_f32_256x64x128") == 1
+    # an f32 matmul widened to an f64 result is computed with loops too
+    widened = JITTensorKernel(target="auto").compile(
+        "s + relu(x @ w + b)", {**shapes, "s": ()}, {"x": "f32", "w": "f32", "b": "f32", "s": "f64"}
+    )
+    assert widened.target == "numpy"
+    assert "1 matmul would run as compiled loops" in (widened.target_reason or "")
