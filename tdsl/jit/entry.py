@@ -137,8 +137,14 @@ def load_kernel(data: Mapping[str, Any], code: bytes, options: JitOptions) -> Co
     name = str(data["name"])
     source = str(data["source"])
     target = str(data["target"])
+    modules = LazyIR(texts=_strings(data["ir"]), located=_strings(data["located"]))
     if target == "native":
+        from tdsl.native.runtime import StridedVariants
+
         function = _native_function(data["native"], code, options.threads)
+        if "tiled" in modules:
+            # strided inputs run in variants compiled from the stored tiled IR
+            function.variants = StridedVariants(lambda: modules.module("tiled"), function)
     elif target == "numpy":
         from tdsl.lowering.numpy_emit.load import load_numpy
 
@@ -154,7 +160,7 @@ def load_kernel(data: Mapping[str, Any], code: bytes, options: JitOptions) -> Co
         source=source,
         function=function,
         pipeline=str(data["pipeline"]),
-        modules=LazyIR(texts=_strings(data["ir"]), located=_strings(data["located"])),
+        modules=modules,
         groups=[_group(g) for g in data["groups"]],
         program=bool(data["program"]),
         target=target,

@@ -303,8 +303,10 @@ class StridedVariants:
     multiple of its item size, or that a BLAS call would read, gets no variant (it is
     copied, as without variants)."""
 
-    def __init__(self, tiled: ModuleOp, function: NativeFunction) -> None:
-        """Variants of ``function``, compiled from ``tiled`` (the module it was lowered from)."""
+    def __init__(self, tiled: ModuleOp | Callable[[], ModuleOp], function: NativeFunction) -> None:
+        """Variants of ``function``, compiled from ``tiled`` (the module it was lowered
+        from, or a function giving it: a kernel loaded from the cache on disk parses
+        its stored text, importing xDSL, only when a first strided input comes)."""
         self._tiled = tiled
         self._name = function.name
         self._threads = function.threads
@@ -339,6 +341,8 @@ class StridedVariants:
         from tdsl.lowering.convert_to_llvm import ConvertToLLVMPass
         from tdsl.lowering.lower_to_loops import lower_to_loops
 
+        if callable(self._tiled):
+            self._tiled = self._tiled()
         loops = self._tiled.clone()
         try:
             lower_to_loops(loops, {self._name: list(strides)})

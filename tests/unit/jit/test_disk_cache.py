@@ -527,3 +527,25 @@ def test_no_limit_and_bad_sizes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         monkeypatch.setenv("TDSL_CACHE_MAX_BYTES", bad)
         with pytest.raises(TdslOptionError, match="TDSL_CACHE_MAX_BYTES must be a size"):
             jit_in(tmp_path)
+
+
+def test_a_loaded_native_kernel_reads_strided_inputs_in_variants(
+    tmp_path: Path, jit_target: str
+) -> None:
+    """A native kernel loaded from disk compiles its strided variants from the stored
+    tiled IR (parsed when the first strided input comes), as a compiled one does; a
+    numpy kernel reads views as NumPy does."""
+    shapes = {"A": (96, 80), "B": (96, 80)}
+    compile_in_folder = jit_in(tmp_path)
+    compile_in_folder.compile("softmax(relu(A) + B)", shapes, "f32")
+    loaded = jit_in(tmp_path).compile("softmax(relu(A) + B)", shapes, "f32")
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((80, 96), np.float32).T  # a transposed view
+    b = rng.standard_normal((96, 80), np.float32)
+    z = np.maximum(a, 0) + b
+    want = np.exp(z - z.max(-1, keepdims=True))
+    want /= want.sum(-1, keepdims=True)
+    np.testing.assert_allclose(loaded(A=a, B=b), want, rtol=2e-6, atol=1e-7)
+    if jit_target == "native":
+        variants = loaded.function.variants
+        assert variants is not None and variants.compiled == [((1, 96), None)]
