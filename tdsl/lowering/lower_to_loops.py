@@ -493,9 +493,9 @@ class _Group:
         if strides is None:
             return next((d for d in reversed(dims) if d is not None), None)
         shape = tensor_shape(v)
-        axes = [i for i, d in enumerate(dims) if d is not None and shape[i] > 1]
+        axes = [i for i, d in enumerate(dims) if d is not None and shape[i] > 1 and strides[i]]
         if not axes:
-            return None
+            return None  # (a stride of 0 is a broadcast: along it, one element)
         return dims[min(axes, key=lambda i: (abs(strides[i]), -i))]
 
     def _packed(self) -> dict[SSAValue, _Packing]:
@@ -508,8 +508,9 @@ class _Group:
         out as the input lies (the copy reads and writes contiguously), which the
         sweep then reads from cache.  Only where every read of the input is along
         the same two dims, the buffer (a block by ``other``'s tile) fits
-        :data:`PACK_BYTES`, ``inner`` runs longer than a block, and the elements are
-        at most 4 bytes or the row length aliases: f64 transposes with rows of other
+        :data:`PACK_BYTES`, ``inner`` runs longer than a block, its elements lie a
+        cache line apart or more (not a broadcast), and the elements are at most 4
+        bytes or the row length aliases: f64 transposes with rows of other
         lengths ran 1.2-2x slower packed here (``python benchmarks/native_loops.py
         strided`` measures it)."""
         body = self.body
@@ -531,8 +532,9 @@ class _Group:
             size = numpy_dtype(a.type).itemsize
             if self.tiles[other] * BLOCK * size > PACK_BYTES or self.tiles[inner] <= BLOCK:
                 continue
-            if size > 4 and abs(self.strides[a][dims.index(inner)]) * size % 4096:
-                continue
+            step = abs(self.strides[a][dims.index(inner)]) * size  # bytes along inner
+            if step < 64 or (size > 4 and step % 4096):
+                continue  # (under a cache line apart, a broadcast: read as they lie)
             packed[a] = _Packing(other, inner, dims)
         return packed
 

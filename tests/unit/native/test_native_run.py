@@ -445,8 +445,9 @@ def test_transposed_inputs_read_through_packed_blocks(
 def test_a_transposed_input_is_packed_in_blocks() -> None:
     """The strided variant of ``relu(A) + B`` for a transposed f32 ``A`` copies blocks
     of it into a stack buffer (``memref.alloca``), reading it down its columns, and
-    the sweep reads the buffer; a row-major variant has no buffer, nor has an f64
-    transpose whose row length does not alias (5 KB rows of 625 doubles)."""
+    the sweep reads the buffer; a row-major variant has no buffer, nor have broadcast
+    views, nor has an f64 transpose whose row length does not alias (5 KB rows of
+    625 doubles)."""
     import tdsl
     from tdsl.lowering.lower_to_loops import BLOCK, lower_to_loops
 
@@ -462,6 +463,9 @@ def test_a_transposed_input_is_packed_in_blocks() -> None:
     assert "memref.load %0[" in text  # the sweep reads the buffer
     assert "memref.load %A[" in text.split("memref.load %0[")[0]  # after the copy
     assert "alloca" not in loops(512, "f32", [None, None])
+    # broadcast views (a stride of 0) read one element along it: nothing to pack
+    assert "alloca" not in loops(512, "f32", [(0, 1), None])
+    assert "alloca" not in loops(512, "f32", [(1, 0), None])
     assert "alloca" not in loops(625, "f64", [(1, 625), None])
     assert "alloca" in loops(512, "f64", [(1, 512), None])
 
