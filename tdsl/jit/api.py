@@ -13,6 +13,7 @@ from tdsl.jit.cache import (
     CacheInfo,
     DTypesLike,
     KernelCache,
+    Request,
     ShapesLike,
     freeze,
     normalize,
@@ -139,7 +140,8 @@ class JITTensorKernel:
         """The cached kernel for normalized ``shapes`` and ``dtypes``, compiled on a miss."""
         key = (source, freeze(shapes), freeze(dtypes), kernel, filename, options)
         return self._cached(
-            key, lambda: self._load_or_build(source, shapes, dtypes, kernel, filename, options)
+            key,
+            lambda: self._load_or_build(Request(source, shapes, dtypes, kernel, filename, options)),
         )
 
     def compile_ir(
@@ -185,26 +187,18 @@ class JITTensorKernel:
                 cache.put(key, compiled)
         return compiled
 
-    def _load_or_build(
-        self,
-        source: str,
-        shapes: dict[str, tuple[int, ...]] | None,
-        dtypes: object,
-        kernel: str | None,
-        filename: str,
-        options: JitOptions,
-    ) -> CompiledKernel:
+    def _load_or_build(self, request: Request) -> CompiledKernel:
         """The kernel from the cache on disk, else compiled (and written there)."""
         disk = self._disk
         if disk is None:
-            return build(source, shapes, dtypes, kernel, filename, options)
+            return build(request)
         from tdsl.jit.disk_cache import request_key
 
-        request = request_key(source, shapes, dtypes, kernel, filename, options)
-        compiled = disk.load(request, options)
+        key = request_key(request)
+        compiled = disk.load(key, request.options)
         if compiled is None:
-            compiled = build(source, shapes, dtypes, kernel, filename, options, keep_object=True)
-            disk.store(request, compiled)
+            compiled = build(request, keep_object=True)
+            disk.store(key, compiled)
         return compiled
 
     def __call__(self, source: str, /, *, out: Any = None, **values: Any) -> Any:

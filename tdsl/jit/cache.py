@@ -18,6 +18,7 @@ import numpy as np
 from tdsl.dtypes import DTYPES
 from tdsl.errors import TdslOptionError
 from tdsl.jit.kernel import ELEMENT_NAMES, CompiledKernel
+from tdsl.jit.options import JitOptions
 
 ShapesLike: TypeAlias = Mapping[str, Sequence[int] | int]
 """Input shapes by name: ``{"A": (8, 16), "b": (16,)}`` (an int ``n`` means ``(n,)``)."""
@@ -125,6 +126,19 @@ def normalize(
     return norm_shapes, dtype_key(dtypes)
 
 
+class Request(NamedTuple):
+    """What one kernel is compiled from: the arguments of
+    :meth:`~tdsl.jit.JITTensorKernel.compile`, shapes and dtypes normalized
+    (:func:`normalize`).  Built on a cache miss only: a hit looks up its key."""
+
+    source: str
+    shapes: dict[str, tuple[int, ...]] | None
+    dtypes: object
+    kernel: str | None
+    filename: str
+    options: JitOptions
+
+
 def freeze(value: object) -> object:
     """A hashable, order-independent form of a normalized shapes or dtypes argument."""
     if isinstance(value, dict):
@@ -137,6 +151,7 @@ __all__ = [
     "DTypeLike",
     "DTypesLike",
     "KernelCache",
+    "Request",
     "ShapesLike",
     "dtype_key",
     "freeze",

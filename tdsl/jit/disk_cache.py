@@ -58,6 +58,7 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 
 from tdsl.errors import TdslCacheWarning, TdslError, TdslOptionError
+from tdsl.jit.cache import Request
 from tdsl.jit.kernel import CompiledKernel
 from tdsl.jit.options import CACHE_DIR_VARIABLE, MAX_BYTES_VARIABLE, JitOptions
 
@@ -324,26 +325,16 @@ def _unpack(blob: bytes) -> tuple[dict[str, Any], bytes]:
 # --------------------------------------------------------------------------- keys
 
 
-def request_key(
-    source: str,
-    shapes: dict[str, tuple[int, ...]] | None,
-    dtypes: object,
-    kernel: str | None,
-    filename: str,
-    options: JitOptions,
-) -> dict[str, Any]:
-    """The key of a kernel request on any CPU (:func:`host_key` adds the CPU's part).
-
-    ``shapes`` and ``dtypes`` are normalized (:func:`tdsl.jit.cache.normalize`).
-    """
+def request_key(request: Request) -> dict[str, Any]:
+    """The key of a kernel request on any CPU (:func:`host_key` adds the CPU's part)."""
     key = {
         "format": FORMAT,
-        "source": source,
-        "kernel": kernel,
-        "filename": filename,
-        "shapes": shapes,
-        "dtypes": _dtypes_key(dtypes),
-        "options": dataclasses.asdict(options),  # every option, whatever is added later
+        "source": request.source,
+        "kernel": request.kernel,
+        "filename": request.filename,
+        "shapes": request.shapes,
+        "dtypes": _dtypes_key(request.dtypes),
+        "options": dataclasses.asdict(request.options),  # every option, whatever comes later
         "software": software_key(),
     }
     # as JSON gives it back (tuples become lists), to compare with a file's key

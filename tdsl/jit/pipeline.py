@@ -45,6 +45,7 @@ from tdsl.errors import (
     TdslTypeError,
     plural,
 )
+from tdsl.jit.cache import Request
 from tdsl.jit.calls import OUT, finish
 from tdsl.jit.kernel import ArgSpec, CompiledKernel, GroupInfo, type_str
 from tdsl.jit.options import JitOptions
@@ -222,35 +223,20 @@ def _collector_paused() -> Generator[None]:
             gc.enable()
 
 
-def build(
-    source: str,
-    shapes: dict[str, tuple[int, ...]] | None,
-    dtypes: object,
-    kernel: str | None,
-    filename: str,
-    options: JitOptions,
-    *,
-    keep_object: bool = False,
-) -> CompiledKernel:
+def build(request: Request, *, keep_object: bool = False) -> CompiledKernel:
     """Run the pipeline on IR objects and load the generated Python (or native code).
 
     ``keep_object`` keeps a native kernel's object file, for the cache on disk
     (see :mod:`tdsl.jit.entry`).
     """
     with _collector_paused():
-        return _build(source, shapes, dtypes, kernel, filename, options, keep_object)
+        return _build(request, keep_object)
 
 
-def _build(
-    source: str,
-    shapes: dict[str, tuple[int, ...]] | None,
-    dtypes: object,
-    kernel: str | None,
-    filename: str,
-    options: JitOptions,
-    keep_object: bool,
-) -> CompiledKernel:
+def _build(request: Request, keep_object: bool) -> CompiledKernel:
     from tdsl.frontend import Program, lower, parse
+
+    source, shapes, dtypes, kernel, filename, options = request
 
     tree = parse(source, filename)
     name, arg_names = _signature_names(tree, kernel)
@@ -386,7 +372,6 @@ def _choose(
                 "element-wise epilogue), where the numpy target calls BLAS"
             )
         native = _run_pipeline(NATIVE_PASSES, modules["tiled"].clone(), Context(), False)
-        _verify_loops(native["loops"])
         program = NativeProgram(
             native["loops"], native["llvm"], options.threads, keep_object=keep_object
         )
@@ -400,20 +385,6 @@ def _choose(
     # inputs that come strided (x.T, x[:, ::2]) run in variants compiled for their strides
     function.variants = StridedVariants(modules["tiled"], function)
     return _Native(function, None, program.llvm_ir, host_specific=True)
-
-
-def _verify_loops(loops: ModuleOp) -> None:
-    """The loops stage verifies (a few ms): a wrong loop nest is an error, not wrong
-    values.  The llvm stage needs no pass here: llvmlite verifies the LLVM IR it parses."""
-    from xdsl.utils.exceptions import VerifyException
-
-    try:
-        loops.verify()
-    except VerifyException as err:
-        raise TdslNativeError(
-            f"internal error: the loops stage does not verify ({err}); "
-            "target='numpy' computes this expression"
-        ) from None
 
 
 def build_ir(

@@ -575,34 +575,31 @@ class _Group:
     # -- emission -----------------------------------------------------------------
 
     def _packs_of_sweep(
-        self, order: Sequence[int], effects: Sequence[tuple[str, Operation | int | SSAValue]]
+        self,
+        order: Sequence[int],
+        touched: Sequence[tuple[SSAValue, Dims]],
+        effects: Sequence[tuple[str, Operation | int | SSAValue]],
     ) -> list[SSAValue]:
         """The packed inputs a sweep whose nest runs over ``order`` (outer to inner, the
-        hoisted dims left out) reads in blocks: a nest of exactly the two dims of their
-        packing, where no accumulation runs over both (blocks keep the order along
-        each dim, not across them)."""
+        hoisted dims left out) and ``touched`` reads in blocks: a nest of exactly the
+        two dims of their packing, where no accumulation runs over both (blocks keep
+        the order along each dim, not across them)."""
         if len(order) != 2 or not self.packed:
             return []
         body = self.body
-        roots: list[SSAValue] = []
-        reads: list[SSAValue] = []
-        for kind, what in effects:
-            if isinstance(what, Operation):
-                if kind == "acc" and set(order) <= set(body.loop_dims(what)) - set(
-                    body.dims[what.results[0]]
-                ):
-                    return []
-                for w in what.operands:
-                    (reads if w in self.args else roots).append(w)
-            elif isinstance(what, int):
-                roots.append(body.outputs[what])
-            else:
-                roots.append(what)
-        reads += self._input_reads(roots)
+        if any(
+            kind == "acc"
+            and isinstance(what, Operation)
+            and set(order) <= set(body.loop_dims(what)) - set(body.dims[what.results[0]])
+            for kind, what in effects
+        ):
+            return []
+        outer, inner = order
+        reads = dict.fromkeys(self._input_reads([v for v, _ in touched]))
         return [
             a
-            for a in dict.fromkeys(reads)
-            if a in self.packed and (self.packed[a].other, self.packed[a].inner) == tuple(order)
+            for a in reads
+            if a in self.packed and (self.packed[a].other, self.packed[a].inner) == (outer, inner)
         ]
 
     def _input_reads(self, values: Sequence[SSAValue]) -> list[SSAValue]:
@@ -772,7 +769,7 @@ class _Group:
                     else:
                         touched.append((what, body.dims[what]))
                 order = [d for d in self.nest_order(dims, touched) if d not in hoisted]
-                packs = self._packs_of_sweep(order, effects)
+                packs = self._packs_of_sweep(order, touched, effects)
                 if packs:
                     point = self._packed_nest(
                         code, ranges(order), packs, buffers, hoisted, starts, storage
@@ -1146,7 +1143,14 @@ def lower_to_loops(
     row-major) that its loops read it with (``memref<4x8xf32, strided<[1, 4]>>``): a
     runtime compiles such a variant to read a NumPy view (a transpose, a slice with a
     step) where it lies, without copying it.  A strided input must not be a BLAS
-    call's operand (the call assumes row-major): such functions are refused."""
+    call's operand (the call assumes row-major): such functions are refused.
+
+    The result is verified (a few ms): loops that do not verify are a
+    :class:`~tdsl.errors.TdslIRError` (an internal error), never code that computes
+    wrong values.  (The llvm stage needs no such check: llvmlite verifies the LLVM
+    IR it parses.)"""
+    from xdsl.utils.exceptions import VerifyException
+
     for fn in [op for op in module.ops if isinstance(op, func.FuncOp)]:
         if fn.is_declaration:
             continue
@@ -1156,6 +1160,13 @@ def lower_to_loops(
         fn.erase()
         for op in new_ops:
             module.body.block.add_op(op)
+    try:
+        module.verify()
+    except VerifyException as err:
+        raise TdslIRError(
+            f"internal error: tdsl-lower-to-loops produced IR that does not verify ({err}); "
+            "target='numpy' computes this expression"
+        ) from None
 
 
 def loop_matmuls(module: ModuleOp) -> int:

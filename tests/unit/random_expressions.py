@@ -155,6 +155,17 @@ def evaluate(node: Node, env: dict[str, Array]) -> Value:
 # --------------------------------------------------------------------------- generation
 
 
+def matmul_operand_shapes(draw: st.DrawFn, shape: Shape, k: int) -> tuple[Shape, Shape]:
+    """Operand shapes of a matmul whose result has ``shape`` (rank 1 or more), over a
+    contracted extent ``k``: a vector times a matrix or a matrix times a vector for a
+    1-d result, else a (batched) matrix times a matrix."""
+    if len(shape) == 1 and draw(st.booleans()):
+        return (k,), (k, shape[0])
+    if len(shape) == 1:
+        return (shape[0], k), (k,)
+    return (*shape[:-1], k), (k, shape[-1])
+
+
 @dataclass
 class Generator:
     """Draws a well-typed expression of a wanted shape, creating inputs as needed."""
@@ -211,13 +222,7 @@ class Generator:
             axis = self.draw(st.integers(-len(shape), len(shape) - 1)) if given else None
             return Call("softmax", (self.expr(shape, sub),), axis, given)
         if kind == "matmul":
-            k = self.dim()
-            if len(shape) == 1 and self.draw(st.booleans()):
-                lhs_shape, rhs_shape = (k,), (k, shape[0])
-            elif len(shape) == 1:
-                lhs_shape, rhs_shape = (shape[0], k), (k,)
-            else:
-                lhs_shape, rhs_shape = (*shape[:-1], k), (k, shape[-1])
+            lhs_shape, rhs_shape = matmul_operand_shapes(self.draw, shape, self.dim())
             op = "@" if self.draw(st.booleans()) else "matmul"
             lhs, rhs = self.expr(lhs_shape, sub), self.expr(rhs_shape, sub)
             return Bin("@", lhs, rhs) if op == "@" else Call("matmul", (lhs, rhs))

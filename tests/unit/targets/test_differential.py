@@ -29,6 +29,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
+from random_expressions import matmul_operand_shapes
 
 from tdsl.dialects import tensordsl as td
 from tdsl.frontend import to_tensordsl
@@ -169,13 +170,7 @@ class Generator:
                 return f"{name}({operand})"
             return f"{name}({operand}, axis={self.draw(st.integers(-len(shape), len(shape) - 1))})"
         if kind == "matmul":
-            k = self.dim()
-            if len(shape) == 1 and self.draw(st.booleans()):
-                lhs_shape, rhs_shape = (k,), (k, shape[0])
-            elif len(shape) == 1:
-                lhs_shape, rhs_shape = (shape[0], k), (k,)
-            else:
-                lhs_shape, rhs_shape = (*shape[:-1], k), (k, shape[-1])
+            lhs_shape, rhs_shape = matmul_operand_shapes(self.draw, shape, self.dim())
             lhs, rhs = self.float(lhs_shape, sub), self.float(rhs_shape, sub)
             return f"({lhs} @ {rhs})" if self.draw(st.booleans()) else f"matmul({lhs}, {rhs})"
         name = self.draw(st.sampled_from(REDUCTIONS))
