@@ -4,7 +4,7 @@
 test: pytest lit
 
 pytest:
-	pytest
+	pytest -n auto
 
 lit:
 	lit -sv tests/filecheck
