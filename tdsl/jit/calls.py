@@ -446,6 +446,29 @@ def finish(kernel: CompiledKernel) -> CompiledKernel:
     return kernel
 
 
+def fall_back_on_variant_failure(
+    kernel: CompiledKernel, numpy_function: Callable[[], Callable[..., Any]]
+) -> None:
+    """Make a native ``target="auto"`` kernel switch to the numpy target (``numpy_function``
+    gives its function) when a strided variant fails to compile at call time, saying why
+    in ``target_reason``; the call that found it, and every later one, run NumPy code."""
+    variants = getattr(kernel.function, "variants", None)
+    if variants is None or not hasattr(variants, "fallback"):
+        return
+
+    def fallback(reason: str) -> Callable[..., Any]:
+        function = numpy_function()
+        kernel.function = function
+        kernel.target = "numpy"
+        kernel.target_reason = f"target='auto' fell back at call time: {reason}"
+        kernel.pipeline = kernel.pipeline.split(",tdsl-lower-to-loops", 1)[0]
+        kernel.llvm_ir = None
+        finish(kernel)
+        return function
+
+    variants.fallback = fallback
+
+
 # --------------------------------------------------------------------------- one-shot calls
 
 
