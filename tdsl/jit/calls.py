@@ -98,10 +98,10 @@ def convert_argument(kernel: CompiledKernel, spec: ArgSpec, value: Any) -> Array
     where = f"argument `{spec.name}` of kernel `{kernel.name}`"
     if value is MISSING:
         raise TdslCallError(f"missing {where}: expected {spec.expected}")
-    if isinstance(value, bool | np.bool_):
+    if isinstance(value, bool):
         raise TdslCallError(
-            f"{where} is a bool ({bool(cast(Any, value))!r}); tdsl has no boolean inputs: "
-            f"expected {spec.expected}"
+            f"{where} is a Python bool ({value!r}); a boolean input is a NumPy bool "
+            f"(np.bool_({value!r}) or a bool array): expected {spec.expected}"
         )
     if spec.weak:
         if not _is_python_number(value):
@@ -495,11 +495,11 @@ def infer(name: str, value: object) -> tuple[tuple[int, ...], object]:
         dtype = np.dtype(cast(Any, value).dtype)
         _check_dtype(name, dtype)
         return tuple(int(d) for d in shape), dtype
-    if isinstance(value, bool | np.bool_):
-        flag = bool(cast(Any, value))
+    if isinstance(value, bool):
+        # (a NumPy bool is a 0-d bool input, below; a Python bool is not a weak number)
         raise TdslCallError(
-            f"argument `{name}` is a bool ({flag!r}); tdsl has no boolean inputs yet: "
-            f"pass a number ({float(flag)!r}) or a float array"
+            f"argument `{name}` is a Python bool ({value!r}): pass np.bool_({value!r}) or a "
+            f"bool array for a boolean input, or a number ({float(value)!r})"
         )
     if _is_numpy_scalar(value):
         dtype = _scalar_dtype(value)
