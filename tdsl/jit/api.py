@@ -163,7 +163,7 @@ class JITTensorKernel:
         :mod:`tdsl.dask` ships the kernels of its tasks this way: the text of a
         step of a fusion group, compiled for the shape of each chunk.
         """
-        if not isinstance(text, str):
+        if not isinstance(cast(object, text), str):
             raise TdslOptionError(
                 f"text must be a str (tensordsl IR), got a value of type `{type(text).__name__}`"
             )

@@ -125,7 +125,11 @@ def normalize(
     if isinstance(dtypes, Mapping):
         per_name = cast(Mapping[str, object], dtypes)
         _check_names("dtypes", "dtypes (or one dtype for every input)", per_name)
-        norm = {k: _hashable_dtype(k, key) for k, v in per_name.items() if (key := dtype_key(v)) != "f64"}
+        norm = {
+            k: _hashable_dtype(k, key)
+            for k, v in per_name.items()
+            if (key := dtype_key(v)) != "f64"
+        }
         return norm_shapes, norm or "f64"
     return norm_shapes, _hashable_dtype(None, dtype_key(dtypes))
 
@@ -198,12 +202,12 @@ def freeze(value: object) -> object:
 
 __all__ = [
     "CacheInfo",
-    "check_source",
     "DTypeLike",
     "DTypesLike",
     "KernelCache",
     "Request",
     "ShapesLike",
+    "check_source",
     "dtype_key",
     "freeze",
     "normalize",

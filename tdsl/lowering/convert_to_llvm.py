@@ -213,7 +213,7 @@ def _check_signatures(module: ModuleOp) -> None:
         if not isinstance(fn, func.FuncOp):
             continue
         inputs, outputs = fn.function_type.inputs.data, fn.function_type.outputs.data
-        tensors = [t for t in (*inputs, *outputs) if isinstance(t, TensorType)]
+        tensors: list[Attribute] = [t for t in (*inputs, *outputs) if isinstance(t, TensorType)]
         if tensors:
             raise TdslIRError(
                 f"tdsl-convert-to-llvm lowers loops-stage IR: run tdsl-fuse, tdsl-tile and "

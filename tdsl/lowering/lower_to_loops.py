@@ -526,7 +526,7 @@ class _Group:
                 continue
             other = self.contiguous(a, dims)
             inner = dims[-1]
-            if other is None or other == inner or dims[0] == dims[1]:
+            if other is None or inner is None or other == inner or dims[0] == dims[1]:
                 continue  # (None: one element along both dims, as a 1x1 tile, or a broadcast)
             size = numpy_dtype(a.type).itemsize
             if self.tiles[other] * BLOCK * size > PACK_BYTES or self.tiles[inner] <= BLOCK:

@@ -317,7 +317,7 @@ class StridedVariants:
         self._name = function.name
         self._threads = function.threads
         self._dtypes = [a.dtype for a in function.args if a.role == "in"]
-        self._made: dict[tuple[tuple[int, ...] | None, ...], NativeFunction | None] = {}
+        self._made: dict[tuple[tuple[int, ...] | None, ...], Callable[..., Any] | None] = {}
         self._programs: list[NativeProgram] = []
         self._lock = threading.Lock()
         self.fallback: Callable[[str], Callable[..., Any]] | None = None

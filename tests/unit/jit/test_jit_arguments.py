@@ -4,7 +4,7 @@ scalars are 0-d inputs of their dtype, as in NumPy (not weak, unlike a Python fl
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -46,10 +46,11 @@ def test_filename_and_kernel_must_be_strings() -> None:
 
 @pytest.mark.parametrize("option", ["memory_budget", "tile_size", "threads"])
 def test_integer_options_have_an_upper_bound(option: str) -> None:
+    huge: dict[str, Any] = {option: 10**30}
     with pytest.raises(TdslOptionError, match=rf"{option} must be at most 2\*\*62"):
-        JITTensorKernel(**{option: 10**30})
+        JITTensorKernel(**huge)
     with pytest.raises(TdslOptionError, match=rf"{option} must be at most 2\*\*62"):
-        tdsl.compile("relu(A)", {"A": (4,)}, **{option: 10**30})
+        tdsl.compile("relu(A)", {"A": (4,)}, **huge)
     with pytest.raises(TdslOptionError, match=r"tile_sizes must be at most 2\*\*62"):
         JITTensorKernel(tile_sizes=(4, 10**30))
 
@@ -81,7 +82,7 @@ def test_shapes_and_dtypes_are_checked(shapes: Any, dtypes: Any, pattern: str) -
 
 def test_jit_tensor_checks_its_shapes() -> None:
     with pytest.raises(TdslOptionError, match=r"shapes must be a mapping"):
-        tdsl.jit_tensor("relu(A)", [(4,)], A=np.ones(4))
+        tdsl.jit_tensor("relu(A)", cast(Any, [(4,)]), A=np.ones(4))
 
 
 # --------------------------------------------------------------------------- NumPy scalars
