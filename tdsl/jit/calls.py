@@ -99,10 +99,8 @@ def convert_argument(kernel: CompiledKernel, spec: ArgSpec, value: Any) -> Array
     if value is MISSING:
         raise TdslCallError(f"missing {where}: expected {spec.expected}")
     if isinstance(value, bool):
-        raise TdslCallError(
-            f"{where} is a Python bool ({value!r}); a boolean input is a NumPy bool "
-            f"(np.bool_({value!r}) or a bool array): expected {spec.expected}"
-        )
+        hint = f" (np.bool_({value!r}))" if spec.dtype == np.bool_ and not spec.weak else ""
+        raise TdslCallError(f"{where} is a Python bool ({value!r}): expected {spec.expected}{hint}")
     if spec.weak:
         if not _is_python_number(value):
             raise TdslCallError(

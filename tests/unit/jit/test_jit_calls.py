@@ -114,7 +114,7 @@ def test_a_compiled_kernel_takes_scalars(jit: JITTensorKernel, matches: Any) -> 
 @pytest.mark.parametrize(
     ("value", "pattern"),
     [
-        (True, r"argument `s` of kernel `main` is a Python bool \(True\)"),
+        (True, r"argument `s` of kernel `main` is a Python bool \(True\): expected"),
         (np.bool_(False), r"`s` of kernel `main` is a weak scalar: expected a Python int or float"),
         (
             np.float32(2),
