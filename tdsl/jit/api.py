@@ -9,12 +9,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from tdsl.defaults import DEFAULT_MEMORY_BUDGET, positive_int
+from tdsl.errors import TdslOptionError
 from tdsl.jit.cache import (
     CacheInfo,
     DTypesLike,
     KernelCache,
     Request,
     ShapesLike,
+    check_source,
     freeze,
     normalize,
     shape_of,
@@ -138,6 +140,7 @@ class JITTensorKernel:
         options: JitOptions,
     ) -> CompiledKernel:
         """The cached kernel for normalized ``shapes`` and ``dtypes``, compiled on a miss."""
+        check_source(source, filename, kernel)
         key = (source, freeze(shapes), freeze(dtypes), kernel, filename, options)
         return self._cached(
             key,
@@ -160,6 +163,10 @@ class JITTensorKernel:
         :mod:`tdsl.dask` ships the kernels of its tasks this way: the text of a
         step of a fusion group, compiled for the shape of each chunk.
         """
+        if not isinstance(cast(object, text), str):
+            raise TdslOptionError(
+                f"text must be a str (tensordsl IR), got a value of type `{type(text).__name__}`"
+            )
         shape_key = (
             None
             if shapes is None
@@ -214,7 +221,10 @@ class JITTensorKernel:
         The last kernel each source ran with is tried first, with the kernel's own
         argument check; a different signature looks the kernel cache up.
         """
-        last = self._last.get(source)
+        try:
+            last = self._last.get(source)
+        except TypeError:  # unhashable: not a str, which compile_normalized reports
+            last = None
         if last is not None:
             result = last.try_call(values, out)
             if result is not NotImplemented:

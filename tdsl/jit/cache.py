@@ -116,14 +116,68 @@ def normalize(
     Float64 is the default, so ``None``, ``"f64"`` and a dict of float64 entries
     all become ``"f64"``, and float64 entries leave a dict: equal meanings, one key.
     """
-    norm_shapes = None if shapes is None else {k: shape_of(k, v) for k, v in shapes.items()}
+    norm_shapes = None
+    if shapes is not None:
+        _check_names("shapes", "shapes", shapes)
+        norm_shapes = {k: shape_of(k, v) for k, v in shapes.items()}
     if dtypes is None:
         return norm_shapes, "f64"
     if isinstance(dtypes, Mapping):
         per_name = cast(Mapping[str, object], dtypes)
-        norm = {k: key for k, v in per_name.items() if (key := dtype_key(v)) != "f64"}
+        _check_names("dtypes", "dtypes (or one dtype for every input)", per_name)
+        norm = {
+            k: _hashable_dtype(k, key)
+            for k, v in per_name.items()
+            if (key := dtype_key(v)) != "f64"
+        }
         return norm_shapes, norm or "f64"
-    return norm_shapes, dtype_key(dtypes)
+    return norm_shapes, _hashable_dtype(None, dtype_key(dtypes))
+
+
+def _check_names(argument: str, what: str, value: object) -> None:
+    """``value`` must be a mapping from input names (strings), else :class:`TdslOptionError`."""
+    if not isinstance(value, Mapping):
+        raise TdslOptionError(
+            f"{argument} must be a mapping of {what} by input name, "
+            f"got a value of type `{type(value).__name__}`"
+        )
+    bad = next((k for k in cast(Mapping[object, object], value) if not isinstance(k, str)), None)
+    if bad is not None:
+        raise TdslOptionError(f"the keys of {argument} must be input names (str), got {bad!r}")
+
+
+def _hashable_dtype(name: str | None, key: object) -> object:
+    """An unsupported dtype spelling goes to the frontend, which names it; one that is
+    not even hashable (a list) cannot be a cache key: :class:`TdslOptionError` here."""
+    try:
+        hash(key)
+    except TypeError:
+        where = "dtypes" if name is None else f"the dtype of `{name}`"
+        raise TdslOptionError(
+            f"{where} must be a dtype (bool, f16, f32, f64 or a NumPy dtype), got {key!r}"
+        ) from None
+    return key
+
+
+def check_source(source: object, filename: object, kernel: object) -> None:
+    """The source text, the file name and the kernel name of a compile must be strings
+    (the kernel may be None), else :class:`TdslOptionError` naming the argument."""
+    if not isinstance(source, str):
+        note = "decode bytes first, e.g. source.decode()" if isinstance(source, bytes) else None
+        raise TdslOptionError(
+            "source must be a str (an expression or .tdsl program text), "
+            f"got a value of type `{type(source).__name__}`",
+            note=note,
+        )
+    if not isinstance(filename, str):
+        raise TdslOptionError(
+            f"filename must be a str, got a value of type `{type(filename).__name__}`"
+        )
+    if kernel is not None and not isinstance(kernel, str):
+        raise TdslOptionError(
+            f"kernel must be a kernel's name (str) or None, got a value of type "
+            f"`{type(kernel).__name__}`"
+        )
 
 
 class Request(NamedTuple):
@@ -153,6 +207,7 @@ __all__ = [
     "KernelCache",
     "Request",
     "ShapesLike",
+    "check_source",
     "dtype_key",
     "freeze",
     "normalize",

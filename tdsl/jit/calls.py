@@ -98,11 +98,9 @@ def convert_argument(kernel: CompiledKernel, spec: ArgSpec, value: Any) -> Array
     where = f"argument `{spec.name}` of kernel `{kernel.name}`"
     if value is MISSING:
         raise TdslCallError(f"missing {where}: expected {spec.expected}")
-    if isinstance(value, bool | np.bool_):
-        raise TdslCallError(
-            f"{where} is a bool ({bool(cast(Any, value))!r}); tdsl has no boolean inputs: "
-            f"expected {spec.expected}"
-        )
+    if isinstance(value, bool):
+        hint = f" (np.bool_({value!r}))" if spec.dtype == np.bool_ and not spec.weak else ""
+        raise TdslCallError(f"{where} is a Python bool ({value!r}): expected {spec.expected}{hint}")
     if spec.weak:
         if not _is_python_number(value):
             raise TdslCallError(
@@ -446,6 +444,29 @@ def finish(kernel: CompiledKernel) -> CompiledKernel:
     return kernel
 
 
+def fall_back_on_variant_failure(
+    kernel: CompiledKernel, numpy_function: Callable[[], Callable[..., Any]]
+) -> None:
+    """Make a native ``target="auto"`` kernel switch to the numpy target (``numpy_function``
+    gives its function) when a strided variant fails to compile at call time, saying why
+    in ``target_reason``; the call that found it, and every later one, run NumPy code."""
+    variants = getattr(kernel.function, "variants", None)
+    if variants is None or not hasattr(variants, "fallback"):
+        return
+
+    def fallback(reason: str) -> Callable[..., Any]:
+        function = numpy_function()
+        kernel.function = function
+        kernel.target = "numpy"
+        kernel.target_reason = f"target='auto' fell back at call time: {reason}"
+        kernel.pipeline = kernel.pipeline.split(",tdsl-lower-to-loops", 1)[0]
+        kernel.llvm_ir = None
+        finish(kernel)
+        return function
+
+    variants.fallback = fallback
+
+
 # --------------------------------------------------------------------------- one-shot calls
 
 
@@ -472,11 +493,11 @@ def infer(name: str, value: object) -> tuple[tuple[int, ...], object]:
         dtype = np.dtype(cast(Any, value).dtype)
         _check_dtype(name, dtype)
         return tuple(int(d) for d in shape), dtype
-    if isinstance(value, bool | np.bool_):
-        flag = bool(cast(Any, value))
+    if isinstance(value, bool):
+        # (a NumPy bool is a 0-d bool input, below; a Python bool is not a weak number)
         raise TdslCallError(
-            f"argument `{name}` is a bool ({flag!r}); tdsl has no boolean inputs yet: "
-            f"pass a number ({float(flag)!r}) or a float array"
+            f"argument `{name}` is a Python bool ({value!r}): pass np.bool_({value!r}) or a "
+            f"bool array for a boolean input, or a number ({float(value)!r})"
         )
     if _is_numpy_scalar(value):
         dtype = _scalar_dtype(value)

@@ -43,12 +43,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import functools
 import hashlib
 import importlib.util
 import json
 import os
 import platform
+import stat
 import struct
 import sys
 import threading
@@ -198,12 +200,14 @@ class DiskCache:
 
         path = self._path(key)
         try:
-            with open(path, "rb") as f:
-                blob = f.read()
+            blob = _read_regular(path)
         except FileNotFoundError:
             return None
         except OSError:
             self._reject()
+            return None
+        if blob is None:  # not a regular file (a named pipe, a symbolic link): a miss
+            self._reject()  # (the store after the compile replaces it)
             return None
         try:
             header, code = _unpack(blob)
@@ -371,6 +375,37 @@ def software_key() -> dict[str, Any]:
         "implementation": sys.implementation.cache_tag,
         "machine": platform.machine(),
     }
+
+
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+"""Opening a kernel file: never blocks (a named pipe with no writer would, in a plain
+``open``, forever) and never follows a symbolic link."""
+
+
+def _read_regular(path: str) -> bytes | None:
+    """The bytes of the regular file ``path``; None when it is something else (a named
+    pipe, a device, a symbolic link: ``O_NOFOLLOW`` refuses the link itself, with
+    ``ELOOP``, which is an :class:`OSError` like the others a read may raise)."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb") as f:
+            fd = -1  # the file object closes it
+            return f.read()
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def _source_fingerprint(package: str) -> str:

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from tdsl.jit.calls import finish
+from tdsl.jit.calls import fall_back_on_variant_failure, finish
 from tdsl.jit.kernel import LOCATED_STAGES, ArgSpec, CompiledKernel, GroupInfo, LazyIR
 from tdsl.jit.options import JitOptions
 
@@ -169,6 +169,10 @@ def load_kernel(data: Mapping[str, Any], code: bytes, options: JitOptions) -> Co
         filename=str(data["filename"]),
         host_specific=bool(data["host_specific"]),
     )
+    if target == "native" and options.target == "auto":
+        from tdsl.lowering.numpy_emit.load import load_numpy
+
+        fall_back_on_variant_failure(kernel, lambda: load_numpy(source)[name])
     return finish(kernel)
 
 

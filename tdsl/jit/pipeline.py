@@ -46,7 +46,7 @@ from tdsl.errors import (
     plural,
 )
 from tdsl.jit.cache import Request
-from tdsl.jit.calls import OUT, finish
+from tdsl.jit.calls import OUT, fall_back_on_variant_failure, finish
 from tdsl.jit.kernel import ArgSpec, CompiledKernel, GroupInfo, type_str
 from tdsl.jit.options import JitOptions
 from tdsl.pipeline import STAGES, build_pipeline, pipeline_spec
@@ -315,6 +315,8 @@ def _compile_module(
         filename=filename,
         host_specific=native.host_specific,
     )
+    if native.function is not None and options.target == "auto":
+        fall_back_on_variant_failure(compiled, lambda: functions[name])
     return finish(compiled)
 
 

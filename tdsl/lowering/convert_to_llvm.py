@@ -58,11 +58,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith, llvm
+from xdsl.dialects import arith, func, llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
     ModuleOp,
+    TensorType,
     UnitAttr,
     UnrealizedConversionCastOp,
 )
@@ -174,6 +175,7 @@ class ConvertToLLVMPass(ModulePass):
         return arith.FastMathFlagsAttr(tuple(FastMathFlag(f) for f in flags))
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        _check_signatures(op)
         flags = self._fast_math_flags()
         if flags is not None:
             _walk((DefaultFastMath(flags),), op)
@@ -201,6 +203,31 @@ class ConvertToLLVMPass(ModulePass):
             )
         if self.noalias:
             mark_noalias(op)
+
+
+def _check_signatures(module: ModuleOp) -> None:
+    """Every function must be loops-stage (no tensors: those are what
+    ``tdsl-lower-to-loops`` turns into memref arguments) and return at most one
+    scalar; else an error at the function."""
+    for fn in module.ops:
+        if not isinstance(fn, func.FuncOp):
+            continue
+        inputs, outputs = fn.function_type.inputs.data, fn.function_type.outputs.data
+        tensors: list[Attribute] = [t for t in (*inputs, *outputs) if isinstance(t, TensorType)]
+        if tensors:
+            raise TdslIRError(
+                f"tdsl-convert-to-llvm lowers loops-stage IR: run tdsl-fuse, tdsl-tile and "
+                f"tdsl-lower-to-loops before it (@{fn.sym_name.data} takes or returns "
+                f"{tensors[0]}; the lowering writes results through memref arguments)",
+                op=fn,
+            )
+        if len(outputs) > 1:
+            raise TdslIRError(
+                f"tdsl-convert-to-llvm: @{fn.sym_name.data} returns {len(outputs)} values; "
+                "a function returns at most one scalar (write results through memref "
+                "arguments)",
+                op=fn,
+            )
 
 
 def _unsupported_note(op: Operation) -> str:

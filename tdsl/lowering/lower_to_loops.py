@@ -526,9 +526,8 @@ class _Group:
                 continue
             other = self.contiguous(a, dims)
             inner = dims[-1]
-            assert other is not None and inner is not None
-            if other == inner or dims[0] == dims[1]:
-                continue
+            if other is None or inner is None or other == inner or dims[0] == dims[1]:
+                continue  # (None: one element along both dims, as a 1x1 tile, or a broadcast)
             size = numpy_dtype(a.type).itemsize
             if self.tiles[other] * BLOCK * size > PACK_BYTES or self.tiles[inner] <= BLOCK:
                 continue
@@ -867,11 +866,42 @@ class _Point:
         self.code.b.insert(memref.StoreOp.get(value, where.ref, indices))
 
     def value(self, v: SSAValue, dims: Dims) -> SSAValue:
-        """``v`` at this point, read along ``dims``."""
-        key = (v, dims)
-        found = self.memo.get(key)
+        """``v`` at this point, read along ``dims``.
+
+        Computed operands first, in operand order, depth first, with an explicit
+        stack: a chain of thousands of element-wise ops is as deep as it is long,
+        and no Python recursion may depend on the program's size."""
+        found = self.memo.get((v, dims))
         if found is not None:
             return found
+        body = self.group.body
+        stack: list[tuple[SSAValue, Dims, bool]] = [(v, dims, False)]
+        while stack:
+            w, wdims, ready = stack.pop()
+            if (w, wdims) in self.memo:
+                continue
+            p = self._computed_here(w)
+            if p is not None and not ready:
+                stack.append((w, wdims, True))
+                for i in reversed(range(len(p.operands))):
+                    key = (p.operands[i], body.reads[(p, i)])
+                    if key not in self.memo:
+                        stack.append((*key, False))
+                continue
+            self.memo[(w, wdims)] = self._value_here(w, wdims)
+        return self.memo[(v, dims)]
+
+    def _computed_here(self, v: SSAValue) -> Operation | None:
+        """The op whose scalar body computes ``v`` at this point from its operands'
+        values; None where ``v`` is a constant or is loaded from storage."""
+        body = self.group.body
+        p = body.producer(v)
+        if v in body.constants or p is None or v in self.storage:
+            return None
+        return p
+
+    def _value_here(self, v: SSAValue, dims: Dims) -> SSAValue:
+        """``v`` read along ``dims``, its operands' values (if computed) in the memo."""
         group, body = self.group, self.group.body
         p = body.producer(v)
         owner = v.owner
@@ -879,29 +909,25 @@ class _Point:
             assert isinstance(owner, Operation)
             data = constant_value(owner)
             assert data is not None and data.size == 1
-            result = self.code.scalar(float(data.reshape(())), element_type(v))
-        elif p is None:
-            result = self.load(self.storage[v], dims)
-        elif v in group.staged and v in self.storage:  # staged in an output, maybe widened
-            result = convert_scalar(self.code.b, self.load(self.storage[v], dims), element_type(v))
-        elif v in self.storage:  # a BLAS result, or a reduction's accumulator
+            return self.code.scalar(float(data.reshape(())), element_type(v))
+        if p is None:
+            return self.load(self.storage[v], dims)
+        if v in group.staged and v in self.storage:  # staged in an output, maybe widened
+            return convert_scalar(self.code.b, self.load(self.storage[v], dims), element_type(v))
+        if v in self.storage:  # a BLAS result, or a reduction's accumulator
             raw = self.load(self.storage[v], dims)
             if p in group.blas:
-                result = raw
-            else:
-                s = structured(p)
-                assert s is not None
-                result = s.scalar_finalize(self.code.b, raw, body.count(p))
-        else:
+                return raw
             s = structured(p)
             assert s is not None
-            args = [self.value(w, body.reads[(p, i)]) for i, w in enumerate(p.operands)]
-            results = s.scalar_body(self.code.b, args)
-            for r, x in zip(p.results, results, strict=True):
-                self.memo[(r, body.dims[r])] = x
-            result = results[list(p.results).index(v)]  # pyright: ignore[reportArgumentType]
-        self.memo[key] = result
-        return result
+            return s.scalar_finalize(self.code.b, raw, body.count(p))
+        s = structured(p)
+        assert s is not None
+        args = [self.memo[(w, body.reads[(p, i)])] for i, w in enumerate(p.operands)]
+        results = s.scalar_body(self.code.b, args)
+        for r, x in zip(p.results, results, strict=True):
+            self.memo[(r, body.dims[r])] = x
+        return results[list(p.results).index(v)]  # pyright: ignore[reportArgumentType]
 
     def accumulate(self, op: Operation, where: Storage) -> None:
         body = self.group.body

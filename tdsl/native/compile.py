@@ -62,6 +62,10 @@ SUPPORTED_MACHINES = ("x86_64", "AMD64", "aarch64", "arm64")
 """``platform.machine()`` values llvmlite publishes wheels for and tdsl was built for."""
 
 
+CTYPES_MAX_ARGS = 1024
+"""The most arguments a ctypes function pointer takes (its ``_argtypes_`` limit)."""
+
+
 class NativeCompileError(TdslNativeError):
     """The module cannot be compiled or loaded as native code here."""
 
@@ -234,6 +238,11 @@ class CompiledModule:
                 raise NativeCompileError(f"no function '{name}' defined in the module")
             restype = _ctype(signature[0])
             argtypes = [_ctype(t) for t in signature[1]]
+            if len(argtypes) > CTYPES_MAX_ARGS:
+                raise NativeCompileError(
+                    f"function '{name}' takes {len(argtypes)} arguments (its buffers), more "
+                    f"than ctypes can pass ({CTYPES_MAX_ARGS})"
+                )
             address = self._engine.get_function_address(name)
             if not address:
                 raise NativeCompileError(f"no function '{name}' in the machine code")

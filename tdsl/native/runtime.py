@@ -187,7 +187,7 @@ class NativeFunction:
         self._threads = [self._threads_for(c) for c in self.calls]
         # the main function runs the calls itself unless some group's tiles split over threads
         self._split = any(t > 1 for t in self._threads)
-        self.variants: Callable[[Sequence[Array]], NativeFunction | None] | None = None
+        self.variants: Callable[[Sequence[Array]], Callable[..., Any] | None] | None = None
         """Where an input is not C-contiguous: the variant compiled for the inputs'
         strides, or None (the input is then copied); see :class:`StridedVariants`."""
         self.trusted = False
@@ -301,7 +301,13 @@ class StridedVariants:
     first call with those strides (``tdsl-lower-to-loops`` with strided memref inputs),
     at most :data:`MAX_VARIANTS` of them.  An input whose strides are negative or not a
     multiple of its item size, or that a BLAS call would read, gets no variant (it is
-    copied, as without variants)."""
+    copied, as without variants).
+
+    A variant whose compile fails with an internal error (a compiler bug, not a
+    :class:`~tdsl.errors.TdslError`) never fails the call: the reason is kept in
+    :attr:`failures`, and the call runs ``fallback(reason)`` if one is set (``auto``
+    switches its kernel to the numpy target, see :func:`tdsl.jit.calls.fall_back_on_variant_failure`),
+    else copies the input (``target="native"``)."""
 
     def __init__(self, tiled: ModuleOp | Callable[[], ModuleOp], function: NativeFunction) -> None:
         """Variants of ``function``, compiled from ``tiled`` (the module it was lowered
@@ -311,11 +317,15 @@ class StridedVariants:
         self._name = function.name
         self._threads = function.threads
         self._dtypes = [a.dtype for a in function.args if a.role == "in"]
-        self._made: dict[tuple[tuple[int, ...] | None, ...], NativeFunction | None] = {}
+        self._made: dict[tuple[tuple[int, ...] | None, ...], Callable[..., Any] | None] = {}
         self._programs: list[NativeProgram] = []
         self._lock = threading.Lock()
+        self.fallback: Callable[[str], Callable[..., Any]] | None = None
+        """Given why a variant failed to compile, what runs instead (the numpy target)."""
+        self.failures: dict[tuple[tuple[int, ...] | None, ...], str] = {}
+        """Why the variants that failed with an internal error did, by stride pattern."""
 
-    def __call__(self, arrays: Sequence[Array]) -> NativeFunction | None:
+    def __call__(self, arrays: Sequence[Array]) -> Callable[..., Any] | None:
         key: list[tuple[int, ...] | None] = []
         for a, dtype in zip(arrays, self._dtypes, strict=True):
             if a.dtype != dtype:
@@ -334,7 +344,7 @@ class StridedVariants:
                 )
             return self._made[frozen]
 
-    def _compile(self, strides: tuple[tuple[int, ...] | None, ...]) -> NativeFunction | None:
+    def _compile(self, strides: tuple[tuple[int, ...] | None, ...]) -> Callable[..., Any] | None:
         from xdsl.context import Context
 
         from tdsl.errors import TdslError
@@ -350,7 +360,14 @@ class StridedVariants:
             ConvertToLLVMPass(noalias=True).apply(Context(), lowered)
             program = NativeProgram(loops, lowered, self._threads)
         except TdslError:
-            return None
+            return None  # (a strided BLAS operand, say): the input is copied
+        except Exception as err:  # a compiler bug: this call must still give the right result
+            reason = (
+                f"the variant for strides {_strides_text(strides)} failed to compile "
+                f"(internal error: {type(err).__name__}: {err})"
+            )
+            self.failures[strides] = reason
+            return None if self.fallback is None else self.fallback(reason)
         self._programs.append(program)  # owns the variant's machine code
         function = program.functions[self._name]
         function.trusted = True
@@ -360,6 +377,11 @@ class StridedVariants:
     def compiled(self) -> list[tuple[tuple[int, ...] | None, ...]]:
         """The stride patterns compiled so far (None: a C-contiguous input)."""
         return [k for k, v in self._made.items() if v is not None]
+
+
+def _strides_text(strides: tuple[tuple[int, ...] | None, ...]) -> str:
+    """``(13, 1), C`` for a stride pattern (element strides; C: C-contiguous)."""
+    return ", ".join("C" if s is None else f"({', '.join(map(str, s))})" for s in strides)
 
 
 def _tiles(call: _Call) -> int:

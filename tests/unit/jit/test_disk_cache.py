@@ -354,6 +354,50 @@ def test_a_bad_file_is_compiled_again_and_overwritten(
     assert info(jit) == (1, 0, 0, 0)
 
 
+def _fifo_in_place(path: Path, tmp_path: Path) -> Path:
+    path.unlink()
+    os.mkfifo(path)
+    return path
+
+
+def _link_to_fifo(path: Path, tmp_path: Path) -> Path:
+    fifo = tmp_path / "elsewhere.fifo"
+    os.mkfifo(fifo)
+    path.unlink()
+    path.symlink_to(fifo)
+    return fifo
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+@pytest.mark.parametrize("replace", [_fifo_in_place, _link_to_fifo], ids=["fifo", "symlink"])
+def test_a_named_pipe_in_place_of_a_kernel_file_is_a_miss(
+    tmp_path: Path, replace: Any, jit_target: str
+) -> None:
+    """Opening a named pipe for reading blocks until a writer comes (forever): the
+    cache opens kernel files without blocking and reads only regular files."""
+    import threading
+
+    compile_in(tmp_path)
+    (path,) = entries(tmp_path)
+    fifo = replace(path, tmp_path)
+    done: list[tuple[JITTensorKernel, CompiledKernel]] = []
+    worker = threading.Thread(target=lambda: done.append(compile_in(tmp_path)), daemon=True)
+    worker.start()
+    worker.join(timeout=60)
+    if worker.is_alive():  # unblock the reader (a writer that closes at once), then fail
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(timeout=10)
+        pytest.fail("the compile blocked on the named pipe")
+    ((jit, kernel),) = done
+    assert info(jit) == (0, 1, 1, 1)
+    a, b = inputs()
+    np.testing.assert_allclose(kernel(a, b, 0.5), reference(a, b, 0.5), rtol=1e-4, atol=1e-5)
+    # the store replaced the pipe (or the link) with a regular file: the next one hits
+    assert path.is_file() and not path.is_symlink()
+    jit, _ = compile_in(tmp_path)
+    assert info(jit) == (1, 0, 0, 0)
+
+
 def test_every_byte_is_checked(tmp_path: Path) -> None:
     compile_in(tmp_path, target="numpy")
     (path,) = entries(tmp_path)

@@ -632,3 +632,23 @@ def test_registering_tdsl_twice_is_harmless() -> None:
     assert "tdsl-fuse" in tool.available_passes
     assert "numpy" in tool.available_targets
     assert "tdsl" in tool.available_frontends
+
+
+TWO_RESULTS = "def k(a: f32[4]):\n    return relu(a), exp(a)\n"
+
+
+def test_convert_to_llvm_of_two_results_is_a_located_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Tensor-level IR given to tdsl-convert-to-llvm: exit 1 at the function, saying
+    which passes come first (it was an internal ValueError, exit 2, for two results)."""
+    path = write(tmp_path, "two.tdsl", TWO_RESULTS)
+    outcome = run_main(capsys, [path, "--convert-to-llvm"])
+    assert outcome.code == 1, outcome.err
+    assert outcome.err.startswith(f"{path}:1:1: error: tdsl-convert-to-llvm lowers loops-stage IR")
+    assert "tdsl-lower-to-loops before it" in outcome.err
+    assert "internal error" not in outcome.err and "Traceback" not in outcome.err
+    # after the passes it names, both results are pointer arguments
+    lowered = run_main(capsys, [path, "--fuse", "--tile", "--lower-to-loops", "--convert-to-llvm"])
+    assert lowered.code == 0, lowered.err
+    assert "llvm.func @k(%a: !llvm.ptr, %out0: !llvm.ptr, %out1: !llvm.ptr)" in lowered.out

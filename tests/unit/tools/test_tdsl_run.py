@@ -219,3 +219,16 @@ def test_args_and_random_args_exclude_each_other(
     code, _, err = run(capsys, [program(tmp_path), "--args", A, "--random-args", "1"])
     assert code == 1  # a bad command line is a user error
     assert "not allowed with argument" in err
+
+
+def test_convert_to_llvm_of_two_results_is_a_located_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "two.tdsl"
+    path.write_text("def k(a: f32[4]):\n    return relu(a), exp(a)\n")
+    with pytest.raises(SystemExit) as exit_:
+        main([str(path), "--random-args", "1", "-p", "tdsl-convert-to-llvm"])
+    assert exit_.value.code == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}:1:1: error: tdsl-convert-to-llvm lowers loops-stage IR")
+    assert "internal error" not in err

@@ -1,0 +1,124 @@
+"""Crashes of the native path (and of ``auto``, which must not hide them behind a
+fallback): strided variants of tiny tiles, and long programs."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("llvmlite")
+
+import tdsl
+from tdsl.native.compile import native_unavailable_reason
+
+pytestmark = pytest.mark.skipif(
+    native_unavailable_reason() is not None, reason=str(native_unavailable_reason())
+)
+
+WHERE = "where(a | (b < 1.5), 1.0, 0.0)"
+WHERE_SHAPES = {"a": (170, 13, 16), "b": (13, 16)}
+WHERE_DTYPES = {"a": "bool", "b": "f32"}
+
+
+def _where_kernel(target: str) -> Any:
+    # a budget of 200 elements tiles b down to 1x1: a strided tile of one element
+    jit = tdsl.JITTensorKernel(memory_budget=200, threads=1, target=target)
+    return jit.compile(WHERE, WHERE_SHAPES, WHERE_DTYPES)
+
+
+def _where_args() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    a = np.zeros((170, 13, 16), bool)
+    a[::3, 2] = True
+    b = np.asfortranarray(np.linspace(0, 3, 13 * 16, dtype=np.float32).reshape(13, 16))
+    return a, b, np.where(a | (b < 1.5), 1.0, 0.0)
+
+
+@pytest.mark.parametrize("target", ["native", "auto"])
+def test_strided_variant_of_one_element_tiles_compiles(target: str) -> None:
+    """A Fortran-order input tiled to 1x1 gets its strided variant (it lies contiguous
+    along no dim of more than one element: nothing to pack), not an internal error."""
+    kernel = _where_kernel(target)
+    assert kernel.target == "native"
+    a, b, want = _where_args()
+    np.testing.assert_array_equal(kernel(a=a, b=b), want)
+    variants = kernel.function.variants
+    assert variants.failures == {}
+    assert variants.compiled == [(None, (1, 13))]
+    assert kernel.target == "native" and kernel.target_reason is None
+
+
+def _break_variants(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tdsl.lowering.lower_to_loops as loops
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("a bug in the loops lowering")
+
+    monkeypatch.setattr(loops, "lower_to_loops", broken)
+
+
+def test_auto_falls_back_to_numpy_when_a_variant_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    kernel = _where_kernel("auto")
+    assert kernel.target == "native"
+    _break_variants(monkeypatch)
+    a, b, want = _where_args()
+    np.testing.assert_array_equal(kernel(a=a, b=b), want)
+    assert kernel.target == "numpy"
+    assert kernel.target_reason is not None
+    assert "fell back at call time" in kernel.target_reason
+    assert "RuntimeError: a bug in the loops lowering" in kernel.target_reason
+    assert "tdsl-lower-to-loops" not in kernel.pipeline and kernel.llvm_ir is None
+    # later calls, C-contiguous or strided, positional or with out=, run the numpy target
+    np.testing.assert_array_equal(kernel(a, np.ascontiguousarray(b)), want)
+    out = np.empty_like(want)
+    assert kernel(a=a, b=b, out=out) is out
+    np.testing.assert_array_equal(out, want)
+
+
+def test_native_copies_when_a_variant_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    kernel = _where_kernel("native")
+    _break_variants(monkeypatch)
+    a, b, want = _where_args()
+    np.testing.assert_array_equal(kernel(a=a, b=b), want)
+    assert kernel.target == "native"
+    (reason,) = kernel.function.variants.failures.values()
+    assert "strides C, (1, 13)" in reason and "RuntimeError" in reason
+
+
+CHAIN = 2000
+
+
+@pytest.mark.parametrize(("target", "shape"), [("native", (4, 6)), ("auto", (128, 128))])
+def test_long_chain_compiles_natively(target: str, shape: tuple[int, int]) -> None:
+    """No recursion follows the program's length (the loops lowering computed a value's
+    operands recursively: about 490 chained ops overflowed Python's stack)."""
+    start = time.perf_counter()
+    kernel = tdsl.JITTensorKernel(target=target).compile("A" + " + A" * CHAIN, {"A": shape}, "f32")
+    assert kernel.target == "native", kernel.target_reason
+    a = np.full(shape, 0.5, np.float32)
+    np.testing.assert_array_equal(kernel(A=a), np.full(shape, 0.5 * (CHAIN + 1), np.float32))
+    assert time.perf_counter() - start < 60
+
+
+def test_very_long_chain_on_numpy_target() -> None:
+    n = 10_000
+    kernel = tdsl.JITTensorKernel(target="numpy").compile("A" + " + A" * n, {"A": (3,)}, "f64")
+    np.testing.assert_array_equal(kernel(A=np.ones(3)), np.full(3, n + 1.0))
+
+
+def test_too_many_buffers_for_ctypes_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A function of more buffers than ctypes passes (1024; about 1000 reductions
+    of one expression) is a TdslNativeError under native, and the numpy target
+    under auto (here with the limit lowered, to keep the test fast)."""
+    import tdsl.native.compile as native_compile
+
+    monkeypatch.setattr(native_compile, "CTYPES_MAX_ARGS", 2, raising=False)
+    expr = "A + B + C"
+    shapes = dict.fromkeys("ABC", (128, 128))
+    with pytest.raises(tdsl.TdslNativeError, match=r"takes \d+ arguments .* more than ctypes"):
+        tdsl.JITTensorKernel(target="native").compile(expr, shapes, "f32")
+    kernel = tdsl.JITTensorKernel(target="auto").compile(expr, shapes, "f32")
+    assert kernel.target == "numpy"
+    assert kernel.target_reason is not None and "ctypes" in kernel.target_reason
