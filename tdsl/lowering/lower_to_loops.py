@@ -293,11 +293,30 @@ class _Group:
         if split is not None and all(split in body.loop_dims(op) for op in body.ops):
             tiles[split] = min(tiles[split], max(1, -(-body.extents[split] // SPLIT_TILES)))
         self.tiles = tuple(tiles)
-        self.tiled = [d for d in range(body.rank) if self.tiles[d] < self.extents[d]]
         self.level: dict[Operation, int] = {}
         self.blas: dict[Operation, int] = {}
         """2-D matmuls a BLAS call computes, to the output they write."""
         self._plan()
+        # the scratch of one tile stays within what the tile op records (the NumPy
+        # target's plan under the budget): parallel tiles halve, outermost first
+        limit = tile.scratch_value
+        shrunk = list(self.tiles)
+        while self._scratch_elements() > limit:
+            d = next(
+                (
+                    d
+                    for d in range(body.rank)
+                    if body.kinds[d] is IteratorType.PARALLEL and shrunk[d] > 1
+                ),
+                None,
+            )
+            if d is None:
+                break
+            shrunk[d] = (shrunk[d] + 1) // 2 if shrunk[d] > 2 else 1
+            self.tiles = tuple(shrunk)
+        if shrunk != list(tiles):
+            self._plan()
+        self.tiled = [d for d in range(body.rank) if self.tiles[d] < self.extents[d]]
 
     # -- planning -----------------------------------------------------------------
 
@@ -472,6 +491,9 @@ class _Group:
             for op in self.body.ops
             if _is_reduction(op) and op not in self.blas and op not in self.in_output
         ]
+
+    def _scratch_elements(self) -> int:
+        return sum(math.prod(t.get_shape()) for t in self.scratch_types())
 
     def scratch_types(self) -> list[MemRefType[Attribute]]:
         """The scratch memrefs of one tile: each accumulator, then each stored value."""

@@ -665,6 +665,17 @@ def _build_tile(
     return tile_op
 
 
+def group_budget(fused: FusedOp, memory_budget: int | None = None) -> int:
+    """The scratch ``fused``'s tiles may use: the ``scratch`` ``tdsl-fuse`` recorded (the
+    budget less the values its plan materializes, or the least the plan needs where none
+    fits), unless ``memory_budget`` is given and differs from the budget the group
+    records; else that budget (default :data:`DEFAULT_MEMORY_BUDGET`)."""
+    recorded = fused.budget_value
+    if fused.scratch_value is not None and memory_budget in (None, recorded):
+        return fused.scratch_value
+    return memory_budget or recorded or DEFAULT_MEMORY_BUDGET
+
+
 @dataclass(frozen=True)
 class TileGroups(RewritePattern):
     """Replace a ``kernel.fused`` by the ``kernel.tile`` ops of its parts."""
@@ -673,7 +684,7 @@ class TileGroups(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, fused: FusedOp, rewriter: PatternRewriter) -> None:
-        budget = self.options.memory_budget or fused.budget_value or DEFAULT_MEMORY_BUDGET
+        budget = group_budget(fused, self.options.memory_budget)
         group = _Group(fused, budget, self.options)
         for op in group.ops:
             if constant_value(op) is None:
