@@ -340,17 +340,15 @@ class FusionReport:
             else:
                 summary += "; nothing materialized between groups"
             memory = self.function_memory(plan.function)
-            if memory is not None and plan is self._last_plan(plan.function):
-                if memory.fits:
-                    summary += (
-                        f"; the plan {memory.describe()}, within the memory budget of "
-                        f"{memory.budget}"
-                    )
-                else:
-                    summary += (
-                        f"; no plan fits the memory budget of {memory.budget}: the plan of "
-                        f"least memory runs, and it {memory.describe()}"
-                    )
+            if (
+                memory is not None
+                and not memory.fits
+                and plan is self._last_plan(plan.function)
+            ):
+                summary += (
+                    f"; no plan fits the memory budget of {memory.budget}: the plan of "
+                    f"least memory runs, and it {memory.describe()}"
+                )
             lines.append(f"remark: {summary}")
         return "\n".join(lines) + ("\n" if lines else "")
 
