@@ -298,22 +298,27 @@ class _Group:
         """2-D matmuls a BLAS call computes, to the output they write."""
         self._plan()
         # the scratch of one tile stays within what the tile op records (the NumPy
-        # target's plan under the budget): parallel tiles halve, outermost first
+        # target's plan under the budget): halve the parallel tile that cuts the scratch
+        # most (the outermost of equals), until it fits or every one is 1
         limit = tile.scratch_value
         shrunk = list(self.tiles)
-        while self._scratch_elements() > limit:
-            d = next(
-                (
-                    d
-                    for d in range(body.rank)
-                    if body.kinds[d] is IteratorType.PARALLEL and shrunk[d] > 1
-                ),
-                None,
-            )
-            if d is None:
+        scratch = self._scratch_elements()
+        while scratch > limit:
+            best: tuple[int, int] | None = None
+            for d in range(body.rank):
+                if body.kinds[d] is not IteratorType.PARALLEL or shrunk[d] <= 1:
+                    continue
+                trial = list(shrunk)
+                trial[d] = (trial[d] + 1) // 2
+                self.tiles = tuple(trial)
+                n = self._scratch_elements()
+                if n < scratch and (best is None or n < best[0]):
+                    best = (n, d)
+            if best is None:
                 break
-            shrunk[d] = (shrunk[d] + 1) // 2 if shrunk[d] > 2 else 1
-            self.tiles = tuple(shrunk)
+            scratch, d = best
+            shrunk[d] = (shrunk[d] + 1) // 2
+        self.tiles = tuple(shrunk)
         if shrunk != list(tiles):
             self._plan()
         self.tiled = [d for d in range(body.rank) if self.tiles[d] < self.extents[d]]

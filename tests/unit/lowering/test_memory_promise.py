@@ -138,7 +138,7 @@ def native_or_skip() -> None:
 
 
 @settings(
-    max_examples=60,
+    max_examples=150,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -161,7 +161,10 @@ def test_a_call_allocates_at_most_the_larger_of_the_budget_and_the_least_need(
         want = run_function(module, "main", *arrays)
     extra, results = run(tiled, arrays, threads)
     for g, w in zip(results, want, strict=True):
-        assert_matches(g, w)
+        if target == "numpy":
+            assert_matches(g, w)
+        else:  # (native accuracy is the native tests' subject: its exp is a polynomial)
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5, equal_nan=True)
 
     tiles = [op for op in tiled.walk() if isinstance(op, TileOp)]
     event(f"{target}: {len(tiles)} group(s)")
