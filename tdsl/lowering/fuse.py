@@ -16,6 +16,31 @@ that uses them (the original goes away when nothing else uses it); larger
 constants stay outside and are group inputs.  Ops keep their locations: they
 are moved into the groups, not rebuilt.
 
+**The memory promise.**  A plan's memory is its scratch PLUS the values it
+materializes: its *need* is the elements of the values held whole between
+groups that the function does not return (a returned value lives in its
+output) plus the largest scratch any of its groups needs at its smallest
+legal tile.  A call allocates, beyond its outputs, no more than the larger
+of the budget and the least need of the plans the planner considers (times
+the element size, plus NumPy's own iterator buffers), on the NumPy and the
+native target alike:
+
+- when the greedy plan at the budget fits (need <= budget), it runs, as
+  before: the largest tiles whose scratch fits what the materialized values
+  leave of the budget;
+- else the planner compares the greedy plans at the budgets 16, 64, 256, ...
+  (a fixed ladder, up to past the program's size) and picks the one of least
+  need; a :class:`~tdsl.errors.TdslBudgetWarning` and the fusion report's
+  summary line (``no plan fits the memory budget of B: the plan of least
+  memory runs, and it needs N elements (S of scratch at the smallest tiles,
+  M materialized between groups)``) say what it needs.  So a budget below
+  what the program needs never allocates more than a larger budget does.
+
+Where the tiles may use less scratch than the budget (materialized values
+take part of it) or more (no plan fits), each group records it as
+``scratch`` (``group "g1" budget 64 scratch 2048``), which ``tdsl-tile``
+schedules the group under.
+
 ```mlir
 %r = kernel.fused(%x, %w, %b) group "g0" budget 1000000 : (...) -> tensor<64x256xf32> {
 ^bb0(%x1: ..., %w1: ..., %b1: ...):

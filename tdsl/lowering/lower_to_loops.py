@@ -45,6 +45,13 @@ chain then runs in place over it.  Any other matmul runs as loops
 cast to an f64 result) too.  Tile sizes along reduction dims are ignored:
 element loops need no tile buffers along them.
 
+The scratch of one tile (accumulators and stored values) stays within the
+scratch the ``kernel.tile`` records, the NumPy target's plan under the
+budget: where the loops' own tiles would need more, their parallel tiles are
+halved (the one that cuts the scratch most first) until it fits or they are
+all 1.  (Each extra thread the runtime splits a group over gets a copy of
+that scratch.)
+
 Given the strides of its inputs (:func:`lower_to_loops`; the native runtime's
 variants for NumPy views), a function reads them where they lie.  A 2-D input
 that lies contiguous along another dim than the loops' innermost (a

@@ -10,6 +10,12 @@ For each group the pass
    inference (``retyped``), and records the iterator kinds and the scratch
    buffers of :func:`tdsl.dialects.kernel_plan.plan_scratch`.
 
+**Which budget.**  A group is scheduled under the ``scratch`` its
+``kernel.fused`` records (what the values materialized between groups leave
+of the budget, or the least need where no plan fits: see ``tdsl-fuse``),
+else its ``budget``; a ``memory-budget`` option that differs from the
+recorded budget overrides both.
+
 **What fits.**  A tiling fits the budget ``B`` (in elements) when its
 schedule is legal (see :mod:`tdsl.dialects.kernel_plan`) and the scratch of a
 tile is at most ``B``: this is what the generated code allocates beyond its
