@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from tdsl.errors import (
     TdslBudgetError,
+    TdslBudgetWarning,
     TdslCacheWarning,
     TdslCallError,
     TdslError,
@@ -40,6 +41,7 @@ from tdsl.errors import (
     TdslOptionError,
     TdslSyntaxError,
     TdslTypeError,
+    TdslWarning,
 )
 
 if TYPE_CHECKING:
@@ -92,6 +94,7 @@ __all__ = [
     "Function",
     "JITTensorKernel",
     "TdslBudgetError",
+    "TdslBudgetWarning",
     "TdslCacheWarning",
     "TdslCallError",
     "TdslError",
@@ -101,6 +104,7 @@ __all__ = [
     "TdslOptionError",
     "TdslSyntaxError",
     "TdslTypeError",
+    "TdslWarning",
     "compile",
     "emit_numpy",
     "explain_fusion",

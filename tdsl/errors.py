@@ -123,6 +123,15 @@ class TdslCallError(TdslError):
     """A compiled kernel was called with missing, unexpected or ill-shaped arguments."""
 
 
+class TdslWarning(UserWarning):
+    """Base class of the warnings tdsl gives (the code still runs)."""
+
+
+class TdslBudgetWarning(TdslWarning):
+    """No fusion plan fits the memory budget: the plan of least memory runs, and the
+    warning (and the fusion report) says what it needs."""
+
+
 class TdslCacheWarning(UserWarning):
     """A compiled kernel could not be written to the JIT's cache on disk (it still runs)."""
 
@@ -130,6 +139,7 @@ class TdslCacheWarning(UserWarning):
 __all__ = [
     "SourceLocation",
     "TdslBudgetError",
+    "TdslBudgetWarning",
     "TdslCacheWarning",
     "TdslCallError",
     "TdslError",
@@ -139,6 +149,7 @@ __all__ = [
     "TdslOptionError",
     "TdslSyntaxError",
     "TdslTypeError",
+    "TdslWarning",
     "format_diagnostic",
     "plural",
 ]

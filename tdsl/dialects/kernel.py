@@ -152,7 +152,11 @@ class FusedOp(GroupOp):
     rest of the function uses is a result; every other intermediate stays
     inside.  ``group`` names the group in reports and in generated code;
     ``budget`` is the memory budget (in elements) that ``tdsl-fuse`` was given,
-    which ``tdsl-tile`` then schedules the group under.
+    which ``tdsl-tile`` then schedules the group under.  ``scratch``, when
+    present, is the scratch the group's tiles may use instead: what the values
+    the plan materializes between groups leave of the budget, or, where no
+    plan fits the budget, the least scratch the chosen plan needs
+    (``group "g1" budget 4096 scratch 2048``).
 
     ```mlir
     %y = kernel.fused(%x, %w, %b) group "g0" budget 1000000 : (tensor<64x128xf32>, tensor<128x256xf32>, tensor<256xf32>) -> tensor<64x256xf32> {
@@ -168,10 +172,11 @@ class FusedOp(GroupOp):
     name = "kernel.fused"
 
     budget = opt_prop_def(IntegerAttr[I64])
+    scratch = opt_prop_def(IntegerAttr[I64])
 
     assembly_format = (
-        "`(` $inputs `)` (`group` $group^)? (`budget` $budget^)? attr-dict `:` "
-        "functional-type($inputs, $outputs) $body"
+        "`(` $inputs `)` (`group` $group^)? (`budget` $budget^)? (`scratch` $scratch^)? "
+        "attr-dict `:` functional-type($inputs, $outputs) $body"
     )
 
     def __init__(
@@ -181,12 +186,15 @@ class FusedOp(GroupOp):
         body: Region,
         group: str | None = None,
         budget: int | None = None,
+        scratch: int | None = None,
     ) -> None:
         props: dict[str, Attribute] = {}
         if group is not None:
             props["group"] = StringAttr(group)
         if budget is not None:
             props["budget"] = IntegerAttr(budget, i64)
+        if scratch is not None:
+            props["scratch"] = IntegerAttr(scratch, i64)
         super().__init__(
             operands=[list(inputs)],
             result_types=[list(result_types)],
@@ -198,10 +206,19 @@ class FusedOp(GroupOp):
     def budget_value(self) -> int | None:
         return None if self.budget is None else self.budget.value.data
 
+    @property
+    def scratch_value(self) -> int | None:
+        """The scratch the group's tiles may use, when ``tdsl-fuse`` recorded one."""
+        return None if self.scratch is None else self.scratch.value.data
+
     def verify_(self) -> None:
         if self.budget is not None and self.budget.value.data <= 0:
             raise VerifyException(
                 f"'{self.name}' op memory budget {self.budget.value.data} must be positive"
+            )
+        if self.scratch is not None and self.scratch.value.data < 0:
+            raise VerifyException(
+                f"'{self.name}' op scratch {self.scratch.value.data} must not be negative"
             )
         self.check_region_signature(
             [v.type for v in self.inputs], [r.type for r in self.outputs], "operands"

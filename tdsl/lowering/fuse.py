@@ -16,6 +16,31 @@ that uses them (the original goes away when nothing else uses it); larger
 constants stay outside and are group inputs.  Ops keep their locations: they
 are moved into the groups, not rebuilt.
 
+**The memory promise.**  A plan's memory is its scratch PLUS the values it
+materializes: its *need* is the elements of the values held whole between
+groups that the function does not return (a returned value lives in its
+output) plus the largest scratch any of its groups needs at its smallest
+legal tile.  A call allocates, beyond its outputs, no more than the larger
+of the budget and the least need of the plans the planner considers (times
+the element size, plus NumPy's own iterator buffers), on the NumPy and the
+native target alike:
+
+- when the greedy plan at the budget fits (need <= budget), it runs, as
+  before: the largest tiles whose scratch fits what the materialized values
+  leave of the budget;
+- else the planner compares the greedy plans at the budgets 16, 64, 256, ...
+  (a fixed ladder, up to past the program's size) and picks the one of least
+  need; a :class:`~tdsl.errors.TdslBudgetWarning` and the fusion report's
+  summary line (``no plan fits the memory budget of B: the plan of least
+  memory runs, and it needs N elements (S of scratch at the smallest tiles,
+  M materialized between groups)``) say what it needs.  So a budget below
+  what the program needs never allocates more than a larger budget does.
+
+Where the tiles may use less scratch than the budget (materialized values
+take part of it) or more (no plan fits), each group records it as
+``scratch`` (``group "g1" budget 64 scratch 2048``), which ``tdsl-tile``
+schedules the group under.
+
 ```mlir
 %r = kernel.fused(%x, %w, %b) group "g0" budget 1000000 : (...) -> tensor<64x256xf32> {
 ^bb0(%x1: ..., %w1: ..., %b1: ...):
@@ -31,6 +56,7 @@ from __future__ import annotations
 
 import io
 import math
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -44,13 +70,14 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from tdsl.defaults import DEFAULT_MEMORY_BUDGET, check_memory_budget
 from tdsl.dialects.kernel import FusedOp, TileOp, YieldOp
 from tdsl.dialects.structured import constant_value, structured, tensor_shape
-from tdsl.errors import SourceLocation, format_diagnostic, plural
+from tdsl.errors import SourceLocation, TdslBudgetWarning, format_diagnostic, plural
 from tdsl.lowering.fusion_analysis import (
     BlockPlan,
     FusionGroup,
+    PlanMemory,
     UnfusedEdge,
+    choose_plans,
     describe_space,
-    plan_function,
     walk_functions,
 )
 from tdsl.lowering.locations import op_location
@@ -75,19 +102,40 @@ class FusePass(ModulePass):
     name = "tdsl-fuse"
 
     memory_budget: int = DEFAULT_MEMORY_BUDGET
-    """Scratch elements one fused kernel may use; recorded on every group as ``budget``.
+    """Elements a call may allocate beyond its outputs: the values materialized between
+    groups plus one group's scratch; recorded on every group as ``budget``.
 
-    A merge whose intermediates would not fit at the group's smallest tile is refused."""
+    A merge whose intermediates would not fit at the group's smallest tile is refused.
+    Where no plan fits, the plan of least memory is chosen, with a
+    :class:`~tdsl.errors.TdslBudgetWarning` (see :func:`choose_plans`)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_memory_budget(self.memory_budget)
         for fn in walk_functions(op):
             replaced: dict[SSAValue, SSAValue] = {}
-            for plan in plan_function(fn, self.memory_budget):
-                rewrite_block(plan, self.memory_budget, replaced)
+            plans, memory = choose_plans(fn, self.memory_budget)
+            if not memory.fits:
+                warnings.warn(budget_warning(memory), TdslBudgetWarning, stacklevel=2)
+            scratch = None if memory.tile_budget == self.memory_budget else memory.tile_budget
+            for plan in plans:
+                rewrite_block(plan, self.memory_budget, replaced, scratch)
 
 
-def _build_group(group: FusionGroup, budget: int, replaced: dict[SSAValue, SSAValue]) -> FusedOp:
+def budget_warning(memory: PlanMemory) -> str:
+    """The text of the warning (and of the report's line) for a plan that does not fit."""
+    return (
+        f"@{memory.function}: no fusion plan fits the memory budget of "
+        f"{plural(memory.budget, 'element')}; the plan of least memory runs instead, and it "
+        f"{memory.describe()}"
+    )
+
+
+def _build_group(
+    group: FusionGroup,
+    budget: int,
+    replaced: dict[SSAValue, SSAValue],
+    scratch: int | None = None,
+) -> FusedOp:
     """Move ``group``'s ops into a new ``kernel.fused`` (not yet inserted)."""
     members: set[Operation] = set(group.ops)
     inputs = [replaced.get(v, v) for v in group.inputs]
@@ -98,6 +146,7 @@ def _build_group(group: FusionGroup, budget: int, replaced: dict[SSAValue, SSAVa
         Region(body),
         group=group.name,
         budget=budget,
+        scratch=scratch,
     )
     fused.location = group.ops[-1].location
     for old, new in zip(group.results, fused.results, strict=True):
@@ -121,12 +170,16 @@ def _build_group(group: FusionGroup, budget: int, replaced: dict[SSAValue, SSAVa
 
 
 def rewrite_block(
-    plan: BlockPlan, memory_budget: int, replaced: dict[SSAValue, SSAValue] | None = None
+    plan: BlockPlan,
+    memory_budget: int,
+    replaced: dict[SSAValue, SSAValue] | None = None,
+    scratch: int | None = None,
 ) -> list[FusedOp]:
     """Apply ``plan`` to its block: build its groups and put the block in plan order.
 
     ``replaced`` maps group results already moved into a ``kernel.fused`` (by an
     earlier block of the function) to the fused op's results; it is updated.
+    ``scratch``, when given, is recorded on every group (see ``FusedOp``).
     """
     block = plan.block
     for op in reversed(plan.dead):
@@ -137,7 +190,7 @@ def rewrite_block(
         replaced = {}
     built: dict[str, FusedOp] = {}
     for group in plan.groups:
-        built[group.name] = _build_group(group, memory_budget, replaced)
+        built[group.name] = _build_group(group, memory_budget, replaced, scratch)
     order = [built[u.name] if isinstance(u, FusionGroup) else u for u in plan.order]
     for op in order:
         if op.parent is not None:
@@ -195,6 +248,18 @@ class FusionReport:
     """For a report on already-fused IR: analysed (unfused clone) op -> the op of the input."""
     tile_ops: Mapping[Operation, TileOp] = field(default_factory=dict[Operation, TileOp])
     """For a report on tiled IR: analysed op -> the ``kernel.tile`` of the input it ran in."""
+    memory: tuple[PlanMemory, ...] = ()
+    """Per function: what its plan needs (materialized values plus scratch), and whether it
+    fits the budget."""
+
+    def function_memory(self, function: str) -> PlanMemory | None:
+        """What ``@function``'s plan needs."""
+        return next((m for m in self.memory if m.function == function), None)
+
+    @property
+    def fits(self) -> bool:
+        """Whether every function's plan fits the budget."""
+        return all(m.fits for m in self.memory)
 
     @property
     def groups(self) -> tuple[FusionGroup, ...]:
@@ -229,7 +294,9 @@ class FusionReport:
         recorded = self.recorded_tiles(group)
         if recorded:
             return "tiled in the input as " + " and ".join(describe_tile_op(t) for t in recorded)
-        found = choose_tiles(group.space, self.memory_budget)
+        memory = self.function_memory(group.function)
+        budget = self.memory_budget if memory is None else memory.tile_budget
+        found = choose_tiles(group.space, budget)
         if found is None:
             return "rows whole do not fit the budget: row-normalizing ops run decomposed"
         text = f"tiles {list(found.tiles)} with {plural(found.scratch.total, 'element')} of scratch"
@@ -297,8 +364,22 @@ class FusionReport:
                 summary += f"; materialized between groups: {listed}"
             else:
                 summary += "; nothing materialized between groups"
+            memory = self.function_memory(plan.function)
+            if (
+                memory is not None
+                and not memory.fits
+                and plan is self._last_plan(plan.function)
+            ):
+                summary += (
+                    f"; no plan fits the memory budget of {memory.budget}: the plan of "
+                    f"least memory runs, and it {memory.describe()}"
+                )
             lines.append(f"remark: {summary}")
         return "\n".join(lines) + ("\n" if lines else "")
+
+    def _last_plan(self, function: str) -> BlockPlan | None:
+        found = [p for p in self.plans if p.function == function]
+        return found[-1] if found else None
 
     def __str__(self) -> str:
         return self.render()
@@ -398,8 +479,13 @@ def fusion_report(module: ModuleOp, memory_budget: int | None = None) -> FusionR
     if budget is None:
         budget = DEFAULT_MEMORY_BUDGET
     check_memory_budget(budget)
-    plans = tuple(plan for fn in walk_functions(root) for plan in plan_function(fn, budget))
-    return FusionReport(budget, plans, root, originals, tile_ops)
+    plans: list[BlockPlan] = []
+    memory: list[PlanMemory] = []
+    for fn in walk_functions(root):
+        chosen, need = choose_plans(fn, budget)
+        plans.extend(chosen)
+        memory.append(need)
+    return FusionReport(budget, tuple(plans), root, originals, tile_ops, tuple(memory))
 
 
 def explain_fusion(

@@ -45,6 +45,13 @@ chain then runs in place over it.  Any other matmul runs as loops
 cast to an f64 result) too.  Tile sizes along reduction dims are ignored:
 element loops need no tile buffers along them.
 
+The scratch of one tile (accumulators and stored values) stays within the
+scratch the ``kernel.tile`` records, the NumPy target's plan under the
+budget: where the loops' own tiles would need more, their parallel tiles are
+halved (the one that cuts the scratch most first) until it fits or they are
+all 1.  (Each extra thread the runtime splits a group over gets a copy of
+that scratch.)
+
 Given the strides of its inputs (:func:`lower_to_loops`; the native runtime's
 variants for NumPy views), a function reads them where they lie.  A 2-D input
 that lies contiguous along another dim than the loops' innermost (a
@@ -293,11 +300,35 @@ class _Group:
         if split is not None and all(split in body.loop_dims(op) for op in body.ops):
             tiles[split] = min(tiles[split], max(1, -(-body.extents[split] // SPLIT_TILES)))
         self.tiles = tuple(tiles)
-        self.tiled = [d for d in range(body.rank) if self.tiles[d] < self.extents[d]]
         self.level: dict[Operation, int] = {}
         self.blas: dict[Operation, int] = {}
         """2-D matmuls a BLAS call computes, to the output they write."""
         self._plan()
+        # the scratch of one tile stays within what the tile op records (the NumPy
+        # target's plan under the budget): halve the parallel tile that cuts the scratch
+        # most (the outermost of equals), until it fits or every one is 1
+        limit = tile.scratch_value
+        shrunk = list(self.tiles)
+        scratch = self._scratch_elements()
+        while scratch > limit:
+            best: tuple[int, int] | None = None
+            for d in range(body.rank):
+                if body.kinds[d] is not IteratorType.PARALLEL or shrunk[d] <= 1:
+                    continue
+                trial = list(shrunk)
+                trial[d] = (trial[d] + 1) // 2
+                self.tiles = tuple(trial)
+                n = self._scratch_elements()
+                if n < scratch and (best is None or n < best[0]):
+                    best = (n, d)
+            if best is None:
+                break
+            scratch, d = best
+            shrunk[d] = (shrunk[d] + 1) // 2
+        self.tiles = tuple(shrunk)
+        if shrunk != list(tiles):
+            self._plan()
+        self.tiled = [d for d in range(body.rank) if self.tiles[d] < self.extents[d]]
 
     # -- planning -----------------------------------------------------------------
 
@@ -472,6 +503,9 @@ class _Group:
             for op in self.body.ops
             if _is_reduction(op) and op not in self.blas and op not in self.in_output
         ]
+
+    def _scratch_elements(self) -> int:
+        return sum(math.prod(t.get_shape()) for t in self.scratch_types())
 
     def scratch_types(self) -> list[MemRefType[Attribute]]:
         """The scratch memrefs of one tile: each accumulator, then each stored value."""

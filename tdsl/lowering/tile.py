@@ -10,6 +10,12 @@ For each group the pass
    inference (``retyped``), and records the iterator kinds and the scratch
    buffers of :func:`tdsl.dialects.kernel_plan.plan_scratch`.
 
+**Which budget.**  A group is scheduled under the ``scratch`` its
+``kernel.fused`` records (what the values materialized between groups leave
+of the budget, or the least need where no plan fits: see ``tdsl-fuse``),
+else its ``budget``; a ``memory-budget`` option that differs from the
+recorded budget overrides both.
+
 **What fits.**  A tiling fits the budget ``B`` (in elements) when its
 schedule is legal (see :mod:`tdsl.dialects.kernel_plan`) and the scratch of a
 tile is at most ``B``: this is what the generated code allocates beyond its
@@ -665,6 +671,17 @@ def _build_tile(
     return tile_op
 
 
+def group_budget(fused: FusedOp, memory_budget: int | None = None) -> int:
+    """The scratch ``fused``'s tiles may use: the ``scratch`` ``tdsl-fuse`` recorded (the
+    budget less the values its plan materializes, or the least the plan needs where none
+    fits), unless ``memory_budget`` is given and differs from the budget the group
+    records; else that budget (default :data:`DEFAULT_MEMORY_BUDGET`)."""
+    recorded = fused.budget_value
+    if fused.scratch_value is not None and memory_budget in (None, recorded):
+        return fused.scratch_value
+    return memory_budget or recorded or DEFAULT_MEMORY_BUDGET
+
+
 @dataclass(frozen=True)
 class TileGroups(RewritePattern):
     """Replace a ``kernel.fused`` by the ``kernel.tile`` ops of its parts."""
@@ -673,7 +690,7 @@ class TileGroups(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, fused: FusedOp, rewriter: PatternRewriter) -> None:
-        budget = self.options.memory_budget or fused.budget_value or DEFAULT_MEMORY_BUDGET
+        budget = group_budget(fused, self.options.memory_budget)
         group = _Group(fused, budget, self.options)
         for op in group.ops:
             if constant_value(op) is None:

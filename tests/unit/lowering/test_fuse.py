@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -16,9 +17,9 @@ from xdsl.passes import PassPipeline
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.kernel import FusedOp, Kernel
 from tdsl.dialects.structured import IteratorType
-from tdsl.errors import TdslOptionError
+from tdsl.errors import TdslBudgetWarning, TdslOptionError
 from tdsl.lowering.fuse import FusePass, explain_fusion, fuse, fusion_report
-from tdsl.lowering.fusion_analysis import groupable
+from tdsl.lowering.fusion_analysis import groupable, plan_function
 
 P, R = IteratorType.PARALLEL, IteratorType.REDUCTION
 RHS = "tensordsl.matmul operand 1 must be materialized (it is read whole from memory)"
@@ -561,15 +562,30 @@ def test_budget_is_recorded_and_bounds_fusion() -> None:
     # under a budget that a row does not fit, the softmax runs decomposed over tiles of
     # its rows, and the matmul accumulates over tiles of its contraction
     assert fusion_report(PROLOGUE, memory_budget=8).groups[0].min_scratch == 5
-    small = fuse(PROLOGUE, memory_budget=4)
-    assert compute_ops(small) == [["softmax", "matmul"], ["tanh"]]
-    assert [g.budget_value for g in groups(small)] == [4, 4]
-    (edge,) = fusion_report(PROLOGUE, memory_budget=4).unfused
+    # at budget 4 the greedy plan cuts after the matmul, holding its 8x8 result whole:
+    # 64 elements materialized, more than the one group's 5 of scratch.  No plan fits
+    # 4, so the plan of least memory runs (the one group), with a warning
+    (main,) = [op for op in PROLOGUE.walk() if isinstance(op, FuncOp)]
+    (greedy,) = plan_function(main, 4)
+    assert [[op.name for op in g.ops] for g in greedy.groups] == [
+        ["tensordsl.softmax", "tensordsl.matmul"],
+        ["tensordsl.tanh"],
+    ]
+    (edge,) = greedy.unfused
     assert edge.reason == (
         "the fused group would need 5 elements of scratch at its smallest tile, over the "
         "memory budget of 4"
     )
-    assert fusion_report(PROLOGUE, memory_budget=4).groups[0].min_scratch <= 4
+    with pytest.warns(TdslBudgetWarning, match=r"fits the memory budget of 4 elements.*needs 5"):
+        small = fuse(PROLOGUE, memory_budget=4)
+    assert compute_ops(small) == [["softmax", "matmul", "tanh"]]
+    assert [(g.budget_value, g.scratch_value) for g in groups(small)] == [(4, 5)]
+    report = fusion_report(PROLOGUE, memory_budget=4)
+    assert not report.fits
+    memory = report.function_memory("main")
+    assert memory is not None
+    assert (memory.need, memory.scratch, memory.materialized) == (5, 5, 0)
+    assert "no plan fits the memory budget of 4: the plan of least memory runs" in str(report)
 
 
 def test_pass_option_from_a_pipeline_spec() -> None:
@@ -616,8 +632,10 @@ def test_explain_fusion_uses_source_locations() -> None:
 
 def test_explain_fusion_without_locations_names_ssa_values() -> None:
     text = explain_fusion(PROLOGUE, memory_budget=4)
-    assert "%1 = tensordsl.matmul: remark: group g0 in @main" in text
-    assert "%2 = tensordsl.tanh: remark: not fused: %1 (tensordsl.matmul, group g0)" in text
+    # (no plan fits 4 elements: the one group of least memory runs, and the report says so)
+    assert "%2 = tensordsl.tanh: remark: group g0 in @main" in text
+    assert "remark: @main: 1 fusion group; nothing materialized between groups; no plan " in text
+    assert "fits the memory budget of 4: the plan of least memory runs, and it needs 5" in text
 
 
 def test_explain_fusion_takes_a_locator() -> None:
@@ -634,7 +652,9 @@ def test_explain_fusion_takes_a_locator() -> None:
 def test_report_on_fused_ir_matches_the_plan() -> None:
     for module, budget in ((DESIGN, None), (ANY_AXIS, None), (PROLOGUE, 4)):
         direct = fusion_report(module, memory_budget=budget)
-        fused = fuse(module, memory_budget=budget or 1_000_000)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TdslBudgetWarning)  # (budget 4: no plan fits)
+            fused = fuse(module, memory_budget=budget or 1_000_000)
         again = fusion_report(fused)
         assert again.memory_budget == direct.memory_budget
         assert [[o.name for o in g.ops] for g in again.groups] == [
