@@ -60,15 +60,23 @@ def peak(fn: Any, args: dict[str, Any]) -> tuple[int, Any]:
     return top - sum(o.nbytes for o in outs), out
 
 
-def measure(source: str, args: dict[str, Any], target: str, budget: int, threads: int) -> dict[str, Any]:
+def measure(
+    source: str, args: dict[str, Any], target: str, budget: int, threads: int
+) -> dict[str, Any]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         jit = JITTensorKernel(memory_budget=budget, target=target, threads=threads, cache_dir=False)
-        fn = jit.compile(source, {k: np.shape(v) for k, v in args.items()},
-                         {k: v.dtype for k, v in args.items()})
+        fn = jit.compile(
+            source, {k: np.shape(v) for k, v in args.items()}, {k: v.dtype for k, v in args.items()}
+        )
     extra, _ = peak(fn, args)
     report = getattr(fn, "fusion_report", None)
-    return {"extra": extra, "fn": fn, "warnings": [str(w.message) for w in caught], "report": report}
+    return {
+        "extra": extra,
+        "fn": fn,
+        "warnings": [str(w.message) for w in caught],
+        "report": report,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

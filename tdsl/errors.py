@@ -132,7 +132,7 @@ class TdslBudgetWarning(TdslWarning):
     warning (and the fusion report) says what it needs."""
 
 
-class TdslCacheWarning(UserWarning):
+class TdslCacheWarning(TdslWarning):
     """A compiled kernel could not be written to the JIT's cache on disk (it still runs)."""
 
 

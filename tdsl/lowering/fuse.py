@@ -365,11 +365,7 @@ class FusionReport:
             else:
                 summary += "; nothing materialized between groups"
             memory = self.function_memory(plan.function)
-            if (
-                memory is not None
-                and not memory.fits
-                and plan is self._last_plan(plan.function)
-            ):
+            if memory is not None and not memory.fits and plan is self._last_plan(plan.function):
                 summary += (
                     f"; no plan fits the memory budget of {memory.budget}: the plan of "
                     f"least memory runs, and it {memory.describe()}"

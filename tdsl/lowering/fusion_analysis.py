@@ -1357,9 +1357,7 @@ def plans_memory(
 
 def _partition(plans: Sequence[BlockPlan]) -> tuple[tuple[int, ...], ...]:
     """The groups of ``plans`` as sets of op ids (to tell plans apart)."""
-    return tuple(
-        tuple(sorted(id(op) for op in g.ops)) for plan in plans for g in plan.groups
-    )
+    return tuple(tuple(sorted(id(op) for op in g.ops)) for plan in plans for g in plan.groups)
 
 
 def choose_plans(fn: func.FuncOp, memory_budget: int) -> tuple[list[BlockPlan], PlanMemory]:

@@ -25,9 +25,11 @@ from __future__ import annotations
 import os
 import re
 import sys
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from io import StringIO
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
@@ -43,7 +45,7 @@ from xdsl.utils.exceptions import (
 )
 from xdsl.utils.lexer import Input, Span
 
-from tdsl.errors import SourceLocation, TdslError, format_diagnostic
+from tdsl.errors import SourceLocation, TdslError, TdslWarning, format_diagnostic
 
 EXIT_USER_ERROR = 1
 """Exit status for an error in the input, the options or the pipeline."""
@@ -481,7 +483,9 @@ def run_tool(body: Callable[[], None]) -> None:
     error: one line and exit 2, or the traceback when ``TDSL_DEBUG`` is set.
     """
     try:
-        body()
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            body()
     except SystemExit:
         raise
     except KeyboardInterrupt:
@@ -500,6 +504,22 @@ def run_tool(body: Callable[[], None]) -> None:
             raise
         print_error(internal_error_text(err))
         raise SystemExit(EXIT_INTERNAL_ERROR) from None
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """A tdsl warning as a compiler prints one (``warning: ...`` on stderr, no Python
+    source line); other warnings as Python shows them."""
+    if issubclass(category, TdslWarning):
+        print_error(f"warning: {message}")
+    else:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
 def _silence_stdout() -> None:

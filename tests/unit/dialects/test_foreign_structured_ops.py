@@ -35,6 +35,7 @@ from tdsl.dialects.structured import ReductionOp, ScalarOpBuilder, UnaryOp
 from tdsl.dialects.tensordsl import TensorDSL
 from tdsl.interpreters.run import run_function
 from tdsl.interpreters.scalar import reference_evaluate
+from tdsl.lowering.fuse import fusion_report
 from tdsl.lowering.numpy_target import emit_numpy, load_numpy
 from tdsl.pipeline import build_pipeline
 
@@ -161,9 +162,11 @@ def test_foreign_ops_fuse_and_tile_with_tensordsl_ops(budget: int) -> None:
         ]
     tiles = [op for op in stages["tiled"].walk() if isinstance(op, TileOp)]
     assert sum(len(ext_ops(t)) for t in tiles) == 5
+    # where no plan fits the budget, the plan of least memory runs: scratch within its need
+    need = max(m.need for m in fusion_report(stages["tensordsl"], budget).memory)
     for t in tiles:
         assert t.scratch_buffers == plan_scratch(t.schedule()).buffers
-        assert t.scratch_value <= budget
+        assert t.scratch_value <= max(budget, need)
     passes = [t.schedule().describe() for t in tiles if t.schedule().reduction_loops]
     if budget == 64:  # rows of 300 do not fit: ext.min accumulates, ext.sin runs again
         assert any("recomputing" in p and "ext.sin" in p for p in passes), passes
