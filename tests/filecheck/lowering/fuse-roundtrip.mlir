@@ -15,12 +15,12 @@ func.func @main(%A: tensor<8x16xf32>, %B: tensor<16x8xf32>, %C: tensor<8x8xf32>)
 }
 
 // CHECK-LABEL: func.func @main(%A: tensor<8x16xf32>, %B: tensor<16x8xf32>, %C: tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<8xf32>) {
-// CHECK-NEXT:    [[R:%.*]] = kernel.fused(%B) group "g0" budget 1000000 : (tensor<16x8xf32>) -> tensor<16x8xf32> {
+// CHECK-NEXT:    [[R:%.*]] = kernel.fused(%B) group "g0" budget 1000000 scratch 999872 : (tensor<16x8xf32>) -> tensor<16x8xf32> {
 // CHECK-NEXT:    ^bb0([[B:%.*]]: tensor<16x8xf32>):
 // CHECK-NEXT:      [[RB:%.*]] = tensordsl.relu [[B]] : tensor<16x8xf32>
 // CHECK-NEXT:      kernel.yield [[RB]] : tensor<16x8xf32>
 // CHECK-NEXT:    }
-// CHECK-NEXT:    [[Y:%.*]], [[M:%.*]] = kernel.fused(%A, [[R]], %C) group "g1" budget 1000000 : (tensor<8x16xf32>, tensor<16x8xf32>, tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<8xf32>) {
+// CHECK-NEXT:    [[Y:%.*]], [[M:%.*]] = kernel.fused(%A, [[R]], %C) group "g1" budget 1000000 scratch 999872 : (tensor<8x16xf32>, tensor<16x8xf32>, tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<8xf32>) {
 // CHECK-NEXT:    ^bb0([[A:%.*]]: tensor<8x16xf32>, [[W:%.*]]: tensor<16x8xf32>, [[C:%.*]]: tensor<8x8xf32>):
 // CHECK-NEXT:      [[MM:%.*]] = tensordsl.matmul [[A]], [[W]] : (tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<8x8xf32>
 // CHECK-NEXT:      [[S:%.*]] = tensordsl.softmax [[C]] : tensor<8x8xf32>
@@ -31,6 +31,6 @@ func.func @main(%A: tensor<8x16xf32>, %B: tensor<16x8xf32>, %C: tensor<8x8xf32>)
 // CHECK-NEXT:    func.return [[Y]], [[M]] : tensor<8x8xf32>, tensor<8xf32>
 // CHECK-NEXT:  }
 
-// GENERIC:      "kernel.fused"(%B) <{group = "g0", budget = 1000000 : i64}> ({
-// GENERIC:      "kernel.fused"(%A, %{{.*}}, %C) <{group = "g1", budget = 1000000 : i64}> ({
+// GENERIC:      "kernel.fused"(%B) <{group = "g0", budget = 1000000 : i64, scratch = 999872 : i64}> ({
+// GENERIC:      "kernel.fused"(%A, %{{.*}}, %C) <{group = "g1", budget = 1000000 : i64, scratch = 999872 : i64}> ({
 // GENERIC:        "kernel.yield"(%{{.*}}, %{{.*}}) : (tensor<8x8xf32>, tensor<8xf32>) -> ()
