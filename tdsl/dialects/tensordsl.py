@@ -2003,6 +2003,7 @@ class SumOp(ChunkedReductionOp):
     IDENTITY: ClassVar[float] = 0.0
     COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.AddfOp
     WIDE: ClassVar[bool] = True
+    REORDERS: ClassVar[bool] = True
 
     def fuses_producer(self) -> Operation | None:
         # sum(a * b) along the last axis is one einsum: no product temporary
@@ -2108,6 +2109,7 @@ class MeanOp(ChunkedReductionOp):
     IDENTITY: ClassVar[float] = 0.0
     COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.AddfOp
     WIDE: ClassVar[bool] = True
+    REORDERS: ClassVar[bool] = True
     PARTIAL_OP: ClassVar[type[ReductionOp] | None] = SumOp
 
     @classmethod
