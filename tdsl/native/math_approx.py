@@ -29,7 +29,7 @@ module rewrites, on f32 and f64 (f16 is widened to f32 first by
 The coefficients of ``P`` and ``Q`` come from ``benchmarks/fit_polynomials.py``.
 Special values are NumPy's: nan in gives nan, ``exp(-inf) = 0``,
 ``exp(+inf) = inf``, overflow gives inf, underflow 0 or a subnormal,
-``log(0) = -inf``, ``log(x < 0) = nan``, ``log1p(-1) = -inf``, and ``-0`` maps to
+``log(0) = -inf``, ``log(x < 0) = -nan`` (NumPy's sign), ``log1p(-1) = -inf``, and ``-0`` maps to
 ``-0`` for the odd functions (``expm1``, ``log1p``, ``tanh``, ``sinh``), as do
 subnormal and tiny ``x`` (``expm1(x) = x`` below ``2^-(p+1)``, ``p`` the precision).
 Measured maximum errors against float64 / float128-free references are in
@@ -362,7 +362,9 @@ class _Emitter:
     def log_specials(self, x: SSAValue, result: SSAValue, zero_at: float) -> SSAValue:
         """NumPy's ``log`` special cases around ``result`` (``log1p`` with ``zero_at=-1``)."""
         at = self.c(zero_at)
-        result = self.select(self.cmp("olt", x, at), self.c(float("nan")), result)
+        # NumPy's nan for an argument below the domain has the sign bit set (x86's
+        # default nan, which its loops make)
+        result = self.select(self.cmp("olt", x, at), self.c(float("-nan")), result)
         result = self.select(self.cmp("oeq", x, at), self.c(float("-inf")), result)
         inf = self.c(float("inf"))
         result = self.select(self.cmp("oeq", x, inf), inf, result)
