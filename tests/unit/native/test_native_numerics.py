@@ -178,6 +178,39 @@ def test_created_nans_have_numpys_sign(target: str, dtype: str, expr: str, value
         np.testing.assert_array_equal(signs, np.copysign(2 + 0 * d, np.log(d)))
 
 
+@pytest.mark.parametrize("target", ["numpy", pytest.param("native", marks=NATIVE)])
+@pytest.mark.parametrize("dtype", ["f16", "f32", "f64"])
+def test_maximum_minimum_relu_of_signed_zeros_are_numpys(target: str, dtype: str) -> None:
+    """Of equal operands NumPy's maximum/minimum return the second (f32, f64) or the
+    first (f16): ``relu(-0)`` is ``-0`` in f16, ``+0`` otherwise."""
+    a = np.array([-0.0, 0.0, np.nan, 1.0, -0.0], DTYPES[dtype])
+    b = np.array([0.0, -0.0, 1.0, np.nan, -0.0], DTYPES[dtype])
+    for fn in ("maximum", "minimum"):
+        got = run(target, f"{fn}(a, b)", a=a, b=b)
+        assert same_bits(got, getattr(np, fn)(a, b)), f"{fn}: {got}"
+    got = run(target, "relu(a)", a=a)
+    assert same_bits(got, np.maximum(a, DTYPES[dtype](0))), f"relu: {got}"
+
+
+@pytest.mark.parametrize("target", ["numpy", pytest.param("native", marks=NATIVE)])
+@pytest.mark.parametrize("dtype", ["f16", "f32", "f64"])
+def test_power_of_one_half_is_numpys(target: str, dtype: str) -> None:
+    """NumPy computes ``x ** 0.5`` as ``sqrt(x)`` for a one-element exponent in f32/f64
+    (``-0 -> -0``, ``-inf -> nan``) and as ``pow`` otherwise."""
+    t = DTYPES[dtype]
+    x = np.array([-INF, -0.0, 0.0, 3.0, -2.0, INF], t)
+    for y in (np.array(0.5, t), np.array([0.5], t), np.full(6, 0.5, t)):
+        with np.errstate(all="ignore"):
+            want = np.power(x, y)
+        got = run(target, "power(x, y)", x=x, y=y)
+        exact = np.isnan(want) | np.isinf(want) | (want == 0)
+        assert same_bits(got[exact], want[exact]), f"y {y.shape}: {got}, NumPy {want}"
+        np.testing.assert_allclose(got, want, rtol=float(np.finfo(t).eps))
+    with np.errstate(all="ignore"):
+        want = np.power(x, t(0.5))
+    assert same_bits(run(target, "power(x, 0.5)", x=x), want)
+
+
 # --------------------------------------------------------------------------- the property
 
 
