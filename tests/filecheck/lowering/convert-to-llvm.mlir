@@ -71,13 +71,19 @@ func.func @row_sum(%a: memref<4x8xf64>, %out: memref<4xf64>) {
   func.return
 }
 
-// f16 is computed in f32; a libm function is declared and called.
+// f16 is computed in f32; a libm function is declared and called; a nan it makes
+// of a number is -nan (NumPy's).
 
 // CHECK-LABEL: llvm.func @half_tan(
 // CHECK:         %[[H:.*]] = llvm.load %{{.*}} : !llvm.ptr -> f16
 // CHECK-NEXT:    %[[W:.*]] = llvm.fpext %[[H]] : f16 to f32
 // CHECK-NEXT:    %[[T:.*]] = llvm.call @tanf(%[[W]]) : (f32) -> f32
-// CHECK-NEXT:    %t = llvm.fptrunc %[[T]] : f32 to f16
+// CHECK-NEXT:    %[[NAN:.*]] = llvm.fcmp "uno" %[[T]], %[[T]] : f32
+// CHECK-NEXT:    %[[NUM:.*]] = llvm.fcmp "ord" %[[W]], %[[W]] : f32
+// CHECK-NEXT:    %[[MADE:.*]] = llvm.and %[[NAN]], %[[NUM]] : i1
+// CHECK-NEXT:    %[[NEG:.*]] = llvm.mlir.constant(0xffc00000 : f32) : f32
+// CHECK-NEXT:    %[[R:.*]] = llvm.select %[[MADE]], %[[NEG]], %[[T]] : i1, f32
+// CHECK-NEXT:    %t = llvm.fptrunc %[[R]] : f32 to f16
 // CHECK:         llvm.store %t, %{{.*}} : f16, !llvm.ptr
 // CHECK:       llvm.func @tanf(f32) -> f32
 func.func @half_tan(%a: memref<4xf16>, %out: memref<4xf16>) {
