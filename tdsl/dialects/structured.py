@@ -953,6 +953,11 @@ class ReductionOp(IRDLOperation, StructuredOpInterface, abc.ABC):
     COMBINE_OP: ClassVar[ScalarOpBuilder]
     WIDE: ClassVar[bool] = False
     """float16 accumulates in float32 (sums, means and products; as NumPy's mean)."""
+    REORDERS: ClassVar[bool] = False
+    """Compiled code may combine the elements in another order than NumPy's (only sums
+    and means: the native target marks their accumulator ``reassoc`` so that LLVM
+    vectorizes them, with an error bound like pairwise summation's).  Other reductions
+    combine in order and give NumPy's results, overflow, underflow and nan included."""
     NEEDS_ELEMENTS: ClassVar[bool] = False
     """Reducing nothing is an error (the reduction has no identity NumPy accepts)."""
     FUNCTION: ClassVar[str | None]

@@ -42,6 +42,7 @@ from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import (
     BytesAttr,
     DenseIntOrFPElementsAttr,
+    Float16Type,
     Float64Type,
     FloatAttr,
     IntegerAttr,
@@ -281,6 +282,22 @@ def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray[Any, Any]:
 # ---------------------------------------------------------------------------
 
 
+def numpy_extremum(b: Builder, lhs: SSAValue, rhs: SSAValue, larger: bool) -> SSAValue:
+    """NumPy's element-wise ``maximum`` (``larger``) or ``minimum`` of two scalars:
+    nan propagates, and of equal operands (``-0`` and ``+0``) float32 and float64
+    return the second, float16 the first (NumPy's loops do; LLVM's ``maximum`` orders
+    ``-0 < +0`` instead).  The ``cmpf`` + ``select`` form vectorizes element-wise;
+    reductions keep ``arith.maximumf``/``minimumf``, which LLVM vectorizes as such."""
+    first_if_equal = isinstance(lhs.type, Float16Type)
+    predicate = {(True, False): "ogt", (True, True): "oge", (False, False): "olt"}.get(
+        (larger, first_if_equal), "ole"
+    )
+    wins = b.insert(arith.CmpfOp(lhs, rhs, predicate)).result
+    nan = b.insert(arith.CmpfOp(lhs, lhs, "uno")).result
+    pick = b.insert(arith.OrIOp(wins, nan)).result
+    return b.insert(arith.SelectOp(pick, lhs, rhs)).result
+
+
 @irdl_op_definition
 class ReluOp(UnaryOp, HasCanonicalizationPatternsInterface):
     """``max(x, 0)`` element-wise (``nan`` stays ``nan``, as ``np.maximum``).
@@ -304,7 +321,7 @@ class ReluOp(UnaryOp, HasCanonicalizationPatternsInterface):
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         zero = scalar_constant(b, 0.0, args[0].type)
-        return (b.insert(arith.MaximumfOp(args[0], zero)).result,)
+        return (numpy_extremum(b, args[0], zero, larger=True),)
 
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
@@ -1001,7 +1018,20 @@ class PowerOp(BinaryOp):
     FUNCTION: ClassVar[str | None] = "power"
     OPERATOR: ClassVar[str | None] = "**"
     NUMPY_UFUNC: ClassVar[str] = "power"
-    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.PowFOp
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        """``pow``, except that NumPy computes ``x ** 0.5`` as ``sqrt(x)`` when the
+        exponent is one element (a scalar or a size-1 array) and the dtype float32 or
+        float64: ``sqrt(-0) = -0`` and ``sqrt(-inf) = nan`` where ``pow`` gives
+        ``+0`` and ``inf``, and ``sqrt`` rounds correctly."""
+        x, y = args
+        result = b.insert(xmath.PowFOp(x, y)).result
+        one_element = math.prod(tensor_shape(self.rhs)) == 1
+        if one_element and not isinstance(element_type(self.result), Float16Type):
+            is_half = b.insert(arith.CmpfOp(y, scalar_constant(b, 0.5, y.type), "oeq")).result
+            root = b.insert(xmath.SqrtOp(x)).result
+            result = b.insert(arith.SelectOp(is_half, root, result)).result
+        return (result,)
 
 
 @irdl_op_definition
@@ -1365,7 +1395,9 @@ class MaximumOp(BinaryOp):
     name = "tensordsl.maximum"
     FUNCTION: ClassVar[str | None] = "maximum"
     NUMPY_UFUNC: ClassVar[str] = "maximum"
-    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.MaximumfOp
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        return (numpy_extremum(b, args[0], args[1], larger=True),)
 
     def lower_numpy(
         self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
@@ -1386,7 +1418,9 @@ class MinimumOp(BinaryOp):
     name = "tensordsl.minimum"
     FUNCTION: ClassVar[str | None] = "minimum"
     NUMPY_UFUNC: ClassVar[str] = "minimum"
-    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.MinimumfOp
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        return (numpy_extremum(b, args[0], args[1], larger=False),)
 
     def lower_numpy(
         self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
@@ -1567,6 +1601,12 @@ class MatmulOp(IRDLOperation, StructuredOpInterface):
 
     def combiner(self) -> Combiner:
         return Combiner("add", 0.0)
+
+    def accumulator_dtype(self) -> np.dtype[Any]:
+        """float32 for a float16 matmul: NumPy's float16 matmul sums in float32 and
+        rounds once (compiled loops rounding the running sum to float16 at every step
+        lost about 5 bits on a 2000-long contraction)."""
+        return wide_accumulator(numpy_dtype(self.result.type))
 
     def evaluate_partial(self, *args: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         with np.errstate(all="ignore"):
@@ -2003,6 +2043,7 @@ class SumOp(ChunkedReductionOp):
     IDENTITY: ClassVar[float] = 0.0
     COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.AddfOp
     WIDE: ClassVar[bool] = True
+    REORDERS: ClassVar[bool] = True
 
     def fuses_producer(self) -> Operation | None:
         # sum(a * b) along the last axis is one einsum: no product temporary
@@ -2108,6 +2149,7 @@ class MeanOp(ChunkedReductionOp):
     IDENTITY: ClassVar[float] = 0.0
     COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.AddfOp
     WIDE: ClassVar[bool] = True
+    REORDERS: ClassVar[bool] = True
     PARTIAL_OP: ClassVar[type[ReductionOp] | None] = SumOp
 
     @classmethod

@@ -36,17 +36,29 @@ with MLIR's argument attribute ``{llvm.noalias}`` on the ``func.func``.
 Floating point
 --------------
 
-Float ``arith`` ops that carry no fast-math flags get ``fastmath`` (default
-``reassoc,contract``: reductions vectorize, multiply-adds fuse); ``nnan``,
-``ninf`` and ``nsz`` are never added, so inf, nan and signed zeros keep
-NumPy's semantics.  ``maximumf``/``minimumf`` propagate nan.  f16 arithmetic
-runs in f32 with explicit conversions (:mod:`tdsl.native.f16`).  With
-``approximate-math=true`` (the default) ``exp``, ``expm1``, ``log``, ``log1p``,
-``tanh``, ``sinh`` and ``cosh`` become branch-free polynomial code that LLVM
-vectorizes (:mod:`tdsl.native.math_approx`, with its measured errors); other
-math functions call the C library (:mod:`tdsl.native.math_to_llvm`).
+By default the pass adds no fast-math flags: every float op is computed in
+NumPy's order with NumPy's rounding, without fused multiply-adds NumPy would not
+form, so overflow, underflow, inf, nan and signed zeros come out as NumPy's.  The
+flags an op already carries are kept: ``tdsl-lower-to-loops`` marks only the
+accumulator update of a ``sum`` or ``mean`` ``reassoc``, which lets LLVM
+vectorize it (it then adds in several partial sums: the result may differ from
+NumPy's pairwise sum by rounding, within an error bound like pairwise
+summation's; see ``docs/native.md``).  ``prod``, ``min`` and ``max`` combine in
+order.  The ``fastmath`` option (any of ``reassoc``, ``contract``, ``arcp``,
+``afn``) gives those flags to every float op that has none: it **changes
+results** (``contract`` fuses ``a * a - c`` into one rounding, so an overflow of
+``a * a`` can disappear; ``reassoc`` folds ``x * 2 * 0.5`` into ``x`` and
+``square(power(x, y))`` into ``power(x, 2 y)``), and is for users who ask for it
+explicitly.  ``nnan``, ``ninf`` and ``nsz`` are never accepted.
+``maximumf``/``minimumf`` propagate nan.  f16 arithmetic runs in f32 with
+explicit conversions (:mod:`tdsl.native.f16`).  With ``approximate-math=true``
+(the default) ``exp``, ``expm1``, ``log``, ``log1p``, ``tanh``, ``sinh`` and
+``cosh`` become branch-free polynomial code that LLVM vectorizes
+(:mod:`tdsl.native.math_approx`, with its measured errors; only its own ops may
+contract into fused multiply-adds); other math functions call the C library
+(:mod:`tdsl.native.math_to_llvm`).
 
-Steps: default fast-math flags; ``nextafter`` as integer code; f16 widened;
+Steps: the ``fastmath`` option's flags, if any; ``nextafter`` as integer code; f16 widened;
 math approximations; xDSL's ``convert-scf-to-cf``; then one greedy walk of all
 the patterns of :mod:`tdsl.native` (``arith``, ``math``, ``memref``, ``func``,
 ``cf``), xDSL's ``reconcile-unrealized-casts``, and the check that only
@@ -154,9 +166,11 @@ class ConvertToLLVMPass(ModulePass):
     noalias: bool = False
     """Mark every pointer argument ``noalias`` (the caller passes distinct buffers)."""
 
-    fastmath: tuple[str, ...] = ("reassoc", "contract")
+    fastmath: tuple[str, ...] = ("none",)
     """Fast-math flags for float ops that have none: any of reassoc, contract, arcp,
-    afn, or ``none``."""
+    afn, or ``none`` (the default: NumPy's results).  Any flag changes results
+    (contract fuses multiply-adds, reassoc reorders and folds arithmetic): opt in
+    only when NumPy's rounding, overflow and nan behavior need not be kept."""
 
     approximate_math: bool = True
     """Expand exp, expm1, log, log1p, tanh, sinh, cosh into vectorizable polynomials

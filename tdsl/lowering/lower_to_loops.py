@@ -85,6 +85,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
 )
+from xdsl.dialects.utils import FastMathFlag
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
@@ -95,6 +96,7 @@ from tdsl.dialects.structured import (
     BOOL,
     FloatType,
     IteratorType,
+    ReductionOp,
     constant_value,
     convert_scalar,
     element_of,
@@ -161,6 +163,17 @@ def _strides(t: Attribute) -> tuple[int, ...] | None:
             if all(x is not None for x in strides):
                 return tuple(cast(int, x) for x in strides)
     return None
+
+
+def _mark_reassoc(combined: SSAValue) -> None:
+    """Give the float op that updates a sum's or mean's accumulator the ``reassoc``
+    fast-math flag, and nothing else: LLVM may then add the elements in another order
+    (several partial sums, which is how it vectorizes a reduction), and the lowering
+    to LLVM adds no flags of its own.  Every other float op keeps NumPy's order and
+    rounding (see ``ReductionOp.REORDERS``)."""
+    owner = combined.owner
+    if isinstance(owner, arith.AddfOp):
+        owner.fastmath = arith.FastMathFlagsAttr((FastMathFlag.REASSOC,))
 
 
 def _dim_set(dims: Dims) -> tuple[int, ...]:
@@ -970,7 +983,10 @@ class _Point:
         args = [self.value(w, body.reads[(op, i)]) for i, w in enumerate(op.operands)]
         dims = body.dims[op.results[0]]
         acc = self.load(where, dims)
-        self.store(s.scalar_combine(self.code.b, acc, args), where, dims)
+        combined = s.scalar_combine(self.code.b, acc, args)
+        if isinstance(op, ReductionOp) and op.REORDERS:
+            _mark_reassoc(combined)
+        self.store(combined, where, dims)
 
 
 # ---------------------------------------------------------------------------

@@ -44,6 +44,7 @@ from tdsl.native.llvm_types import (
     insert,
     integer_width,
     llvm_type,
+    negative_created_nan,
     replace_op,
     to_llvm,
 )
@@ -100,11 +101,14 @@ class FloatArithToLLVM(RewritePattern):
 
 
 class RemFToLLVM(RewritePattern):
-    """``tdslmath.remf`` -> ``llvm.frem`` (C's ``fmod``)."""
+    """``tdslmath.remf`` -> ``llvm.frem`` (C's ``fmod``); a nan it creates
+    (``fmod(inf, y)``, ``fmod(x, 0)``) is ``-nan``, NumPy's, however LLVM computes it."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tdslmath.RemFOp, rewriter: PatternRewriter) -> None:
-        replace_op(rewriter, op, [insert(rewriter, llvm.FRemOp(op.lhs, op.rhs))])
+        result = insert(rewriter, llvm.FRemOp(op.lhs, op.rhs))
+        args = [op.lhs, op.rhs]
+        replace_op(rewriter, op, [negative_created_nan(rewriter, result, args, op.result.type)])
 
 
 class NegFToLLVM(RewritePattern):

@@ -114,3 +114,16 @@ def insert(rewriter: PatternRewriter, op: Operation) -> SSAValue:
     """Insert ``op`` at the rewriter's insertion point; its single result."""
     rewriter.insert(op)
     return op.results[0]
+
+
+def negative_created_nan(
+    rewriter: PatternRewriter, result: SSAValue, args: list[SSAValue], t: Attribute
+) -> SSAValue:
+    """``result``, with a nan that none of ``args`` was made ``-nan``: the nan NumPy's
+    loops and x86 create (the C library returns ``+nan`` for some domain errors)."""
+    created = insert(rewriter, llvm.FCmpOp(result, result, "uno"))
+    for a in args:
+        ordered = insert(rewriter, llvm.FCmpOp(a, a, "ord"))
+        created = insert(rewriter, llvm.AndOp(created, ordered))
+    nan = insert(rewriter, float_constant(float("-nan"), t))
+    return insert(rewriter, llvm.SelectOp(created, nan, result))

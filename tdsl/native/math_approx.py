@@ -29,8 +29,9 @@ module rewrites, on f32 and f64 (f16 is widened to f32 first by
 The coefficients of ``P`` and ``Q`` come from ``benchmarks/fit_polynomials.py``.
 Special values are NumPy's: nan in gives nan, ``exp(-inf) = 0``,
 ``exp(+inf) = inf``, overflow gives inf, underflow 0 or a subnormal,
-``log(0) = -inf``, ``log(x < 0) = nan``, ``log1p(-1) = -inf``, and ``-0`` maps to
-``-0`` for the odd functions (``expm1``, ``log1p``, ``tanh``, ``sinh``).
+``log(0) = -inf``, ``log(x < 0) = -nan`` (NumPy's sign), ``log1p(-1) = -inf``, and ``-0`` maps to
+``-0`` for the odd functions (``expm1``, ``log1p``, ``tanh``, ``sinh``), as do
+subnormal and tiny ``x`` (``expm1(x) = x`` below ``2^-(p+1)``, ``p`` the precision).
 Measured maximum errors against float64 / float128-free references are in
 ``python benchmarks/native_loops.py accuracy`` and the pass's documentation.
 
@@ -346,6 +347,14 @@ class _Emitter:
         """``x`` where it is nan, else ``result``."""
         return self.select(self.cmp("uno", x, x), x, result)
 
+    def keep_tiny(self, x: SSAValue, result: SSAValue) -> SSAValue:
+        """``x`` where ``|x| < 2^-(mantissa + 2)`` (±0 and subnormals included), else
+        ``result``: there ``expm1(x) = x + x^2/2 + ...`` rounds to ``x``, which the
+        range reduction would lose (it computes ``2 (2^-1 x)``, and ``2^-1 x`` of a
+        subnormal is rounded: ``expm1(1e-45)`` was 0)."""
+        tiny = self.c(2.0 ** -(self.fmt.mantissa + 2))
+        return self.select(self.cmp("olt", self.abs(x), tiny), x, result)
+
     def keep_zero(self, x: SSAValue, result: SSAValue) -> SSAValue:
         """``x`` where it is ±0 (keeps the sign of zero), else ``result``."""
         return self.select(self.cmp("oeq", x, self.c(0.0)), x, result)
@@ -353,7 +362,9 @@ class _Emitter:
     def log_specials(self, x: SSAValue, result: SSAValue, zero_at: float) -> SSAValue:
         """NumPy's ``log`` special cases around ``result`` (``log1p`` with ``zero_at=-1``)."""
         at = self.c(zero_at)
-        result = self.select(self.cmp("olt", x, at), self.c(float("nan")), result)
+        # NumPy's nan for an argument below the domain has the sign bit set (x86's
+        # default nan, which its loops make)
+        result = self.select(self.cmp("olt", x, at), self.c(float("-nan")), result)
         result = self.select(self.cmp("oeq", x, at), self.c(float("-inf")), result)
         inf = self.c(float("inf"))
         result = self.select(self.cmp("oeq", x, inf), inf, result)
@@ -366,7 +377,7 @@ def _expand(e: _Emitter, op: Operation, x: SSAValue) -> SSAValue | None:
         case math.ExpOp():
             return e.exp(x)
         case math.ExpM1Op():
-            return e.keep_nan(x, e.keep_zero(x, e.expm1(x)))
+            return e.keep_nan(x, e.keep_tiny(x, e.expm1(x)))
         case math.LogOp():
             return e.log_specials(x, e.log_positive(x), 0.0)
         case math.Log1pOp():

@@ -10,6 +10,11 @@ library function of the same name (``tanf`` for f32, ``tan`` for f64,
 declared in the module on first use).  ``tdslmath.hypot`` and
 ``tdslmath.nextafter`` call C's ``hypot``/``nextafter`` likewise.
 
+A nan that a library function creates from operands that are not nan (``log10(-1)``,
+``asin(2)``) is made ``-nan``: NumPy's (x86's default nan, which its own loops and
+the hardware produce; glibc returns ``+nan`` for some).  A nan operand's nan is
+passed through as the library returns it.
+
 The libm calls are not vectorized.  :mod:`tdsl.native.math_approx` rewrites
 ``exp``, ``log`` and their relatives into polynomial ``arith`` code first, when
 the pass asks for it.  f16 operands are expected to have been widened to f32
@@ -27,7 +32,7 @@ from xdsl.traits import SymbolTable
 
 from tdsl.dialects import tdslmath
 from tdsl.native.arith_to_llvm import float_suffix
-from tdsl.native.llvm_types import float_constant, insert, replace_op
+from tdsl.native.llvm_types import float_constant, insert, negative_created_nan, replace_op
 
 _UNARY_INTRINSIC_CALLS: dict[type[Operation], str] = {
     math.AbsFOp: "llvm.fabs",
@@ -107,6 +112,10 @@ def call_libm(
     return insert(rewriter, call)
 
 
+_CREATES_NAN_VIA_LIBM = {math.ExpOp, math.Exp2Op, math.LogOp, math.Log2Op, math.SinOp, math.CosOp}
+"""Intrinsics that LLVM turns into library calls (the others are exact instructions)."""
+
+
 class MathToLLVM(RewritePattern):
     """Every ``math`` op above, and ``tdslmath.hypot``/``nextafter``, to an intrinsic
     or a C library call."""
@@ -121,10 +130,14 @@ class MathToLLVM(RewritePattern):
         if (intrinsic := _UNARY_INTRINSIC_CALLS.get(kind)) is not None:
             call = llvm.CallIntrinsicOp(f"{intrinsic}.{float_suffix(t)}", args, [t])
             result = insert(rewriter, call)
+            if kind in _CREATES_NAN_VIA_LIBM:
+                result = negative_created_nan(rewriter, result, args, t)
         elif isinstance(op, math.CopySignOp | math.PowFOp):
             name = "llvm.copysign" if isinstance(op, math.CopySignOp) else "llvm.pow"
             call = llvm.CallIntrinsicOp(f"{name}.{float_suffix(t)}", args, [t])
             result = insert(rewriter, call)
+            if isinstance(op, math.PowFOp):
+                result = negative_created_nan(rewriter, result, args, t)
         elif isinstance(op, math.FmaOp):
             result = insert(rewriter, llvm.FMAOp(op.a, op.b, op.c))
         elif isinstance(op, math.RsqrtOp):
@@ -136,6 +149,8 @@ class MathToLLVM(RewritePattern):
             if name is None:
                 return
             result = call_libm(rewriter, op, name, args, t)
+            if not isinstance(op, tdslmath.NextAfterOp):
+                result = negative_created_nan(rewriter, result, args, t)
         else:
             return
         replace_op(rewriter, op, [result])

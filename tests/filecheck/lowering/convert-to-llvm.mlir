@@ -22,7 +22,8 @@
 // CHECK-NEXT:    %y = llvm.load %[[PB]] : !llvm.ptr -> f32
 // maximumf propagates nan: llvm.maximum, not maxnum
 // CHECK-NEXT:    %r = llvm.call_intrinsic "llvm.maximum.f32"(%x, %[[ZERO]]) : (f32, f32) -> f32
-// CHECK-NEXT:    %s = llvm.fadd %r, %y {fastmathFlags = #llvm.fastmath<reassoc,contract>} : f32
+// No fast-math flags are added: NumPy's rounding, overflow and nan.
+// CHECK-NEXT:    %s = llvm.fadd %r, %y : f32
 // CHECK:         llvm.store %s, %{{.*}} : f32, !llvm.ptr
 // CHECK:         llvm.return
 func.func @relu_add(%a: memref<4x8xf32>, %b: memref<8xf32, strided<[2], offset: 1>>, %out: memref<4x8xf32>) {
@@ -43,12 +44,13 @@ func.func @relu_add(%a: memref<4x8xf32>, %b: memref<8xf32, strided<[2], offset: 
   func.return
 }
 
-// The loop-carried accumulator becomes a block argument of the loop header.
+// The loop-carried accumulator becomes a block argument of the loop header; the
+// reassoc flag tdsl-lower-to-loops puts on a sum's accumulator is kept.
 
 // CHECK-LABEL: llvm.func @row_sum(
 // CHECK:         llvm.br ^bb3(%{{.*}}, %init : i64, f64)
 // CHECK-NEXT:  ^bb3(%{{.*}}: i64, %acc: f64):
-// CHECK:         %n = llvm.fadd %acc, %v {fastmathFlags = #llvm.fastmath<reassoc,contract>} : f64
+// CHECK:         %n = llvm.fadd %acc, %v {fastmathFlags = #llvm.fastmath<reassoc>} : f64
 // CHECK:         llvm.br ^bb3(%{{.*}}, %n : i64, f64)
 // CHECK:       ^bb5:
 // CHECK:         llvm.store %acc, %{{.*}} : f64, !llvm.ptr
@@ -61,7 +63,7 @@ func.func @row_sum(%a: memref<4x8xf64>, %out: memref<4xf64>) {
   scf.for %i = %c0 to %c4 step %c1 {
     %sum = scf.for %j = %c0 to %c8 step %c1 iter_args(%acc = %init) -> (f64) {
       %v = memref.load %a[%i, %j] : memref<4x8xf64>
-      %n = arith.addf %acc, %v : f64
+      %n = arith.addf %acc, %v fastmath<reassoc> : f64
       scf.yield %n : f64
     }
     memref.store %sum, %out[%i] : memref<4xf64>
@@ -69,13 +71,19 @@ func.func @row_sum(%a: memref<4x8xf64>, %out: memref<4xf64>) {
   func.return
 }
 
-// f16 is computed in f32; a libm function is declared and called.
+// f16 is computed in f32; a libm function is declared and called; a nan it makes
+// of a number is -nan (NumPy's).
 
 // CHECK-LABEL: llvm.func @half_tan(
 // CHECK:         %[[H:.*]] = llvm.load %{{.*}} : !llvm.ptr -> f16
 // CHECK-NEXT:    %[[W:.*]] = llvm.fpext %[[H]] : f16 to f32
 // CHECK-NEXT:    %[[T:.*]] = llvm.call @tanf(%[[W]]) : (f32) -> f32
-// CHECK-NEXT:    %t = llvm.fptrunc %[[T]] : f32 to f16
+// CHECK-NEXT:    %[[NAN:.*]] = llvm.fcmp "uno" %[[T]], %[[T]] : f32
+// CHECK-NEXT:    %[[NUM:.*]] = llvm.fcmp "ord" %[[W]], %[[W]] : f32
+// CHECK-NEXT:    %[[MADE:.*]] = llvm.and %[[NAN]], %[[NUM]] : i1
+// CHECK-NEXT:    %[[NEG:.*]] = llvm.mlir.constant(0xffc00000 : f32) : f32
+// CHECK-NEXT:    %[[R:.*]] = llvm.select %[[MADE]], %[[NEG]], %[[T]] : i1, f32
+// CHECK-NEXT:    %t = llvm.fptrunc %[[R]] : f32 to f16
 // CHECK:         llvm.store %t, %{{.*}} : f16, !llvm.ptr
 // CHECK:       llvm.func @tanf(f32) -> f32
 func.func @half_tan(%a: memref<4xf16>, %out: memref<4xf16>) {

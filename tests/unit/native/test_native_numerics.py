@@ -1,0 +1,471 @@
+"""NumPy's numbers on the native target (and the numpy target), element by element.
+
+Regression tests for what the native target used to get wrong: fast-math flags on
+element-wise code (fused multiply-adds and reassociation changed overflow, nan and
+rounding), a float16 matmul rounding its running sum to float16, ``expm1`` of
+subnormals, and the sign of the nans an op creates.  Then a differential property
+test over special values (nan, ±inf, ±0, subnormals, magnitudes whose products
+overflow or underflow) for float16, float32 and float64 that compares both targets
+with NumPy element by element:
+
+- the same nan positions, the same infinities (signs included);
+- where the drawn expression is one op on inputs without nan, every nan is one the
+  op creates: its sign bit is NumPy's (``-nan`` on x86);
+- expressions are trees of correctly rounded ops (``+ - * /``, ``sqrt``, ``abs``,
+  ``floor``, ``maximum``, ``fmod``, ...), possibly ending with one inexact op
+  (``exp``, ``power``, ...; only at the end, so that no later op amplifies its
+  error) and then a reduction; correctly rounded ops and ``max``/``min``/``prod``
+  of them give NumPy's result bit for bit, signed zeros included (no fast-math
+  flag may change a rounding); the inexact op is within ``ULP_TOLERANCE`` ulp of
+  NumPy's; ``sum`` and ``mean`` may add in another order, within ``sum_bound``;
+- where both results are zero (outside a max/min/sum), the same sign of zero.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+
+from tdsl.jit import JITTensorKernel
+from tdsl.native.compile import host_info, native_unavailable_reason
+
+NATIVE = pytest.mark.skipif(
+    native_unavailable_reason() is not None, reason=str(native_unavailable_reason())
+)
+
+Array = np.ndarray[Any, np.dtype[Any]]
+DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+
+
+def run(target: str, expr: str, **arrays: Array) -> Array:
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.asarray(JITTensorKernel(target=target)(expr, **arrays))
+
+
+def same_bits(got: Array, want: Array) -> bool:
+    """Equal values, nan where NumPy has nan, signs of zeros and nans included."""
+    return (
+        got.dtype == want.dtype
+        and np.array_equal(got, want, equal_nan=True)
+        and np.array_equal(np.signbit(got), np.signbit(want))
+    )
+
+
+# --------------------------------------------------------------------------- regressions
+
+INF = np.inf
+FAST_MATH_CASES = [
+    # (expression, inputs): the fused or reassociated form gives another result
+    ("a * a - c", {"a": np.full(4, 2e19, np.float32), "c": np.full(4, 3e38, np.float32)}),
+    ("x * y + z", {"x": [-INF, -15.0], "y": [55.5, -1.7e308], "z": [0.0, -INF]}),
+    (
+        "square(power(x, y))",
+        {"x": np.array([-2, -1.5563743, 4], np.float32), "y": np.array([0.5, 1.5, 0.5], np.float32)},
+    ),
+    ("x * 2 * 0.5", {"x": [1e308, 800.0, -2.0, 3.0]}),
+    ("x / y * y", {"x": [1e308, 800.0, -2.0, 3.0], "y": [-800.0, -800.0, 0.5, 1e-320]}),
+    ("prod(x)", {"x": np.tile([1e200, 1e-200], 64)}),
+    ("b * c - d", {"b": [1.0 + 2.0**-30], "c": [1.0 - 2.0**-30], "d": [1.0]}),
+]
+
+
+@NATIVE
+@pytest.mark.parametrize("expr, values", FAST_MATH_CASES, ids=[c[0] for c in FAST_MATH_CASES])
+def test_no_fast_math_changes_numpy_results(expr: str, values: dict[str, Any]) -> None:
+    """Without ``contract`` no fused multiply-add (``a * a`` overflows, ``b * c - d``
+    rounds twice); without ``reassoc`` nothing is folded or reordered."""
+    arrays = {k: np.asarray(v) for k, v in values.items()}
+    with np.errstate(all="ignore"):
+        want = np.asarray(eval(expr, {"square": np.square, "power": np.power, "prod": np.prod}, arrays))
+    got = run("native", expr, **arrays)
+    assert same_bits(got, want), f"{expr}: native {got}, NumPy {want}"
+
+
+@NATIVE
+@pytest.mark.skipif(not host_info().triple.startswith("x86_64"), reason="x86 assembly")
+@pytest.mark.parametrize("expr", ["sum(A, axis=1)", "mean(A, axis=1)", "max(A, axis=1)", "min(A)"])
+def test_reductions_still_vectorize(expr: str) -> None:
+    """A sum's accumulator carries ``reassoc`` (and nothing else does): LLVM still
+    vectorizes row sums; max and min vectorize without flags (``llvm.maximum``)."""
+    kernel = JITTensorKernel(target="native", threads=1).compile(expr, {"A": (64, 256)}, "f32")
+    assembly = kernel.function.code.compiled.assembly()  # pyright: ignore[reportAttributeAccessIssue]
+    packed = re.findall(r"\tv(?:add|max|min|cmp\w*|blendv)ps\t.*%[xyz]mm", assembly)
+    assert len(packed) >= 4, f"{expr}: no packed single-precision arithmetic"
+
+
+@NATIVE
+def test_f16_matmul_accumulates_in_f32() -> None:
+    rng = np.random.default_rng(0)
+    a = rng.uniform(0, 1, (64, 2000)).astype(np.float16)
+    b = rng.uniform(0, 1, (2000, 65)).astype(np.float16)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    got = run("native", "matmul(A, B)", A=a, B=b)
+    assert got.dtype == np.float16
+    error = float(np.max(np.abs(got - exact) / exact))
+    numpy_error = float(np.max(np.abs(a @ b - exact) / exact))
+    assert error <= 1.5 * numpy_error, f"max relative error {error:.2g}, NumPy's {numpy_error:.2g}"
+
+
+@NATIVE
+@pytest.mark.parametrize(
+    "values, dtype",
+    [
+        ([1e-45, 4.2e-45, 1.7299e-41, -1e-45, -1.1e-38, 2.0**-26, -(2.0**-25)], np.float32),
+        ([5e-324, -5e-324, 1e-310, -2.2e-308, 2.0**-55], np.float64),
+        ([6e-8, -6e-8, 3e-5], np.float16),
+    ],
+)
+@pytest.mark.parametrize("fn", ["expm1", "log1p", "tanh", "sinh", "arcsinh", "arctanh", "sin"])
+def test_tiny_arguments_of_odd_functions_give_x(fn: str, values: list[float], dtype: Any) -> None:
+    """``f(x) = x`` for subnormal and tiny ``x`` (and ``f(±0) = ±0``): ``expm1`` used to
+    lose them in its range reduction (``expm1(y) / 0`` was nan instead of inf)."""
+    x = np.array([0.0, -0.0, *values], dtype)
+    want = getattr(np, fn)(x)
+    got = run("native", f"{fn}(x)", x=x)
+    assert same_bits(got, want), f"{fn}: native {got}, NumPy {want}"
+    if fn == "expm1":
+        y = run("native", "expm1(x) / (x - x)", x=x[2:])
+        assert np.all(np.isinf(y)), y
+
+
+NAN_CREATING = [
+    ("log(x)", [-1.0, -0.5, -INF]),
+    ("log1p(x)", [-2.0, -INF]),
+    ("log2(x)", [-1.0, -INF]),
+    ("log10(x)", [-1.0, -INF]),
+    ("sqrt(x)", [-1.0, -INF]),
+    ("arcsin(x)", [2.0, -2.0, INF]),
+    ("arccos(x)", [2.0, -2.0, -INF]),
+    ("arccosh(x)", [0.5, -2.0]),
+    ("arctanh(x)", [2.0, -2.0]),
+    ("sin(x)", [INF, -INF]),
+    ("cos(x)", [INF]),
+    ("tan(x)", [-INF]),
+    ("x / (x - x)", [0.0, -0.0]),
+    ("x - x", [INF, -INF]),
+    ("x * 0", [INF, -INF]),
+    ("power(x, 0.5)", [-2.0, -0.5]),
+    ("fmod(x, 0)", [1.0, -1.0, INF]),
+    ("x % 0", [1.0, -1.0]),
+    ("remainder(x, 1)", [INF, -INF]),
+]
+
+
+@pytest.mark.parametrize("target", ["numpy", pytest.param("native", marks=NATIVE)])
+@pytest.mark.parametrize("dtype", ["f16", "f32", "f64"])
+@pytest.mark.parametrize("expr, values", NAN_CREATING, ids=[c[0] for c in NAN_CREATING])
+def test_created_nans_have_numpys_sign(target: str, dtype: str, expr: str, values: list[float]) -> None:
+    """An op that makes a nan from operands that are not nan gives NumPy's nan: on x86
+    ``-nan`` (``copysign(2, log(-1))`` is ``-2``), whichever function computes it."""
+    x = np.array(values, DTYPES[dtype])
+    with np.errstate(all="ignore"):
+        want = np.asarray(eval(expr, {**{n: getattr(np, n) for n in dir(np)}, "x": x}))
+    assert np.all(np.isnan(want))
+    got = run(target, expr, x=x)
+    assert same_bits(got, want), f"{expr}: {target} {got} (sign bits {np.signbit(got)})"
+    d = np.array([-1.0, -0.5], DTYPES[dtype])
+    signs = run(target, "copysign(2 + 0 * d, log(d))", d=d)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(signs, np.copysign(2 + 0 * d, np.log(d)))
+
+
+@pytest.mark.parametrize("target", ["numpy", pytest.param("native", marks=NATIVE)])
+@pytest.mark.parametrize("dtype", ["f16", "f32", "f64"])
+def test_maximum_minimum_relu_of_signed_zeros_are_numpys(target: str, dtype: str) -> None:
+    """Of equal operands NumPy's maximum/minimum return the second (f32, f64) or the
+    first (f16): ``relu(-0)`` is ``-0`` in f16, ``+0`` otherwise."""
+    a = np.array([-0.0, 0.0, np.nan, 1.0, -0.0], DTYPES[dtype])
+    b = np.array([0.0, -0.0, 1.0, np.nan, -0.0], DTYPES[dtype])
+    for fn in ("maximum", "minimum"):
+        got = run(target, f"{fn}(a, b)", a=a, b=b)
+        assert same_bits(got, getattr(np, fn)(a, b)), f"{fn}: {got}"
+    got = run(target, "relu(a)", a=a)
+    assert same_bits(got, np.maximum(a, DTYPES[dtype](0))), f"relu: {got}"
+
+
+@pytest.mark.parametrize("target", ["numpy", pytest.param("native", marks=NATIVE)])
+@pytest.mark.parametrize("dtype", ["f16", "f32", "f64"])
+def test_power_of_one_half_is_numpys(target: str, dtype: str) -> None:
+    """NumPy computes ``x ** 0.5`` as ``sqrt(x)`` for a one-element exponent in f32/f64
+    (``-0 -> -0``, ``-inf -> nan``) and as ``pow`` otherwise."""
+    t = DTYPES[dtype]
+    x = np.array([-INF, -0.0, 0.0, 3.0, -2.0, INF], t)
+    for y in (np.array(0.5, t), np.array([0.5], t), np.full(6, 0.5, t)):
+        with np.errstate(all="ignore"):
+            want = np.power(x, y)
+        got = run(target, "power(x, y)", x=x, y=y)
+        exact = np.isnan(want) | np.isinf(want) | (want == 0)
+        assert same_bits(got[exact], want[exact]), f"y {y.shape}: {got}, NumPy {want}"
+        np.testing.assert_allclose(got, want, rtol=float(np.finfo(t).eps))
+    with np.errstate(all="ignore"):
+        want = np.power(x, t(0.5))
+    assert same_bits(run(target, "power(x, 0.5)", x=x), want)
+
+
+# --------------------------------------------------------------------------- the property
+
+
+def special_values(dtype: Any) -> list[float]:
+    """nan, ±inf, ±0, subnormals, the normal limits, magnitudes whose square overflows
+    or underflows, and ordinary numbers."""
+    fi = np.finfo(dtype)
+    big = float(np.sqrt(float(fi.max))) * 2
+    small = float(np.sqrt(float(fi.smallest_normal))) / 4
+    positive = [
+        float(fi.smallest_subnormal),
+        float(fi.smallest_subnormal) * 3,
+        float(fi.smallest_normal) / 3,
+        float(fi.smallest_normal),
+        small,
+        0.5,
+        1.0,
+        2.0,
+        3.0,
+        big,
+        float(fi.max),
+    ]
+    return [float("nan"), INF, -INF, 0.0, -0.0, *positive, *(-v for v in positive)]
+
+
+EXACT_UNARY = ["abs", "ceil", "floor", "trunc", "round", "neg", "relu", "square", "sqrt",
+               "reciprocal", "sign", "copy"]  # fmt: skip
+INEXACT_UNARY = ["exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan",
+                 "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
+                 "arctanh"]  # fmt: skip
+EXACT_BINARY = ["+", "-", "*", "/", "maximum", "minimum", "copysign", "fmod", "nextafter"]
+INEXACT_BINARY = ["power", "hypot", "arctan2", "remainder"]
+OPERATORS = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}
+NUMPY_NAMES = {"neg": "negative", "copy": "positive", "round": "rint"}
+
+ULP_TOLERANCE = {"f16": 1, "f32": 4, "f64": 4}
+"""Allowed distance from NumPy of the one inexact op an expression may end with, in
+ulp of NumPy's result: the polynomials are within 2 ulp of the exact value, the C
+library and NumPy's own loops within about 1-2; float16 computes in float32 and
+rounds once, so it is off by at most one float16 ulp."""
+
+
+def numpy_function(name: str) -> Callable[..., Array]:
+    if name == "relu":
+        return lambda x: np.maximum(x, x.dtype.type(0))
+    return getattr(np, NUMPY_NAMES.get(name, name))
+
+
+@dataclass
+class Expression:
+    text: str
+    numpy: Callable[[dict[str, Array]], Array]
+    ops: int = 0
+    inexact: bool = False
+    """Whether it ends with an inexact op (exp, power, ...): only the last op may be
+    one, so that no error is amplified by the ops after it."""
+    reduction: str | None = None
+    """The reduction applied last, if any."""
+
+
+def unary(name: str, a: Expression) -> Expression:
+    f = numpy_function(name)
+    return Expression(
+        f"{name}({a.text})", lambda env: f(a.numpy(env)), a.ops + 1, name in INEXACT_UNARY
+    )
+
+
+def binary(name: str, a: Expression, b: Expression) -> Expression:
+    f = OPERATORS.get(name) or numpy_function(name)
+    text = f"({a.text} {name} {b.text})" if name in OPERATORS else f"{name}({a.text}, {b.text})"
+    return Expression(
+        text, lambda env: f(a.numpy(env), b.numpy(env)), a.ops + b.ops + 1, name in INEXACT_BINARY
+    )
+
+
+@dataclass
+class Draw:
+    draw: st.DrawFn
+    names: list[str] = field(default_factory=list[str])
+
+    def leaf(self) -> Expression:
+        if self.names and self.draw(st.booleans()):
+            name = self.draw(st.sampled_from(self.names))
+        else:
+            name = f"x{len(self.names)}"
+            self.names.append(name)
+        return Expression(name, lambda env, n=name: env[n])
+
+    def operand(self, depth: int) -> Expression:
+        """An exact subtree, or (one time in four) a literal."""
+        if self.draw(st.integers(0, 3)) == 0:
+            literal = self.draw(st.sampled_from(["2", "0.5", "3"]))
+            return Expression(literal, lambda env, v=float(literal): v)
+        return self.exact(depth)
+
+    def exact(self, depth: int) -> Expression:
+        """A tree of correctly rounded ops: NumPy's result bit for bit."""
+        kind = self.draw(st.sampled_from(["leaf", "unary", "binary", "binary"]))
+        if depth == 0 or kind == "leaf":
+            return self.leaf()
+        if kind == "unary":
+            return unary(self.draw(st.sampled_from(EXACT_UNARY)), self.exact(depth - 1))
+        return self.pair(self.draw(st.sampled_from(EXACT_BINARY)), depth)
+
+    def pair(self, name: str, depth: int) -> Expression:
+        a, b = self.exact(depth - 1), self.operand(depth - 1)
+        if self.draw(st.booleans()) and not b.text[0].isdigit():
+            a, b = b, a
+        return binary(name, a, b)
+
+    def last(self, depth: int) -> Expression:
+        """An exact tree, possibly ending with one inexact op."""
+        kind = self.draw(st.sampled_from(["exact", "unary", "binary"]))
+        if kind == "exact":
+            return self.exact(depth)
+        if kind == "unary":
+            return unary(self.draw(st.sampled_from(INEXACT_UNARY)), self.exact(depth - 1))
+        return self.pair(self.draw(st.sampled_from(INEXACT_BINARY)), depth)
+
+
+@dataclass(frozen=True)
+class Case:
+    expr: Expression
+    names: tuple[str, ...]
+    arrays: dict[str, Array]
+    dtype: str
+    single_op: bool
+    axis: int | None = None
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> Case:
+    dtype = draw(st.sampled_from(list(DTYPES)))
+    d = Draw(draw)
+    single_op = draw(st.integers(0, 2)) == 0
+    expr = d.last(1 if single_op else draw(st.integers(1, 3)))
+    if expr.ops == 0:  # a bare input: apply one op to it
+        expr = unary(draw(st.sampled_from(EXACT_UNARY + INEXACT_UNARY)), expr)
+    shape = draw(st.sampled_from([(7,), (3, 5), (1,)]))
+    axis: int | None = None
+    if not single_op and draw(st.integers(0, 3)) == 0:
+        # prod after an inexact op would multiply its errors: only exact operands
+        names = ["max", "min", "sum", "mean"] + ([] if expr.inexact else ["prod"])
+        name = draw(st.sampled_from(names))
+        inner, reduce = expr, getattr(np, name)
+        axis = draw(st.sampled_from([None, -1]))
+        text = f"{name}({inner.text}" + (", axis=-1)" if axis is not None else ")")
+        expr = Expression(
+            text,
+            lambda env: reduce(inner.numpy(env), axis=axis),
+            inner.ops + 1,
+            inner.inexact,
+            name,
+        )
+        expr.operand = inner  # pyright: ignore[reportAttributeAccessIssue]
+    specials = special_values(DTYPES[dtype])
+    if single_op:  # nans in the result are then created by the op
+        specials = [v for v in specials if not np.isnan(v)]
+    element = st.one_of(
+        st.sampled_from(specials),
+        st.floats(-4, 4, width=16 if dtype == "f16" else 32 if dtype == "f32" else 64),
+    )
+    size = int(np.prod(shape))
+    arrays = {
+        n: np.array(draw(st.lists(element, min_size=size, max_size=size)), DTYPES[dtype]).reshape(
+            shape
+        )
+        for n in d.names
+    }
+    return Case(expr, tuple(d.names), arrays, dtype, single_op, axis)
+
+
+def ulps(got: Array, want: Array) -> Array:
+    """``|got - want|`` in units of the last place of ``want`` (in ``want``'s type)."""
+    with np.errstate(over="ignore"):  # the spacing of float16's max overflows
+        spacing = np.spacing(np.abs(want)).astype(np.float64)
+    return np.abs(got.astype(np.float64) - want.astype(np.float64)) / spacing
+
+
+def sum_bound(case: Case, want: Array) -> Array:
+    """How far a sum (mean) may be from NumPy's: both orders are within
+    ``n u sum(|x|)`` of the exact sum (``u`` the float32 unit roundoff for float16,
+    whose sums accumulate in float32), plus the rounding of each result (and of the
+    inexact op's values, ``ULP_TOLERANCE`` ulp each) and of the mean's division."""
+    operand = np.asarray(case.expr.operand.numpy(case.arrays))  # pyright: ignore
+    magnitudes = np.abs(operand.astype(np.float64))
+    n = operand.size if case.axis is None else operand.shape[-1]
+    total = magnitudes.sum(axis=case.axis)
+    if case.expr.reduction == "mean":
+        total = total / n
+    acc = np.finfo(np.float32 if case.dtype == "f16" else DTYPES[case.dtype]).eps
+    eps = float(np.finfo(DTYPES[case.dtype]).eps)
+    per_value = ULP_TOLERANCE[case.dtype] * eps if case.expr.inexact else 0.0
+    with np.errstate(over="ignore"):
+        spacing = np.spacing(np.abs(want)).astype(np.float64)
+    return (2 * n * float(acc) + per_value) * total + 2 * spacing
+
+
+def compare(got: Array, want: Array, case: Case, target: str) -> None:
+    what = f"{target}: {case.expr.text} ({case.dtype})"
+    assert got.shape == want.shape and got.dtype == want.dtype, what
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), nan, err_msg=f"{what}: nan positions")
+    finite = np.isfinite(want)
+    reordered = case.expr.reduction in ("sum", "mean")
+    if reordered:  # another order may overflow or not: judged with the bound below
+        finite = finite & np.isfinite(sum_bound(case, want))
+    else:
+        inf = np.isinf(want)
+        np.testing.assert_array_equal(got[inf], want[inf], err_msg=f"{what}: infinities")
+        assert not np.any(np.isinf(got[~inf])), f"{what}: inf where NumPy's is finite"
+    if case.single_op:
+        np.testing.assert_array_equal(
+            np.signbit(got[nan]), np.signbit(want[nan]), err_msg=f"{what}: sign of created nans"
+        )
+    zero = finite & (want == 0) & (got == 0)
+    if case.expr.reduction not in ("max", "min", "sum", "mean"):
+        # which zero a max of -0 and +0 is is unspecified (NumPy's too); a sum's may
+        # depend on the order
+        np.testing.assert_array_equal(
+            np.signbit(got[zero]), np.signbit(want[zero]), err_msg=f"{what}: signed zeros"
+        )
+    if reordered:
+        error = np.abs(got.astype(np.float64) - want.astype(np.float64))
+        bound = sum_bound(case, want)
+        assert np.all(error[finite] <= bound[finite]), (
+            f"{what}: error {error} beyond {bound}\ngot  {got}\nwant {want}"
+        )
+    elif not case.expr.inexact:
+        np.testing.assert_array_equal(got[finite], want[finite], err_msg=f"{what}: exact ops")
+    else:
+        tolerance = ULP_TOLERANCE[case.dtype]
+        distance = ulps(got[finite], want[finite])
+        assert np.all(distance <= tolerance), (
+            f"{what}: {float(np.max(distance)):.3g} ulp from NumPy (allowed {tolerance})\n"
+            f"got  {got}\nwant {want}"
+        )
+
+
+@pytest.mark.parametrize("target", ["numpy", pytest.param("native", marks=NATIVE)])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=cases())
+def test_special_values_match_numpy_element_by_element(target: str, case: Case) -> None:
+    note(f"{case.expr.text}  dtype={case.dtype}")
+    for n in case.names:
+        note(f"{n} = {case.arrays[n]!r}")
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = np.asarray(case.expr.numpy(case.arrays))
+        if want.dtype != DTYPES[case.dtype]:  # a literal alone promotes nothing: keep the dtype
+            want = want.astype(DTYPES[case.dtype])
+        kernel = JITTensorKernel(target=target).compile(
+            case.expr.text,
+            {n: case.arrays[n].shape for n in case.names},
+            case.dtype,
+        )
+        got = np.asarray(kernel(**case.arrays))
+        compare(got, want, case, target)
