@@ -294,6 +294,10 @@ class Step:
     """Ops of an earlier pass this pass computes again for its own ops."""
     accumulating: tuple[Operation, ...] = ()
     """Ops of this pass that combine partial results over its tiles (final after it)."""
+    carrying: tuple[Operation, ...] = ()
+    """Scans of this pass (its own ops or recomputed ones) along a tiled dim: each tile
+    starts from the running values the tile before left in the op's carry, which the
+    pass sets to the scan's identity first (see ``scan_combiner``)."""
 
     @property
     def is_pass(self) -> bool:
@@ -421,6 +425,19 @@ def _schedule(body: GroupBody, tiles: tuple[int, ...]) -> TileSchedule:
                     f"'{op.name}' normalizes along d{d}, which is tiled: the tile would not "
                     "hold whole rows (decompose the op to run it over tiles of its rows)"
                 )
+        scans = {
+            d
+            for d, kind in zip(loop_dims, kinds, strict=True)
+            if d in red_tiled and kind is IteratorType.SCAN
+        }
+        if scans and (on_tiled - scans or red_tiled - on_tiled):
+            other = min((on_tiled - scans) | (red_tiled - on_tiled))
+            raise PlanError(
+                f"'{op.name}' scans along d{min(scans)} and d{other} is tiled too: a pass "
+                f"over both would need its running values across tiles of d{other}"
+            )
+        if scans and len(scans) > 1:
+            raise PlanError(f"'{op.name}' scans along several tiled dims")
         if reduces and on_tiled - reduces:
             kept = min(on_tiled - reduces)
             raise PlanError(
@@ -490,6 +507,7 @@ def _schedule(body: GroupBody, tiles: tuple[int, ...]) -> TileSchedule:
                     ordered,
                     frozenset(again),
                     tuple(op for op in own if op in accumulating),
+                    tuple(op for op in ordered if _scans_tiled(body, op, red_tiled)),
                 )
             )
     fused: dict[Operation, Operation] = {}
@@ -514,6 +532,35 @@ def _schedule(body: GroupBody, tiles: tuple[int, ...]) -> TileSchedule:
         steps=tuple(steps),
         step_of=step_of,
         fused=fused,
+    )
+
+
+def _scans_tiled(body: GroupBody, op: Operation, red_tiled: set[int]) -> bool:
+    """Whether ``op`` scans along a tiled dim (it carries running values across tiles)."""
+    kinds = _structured(op).iterator_types()
+    return any(
+        d in red_tiled and kind is IteratorType.SCAN
+        for d, kind in zip(body.loop_dims(op), kinds, strict=True)
+    )
+
+
+def carry_dims(body: GroupBody, op: Operation) -> Dims:
+    """The dims of a scan's carry: its result's, with the scan dims kept as extent 1."""
+    s = _structured(op)
+    kinds = s.iterator_types()
+    loops = body.loop_dims(op)
+    scanned = {loops[i] for i, kind in enumerate(kinds) if kind is IteratorType.SCAN}
+    return tuple(None if d in scanned else d for d in body.dims[op.results[0]])
+
+
+def carry_shape(body: GroupBody, op: Operation, tiles: Sequence[int]) -> tuple[int, ...]:
+    """The shape of a scan's carry in a full tile."""
+    shape = body.shape(op.results[0], tiles)
+    kinds = _structured(op).iterator_types()
+    loops = body.loop_dims(op)
+    scanned = {loops[i] for i, kind in enumerate(kinds) if kind is IteratorType.SCAN}
+    return tuple(
+        1 if d in scanned else n for n, d in zip(shape, body.dims[op.results[0]], strict=True)
     )
 
 
@@ -558,6 +605,8 @@ class OpPlan:
     """For an accumulating op: where the accumulator lives during its pass."""
     partial: int = -1
     """For an accumulating op: the buffer its per-tile partial result goes to."""
+    carry: int = -1
+    """For a scan along a tiled dim: the buffer holding its running values for the pass."""
 
 
 @dataclass(frozen=True)
@@ -768,9 +817,12 @@ def _plan_scratch(sched: TileSchedule) -> ScratchPlan:
         return Slot("buffer", pool.take(math.prod(shape(inst[0])), dt))
 
     accumulators: dict[Operation, Slot] = {}
+    carries: dict[tuple[Operation, int], int] = {}
     for ev in walk.events:
         op, step = ev.op, ev.step
         s = _structured(op)
+        for key in [k for k in carries if walk.pass_end[k[1]] < ev.position]:
+            pool.give(carries.pop(key))  # a pass ended: its carries are free
         if ev.finalize:
             acc_slot = accumulators.pop(op)
             inst = (op.results[0], step + 1)
@@ -796,6 +848,12 @@ def _plan_scratch(sched: TileSchedule) -> ScratchPlan:
                     accumulators[acc_op] = Slot("output", hints[inst])
                 else:
                     accumulators[acc_op] = new_buffer(inst, acc_dtype)
+            # and so do the running values of its scans
+            for scan_op in sched.step(step).carrying:
+                carries[(scan_op, step)] = pool.take(
+                    math.prod(carry_shape(body, scan_op, tiles)),
+                    _structured(scan_op).scan_carry_dtype(),
+                )
 
         reads = [instance(v, step) for v, _ in sched.reads(op)]
         dying = [r for r in dict.fromkeys(reads) if r[1] >= 0 and last_use.get(r) == ev.position]
@@ -847,7 +905,7 @@ def _plan_scratch(sched: TileSchedule) -> ScratchPlan:
             )
             workspaces = tuple(pool.take(math.prod(sh), dt) for sh, dt in spaces)
             taken.extend(workspaces)
-        ops[(op, step)] = OpPlan(workspaces, accumulator, partial)
+        ops[(op, step)] = OpPlan(workspaces, accumulator, partial, carries.get((op, step), -1))
         for b in taken:
             pool.give(b)
         for o in dying + aliased:
@@ -944,6 +1002,8 @@ __all__ = [
     "Slot",
     "Step",
     "TileSchedule",
+    "carry_dims",
+    "carry_shape",
     "instance_of",
     "iter_tiles",
     "plan_scratch",

@@ -293,6 +293,10 @@ class IteratorType(StrEnum):
     NORMALIZE = "normalize"
     """Results run along it, but each depends on the whole row (softmax's axis): a tile
     along it takes the whole row, or the op is decomposed into passes over the row."""
+    SCAN = "scan"
+    """Results run along it, each combining the elements before it (``cumsum``'s axis):
+    tiles along it run in order, carrying the running value of each row from one tile
+    to the next (:meth:`StructuredOpInterface.scan_combiner`)."""
 
 
 def dims_map(num_loops: int, dims: Sequence[int | None]) -> AffineMap:
@@ -631,6 +635,52 @@ class StructuredOpInterface(abc.ABC):
         by ``count``; each op converts to its result's element type).  The shape stays
         ``acc``'s, reduced dims of extent 1."""
         raise NotImplementedError(f"'{cast(Operation, self).name}' has no partial results")
+
+    # -- scans: results along a dim, a running value carried across its tiles ------
+
+    def scan_combiner(self) -> Combiner | None:
+        """For an op with a ``scan`` dim: the ufunc whose ``accumulate`` it is and the
+        carry's start (its identity); None for other ops.
+
+        A tile along the scan dim starts from the carry (the running value of each row
+        so far, of :meth:`scan_carry_dtype`) and leaves its last running value in it."""
+        return None
+
+    def scan_carry_dtype(self) -> np.dtype[Any]:
+        """The dtype of the carry (the result's: NumPy's ``cumsum`` of float16 adds in
+        float16, rounding every partial sum)."""
+        return numpy_dtype(cast(Operation, self).results[0].type)
+
+    def scan_axes(self) -> tuple[int, ...]:
+        """The result axes along which it scans (its ``scan`` loop dims, as result axes)."""
+        kinds = self.iterator_types()
+        out_map = map_dims(self.indexing_maps()[-1])
+        return tuple(
+            k for k, d in enumerate(out_map) if d is not None and kinds[d] is IteratorType.SCAN
+        )
+
+    def evaluate_scan(
+        self, carry: np.ndarray[Any, Any] | None, *args: np.ndarray[Any, Any]
+    ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """The result of one tile of a scan from ``carry`` (None: the first tile), and the
+        carry after it (the result's last elements along the scan axis, kept as extent 1)."""
+        raise NotImplementedError(f"'{cast(Operation, self).name}' is not a scan")
+
+    def lower_numpy_scan(
+        self,
+        g: NumpyTileBuilder,
+        args: Sequence[NumpyValue],
+        results: Sequence[NumpyValue],
+        carry: NumpyValue,
+    ) -> None:
+        """Emit one tile of a scan: ``results`` from ``args`` starting from ``carry`` (the
+        running values so far, extent 1 along the scan axis), and update ``carry``."""
+        raise NotImplementedError(f"'{cast(Operation, self).name}' is not a scan")
+
+    def scalar_scan(self, b: Builder, carry: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
+        """Build the next running value from ``carry`` and one point's operand elements, on
+        scalars of :meth:`scan_carry_dtype`; the result element is that value."""
+        raise NotImplementedError(f"'{cast(Operation, self).name}' is not a scan")
 
     # -- row-normalizing ops -------------------------------------------------------
 
@@ -1199,6 +1249,181 @@ def row_stat_shape(shape: Sequence[int], axis: int) -> tuple[int, ...]:
     return tuple(1 if i == axis else d for i, d in enumerate(shape))
 
 
+class ScanOp(IRDLOperation, StructuredOpInterface, abc.ABC):
+    """Base of scans along ``axis``, NumPy's ``cumsum`` and ``cumprod``: the result has
+    the operand's type, and each element combines the elements of its row up to it.
+
+    A subclass names the NumPy ufunc whose ``accumulate`` it is (``NUMPY_UFUNC``), its
+    identity (``IDENTITY``) and the scalar op combining the running value with an element
+    (``COMBINE_OP``).  The axis is a ``scan`` dim: a row longer than a tile runs over
+    tiles in order, carrying each row's running value from one tile to the next; so a
+    scan is linear in its row whatever the budget.
+
+    As NumPy, ``axis`` absent (None) scans the flattened operand: that is the operand
+    itself for 0-d (the result is 1-d) and 1-d operands; flattening a 2-d or larger one
+    is a reshape, which tdsl cannot express yet, so it is refused.  The running value
+    has the result's dtype, as NumPy's: a float16 ``cumsum`` rounds every partial sum to
+    float16, and overflow, ``inf`` and ``nan`` propagate as in NumPy.
+    """
+
+    NUMPY_UFUNC: ClassVar[str]
+    IDENTITY: ClassVar[float]
+    COMBINE_OP: ClassVar[ScalarOpBuilder]
+    FUNCTION: ClassVar[str | None]
+    PARAMS: ClassVar[tuple[Param, ...]] = (Param("axis", "axis", None),)
+
+    input = operand_def(FloatTensorConstr)
+    result = result_def(FloatTensorConstr)
+    axis = opt_prop_def(IntegerAttr[I64])
+
+    assembly_format = "$input (`axis` `=` $axis^)? attr-dict `:` type($input) `->` type($result)"
+    traits = traits_def(Pure())
+
+    def __init__(self, input: SSAValue | Operation, axis: int | None = None) -> None:
+        value = operand_value(self.name, input)
+        shape = self.result_shape(tensor_shape(value), axis)
+        props: dict[str, Attribute] = {}
+        if axis is not None:
+            props["axis"] = _axis_attr(axis)
+        super().__init__(
+            operands=[value],
+            result_types=[tensor_type(element_type(value), shape)],
+            properties=props,
+        )
+
+    @classmethod
+    def result_shape(cls, shape: Sequence[int], axis: int | None) -> tuple[int, ...]:
+        """The result shape, or :class:`ShapeError` (a flattening scan of a 2-d or larger
+        operand)."""
+        if axis is not None:
+            normalize_axis(axis, len(shape))
+            return tuple(shape)
+        if len(shape) > 1:
+            raise ShapeError(
+                f"`{cls.FUNCTION}` without an axis scans the flattened tensor, and flattening "
+                f"a {fmt_shape(shape)} tensor is a reshape, which tdsl cannot express yet: "
+                f"pass an axis (`{cls.FUNCTION}(x, axis=-1)`), or scan a 1-d tensor"
+            )
+        return (math.prod(shape),) if not shape else tuple(shape)
+
+    @property
+    def axis_value(self) -> int:
+        """The scanned axis of the result, made non-negative (0 without an axis)."""
+        if self.axis is None:
+            return 0
+        return normalize_axis(self.axis.value.data, len(tensor_shape(self.input)))
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> tuple[Attribute, ...]:
+        (t,) = operand_types
+        axis = None if self.axis is None else self.axis.value.data
+        return (tensor_type(element_type(t), self.result_shape(tensor_shape(t), axis)),)
+
+    def verify_(self) -> None:
+        try:
+            (expected,) = self.infer_result_types([self.input.type])
+        except ShapeError as err:
+            raise shape_error(self, err, (self.input.type,)) from None
+        expect_shape(self, tensor_shape(expected), self.result.type, "result")
+        same_element_types(self, (self.input.type, self.result.type))
+
+    def loop_extents(self) -> tuple[int, ...]:
+        return tensor_shape(self.result)
+
+    def iterator_types(self) -> tuple[IteratorType, ...]:
+        axis = self.axis_value
+        return tuple(
+            IteratorType.SCAN if i == axis else IteratorType.PARALLEL
+            for i in range(len(tensor_shape(self.result)))
+        )
+
+    def indexing_maps(self) -> tuple[AffineMap, ...]:
+        rank = len(tensor_shape(self.result))
+        if not tensor_shape(self.input):  # a 0-d operand scanned as one element
+            return (dims_map(rank, ()), identity_map(rank))
+        return (identity_map(rank), identity_map(rank))
+
+    # -- computing ------------------------------------------------------------------
+
+    def _ufunc(self) -> Any:
+        return getattr(np, self.NUMPY_UFUNC)
+
+    def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
+        (x,) = args
+        dtype = numpy_dtype(self.result.type)
+        x = np.asarray(x).reshape(tensor_shape(self.result))
+        with np.errstate(all="ignore"):
+            value = self._ufunc().accumulate(x, axis=self.axis_value, dtype=dtype)
+        return (_as_array(value, dtype),)
+
+    def _cut(self, rank: int, part: str) -> str:
+        """A subscript selecting ``part`` (``0:1``, ``1:``, ``-1:``) along the scan axis."""
+        return "[" + ":, " * self.axis_value + part + "]" if rank else ""
+
+    def lower_numpy(
+        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
+    ) -> None:
+        (x,), (out,) = args, results
+        operand = "{0}.reshape(1)" if not x.shape else "{0}"
+        g.call(
+            f"np.{self.NUMPY_UFUNC}.accumulate({operand}, axis={self.axis_value}, out={{out}})",
+            x,
+            out=out,
+        )
+
+    def scan_combiner(self) -> Combiner:
+        return Combiner(self.NUMPY_UFUNC, self.IDENTITY)
+
+    def evaluate_scan(
+        self, carry: np.ndarray[Any, Any] | None, *args: np.ndarray[Any, Any]
+    ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        (x,) = args
+        k = self.axis_value
+        dtype = self.scan_carry_dtype()
+        shape = row_stat_shape(x.shape, k)
+        if carry is None:
+            carry = np.full(shape, self.IDENTITY, dtype=dtype)
+        if x.shape[k] == 0:
+            return np.empty(x.shape, dtype=dtype), carry
+        y = np.array(x, dtype=dtype)
+        first = (slice(None),) * k + (slice(0, 1),)
+        with np.errstate(all="ignore"):
+            y[first] = self._ufunc()(carry, y[first])
+            value = self._ufunc().accumulate(y, axis=k, dtype=dtype)
+        last = (slice(None),) * k + (slice(-1, None),)
+        return value, np.array(value[last])
+
+    def lower_numpy_scan(
+        self,
+        g: NumpyTileBuilder,
+        args: Sequence[NumpyValue],
+        results: Sequence[NumpyValue],
+        carry: NumpyValue,
+    ) -> None:
+        # the carry enters the first element, then the tile accumulates in place: the
+        # same operations, in the same order, as one accumulate over the whole row
+        (x,), (out,) = args, results
+        rank = len(out.shape)
+        first, rest, last = self._cut(rank, "0:1"), self._cut(rank, "1:"), self._cut(rank, "-1:")
+        u = self.NUMPY_UFUNC
+        g.call(f"np.{u}({{1}}, {{0}}{first}, out={{out}}{first})", x, carry, out=out)
+        g.call(f"np.copyto({{out}}{rest}, {{0}}{rest})", x, out=out)
+        g.call(f"np.{u}.accumulate({{out}}, axis={self.axis_value}, out={{out}})", out=out)
+        g.call(f"np.copyto({{out}}, {{0}}{last})", out, out=carry)
+
+    def scalar_scan(self, b: Builder, carry: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
+        return b.insert(self.COMBINE_OP(carry, args[0])).results[0]
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        """A scan whose loop dims are all parallel (its axis has extent 1, or a 0-d
+        operand): the first element of a row is the element itself, as NumPy's
+        ``accumulate`` copies it (so ``cumsum`` of ``-0.0`` is ``-0.0``)."""
+        return (args[0],)
+
+    @classmethod
+    def bool_inputs_as(cls) -> np.dtype[Any] | None:
+        return None  # NumPy's cumsum of booleans is an integer: refused, convert first
+
+
 __all__ = [
     "BOOL",
     "ELEMENT_TYPES",
@@ -1223,6 +1448,7 @@ __all__ = [
     "ReductionOp",
     "RowLocalOp",
     "ScalarOpBuilder",
+    "ScanOp",
     "ShapeError",
     "StaticShapeConstr",
     "StructuredOpInterface",

@@ -6,7 +6,9 @@ the parallel dims (row-major), its stages once and its passes once per tile of
 the tiled reduction dims, each op on the slices its maps select.  An op that
 accumulates over a pass computes its partial result on each tile
 (``evaluate_partial``), combines it into an accumulator that starts at the
-combiner's identity, and is finalized (``finalize``) after the pass.  Results
+combiner's identity, and is finalized (``finalize``) after the pass.  A scan
+along a tiled dim computes each tile from the running values the tile before
+left (``evaluate_scan``), starting from its identity.  Results
 are allocated filled with ``nan``, so an element that no tile writes (a bug in
 a schedule) shows up in a comparison instead of being left as uninitialized
 memory.  Every value a tile computes is a NumPy array of the sizes of that
@@ -128,6 +130,7 @@ class _TileRun:
         sched = self.sched
         step = sched.step(index)
         accs: dict[Operation, Array | None] = {op: None for op in step.accumulating}
+        carries: dict[Operation, Array | None] = {op: None for op in step.carrying}
         for inner in iter_tiles(self.body.extents, sched.tiles, sched.reduction_loops):
             window = {**outer, **inner}
             local: dict[SSAValue, Array] = dict(env)
@@ -139,6 +142,15 @@ class _TileRun:
                         *(self.read(v, window, local) for v in op.operands)
                     )
                     accs[op] = _combine(s, accs[op], partial)
+                    continue
+                if op in carries:  # a scan: this tile starts from the last one's values
+                    s = structured(op)
+                    assert isinstance(s, StructuredOpInterface)
+                    args = (self.read(v, window, local) for v in op.operands)
+                    value, carries[op] = s.evaluate_scan(carries[op], *args)
+                    local[op.results[0]] = value
+                    if op not in step.recomputed:
+                        self.write(op.results[0], window, local)
                     continue
                 self.compute(op, window, local)
                 if op not in step.recomputed:

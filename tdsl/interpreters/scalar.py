@@ -41,6 +41,7 @@ from xdsl.utils.exceptions import InterpretationError
 from tdsl.dialects import tdslmath
 from tdsl.dialects.structured import (
     IteratorType,
+    StructuredOpInterface,
     constant_value,
     element_of,
     element_type,
@@ -265,6 +266,9 @@ def reference_evaluate(op: Operation, *args: Array) -> tuple[Array, ...]:
     elements = [element_type(v.type) for v in op.operands]
     reduced = [d for d, k in enumerate(kinds) if k is IteratorType.REDUCTION]
     kept = [d for d, k in enumerate(kinds) if k is not IteratorType.REDUCTION]
+    scanned = [d for d, k in enumerate(kinds) if k is IteratorType.SCAN]
+    if scanned and math.prod(loops):
+        return (_run_scan(s, op, scanned[0], gathered, loops, maps[n_in]),)
     if not reduced:
         body = ScalarFunction(elements, s.scalar_body)
         with np.errstate(all="ignore"):
@@ -300,6 +304,35 @@ def reference_evaluate(op: Operation, *args: Array) -> tuple[Array, ...]:
             (acc,) = combine(acc, *(m[..., k] for m in moved))
         (value,) = finalize(np.asarray(acc))
     return (_layout(np.asarray(value), kept, maps[n_in]),)
+
+
+def _run_scan(
+    s: StructuredOpInterface,
+    op: Operation,
+    axis: int,
+    gathered: Sequence[Array],
+    loops: Sequence[int],
+    out_map: Sequence[int | None],
+) -> Array:
+    """A scan from its interface: the carry starts at the identity and takes each element
+    along ``axis`` in order (``scalar_scan``); each running value is a result element."""
+    combiner = s.scan_combiner()
+    if combiner is None:
+        raise InterpretationError(f"'{op.name}' has a scan dim but no scan combiner")
+    carry_element = element_of(s.scan_carry_dtype())
+    elements = [element_type(v.type) for v in op.operands]
+    step = ScalarFunction(
+        [carry_element, *elements], lambda b, xs: [s.scalar_scan(b, xs[0], xs[1:])]
+    )
+    moved = [np.moveaxis(g, axis, -1) for g in gathered]
+    carry = np.full(moved[0].shape[:-1], combiner.identity, dtype=s.scan_carry_dtype())
+    out = np.empty(moved[0].shape, dtype=numpy_dtype(op.results[0].type))
+    with np.errstate(all="ignore"):
+        for k in range(loops[axis]):
+            (carry,) = step(carry, *(m[..., k] for m in moved))
+            out[..., k] = carry
+    values = np.moveaxis(out, -1, axis)
+    return _layout(values, list(range(len(loops))), out_map)
 
 
 def _run_decomposition(

@@ -140,6 +140,11 @@ def _is_contraction(op: Operation) -> bool:
     return s is not None and s.CONTRACTION
 
 
+def _is_scan(op: Operation) -> bool:
+    s = structured(op)
+    return s is not None and IteratorType.SCAN in s.iterator_types()
+
+
 def _is_reduction(op: Operation) -> bool:
     s = structured(op)
     return s is not None and IteratorType.REDUCTION in s.iterator_types()
@@ -387,6 +392,12 @@ class _Group:
                 ready = 1 if _is_reduction(p) or v in self.stored else 0
                 level = max(level, self.level[p] + ready)
             self.level[op] = level
+        self.carries: list[Operation] = [
+            op for op in body.ops if _is_scan(op) and op not in self.blas
+        ]
+        """Scans: each carries its running values in a ``scratch`` memref (its result's
+        tile with the scan dims of extent 1), set to the identity before each sweep that
+        computes it; the sweep's loops run along the scan dim in order."""
         self.packed = self._packed()
         """Strided inputs read in blocks through a buffer (see :meth:`_packed`): to the
         dim they lie contiguous along, and the dim the loops run innermost."""
@@ -520,8 +531,24 @@ class _Group:
     def _scratch_elements(self) -> int:
         return sum(math.prod(t.get_shape()) for t in self.scratch_types())
 
+    def _scan_dims(self, op: Operation) -> set[int]:
+        s = structured(op)
+        assert s is not None
+        loops = self.body.loop_dims(op)
+        return {
+            d
+            for d, kind in zip(loops, s.iterator_types(), strict=True)
+            if d is not None and kind is IteratorType.SCAN
+        }
+
+    def carry_dims(self, op: Operation) -> Dims:
+        """The dims of a scan's carry: its result's, the scan dims taken as extent 1."""
+        scanned = self._scan_dims(op)
+        return tuple(None if d in scanned else d for d in self.body.dims[op.results[0]])
+
     def scratch_types(self) -> list[MemRefType[Attribute]]:
-        """The scratch memrefs of one tile: each accumulator, then each stored value."""
+        """The scratch memrefs of one tile: each accumulator, then each stored value,
+        then each scan's carry."""
         types: list[MemRefType[Attribute]] = []
         for op in self.accumulators():
             s = structured(op)
@@ -531,6 +558,14 @@ class _Group:
             )
         for v in self.stored:
             types.append(MemRefType(element_type(v), self.tile_shape(v)))
+        for op in self.carries:
+            s = structured(op)
+            assert s is not None
+            shape = [
+                1 if d is None else n
+                for n, d in zip(self.tile_shape(op.results[0]), self.carry_dims(op), strict=True)
+            ]
+            types.append(MemRefType(element_of(s.scan_carry_dtype()), shape))
         return types
 
     def contiguous(self, v: SSAValue, dims: Dims) -> int | None:
@@ -595,9 +630,11 @@ class _Group:
         last.update(p.other for p in self.packed.values())  # packed in blocks
         effects = [set(body.loop_dims(op)) for op in body.ops if _is_reduction(op)]
         effects += [set(body.dims[v]) for v in self.stored]
+        # a scan's dim is never hoisted: its carry restarts before each sweep over it
+        scanned = {d for op in self.carries for d in self._scan_dims(op)}
         out: list[int] = []
         for d in range(body.rank):
-            if body.kinds[d] is not IteratorType.PARALLEL or d in last:
+            if body.kinds[d] is not IteratorType.PARALLEL or d in last or d in scanned:
                 break
             if any(d not in e for e in effects):
                 break
@@ -707,6 +744,29 @@ class _Group:
         coords = {**hoisted, outer: i, inner: j}
         return _Point(self, point_code, coords, starts, {**storage, **override})
 
+    def _scans_computed(
+        self,
+        effects: Sequence[tuple[str, Operation | int | SSAValue]],
+        storage: Mapping[SSAValue, Storage],
+    ) -> list[Operation]:
+        """The scans a sweep with ``effects`` computes (not read from storage)."""
+        body = self.body
+        found: list[Operation] = []
+        seen: set[SSAValue] = set()
+        frontier = _effect_values(body, effects)
+        while frontier:
+            v = frontier.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            p = body.producer(v)
+            if p is None or v in body.constants or v in storage:
+                continue
+            if p in self.carries and p not in found:
+                found.append(p)
+            frontier.extend(p.operands)
+        return sorted(found, key=body.position.__getitem__)
+
     def emit(
         self,
         code: _Code,
@@ -734,7 +794,12 @@ class _Group:
             accs[op] = outputs[k]
         for op, where in accs.items():
             storage[op.results[0]] = where
-        stored = dict(zip(self.stored, accumulators[len(own) :], strict=True))
+        n_stored = len(own) + len(self.stored)
+        stored = dict(zip(self.stored, accumulators[len(own) : n_stored], strict=True))
+        carries = {
+            op: Storage(ref, tiled=True)
+            for op, ref in zip(self.carries, accumulators[n_stored:], strict=True)
+        }
         starts: dict[int, SSAValue] = {}
         ends: dict[int, SSAValue] = {}
         for j, d in enumerate(self.tiled):
@@ -814,15 +879,27 @@ class _Group:
                         touched.append((body.outputs[what], body.output_dims[what]))
                     else:
                         touched.append((what, body.dims[what]))
+                # the scans this sweep computes start from their identity
+                for op in self._scans_computed(effects, storage):
+                    s = structured(op)
+                    assert s is not None
+                    combiner = s.scan_combiner()
+                    assert combiner is not None
+                    cdims = self.carry_dims(op)
+                    inner, coords = code.nest(ranges(_dim_set(cdims)))
+                    point = _Point(self, inner, {**hoisted, **coords}, starts, storage, carries)
+                    identity = inner.scalar(combiner.identity, element_of(s.scan_carry_dtype()))
+                    point.store(identity, carries[op], cdims)
                 order = [d for d in self.nest_order(dims, touched) if d not in hoisted]
                 packs = self._packs_of_sweep(order, touched, effects)
                 if packs:
                     point = self._packed_nest(
                         code, ranges(order), packs, buffers, hoisted, starts, storage
                     )
+                    point.carries = carries
                 else:
                     inner, coords = code.nest(ranges(order))
-                    point = _Point(self, inner, {**hoisted, **coords}, starts, storage)
+                    point = _Point(self, inner, {**hoisted, **coords}, starts, storage, carries)
                 for kind, what in effects:
                     if kind == "acc":
                         assert isinstance(what, Operation)
@@ -863,6 +940,20 @@ class _Group:
                 point.store(point.value(v, body.output_dims[k]), outputs[k], body.output_dims[k])
 
 
+def _effect_values(
+    body: GroupBody, effects: Sequence[tuple[str, Operation | int | SSAValue]]
+) -> list[SSAValue]:
+    values: list[SSAValue] = []
+    for _, what in effects:
+        if isinstance(what, Operation):
+            values += list(what.operands)
+        elif isinstance(what, int):
+            values.append(body.outputs[what])
+        else:
+            values.append(what)
+    return values
+
+
 class _Point:
     """One point of a loop nest: loads, the scalar bodies, stores; each value once."""
 
@@ -873,12 +964,14 @@ class _Point:
         coords: dict[int, SSAValue],
         starts: dict[int, SSAValue],
         storage: dict[SSAValue, Storage],
+        carries: Mapping[Operation, Storage] | None = None,
     ) -> None:
         self.group = group
         self.code = code
         self.coords = coords
         self.starts = starts
         self.storage = storage
+        self.carries: Mapping[Operation, Storage] = carries or {}
         self.memo: dict[tuple[SSAValue, Dims], SSAValue] = {}
         self._zero: SSAValue | None = None
 
@@ -971,6 +1064,13 @@ class _Point:
         s = structured(p)
         assert s is not None
         args = [self.memo[(w, body.reads[(p, i)])] for i, w in enumerate(p.operands)]
+        if p in self.carries:  # a scan: the next running value of this row
+            cdims = group.carry_dims(p)
+            carry = self.load(self.carries[p], cdims)
+            running = s.scalar_scan(self.code.b, carry, args)
+            self.store(running, self.carries[p], cdims)
+            self.memo[(v, body.dims[v])] = running
+            return running
         results = s.scalar_body(self.code.b, args)
         for r, x in zip(p.results, results, strict=True):
             self.memo[(r, body.dims[r])] = x

@@ -9,7 +9,8 @@ outermost one lies in ``[lo, hi)`` (the caller runs it on the whole range, or
 through ``_parallel`` on one chunk per thread, each with its own scratch); in
 each, the schedule's steps in order: a stage's calls once, a pass's calls on
 every tile of the tiled reduction dims, its accumulators set to their
-identity before and finalized after.  Ops that run whole go first, in the
+identity before and finalized after, its scans' carries set to their identity
+before.  Ops that run whole go first, in the
 caller.  Every array is a view of a scratch buffer, of an input, or of an
 output (see :mod:`tdsl.dialects.kernel_plan` for which): the code allocates
 nothing per tile.
@@ -30,6 +31,7 @@ from tdsl.dialects.kernel_plan import (
     OpPlan,
     Step,
     TileSchedule,
+    carry_dims,
     instance_of,
 )
 from tdsl.dialects.structured import (
@@ -227,7 +229,10 @@ class _Lowering:
                     self.workspaces(op, s, op_plan, results[0]),
                     op.name,
                 )
-                s.lower_numpy(gen, args, results)
+                if op_plan.carry >= 0:
+                    self.scan(op, s, op_plan, args, results, gen, code)
+                else:
+                    s.lower_numpy(gen, args, results)
                 (self.whole if op in self.run.whole else code.body).extend(gen.instrs)
             self.steps.append(code)
         for k, inst in plan.copies:
@@ -244,6 +249,36 @@ class _Lowering:
             self.copies.setdefault(step, []).append(
                 Instr("np.copyto({out}, {0})", out, (source,), "")
             )
+
+    def scan(
+        self,
+        op: Operation,
+        s: StructuredOpInterface,
+        op_plan: OpPlan,
+        args: list[Var],
+        results: list[Var],
+        gen: TileGen,
+        code: _StepCode,
+    ) -> None:
+        """A scan along a tiled dim: its carry starts at the identity before the pass, and
+        each tile starts from it and leaves its last running values in it."""
+        dims = carry_dims(self.body, op)
+        layout = tuple(
+            ax if d is not None or ax.dim is None else Axis(1)
+            for ax, d in zip(results[0].layout, dims, strict=True)
+        )
+        carry = Var(
+            layout,
+            s.scan_carry_dtype(),
+            "buffer",
+            self.tiling.full_shape(layout),
+            index=op_plan.carry,
+        )
+        combiner = s.scan_combiner()
+        assert combiner is not None
+        identity = scalar_expr(combiner.identity, s.scan_carry_dtype())
+        code.init.append(Instr(f"{{out}}[...] = {identity}", carry, (), f"{op.name}: carry"))
+        s.lower_numpy_scan(gen, args, results, carry)
 
     def accumulate(
         self,

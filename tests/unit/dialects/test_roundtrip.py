@@ -152,6 +152,15 @@ CASES: list[tuple[str, Sequence[Attribute], Body, str]] = [
         # max reduces nothing only in error; the others take a zero-size dim
         for d in [3 if c.NEEDS_ELEMENTS else 0]
     ],
+    *[
+        (
+            c.name,
+            [t(4, 8), t(5), t(), t(4, 0, element=F16)],
+            lambda a, v, s, z, c=c: (c(a, 1), c(a, -2), c(v), c(s), c(z, -1)),
+            f"{c.name} %0 axis = -2 : tensor<4x8xf32> -> tensor<4x8xf32>",
+        )
+        for c in td.SCAN_OPS
+    ],
     (
         "cast",
         [t(4, 8)],

@@ -36,6 +36,7 @@ from tdsl.dialects.structured import (
     LogicalOp,
     ReductionOp,
     RowLocalOp,
+    ScanOp,
     StructuredOpInterface,
     UnaryOp,
     element_of,
@@ -80,6 +81,14 @@ def _samples(op_class: type[Operation]) -> Sample | None:
         ]
     if issubclass(op_class, RowLocalOp):
         return lambda e: [op_class(value((4, 6), e)), op_class(value((4, 6), e), axis=0)]  # pyright: ignore
+    if issubclass(op_class, ScanOp):
+        return lambda e: [
+            op_class(value((4, 6), e), axis=0),  # pyright: ignore
+            op_class(value((4, 6), e), axis=-1),  # pyright: ignore
+            op_class(value((7,), e)),  # pyright: ignore
+            op_class(value((), e)),  # pyright: ignore
+            op_class(value((1, 5), e), axis=0),  # pyright: ignore
+        ]
     explicit: dict[type[Operation], Sample] = {
         td.CastOp: lambda e: [td.CastOp(value((3, 4), e), t) for t in (F16, F32, F64)],
         td.MatmulOp: lambda e: [
@@ -281,7 +290,7 @@ def test_functions_of_the_language_come_from_the_ops(op_class: type[Operation]) 
     names = ["a", "b", "c"][: op_class.ARITY]
     module = to_tensordsl(
         f"{name}({', '.join(names)})",
-        shapes=dict.fromkeys(names, (4, 4)),
+        shapes=dict.fromkeys(names, (4,) if issubclass(op_class, ScanOp) else (4, 4)),
         dtypes={n: "bool" if op_class.bool_inputs_as() == np.bool_ else "f32" for n in names},
     )
     assert any(type(o) is op_class for o in module.walk())

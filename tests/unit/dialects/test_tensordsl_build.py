@@ -237,7 +237,7 @@ def test_transpose_shape_and_fmt_shape() -> None:
 def test_op_groups_and_numpy_names() -> None:
     assert {td.ExpOp, td.LogOp, td.AbsOp, td.NegOp, td.SinOp} <= set(td.UNARY_OPS)
     assert {td.SoftmaxOp, td.LayerNormOp} <= set(td.ROW_LOCAL_OPS)
-    for op_class in (*td.BINARY_OPS, *td.REDUCTION_OPS, *td.UNARY_OPS):
+    for op_class in (*td.BINARY_OPS, *td.REDUCTION_OPS, *td.UNARY_OPS, *td.SCAN_OPS):
         ufunc = getattr(op_class, "NUMPY_UFUNC", None)  # relu, sigmoid lower themselves
         assert ufunc is None or isinstance(getattr(np, ufunc), np.ufunc), op_class.name
     ops = [op.name for op in td.TensorDSL.operations]
@@ -253,6 +253,7 @@ def test_op_groups_and_numpy_names() -> None:
                 *td.LOGICAL_OPS,
                 *td.REDUCTION_OPS,
                 *td.ROW_LOCAL_OPS,
+                *td.SCAN_OPS,
             )
         ),
         "tensordsl.cast",

@@ -55,8 +55,9 @@ FLOAT_BINARY = sorted(
 )
 REDUCTIONS = sorted(n for n, f in FUNCTIONS.items() if issubclass(f.op, td.ReductionOp))
 ROW_LOCAL = sorted(n for n, f in FUNCTIONS.items() if issubclass(f.op, td.RowLocalOp))
+SCANS = sorted(n for n, f in FUNCTIONS.items() if issubclass(f.op, td.ScanOp))
 OTHERS = {"matmul", "transpose", "where"}
-FAMILIES = [BOOL_UNARY, FLOAT_UNARY, COMPARE, LOGICAL, FLOAT_BINARY, REDUCTIONS, ROW_LOCAL]
+FAMILIES = [BOOL_UNARY, FLOAT_UNARY, COMPARE, LOGICAL, FLOAT_BINARY, REDUCTIONS, ROW_LOCAL, SCANS]
 
 OPERATORS = {
     n: f.op.OPERATOR for n, f in FUNCTIONS.items() if getattr(f.op, "OPERATOR", None) is not None
@@ -69,7 +70,7 @@ LITERALS = ["2", "0.5", "3.0", "1e-3", "1.5", "0.25"]
 def test_every_function_is_drawn() -> None:
     drawn = set(OTHERS).union(*FAMILIES)
     assert set(FUNCTIONS) == drawn, f"not drawn: {sorted(set(FUNCTIONS) - drawn)}"
-    assert all(FUNCTIONS[n].arity == 1 for n in FLOAT_UNARY + BOOL_UNARY + ROW_LOCAL)
+    assert all(FUNCTIONS[n].arity == 1 for n in FLOAT_UNARY + BOOL_UNARY + ROW_LOCAL + SCANS)
     assert all(FUNCTIONS[n].arity == 2 for n in FLOAT_BINARY + COMPARE + LOGICAL)
 
 
@@ -130,7 +131,7 @@ class Generator:
             return self.leaf(shape, False)
         kinds = ["leaf", "unary", "unary", "binary", "binary", "where", "reduce", "transpose"]
         if shape:
-            kinds += ["row", "matmul"]
+            kinds += ["row", "matmul", "scan"]
         kind = self.draw(st.sampled_from(kinds))
         sub = depth - 1
         if kind == "leaf":
@@ -167,6 +168,12 @@ class Generator:
             name = self.draw(st.sampled_from(ROW_LOCAL))
             operand = self.float(shape, sub)
             if self.draw(st.booleans()):
+                return f"{name}({operand})"
+            return f"{name}({operand}, axis={self.draw(st.integers(-len(shape), len(shape) - 1))})"
+        if kind == "scan":
+            name = self.draw(st.sampled_from(SCANS))
+            operand = self.float(shape, sub)
+            if len(shape) == 1 and self.draw(st.booleans()):
                 return f"{name}({operand})"
             return f"{name}({operand}, axis={self.draw(st.integers(-len(shape), len(shape) - 1))})"
         if kind == "matmul":
