@@ -544,6 +544,16 @@ def prod(x: Operand, axis: int | None = None, keepdims: bool = False) -> Array:
     return _call("prod", (x,), {"axis": axis, "keepdims": keepdims})
 
 
+def cumsum(x: Operand, axis: int | None = None) -> Array:
+    """Cumulative sum along ``axis``, as ``np.cumsum``; without ``axis`` only for 0-d and 1-d ``x``."""
+    return _call("cumsum", (x,), {"axis": axis})
+
+
+def cumprod(x: Operand, axis: int | None = None) -> Array:
+    """Cumulative product along ``axis``, as ``np.cumprod``; without ``axis`` only for 0-d and 1-d ``x``."""
+    return _call("cumprod", (x,), {"axis": axis})
+
+
 __all__ = [
     "DTYPE_CLASSES",
     "Array",
@@ -564,6 +574,8 @@ __all__ = [
     "copysign",
     "cos",
     "cosh",
+    "cumprod",
+    "cumsum",
     "equal",
     "exp",
     "expm1",

@@ -57,6 +57,7 @@ from tdsl.dialects.kernel_plan import (
     GroupBody,
     PlanError,
     TileSchedule,
+    derived_kinds,
     plan_scratch,
     propagate_dims,
     schedule,
@@ -471,9 +472,10 @@ class TileOp(GroupOp):
                 f"{rank}-d iteration space"
             )
         for s in self.iterators.data:
-            if s.data not in (IteratorType.PARALLEL, IteratorType.REDUCTION):
+            if s.data not in (IteratorType.PARALLEL, IteratorType.REDUCTION, IteratorType.SCAN):
                 raise VerifyException(
-                    f'\'{self.name}\' op iterator kind "{s.data}" must be "parallel" or "reduction"'
+                    f'\'{self.name}\' op iterator kind "{s.data}" must be "parallel", '
+                    '"reduction" or "scan"'
                 )
         for i, (extent, size) in enumerate(zip(space, tiles, strict=True)):
             if extent < 0:
@@ -586,17 +588,7 @@ class TileOp(GroupOp):
 
 
 def _derived_kinds(body: GroupBody) -> tuple[IteratorType, ...]:
-    """``reduction`` for each space dim along which an op of ``body`` reduces or normalizes
-    (its recorded kinds aside)."""
-    kinds = [IteratorType.PARALLEL] * len(body.extents)
-    for op in body.ops:
-        s = structured(op)
-        if s is None:
-            continue
-        for d, kind in zip(body.loop_dims(op), s.iterator_types(), strict=True):
-            if d is not None and kind is not IteratorType.PARALLEL:
-                kinds[d] = IteratorType.REDUCTION
-    return tuple(kinds)
+    return derived_kinds(body)
 
 
 def _dims_str(dims: Dims) -> str:

@@ -113,7 +113,7 @@ class GroupBody:
     extents: tuple[int, ...]
     """The extent of each space dim."""
     kinds: tuple[IteratorType, ...]
-    """``parallel`` or ``reduction``, per space dim."""
+    """``parallel``, ``reduction`` or ``scan``, per space dim (see :func:`derived_kinds`)."""
     ops: tuple[Operation, ...]
     """The structured ops, in program order (constants excluded)."""
     dims: Mapping[SSAValue, Dims]
@@ -156,7 +156,9 @@ class GroupBody:
         return len(self.extents)
 
     def is_reduction(self, d: int) -> bool:
-        return self.kinds[d] is IteratorType.REDUCTION
+        """Whether ``d`` is tiled as a reduction dim (``reduction`` or ``scan``): its tiles
+        are the loop of the passes, not independent outer tiles."""
+        return self.kinds[d] is not IteratorType.PARALLEL
 
     def shape(
         self, value: SSAValue, tiles: Sequence[int], dims: Dims | None = None
@@ -233,6 +235,26 @@ def _structured(op: Operation) -> StructuredOpInterface:
     if s is None:
         raise PlanError(f"'{op.name}' does not implement the structured-op interface")
     return s
+
+
+def derived_kinds(body: GroupBody) -> tuple[IteratorType, ...]:
+    """The kind of each space dim of ``body`` (its recorded kinds aside): ``reduction``
+    where an op reduces or normalizes along it, else ``scan`` where an op scans along it
+    (tiles along it run in order, carrying running values), else ``parallel``."""
+    kinds = [IteratorType.PARALLEL] * len(body.extents)
+    for op in body.ops:
+        s = structured(op)
+        if s is None:
+            continue
+        for d, kind in zip(body.loop_dims(op), s.iterator_types(), strict=True):
+            if d is None or kind is IteratorType.PARALLEL:
+                continue
+            if kind is IteratorType.SCAN:
+                if kinds[d] is IteratorType.PARALLEL:
+                    kinds[d] = IteratorType.SCAN
+            else:
+                kinds[d] = IteratorType.REDUCTION
+    return tuple(kinds)
 
 
 def propagate_dims(
@@ -1004,6 +1026,7 @@ __all__ = [
     "TileSchedule",
     "carry_dims",
     "carry_shape",
+    "derived_kinds",
     "instance_of",
     "iter_tiles",
     "plan_scratch",

@@ -1278,6 +1278,7 @@ class ScanOp(IRDLOperation, StructuredOpInterface, abc.ABC):
 
     assembly_format = "$input (`axis` `=` $axis^)? attr-dict `:` type($input) `->` type($result)"
     traits = traits_def(Pure())
+    IN_PLACE: ClassVar[bool] = True  # accumulates over its operand's buffer
 
     def __init__(self, input: SSAValue | Operation, axis: int | None = None) -> None:
         value = operand_value(self.name, input)

@@ -69,7 +69,6 @@ from xdsl.traits import IsTerminator
 from tdsl.dialects.kernel import FusedOp
 from tdsl.dialects.kernel_plan import GroupBody
 from tdsl.dialects.structured import (
-    IteratorType,
     constant_value,
     fmt_shape,
     numpy_dtype,
@@ -764,10 +763,7 @@ class FusionGroup:
 
 def describe_space(body: GroupBody) -> str:
     """``64x300 (d0 parallel, d1 reduction)``."""
-    kinds = ", ".join(
-        f"d{i} {'reduction' if k is IteratorType.REDUCTION else 'parallel'}"
-        for i, k in enumerate(body.kinds)
-    )
+    kinds = ", ".join(f"d{i} {k}" for i, k in enumerate(body.kinds))
     return f"{fmt_shape(body.extents)} ({kinds or 'no dims'})"
 
 

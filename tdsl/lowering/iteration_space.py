@@ -29,13 +29,14 @@ value, outermost first).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from xdsl.ir import Operation, SSAValue
 
-from tdsl.dialects.kernel_plan import Dims, GroupBody
+from tdsl.dialects.kernel_plan import Dims, GroupBody, derived_kinds
 from tdsl.dialects.structured import (
     IteratorType,
     StructuredOpInterface,
@@ -363,7 +364,7 @@ def _analyze(
         else:  # yielded but never read in the group: an input passed through
             output_dims.append((None,) * len(tensor_shape(v)))
     roots = list(order)
-    return GroupBody(
+    body = GroupBody(
         extents=tuple(dv.extent[r] for r in roots),
         kinds=tuple(
             IteratorType.REDUCTION if dv.reduced[r] else IteratorType.PARALLEL for r in roots
@@ -375,6 +376,12 @@ def _analyze(
         output_dims=tuple(output_dims),
         constants=frozenset(constants),
         prefer_whole=frozenset(index[r] for r in roots if dv.prefer_whole[r]),
+    )
+    kinds = derived_kinds(body)  # told apart: reduction or scan
+    if kinds == body.kinds:
+        return body
+    return dataclasses.replace(
+        body, kinds=kinds, known_loop_dims={op: body.loop_dims(op) for op in body.ops}
     )
 
 

@@ -272,7 +272,7 @@ def _greedy(
 
 def _whole_sets(body: GroupBody) -> list[set[int]]:
     """Sets of reduction dims to keep whole, fewest first: tilings the greedy order can miss."""
-    red = [d for d in range(body.rank) if body.kinds[d] is IteratorType.REDUCTION]
+    red = [d for d in range(body.rank) if body.kinds[d] is not IteratorType.PARALLEL]
     return [set(c) for n in range(1, len(red) + 1) for c in itertools.combinations(red, n)]
 
 

@@ -54,6 +54,8 @@ def _operands(name: str, rng: np.random.Generator) -> tuple[Any, ...]:
         return (x > 0.5, x, rng.uniform(size=4).astype(np.float32))
     if name == "arccosh":
         return (x + 1,)
+    if name in ("cumsum", "cumprod"):
+        return (x.reshape(-1),)  # without an axis: 1-d
     return (x, *(rng.uniform(0.1, 0.9, 4).astype(np.float32) for _ in range(info.arity - 1)))
 
 

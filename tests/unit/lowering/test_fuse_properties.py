@@ -57,6 +57,7 @@ KINDS = (
     "transpose",
     *("matmul",) * 2,
     "cast",
+    "scan",
 )
 """Op kinds to draw from, repeated by weight."""
 
@@ -112,6 +113,8 @@ def add_op(draw: st.DrawFn, fn: RandomFunction, base: tuple[int, ...]) -> None:
         fn.emit(draw(st.sampled_from(BINARY))(*args))
     elif kind == "softmax" and rank >= 1:
         fn.emit(td.SoftmaxOp(x, draw(st.integers(-rank, rank - 1))))
+    elif kind == "scan" and rank >= 1:
+        fn.emit(draw(st.sampled_from(td.SCAN_OPS))(x, draw(st.integers(-rank, rank - 1))))
     elif kind == "reduce":
         axis = draw(st.none() | st.integers(-rank, rank - 1)) if rank else None
         fn.emit(draw(st.sampled_from(REDUCTIONS))(x, axis, draw(st.booleans())))
