@@ -30,7 +30,9 @@ says what runs when, with the cut dims as the tiled ones:
 What must be whole is made whole: a dim along which an op reduces without
 partial ops (a matmul's contraction) has one chunk, and the inputs are
 rechunked to it; a matmul's right operand is thus whole along its
-contraction, and chunked along its columns if the group's columns are.
+contraction, and chunked along its columns if the group's columns are.  A
+scan's axis (``cumsum``) is whole too: its chunks would each need the running
+values of all chunks before it.
 A row-normalizing op (``softmax``, ``layernorm``, ``log_softmax``) whose rows
 are cut runs as its decomposition (``decompose``), the multi-pass plan: its
 row statistics are reductions across chunks, then a normalizing map.
@@ -206,11 +208,17 @@ def _has_partials(op: Operation) -> bool:
 
 def must_be_whole(body: GroupBody) -> frozenset[int]:
     """Space dims that take one chunk: reduced by an op without partial ops (a matmul's
-    contraction)."""
+    contraction), or scanned (``cumsum``'s axis: a chunk would need the running values
+    of the chunks before it, which the graph does not carry yet)."""
     whole: set[int] = set()
     for op in body.ops:
         s = require_structured(op)
         kinds = s.iterator_types()
+        whole.update(
+            d
+            for d, kind in zip(body.loop_dims(op), kinds, strict=True)
+            if d is not None and kind is IteratorType.SCAN
+        )
         reduced = [
             d
             for d, kind in zip(body.loop_dims(op), kinds, strict=True)
