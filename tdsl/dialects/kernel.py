@@ -241,8 +241,9 @@ class TileOp(GroupOp):
     """A fusion group run as loops over tiles of its iteration space.
 
     ``space`` is the extent of each iteration dimension, ``iterators`` its kind
-    (``"parallel"``, or ``"reduction"`` when an op of the body reduces or
-    normalizes along it) and ``tiles`` the tile size along it (a tile size equal
+    (``"parallel"``; ``"reduction"`` when an op of the body reduces or
+    normalizes along it; else ``"scan"`` when an op scans along it, as
+    ``cumsum`` does) and ``tiles`` the tile size along it (a tile size equal
     to the extent leaves the dim untiled; the last tile may be smaller).  For
     each operand (``ins``) and each result (``outs``) an affine map from the
     iteration dims ``(d0, ..., dn)`` to the value's dims says which slice a tile
@@ -255,7 +256,9 @@ class TileOp(GroupOp):
     reduction dim is tiled, the body runs in passes over its tiles, and an op
     reducing along it accumulates partial results over the tiles (see
     :mod:`tdsl.dialects.kernel_plan`); a result not running along a reduction
-    dim is the full reduction.  ``scratch`` lists the buffers one tile
+    dim is the full reduction.  A tiled scan dim is looped like a reduction dim,
+    in order: a scan along it carries each row's running values from one tile
+    to the next in a buffer of its own (one element per row).  ``scratch`` lists the buffers one tile
     allocates (intermediate tiles, workspaces, accumulators, after reuse); the
     verifier checks it against the schedule, and the memory budget bounds its
     total.

@@ -17,8 +17,10 @@ schedule with these buffers: one model, so they cannot disagree.
 The schedule
 ------------
 
-Dims are ``parallel`` (no op of the group reduces along them) or
-``reduction`` (some op reduces or normalizes along them).  The tiles along the
+Dims are ``parallel`` (no op of the group reduces along them),
+``reduction`` (some op reduces or normalizes along them) or ``scan`` (some op
+scans along them, as ``cumsum`` does, and none reduces); scan dims are tiled
+and looped like reduction dims (below, "reduction dims" means both).  The tiles along the
 parallel dims are independent: they are the outer loops.  For each parallel
 tile the group runs a sequence of *steps*:
 
@@ -29,6 +31,13 @@ tile the group runs a sequence of *steps*:
   computes a partial result (``lower_numpy_partial``), combined into an
   accumulator with the op's :class:`~tdsl.dialects.structured.Combiner`; the
   result is final (``finalize``) after the pass.
+
+A **scan** along a tiled dim runs in a pass too, but its result is ready per
+tile, as an element-wise op's is: it *carries* the running values of each row
+(its result's tile, extent 1 along the scan dim) from one tile of the pass to
+the next, in a buffer set to its identity when the pass starts
+(``scan_combiner``); each tile starts from them and leaves its last ones.  A
+later pass that needs it again recomputes it from a fresh carry.
 
 An op runs in the earliest step after the values it reads are ready: a value
 an op accumulates is ready after its pass, others at once.  So
@@ -48,7 +57,9 @@ does not run along); an op with
 a ``normalize`` dim may not have it tiled (it is decomposed first, see
 ``decompose``); and a parallel dim an op that is never recomputed (a matmul)
 does not run along may not be tiled (every tile along it would compute the op
-again).  A tiling that breaks them is refused with the reason.
+again).  A scan along a tiled dim may not run along another tiled reduction
+dim, nor miss one (its carry would be needed across their tiles).  A tiling
+that breaks them is refused with the reason.
 
 The scratch model
 -----------------
@@ -66,7 +77,8 @@ at it.  A value the group yields is computed straight into its output slice,
 and so is the element-wise chain of dying operands behind it.  An
 accumulating op takes an accumulator (its result's shape, in the accumulator
 dtype; the output itself when the group yields the result and the dtypes
-agree) for the whole pass and a partial buffer per tile.  Each op's workspace
+agree) for the whole pass and a partial buffer per tile; a scan along a tiled
+dim takes its carry for the whole pass.  Each op's workspace
 (``numpy_workspace``) lives while the op runs.  A new value takes the smallest
 free buffer of its dtype that fits, else the largest free one, grown; failing
 that a new buffer.  The scratch of a tile is the sum of its buffers'

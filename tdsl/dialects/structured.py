@@ -11,8 +11,9 @@ An op describes
 
 * its **loop space**: :meth:`~StructuredOpInterface.loop_extents`, one extent
   per loop dimension, and :meth:`~StructuredOpInterface.iterator_types`, the
-  kind of each (:class:`IteratorType`: ``parallel``, ``reduction``, or
-  ``normalize`` for the axis of a row-normalizing op such as ``softmax``);
+  kind of each (:class:`IteratorType`: ``parallel``, ``reduction``,
+  ``normalize`` for the axis of a row-normalizing op such as ``softmax``, or
+  ``scan`` for the axis of a scan such as ``cumsum``);
 * an **indexing map** per operand and per result
   (:meth:`~StructuredOpInterface.indexing_maps`): an affine map from the loop
   dims to the value's dims.  A broadcast dim (extent 1 against a larger loop
@@ -36,12 +37,20 @@ An op describes
   and element-wise ops (:meth:`~StructuredOpInterface.decompose`): the
   passes over the row and their accumulators.  A row that fits a tile runs the
   op whole; a row longer than the memory budget runs the decomposition over
-  column tiles, one pass per reduction.
+  column tiles, one pass per reduction;
+* for an op with a ``scan`` dim, how a tile **carries** its running values
+  to the next (:meth:`~StructuredOpInterface.scan_combiner`,
+  :meth:`~StructuredOpInterface.evaluate_scan`,
+  :meth:`~StructuredOpInterface.lower_numpy_scan`,
+  :meth:`~StructuredOpInterface.scalar_scan`): a scan tiles along its axis
+  like a reduction, in order, and its results run along it, so a row of any
+  length runs in linear time within the budget.
 
 Base classes give the defaults, so a new op is usually one small class:
 :class:`UnaryOp` (a NumPy ufunc and a scalar op), :class:`BinaryOp` (with
 NumPy broadcasting), :class:`ReductionOp` (a ufunc's ``reduce`` and its
-combining op) and :class:`RowLocalOp` (a decomposition).  See
+combining op), :class:`RowLocalOp` (a decomposition) and :class:`ScanOp` (a
+ufunc's ``accumulate``).  See
 ``docs/adding-an-op.md``.
 """
 

@@ -5,12 +5,14 @@ Each op unifies variables the way its structured-op interface says: its loop
 dims are fresh variables, and each indexing map equates an operand's (or
 result's) dims with the loop dims it names; a map result ``0`` (a broadcast
 dim of extent 1) equates nothing.  Variables of extent 1 are dropped (nothing
-to tile).  A loop dim an op reduces or normalizes along marks its variable as
+to tile).  A loop dim an op reduces, normalizes or scans along marks its variable as
 a *reduction* variable; one an op prefers whole (a matmul's columns and
 contraction) is marked too.
 
 The classes of unified variables are the group's *space dims*: ``reduction``
-ones (some op reduces or normalizes along them) and ``parallel`` ones.  The
+ones (some op reduces or normalizes along them), ``scan`` ones (some op scans
+along them and none reduces: :func:`~tdsl.dialects.kernel_plan.derived_kinds`)
+and ``parallel`` ones.  The
 analysis reads only the interface: an op that does not implement it is an
 error (:class:`NotStructured`), never an opaque op.
 
