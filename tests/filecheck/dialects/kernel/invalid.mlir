@@ -106,7 +106,7 @@ kernel.yield %x : tensor<4xf32>
 ^bb0(%a: tensor<2xf32>):
   kernel.yield %a : tensor<2xf32>
 }
-// CHECK: 'kernel.tile' op iterator kind "sideways" must be "parallel" or "reduction"
+// CHECK: 'kernel.tile' op iterator kind "sideways" must be "parallel", "reduction" or "scan"
 
 // -----
 
