@@ -59,7 +59,14 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 
-from tdsl.dialects.kernel_plan import Dims, GroupBody, PlanError, TileSchedule, schedule
+from tdsl.dialects.kernel_plan import (
+    Dims,
+    GroupBody,
+    PlanError,
+    TileSchedule,
+    carried_dims,
+    schedule,
+)
 from tdsl.dialects.structured import (
     IteratorType,
     constant_value,
@@ -214,11 +221,7 @@ def must_be_whole(body: GroupBody) -> frozenset[int]:
     for op in body.ops:
         s = require_structured(op)
         kinds = s.iterator_types()
-        whole.update(
-            d
-            for d, kind in zip(body.loop_dims(op), kinds, strict=True)
-            if d is not None and kind is IteratorType.SCAN
-        )
+        whole.update(carried_dims(body, op))
         reduced = [
             d
             for d, kind in zip(body.loop_dims(op), kinds, strict=True)

@@ -36,7 +36,8 @@ A **scan** along a tiled dim runs in a pass too, but its result is ready per
 tile, as an element-wise op's is: it *carries* the running values of each row
 (its result's tile, extent 1 along the scan dim) from one tile of the pass to
 the next, in a buffer set to its identity when the pass starts
-(``scan_combiner``); each tile starts from them and leaves its last ones.  A
+(the op's ``carried_loops``: its own tiling of that dim); each tile starts from
+them and leaves its last ones.  A
 later pass that needs it again recomputes it from a fresh carry.
 
 An op runs in the earliest step after the values it reads are ready: a value
@@ -331,7 +332,7 @@ class Step:
     carrying: tuple[Operation, ...] = ()
     """Scans of this pass (its own ops or recomputed ones) along a tiled dim: each tile
     starts from the running values the tile before left in the op's carry, which the
-    pass sets to the scan's identity first (see ``scan_combiner``)."""
+    pass sets to the scan's identity first (see ``carried_loops``)."""
 
     @property
     def is_pass(self) -> bool:
@@ -459,11 +460,8 @@ def _schedule(body: GroupBody, tiles: tuple[int, ...]) -> TileSchedule:
                     f"'{op.name}' normalizes along d{d}, which is tiled: the tile would not "
                     "hold whole rows (decompose the op to run it over tiles of its rows)"
                 )
-        scans = {
-            d
-            for d, kind in zip(loop_dims, kinds, strict=True)
-            if d in red_tiled and kind is IteratorType.SCAN
-        }
+        carried = {loop_dims[c.dim] for c in s.carried_loops()}  # the op's own tiling
+        scans = {d for d in carried if d in red_tiled}
         if scans and (on_tiled - scans or red_tiled - on_tiled):
             other = min((on_tiled - scans) | (red_tiled - on_tiled))
             raise PlanError(
@@ -569,33 +567,28 @@ def _schedule(body: GroupBody, tiles: tuple[int, ...]) -> TileSchedule:
     )
 
 
+def carried_dims(body: GroupBody, op: Operation) -> set[int]:
+    """The space dims along which ``op`` carries a state from tile to tile (its
+    ``carried_loops``: a scan's axis)."""
+    loops = body.loop_dims(op)
+    return {d for c in _structured(op).carried_loops() if (d := loops[c.dim]) is not None}
+
+
 def _scans_tiled(body: GroupBody, op: Operation, red_tiled: set[int]) -> bool:
-    """Whether ``op`` scans along a tiled dim (it carries running values across tiles)."""
-    kinds = _structured(op).iterator_types()
-    return any(
-        d in red_tiled and kind is IteratorType.SCAN
-        for d, kind in zip(body.loop_dims(op), kinds, strict=True)
-    )
+    """Whether ``op`` carries a state along a tiled dim (a scan along a cut axis)."""
+    return bool(carried_dims(body, op) & red_tiled)
 
 
 def carry_dims(body: GroupBody, op: Operation) -> Dims:
-    """The dims of a scan's carry: its result's, with the scan dims kept as extent 1."""
-    s = _structured(op)
-    kinds = s.iterator_types()
-    loops = body.loop_dims(op)
-    scanned = {loops[i] for i, kind in enumerate(kinds) if kind is IteratorType.SCAN}
-    return tuple(None if d in scanned else d for d in body.dims[op.results[0]])
+    """The dims of a scan's carry: its result's, with the carried dims kept as extent 1."""
+    carried = carried_dims(body, op)
+    return tuple(None if d in carried else d for d in body.dims[op.results[0]])
 
 
 def carry_shape(body: GroupBody, op: Operation, tiles: Sequence[int]) -> tuple[int, ...]:
     """The shape of a scan's carry in a full tile."""
     shape = body.shape(op.results[0], tiles)
-    kinds = _structured(op).iterator_types()
-    loops = body.loop_dims(op)
-    scanned = {loops[i] for i, kind in enumerate(kinds) if kind is IteratorType.SCAN}
-    return tuple(
-        1 if d in scanned else n for n, d in zip(shape, body.dims[op.results[0]], strict=True)
-    )
+    return tuple(1 if d is None else n for n, d in zip(shape, carry_dims(body, op), strict=True))
 
 
 # ---------------------------------------------------------------------------
@@ -886,7 +879,7 @@ def _plan_scratch(sched: TileSchedule) -> ScratchPlan:
             for scan_op in sched.step(step).carrying:
                 carries[(scan_op, step)] = pool.take(
                     math.prod(carry_shape(body, scan_op, tiles)),
-                    _structured(scan_op).scan_carry_dtype(),
+                    _structured(scan_op).carried_loops()[0].dtype,
                 )
 
         reads = [instance(v, step) for v, _ in sched.reads(op)]
@@ -1036,6 +1029,7 @@ __all__ = [
     "Slot",
     "Step",
     "TileSchedule",
+    "carried_dims",
     "carry_dims",
     "carry_shape",
     "derived_kinds",

@@ -360,6 +360,20 @@ class Combiner:
     """The partial of no elements (the accumulator's start)."""
 
 
+@dataclass(frozen=True)
+class CarriedLoop:
+    """One loop dim an op tiles itself (see :meth:`StructuredOpInterface.carried_loops`):
+    its tiles run in order, each starting from a state the tile before left, one value
+    per row (the op's result tile with ``dim`` of extent 1)."""
+
+    dim: int
+    """The op's loop dim."""
+    start: float
+    """The state before the first tile (a scan's identity)."""
+    dtype: np.dtype[Any]
+    """The state's dtype."""
+
+
 # ---------------------------------------------------------------------------
 # Generated NumPy code: what an op's lowering sees
 # ---------------------------------------------------------------------------
@@ -645,7 +659,31 @@ class StructuredOpInterface(abc.ABC):
         ``acc``'s, reduced dims of extent 1."""
         raise NotImplementedError(f"'{cast(Operation, self).name}' has no partial results")
 
-    # -- scans: results along a dim, a running value carried across its tiles ------
+    # -- an op's own tiling: loop dims whose tiles carry a state, in order ----------
+
+    def carried_loops(self) -> tuple[CarriedLoop, ...]:
+        """The loop dims the op tiles itself, as MLIR's ``TilingInterface`` lets an op:
+        tiles along such a dim run in order, and each threads a state of one value per
+        row to the next (:class:`CarriedLoop`).  The planners read this hook, not op
+        classes: ``tdsl-tile`` may cut such a dim like a reduction dim (its iterator
+        kind is ``scan``), the schedule runs its tiles in order in a pass whose results
+        are ready per tile, the scratch plan keeps the state in a buffer for the pass
+        (set to ``start`` when it begins), and each target computes a tile from the
+        state with :meth:`evaluate_scan`, :meth:`lower_numpy_scan` or
+        :meth:`scalar_scan`.
+
+        By default: the op's ``scan`` dims, starting from :meth:`scan_combiner`'s
+        identity, in :meth:`scan_carry_dtype`.  (At most one of them may be cut at a
+        time.)"""
+        combiner = self.scan_combiner()
+        if combiner is None:
+            return ()
+        dtype = self.scan_carry_dtype()
+        return tuple(
+            CarriedLoop(d, combiner.identity, dtype)
+            for d, kind in enumerate(self.iterator_types())
+            if kind is IteratorType.SCAN
+        )
 
     def scan_combiner(self) -> Combiner | None:
         """For an op with a ``scan`` dim: the ufunc whose ``accumulate`` it is and the
@@ -659,14 +697,6 @@ class StructuredOpInterface(abc.ABC):
         """The dtype of the carry (the result's: NumPy's ``cumsum`` of float16 adds in
         float16, rounding every partial sum)."""
         return numpy_dtype(cast(Operation, self).results[0].type)
-
-    def scan_axes(self) -> tuple[int, ...]:
-        """The result axes along which it scans (its ``scan`` loop dims, as result axes)."""
-        kinds = self.iterator_types()
-        out_map = map_dims(self.indexing_maps()[-1])
-        return tuple(
-            k for k, d in enumerate(out_map) if d is not None and kinds[d] is IteratorType.SCAN
-        )
 
     def evaluate_scan(
         self, carry: np.ndarray[Any, Any] | None, *args: np.ndarray[Any, Any]
@@ -1441,6 +1471,7 @@ __all__ = [
     "NUMPY_DTYPES",
     "BinaryOp",
     "BoolTensorConstr",
+    "CarriedLoop",
     "Combiner",
     "CompareOp",
     "ElementConstr",

@@ -266,9 +266,9 @@ def reference_evaluate(op: Operation, *args: Array) -> tuple[Array, ...]:
     elements = [element_type(v.type) for v in op.operands]
     reduced = [d for d, k in enumerate(kinds) if k is IteratorType.REDUCTION]
     kept = [d for d, k in enumerate(kinds) if k is not IteratorType.REDUCTION]
-    scanned = [d for d, k in enumerate(kinds) if k is IteratorType.SCAN]
-    if scanned and math.prod(loops):
-        return (_run_scan(s, op, scanned[0], gathered, loops, maps[n_in]),)
+    carried = s.carried_loops()
+    if carried and math.prod(loops):
+        return (_run_scan(s, op, carried[0].dim, gathered, loops, maps[n_in]),)
     if not reduced:
         body = ScalarFunction(elements, s.scalar_body)
         with np.errstate(all="ignore"):
@@ -316,16 +316,14 @@ def _run_scan(
 ) -> Array:
     """A scan from its interface: the carry starts at the identity and takes each element
     along ``axis`` in order (``scalar_scan``); each running value is a result element."""
-    combiner = s.scan_combiner()
-    if combiner is None:
-        raise InterpretationError(f"'{op.name}' has a scan dim but no scan combiner")
-    carry_element = element_of(s.scan_carry_dtype())
+    loop = s.carried_loops()[0]
+    carry_element = element_of(loop.dtype)
     elements = [element_type(v.type) for v in op.operands]
     step = ScalarFunction(
         [carry_element, *elements], lambda b, xs: [s.scalar_scan(b, xs[0], xs[1:])]
     )
     moved = [np.moveaxis(g, axis, -1) for g in gathered]
-    carry = np.full(moved[0].shape[:-1], combiner.identity, dtype=s.scan_carry_dtype())
+    carry = np.full(moved[0].shape[:-1], loop.start, dtype=loop.dtype)
     out = np.empty(moved[0].shape, dtype=numpy_dtype(op.results[0].type))
     with np.errstate(all="ignore"):
         for k in range(loops[axis]):

@@ -91,7 +91,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
 
 from tdsl.dialects.kernel import FusedOp, TileOp
-from tdsl.dialects.kernel_plan import Dims, GroupBody, propagate_dims
+from tdsl.dialects.kernel_plan import Dims, GroupBody, carried_dims, propagate_dims
 from tdsl.dialects.structured import (
     BOOL,
     FloatType,
@@ -141,8 +141,9 @@ def _is_contraction(op: Operation) -> bool:
 
 
 def _is_scan(op: Operation) -> bool:
+    """Whether ``op`` tiles some loop dim itself, carrying a state (``carried_loops``)."""
     s = structured(op)
-    return s is not None and IteratorType.SCAN in s.iterator_types()
+    return s is not None and bool(s.carried_loops())
 
 
 def _is_reduction(op: Operation) -> bool:
@@ -532,14 +533,7 @@ class _Group:
         return sum(math.prod(t.get_shape()) for t in self.scratch_types())
 
     def _scan_dims(self, op: Operation) -> set[int]:
-        s = structured(op)
-        assert s is not None
-        loops = self.body.loop_dims(op)
-        return {
-            d
-            for d, kind in zip(loops, s.iterator_types(), strict=True)
-            if d is not None and kind is IteratorType.SCAN
-        }
+        return carried_dims(self.body, op)
 
     def carry_dims(self, op: Operation) -> Dims:
         """The dims of a scan's carry: its result's, the scan dims taken as extent 1."""
@@ -565,7 +559,7 @@ class _Group:
                 1 if d is None else n
                 for n, d in zip(self.tile_shape(op.results[0]), self.carry_dims(op), strict=True)
             ]
-            types.append(MemRefType(element_of(s.scan_carry_dtype()), shape))
+            types.append(MemRefType(element_of(s.carried_loops()[0].dtype), shape))
         return types
 
     def contiguous(self, v: SSAValue, dims: Dims) -> int | None:
@@ -883,12 +877,11 @@ class _Group:
                 for op in self._scans_computed(effects, storage):
                     s = structured(op)
                     assert s is not None
-                    combiner = s.scan_combiner()
-                    assert combiner is not None
+                    loop = s.carried_loops()[0]
                     cdims = self.carry_dims(op)
                     inner, coords = code.nest(ranges(_dim_set(cdims)))
                     point = _Point(self, inner, {**hoisted, **coords}, starts, storage, carries)
-                    identity = inner.scalar(combiner.identity, element_of(s.scan_carry_dtype()))
+                    identity = inner.scalar(loop.start, element_of(loop.dtype))
                     point.store(identity, carries[op], cdims)
                 order = [d for d in self.nest_order(dims, touched) if d not in hoisted]
                 packs = self._packs_of_sweep(order, touched, effects)

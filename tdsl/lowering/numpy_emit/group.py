@@ -267,16 +267,11 @@ class _Lowering:
             ax if d is not None or ax.dim is None else Axis(1)
             for ax, d in zip(results[0].layout, dims, strict=True)
         )
+        loop = s.carried_loops()[0]
         carry = Var(
-            layout,
-            s.scan_carry_dtype(),
-            "buffer",
-            self.tiling.full_shape(layout),
-            index=op_plan.carry,
+            layout, loop.dtype, "buffer", self.tiling.full_shape(layout), index=op_plan.carry
         )
-        combiner = s.scan_combiner()
-        assert combiner is not None
-        identity = scalar_expr(combiner.identity, s.scan_carry_dtype())
+        identity = scalar_expr(loop.start, loop.dtype)
         code.init.append(Instr(f"{{out}}[...] = {identity}", carry, (), f"{op.name}: carry"))
         s.lower_numpy_scan(gen, args, results, carry)
 
