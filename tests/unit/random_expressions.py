@@ -125,6 +125,7 @@ NUMPY_BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "matmul": np.matmul,
 }
 NUMPY_REDUCE: dict[str, Callable[..., Any]] = {"sum": np.sum, "max": np.max, "mean": np.mean}
+NUMPY_SCAN: dict[str, Callable[..., Any]] = {"cumsum": np.cumsum, "cumprod": np.cumprod}
 
 
 def evaluate(node: Node, env: dict[str, Array]) -> Value:
@@ -148,6 +149,8 @@ def evaluate(node: Node, env: dict[str, Array]) -> Value:
                 return np.transpose(values[0])
             if name == "softmax":
                 return softmax(np.asarray(values[0]), -1 if axis is None else axis)
+            if name in NUMPY_SCAN:
+                return NUMPY_SCAN[name](values[0], axis=axis)
             return NUMPY_REDUCE[name](values[0], axis=axis, keepdims=bool(keepdims))
     raise AssertionError(node)
 
@@ -197,7 +200,7 @@ class Generator:
             return self.leaf(shape)
         kinds = ["leaf", "unary", "minus", "binary", "binary", "transpose", "reduce"]
         if shape:
-            kinds += ["softmax", "matmul"]
+            kinds += ["softmax", "matmul", "scan"]
         kind = self.draw(st.sampled_from(kinds))
         sub = depth - 1
         if kind == "leaf":
@@ -221,6 +224,12 @@ class Generator:
             given = self.draw(st.booleans())
             axis = self.draw(st.integers(-len(shape), len(shape) - 1)) if given else None
             return Call("softmax", (self.expr(shape, sub),), axis, given)
+        if kind == "scan":
+            # without an axis only on a 1-d tensor (flattening a larger one is refused)
+            given = len(shape) > 1 or self.draw(st.booleans())
+            axis = self.draw(st.integers(-len(shape), len(shape) - 1)) if given else None
+            name = self.draw(st.sampled_from(sorted(NUMPY_SCAN)))
+            return Call(name, (self.expr(shape, sub),), axis, given)
         if kind == "matmul":
             lhs_shape, rhs_shape = matmul_operand_shapes(self.draw, shape, self.dim())
             op = "@" if self.draw(st.booleans()) else "matmul"
