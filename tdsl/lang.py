@@ -117,6 +117,7 @@ def _call(function: str, args: tuple[Operand, ...], keywords: Mapping[str, objec
 
 
 # --------------------------------------------------------------------------- the functions
+# Generated from the function table by `python -m tdsl.tools.gen_reference`: do not edit below.
 
 
 def relu(x: Operand) -> Array:
@@ -286,189 +287,87 @@ def ones_like(x: Operand) -> Array:
 
 def maximum(a: Operand, b: Operand) -> Array:
     """Element-wise maximum, broadcasting (``nan`` propagates, as ``np.maximum``)."""
-    return _call(
-        "maximum",
-        (
-            a,
-            b,
-        ),
-    )
+    return _call("maximum", (a, b))
 
 
 def minimum(a: Operand, b: Operand) -> Array:
     """Element-wise minimum, broadcasting (``nan`` propagates, as ``np.minimum``)."""
-    return _call(
-        "minimum",
-        (
-            a,
-            b,
-        ),
-    )
+    return _call("minimum", (a, b))
 
 
 def power(a: Operand, b: Operand) -> Array:
     """``a ** b`` element-wise, broadcasting (``np.power``: ``nan`` for a negative base and a non-integer exponent, ``x ** 0`` is 1)."""
-    return _call(
-        "power",
-        (
-            a,
-            b,
-        ),
-    )
+    return _call("power", (a, b))
 
 
 def remainder(a: Operand, b: Operand) -> Array:
     """``a % b`` element-wise, broadcasting: the remainder with the sign of the divisor (``np.remainder``, Python's ``%``; ``nan`` for a zero divisor)."""
-    return _call(
-        "remainder",
-        (
-            a,
-            b,
-        ),
-    )
+    return _call("remainder", (a, b))
 
 
 def fmod(a: Operand, b: Operand) -> Array:
     """``fmod(a, b)`` element-wise, broadcasting: the remainder with the sign of the dividend (``np.fmod``, C's ``fmod``)."""
-    return _call(
-        "fmod",
-        (
-            a,
-            b,
-        ),
-    )
+    return _call("fmod", (a, b))
 
 
 def arctan2(a: Operand, b: Operand) -> Array:
     """The angle of the point ``(b, a)`` (``np.arctan2(y, x)``), element-wise, broadcasting."""
-    return _call(
-        "arctan2",
-        (
-            a,
-            b,
-        ),
-    )
+    return _call("arctan2", (a, b))
 
 
 def hypot(a: Operand, b: Operand) -> Array:
     """``sqrt(a**2 + b**2)`` element-wise without overflow, broadcasting (``np.hypot``)."""
-    return _call(
-        "hypot",
-        (
-            a,
-            b,
-        ),
-    )
+    return _call("hypot", (a, b))
 
 
 def copysign(a: Operand, b: Operand) -> Array:
     """The magnitude of ``a`` with the sign of ``b``, element-wise, broadcasting."""
-    return _call(
-        "copysign",
-        (
-            a,
-            b,
-        ),
-    )
+    return _call("copysign", (a, b))
 
 
 def nextafter(a: Operand, b: Operand) -> Array:
     """The next representable value after ``a`` towards ``b``, element-wise, broadcasting (``np.nextafter``, in the element type)."""
-    return _call(
-        "nextafter",
-        (
-            a,
-            b,
-        ),
-    )
+    return _call("nextafter", (a, b))
 
 
 def less(a: Operand, b: Operand) -> Array:
     """``a < b`` element-wise, broadcasting: a boolean tensor."""
-    return _call(
-        "less",
-        (
-            a,
-            b,
-        ),
-    )
+    return _call("less", (a, b))
 
 
 def less_equal(a: Operand, b: Operand) -> Array:
     """``a <= b`` element-wise, broadcasting: a boolean tensor."""
-    return _call(
-        "less_equal",
-        (
-            a,
-            b,
-        ),
-    )
+    return _call("less_equal", (a, b))
 
 
 def equal(a: Operand, b: Operand) -> Array:
     """``a == b`` element-wise, broadcasting: a boolean tensor."""
-    return _call(
-        "equal",
-        (
-            a,
-            b,
-        ),
-    )
+    return _call("equal", (a, b))
 
 
 def not_equal(a: Operand, b: Operand) -> Array:
     """``a != b`` (true where either is ``nan``) element-wise, broadcasting: a boolean tensor."""
-    return _call(
-        "not_equal",
-        (
-            a,
-            b,
-        ),
-    )
+    return _call("not_equal", (a, b))
 
 
 def greater_equal(a: Operand, b: Operand) -> Array:
     """``a >= b`` element-wise, broadcasting: a boolean tensor."""
-    return _call(
-        "greater_equal",
-        (
-            a,
-            b,
-        ),
-    )
+    return _call("greater_equal", (a, b))
 
 
 def greater(a: Operand, b: Operand) -> Array:
     """``a > b`` element-wise, broadcasting: a boolean tensor."""
-    return _call(
-        "greater",
-        (
-            a,
-            b,
-        ),
-    )
+    return _call("greater", (a, b))
 
 
 def logical_and(a: Operand, b: Operand) -> Array:
     """``a & b`` on booleans, element-wise, broadcasting."""
-    return _call(
-        "logical_and",
-        (
-            a,
-            b,
-        ),
-    )
+    return _call("logical_and", (a, b))
 
 
 def logical_or(a: Operand, b: Operand) -> Array:
     """``a | b`` on booleans, element-wise, broadcasting."""
-    return _call(
-        "logical_or",
-        (
-            a,
-            b,
-        ),
-    )
+    return _call("logical_or", (a, b))
 
 
 def logical_not(x: Operand) -> Array:
@@ -478,13 +377,7 @@ def logical_not(x: Operand) -> Array:
 
 def matmul(a: Operand, b: Operand) -> Array:
     """Matrix product with ``np.matmul`` semantics."""
-    return _call(
-        "matmul",
-        (
-            a,
-            b,
-        ),
-    )
+    return _call("matmul", (a, b))
 
 
 def transpose(x: Operand) -> Array:
@@ -493,15 +386,8 @@ def transpose(x: Operand) -> Array:
 
 
 def where(a: Operand, b: Operand, c: Operand) -> Array:
-    """``where(cond, a, b)``: ``a`` where ``cond`` is true, else ``b``, element-wise, all three broadcasting (``np.where``).  ``a`` and ``b`` share one element type, which is the result's."""
-    return _call(
-        "where",
-        (
-            a,
-            b,
-            c,
-        ),
-    )
+    """``where(cond, a, b)``: ``a`` where ``cond`` is true, else ``b``, element-wise, all three broadcasting (``np.where``). ``a`` and ``b`` share one element type, which is the result's."""
+    return _call("where", (a, b, c))
 
 
 def softmax(x: Operand, axis: int = -1) -> Array:

@@ -1,8 +1,14 @@
-"""Writes ``docs/dialects.md`` and ``docs/passes.md`` from the docstrings.
+"""Writes ``docs/dialects.md`` and ``docs/passes.md`` from the docstrings, and the
+functions of ``tdsl/lang.py`` from the language's function table.
 
 The op and pass docstrings are the reference; this keeps the pages in step
-with them.  ``python -m tdsl.tools.gen_reference`` rewrites the pages;
-``--check`` exits 1 when a page is stale (a unit test runs that).
+with them.  ``tdsl.lang`` is checked in, so that type checkers read it, but
+its functions are generated: one per entry of the function table
+(``tdsl.frontend.ir_gen.FUNCTIONS``, made of the ops' ``FUNCTION``,
+``ARITY`` and ``PARAMS``), with the op docstring's first paragraph.
+``python -m tdsl.tools.gen_reference`` rewrites the pages and ``tdsl/lang.py``
+below its marker line; ``--check`` exits 1 when one is stale (a unit test runs
+that).
 
 The pages live in the ``docs/`` folder of a source checkout, found next to the
 ``tdsl`` package; an installed ``tdsl`` (in site-packages, whose ``docs/`` may
@@ -15,6 +21,7 @@ import argparse
 import dataclasses
 import importlib
 import inspect
+import re
 import sys
 from pathlib import Path
 
@@ -124,6 +131,69 @@ def render_passes() -> str:
 
 PAGES = {"dialects.md": render_dialects, "passes.md": render_passes}
 
+LANG_MARKER = (
+    "# --------------------------------------------------------------------------- "
+    "the functions\n# Generated from the function table by "
+    "`python -m tdsl.tools.gen_reference`: do not edit below.\n"
+)
+"""The line of ``tdsl/lang.py`` below which the file is generated."""
+
+_ARGS = ("x",)
+_MANY_ARGS = ("a", "b", "c", "d")
+
+
+def _lang_doc(op: type) -> str:
+    """The op docstring's first paragraph on one line, its operands named as the
+    function's parameters (``lhs``/``rhs`` are ``a``/``b``)."""
+    first = " ".join(_doc(op).split("\n\n")[0].split())
+    return re.sub(r"\brhs\b", "b", re.sub(r"\blhs\b", "a", first))
+
+
+def _param_type(kind: str, default: object) -> str:
+    base = {"axis": "int", "bool": "bool", "float": "float"}[kind]
+    return f"{base} | None" if default is None else base
+
+
+def _natural(name: str) -> list[tuple[int, int | str]]:
+    # log, log1p, log2, log10, log_softmax: ruff's order of __all__
+    return [(0, int(t)) if t.isdigit() else (1, t) for t in re.findall(r"\d+|\D+", name)]
+
+
+def render_lang(current: str) -> str:
+    """``tdsl/lang.py``: its hand-written head (``current`` up to the marker line),
+    then one function per language function, then ``__all__``."""
+    from tdsl.frontend.ir_gen import FUNCTIONS
+
+    if LANG_MARKER not in current:
+        raise ValueError("tdsl/lang.py has lost its marker line: " + LANG_MARKER.splitlines()[0])
+    head = current[: current.index(LANG_MARKER)]
+    lines = [head + LANG_MARKER]
+    for name, info in FUNCTIONS.items():
+        args = _ARGS if info.arity == 1 else _MANY_ARGS[: info.arity]
+        params = [f"{a}: Operand" for a in args] + [
+            f"{p.name}: {_param_type(p.kind, p.default)} = {p.default!r}" for p in info.params
+        ]
+        call = [repr(name), f"({args[0]},)" if len(args) == 1 else f"({', '.join(args)})"]
+        if info.params:
+            call.append("{" + ", ".join(f'"{p.name}": {p.name}' for p in info.params) + "}")
+        call_text = ", ".join(call).replace("'", '"')
+        lines += [
+            "",
+            f"def {name}({', '.join(params)}) -> Array:",
+            f'    """{_lang_doc(info.op)}"""',
+            f"    return _call({call_text})",
+            "",
+        ]
+    fixed = ["DTYPE_CLASSES", "Array", "Operand", "TensorSpec"]
+    names = sorted([*FUNCTIONS, "bool_", "f16", "f32", "f64"], key=_natural)
+    lines += ["", "__all__ = [", *(f'    "{n}",' for n in [*fixed, *names]), "]", ""]
+    return "\n".join(lines)
+
+
+def lang_path() -> Path:
+    """``tdsl/lang.py`` of this package."""
+    return Path(__file__).resolve().parents[1] / "lang.py"
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
@@ -153,6 +223,15 @@ def main(argv: list[str] | None = None) -> int:
                 stale.append(name)
         else:
             path.write_text(text)
+    if checkout_docs() is not None:  # a source checkout: tdsl/lang.py is ours to write
+        lang = lang_path()
+        current = lang.read_text(encoding="utf-8")
+        text = render_lang(current)
+        if args.check:
+            if current != text:
+                stale.append("tdsl/lang.py")
+        else:
+            lang.write_text(text, encoding="utf-8")
     if stale:
         print(
             "stale: " + ", ".join(stale) + " (run python -m tdsl.tools.gen_reference)",

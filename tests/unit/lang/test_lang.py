@@ -25,6 +25,22 @@ def lang_functions() -> dict[str, Any]:
     }
 
 
+def test_lang_is_generated_from_the_function_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tdsl.frontend import ir_gen
+    from tdsl.tools.gen_reference import lang_path, render_lang
+
+    current = lang_path().read_text(encoding="utf-8")
+    assert render_lang(current) == current, "stale: run python -m tdsl.tools.gen_reference"
+    # a new op in the table is a new function (and the checked-in file is then stale)
+    softmax = ir_gen.FUNCTIONS["softmax"]
+    table = {**ir_gen.FUNCTIONS, "softmax2": ir_gen.FunctionInfo("softmax2", softmax.op)}
+    monkeypatch.setattr(ir_gen, "FUNCTIONS", table)
+    text = render_lang(current)
+    assert "def softmax2(x: Operand, axis: int = -1) -> Array:" in text
+    assert '    return _call("softmax2", (x,), {"axis": axis})' in text
+    assert '    "softmax2",' in text
+
+
 def test_every_language_function_is_in_lang() -> None:
     # fails when an op with a FUNCTION is added to the dialect without its tdsl.lang function
     assert set(lang_functions()) == set(FUNCTIONS)
