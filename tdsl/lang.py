@@ -431,12 +431,12 @@ def prod(x: Operand, axis: int | None = None, keepdims: bool = False) -> Array:
 
 
 def cumsum(x: Operand, axis: int | None = None) -> Array:
-    """Cumulative sum along ``axis``, as ``np.cumsum``; without ``axis`` only for 0-d and 1-d ``x``."""
+    """Cumulative sum along ``axis``, as ``np.cumsum``: ``axis`` absent scans a 0-d or 1-d tensor whole (a larger one needs an axis). Each partial sum is rounded to the result's dtype (float16 adds in float16, as NumPy's); ``inf`` and ``nan`` propagate and overflow gives ``inf``, as in NumPy."""
     return _call("cumsum", (x,), {"axis": axis})
 
 
 def cumprod(x: Operand, axis: int | None = None) -> Array:
-    """Cumulative product along ``axis``, as ``np.cumprod``; without ``axis`` only for 0-d and 1-d ``x``."""
+    """Cumulative product along ``axis``, as ``np.cumprod`` (``axis`` as for ``cumsum``). Each partial product is rounded to the result's dtype; overflow gives ``inf``, and ``0 * inf`` is ``nan``, as in NumPy."""
     return _call("cumprod", (x,), {"axis": axis})
 
 
