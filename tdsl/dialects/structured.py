@@ -56,7 +56,10 @@ from enum import StrEnum
 from typing import Any, ClassVar, Literal, Protocol, cast
 
 import numpy as np
-from xdsl.builder import Builder
+from xdsl.builder import (
+    Builder,
+    _current_builder,  # pyright: ignore[reportPrivateUsage]
+)
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     I64,
@@ -76,7 +79,7 @@ from xdsl.dialects.builtin import (
     f64,
     i64,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
 from xdsl.irdl import (
     AtLeast,
@@ -91,6 +94,7 @@ from xdsl.irdl import (
     result_def,
     traits_def,
 )
+from xdsl.rewriter import InsertPoint
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
@@ -513,10 +517,14 @@ class StructuredOpInterface(abc.ABC):
 
     # -- computing ----------------------------------------------------------------
 
-    @abc.abstractmethod
     def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
         """The results on whole operand arrays (the interpreter): NumPy's semantics,
-        results in the result dtypes, IEEE exceptions silent (inf and nan)."""
+        results in the result dtypes, IEEE exceptions silent (inf and nan).
+
+        Element-wise ops do not implement it: the interpreter derives their results from
+        :meth:`scalar_body` (:mod:`tdsl.interpreters.body`).  Ops with ``reduction`` or
+        ``normalize`` dims compute whole arrays here."""
+        raise NotImplementedError(f"'{cast(Operation, self).name}' is evaluated from its body")
 
     def fuses_producer(self) -> Operation | None:
         """An operand's producer this op's NumPy lowering computes itself (the product a
@@ -533,7 +541,6 @@ class StructuredOpInterface(abc.ABC):
         as a template on ``{0}`` (``"{0}.T"``); None for an op that computes."""
         return None
 
-    @abc.abstractmethod
     def lower_numpy(
         self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
     ) -> None:
@@ -541,7 +548,11 @@ class StructuredOpInterface(abc.ABC):
 
         The tile holds whole rows along every ``reduction`` and ``normalize`` dim
         (tiles along those run the ``*_partial`` methods or the decomposition).
+        Element-wise ops do not implement it: the numpy target derives their code from
+        :meth:`scalar_body`, or runs a lowering it registers for the op's class
+        (:mod:`tdsl.lowering.numpy_emit.lowerings`).
         """
+        raise NotImplementedError(f"'{cast(Operation, self).name}' is lowered from its body")
 
     def numpy_workspace(
         self,
@@ -557,11 +568,20 @@ class StructuredOpInterface(abc.ABC):
         """
         return ()
 
+    F16_IN_F32: ClassVar[bool] = True
+    """On ``f16`` operands the body runs on ``f32`` and its results round to ``f16`` once
+    at the end (:func:`element_body`), as NumPy computes an ``f16`` ufunc.  False for an
+    op whose result depends on ``f16`` itself (``nextafter``)."""
+
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
-        """Build the element computation in ``arith``/``math`` ops: the result elements from
-        the operand elements (scalars of the element types), for an op whose loop dims are
-        all ``parallel``.  Ops with ``reduction`` dims give :meth:`scalar_combine`, ops with
-        ``normalize`` dims :meth:`decompose`."""
+        """Build the element computation in ``arith``/``math`` (and ``tdslmath``) ops: the
+        result elements from the operand elements, for an op whose loop dims are all
+        ``parallel``.  This is the one statement of an element-wise op's semantics: the
+        interpreter, the numpy target's default lowering and the native loops all derive
+        from it.  Callers go through :func:`element_body`, which widens ``f16``, so a body
+        sees ``f32`` scalars where the op computes on ``f16`` (build constants of the
+        arguments' types).  Ops with ``reduction`` dims give :meth:`scalar_combine`, ops
+        with ``normalize`` dims :meth:`decompose`."""
         raise NotImplementedError(f"'{cast(Operation, self).name}' has no element-wise body")
 
     # -- reductions: partial results over tiles, and their accumulation ----------
@@ -722,6 +742,98 @@ def scalar_constant(b: Builder, value: float, element: Attribute) -> SSAValue:
     return b.insert(arith.ConstantOp(FloatAttr(value, cast(FloatType, element)))).result
 
 
+def element_body(op: Operation, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+    """``op``'s :meth:`~StructuredOpInterface.scalar_body` on ``args`` (scalars of its operands'
+    element types), the one place ``f16`` is widened: unless the op opts out
+    (``F16_IN_F32``), ``f16`` arguments extend to ``f32``, the body runs on ``f32`` and
+    each ``f16`` result rounds once at the end.  NumPy computes an ``f16`` ufunc the same
+    way, so a body of one op gives NumPy's result, and a body of several ops (``logaddexp``)
+    rounds once rather than after each step.  The interpreter, the numpy target's derived
+    lowering and the native loops all build bodies through here."""
+    s = structured(op)
+    assert s is not None
+    widen = s.F16_IN_F32 and any(isinstance(a.type, Float16Type) for a in args)
+    if widen:
+        args = [convert_scalar(b, a, f32) if isinstance(a.type, Float16Type) else a for a in args]
+    results = s.scalar_body(b, args)
+    if not widen:
+        return results
+    out: list[SSAValue] = []
+    for value, result in zip(results, op.results, strict=True):
+        element = element_type(result)
+        out.append(convert_scalar(b, value, element) if value.type != element else value)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Body:
+    """An element-wise op's body built once into a block: its arguments (scalars of the
+    operands' element types), its ops and the values it yields."""
+
+    block: Block
+    results: tuple[SSAValue, ...]
+
+    def computing(self) -> list[Operation]:
+        """The ops that compute (constants aside)."""
+        return [o for o in self.block.ops if not isinstance(o, arith.ConstantOp)]
+
+    def single(self) -> Operation | None:
+        """The one op computing the result from the arguments, when the body is that op
+        (behind the ``f16`` widening): NumPy's ufunc computes it with one rounding."""
+        ops = self.computing()
+        args = set(self.block.args)
+        core = [
+            o
+            for o in ops
+            if not (isinstance(o, arith.ExtFOp) and o.input in args)
+            and not (isinstance(o, arith.TruncFOp) and o.result in self.results)
+        ]
+        if not core and len(ops) == 1:  # a conversion
+            return ops[0]
+        return core[0] if len(core) == 1 else None
+
+    def workspaces(self, shape: tuple[int, ...]) -> tuple[Workspace, ...]:
+        """The buffers a NumPy evaluation needs, one call per op writing a buffer of the
+        result's tile shape: one per computed value but the last (which is the result);
+        none for a body of one op."""
+        if self.single() is not None:
+            return ()
+        return tuple(
+            (shape, element_dtype(r.type) or numpy_dtype(r.type))
+            for o in self.computing()
+            for r in o.results
+            if r not in self.results
+        )
+
+
+_BODIES: dict[tuple[Any, ...], Body] = {}
+
+
+def body_of(op: Operation) -> Body:
+    """``op``'s body (through :func:`element_body`), built once per op class, operand and
+    result types and properties."""
+    key = (
+        type(op),
+        tuple(op.operand_types),
+        tuple(op.result_types),
+        tuple(sorted(op.properties.items(), key=lambda item: item[0])),
+    )
+    found = _BODIES.get(key)
+    if found is None:
+        block = Block(arg_types=[element_type(v) for v in op.operands])
+        b = Builder(InsertPoint.at_end(block))
+        # built apart, even while a caller builds implicitly (as kernel.tile's builder can)
+        saved, _current_builder.builder = _current_builder.builder, None
+        try:
+            results = element_body(op, b, block.args)
+        finally:
+            _current_builder.builder = saved
+        if len(_BODIES) >= 4096:
+            _BODIES.clear()
+        found = _BODIES[key] = Body(block, tuple(results))
+    return found
+
+
 # ---------------------------------------------------------------------------
 # Base classes
 # ---------------------------------------------------------------------------
@@ -765,16 +877,31 @@ class ElementwiseOp(StructuredOpInterface, abc.ABC):
             identity_map(len(out)),
         )
 
+    def numpy_workspace(
+        self,
+        operand_shapes: Sequence[tuple[int, ...]],
+        result_shapes: Sequence[tuple[int, ...]],
+        constant_operands: Sequence[bool],
+    ) -> tuple[Workspace, ...]:
+        """None where NumPy has the function (``NUMPY_UFUNC``: the numpy target calls it
+        once); else one per intermediate value of the body, which the target's derived
+        lowering computes one NumPy call at a time."""
+        if getattr(self, "NUMPY_UFUNC", None) is not None:
+            return ()
+        return body_of(cast(Operation, self)).workspaces(result_shapes[0])
+
 
 class UnaryOp(IRDLOperation, ElementwiseOp, abc.ABC):
     """Base of element-wise unary ops: the result has the operand's type.
 
-    A subclass names its NumPy ufunc (``NUMPY_UFUNC``) and the ``math``/``arith``
-    op of its element computation (``SCALAR_OP``), or overrides the methods.
+    A subclass gives the ``math``/``arith`` op of its element computation
+    (``SCALAR_OP``) or overrides :meth:`scalar_body`: that is its whole semantics.
+    ``NUMPY_UFUNC`` names NumPy's counterpart, if any, which says how booleans
+    promote (:meth:`bool_inputs_as`); it computes nothing.
     """
 
-    NUMPY_UFUNC: ClassVar[str]
-    """The NumPy ufunc computing it (``"exp"``)."""
+    NUMPY_UFUNC: ClassVar[str | None] = None
+    """NumPy's ufunc of the same function (``"exp"``), if NumPy has one."""
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = None
     """The one-operand scalar op computing an element (``math.ExpOp``)."""
 
@@ -793,19 +920,6 @@ class UnaryOp(IRDLOperation, ElementwiseOp, abc.ABC):
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> tuple[Attribute, ...]:
         return (operand_types[0],)
 
-    def compute(self, x: np.ndarray[Any, Any]) -> Any:
-        """The element-wise function on an array (NumPy's ufunc by default)."""
-        return getattr(np, self.NUMPY_UFUNC)(x)
-
-    def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
-        with np.errstate(all="ignore"):
-            return (_as_array(self.compute(args[0]), numpy_dtype(self.result.type)),)
-
-    def lower_numpy(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
-    ) -> None:
-        g.ufunc(self.NUMPY_UFUNC, args[0], out=results[0])
-
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         if self.SCALAR_OP is None:
             return super().scalar_body(b, args)
@@ -813,19 +927,19 @@ class UnaryOp(IRDLOperation, ElementwiseOp, abc.ABC):
 
     @classmethod
     def bool_inputs_as(cls) -> np.dtype[Any] | None:
-        ufunc = getattr(cls, "NUMPY_UFUNC", None)
-        return None if ufunc is None else ufunc_bool_dtype(ufunc, 1)
+        return None if cls.NUMPY_UFUNC is None else ufunc_bool_dtype(cls.NUMPY_UFUNC, 1)
 
 
 class BinaryOp(IRDLOperation, ElementwiseOp, abc.ABC):
     """Base of element-wise binary ops with NumPy broadcasting.
 
     Both operands share one element type; the result has the broadcast shape.
-    A subclass names its NumPy ufunc (``NUMPY_UFUNC``) and the two-operand
-    scalar op of its element computation (``SCALAR_OP``).
+    A subclass gives the two-operand scalar op of its element computation
+    (``SCALAR_OP``) or overrides :meth:`scalar_body`; ``NUMPY_UFUNC`` names NumPy's
+    counterpart, as for :class:`UnaryOp`.
     """
 
-    NUMPY_UFUNC: ClassVar[str]
+    NUMPY_UFUNC: ClassVar[str | None] = None
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = None
     ARITY: ClassVar[int] = 2
 
@@ -864,18 +978,6 @@ class BinaryOp(IRDLOperation, ElementwiseOp, abc.ABC):
             raise shape_error(self, err, (self.lhs.type, self.rhs.type)) from None
         expect_shape(self, tensor_shape(expected), self.result.type, "result")
 
-    def compute(self, a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> Any:
-        return getattr(np, self.NUMPY_UFUNC)(a, b)
-
-    def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
-        with np.errstate(all="ignore"):
-            return (_as_array(self.compute(args[0], args[1]), numpy_dtype(self.result.type)),)
-
-    def lower_numpy(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
-    ) -> None:
-        g.ufunc(self.NUMPY_UFUNC, args[0], args[1], out=results[0])
-
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         if self.SCALAR_OP is None:
             return super().scalar_body(b, args)
@@ -883,7 +985,7 @@ class BinaryOp(IRDLOperation, ElementwiseOp, abc.ABC):
 
     @classmethod
     def bool_inputs_as(cls) -> np.dtype[Any] | None:
-        return ufunc_bool_dtype(cls.NUMPY_UFUNC, 2)
+        return None if cls.NUMPY_UFUNC is None else ufunc_bool_dtype(cls.NUMPY_UFUNC, 2)
 
 
 class CompareOp(BinaryOp, abc.ABC):
@@ -1205,6 +1307,7 @@ __all__ = [
     "FLOAT_TYPES",
     "NUMPY_DTYPES",
     "BinaryOp",
+    "Body",
     "BoolTensorConstr",
     "Combiner",
     "CompareOp",
@@ -1229,11 +1332,13 @@ __all__ = [
     "TensorConstr",
     "UnaryOp",
     "Workspace",
+    "body_of",
     "broadcast_dims",
     "broadcast_shapes",
     "constant_value",
     "convert_scalar",
     "dims_map",
+    "element_body",
     "element_dtype",
     "element_of",
     "element_type",

@@ -44,6 +44,7 @@ from tdsl.dtypes import dtype_expr
 from tdsl.errors import TdslIRError
 from tdsl.lowering.numpy_emit.blocking import Run, plan_run
 from tdsl.lowering.numpy_emit.layout import Axis, Layout, Tiling
+from tdsl.lowering.numpy_emit.lowerings import lower_op
 from tdsl.lowering.numpy_emit.program import ConstPool, Instr, TileGen, Var
 from tdsl.lowering.numpy_emit.source import FillPool, Names, Writer, scalar_expr, shape_expr
 
@@ -227,7 +228,7 @@ class _Lowering:
                     self.workspaces(op, s, op_plan, results[0]),
                     op.name,
                 )
-                s.lower_numpy(gen, args, results)
+                lower_op(op, s, gen, args, results)
                 (self.whole if op in self.run.whole else code.body).extend(gen.instrs)
             self.steps.append(code)
         for k, inst in plan.copies:

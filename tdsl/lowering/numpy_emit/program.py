@@ -78,6 +78,17 @@ class ConstPool:
         default_factory=dict[tuple[str, tuple[int, ...], bytes], str]
     )
 
+    functions: dict[str, str] = field(default_factory=dict[str, str])
+    """Module-level helper functions by name: their source (NumPy functions the
+    interpreter's table defines where NumPy has none, such as ``erf``)."""
+
+    def function(self, name: str, source: str) -> str:
+        """The name of a module-level function ``name`` defined by ``source``."""
+        known = self.functions.setdefault(name, source)
+        if known != source:
+            raise TdslIRError(f"numpy target: two helper functions named {name}")
+        return name
+
     def add(self, array: np.ndarray[Any, Any]) -> str:
         """The name of a module constant holding ``array``."""
         key = (array.dtype.str, array.shape, array.tobytes())
@@ -120,6 +131,11 @@ class TileGen:
     def ufunc(self, name: str, *operands: Any, out: Any, note: str = "") -> None:
         args = ", ".join(f"{{{i}}}" for i in range(len(operands)))
         self.call(f"np.{name}({args}, out={{out}})", *operands, out=out, note=note)
+
+    def function(self, name: str, source: str) -> str:
+        """A helper function defined in the generated module by ``source`` (a function
+        called like a ufunc); its name."""
+        return self.consts.function(name, source)
 
     def scalar(self, value: float, dtype: np.dtype[Any]) -> Var:
         return self.constant(np.array(value, dtype=dtype))
