@@ -234,6 +234,11 @@ def expm1(x: Operand) -> Array:
     return _call("expm1", (x,))
 
 
+def erf(x: Operand) -> Array:
+    """The error function element-wise (``math.erf`` of each element; NumPy has none)."""
+    return _call("erf", (x,))
+
+
 def ceil(x: Operand) -> Array:
     """The smallest integer not below ``x``, element-wise (a float)."""
     return _call("ceil", (x,))
@@ -565,6 +570,7 @@ __all__ = [
     "cos",
     "cosh",
     "equal",
+    "erf",
     "exp",
     "expm1",
     "f16",

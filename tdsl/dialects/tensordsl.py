@@ -615,6 +615,21 @@ class Expm1Op(UnaryOp):
 
 
 @irdl_op_definition
+class ErfOp(UnaryOp):
+    """The error function ``2/sqrt(pi) * integral(exp(-t**2), 0, x)`` element-wise (NumPy has
+    none; ``math.erf`` of each element).
+
+    ```mlir
+    %1 = tensordsl.erf %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.erf"
+    FUNCTION: ClassVar[str | None] = "erf"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.ErfOp
+
+
+@irdl_op_definition
 class CeilOp(UnaryOp):
     """The smallest integer not below ``x``, element-wise (a float).
 
@@ -2220,6 +2235,7 @@ UNARY_OPS: tuple[type[UnaryOp], ...] = (
     Log10Op,
     Log2Op,
     Expm1Op,
+    ErfOp,
     CeilOp,
     FloorOp,
     RoundOp,
@@ -2311,6 +2327,7 @@ __all__ = [
     "CoshOp",
     "DivOp",
     "EqualOp",
+    "ErfOp",
     "ExpOp",
     "Expm1Op",
     "FloatTensorConstr",

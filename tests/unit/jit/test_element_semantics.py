@@ -13,6 +13,7 @@ and the wider types are compared with NumPy's result within a relative tolerance
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +24,9 @@ import tdsl.lang as lang
 from tdsl import JITTensorKernel
 
 Array = np.ndarray[Any, Any]
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
 
 def _sigmoid(x: Array) -> Array:
     return 1.0 / (1.0 + np.exp(-x))
@@ -52,6 +56,7 @@ UNARY: dict[str, Callable[[Array], Array]] = {
     "log10": np.log10,
     "log2": np.log2,
     "expm1": np.expm1,
+    "erf": _erf,
     "ceil": np.ceil,
     "floor": np.floor,
     "trunc": np.trunc,
@@ -63,7 +68,7 @@ UNARY: dict[str, Callable[[Array], Array]] = {
     "conj": np.conj,
     "ones_like": np.ones_like,
 }
-"""Function -> NumPy (or, where NumPy has none, a float64 reference: sigmoid)."""
+"""Function -> NumPy (or, where NumPy has none, a float64 reference: erf, sigmoid)."""
 
 BINARY: dict[str, Callable[[Array, Array], Array]] = {
     "maximum": np.maximum,
@@ -77,7 +82,7 @@ BINARY: dict[str, Callable[[Array, Array], Array]] = {
     "nextafter": np.nextafter,
 }
 
-F64_ONLY = {"sigmoid"}
+F64_ONLY = {"erf", "sigmoid"}
 """NumPy has no such function: the reference is float64 for every dtype."""
 
 SPECIAL = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5]
@@ -177,3 +182,31 @@ def test_targets_match_numpy(name: str, dtype: Any, target: str) -> None:
             _expr(name), **dict(zip(names, args, strict=True))
         )
     _check(name, np.asarray(got), args, dtype, target)
+
+
+@pytest.mark.parametrize("budget", [64, 1_000_000])
+@pytest.mark.parametrize("target", ["numpy", "native"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f16", "f32", "f64"])
+@pytest.mark.parametrize("name", ["erf"])
+def test_new_ops_fused_and_tiled(name: str, dtype: Any, target: str, budget: int) -> None:
+    """The ops added as one class each, fused with others and tiled (rows of 40 under a
+    budget of 64 are cut), against the same references."""
+    if target == "native":
+        from tdsl.native.compile import native_unavailable_reason
+
+        reason = native_unavailable_reason()
+        if reason is not None:
+            pytest.skip(reason)
+    args = _inputs(dtype, 2, seed=3)
+    a, b = args
+    expr = "erf(a) + b * 1" if name == "erf" else "logaddexp(a, b) * 1 + 0 * a"
+    with np.errstate(all="ignore"):
+        got = np.asarray(JITTensorKernel(budget, target=target)(expr, a=a, b=b))
+        if name == "erf":
+            want = (_erf(a.astype(np.float64)).astype(dtype) + b).astype(dtype)
+        else:
+            want = np.logaddexp(a, b)
+    tol = {np.float16: 2e-3, np.float32: 2e-6, np.float64: 1e-13}[dtype]
+    np.testing.assert_allclose(
+        got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol, equal_nan=True
+    )
