@@ -366,6 +366,11 @@ def hypot(a: Operand, b: Operand) -> Array:
     )
 
 
+def logaddexp(a: Operand, b: Operand) -> Array:
+    """``log(exp(a) + exp(b))`` element-wise without overflow, broadcasting (``np.logaddexp``)."""
+    return _call("logaddexp", (a, b))
+
+
 def copysign(a: Operand, b: Operand) -> Array:
     """The magnitude of ``a`` with the sign of ``b``, element-wise, broadcasting."""
     return _call(
@@ -589,6 +594,7 @@ __all__ = [
     "log2",
     "log10",
     "log_softmax",
+    "logaddexp",
     "logical_and",
     "logical_not",
     "logical_or",

@@ -1081,6 +1081,34 @@ class HypotOp(BinaryOp):
 
 
 @irdl_op_definition
+class LogaddexpOp(BinaryOp):
+    """``log(exp(lhs) + exp(rhs))`` element-wise without overflow, broadcasting
+    (``np.logaddexp``: ``x + log(2)`` for equal operands, infinities included).
+
+    ```mlir
+    %2 = tensordsl.logaddexp %0, %1 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.logaddexp"
+    FUNCTION: ClassVar[str | None] = "logaddexp"
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        # NumPy's npy_logaddexp: the larger plus log1p(exp(-|x - y|)); nan stays nan
+        x, y = args
+        d = b.insert(arith.SubfOp(x, y)).result
+        zero = scalar_constant(b, 0.0, x.type)
+        larger = b.insert(arith.SelectOp(b.insert(arith.CmpfOp(d, zero, "ogt")), x, y)).result
+        ad = b.insert(arith.NegfOp(b.insert(xmath.AbsFOp(d)).result)).result
+        tail = b.insert(xmath.Log1pOp(b.insert(xmath.ExpOp(ad)).result)).result
+        sum_ = b.insert(arith.AddfOp(larger, tail)).result
+        ln2 = scalar_constant(b, math.log(2.0), x.type)
+        twice = b.insert(arith.AddfOp(x, ln2)).result
+        equal = b.insert(arith.CmpfOp(x, y, "oeq")).result
+        return (b.insert(arith.SelectOp(equal, twice, sum_)).result,)
+
+
+@irdl_op_definition
 class CopysignOp(BinaryOp):
     """The magnitude of ``lhs`` with the sign of ``rhs``, element-wise, broadcasting.
 
@@ -2260,6 +2288,7 @@ BINARY_OPS: tuple[type[BinaryOp], ...] = (
     FmodOp,
     Arctan2Op,
     HypotOp,
+    LogaddexpOp,
     CopysignOp,
     NextafterOp,
 )
@@ -2345,6 +2374,7 @@ __all__ = [
     "Log10Op",
     "LogOp",
     "LogSoftmaxOp",
+    "LogaddexpOp",
     "MatmulOp",
     "MaxOp",
     "MaximumOp",
