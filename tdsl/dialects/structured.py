@@ -20,14 +20,17 @@ An op describes
 * its **types**: :meth:`~StructuredOpInterface.infer_result_types` gives the
   result types for operand types, which is how ``tdsl-tile`` re-types a body
   on tile-sized slices (:meth:`~StructuredOpInterface.retyped`);
-* how it **computes**: on whole NumPy arrays for the interpreter
-  (:meth:`~StructuredOpInterface.evaluate`); on one tile in generated NumPy
+* how it **computes**: an element-wise op states it once, element by element
+  in ``arith``/``math`` scalar ops (:meth:`~StructuredOpInterface.scalar_body`,
+  built through :func:`element_body`, which widens ``f16``); the interpreter
+  (:mod:`tdsl.interpreters.body`), the numpy target's default lowering and the
+  native loops all derive from that body.  Ops with ``reduction`` or
+  ``normalize`` dims still compute whole arrays themselves
+  (:meth:`~StructuredOpInterface.evaluate`) and one tile in generated NumPy
   code (:meth:`~StructuredOpInterface.lower_numpy`, through a
-  :class:`NumpyTileBuilder`, with the scratch it needs declared by
-  :meth:`~StructuredOpInterface.numpy_workspace` so that the one scratch model
-  counts it); and element by element in ``arith``/``math`` scalar ops
-  (:meth:`~StructuredOpInterface.scalar_body`), the loop body the native
-  target lowers;
+  :class:`NumpyTileBuilder`).  The scratch a NumPy lowering needs is declared
+  by :meth:`~StructuredOpInterface.numpy_workspace`, so that the one scratch
+  model counts it;
 * for an op with ``reduction`` dims, how partial results over tiles of those
   dims **accumulate** (:meth:`~StructuredOpInterface.combiner`,
   ``*_partial``, ``*_finalize`` and :meth:`~StructuredOpInterface.scalar_combine`):
@@ -39,7 +42,7 @@ An op describes
   column tiles, one pass per reduction.
 
 Base classes give the defaults, so a new op is usually one small class:
-:class:`UnaryOp` (a NumPy ufunc and a scalar op), :class:`BinaryOp` (with
+:class:`UnaryOp` (a scalar op or body), :class:`BinaryOp` (with
 NumPy broadcasting), :class:`ReductionOp` (a ufunc's ``reduce`` and its
 combining op) and :class:`RowLocalOp` (a decomposition).  See
 ``docs/adding-an-op.md``.

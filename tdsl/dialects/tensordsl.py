@@ -14,8 +14,9 @@ Every op works on builtin ranked, static tensors (``tensor<4x8xf32>``,
 
 Every computing op implements the structured-op interface
 (:mod:`tdsl.dialects.structured`): its loop space, indexing maps and iterator
-types, its NumPy lowering, its element-wise body in ``arith``/``math``, its
-accumulation or decomposition, and its interpreter.  Most ops are a few lines
+types, its element-wise body in ``arith``/``math`` (the one statement of an
+element-wise op's semantics: the interpreter and both targets derive from it),
+its accumulation or decomposition.  Most ops are a few lines
 on one of its base classes.
 
 Each op builds from its operands alone (``AddOp(a, b)`` infers the broadcast
