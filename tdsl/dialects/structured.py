@@ -25,12 +25,13 @@ An op describes
   built through :func:`element_body`, which widens ``f16``); the interpreter
   (:mod:`tdsl.interpreters.body`), the numpy target's default lowering and the
   native loops all derive from that body.  Ops with ``reduction`` or
-  ``normalize`` dims still compute whole arrays themselves
-  (:meth:`~StructuredOpInterface.evaluate`) and one tile in generated NumPy
-  code (:meth:`~StructuredOpInterface.lower_numpy`, through a
-  :class:`NumpyTileBuilder`).  The scratch a NumPy lowering needs is declared
-  by :meth:`~StructuredOpInterface.numpy_workspace`, so that the one scratch
-  model counts it;
+  ``normalize`` dims still compute whole arrays themselves for the interpreter
+  (:meth:`~StructuredOpInterface.evaluate`).  The dialect holds no NumPy code:
+  the numpy target owns its lowerings (:mod:`tdsl.lowering.numpy_emit.lowerings`),
+  derived from the body or registered by op class.  The scratch a NumPy
+  lowering needs is declared by :meth:`~StructuredOpInterface.numpy_workspace`,
+  so that the one scratch model (which ``kernel.tile`` records and verifies)
+  counts it whichever target runs;
 * for an op with ``reduction`` dims, how partial results over tiles of those
   dims **accumulate** (:meth:`~StructuredOpInterface.combiner`,
   ``*_partial``, ``*_finalize`` and :meth:`~StructuredOpInterface.scalar_combine`):
@@ -56,7 +57,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, ClassVar, Literal, Protocol, cast
+from typing import Any, ClassVar, Literal, cast
 
 import numpy as np
 from xdsl.builder import (
@@ -355,61 +356,8 @@ class Combiner:
 
 
 # ---------------------------------------------------------------------------
-# Generated NumPy code: what an op's lowering sees
+# Scratch of a NumPy lowering
 # ---------------------------------------------------------------------------
-
-
-class NumpyValue(Protocol):
-    """A value in generated NumPy code: an array (or a view, a constant) of one tile."""
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """Its shape in a full tile (a remainder tile is smaller along tiled dims)."""
-        ...
-
-    @property
-    def dtype(self) -> np.dtype[Any]: ...
-
-
-class NumpyTileBuilder(Protocol):
-    """Writes the NumPy calls computing one tile of a group (see ``lower_numpy``).
-
-    Calls must write their result through ``out=`` into the given arrays and
-    must not allocate: every buffer an op needs besides its results is a
-    workspace it declared with ``numpy_workspace``, so that the scratch model
-    counts it.  Shapes are those of a full tile; code must not depend on them
-    at run time, since a remainder tile is smaller.
-    """
-
-    def call(self, template: str, *operands: NumpyValue, out: NumpyValue, note: str = "") -> None:
-        """Emit ``template`` formatted with ``{0}``, ``{1}``, ... for ``operands`` and
-        ``{out}`` for ``out``: one NumPy call that writes ``out``."""
-        ...
-
-    def ufunc(self, name: str, *operands: NumpyValue, out: NumpyValue, note: str = "") -> None:
-        """``np.<name>(operands..., out=out)``."""
-        ...
-
-    def scalar(self, value: float, dtype: np.dtype[Any]) -> NumpyValue:
-        """A 0-d constant of ``dtype``."""
-        ...
-
-    def constant(self, value: np.ndarray[Any, Any]) -> NumpyValue:
-        """A constant array (of its own dtype and shape, broadcasting like an operand)."""
-        ...
-
-    def fill(self, like: NumpyValue, value: float) -> NumpyValue:
-        """A constant array shaped like ``like`` (NumPy's ``maximum`` is several times
-        faster against an array than against a scalar)."""
-        ...
-
-    def workspace(self, index: int) -> NumpyValue:
-        """The op's ``index``-th declared workspace buffer."""
-        ...
-
-    def constant_value(self, value: NumpyValue) -> np.ndarray[Any, Any] | None:
-        """The value of a compile-time constant operand, else None."""
-        ...
 
 
 Workspace = tuple[tuple[int, ...], np.dtype[Any]]
@@ -534,7 +482,7 @@ class StructuredOpInterface(abc.ABC):
         sum of products reads, as one ``einsum``), or None.
 
         The target then does not compute the producer, and passes its operands to
-        :meth:`lower_numpy` / :meth:`lower_numpy_partial` in place of this op's.  It is
+        :func:`~tdsl.lowering.numpy_emit.lowerings.lower_partial` in place of this op's.  It is
         only taken when the producer has this one use, in the same group and step.
         """
         return None
@@ -544,26 +492,14 @@ class StructuredOpInterface(abc.ABC):
         as a template on ``{0}`` (``"{0}.T"``); None for an op that computes."""
         return None
 
-    def lower_numpy(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
-    ) -> None:
-        """Emit the NumPy calls computing ``results`` of one tile from ``args``.
-
-        The tile holds whole rows along every ``reduction`` and ``normalize`` dim
-        (tiles along those run the ``*_partial`` methods or the decomposition).
-        Element-wise ops do not implement it: the numpy target derives their code from
-        :meth:`scalar_body`, or runs a lowering it registers for the op's class
-        (:mod:`tdsl.lowering.numpy_emit.lowerings`).
-        """
-        raise NotImplementedError(f"'{cast(Operation, self).name}' is lowered from its body")
-
     def numpy_workspace(
         self,
         operand_shapes: Sequence[tuple[int, ...]],
         result_shapes: Sequence[tuple[int, ...]],
         constant_operands: Sequence[bool],
     ) -> tuple[Workspace, ...]:
-        """The buffers :meth:`lower_numpy` needs besides its results, for these tile shapes.
+        """The buffers the numpy target's lowering of the op needs besides its results, for
+        these tile shapes.
 
         Each is at most the size of the first result's tile (the NumPy target requires
         its dims to be the result's, right-aligned, or 1), and a smaller tile needs no
@@ -611,18 +547,6 @@ class StructuredOpInterface(abc.ABC):
         """Whether :meth:`finalize` changes the accumulated values (a mean divides), beyond
         a conversion to the result dtype."""
         return False
-
-    def lower_numpy_partial(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], out: NumpyValue
-    ) -> None:
-        """Emit the partial of one tile into ``out`` (of :meth:`accumulator_dtype`)."""
-        raise NotImplementedError(f"'{cast(Operation, self).name}' has no reduction")
-
-    def lower_numpy_finalize(
-        self, g: NumpyTileBuilder, acc: NumpyValue, out: NumpyValue, count: int
-    ) -> None:
-        """Emit the result from the accumulator (by default a copy, casting if needed)."""
-        g.call("np.copyto({out}, {0})", acc, out=out)
 
     def scalar_combine(self, b: Builder, acc: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
         """Build the accumulator update for one point of the loop space (``acc + a * b``
@@ -1173,10 +1097,6 @@ class ReductionOp(IRDLOperation, StructuredOpInterface, abc.ABC):
         dtype = numpy_dtype(self.result.type)
         return wide_accumulator(dtype) if self.WIDE else dtype
 
-    def _reduce_args(self) -> str:
-        args = f"axis={self.axis_value}"
-        return args + (", keepdims=True" if self.keepdims_value else "")
-
     def evaluate_partial(self, *args: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         (x,) = args
         acc = self.accumulator_dtype()
@@ -1199,17 +1119,6 @@ class ReductionOp(IRDLOperation, StructuredOpInterface, abc.ABC):
         with np.errstate(all="ignore"):
             return (self.finalize(self.evaluate_partial(x), count),)
 
-    def lower_numpy_partial(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], out: NumpyValue
-    ) -> None:
-        (x,) = args
-        dtype = "" if x.dtype == out.dtype else f", dtype=np.{out.dtype.name}"
-        g.call(
-            f"np.{self.NUMPY_UFUNC}.reduce({{0}}, {self._reduce_args()}{dtype}, out={{out}})",
-            x,
-            out=out,
-        )
-
     def numpy_workspace(
         self,
         operand_shapes: Sequence[tuple[int, ...]],
@@ -1220,17 +1129,6 @@ class ReductionOp(IRDLOperation, StructuredOpInterface, abc.ABC):
         if acc == numpy_dtype(self.result.type):
             return ()
         return ((result_shapes[0], acc),)
-
-    def lower_numpy(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
-    ) -> None:
-        (out,) = results
-        acc = out if self.accumulator_dtype() == out.dtype else g.workspace(0)
-        self.lower_numpy_partial(g, args, acc)
-        x_shape = args[0].shape
-        count = math.prod(x_shape[a] for a in self.reduced_axes())
-        if acc is not out or self.finalizes():
-            self.lower_numpy_finalize(g, acc, out, count)
 
     def scalar_combine(self, b: Builder, acc: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
         element = convert_scalar(b, args[0], acc.type)
@@ -1251,7 +1149,8 @@ class RowLocalOp(IRDLOperation, StructuredOpInterface, abc.ABC):
     operand's type, and each element depends on the whole row along ``axis``.
 
     The axis is a ``normalize`` dim.  A subclass computes whole rows
-    (:meth:`evaluate`, :meth:`lower_numpy`) and gives its :meth:`decompose`.
+    (:meth:`evaluate`; the numpy target registers its lowering) and gives its
+    :meth:`decompose`.
     """
 
     FUNCTION: ClassVar[str | None]
@@ -1322,8 +1221,6 @@ __all__ = [
     "HasConstantValue",
     "IteratorType",
     "LogicalOp",
-    "NumpyTileBuilder",
-    "NumpyValue",
     "Param",
     "ParamKind",
     "ReductionOp",

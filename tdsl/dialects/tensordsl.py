@@ -90,8 +90,6 @@ from tdsl.dialects.structured import (
     HasConstantValue,
     IteratorType,
     LogicalOp,
-    NumpyTileBuilder,
-    NumpyValue,
     Param,
     ReductionOp,
     RowLocalOp,
@@ -1572,16 +1570,6 @@ class MatmulOp(IRDLOperation, StructuredOpInterface):
         with np.errstate(all="ignore"):
             return np.asarray(np.matmul(args[0], args[1]), dtype=self.accumulator_dtype())
 
-    def lower_numpy_partial(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], out: NumpyValue
-    ) -> None:
-        g.call("np.matmul({0}, {1}, out={out})", *args, out=out)
-
-    def lower_numpy(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
-    ) -> None:
-        self.lower_numpy_partial(g, args, results[0])
-
     def scalar_combine(self, b: Builder, acc: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
         x, y = (convert_scalar(b, v, acc.type) for v in args)
         product = b.insert(arith.MulfOp(x, y)).result
@@ -1641,11 +1629,6 @@ class TransposeOp(IRDLOperation, StructuredOpInterface, HasCanonicalizationPatte
 
     def numpy_view(self) -> str | None:
         return "{0}.T"
-
-    def lower_numpy(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
-    ) -> None:
-        g.call("np.copyto({out}, {0}.T)", args[0], out=results[0])
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         return (args[0],)
@@ -1717,31 +1700,6 @@ class SoftmaxOp(RowLocalOp):
     ) -> tuple[Workspace, ...]:
         return ((row_stat_shape(result_shapes[0], self.axis_value), self._stat_dtype()),)
 
-    def lower_numpy(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
-    ) -> None:
-        (x,), (out,) = args, results
-        if math.prod(out.shape) == 0:
-            return  # nothing to compute: the result is empty too
-        axis = self.axis_value
-        row = g.workspace(0)
-        wide = "" if row.dtype == x.dtype else f", dtype=np.{row.dtype.name}"
-        reduce = f"axis={axis}, keepdims=True{wide}, out={{out}}"
-        g.call(
-            f"np.maximum.reduce({{0}}, {reduce})",
-            x,
-            out=row,
-            note=f"softmax along axis {axis}: exp(x - max) / sum",
-        )
-        g.ufunc("subtract", x, row, out=out)
-        g.ufunc("exp", out, out=out)
-        g.call(f"np.add.reduce({{0}}, {reduce})", out, out=row)
-        if math.prod(out.shape) < RECIPROCAL_MIN_SIZE:
-            g.ufunc("divide", out, row, out=out)
-        else:
-            g.ufunc("reciprocal", row, out=row)
-            g.ufunc("multiply", out, row, out=out)
-
     def decompose(self) -> tuple[list[Operation], SSAValue]:
         axis = self.axis.value.data
         m = MaxOp(self.input, axis, keepdims=True)
@@ -1806,27 +1764,6 @@ class LogSoftmaxOp(RowLocalOp):
             (result_shapes[0], numpy_dtype(self.result.type)),
             (stat, wide_accumulator(numpy_dtype(self.result.type))),
         )
-
-    def lower_numpy(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
-    ) -> None:
-        (x,), (out,) = args, results
-        if math.prod(out.shape) == 0:
-            return  # nothing to compute: the result is empty too
-        axis = self.axis_value
-        m, e, s = g.workspace(0), g.workspace(1), g.workspace(2)
-        g.call(
-            f"np.maximum.reduce({{0}}, axis={axis}, keepdims=True, out={{out}})",
-            x,
-            out=m,
-            note=f"log_softmax along axis {axis}: (x - max) - log(sum(exp(x - max)))",
-        )
-        g.ufunc("subtract", x, m, out=out)
-        g.ufunc("exp", out, out=e)
-        wide = "" if s.dtype == e.dtype else f", dtype=np.{s.dtype.name}"
-        g.call(f"np.add.reduce({{0}}, axis={axis}, keepdims=True{wide}, out={{out}})", e, out=s)
-        g.ufunc("log", s, out=s)
-        g.ufunc("subtract", out, s, out=out)
 
     def decompose(self) -> tuple[list[Operation], SSAValue]:
         axis = self.axis.value.data
@@ -1901,38 +1838,6 @@ class LayerNormOp(RowLocalOp):
         stat = row_stat_shape(result_shapes[0], self.axis_value)
         wide = wide_accumulator(numpy_dtype(self.result.type))
         return ((stat, wide), (stat, wide))
-
-    def lower_numpy(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
-    ) -> None:
-        (x,), (out,) = args, results
-        if math.prod(out.shape) == 0:
-            return  # nothing to compute: the result is empty too
-        axis = self.axis_value
-        mean, var = g.workspace(0), g.workspace(1)
-        wide = "" if mean.dtype == x.dtype else f", dtype=np.{mean.dtype.name}"
-        n = g.scalar(float(x.shape[axis]), mean.dtype)
-        g.call(
-            f"np.add.reduce({{0}}, axis={axis}, keepdims=True{wide}, out={{out}})",
-            x,
-            out=mean,
-            note=f"layernorm along axis {axis}: (x - mean) / sqrt(var + eps)",
-        )
-        g.ufunc("divide", mean, n, out=mean)
-        g.ufunc("subtract", x, mean, out=out)
-        # the sum of squared deviations as one einsum (no temporary)
-        letters = "abcdefghijklmnopqrstuvwxyz"[: len(out.shape)]
-        kept = letters.replace(letters[axis], "")
-        row = ", ".join([":"] * axis + ["0", "..."])  # a view, also when 0-d
-        g.call(
-            f'np.einsum("{letters},{letters}->{kept}", {{0}}, {{0}}, out={{out}}[{row}]{wide})',
-            out,
-            out=var,
-        )
-        g.ufunc("divide", var, n, out=var)
-        g.ufunc("add", var, g.scalar(self.eps_value, var.dtype), out=var)
-        g.ufunc("sqrt", var, out=var)
-        g.ufunc("divide", out, var, out=out)
 
     def decompose(self) -> tuple[list[Operation], SSAValue]:
         axis = self.axis.value.data
@@ -2014,24 +1919,6 @@ class SumOp(ChunkedReductionOp):
         if not shape or tensor_shape(mul.lhs) != shape or tensor_shape(mul.rhs) != shape:
             return None
         return mul if self.reduced_axes() == (len(shape) - 1,) else None
-
-    def lower_numpy_partial(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], out: NumpyValue
-    ) -> None:
-        if len(args) == 1:
-            super().lower_numpy_partial(g, args, out)
-            return
-        a, b = args  # the operands of the product this sum fuses
-        letters = "abcdefghijklmnopqrstuvwxyz"[: len(a.shape)]
-        target = "{out}[..., 0]" if self.keepdims_value else "{out}"
-        dtype = "" if a.dtype == out.dtype else f", dtype=np.{out.dtype.name}"
-        g.call(
-            f'np.einsum("{letters},{letters}->{letters[:-1]}", {{0}}, {{1}}{dtype}, out={target})',
-            a,
-            b,
-            out=out,
-            note="sum(a * b) along the last axis as one einsum",
-        )
 
 
 @irdl_op_definition
@@ -2125,14 +2012,6 @@ class MeanOp(ChunkedReductionOp):
             return np.full(acc.shape, np.nan, dtype=dtype)
         with np.errstate(all="ignore"):
             return np.asarray(np.divide(acc, acc.dtype.type(count)), dtype=dtype)
-
-    def lower_numpy_finalize(
-        self, g: NumpyTileBuilder, acc: NumpyValue, out: NumpyValue, count: int
-    ) -> None:
-        if count == 0:
-            g.call("np.copyto({out}, np.nan)", out=out, note="the mean of nothing")
-        else:
-            g.ufunc("divide", acc, g.scalar(float(count), acc.dtype), out=out, note="mean")
 
     def scalar_finalize(self, b: Builder, acc: SSAValue, count: int) -> SSAValue:
         n = scalar_constant(b, float(count), acc.type)  # 0/0 is nan: the mean of nothing

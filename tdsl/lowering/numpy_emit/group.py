@@ -44,7 +44,7 @@ from tdsl.dtypes import dtype_expr
 from tdsl.errors import TdslIRError
 from tdsl.lowering.numpy_emit.blocking import Run, plan_run
 from tdsl.lowering.numpy_emit.layout import Axis, Layout, Tiling
-from tdsl.lowering.numpy_emit.lowerings import lower_op
+from tdsl.lowering.numpy_emit.lowerings import lower_finalize, lower_op, lower_partial
 from tdsl.lowering.numpy_emit.program import ConstPool, Instr, TileGen, Var
 from tdsl.lowering.numpy_emit.source import FillPool, Names, Writer, scalar_expr, shape_expr
 
@@ -271,13 +271,13 @@ class _Lowering:
         gen = TileGen(
             self.state.consts, self.tile_shape, self.workspaces(op, s, op_plan, acc), op.name
         )
-        s.lower_numpy_partial(gen, args, partial)
+        lower_partial(op, gen, args, partial)
         gen.ufunc(combiner.ufunc, acc, partial, out=acc)
         code.body.extend(gen.instrs)
         same = acc.kind == final.kind and acc.index == final.index and acc.dtype == final.dtype
         if not same or s.finalizes():
             fin = TileGen(self.state.consts, self.tile_shape, (), op.name)
-            s.lower_numpy_finalize(fin, acc, final, self.sched.count(op))
+            lower_finalize(op, fin, acc, final, self.sched.count(op))
             code.finalize.extend(fin.instrs)
 
 

@@ -13,13 +13,19 @@ round once at the end.
 Where NumPy has a faster form than the body's (``np.maximum`` against a block of
 zeros, one ``np.remainder`` for a body emulating it, a multiplication by the
 reciprocal), this module registers a lowering for the op's class: the target owns
-its code, the dialect none.  Ops with ``reduction`` or ``normalize`` dims still
-bring their own ``lower_numpy`` (not yet moved here).
+its code, the dialect none.  Ops with ``reduction`` or ``normalize`` dims have
+their lowerings here too (softmax's reductions and reciprocal, layernorm's
+einsum, a sum of products as one einsum), registered by class: whole tiles
+(:data:`LOWERINGS`), partials over tiles of a reduction dim (:data:`PARTIALS`)
+and the step from an accumulator to the result (:data:`FINALIZERS`).  A
+subclass inherits its base's entry, so an op of another dialect built on
+``UnaryOp`` or ``ReductionOp`` lowers like tensordsl's.
 """
 
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,15 +34,10 @@ from xdsl.dialects import arith
 from xdsl.ir import Operation, SSAValue
 
 from tdsl.dialects import tensordsl as td
-from tdsl.dialects.structured import (
-    NumpyTileBuilder,
-    NumpyValue,
-    StructuredOpInterface,
-    body_of,
-)
+from tdsl.dialects.structured import IteratorType, ReductionOp, StructuredOpInterface, body_of
 from tdsl.dtypes import FLOAT_DTYPES
 from tdsl.errors import TdslIRError
-from tdsl.lowering.numpy_emit.program import TileGen
+from tdsl.lowering.numpy_emit.program import NumpyTileBuilder, NumpyValue, TileGen
 from tdsl.scalar_numpy import (
     NumpyFunction,
     constant_array,
@@ -47,8 +48,19 @@ from tdsl.scalar_numpy import (
 Lowering = Callable[[Any, TileGen, Sequence[Any], Sequence[Any]], None]
 """``lowering(op, g, args, results)``: emit the calls computing ``results`` of one tile."""
 
+PartialLowering = Callable[[Any, TileGen, Sequence[Any], Any], None]
+"""``partial(op, g, args, out)``: emit the partial result of one tile into ``out`` (of the
+op's accumulator dtype)."""
+FinalizeLowering = Callable[[Any, TileGen, Any, Any, int], None]
+"""``finalize(op, g, acc, out, count)``: emit the result from the accumulator (``count``
+elements combined into each)."""
+
 LOWERINGS: dict[type[Operation], Lowering] = {}
 """Op class -> the lowering this target registers for it (subclasses inherit it)."""
+PARTIALS: dict[type[Operation], PartialLowering] = {}
+"""Op class -> how a tile's partial result is computed (reductions, matmul)."""
+FINALIZERS: dict[type[Operation], FinalizeLowering] = {}
+"""Op class -> how the result comes from the accumulator (default: a copy)."""
 
 
 def register(*op_classes: type[Operation]) -> Callable[[Lowering], Lowering]:
@@ -62,9 +74,9 @@ def register(*op_classes: type[Operation]) -> Callable[[Lowering], Lowering]:
     return add
 
 
-def _registered(op: Operation) -> Lowering | None:
+def _registered(table: dict[type[Operation], Any], op: Operation) -> Any:
     for cls in type(op).__mro__:
-        found = LOWERINGS.get(cls)
+        found = table.get(cls)
         if found is not None:
             return found
     return None
@@ -73,15 +85,32 @@ def _registered(op: Operation) -> Lowering | None:
 def lower_op(
     op: Operation, s: StructuredOpInterface, g: TileGen, args: Sequence[Any], results: Sequence[Any]
 ) -> None:
-    """Emit ``op`` on one tile: its registered lowering, its own ``lower_numpy``, or the
-    lowering derived from its body (in that order)."""
-    found = _registered(op)
+    """Emit ``op`` on one tile: its registered lowering, or the lowering derived from its
+    body."""
+    found: Lowering | None = _registered(LOWERINGS, op)
     if found is not None:
         found(op, g, args, results)
-    elif type(s).lower_numpy is not StructuredOpInterface.lower_numpy:
-        s.lower_numpy(g, args, results)
+    elif any(k is not IteratorType.PARALLEL for k in s.iterator_types()):
+        raise TdslIRError(f"numpy target: no lowering registered for '{op.name}'")
     else:
         lower_body(op, g, args, results)
+
+
+def lower_partial(op: Operation, g: TileGen, args: Sequence[Any], out: Any) -> None:
+    """Emit the partial result of ``op`` over one tile of its reduction dims into ``out``."""
+    found: PartialLowering | None = _registered(PARTIALS, op)
+    if found is None:
+        raise TdslIRError(f"numpy target: no partial lowering registered for '{op.name}'")
+    found(op, g, args, out)
+
+
+def lower_finalize(op: Operation, g: TileGen, acc: Any, out: Any, count: int) -> None:
+    """Emit ``op``'s result from its accumulator ``acc`` into ``out``."""
+    found: FinalizeLowering | None = _registered(FINALIZERS, op)
+    if found is None:
+        g.call("np.copyto({out}, {0})", acc, out=out)
+    else:
+        found(op, g, acc, out, count)
 
 
 # ---------------------------------------------------------------------------
@@ -236,4 +265,177 @@ def _sigmoid(op: td.SigmoidOp, g: TileGen, args: Sequence[Any], results: Sequenc
     g.ufunc("divide", num, e, out=out)
 
 
-__all__ = ["LOWERINGS", "Lowering", "lower_body", "lower_op", "register"]
+# -- matmul and transpose ----------------------------------------------------------
+
+
+def _matmul_partial(op: td.MatmulOp, g: TileGen, args: Sequence[Any], out: Any) -> None:
+    g.call("np.matmul({0}, {1}, out={out})", *args, out=out)
+
+
+PARTIALS[td.MatmulOp] = _matmul_partial
+
+
+@register(td.MatmulOp)
+def _matmul(op: td.MatmulOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
+    _matmul_partial(op, g, args, results[0])
+
+
+@register(td.TransposeOp)
+def _transpose(op: td.TransposeOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
+    g.call("np.copyto({out}, {0}.T)", args[0], out=results[0])
+
+
+# -- reductions ------------------------------------------------------------------------
+
+
+def _reduce_args(op: ReductionOp) -> str:
+    args = f"axis={op.axis_value}"
+    return args + (", keepdims=True" if op.keepdims_value else "")
+
+
+def _reduce_partial(op: ReductionOp, g: TileGen, args: Sequence[Any], out: Any) -> None:
+    (x,) = args
+    dtype = "" if x.dtype == out.dtype else f", dtype=np.{out.dtype.name}"
+    g.call(
+        f"np.{op.NUMPY_UFUNC}.reduce({{0}}, {_reduce_args(op)}{dtype}, out={{out}})",
+        x,
+        out=out,
+    )
+
+
+def _sum_partial(op: td.SumOp, g: TileGen, args: Sequence[Any], out: Any) -> None:
+    if len(args) == 1:
+        _reduce_partial(op, g, args, out)
+        return
+    a, b = args  # the operands of the product this sum fuses (SumOp.fuses_producer)
+    letters = "abcdefghijklmnopqrstuvwxyz"[: len(a.shape)]
+    target = "{out}[..., 0]" if op.keepdims_value else "{out}"
+    dtype = "" if a.dtype == out.dtype else f", dtype=np.{out.dtype.name}"
+    g.call(
+        f'np.einsum("{letters},{letters}->{letters[:-1]}", {{0}}, {{1}}{dtype}, out={target})',
+        a,
+        b,
+        out=out,
+        note="sum(a * b) along the last axis as one einsum",
+    )
+
+
+def _mean_finalize(op: td.MeanOp, g: TileGen, acc: Any, out: Any, count: int) -> None:
+    if count == 0:
+        g.call("np.copyto({out}, np.nan)", out=out, note="the mean of nothing")
+    else:
+        g.ufunc("divide", acc, g.scalar(float(count), acc.dtype), out=out, note="mean")
+
+
+PARTIALS[ReductionOp] = _reduce_partial
+PARTIALS[td.SumOp] = _sum_partial
+FINALIZERS[td.MeanOp] = _mean_finalize
+
+
+@register(ReductionOp)
+def _reduction(op: ReductionOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
+    (out,) = results
+    acc = out if op.accumulator_dtype() == out.dtype else g.workspace(0)
+    lower_partial(op, g, args, acc)
+    x_shape = args[0].shape
+    count = math.prod(x_shape[a] for a in op.reduced_axes())
+    if acc is not out or op.finalizes():
+        lower_finalize(op, g, acc, out, count)
+
+
+# -- row-normalizing ops ---------------------------------------------------------------
+
+
+@register(td.SoftmaxOp)
+def _softmax(op: td.SoftmaxOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
+    (x,), (out,) = args, results
+    if math.prod(out.shape) == 0:
+        return  # nothing to compute: the result is empty too
+    axis = op.axis_value
+    row = g.workspace(0)
+    wide = "" if row.dtype == x.dtype else f", dtype=np.{row.dtype.name}"
+    reduce = f"axis={axis}, keepdims=True{wide}, out={{out}}"
+    g.call(
+        f"np.maximum.reduce({{0}}, {reduce})",
+        x,
+        out=row,
+        note=f"softmax along axis {axis}: exp(x - max) / sum",
+    )
+    g.ufunc("subtract", x, row, out=out)
+    g.ufunc("exp", out, out=out)
+    g.call(f"np.add.reduce({{0}}, {reduce})", out, out=row)
+    if math.prod(out.shape) < td.RECIPROCAL_MIN_SIZE:
+        g.ufunc("divide", out, row, out=out)
+    else:
+        g.ufunc("reciprocal", row, out=row)
+        g.ufunc("multiply", out, row, out=out)
+
+
+@register(td.LogSoftmaxOp)
+def _log_softmax(
+    op: td.LogSoftmaxOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]
+) -> None:
+    (x,), (out,) = args, results
+    if math.prod(out.shape) == 0:
+        return  # nothing to compute: the result is empty too
+    axis = op.axis_value
+    m, e, s = g.workspace(0), g.workspace(1), g.workspace(2)
+    g.call(
+        f"np.maximum.reduce({{0}}, axis={axis}, keepdims=True, out={{out}})",
+        x,
+        out=m,
+        note=f"log_softmax along axis {axis}: (x - max) - log(sum(exp(x - max)))",
+    )
+    g.ufunc("subtract", x, m, out=out)
+    g.ufunc("exp", out, out=e)
+    wide = "" if s.dtype == e.dtype else f", dtype=np.{s.dtype.name}"
+    g.call(f"np.add.reduce({{0}}, axis={axis}, keepdims=True{wide}, out={{out}})", e, out=s)
+    g.ufunc("log", s, out=s)
+    g.ufunc("subtract", out, s, out=out)
+
+
+@register(td.LayerNormOp)
+def _layernorm(op: td.LayerNormOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
+    (x,), (out,) = args, results
+    if math.prod(out.shape) == 0:
+        return  # nothing to compute: the result is empty too
+    axis = op.axis_value
+    mean, var = g.workspace(0), g.workspace(1)
+    wide = "" if mean.dtype == x.dtype else f", dtype=np.{mean.dtype.name}"
+    n = g.scalar(float(x.shape[axis]), mean.dtype)
+    g.call(
+        f"np.add.reduce({{0}}, axis={axis}, keepdims=True{wide}, out={{out}})",
+        x,
+        out=mean,
+        note=f"layernorm along axis {axis}: (x - mean) / sqrt(var + eps)",
+    )
+    g.ufunc("divide", mean, n, out=mean)
+    g.ufunc("subtract", x, mean, out=out)
+    # the sum of squared deviations as one einsum (no temporary)
+    letters = "abcdefghijklmnopqrstuvwxyz"[: len(out.shape)]
+    kept = letters.replace(letters[axis], "")
+    row = ", ".join([":"] * axis + ["0", "..."])  # a view, also when 0-d
+    g.call(
+        f'np.einsum("{letters},{letters}->{kept}", {{0}}, {{0}}, out={{out}}[{row}]{wide})',
+        out,
+        out=var,
+    )
+    g.ufunc("divide", var, n, out=var)
+    g.ufunc("add", var, g.scalar(op.eps_value, var.dtype), out=var)
+    g.ufunc("sqrt", var, out=var)
+    g.ufunc("divide", out, var, out=out)
+
+
+__all__ = [
+    "FINALIZERS",
+    "LOWERINGS",
+    "PARTIALS",
+    "FinalizeLowering",
+    "Lowering",
+    "PartialLowering",
+    "lower_body",
+    "lower_finalize",
+    "lower_op",
+    "lower_partial",
+    "register",
+]
