@@ -719,18 +719,44 @@ class Body:
             return ops[0]
         return core[0] if len(core) == 1 else None
 
+    def slots(self) -> tuple[tuple[int | None, ...], tuple[np.dtype[Any], ...]]:
+        """Where a NumPy evaluation of the body, one call per computing op, keeps each
+        op's value: per op of :meth:`computing`, the index of its buffer (None for the
+        result, written in place), and the dtype of each buffer.  A buffer is reused,
+        by a value of its dtype, once every reader of its previous value has run."""
+        ops = self.computing()
+        last: dict[SSAValue, int] = {}
+        for i, o in enumerate(ops):
+            for v in o.operands:
+                last[v] = i
+        where: dict[SSAValue, int] = {}
+        free: dict[np.dtype[Any], list[int]] = {}
+        dtypes: list[np.dtype[Any]] = []
+        assigned: list[int | None] = []
+        for i, o in enumerate(ops):
+            r = o.results[0]
+            if r in self.results:
+                assigned.append(None)
+            else:
+                dtype = element_dtype(r.type) or numpy_dtype(r.type)
+                pool = free.setdefault(dtype, [])
+                slot = pool.pop() if pool else len(dtypes)
+                if slot == len(dtypes):
+                    dtypes.append(dtype)
+                where[r] = slot
+                assigned.append(slot)
+            # values read for the last time here (or never read) free their buffers
+            for v in {*o.operands, r}:
+                if v in where and last.get(v, i) <= i:
+                    free.setdefault(dtypes[where[v]], []).append(where.pop(v))
+        return tuple(assigned), tuple(dtypes)
+
     def workspaces(self, shape: tuple[int, ...]) -> tuple[Workspace, ...]:
-        """The buffers a NumPy evaluation needs, one call per op writing a buffer of the
-        result's tile shape: one per computed value but the last (which is the result);
-        none for a body of one op."""
+        """The buffers a NumPy evaluation needs (:meth:`slots`), of the result's tile
+        shape; none for a body of one op."""
         if self.single() is not None:
             return ()
-        return tuple(
-            (shape, element_dtype(r.type) or numpy_dtype(r.type))
-            for o in self.computing()
-            for r in o.results
-            if r not in self.results
-        )
+        return tuple((shape, dtype) for dtype in self.slots()[1])
 
 
 _BODIES: dict[tuple[Any, ...], Body] = {}

@@ -154,11 +154,9 @@ def lower_body(op: Operation, g: TileGen, args: Sequence[Any], results: Sequence
     if result in env or isinstance(result.owner, arith.ConstantOp):
         g.call("np.copyto({out}, {0})", operand(result), out=out)
         return
-    k = 0
-    for inner in body.computing():
-        target = out if inner.results[0] is result else g.workspace(k)
-        if target is not out:
-            k += 1
+    slots, _ = body.slots()
+    for inner, slot in zip(body.computing(), slots, strict=True):
+        target = out if slot is None else g.workspace(slot)
         _call(g, numpy_function(inner), [operand(v) for v in inner.operands], target)
         env[inner.results[0]] = target
 
