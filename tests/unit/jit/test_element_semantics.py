@@ -211,3 +211,74 @@ def test_new_ops_fused_and_tiled(name: str, dtype: Any, target: str, budget: int
     np.testing.assert_allclose(
         got.astype(np.float64), want.astype(np.float64), rtol=tol, atol=tol, equal_nan=True
     )
+
+
+EXACT: dict[str, tuple[Callable[..., Array], tuple[str, ...]]] = {
+    "a + b": (np.add, ("f", "f")),
+    "a - b": (np.subtract, ("f", "f")),
+    "a * b": (np.multiply, ("f", "f")),
+    "a / b": (np.divide, ("f", "f")),
+    "less(a, b)": (np.less, ("f", "f")),
+    "less_equal(a, b)": (np.less_equal, ("f", "f")),
+    "equal(a, b)": (np.equal, ("f", "f")),
+    "not_equal(a, b)": (np.not_equal, ("f", "f")),
+    "greater_equal(a, b)": (np.greater_equal, ("f", "f")),
+    "greater(a, b)": (np.greater, ("f", "f")),
+    "logical_and(a, b)": (np.logical_and, ("b", "b")),
+    "logical_or(a, b)": (np.logical_or, ("b", "b")),
+    "logical_not(a)": (np.logical_not, ("b",)),
+    "where(a, b, c)": (np.where, ("b", "f", "f")),
+}
+"""Expressions NumPy computes with one correctly rounded (or exact) operation: every path
+must give NumPy's result exactly."""
+
+
+def _exact_inputs(kinds: tuple[str, ...], dtype: Any) -> dict[str, Array]:
+    out: dict[str, Array] = {}
+    for name, kind, x in zip("abc", kinds, _inputs(dtype, 3, seed=4), strict=False):
+        out[name] = x > 0 if kind == "b" else x
+    return out
+
+
+@pytest.mark.parametrize("path", ["interpreter", "numpy", "native"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f16", "f32", "f64"])
+@pytest.mark.parametrize("expr", list(EXACT))
+def test_operators_comparisons_and_logic_equal_numpy(expr: str, dtype: Any, path: str) -> None:
+    from tdsl.frontend.ir_gen import to_tensordsl
+    from tdsl.interpreters.run import run_function
+
+    fn, kinds = EXACT[expr]
+    args = _exact_inputs(kinds, dtype)
+    with np.errstate(all="ignore"):
+        want = np.asarray(fn(*args.values()))
+        if path == "interpreter":
+            module = to_tensordsl(
+                expr,
+                shapes={k: v.shape for k, v in args.items()},
+                dtypes={
+                    k: "bool" if v.dtype == np.bool_ else v.dtype.name for k, v in args.items()
+                },
+            )
+            (got,) = run_function(module, "main", *args.values())
+        else:
+            if path == "native":
+                from tdsl.native.compile import native_unavailable_reason
+
+                reason = native_unavailable_reason()
+                if reason is not None:
+                    pytest.skip(reason)
+            got = JITTensorKernel(64, target=path)(expr, **args)
+    got = np.asarray(got)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+def test_every_element_wise_function_is_checked_here() -> None:
+    """A new element-wise op of the dialect fails here until its row is added above."""
+    from tdsl.dialects.structured import ElementwiseOp
+    from tdsl.dialects.tensordsl import TensorDSL
+
+    checked = {*UNARY, *BINARY, *(e.split("(")[0] for e in EXACT if "(" in e)}
+    for op in TensorDSL.operations:
+        if issubclass(op, ElementwiseOp) and op.FUNCTION is not None:
+            assert op.FUNCTION in checked, f"add {op.FUNCTION} to a table of this test"
