@@ -85,13 +85,18 @@ def _registered(table: dict[type[Operation], Any], op: Operation) -> Any:
 def lower_op(
     op: Operation, s: StructuredOpInterface, g: TileGen, args: Sequence[Any], results: Sequence[Any]
 ) -> None:
-    """Emit ``op`` on one tile: its registered lowering, or the lowering derived from its
+    """Emit ``op`` on one tile: its registered lowering; for a body of several ops whose
+    function NumPy has (``NUMPY_UFUNC``), that ufunc; else the lowering derived from its
     body."""
     found: Lowering | None = _registered(LOWERINGS, op)
+    ufunc: str | None = getattr(op, "NUMPY_UFUNC", None)
     if found is not None:
         found(op, g, args, results)
     elif any(k is not IteratorType.PARALLEL for k in s.iterator_types()):
         raise TdslIRError(f"numpy target: no lowering registered for '{op.name}'")
+    elif ufunc is not None and body_of(op).single() is None:
+        # NumPy has the function: one call, and the op declares no workspaces for it
+        g.ufunc(ufunc, *args, out=results[0])
     else:
         lower_body(op, g, args, results)
 
