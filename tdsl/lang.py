@@ -235,6 +235,11 @@ def expm1(x: Operand) -> Array:
     return _call("expm1", (x,))
 
 
+def erf(x: Operand) -> Array:
+    """The error function ``2/sqrt(pi) * integral(exp(-t**2), 0, x)`` element-wise (NumPy has none; ``math.erf`` of each element)."""
+    return _call("erf", (x,))
+
+
 def ceil(x: Operand) -> Array:
     """The smallest integer not below ``x``, element-wise (a float)."""
     return _call("ceil", (x,))
@@ -318,6 +323,11 @@ def arctan2(a: Operand, b: Operand) -> Array:
 def hypot(a: Operand, b: Operand) -> Array:
     """``sqrt(a**2 + b**2)`` element-wise without overflow, broadcasting (``np.hypot``)."""
     return _call("hypot", (a, b))
+
+
+def logaddexp(a: Operand, b: Operand) -> Array:
+    """``log(exp(a) + exp(b))`` element-wise without overflow, broadcasting (``np.logaddexp``: ``x + log(2)`` for equal operands, infinities included)."""
+    return _call("logaddexp", (a, b))
 
 
 def copysign(a: Operand, b: Operand) -> Array:
@@ -463,6 +473,7 @@ __all__ = [
     "cumprod",
     "cumsum",
     "equal",
+    "erf",
     "exp",
     "expm1",
     "f16",
@@ -481,6 +492,7 @@ __all__ = [
     "log2",
     "log10",
     "log_softmax",
+    "logaddexp",
     "logical_and",
     "logical_not",
     "logical_or",

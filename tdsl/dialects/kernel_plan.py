@@ -28,7 +28,7 @@ tile the group runs a sequence of *steps*:
   reduction dim;
 * a **pass** loops over the tiles of the tiled reduction dims and runs its ops
   on each.  An op that reduces along a tiled dim *accumulates*: each tile
-  computes a partial result (``lower_numpy_partial``), combined into an
+  computes a partial result (the target's partial lowering), combined into an
   accumulator with the op's :class:`~tdsl.dialects.structured.Combiner`; the
   result is final (``finalize``) after the pass.
 

@@ -21,14 +21,18 @@ An op describes
 * its **types**: :meth:`~StructuredOpInterface.infer_result_types` gives the
   result types for operand types, which is how ``tdsl-tile`` re-types a body
   on tile-sized slices (:meth:`~StructuredOpInterface.retyped`);
-* how it **computes**: on whole NumPy arrays for the interpreter
-  (:meth:`~StructuredOpInterface.evaluate`); on one tile in generated NumPy
-  code (:meth:`~StructuredOpInterface.lower_numpy`, through a
-  :class:`NumpyTileBuilder`, with the scratch it needs declared by
-  :meth:`~StructuredOpInterface.numpy_workspace` so that the one scratch model
-  counts it); and element by element in ``arith``/``math`` scalar ops
-  (:meth:`~StructuredOpInterface.scalar_body`), the loop body the native
-  target lowers;
+* how it **computes**: an element-wise op states it once, element by element
+  in ``arith``/``math`` scalar ops (:meth:`~StructuredOpInterface.scalar_body`,
+  built through :func:`element_body`, which widens ``f16``); the interpreter
+  (:mod:`tdsl.interpreters.body`), the numpy target's default lowering and the
+  native loops all derive from that body.  Ops with ``reduction`` or
+  ``normalize`` dims still compute whole arrays themselves for the interpreter
+  (:meth:`~StructuredOpInterface.evaluate`).  The dialect holds no NumPy code:
+  the numpy target owns its lowerings (:mod:`tdsl.lowering.numpy_emit.lowerings`),
+  derived from the body or registered by op class.  The scratch a NumPy
+  lowering needs is declared by :meth:`~StructuredOpInterface.numpy_workspace`,
+  so that the one scratch model (which ``kernel.tile`` records and verifies)
+  counts it whichever target runs;
 * for an op with ``reduction`` dims, how partial results over tiles of those
   dims **accumulate** (:meth:`~StructuredOpInterface.combiner`,
   ``*_partial``, ``*_finalize`` and :meth:`~StructuredOpInterface.scalar_combine`):
@@ -41,13 +45,13 @@ An op describes
 * for an op with a ``scan`` dim, how a tile **carries** its running values
   to the next (:meth:`~StructuredOpInterface.scan_combiner`,
   :meth:`~StructuredOpInterface.evaluate_scan`,
-  :meth:`~StructuredOpInterface.lower_numpy_scan`,
-  :meth:`~StructuredOpInterface.scalar_scan`): a scan tiles along its axis
+  :meth:`~StructuredOpInterface.scalar_scan`; the numpy target registers its
+  tile code): a scan tiles along its axis
   like a reduction, in order, and its results run along it, so a row of any
   length runs in linear time within the budget.
 
 Base classes give the defaults, so a new op is usually one small class:
-:class:`UnaryOp` (a NumPy ufunc and a scalar op), :class:`BinaryOp` (with
+:class:`UnaryOp` (a scalar op or body), :class:`BinaryOp` (with
 NumPy broadcasting), :class:`ReductionOp` (a ufunc's ``reduce`` and its
 combining op), :class:`RowLocalOp` (a decomposition) and :class:`ScanOp` (a
 ufunc's ``accumulate``).  See
@@ -62,10 +66,13 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, ClassVar, Literal, Protocol, cast
+from typing import Any, ClassVar, Literal, cast
 
 import numpy as np
-from xdsl.builder import Builder
+from xdsl.builder import (
+    Builder,
+    _current_builder,  # pyright: ignore[reportPrivateUsage]
+)
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     I64,
@@ -85,7 +92,7 @@ from xdsl.dialects.builtin import (
     f64,
     i64,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
 from xdsl.irdl import (
     AtLeast,
@@ -100,6 +107,7 @@ from xdsl.irdl import (
     result_def,
     traits_def,
 )
+from xdsl.rewriter import InsertPoint
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
@@ -375,61 +383,8 @@ class CarriedLoop:
 
 
 # ---------------------------------------------------------------------------
-# Generated NumPy code: what an op's lowering sees
+# Scratch of a NumPy lowering
 # ---------------------------------------------------------------------------
-
-
-class NumpyValue(Protocol):
-    """A value in generated NumPy code: an array (or a view, a constant) of one tile."""
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """Its shape in a full tile (a remainder tile is smaller along tiled dims)."""
-        ...
-
-    @property
-    def dtype(self) -> np.dtype[Any]: ...
-
-
-class NumpyTileBuilder(Protocol):
-    """Writes the NumPy calls computing one tile of a group (see ``lower_numpy``).
-
-    Calls must write their result through ``out=`` into the given arrays and
-    must not allocate: every buffer an op needs besides its results is a
-    workspace it declared with ``numpy_workspace``, so that the scratch model
-    counts it.  Shapes are those of a full tile; code must not depend on them
-    at run time, since a remainder tile is smaller.
-    """
-
-    def call(self, template: str, *operands: NumpyValue, out: NumpyValue, note: str = "") -> None:
-        """Emit ``template`` formatted with ``{0}``, ``{1}``, ... for ``operands`` and
-        ``{out}`` for ``out``: one NumPy call that writes ``out``."""
-        ...
-
-    def ufunc(self, name: str, *operands: NumpyValue, out: NumpyValue, note: str = "") -> None:
-        """``np.<name>(operands..., out=out)``."""
-        ...
-
-    def scalar(self, value: float, dtype: np.dtype[Any]) -> NumpyValue:
-        """A 0-d constant of ``dtype``."""
-        ...
-
-    def constant(self, value: np.ndarray[Any, Any]) -> NumpyValue:
-        """A constant array (of its own dtype and shape, broadcasting like an operand)."""
-        ...
-
-    def fill(self, like: NumpyValue, value: float) -> NumpyValue:
-        """A constant array shaped like ``like`` (NumPy's ``maximum`` is several times
-        faster against an array than against a scalar)."""
-        ...
-
-    def workspace(self, index: int) -> NumpyValue:
-        """The op's ``index``-th declared workspace buffer."""
-        ...
-
-    def constant_value(self, value: NumpyValue) -> np.ndarray[Any, Any] | None:
-        """The value of a compile-time constant operand, else None."""
-        ...
 
 
 Workspace = tuple[tuple[int, ...], np.dtype[Any]]
@@ -540,17 +495,21 @@ class StructuredOpInterface(abc.ABC):
 
     # -- computing ----------------------------------------------------------------
 
-    @abc.abstractmethod
     def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
         """The results on whole operand arrays (the interpreter): NumPy's semantics,
-        results in the result dtypes, IEEE exceptions silent (inf and nan)."""
+        results in the result dtypes, IEEE exceptions silent (inf and nan).
+
+        Element-wise ops do not implement it: the interpreter derives their results from
+        :meth:`scalar_body` (:mod:`tdsl.interpreters.body`).  Ops with ``reduction`` or
+        ``normalize`` dims compute whole arrays here."""
+        raise NotImplementedError(f"'{cast(Operation, self).name}' is evaluated from its body")
 
     def fuses_producer(self) -> Operation | None:
         """An operand's producer this op's NumPy lowering computes itself (the product a
         sum of products reads, as one ``einsum``), or None.
 
         The target then does not compute the producer, and passes its operands to
-        :meth:`lower_numpy` / :meth:`lower_numpy_partial` in place of this op's.  It is
+        :func:`~tdsl.lowering.numpy_emit.lowerings.lower_partial` in place of this op's.  It is
         only taken when the producer has this one use, in the same group and step.
         """
         return None
@@ -560,23 +519,14 @@ class StructuredOpInterface(abc.ABC):
         as a template on ``{0}`` (``"{0}.T"``); None for an op that computes."""
         return None
 
-    @abc.abstractmethod
-    def lower_numpy(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
-    ) -> None:
-        """Emit the NumPy calls computing ``results`` of one tile from ``args``.
-
-        The tile holds whole rows along every ``reduction`` and ``normalize`` dim
-        (tiles along those run the ``*_partial`` methods or the decomposition).
-        """
-
     def numpy_workspace(
         self,
         operand_shapes: Sequence[tuple[int, ...]],
         result_shapes: Sequence[tuple[int, ...]],
         constant_operands: Sequence[bool],
     ) -> tuple[Workspace, ...]:
-        """The buffers :meth:`lower_numpy` needs besides its results, for these tile shapes.
+        """The buffers the numpy target's lowering of the op needs besides its results, for
+        these tile shapes.
 
         Each is at most the size of the first result's tile (the NumPy target requires
         its dims to be the result's, right-aligned, or 1), and a smaller tile needs no
@@ -584,11 +534,20 @@ class StructuredOpInterface(abc.ABC):
         """
         return ()
 
+    F16_IN_F32: ClassVar[bool] = True
+    """On ``f16`` operands the body runs on ``f32`` and its results round to ``f16`` once
+    at the end (:func:`element_body`), as NumPy computes an ``f16`` ufunc.  False for an
+    op whose result depends on ``f16`` itself (``nextafter``)."""
+
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
-        """Build the element computation in ``arith``/``math`` ops: the result elements from
-        the operand elements (scalars of the element types), for an op whose loop dims are
-        all ``parallel``.  Ops with ``reduction`` dims give :meth:`scalar_combine`, ops with
-        ``normalize`` dims :meth:`decompose`."""
+        """Build the element computation in ``arith``/``math`` (and ``tdslmath``) ops: the
+        result elements from the operand elements, for an op whose loop dims are all
+        ``parallel``.  This is the one statement of an element-wise op's semantics: the
+        interpreter, the numpy target's default lowering and the native loops all derive
+        from it.  Callers go through :func:`element_body`, which widens ``f16``, so a body
+        sees ``f32`` scalars where the op computes on ``f16`` (build constants of the
+        arguments' types).  Ops with ``reduction`` dims give :meth:`scalar_combine`, ops
+        with ``normalize`` dims :meth:`decompose`."""
         raise NotImplementedError(f"'{cast(Operation, self).name}' has no element-wise body")
 
     # -- reductions: partial results over tiles, and their accumulation ----------
@@ -615,18 +574,6 @@ class StructuredOpInterface(abc.ABC):
         """Whether :meth:`finalize` changes the accumulated values (a mean divides), beyond
         a conversion to the result dtype."""
         return False
-
-    def lower_numpy_partial(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], out: NumpyValue
-    ) -> None:
-        """Emit the partial of one tile into ``out`` (of :meth:`accumulator_dtype`)."""
-        raise NotImplementedError(f"'{cast(Operation, self).name}' has no reduction")
-
-    def lower_numpy_finalize(
-        self, g: NumpyTileBuilder, acc: NumpyValue, out: NumpyValue, count: int
-    ) -> None:
-        """Emit the result from the accumulator (by default a copy, casting if needed)."""
-        g.call("np.copyto({out}, {0})", acc, out=out)
 
     def scalar_combine(self, b: Builder, acc: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
         """Build the accumulator update for one point of the loop space (``acc + a * b``
@@ -669,8 +616,9 @@ class StructuredOpInterface(abc.ABC):
         kind is ``scan``), the schedule runs its tiles in order in a pass whose results
         are ready per tile, the scratch plan keeps the state in a buffer for the pass
         (set to ``start`` when it begins), and each target computes a tile from the
-        state with :meth:`evaluate_scan`, :meth:`lower_numpy_scan` or
-        :meth:`scalar_scan`.
+        state with :meth:`evaluate_scan` (the interpreter), :meth:`scalar_scan` (the
+        native loops), or the numpy target's registered scan lowering (an op of
+        another dialect may bring its own as a ``lower_numpy_scan`` method).
 
         By default: the op's ``scan`` dims, starting from :meth:`scan_combiner`'s
         identity, in :meth:`scan_carry_dtype`.  (At most one of them may be cut at a
@@ -703,17 +651,6 @@ class StructuredOpInterface(abc.ABC):
     ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
         """The result of one tile of a scan from ``carry`` (None: the first tile), and the
         carry after it (the result's last elements along the scan axis, kept as extent 1)."""
-        raise NotImplementedError(f"'{cast(Operation, self).name}' is not a scan")
-
-    def lower_numpy_scan(
-        self,
-        g: NumpyTileBuilder,
-        args: Sequence[NumpyValue],
-        results: Sequence[NumpyValue],
-        carry: NumpyValue,
-    ) -> None:
-        """Emit one tile of a scan: ``results`` from ``args`` starting from ``carry`` (the
-        running values so far, extent 1 along the scan axis), and update ``carry``."""
         raise NotImplementedError(f"'{cast(Operation, self).name}' is not a scan")
 
     def scalar_scan(self, b: Builder, carry: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
@@ -811,6 +748,124 @@ def scalar_constant(b: Builder, value: float, element: Attribute) -> SSAValue:
     return b.insert(arith.ConstantOp(FloatAttr(value, cast(FloatType, element)))).result
 
 
+def element_body(op: Operation, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+    """``op``'s :meth:`~StructuredOpInterface.scalar_body` on ``args`` (scalars of its operands'
+    element types), the one place ``f16`` is widened: unless the op opts out
+    (``F16_IN_F32``), ``f16`` arguments extend to ``f32``, the body runs on ``f32`` and
+    each ``f16`` result rounds once at the end.  NumPy computes an ``f16`` ufunc the same
+    way, so a body of one op gives NumPy's result, and a body of several ops (``logaddexp``)
+    rounds once rather than after each step.  The interpreter, the numpy target's derived
+    lowering and the native loops all build bodies through here."""
+    s = structured(op)
+    assert s is not None
+    widen = s.F16_IN_F32 and any(isinstance(a.type, Float16Type) for a in args)
+    if widen:
+        args = [convert_scalar(b, a, f32) if isinstance(a.type, Float16Type) else a for a in args]
+    results = s.scalar_body(b, args)
+    if not widen:
+        return results
+    out: list[SSAValue] = []
+    for value, result in zip(results, op.results, strict=True):
+        element = element_type(result)
+        out.append(convert_scalar(b, value, element) if value.type != element else value)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Body:
+    """An element-wise op's body built once into a block: its arguments (scalars of the
+    operands' element types), its ops and the values it yields."""
+
+    block: Block
+    results: tuple[SSAValue, ...]
+
+    def computing(self) -> list[Operation]:
+        """The ops that compute (constants aside)."""
+        return [o for o in self.block.ops if not isinstance(o, arith.ConstantOp)]
+
+    def single(self) -> Operation | None:
+        """The one op computing the result from the arguments, when the body is that op
+        (behind the ``f16`` widening): NumPy's ufunc computes it with one rounding."""
+        ops = self.computing()
+        args = set(self.block.args)
+        core = [
+            o
+            for o in ops
+            if not (isinstance(o, arith.ExtFOp) and o.input in args)
+            and not (isinstance(o, arith.TruncFOp) and o.result in self.results)
+        ]
+        if not core and len(ops) == 1:  # a conversion
+            return ops[0]
+        return core[0] if len(core) == 1 else None
+
+    def slots(self) -> tuple[tuple[int | None, ...], tuple[np.dtype[Any], ...]]:
+        """Where a NumPy evaluation of the body, one call per computing op, keeps each
+        op's value: per op of :meth:`computing`, the index of its buffer (None for the
+        result, written in place), and the dtype of each buffer.  A buffer is reused,
+        by a value of its dtype, once every reader of its previous value has run."""
+        ops = self.computing()
+        last: dict[SSAValue, int] = {}
+        for i, o in enumerate(ops):
+            for v in o.operands:
+                last[v] = i
+        where: dict[SSAValue, int] = {}
+        free: dict[np.dtype[Any], list[int]] = {}
+        dtypes: list[np.dtype[Any]] = []
+        assigned: list[int | None] = []
+        for i, o in enumerate(ops):
+            r = o.results[0]
+            if r in self.results:
+                assigned.append(None)
+            else:
+                dtype = element_dtype(r.type) or numpy_dtype(r.type)
+                pool = free.setdefault(dtype, [])
+                slot = pool.pop() if pool else len(dtypes)
+                if slot == len(dtypes):
+                    dtypes.append(dtype)
+                where[r] = slot
+                assigned.append(slot)
+            # values read for the last time here (or never read) free their buffers
+            for v in {*o.operands, r}:
+                if v in where and last.get(v, i) <= i:
+                    free.setdefault(dtypes[where[v]], []).append(where.pop(v))
+        return tuple(assigned), tuple(dtypes)
+
+    def workspaces(self, shape: tuple[int, ...]) -> tuple[Workspace, ...]:
+        """The buffers a NumPy evaluation needs (:meth:`slots`), of the result's tile
+        shape; none for a body of one op."""
+        if self.single() is not None:
+            return ()
+        return tuple((shape, dtype) for dtype in self.slots()[1])
+
+
+_BODIES: dict[tuple[Any, ...], Body] = {}
+
+
+def body_of(op: Operation) -> Body:
+    """``op``'s body (through :func:`element_body`), built once per op class, operand and
+    result types and properties."""
+    key = (
+        type(op),
+        tuple(op.operand_types),
+        tuple(op.result_types),
+        tuple(sorted(op.properties.items(), key=lambda item: item[0])),
+    )
+    found = _BODIES.get(key)
+    if found is None:
+        block = Block(arg_types=[element_type(v) for v in op.operands])
+        b = Builder(InsertPoint.at_end(block))
+        # built apart, even while a caller builds implicitly (as kernel.tile's builder can)
+        saved, _current_builder.builder = _current_builder.builder, None
+        try:
+            results = element_body(op, b, block.args)
+        finally:
+            _current_builder.builder = saved
+        if len(_BODIES) >= 4096:
+            _BODIES.clear()
+        found = _BODIES[key] = Body(block, tuple(results))
+    return found
+
+
 # ---------------------------------------------------------------------------
 # Base classes
 # ---------------------------------------------------------------------------
@@ -854,16 +909,31 @@ class ElementwiseOp(StructuredOpInterface, abc.ABC):
             identity_map(len(out)),
         )
 
+    def numpy_workspace(
+        self,
+        operand_shapes: Sequence[tuple[int, ...]],
+        result_shapes: Sequence[tuple[int, ...]],
+        constant_operands: Sequence[bool],
+    ) -> tuple[Workspace, ...]:
+        """None where NumPy has the function (``NUMPY_UFUNC``: the numpy target calls it
+        once); else one per intermediate value of the body, which the target's derived
+        lowering computes one NumPy call at a time."""
+        if getattr(self, "NUMPY_UFUNC", None) is not None:
+            return ()
+        return body_of(cast(Operation, self)).workspaces(result_shapes[0])
+
 
 class UnaryOp(IRDLOperation, ElementwiseOp, abc.ABC):
     """Base of element-wise unary ops: the result has the operand's type.
 
-    A subclass names its NumPy ufunc (``NUMPY_UFUNC``) and the ``math``/``arith``
-    op of its element computation (``SCALAR_OP``), or overrides the methods.
+    A subclass gives the ``math``/``arith`` op of its element computation
+    (``SCALAR_OP``) or overrides :meth:`scalar_body`: that is its whole semantics.
+    ``NUMPY_UFUNC`` names NumPy's counterpart, if any, which says how booleans
+    promote (:meth:`bool_inputs_as`); it computes nothing.
     """
 
-    NUMPY_UFUNC: ClassVar[str]
-    """The NumPy ufunc computing it (``"exp"``)."""
+    NUMPY_UFUNC: ClassVar[str | None] = None
+    """NumPy's ufunc of the same function (``"exp"``), if NumPy has one."""
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = None
     """The one-operand scalar op computing an element (``math.ExpOp``)."""
 
@@ -882,19 +952,6 @@ class UnaryOp(IRDLOperation, ElementwiseOp, abc.ABC):
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> tuple[Attribute, ...]:
         return (operand_types[0],)
 
-    def compute(self, x: np.ndarray[Any, Any]) -> Any:
-        """The element-wise function on an array (NumPy's ufunc by default)."""
-        return getattr(np, self.NUMPY_UFUNC)(x)
-
-    def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
-        with np.errstate(all="ignore"):
-            return (_as_array(self.compute(args[0]), numpy_dtype(self.result.type)),)
-
-    def lower_numpy(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
-    ) -> None:
-        g.ufunc(self.NUMPY_UFUNC, args[0], out=results[0])
-
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         if self.SCALAR_OP is None:
             return super().scalar_body(b, args)
@@ -902,19 +959,19 @@ class UnaryOp(IRDLOperation, ElementwiseOp, abc.ABC):
 
     @classmethod
     def bool_inputs_as(cls) -> np.dtype[Any] | None:
-        ufunc = getattr(cls, "NUMPY_UFUNC", None)
-        return None if ufunc is None else ufunc_bool_dtype(ufunc, 1)
+        return None if cls.NUMPY_UFUNC is None else ufunc_bool_dtype(cls.NUMPY_UFUNC, 1)
 
 
 class BinaryOp(IRDLOperation, ElementwiseOp, abc.ABC):
     """Base of element-wise binary ops with NumPy broadcasting.
 
     Both operands share one element type; the result has the broadcast shape.
-    A subclass names its NumPy ufunc (``NUMPY_UFUNC``) and the two-operand
-    scalar op of its element computation (``SCALAR_OP``).
+    A subclass gives the two-operand scalar op of its element computation
+    (``SCALAR_OP``) or overrides :meth:`scalar_body`; ``NUMPY_UFUNC`` names NumPy's
+    counterpart, as for :class:`UnaryOp`.
     """
 
-    NUMPY_UFUNC: ClassVar[str]
+    NUMPY_UFUNC: ClassVar[str | None] = None
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = None
     ARITY: ClassVar[int] = 2
 
@@ -953,18 +1010,6 @@ class BinaryOp(IRDLOperation, ElementwiseOp, abc.ABC):
             raise shape_error(self, err, (self.lhs.type, self.rhs.type)) from None
         expect_shape(self, tensor_shape(expected), self.result.type, "result")
 
-    def compute(self, a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> Any:
-        return getattr(np, self.NUMPY_UFUNC)(a, b)
-
-    def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
-        with np.errstate(all="ignore"):
-            return (_as_array(self.compute(args[0], args[1]), numpy_dtype(self.result.type)),)
-
-    def lower_numpy(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
-    ) -> None:
-        g.ufunc(self.NUMPY_UFUNC, args[0], args[1], out=results[0])
-
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         if self.SCALAR_OP is None:
             return super().scalar_body(b, args)
@@ -972,7 +1017,7 @@ class BinaryOp(IRDLOperation, ElementwiseOp, abc.ABC):
 
     @classmethod
     def bool_inputs_as(cls) -> np.dtype[Any] | None:
-        return ufunc_bool_dtype(cls.NUMPY_UFUNC, 2)
+        return None if cls.NUMPY_UFUNC is None else ufunc_bool_dtype(cls.NUMPY_UFUNC, 2)
 
 
 class CompareOp(BinaryOp, abc.ABC):
@@ -1157,10 +1202,6 @@ class ReductionOp(IRDLOperation, StructuredOpInterface, abc.ABC):
         dtype = numpy_dtype(self.result.type)
         return wide_accumulator(dtype) if self.WIDE else dtype
 
-    def _reduce_args(self) -> str:
-        args = f"axis={self.axis_value}"
-        return args + (", keepdims=True" if self.keepdims_value else "")
-
     def evaluate_partial(self, *args: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         (x,) = args
         acc = self.accumulator_dtype()
@@ -1183,17 +1224,6 @@ class ReductionOp(IRDLOperation, StructuredOpInterface, abc.ABC):
         with np.errstate(all="ignore"):
             return (self.finalize(self.evaluate_partial(x), count),)
 
-    def lower_numpy_partial(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], out: NumpyValue
-    ) -> None:
-        (x,) = args
-        dtype = "" if x.dtype == out.dtype else f", dtype=np.{out.dtype.name}"
-        g.call(
-            f"np.{self.NUMPY_UFUNC}.reduce({{0}}, {self._reduce_args()}{dtype}, out={{out}})",
-            x,
-            out=out,
-        )
-
     def numpy_workspace(
         self,
         operand_shapes: Sequence[tuple[int, ...]],
@@ -1204,17 +1234,6 @@ class ReductionOp(IRDLOperation, StructuredOpInterface, abc.ABC):
         if acc == numpy_dtype(self.result.type):
             return ()
         return ((result_shapes[0], acc),)
-
-    def lower_numpy(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
-    ) -> None:
-        (out,) = results
-        acc = out if self.accumulator_dtype() == out.dtype else g.workspace(0)
-        self.lower_numpy_partial(g, args, acc)
-        x_shape = args[0].shape
-        count = math.prod(x_shape[a] for a in self.reduced_axes())
-        if acc is not out or self.finalizes():
-            self.lower_numpy_finalize(g, acc, out, count)
 
     def scalar_combine(self, b: Builder, acc: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
         element = convert_scalar(b, args[0], acc.type)
@@ -1235,7 +1254,8 @@ class RowLocalOp(IRDLOperation, StructuredOpInterface, abc.ABC):
     operand's type, and each element depends on the whole row along ``axis``.
 
     The axis is a ``normalize`` dim.  A subclass computes whole rows
-    (:meth:`evaluate`, :meth:`lower_numpy`) and gives its :meth:`decompose`.
+    (:meth:`evaluate`; the numpy target registers its lowering) and gives its
+    :meth:`decompose`.
     """
 
     FUNCTION: ClassVar[str | None]
@@ -1395,21 +1415,6 @@ class ScanOp(IRDLOperation, StructuredOpInterface, abc.ABC):
             value = self._ufunc().accumulate(x, axis=self.axis_value, dtype=dtype)
         return (_as_array(value, dtype),)
 
-    def _cut(self, rank: int, part: str) -> str:
-        """A subscript selecting ``part`` (``0:1``, ``1:``, ``-1:``) along the scan axis."""
-        return "[" + ":, " * self.axis_value + part + "]" if rank else ""
-
-    def lower_numpy(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
-    ) -> None:
-        (x,), (out,) = args, results
-        operand = "{0}.reshape(1)" if not x.shape else "{0}"
-        g.call(
-            f"np.{self.NUMPY_UFUNC}.accumulate({operand}, axis={self.axis_value}, out={{out}})",
-            x,
-            out=out,
-        )
-
     def scan_combiner(self) -> Combiner:
         return Combiner(self.NUMPY_UFUNC, self.IDENTITY)
 
@@ -1432,24 +1437,6 @@ class ScanOp(IRDLOperation, StructuredOpInterface, abc.ABC):
         last = (slice(None),) * k + (slice(-1, None),)
         return value, np.array(value[last])
 
-    def lower_numpy_scan(
-        self,
-        g: NumpyTileBuilder,
-        args: Sequence[NumpyValue],
-        results: Sequence[NumpyValue],
-        carry: NumpyValue,
-    ) -> None:
-        # the carry enters the first element, then the tile accumulates in place: the
-        # same operations, in the same order, as one accumulate over the whole row
-        (x,), (out,) = args, results
-        rank = len(out.shape)
-        first, rest, last = self._cut(rank, "0:1"), self._cut(rank, "1:"), self._cut(rank, "-1:")
-        u = self.NUMPY_UFUNC
-        g.call(f"np.{u}({{1}}, {{0}}{first}, out={{out}}{first})", x, carry, out=out)
-        g.call(f"np.copyto({{out}}{rest}, {{0}}{rest})", x, out=out)
-        g.call(f"np.{u}.accumulate({{out}}, axis={self.axis_value}, out={{out}})", out=out)
-        g.call(f"np.copyto({{out}}, {{0}}{last})", out, out=carry)
-
     def scalar_scan(self, b: Builder, carry: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
         return b.insert(self.COMBINE_OP(carry, args[0])).results[0]
 
@@ -1470,6 +1457,7 @@ __all__ = [
     "FLOAT_TYPES",
     "NUMPY_DTYPES",
     "BinaryOp",
+    "Body",
     "BoolTensorConstr",
     "CarriedLoop",
     "Combiner",
@@ -1482,8 +1470,6 @@ __all__ = [
     "HasConstantValue",
     "IteratorType",
     "LogicalOp",
-    "NumpyTileBuilder",
-    "NumpyValue",
     "Param",
     "ParamKind",
     "ReductionOp",
@@ -1496,11 +1482,13 @@ __all__ = [
     "TensorConstr",
     "UnaryOp",
     "Workspace",
+    "body_of",
     "broadcast_dims",
     "broadcast_shapes",
     "constant_value",
     "convert_scalar",
     "dims_map",
+    "element_body",
     "element_dtype",
     "element_of",
     "element_type",

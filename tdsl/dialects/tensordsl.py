@@ -14,8 +14,9 @@ Every op works on builtin ranked, static tensors (``tensor<4x8xf32>``,
 
 Every computing op implements the structured-op interface
 (:mod:`tdsl.dialects.structured`): its loop space, indexing maps and iterator
-types, its NumPy lowering, its element-wise body in ``arith``/``math``, its
-accumulation or decomposition, and its interpreter.  Most ops are a few lines
+types, its element-wise body in ``arith``/``math`` (the one statement of an
+element-wise op's semantics: the interpreter and both targets derive from it),
+its accumulation or decomposition.  Most ops are a few lines
 on one of its base classes.
 
 Each op builds from its operands alone (``AddOp(a, b)`` infers the broadcast
@@ -89,8 +90,6 @@ from tdsl.dialects.structured import (
     HasConstantValue,
     IteratorType,
     LogicalOp,
-    NumpyTileBuilder,
-    NumpyValue,
     Param,
     ReductionOp,
     RowLocalOp,
@@ -282,13 +281,14 @@ def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray[Any, Any]:
 # ---------------------------------------------------------------------------
 
 
-def numpy_extremum(b: Builder, lhs: SSAValue, rhs: SSAValue, larger: bool) -> SSAValue:
+def numpy_extremum(
+    b: Builder, lhs: SSAValue, rhs: SSAValue, larger: bool, first_if_equal: bool
+) -> SSAValue:
     """NumPy's element-wise ``maximum`` (``larger``) or ``minimum`` of two scalars:
     nan propagates, and of equal operands (``-0`` and ``+0``) float32 and float64
-    return the second, float16 the first (NumPy's loops do; LLVM's ``maximum`` orders
-    ``-0 < +0`` instead).  The ``cmpf`` + ``select`` form vectorizes element-wise;
+    return the second, float16 the first (``first_if_equal``: NumPy's loops do; LLVM's
+    ``maximum`` orders ``-0 < +0`` instead).  The ``cmpf`` + ``select`` form vectorizes element-wise;
     reductions keep ``arith.maximumf``/``minimumf``, which LLVM vectorizes as such."""
-    first_if_equal = isinstance(lhs.type, Float16Type)
     predicate = {(True, False): "ogt", (True, True): "oge", (False, False): "olt"}.get(
         (larger, first_if_equal), "ole"
     )
@@ -310,18 +310,18 @@ class ReluOp(UnaryOp, HasCanonicalizationPatternsInterface):
     name = "tensordsl.relu"
     FUNCTION: ClassVar[str | None] = "relu"
 
-    def compute(self, x: np.ndarray[Any, Any]) -> Any:
-        return np.maximum(x, x.dtype.type(0))
-
-    def lower_numpy(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
-    ) -> None:
-        # against a block of zeros: np.maximum with a scalar takes a slow non-SIMD path
-        g.ufunc("maximum", args[0], g.fill(args[0], 0.0), out=results[0])
+    def numpy_workspace(
+        self,
+        operand_shapes: Sequence[tuple[int, ...]],
+        result_shapes: Sequence[tuple[int, ...]],
+        constant_operands: Sequence[bool],
+    ) -> tuple[Workspace, ...]:
+        return ()  # the numpy target runs one np.maximum against zeros
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         zero = scalar_constant(b, 0.0, args[0].type)
-        return (numpy_extremum(b, args[0], zero, larger=True),)
+        f16 = isinstance(element_type(self.result), Float16Type)
+        return (numpy_extremum(b, args[0], zero, larger=True, first_if_equal=f16),)
 
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
@@ -339,7 +339,7 @@ class ExpOp(UnaryOp):
 
     name = "tensordsl.exp"
     FUNCTION: ClassVar[str | None] = "exp"
-    NUMPY_UFUNC: ClassVar[str] = "exp"
+    NUMPY_UFUNC: ClassVar[str | None] = "exp"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.ExpOp
 
 
@@ -354,7 +354,7 @@ class LogOp(UnaryOp):
 
     name = "tensordsl.log"
     FUNCTION: ClassVar[str | None] = "log"
-    NUMPY_UFUNC: ClassVar[str] = "log"
+    NUMPY_UFUNC: ClassVar[str | None] = "log"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.LogOp
 
 
@@ -369,7 +369,7 @@ class SqrtOp(UnaryOp):
 
     name = "tensordsl.sqrt"
     FUNCTION: ClassVar[str | None] = "sqrt"
-    NUMPY_UFUNC: ClassVar[str] = "sqrt"
+    NUMPY_UFUNC: ClassVar[str | None] = "sqrt"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.SqrtOp
 
 
@@ -384,7 +384,7 @@ class TanhOp(UnaryOp):
 
     name = "tensordsl.tanh"
     FUNCTION: ClassVar[str | None] = "tanh"
-    NUMPY_UFUNC: ClassVar[str] = "tanh"
+    NUMPY_UFUNC: ClassVar[str | None] = "tanh"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.TanhOp
 
 
@@ -399,7 +399,7 @@ class SinOp(UnaryOp):
 
     name = "tensordsl.sin"
     FUNCTION: ClassVar[str | None] = "sin"
-    NUMPY_UFUNC: ClassVar[str] = "sin"
+    NUMPY_UFUNC: ClassVar[str | None] = "sin"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.SinOp
 
 
@@ -414,7 +414,7 @@ class CosOp(UnaryOp):
 
     name = "tensordsl.cos"
     FUNCTION: ClassVar[str | None] = "cos"
-    NUMPY_UFUNC: ClassVar[str] = "cos"
+    NUMPY_UFUNC: ClassVar[str | None] = "cos"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.CosOp
 
 
@@ -429,7 +429,7 @@ class TanOp(UnaryOp):
 
     name = "tensordsl.tan"
     FUNCTION: ClassVar[str | None] = "tan"
-    NUMPY_UFUNC: ClassVar[str] = "tan"
+    NUMPY_UFUNC: ClassVar[str | None] = "tan"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.TanOp
 
 
@@ -444,7 +444,7 @@ class ArcsinOp(UnaryOp):
 
     name = "tensordsl.arcsin"
     FUNCTION: ClassVar[str | None] = "arcsin"
-    NUMPY_UFUNC: ClassVar[str] = "arcsin"
+    NUMPY_UFUNC: ClassVar[str | None] = "arcsin"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.AsinOp
 
 
@@ -459,7 +459,7 @@ class ArccosOp(UnaryOp):
 
     name = "tensordsl.arccos"
     FUNCTION: ClassVar[str | None] = "arccos"
-    NUMPY_UFUNC: ClassVar[str] = "arccos"
+    NUMPY_UFUNC: ClassVar[str | None] = "arccos"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.AcosOp
 
 
@@ -474,7 +474,7 @@ class ArctanOp(UnaryOp):
 
     name = "tensordsl.arctan"
     FUNCTION: ClassVar[str | None] = "arctan"
-    NUMPY_UFUNC: ClassVar[str] = "arctan"
+    NUMPY_UFUNC: ClassVar[str | None] = "arctan"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.AtanOp
 
 
@@ -489,7 +489,7 @@ class SinhOp(UnaryOp):
 
     name = "tensordsl.sinh"
     FUNCTION: ClassVar[str | None] = "sinh"
-    NUMPY_UFUNC: ClassVar[str] = "sinh"
+    NUMPY_UFUNC: ClassVar[str | None] = "sinh"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.SinhOp
 
 
@@ -504,7 +504,7 @@ class CoshOp(UnaryOp):
 
     name = "tensordsl.cosh"
     FUNCTION: ClassVar[str | None] = "cosh"
-    NUMPY_UFUNC: ClassVar[str] = "cosh"
+    NUMPY_UFUNC: ClassVar[str | None] = "cosh"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.CoshOp
 
 
@@ -519,7 +519,7 @@ class ArcsinhOp(UnaryOp):
 
     name = "tensordsl.arcsinh"
     FUNCTION: ClassVar[str | None] = "arcsinh"
-    NUMPY_UFUNC: ClassVar[str] = "arcsinh"
+    NUMPY_UFUNC: ClassVar[str | None] = "arcsinh"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.AsinhOp
 
 
@@ -534,7 +534,7 @@ class ArccoshOp(UnaryOp):
 
     name = "tensordsl.arccosh"
     FUNCTION: ClassVar[str | None] = "arccosh"
-    NUMPY_UFUNC: ClassVar[str] = "arccosh"
+    NUMPY_UFUNC: ClassVar[str | None] = "arccosh"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.AcoshOp
 
 
@@ -549,7 +549,7 @@ class ArctanhOp(UnaryOp):
 
     name = "tensordsl.arctanh"
     FUNCTION: ClassVar[str | None] = "arctanh"
-    NUMPY_UFUNC: ClassVar[str] = "arctanh"
+    NUMPY_UFUNC: ClassVar[str | None] = "arctanh"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.AtanhOp
 
 
@@ -564,7 +564,7 @@ class Log1pOp(UnaryOp):
 
     name = "tensordsl.log1p"
     FUNCTION: ClassVar[str | None] = "log1p"
-    NUMPY_UFUNC: ClassVar[str] = "log1p"
+    NUMPY_UFUNC: ClassVar[str | None] = "log1p"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.Log1pOp
 
 
@@ -579,7 +579,7 @@ class Log10Op(UnaryOp):
 
     name = "tensordsl.log10"
     FUNCTION: ClassVar[str | None] = "log10"
-    NUMPY_UFUNC: ClassVar[str] = "log10"
+    NUMPY_UFUNC: ClassVar[str | None] = "log10"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.Log10Op
 
 
@@ -594,7 +594,7 @@ class Log2Op(UnaryOp):
 
     name = "tensordsl.log2"
     FUNCTION: ClassVar[str | None] = "log2"
-    NUMPY_UFUNC: ClassVar[str] = "log2"
+    NUMPY_UFUNC: ClassVar[str | None] = "log2"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.Log2Op
 
 
@@ -609,8 +609,23 @@ class Expm1Op(UnaryOp):
 
     name = "tensordsl.expm1"
     FUNCTION: ClassVar[str | None] = "expm1"
-    NUMPY_UFUNC: ClassVar[str] = "expm1"
+    NUMPY_UFUNC: ClassVar[str | None] = "expm1"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.ExpM1Op
+
+
+@irdl_op_definition
+class ErfOp(UnaryOp):
+    """The error function ``2/sqrt(pi) * integral(exp(-t**2), 0, x)`` element-wise (NumPy has
+    none; ``math.erf`` of each element).
+
+    ```mlir
+    %1 = tensordsl.erf %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.erf"
+    FUNCTION: ClassVar[str | None] = "erf"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.ErfOp
 
 
 @irdl_op_definition
@@ -624,7 +639,7 @@ class CeilOp(UnaryOp):
 
     name = "tensordsl.ceil"
     FUNCTION: ClassVar[str | None] = "ceil"
-    NUMPY_UFUNC: ClassVar[str] = "ceil"
+    NUMPY_UFUNC: ClassVar[str | None] = "ceil"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.CeilOp
 
 
@@ -639,7 +654,7 @@ class FloorOp(UnaryOp):
 
     name = "tensordsl.floor"
     FUNCTION: ClassVar[str | None] = "floor"
-    NUMPY_UFUNC: ClassVar[str] = "floor"
+    NUMPY_UFUNC: ClassVar[str | None] = "floor"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.FloorOp
 
 
@@ -654,7 +669,7 @@ class RoundOp(UnaryOp):
 
     name = "tensordsl.round"
     FUNCTION: ClassVar[str | None] = "round"
-    NUMPY_UFUNC: ClassVar[str] = "rint"
+    NUMPY_UFUNC: ClassVar[str | None] = "rint"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.RoundEvenOp
 
 
@@ -669,7 +684,7 @@ class TruncOp(UnaryOp):
 
     name = "tensordsl.trunc"
     FUNCTION: ClassVar[str | None] = "trunc"
-    NUMPY_UFUNC: ClassVar[str] = "trunc"
+    NUMPY_UFUNC: ClassVar[str | None] = "trunc"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.TruncOp
 
 
@@ -685,7 +700,7 @@ class SignOp(UnaryOp):
 
     name = "tensordsl.sign"
     FUNCTION: ClassVar[str | None] = "sign"
-    NUMPY_UFUNC: ClassVar[str] = "sign"
+    NUMPY_UFUNC: ClassVar[str | None] = "sign"
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         (x,) = args
@@ -711,7 +726,7 @@ class SquareOp(UnaryOp):
 
     name = "tensordsl.square"
     FUNCTION: ClassVar[str | None] = "square"
-    NUMPY_UFUNC: ClassVar[str] = "square"
+    NUMPY_UFUNC: ClassVar[str | None] = "square"
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         return (b.insert(arith.MulfOp(args[0], args[0])).result,)
@@ -728,7 +743,7 @@ class ReciprocalOp(UnaryOp):
 
     name = "tensordsl.reciprocal"
     FUNCTION: ClassVar[str | None] = "reciprocal"
-    NUMPY_UFUNC: ClassVar[str] = "reciprocal"
+    NUMPY_UFUNC: ClassVar[str | None] = "reciprocal"
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         one = scalar_constant(b, 1.0, args[0].type)
@@ -746,7 +761,7 @@ class CopyOp(UnaryOp):
 
     name = "tensordsl.copy"
     FUNCTION: ClassVar[str | None] = "copy"
-    NUMPY_UFUNC: ClassVar[str] = "positive"
+    NUMPY_UFUNC: ClassVar[str | None] = "positive"
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         return (args[0],)
@@ -763,7 +778,7 @@ class ConjOp(UnaryOp):
 
     name = "tensordsl.conj"
     FUNCTION: ClassVar[str | None] = "conj"
-    NUMPY_UFUNC: ClassVar[str] = "conjugate"
+    NUMPY_UFUNC: ClassVar[str | None] = "conjugate"
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         return (args[0],)
@@ -781,23 +796,8 @@ class OnesLikeOp(UnaryOp):
     name = "tensordsl.ones_like"
     FUNCTION: ClassVar[str | None] = "ones_like"
 
-    def compute(self, x: np.ndarray[Any, Any]) -> Any:
-        return np.ones_like(x)
-
-    def lower_numpy(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
-    ) -> None:
-        g.call("np.copyto({out}, 1)", out=results[0], note="ones_like")
-
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         return (scalar_constant(b, 1.0, args[0].type),)
-
-
-def sigmoid_array(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-    """``1 / (1 + exp(-x))`` without overflow: ``exp`` only ever sees ``-|x|``."""
-    e = np.exp(-np.abs(x))
-    one = x.dtype.type(1)
-    return cast(np.ndarray[Any, Any], np.where(x >= 0, one / (one + e), e / (one + e)))
 
 
 @irdl_op_definition
@@ -812,29 +812,18 @@ class SigmoidOp(UnaryOp):
     name = "tensordsl.sigmoid"
     FUNCTION: ClassVar[str | None] = "sigmoid"
 
-    def compute(self, x: np.ndarray[Any, Any]) -> Any:
-        return sigmoid_array(x)
-
     def numpy_workspace(
         self,
         operand_shapes: Sequence[tuple[int, ...]],
         result_shapes: Sequence[tuple[int, ...]],
         constant_operands: Sequence[bool],
     ) -> tuple[Workspace, ...]:
-        return ((result_shapes[0], numpy_dtype(self.result.type)),)
-
-    def lower_numpy(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
-    ) -> None:
-        (x,), (out,) = args, results
-        e = g.workspace(0)
-        g.ufunc("absolute", x, out=e, note="sigmoid: max(x >= 0, e) / (1 + e) with e = exp(-|x|)")
-        g.ufunc("multiply", e, g.scalar(-1.0, e.dtype), out=e)  # not np.negative: see NegOp
-        g.ufunc("exp", e, out=e)
-        g.ufunc("greater_equal", x, g.fill(x, 0.0), out=out)
-        g.ufunc("maximum", out, e, out=out)
-        g.ufunc("add", e, g.scalar(1.0, e.dtype), out=e)
-        g.ufunc("divide", out, e, out=out)
+        # the numpy target's own lowering: e = exp(-|x|) and, for f16, the numerator, in
+        # the body's type (f32 for f16: one rounding at the end, as the body)
+        dtype = numpy_dtype(self.result.type)
+        if dtype == FLOAT_DTYPES["f16"]:
+            return ((result_shapes[0], FLOAT_DTYPES["f32"]),) * 2
+        return ((result_shapes[0], dtype),)
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         (x,) = args
@@ -860,7 +849,7 @@ class AbsOp(UnaryOp):
 
     name = "tensordsl.abs"
     FUNCTION: ClassVar[str | None] = "abs"
-    NUMPY_UFUNC: ClassVar[str] = "absolute"
+    NUMPY_UFUNC: ClassVar[str | None] = "absolute"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.AbsFOp
 
 
@@ -875,16 +864,8 @@ class NegOp(UnaryOp, HasCanonicalizationPatternsInterface):
 
     name = "tensordsl.neg"
     FUNCTION: ClassVar[str | None] = "neg"
-    NUMPY_UFUNC: ClassVar[str] = "negative"
+    NUMPY_UFUNC: ClassVar[str | None] = "negative"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.NegfOp
-
-    def lower_numpy(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
-    ) -> None:
-        # NumPy 2.4's np.negative computed in place is wrong on a view whose stride is
-        # 16 bytes (f32) or 64 bytes (f64), as a remainder tile's column slice of a
-        # scratch buffer can be; multiplying by -1 negates exactly (signed zeros too).
-        g.ufunc("multiply", args[0], g.scalar(-1.0, results[0].dtype), out=results[0])
 
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
@@ -907,7 +888,7 @@ class AddOp(BinaryOp, HasCanonicalizationPatternsInterface):
 
     name = "tensordsl.add"
     OPERATOR: ClassVar[str | None] = "+"
-    NUMPY_UFUNC: ClassVar[str] = "add"
+    NUMPY_UFUNC: ClassVar[str | None] = "add"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.AddfOp
 
     @classmethod
@@ -926,7 +907,7 @@ class SubOp(BinaryOp, HasCanonicalizationPatternsInterface):
 
     name = "tensordsl.sub"
     OPERATOR: ClassVar[str | None] = "-"
-    NUMPY_UFUNC: ClassVar[str] = "subtract"
+    NUMPY_UFUNC: ClassVar[str | None] = "subtract"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.SubfOp
 
     @classmethod
@@ -945,7 +926,7 @@ class MulOp(BinaryOp, HasCanonicalizationPatternsInterface):
 
     name = "tensordsl.mul"
     OPERATOR: ClassVar[str | None] = "*"
-    NUMPY_UFUNC: ClassVar[str] = "multiply"
+    NUMPY_UFUNC: ClassVar[str | None] = "multiply"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.MulfOp
 
     @classmethod
@@ -964,12 +945,13 @@ class DivOp(BinaryOp, HasCanonicalizationPatternsInterface):
 
     name = "tensordsl.div"
     OPERATOR: ClassVar[str | None] = "/"
-    NUMPY_UFUNC: ClassVar[str] = "divide"
+    NUMPY_UFUNC: ClassVar[str | None] = "divide"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.DivfOp
 
     @staticmethod
-    def _by_reciprocal(divisor: Sequence[int], result: Sequence[int]) -> bool:
-        # dividing by a broadcast operand: multiplying by its reciprocal is faster
+    def by_reciprocal(divisor: Sequence[int], result: Sequence[int]) -> bool:
+        """Whether the numpy target divides by a broadcast operand as a multiplication by
+        its reciprocal (faster), which needs a workspace for the reciprocal."""
         size = math.prod(result)
         return math.prod(divisor) < size and size >= RECIPROCAL_MIN_SIZE
 
@@ -979,25 +961,9 @@ class DivOp(BinaryOp, HasCanonicalizationPatternsInterface):
         result_shapes: Sequence[tuple[int, ...]],
         constant_operands: Sequence[bool],
     ) -> tuple[Workspace, ...]:
-        if constant_operands[1] or not self._by_reciprocal(operand_shapes[1], result_shapes[0]):
+        if constant_operands[1] or not self.by_reciprocal(operand_shapes[1], result_shapes[0]):
             return ()
         return ((operand_shapes[1], numpy_dtype(self.result.type)),)
-
-    def lower_numpy(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
-    ) -> None:
-        (a, b), (out,) = args, results
-        if not self._by_reciprocal(b.shape, out.shape):
-            g.ufunc("divide", a, b, out=out)
-            return
-        value = g.constant_value(b)
-        if value is not None:
-            with np.errstate(divide="ignore"):
-                r = g.constant(np.reciprocal(value))
-        else:
-            r = g.workspace(0)
-            g.ufunc("reciprocal", b, out=r, note="divide by a broadcast operand: its reciprocal")
-        g.ufunc("multiply", a, r, out=out)
 
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
@@ -1017,7 +983,7 @@ class PowerOp(BinaryOp):
     name = "tensordsl.power"
     FUNCTION: ClassVar[str | None] = "power"
     OPERATOR: ClassVar[str | None] = "**"
-    NUMPY_UFUNC: ClassVar[str] = "power"
+    NUMPY_UFUNC: ClassVar[str | None] = "power"
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         """``pow``, except that NumPy computes ``x ** 0.5`` as ``sqrt(x)`` when the
@@ -1047,7 +1013,7 @@ class RemainderOp(BinaryOp):
     name = "tensordsl.remainder"
     FUNCTION: ClassVar[str | None] = "remainder"
     OPERATOR: ClassVar[str | None] = "%"
-    NUMPY_UFUNC: ClassVar[str] = "remainder"
+    NUMPY_UFUNC: ClassVar[str | None] = "remainder"
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         # NumPy's npy_divmod: m = fmod(a, b); a nonzero m of the other sign than b
@@ -1079,7 +1045,7 @@ class FmodOp(BinaryOp):
 
     name = "tensordsl.fmod"
     FUNCTION: ClassVar[str | None] = "fmod"
-    NUMPY_UFUNC: ClassVar[str] = "fmod"
+    NUMPY_UFUNC: ClassVar[str | None] = "fmod"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = tdslmath.RemFOp
 
 
@@ -1094,7 +1060,7 @@ class Arctan2Op(BinaryOp):
 
     name = "tensordsl.arctan2"
     FUNCTION: ClassVar[str | None] = "arctan2"
-    NUMPY_UFUNC: ClassVar[str] = "arctan2"
+    NUMPY_UFUNC: ClassVar[str | None] = "arctan2"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.Atan2Op
 
 
@@ -1109,8 +1075,36 @@ class HypotOp(BinaryOp):
 
     name = "tensordsl.hypot"
     FUNCTION: ClassVar[str | None] = "hypot"
-    NUMPY_UFUNC: ClassVar[str] = "hypot"
+    NUMPY_UFUNC: ClassVar[str | None] = "hypot"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = tdslmath.HypotOp
+
+
+@irdl_op_definition
+class LogaddexpOp(BinaryOp):
+    """``log(exp(lhs) + exp(rhs))`` element-wise without overflow, broadcasting
+    (``np.logaddexp``: ``x + log(2)`` for equal operands, infinities included).
+
+    ```mlir
+    %2 = tensordsl.logaddexp %0, %1 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.logaddexp"
+    FUNCTION: ClassVar[str | None] = "logaddexp"
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        # NumPy's npy_logaddexp: the larger plus log1p(exp(-|x - y|)); nan stays nan
+        x, y = args
+        d = b.insert(arith.SubfOp(x, y)).result
+        zero = scalar_constant(b, 0.0, x.type)
+        larger = b.insert(arith.SelectOp(b.insert(arith.CmpfOp(d, zero, "ogt")), x, y)).result
+        ad = b.insert(arith.NegfOp(b.insert(xmath.AbsFOp(d)).result)).result
+        tail = b.insert(xmath.Log1pOp(b.insert(xmath.ExpOp(ad)).result)).result
+        sum_ = b.insert(arith.AddfOp(larger, tail)).result
+        ln2 = scalar_constant(b, math.log(2.0), x.type)
+        twice = b.insert(arith.AddfOp(x, ln2)).result
+        equal = b.insert(arith.CmpfOp(x, y, "oeq")).result
+        return (b.insert(arith.SelectOp(equal, twice, sum_)).result,)
 
 
 @irdl_op_definition
@@ -1124,7 +1118,7 @@ class CopysignOp(BinaryOp):
 
     name = "tensordsl.copysign"
     FUNCTION: ClassVar[str | None] = "copysign"
-    NUMPY_UFUNC: ClassVar[str] = "copysign"
+    NUMPY_UFUNC: ClassVar[str | None] = "copysign"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.CopySignOp
 
 
@@ -1139,8 +1133,9 @@ class NextafterOp(BinaryOp):
     """
 
     name = "tensordsl.nextafter"
+    F16_IN_F32: ClassVar[bool] = False  # its result is f16's next value
     FUNCTION: ClassVar[str | None] = "nextafter"
-    NUMPY_UFUNC: ClassVar[str] = "nextafter"
+    NUMPY_UFUNC: ClassVar[str | None] = "nextafter"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = tdslmath.NextAfterOp
 
 
@@ -1156,7 +1151,7 @@ class LessOp(CompareOp):
     name = "tensordsl.less"
     FUNCTION: ClassVar[str | None] = "less"
     OPERATOR: ClassVar[str | None] = "<"
-    NUMPY_UFUNC: ClassVar[str] = "less"
+    NUMPY_UFUNC: ClassVar[str | None] = "less"
     PREDICATE: ClassVar[str] = "olt"
 
 
@@ -1172,7 +1167,7 @@ class LessEqualOp(CompareOp):
     name = "tensordsl.less_equal"
     FUNCTION: ClassVar[str | None] = "less_equal"
     OPERATOR: ClassVar[str | None] = "<="
-    NUMPY_UFUNC: ClassVar[str] = "less_equal"
+    NUMPY_UFUNC: ClassVar[str | None] = "less_equal"
     PREDICATE: ClassVar[str] = "ole"
 
 
@@ -1188,7 +1183,7 @@ class EqualOp(CompareOp):
     name = "tensordsl.equal"
     FUNCTION: ClassVar[str | None] = "equal"
     OPERATOR: ClassVar[str | None] = "=="
-    NUMPY_UFUNC: ClassVar[str] = "equal"
+    NUMPY_UFUNC: ClassVar[str | None] = "equal"
     PREDICATE: ClassVar[str] = "oeq"
 
 
@@ -1204,7 +1199,7 @@ class NotEqualOp(CompareOp):
     name = "tensordsl.not_equal"
     FUNCTION: ClassVar[str | None] = "not_equal"
     OPERATOR: ClassVar[str | None] = "!="
-    NUMPY_UFUNC: ClassVar[str] = "not_equal"
+    NUMPY_UFUNC: ClassVar[str | None] = "not_equal"
     PREDICATE: ClassVar[str] = "une"
 
 
@@ -1220,7 +1215,7 @@ class GreaterEqualOp(CompareOp):
     name = "tensordsl.greater_equal"
     FUNCTION: ClassVar[str | None] = "greater_equal"
     OPERATOR: ClassVar[str | None] = ">="
-    NUMPY_UFUNC: ClassVar[str] = "greater_equal"
+    NUMPY_UFUNC: ClassVar[str | None] = "greater_equal"
     PREDICATE: ClassVar[str] = "oge"
 
 
@@ -1236,7 +1231,7 @@ class GreaterOp(CompareOp):
     name = "tensordsl.greater"
     FUNCTION: ClassVar[str | None] = "greater"
     OPERATOR: ClassVar[str | None] = ">"
-    NUMPY_UFUNC: ClassVar[str] = "greater"
+    NUMPY_UFUNC: ClassVar[str | None] = "greater"
     PREDICATE: ClassVar[str] = "ogt"
 
 
@@ -1252,7 +1247,7 @@ class AndOp(LogicalOp):
     name = "tensordsl.and"
     FUNCTION: ClassVar[str | None] = "logical_and"
     OPERATOR: ClassVar[str | None] = "&"
-    NUMPY_UFUNC: ClassVar[str] = "logical_and"
+    NUMPY_UFUNC: ClassVar[str | None] = "logical_and"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.AndIOp
 
 
@@ -1268,7 +1263,7 @@ class OrOp(LogicalOp):
     name = "tensordsl.or"
     FUNCTION: ClassVar[str | None] = "logical_or"
     OPERATOR: ClassVar[str | None] = "|"
-    NUMPY_UFUNC: ClassVar[str] = "logical_or"
+    NUMPY_UFUNC: ClassVar[str | None] = "logical_or"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.OrIOp
 
 
@@ -1283,7 +1278,7 @@ class NotOp(UnaryOp):
 
     name = "tensordsl.not"
     FUNCTION: ClassVar[str | None] = "logical_not"
-    NUMPY_UFUNC: ClassVar[str] = "logical_not"
+    NUMPY_UFUNC: ClassVar[str | None] = "logical_not"
 
     T: ClassVar = VarConstraint("T", BoolTensorConstr)
     input = operand_def(T)
@@ -1356,31 +1351,12 @@ class WhereOp(IRDLOperation, ElementwiseOp):
                 f"'{self.name}' op result type {self.result.type} should be {expected}"
             )
 
-    def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
-        return (np.asarray(np.where(*args), dtype=numpy_dtype(self.result.type)),)
-
-    def lower_numpy(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
-    ) -> None:
-        (c, a, b), (out,) = args, results
-        # np.where allocates: copy b in, then a where the condition holds
-        g.call("np.copyto({out}, {0})", b, out=out, note="where(c, a, b)")
-        g.call("np.copyto({out}, {0}, where={1})", a, c, out=out)
-
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         return (b.insert(arith.SelectOp(args[0], args[1], args[2])).result,)
 
     @classmethod
     def bool_inputs_as(cls) -> np.dtype[Any] | None:
         return BOOL_DTYPE
-
-
-def _fill_splat(g: NumpyTileBuilder, value: NumpyValue, out: NumpyValue) -> NumpyValue:
-    """A one-element constant operand as a block shaped like ``out`` (NumPy's fast path)."""
-    constant = g.constant_value(value)
-    if constant is None or constant.size != 1 or value.shape == out.shape:
-        return value
-    return g.fill(out, float(constant.reshape(())))
 
 
 @irdl_op_definition
@@ -1394,16 +1370,11 @@ class MaximumOp(BinaryOp):
 
     name = "tensordsl.maximum"
     FUNCTION: ClassVar[str | None] = "maximum"
-    NUMPY_UFUNC: ClassVar[str] = "maximum"
+    NUMPY_UFUNC: ClassVar[str | None] = "maximum"
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
-        return (numpy_extremum(b, args[0], args[1], larger=True),)
-
-    def lower_numpy(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
-    ) -> None:
-        out = results[0]
-        g.ufunc(self.NUMPY_UFUNC, *(_fill_splat(g, a, out) for a in args), out=out)
+        f16 = isinstance(element_type(self.result), Float16Type)
+        return (numpy_extremum(b, args[0], args[1], larger=True, first_if_equal=f16),)
 
 
 @irdl_op_definition
@@ -1417,16 +1388,11 @@ class MinimumOp(BinaryOp):
 
     name = "tensordsl.minimum"
     FUNCTION: ClassVar[str | None] = "minimum"
-    NUMPY_UFUNC: ClassVar[str] = "minimum"
+    NUMPY_UFUNC: ClassVar[str | None] = "minimum"
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
-        return (numpy_extremum(b, args[0], args[1], larger=False),)
-
-    def lower_numpy(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
-    ) -> None:
-        out = results[0]
-        g.ufunc(self.NUMPY_UFUNC, *(_fill_splat(g, a, out) for a in args), out=out)
+        f16 = isinstance(element_type(self.result), Float16Type)
+        return (numpy_extremum(b, args[0], args[1], larger=False, first_if_equal=f16),)
 
 
 # ---------------------------------------------------------------------------
@@ -1451,6 +1417,7 @@ class CastOp(IRDLOperation, StructuredOpInterface):
     """
 
     name = "tensordsl.cast"
+    F16_IN_F32: ClassVar[bool] = False  # one conversion, one rounding
 
     input = operand_def(TensorConstr)
     result = result_def(FloatTensorConstr)
@@ -1479,17 +1446,8 @@ class CastOp(IRDLOperation, StructuredOpInterface):
     def indexing_maps(self) -> tuple[AffineMap, ...]:
         return _identity_maps(len(tensor_shape(self.result)))
 
-    def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
-        with np.errstate(all="ignore"):
-            return (np.asarray(args[0]).astype(numpy_dtype(self.result.type)),)
-
     def numpy_view(self) -> str | None:
         return "{0}" if self.input.type == self.result.type else None
-
-    def lower_numpy(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
-    ) -> None:
-        g.call("np.copyto({out}, {0})", args[0], out=results[0])
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         return (convert_scalar(b, args[0], element_type(self.result)),)
@@ -1612,16 +1570,6 @@ class MatmulOp(IRDLOperation, StructuredOpInterface):
         with np.errstate(all="ignore"):
             return np.asarray(np.matmul(args[0], args[1]), dtype=self.accumulator_dtype())
 
-    def lower_numpy_partial(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], out: NumpyValue
-    ) -> None:
-        g.call("np.matmul({0}, {1}, out={out})", *args, out=out)
-
-    def lower_numpy(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
-    ) -> None:
-        self.lower_numpy_partial(g, args, results[0])
-
     def scalar_combine(self, b: Builder, acc: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
         x, y = (convert_scalar(b, v, acc.type) for v in args)
         product = b.insert(arith.MulfOp(x, y)).result
@@ -1681,11 +1629,6 @@ class TransposeOp(IRDLOperation, StructuredOpInterface, HasCanonicalizationPatte
 
     def numpy_view(self) -> str | None:
         return "{0}.T"
-
-    def lower_numpy(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
-    ) -> None:
-        g.call("np.copyto({out}, {0}.T)", args[0], out=results[0])
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         return (args[0],)
@@ -1757,31 +1700,6 @@ class SoftmaxOp(RowLocalOp):
     ) -> tuple[Workspace, ...]:
         return ((row_stat_shape(result_shapes[0], self.axis_value), self._stat_dtype()),)
 
-    def lower_numpy(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
-    ) -> None:
-        (x,), (out,) = args, results
-        if math.prod(out.shape) == 0:
-            return  # nothing to compute: the result is empty too
-        axis = self.axis_value
-        row = g.workspace(0)
-        wide = "" if row.dtype == x.dtype else f", dtype=np.{row.dtype.name}"
-        reduce = f"axis={axis}, keepdims=True{wide}, out={{out}}"
-        g.call(
-            f"np.maximum.reduce({{0}}, {reduce})",
-            x,
-            out=row,
-            note=f"softmax along axis {axis}: exp(x - max) / sum",
-        )
-        g.ufunc("subtract", x, row, out=out)
-        g.ufunc("exp", out, out=out)
-        g.call(f"np.add.reduce({{0}}, {reduce})", out, out=row)
-        if math.prod(out.shape) < RECIPROCAL_MIN_SIZE:
-            g.ufunc("divide", out, row, out=out)
-        else:
-            g.ufunc("reciprocal", row, out=row)
-            g.ufunc("multiply", out, row, out=out)
-
     def decompose(self) -> tuple[list[Operation], SSAValue]:
         axis = self.axis.value.data
         m = MaxOp(self.input, axis, keepdims=True)
@@ -1846,27 +1764,6 @@ class LogSoftmaxOp(RowLocalOp):
             (result_shapes[0], numpy_dtype(self.result.type)),
             (stat, wide_accumulator(numpy_dtype(self.result.type))),
         )
-
-    def lower_numpy(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
-    ) -> None:
-        (x,), (out,) = args, results
-        if math.prod(out.shape) == 0:
-            return  # nothing to compute: the result is empty too
-        axis = self.axis_value
-        m, e, s = g.workspace(0), g.workspace(1), g.workspace(2)
-        g.call(
-            f"np.maximum.reduce({{0}}, axis={axis}, keepdims=True, out={{out}})",
-            x,
-            out=m,
-            note=f"log_softmax along axis {axis}: (x - max) - log(sum(exp(x - max)))",
-        )
-        g.ufunc("subtract", x, m, out=out)
-        g.ufunc("exp", out, out=e)
-        wide = "" if s.dtype == e.dtype else f", dtype=np.{s.dtype.name}"
-        g.call(f"np.add.reduce({{0}}, axis={axis}, keepdims=True{wide}, out={{out}})", e, out=s)
-        g.ufunc("log", s, out=s)
-        g.ufunc("subtract", out, s, out=out)
 
     def decompose(self) -> tuple[list[Operation], SSAValue]:
         axis = self.axis.value.data
@@ -1941,38 +1838,6 @@ class LayerNormOp(RowLocalOp):
         stat = row_stat_shape(result_shapes[0], self.axis_value)
         wide = wide_accumulator(numpy_dtype(self.result.type))
         return ((stat, wide), (stat, wide))
-
-    def lower_numpy(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], results: Sequence[NumpyValue]
-    ) -> None:
-        (x,), (out,) = args, results
-        if math.prod(out.shape) == 0:
-            return  # nothing to compute: the result is empty too
-        axis = self.axis_value
-        mean, var = g.workspace(0), g.workspace(1)
-        wide = "" if mean.dtype == x.dtype else f", dtype=np.{mean.dtype.name}"
-        n = g.scalar(float(x.shape[axis]), mean.dtype)
-        g.call(
-            f"np.add.reduce({{0}}, axis={axis}, keepdims=True{wide}, out={{out}})",
-            x,
-            out=mean,
-            note=f"layernorm along axis {axis}: (x - mean) / sqrt(var + eps)",
-        )
-        g.ufunc("divide", mean, n, out=mean)
-        g.ufunc("subtract", x, mean, out=out)
-        # the sum of squared deviations as one einsum (no temporary)
-        letters = "abcdefghijklmnopqrstuvwxyz"[: len(out.shape)]
-        kept = letters.replace(letters[axis], "")
-        row = ", ".join([":"] * axis + ["0", "..."])  # a view, also when 0-d
-        g.call(
-            f'np.einsum("{letters},{letters}->{kept}", {{0}}, {{0}}, out={{out}}[{row}]{wide})',
-            out,
-            out=var,
-        )
-        g.ufunc("divide", var, n, out=var)
-        g.ufunc("add", var, g.scalar(self.eps_value, var.dtype), out=var)
-        g.ufunc("sqrt", var, out=var)
-        g.ufunc("divide", out, var, out=out)
 
     def decompose(self) -> tuple[list[Operation], SSAValue]:
         axis = self.axis.value.data
@@ -2054,24 +1919,6 @@ class SumOp(ChunkedReductionOp):
         if not shape or tensor_shape(mul.lhs) != shape or tensor_shape(mul.rhs) != shape:
             return None
         return mul if self.reduced_axes() == (len(shape) - 1,) else None
-
-    def lower_numpy_partial(
-        self, g: NumpyTileBuilder, args: Sequence[NumpyValue], out: NumpyValue
-    ) -> None:
-        if len(args) == 1:
-            super().lower_numpy_partial(g, args, out)
-            return
-        a, b = args  # the operands of the product this sum fuses
-        letters = "abcdefghijklmnopqrstuvwxyz"[: len(a.shape)]
-        target = "{out}[..., 0]" if self.keepdims_value else "{out}"
-        dtype = "" if a.dtype == out.dtype else f", dtype=np.{out.dtype.name}"
-        g.call(
-            f'np.einsum("{letters},{letters}->{letters[:-1]}", {{0}}, {{1}}{dtype}, out={target})',
-            a,
-            b,
-            out=out,
-            note="sum(a * b) along the last axis as one einsum",
-        )
 
 
 @irdl_op_definition
@@ -2165,14 +2012,6 @@ class MeanOp(ChunkedReductionOp):
             return np.full(acc.shape, np.nan, dtype=dtype)
         with np.errstate(all="ignore"):
             return np.asarray(np.divide(acc, acc.dtype.type(count)), dtype=dtype)
-
-    def lower_numpy_finalize(
-        self, g: NumpyTileBuilder, acc: NumpyValue, out: NumpyValue, count: int
-    ) -> None:
-        if count == 0:
-            g.call("np.copyto({out}, np.nan)", out=out, note="the mean of nothing")
-        else:
-            g.ufunc("divide", acc, g.scalar(float(count), acc.dtype), out=out, note="mean")
 
     def scalar_finalize(self, b: Builder, acc: SSAValue, count: int) -> SSAValue:
         n = scalar_constant(b, float(count), acc.type)  # 0/0 is nan: the mean of nothing
@@ -2304,6 +2143,7 @@ UNARY_OPS: tuple[type[UnaryOp], ...] = (
     Log10Op,
     Log2Op,
     Expm1Op,
+    ErfOp,
     CeilOp,
     FloorOp,
     RoundOp,
@@ -2328,6 +2168,7 @@ BINARY_OPS: tuple[type[BinaryOp], ...] = (
     FmodOp,
     Arctan2Op,
     HypotOp,
+    LogaddexpOp,
     CopysignOp,
     NextafterOp,
 )
@@ -2395,6 +2236,7 @@ __all__ = [
     "CoshOp",
     "DivOp",
     "EqualOp",
+    "ErfOp",
     "ExpOp",
     "Expm1Op",
     "FloatTensorConstr",
@@ -2412,6 +2254,7 @@ __all__ = [
     "Log10Op",
     "LogOp",
     "LogSoftmaxOp",
+    "LogaddexpOp",
     "MatmulOp",
     "MaxOp",
     "MaximumOp",
@@ -2460,7 +2303,6 @@ __all__ = [
     "normalize_axis",
     "numpy_dtype",
     "reduce_shape",
-    "sigmoid_array",
     "softmax_array",
     "tensor_shape",
     "transpose_shape",

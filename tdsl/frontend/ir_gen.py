@@ -232,9 +232,11 @@ WEAK: type[float] = float
 def _fold(op: str, a: float, b: float) -> float:
     """``a <op> b`` of two literals, as the op's NumPy ufunc computes it in float64 (IEEE
     rules, never ZeroDivisionError)."""
+    name = _BINARY_OPS[op].NUMPY_UFUNC
+    if name is None:  # every operator's op names its NumPy counterpart
+        raise TdslIRError(f"cannot fold the literals of '{op}': its op names no NumPy ufunc")
     with np.errstate(all="ignore"):
-        ufunc = getattr(np, _BINARY_OPS[op].NUMPY_UFUNC)
-        return float(ufunc(np.float64(a), np.float64(b)))
+        return float(getattr(np, name)(np.float64(a), np.float64(b)))
 
 
 # --------------------------------------------------------------------------- lowering

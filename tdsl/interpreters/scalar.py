@@ -11,9 +11,9 @@ implementation) checks the maps, the iterator types and the scalar bodies
 that the native target lowers, all at once.
 
 The ``arith``/``math`` ops run here on NumPy arrays of their element type
-(every point of the loop space at once), with NumPy's rounding for that type;
-xDSL's own interpreters for those dialects cover few ops and work on one
-scalar at a time.
+(every point of the loop space at once), through the one table of
+:mod:`tdsl.scalar_numpy`; xDSL's own interpreters for those dialects
+cover few ops and work on one scalar at a time.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from typing import Any, cast
 import numpy as np
 from xdsl.builder import Builder
 from xdsl.dialects import arith, func
-from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType, ModuleOp
 from xdsl.interpreter import (
     Interpreter,
@@ -38,11 +37,11 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import InterpretationError
 
-from tdsl.dialects import tdslmath
 from tdsl.dialects.structured import (
     IteratorType,
     StructuredOpInterface,
     constant_value,
+    element_body,
     element_of,
     element_type,
     map_dims,
@@ -51,79 +50,9 @@ from tdsl.dialects.structured import (
     tensor_shape,
 )
 from tdsl.interpreters.func import FuncFunctions
+from tdsl.scalar_numpy import SCALAR_FUNCTIONS, numpy_function
 
 Array = np.ndarray[Any, Any]
-
-_UNARY: dict[type[Operation], Callable[[Array], Array]] = {
-    arith.NegfOp: np.negative,
-    xmath.AbsFOp: np.absolute,
-    xmath.ExpOp: np.exp,
-    xmath.ExpM1Op: np.expm1,
-    xmath.LogOp: np.log,
-    xmath.Log1pOp: np.log1p,
-    xmath.Log2Op: np.log2,
-    xmath.Log10Op: np.log10,
-    xmath.SqrtOp: np.sqrt,
-    xmath.TanhOp: np.tanh,
-    xmath.SinOp: np.sin,
-    xmath.CosOp: np.cos,
-    xmath.TanOp: np.tan,
-    xmath.AsinOp: np.arcsin,
-    xmath.AcosOp: np.arccos,
-    xmath.AtanOp: np.arctan,
-    xmath.SinhOp: np.sinh,
-    xmath.CoshOp: np.cosh,
-    xmath.AsinhOp: np.arcsinh,
-    xmath.AcoshOp: np.arccosh,
-    xmath.AtanhOp: np.arctanh,
-    xmath.CeilOp: np.ceil,
-    xmath.FloorOp: np.floor,
-    xmath.TruncOp: np.trunc,
-    xmath.RoundEvenOp: np.rint,
-    xmath.RsqrtOp: lambda x: np.reciprocal(np.sqrt(x)),
-}
-_BINARY: dict[type[Operation], Callable[[Array, Array], Array]] = {
-    arith.AddfOp: np.add,
-    arith.SubfOp: np.subtract,
-    arith.MulfOp: np.multiply,
-    arith.DivfOp: np.divide,
-    arith.MaximumfOp: np.maximum,
-    arith.MinimumfOp: np.minimum,
-    xmath.PowFOp: np.power,
-    xmath.Atan2Op: np.arctan2,
-    xmath.CopySignOp: np.copysign,
-    tdslmath.RemFOp: np.fmod,
-    tdslmath.HypotOp: np.hypot,
-    tdslmath.NextAfterOp: np.nextafter,
-    # on i1 (booleans) only, as scalar bodies use them
-    arith.AndIOp: np.logical_and,
-    arith.OrIOp: np.logical_or,
-    arith.XOrIOp: np.logical_xor,
-}
-
-
-def _unordered(a: Array, b: Array) -> Array:
-    return np.isnan(a) | np.isnan(b)
-
-
-# arith.cmpf predicates: the ordered ("o") ones are false where an operand is nan,
-# as NumPy's comparisons are; the unordered ("u") ones are true there.
-_COMPARE: dict[str, Callable[[Array, Array], Array]] = {
-    "oeq": np.equal,
-    "ogt": np.greater,
-    "oge": np.greater_equal,
-    "olt": np.less,
-    "ole": np.less_equal,
-    "one": lambda a, b: np.not_equal(a, b) & ~_unordered(a, b),
-    "ord": lambda a, b: ~_unordered(a, b),
-    "ueq": lambda a, b: np.equal(a, b) | _unordered(a, b),
-    "ugt": lambda a, b: np.greater(a, b) | _unordered(a, b),
-    "uge": lambda a, b: np.greater_equal(a, b) | _unordered(a, b),
-    "ult": lambda a, b: np.less(a, b) | _unordered(a, b),
-    "ule": lambda a, b: np.less_equal(a, b) | _unordered(a, b),
-    "une": np.not_equal,
-    "uno": _unordered,
-}
 
 
 def _dtype_of(t: Attribute) -> np.dtype[Any]:
@@ -136,18 +65,11 @@ def _result(op: Operation, value: Any) -> Array:
     return np.asarray(value, dtype=_dtype_of(op.results[0].type))
 
 
-def _run_unary(
+def _run_table(
     self: InterpreterFunctions, interpreter: Interpreter, op: Operation, args: PythonValues
 ) -> PythonValues:
     with np.errstate(all="ignore"):
-        return (_result(op, _UNARY[type(op)](args[0])),)
-
-
-def _run_binary(
-    self: InterpreterFunctions, interpreter: Interpreter, op: Operation, args: PythonValues
-) -> PythonValues:
-    with np.errstate(all="ignore"):
-        return (_result(op, _BINARY[type(op)](args[0], args[1])),)
+        return (_result(op, numpy_function(op)(*args)),)
 
 
 def _run_constant(
@@ -159,43 +81,11 @@ def _run_constant(
     return (_result(op, value.value.data),)
 
 
-def _run_convert(
-    self: InterpreterFunctions, interpreter: Interpreter, op: Operation, args: PythonValues
-) -> PythonValues:
-    with np.errstate(all="ignore"):
-        return (_result(op, np.asarray(args[0]).astype(_dtype_of(op.results[0].type))),)
-
-
-def _run_cmpf(
-    self: InterpreterFunctions, interpreter: Interpreter, op: Operation, args: PythonValues
-) -> PythonValues:
-    number = cast(arith.CmpfOp, op).predicate.value.data
-    predicate = arith.CMPF_COMPARISON_OPERATIONS[number]
-    compare = _COMPARE.get(predicate)
-    if compare is None:
-        raise InterpretationError(f"arith.cmpf predicate {predicate} is not supported here")
-    with np.errstate(all="ignore"):
-        return (np.asarray(compare(args[0], args[1]), dtype=np.bool_),)
-
-
-def _run_select(
-    self: InterpreterFunctions, interpreter: Interpreter, op: Operation, args: PythonValues
-) -> PythonValues:
-    return (_result(op, np.where(args[0], args[1], args[2])),)
-
-
 def _scalar_functions() -> type[InterpreterFunctions]:
     namespace: dict[str, Any] = {"__module__": __name__}
-    for i, op_type in enumerate(_UNARY):
-        namespace[f"run_unary_{i}"] = impl(op_type)(_run_unary)
-    for i, op_type in enumerate(_BINARY):
-        namespace[f"run_binary_{i}"] = impl(op_type)(_run_binary)
+    for i, op_type in enumerate([*SCALAR_FUNCTIONS, arith.CmpfOp]):
+        namespace[f"run_{i}"] = impl(op_type)(_run_table)
     namespace["run_constant"] = impl(arith.ConstantOp)(_run_constant)
-    namespace["run_extf"] = impl(arith.ExtFOp)(_run_convert)
-    namespace["run_truncf"] = impl(arith.TruncFOp)(_run_convert)
-    namespace["run_uitofp"] = impl(arith.UIToFPOp)(_run_convert)
-    namespace["run_cmpf"] = impl(arith.CmpfOp)(_run_cmpf)
-    namespace["run_select"] = impl(arith.SelectOp)(_run_select)
     return register_impls(type("ScalarFunctions", (InterpreterFunctions,), namespace))
 
 
@@ -270,7 +160,7 @@ def reference_evaluate(op: Operation, *args: Array) -> tuple[Array, ...]:
     if carried and math.prod(loops):
         return (_run_scan(s, op, carried[0].dim, gathered, loops, maps[n_in]),)
     if not reduced:
-        body = ScalarFunction(elements, s.scalar_body)
+        body = ScalarFunction(elements, lambda b, xs: element_body(op, b, xs))
         with np.errstate(all="ignore"):
             values = body(*gathered) if math.prod(loops) else ()
         results: list[Array] = []

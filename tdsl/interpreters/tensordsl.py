@@ -33,6 +33,7 @@ from xdsl.utils.exceptions import InterpretationError
 
 from tdsl.dialects.structured import (
     NUMPY_DTYPES,
+    StructuredOpInterface,
     constant_value,
     fmt_shape,
     numpy_dtype,
@@ -41,6 +42,7 @@ from tdsl.dialects.structured import (
 )
 from tdsl.dialects.tensordsl import TensorDSL, dense_to_numpy
 from tdsl.errors import TdslCallError
+from tdsl.interpreters.body import evaluate_body
 
 Array = np.ndarray[Any, np.dtype[Any]]
 
@@ -78,7 +80,11 @@ def evaluate(op: Operation, args: PythonValues) -> PythonValues:
     if s is None:
         raise InterpretationError(f"'{op.name}' does not implement the structured-op interface")
     try:
-        results = s.evaluate(*(np.asarray(a) for a in args))
+        arrays = [np.asarray(a) for a in args]
+        if type(s).evaluate is StructuredOpInterface.evaluate:  # element-wise: from its body
+            results = evaluate_body(op, *arrays)
+        else:
+            results = s.evaluate(*arrays)
     except ValueError as err:  # NumPy refuses, e.g. the max of an empty slice
         raise InterpretationError(f"'{op.name}' cannot run on these operands: {err}") from None
     return tuple(_as_result(op, i, r) for i, r in enumerate(results))

@@ -99,6 +99,7 @@ from tdsl.dialects.structured import (
     ReductionOp,
     constant_value,
     convert_scalar,
+    element_body,
     element_of,
     element_type,
     numpy_dtype,
@@ -1064,7 +1065,7 @@ class _Point:
             self.store(running, self.carries[p], cdims)
             self.memo[(v, body.dims[v])] = running
             return running
-        results = s.scalar_body(self.code.b, args)
+        results = element_body(p, self.code.b, args)
         for r, x in zip(p.results, results, strict=True):
             self.memo[(r, body.dims[r])] = x
         return results[list(p.results).index(v)]  # pyright: ignore[reportArgumentType]

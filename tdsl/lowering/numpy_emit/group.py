@@ -46,6 +46,7 @@ from tdsl.dtypes import dtype_expr
 from tdsl.errors import TdslIRError
 from tdsl.lowering.numpy_emit.blocking import Run, plan_run
 from tdsl.lowering.numpy_emit.layout import Axis, Layout, Tiling
+from tdsl.lowering.numpy_emit.lowerings import lower_finalize, lower_op, lower_partial, lower_scan
 from tdsl.lowering.numpy_emit.program import ConstPool, Instr, TileGen, Var
 from tdsl.lowering.numpy_emit.source import FillPool, Names, Writer, scalar_expr, shape_expr
 
@@ -232,7 +233,7 @@ class _Lowering:
                 if op_plan.carry >= 0:
                     self.scan(op, s, op_plan, args, results, gen, code)
                 else:
-                    s.lower_numpy(gen, args, results)
+                    lower_op(op, s, gen, args, results)
                 (self.whole if op in self.run.whole else code.body).extend(gen.instrs)
             self.steps.append(code)
         for k, inst in plan.copies:
@@ -273,7 +274,7 @@ class _Lowering:
         )
         identity = scalar_expr(loop.start, loop.dtype)
         code.init.append(Instr(f"{{out}}[...] = {identity}", carry, (), f"{op.name}: carry"))
-        s.lower_numpy_scan(gen, args, results, carry)
+        lower_scan(op, gen, args, results, carry)
 
     def accumulate(
         self,
@@ -300,13 +301,13 @@ class _Lowering:
         gen = TileGen(
             self.state.consts, self.tile_shape, self.workspaces(op, s, op_plan, acc), op.name
         )
-        s.lower_numpy_partial(gen, args, partial)
+        lower_partial(op, gen, args, partial)
         gen.ufunc(combiner.ufunc, acc, partial, out=acc)
         code.body.extend(gen.instrs)
         same = acc.kind == final.kind and acc.index == final.index and acc.dtype == final.dtype
         if not same or s.finalizes():
             fin = TileGen(self.state.consts, self.tile_shape, (), op.name)
-            s.lower_numpy_finalize(fin, acc, final, self.sched.count(op))
+            lower_finalize(op, fin, acc, final, self.sched.count(op))
             code.finalize.extend(fin.instrs)
 
 

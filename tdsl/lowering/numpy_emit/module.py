@@ -293,6 +293,8 @@ def emit_module(module: ModuleOp, threads: int = 1) -> str:
         consts += [f"{name} = {array_expr(arr)}" for name, arr in state.consts.arrays.items()]
         consts += list(state.fills.definitions())
         sections.append(consts)
+    for source in state.consts.functions.values():
+        sections.append(source.rstrip("\n").splitlines())
     if state.uses_pool:
         sections.append([f"_THREADS = {threads}", *_PARALLEL.splitlines()])
 

@@ -1,8 +1,7 @@
 """A group body as NumPy calls: the values of generated code, and the builder ops lower through.
 
-Each op of a group lowers itself (``lower_numpy`` of the structured-op
-interface) through :class:`TileGen`, an implementation of
-:class:`~tdsl.dialects.structured.NumpyTileBuilder`: it records one
+Each op of a group lowers (:mod:`tdsl.lowering.numpy_emit.lowerings`) through
+:class:`TileGen`, an implementation of :class:`NumpyTileBuilder`: it records one
 :class:`Instr` per NumPy call, reading and writing :class:`Var` values.
 Where a value lives (an input slice, an output slice, a scratch buffer, a
 module constant, a view) comes from the scratch plan
@@ -14,12 +13,67 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
 from tdsl.errors import TdslIRError
 from tdsl.lowering.numpy_emit.layout import Axis, Layout
+
+
+class NumpyValue(Protocol):
+    """A value in generated NumPy code: an array (or a view, a constant) of one tile."""
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Its shape in a full tile (a remainder tile is smaller along tiled dims)."""
+        ...
+
+    @property
+    def dtype(self) -> np.dtype[Any]: ...
+
+
+class NumpyTileBuilder(Protocol):
+    """Writes the NumPy calls computing one tile of a group (what a lowering of
+    :mod:`tdsl.lowering.numpy_emit.lowerings` sees; :class:`TileGen` implements it).
+
+    Calls must write their result through ``out=`` into the given arrays and
+    must not allocate: every buffer an op needs besides its results is a
+    workspace the op declared with ``numpy_workspace``, so that the scratch model
+    counts it.  Shapes are those of a full tile; code must not depend on them
+    at run time, since a remainder tile is smaller.
+    """
+
+    def call(self, template: str, *operands: NumpyValue, out: NumpyValue, note: str = "") -> None:
+        """Emit ``template`` formatted with ``{0}``, ``{1}``, ... for ``operands`` and
+        ``{out}`` for ``out``: one NumPy call that writes ``out``."""
+        ...
+
+    def ufunc(self, name: str, *operands: NumpyValue, out: NumpyValue, note: str = "") -> None:
+        """``np.<name>(operands..., out=out)``."""
+        ...
+
+    def scalar(self, value: float, dtype: np.dtype[Any]) -> NumpyValue:
+        """A 0-d constant of ``dtype``."""
+        ...
+
+    def constant(self, value: np.ndarray[Any, Any]) -> NumpyValue:
+        """A constant array (of its own dtype and shape, broadcasting like an operand)."""
+        ...
+
+    def fill(self, like: NumpyValue, value: float) -> NumpyValue:
+        """A constant array shaped like ``like`` (NumPy's ``maximum`` is several times
+        faster against an array than against a scalar)."""
+        ...
+
+    def workspace(self, index: int) -> NumpyValue:
+        """The op's ``index``-th declared workspace buffer."""
+        ...
+
+    def constant_value(self, value: NumpyValue) -> np.ndarray[Any, Any] | None:
+        """The value of a compile-time constant operand, else None."""
+        ...
+
 
 VarKind = Literal["input", "output", "buffer", "const", "fill", "view"]
 
@@ -78,6 +132,17 @@ class ConstPool:
         default_factory=dict[tuple[str, tuple[int, ...], bytes], str]
     )
 
+    functions: dict[str, str] = field(default_factory=dict[str, str])
+    """Module-level helper functions by name: their source (NumPy functions the
+    interpreter's table defines where NumPy has none, such as ``erf``)."""
+
+    def function(self, name: str, source: str) -> str:
+        """The name of a module-level function ``name`` defined by ``source``."""
+        known = self.functions.setdefault(name, source)
+        if known != source:
+            raise TdslIRError(f"numpy target: two helper functions named {name}")
+        return name
+
     def add(self, array: np.ndarray[Any, Any]) -> str:
         """The name of a module constant holding ``array``."""
         key = (array.dtype.str, array.shape, array.tobytes())
@@ -120,6 +185,11 @@ class TileGen:
     def ufunc(self, name: str, *operands: Any, out: Any, note: str = "") -> None:
         args = ", ".join(f"{{{i}}}" for i in range(len(operands)))
         self.call(f"np.{name}({args}, out={{out}})", *operands, out=out, note=note)
+
+    def function(self, name: str, source: str) -> str:
+        """A helper function defined in the generated module by ``source`` (a function
+        called like a ufunc); its name."""
+        return self.consts.function(name, source)
 
     def scalar(self, value: float, dtype: np.dtype[Any]) -> Var:
         return self.constant(np.array(value, dtype=dtype))

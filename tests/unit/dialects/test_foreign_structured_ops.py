@@ -52,7 +52,7 @@ class SinOp(UnaryOp):
     """
 
     name = "ext.sin"
-    NUMPY_UFUNC: ClassVar[str] = "sin"
+    NUMPY_UFUNC: ClassVar[str | None] = "sin"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.SinOp
 
 
@@ -204,7 +204,7 @@ def test_scalar_bodies_compute_what_numpy_computes() -> None:
         if not isinstance(op, SinOp | MinOp):
             continue
         (got,) = reference_evaluate(op, x)  # every ext op here reads a 37x300 f32 tensor
-        (want,) = op.evaluate(x)
+        want = np.sin(x) if isinstance(op, SinOp) else op.evaluate(x)[0]
         np.testing.assert_allclose(got, want, rtol=1e-6)
 
 

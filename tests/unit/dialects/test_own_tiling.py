@@ -34,8 +34,6 @@ from tdsl.dialects.structured import (
     CarriedLoop,
     FloatTensorConstr,
     IteratorType,
-    NumpyTileBuilder,
-    NumpyValue,
     StructuredOpInterface,
     identity_map,
     numpy_dtype,
@@ -43,6 +41,7 @@ from tdsl.dialects.structured import (
 )
 from tdsl.dialects.tensordsl import TensorDSL
 from tdsl.interpreters.run import run_function
+from tdsl.lowering.numpy_emit.program import NumpyTileBuilder, NumpyValue
 from tdsl.lowering.numpy_target import emit_numpy, load_numpy
 from tdsl.pipeline import build_pipeline
 
