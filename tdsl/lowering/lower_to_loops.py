@@ -385,6 +385,19 @@ class _Group:
                     p = body.producer(v)
                     if p is not None and not _is_reduction(p) and v not in self.stored:
                         self.stored.append(v)
+        # a scan read along a space dim its result does not run along (broadcast) is
+        # stored first, in a sweep over its own dims: computed in a sweep over more dims,
+        # its carry would run on from one index of the broadcast dim to the next
+        for op in body.ops:
+            if not _is_scan(op) or op in self.blas:
+                continue
+            v = op.results[0]
+            own = {d for d in body.dims[v] if d is not None}
+            readers = [u.operation for u in v.uses if u.operation in body.members]
+            if v not in self.stored and any(
+                {d for d in body.loop_dims(r) if d is not None} - own for r in readers
+            ):
+                self.stored.append(v)
         for op in body.ops:
             level = 0
             for v in op.operands:

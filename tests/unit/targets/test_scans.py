@@ -87,6 +87,23 @@ def test_scans_are_numpys_bit_for_bit(
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("budget", BUDGETS)
+def test_a_scan_read_broadcast_restarts_for_every_row(target: str, budget: int) -> None:
+    # found by the differential test: on native, cumprod(x5) broadcast along the rows
+    # of the group carried its running product on from one row to the next
+    rng = np.random.default_rng(5)
+    x = rng.uniform(0.5, 1.5, (3,)).astype(np.float32)
+    y = rng.uniform(0.5, 1.5, (4, 3)).astype(np.float32)
+    got = _call(target, budget, "cumprod(x, axis=0) + y", x=x, y=y)
+    np.testing.assert_array_equal(got, np.cumprod(x) + y)
+    c = rng.uniform(0.5, 1.5, (2, 1)).astype(np.float32)
+    z = rng.uniform(0.5, 1.5, (1,)).astype(np.float32)
+    text = "where(m, cumprod(c, axis=0), cumprod(z, axis=0))"
+    got = _call(target, budget, text, m=np.bool_(False), c=c, z=z)
+    np.testing.assert_array_equal(got, np.where(False, np.cumprod(c, axis=0), np.cumprod(z)))
+
+
 @pytest.mark.parametrize("name", ["cumsum", "cumprod"])
 @pytest.mark.parametrize("budget", [None, 8, 64])
 def test_the_interpreter_runs_scans_whole_and_tiled(name: str, budget: int | None) -> None:
