@@ -78,6 +78,7 @@ from xdsl.dialects.builtin import (
     I64,
     AffineMapAttr,
     ArrayOfConstraint,
+    FileLineColLoc,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -112,7 +113,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from tdsl.dtypes import BOOL_DTYPE, DTYPES, FLOAT_DTYPES, wide_accumulator
-from tdsl.errors import TdslTypeError
+from tdsl.errors import SourceLocation, TdslIRError, TdslTypeError
 
 # ---------------------------------------------------------------------------
 # Element types and shapes
@@ -722,6 +723,51 @@ class HasConstantValue(abc.ABC):
 def structured(op: Operation) -> StructuredOpInterface | None:
     """``op`` as a structured op, or None when it does not implement the interface."""
     return op if isinstance(op, StructuredOpInterface) else None
+
+
+def checked_decomposition(op: Operation) -> tuple[list[Operation], SSAValue] | None:
+    """``op``'s :meth:`~StructuredOpInterface.decompose`, checked as it is made: None for
+    an op without one, else its ops and the value replacing the result.
+
+    The contract: the op has one result; the value has its type; the new ops read only
+    the op's operands and values of new ops listed before them; none of them has a
+    ``normalize`` dim left.  A decomposition that breaks it is a
+    :class:`~tdsl.errors.TdslIRError` located at the op, not a failure in a later pass.
+    """
+    s = structured(op)
+    decomposed = None if s is None else s.decompose()
+    if decomposed is None:
+        return None
+    ops, value = decomposed
+
+    def broken(why: str) -> TdslIRError:
+        loc = op.location
+        where = (
+            SourceLocation(loc.filename.data, loc.line.data, max(1, loc.column.data))
+            if isinstance(loc, FileLineColLoc)
+            else None  # a driver places the error by its op in the input text
+        )
+        return TdslIRError(f"'{op.name}': its decomposition {why}", where, op=op)
+
+    if len(op.results) != 1:
+        raise broken(f"replaces one result, but the op has {len(op.results)}")
+    if value.type != op.results[0].type:
+        raise broken(f"gives a value of type {value.type}, not the result's {op.results[0].type}")
+    known: set[SSAValue] = set(op.operands)
+    for new in ops:
+        for k, operand in enumerate(new.operands):
+            if operand not in known:
+                raise broken(
+                    f"reads operand {k} of '{new.name}' from outside it (only the op's "
+                    "operands and earlier ops of the decomposition may be read)"
+                )
+        t = structured(new)
+        if t is not None and IteratorType.NORMALIZE in t.iterator_types():
+            raise broken(f"still holds the row-normalizing op '{new.name}'")
+        known.update(new.results)
+    if value not in known:
+        raise broken("replaces the result by a value none of its ops computes")
+    return ops, value
 
 
 def constant_value(op: Operation) -> np.ndarray[Any, Any] | None:
@@ -1485,6 +1531,7 @@ __all__ = [
     "body_of",
     "broadcast_dims",
     "broadcast_shapes",
+    "checked_decomposition",
     "constant_value",
     "convert_scalar",
     "dims_map",

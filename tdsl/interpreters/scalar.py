@@ -40,6 +40,7 @@ from xdsl.utils.exceptions import InterpretationError
 from tdsl.dialects.structured import (
     IteratorType,
     StructuredOpInterface,
+    checked_decomposition,
     constant_value,
     element_body,
     element_of,
@@ -145,7 +146,7 @@ def reference_evaluate(op: Operation, *args: Array) -> tuple[Array, ...]:
     s = structured(op)
     if s is None:
         raise InterpretationError(f"'{op.name}' does not implement the structured-op interface")
-    decomposed = s.decompose()
+    decomposed = checked_decomposition(op)
     if decomposed is not None:
         return (_run_decomposition(op, decomposed, args),)
     loops = s.loop_extents()

@@ -88,6 +88,7 @@ from tdsl.dialects.kernel_plan import (
 )
 from tdsl.dialects.structured import (
     IteratorType,
+    checked_decomposition,
     constant_value,
     element_type,
     structured,
@@ -569,8 +570,7 @@ def decomposed_copy(
         block.add_op(op.clone(value_mapper=mapping))
     copied_outputs = [mapping[v] for v in outputs]
     for op in list(block.ops):
-        s = structured(op)
-        decomposed = None if s is None else s.decompose()
+        decomposed = checked_decomposition(op)
         if decomposed is not None:
             new_ops, value = decomposed
             for new in new_ops:
@@ -584,8 +584,7 @@ def _decompose_in_place(op: object, fused: FusedOp, rewriter: PatternRewriter) -
     """Replace ``op`` (of ``fused``'s body) by its decomposition; False when it has none."""
     if not isinstance(op, Operation) or op.parent_block() is not fused.body.block:
         return False
-    s = structured(op)
-    decomposed = None if s is None else s.decompose()
+    decomposed = checked_decomposition(op)
     if decomposed is None:
         return False
     new_ops, value = decomposed
