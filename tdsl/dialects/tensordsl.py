@@ -94,6 +94,7 @@ from tdsl.dialects.structured import (
     ReductionOp,
     RowLocalOp,
     ScalarOpBuilder,
+    ScanOp,
     ShapeError,
     StaticShapeConstr,
     StructuredOpInterface,
@@ -2119,6 +2120,53 @@ class DivOne(RewritePattern):
 # Op groups and the dialect
 # ---------------------------------------------------------------------------
 
+
+# ---------------------------------------------------------------------------
+# Scans: results along an axis, a running value carried across tiles
+# ---------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class CumsumOp(ScanOp):
+    """Cumulative sum along ``axis``, as ``np.cumsum``: ``axis`` absent scans a 0-d or
+    1-d tensor whole (a larger one needs an axis).  Each partial sum is rounded to the
+    result's dtype (float16 adds in float16, as NumPy's); ``inf`` and ``nan`` propagate
+    and overflow gives ``inf``, as in NumPy.
+
+    ```mlir
+    %1 = tensordsl.cumsum %0 axis = 1 : tensor<4x8xf32> -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.cumsum"
+    FUNCTION: ClassVar[str | None] = "cumsum"
+    NUMPY_UFUNC: ClassVar[str] = "add"
+    IDENTITY: ClassVar[float] = -0.0  # x + -0.0 is x, for x = -0.0 too
+    COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.AddfOp
+
+
+@irdl_op_definition
+class CumprodOp(ScanOp):
+    """Cumulative product along ``axis``, as ``np.cumprod`` (``axis`` as for ``cumsum``).
+    Each partial product is rounded to the result's dtype; overflow gives ``inf``, and
+    ``0 * inf`` is ``nan``, as in NumPy.
+
+    ```mlir
+    %1 = tensordsl.cumprod %0 axis = -1 : tensor<4x8xf64> -> tensor<4x8xf64>
+    ```
+    """
+
+    name = "tensordsl.cumprod"
+    FUNCTION: ClassVar[str | None] = "cumprod"
+    NUMPY_UFUNC: ClassVar[str] = "multiply"
+    IDENTITY: ClassVar[float] = 1.0
+    COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.MulfOp
+
+
+SCAN_OPS: tuple[type[ScanOp], ...] = (CumsumOp, CumprodOp)
+"""Scans: results along an axis, each combining the elements before it."""
+
+
 UNARY_OPS: tuple[type[UnaryOp], ...] = (
     ReluOp,
     ExpOp,
@@ -2201,6 +2249,7 @@ TensorDSL = Dialect(
         WhereOp,
         *ROW_LOCAL_OPS,
         *REDUCTION_OPS,
+        *SCAN_OPS,
     ],
     [],
 )
@@ -2213,6 +2262,7 @@ __all__ = [
     "RECIPROCAL_MIN_SIZE",
     "REDUCTION_OPS",
     "ROW_LOCAL_OPS",
+    "SCAN_OPS",
     "UNARY_OPS",
     "AbsOp",
     "AddOp",
@@ -2234,6 +2284,8 @@ __all__ = [
     "CopysignOp",
     "CosOp",
     "CoshOp",
+    "CumprodOp",
+    "CumsumOp",
     "DivOp",
     "EqualOp",
     "ErfOp",
@@ -2276,6 +2328,7 @@ __all__ = [
     "RemainderOp",
     "RoundOp",
     "RowLocalOp",
+    "ScanOp",
     "ShapeError",
     "SigmoidOp",
     "SignOp",
@@ -2307,55 +2360,3 @@ __all__ = [
     "tensor_shape",
     "transpose_shape",
 ]
-
-
-# ---------------------------------------------------------------------------
-# Scans (issue 16): results along an axis, a running value carried across tiles
-# ---------------------------------------------------------------------------
-
-from tdsl.dialects.structured import ScanOp  # noqa: E402
-
-
-@irdl_op_definition
-class CumsumOp(ScanOp):
-    """Cumulative sum along ``axis``, as ``np.cumsum``: ``axis`` absent scans a 0-d or
-    1-d tensor whole (a larger one needs an axis).  Each partial sum is rounded to the
-    result's dtype (float16 adds in float16, as NumPy's); ``inf`` and ``nan`` propagate
-    and overflow gives ``inf``, as in NumPy.
-
-    ```mlir
-    %1 = tensordsl.cumsum %0 axis = 1 : tensor<4x8xf32> -> tensor<4x8xf32>
-    ```
-    """
-
-    name = "tensordsl.cumsum"
-    FUNCTION: ClassVar[str | None] = "cumsum"
-    NUMPY_UFUNC: ClassVar[str] = "add"
-    IDENTITY: ClassVar[float] = -0.0  # x + -0.0 is x, for x = -0.0 too
-    COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.AddfOp
-
-
-@irdl_op_definition
-class CumprodOp(ScanOp):
-    """Cumulative product along ``axis``, as ``np.cumprod`` (``axis`` as for ``cumsum``).
-    Each partial product is rounded to the result's dtype; overflow gives ``inf``, and
-    ``0 * inf`` is ``nan``, as in NumPy.
-
-    ```mlir
-    %1 = tensordsl.cumprod %0 axis = -1 : tensor<4x8xf64> -> tensor<4x8xf64>
-    ```
-    """
-
-    name = "tensordsl.cumprod"
-    FUNCTION: ClassVar[str | None] = "cumprod"
-    NUMPY_UFUNC: ClassVar[str] = "multiply"
-    IDENTITY: ClassVar[float] = 1.0
-    COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.MulfOp
-
-
-SCAN_OPS: tuple[type[ScanOp], ...] = (CumsumOp, CumprodOp)
-"""Scans: results along an axis, each combining the elements before it."""
-
-TensorDSL = Dialect("tensordsl", [*TensorDSL.operations, *SCAN_OPS], [])
-
-__all__ += ["SCAN_OPS", "CumprodOp", "CumsumOp", "ScanOp"]
