@@ -91,7 +91,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
 
 from tdsl.dialects.kernel import FusedOp, TileOp
-from tdsl.dialects.kernel_plan import Dims, GroupBody, carried_dims, propagate_dims
+from tdsl.dialects.kernel_plan import Dims, GroupBody, carried_dims, carry_dims, propagate_dims
 from tdsl.dialects.structured import (
     BOOL,
     FloatType,
@@ -551,8 +551,7 @@ class _Group:
 
     def carry_dims(self, op: Operation) -> Dims:
         """The dims of a scan's carry: its result's, the scan dims taken as extent 1."""
-        scanned = self._scan_dims(op)
-        return tuple(None if d in scanned else d for d in self.body.dims[op.results[0]])
+        return carry_dims(self.body, op)
 
     def scratch_types(self) -> list[MemRefType[Attribute]]:
         """The scratch memrefs of one tile: each accumulator, then each stored value,
