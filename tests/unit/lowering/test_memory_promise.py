@@ -164,7 +164,11 @@ def test_a_call_allocates_at_most_the_larger_of_the_budget_and_the_least_need(
         if target == "numpy":
             assert_matches(g, w)
         else:  # (native accuracy is the native tests' subject: its exp is a polynomial)
-            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5, equal_nan=True)
+            # absolute tolerance scaled by the result, as assert_matches does: a 362-term
+            # f32 dot product that cancels is off by about n*u*sum|terms| (1e-4 seen)
+            finite = np.abs(w[np.isfinite(w)])
+            scale = max(1.0, float(finite.max())) if finite.size else 1.0
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4 * scale, equal_nan=True)
 
     tiles = [op for op in tiled.walk() if isinstance(op, TileOp)]
     event(f"{target}: {len(tiles)} group(s)")
