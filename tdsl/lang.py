@@ -440,6 +440,11 @@ def prod(x: Operand, axis: int | None = None, keepdims: bool = False) -> Array:
     return _call("prod", (x,), {"axis": axis, "keepdims": keepdims})
 
 
+def logsumexp(x: Operand, axis: int | None = None, keepdims: bool = False) -> Array:
+    """``log(sum(exp(x)))`` over ``axis`` (all axes when absent), without overflow (``scipy.special.logsumexp``): ``-inf`` for nothing or only ``-inf``, ``inf`` with an ``inf``, ``nan`` with a ``nan``."""
+    return _call("logsumexp", (x,), {"axis": axis, "keepdims": keepdims})
+
+
 def cumsum(x: Operand, axis: int | None = None) -> Array:
     """Cumulative sum along ``axis``, as ``np.cumsum``: ``axis`` absent scans a 0-d or 1-d tensor whole (a larger one needs an axis). Each partial sum is rounded to the result's dtype (float16 adds in float16, as NumPy's); ``inf`` and ``nan`` propagate and overflow gives ``inf``, as in NumPy."""
     return _call("cumsum", (x,), {"axis": axis})
@@ -496,6 +501,7 @@ __all__ = [
     "logical_and",
     "logical_not",
     "logical_or",
+    "logsumexp",
     "matmul",
     "max",
     "maximum",

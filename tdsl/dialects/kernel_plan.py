@@ -634,6 +634,10 @@ class OpPlan:
     """For an accumulating op: the buffer its per-tile partial result goes to."""
     carry: int = -1
     """For a scan along a tiled dim: the buffer holding its running values for the pass."""
+    more_accumulators: tuple[int, ...] = ()
+    """For a tuple accumulator: the buffers of its components after the first, for the pass."""
+    more_partials: tuple[int, ...] = ()
+    """For a tuple accumulator: the buffers of a tile's partial components after the first."""
 
 
 @dataclass(frozen=True)
@@ -844,6 +848,8 @@ def _plan_scratch(sched: TileSchedule) -> ScratchPlan:
         return Slot("buffer", pool.take(math.prod(shape(inst[0])), dt))
 
     accumulators: dict[Operation, Slot] = {}
+    more_accumulators: dict[Operation, tuple[int, ...]] = {}
+    """A tuple accumulator's components after the first (buffers, for its pass)."""
     carries: dict[tuple[Operation, int], int] = {}
     for ev in walk.events:
         op, step = ev.op, ev.step
@@ -861,6 +867,8 @@ def _plan_scratch(sched: TileSchedule) -> ScratchPlan:
                 target = new_buffer(inst, dtype(inst[0]))
             if acc_slot.kind == "buffer" and acc_slot != target:
                 pool.give(acc_slot.index)
+            for extra in more_accumulators.pop(op, ()):  # read by the finalization: freed after
+                pool.give(extra)
             hold(inst, target)
             if inst not in last_use:
                 release(inst)
@@ -870,11 +878,16 @@ def _plan_scratch(sched: TileSchedule) -> ScratchPlan:
             # a pass begins: its accumulators live until it ends
             for acc_op in sched.step(step).accumulating:
                 inst = (acc_op.results[0], step + 1)
-                acc_dtype = _structured(acc_op).accumulator_dtype()
-                if inst in hints and acc_dtype == dtype(inst[0]):
+                state = _structured(acc_op).accumulator()
+                assert state is not None
+                acc_dtype = state.dtypes[0]
+                if inst in hints and acc_dtype == dtype(inst[0]) and state.size == 1:
                     accumulators[acc_op] = Slot("output", hints[inst])
                 else:
                     accumulators[acc_op] = new_buffer(inst, acc_dtype)
+                more_accumulators[acc_op] = tuple(
+                    pool.take(math.prod(shape(inst[0])), dt) for dt in state.dtypes[1:]
+                )
             # and so do the running values of its scans
             for scan_op in sched.step(step).carrying:
                 carries[(scan_op, step)] = pool.take(
@@ -893,6 +906,7 @@ def _plan_scratch(sched: TileSchedule) -> ScratchPlan:
         taken: list[int] = []
         accumulator: Slot | None = None
         partial = -1
+        more_partials: tuple[int, ...] = ()
         computes = constant_value(op) is None and s.numpy_view() is None
         if constant_value(op) is not None:
             for r in results:
@@ -902,8 +916,12 @@ def _plan_scratch(sched: TileSchedule) -> ScratchPlan:
                 hold(r, VIEW)
         elif op in accumulators:
             accumulator = accumulators[op]
-            partial = pool.take(math.prod(shape(op.results[0])), s.accumulator_dtype())
-            taken.append(partial)
+            state = s.accumulator()
+            assert state is not None
+            size = math.prod(shape(op.results[0]))
+            partial = pool.take(size, state.dtypes[0])
+            more_partials = tuple(pool.take(size, dt) for dt in state.dtypes[1:])
+            taken.extend((partial, *more_partials))
         else:
             for r in results:
                 if r in hints:
@@ -932,7 +950,14 @@ def _plan_scratch(sched: TileSchedule) -> ScratchPlan:
             )
             workspaces = tuple(pool.take(math.prod(sh), dt) for sh, dt in spaces)
             taken.extend(workspaces)
-        ops[(op, step)] = OpPlan(workspaces, accumulator, partial, carries.get((op, step), -1))
+        ops[(op, step)] = OpPlan(
+            workspaces,
+            accumulator,
+            partial,
+            carries.get((op, step), -1),
+            more_accumulators.get(op, ()) if accumulator is not None else (),
+            more_partials,
+        )
         for b in taken:
             pool.give(b)
         for o in dying + aliased:

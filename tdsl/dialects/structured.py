@@ -370,6 +370,30 @@ class Combiner:
 
 
 @dataclass(frozen=True)
+class Accumulator:
+    """The state a reduction carries over its ``reduction`` dims: one component or several
+    (a tuple accumulator), each an array of the result's shape.
+
+    ``logsumexp`` carries a running maximum and a sum of exponentials rescaled to it;
+    argmax would carry a value and an index, Welford's variance a count, a mean and a
+    sum of squares.  Each component starts at its identity; the reduction's
+    :meth:`~StructuredOpInterface.scalar_accumulate` takes one element into the state,
+    :meth:`~StructuredOpInterface.scalar_merge` combines two states (the combiner region:
+    partials over tiles), and :meth:`~StructuredOpInterface.scalar_finalize_state` makes
+    the result element from it."""
+
+    dtypes: tuple[np.dtype[Any], ...]
+    """Each component's dtype."""
+    identities: tuple[float, ...]
+    """Each component's start: the state of no elements."""
+
+    @property
+    def size(self) -> int:
+        """How many components the state has."""
+        return len(self.dtypes)
+
+
+@dataclass(frozen=True)
 class CarriedLoop:
     """One loop dim an op tiles itself (see :meth:`StructuredOpInterface.carried_loops`):
     its tiles run in order, each starting from a state the tile before left, one value
@@ -529,10 +553,10 @@ class StructuredOpInterface(abc.ABC):
         """The buffers the numpy target's lowering of the op needs besides its results, for
         these tile shapes.
 
-        Each is at most the size of the first result's tile (the NumPy target requires
-        its dims to be the result's, right-aligned, or 1), and a smaller tile needs no
-        more of them: ``tdsl-fuse`` bounds a group's scratch with those of whole values.
-        """
+        Each lines up with the first result's tile (the NumPy target requires its dims to
+        be the result's, right-aligned, or 1) or has the shape of an operand's tile (a
+        reduction's element-wise step: ``logsumexp``'s ``exp``), and a smaller tile needs
+        no more of them: ``tdsl-fuse`` bounds a group's scratch with those of whole values."""
         return ()
 
     F16_IN_F32: ClassVar[bool] = True
@@ -585,6 +609,47 @@ class StructuredOpInterface(abc.ABC):
         """Build the result element from the accumulated one (a cast by default)."""
         result = element_type(cast(Operation, self).results[0].type)
         return convert_scalar(b, acc, result)
+
+    # -- reductions with a tuple accumulator ---------------------------------------
+    #
+    # The planners and targets read these; an op with one accumulator gives the methods
+    # above instead (the defaults here derive from them).
+
+    def accumulator(self) -> Accumulator | None:
+        """The state its ``reduction`` dims carry; None without such dims.  By default one
+        component: :meth:`accumulator_dtype`, starting at :meth:`combiner`'s identity."""
+        combiner = self.combiner()
+        if combiner is None:
+            return None
+        return Accumulator((self.accumulator_dtype(),), (combiner.identity,))
+
+    def scalar_accumulate(
+        self, b: Builder, state: Sequence[SSAValue], args: Sequence[SSAValue]
+    ) -> tuple[SSAValue, ...]:
+        """Build the state after one more point of the loop space (``args``: its operand
+        elements), from ``state`` (one scalar per component).  By default
+        :meth:`scalar_combine` on the one component."""
+        return (self.scalar_combine(b, state[0], args),)
+
+    def scalar_merge(
+        self, b: Builder, state: Sequence[SSAValue], other: Sequence[SSAValue]
+    ) -> tuple[SSAValue, ...]:
+        """Build the state of two states' elements together (the combiner region: a tile's
+        partial merged into the accumulator).  Ops with one component merge with
+        :meth:`combiner`'s ufunc instead and need not give it."""
+        raise NotImplementedError(f"'{cast(Operation, self).name}' merges with its combiner ufunc")
+
+    def scalar_finalize_state(
+        self, b: Builder, state: Sequence[SSAValue], count: int
+    ) -> SSAValue:
+        """Build the result element from the final state (``count`` elements taken).  By
+        default :meth:`scalar_finalize` of the one component."""
+        return self.scalar_finalize(b, state[0], count)
+
+    def evaluate_state(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
+        """The state of whole operand arrays, one array per component (the interpreter's
+        partial of a tile).  By default :meth:`evaluate_partial`."""
+        return (self.evaluate_partial(*args),)
 
     # -- reductions across blocks: partial results as ops (Dask's tree reductions) --
 
@@ -1287,12 +1352,17 @@ class ReductionOp(IRDLOperation, StructuredOpInterface, abc.ABC):
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         """Over a 0-d operand the op reduces no dim, so its loop dims are all parallel:
-        the reduction of one element, combined with the identity (as NumPy's reduce
+        the reduction of one element, taken into the identity state (as NumPy's reduce
         starts from it: the sum of -0.0 is 0.0) and finalized (a mean divides by 1)."""
         if self.reduced_axes():
             return super().scalar_body(b, args)
-        start = scalar_constant(b, self.IDENTITY, element_of(self.accumulator_dtype()))
-        return (self.scalar_finalize(b, self.scalar_combine(b, start, args), 1),)
+        acc = self.accumulator()
+        assert acc is not None
+        start = [
+            scalar_constant(b, x, element_of(dt))
+            for x, dt in zip(acc.identities, acc.dtypes, strict=True)
+        ]
+        return (self.scalar_finalize_state(b, self.scalar_accumulate(b, start, args), 1),)
 
 
 class RowLocalOp(IRDLOperation, StructuredOpInterface, abc.ABC):
@@ -1506,6 +1576,7 @@ __all__ = [
     "Body",
     "BoolTensorConstr",
     "CarriedLoop",
+    "Accumulator",
     "Combiner",
     "CompareOp",
     "ElementConstr",

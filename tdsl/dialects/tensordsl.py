@@ -81,6 +81,7 @@ from tdsl.dialects.structured import (
     NUMPY_DTYPES,
     BinaryOp,
     BoolTensorConstr,
+    Accumulator,
     Combiner,
     CompareOp,
     ElementConstr,
@@ -2031,6 +2032,127 @@ class MeanOp(ChunkedReductionOp):
         return [scale, mean, *ops], result
 
 
+def _logsumexp_step(
+    b: Builder, shift: SSAValue, total: SSAValue, x: SSAValue, weight: SSAValue
+) -> tuple[SSAValue, SSAValue]:
+    """The state ``(shift, total)`` of ``logsumexp`` after taking ``x`` with weight
+    ``weight`` (its own sum of exponentials, relative to ``x``: 1 for one element).
+
+    A larger ``x`` becomes the shift and the total is rescaled to it; otherwise ``x``'s
+    weight is rescaled to the shift.  One ``exp`` either way.  Equal values (two
+    infinities too) add their weights unscaled, so ``inf - inf`` never appears; a ``nan``
+    compares false and makes the total ``nan``."""
+    larger = b.insert(arith.CmpfOp(x, shift, "ogt")).result
+    equal = b.insert(arith.CmpfOp(x, shift, "oeq")).result
+    down = b.insert(arith.SubfOp(shift, x)).result  # <= 0 when x is larger
+    up = b.insert(arith.SubfOp(x, shift)).result  # <= 0 otherwise (nan when unordered)
+    zero = scalar_constant(b, 0.0, shift.type)
+    same = b.insert(arith.SelectOp(equal, zero, up)).result
+    d = b.insert(arith.SelectOp(larger, down, same)).result
+    e = b.insert(xmath.ExpOp(d)).result
+    rescaled = b.insert(arith.MulfOp(total, e)).result
+    grown = b.insert(arith.AddfOp(rescaled, weight)).result  # x larger: total * e + w
+    scaled = b.insert(arith.MulfOp(weight, e)).result
+    added = b.insert(arith.AddfOp(total, scaled)).result  # else: total + w * e
+    new_total = b.insert(arith.SelectOp(larger, grown, added)).result
+    new_shift = b.insert(arith.SelectOp(larger, x, shift)).result
+    return new_shift, new_total
+
+
+def logsumexp_state(
+    x: np.ndarray[Any, Any], axis: int | None, keepdims: bool, dtype: np.dtype[Any]
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """The ``logsumexp`` state ``(shift, total)`` of ``x`` reduced over ``axis``, in ``dtype``:
+    the maximum, and the sum of ``exp(x - shift)`` with the shift clipped to finite
+    values (a row of ``-inf`` gives the empty state ``(-inf, 0)``, one with ``+inf`` a total
+    of ``inf``, one with ``nan`` a total of ``nan``)."""
+    with np.errstate(all="ignore"):
+        wide = np.asarray(x, dtype=dtype)
+        shift = np.maximum.reduce(wide, axis=axis, keepdims=True, initial=-np.inf)
+        finite = np.finfo(dtype).max
+        safe = np.clip(shift, -finite, finite)
+        total = np.add.reduce(np.exp(wide - safe), axis=axis, keepdims=True)
+    if not keepdims:
+        shift = np.squeeze(shift, axis=axis)
+        total = np.squeeze(total, axis=axis)
+    return np.asarray(shift, dtype=dtype), np.asarray(total, dtype=dtype)
+
+
+@irdl_op_definition
+class LogSumExpOp(ChunkedReductionOp):
+    """``log(sum(exp(x)))`` over ``axis`` (all axes when absent), without overflow
+    (``scipy.special.logsumexp``): ``-inf`` for nothing or only ``-inf``, ``inf`` with an
+    ``inf``, ``nan`` with a ``nan``.
+
+    Its accumulator is a tuple: a running maximum (the shift) and the sum of
+    ``exp(x - shift)``, rescaled when the maximum grows; the result is
+    ``shift + log(total)``.  A float16 input accumulates in float32.  Across chunks (Dask)
+    the partial of a chunk is its own ``logsumexp`` and partials combine by ``logsumexp``.
+
+    ```mlir
+    %1 = tensordsl.logsumexp %0 axis = 1 : tensor<4x8xf32> -> tensor<4xf32>
+    ```
+    """
+
+    name = "tensordsl.logsumexp"
+    FUNCTION: ClassVar[str | None] = "logsumexp"
+    NUMPY_UFUNC: ClassVar[str] = "logaddexp"
+    IDENTITY: ClassVar[float] = -math.inf
+    COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.MaximumfOp  # unused: a tuple accumulator
+    WIDE: ClassVar[bool] = True
+
+    def combiner(self) -> Combiner | None:
+        return None  # two states merge with scalar_merge, not one ufunc
+
+    def accumulator(self) -> Accumulator:
+        dtype = self.accumulator_dtype()
+        return Accumulator((dtype, dtype), (-math.inf, 0.0))
+
+    def scalar_accumulate(
+        self, b: Builder, state: Sequence[SSAValue], args: Sequence[SSAValue]
+    ) -> tuple[SSAValue, ...]:
+        shift, total = state
+        x = convert_scalar(b, args[0], shift.type)
+        return _logsumexp_step(b, shift, total, x, scalar_constant(b, 1.0, shift.type))
+
+    def scalar_merge(
+        self, b: Builder, state: Sequence[SSAValue], other: Sequence[SSAValue]
+    ) -> tuple[SSAValue, ...]:
+        shift, total = state
+        return _logsumexp_step(b, shift, total, other[0], other[1])
+
+    def scalar_finalize_state(
+        self, b: Builder, state: Sequence[SSAValue], count: int
+    ) -> SSAValue:
+        shift, total = state
+        log = b.insert(xmath.LogOp(total)).result
+        # -inf + log(0) is -inf: nothing, or only -inf; nan stays nan
+        value = b.insert(arith.AddfOp(shift, log)).result
+        return convert_scalar(b, value, element_type(self.result))
+
+    def evaluate_state(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
+        (x,) = args
+        return logsumexp_state(x, self.axis_value, self.keepdims_value, self.accumulator_dtype())
+
+    def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
+        shift, total = self.evaluate_state(*args)
+        with np.errstate(all="ignore"):
+            value = shift + np.log(total)
+        return (np.asarray(value, dtype=numpy_dtype(self.result.type)),)
+
+    def numpy_workspace(
+        self,
+        operand_shapes: Sequence[tuple[int, ...]],
+        result_shapes: Sequence[tuple[int, ...]],
+        constant_operands: Sequence[bool],
+    ) -> tuple[Workspace, ...]:
+        # exp(x - shift) of one tile (the operand's shape), and two result-sized buffers:
+        # the max while merging a tile's state into the accumulator; the state of a
+        # tile the op computes whole
+        acc = self.accumulator_dtype()
+        return ((operand_shapes[0], acc), (result_shapes[0], acc), (result_shapes[0], acc))
+
+
 # ---------------------------------------------------------------------------
 # Canonicalization patterns (attached to the ops above)
 # ---------------------------------------------------------------------------
@@ -2232,7 +2354,7 @@ COMPARISON_OPS: tuple[type[CompareOp], ...] = (
 """Comparisons: floats in, booleans out."""
 LOGICAL_OPS: tuple[type[Operation], ...] = (AndOp, OrOp, NotOp)
 """Logical ops on booleans."""
-REDUCTION_OPS: tuple[type[ReductionOp], ...] = (SumOp, MaxOp, MeanOp, MinOp, ProdOp)
+REDUCTION_OPS: tuple[type[ReductionOp], ...] = (SumOp, MaxOp, MeanOp, MinOp, ProdOp, LogSumExpOp)
 ROW_LOCAL_OPS: tuple[type[RowLocalOp], ...] = (SoftmaxOp, LayerNormOp, LogSoftmaxOp)
 
 TensorDSL = Dialect(
@@ -2306,6 +2428,7 @@ __all__ = [
     "Log10Op",
     "LogOp",
     "LogSoftmaxOp",
+    "LogSumExpOp",
     "LogaddexpOp",
     "MatmulOp",
     "MaxOp",

@@ -5,8 +5,10 @@ the schedule of :mod:`tdsl.dialects.kernel_plan` literally: for every tile of
 the parallel dims (row-major), its stages once and its passes once per tile of
 the tiled reduction dims, each op on the slices its maps select.  An op that
 accumulates over a pass computes its partial result on each tile
-(``evaluate_partial``), combines it into an accumulator that starts at the
-combiner's identity, and is finalized (``finalize``) after the pass.  A scan
+(``evaluate_state``), merges it into an accumulator that starts at the
+identity state (with the combiner's ufunc, or a tuple accumulator's
+``scalar_merge`` run on arrays), and is finalized after the pass (``finalize``,
+or ``scalar_finalize_state`` on arrays).  A scan
 along a tiled dim computes each tile from the running values the tile before
 left (``evaluate_scan``), starting from its identity.  Results
 are allocated filled with ``nan``, so an element that no tile writes (a bug in
@@ -17,6 +19,7 @@ tile, so remainder tiles run the same ops on smaller slices.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -39,11 +42,13 @@ from tdsl.dialects.kernel_plan import Dims, PlanError, iter_tiles
 from tdsl.dialects.structured import (
     StructuredOpInterface,
     constant_value,
+    element_of,
     fmt_shape,
     numpy_dtype,
     structured,
     tensor_shape,
 )
+from tdsl.interpreters.scalar import ScalarFunction
 from tdsl.interpreters.tensordsl import evaluate
 
 Array = np.ndarray[Any, np.dtype[Any]]
@@ -129,7 +134,7 @@ class _TileRun:
     def run_pass(self, index: int, outer: Window, env: dict[SSAValue, Array]) -> None:
         sched = self.sched
         step = sched.step(index)
-        accs: dict[Operation, Array | None] = {op: None for op in step.accumulating}
+        accs: dict[Operation, tuple[Array, ...] | None] = {op: None for op in step.accumulating}
         carries: dict[Operation, Array | None] = {op: None for op in step.carrying}
         for inner in iter_tiles(self.body.extents, sched.tiles, sched.reduction_loops):
             window = {**outer, **inner}
@@ -138,7 +143,7 @@ class _TileRun:
                 if op in accs:
                     s = structured(op)
                     assert isinstance(s, StructuredOpInterface)
-                    partial = s.evaluate_partial(
+                    partial = s.evaluate_state(
                         *(self.read(v, window, local) for v in op.operands)
                     )
                     accs[op] = _combine(s, accs[op], partial)
@@ -160,19 +165,56 @@ class _TileRun:
             s = structured(op)
             assert isinstance(s, StructuredOpInterface) and acc is not None
             with np.errstate(all="ignore"):
-                value = s.finalize(acc, sched.count(op))
+                value = _finalize(s, op, acc, sched.count(op))
             (result,) = op.results
             env[result] = np.asarray(value, dtype=numpy_dtype(result.type))
             self.write(result, outer, env)
 
 
-def _combine(s: StructuredOpInterface, acc: Array | None, partial: Array) -> Array:
-    combiner = s.combiner()
-    assert combiner is not None
+def _combine(
+    s: StructuredOpInterface, acc: tuple[Array, ...] | None, partial: tuple[Array, ...]
+) -> tuple[Array, ...]:
+    state = s.accumulator()
+    assert state is not None
     if acc is None:
-        acc = np.full(partial.shape, combiner.identity, dtype=s.accumulator_dtype())
+        acc = tuple(
+            np.full(partial[0].shape, x, dtype=dt)
+            for x, dt in zip(state.identities, state.dtypes, strict=True)
+        )
+    combiner = s.combiner()
     with np.errstate(all="ignore"):
-        return np.asarray(getattr(np, combiner.ufunc)(acc, partial), dtype=acc.dtype)
+        if combiner is not None:
+            (a,), (p,) = acc, partial
+            return (np.asarray(getattr(np, combiner.ufunc)(a, p), dtype=a.dtype),)
+        merged = _merge_function(s)(*acc, *partial)
+        return tuple(np.asarray(v, dtype=dt) for v, dt in zip(merged, state.dtypes, strict=True))
+
+
+@functools.lru_cache(maxsize=64)
+def _merge_function(s: StructuredOpInterface) -> ScalarFunction:
+    """A tuple accumulator's ``scalar_merge``, built once per op, run on arrays."""
+    state = s.accumulator()
+    assert state is not None
+    k = state.size
+    elements = [element_of(dt) for dt in state.dtypes]
+    return ScalarFunction(
+        [*elements, *elements], lambda b, xs: list(s.scalar_merge(b, xs[:k], xs[k:]))
+    )
+
+
+def _finalize(
+    s: StructuredOpInterface, op: Operation, acc: tuple[Array, ...], count: int
+) -> Array:
+    """The result from the final state: ``finalize`` of one component, or a tuple
+    accumulator's ``scalar_finalize_state`` run on the arrays."""
+    if len(acc) == 1:
+        return s.finalize(acc[0], count)
+    state = s.accumulator()
+    assert state is not None
+    elements = [element_of(dt) for dt in state.dtypes]
+    fin = ScalarFunction(elements, lambda b, xs: [s.scalar_finalize_state(b, xs, count)])
+    (value,) = fin(*acc)
+    return np.asarray(value, dtype=numpy_dtype(op.results[0].type))
 
 
 @register_impls

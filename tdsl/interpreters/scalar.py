@@ -173,15 +173,16 @@ def reference_evaluate(op: Operation, *args: Array) -> tuple[Array, ...]:
             )
             results.append(_layout(value, kept, maps[n_in + j]))
         return tuple(results)
-    combiner = s.combiner()
-    if combiner is None:
-        raise InterpretationError(f"'{op.name}' has reduction dims but no combiner")
-    acc_element = element_of(s.accumulator_dtype())
+    state = s.accumulator()
+    if state is None:
+        raise InterpretationError(f"'{op.name}' has reduction dims but no accumulator")
+    k = state.size
+    acc_elements = [element_of(dt) for dt in state.dtypes]
     combine = ScalarFunction(
-        [acc_element, *elements], lambda b, xs: [s.scalar_combine(b, xs[0], xs[1:])]
+        [*acc_elements, *elements], lambda b, xs: list(s.scalar_accumulate(b, xs[:k], xs[k:]))
     )
     count = math.prod(loops[d] for d in reduced)
-    finalize = ScalarFunction([acc_element], lambda b, xs: [s.scalar_finalize(b, xs[0], count)])
+    finalize = ScalarFunction(acc_elements, lambda b, xs: [s.scalar_finalize_state(b, xs, count)])
     # the reduced dims last, flattened: fold the combine over them
     moved = [
         np.moveaxis(g, reduced, range(len(loops) - len(reduced), len(loops))).reshape(
@@ -189,11 +190,15 @@ def reference_evaluate(op: Operation, *args: Array) -> tuple[Array, ...]:
         )
         for g in gathered
     ]
-    acc = np.full(tuple(loops[d] for d in kept), combiner.identity, dtype=s.accumulator_dtype())
+    kept_shape = tuple(loops[d] for d in kept)
+    accs = [
+        np.full(kept_shape, x, dtype=dt)
+        for x, dt in zip(state.identities, state.dtypes, strict=True)
+    ]
     with np.errstate(all="ignore"):
-        for k in range(count):
-            (acc,) = combine(acc, *(m[..., k] for m in moved))
-        (value,) = finalize(np.asarray(acc))
+        for j in range(count):
+            accs = list(combine(*accs, *(m[..., j] for m in moved)))
+        (value,) = finalize(*(np.asarray(a) for a in accs))
     return (_layout(np.asarray(value), kept, maps[n_in]),)
 
 

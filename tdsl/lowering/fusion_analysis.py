@@ -158,8 +158,10 @@ class _Value:
     """For a result: its dtype (a buffer's)."""
     full: int = 0
     """For a result: its elements."""
-    workspaces: tuple[np.dtype[Any], ...] | None = None
-    """For an op's first result: the dtypes of the op's workspaces, once asked."""
+    workspaces: tuple[tuple[np.dtype[Any], int], ...] | None = None
+    """For an op's first result: the dtype of each of the op's workspaces and how many
+    times the result's size it is at most (1, or more for one of an operand's shape:
+    ``logsumexp``'s), once asked."""
 
 
 @dataclass(eq=False)
@@ -652,8 +654,9 @@ class _Spaces:
 # above (the bound's values) when the group's space is the one ``analyze``
 # finds, which is so when every input is read along one set of variables and
 # no op is never recomputed (its parallel dims may stay whole); else whole
-# values.  A workspace is taken as large as its op's first result (the NumPy
-# target requires no more), and a smaller tile as needing no more of them.
+# values.  A workspace is taken as large as its op's first result, or as many
+# times that as it declares at whole values (one of an operand's shape), and a
+# smaller tile as needing no more of them.
 # Only when this bound too exceeds the budget is the exact scratch computed.
 
 _Node = tuple[int, int, "_Node | None", "_Node | None"]
@@ -938,24 +941,30 @@ class _Planner:
             last = max(last, self.index[reader])
         return last
 
-    def _workspaces(self, op: Operation) -> tuple[np.dtype[Any], ...]:
-        """The dtypes of ``op``'s workspaces at whole values (no fewer than at a tile)."""
+    def _workspaces(self, op: Operation) -> tuple[tuple[np.dtype[Any], int], ...]:
+        """The dtypes of ``op``'s workspaces at whole values (no fewer than at a tile), each
+        with how many times its first result's size it is (rounded up)."""
         first = self.spaces.results[op][0]
         if first.workspaces is None:
             s = structured(op)
             assert s is not None
             results = [tensor_shape(r) for r in op.results]
+            size = max(1, math.prod(results[0]))
+
+            def sized(shape: Sequence[int]) -> int:
+                return max(1, -(-math.prod(shape) // size))
+
             found = [
-                dt
-                for _, dt in s.numpy_workspace(
+                (dt, sized(shape))
+                for shape, dt in s.numpy_workspace(
                     [tensor_shape(v) for v in op.operands], results, [False] * len(op.operands)
                 )
             ]
             p = s.fuses_producer()
             if p is not None:  # it may run on its producer's operands instead
                 found += [
-                    dt
-                    for _, dt in s.numpy_workspace(
+                    (dt, sized(shape))
+                    for shape, dt in s.numpy_workspace(
                         [tensor_shape(v) for v in p.operands], results, [False] * len(p.operands)
                     )
                 ]
@@ -980,10 +989,10 @@ class _Planner:
                     live.held[dt] = _range_add(live.held.get(dt), 0, end, at, last, 1)
                     _max_into(live.tile, dt, value.cost // 3)
                     _max_into(live.whole, dt, value.full)
-                for dt in self._workspaces(op):
+                for dt, scale in self._workspaces(op):
                     live.held[dt] = _range_add(live.held.get(dt), 0, end, at, at, 1)
-                    _max_into(live.tile, dt, values[0].cost // 3)
-                    _max_into(live.whole, dt, values[0].full)
+                    _max_into(live.tile, dt, scale * values[0].cost // 3)
+                    _max_into(live.whole, dt, scale * values[0].full)
             part.live = live
         return part.live
 
@@ -1004,8 +1013,8 @@ class _Planner:
         for value, cost in merge.costs:
             if value.dtype is not None:
                 _max_into(live.tile, value.dtype, cost // 3)
-                for dt in value.workspaces or ():
-                    _max_into(live.tile, dt, cost // 3)
+                for dt, scale in value.workspaces or ():
+                    _max_into(live.tile, dt, scale * cost // 3)
         # values read across the two parts: open (to the end) in their part until now
         small, large = merge.small, merge.large
         ids = {merge.a.id, merge.b.id}

@@ -279,6 +279,8 @@ class _Group:
     def __init__(self, tile: TileOp, input_strides: Sequence[tuple[int, ...] | None] = ()) -> None:
         """The loops of ``tile``, whose inputs come with ``input_strides`` (element
         strides per input, None for row-major; missing ones are row-major)."""
+        self.more_storage: dict[Operation, list[Storage]] = {}
+        """Per tuple accumulator: its components after the first (set by :meth:`emit`)."""
         self.tile = tile
         body = tile.group_body()
         block = tile.body.block
@@ -371,6 +373,7 @@ class _Group:
                 or p in self.in_output
                 or body.outputs.count(v) != 1
                 or s.finalizes()
+                or _state_size(s) != 1
                 or s.accumulator_dtype() != numpy_dtype(v.type)
                 or body.output_dims[k] != body.dims[v]
             ):
@@ -553,9 +556,17 @@ class _Group:
         """The dims of a scan's carry: its result's, the scan dims taken as extent 1."""
         return carry_dims(self.body, op)
 
+    def more_states(self) -> list[tuple[Operation, int]]:
+        """The components after the first of tuple accumulators: (op, component)."""
+        out: list[tuple[Operation, int]] = []
+        for op in self.accumulators():
+            out += [(op, c) for c in range(1, _state_size(structured(op)))]
+        return out
+
     def scratch_types(self) -> list[MemRefType[Attribute]]:
-        """The scratch memrefs of one tile: each accumulator, then each stored value,
-        then each scan's carry."""
+        """The scratch memrefs of one tile: each accumulator (its first component), then
+        each stored value, then each scan's carry, then the further components of tuple
+        accumulators."""
         types: list[MemRefType[Attribute]] = []
         for op in self.accumulators():
             s = structured(op)
@@ -573,6 +584,10 @@ class _Group:
                 for n, d in zip(self.tile_shape(op.results[0]), self.carry_dims(op), strict=True)
             ]
             types.append(MemRefType(element_of(s.carried_loops()[0].dtype), shape))
+        for op, c in self.more_states():
+            state = structured(op).accumulator()  # type: ignore[union-attr]
+            assert state is not None
+            types.append(MemRefType(element_of(state.dtypes[c]), self.tile_shape(op.results[0])))
         return types
 
     def contiguous(self, v: SSAValue, dims: Dims) -> int | None:
@@ -803,10 +818,14 @@ class _Group:
             storage[op.results[0]] = where
         n_stored = len(own) + len(self.stored)
         stored = dict(zip(self.stored, accumulators[len(own) : n_stored], strict=True))
+        n_carried = n_stored + len(self.carries)
         carries = {
             op: Storage(ref, tiled=True)
-            for op, ref in zip(self.carries, accumulators[n_stored:], strict=True)
+            for op, ref in zip(self.carries, accumulators[n_stored:n_carried], strict=True)
         }
+        self.more_storage = {}
+        for (op, _), ref in zip(self.more_states(), accumulators[n_carried:], strict=True):
+            self.more_storage.setdefault(op, []).append(Storage(ref, tiled=True))
         starts: dict[int, SSAValue] = {}
         ends: dict[int, SSAValue] = {}
         for j, d in enumerate(self.tiled):
@@ -848,13 +867,14 @@ class _Group:
                     continue
                 s = structured(op)
                 assert s is not None
-                combiner = s.combiner()
-                assert combiner is not None
+                state = s.accumulator()
+                assert state is not None
                 dims = _dim_set(body.dims[op.results[0]])
                 inner, coords = code.nest(ranges(dims))
                 point = _Point(self, inner, {**hoisted, **coords}, starts, storage)
-                identity = inner.scalar(combiner.identity, element_of(s.accumulator_dtype()))
-                point.store(identity, where, body.dims[op.results[0]])
+                places = [where, *self.more_storage.get(op, ())]
+                for start, dt, place in zip(state.identities, state.dtypes, places, strict=True):
+                    point.store(inner.scalar(start, element_of(dt)), place, body.dims[op.results[0]])
             # the sweeps: one loop nest per set of dims, effects in program order
             sweeps: dict[tuple[int, ...], list[tuple[str, Operation | int | SSAValue]]] = {}
             for op in body.ops:
@@ -944,6 +964,12 @@ class _Group:
                 inner, coords = code.nest(ranges(dims))
                 point = _Point(self, inner, {**hoisted, **coords}, starts, storage)
                 point.store(point.value(v, body.output_dims[k]), outputs[k], body.output_dims[k])
+
+
+def _state_size(s: object) -> int:
+    """How many components a reduction's accumulator has (1 for most)."""
+    state = s.accumulator() if s is not None else None  # type: ignore[attr-defined]
+    return 1 if state is None else state.size
 
 
 def _effect_values(
@@ -1066,7 +1092,8 @@ class _Point:
                 return raw
             s = structured(p)
             assert s is not None
-            return s.scalar_finalize(self.code.b, raw, body.count(p))
+            more = [self.load(w, dims) for w in group.more_storage.get(p, ())]
+            return s.scalar_finalize_state(self.code.b, [raw, *more], body.count(p))
         s = structured(p)
         assert s is not None
         args = [self.memo[(w, body.reads[(p, i)])] for i, w in enumerate(p.operands)]
@@ -1088,11 +1115,14 @@ class _Point:
         assert s is not None
         args = [self.value(w, body.reads[(op, i)]) for i, w in enumerate(op.operands)]
         dims = body.dims[op.results[0]]
-        acc = self.load(where, dims)
-        combined = s.scalar_combine(self.code.b, acc, args)
+        places = [where, *self.group.more_storage.get(op, ())]
+        state = [self.load(w, dims) for w in places]
+        combined = s.scalar_accumulate(self.code.b, state, args)
         if isinstance(op, ReductionOp) and op.REORDERS:
-            _mark_reassoc(combined)
-        self.store(combined, where, dims)
+            for c in combined:
+                _mark_reassoc(c)
+        for c, w in zip(combined, places, strict=True):
+            self.store(c, w, dims)
 
 
 # ---------------------------------------------------------------------------

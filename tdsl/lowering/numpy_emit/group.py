@@ -46,7 +46,13 @@ from tdsl.dtypes import dtype_expr
 from tdsl.errors import TdslIRError
 from tdsl.lowering.numpy_emit.blocking import Run, plan_run
 from tdsl.lowering.numpy_emit.layout import Axis, Layout, Tiling
-from tdsl.lowering.numpy_emit.lowerings import lower_finalize, lower_op, lower_partial, lower_scan
+from tdsl.lowering.numpy_emit.lowerings import (
+    lower_finalize,
+    lower_merge,
+    lower_op,
+    lower_partial,
+    lower_scan,
+)
 from tdsl.lowering.numpy_emit.program import ConstPool, Instr, TileGen, Var
 from tdsl.lowering.numpy_emit.source import FillPool, Names, Writer, scalar_expr, shape_expr
 
@@ -176,8 +182,16 @@ class _Lowering:
         return self.var(instance_of(self.sched, v, step), self.body.reads[(op, i)])
 
     def workspaces(
-        self, op: Operation, s: StructuredOpInterface, plan: OpPlan, result: Var
+        self,
+        op: Operation,
+        s: StructuredOpInterface,
+        plan: OpPlan,
+        result: Var,
+        args: Sequence[Var] = (),
     ) -> list[Var]:
+        """The op's workspaces as vars: each lines up with its result's tile (right-aligned,
+        or 1), or is the shape of an operand's tile and takes that operand's layout (a
+        reduction's element-wise step over its operand: ``logsumexp``'s ``exp``)."""
         body = self.body
         tiles = self.tiling.tiles
         reads = self.sched.reads(op)
@@ -189,6 +203,10 @@ class _Lowering:
         out: list[Var] = []
         result_shape = self.tile_shape(result)
         for (shape, dtype), buffer in zip(spaces, plan.workspaces, strict=True):
+            like = next((a for a in args if a.tile == tuple(shape)), None)
+            if like is not None and tuple(shape) != result_shape:
+                out.append(Var(like.layout, dtype, "buffer", tuple(shape), index=buffer))
+                continue
             offset = len(result.layout) - len(shape)
             layout: list[Axis] = []
             for j, n in enumerate(shape):
@@ -227,7 +245,7 @@ class _Lowering:
                 gen = TileGen(
                     self.state.consts,
                     self.tile_shape,
-                    self.workspaces(op, s, op_plan, results[0]),
+                    self.workspaces(op, s, op_plan, results[0], args),
                     op.name,
                 )
                 if op_plan.carry >= 0:
@@ -289,25 +307,43 @@ class _Lowering:
         final = self.var((result, step.index + 1))
         layout = final.layout
         acc_slot = op_plan.accumulator
-        assert acc_slot is not None
-        acc_dtype = s.accumulator_dtype()
+        state = s.accumulator()
+        assert acc_slot is not None and state is not None
         kind = "buffer" if acc_slot.kind == "buffer" else "output"
-        acc = Var(layout, acc_dtype, kind, final.tile, index=acc_slot.index)
-        partial = Var(layout, acc_dtype, "buffer", final.tile, index=op_plan.partial)
-        combiner = s.combiner()
-        assert combiner is not None
-        identity = scalar_expr(combiner.identity, np.dtype(acc_dtype))
-        code.init.append(Instr(f"{{out}}[...] = {identity}", acc, (), f"{op.name}: accumulate"))
+        accs = [Var(layout, state.dtypes[0], kind, final.tile, index=acc_slot.index)]
+        partials = [Var(layout, state.dtypes[0], "buffer", final.tile, index=op_plan.partial)]
+        for dt, a, p in zip(
+            state.dtypes[1:], op_plan.more_accumulators, op_plan.more_partials, strict=True
+        ):
+            accs.append(Var(layout, dt, "buffer", final.tile, index=a))
+            partials.append(Var(layout, dt, "buffer", final.tile, index=p))
+        for acc, start in zip(accs, state.identities, strict=True):
+            identity = scalar_expr(start, np.dtype(acc.dtype))
+            code.init.append(
+                Instr(f"{{out}}[...] = {identity}", acc, (), f"{op.name}: accumulate")
+            )
         gen = TileGen(
-            self.state.consts, self.tile_shape, self.workspaces(op, s, op_plan, acc), op.name
+            self.state.consts,
+            self.tile_shape,
+            self.workspaces(op, s, op_plan, accs[0], args),
+            op.name,
         )
-        lower_partial(op, gen, args, partial)
-        gen.ufunc(combiner.ufunc, acc, partial, out=acc)
+        combiner = s.combiner()
+        if combiner is not None:
+            (acc,), (partial,) = accs, partials
+            lower_partial(op, gen, args, partial)
+            gen.ufunc(combiner.ufunc, acc, partial, out=acc)
+        else:  # a tuple accumulator: the target's partial and merge of the state
+            lower_partial(op, gen, args, tuple(partials))
+            lower_merge(op, gen, tuple(accs), tuple(partials))
         code.body.extend(gen.instrs)
+        acc = accs[0]
         same = acc.kind == final.kind and acc.index == final.index and acc.dtype == final.dtype
-        if not same or s.finalizes():
+        if not same or s.finalizes() or len(accs) > 1:
             fin = TileGen(self.state.consts, self.tile_shape, (), op.name)
-            lower_finalize(op, fin, acc, final, self.sched.count(op))
+            lower_finalize(
+                op, fin, acc if len(accs) == 1 else tuple(accs), final, self.sched.count(op)
+            )
             code.finalize.extend(fin.instrs)
 
 

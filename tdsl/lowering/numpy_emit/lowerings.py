@@ -71,8 +71,14 @@ PARTIALS: dict[type[Operation], PartialLowering] = {}
 """Op class -> how a tile's partial result is computed (reductions, matmul)."""
 FINALIZERS: dict[type[Operation], FinalizeLowering] = {}
 """Op class -> how the result comes from the accumulator (default: a copy)."""
+MergeLowering = Callable[[Any, TileGen, Sequence[Any], Sequence[Any]], None]
+"""``merge(op, g, acc, partial)``: emit the merge of a tile's partial state into the
+accumulator, for a tuple accumulator (one var per component of each; ``acc`` updated)."""
+
 SCANS: dict[type[Operation], ScanLowering] = {}
 """Op class -> how one tile of a scan along a tiled dim runs from its carry."""
+MERGES: dict[type[Operation], MergeLowering] = {}
+"""Op class -> how two states of a tuple accumulator merge (one ufunc merges the others)."""
 
 
 def register(*op_classes: type[Operation]) -> Callable[[Lowering], Lowering]:
@@ -140,8 +146,17 @@ def lower_partial(op: Operation, g: TileGen, args: Sequence[Any], out: Any) -> N
     found(op, g, args, out)
 
 
+def lower_merge(op: Operation, g: TileGen, acc: Sequence[Any], partial: Sequence[Any]) -> None:
+    """Emit the merge of a tile's partial state into ``acc`` (a tuple accumulator)."""
+    found: MergeLowering | None = _registered(MERGES, op)
+    if found is None:
+        raise TdslIRError(f"numpy target: no merge lowering registered for '{op.name}'")
+    found(op, g, acc, partial)
+
+
 def lower_finalize(op: Operation, g: TileGen, acc: Any, out: Any, count: int) -> None:
-    """Emit ``op``'s result from its accumulator ``acc`` into ``out``."""
+    """Emit ``op``'s result from its accumulator ``acc`` into ``out`` (a tuple of vars for a
+    tuple accumulator)."""
     found: FinalizeLowering | None = _registered(FINALIZERS, op)
     if found is None:
         g.call("np.copyto({out}, {0})", acc, out=out)
@@ -375,6 +390,94 @@ def _reduction(op: ReductionOp, g: TileGen, args: Sequence[Any], results: Sequen
     count = math.prod(x_shape[a] for a in op.reduced_axes())
     if acc is not out or op.finalizes():
         lower_finalize(op, g, acc, out, count)
+
+
+def tdsl_logsumexp_state(x, shift, total, e, axis, keepdims, finite):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN201
+    """The state (max, sum of exp(x - max)) of one tile, into ``shift`` and ``total``; the
+    max is clipped to finite values for the subtraction, so a row of -inf gives (-inf, 0)
+    and one with inf a total of inf.  Special values are results here, not warnings."""
+    with np.errstate(all="ignore"):
+        np.maximum.reduce(x, axis=axis, keepdims=keepdims, initial=-np.inf, out=shift)
+        np.clip(shift, -finite, finite, out=total)
+        row = total if keepdims or axis is None else np.expand_dims(total, axis)
+        np.subtract(x, row, out=e)
+        np.exp(e, out=e)
+        np.add.reduce(e, axis=axis, keepdims=keepdims, out=total)
+
+
+def tdsl_logsumexp_merge(shift, total, p_shift, p_total, top):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN201
+    """Merge the state (p_shift, p_total) into (shift, total): both sums rescaled to the
+    larger max (``top``, a buffer).  ``fmin(nan, 0)`` is 0, so a max equal to an infinite
+    one rescales by 1, not by nan."""
+    with np.errstate(all="ignore"):
+        np.maximum(shift, p_shift, out=top)
+        for s, t in ((shift, total), (p_shift, p_total)):
+            np.subtract(s, top, out=s)
+            np.fmin(s, 0, out=s)
+            np.exp(s, out=s)
+            np.multiply(t, s, out=t)
+        np.add(total, p_total, out=total)
+        np.copyto(shift, top)
+
+
+def tdsl_logsumexp_result(shift, total, out):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN201
+    """``shift + log(total)`` into ``out`` (-inf for an empty state, without a warning)."""
+    with np.errstate(all="ignore"):
+        np.log(total, out=total)
+        np.add(shift, total, out=out)
+
+
+def _logsumexp_partial(
+    op: td.LogSumExpOp, g: TileGen, args: Sequence[Any], out: Sequence[Any]
+) -> None:
+    (x,), (shift, total) = args, out
+    name = g.function("tdsl_logsumexp_state", inspect.getsource(tdsl_logsumexp_state))
+    finite = float(np.finfo(shift.dtype).max)
+    g.call(
+        f"{name}({{0}}, {{out}}, {{1}}, {{2}}, {op.axis_value}, {op.keepdims_value}, {finite!r})",
+        x,
+        total,
+        g.workspace(0),
+        out=shift,
+        note="logsumexp: the state (max, sum of exp(x - max)) of this tile",
+    )
+
+
+def _logsumexp_merge(
+    op: td.LogSumExpOp, g: TileGen, acc: Sequence[Any], partial: Sequence[Any]
+) -> None:
+    (shift, total), (p_shift, p_total) = acc, partial
+    name = g.function("tdsl_logsumexp_merge", inspect.getsource(tdsl_logsumexp_merge))
+    g.call(
+        f"{name}({{out}}, {{0}}, {{1}}, {{2}}, {{3}})",
+        total,
+        p_shift,
+        p_total,
+        g.workspace(1),
+        out=shift,
+    )
+
+
+def _logsumexp_finalize(
+    op: td.LogSumExpOp, g: TileGen, acc: Sequence[Any], out: Any, count: int
+) -> None:
+    shift, total = acc
+    name = g.function("tdsl_logsumexp_result", inspect.getsource(tdsl_logsumexp_result))
+    g.call(f"{name}({{0}}, {{1}}, {{out}})", shift, total, out=out, note="max + log(sum)")
+
+
+@register(td.LogSumExpOp)
+def _logsumexp(
+    op: td.LogSumExpOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]
+) -> None:
+    state = (g.workspace(1), g.workspace(2))
+    _logsumexp_partial(op, g, args, state)
+    _logsumexp_finalize(op, g, state, results[0], 0)
+
+
+PARTIALS[td.LogSumExpOp] = _logsumexp_partial
+MERGES[td.LogSumExpOp] = _logsumexp_merge
+FINALIZERS[td.LogSumExpOp] = _logsumexp_finalize
 
 
 # -- row-normalizing ops ---------------------------------------------------------------

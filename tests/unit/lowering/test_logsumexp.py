@@ -1,0 +1,172 @@
+"""``logsumexp``: a reduction whose accumulator is a tuple (a running maximum and a sum
+of exponentials rescaled to it), against a float64 reference written here.
+
+NumPy has no ``logsumexp``; the reference is SciPy's definition computed in float64:
+``m + log(sum(exp(x - m)))`` with ``m`` the maximum (0 where it is not finite), so a
+row of ``-inf`` (or nothing) gives ``-inf``, one with ``+inf`` gives ``inf`` and one
+with ``nan`` gives ``nan``.  Each target is checked against it, whole and tiled along
+the reduced axis: the interpreter (from the op's scalar accumulate, merge and
+finalize), the NumPy target and the native loops.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tdsl.dialects import tensordsl as td
+from tdsl.dialects.kernel import TileOp
+from tdsl.frontend import to_tensordsl
+from tdsl.jit import JITTensorKernel
+from tdsl.lowering.fuse import fuse
+from tdsl.lowering.tile import tile
+from tdsl.native.compile import native_unavailable_reason
+
+run_function = pytest.importorskip("tdsl.interpreters.run").run_function
+
+Array = np.ndarray[Any, Any]
+
+TARGETS = [
+    "interpreter",
+    "numpy",
+    pytest.param(
+        "native",
+        marks=pytest.mark.skipif(
+            native_unavailable_reason() is not None, reason=str(native_unavailable_reason())
+        ),
+    ),
+]
+BUDGETS = [64, 10**6]
+DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+
+
+def reference(x: Array, axis: int | None = None, keepdims: bool = False) -> Array:
+    """``scipy.special.logsumexp`` in float64."""
+    w = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        m = np.max(w, axis=axis, keepdims=True, initial=-np.inf)
+        m = np.where(np.isfinite(m), m, 0.0)
+        r = np.log(np.sum(np.exp(w - m), axis=axis, keepdims=True)) + m
+    return r if keepdims else np.squeeze(r, axis=axis)
+
+
+def _run(target: str, budget: int, text: str, **arrays: Array) -> Array:
+    shapes = {k: v.shape for k, v in arrays.items()}
+    dtypes = {k: str(v.dtype).replace("float", "f") for k, v in arrays.items()}
+    if target == "interpreter":
+        module = tile(fuse(to_tensordsl(text, shapes=shapes, dtypes=dtypes), memory_budget=budget))
+        with np.errstate(all="ignore"):
+            (got,) = run_function(module, "main", *arrays.values())
+        return np.asarray(got)
+    jit = JITTensorKernel(target=target, memory_budget=budget, threads=1)
+    fn = jit.compile(text, shapes=shapes, dtypes=dtypes)
+    return np.asarray(fn(**arrays))
+
+
+def _data(shape: tuple[int, ...], dtype: str, seed: int) -> Array:
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(shape) * 4).astype(DTYPES[dtype])
+
+
+def _assert_close(got: Array, want: Array, dtype: str, n: int) -> None:
+    """Within 2 ulp of the float64 reference for f16 (it accumulates in f32 and rounds
+    once, as NumPy's f16 ufuncs), and a summation's error for f32/f64."""
+    assert got.dtype == np.dtype(DTYPES[dtype]) and got.shape == want.shape
+    exact = want.astype(DTYPES[dtype])
+    assert np.array_equal(np.isnan(got), np.isnan(exact))
+    finite = np.isfinite(exact)
+    assert np.array_equal(got[~finite & ~np.isnan(exact)], exact[~finite & ~np.isnan(exact)])
+    g, w = got[finite].astype(np.float64), want[finite]
+    if dtype == "f16":
+        ulp = np.spacing(np.abs(exact[finite])).astype(np.float64)
+        assert np.all(np.abs(g - w) <= 2 * ulp), np.max(np.abs(g - w) / ulp)
+    else:
+        eps = float(np.finfo(DTYPES[dtype]).eps)
+        assert np.all(np.abs(g - w) <= eps * (4 * np.abs(w) + n)), np.max(np.abs(g - w))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("budget", BUDGETS)
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize(
+    "shape,axis,keepdims",
+    [((6, 300), 1, False), ((300, 5), 0, True), ((3, 7, 40), -2, False), ((500,), None, False)],
+)
+def test_logsumexp_matches_the_float64_reference(
+    target: str,
+    budget: int,
+    dtype: str,
+    shape: tuple[int, ...],
+    axis: int | None,
+    keepdims: bool,
+) -> None:
+    x = _data(shape, dtype, seed=len(shape) + budget % 7)
+    args = "" if axis is None else f", axis={axis}"
+    args += ", keepdims=true" if keepdims else ""
+    got = _run(target, budget, f"logsumexp(x{args})", x=x)
+    n = x.size if axis is None else shape[axis]
+    _assert_close(got, reference(x, axis, keepdims), dtype, n)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("budget", [4, 64, 10**6])
+def test_special_values_give_scipys_results(target: str, budget: int) -> None:
+    inf, nan = np.inf, np.nan
+    rows = [
+        [-inf] * 8,  # nothing but -inf: -inf
+        [1.0, 2.0, inf, 3.0, -inf, 0.0, 1.0, 2.0],  # inf wins over -inf
+        [1.0, nan, inf, 3.0, 0.0, 0.0, 1.0, 2.0],  # nan wins over everything
+        [inf, inf, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0],  # inf - inf never appears
+        [-1000.0, -1000.0, -1001.0, -inf, -1000.0, -1002.0, -1000.0, -1003.0],  # no underflow
+        [88.0, 89.0, 90.0, 87.0, 88.5, 89.5, 80.0, 70.0],  # exp would overflow f32
+        [-0.0, 0.0, -0.0, 0.0, -0.0, 0.0, -0.0, 0.0],
+        [1e-40, -1e-40, 3e-39, 0.0, 0.0, 0.0, 0.0, 0.0],  # subnormals
+    ]
+    x = np.array(rows, np.float32)
+    want = reference(x, 1)
+    got = _run(target, budget, "logsumexp(x, axis=1)", x=x)
+    _assert_close(got, want, "f32", 8)
+    assert np.isneginf(got[0]) and np.isposinf(got[1]) and np.isnan(got[2])
+    assert np.isposinf(got[3])
+    # down a column, across tiles of the reduced axis, the same
+    got = _run(target, budget, "logsumexp(x, axis=0)", x=np.ascontiguousarray(x.T))
+    _assert_close(got, want, "f32", 8)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_reducing_nothing_is_minus_infinity(target: str) -> None:
+    x = np.zeros((3, 0), np.float32)
+    got = _run(target, 10**6, "logsumexp(x, axis=1)", x=x)
+    np.testing.assert_array_equal(got, np.full(3, -np.inf, np.float32))
+
+
+@pytest.mark.parametrize("budget", [64, 10**6])
+def test_it_fuses_with_its_producers_and_consumers_and_tiles_its_axis(budget: int) -> None:
+    text = "logsumexp(x * 0.5 + y, axis=1, keepdims=true) - x"
+    shapes = {"x": (8, 1000), "y": (1000,)}
+    module = tile(fuse(to_tensordsl(text, shapes=shapes), memory_budget=budget))
+    tiles = [op for op in module.walk() if isinstance(op, TileOp)]
+    assert len(tiles) == 1
+    (group,) = tiles
+    assert any(isinstance(op, td.LogSumExpOp) for op in group.walk())
+    assert sum(b.elements for b in group.scratch_buffers) <= max(budget, 1)
+    if budget == 64:
+        assert group.iterator_types[1] == "reduction"
+        assert group.tiles_value[1] < 1000  # the reduced axis is cut: states merge
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((8, 1000)).astype(np.float32)
+    y = rng.standard_normal(1000).astype(np.float32)
+    want = reference(x * np.float32(0.5) + y, 1, True) - x
+    for target in ["interpreter", "numpy"] + (["native"] if native_unavailable_reason() is None else []):
+        got = _run(target, budget, text, x=x, y=y)
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-5)
+
+
+def test_the_tuple_accumulator_is_the_interface_not_a_special_case() -> None:
+    module = to_tensordsl("logsumexp(x, axis=0)", shapes={"x": (4, 5)})
+    (op,) = [o for o in module.walk() if isinstance(o, td.LogSumExpOp)]
+    state = op.accumulator()
+    assert state.size == 2 and state.identities == (-np.inf, 0.0)
+    assert op.combiner() is None  # states merge through scalar_merge, not one ufunc
