@@ -145,21 +145,6 @@ def tanh(x: Operand) -> Array:
     return _call("tanh", (x,))
 
 
-def sigmoid(x: Operand) -> Array:
-    """The logistic function ``1 / (1 + exp(-x))`` element-wise, computed without overflow."""
-    return _call("sigmoid", (x,))
-
-
-def abs(x: Operand) -> Array:
-    """Absolute value element-wise."""
-    return _call("abs", (x,))
-
-
-def neg(x: Operand) -> Array:
-    """``-x`` element-wise."""
-    return _call("neg", (x,))
-
-
 def sin(x: Operand) -> Array:
     """Sine element-wise (radians)."""
     return _call("sin", (x,))
@@ -290,14 +275,19 @@ def ones_like(x: Operand) -> Array:
     return _call("ones_like", (x,))
 
 
-def maximum(a: Operand, b: Operand) -> Array:
-    """Element-wise maximum, broadcasting (``nan`` propagates, as ``np.maximum``)."""
-    return _call("maximum", (a, b))
+def sigmoid(x: Operand) -> Array:
+    """The logistic function ``1 / (1 + exp(-x))`` element-wise, computed without overflow."""
+    return _call("sigmoid", (x,))
 
 
-def minimum(a: Operand, b: Operand) -> Array:
-    """Element-wise minimum, broadcasting (``nan`` propagates, as ``np.minimum``)."""
-    return _call("minimum", (a, b))
+def abs(x: Operand) -> Array:
+    """Absolute value element-wise."""
+    return _call("abs", (x,))
+
+
+def neg(x: Operand) -> Array:
+    """``-x`` element-wise."""
+    return _call("neg", (x,))
 
 
 def power(a: Operand, b: Operand) -> Array:
@@ -385,6 +375,21 @@ def logical_not(x: Operand) -> Array:
     return _call("logical_not", (x,))
 
 
+def where(a: Operand, b: Operand, c: Operand) -> Array:
+    """``where(cond, a, b)``: ``a`` where ``cond`` is true, else ``b``, element-wise, all three broadcasting (``np.where``). ``a`` and ``b`` share one element type, which is the result's."""
+    return _call("where", (a, b, c))
+
+
+def maximum(a: Operand, b: Operand) -> Array:
+    """Element-wise maximum, broadcasting (``nan`` propagates, as ``np.maximum``)."""
+    return _call("maximum", (a, b))
+
+
+def minimum(a: Operand, b: Operand) -> Array:
+    """Element-wise minimum, broadcasting (``nan`` propagates, as ``np.minimum``)."""
+    return _call("minimum", (a, b))
+
+
 def matmul(a: Operand, b: Operand) -> Array:
     """Matrix product with ``np.matmul`` semantics."""
     return _call("matmul", (a, b))
@@ -395,24 +400,19 @@ def transpose(x: Operand) -> Array:
     return _call("transpose", (x,))
 
 
-def where(a: Operand, b: Operand, c: Operand) -> Array:
-    """``where(cond, a, b)``: ``a`` where ``cond`` is true, else ``b``, element-wise, all three broadcasting (``np.where``). ``a`` and ``b`` share one element type, which is the result's."""
-    return _call("where", (a, b, c))
-
-
 def softmax(x: Operand, axis: int = -1) -> Array:
     """Numerically stable softmax along ``axis`` (default -1)."""
     return _call("softmax", (x,), {"axis": axis})
 
 
-def layernorm(x: Operand, axis: int = -1, eps: float = 1e-05) -> Array:
-    """Layer normalization along ``axis`` (default -1), without affine parameters."""
-    return _call("layernorm", (x,), {"axis": axis, "eps": eps})
-
-
 def log_softmax(x: Operand, axis: int = -1) -> Array:
     """``log(softmax(x))`` along ``axis`` (default -1), computed stably: ``(x - max) - log(sum(exp(x - max)))``."""
     return _call("log_softmax", (x,), {"axis": axis})
+
+
+def layernorm(x: Operand, axis: int = -1, eps: float = 1e-05) -> Array:
+    """Layer normalization along ``axis`` (default -1), without affine parameters."""
+    return _call("layernorm", (x,), {"axis": axis, "eps": eps})
 
 
 def sum(x: Operand, axis: int | None = None, keepdims: bool = False) -> Array:
@@ -425,11 +425,6 @@ def max(x: Operand, axis: int | None = None, keepdims: bool = False) -> Array:
     return _call("max", (x,), {"axis": axis, "keepdims": keepdims})
 
 
-def mean(x: Operand, axis: int | None = None, keepdims: bool = False) -> Array:
-    """Arithmetic mean over ``axis`` (all axes when absent)."""
-    return _call("mean", (x,), {"axis": axis, "keepdims": keepdims})
-
-
 def min(x: Operand, axis: int | None = None, keepdims: bool = False) -> Array:
     """Minimum over ``axis`` (all axes when absent); reducing zero elements is an error, as in NumPy."""
     return _call("min", (x,), {"axis": axis, "keepdims": keepdims})
@@ -438,6 +433,11 @@ def min(x: Operand, axis: int | None = None, keepdims: bool = False) -> Array:
 def prod(x: Operand, axis: int | None = None, keepdims: bool = False) -> Array:
     """Product over ``axis`` (all axes when absent); the product of nothing is 1."""
     return _call("prod", (x,), {"axis": axis, "keepdims": keepdims})
+
+
+def mean(x: Operand, axis: int | None = None, keepdims: bool = False) -> Array:
+    """Arithmetic mean over ``axis`` (all axes when absent)."""
+    return _call("mean", (x,), {"axis": axis, "keepdims": keepdims})
 
 
 def logsumexp(x: Operand, axis: int | None = None, keepdims: bool = False) -> Array:

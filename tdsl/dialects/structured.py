@@ -639,9 +639,7 @@ class StructuredOpInterface(abc.ABC):
         :meth:`combiner`'s ufunc instead and need not give it."""
         raise NotImplementedError(f"'{cast(Operation, self).name}' merges with its combiner ufunc")
 
-    def scalar_finalize_state(
-        self, b: Builder, state: Sequence[SSAValue], count: int
-    ) -> SSAValue:
+    def scalar_finalize_state(self, b: Builder, state: Sequence[SSAValue], count: int) -> SSAValue:
         """Build the result element from the final state (``count`` elements taken).  By
         default :meth:`scalar_finalize` of the one component."""
         return self.scalar_finalize(b, state[0], count)
@@ -1572,11 +1570,11 @@ __all__ = [
     "ELEMENT_TYPES",
     "FLOAT_TYPES",
     "NUMPY_DTYPES",
+    "Accumulator",
     "BinaryOp",
     "Body",
     "BoolTensorConstr",
     "CarriedLoop",
-    "Accumulator",
     "Combiner",
     "CompareOp",
     "ElementConstr",

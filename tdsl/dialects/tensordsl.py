@@ -79,9 +79,9 @@ from tdsl.dialects import tdslmath
 from tdsl.dialects.structured import (
     BOOL,
     NUMPY_DTYPES,
+    Accumulator,
     BinaryOp,
     BoolTensorConstr,
-    Accumulator,
     Combiner,
     CompareOp,
     ElementConstr,
@@ -2121,9 +2121,7 @@ class LogSumExpOp(ChunkedReductionOp):
         shift, total = state
         return _logsumexp_step(b, shift, total, other[0], other[1])
 
-    def scalar_finalize_state(
-        self, b: Builder, state: Sequence[SSAValue], count: int
-    ) -> SSAValue:
+    def scalar_finalize_state(self, b: Builder, state: Sequence[SSAValue], count: int) -> SSAValue:
         shift, total = state
         log = b.insert(xmath.LogOp(total)).result
         # -inf + log(0) is -inf: nothing, or only -inf; nan stays nan
@@ -2285,190 +2283,79 @@ class CumprodOp(ScanOp):
     COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.MulfOp
 
 
-SCAN_OPS: tuple[type[ScanOp], ...] = (CumsumOp, CumprodOp)
-"""Scans: results along an axis, each combining the elements before it."""
+def _defined_ops() -> tuple[type[IRDLOperation], ...]:
+    """Every op class this module defines (a ``tensordsl.`` name), in definition order:
+    a new op is its class, and the dialect and the families below take it from here."""
+    return tuple(
+        v
+        for v in list(globals().values())
+        if isinstance(v, type)
+        and issubclass(v, IRDLOperation)
+        and v.__module__ == __name__
+        and isinstance(v.__dict__.get("name"), str)
+        and v.__dict__["name"].startswith("tensordsl.")
+    )
 
 
-UNARY_OPS: tuple[type[UnaryOp], ...] = (
-    ReluOp,
-    ExpOp,
-    LogOp,
-    SqrtOp,
-    TanhOp,
-    SigmoidOp,
-    AbsOp,
-    NegOp,
-    SinOp,
-    CosOp,
-    TanOp,
-    ArcsinOp,
-    ArccosOp,
-    ArctanOp,
-    SinhOp,
-    CoshOp,
-    ArcsinhOp,
-    ArccoshOp,
-    ArctanhOp,
-    Log1pOp,
-    Log10Op,
-    Log2Op,
-    Expm1Op,
-    ErfOp,
-    CeilOp,
-    FloorOp,
-    RoundOp,
-    TruncOp,
-    SignOp,
-    SquareOp,
-    ReciprocalOp,
-    CopyOp,
-    ConjOp,
-    OnesLikeOp,
-)
+OPS = _defined_ops()
+"""The ops of the dialect, in definition order."""
+
+
+def _family(base: type[Any], *, boolean: bool | None = None) -> tuple[Any, ...]:
+    """The ops of ``OPS`` derived from ``base``; ``boolean`` keeps those taking booleans as
+    they are (True) or not (False)."""
+    return tuple(
+        c
+        for c in OPS
+        if issubclass(c, base)
+        and (boolean is None or (c.bool_inputs_as() == BOOL_DTYPE) == boolean)  # type: ignore[attr-defined]
+    )
+
+
+UNARY_OPS: tuple[type[UnaryOp], ...] = _family(UnaryOp, boolean=False)
 """Element-wise unary ops on floats."""
-BINARY_OPS: tuple[type[BinaryOp], ...] = (
-    AddOp,
-    SubOp,
-    MulOp,
-    DivOp,
-    MaximumOp,
-    MinimumOp,
-    PowerOp,
-    RemainderOp,
-    FmodOp,
-    Arctan2Op,
-    HypotOp,
-    LogaddexpOp,
-    CopysignOp,
-    NextafterOp,
+COMPARISON_OPS: tuple[type[CompareOp], ...] = _family(CompareOp)
+"""Comparisons: floats in, booleans out."""
+BINARY_OPS: tuple[type[BinaryOp], ...] = tuple(
+    c for c in _family(BinaryOp, boolean=False) if c not in COMPARISON_OPS
 )
 """Element-wise binary ops on floats."""
-COMPARISON_OPS: tuple[type[CompareOp], ...] = (
-    LessOp,
-    LessEqualOp,
-    EqualOp,
-    NotEqualOp,
-    GreaterEqualOp,
-    GreaterOp,
+LOGICAL_OPS: tuple[type[Operation], ...] = (
+    *_family(UnaryOp, boolean=True),
+    *_family(BinaryOp, boolean=True),
 )
-"""Comparisons: floats in, booleans out."""
-LOGICAL_OPS: tuple[type[Operation], ...] = (AndOp, OrOp, NotOp)
 """Logical ops on booleans."""
-REDUCTION_OPS: tuple[type[ReductionOp], ...] = (SumOp, MaxOp, MeanOp, MinOp, ProdOp, LogSumExpOp)
-ROW_LOCAL_OPS: tuple[type[RowLocalOp], ...] = (SoftmaxOp, LayerNormOp, LogSoftmaxOp)
+REDUCTION_OPS: tuple[type[ReductionOp], ...] = _family(ReductionOp)
+"""Reductions over an axis (or all axes)."""
+ROW_LOCAL_OPS: tuple[type[RowLocalOp], ...] = _family(RowLocalOp)
+"""Row-normalizing ops: each result element needs its whole row."""
+SCAN_OPS: tuple[type[ScanOp], ...] = _family(ScanOp)
+"""Scans: results along an axis, each combining the elements before it."""
 
-TensorDSL = Dialect(
-    "tensordsl",
-    [
-        ConstantOp,
-        *UNARY_OPS,
-        *BINARY_OPS,
-        *COMPARISON_OPS,
-        *LOGICAL_OPS,
-        CastOp,
-        MatmulOp,
-        TransposeOp,
-        WhereOp,
-        *ROW_LOCAL_OPS,
-        *REDUCTION_OPS,
-        *SCAN_OPS,
-    ],
-    [],
-)
+TensorDSL = Dialect("tensordsl", list(OPS), [])
 
+# the op classes are public too: OPS lists them
 __all__ = [
     "BINARY_OPS",
     "COMPARISON_OPS",
     "LOGICAL_OPS",
     "NUMPY_DTYPES",
+    "OPS",
     "RECIPROCAL_MIN_SIZE",
     "REDUCTION_OPS",
     "ROW_LOCAL_OPS",
     "SCAN_OPS",
     "UNARY_OPS",
-    "AbsOp",
-    "AddOp",
-    "AndOp",
-    "ArccosOp",
-    "ArccoshOp",
-    "ArcsinOp",
-    "ArcsinhOp",
-    "Arctan2Op",
-    "ArctanOp",
-    "ArctanhOp",
     "BinaryOp",
-    "CastOp",
-    "CeilOp",
     "ChunkedReductionOp",
-    "ConjOp",
-    "ConstantOp",
-    "CopyOp",
-    "CopysignOp",
-    "CosOp",
-    "CoshOp",
-    "CumprodOp",
-    "CumsumOp",
-    "DivOp",
-    "EqualOp",
-    "ErfOp",
-    "ExpOp",
-    "Expm1Op",
     "FloatTensorConstr",
     "FloatType",
-    "FloorOp",
-    "FmodOp",
-    "GreaterEqualOp",
-    "GreaterOp",
-    "HypotOp",
-    "LayerNormOp",
-    "LessEqualOp",
-    "LessOp",
-    "Log1pOp",
-    "Log2Op",
-    "Log10Op",
-    "LogOp",
-    "LogSoftmaxOp",
-    "LogSumExpOp",
-    "LogaddexpOp",
-    "MatmulOp",
-    "MaxOp",
-    "MaximumOp",
-    "MeanOp",
-    "MinOp",
-    "MinimumOp",
-    "MulOp",
-    "NegOp",
-    "NextafterOp",
-    "NotEqualOp",
-    "NotOp",
-    "OnesLikeOp",
-    "OrOp",
-    "PowerOp",
-    "ProdOp",
-    "ReciprocalOp",
     "ReductionOp",
-    "ReluOp",
-    "RemainderOp",
-    "RoundOp",
     "RowLocalOp",
     "ScanOp",
     "ShapeError",
-    "SigmoidOp",
-    "SignOp",
-    "SinOp",
-    "SinhOp",
-    "SoftmaxOp",
-    "SqrtOp",
-    "SquareOp",
-    "SubOp",
-    "SumOp",
-    "TanOp",
-    "TanhOp",
     "TensorDSL",
-    "TransposeOp",
-    "TruncOp",
     "UnaryOp",
-    "WhereOp",
     "broadcast_shapes",
     "dense_from_numpy",
     "dense_to_numpy",

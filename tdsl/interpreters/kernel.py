@@ -143,9 +143,7 @@ class _TileRun:
                 if op in accs:
                     s = structured(op)
                     assert isinstance(s, StructuredOpInterface)
-                    partial = s.evaluate_state(
-                        *(self.read(v, window, local) for v in op.operands)
-                    )
+                    partial = s.evaluate_state(*(self.read(v, window, local) for v in op.operands))
                     accs[op] = _combine(s, accs[op], partial)
                     continue
                 if op in carries:  # a scan: this tile starts from the last one's values
@@ -202,9 +200,7 @@ def _merge_function(s: StructuredOpInterface) -> ScalarFunction:
     )
 
 
-def _finalize(
-    s: StructuredOpInterface, op: Operation, acc: tuple[Array, ...], count: int
-) -> Array:
+def _finalize(s: StructuredOpInterface, op: Operation, acc: tuple[Array, ...], count: int) -> Array:
     """The result from the final state: ``finalize`` of one component, or a tuple
     accumulator's ``scalar_finalize_state`` run on the arrays."""
     if len(acc) == 1:

@@ -874,7 +874,9 @@ class _Group:
                 point = _Point(self, inner, {**hoisted, **coords}, starts, storage)
                 places = [where, *self.more_storage.get(op, ())]
                 for start, dt, place in zip(state.identities, state.dtypes, places, strict=True):
-                    point.store(inner.scalar(start, element_of(dt)), place, body.dims[op.results[0]])
+                    point.store(
+                        inner.scalar(start, element_of(dt)), place, body.dims[op.results[0]]
+                    )
             # the sweeps: one loop nest per set of dims, effects in program order
             sweeps: dict[tuple[int, ...], list[tuple[str, Operation | int | SSAValue]]] = {}
             for op in body.ops:

@@ -319,9 +319,7 @@ class _Lowering:
             partials.append(Var(layout, dt, "buffer", final.tile, index=p))
         for acc, start in zip(accs, state.identities, strict=True):
             identity = scalar_expr(start, np.dtype(acc.dtype))
-            code.init.append(
-                Instr(f"{{out}}[...] = {identity}", acc, (), f"{op.name}: accumulate")
-            )
+            code.init.append(Instr(f"{{out}}[...] = {identity}", acc, (), f"{op.name}: accumulate"))
         gen = TileGen(
             self.state.consts,
             self.tile_shape,

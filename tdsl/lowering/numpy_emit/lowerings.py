@@ -392,7 +392,7 @@ def _reduction(op: ReductionOp, g: TileGen, args: Sequence[Any], results: Sequen
         lower_finalize(op, g, acc, out, count)
 
 
-def tdsl_logsumexp_state(x, shift, total, e, axis, keepdims, finite):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN201
+def tdsl_logsumexp_state(x, shift, total, e, axis, keepdims, finite):  # type: ignore[no-untyped-def]
     """The state (max, sum of exp(x - max)) of one tile, into ``shift`` and ``total``; the
     max is clipped to finite values for the subtraction, so a row of -inf gives (-inf, 0)
     and one with inf a total of inf.  Special values are results here, not warnings."""
@@ -405,7 +405,7 @@ def tdsl_logsumexp_state(x, shift, total, e, axis, keepdims, finite):  # type: i
         np.add.reduce(e, axis=axis, keepdims=keepdims, out=total)
 
 
-def tdsl_logsumexp_merge(shift, total, p_shift, p_total, top):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN201
+def tdsl_logsumexp_merge(shift, total, p_shift, p_total, top):  # type: ignore[no-untyped-def]
     """Merge the state (p_shift, p_total) into (shift, total): both sums rescaled to the
     larger max (``top``, a buffer).  ``fmin(nan, 0)`` is 0, so a max equal to an infinite
     one rescales by 1, not by nan."""
@@ -420,7 +420,7 @@ def tdsl_logsumexp_merge(shift, total, p_shift, p_total, top):  # type: ignore[n
         np.copyto(shift, top)
 
 
-def tdsl_logsumexp_result(shift, total, out):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN201
+def tdsl_logsumexp_result(shift, total, out):  # type: ignore[no-untyped-def]
     """``shift + log(total)`` into ``out`` (-inf for an empty state, without a warning)."""
     with np.errstate(all="ignore"):
         np.log(total, out=total)
@@ -467,9 +467,7 @@ def _logsumexp_finalize(
 
 
 @register(td.LogSumExpOp)
-def _logsumexp(
-    op: td.LogSumExpOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]
-) -> None:
+def _logsumexp(op: td.LogSumExpOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
     state = (g.workspace(1), g.workspace(2))
     _logsumexp_partial(op, g, args, state)
     _logsumexp_finalize(op, g, state, results[0], 0)

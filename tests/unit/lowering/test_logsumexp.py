@@ -159,7 +159,9 @@ def test_it_fuses_with_its_producers_and_consumers_and_tiles_its_axis(budget: in
     x = rng.standard_normal((8, 1000)).astype(np.float32)
     y = rng.standard_normal(1000).astype(np.float32)
     want = reference(x * np.float32(0.5) + y, 1, True) - x
-    for target in ["interpreter", "numpy"] + (["native"] if native_unavailable_reason() is None else []):
+    for target in ["interpreter", "numpy"] + (
+        ["native"] if native_unavailable_reason() is None else []
+    ):
         got = _run(target, budget, text, x=x, y=y)
         np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-5)
 
