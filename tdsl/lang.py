@@ -445,6 +445,16 @@ def logsumexp(x: Operand, axis: int | None = None, keepdims: bool = False) -> Ar
     return _call("logsumexp", (x,), {"axis": axis, "keepdims": keepdims})
 
 
+def var(x: Operand, axis: int | None = None, keepdims: bool = False, ddof: float = 0.0) -> Array:
+    """Variance over ``axis`` (all axes when absent): the mean of the squared deviations from the mean, divided by ``n - ddof`` instead of ``n`` when ``ddof`` is given (``np.var``: ``nan`` for nothing, ``inf`` or ``nan`` when ``n <= ddof``)."""
+    return _call("var", (x,), {"axis": axis, "keepdims": keepdims, "ddof": ddof})
+
+
+def std(x: Operand, axis: int | None = None, keepdims: bool = False, ddof: float = 0.0) -> Array:
+    """Standard deviation over ``axis`` (all axes when absent): the square root of the variance, with the same ``ddof`` (``np.std``)."""
+    return _call("std", (x,), {"axis": axis, "keepdims": keepdims, "ddof": ddof})
+
+
 def cumsum(x: Operand, axis: int | None = None) -> Array:
     """Cumulative sum along ``axis``, as ``np.cumsum``: ``axis`` absent scans a 0-d or 1-d tensor whole (a larger one needs an axis). Each partial sum is rounded to the result's dtype (float16 adds in float16, as NumPy's); ``inf`` and ``nan`` propagate and overflow gives ``inf``, as in NumPy."""
     return _call("cumsum", (x,), {"axis": axis})
@@ -525,10 +535,12 @@ __all__ = [
     "softmax",
     "sqrt",
     "square",
+    "std",
     "sum",
     "tan",
     "tanh",
     "transpose",
     "trunc",
+    "var",
     "where",
 ]

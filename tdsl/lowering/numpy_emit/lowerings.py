@@ -478,6 +478,84 @@ MERGES[td.LogSumExpOp] = _logsumexp_merge
 FINALIZERS[td.LogSumExpOp] = _logsumexp_finalize
 
 
+def tdsl_variance_state(x, count, mean, m2, d, axis, keepdims):  # type: ignore[no-untyped-def]
+    """The variance state of one tile (its count, mean and sum of squared deviations) into
+    ``count``, ``mean`` and ``m2``, through the deviations ``d`` (a buffer of x's shape)."""
+    with np.errstate(all="ignore"):
+        n = x.size if axis is None else x.shape[axis]
+        count[...] = n
+        np.add.reduce(x, axis=axis, keepdims=keepdims, dtype=mean.dtype, out=mean)
+        if n:
+            np.divide(mean, n, out=mean)
+        row = mean if keepdims or axis is None else np.expand_dims(mean, axis)
+        np.subtract(x, row, out=d)
+        np.multiply(d, d, out=d)
+        np.add.reduce(d, axis=axis, keepdims=keepdims, out=m2)
+
+
+def tdsl_variance_merge(count, mean, m2, p_count, p_mean, p_m2):  # type: ignore[no-untyped-def]
+    """Merge the state (p_count, p_mean, p_m2) into (count, mean, m2) by Chan's formula:
+    ``delta = p_mean - mean``, the mean moves by ``delta * p_count / n`` and ``m2`` gains
+    ``delta**2 * count * p_count / n`` (``n`` the total, never 0: a partial is a tile's).
+    The partial's buffers are overwritten."""
+    with np.errstate(all="ignore"):
+        np.add(m2, p_m2, out=m2)
+        np.subtract(p_mean, mean, out=p_mean)  # delta
+        np.multiply(p_mean, count, out=p_m2)  # delta * count
+        np.add(count, p_count, out=count)  # n
+        np.divide(p_count, count, out=p_count)  # the partial's share (a tile is never empty)
+        np.multiply(p_mean, p_count, out=p_count)  # delta * share
+        np.add(mean, p_count, out=mean)
+        np.multiply(p_m2, p_count, out=p_m2)  # delta**2 * count * share
+        np.add(m2, p_m2, out=m2)
+
+
+def _variance_partial(
+    op: td.VarianceOp, g: TileGen, args: Sequence[Any], out: Sequence[Any]
+) -> None:
+    (x,), (count, mean, m2) = args, out
+    name = g.function("tdsl_variance_state", inspect.getsource(tdsl_variance_state))
+    g.call(
+        f"{name}({{0}}, {{1}}, {{out}}, {{2}}, {{3}}, {op.axis_value}, {op.keepdims_value})",
+        x,
+        count,
+        m2,
+        g.workspace(0),
+        out=mean,
+        note="variance: the state (count, mean, squared deviations) of this tile",
+    )
+
+
+def _variance_merge(
+    op: td.VarianceOp, g: TileGen, acc: Sequence[Any], partial: Sequence[Any]
+) -> None:
+    name = g.function("tdsl_variance_merge", inspect.getsource(tdsl_variance_merge))
+    g.call(
+        f"{name}({{0}}, {{out}}, {{1}}, {{2}}, {{3}}, {{4}})", acc[0], acc[2], *partial, out=acc[1]
+    )
+
+
+def _variance_finalize(
+    op: td.VarianceOp, g: TileGen, acc: Sequence[Any], out: Any, count: int
+) -> None:
+    m2 = acc[2]
+    g.ufunc("divide", m2, g.scalar(max(count - op.ddof_value, 0.0), m2.dtype), out=m2)
+    g.ufunc("sqrt" if isinstance(op, td.StdOp) else "positive", m2, out=out)
+
+
+@register(td.VarianceOp)
+def _variance(op: td.VarianceOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
+    state = (g.workspace(1), g.workspace(2), g.workspace(3))
+    _variance_partial(op, g, args, state)
+    count = math.prod(args[0].shape[a] for a in op.reduced_axes())
+    _variance_finalize(op, g, state, results[0], count)
+
+
+PARTIALS[td.VarianceOp] = _variance_partial
+MERGES[td.VarianceOp] = _variance_merge
+FINALIZERS[td.VarianceOp] = _variance_finalize
+
+
 # -- row-normalizing ops ---------------------------------------------------------------
 
 

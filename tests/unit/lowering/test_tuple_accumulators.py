@@ -1,16 +1,19 @@
-"""``logsumexp``: a reduction whose accumulator is a tuple (a running maximum and a sum
-of exponentials rescaled to it), against a float64 reference written here.
+"""Reductions whose accumulator is a tuple, against float64 references: ``logsumexp``
+(a running maximum and a sum of exponentials rescaled to it), ``var`` and ``std``
+(Welford's count, mean and sum of squared deviations, merged by Chan's formula).
 
 NumPy has no ``logsumexp``; the reference is SciPy's definition computed in float64:
 ``m + log(sum(exp(x - m)))`` with ``m`` the maximum (0 where it is not finite), so a
 row of ``-inf`` (or nothing) gives ``-inf``, one with ``+inf`` gives ``inf`` and one
 with ``nan`` gives ``nan``.  Each target is checked against it, whole and tiled along
 the reduced axis: the interpreter (from the op's scalar accumulate, merge and
-finalize), the NumPy target and the native loops.
+finalize), the NumPy target and the native loops.  ``var`` and ``std`` are checked
+against NumPy's own, computed in float64.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -62,7 +65,8 @@ def _run(target: str, budget: int, text: str, **arrays: Array) -> Array:
         return np.asarray(got)
     jit = JITTensorKernel(target=target, memory_budget=budget, threads=1)
     fn = jit.compile(text, shapes=shapes, dtypes=dtypes)
-    return np.asarray(fn(**arrays))
+    with np.errstate(all="ignore"):  # the numpy target warns where NumPy would (var, ddof=n)
+        return np.asarray(fn(**arrays))
 
 
 def _data(shape: tuple[int, ...], dtype: str, seed: int) -> Array:
@@ -74,7 +78,8 @@ def _assert_close(got: Array, want: Array, dtype: str, n: int) -> None:
     """Within 2 ulp of the float64 reference for f16 (it accumulates in f32 and rounds
     once, as NumPy's f16 ufuncs), and a summation's error for f32/f64."""
     assert got.dtype == np.dtype(DTYPES[dtype]) and got.shape == want.shape
-    exact = want.astype(DTYPES[dtype])
+    with np.errstate(over="ignore"):  # the f64 reference may overflow the dtype: inf
+        exact = want.astype(DTYPES[dtype])
     assert np.array_equal(np.isnan(got), np.isnan(exact))
     finite = np.isfinite(exact)
     assert np.array_equal(got[~finite & ~np.isnan(exact)], exact[~finite & ~np.isnan(exact)])
@@ -108,6 +113,74 @@ def test_logsumexp_matches_the_float64_reference(
     got = _run(target, budget, f"logsumexp(x{args})", x=x)
     n = x.size if axis is None else shape[axis]
     _assert_close(got, reference(x, axis, keepdims), dtype, n)
+
+
+def var_reference(
+    x: Array, axis: int | None = None, keepdims: bool = False, ddof: float = 0
+) -> Array:
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # "Degrees of freedom <= 0"
+        return np.asarray(np.var(x.astype(np.float64), axis=axis, keepdims=keepdims, ddof=ddof))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("budget", BUDGETS)
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("name", ["var", "std"])
+@pytest.mark.parametrize(
+    "shape,axis,keepdims,ddof",
+    [
+        ((6, 300), 1, False, 0),
+        ((300, 5), 0, True, 1),
+        ((3, 7, 40), -2, False, 0),
+        ((500,), None, False, 2.5),
+    ],
+)
+def test_var_and_std_match_numpy_in_float64(
+    target: str,
+    budget: int,
+    dtype: str,
+    name: str,
+    shape: tuple[int, ...],
+    axis: int | None,
+    keepdims: bool,
+    ddof: float,
+) -> None:
+    x = _data(shape, dtype, seed=len(shape) + budget % 5) + DTYPES[dtype](3)  # a mean far from 0
+    args = "" if axis is None else f", axis={axis}"
+    args += ", keepdims=true" if keepdims else ""
+    args += f", ddof={ddof}" if ddof else ""
+    got = _run(target, budget, f"{name}(x{args})", x=x)
+    want = var_reference(x, axis, keepdims, ddof)
+    if name == "std":
+        want = np.sqrt(want)
+    n = x.size if axis is None else shape[axis]
+    _assert_close(got, want, dtype, n)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("budget", [4, 10**6])
+def test_var_of_special_values_and_too_few_elements_is_numpys(target: str, budget: int) -> None:
+    x = np.array(
+        [
+            [1.0, 2.0, np.inf, 4.0],
+            [1.0, np.nan, 3.0, 4.0],
+            [5.0, 5.0, 5.0, 5.0],
+            [1e30, -1e30, 1e30, -1e30],
+        ],
+        np.float32,
+    )
+    for text, want in [
+        ("var(x, axis=1)", var_reference(x, 1)),
+        ("var(x, axis=1, ddof=4)", var_reference(x, 1, ddof=4)),  # n - ddof = 0: inf or nan
+        ("std(x, axis=1, ddof=6)", np.sqrt(var_reference(x, 1, ddof=6))),
+    ]:
+        got = _run(target, budget, text, x=x)
+        _assert_close(got, want, "f32", 4)
+    empty = np.zeros((3, 0), np.float32)
+    np.testing.assert_array_equal(
+        _run(target, 10**6, "var(x, axis=1)", x=empty), np.full(3, np.nan, np.float32)
+    )
 
 
 @pytest.mark.parametrize("target", TARGETS)
@@ -172,3 +245,16 @@ def test_the_tuple_accumulator_is_the_interface_not_a_special_case() -> None:
     state = op.accumulator()
     assert state.size == 2 and state.identities == (-np.inf, 0.0)
     assert op.combiner() is None  # states merge through scalar_merge, not one ufunc
+
+
+def test_dask_chunks_along_the_reduced_axis_give_the_same_results() -> None:
+    """``logsumexp`` combines chunks' partials by its own ``logsumexp``; ``var`` and ``std``
+    have no partial ops, so Dask takes their reduced dims whole."""
+    da = pytest.importorskip("dask.array")
+    x = _data((64, 1000), "f32", seed=11)
+    chunked = da.from_array(x, chunks=(16, 250))
+    jit = JITTensorKernel(target="numpy")
+    text = "logsumexp(x, axis=1) + std(x, axis=1) - var(x, axis=1, ddof=1)"
+    want = reference(x, 1) + np.sqrt(var_reference(x, 1)) - var_reference(x, 1, ddof=1)
+    got = np.asarray(jit(text, x=chunked))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
