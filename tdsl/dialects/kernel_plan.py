@@ -97,7 +97,9 @@ import numpy as np
 from xdsl.ir import Operation, SSAValue
 
 from tdsl.dialects.structured import (
+    Contraction,
     IteratorType,
+    Scan,
     StructuredOpInterface,
     constant_value,
     map_dims,
@@ -248,6 +250,12 @@ def _structured(op: Operation) -> StructuredOpInterface:
     if s is None:
         raise PlanError(f"'{op.name}' does not implement the structured-op interface")
     return s
+
+
+def _recomputable(op: Operation) -> bool:
+    """Whether a later pass may compute ``op`` again rather than keep its result (not a
+    :class:`~tdsl.dialects.op_interfaces.Contraction` that says it is never recomputed)."""
+    return not isinstance(op, Contraction) or op.recomputable()
 
 
 def derived_kinds(body: GroupBody) -> tuple[IteratorType, ...]:
@@ -460,8 +468,7 @@ def _schedule(body: GroupBody, tiles: tuple[int, ...]) -> TileSchedule:
                     f"'{op.name}' normalizes along d{d}, which is tiled: the tile would not "
                     "hold whole rows (decompose the op to run it over tiles of its rows)"
                 )
-        carried = {loop_dims[c.dim] for c in s.carried_loops()}  # the op's own tiling
-        scans = {d for d in carried if d in red_tiled}
+        scans = carried_dims(body, op) & red_tiled  # the op's own tiling, cut
         if scans and (on_tiled - scans or red_tiled - on_tiled):
             other = min((on_tiled - scans) | (red_tiled - on_tiled))
             raise PlanError(
@@ -483,7 +490,7 @@ def _schedule(body: GroupBody, tiles: tuple[int, ...]) -> TileSchedule:
                 f"which is tiled too: a pass over both would add each partial result once per "
                 f"tile of d{other}"
             )
-        if not s.RECOMPUTABLE:
+        if not _recomputable(op):
             missing = (tiled - red_tiled) - {d for d in loop_dims if d is not None}
             if missing:
                 raise PlanError(
@@ -524,7 +531,7 @@ def _schedule(body: GroupBody, tiles: tuple[int, ...]) -> TileSchedule:
                 if not isinstance(p, Operation) or p not in members or p in accumulating:
                     continue
                 if step_of[p] < index and looped[p] and p not in again:
-                    if not _structured(p).RECOMPUTABLE:
+                    if not _recomputable(p):
                         raise PlanError(
                             f"the result of '{p.name}' is needed again by a later pass over "
                             f"the tiled reduction dims, and '{p.name}' is never recomputed"
@@ -569,9 +576,12 @@ def _schedule(body: GroupBody, tiles: tuple[int, ...]) -> TileSchedule:
 
 def carried_dims(body: GroupBody, op: Operation) -> set[int]:
     """The space dims along which ``op`` carries a state from tile to tile (its
-    ``carried_loops``: a scan's axis)."""
+    ``carried_loops``: a scan's axis); none for an op that is not a
+    :class:`~tdsl.dialects.op_interfaces.Scan`."""
+    if not isinstance(op, Scan):
+        return set()
     loops = body.loop_dims(op)
-    return {d for c in _structured(op).carried_loops() if (d := loops[c.dim]) is not None}
+    return {d for c in op.carried_loops() if (d := loops[c.dim]) is not None}
 
 
 def _scans_tiled(body: GroupBody, op: Operation, red_tiled: set[int]) -> bool:
@@ -877,9 +887,10 @@ def _plan_scratch(sched: TileSchedule) -> ScratchPlan:
                     accumulators[acc_op] = new_buffer(inst, acc_dtype)
             # and so do the running values of its scans
             for scan_op in sched.step(step).carrying:
+                assert isinstance(scan_op, Scan)  # it carries a state: carried_dims
                 carries[(scan_op, step)] = pool.take(
                     math.prod(carry_shape(body, scan_op, tiles)),
-                    _structured(scan_op).carried_loops()[0].dtype,
+                    scan_op.carried_loops()[0].dtype,
                 )
 
         reads = [instance(v, step) for v, _ in sched.reads(op)]

@@ -37,6 +37,7 @@ from xdsl.utils.exceptions import InterpretationError
 from tdsl.dialects.kernel import FusedOp, TileOp, YieldOp
 from tdsl.dialects.kernel_plan import Dims, PlanError, iter_tiles
 from tdsl.dialects.structured import (
+    Scan,
     StructuredOpInterface,
     constant_value,
     fmt_shape,
@@ -145,7 +146,7 @@ class _TileRun:
                     continue
                 if op in carries:  # a scan: this tile starts from the last one's values
                     s = structured(op)
-                    assert isinstance(s, StructuredOpInterface)
+                    assert isinstance(s, Scan)
                     args = (self.read(v, window, local) for v in op.operands)
                     value, carries[op] = s.evaluate_scan(carries[op], *args)
                     local[op.results[0]] = value

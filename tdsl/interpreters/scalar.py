@@ -39,7 +39,7 @@ from xdsl.utils.exceptions import InterpretationError
 
 from tdsl.dialects.structured import (
     IteratorType,
-    StructuredOpInterface,
+    Scan,
     checked_decomposition,
     constant_value,
     element_body,
@@ -157,9 +157,9 @@ def reference_evaluate(op: Operation, *args: Array) -> tuple[Array, ...]:
     elements = [element_type(v.type) for v in op.operands]
     reduced = [d for d, k in enumerate(kinds) if k is IteratorType.REDUCTION]
     kept = [d for d, k in enumerate(kinds) if k is not IteratorType.REDUCTION]
-    carried = s.carried_loops()
+    carried = op.carried_loops() if isinstance(op, Scan) else ()
     if carried and math.prod(loops):
-        return (_run_scan(s, op, carried[0].dim, gathered, loops, maps[n_in]),)
+        return (_run_scan(op, carried[0].dim, gathered, loops, maps[n_in]),)
     if not reduced:
         body = ScalarFunction(elements, lambda b, xs: element_body(op, b, xs))
         with np.errstate(all="ignore"):
@@ -198,7 +198,6 @@ def reference_evaluate(op: Operation, *args: Array) -> tuple[Array, ...]:
 
 
 def _run_scan(
-    s: StructuredOpInterface,
     op: Operation,
     axis: int,
     gathered: Sequence[Array],
@@ -207,11 +206,12 @@ def _run_scan(
 ) -> Array:
     """A scan from its interface: the carry starts at the identity and takes each element
     along ``axis`` in order (``scalar_scan``); each running value is a result element."""
-    loop = s.carried_loops()[0]
+    assert isinstance(op, Scan)
+    loop = op.carried_loops()[0]
     carry_element = element_of(loop.dtype)
     elements = [element_type(v.type) for v in op.operands]
     step = ScalarFunction(
-        [carry_element, *elements], lambda b, xs: [s.scalar_scan(b, xs[0], xs[1:])]
+        [carry_element, *elements], lambda b, xs: [op.scalar_scan(b, xs[0], xs[1:])]
     )
     moved = [np.moveaxis(g, axis, -1) for g in gathered]
     carry = np.full(moved[0].shape[:-1], loop.start, dtype=loop.dtype)

@@ -94,9 +94,11 @@ from tdsl.dialects.kernel import FusedOp, TileOp
 from tdsl.dialects.kernel_plan import Dims, GroupBody, carried_dims, carry_dims, propagate_dims
 from tdsl.dialects.structured import (
     BOOL,
+    Contraction,
     FloatType,
     IteratorType,
     ReductionOp,
+    Scan,
     constant_value,
     convert_scalar,
     element_body,
@@ -136,15 +138,15 @@ def matmul_symbol(element: Attribute, m: int, k: int, n: int) -> str:
 
 
 def _is_contraction(op: Operation) -> bool:
-    """A matrix product (the interface's ``CONTRACTION``): BLAS may compute it."""
-    s = structured(op)
-    return s is not None and s.CONTRACTION
+    """A matrix product (a :class:`~tdsl.dialects.op_interfaces.Contraction`): BLAS may
+    compute it."""
+    return isinstance(op, Contraction)
 
 
 def _is_scan(op: Operation) -> bool:
-    """Whether ``op`` tiles some loop dim itself, carrying a state (``carried_loops``)."""
-    s = structured(op)
-    return s is not None and bool(s.carried_loops())
+    """Whether ``op`` tiles some loop dim itself, carrying a state (a
+    :class:`~tdsl.dialects.op_interfaces.Scan` with ``carried_loops``)."""
+    return isinstance(op, Scan) and bool(op.carried_loops())
 
 
 def _is_reduction(op: Operation) -> bool:
@@ -566,13 +568,12 @@ class _Group:
         for v in self.stored:
             types.append(MemRefType(element_type(v), self.tile_shape(v)))
         for op in self.carries:
-            s = structured(op)
-            assert s is not None
+            assert isinstance(op, Scan)
             shape = [
                 1 if d is None else n
                 for n, d in zip(self.tile_shape(op.results[0]), self.carry_dims(op), strict=True)
             ]
-            types.append(MemRefType(element_of(s.carried_loops()[0].dtype), shape))
+            types.append(MemRefType(element_of(op.carried_loops()[0].dtype), shape))
         return types
 
     def contiguous(self, v: SSAValue, dims: Dims) -> int | None:
@@ -888,9 +889,8 @@ class _Group:
                         touched.append((what, body.dims[what]))
                 # the scans this sweep computes start from their identity
                 for op in self._scans_computed(effects, storage):
-                    s = structured(op)
-                    assert s is not None
-                    loop = s.carried_loops()[0]
+                    assert isinstance(op, Scan)
+                    loop = op.carried_loops()[0]
                     cdims = self.carry_dims(op)
                     inner, coords = code.nest(ranges(_dim_set(cdims)))
                     point = _Point(self, inner, {**hoisted, **coords}, starts, storage, carries)
@@ -1071,9 +1071,10 @@ class _Point:
         assert s is not None
         args = [self.memo[(w, body.reads[(p, i)])] for i, w in enumerate(p.operands)]
         if p in self.carries:  # a scan: the next running value of this row
+            assert isinstance(p, Scan)
             cdims = group.carry_dims(p)
             carry = self.load(self.carries[p], cdims)
-            running = s.scalar_scan(self.code.b, carry, args)
+            running = p.scalar_scan(self.code.b, carry, args)
             self.store(running, self.carries[p], cdims)
             self.memo[(v, body.dims[v])] = running
             return running

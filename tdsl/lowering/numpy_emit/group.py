@@ -35,6 +35,7 @@ from tdsl.dialects.kernel_plan import (
     instance_of,
 )
 from tdsl.dialects.structured import (
+    Scan,
     StructuredOpInterface,
     constant_value,
     fmt_shape,
@@ -231,7 +232,7 @@ class _Lowering:
                     op.name,
                 )
                 if op_plan.carry >= 0:
-                    self.scan(op, s, op_plan, args, results, gen, code)
+                    self.scan(op, op_plan, args, results, gen, code)
                 else:
                     lower_op(op, s, gen, args, results)
                 (self.whole if op in self.run.whole else code.body).extend(gen.instrs)
@@ -254,7 +255,6 @@ class _Lowering:
     def scan(
         self,
         op: Operation,
-        s: StructuredOpInterface,
         op_plan: OpPlan,
         args: list[Var],
         results: list[Var],
@@ -268,7 +268,8 @@ class _Lowering:
             ax if d is not None or ax.dim is None else Axis(1)
             for ax, d in zip(results[0].layout, dims, strict=True)
         )
-        loop = s.carried_loops()[0]
+        assert isinstance(op, Scan)  # it carries a state along the tiled dim
+        loop = op.carried_loops()[0]
         carry = Var(
             layout, loop.dtype, "buffer", self.tiling.full_shape(layout), index=op_plan.carry
         )

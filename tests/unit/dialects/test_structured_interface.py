@@ -8,7 +8,7 @@ For each op of the dialect (constants aside) a sample instance must:
 * run in the interpreter;
 * compute the same through its NumPy lowering, on whole arrays and fused and
   tiled under a tiny budget (which tiles its reductions and decomposes it);
-* if it declares a ``FUNCTION``, be that function of the expression language,
+* if it is a language function with a ``FUNCTION``, be that function of the expression language,
   listed in ``docs/language.md``.
 
 A new op class fails here until it has all of that (and a sample below, if it
@@ -33,6 +33,7 @@ from tdsl.dialects.structured import (
     BOOL,
     BinaryOp,
     IteratorType,
+    LanguageFunction,
     LogicalOp,
     ReductionOp,
     RowLocalOp,
@@ -278,14 +279,14 @@ def test_numpy_lowering_computes_what_the_interpreter_computes(
 
 @pytest.mark.parametrize(
     "op_class",
-    [op for op in OPS if issubclass(op, StructuredOpInterface) and op.FUNCTION is not None],
+    [op for op in OPS if issubclass(op, LanguageFunction) and op.FUNCTION is not None],
     ids=lambda c: c.name,
 )
 def test_functions_of_the_language_come_from_the_ops(op_class: type[Operation]) -> None:
     """An op's ``FUNCTION`` is a function of the expression language that builds it."""
     from tdsl.frontend.ir_gen import FUNCTIONS, to_tensordsl
 
-    assert issubclass(op_class, StructuredOpInterface)
+    assert issubclass(op_class, LanguageFunction)
     name = op_class.FUNCTION
     assert name is not None and FUNCTIONS[name].op is op_class
     names = ["a", "b", "c"][: op_class.ARITY]
