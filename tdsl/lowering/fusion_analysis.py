@@ -2,9 +2,10 @@
 
 This module decides; :mod:`tdsl.lowering.fuse` rewrites the IR and renders the
 report.  Both the pass and the report call :func:`plan_block`, so the rules
-exist once.  The rules read nothing but the structured-op interface, through
-the iteration-space analysis that ``tdsl-tile`` uses too
-(:mod:`tdsl.lowering.iteration_space`).
+exist once.  The rules read nothing but the structured-op interface (and the
+small interfaces of :mod:`tdsl.dialects.op_interfaces`: a contraction's
+materialized operands), through the iteration-space analysis that ``tdsl-tile``
+uses too (:mod:`tdsl.lowering.iteration_space`).
 
 The model
 ---------

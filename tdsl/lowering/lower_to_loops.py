@@ -24,7 +24,7 @@ tile, over the elements, computing every op from its scalar body (the
 structured-op interface: ``scalar_body`` for element-wise ops;
 ``scalar_combine``, ``scalar_finalize`` and the combiner's identity for
 reductions; ``decompose`` for row-normalizing ops, which are decomposed
-first).  Element-wise values are never stored: each loop nest computes what
+first; ``scalar_scan`` for scans).  Element-wise values are never stored: each loop nest computes what
 it needs at each point, in registers, and a value a later nest needs again is
 computed again.  A loop nest is one *sweep* over the elements:
 
