@@ -31,7 +31,7 @@ from xdsl.ir import Operation, SSAValue
 
 from tdsl.dask.plan import Chunks, GroupPlan, Made, Read, Reduction, Step, plan_group
 from tdsl.dask.tasks import KernelSpec, combine_blocks, pass_block, run_block
-from tdsl.dialects.structured import constant_value, numpy_dtype
+from tdsl.dialects.structured import constant_value, numpy_dtype, reduction_of
 from tdsl.errors import TdslCallError, TdslError
 from tdsl.jit.calls import convert_argument
 from tdsl.jit.kernel import ELEMENT_NAMES, ArgSpec, CompiledKernel, type_str
@@ -227,9 +227,8 @@ def _meta(made: Made) -> Array:
     if made.partial:
         owner = made.value.owner
         assert isinstance(owner, Operation)
-        from tdsl.lowering.iteration_space import require_structured
 
-        dtype = require_structured(owner).accumulator_dtype()
+        dtype = reduction_of(owner).accumulator_dtype()
     return np.empty((0,) * len(made.chunks), dtype)
 
 

@@ -19,10 +19,10 @@ says what runs when, with the cut dims as the tiled ones:
   map, each task a tdsl kernel compiled for its chunk's shape;
 * a **pass** becomes one task per chunk of the cut parallel and reduction dims;
   an op accumulating over the cut reduction dims computes its *partial* there
-  (:meth:`~tdsl.dialects.structured.StructuredOpInterface.partial_ops`), and a
+  (:meth:`~tdsl.dialects.structured.PartialOps.partial_ops`), and a
   :class:`Reduction` combines the partials across chunks with a tree of tdsl
   kernels (the same ops on concatenated partials) whose last step also
-  finalizes (:meth:`~tdsl.dialects.structured.StructuredOpInterface.finalize_ops`:
+  finalizes (:meth:`~tdsl.dialects.structured.PartialOps.finalize_ops`:
   a mean divides at the end, a float16 sum accumulates in float32).  Ops of a
   later pass that need per-chunk values of an earlier one compute them again,
   as the schedule says, instead of keeping them.
@@ -69,12 +69,14 @@ from tdsl.dialects.kernel_plan import (
 )
 from tdsl.dialects.structured import (
     IteratorType,
+    PartialOps,
     constant_value,
     element_type,
     map_dims,
     structured,
     tensor_shape,
 )
+from tdsl.errors import TdslIRError
 from tdsl.lowering.iteration_space import Inconsistent, analyze, require_structured
 from tdsl.lowering.tile import decomposed_copy
 
@@ -207,10 +209,8 @@ def _reduced_axes(op: Operation) -> tuple[int, ...]:
 
 
 def _has_partials(op: Operation) -> bool:
-    """Whether ``op`` gives partial ops (asked on a scratch block of its operand types)."""
-    s = require_structured(op)
-    scratch = Block(arg_types=[v.type for v in op.operands])
-    return s.partial_ops(list(scratch.args)) is not None
+    """Whether ``op`` gives partial ops (implements :class:`PartialOps`)."""
+    return isinstance(op, PartialOps)
 
 
 def must_be_whole(body: GroupBody) -> frozenset[int]:
@@ -266,11 +266,9 @@ def _module_text(block: Block, results: Sequence[SSAValue]) -> str:
 def _reduction_kernel(op: Operation, shape: Sequence[int], count: int | None) -> str:
     """``op``'s partial ops on concatenated partials of ``shape``, then (with a ``count``)
     its finalize ops."""
-    s = require_structured(op)
+    s = _partials(op)
     block = Block(arg_types=[TensorType(element_type(_acc_type(op)), shape)])
-    found = s.partial_ops([block.args[0]])
-    assert found is not None
-    ops, value = found
+    ops, value = s.partial_ops([block.args[0]])
     for new in ops:
         block.add_op(new)
     if count is not None:
@@ -280,13 +278,18 @@ def _reduction_kernel(op: Operation, shape: Sequence[int], count: int | None) ->
     return _module_text(block, [value])
 
 
+def _partials(op: Operation) -> PartialOps:
+    """``op`` as a reduction with partial ops; a located error for one without (the plan
+    takes such an op's reduced dims whole, so it never accumulates across chunks)."""
+    if not isinstance(op, PartialOps):
+        raise TdslIRError(f"'{op.name}' accumulates across chunks but has no partial ops")
+    return op
+
+
 def _acc_type(op: Operation) -> TensorType:
     """The type of ``op``'s partial of its whole operand."""
-    s = require_structured(op)
     scratch = Block(arg_types=[v.type for v in op.operands])
-    found = s.partial_ops(list(scratch.args))
-    assert found is not None
-    t = found[1].type
+    t = _partials(op).partial_ops(list(scratch.args))[1].type
     assert isinstance(t, TensorType)
     return t  # pyright: ignore[reportUnknownVariableType]
 
@@ -511,11 +514,8 @@ class _Planner:
                         operands.append(inner[v])
                     else:
                         operands.append(args[(v, body.reads[(op, i)])])
-                s = require_structured(op)
                 if op in step.accumulating:
-                    found = s.partial_ops(operands)
-                    assert found is not None, f"'{op.name}' accumulates without partial ops"
-                    new_ops, partial = found
+                    new_ops, partial = _partials(op).partial_ops(operands)
                     for new in new_ops:
                         block.add_op(new)
                     dims = body.reads[(op, 0)]
@@ -528,7 +528,7 @@ class _Planner:
                     )
                     made.append((Made(self.key(op.results[0]), dims, chunks, True), partial))
                     continue
-                new = s.retyped(operands)
+                new = require_structured(op).retyped(operands)
                 block.add_op(new)
                 inner.update(zip(op.results, new.results, strict=True))
                 if sched.step_of[op] != step.index:

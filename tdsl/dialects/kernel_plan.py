@@ -97,11 +97,14 @@ import numpy as np
 from xdsl.ir import Operation, SSAValue
 
 from tdsl.dialects.structured import (
+    Contraction,
     IteratorType,
+    Scan,
     StructuredOpInterface,
     constant_value,
     map_dims,
     numpy_dtype,
+    reduction_of,
     structured,
     tensor_shape,
 )
@@ -248,6 +251,12 @@ def _structured(op: Operation) -> StructuredOpInterface:
     if s is None:
         raise PlanError(f"'{op.name}' does not implement the structured-op interface")
     return s
+
+
+def _recomputable(op: Operation) -> bool:
+    """Whether a later pass may compute ``op`` again rather than keep its result (not a
+    :class:`~tdsl.dialects.op_interfaces.Contraction` that says it is never recomputed)."""
+    return not isinstance(op, Contraction) or op.recomputable()
 
 
 def derived_kinds(body: GroupBody) -> tuple[IteratorType, ...]:
@@ -460,8 +469,7 @@ def _schedule(body: GroupBody, tiles: tuple[int, ...]) -> TileSchedule:
                     f"'{op.name}' normalizes along d{d}, which is tiled: the tile would not "
                     "hold whole rows (decompose the op to run it over tiles of its rows)"
                 )
-        carried = {loop_dims[c.dim] for c in s.carried_loops()}  # the op's own tiling
-        scans = {d for d in carried if d in red_tiled}
+        scans = carried_dims(body, op) & red_tiled  # the op's own tiling, cut
         if scans and (on_tiled - scans or red_tiled - on_tiled):
             other = min((on_tiled - scans) | (red_tiled - on_tiled))
             raise PlanError(
@@ -483,7 +491,7 @@ def _schedule(body: GroupBody, tiles: tuple[int, ...]) -> TileSchedule:
                 f"which is tiled too: a pass over both would add each partial result once per "
                 f"tile of d{other}"
             )
-        if not s.RECOMPUTABLE:
+        if not _recomputable(op):
             missing = (tiled - red_tiled) - {d for d in loop_dims if d is not None}
             if missing:
                 raise PlanError(
@@ -524,7 +532,7 @@ def _schedule(body: GroupBody, tiles: tuple[int, ...]) -> TileSchedule:
                 if not isinstance(p, Operation) or p not in members or p in accumulating:
                     continue
                 if step_of[p] < index and looped[p] and p not in again:
-                    if not _structured(p).RECOMPUTABLE:
+                    if not _recomputable(p):
                         raise PlanError(
                             f"the result of '{p.name}' is needed again by a later pass over "
                             f"the tiled reduction dims, and '{p.name}' is never recomputed"
@@ -569,9 +577,12 @@ def _schedule(body: GroupBody, tiles: tuple[int, ...]) -> TileSchedule:
 
 def carried_dims(body: GroupBody, op: Operation) -> set[int]:
     """The space dims along which ``op`` carries a state from tile to tile (its
-    ``carried_loops``: a scan's axis)."""
+    ``carried_loops``: a scan's axis); none for an op that is not a
+    :class:`~tdsl.dialects.op_interfaces.Scan`."""
+    if not isinstance(op, Scan):
+        return set()
     loops = body.loop_dims(op)
-    return {d for c in _structured(op).carried_loops() if (d := loops[c.dim]) is not None}
+    return {d for c in op.carried_loops() if (d := loops[c.dim]) is not None}
 
 
 def _scans_tiled(body: GroupBody, op: Operation, red_tiled: set[int]) -> bool:
@@ -861,7 +872,9 @@ def _plan_scratch(sched: TileSchedule) -> ScratchPlan:
             inst = (op.results[0], step + 1)
             if inst in hints:
                 target = Slot("output", hints[inst])
-            elif s.accumulator_dtype() == dtype(inst[0]) and acc_slot.kind == "buffer":
+            elif (
+                reduction_of(op).accumulator_dtype() == dtype(inst[0]) and acc_slot.kind == "buffer"
+            ):
                 target = acc_slot  # finalized in place
             else:
                 target = new_buffer(inst, dtype(inst[0]))
@@ -878,8 +891,7 @@ def _plan_scratch(sched: TileSchedule) -> ScratchPlan:
             # a pass begins: its accumulators live until it ends
             for acc_op in sched.step(step).accumulating:
                 inst = (acc_op.results[0], step + 1)
-                state = _structured(acc_op).accumulator()
-                assert state is not None
+                state = reduction_of(acc_op).accumulator()
                 acc_dtype = state.dtypes[0]
                 if inst in hints and acc_dtype == dtype(inst[0]) and state.size == 1:
                     accumulators[acc_op] = Slot("output", hints[inst])
@@ -890,9 +902,10 @@ def _plan_scratch(sched: TileSchedule) -> ScratchPlan:
                 )
             # and so do the running values of its scans
             for scan_op in sched.step(step).carrying:
+                assert isinstance(scan_op, Scan)  # it carries a state: carried_dims
                 carries[(scan_op, step)] = pool.take(
                     math.prod(carry_shape(body, scan_op, tiles)),
-                    _structured(scan_op).carried_loops()[0].dtype,
+                    scan_op.carried_loops()[0].dtype,
                 )
 
         reads = [instance(v, step) for v, _ in sched.reads(op)]
@@ -916,8 +929,7 @@ def _plan_scratch(sched: TileSchedule) -> ScratchPlan:
                 hold(r, VIEW)
         elif op in accumulators:
             accumulator = accumulators[op]
-            state = s.accumulator()
-            assert state is not None
+            state = reduction_of(op).accumulator()
             size = math.prod(shape(op.results[0]))
             partial = pool.take(size, state.dtypes[0])
             more_partials = tuple(pool.take(size, dt) for dt in state.dtypes[1:])

@@ -38,17 +38,26 @@ An op describes
   ``*_partial``, ``*_finalize`` and :meth:`~StructuredOpInterface.scalar_combine`):
   a reduction tiles like any op, with a loop-carried accumulator;
 * for an op with a ``normalize`` dim, its **decomposition** into reductions
-  and element-wise ops (:meth:`~StructuredOpInterface.decompose`): the
-  passes over the row and their accumulators.  A row that fits a tile runs the
-  op whole; a row longer than the memory budget runs the decomposition over
-  column tiles, one pass per reduction;
+  and element-wise ops: the passes over the row and their accumulators.  A
+  row that fits a tile runs the op whole; a row longer than the memory budget
+  runs the decomposition over column tiles, one pass per reduction;
 * for an op with a ``scan`` dim, how a tile **carries** its running values
-  to the next (:meth:`~StructuredOpInterface.scan_combiner`,
-  :meth:`~StructuredOpInterface.evaluate_scan`,
-  :meth:`~StructuredOpInterface.scalar_scan`; the numpy target registers its
-  tile code): a scan tiles along its axis
-  like a reduction, in order, and its results run along it, so a row of any
-  length runs in linear time within the budget.
+  to the next: a scan tiles along its axis like a reduction, in order, and its
+  results run along it, so a row of any length runs in linear time within the
+  budget.
+
+What only some ops are is one small interface each, in
+:mod:`tdsl.dialects.op_interfaces` (re-exported here), which an op mixes in
+when it is that and a consumer asks with ``isinstance``:
+:class:`~tdsl.dialects.op_interfaces.LanguageFunction` (a function or operator
+of the expression language: ``FUNCTION``, ``OPERATOR``, ``ARITY``, ``PARAMS``),
+:class:`~tdsl.dialects.op_interfaces.Contraction` (a matrix product, which the
+planners keep whole and never recompute, and the native target may send to
+BLAS), :class:`~tdsl.dialects.op_interfaces.Decomposable` (the decomposition
+above: ``decompose``) and :class:`~tdsl.dialects.op_interfaces.Scan` (the
+carried tiling above: ``carried_loops``, ``evaluate_scan``, ``scalar_scan``).
+An op implements only what it is: ``tensordsl.cast`` is structured and
+nothing else, ``tensordsl.matmul`` a language function and a contraction.
 
 Base classes give the defaults, so a new op is usually one small class:
 :class:`UnaryOp` (a scalar op or body), :class:`BinaryOp` (with
@@ -63,10 +72,10 @@ from __future__ import annotations
 import abc
 import functools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, ClassVar, Literal, cast
+from typing import Any, ClassVar, cast
 
 import numpy as np
 from xdsl.builder import (
@@ -112,6 +121,15 @@ from xdsl.rewriter import InsertPoint
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from tdsl.dialects.op_interfaces import (
+    CarriedLoop,
+    Contraction,
+    Decomposable,
+    LanguageFunction,
+    Param,
+    ParamKind,
+    Scan,
+)
 from tdsl.dtypes import BOOL_DTYPE, DTYPES, FLOAT_DTYPES, wide_accumulator
 from tdsl.errors import SourceLocation, TdslIRError, TdslTypeError
 
@@ -314,7 +332,7 @@ class IteratorType(StrEnum):
     SCAN = "scan"
     """Results run along it, each combining the elements before it (``cumsum``'s axis):
     tiles along it run in order, carrying the running value of each row from one tile
-    to the next (:meth:`StructuredOpInterface.scan_combiner`)."""
+    to the next (:class:`~tdsl.dialects.op_interfaces.Scan`)."""
 
 
 def dims_map(num_loops: int, dims: Sequence[int | None]) -> AffineMap:
@@ -393,20 +411,6 @@ class Accumulator:
         return len(self.dtypes)
 
 
-@dataclass(frozen=True)
-class CarriedLoop:
-    """One loop dim an op tiles itself (see :meth:`StructuredOpInterface.carried_loops`):
-    its tiles run in order, each starting from a state the tile before left, one value
-    per row (the op's result tile with ``dim`` of extent 1)."""
-
-    dim: int
-    """The op's loop dim."""
-    start: float
-    """The state before the first tile (a scan's identity)."""
-    dtype: np.dtype[Any]
-    """The state's dtype."""
-
-
 # ---------------------------------------------------------------------------
 # Scratch of a NumPy lowering
 # ---------------------------------------------------------------------------
@@ -428,53 +432,20 @@ def _as_array(value: Any, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
     return np.asarray(value, dtype=dtype)
 
 
-ParamKind = Literal["axis", "bool", "float"]
-
-
-@dataclass(frozen=True)
-class Param:
-    """A keyword parameter of an op's function in the expression language.
-
-    ``kind`` says what values it takes: ``axis`` an integer axis of the first
-    argument (negative counts from the end; None too when that is the default,
-    meaning every axis), ``bool`` true or false, ``float`` a number.  The op's
-    constructor takes it under the same name.
-    """
-
-    name: str
-    kind: ParamKind
-    default: int | float | bool | None
-
-    def spelled(self) -> str:
-        """``axis=-1``, ``keepdims=False``, ``eps=1e-05``: as the signature shows it."""
-        return f"{self.name}={self.default!r}"
-
-
 class StructuredOpInterface(abc.ABC):
     """The interface every op that tdsl fuses and tiles implements (see the module docstring).
 
-    Mix it into an ``IRDLOperation`` class.  Class-level properties tell the planners
-    how the op may be scheduled; the methods describe its iteration semantics and
-    how it computes.
+    Mix it into an ``IRDLOperation`` class.  The methods describe its iteration
+    semantics, its types and how it computes, with the partial results of an op with
+    ``reduction`` dims; class-level properties tell the targets how it may run.  What
+    only some ops are is a small interface of :mod:`tdsl.dialects.op_interfaces`
+    (:class:`LanguageFunction`, :class:`Contraction`, :class:`Decomposable`,
+    :class:`Scan`), which an op mixes in when it is that.
     """
 
     IN_PLACE: ClassVar[bool] = False
     """Its NumPy lowering may write the result over an operand of the same shape and
     dtype that dies at it (element-wise ops)."""
-    RECOMPUTABLE: ClassVar[bool] = True
-    """A later pass over a reduction may compute it again instead of keeping its
-    result (False for a matmul: it is never recomputed)."""
-    MATERIALIZED_OPERANDS: ClassVar[tuple[int, ...]] = ()
-    """Operands that must be read from memory, whole along their non-tiled dims:
-    a group input or a view of one, never a value computed in the same group
-    (a matmul's right operand)."""
-    PREFERS_WHOLE: ClassVar[bool] = False
-    """Its NumPy lowering is much faster on few large calls than on many small ones
-    (BLAS): tiling keeps its dims whole as long as it can, and the target runs it
-    once on whole arrays where its operands allow."""
-    CONTRACTION: ClassVar[bool] = False
-    """It is a matrix product with ``np.matmul``'s semantics on its two operands (MLIR
-    Linalg's contraction): the native target may call BLAS's gemm for it."""
 
     # -- iteration semantics -------------------------------------------------
 
@@ -489,10 +460,6 @@ class StructuredOpInterface(abc.ABC):
     @abc.abstractmethod
     def indexing_maps(self) -> tuple[AffineMap, ...]:
         """Per operand, then per result: the map from the loop dims to its dims."""
-
-    def prefer_whole_dims(self) -> tuple[int, ...]:
-        """Loop dims tiling should cut last (a matmul's columns and contraction)."""
-        return ()
 
     # -- types ------------------------------------------------------------------
 
@@ -572,13 +539,35 @@ class StructuredOpInterface(abc.ABC):
         from it.  Callers go through :func:`element_body`, which widens ``f16``, so a body
         sees ``f32`` scalars where the op computes on ``f16`` (build constants of the
         arguments' types).  Ops with ``reduction`` dims give :meth:`scalar_combine`, ops
-        with ``normalize`` dims :meth:`decompose`."""
+        with ``normalize`` dims :meth:`~tdsl.dialects.op_interfaces.Decomposable.decompose`."""
         raise NotImplementedError(f"'{cast(Operation, self).name}' has no element-wise body")
 
-    # -- reductions: partial results over tiles, and their accumulation ----------
+
+class Reduction(abc.ABC):  # noqa: B024 (a one-component op overrides what it needs)
+    """An op with ``reduction`` dims: how it accumulates over them (MLIR Linalg's
+    reduction, with a tuple accumulator as ``linalg.reduce`` takes several inits).
+
+    Its state (:meth:`accumulator`) is one array of the result's shape, or several (a
+    tuple accumulator: ``logsumexp``'s maximum and rescaled sum, ``var``'s count, mean
+    and squared deviations).  Each component starts at its identity; one point of the
+    loop space is taken in with :meth:`scalar_accumulate`; two states (a tile's partial
+    and the accumulator) merge with :meth:`combiner`'s ufunc or, for a tuple, the
+    combiner region :meth:`scalar_merge`; the result comes from the final state
+    (:meth:`scalar_finalize_state`; on arrays :meth:`finalize`).  An op with one
+    component gives the single-value methods (:meth:`combiner`,
+    :meth:`accumulator_dtype`, :meth:`scalar_combine`, :meth:`evaluate_partial`) and
+    the tuple methods derive from them.
+
+    Who reads it: the scratch plan (an accumulator and a partial buffer per component),
+    the interpreters, the numpy target (a ufunc merge, or the registered merge of a
+    tuple accumulator) and the native loops (one scratch memref per component).
+    """
+
+    # -- one accumulator: partial results over tiles, merged by a ufunc --------------
 
     def combiner(self) -> Combiner | None:
-        """How partials over tiles of its ``reduction`` dims merge; None without such dims."""
+        """How partials over tiles of its ``reduction`` dims merge with one ufunc; None for a
+        tuple accumulator, whose states merge with :meth:`scalar_merge`."""
         return None
 
     def accumulator_dtype(self) -> np.dtype[Any]:
@@ -615,12 +604,14 @@ class StructuredOpInterface(abc.ABC):
     # The planners and targets read these; an op with one accumulator gives the methods
     # above instead (the defaults here derive from them).
 
-    def accumulator(self) -> Accumulator | None:
-        """The state its ``reduction`` dims carry; None without such dims.  By default one
-        component: :meth:`accumulator_dtype`, starting at :meth:`combiner`'s identity."""
+    def accumulator(self) -> Accumulator:
+        """The state its ``reduction`` dims carry.  By default one component:
+        :meth:`accumulator_dtype`, starting at :meth:`combiner`'s identity."""
         combiner = self.combiner()
         if combiner is None:
-            return None
+            raise NotImplementedError(
+                f"'{cast(Operation, self).name}' gives neither a combiner nor an accumulator"
+            )
         return Accumulator((self.accumulator_dtype(),), (combiner.identity,))
 
     def scalar_accumulate(
@@ -649,129 +640,31 @@ class StructuredOpInterface(abc.ABC):
         partial of a tile).  By default :meth:`evaluate_partial`."""
         return (self.evaluate_partial(*args),)
 
-    # -- reductions across blocks: partial results as ops (Dask's tree reductions) --
 
-    def partial_ops(self, operands: Sequence[SSAValue]) -> tuple[list[Operation], SSAValue] | None:
+class PartialOps(abc.ABC):
+    """A reduction whose partial result over a block is itself made of ops: Dask's tree
+    reductions compile each block's partial, each combination of partials and the final
+    step as kernels (:mod:`tdsl.dask`).  For a reduction without it, Dask takes the
+    reduced dims whole."""
+
+    @abc.abstractmethod
+    def partial_ops(self, operands: Sequence[SSAValue]) -> tuple[list[Operation], SSAValue]:
         """The partial result over one block of ``operands`` as ops (not yet inserted), and the
-        value holding it; None when the op has no such form (a matmul).
+        value holding it.
 
         The partial is the reduction in :meth:`accumulator_dtype` with every reduced dim
         kept, as extent 1 (a mean's partial is a sum), made so that the same ops applied
         to partials concatenated along the reduced dims combine them.  :mod:`tdsl.dask`
         reduces across chunks this way, each block and each combination a compiled
-        kernel; for an op without it, the reduced dims are taken whole instead.
+        kernel.
         """
-        return None
 
+    @abc.abstractmethod
     def finalize_ops(self, acc: SSAValue, count: int) -> tuple[list[Operation], SSAValue]:
         """The result from combined partials ``acc`` (as :meth:`partial_ops` makes them) as ops
         not yet inserted, and the value holding it: :meth:`finalize` as ops (a mean divides
         by ``count``; each op converts to its result's element type).  The shape stays
         ``acc``'s, reduced dims of extent 1."""
-        raise NotImplementedError(f"'{cast(Operation, self).name}' has no partial results")
-
-    # -- an op's own tiling: loop dims whose tiles carry a state, in order ----------
-
-    def carried_loops(self) -> tuple[CarriedLoop, ...]:
-        """The loop dims the op tiles itself, as MLIR's ``TilingInterface`` lets an op:
-        tiles along such a dim run in order, and each threads a state of one value per
-        row to the next (:class:`CarriedLoop`).  The planners read this hook, not op
-        classes: ``tdsl-tile`` may cut such a dim like a reduction dim (its iterator
-        kind is ``scan``), the schedule runs its tiles in order in a pass whose results
-        are ready per tile, the scratch plan keeps the state in a buffer for the pass
-        (set to ``start`` when it begins), and each target computes a tile from the
-        state with :meth:`evaluate_scan` (the interpreter), :meth:`scalar_scan` (the
-        native loops), or the numpy target's registered scan lowering (an op of
-        another dialect may bring its own as a ``lower_numpy_scan`` method).
-
-        By default: the op's ``scan`` dims, starting from :meth:`scan_combiner`'s
-        identity, in :meth:`scan_carry_dtype`.  (At most one of them may be cut at a
-        time.)"""
-        combiner = self.scan_combiner()
-        if combiner is None:
-            return ()
-        dtype = self.scan_carry_dtype()
-        return tuple(
-            CarriedLoop(d, combiner.identity, dtype)
-            for d, kind in enumerate(self.iterator_types())
-            if kind is IteratorType.SCAN
-        )
-
-    def scan_combiner(self) -> Combiner | None:
-        """For an op with a ``scan`` dim: the ufunc whose ``accumulate`` it is and the
-        carry's start (its identity); None for other ops.
-
-        A tile along the scan dim starts from the carry (the running value of each row
-        so far, of :meth:`scan_carry_dtype`) and leaves its last running value in it."""
-        return None
-
-    def scan_carry_dtype(self) -> np.dtype[Any]:
-        """The dtype of the carry (the result's: NumPy's ``cumsum`` of float16 adds in
-        float16, rounding every partial sum)."""
-        return numpy_dtype(cast(Operation, self).results[0].type)
-
-    def evaluate_scan(
-        self, carry: np.ndarray[Any, Any] | None, *args: np.ndarray[Any, Any]
-    ) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-        """The result of one tile of a scan from ``carry`` (None: the first tile), and the
-        carry after it (the result's last elements along the scan axis, kept as extent 1)."""
-        raise NotImplementedError(f"'{cast(Operation, self).name}' is not a scan")
-
-    def scalar_scan(self, b: Builder, carry: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
-        """Build the next running value from ``carry`` and one point's operand elements, on
-        scalars of :meth:`scan_carry_dtype`; the result element is that value."""
-        raise NotImplementedError(f"'{cast(Operation, self).name}' is not a scan")
-
-    # -- row-normalizing ops -------------------------------------------------------
-
-    def decompose(self) -> tuple[list[Operation], SSAValue] | None:
-        """For an op with a ``normalize`` dim: the same computation in ops without one
-        (reductions with ``keepdims`` and broadcasting element-wise ops), not yet
-        inserted, and the value replacing the result.  None for other ops.
-
-        The new ops read this op's operands: insert them (``Rewriter.replace_op``) or
-        erase them, or the operands keep uses nothing inserts."""
-        return None
-
-    def decomposes(self) -> bool:
-        """Whether :meth:`decompose` gives a decomposition (without building it): the op
-        has a ``normalize`` dim."""
-        return IteratorType.NORMALIZE in self.iterator_types()
-
-    # -- surface syntax: how the expression language spells it --------------------
-
-    FUNCTION: ClassVar[str | None] = None
-    """Its name as a function of the expression language (``exp`` for ``exp(x)``); None
-    when the language has no function for it.  The frontend's function table is made of
-    these, so an op with a ``FUNCTION`` in a dialect the frontend builds is callable."""
-    OPERATOR: ClassVar[str | None] = None
-    """The binary operator spelling it (``+``), for element-wise binary ops."""
-    ARITY: ClassVar[int] = 1
-    """How many tensor arguments its function takes."""
-    PARAMS: ClassVar[tuple[Param, ...]] = ()
-    """Its function's keyword parameters, in order, with their defaults."""
-
-    @classmethod
-    def bool_inputs_as(cls) -> np.dtype[Any] | None:
-        """How the op takes boolean operands, as NumPy's counterpart does: the float dtype
-        the frontend converts them to first (``exp`` of booleans is float16 in NumPy),
-        ``bool`` when the op takes them as they are (``&``, ``where``), or None when
-        NumPy's result would be an integer or an error (``sum`` of booleans): the
-        frontend then refuses them and suggests a conversion."""
-        return None
-
-    @classmethod
-    def signature(cls) -> str:
-        """``softmax(x, axis=-1)``: the function as error messages show it."""
-        args = ["x"] if cls.ARITY == 1 else ["a", "b", "c", "d"][: cls.ARITY]
-        return f"{cls.FUNCTION}({', '.join([*args, *(p.spelled() for p in cls.PARAMS)])})"
-
-    @classmethod
-    def from_call(cls, operands: Sequence[SSAValue], params: Mapping[str, object]) -> Operation:
-        """The op for ``FUNCTION(*operands, **params)`` (every parameter given, checked
-        against its kind).  Raises :class:`ShapeError` for operands it does not accept.
-        By default the constructor, with the parameters as keywords."""
-        return cast(Any, cls)(*operands, **params)
 
 
 class HasConstantValue(abc.ABC):
@@ -788,17 +681,35 @@ def structured(op: Operation) -> StructuredOpInterface | None:
     return op if isinstance(op, StructuredOpInterface) else None
 
 
+def reduction_of(op: Operation) -> Reduction:
+    """``op`` as a :class:`Reduction`; a :class:`~tdsl.errors.TdslIRError` located at the op
+    when it accumulates over ``reduction`` dims without implementing the interface."""
+    if isinstance(op, Reduction):
+        return op
+    loc = op.location
+    where = (
+        SourceLocation(loc.filename.data, loc.line.data, max(1, loc.column.data))
+        if isinstance(loc, FileLineColLoc)
+        else None  # a driver places the error by its op in the input text
+    )
+    raise TdslIRError(
+        f"'{op.name}' has reduction dims but does not implement the Reduction interface "
+        "(give it a combiner, or an accumulator with its scalar regions)",
+        where,
+        op=op,
+    )
+
+
 def checked_decomposition(op: Operation) -> tuple[list[Operation], SSAValue] | None:
-    """``op``'s :meth:`~StructuredOpInterface.decompose`, checked as it is made: None for
-    an op without one, else its ops and the value replacing the result.
+    """``op``'s :meth:`~tdsl.dialects.op_interfaces.Decomposable.decompose`, checked as it
+    is made: None for an op without one, else its ops and the value replacing the result.
 
     The contract: the op has one result; the value has its type; the new ops read only
     the op's operands and values of new ops listed before them; none of them has a
     ``normalize`` dim left.  A decomposition that breaks it is a
     :class:`~tdsl.errors.TdslIRError` located at the op, not a failure in a later pass.
     """
-    s = structured(op)
-    decomposed = None if s is None else s.decompose()
+    decomposed = op.decompose() if isinstance(op, Decomposable) else None
     if decomposed is None:
         return None
     ops, value = decomposed
@@ -1032,7 +943,7 @@ class ElementwiseOp(StructuredOpInterface, abc.ABC):
         return body_of(cast(Operation, self)).workspaces(result_shapes[0])
 
 
-class UnaryOp(IRDLOperation, ElementwiseOp, abc.ABC):
+class UnaryOp(IRDLOperation, ElementwiseOp, LanguageFunction, abc.ABC):
     """Base of element-wise unary ops: the result has the operand's type.
 
     A subclass gives the ``math``/``arith`` op of its element computation
@@ -1071,7 +982,7 @@ class UnaryOp(IRDLOperation, ElementwiseOp, abc.ABC):
         return None if cls.NUMPY_UFUNC is None else ufunc_bool_dtype(cls.NUMPY_UFUNC, 1)
 
 
-class BinaryOp(IRDLOperation, ElementwiseOp, abc.ABC):
+class BinaryOp(IRDLOperation, ElementwiseOp, LanguageFunction, abc.ABC):
     """Base of element-wise binary ops with NumPy broadcasting.
 
     Both operands share one element type; the result has the broadcast shape.
@@ -1180,7 +1091,7 @@ def _axis_attr(axis: int) -> IntegerAttr[I64]:
     return IntegerAttr(axis, i64)
 
 
-class ReductionOp(IRDLOperation, StructuredOpInterface, abc.ABC):
+class ReductionOp(IRDLOperation, StructuredOpInterface, Reduction, LanguageFunction, abc.ABC):
     """Base of reductions over one axis (or all axes when ``axis`` is absent).
 
     A subclass gives the NumPy ufunc whose ``reduce`` computes it
@@ -1363,7 +1274,7 @@ class ReductionOp(IRDLOperation, StructuredOpInterface, abc.ABC):
         return (self.scalar_finalize_state(b, self.scalar_accumulate(b, start, args), 1),)
 
 
-class RowLocalOp(IRDLOperation, StructuredOpInterface, abc.ABC):
+class RowLocalOp(IRDLOperation, StructuredOpInterface, Decomposable, LanguageFunction, abc.ABC):
     """Base of row-normalizing ops along ``axis`` (default -1): the result has the
     operand's type, and each element depends on the whole row along ``axis``.
 
@@ -1422,7 +1333,7 @@ def row_stat_shape(shape: Sequence[int], axis: int) -> tuple[int, ...]:
     return tuple(1 if i == axis else d for i, d in enumerate(shape))
 
 
-class ScanOp(IRDLOperation, StructuredOpInterface, abc.ABC):
+class ScanOp(IRDLOperation, StructuredOpInterface, Scan, LanguageFunction, abc.ABC):
     """Base of scans along ``axis``, NumPy's ``cumsum`` and ``cumprod``: the result has
     the operand's type, and each element combines the elements of its row up to it.
 
@@ -1530,7 +1441,24 @@ class ScanOp(IRDLOperation, StructuredOpInterface, abc.ABC):
         return (_as_array(value, dtype),)
 
     def scan_combiner(self) -> Combiner:
+        """The ufunc whose ``accumulate`` it is, and the carry's start (its identity)."""
         return Combiner(self.NUMPY_UFUNC, self.IDENTITY)
+
+    def scan_carry_dtype(self) -> np.dtype[Any]:
+        """The dtype of the carry (the result's: NumPy's ``cumsum`` of float16 adds in
+        float16, rounding every partial sum)."""
+        return numpy_dtype(self.result.type)
+
+    def carried_loops(self) -> tuple[CarriedLoop, ...]:
+        """Its ``scan`` dim, starting from :meth:`scan_combiner`'s identity, in
+        :meth:`scan_carry_dtype`."""
+        combiner = self.scan_combiner()
+        dtype = self.scan_carry_dtype()
+        return tuple(
+            CarriedLoop(d, combiner.identity, dtype)
+            for d, kind in enumerate(self.iterator_types())
+            if kind is IteratorType.SCAN
+        )
 
     def evaluate_scan(
         self, carry: np.ndarray[Any, Any] | None, *args: np.ndarray[Any, Any]
@@ -1577,6 +1505,8 @@ __all__ = [
     "CarriedLoop",
     "Combiner",
     "CompareOp",
+    "Contraction",
+    "Decomposable",
     "ElementConstr",
     "ElementwiseOp",
     "FloatElementConstr",
@@ -1584,12 +1514,16 @@ __all__ = [
     "FloatType",
     "HasConstantValue",
     "IteratorType",
+    "LanguageFunction",
     "LogicalOp",
     "Param",
     "ParamKind",
+    "PartialOps",
+    "Reduction",
     "ReductionOp",
     "RowLocalOp",
     "ScalarOpBuilder",
+    "Scan",
     "ScanOp",
     "ShapeError",
     "StaticShapeConstr",
@@ -1616,6 +1550,7 @@ __all__ = [
     "numpy_dtype",
     "operand_value",
     "reduce_shape",
+    "reduction_of",
     "row_stat_shape",
     "scalar_constant",
     "structured",

@@ -16,8 +16,9 @@ Every computing op implements the structured-op interface
 (:mod:`tdsl.dialects.structured`): its loop space, indexing maps and iterator
 types, its element-wise body in ``arith``/``math`` (the one statement of an
 element-wise op's semantics: the interpreter and both targets derive from it),
-its accumulation or decomposition.  Most ops are a few lines
-on one of its base classes.
+its accumulation, and the small interfaces of what only some ops are
+(:mod:`tdsl.dialects.op_interfaces`: a function of the language, a contraction,
+a decomposition, a scan).  Most ops are a few lines on one of its base classes.
 
 Each op builds from its operands alone (``AddOp(a, b)`` infers the broadcast
 result type); a builder given operands it cannot take raises a
@@ -84,14 +85,18 @@ from tdsl.dialects.structured import (
     BoolTensorConstr,
     Combiner,
     CompareOp,
+    Contraction,
     ElementConstr,
     ElementwiseOp,
     FloatTensorConstr,
     FloatType,
     HasConstantValue,
     IteratorType,
+    LanguageFunction,
     LogicalOp,
     Param,
+    PartialOps,
+    Reduction,
     ReductionOp,
     RowLocalOp,
     ScalarOpBuilder,
@@ -1296,7 +1301,7 @@ class NotOp(UnaryOp):
 
 
 @irdl_op_definition
-class WhereOp(IRDLOperation, ElementwiseOp):
+class WhereOp(IRDLOperation, ElementwiseOp, LanguageFunction):
     """``where(cond, a, b)``: ``a`` where ``cond`` is true, else ``b``, element-wise, all
     three broadcasting (``np.where``).  ``a`` and ``b`` share one element type, which is
     the result's.
@@ -1461,15 +1466,16 @@ class CastOp(IRDLOperation, StructuredOpInterface):
 
 
 @irdl_op_definition
-class MatmulOp(IRDLOperation, StructuredOpInterface):
+class MatmulOp(IRDLOperation, StructuredOpInterface, Reduction, Contraction, LanguageFunction):
     """Matrix product with ``np.matmul`` semantics.
 
     2-D operands multiply as matrices; a 1-D left (right) operand is a row
     (column) vector whose added dimension is dropped from the result; leading
     batch dimensions broadcast.  Its loops are the batch dims, the rows, the
-    columns (``parallel``) and the contraction (``reduction``).  Its right
-    operand is read whole from memory, and it runs on BLAS: it is never
-    recomputed, and tiles keep its columns and contraction whole while they can.
+    columns (``parallel``) and the contraction (``reduction``).  It is a
+    :class:`~tdsl.dialects.op_interfaces.Contraction`: its right operand is read
+    whole from memory, and it runs on BLAS: it is never recomputed, and tiles keep
+    its columns and contraction whole while they can.
 
     ```mlir
     %2 = tensordsl.matmul %0, %1 : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
@@ -1488,11 +1494,7 @@ class MatmulOp(IRDLOperation, StructuredOpInterface):
     )
     traits = traits_def(Pure())
 
-    RECOMPUTABLE: ClassVar[bool] = False
-    MATERIALIZED_OPERANDS: ClassVar[tuple[int, ...]] = (1,)
     ARITY: ClassVar[int] = 2
-    PREFERS_WHOLE: ClassVar[bool] = True
-    CONTRACTION: ClassVar[bool] = True
 
     def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation) -> None:
         a, b = operand_value(self.name, lhs), operand_value(self.name, rhs)
@@ -1551,11 +1553,6 @@ class MatmulOp(IRDLOperation, StructuredOpInterface):
         n = len(extents)
         return (dims_map(n, lhs), dims_map(n, rhs), dims_map(n, out))
 
-    def prefer_whole_dims(self) -> tuple[int, ...]:
-        extents, _, _, out = self._loops()
-        cols = (out[-1],) if len(tensor_shape(self.rhs)) >= 2 else ()
-        return (*cols, len(extents) - 1)
-
     def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
         return (np.asarray(self.evaluate_partial(*args), dtype=numpy_dtype(self.result.type)),)
 
@@ -1579,7 +1576,9 @@ class MatmulOp(IRDLOperation, StructuredOpInterface):
 
 
 @irdl_op_definition
-class TransposeOp(IRDLOperation, StructuredOpInterface, HasCanonicalizationPatternsInterface):
+class TransposeOp(
+    IRDLOperation, StructuredOpInterface, LanguageFunction, HasCanonicalizationPatternsInterface
+):
     """Reverses the axes, as ``np.transpose(x)``.
 
     It computes nothing: its operand's indexing map is the reversed identity,
@@ -1868,7 +1867,7 @@ def _converted(value: SSAValue, element: Attribute) -> tuple[list[Operation], SS
     return [op], op.result
 
 
-class ChunkedReductionOp(ReductionOp, abc.ABC):
+class ChunkedReductionOp(ReductionOp, PartialOps, abc.ABC):
     """Base of tensordsl's reductions: partial results over chunks are tensordsl ops.
 
     The partial of a chunk is the reduction itself (``PARTIAL_OP``, by default the op's
@@ -1881,7 +1880,7 @@ class ChunkedReductionOp(ReductionOp, abc.ABC):
     PARTIAL_OP: ClassVar[type[ReductionOp] | None] = None
     """The reduction computing and combining partials (None: the op's own class)."""
 
-    def partial_ops(self, operands: Sequence[SSAValue]) -> tuple[list[Operation], SSAValue] | None:
+    def partial_ops(self, operands: Sequence[SSAValue]) -> tuple[list[Operation], SSAValue]:
         (x,) = operands
         ops, wide = _converted(x, element_of(self.accumulator_dtype()))
         reducer = self.PARTIAL_OP or type(self)

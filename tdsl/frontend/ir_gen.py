@@ -56,7 +56,7 @@ from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
 
 from tdsl.dialects import tensordsl as td
-from tdsl.dialects.structured import BOOL, ELEMENT_TYPES, Param, StructuredOpInterface, element_of
+from tdsl.dialects.structured import BOOL, ELEMENT_TYPES, LanguageFunction, Param, element_of
 from tdsl.dtypes import PROMOTION_RANK, SHORT_NAMES
 from tdsl.errors import (
     SourceLocation,
@@ -97,13 +97,13 @@ DTypeLike: TypeAlias = str | np.dtype[Any] | type[Any]
 class FunctionInfo:
     """What the language knows about one function: the op declaring it.
 
-    The table is made of the ``FUNCTION`` each op of the tensordsl dialect
-    declares (the structured-op interface's surface syntax), with its arity and
-    keyword parameters: adding an op with a ``FUNCTION`` adds the function.
+    The table is made of the ``FUNCTION`` each op of the tensordsl dialect that is a
+    :class:`~tdsl.dialects.op_interfaces.LanguageFunction` declares, with its arity and
+    keyword parameters: adding such an op with a ``FUNCTION`` adds the function.
     """
 
     name: str
-    op: type[StructuredOpInterface]
+    op: type[LanguageFunction]
 
     @property
     def arity(self) -> int:
@@ -125,7 +125,7 @@ class FunctionInfo:
 def _function_table() -> dict[str, FunctionInfo]:
     table: dict[str, FunctionInfo] = {}
     for op in td.TensorDSL.operations:
-        if issubclass(op, StructuredOpInterface) and op.FUNCTION is not None:
+        if issubclass(op, LanguageFunction) and op.FUNCTION is not None:
             table[op.FUNCTION] = FunctionInfo(op.FUNCTION, op)
     return table
 
@@ -351,7 +351,7 @@ class _FunctionLowering:
     def unify(
         self,
         operands: Sequence[tuple[_Value, Span]],
-        op: type[StructuredOpInterface] | None = None,
+        op: type[LanguageFunction] | None = None,
         what: str = "",
         span: Span | None = None,
     ) -> list[_Tensor]:

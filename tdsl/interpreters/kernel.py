@@ -40,11 +40,13 @@ from xdsl.utils.exceptions import InterpretationError
 from tdsl.dialects.kernel import FusedOp, TileOp, YieldOp
 from tdsl.dialects.kernel_plan import Dims, PlanError, iter_tiles
 from tdsl.dialects.structured import (
-    StructuredOpInterface,
+    Reduction,
+    Scan,
     constant_value,
     element_of,
     fmt_shape,
     numpy_dtype,
+    reduction_of,
     structured,
     tensor_shape,
 )
@@ -141,14 +143,15 @@ class _TileRun:
             local: dict[SSAValue, Array] = dict(env)
             for op in step.ops:
                 if op in accs:
-                    s = structured(op)
-                    assert isinstance(s, StructuredOpInterface)
-                    partial = s.evaluate_state(*(self.read(v, window, local) for v in op.operands))
-                    accs[op] = _combine(s, accs[op], partial)
+                    red = reduction_of(op)
+                    partial = red.evaluate_state(
+                        *(self.read(v, window, local) for v in op.operands)
+                    )
+                    accs[op] = _combine(red, accs[op], partial)
                     continue
                 if op in carries:  # a scan: this tile starts from the last one's values
                     s = structured(op)
-                    assert isinstance(s, StructuredOpInterface)
+                    assert isinstance(s, Scan)
                     args = (self.read(v, window, local) for v in op.operands)
                     value, carries[op] = s.evaluate_scan(carries[op], *args)
                     local[op.results[0]] = value
@@ -160,20 +163,18 @@ class _TileRun:
                     for r in op.results:
                         self.write(r, window, local)
         for op, acc in accs.items():
-            s = structured(op)
-            assert isinstance(s, StructuredOpInterface) and acc is not None
+            assert acc is not None
             with np.errstate(all="ignore"):
-                value = _finalize(s, op, acc, sched.count(op))
+                value = _finalize(reduction_of(op), op, acc, sched.count(op))
             (result,) = op.results
             env[result] = np.asarray(value, dtype=numpy_dtype(result.type))
             self.write(result, outer, env)
 
 
 def _combine(
-    s: StructuredOpInterface, acc: tuple[Array, ...] | None, partial: tuple[Array, ...]
+    s: Reduction, acc: tuple[Array, ...] | None, partial: tuple[Array, ...]
 ) -> tuple[Array, ...]:
     state = s.accumulator()
-    assert state is not None
     if acc is None:
         acc = tuple(
             np.full(partial[0].shape, x, dtype=dt)
@@ -189,10 +190,9 @@ def _combine(
 
 
 @functools.lru_cache(maxsize=64)
-def _merge_function(s: StructuredOpInterface) -> ScalarFunction:
+def _merge_function(s: Reduction) -> ScalarFunction:
     """A tuple accumulator's ``scalar_merge``, built once per op, run on arrays."""
     state = s.accumulator()
-    assert state is not None
     k = state.size
     elements = [element_of(dt) for dt in state.dtypes]
     return ScalarFunction(
@@ -200,13 +200,12 @@ def _merge_function(s: StructuredOpInterface) -> ScalarFunction:
     )
 
 
-def _finalize(s: StructuredOpInterface, op: Operation, acc: tuple[Array, ...], count: int) -> Array:
+def _finalize(s: Reduction, op: Operation, acc: tuple[Array, ...], count: int) -> Array:
     """The result from the final state: ``finalize`` of one component, or a tuple
     accumulator's ``scalar_finalize_state`` run on the arrays."""
     if len(acc) == 1:
         return s.finalize(acc[0], count)
     state = s.accumulator()
-    assert state is not None
     elements = [element_of(dt) for dt in state.dtypes]
     fin = ScalarFunction(elements, lambda b, xs: [s.scalar_finalize_state(b, xs, count)])
     (value,) = fin(*acc)

@@ -39,7 +39,7 @@ from xdsl.utils.exceptions import InterpretationError
 
 from tdsl.dialects.structured import (
     IteratorType,
-    StructuredOpInterface,
+    Scan,
     checked_decomposition,
     constant_value,
     element_body,
@@ -47,6 +47,7 @@ from tdsl.dialects.structured import (
     element_type,
     map_dims,
     numpy_dtype,
+    reduction_of,
     structured,
     tensor_shape,
 )
@@ -157,9 +158,9 @@ def reference_evaluate(op: Operation, *args: Array) -> tuple[Array, ...]:
     elements = [element_type(v.type) for v in op.operands]
     reduced = [d for d, k in enumerate(kinds) if k is IteratorType.REDUCTION]
     kept = [d for d, k in enumerate(kinds) if k is not IteratorType.REDUCTION]
-    carried = s.carried_loops()
+    carried = op.carried_loops() if isinstance(op, Scan) else ()
     if carried and math.prod(loops):
-        return (_run_scan(s, op, carried[0].dim, gathered, loops, maps[n_in]),)
+        return (_run_scan(op, carried[0].dim, gathered, loops, maps[n_in]),)
     if not reduced:
         body = ScalarFunction(elements, lambda b, xs: element_body(op, b, xs))
         with np.errstate(all="ignore"):
@@ -173,16 +174,15 @@ def reference_evaluate(op: Operation, *args: Array) -> tuple[Array, ...]:
             )
             results.append(_layout(value, kept, maps[n_in + j]))
         return tuple(results)
-    state = s.accumulator()
-    if state is None:
-        raise InterpretationError(f"'{op.name}' has reduction dims but no accumulator")
+    red = reduction_of(op)
+    state = red.accumulator()
     k = state.size
     acc_elements = [element_of(dt) for dt in state.dtypes]
     combine = ScalarFunction(
-        [*acc_elements, *elements], lambda b, xs: list(s.scalar_accumulate(b, xs[:k], xs[k:]))
+        [*acc_elements, *elements], lambda b, xs: list(red.scalar_accumulate(b, xs[:k], xs[k:]))
     )
     count = math.prod(loops[d] for d in reduced)
-    finalize = ScalarFunction(acc_elements, lambda b, xs: [s.scalar_finalize_state(b, xs, count)])
+    finalize = ScalarFunction(acc_elements, lambda b, xs: [red.scalar_finalize_state(b, xs, count)])
     # the reduced dims last, flattened: fold the combine over them
     moved = [
         np.moveaxis(g, reduced, range(len(loops) - len(reduced), len(loops))).reshape(
@@ -203,7 +203,6 @@ def reference_evaluate(op: Operation, *args: Array) -> tuple[Array, ...]:
 
 
 def _run_scan(
-    s: StructuredOpInterface,
     op: Operation,
     axis: int,
     gathered: Sequence[Array],
@@ -212,11 +211,12 @@ def _run_scan(
 ) -> Array:
     """A scan from its interface: the carry starts at the identity and takes each element
     along ``axis`` in order (``scalar_scan``); each running value is a result element."""
-    loop = s.carried_loops()[0]
+    assert isinstance(op, Scan)
+    loop = op.carried_loops()[0]
     carry_element = element_of(loop.dtype)
     elements = [element_type(v.type) for v in op.operands]
     step = ScalarFunction(
-        [carry_element, *elements], lambda b, xs: [s.scalar_scan(b, xs[0], xs[1:])]
+        [carry_element, *elements], lambda b, xs: [op.scalar_scan(b, xs[0], xs[1:])]
     )
     moved = [np.moveaxis(g, axis, -1) for g in gathered]
     carry = np.full(moved[0].shape[:-1], loop.start, dtype=loop.dtype)

@@ -2,9 +2,10 @@
 
 This module decides; :mod:`tdsl.lowering.fuse` rewrites the IR and renders the
 report.  Both the pass and the report call :func:`plan_block`, so the rules
-exist once.  The rules read nothing but the structured-op interface, through
-the iteration-space analysis that ``tdsl-tile`` uses too
-(:mod:`tdsl.lowering.iteration_space`).
+exist once.  The rules read nothing but the structured-op interface (and the
+small interfaces of :mod:`tdsl.dialects.op_interfaces`: a contraction's
+materialized operands), through the iteration-space analysis that ``tdsl-tile``
+uses too (:mod:`tdsl.lowering.iteration_space`).
 
 The model
 ---------
@@ -22,8 +23,8 @@ a legal group when
    ``exp(x) + transpose(exp(x))`` cannot be one group (``exp(x)`` would be
    needed in two layouts), while ``x + transpose(x)`` can (an input is read
    along as many maps as its readers need);
-2. an operand an op needs from memory (``MATERIALIZED_OPERANDS``: a matmul's
-   right operand) is not computed in the group, except through views
+2. an operand an op needs from memory (a contraction's
+   ``materialized_operands()``: a matmul's right operand) is not computed in the group, except through views
    (``transpose`` of an input reads the input);
 3. its smallest legal tile needs no more scratch than the memory budget (in
    the scratch model of :mod:`tdsl.dialects.kernel_plan`; rows whole for
@@ -69,6 +70,7 @@ from xdsl.traits import IsTerminator
 from tdsl.dialects.kernel import FusedOp
 from tdsl.dialects.kernel_plan import GroupBody
 from tdsl.dialects.structured import (
+    Contraction,
     constant_value,
     fmt_shape,
     numpy_dtype,
@@ -319,8 +321,7 @@ class _Spaces:
         pid = len(self._part_parent)
         self._part_parent[pid] = pid
         self._op_part[op] = pid
-        s = structured(op)
-        assert s is not None
+        assert structured(op) is not None
         part = _Part(pid, [op], {}, set(), [], set(self.users(op)), 0)
         for value, dims in (*zip(op.results, results, strict=True), *reads.items()):
             self._add_pairs(part, value, dims)
@@ -335,7 +336,7 @@ class _Spaces:
             read = self._value(dims)
             part.reads[v] = [read]
             part.bound += read.cost
-        for i in s.MATERIALIZED_OPERANDS:
+        for i in op.materialized_operands() if isinstance(op, Contraction) else ():
             m = _Materialized(op, i, op.operands[i], self._key(), pid)
             part.materialized.append(m)
             part.order.append(m)
@@ -977,9 +978,7 @@ class _Planner:
             end = len(self.ops)
             live = _Live({}, {}, {}, False)
             for op in part.ops:
-                s = structured(op)
-                assert s is not None
-                live.never_recomputed |= not s.RECOMPUTABLE
+                live.never_recomputed |= isinstance(op, Contraction) and not op.recomputable()
                 at = self.index[op]
                 values = self.spaces.results[op]
                 for r, value in zip(op.results, values, strict=True):

@@ -40,6 +40,7 @@ from xdsl.ir import Operation, SSAValue
 
 from tdsl.dialects.kernel_plan import Dims, GroupBody, derived_kinds
 from tdsl.dialects.structured import (
+    Contraction,
     IteratorType,
     StructuredOpInterface,
     constant_value,
@@ -209,7 +210,7 @@ def apply_op(dv: DimVars, op: Operation, operand_dims: Sequence[VarDims]) -> tup
     for loop, kind in enumerate(kinds):
         if kind is not IteratorType.PARALLEL:
             dv.mark(loops[loop], reduced=op)
-    for loop in s.prefer_whole_dims():
+    for loop in op.prefer_whole_dims() if isinstance(op, Contraction) else ():
         dv.mark(loops[loop], prefer=True)
     results: list[VarDims] = []
     for amap in maps[len(op.operands) :]:

@@ -24,7 +24,7 @@ tile, over the elements, computing every op from its scalar body (the
 structured-op interface: ``scalar_body`` for element-wise ops;
 ``scalar_combine``, ``scalar_finalize`` and the combiner's identity for
 reductions; ``decompose`` for row-normalizing ops, which are decomposed
-first).  Element-wise values are never stored: each loop nest computes what
+first; ``scalar_scan`` for scans).  Element-wise values are never stored: each loop nest computes what
 it needs at each point, in registers, and a value a later nest needs again is
 computed again.  A loop nest is one *sweep* over the elements:
 
@@ -94,15 +94,18 @@ from tdsl.dialects.kernel import FusedOp, TileOp
 from tdsl.dialects.kernel_plan import Dims, GroupBody, carried_dims, carry_dims, propagate_dims
 from tdsl.dialects.structured import (
     BOOL,
+    Contraction,
     FloatType,
     IteratorType,
     ReductionOp,
+    Scan,
     constant_value,
     convert_scalar,
     element_body,
     element_of,
     element_type,
     numpy_dtype,
+    reduction_of,
     structured,
     tensor_shape,
 )
@@ -136,15 +139,15 @@ def matmul_symbol(element: Attribute, m: int, k: int, n: int) -> str:
 
 
 def _is_contraction(op: Operation) -> bool:
-    """A matrix product (the interface's ``CONTRACTION``): BLAS may compute it."""
-    s = structured(op)
-    return s is not None and s.CONTRACTION
+    """A matrix product (a :class:`~tdsl.dialects.op_interfaces.Contraction`): BLAS may
+    compute it."""
+    return isinstance(op, Contraction)
 
 
 def _is_scan(op: Operation) -> bool:
-    """Whether ``op`` tiles some loop dim itself, carrying a state (``carried_loops``)."""
-    s = structured(op)
-    return s is not None and bool(s.carried_loops())
+    """Whether ``op`` tiles some loop dim itself, carrying a state (a
+    :class:`~tdsl.dialects.op_interfaces.Scan` with ``carried_loops``)."""
+    return isinstance(op, Scan) and bool(op.carried_loops())
 
 
 def _is_reduction(op: Operation) -> bool:
@@ -364,17 +367,15 @@ class _Group:
         self.in_output: dict[Operation, int] = {}
         for k, v in enumerate(body.outputs):
             p = body.producer(v)
-            s = None if p is None else structured(p)
             if (
                 p is None
-                or s is None
                 or not _is_reduction(p)
                 or p in self.blas
                 or p in self.in_output
                 or body.outputs.count(v) != 1
-                or s.finalizes()
-                or _state_size(s) != 1
-                or s.accumulator_dtype() != numpy_dtype(v.type)
+                or reduction_of(p).finalizes()
+                or reduction_of(p).accumulator().size != 1
+                or reduction_of(p).accumulator_dtype() != numpy_dtype(v.type)
                 or body.output_dims[k] != body.dims[v]
             ):
                 continue
@@ -560,7 +561,7 @@ class _Group:
         """The components after the first of tuple accumulators: (op, component)."""
         out: list[tuple[Operation, int]] = []
         for op in self.accumulators():
-            out += [(op, c) for c in range(1, _state_size(structured(op)))]
+            out += [(op, c) for c in range(1, _state_size(op))]
         return out
 
     def scratch_types(self) -> list[MemRefType[Attribute]]:
@@ -569,24 +570,23 @@ class _Group:
         accumulators."""
         types: list[MemRefType[Attribute]] = []
         for op in self.accumulators():
-            s = structured(op)
-            assert s is not None
             types.append(
-                MemRefType(element_of(s.accumulator_dtype()), self.tile_shape(op.results[0]))
+                MemRefType(
+                    element_of(reduction_of(op).accumulator_dtype()),
+                    self.tile_shape(op.results[0]),
+                )
             )
         for v in self.stored:
             types.append(MemRefType(element_type(v), self.tile_shape(v)))
         for op in self.carries:
-            s = structured(op)
-            assert s is not None
+            assert isinstance(op, Scan)
             shape = [
                 1 if d is None else n
                 for n, d in zip(self.tile_shape(op.results[0]), self.carry_dims(op), strict=True)
             ]
-            types.append(MemRefType(element_of(s.carried_loops()[0].dtype), shape))
+            types.append(MemRefType(element_of(op.carried_loops()[0].dtype), shape))
         for op, c in self.more_states():
-            state = structured(op).accumulator()  # type: ignore[union-attr]
-            assert state is not None
+            state = reduction_of(op).accumulator()
             types.append(MemRefType(element_of(state.dtypes[c]), self.tile_shape(op.results[0])))
         return types
 
@@ -865,10 +865,7 @@ class _Group:
             for op, where in accs.items():
                 if self.level[op] != level:
                     continue
-                s = structured(op)
-                assert s is not None
-                state = s.accumulator()
-                assert state is not None
+                state = reduction_of(op).accumulator()
                 dims = _dim_set(body.dims[op.results[0]])
                 inner, coords = code.nest(ranges(dims))
                 point = _Point(self, inner, {**hoisted, **coords}, starts, storage)
@@ -910,9 +907,8 @@ class _Group:
                         touched.append((what, body.dims[what]))
                 # the scans this sweep computes start from their identity
                 for op in self._scans_computed(effects, storage):
-                    s = structured(op)
-                    assert s is not None
-                    loop = s.carried_loops()[0]
+                    assert isinstance(op, Scan)
+                    loop = op.carried_loops()[0]
                     cdims = self.carry_dims(op)
                     inner, coords = code.nest(ranges(_dim_set(cdims)))
                     point = _Point(self, inner, {**hoisted, **coords}, starts, storage, carries)
@@ -968,10 +964,9 @@ class _Group:
                 point.store(point.value(v, body.output_dims[k]), outputs[k], body.output_dims[k])
 
 
-def _state_size(s: object) -> int:
+def _state_size(op: Operation) -> int:
     """How many components a reduction's accumulator has (1 for most)."""
-    state = s.accumulator() if s is not None else None  # type: ignore[attr-defined]
-    return 1 if state is None else state.size
+    return reduction_of(op).accumulator().size
 
 
 def _effect_values(
@@ -1088,21 +1083,20 @@ class _Point:
             return self.load(self.storage[v], dims)
         if v in group.staged and v in self.storage:  # staged in an output, maybe widened
             return convert_scalar(self.code.b, self.load(self.storage[v], dims), element_type(v))
-        if v in self.storage:  # a BLAS result, or a reduction's accumulator
+        if v in self.storage:  # a BLAS result, a stored value, or a reduction's accumulator
             raw = self.load(self.storage[v], dims)
-            if p in group.blas:
+            if p in group.blas or not _is_reduction(p):
                 return raw
-            s = structured(p)
-            assert s is not None
             more = [self.load(w, dims) for w in group.more_storage.get(p, ())]
-            return s.scalar_finalize_state(self.code.b, [raw, *more], body.count(p))
+            return reduction_of(p).scalar_finalize_state(self.code.b, [raw, *more], body.count(p))
         s = structured(p)
         assert s is not None
         args = [self.memo[(w, body.reads[(p, i)])] for i, w in enumerate(p.operands)]
         if p in self.carries:  # a scan: the next running value of this row
+            assert isinstance(p, Scan)
             cdims = group.carry_dims(p)
             carry = self.load(self.carries[p], cdims)
-            running = s.scalar_scan(self.code.b, carry, args)
+            running = p.scalar_scan(self.code.b, carry, args)
             self.store(running, self.carries[p], cdims)
             self.memo[(v, body.dims[v])] = running
             return running
@@ -1113,13 +1107,11 @@ class _Point:
 
     def accumulate(self, op: Operation, where: Storage) -> None:
         body = self.group.body
-        s = structured(op)
-        assert s is not None
         args = [self.value(w, body.reads[(op, i)]) for i, w in enumerate(op.operands)]
         dims = body.dims[op.results[0]]
         places = [where, *self.group.more_storage.get(op, ())]
         state = [self.load(w, dims) for w in places]
-        combined = s.scalar_accumulate(self.code.b, state, args)
+        combined = reduction_of(op).scalar_accumulate(self.code.b, state, args)
         if isinstance(op, ReductionOp) and op.REORDERS:
             for c in combined:
                 _mark_reassoc(c)

@@ -87,6 +87,7 @@ from tdsl.dialects.kernel_plan import (
     schedule,
 )
 from tdsl.dialects.structured import (
+    Decomposable,
     IteratorType,
     checked_decomposition,
     constant_value,
@@ -382,7 +383,7 @@ class _Part:
 
 
 def _decomposes(ops: Sequence[Operation]) -> bool:
-    return any((s := structured(op)) is not None and s.decomposes() for op in ops)
+    return any(isinstance(op, Decomposable) and op.decomposes() for op in ops)
 
 
 class _Group:

@@ -13,8 +13,8 @@ scratch:
 - **threads**: with ``threads`` > 1 the loop over that dim is split into
   tile-aligned chunks, one per thread, each with its own scratch, only when
   every thread gets at least :data:`THREAD_MIN_BYTES` of data;
-- **ops run whole**: an op that prefers few large calls (``PREFERS_WHOLE``: a
-  matmul on BLAS) whose operands are group inputs and whose result goes
+- **ops run whole**: an op that prefers few large calls (a
+  :class:`~tdsl.dialects.op_interfaces.Contraction`: a matmul on BLAS) whose operands are group inputs and whose result goes
   straight into an output runs once on the whole arrays before the loop; its
   consumers then read the output tile by tile.  One that cannot (it reads a
   computed prologue, say) keeps the recorded tiles and the group
@@ -36,7 +36,7 @@ from tdsl.dialects.kernel_plan import (
     plan_scratch,
     schedule,
 )
-from tdsl.dialects.structured import IteratorType, numpy_dtype, structured, tensor_shape
+from tdsl.dialects.structured import Contraction, IteratorType, numpy_dtype, tensor_shape
 
 CACHE_BLOCK_BYTES = 256 * 1024
 """Largest block of one value a tile touches (the L2 cache holds a few)."""
@@ -66,8 +66,7 @@ def _plan(body: GroupBody, tiles: Sequence[int]) -> tuple[TileSchedule, ScratchP
 def _runs_whole(body: GroupBody, sched: TileSchedule, plan: ScratchPlan) -> set[Operation]:
     out: set[Operation] = set()
     for op in body.ops:
-        s = structured(op)
-        if s is None or not s.PREFERS_WHOLE or sched.step_of.get(op) != 0:
+        if not isinstance(op, Contraction) or sched.step_of.get(op) != 0:
             continue
         if any(body.producer(v) is not None for v in op.operands):
             continue
@@ -102,11 +101,7 @@ def plan_run(body: GroupBody, ir_tiles: Sequence[int], recorded: int | None, thr
     sched, plan = _plan(body, tiles)
     notes: list[str] = []
     whole = _runs_whole(body, sched, plan)
-    in_loop = [
-        op
-        for op in body.ops
-        if (s := structured(op)) is not None and s.PREFERS_WHOLE and op not in whole
-    ]
+    in_loop = [op for op in body.ops if isinstance(op, Contraction) and op not in whole]
     # an op that does not run along the cut dim would compute again on each of its
     # tiles, and on several threads write the same results at once
     runs_along = [set(body.loop_dims(op)) for op in body.ops]

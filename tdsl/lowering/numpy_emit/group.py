@@ -35,10 +35,12 @@ from tdsl.dialects.kernel_plan import (
     instance_of,
 )
 from tdsl.dialects.structured import (
+    Scan,
     StructuredOpInterface,
     constant_value,
     fmt_shape,
     numpy_dtype,
+    reduction_of,
     structured,
     tensor_shape,
 )
@@ -249,7 +251,7 @@ class _Lowering:
                     op.name,
                 )
                 if op_plan.carry >= 0:
-                    self.scan(op, s, op_plan, args, results, gen, code)
+                    self.scan(op, op_plan, args, results, gen, code)
                 else:
                     lower_op(op, s, gen, args, results)
                 (self.whole if op in self.run.whole else code.body).extend(gen.instrs)
@@ -272,7 +274,6 @@ class _Lowering:
     def scan(
         self,
         op: Operation,
-        s: StructuredOpInterface,
         op_plan: OpPlan,
         args: list[Var],
         results: list[Var],
@@ -286,7 +287,8 @@ class _Lowering:
             ax if d is not None or ax.dim is None else Axis(1)
             for ax, d in zip(results[0].layout, dims, strict=True)
         )
-        loop = s.carried_loops()[0]
+        assert isinstance(op, Scan)  # it carries a state along the tiled dim
+        loop = op.carried_loops()[0]
         carry = Var(
             layout, loop.dtype, "buffer", self.tiling.full_shape(layout), index=op_plan.carry
         )
@@ -307,7 +309,8 @@ class _Lowering:
         final = self.var((result, step.index + 1))
         layout = final.layout
         acc_slot = op_plan.accumulator
-        state = s.accumulator()
+        red = reduction_of(op)
+        state = red.accumulator()
         assert acc_slot is not None and state is not None
         kind = "buffer" if acc_slot.kind == "buffer" else "output"
         accs = [Var(layout, state.dtypes[0], kind, final.tile, index=acc_slot.index)]
@@ -326,7 +329,7 @@ class _Lowering:
             self.workspaces(op, s, op_plan, accs[0], args),
             op.name,
         )
-        combiner = s.combiner()
+        combiner = red.combiner()
         if combiner is not None:
             (acc,), (partial,) = accs, partials
             lower_partial(op, gen, args, partial)
@@ -337,7 +340,7 @@ class _Lowering:
         code.body.extend(gen.instrs)
         acc = accs[0]
         same = acc.kind == final.kind and acc.index == final.index and acc.dtype == final.dtype
-        if not same or s.finalizes() or len(accs) > 1:
+        if not same or red.finalizes() or len(accs) > 1:
             fin = TileGen(self.state.consts, self.tile_shape, (), op.name)
             lower_finalize(
                 op, fin, acc if len(accs) == 1 else tuple(accs), final, self.sched.count(op)

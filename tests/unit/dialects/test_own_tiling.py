@@ -1,7 +1,8 @@
 """An op of another dialect brings its own tiling through ``carried_loops``.
 
 ``ext.running_max`` (``np.maximum.accumulate`` along the last axis) is defined
-here from ``IRDLOperation`` and the structured-op interface alone, not from
+here from ``IRDLOperation``, the structured-op interface and the
+:class:`~tdsl.dialects.op_interfaces.Scan` interface alone, not from
 :class:`~tdsl.dialects.structured.ScanOp`: it says which loop dim it tiles
 itself (``carried_loops``: tiles in order, a state of one value per row, its
 start) and how one tile runs from the state on each target (``evaluate_scan``,
@@ -34,6 +35,7 @@ from tdsl.dialects.structured import (
     CarriedLoop,
     FloatTensorConstr,
     IteratorType,
+    Scan,
     StructuredOpInterface,
     identity_map,
     numpy_dtype,
@@ -49,7 +51,7 @@ Array = np.ndarray[Any, Any]
 
 
 @irdl_op_definition
-class RunningMaxOp(IRDLOperation, StructuredOpInterface):
+class RunningMaxOp(IRDLOperation, StructuredOpInterface, Scan):
     """The running maximum along the last axis (``np.maximum.accumulate(x, axis=-1)``).
 
     ```mlir
