@@ -132,6 +132,13 @@ class TdslBudgetWarning(TdslWarning):
     warning (and the fusion report) says what it needs."""
 
 
+class TdslLoopsBudgetWarning(TdslBudgetWarning):
+    """The native loops of a group need more scratch than its plan records under the
+    memory budget: they take scan and reduction dims whole, and the plan cuts one.  The
+    code still runs, using more memory than the budget; ``target="auto"`` runs the numpy
+    target instead, which keeps the plan."""
+
+
 class TdslCacheWarning(TdslWarning):
     """A compiled kernel could not be written to the JIT's cache on disk (it still runs)."""
 
@@ -144,6 +151,7 @@ __all__ = [
     "TdslCallError",
     "TdslError",
     "TdslIRError",
+    "TdslLoopsBudgetWarning",
     "TdslNameError",
     "TdslNativeError",
     "TdslOptionError",

@@ -31,6 +31,7 @@ import contextlib
 import gc
 import math
 import threading
+import warnings
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
@@ -40,6 +41,7 @@ import numpy as np
 from tdsl.errors import (
     TdslError,
     TdslIRError,
+    TdslLoopsBudgetWarning,
     TdslNameError,
     TdslNativeError,
     TdslTypeError,
@@ -365,15 +367,25 @@ def _choose(
     from tdsl.native.runtime import NativeProgram, StridedVariants
 
     try:
-        # decided before any native pass runs: the loops lowering's own plan
-        looped = loop_matmuls(modules["tiled"]) if options.target == "auto" else 0
+        with warnings.catch_warnings(record=options.target == "auto") as caught:
+            if caught is not None:  # whatever the caller's filters say
+                warnings.simplefilter("always", TdslLoopsBudgetWarning)
+            # decided before any native pass runs: the loops lowering's own plan
+            looped = loop_matmuls(modules["tiled"]) if options.target == "auto" else 0
+            if not looped:
+                native = _run_pipeline(NATIVE_PASSES, modules["tiled"].clone(), Context(), False)
+        over = [w.message for w in caught or () if isinstance(w.message, TdslLoopsBudgetWarning)]
+        for w in caught or ():  # the others reach the caller as they were
+            if not isinstance(w.message, TdslLoopsBudgetWarning):
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         if looped:
             return _Native(
                 reason=f"{plural(looped, 'matmul')} would run as compiled loops, not BLAS "
                 "(an operand computed in its group, or a result read by more than an "
                 "element-wise epilogue), where the numpy target calls BLAS"
             )
-        native = _run_pipeline(NATIVE_PASSES, modules["tiled"].clone(), Context(), False)
+        if over:  # auto keeps the memory promise: the numpy target runs the plan
+            return _Native(reason=f"the native loops would break the budget: {over[0]}")
         program = NativeProgram(
             native["loops"], native["llvm"], options.threads, keep_object=keep_object
         )

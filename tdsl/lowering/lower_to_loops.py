@@ -67,6 +67,7 @@ dialects lack.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, cast
@@ -109,7 +110,8 @@ from tdsl.dialects.structured import (
     structured,
     tensor_shape,
 )
-from tdsl.errors import TdslIRError
+from tdsl.errors import TdslIRError, TdslLoopsBudgetWarning
+from tdsl.lowering.locations import op_location
 from tdsl.lowering.tile import decomposed_copy
 
 SPLIT_TILES = 64
@@ -353,6 +355,23 @@ class _Group:
         self.tiles = tuple(shrunk)
         if shrunk != list(tiles):
             self._plan()
+        if scratch > limit and scratch > self._scratch_at(tile.tiles_value):
+            # the loops still need more than the plan, because they take scan and
+            # reduction dims whole where the plan cuts them to fit the budget (a value
+            # they store spans such a dim; small differences of the two scratch models,
+            # an accumulator the plan keeps in the output, are not refused)
+            name = tile.group_name or "a group"
+            where = op_location(tile)
+            warnings.warn(
+                TdslLoopsBudgetWarning(
+                    f"{'' if where is None else f'{where}: '}'{name}': the native loops need "
+                    f"{scratch} elements of scratch per tile, more than the {limit} its plan "
+                    "records under the memory budget (the loops take scan and reduction dims "
+                    "whole, and this plan cuts one); the numpy target keeps the plan, or give "
+                    f"a budget of at least {scratch} elements"
+                ),
+                stacklevel=2,
+            )
         self.tiled = [d for d in range(body.rank) if self.tiles[d] < self.extents[d]]
 
     # -- planning -----------------------------------------------------------------
@@ -549,6 +568,18 @@ class _Group:
 
     def _scratch_elements(self) -> int:
         return sum(math.prod(t.get_shape()) for t in self.scratch_types())
+
+    def _scratch_at(self, plan_tiles: Sequence[int]) -> int:
+        """The loops' scratch if their scan and reduction dims took the plan's tiles."""
+        kept = self.tiles
+        self.tiles = tuple(
+            t if self.body.kinds[d] is IteratorType.PARALLEL else min(p, e)
+            for d, (t, p, e) in enumerate(zip(kept, plan_tiles, self.extents, strict=True))
+        )
+        try:
+            return self._scratch_elements()
+        finally:
+            self.tiles = kept
 
     def _scan_dims(self, op: Operation) -> set[int]:
         return carried_dims(self.body, op)

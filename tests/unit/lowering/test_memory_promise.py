@@ -43,7 +43,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType, f32, f64
 
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.kernel import TileOp
-from tdsl.errors import TdslBudgetWarning
+from tdsl.errors import TdslBudgetWarning, TdslLoopsBudgetWarning
 from tdsl.jit import JITTensorKernel
 from tdsl.lowering.fuse import fuse, fusion_report
 from tdsl.lowering.numpy_emit import blocking
@@ -159,7 +159,13 @@ def test_a_call_allocates_at_most_the_larger_of_the_budget_and_the_least_need(
     tiled = tiled_at(module, budget)
     with np.errstate(all="ignore"):
         want = run_function(module, "main", *arrays)
-    extra, results = run(tiled, arrays, threads)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", TdslLoopsBudgetWarning)
+        extra, results = run(tiled, arrays, threads)
+    # the native loops take scan and reduction dims whole: where the plan cuts one and they
+    # need more scratch than it records, they say so (and auto runs the numpy target)
+    announced = any(isinstance(w.message, TdslLoopsBudgetWarning) for w in caught)
+    assert not announced or target == "native"
     for g, w in zip(results, want, strict=True):
         if target == "numpy":
             assert_matches(g, w)
@@ -177,6 +183,9 @@ def test_a_call_allocates_at_most_the_larger_of_the_budget_and_the_least_need(
     itemsize = widest_itemsize(module)
     slack = numpy_buffers(threads, itemsize)
     allowed = max(budget, need) * itemsize + slack
+    if announced:
+        event("native announced more scratch than the plan")
+        return
     assert extra <= allowed, (
         f"{target}: the call allocated {extra} bytes beyond its outputs, more than {allowed}: "
         f"max(budget {budget}, need {need}) x {itemsize} bytes + NumPy's buffers {slack}"
@@ -284,3 +293,48 @@ def test_a_tighter_budget_never_allocates_more() -> None:
 def least_need_of(kernel: Any) -> tuple[int, bool]:
     memory = kernel.fusion_report.memory[0]
     return memory.need, memory.fits
+
+
+def test_native_announces_a_plan_its_loops_cannot_keep_and_auto_runs_numpy() -> None:
+    """Found by the property test (seed 11): the plan cuts ``cumsum``'s scan dim to 1 row so
+    that the group fits 724 elements, but the native loops take scan dims whole and store
+    the matmul's 362x362 operand (2 MB a call).  They now warn with the reason, and
+    ``auto`` runs the numpy target, which keeps the plan."""
+    native_or_skip()
+    rng = np.random.default_rng(0)
+    x = rng.random((362, 362)).astype(np.float32)
+    v = rng.random(362).astype(np.float32)
+    text = "cumsum(x, axis=0) @ v"
+    shapes = {"x": x.shape, "v": v.shape}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)  # 16 elements: no plan fits
+        with pytest.warns(TdslLoopsBudgetWarning, match=r"native loops need \d+ elements"):
+            native = JITTensorKernel(memory_budget=16, target="native", threads=1).compile(
+                text, shapes=shapes, dtypes="f32"
+            )
+        fn = JITTensorKernel(memory_budget=16, target="auto", threads=1).compile(
+            text, shapes=shapes, dtypes="f32"
+        )
+    assert native.target == "native"
+    np.testing.assert_allclose(native(x, v), np.cumsum(x, axis=0) @ v, rtol=1e-4)
+    assert fn.target == "numpy" and fn.target_reason
+    peak, got = measure_peak(fn, x, v)
+    np.testing.assert_allclose(got, np.cumsum(x, axis=0) @ v, rtol=1e-5)
+    assert peak - got.nbytes <= 724 * 4 + numpy_buffers(1, 4)
+
+
+def test_auto_runs_numpy_where_the_native_loops_would_break_the_budget() -> None:
+    native_or_skip()
+    shapes = {"a": (128, 160), "b": (128, 160)}
+    text = "log_softmax(a) + log_softmax(b, axis=0)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)  # no fusion plan fits 64
+        warnings.simplefilter("error", TdslLoopsBudgetWarning)  # auto keeps this one to itself
+        fn = JITTensorKernel(memory_budget=64, target="auto", threads=1).compile(
+            text, shapes=shapes, dtypes="f32"
+        )
+    assert fn.target == "numpy"
+    assert "native loops would break the budget" in (fn.target_reason or "")
+    # with a budget the loops fit, auto compiles natively
+    roomy = JITTensorKernel(memory_budget=1_000_000, target="auto", threads=1)
+    assert roomy.compile(text, shapes=shapes, dtypes="f32").target == "native"
