@@ -3,7 +3,7 @@
     pip install mpmath && python benchmarks/fit_polynomials.py
 
 Not run by the test suite (mpmath is not a dependency): it documents where the
-constants in :mod:`tdsl.native.math_approx` come from, and regenerates them.
+constants in :mod:`tdsl.backend.llvm.math_approx` come from, and regenerates them.
 Each polynomial is a weighted least-squares fit in 100-digit arithmetic on
 Chebyshev nodes, with the relative error as the weight, which is within a
 small factor of the minimax polynomial of the same degree; coefficients are

@@ -14,7 +14,7 @@ interleaved with NumPy's).
 ``threads``: where splitting a group's tiles over two threads starts to pay:
 JIT-compiled native kernels of ``relu(A)+B*C-D`` and ``sum(exp(A)*B, axis=1)``
 at growing square f32 sizes, with 1 thread and with 2 threads forced to split
-(``tdsl.native.runtime.MIN_BYTES_PER_THREAD`` lowered to 1 byte), calling the
+(``tdsl.runtime.native.MIN_BYTES_PER_THREAD`` lowered to 1 byte), calling the
 compiled function directly.  The runtime's threshold is chosen from it.
 
 ``strided``: a JIT-compiled native ``relu(A) + B`` (f32, one thread) called
@@ -56,7 +56,7 @@ from native.kernels import (
     unary_math,
 )
 
-from tdsl.native.compile import compile_llvm
+from tdsl.runtime.compile import compile_llvm
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "exp": np.exp,
@@ -208,7 +208,7 @@ def accuracy(stride: int, random_n: int) -> None:
 def threads(reps: int) -> None:
     import timeit
 
-    import tdsl.native.runtime as rt
+    import tdsl.runtime.native as rt
     from tdsl.jit import JITTensorKernel
 
     rng = np.random.default_rng(0)

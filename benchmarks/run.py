@@ -55,7 +55,7 @@ import numpy as np
 
 from tdsl.jit import CompiledKernel, JITTensorKernel
 from tdsl.jit.options import default_threads
-from tdsl.native.compile import native_unavailable_reason
+from tdsl.runtime.compile import native_unavailable_reason
 
 try:
     import numexpr  # pyright: ignore[reportMissingTypeStubs]
@@ -605,9 +605,9 @@ import sys, time
 t0 = time.perf_counter()
 import tdsl.jit
 if {warm}:
-    import tdsl.frontend, tdsl.lowering.fuse, tdsl.lowering.tile, tdsl.lowering.numpy_target
+    import tdsl.frontend, tdsl.transforms.fuse, tdsl.transforms.tile, tdsl.backend.numpy.target
     if {target!r} == "native":
-        import tdsl.lowering.lower_to_loops, tdsl.lowering.convert_to_llvm, tdsl.native.runtime
+        import tdsl.backend.llvm.lower_to_loops, tdsl.backend.llvm.convert_to_llvm, tdsl.runtime.native
 t1 = time.perf_counter()
 jit = tdsl.jit.JITTensorKernel(target={target!r})
 shapes = dict.fromkeys("ABCD", (64, 64))

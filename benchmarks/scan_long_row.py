@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from tdsl import JITTensorKernel
-from tdsl.native.compile import native_unavailable_reason
+from tdsl.runtime.compile import native_unavailable_reason
 
 TEXT = "cumsum(x) * 0.5 + cumsum(exp(x))"
 

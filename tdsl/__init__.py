@@ -21,7 +21,10 @@ or, as a decorator whose body is tdsl, with the language's functions typed in
     def layer(x, w, b):
         return relu(x @ w + b)
 
-The names are imported lazily, so ``import tdsl`` stays cheap.
+The names are imported lazily, so ``import tdsl`` stays cheap.  The package root
+is the top layer of tdsl's architecture (``docs/architecture.md``): it may import
+any module, and no module imports it.  It imports :mod:`tdsl.dask`, which
+registers Dask arrays with the JIT's call path without importing Dask.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from tdsl import dask as dask  # registers Dask arrays with the JIT (tdsl.array_types)
 from tdsl.errors import (
     TdslBudgetError,
     TdslBudgetWarning,
@@ -43,26 +47,25 @@ from tdsl.errors import (
     TdslTypeError,
     TdslWarning,
 )
+from tdsl.version import __version__ as __version__
 
 if TYPE_CHECKING:
     from tdsl import lang
+    from tdsl.backend.numpy.target import emit_numpy
     from tdsl.frontend import parse, to_tensordsl
     from tdsl.jit import CompiledKernel, JITTensorKernel, compile, jit_tensor
     from tdsl.jit.decorator import Function, function
-    from tdsl.lowering.fuse import explain_fusion, fuse, fusion_report
-    from tdsl.lowering.numpy_target import emit_numpy
-    from tdsl.lowering.tile import tile
-
-__version__ = "0.1.0"
+    from tdsl.transforms.fuse import explain_fusion, fuse, fusion_report
+    from tdsl.transforms.tile import tile
 
 _LAZY: dict[str, str] = {
     "parse": "tdsl.frontend",
     "to_tensordsl": "tdsl.frontend",
-    "fuse": "tdsl.lowering.fuse",
-    "fusion_report": "tdsl.lowering.fuse",
-    "explain_fusion": "tdsl.lowering.fuse",
-    "tile": "tdsl.lowering.tile",
-    "emit_numpy": "tdsl.lowering.numpy_target",
+    "fuse": "tdsl.transforms.fuse",
+    "fusion_report": "tdsl.transforms.fuse",
+    "explain_fusion": "tdsl.transforms.fuse",
+    "tile": "tdsl.transforms.tile",
+    "emit_numpy": "tdsl.backend.numpy.target",
     "JITTensorKernel": "tdsl.jit",
     "CompiledKernel": "tdsl.jit",
     "compile": "tdsl.jit",

@@ -6,6 +6,7 @@ types (``f16``, ``f32``, ``f64``) are mapped in :mod:`tdsl.dialects.structured`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,12 @@ def short_name(dtype: np.dtype[Any]) -> str | None:
     return SHORT_NAMES.get(dtype.name)
 
 
+def type_str(dtype: np.dtype[Any], shape: Sequence[int]) -> str:
+    """``f32[8, 16]``: the language's own spelling of a tensor type (``>f4[2]`` if swapped)."""
+    name = SHORT_NAMES.get(dtype.name, dtype.name) if dtype.isnative else dtype.str
+    return f"{name}[{', '.join(str(d) for d in shape)}]"
+
+
 def wide_accumulator(dtype: np.dtype[Any]) -> np.dtype[Any]:
     """The dtype a sum, mean or product of ``dtype`` accumulates in.
 
@@ -62,5 +69,6 @@ __all__ = [
     "SHORT_NAMES",
     "dtype_expr",
     "short_name",
+    "type_str",
     "wide_accumulator",
 ]

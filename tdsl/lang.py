@@ -111,7 +111,7 @@ DTYPE_CLASSES: dict[str, type[Any]] = {"f16": f16, "f32": f32, "f64": f64, "bool
 
 
 def _call(function: str, args: tuple[Operand, ...], keywords: Mapping[str, object] = {}) -> Array:
-    from tdsl.interpreters.eager import evaluate
+    from tdsl.eager import evaluate
 
     return evaluate(function, args, keywords)
 

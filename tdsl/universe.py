@@ -38,49 +38,49 @@ def _tdslmath() -> Dialect:
 
 
 def _fuse() -> type[ModulePass]:
-    from tdsl.lowering.fuse import FusePass
+    from tdsl.transforms.fuse import FusePass
 
     return FusePass
 
 
 def _tile() -> type[ModulePass]:
-    from tdsl.lowering.tile import TilePass
+    from tdsl.transforms.tile import TilePass
 
     return TilePass
 
 
 def _lower_to_loops() -> type[ModulePass]:
-    from tdsl.lowering.lower_to_loops import LowerToLoopsPass
+    from tdsl.backend.llvm.lower_to_loops import LowerToLoopsPass
 
     return LowerToLoopsPass
 
 
 def _convert_to_llvm() -> type[ModulePass]:
-    from tdsl.lowering.convert_to_llvm import ConvertToLLVMPass
+    from tdsl.backend.llvm.convert_to_llvm import ConvertToLLVMPass
 
     return ConvertToLLVMPass
 
 
 def _llvm_target() -> type[Target]:
-    from tdsl.lowering.llvm_target import LLVMTarget
+    from tdsl.backend.llvm.target import LLVMTarget
 
     return LLVMTarget
 
 
 def _tdsl_llvm_target() -> type[Target]:
-    from tdsl.lowering.llvm_target import TdslLLVMTarget
+    from tdsl.backend.llvm.target import TdslLLVMTarget
 
     return TdslLLVMTarget
 
 
 def _numpy_target() -> type[Target]:
-    from tdsl.lowering.numpy_target import NumpyTarget
+    from tdsl.backend.numpy.target import NumpyTarget
 
     return NumpyTarget
 
 
 def _dot_target() -> type[Target]:
-    from tdsl.tools.dot_target import DotTarget
+    from tdsl.backend.dot import DotTarget
 
     return DotTarget
 

@@ -34,10 +34,10 @@ from tdsl.dask.tasks import KernelSpec, combine_blocks, pass_block, run_block
 from tdsl.dialects.structured import constant_value, numpy_dtype, reduction_of
 from tdsl.errors import TdslCallError, TdslError
 from tdsl.jit.calls import convert_argument
-from tdsl.jit.kernel import ELEMENT_NAMES, ArgSpec, CompiledKernel, type_str
+from tdsl.jit.compiled import ELEMENT_NAMES, ArgSpec, CompiledKernel, type_str
+from tdsl.jit.compiler import COMPILE_LOCK
 from tdsl.jit.options import JitOptions
-from tdsl.jit.pipeline import COMPILE_LOCK
-from tdsl.lowering.fusion_analysis import FusionGroup
+from tdsl.transforms.fusion_analysis import FusionGroup
 
 # Dask's annotations are partial: its modules and arrays are handled as Any here.
 da: Any = dask.array

@@ -77,8 +77,8 @@ from tdsl.dialects.structured import (
     tensor_shape,
 )
 from tdsl.errors import TdslIRError
-from tdsl.lowering.iteration_space import Inconsistent, analyze, require_structured
-from tdsl.lowering.tile import decomposed_copy
+from tdsl.transforms.iteration_space import Inconsistent, analyze, require_structured
+from tdsl.transforms.tile import decomposed_copy
 
 Chunks = tuple[tuple[int, ...], ...]
 """Per axis of an array, the sizes of its chunks (Dask's ``.chunks``)."""

@@ -135,9 +135,9 @@ class Contraction(abc.ABC):  # noqa: B024 (every member has a default)
       never being recomputed (:meth:`recomputable`; also the tile schedule,
       :func:`tdsl.dialects.kernel_plan.schedule`);
     * tiling cuts its :meth:`prefer_whole_dims` last
-      (:mod:`tdsl.lowering.iteration_space`), and the numpy target runs it once on whole
-      arrays where its operands allow (:mod:`tdsl.lowering.numpy_emit.blocking`);
-    * the native target may call BLAS's gemm for it (:mod:`tdsl.lowering.lower_to_loops`).
+      (:mod:`tdsl.transforms.iteration_space`), and the numpy target runs it once on whole
+      arrays where its operands allow (:mod:`tdsl.backend.numpy.blocking`);
+    * the native target may call BLAS's gemm for it (:mod:`tdsl.backend.llvm.lower_to_loops`).
 
     Mix it into an ``IRDLOperation`` class that implements the structured-op interface
     (its reduction members say how partial products accumulate).  The defaults fit a
@@ -185,7 +185,7 @@ class Decomposable(abc.ABC):
     element-wise ops, none of which has one.
 
     A row that fits a tile runs the op whole; ``tdsl-tile``
-    (:mod:`tdsl.lowering.tile`) runs a row longer than the memory budget as the
+    (:mod:`tdsl.transforms.tile`) runs a row longer than the memory budget as the
     decomposition, over column tiles, one pass per reduction, and the reference
     interpreter (:mod:`tdsl.interpreters.scalar`) computes the op as it.  Both take it
     through :func:`~tdsl.dialects.structured.checked_decomposition`, which checks the

@@ -28,7 +28,7 @@ An op describes
   native loops all derive from that body.  Ops with ``reduction`` or
   ``normalize`` dims still compute whole arrays themselves for the interpreter
   (:meth:`~StructuredOpInterface.evaluate`).  The dialect holds no NumPy code:
-  the numpy target owns its lowerings (:mod:`tdsl.lowering.numpy_emit.lowerings`),
+  the numpy target owns its lowerings (:mod:`tdsl.backend.numpy.lowerings`),
   derived from the body or registered by op class.  The scratch a NumPy
   lowering needs is declared by :meth:`~StructuredOpInterface.numpy_workspace`,
   so that the one scratch model (which ``kernel.tile`` records and verifies)
@@ -501,7 +501,7 @@ class StructuredOpInterface(abc.ABC):
         sum of products reads, as one ``einsum``), or None.
 
         The target then does not compute the producer, and passes its operands to
-        :func:`~tdsl.lowering.numpy_emit.lowerings.lower_partial` in place of this op's.  It is
+        :func:`~tdsl.backend.numpy.lowerings.lower_partial` in place of this op's.  It is
         only taken when the producer has this one use, in the same group and step.
         """
         return None

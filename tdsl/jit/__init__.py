@@ -63,12 +63,12 @@ there is loaded, not compiled, and without importing xDSL; ``.ir``,
 ``.groups``, ``.explain()`` and the rest work on it as on a compiled one.
 
 The package's modules: :mod:`~tdsl.jit.options` (:class:`JitOptions`),
-:mod:`~tdsl.jit.kernel` (:class:`CompiledKernel` and what it shows),
+:mod:`~tdsl.jit.compiled` (:class:`CompiledKernel` and what it shows),
 :mod:`~tdsl.jit.calls` (argument checks, the generated fast call path),
 :mod:`~tdsl.jit.cache` (the LRU and its keys), :mod:`~tdsl.jit.disk_cache` (the
 cache on disk: keys, files), :mod:`~tdsl.jit.entry` (a kernel as stored data),
 :mod:`~tdsl.jit.signature` (checking ``shapes=``/``dtypes=`` against a
-kernel), :mod:`~tdsl.jit.pipeline` (running the compiler), :mod:`~tdsl.jit.api`
+kernel), :mod:`~tdsl.jit.compiler` (running the compiler), :mod:`~tdsl.jit.api`
 (the entry points).
 
 This package imports only NumPy and the standard library; xDSL and the pipeline
@@ -81,7 +81,7 @@ from typing import TYPE_CHECKING, Any
 
 from tdsl.jit.api import JITTensorKernel, compile, default_jit, jit_tensor
 from tdsl.jit.cache import CacheInfo, DTypeLike, DTypesLike, ShapesLike
-from tdsl.jit.kernel import ArgSpec, CompiledKernel, GroupInfo
+from tdsl.jit.compiled import ArgSpec, CompiledKernel, GroupInfo
 from tdsl.jit.options import JitOptions, default_threads
 
 if TYPE_CHECKING:

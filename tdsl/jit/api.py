@@ -22,9 +22,9 @@ from tdsl.jit.cache import (
     shape_of,
 )
 from tdsl.jit.calls import infer
-from tdsl.jit.kernel import CompiledKernel
+from tdsl.jit.compiled import CompiledKernel
+from tdsl.jit.compiler import COMPILE_LOCK, build, build_ir
 from tdsl.jit.options import CACHE_DIR_VARIABLE, JitOptions, default_target, default_threads
-from tdsl.jit.pipeline import COMPILE_LOCK, build, build_ir
 from tdsl.jit.signature import check_request
 
 if TYPE_CHECKING:

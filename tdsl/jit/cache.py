@@ -17,7 +17,7 @@ import numpy as np
 
 from tdsl.dtypes import DTYPES
 from tdsl.errors import TdslOptionError
-from tdsl.jit.kernel import ELEMENT_NAMES, CompiledKernel
+from tdsl.jit.compiled import ELEMENT_NAMES, CompiledKernel
 from tdsl.jit.options import JitOptions
 
 ShapesLike: TypeAlias = Mapping[str, Sequence[int] | int]

@@ -10,18 +10,19 @@ expected and what came, or converts and calls.  What each argument takes:
   dtype, any strides; a 0-d parameter also a NumPy scalar of its dtype, or a
   Python ``int``/``float`` (converted to its dtype, as NumPy converts a
   Python scalar it meets);
-- a weak parameter (:attr:`ArgSpec.weak <tdsl.jit.kernel.ArgSpec.weak>`): a
+- a weak parameter (:attr:`ArgSpec.weak <tdsl.jit.compiled.ArgSpec.weak>`): a
   Python ``int`` or ``float`` (not a ``bool``), passed to the generated code
   as a 0-d float64 array.
 
 ``out`` (:func:`call_with_out`) is checked, then handed to the generated
 function, which computes the results straight into it.
 
-An array parameter also takes a Dask array of its shape and dtype: when any
-argument is one, the slow path hands the call to
-:func:`tdsl.dask.graph.call_dask`, which returns lazy Dask arrays (NumPy
-arrays and scalars may be mixed in; ``out`` may not be given).  Dask is never
-imported here: a Dask array exists only once ``dask.array`` is loaded.
+An array parameter also takes an array of a registered type
+(:mod:`tdsl.array_types`) of its shape and dtype: when any argument is one, the
+slow path hands the call to the type's ``call``.  :mod:`tdsl.dask` registers
+Dask arrays, whose call (:func:`tdsl.dask.graph.call_dask`) returns lazy Dask
+arrays (NumPy arrays and scalars may be mixed in; ``out`` may not be given).
+Neither Dask nor :mod:`tdsl.dask` is imported here.
 
 The one-shot ``jit(source, **values)`` infers what to compile from its values
 (:func:`infer`): an array (NumPy or Dask) gives its shape and dtype, a NumPy
@@ -38,12 +39,17 @@ import builtins
 import keyword
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from tdsl.array_types import array_type_of
+from tdsl.dtypes import SHORT_NAMES as ELEMENT_NAMES
+from tdsl.dtypes import type_str
 from tdsl.errors import TdslCallError
-from tdsl.jit.kernel import ELEMENT_NAMES, ArgSpec, CompiledKernel, type_str
+
+if TYPE_CHECKING:
+    from tdsl.jit.compiled import ArgSpec, CompiledKernel
 
 Array = np.ndarray[Any, Any]
 
@@ -135,13 +141,6 @@ def convert_argument(kernel: CompiledKernel, spec: ArgSpec, value: Any) -> Array
     return np.asarray(array)
 
 
-def _dask_array_type() -> type[Any] | None:
-    """``dask.array.Array`` if Dask's array module is loaded (a Dask array can exist only
-    then), else None: tdsl never imports Dask itself."""
-    module = sys.modules.get("dask.array")
-    return None if module is None else cast(type[Any], getattr(module, "Array", None))
-
-
 def _show_big(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 20 else f"an int of {len(text.lstrip('-'))} digits"
@@ -185,11 +184,9 @@ def call_checked(
             f"kernel `{kernel.name}` takes {len(names)} argument{'s' if len(names) != 1 else ''} "
             f"({_name_list(names)}), got {len(names) + len(more)}"
         )
-    dask_array = _dask_array_type()
-    if dask_array is not None and any(isinstance(v, dask_array) for v in given):
-        from tdsl.dask.graph import call_dask
-
-        return call_dask(kernel, given, out)
+    foreign = array_type_of(given)
+    if foreign is not None:
+        return foreign.call(kernel, given, out)
     arrays = [
         convert_argument(kernel, spec, value)
         for spec, value in zip(kernel.args, given, strict=True)
@@ -430,13 +427,17 @@ def finish(kernel: CompiledKernel) -> CompiledKernel:
     matters at 64x64 (a call costs ~0.1 us, a kernel a few us).
     """
     call, attempt = make_calls(kernel)
+    base = type(kernel)  # CompiledKernel (not imported here: it imports this module)
+    while "_generated_call" in vars(base):  # finished before (a fallback): its base
+        base = base.__mro__[1]
     cls = type(
         "CompiledKernel",
-        (CompiledKernel,),
+        (base,),
         {
             "__call__": call,
-            "__module__": CompiledKernel.__module__,
-            "__doc__": CompiledKernel.__doc__,
+            "_generated_call": True,
+            "__module__": base.__module__,
+            "__doc__": base.__doc__,
         },
     )
     kernel.__class__ = cls
@@ -482,17 +483,12 @@ def infer(name: str, value: object) -> tuple[tuple[int, ...], object]:
         dtype = cast(Array, value).dtype
         _check_dtype(name, dtype)
         return cast(Array, value).shape, dtype
-    dask_array = _dask_array_type()
-    if dask_array is not None and isinstance(value, dask_array):
-        shape = tuple(cast(Sequence[float], cast(Any, value).shape))
-        if any(d != d for d in shape):
-            raise TdslCallError(
-                f"argument `{name}` is a Dask array of unknown chunk sizes: call "
-                "`.compute_chunk_sizes()` first"
-            )
+    foreign = array_type_of((value,))
+    if foreign is not None:
+        shape = foreign.shape(name, value)
         dtype = np.dtype(cast(Any, value).dtype)
         _check_dtype(name, dtype)
-        return tuple(int(d) for d in shape), dtype
+        return shape, dtype
     if isinstance(value, bool):
         # (a NumPy bool is a 0-d bool input, below; a Python bool is not a weak number)
         raise TdslCallError(

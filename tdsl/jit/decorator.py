@@ -59,7 +59,7 @@ from tdsl.defaults import DEFAULT_MEMORY_BUDGET
 from tdsl.errors import SourceLocation, TdslCallError, TdslError, TdslSyntaxError
 from tdsl.jit.api import JITTensorKernel, default_jit
 from tdsl.jit.calls import infer
-from tdsl.jit.kernel import CompiledKernel, type_str
+from tdsl.jit.compiled import CompiledKernel, type_str
 from tdsl.jit.options import JitOptions, default_target, default_threads
 
 P = ParamSpec("P")

@@ -61,7 +61,7 @@ import numpy as np
 
 from tdsl.errors import TdslCacheWarning, TdslError, TdslOptionError
 from tdsl.jit.cache import Request
-from tdsl.jit.kernel import CompiledKernel
+from tdsl.jit.compiled import CompiledKernel
 from tdsl.jit.options import CACHE_DIR_VARIABLE, MAX_BYTES_VARIABLE, JitOptions
 
 FORMAT = 1
@@ -363,11 +363,12 @@ def _dtypes_key(dtypes: object) -> object:
 @functools.cache
 def software_key() -> dict[str, Any]:
     """tdsl's version and source fingerprint, the dependencies' versions, Python's."""
-    import tdsl
+    from tdsl.version import __version__
 
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tdsl/
     return {
-        "tdsl": tdsl.__version__,
-        "tdsl_source": _source_fingerprint(os.path.dirname(tdsl.__file__)),
+        "tdsl": __version__,
+        "tdsl_source": _source_fingerprint(package),
         "xdsl": _installed_version("xdsl"),
         "numpy": np.__version__,
         "llvmlite": _installed_version("llvmlite"),
@@ -447,7 +448,7 @@ def _installed_version(package: str) -> str | None:
 def host_key() -> dict[str, Any] | None:
     """The CPU native code is compiled for (triple, name, features), or None when
     native code cannot run here.  Initializes llvmlite."""
-    from tdsl.native.compile import host_info, native_unavailable_reason
+    from tdsl.runtime.compile import host_info, native_unavailable_reason
 
     if native_unavailable_reason() is not None:
         return None

@@ -12,12 +12,12 @@ another process from those, importing neither xDSL nor the compiler:
   xDSL then) only when ``fusion_report``, ``explain()`` or ``to_dot()`` asks;
 - the numpy target's function is its generated Python source, executed again;
 - a native function is the object code (loaded with
-  :func:`tdsl.native.compile.load_object`, the BLAS symbols it calls bound
-  first) and its :class:`~tdsl.native.runtime.FunctionPlan`.
+  :func:`tdsl.runtime.compile.load_object`, the BLAS symbols it calls bound
+  first) and its :class:`~tdsl.runtime.native.FunctionPlan`.
 
 Stored data that does not have the expected form raises ``KeyError``,
 ``TypeError`` or ``ValueError``; a native entry whose symbols cannot be found
-raises :class:`~tdsl.native.compile.NativeCompileError`.  The cache treats
+raises :class:`~tdsl.runtime.compile.NativeCompileError`.  The cache treats
 both as a bad entry and compiles again.
 """
 
@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from tdsl.jit.calls import fall_back_on_variant_failure, finish
-from tdsl.jit.kernel import LOCATED_STAGES, ArgSpec, CompiledKernel, GroupInfo, LazyIR
+from tdsl.jit.compiled import LOCATED_STAGES, ArgSpec, CompiledKernel, GroupInfo, LazyIR
 from tdsl.jit.options import JitOptions
 
 Data = dict[str, Any]
@@ -60,7 +60,7 @@ def kernel_entry(kernel: CompiledKernel) -> tuple[Data, bytes]:
     }
     if kernel.target != "native":
         return data, b""
-    from tdsl.native.runtime import NativeFunction
+    from tdsl.runtime.native import NativeFunction
 
     function = kernel.function
     assert isinstance(function, NativeFunction)
@@ -139,14 +139,14 @@ def load_kernel(data: Mapping[str, Any], code: bytes, options: JitOptions) -> Co
     target = str(data["target"])
     modules = LazyIR(texts=_strings(data["ir"]), located=_strings(data["located"]))
     if target == "native":
-        from tdsl.native.runtime import StridedVariants
+        from tdsl.runtime.native import StridedVariants
 
         function = _native_function(data["native"], code, options.threads)
         if "tiled" in modules:
             # strided inputs run in variants compiled from the stored tiled IR
             function.variants = StridedVariants(lambda: modules.module("tiled"), function)
     elif target == "numpy":
-        from tdsl.lowering.numpy_emit.load import load_numpy
+        from tdsl.backend.numpy.load import load_numpy
 
         function = load_numpy(source)[name]
     else:
@@ -170,16 +170,16 @@ def load_kernel(data: Mapping[str, Any], code: bytes, options: JitOptions) -> Co
         host_specific=bool(data["host_specific"]),
     )
     if target == "native" and options.target == "auto":
-        from tdsl.lowering.numpy_emit.load import load_numpy
+        from tdsl.backend.numpy.load import load_numpy
 
         fall_back_on_variant_failure(kernel, lambda: load_numpy(source)[name])
     return finish(kernel)
 
 
 def _native_function(native: Mapping[str, Any], code: bytes, threads: int) -> Any:
-    from tdsl.native.blas import find_gemm
-    from tdsl.native.compile import NativeCompileError, load_object
-    from tdsl.native.runtime import FunctionPlan, NativeCode
+    from tdsl.runtime.blas import find_gemm
+    from tdsl.runtime.compile import NativeCompileError, load_object
+    from tdsl.runtime.native import FunctionPlan, NativeCode
 
     plan = FunctionPlan.from_data(native["plan"])
     signatures = {

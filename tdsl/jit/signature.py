@@ -16,7 +16,7 @@ from typing import Any, cast
 
 from tdsl.errors import TdslNameError, TdslTypeError
 from tdsl.jit.cache import dtype_key
-from tdsl.jit.kernel import ELEMENT_NAMES, ArgSpec, CompiledKernel, type_str
+from tdsl.jit.compiled import ELEMENT_NAMES, ArgSpec, CompiledKernel, type_str
 
 
 def _names(names: Sequence[str]) -> str:

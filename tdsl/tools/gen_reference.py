@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import inspect
 import re
 import sys
@@ -103,28 +102,27 @@ def _options(cls: type) -> list[str]:
     return rows
 
 
-# The modules whose docstrings state the rules a pass follows.
-_ANALYSES = {
-    "tdsl-fuse": ("tdsl.lowering.fusion_analysis", "tdsl.lowering.iteration_space"),
-    "tdsl-tile": ("tdsl.lowering.iteration_space",),
-}
-
-
 def render_passes() -> str:
+    from tdsl.transforms import fusion_analysis, iteration_space
     from tdsl.universe import TDSL_OPT_TARGETS, TDSL_PASSES
+
+    # the modules whose docstrings state the rules a pass follows
+    analyses = {
+        "tdsl-fuse": (fusion_analysis, iteration_space),
+        "tdsl-tile": (iteration_space,),
+    }
 
     lines = [_PASS_INTRO]
     for title, table in (("Pass", TDSL_PASSES), ("Target", TDSL_OPT_TARGETS)):
         for name, factory in sorted(table.items()):
             cls = factory()
-            module = importlib.import_module(cls.__module__)
+            module = sys.modules[cls.__module__]  # loaded with the class
             lines += [f"## {title} `{name}`", "", _doc(cls), ""]
             opts = _options(cls)
             if opts:
                 lines += ["Options:", "", *opts, ""]
             lines += [_doc(module), ""]
-            for module_name in _ANALYSES.get(name, ()):
-                analysis = importlib.import_module(module_name)
+            for analysis in analyses.get(name, ()):
                 lines += [f"### `{analysis.__name__}`", "", _doc(analysis), ""]
     return "\n".join(lines).rstrip() + "\n"
 

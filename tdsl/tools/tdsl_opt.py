@@ -63,7 +63,6 @@ from xdsl.utils.exceptions import (
 from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from tdsl import __version__
 from tdsl.errors import TdslError, format_diagnostic
 from tdsl.tools.diagnostics import (
     DominanceError,
@@ -82,6 +81,7 @@ from tdsl.tools.diagnostics import (
 from tdsl.tools.opt_help import XDSL_PASS_FLAGS, HelpAction
 from tdsl.tools.timing import PhaseTimes
 from tdsl.universe import TDSL_DIALECTS, TDSL_FRONTENDS, TDSL_OPT_TARGETS, TDSL_PASSES
+from tdsl.version import __version__
 
 PASS_PREFIX = "tdsl-"
 """tdsl's passes are registered as ``tdsl-<name>``; ``--<name>`` is accepted as a flag."""
@@ -770,7 +770,7 @@ class TdslOptMain(xDSLOptMain):
 
     def _render_dot(self, prog: ModuleOp, spec: Any) -> str:
         """``-t dot`` with the input's text at hand, so ops are labelled with their source."""
-        from tdsl.tools.dot_target import DotTarget, render_dot
+        from tdsl.backend.dot import DotTarget, render_dot
 
         target = DotTarget.from_spec(spec)
         sources: dict[str, str] = {}
@@ -906,7 +906,7 @@ class TdslOptMain(xDSLOptMain):
         """Explain the fusion decisions on the IR that ``tdsl-fuse`` is about to see."""
         if not self.args.explain_fusion:
             return
-        from tdsl.lowering.fuse import FusePass, explain_fusion
+        from tdsl.transforms.fuse import FusePass, explain_fusion
 
         if isinstance(upcoming, FusePass):
             remarks = explain_fusion(module, upcoming.memory_budget, locate=self._locator.locate)
@@ -921,7 +921,7 @@ class TdslOptMain(xDSLOptMain):
         if not self.args.explain_fusion:
             return
         if self._fusion_remarks is None:
-            from tdsl.lowering.fuse import explain_fusion
+            from tdsl.transforms.fuse import explain_fusion
 
             self._fusion_remarks = [explain_fusion(module, locate=self._locator.locate)]
         for remarks in self._fusion_remarks:

@@ -32,13 +32,13 @@ from xdsl.ir import Attribute
 from xdsl.parser import Parser
 from xdsl.utils.lexer import Span
 
-from tdsl import __version__
 from tdsl.dialects.structured import element_dtype
 from tdsl.errors import format_diagnostic
 from tdsl.interpreters import run
 from tdsl.interpreters.tensordsl import attr_to_numpy
 from tdsl.tools.diagnostics import DriverError, run_tool, span_location
 from tdsl.tools.tdsl_opt import TdslOptMain
+from tdsl.version import __version__
 
 Array = npt.NDArray[Any]
 

@@ -20,7 +20,7 @@ import pytest
 
 from tdsl import JITTensorKernel, TdslCallError
 from tdsl.dask import tasks
-from tdsl.native.compile import native_unavailable_reason
+from tdsl.runtime.compile import native_unavailable_reason
 
 da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
@@ -328,7 +328,7 @@ def test_import_tdsl_never_imports_dask() -> None:
     code = (
         "import sys, numpy as np, tdsl, tdsl.jit\n"
         "tdsl.jit.jit_tensor('relu(A) + B', A=np.ones(4), B=np.ones(4))\n"
-        "from tdsl.native.compile import native_unavailable_reason\n"
+        "from tdsl.runtime.compile import native_unavailable_reason\n"
         "native = () if native_unavailable_reason() else ('native',)\n"
         "for target in ('numpy', *native):\n"
         "    jit = tdsl.JITTensorKernel(target=target)\n"

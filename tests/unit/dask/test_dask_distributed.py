@@ -19,7 +19,7 @@ from random_expressions import cases, check
 
 from tdsl import JITTensorKernel
 from tdsl.dask import tasks
-from tdsl.native.compile import native_unavailable_reason
+from tdsl.runtime.compile import native_unavailable_reason
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")

@@ -11,7 +11,7 @@ import pytest
 
 from tdsl.dask.plan import Chunks, GroupPlan, Reduction, Step, plan_group
 from tdsl.frontend import to_tensordsl
-from tdsl.lowering.fuse import fusion_report
+from tdsl.transforms.fuse import fusion_report
 
 
 def plan(expr: str, shapes: dict[str, tuple[int, ...]], chunks: dict[str, Chunks]) -> GroupPlan:

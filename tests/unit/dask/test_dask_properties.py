@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from random_expressions import cases, check
 
 from tdsl import JITTensorKernel
-from tdsl.native.compile import native_unavailable_reason
+from tdsl.runtime.compile import native_unavailable_reason
 
 dask = pytest.importorskip("dask")
 

@@ -25,11 +25,11 @@ from xdsl.ir import Dialect, SSAValue
 from xdsl.irdl import irdl_op_definition
 from xdsl.parser import Parser
 
+from tdsl.backend.numpy.target import emit_numpy, load_numpy
 from tdsl.dialects.kernel import FusedOp, Kernel
 from tdsl.dialects.structured import UnaryOp, scalar_constant
 from tdsl.dialects.tensordsl import TensorDSL
 from tdsl.interpreters.run import run_function
-from tdsl.lowering.numpy_target import emit_numpy, load_numpy
 from tdsl.pipeline import build_pipeline
 
 Array = np.ndarray[Any, Any]
@@ -143,11 +143,11 @@ def test_a_body_only_op_runs_on_the_numpy_target(short: str, dtype: str, budget:
 @pytest.mark.parametrize("budget", [64, 1_000_000])
 @pytest.mark.parametrize(("short", "dtype"), DTYPES)
 def test_a_body_only_op_runs_on_the_native_target(short: str, dtype: str, budget: int) -> None:
-    from tdsl.native.compile import native_unavailable_reason
+    from tdsl.runtime.compile import native_unavailable_reason
 
     if native_unavailable_reason() is not None:
         pytest.skip(str(native_unavailable_reason()))
-    from tdsl.native.runtime import NativeProgram
+    from tdsl.runtime.native import NativeProgram
 
     x, y = inputs(dtype)
     native = NativeProgram.from_tiled(stages(short, budget)["tiled"], 1)

@@ -29,15 +29,15 @@ from xdsl.irdl import irdl_op_definition
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 
+from tdsl.backend.numpy.target import emit_numpy, load_numpy
 from tdsl.dialects.kernel import FusedOp, Kernel, TileOp
 from tdsl.dialects.kernel_plan import plan_scratch
 from tdsl.dialects.structured import ReductionOp, ScalarOpBuilder, UnaryOp
 from tdsl.dialects.tensordsl import TensorDSL
 from tdsl.interpreters.run import run_function
 from tdsl.interpreters.scalar import reference_evaluate
-from tdsl.lowering.fuse import fusion_report
-from tdsl.lowering.numpy_target import emit_numpy, load_numpy
 from tdsl.pipeline import build_pipeline
+from tdsl.transforms.fuse import fusion_report
 
 Array = np.ndarray[Any, Any]
 
@@ -212,11 +212,11 @@ def test_scalar_bodies_compute_what_numpy_computes() -> None:
 @pytest.mark.parametrize("budget", [64, 1_000_000])
 def test_foreign_ops_run_in_the_native_target(budget: int, threads: int) -> None:
     # the loops lowering and the LLVM lowering read only the interface too
-    from tdsl.native.compile import native_unavailable_reason
+    from tdsl.runtime.compile import native_unavailable_reason
 
     if native_unavailable_reason() is not None:
         pytest.skip(str(native_unavailable_reason()))
-    from tdsl.native.runtime import NativeProgram
+    from tdsl.runtime.native import NativeProgram
 
     program = NativeProgram.from_tiled(compile_stages(budget)["tiled"], threads)
     x, y = inputs()

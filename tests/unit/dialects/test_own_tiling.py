@@ -30,6 +30,8 @@ from xdsl.ir.affine import AffineMap
 from xdsl.irdl import IRDLOperation, VarConstraint, irdl_op_definition, operand_def, result_def
 from xdsl.parser import Parser
 
+from tdsl.backend.numpy.program import NumpyTileBuilder, NumpyValue
+from tdsl.backend.numpy.target import emit_numpy, load_numpy
 from tdsl.dialects.kernel import Kernel, TileOp
 from tdsl.dialects.structured import (
     CarriedLoop,
@@ -43,8 +45,6 @@ from tdsl.dialects.structured import (
 )
 from tdsl.dialects.tensordsl import TensorDSL
 from tdsl.interpreters.run import run_function
-from tdsl.lowering.numpy_emit.program import NumpyTileBuilder, NumpyValue
-from tdsl.lowering.numpy_target import emit_numpy, load_numpy
 from tdsl.pipeline import build_pipeline
 
 Array = np.ndarray[Any, Any]
@@ -180,11 +180,11 @@ def test_an_op_with_its_own_tiling_runs_on_the_interpreter_and_numpy(budget: int
 
 @pytest.mark.parametrize("budget", [64, 1_000_000])
 def test_an_op_with_its_own_tiling_runs_natively(budget: int) -> None:
-    from tdsl.native.compile import native_unavailable_reason
+    from tdsl.runtime.compile import native_unavailable_reason
 
     if native_unavailable_reason() is not None:
         pytest.skip(str(native_unavailable_reason()))
-    from tdsl.native.runtime import NativeProgram
+    from tdsl.runtime.native import NativeProgram
 
     program = NativeProgram.from_tiled(tiled(budget), 1)
     x = inputs()

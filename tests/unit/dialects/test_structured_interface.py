@@ -254,9 +254,9 @@ def test_numpy_lowering_computes_what_the_interpreter_computes(
 ) -> None:
     """The op's NumPy lowering, on whole arrays and (``budget-4``) fused and tiled under a
     budget of 4 elements, which tiles reductions and decomposes row-normalizing ops."""
-    from tdsl.lowering.fuse import fuse
-    from tdsl.lowering.numpy_target import emit_numpy, load_numpy
-    from tdsl.lowering.tile import tile
+    from tdsl.backend.numpy.target import emit_numpy, load_numpy
+    from tdsl.transforms.fuse import fuse
+    from tdsl.transforms.tile import tile
 
     sample = _samples(op_class)
     assert sample is not None

@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 from tdsl.frontend import to_tensordsl
-from tdsl.lowering.fuse import fusion_report
 from tdsl.tools.gen_reference import checkout_docs, main
+from tdsl.transforms.fuse import fusion_report
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -312,7 +312,7 @@ def test_examples_compute_the_same_on_both_targets(
     """Every example's printed results are the same with ``TDSL_TARGET=native`` and
     ``TDSL_TARGET=numpy``, but for the lines that name the target or show its code."""
     from tdsl.jit import api
-    from tdsl.native.compile import native_unavailable_reason
+    from tdsl.runtime.compile import native_unavailable_reason
 
     if native_unavailable_reason() is not None:
         pytest.skip(str(native_unavailable_reason()))

@@ -365,8 +365,8 @@ def test_mean_over_an_empty_axis_on_a_remainder_tile() -> None:
     # The nan result takes the tile's shape, not the op's full-tile type.
     from tdsl.frontend import to_tensordsl
     from tdsl.interpreters.run import run_function
-    from tdsl.lowering.fuse import fuse
-    from tdsl.lowering.tile import tile
+    from tdsl.transforms.fuse import fuse
+    from tdsl.transforms.tile import tile
 
     tiled = tile(fuse(to_tensordsl("mean(A, axis=1)", shapes={"A": (5, 0)})), tile_size=2)
     (got,) = run_function(tiled, "main", np.zeros((5, 0)))

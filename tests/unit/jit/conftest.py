@@ -21,7 +21,7 @@ def matches() -> Any:
 
 
 def _targets() -> list[Any]:
-    from tdsl.native.compile import native_unavailable_reason
+    from tdsl.runtime.compile import native_unavailable_reason
 
     reason = native_unavailable_reason()
     native = pytest.param(
@@ -40,7 +40,7 @@ def jit_target(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
     run the split too.  ``$TDSL_CACHE_DIR`` is unset: a test that wants a cache on
     disk asks for one."""
     from tdsl.jit import api
-    from tdsl.native import runtime
+    from tdsl.runtime import native as runtime
 
     target: str = request.param
     monkeypatch.setenv("TDSL_TARGET", target)

@@ -412,7 +412,7 @@ def test_every_byte_is_checked(tmp_path: Path) -> None:
 
 
 def test_native_code_with_a_symbol_this_process_lacks_is_refused() -> None:
-    from tdsl.native.compile import (
+    from tdsl.runtime.compile import (
         NativeCompileError,
         _llvm,
         _target_machine,

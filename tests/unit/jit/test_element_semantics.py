@@ -171,7 +171,7 @@ def test_interpreter_matches_numpy(name: str, dtype: Any) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_targets_match_numpy(name: str, dtype: Any, target: str) -> None:
     if target == "native":
-        from tdsl.native.compile import native_unavailable_reason
+        from tdsl.runtime.compile import native_unavailable_reason
 
         reason = native_unavailable_reason()
         if reason is not None:
@@ -193,7 +193,7 @@ def test_new_ops_fused_and_tiled(name: str, dtype: Any, target: str, budget: int
     """The ops added as one class each, fused with others and tiled (rows of 40 under a
     budget of 64 are cut), against the same references."""
     if target == "native":
-        from tdsl.native.compile import native_unavailable_reason
+        from tdsl.runtime.compile import native_unavailable_reason
 
         reason = native_unavailable_reason()
         if reason is not None:
@@ -262,7 +262,7 @@ def test_operators_comparisons_and_logic_equal_numpy(expr: str, dtype: Any, path
             (got,) = run_function(module, "main", *args.values())
         else:
             if path == "native":
-                from tdsl.native.compile import native_unavailable_reason
+                from tdsl.runtime.compile import native_unavailable_reason
 
                 reason = native_unavailable_reason()
                 if reason is not None:

@@ -24,8 +24,8 @@ from xdsl.dialects.builtin import ModuleOp
 from tdsl.dialects.kernel import TileOp
 from tdsl.frontend import to_tensordsl
 from tdsl.jit import CompiledKernel, JITTensorKernel
-from tdsl.lowering.fuse import fuse
-from tdsl.lowering.tile import tile
+from tdsl.transforms.fuse import fuse
+from tdsl.transforms.tile import tile
 
 run_function = pytest.importorskip("tdsl.interpreters.run").run_function
 

@@ -200,7 +200,7 @@ def test_target_does_not_cut_a_dim_the_matmul_does_not_run_along(
 ) -> None:
     # One group over (3, 200, 200, 50): the matmul runs along the last three dims only.
     # Cache blocking (threads=1) or the thread split (threads=2) must cut d1, not d0.
-    from tdsl.lowering.numpy_emit import blocking
+    from tdsl.backend.numpy import blocking
 
     monkeypatch.setattr(blocking, "THREAD_MIN_BYTES", 0)
     rng = np.random.default_rng(4)

@@ -229,7 +229,7 @@ def test_dtype_promotion(rng: np.random.Generator, matches: Any) -> None:
 
 
 def test_auto_keeps_matmuls_that_would_run_as_loops_on_the_numpy_target() -> None:
-    from tdsl.native.compile import native_unavailable_reason
+    from tdsl.runtime.compile import native_unavailable_reason
 
     if native_unavailable_reason() is not None:
         pytest.skip(str(native_unavailable_reason()))

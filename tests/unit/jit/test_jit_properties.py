@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from random_expressions import Bin, Call, Case, Input, Neg, cases, check, random_inputs
 
 from tdsl import JITTensorKernel
-from tdsl.native.compile import native_unavailable_reason
+from tdsl.runtime.compile import native_unavailable_reason
 
 TARGETS = ("numpy",) if native_unavailable_reason() is not None else ("numpy", "native")
 JITS = {

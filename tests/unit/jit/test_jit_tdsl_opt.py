@@ -82,8 +82,8 @@ def test_tdsl_opt_prints_the_llvm_ir_of_a_native_kernel(
 ) -> None:
     """A native kernel's ``pipeline`` and ``target_spec`` reproduce its LLVM IR, but for
     the BLAS shims the runtime puts where the matmul functions are declared."""
-    from tdsl.native.compile import native_unavailable_reason
-    from tdsl.native.runtime import _DECLARE  # pyright: ignore[reportPrivateUsage]
+    from tdsl.runtime.compile import native_unavailable_reason
+    from tdsl.runtime.native import _DECLARE  # pyright: ignore[reportPrivateUsage]
 
     if native_unavailable_reason() is not None:
         pytest.skip(str(native_unavailable_reason()))
@@ -100,8 +100,8 @@ def test_tdsl_opt_prints_the_llvm_ir_of_a_native_kernel(
 
 
 def test_a_native_matmul_calls_blas_through_a_shim(tmp_path: Path) -> None:
-    from tdsl.native.compile import native_unavailable_reason
-    from tdsl.native.runtime import _DECLARE  # pyright: ignore[reportPrivateUsage]
+    from tdsl.runtime.compile import native_unavailable_reason
+    from tdsl.runtime.native import _DECLARE  # pyright: ignore[reportPrivateUsage]
 
     if native_unavailable_reason() is not None:
         pytest.skip(str(native_unavailable_reason()))

@@ -18,8 +18,8 @@ from tdsl.dialects import tensordsl as td
 from tdsl.dialects.kernel import FusedOp, Kernel
 from tdsl.dialects.structured import IteratorType
 from tdsl.errors import TdslBudgetWarning, TdslOptionError
-from tdsl.lowering.fuse import FusePass, explain_fusion, fuse, fusion_report
-from tdsl.lowering.fusion_analysis import groupable, plan_function
+from tdsl.transforms.fuse import FusePass, explain_fusion, fuse, fusion_report
+from tdsl.transforms.fusion_analysis import groupable, plan_function
 
 P, R = IteratorType.PARALLEL, IteratorType.REDUCTION
 RHS = "tensordsl.matmul operand 1 must be materialized (it is read whole from memory)"
@@ -297,7 +297,7 @@ func.func @main(%v: tensor<8xf32>, %M: tensor<16x8xf32>) -> tensor<16x8xf32> {
 
 def test_a_matmul_is_never_computed_again_by_every_tile() -> None:
     from tdsl.dialects.kernel import TileOp
-    from tdsl.lowering.tile import tile
+    from tdsl.transforms.tile import tile
 
     module = parse(
         """
@@ -672,7 +672,7 @@ def test_report_does_not_change_the_module() -> None:
 
 
 def test_the_space_of_the_design_group() -> None:
-    from tdsl.lowering.iteration_space import analyze
+    from tdsl.transforms.iteration_space import analyze
 
     main = DESIGN.body.block.first_op
     assert isinstance(main, FuncOp)
@@ -732,7 +732,7 @@ func.func @main(%z: tensor<0x3xf32>, %s: tensor<f32>) -> (tensor<0x3xf32>, tenso
 
 
 def test_analysis_rejects_what_the_planner_rejects() -> None:
-    from tdsl.lowering.iteration_space import Inconsistent, analyze
+    from tdsl.transforms.iteration_space import Inconsistent, analyze
 
     module = parse(
         """

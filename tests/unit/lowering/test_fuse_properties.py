@@ -26,7 +26,7 @@ from xdsl.rewriter import InsertPoint
 
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.kernel import FusedOp, Kernel
-from tdsl.lowering.fuse import fuse, fusion_report
+from tdsl.transforms.fuse import fuse, fusion_report
 
 run_function = pytest.importorskip("tdsl.interpreters.run").run_function
 

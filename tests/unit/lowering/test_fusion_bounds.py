@@ -22,7 +22,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block
 
-import tdsl.lowering.fusion_analysis as fa
+import tdsl.transforms.fusion_analysis as fa
 
 Array = np.ndarray[Any, Any]
 

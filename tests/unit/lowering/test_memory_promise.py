@@ -41,14 +41,14 @@ from peak_memory import measure_peak, numpy_buffers
 from test_fuse_properties import random_functions
 from xdsl.dialects.builtin import ModuleOp, TensorType, f32, f64
 
+from tdsl.backend.numpy import blocking
+from tdsl.backend.numpy.target import emit_numpy, load_numpy
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.kernel import TileOp
 from tdsl.errors import TdslBudgetWarning, TdslLoopsBudgetWarning
 from tdsl.jit import JITTensorKernel
-from tdsl.lowering.fuse import fuse, fusion_report
-from tdsl.lowering.numpy_emit import blocking
-from tdsl.lowering.numpy_target import emit_numpy, load_numpy
-from tdsl.lowering.tile import tile
+from tdsl.transforms.fuse import fuse, fusion_report
+from tdsl.transforms.tile import tile
 
 run_function = pytest.importorskip("tdsl.interpreters.run").run_function
 
@@ -124,7 +124,7 @@ def run_numpy(tiled: ModuleOp, arrays: list[Array], threads: int) -> tuple[int, 
 
 
 def run_native(tiled: ModuleOp, arrays: list[Array], threads: int) -> tuple[int, tuple[Array, ...]]:
-    from tdsl.native.runtime import NativeProgram
+    from tdsl.runtime.native import NativeProgram
 
     fn = NativeProgram.from_tiled(tiled, threads).functions["main"]
     with np.errstate(all="ignore"):

@@ -20,7 +20,7 @@ from tdsl.dialects.structured import IteratorType
 from tdsl.dialects.tensordsl import ConstantOp, TensorDSL, tensor_shape
 from tdsl.errors import TdslBudgetError, TdslOptionError
 from tdsl.interpreters.run import run_function
-from tdsl.lowering.tile import TilePass, tile
+from tdsl.transforms.tile import TilePass, tile
 
 P, R = IteratorType.PARALLEL, IteratorType.REDUCTION
 

@@ -24,7 +24,7 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.kernel import FusedOp, TileOp, YieldOp
 from tdsl.dialects.kernel_plan import plan_scratch
-from tdsl.lowering.tile import tile
+from tdsl.transforms.tile import tile
 
 run_mod = pytest.importorskip("tdsl.interpreters.run")
 
@@ -355,7 +355,7 @@ def test_fuse_then_tile_matches_numpy(
     expr: str, shapes: dict[str, tuple[int, ...]], reference: Callable[..., Array], budget: int
 ) -> None:
     frontend = pytest.importorskip("tdsl.frontend")
-    fuse_mod = pytest.importorskip("tdsl.lowering.fuse")
+    fuse_mod = pytest.importorskip("tdsl.transforms.fuse")
     module = frontend.to_tensordsl(expr, shapes=shapes, dtypes="float32")
     tiled = tile(fuse_mod.fuse(module, budget))
     tiled.verify()

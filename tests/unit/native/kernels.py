@@ -15,8 +15,8 @@ from xdsl.dialects import get_all_dialects
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
+from tdsl.backend.llvm.convert_to_llvm import ConvertToLLVMPass
 from tdsl.dialects.tdslmath import TdslMath
-from tdsl.lowering.convert_to_llvm import ConvertToLLVMPass
 
 MLIR_TYPES = {np.float16: "f16", np.float32: "f32", np.float64: "f64", np.bool_: "i1"}
 
@@ -64,7 +64,7 @@ func.func @f({args}, %out: memref<{n}x{out_type}>) {{
 
 def compile_function(text: str, name: str = "f", **options: Any) -> Callable[..., Any]:
     """The native function ``name`` of loops-stage ``text``, called with arrays."""
-    from tdsl.native.compile import compile_llvm
+    from tdsl.runtime.compile import compile_llvm
 
     compiled = compile_llvm(lower(text, **options))
     fn = compiled.function(name)

@@ -8,8 +8,8 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import Float16Type, ModuleOp, UnitAttr
 from xdsl.printer import Printer
 
+from tdsl.backend.llvm.convert_to_llvm import ConvertToLLVMPass
 from tdsl.errors import TdslIRError, TdslOptionError
-from tdsl.lowering.convert_to_llvm import ConvertToLLVMPass
 
 from .kernels import chain_2d, context, elementwise_1d, lower, parse, row_sum_exp
 

@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("llvmlite")
 
 import tdsl
-from tdsl.native.compile import native_unavailable_reason
+from tdsl.runtime.compile import native_unavailable_reason
 
 pytestmark = pytest.mark.skipif(
     native_unavailable_reason() is not None, reason=str(native_unavailable_reason())
@@ -51,7 +51,7 @@ def test_strided_variant_of_one_element_tiles_compiles(target: str) -> None:
 
 
 def _break_variants(monkeypatch: pytest.MonkeyPatch) -> None:
-    import tdsl.lowering.lower_to_loops as loops
+    import tdsl.backend.llvm.lower_to_loops as loops
 
     def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("a bug in the loops lowering")
@@ -112,7 +112,7 @@ def test_too_many_buffers_for_ctypes_is_a_clear_error(monkeypatch: pytest.Monkey
     """A function of more buffers than ctypes passes (1024; about 1000 reductions
     of one expression) is a TdslNativeError under native, and the numpy target
     under auto (here with the limit lowered, to keep the test fast)."""
-    import tdsl.native.compile as native_compile
+    import tdsl.runtime.compile as native_compile
 
     monkeypatch.setattr(native_compile, "CTYPES_MAX_ARGS", 2, raising=False)
     expr = "A + B + C"

@@ -11,8 +11,8 @@ import pytest
 
 pytest.importorskip("llvmlite")
 
-from tdsl.native.compile import host_info, native_unavailable_reason
-from tdsl.native.math_approx import MAX_ULP_ERROR
+from tdsl.backend.llvm.math_approx import MAX_ULP_ERROR
+from tdsl.runtime.compile import host_info, native_unavailable_reason
 
 from .kernels import MLIR_TYPES, compile_function, elementwise_1d, ulp_error, unary_math
 

@@ -35,7 +35,7 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from tdsl.jit import JITTensorKernel
-from tdsl.native.compile import host_info, native_unavailable_reason
+from tdsl.runtime.compile import host_info, native_unavailable_reason
 
 NATIVE = pytest.mark.skipif(
     native_unavailable_reason() is not None, reason=str(native_unavailable_reason())
@@ -102,7 +102,7 @@ def test_reductions_still_vectorize(expr: str) -> None:
     """A sum's accumulator carries ``reassoc`` (and nothing else does): LLVM still
     vectorizes row sums; max and min vectorize without flags (``llvm.maximum``)."""
     kernel = JITTensorKernel(target="native", threads=1).compile(expr, {"A": (64, 256)}, "f32")
-    from tdsl.native.runtime import NativeFunction
+    from tdsl.runtime.native import NativeFunction
 
     function = kernel.function
     assert isinstance(function, NativeFunction)

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("llvmlite")
 
-from tdsl.native.compile import (
+from tdsl.runtime.compile import (
     NativeCompileError,
     bind_symbols,
     compile_llvm,
@@ -280,7 +280,7 @@ func.func @f(%a: memref<16xf32>, %out: memref<16xf32>, %lo: index) {
 
 def test_tiles_split_over_threads_only_with_a_mebibyte_per_thread() -> None:
     from tdsl.jit import JITTensorKernel
-    from tdsl.native import runtime
+    from tdsl.runtime import native as runtime
 
     def split(n: int) -> list[int]:
         kernel = JITTensorKernel(threads=2, target="native").compile(
@@ -452,7 +452,7 @@ def test_a_transposed_input_is_packed_in_blocks() -> None:
     views, nor has an f64 transpose whose row length does not alias (5 KB rows of
     625 doubles)."""
     import tdsl
-    from tdsl.lowering.lower_to_loops import BLOCK, lower_to_loops
+    from tdsl.backend.llvm.lower_to_loops import BLOCK, lower_to_loops
 
     def loops(n: int, dtype: str, strides: list[tuple[int, ...] | None]) -> str:
         source = f"def f(A: {dtype}[{n}, {n}], B: {dtype}[{n}, {n}]):\n    return relu(A) + B\n"

@@ -20,7 +20,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.printer import Printer
 
 from tdsl.jit import JITTensorKernel
-from tdsl.native.compile import native_unavailable_reason
+from tdsl.runtime.compile import native_unavailable_reason
 
 mlir = pytest.importorskip("jax._src.interpreters.mlir", reason="jaxlib (MLIR) not installed")
 ir: Any = pytest.importorskip("jax._src.lib.mlir").ir

@@ -11,9 +11,9 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, ModuleOp, TensorType
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
+from tdsl.backend.numpy.target import emit_numpy, load_numpy
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.kernel import FusedOp, TileOp, YieldOp, dim_map
-from tdsl.lowering.numpy_target import emit_numpy, load_numpy
 
 Body = Callable[..., Sequence[SSAValue] | SSAValue]
 

@@ -35,7 +35,7 @@ from tdsl.dialects import tensordsl as td
 from tdsl.frontend import to_tensordsl
 from tdsl.frontend.ir_gen import FUNCTIONS
 from tdsl.jit import JITTensorKernel
-from tdsl.native.compile import native_unavailable_reason
+from tdsl.runtime.compile import native_unavailable_reason
 
 run_mod = pytest.importorskip("tdsl.interpreters.run")
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import tdsl
+from tdsl.backend.dot import render_dot
 from tdsl.frontend.snippets import source_snippets
-from tdsl.tools.dot_target import render_dot
 from tdsl.tools.tdsl_opt import main
 
 WALK = """\

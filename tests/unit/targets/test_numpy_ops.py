@@ -24,9 +24,9 @@ from numpy_target_ir import (
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 
+from tdsl.backend.numpy.target import emit_numpy
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.tensordsl import RECIPROCAL_MIN_SIZE
-from tdsl.lowering.numpy_target import emit_numpy
 
 UNARY: list[tuple[type[td.UnaryOp], Callable[[np.ndarray], np.ndarray], float]] = [
     (td.ReluOp, lambda x: np.maximum(x, 0), -2),

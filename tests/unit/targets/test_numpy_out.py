@@ -11,11 +11,11 @@ from numpy_target_ir import const, fused, plain, rand, ttype
 from test_numpy_pipeline import CASES, pipeline
 from xdsl.ir import SSAValue
 
+from tdsl.backend.numpy.target import emit_numpy, load_numpy
 from tdsl.dialects import tensordsl as td
 from tdsl.frontend import to_tensordsl
-from tdsl.lowering.fuse import fuse
-from tdsl.lowering.numpy_target import emit_numpy, load_numpy
-from tdsl.lowering.tile import tile
+from tdsl.transforms.fuse import fuse
+from tdsl.transforms.tile import tile
 
 
 def strided_like(a: np.ndarray) -> np.ndarray:

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from numpy_target_ir import check, rand
 
+from tdsl.backend.numpy.target import emit_numpy, load_numpy
 from tdsl.dialects.kernel import TileOp
 from tdsl.dialects.kernel_plan import plan_scratch
 from tdsl.frontend import to_tensordsl
-from tdsl.lowering.fuse import fuse
-from tdsl.lowering.numpy_target import emit_numpy, load_numpy
-from tdsl.lowering.tile import tile
+from tdsl.transforms.fuse import fuse
+from tdsl.transforms.tile import tile
 
 
 def _softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:

@@ -15,10 +15,10 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import SSAValue
 from xdsl.parser import Parser
 
+from tdsl.backend.numpy.target import NumpyTarget, emit_numpy, load_numpy
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.kernel import Kernel
 from tdsl.errors import TdslIRError, TdslOptionError
-from tdsl.lowering.numpy_target import NumpyTarget, emit_numpy, load_numpy
 
 MLIR = """
 func.func @"my.kernel"(%x: tensor<4x3xf32>, %lambda: tensor<3xf32>) -> (tensor<4x3xf32>, tensor<4xf32>) {
@@ -200,10 +200,10 @@ func.func @"we\"ird\nname"(%x: tensor<3xf32>) -> tensor<3xf32> {
 
 
 def test_loaded_modules_share_one_thread_pool() -> None:
+    from tdsl.backend.numpy.target import emit_numpy, load_numpy
     from tdsl.frontend import to_tensordsl
-    from tdsl.lowering.fuse import fuse
-    from tdsl.lowering.numpy_target import emit_numpy, load_numpy
-    from tdsl.lowering.tile import tile
+    from tdsl.transforms.fuse import fuse
+    from tdsl.transforms.tile import tile
 
     module = tile(
         fuse(

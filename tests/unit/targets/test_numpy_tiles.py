@@ -13,10 +13,10 @@ from numpy_target_ir import check, const, fused, plain, rand, softmax_ref, tiled
 from peak_memory import measure_peak, numpy_buffers
 from xdsl.ir import SSAValue
 
+from tdsl.backend.numpy import blocking
+from tdsl.backend.numpy.target import emit_numpy, load_numpy
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.kernel import TileOp
-from tdsl.lowering.numpy_emit import blocking
-from tdsl.lowering.numpy_target import emit_numpy, load_numpy
 
 
 def ew_body(a: SSAValue, b: SSAValue, c: SSAValue, d: SSAValue) -> SSAValue:
@@ -302,8 +302,8 @@ def test_a_dim_an_op_does_not_run_along_is_not_cut(
     # run along d0. Cutting d0 (cache blocking, threads) would compute the whole sum again on
     # every tile, and on two threads write `s` from both at once.
     from tdsl.frontend import to_tensordsl
-    from tdsl.lowering.fuse import fuse
-    from tdsl.lowering.tile import tile
+    from tdsl.transforms.fuse import fuse
+    from tdsl.transforms.tile import tile
 
     monkeypatch.setattr(blocking, "THREAD_MIN_BYTES", 0)
     source = "def k(x: f64[300, 300]):\n    s = sum(x, axis=1)\n    return x + s, s\n"

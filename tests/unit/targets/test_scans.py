@@ -25,9 +25,9 @@ from tdsl.dialects.kernel import TileOp
 from tdsl.errors import TdslError, TdslTypeError
 from tdsl.frontend import to_tensordsl
 from tdsl.jit import JITTensorKernel
-from tdsl.lowering.fuse import fuse
-from tdsl.lowering.tile import tile
-from tdsl.native.compile import native_unavailable_reason
+from tdsl.runtime.compile import native_unavailable_reason
+from tdsl.transforms.fuse import fuse
+from tdsl.transforms.tile import tile
 
 run_function = pytest.importorskip("tdsl.interpreters.run").run_function
 

@@ -16,7 +16,6 @@ from xdsl.utils.exceptions import PassFailedException
 
 from tdsl.dialects import tensordsl as td
 from tdsl.errors import SourceLocation, TdslBudgetError, TdslSyntaxError
-from tdsl.lowering.fuse import FusePass
 from tdsl.tools.diagnostics import run_tool
 from tdsl.tools.tdsl_opt import (
     TdslOptMain,
@@ -25,6 +24,7 @@ from tdsl.tools.tdsl_opt import (
     rewrite_pass_flags,
     unknown_long_options,
 )
+from tdsl.transforms.fuse import FusePass
 
 GOOD = """\
 func.func @main(%a: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
@@ -231,7 +231,7 @@ def test_explain_fusion_prints_remarks_on_stderr(
 def test_explain_fusion_hook_gets_budget_and_locator(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tdsl.lowering import fuse
+    from tdsl.transforms import fuse
 
     calls: list[tuple[int | None, SourceLocation | None]] = []
 

@@ -292,7 +292,7 @@ def test_an_empty_module_loads_no_dialect_nor_numpy(tmp_path: Path) -> None:
         f"    main([{path!r}])\n"
         "except SystemExit:\n"
         "    pass\n"
-        "heavy = ('numpy', 'tdsl.dialects', 'tdsl.lowering', 'tdsl.frontend', 'tdsl.jit')\n"
+        "heavy = ('numpy', 'tdsl.dialects', 'tdsl.transforms', 'tdsl.backend', 'tdsl.frontend', 'tdsl.jit')\n"
         "print(sorted(m for m in sys.modules if m.startswith(heavy)))\n"
     )
     result = subprocess.run(

@@ -1,0 +1,255 @@
+"""The ``tdsl-convert-to-llvm`` pass: loops-stage IR to xDSL's ``llvm`` dialect.
+
+Input: a module of ``func.func`` in the upstream ``func``, ``scf``, ``cf``,
+``arith``, ``math`` and ``memref`` dialects plus ``tdslmath`` (what
+``tdsl-lower-to-loops`` produces).  Output: only ``llvm.func`` ops, ready for
+``xdsl.backend.llvm.convert.convert_module`` (``tdsl-opt -t llvm``).  An op
+the pass cannot lower is an error naming it; nothing is left half-converted.
+
+The ABI
+-------
+
+For a ``func.func @f`` the pass emits an ``llvm.func @f`` with the C calling
+convention and external linkage (internal for a defined private function):
+
+- a ``memref`` argument (static shape, identity or static strided layout)
+  is one ``ptr``, the address of its element at index ``[0, ..., 0]``: the
+  layout's static ``offset`` is already applied by the caller; element
+  ``[i, j]`` is read at ``ptr + (i * s0 + j * s1) * itemsize`` with the strides
+  ``s`` of the memref type (row-major for the identity layout), so a NumPy view
+  is passed as ``view.ctypes.data`` with strides ``view.strides / itemsize``;
+- ``index`` and ``i64`` arguments are ``i64`` (C ``int64_t``); ``i32``, ``f32``,
+  ``f64`` stay ``i32``, ``float``, ``double``;
+- ``i1`` memref elements are bytes holding 0 or 1 (NumPy's ``bool``); f16
+  elements are IEEE half (NumPy's ``float16``);
+- functions return nothing (outputs are written through memref arguments); a
+  function with one scalar result returns it;
+- an external function (``func.func private @g`` without a body) is called with
+  the same ABI, so ``func.call @g(%m, %n)`` passes ``(ptr, i64)``.
+
+With ``noalias=true`` every ``ptr`` argument of a defined function is marked
+``noalias``: the caller promises that no two memref arguments overlap (tdsl's
+inputs, outputs and scratch never do).  LLVM needs that, or runtime overlap
+checks, to vectorize.  A single argument can be marked in the input instead,
+with MLIR's argument attribute ``{llvm.noalias}`` on the ``func.func``.
+
+Floating point
+--------------
+
+By default the pass adds no fast-math flags: every float op is computed in
+NumPy's order with NumPy's rounding, without fused multiply-adds NumPy would not
+form, so overflow, underflow, inf, nan and signed zeros come out as NumPy's.  The
+flags an op already carries are kept: ``tdsl-lower-to-loops`` marks only the
+accumulator update of a ``sum`` or ``mean`` ``reassoc``, which lets LLVM
+vectorize it (it then adds in several partial sums: the result may differ from
+NumPy's pairwise sum by rounding, within an error bound like pairwise
+summation's; see ``docs/native.md``).  ``prod``, ``min`` and ``max`` combine in
+order.  The ``fastmath`` option (any of ``reassoc``, ``contract``, ``arcp``,
+``afn``) gives those flags to every float op that has none: it **changes
+results** (``contract`` fuses ``a * a - c`` into one rounding, so an overflow of
+``a * a`` can disappear; ``reassoc`` folds ``x * 2 * 0.5`` into ``x`` and
+``square(power(x, y))`` into ``power(x, 2 y)``), and is for users who ask for it
+explicitly.  ``nnan``, ``ninf`` and ``nsz`` are never accepted.
+``maximumf``/``minimumf`` propagate nan.  f16 arithmetic runs in f32 with
+explicit conversions (:mod:`tdsl.backend.llvm.f16`).  With ``approximate-math=true``
+(the default) ``exp``, ``expm1``, ``log``, ``log1p``, ``tanh``, ``sinh`` and
+``cosh`` become branch-free polynomial code that LLVM vectorizes
+(:mod:`tdsl.backend.llvm.math_approx`, with its measured errors; only its own ops may
+contract into fused multiply-adds); other math functions call the C library
+(:mod:`tdsl.backend.llvm.math_to_llvm`).
+
+Steps: the ``fastmath`` option's flags, if any; ``nextafter`` as integer code; f16 widened;
+math approximations; xDSL's ``convert-scf-to-cf``; then one greedy walk of all
+the patterns of :mod:`tdsl.backend.llvm` (``arith``, ``math``, ``memref``, ``func``,
+``cf``), xDSL's ``reconcile-unrealized-casts``, and the check that only
+``llvm`` ops remain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, llvm
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    ModuleOp,
+    TensorType,
+    UnitAttr,
+    UnrealizedConversionCastOp,
+)
+from xdsl.dialects.utils import FastMathFlag
+from xdsl.ir import Attribute, Operation
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.transforms.convert_scf_to_cf import ConvertScfToCf
+from xdsl.transforms.reconcile_unrealized_casts import reconcile_unrealized_casts
+
+from tdsl.backend.llvm.arith_to_llvm import ARITH_TO_LLVM_PATTERNS
+from tdsl.backend.llvm.f16 import F16_PATTERNS
+from tdsl.backend.llvm.func_to_llvm import FUNC_TO_LLVM_PATTERNS
+from tdsl.backend.llvm.math_approx import APPROXIMATION_PATTERNS, EXACT_EXPANSION_PATTERNS
+from tdsl.backend.llvm.math_to_llvm import MATH_TO_LLVM_PATTERNS
+from tdsl.backend.llvm.memref_to_llvm import MEMREF_TO_LLVM_PATTERNS
+from tdsl.errors import TdslIRError, TdslOptionError
+
+ALLOWED_FAST_MATH = ("reassoc", "contract", "arcp", "afn")
+"""Flags the ``fastmath`` option accepts: none of them assumes away nan, inf or -0."""
+
+
+@dataclass(frozen=True)
+class DefaultFastMath(RewritePattern):
+    """Give float ``arith`` ops without fast-math flags the flags ``flags``."""
+
+    flags: arith.FastMathFlagsAttr
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(
+        self, op: arith.FloatingPointLikeBinaryOperation | arith.NegfOp, rewriter: PatternRewriter
+    ) -> None:
+        if op.fastmath.data:
+            return
+        op.fastmath = self.flags
+        rewriter.notify_op_modified(op)
+
+
+def _walk(patterns: tuple[RewritePattern, ...], module: ModuleOp) -> None:
+    PatternRewriteWalker(
+        GreedyRewritePatternApplier(list(patterns), dce_enabled=False), apply_recursively=True
+    ).rewrite_module(module)
+
+
+def mark_noalias(module: ModuleOp) -> None:
+    """Add ``llvm.noalias`` to every ``ptr`` argument of every defined ``llvm.func``."""
+    for op in module.ops:
+        if not isinstance(op, llvm.FuncOp) or not op.body.blocks:
+            continue
+        inputs = op.function_type.inputs.data
+        old = op.arg_attrs.data if op.arg_attrs is not None else (DictionaryAttr({}),) * len(inputs)
+        new: list[DictionaryAttr] = []
+        for t, attrs in zip(inputs, old, strict=True):
+            entries: dict[str, Attribute] = dict(attrs.data)
+            if isinstance(t, llvm.LLVMPointerType):
+                entries["llvm.noalias"] = UnitAttr()
+            new.append(DictionaryAttr(entries))
+        op.arg_attrs = ArrayAttr(new)
+
+
+def _first_unconverted(module: ModuleOp) -> Operation | None:
+    """The first op that is not in the llvm dialect; a leftover cast only when there
+    is no such op (it is then the symptom, not the cause)."""
+    cast: Operation | None = None
+    for op in module.walk():
+        if op is module:
+            continue
+        if isinstance(op, UnrealizedConversionCastOp):
+            cast = cast or op
+        elif op.dialect_name() != "llvm":
+            return op
+    return cast
+
+
+@dataclass(frozen=True)
+class ConvertToLLVMPass(ModulePass):
+    """Lower loops-stage IR (func/scf/cf/arith/math/memref/tdslmath) to the ``llvm``
+    dialect with the ABI of this module's docstring."""
+
+    name = "tdsl-convert-to-llvm"
+
+    noalias: bool = False
+    """Mark every pointer argument ``noalias`` (the caller passes distinct buffers)."""
+
+    fastmath: tuple[str, ...] = ("none",)
+    """Fast-math flags for float ops that have none: any of reassoc, contract, arcp,
+    afn, or ``none`` (the default: NumPy's results).  Any flag changes results
+    (contract fuses multiply-adds, reassoc reorders and folds arithmetic): opt in
+    only when NumPy's rounding, overflow and nan behavior need not be kept."""
+
+    approximate_math: bool = True
+    """Expand exp, expm1, log, log1p, tanh, sinh, cosh into vectorizable polynomials
+    (otherwise: libm calls)."""
+
+    def _fast_math_flags(self) -> arith.FastMathFlagsAttr | None:
+        flags = (self.fastmath,) if isinstance(self.fastmath, str) else tuple(self.fastmath)
+        if flags == ("none",) or not flags:
+            return None
+        bad = [f for f in flags if f not in ALLOWED_FAST_MATH]
+        if bad:
+            raise TdslOptionError(
+                f"tdsl-convert-to-llvm: fastmath flag '{bad[0]}' is not allowed "
+                f"(allowed: {', '.join(ALLOWED_FAST_MATH)}, or none)"
+            )
+        return arith.FastMathFlagsAttr(tuple(FastMathFlag(f) for f in flags))
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        _check_signatures(op)
+        flags = self._fast_math_flags()
+        if flags is not None:
+            _walk((DefaultFastMath(flags),), op)
+        _walk(EXACT_EXPANSION_PATTERNS, op)
+        _walk(F16_PATTERNS, op)
+        if self.approximate_math:
+            _walk(APPROXIMATION_PATTERNS, op)
+        ConvertScfToCf().apply(ctx, op)
+        _walk(
+            (
+                *FUNC_TO_LLVM_PATTERNS,
+                *ARITH_TO_LLVM_PATTERNS,
+                *MATH_TO_LLVM_PATTERNS,
+                *MEMREF_TO_LLVM_PATTERNS,
+            ),
+            op,
+        )
+        reconcile_unrealized_casts(op, warn_on_failure=False)
+        left = _first_unconverted(op)
+        if left is not None:
+            raise TdslIRError(
+                f"tdsl-convert-to-llvm: cannot lower '{left.name}' to the llvm dialect",
+                note=_unsupported_note(left),
+                op=left,
+            )
+        if self.noalias:
+            mark_noalias(op)
+
+
+def _check_signatures(module: ModuleOp) -> None:
+    """Every function must be loops-stage (no tensors: those are what
+    ``tdsl-lower-to-loops`` turns into memref arguments) and return at most one
+    scalar; else an error at the function."""
+    for fn in module.ops:
+        if not isinstance(fn, func.FuncOp):
+            continue
+        inputs, outputs = fn.function_type.inputs.data, fn.function_type.outputs.data
+        tensors: list[Attribute] = [t for t in (*inputs, *outputs) if isinstance(t, TensorType)]
+        if tensors:
+            raise TdslIRError(
+                f"tdsl-convert-to-llvm lowers loops-stage IR: run tdsl-fuse, tdsl-tile and "
+                f"tdsl-lower-to-loops before it (@{fn.sym_name.data} takes or returns "
+                f"{tensors[0]}; the lowering writes results through memref arguments)",
+                op=fn,
+            )
+        if len(outputs) > 1:
+            raise TdslIRError(
+                f"tdsl-convert-to-llvm: @{fn.sym_name.data} returns {len(outputs)} values; "
+                "a function returns at most one scalar (write results through memref "
+                "arguments)",
+                op=fn,
+            )
+
+
+def _unsupported_note(op: Operation) -> str:
+    if isinstance(op, UnrealizedConversionCastOp):
+        return "a value of a type the lowering does not convert is used by a converted op"
+    types = ", ".join(str(t) for t in (*op.operand_types, *op.result_types))
+    return (
+        "supported: scalar arith/math on f16/f32/f64/i1/integers/index, memref load/store/"
+        "subview/cast/alloca on static shapes and strides, func, scf, cf; "
+        f"this op has types: {types}"
+    )

@@ -1,0 +1,692 @@
+"""How the numpy target computes one op on a tile: derived from its scalar body, or a
+hand-tuned lowering this target registers for the op's class.
+
+An element-wise op states its semantics once, in its scalar body.  By default the
+target derives its code from that body through the table of
+:mod:`tdsl.dialects.scalar_numpy` (the same table the interpreter evaluates with): a body
+of one scalar op is one ``np.<ufunc>(..., out=)`` call, as NumPy computes it (for
+``f16``, in ``f32`` rounded once); a body of several is one call per scalar op, each
+writing a workspace the op declares (``numpy_workspace``, which the scratch plan
+counts), the last writing the result.  ``f16`` bodies run on ``f32`` workspaces and
+round once at the end.
+
+Where NumPy has a faster form than the body's (``np.maximum`` against a block of
+zeros, one ``np.remainder`` for a body emulating it, a multiplication by the
+reciprocal), this module registers a lowering for the op's class: the target owns
+its code, the dialect none.  Ops with ``reduction`` or ``normalize`` dims have
+their lowerings here too (softmax's reductions and reciprocal, layernorm's
+einsum, a sum of products as one einsum), registered by class: whole tiles
+(:data:`LOWERINGS`), partials over tiles of a reduction dim (:data:`PARTIALS`)
+and the step from an accumulator to the result (:data:`FINALIZERS`).  A
+subclass inherits its base's entry, so an op of another dialect built on
+``UnaryOp`` or ``ReductionOp`` lowers like tensordsl's.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import arith
+from xdsl.ir import Operation, SSAValue
+
+from tdsl.backend.numpy.program import NumpyTileBuilder, NumpyValue, TileGen
+from tdsl.dialects import tensordsl as td
+from tdsl.dialects.scalar_numpy import (
+    NumpyFunction,
+    constant_array,
+    numpy_function,
+    tdsl_convert,
+)
+from tdsl.dialects.structured import (
+    IteratorType,
+    ReductionOp,
+    ScanOp,
+    StructuredOpInterface,
+    body_of,
+)
+from tdsl.dtypes import FLOAT_DTYPES
+from tdsl.errors import TdslIRError
+
+Lowering = Callable[[Any, TileGen, Sequence[Any], Sequence[Any]], None]
+"""``lowering(op, g, args, results)``: emit the calls computing ``results`` of one tile."""
+
+PartialLowering = Callable[[Any, TileGen, Sequence[Any], Any], None]
+"""``partial(op, g, args, out)``: emit the partial result of one tile into ``out`` (of the
+op's accumulator dtype)."""
+FinalizeLowering = Callable[[Any, TileGen, Any, Any, int], None]
+"""``finalize(op, g, acc, out, count)``: emit the result from the accumulator (``count``
+elements combined into each)."""
+
+ScanLowering = Callable[[Any, TileGen, Sequence[Any], Sequence[Any], Any], None]
+"""``scan(op, g, args, results, carry)``: emit one tile of a scan along a tiled dim, from
+``carry`` (the running values so far, extent 1 along the scan axis), updating it."""
+
+LOWERINGS: dict[type[Operation], Lowering] = {}
+"""Op class -> the lowering this target registers for it (subclasses inherit it)."""
+PARTIALS: dict[type[Operation], PartialLowering] = {}
+"""Op class -> how a tile's partial result is computed (reductions, matmul)."""
+FINALIZERS: dict[type[Operation], FinalizeLowering] = {}
+"""Op class -> how the result comes from the accumulator (default: a copy)."""
+MergeLowering = Callable[[Any, TileGen, Sequence[Any], Sequence[Any]], None]
+"""``merge(op, g, acc, partial)``: emit the merge of a tile's partial state into the
+accumulator, for a tuple accumulator (one var per component of each; ``acc`` updated)."""
+
+SCANS: dict[type[Operation], ScanLowering] = {}
+"""Op class -> how one tile of a scan along a tiled dim runs from its carry."""
+MERGES: dict[type[Operation], MergeLowering] = {}
+"""Op class -> how two states of a tuple accumulator merge (one ufunc merges the others)."""
+
+
+def register(*op_classes: type[Operation]) -> Callable[[Lowering], Lowering]:
+    """Register the decorated function as the numpy lowering of ``op_classes``."""
+
+    def add(fn: Lowering) -> Lowering:
+        for cls in op_classes:
+            LOWERINGS[cls] = fn
+        return fn
+
+    return add
+
+
+def _registered(table: dict[type[Operation], Any], op: Operation) -> Any:
+    for cls in type(op).__mro__:
+        found = table.get(cls)
+        if found is not None:
+            return found
+    return None
+
+
+def lower_op(
+    op: Operation, s: StructuredOpInterface, g: TileGen, args: Sequence[Any], results: Sequence[Any]
+) -> None:
+    """Emit ``op`` on one tile: its registered lowering; for a body of several ops whose
+    function NumPy has (``NUMPY_UFUNC``), that ufunc; else the lowering derived from its
+    body."""
+    found: Lowering | None = _registered(LOWERINGS, op)
+    ufunc: str | None = getattr(op, "NUMPY_UFUNC", None)
+    own = getattr(op, "lower_numpy", None)
+    if found is not None:
+        found(op, g, args, results)
+    elif own is not None:
+        # an op of another dialect may bring its own NumPy code (tdsl's ops do not)
+        own(g, args, results)
+    elif any(k is not IteratorType.PARALLEL for k in s.iterator_types()):
+        raise TdslIRError(f"numpy target: no lowering registered for '{op.name}'")
+    elif ufunc is not None and body_of(op).single() is None:
+        # NumPy has the function: one call, and the op declares no workspaces for it
+        g.ufunc(ufunc, *args, out=results[0])
+    else:
+        lower_body(op, g, args, results)
+
+
+def lower_scan(
+    op: Operation, g: TileGen, args: Sequence[Any], results: Sequence[Any], carry: Any
+) -> None:
+    """Emit one tile of the scan ``op`` along a tiled dim from ``carry``, updating it: the
+    registered scan lowering, or an op's own ``lower_numpy_scan`` (another dialect's)."""
+    found: ScanLowering | None = _registered(SCANS, op)
+    own = getattr(op, "lower_numpy_scan", None)
+    if found is not None:
+        found(op, g, args, results, carry)
+    elif own is not None:
+        own(g, args, results, carry)
+    else:
+        raise TdslIRError(f"numpy target: no scan lowering registered for '{op.name}'")
+
+
+def lower_partial(op: Operation, g: TileGen, args: Sequence[Any], out: Any) -> None:
+    """Emit the partial result of ``op`` over one tile of its reduction dims into ``out``."""
+    found: PartialLowering | None = _registered(PARTIALS, op)
+    if found is None:
+        raise TdslIRError(f"numpy target: no partial lowering registered for '{op.name}'")
+    found(op, g, args, out)
+
+
+def lower_merge(op: Operation, g: TileGen, acc: Sequence[Any], partial: Sequence[Any]) -> None:
+    """Emit the merge of a tile's partial state into ``acc`` (a tuple accumulator)."""
+    found: MergeLowering | None = _registered(MERGES, op)
+    if found is None:
+        raise TdslIRError(f"numpy target: no merge lowering registered for '{op.name}'")
+    found(op, g, acc, partial)
+
+
+def lower_finalize(op: Operation, g: TileGen, acc: Any, out: Any, count: int) -> None:
+    """Emit ``op``'s result from its accumulator ``acc`` into ``out`` (a tuple of vars for a
+    tuple accumulator)."""
+    found: FinalizeLowering | None = _registered(FINALIZERS, op)
+    if found is None:
+        g.call("np.copyto({out}, {0})", acc, out=out)
+    else:
+        found(op, g, acc, out, count)
+
+
+# ---------------------------------------------------------------------------
+# Derived from the body
+# ---------------------------------------------------------------------------
+
+
+def _call(g: TileGen, fn: NumpyFunction, operands: Sequence[Any], out: Any) -> None:
+    if fn is tdsl_convert:
+        g.call("np.copyto({out}, {0})", *operands, out=out)
+    elif isinstance(fn, np.ufunc) and getattr(np, fn.__name__, None) is fn:
+        g.ufunc(fn.__name__, *operands, out=out)
+    else:
+        name = g.function(fn.__name__, inspect.getsource(fn))
+        args = ", ".join(f"{{{i}}}" for i in range(len(operands)))
+        g.call(f"{name}({args}, out={{out}})", *operands, out=out)
+
+
+def lower_body(op: Operation, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
+    """The lowering derived from ``op``'s scalar body (see the module docstring)."""
+    body = body_of(op)
+    (out,) = results
+    env: dict[SSAValue, Any] = dict(zip(body.block.args, args, strict=True))
+    single = body.single()
+
+    def operand(v: SSAValue) -> Any:
+        found = env.get(v)
+        if found is None:
+            owner = v.owner
+            if isinstance(owner, arith.ConstantOp):
+                return g.constant(constant_array(owner))
+            if isinstance(owner, arith.ExtFOp) and single is not None:
+                return operand(owner.input)  # NumPy's f16 ufunc widens itself
+            raise TdslIRError(f"numpy target: '{op.name}' body value {v} is not computed")
+        return found
+
+    if single is not None:
+        _call(g, numpy_function(single), [operand(v) for v in single.operands], out)
+        return
+    (result,) = body.results
+    if result in env or isinstance(result.owner, arith.ConstantOp):
+        g.call("np.copyto({out}, {0})", operand(result), out=out)
+        return
+    slots, _ = body.slots()
+    for inner, slot in zip(body.computing(), slots, strict=True):
+        target = out if slot is None else g.workspace(slot)
+        _call(g, numpy_function(inner), [operand(v) for v in inner.operands], target)
+        env[inner.results[0]] = target
+
+
+# ---------------------------------------------------------------------------
+# Hand-tuned lowerings
+# ---------------------------------------------------------------------------
+
+
+def _ufunc(name: str) -> Lowering:
+    def lower(op: Operation, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
+        g.ufunc(name, *args, out=results[0])
+
+    return lower
+
+
+# One NumPy ufunc computes what these bodies spell out in several scalar ops.
+for _cls, _name in (
+    (td.SignOp, "sign"),
+    (td.SquareOp, "square"),
+    (td.ReciprocalOp, "reciprocal"),
+    (td.CopyOp, "positive"),
+    (td.ConjOp, "conjugate"),
+    (td.RemainderOp, "remainder"),
+    (td.PowerOp, "power"),
+    (td.NotOp, "logical_not"),
+):
+    LOWERINGS[_cls] = _ufunc(_name)
+
+
+@register(td.ReluOp)
+def _relu(op: td.ReluOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
+    # against a block of zeros: np.maximum with a scalar takes a slow non-SIMD path
+    g.ufunc("maximum", args[0], g.fill(args[0], 0.0), out=results[0])
+
+
+@register(td.NegOp)
+def _neg(op: td.NegOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
+    # NumPy 2.4's np.negative computed in place is wrong on a view whose stride is
+    # 16 bytes (f32) or 64 bytes (f64), as a remainder tile's column slice of a
+    # scratch buffer can be; multiplying by -1 negates exactly (signed zeros too).
+    g.ufunc("multiply", args[0], g.scalar(-1.0, results[0].dtype), out=results[0])
+
+
+@register(td.OnesLikeOp)
+def _ones_like(op: td.OnesLikeOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
+    g.call("np.copyto({out}, 1)", out=results[0], note="ones_like")
+
+
+@register(td.WhereOp)
+def _where(op: td.WhereOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
+    (c, a, b), (out,) = args, results
+    # np.where allocates: copy b in, then a where the condition holds
+    g.call("np.copyto({out}, {0})", b, out=out, note="where(c, a, b)")
+    g.call("np.copyto({out}, {0}, where={1})", a, c, out=out)
+
+
+def _fill_splat(g: NumpyTileBuilder, value: NumpyValue, out: NumpyValue) -> NumpyValue:
+    """A one-element constant operand as a block shaped like ``out`` (NumPy's fast path)."""
+    constant = g.constant_value(value)
+    if constant is None or constant.size != 1 or value.shape == out.shape:
+        return value
+    return g.fill(out, float(constant.reshape(())))
+
+
+@register(td.MaximumOp, td.MinimumOp)
+def _extremum(
+    op: td.MaximumOp | td.MinimumOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]
+) -> None:
+    out = results[0]
+    name = "maximum" if isinstance(op, td.MaximumOp) else "minimum"
+    g.ufunc(name, *(_fill_splat(g, a, out) for a in args), out=out)
+
+
+@register(td.DivOp)
+def _divide(op: td.DivOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
+    (a, b), (out,) = args, results
+    if not op.by_reciprocal(b.shape, out.shape):
+        g.ufunc("divide", a, b, out=out)
+        return
+    value = g.constant_value(b)
+    if value is not None:
+        with np.errstate(divide="ignore"):
+            r = g.constant(np.reciprocal(value))
+    else:
+        r = g.workspace(0)
+        g.ufunc("reciprocal", b, out=r, note="divide by a broadcast operand: its reciprocal")
+    g.ufunc("multiply", a, r, out=out)
+
+
+@register(td.SigmoidOp)
+def _sigmoid(op: td.SigmoidOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
+    # max(x >= 0, e) / (1 + e) with e = exp(-|x|): seven calls where the body has nine ops;
+    # f16 computes in two f32 workspaces and rounds once, as the body does
+    (x,), (out,) = args, results
+    e = g.workspace(0)
+    num = g.workspace(1) if out.dtype == FLOAT_DTYPES["f16"] else out
+    g.ufunc("absolute", x, out=e, note="sigmoid: max(x >= 0, e) / (1 + e) with e = exp(-|x|)")
+    g.ufunc("multiply", e, g.scalar(-1.0, e.dtype), out=e)  # not np.negative: see _neg
+    g.ufunc("exp", e, out=e)
+    g.ufunc("greater_equal", x, g.fill(x, 0.0), out=num)
+    g.ufunc("maximum", num, e, out=num)
+    g.ufunc("add", e, g.scalar(1.0, e.dtype), out=e)
+    g.ufunc("divide", num, e, out=out)
+
+
+# -- matmul and transpose ----------------------------------------------------------
+
+
+def _matmul_partial(op: td.MatmulOp, g: TileGen, args: Sequence[Any], out: Any) -> None:
+    g.call("np.matmul({0}, {1}, out={out})", *args, out=out)
+
+
+PARTIALS[td.MatmulOp] = _matmul_partial
+
+
+@register(td.MatmulOp)
+def _matmul(op: td.MatmulOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
+    _matmul_partial(op, g, args, results[0])
+
+
+@register(td.TransposeOp)
+def _transpose(op: td.TransposeOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
+    g.call("np.copyto({out}, {0}.T)", args[0], out=results[0])
+
+
+# -- reductions ------------------------------------------------------------------------
+
+
+def _reduce_args(op: ReductionOp) -> str:
+    args = f"axis={op.axis_value}"
+    return args + (", keepdims=True" if op.keepdims_value else "")
+
+
+def _reduce_partial(op: ReductionOp, g: TileGen, args: Sequence[Any], out: Any) -> None:
+    (x,) = args
+    dtype = "" if x.dtype == out.dtype else f", dtype=np.{out.dtype.name}"
+    g.call(
+        f"np.{op.NUMPY_UFUNC}.reduce({{0}}, {_reduce_args(op)}{dtype}, out={{out}})",
+        x,
+        out=out,
+    )
+
+
+def _sum_partial(op: td.SumOp, g: TileGen, args: Sequence[Any], out: Any) -> None:
+    if len(args) == 1:
+        _reduce_partial(op, g, args, out)
+        return
+    a, b = args  # the operands of the product this sum fuses (SumOp.fuses_producer)
+    letters = "abcdefghijklmnopqrstuvwxyz"[: len(a.shape)]
+    target = "{out}[..., 0]" if op.keepdims_value else "{out}"
+    dtype = "" if a.dtype == out.dtype else f", dtype=np.{out.dtype.name}"
+    g.call(
+        f'np.einsum("{letters},{letters}->{letters[:-1]}", {{0}}, {{1}}{dtype}, out={target})',
+        a,
+        b,
+        out=out,
+        note="sum(a * b) along the last axis as one einsum",
+    )
+
+
+def _mean_finalize(op: td.MeanOp, g: TileGen, acc: Any, out: Any, count: int) -> None:
+    if count == 0:
+        g.call("np.copyto({out}, np.nan)", out=out, note="the mean of nothing")
+    else:
+        g.ufunc("divide", acc, g.scalar(float(count), acc.dtype), out=out, note="mean")
+
+
+PARTIALS[ReductionOp] = _reduce_partial
+PARTIALS[td.SumOp] = _sum_partial
+FINALIZERS[td.MeanOp] = _mean_finalize
+
+
+@register(ReductionOp)
+def _reduction(op: ReductionOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
+    (out,) = results
+    acc = out if op.accumulator_dtype() == out.dtype else g.workspace(0)
+    lower_partial(op, g, args, acc)
+    x_shape = args[0].shape
+    count = math.prod(x_shape[a] for a in op.reduced_axes())
+    if acc is not out or op.finalizes():
+        lower_finalize(op, g, acc, out, count)
+
+
+def tdsl_logsumexp_state(x, shift, total, e, axis, keepdims, finite):  # type: ignore[no-untyped-def]
+    """The state (max, sum of exp(x - max)) of one tile, into ``shift`` and ``total``; the
+    max is clipped to finite values for the subtraction, so a row of -inf gives (-inf, 0)
+    and one with inf a total of inf.  Special values are results here, not warnings."""
+    with np.errstate(all="ignore"):
+        np.maximum.reduce(x, axis=axis, keepdims=keepdims, initial=-np.inf, out=shift)
+        np.clip(shift, -finite, finite, out=total)
+        row = total if keepdims or axis is None else np.expand_dims(total, axis)
+        np.subtract(x, row, out=e)
+        np.exp(e, out=e)
+        np.add.reduce(e, axis=axis, keepdims=keepdims, out=total)
+
+
+def tdsl_logsumexp_merge(shift, total, p_shift, p_total, top):  # type: ignore[no-untyped-def]
+    """Merge the state (p_shift, p_total) into (shift, total): both sums rescaled to the
+    larger max (``top``, a buffer).  ``fmin(nan, 0)`` is 0, so a max equal to an infinite
+    one rescales by 1, not by nan."""
+    with np.errstate(all="ignore"):
+        np.maximum(shift, p_shift, out=top)
+        for s, t in ((shift, total), (p_shift, p_total)):
+            np.subtract(s, top, out=s)
+            np.fmin(s, 0, out=s)
+            np.exp(s, out=s)
+            np.multiply(t, s, out=t)
+        np.add(total, p_total, out=total)
+        np.copyto(shift, top)
+
+
+def tdsl_logsumexp_result(shift, total, out):  # type: ignore[no-untyped-def]
+    """``shift + log(total)`` into ``out`` (-inf for an empty state, without a warning)."""
+    with np.errstate(all="ignore"):
+        np.log(total, out=total)
+        np.add(shift, total, out=out)
+
+
+def _logsumexp_partial(
+    op: td.LogSumExpOp, g: TileGen, args: Sequence[Any], out: Sequence[Any]
+) -> None:
+    (x,), (shift, total) = args, out
+    name = g.function("tdsl_logsumexp_state", inspect.getsource(tdsl_logsumexp_state))
+    finite = float(np.finfo(shift.dtype).max)
+    g.call(
+        f"{name}({{0}}, {{out}}, {{1}}, {{2}}, {op.axis_value}, {op.keepdims_value}, {finite!r})",
+        x,
+        total,
+        g.workspace(0),
+        out=shift,
+        note="logsumexp: the state (max, sum of exp(x - max)) of this tile",
+    )
+
+
+def _logsumexp_merge(
+    op: td.LogSumExpOp, g: TileGen, acc: Sequence[Any], partial: Sequence[Any]
+) -> None:
+    (shift, total), (p_shift, p_total) = acc, partial
+    name = g.function("tdsl_logsumexp_merge", inspect.getsource(tdsl_logsumexp_merge))
+    g.call(
+        f"{name}({{out}}, {{0}}, {{1}}, {{2}}, {{3}})",
+        total,
+        p_shift,
+        p_total,
+        g.workspace(1),
+        out=shift,
+    )
+
+
+def _logsumexp_finalize(
+    op: td.LogSumExpOp, g: TileGen, acc: Sequence[Any], out: Any, count: int
+) -> None:
+    shift, total = acc
+    name = g.function("tdsl_logsumexp_result", inspect.getsource(tdsl_logsumexp_result))
+    g.call(f"{name}({{0}}, {{1}}, {{out}})", shift, total, out=out, note="max + log(sum)")
+
+
+@register(td.LogSumExpOp)
+def _logsumexp(op: td.LogSumExpOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
+    state = (g.workspace(1), g.workspace(2))
+    _logsumexp_partial(op, g, args, state)
+    _logsumexp_finalize(op, g, state, results[0], 0)
+
+
+PARTIALS[td.LogSumExpOp] = _logsumexp_partial
+MERGES[td.LogSumExpOp] = _logsumexp_merge
+FINALIZERS[td.LogSumExpOp] = _logsumexp_finalize
+
+
+def tdsl_variance_state(x, count, mean, m2, d, axis, keepdims):  # type: ignore[no-untyped-def]
+    """The variance state of one tile (its count, mean and sum of squared deviations) into
+    ``count``, ``mean`` and ``m2``, through the deviations ``d`` (a buffer of x's shape)."""
+    with np.errstate(all="ignore"):
+        n = x.size if axis is None else x.shape[axis]
+        count[...] = n
+        np.add.reduce(x, axis=axis, keepdims=keepdims, dtype=mean.dtype, out=mean)
+        if n:
+            np.divide(mean, n, out=mean)
+        row = mean if keepdims or axis is None else np.expand_dims(mean, axis)
+        np.subtract(x, row, out=d)
+        np.multiply(d, d, out=d)
+        np.add.reduce(d, axis=axis, keepdims=keepdims, out=m2)
+
+
+def tdsl_variance_merge(count, mean, m2, p_count, p_mean, p_m2):  # type: ignore[no-untyped-def]
+    """Merge the state (p_count, p_mean, p_m2) into (count, mean, m2) by Chan's formula:
+    ``delta = p_mean - mean``, the mean moves by ``delta * p_count / n`` and ``m2`` gains
+    ``delta**2 * count * p_count / n`` (``n`` the total, never 0: a partial is a tile's).
+    The partial's buffers are overwritten."""
+    with np.errstate(all="ignore"):
+        np.add(m2, p_m2, out=m2)
+        np.subtract(p_mean, mean, out=p_mean)  # delta
+        np.multiply(p_mean, count, out=p_m2)  # delta * count
+        np.add(count, p_count, out=count)  # n
+        np.divide(p_count, count, out=p_count)  # the partial's share (a tile is never empty)
+        np.multiply(p_mean, p_count, out=p_count)  # delta * share
+        np.add(mean, p_count, out=mean)
+        np.multiply(p_m2, p_count, out=p_m2)  # delta**2 * count * share
+        np.add(m2, p_m2, out=m2)
+
+
+def _variance_partial(
+    op: td.VarianceOp, g: TileGen, args: Sequence[Any], out: Sequence[Any]
+) -> None:
+    (x,), (count, mean, m2) = args, out
+    name = g.function("tdsl_variance_state", inspect.getsource(tdsl_variance_state))
+    g.call(
+        f"{name}({{0}}, {{1}}, {{out}}, {{2}}, {{3}}, {op.axis_value}, {op.keepdims_value})",
+        x,
+        count,
+        m2,
+        g.workspace(0),
+        out=mean,
+        note="variance: the state (count, mean, squared deviations) of this tile",
+    )
+
+
+def _variance_merge(
+    op: td.VarianceOp, g: TileGen, acc: Sequence[Any], partial: Sequence[Any]
+) -> None:
+    name = g.function("tdsl_variance_merge", inspect.getsource(tdsl_variance_merge))
+    g.call(
+        f"{name}({{0}}, {{out}}, {{1}}, {{2}}, {{3}}, {{4}})", acc[0], acc[2], *partial, out=acc[1]
+    )
+
+
+def _variance_finalize(
+    op: td.VarianceOp, g: TileGen, acc: Sequence[Any], out: Any, count: int
+) -> None:
+    m2 = acc[2]
+    g.ufunc("divide", m2, g.scalar(max(count - op.ddof_value, 0.0), m2.dtype), out=m2)
+    g.ufunc("sqrt" if isinstance(op, td.StdOp) else "positive", m2, out=out)
+
+
+@register(td.VarianceOp)
+def _variance(op: td.VarianceOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
+    state = (g.workspace(1), g.workspace(2), g.workspace(3))
+    _variance_partial(op, g, args, state)
+    count = math.prod(args[0].shape[a] for a in op.reduced_axes())
+    _variance_finalize(op, g, state, results[0], count)
+
+
+PARTIALS[td.VarianceOp] = _variance_partial
+MERGES[td.VarianceOp] = _variance_merge
+FINALIZERS[td.VarianceOp] = _variance_finalize
+
+
+# -- row-normalizing ops ---------------------------------------------------------------
+
+
+@register(td.SoftmaxOp)
+def _softmax(op: td.SoftmaxOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
+    (x,), (out,) = args, results
+    if math.prod(out.shape) == 0:
+        return  # nothing to compute: the result is empty too
+    axis = op.axis_value
+    row = g.workspace(0)
+    wide = "" if row.dtype == x.dtype else f", dtype=np.{row.dtype.name}"
+    reduce = f"axis={axis}, keepdims=True{wide}, out={{out}}"
+    g.call(
+        f"np.maximum.reduce({{0}}, {reduce})",
+        x,
+        out=row,
+        note=f"softmax along axis {axis}: exp(x - max) / sum",
+    )
+    g.ufunc("subtract", x, row, out=out)
+    g.ufunc("exp", out, out=out)
+    g.call(f"np.add.reduce({{0}}, {reduce})", out, out=row)
+    if math.prod(out.shape) < td.RECIPROCAL_MIN_SIZE:
+        g.ufunc("divide", out, row, out=out)
+    else:
+        g.ufunc("reciprocal", row, out=row)
+        g.ufunc("multiply", out, row, out=out)
+
+
+@register(td.LogSoftmaxOp)
+def _log_softmax(
+    op: td.LogSoftmaxOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]
+) -> None:
+    (x,), (out,) = args, results
+    if math.prod(out.shape) == 0:
+        return  # nothing to compute: the result is empty too
+    axis = op.axis_value
+    m, e, s = g.workspace(0), g.workspace(1), g.workspace(2)
+    g.call(
+        f"np.maximum.reduce({{0}}, axis={axis}, keepdims=True, out={{out}})",
+        x,
+        out=m,
+        note=f"log_softmax along axis {axis}: (x - max) - log(sum(exp(x - max)))",
+    )
+    g.ufunc("subtract", x, m, out=out)
+    g.ufunc("exp", out, out=e)
+    wide = "" if s.dtype == e.dtype else f", dtype=np.{s.dtype.name}"
+    g.call(f"np.add.reduce({{0}}, axis={axis}, keepdims=True{wide}, out={{out}})", e, out=s)
+    g.ufunc("log", s, out=s)
+    g.ufunc("subtract", out, s, out=out)
+
+
+@register(td.LayerNormOp)
+def _layernorm(op: td.LayerNormOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
+    (x,), (out,) = args, results
+    if math.prod(out.shape) == 0:
+        return  # nothing to compute: the result is empty too
+    axis = op.axis_value
+    mean, var = g.workspace(0), g.workspace(1)
+    wide = "" if mean.dtype == x.dtype else f", dtype=np.{mean.dtype.name}"
+    n = g.scalar(float(x.shape[axis]), mean.dtype)
+    g.call(
+        f"np.add.reduce({{0}}, axis={axis}, keepdims=True{wide}, out={{out}})",
+        x,
+        out=mean,
+        note=f"layernorm along axis {axis}: (x - mean) / sqrt(var + eps)",
+    )
+    g.ufunc("divide", mean, n, out=mean)
+    g.ufunc("subtract", x, mean, out=out)
+    # the sum of squared deviations as one einsum (no temporary)
+    letters = "abcdefghijklmnopqrstuvwxyz"[: len(out.shape)]
+    kept = letters.replace(letters[axis], "")
+    row = ", ".join([":"] * axis + ["0", "..."])  # a view, also when 0-d
+    g.call(
+        f'np.einsum("{letters},{letters}->{kept}", {{0}}, {{0}}, out={{out}}[{row}]{wide})',
+        out,
+        out=var,
+    )
+    g.ufunc("divide", var, n, out=var)
+    g.ufunc("add", var, g.scalar(op.eps_value, var.dtype), out=var)
+    g.ufunc("sqrt", var, out=var)
+    g.ufunc("divide", out, var, out=out)
+
+
+__all__ = [
+    "FINALIZERS",
+    "LOWERINGS",
+    "PARTIALS",
+    "FinalizeLowering",
+    "Lowering",
+    "PartialLowering",
+    "lower_body",
+    "lower_finalize",
+    "lower_op",
+    "lower_partial",
+    "register",
+]
+
+
+# --------------------------------------------------------------------------- scans
+
+
+def _scan_cut(op: ScanOp, rank: int, part: str) -> str:
+    """A subscript selecting ``part`` (``0:1``, ``1:``, ``-1:``) along the scan axis."""
+    return "[" + ":, " * op.axis_value + part + "]" if rank else ""
+
+
+@register(ScanOp)
+def _scan(op: ScanOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
+    (x,), (out,) = args, results
+    operand = "{0}.reshape(1)" if not x.shape else "{0}"
+    g.call(
+        f"np.{op.NUMPY_UFUNC}.accumulate({operand}, axis={op.axis_value}, out={{out}})",
+        x,
+        out=out,
+    )
+
+
+def _scan_tile(
+    op: ScanOp, g: TileGen, args: Sequence[Any], results: Sequence[Any], carry: Any
+) -> None:
+    # the carry enters the first element, then the tile accumulates in place: the
+    # same operations, in the same order, as one accumulate over the whole row
+    (x,), (out,) = args, results
+    rank = len(out.shape)
+    first, rest = _scan_cut(op, rank, "0:1"), _scan_cut(op, rank, "1:")
+    last = _scan_cut(op, rank, "-1:")
+    u = op.NUMPY_UFUNC
+    g.call(f"np.{u}({{1}}, {{0}}{first}, out={{out}}{first})", x, carry, out=out)
+    g.call(f"np.copyto({{out}}{rest}, {{0}}{rest})", x, out=out)
+    g.call(f"np.{u}.accumulate({{out}}, axis={op.axis_value}, out={{out}})", out=out)
+    g.call(f"np.copyto({{out}}, {{0}}{last})", out, out=carry)
+
+
+SCANS[ScanOp] = _scan_tile

@@ -1,0 +1,228 @@
+"""The one table from scalar ops to NumPy: what each ``arith``, ``math`` and ``tdslmath``
+op of a scalar body computes, as a NumPy function on whole arrays.
+
+An element-wise op states its semantics once, as its scalar body
+(:meth:`~tdsl.dialects.structured.StructuredOpInterface.scalar_body`).  Two views
+derive from that body through :func:`numpy_function`:
+
+* the interpreter (:func:`tdsl.interpreters.body.evaluate_body`) walks the body
+  applying one NumPy function per scalar op to whole arrays;
+* the numpy target's default lowering (:mod:`tdsl.backend.numpy.lowerings`)
+  emits one call per scalar op, writing through ``out=``.
+
+So every entry is a NumPy ufunc or a function written like one (``f(*args,
+out=None)``, using nothing but ``np``): the numpy target copies such a function's
+source into the module it generates.  The table sits between the dialects (which
+hold no NumPy code) and its two readers, so that neither imports the other:
+compiling never loads the interpreter, and the interpreter never loads a target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, cast
+
+import numpy as np
+from xdsl.dialects import arith
+from xdsl.dialects import math as xmath
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType
+from xdsl.ir import Attribute, Operation
+from xdsl.utils.exceptions import InterpretationError
+
+from tdsl.dialects import tdslmath
+from tdsl.dialects.structured import numpy_dtype
+
+Array = np.ndarray[Any, Any]
+NumpyFunction = Callable[..., Any]
+"""A NumPy ufunc, or a function called like one: ``f(*args, out=None)``."""
+
+
+# -- functions NumPy lacks, written like ufuncs (the numpy target copies their source) --
+
+
+def tdsl_erf(x: "np.ndarray", out: "np.ndarray | None" = None) -> "np.ndarray":  # noqa: UP037
+    """The error function, computed in float64: a series of positive terms below 2.5,
+    ``1 - erfc`` by its continued fraction above (NumPy has no ``erf``)."""
+    with np.errstate(all="ignore"):
+        z = np.abs(np.asarray(x, dtype=np.float64))
+        small = z < 2.5
+        zs = np.where(small, z, 0.0)
+        z2 = zs * zs
+        term = zs.copy()
+        total = zs.copy()
+        for n in range(1, 80):
+            term *= 2.0 * z2 / (2 * n + 1)
+            total += term
+        series = 1.1283791670955126 * np.exp(-z2) * total
+        zl = np.where(small, 2.5, z)
+        f = zl.copy()
+        for k in range(120, 0, -1):
+            f = zl + (0.5 * k) / f
+        erfc = np.exp(-zl * zl) * 0.5641895835477563 / f
+        value = np.copysign(np.where(small, series, 1.0 - erfc), x)
+    if out is None:
+        return value
+    np.copyto(out, value, casting="same_kind")
+    return out
+
+
+def tdsl_select(
+    c: "np.ndarray",  # noqa: UP037
+    a: "np.ndarray",  # noqa: UP037
+    b: "np.ndarray",  # noqa: UP037
+    out: "np.ndarray | None" = None,  # noqa: UP037
+) -> "np.ndarray":  # noqa: UP037
+    """``a`` where ``c`` holds, else ``b`` (``arith.select``); without allocating when
+    given ``out`` (which may be ``a`` itself)."""
+    if out is None:
+        return np.where(c, a, b)
+    if np.may_share_memory(out, a):
+        np.copyto(out, b, where=np.logical_not(c))
+    else:
+        np.copyto(out, b)
+        np.copyto(out, a, where=c)
+    return out
+
+
+def tdsl_convert(x: "np.ndarray", out: "np.ndarray | None" = None) -> "np.ndarray":  # noqa: UP037
+    """``x`` converted to ``out``'s type (``arith.extf``/``truncf``/``uitofp``: one rounding)."""
+    if out is None:
+        return x
+    np.copyto(out, x, casting="unsafe")
+    return out
+
+
+def tdsl_unordered(
+    a: "np.ndarray",  # noqa: UP037
+    b: "np.ndarray",  # noqa: UP037
+    out: "np.ndarray | None" = None,  # noqa: UP037
+) -> "np.ndarray":  # noqa: UP037
+    """Either operand is nan (``arith.cmpf uno``)."""
+    return np.logical_or(np.isnan(a), np.isnan(b), out=out)
+
+
+def tdsl_ordered_ne(
+    a: "np.ndarray",  # noqa: UP037
+    b: "np.ndarray",  # noqa: UP037
+    out: "np.ndarray | None" = None,  # noqa: UP037
+) -> "np.ndarray":  # noqa: UP037
+    """``a != b`` and neither is nan (``arith.cmpf one``)."""
+    if out is None:
+        return np.less(a, b) | np.greater(a, b)
+    np.less(a, b, out=out)
+    return np.logical_or(out, np.greater(a, b), out=out)
+
+
+# -- the table ---------------------------------------------------------------------
+
+SCALAR_FUNCTIONS: dict[type[Operation], NumpyFunction] = {
+    arith.AddfOp: np.add,
+    arith.SubfOp: np.subtract,
+    arith.MulfOp: np.multiply,
+    arith.DivfOp: np.divide,
+    arith.NegfOp: np.negative,
+    arith.MaximumfOp: np.maximum,
+    arith.MinimumfOp: np.minimum,
+    arith.MaxnumfOp: np.fmax,
+    arith.MinnumfOp: np.fmin,
+    # on i1 (booleans), as bodies use them
+    arith.AndIOp: np.logical_and,
+    arith.OrIOp: np.logical_or,
+    arith.XOrIOp: np.logical_xor,
+    arith.SelectOp: tdsl_select,
+    arith.ExtFOp: tdsl_convert,
+    arith.TruncFOp: tdsl_convert,
+    arith.UIToFPOp: tdsl_convert,
+    xmath.AbsFOp: np.absolute,
+    xmath.ExpOp: np.exp,
+    xmath.ExpM1Op: np.expm1,
+    xmath.Exp2Op: np.exp2,
+    xmath.LogOp: np.log,
+    xmath.Log1pOp: np.log1p,
+    xmath.Log2Op: np.log2,
+    xmath.Log10Op: np.log10,
+    xmath.SqrtOp: np.sqrt,
+    xmath.CbrtOp: np.cbrt,
+    xmath.TanhOp: np.tanh,
+    xmath.SinOp: np.sin,
+    xmath.CosOp: np.cos,
+    xmath.TanOp: np.tan,
+    xmath.AsinOp: np.arcsin,
+    xmath.AcosOp: np.arccos,
+    xmath.AtanOp: np.arctan,
+    xmath.SinhOp: np.sinh,
+    xmath.CoshOp: np.cosh,
+    xmath.AsinhOp: np.arcsinh,
+    xmath.AcoshOp: np.arccosh,
+    xmath.AtanhOp: np.arctanh,
+    xmath.CeilOp: np.ceil,
+    xmath.FloorOp: np.floor,
+    xmath.TruncOp: np.trunc,
+    xmath.RoundEvenOp: np.rint,
+    xmath.ErfOp: tdsl_erf,
+    xmath.PowFOp: np.power,
+    xmath.Atan2Op: np.arctan2,
+    xmath.CopySignOp: np.copysign,
+    tdslmath.RemFOp: np.fmod,
+    tdslmath.HypotOp: np.hypot,
+    tdslmath.NextAfterOp: np.nextafter,
+}
+"""Scalar op class -> the NumPy function computing it element-wise."""
+
+# arith.cmpf predicates: the ordered ("o") ones are false where an operand is nan, as
+# NumPy's comparisons are; "une" is true there, as NumPy's !=.
+_CMPF: dict[str, NumpyFunction] = {
+    "oeq": np.equal,
+    "ogt": np.greater,
+    "oge": np.greater_equal,
+    "olt": np.less,
+    "ole": np.less_equal,
+    "une": np.not_equal,
+    "uno": tdsl_unordered,
+    "one": tdsl_ordered_ne,
+}
+
+
+def numpy_function(op: Operation) -> NumpyFunction:
+    """The NumPy function computing the scalar op ``op`` on arrays; an error naming the op
+    where the table has none."""
+    if isinstance(op, arith.CmpfOp):
+        predicate = arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data]
+        found = _CMPF.get(predicate)
+    else:
+        found = SCALAR_FUNCTIONS.get(type(op))
+    if found is None:
+        raise InterpretationError(
+            f"no NumPy function for the scalar op '{op.name}' "
+            "(add one to the table of tdsl/dialects/scalar_numpy.py)"
+        )
+    return found
+
+
+def scalar_dtype(t: Attribute) -> np.dtype[Any]:
+    """The NumPy dtype of a scalar type of a body (``i1`` is bool)."""
+    if t == IntegerType(1):
+        return np.dtype(np.bool_)
+    return numpy_dtype(t)
+
+
+def constant_array(op: arith.ConstantOp) -> Array:
+    """An ``arith.constant`` of a body as a 0-d array of its type."""
+    value = op.value
+    if not isinstance(value, FloatAttr | IntegerAttr):
+        raise InterpretationError(f"scalar bodies use float or boolean constants, not {value}")
+    return np.asarray(cast(Any, value).value.data, dtype=scalar_dtype(op.result.type))
+
+
+__all__ = [
+    "SCALAR_FUNCTIONS",
+    "NumpyFunction",
+    "constant_array",
+    "numpy_function",
+    "scalar_dtype",
+    "tdsl_convert",
+    "tdsl_erf",
+    "tdsl_ordered_ne",
+    "tdsl_select",
+    "tdsl_unordered",
+]

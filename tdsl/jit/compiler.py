@@ -1,0 +1,512 @@
+"""Running the compiler pipeline for the JIT, on IR objects.
+
+The frontend (``parse`` and ``lower``, as ``to_tensordsl`` does), then the
+passes of :func:`tdsl.pipeline.pipeline_spec` through xDSL's ``PassPipeline``
+(``tdsl-fuse`` and ``tdsl-tile``, the registered pass classes ``tdsl-opt -p``
+runs), then the NumPy target, whose Python source is exec'd, and, for the
+native target, :data:`NATIVE_PASSES` (``tdsl-lower-to-loops`` and
+``tdsl-convert-to-llvm``) and llvmlite; never printing and re-parsing.  Of a
+program, only the chosen kernel is compiled.  :func:`build_ir` takes
+``tensordsl`` IR text instead of the language, re-typed for given argument
+shapes (:func:`retyped_function`), and runs the same passes and targets.
+
+``target="auto"`` (:func:`_choose`) compiles natively unless native code cannot
+run here or the kernel is small (no tensor of :data:`AUTO_MIN_ELEMENTS`
+elements), where the numpy target's lower call overhead wins; a native compile
+that fails with a :class:`~tdsl.errors.TdslError` falls back to the numpy
+target too.  The reason is kept on the kernel (``target_reason``).  Compilation is serialized by one process-wide lock
+(:data:`COMPILE_LOCK`): xDSL's IR construction is not documented as
+thread-safe, and the cache means each kernel compiles once anyway.
+
+Python's cyclic garbage collector is paused while a kernel compiles: the IR
+is a large graph of objects that live until the compilation ends, and each
+full collection would traverse all of it again (a quarter of the time of a
+2000-op compilation).  What the compilation leaves as cyclic garbage is
+collected afterwards, as usual.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import math
+import threading
+import warnings
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+from tdsl.errors import (
+    TdslError,
+    TdslIRError,
+    TdslLoopsBudgetWarning,
+    TdslNameError,
+    TdslNativeError,
+    TdslTypeError,
+    plural,
+)
+from tdsl.jit.cache import Request
+from tdsl.jit.calls import OUT, fall_back_on_variant_failure, finish
+from tdsl.jit.compiled import ArgSpec, CompiledKernel, GroupInfo, type_str
+from tdsl.jit.options import JitOptions
+from tdsl.pipeline import STAGES, build_pipeline, pipeline_spec
+
+if TYPE_CHECKING:
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.dialects.func import FuncOp
+    from xdsl.ir import Attribute
+    from xdsl.passes import ModulePass
+
+    from tdsl.frontend.ast import Expression, Program
+
+COMPILE_LOCK = threading.RLock()
+"""Serializes every compilation in the process."""
+
+NATIVE_PASSES = "tdsl-lower-to-loops,tdsl-convert-to-llvm{noalias=true}"
+"""The passes from the tiled stage to the llvm dialect, as ``tdsl-opt -p`` spells them."""
+
+NATIVE_TARGET_SPEC = "llvm"
+"""The ``tdsl-opt -t`` argument that prints the LLVM IR of a native kernel."""
+
+AUTO_MIN_ELEMENTS = 1 << 14
+"""``target="auto"`` compiles natively only kernels with a tensor at least this large:
+below it a call costs about as much as the work (``benchmarks/run.py``'s 64x64 rows)."""
+
+
+def _tensor_spec(t: Attribute) -> tuple[tuple[int, ...], np.dtype[Any]]:
+    from xdsl.dialects.builtin import TensorType
+
+    from tdsl.dialects.tensordsl import numpy_dtype
+
+    assert isinstance(t, TensorType)
+    tensor = cast(TensorType[Any], t)
+    return tuple(tensor.get_shape()), numpy_dtype(tensor.element_type)
+
+
+def _type_text(t: Attribute) -> str:
+    shape, dtype = _tensor_spec(t)
+    return type_str(dtype, shape)
+
+
+def _pick_function(module: ModuleOp, name: str) -> FuncOp:
+    from xdsl.dialects.func import FuncOp
+
+    for op in module.ops:
+        if isinstance(op, FuncOp) and op.sym_name.data == name:
+            return op
+    raise TdslError(f"the frontend produced no function `{name}`")  # pragma: no cover
+
+
+def _signature_names(tree: Expression | Program, kernel: str | None) -> tuple[str, list[str]]:
+    """The kernel to compile and its input names, in the frontend's argument order.
+
+    An expression becomes ``main`` with the names it uses in order of first use;
+    a program's kernel has its parameters.  (IR name hints cannot serve: xDSL
+    drops a ``_<digits>`` suffix from them.)  No input may be named ``out``,
+    the keyword that takes the result arrays: that is a TdslNameError at the
+    name in the source.
+    """
+    from tdsl.frontend.ast import Name, Program, Span, walk
+
+    spans: dict[str, Span] = {}
+    if not isinstance(tree, Program):
+        for node in walk(tree.body):
+            if isinstance(node, Name):
+                spans.setdefault(node.id, node.span)
+        if kernel is not None and kernel != "main":
+            raise TdslNameError(
+                f"no kernel named `{kernel}`: an expression compiles to one kernel, `main`"
+            )
+        name = "main"
+    else:
+        if kernel is None:
+            chosen = tree.kernels[-1]
+        else:
+            found = [k for k in tree.kernels if k.name == kernel]
+            if not found:
+                defined = ", ".join(f"`{k.name}`" for k in tree.kernels)
+                raise TdslNameError(f"no kernel named `{kernel}`; the source defines {defined}")
+            chosen = found[0]
+        for param in chosen.params:
+            spans.setdefault(param.name, param.span)
+        name = chosen.name
+    if OUT in spans:
+        raise TdslNameError(
+            f"an input may not be named `{OUT}`: a compiled kernel takes its result arrays "
+            f"as `{OUT}=`; rename the input",
+            tree.source.location(spans[OUT]),
+        )
+    return name, list(spans)
+
+
+def _groups(fused: ModuleOp, tiled: ModuleOp, func_name: str) -> list[GroupInfo]:
+    from xdsl.dialects.func import FuncOp
+
+    from tdsl.dialects.kernel import FusedOp, TileOp, YieldOp
+
+    def function(module: ModuleOp) -> FuncOp | None:
+        for op in module.ops:
+            if isinstance(op, FuncOp) and op.sym_name.data == func_name:
+                return op
+        return None
+
+    budgets: dict[str, int | None] = {}
+    fused_func = function(fused)
+    if fused_func is not None:
+        for op in fused_func.walk():
+            if isinstance(op, FusedOp) and op.group is not None:
+                budgets[op.group.data] = op.budget_value
+    out: list[GroupInfo] = []
+    tiled_func = function(tiled)
+    if tiled_func is None:
+        return out
+    for op in tiled_func.walk():
+        if not isinstance(op, TileOp | FusedOp):
+            continue
+        name = op.group.data if op.group is not None else f"#{len(out)}"
+        ops = tuple(inner.name for inner in op.body.block.ops if not isinstance(inner, YieldOp))
+        inputs = tuple(_type_text(v.type) for v in op.inputs)
+        outputs = tuple(_type_text(r.type) for r in op.outputs)
+        if isinstance(op, TileOp):
+            info = GroupInfo(
+                name,
+                ops,
+                inputs,
+                outputs,
+                op.space_value,
+                op.tiles_value,
+                op.scratch_value,
+                budgets.get(name),
+            )
+        else:
+            info = GroupInfo(name, ops, inputs, outputs, None, None, None, op.budget_value)
+        out.append(info)
+    return out
+
+
+def _run_pipeline(
+    spec: str, module: ModuleOp, ctx: Context, record_input: bool = True
+) -> dict[str, ModuleOp]:
+    """Run the passes of ``spec`` on ``module`` in place; the IR before and after each.
+
+    The result maps ``"tensordsl"`` to a copy of the input and each pass's stage
+    name (:data:`tdsl.pipeline.STAGES`) to the IR it produced: a copy, except
+    after the last pass, whose module is ``module`` itself.  ``record_input=False``
+    leaves out the input (a pipeline continuing from a stage already kept).
+    """
+    stages: dict[str, ModuleOp] = {}
+
+    def snapshot(
+        previous: ModulePass | None, current: ModuleOp, upcoming: ModulePass | None
+    ) -> None:
+        if previous is None:
+            if record_input:
+                stages["tensordsl"] = current.clone()
+            return
+        name = STAGES.get(previous.name, previous.name)
+        stages[name] = current if upcoming is None else current.clone()
+
+    build_pipeline(spec, snapshot).apply(ctx, module)
+    return stages
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Generator[None]:
+    """No cyclic garbage collection inside (see the module docstring)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def build(request: Request, *, keep_object: bool = False) -> CompiledKernel:
+    """Run the pipeline on IR objects and load the generated Python (or native code).
+
+    ``keep_object`` keeps a native kernel's object file, for the cache on disk
+    (see :mod:`tdsl.jit.entry`).
+    """
+    with _collector_paused():
+        return _build(request, keep_object)
+
+
+def _build(request: Request, keep_object: bool) -> CompiledKernel:
+    from tdsl.frontend import Program, lower, parse
+
+    source, shapes, dtypes, kernel, filename, options = request
+
+    tree = parse(source, filename)
+    name, arg_names = _signature_names(tree, kernel)
+    if isinstance(tree, Program):
+        dtypes = None  # a program's signatures type it; a weak scalar is an expression's
+    module = lower(tree, shapes, cast(Any, dtypes))
+    func_op = _pick_function(module, name)
+    if len(module.body.block.ops) > 1:
+        # Only the chosen kernel goes down the pipeline (and shows in ``.ir``).
+        from xdsl.dialects.builtin import ModuleOp
+
+        func_op.detach()
+        module = ModuleOp([func_op])
+    weak = [_is_weak(arg_name, dtypes) for arg_name in arg_names]
+    return _compile_module(
+        module,
+        func_op,
+        arg_names,
+        weak,
+        source,
+        filename,
+        options,
+        program=isinstance(tree, Program),
+        keep_object=keep_object,
+    )
+
+
+def _compile_module(
+    module: ModuleOp,
+    func_op: FuncOp,
+    arg_names: list[str],
+    weak: list[bool],
+    source: str,
+    filename: str,
+    options: JitOptions,
+    program: bool,
+    keep_object: bool = False,
+) -> CompiledKernel:
+    """The passes and the target on ``module`` (whose one function is ``func_op``);
+    ``keep_object`` as for :func:`build`."""
+    from xdsl.context import Context
+
+    from tdsl.backend.numpy.target import emit_numpy, load_numpy
+
+    name = func_op.sym_name.data
+    spec = pipeline_spec(options.memory_budget, options.tile_size, options.tile_sizes)
+    modules = _run_pipeline(spec, module, Context())
+    python = emit_numpy(modules["tiled"], threads=options.threads)
+    functions = load_numpy(python)
+    if name not in functions:
+        raise TdslError(f"the NumPy target produced no function `{name}`")  # pragma: no cover
+    args = [
+        ArgSpec(arg_name, *_tensor_spec(arg_type), weak=is_weak)
+        for arg_name, arg_type, is_weak in zip(
+            arg_names, func_op.function_type.inputs.data, weak, strict=True
+        )
+    ]
+    results = [_tensor_spec(t) for t in func_op.function_type.outputs.data]
+    shapes_seen = [a.shape for a in args] + [s for s, _ in results]
+    native = _choose(options, modules, name, shapes_seen, keep_object)
+    compiled = CompiledKernel(
+        name=name,
+        args=args,
+        results=results,
+        options=options,
+        expression=source,
+        source=python,
+        function=functions[name] if native.function is None else native.function,
+        pipeline=spec if native.function is None else f"{spec},{NATIVE_PASSES}",
+        modules=modules,
+        groups=_groups(modules["fused"], modules["tiled"], name),
+        program=program,
+        target="numpy" if native.function is None else "native",
+        target_reason=native.reason,
+        llvm_ir=native.llvm_ir,
+        filename=filename,
+        host_specific=native.host_specific,
+    )
+    if native.function is not None and options.target == "auto":
+        fall_back_on_variant_failure(compiled, lambda: functions[name])
+    return finish(compiled)
+
+
+@dataclass
+class _Native:
+    """What :func:`_choose` decided: the native function, or why there is none."""
+
+    function: Callable[..., Any] | None = None
+    reason: str | None = None
+    llvm_ir: str | None = None
+    host_specific: bool = False
+    """Whether the decision depends on the CPU (native code, or a failed native compile)."""
+
+
+def _choose(
+    options: JitOptions,
+    modules: dict[str, ModuleOp],
+    name: str,
+    shapes: list[tuple[int, ...]],
+    keep_object: bool = False,
+) -> _Native:
+    """Compile natively if ``options.target`` asks for it or ``auto`` finds it worth it.
+
+    Adds the ``loops`` and ``llvm`` stages to ``modules`` when it compiles.
+    ``target="native"`` raises what stops it; ``auto`` falls back to the numpy
+    target with the reason.
+    """
+    if options.target == "numpy":
+        return _Native(reason="target='numpy' was asked for")
+    from tdsl.runtime.compile import native_unavailable_reason
+
+    unavailable = native_unavailable_reason()
+    if unavailable is not None:
+        if options.target == "native":
+            raise TdslNativeError(f"native code cannot run here: {unavailable}")
+        return _Native(reason=f"native code cannot run here: {unavailable}")
+    largest = max((math.prod(s) for s in shapes), default=0)
+    if options.target == "auto" and largest < AUTO_MIN_ELEMENTS:
+        return _Native(
+            reason=f"small kernel: its largest tensor has {plural(largest, 'element')}, under "
+            f"{AUTO_MIN_ELEMENTS}, where the numpy target's lower call overhead wins"
+        )
+    from xdsl.context import Context
+
+    from tdsl.backend.llvm.lower_to_loops import loop_matmuls
+    from tdsl.runtime.native import NativeProgram, StridedVariants
+
+    try:
+        with warnings.catch_warnings(record=options.target == "auto") as caught:
+            if caught is not None:  # whatever the caller's filters say
+                warnings.simplefilter("always", TdslLoopsBudgetWarning)
+            # decided before any native pass runs: the loops lowering's own plan
+            looped = loop_matmuls(modules["tiled"]) if options.target == "auto" else 0
+            if not looped:
+                native = _run_pipeline(NATIVE_PASSES, modules["tiled"].clone(), Context(), False)
+        over = [w.message for w in caught or () if isinstance(w.message, TdslLoopsBudgetWarning)]
+        for w in caught or ():  # the others reach the caller as they were
+            if not isinstance(w.message, TdslLoopsBudgetWarning):
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if looped:
+            return _Native(
+                reason=f"{plural(looped, 'matmul')} would run as compiled loops, not BLAS "
+                "(an operand computed in its group, or a result read by more than an "
+                "element-wise epilogue), where the numpy target calls BLAS"
+            )
+        if over:  # auto keeps the memory promise: the numpy target runs the plan
+            return _Native(reason=f"the native loops would break the budget: {over[0]}")
+        program = NativeProgram(
+            native["loops"], native["llvm"], options.threads, keep_object=keep_object
+        )
+    except TdslError as err:
+        if options.target == "native":
+            raise
+        return _Native(reason=f"the native compile failed: {err.message}", host_specific=True)
+    modules["loops"] = native["loops"]
+    modules["llvm"] = native["llvm"]
+    function = program.functions[name]
+    # inputs that come strided (x.T, x[:, ::2]) run in variants compiled for their strides
+    function.variants = StridedVariants(modules["tiled"], function)
+    return _Native(function, None, program.llvm_ir, host_specific=True)
+
+
+def build_ir(
+    text: str, shapes: tuple[tuple[int, ...], ...] | None, options: JitOptions
+) -> CompiledKernel:
+    """Compile the one ``func.func`` of a module of tensordsl IR given as text.
+
+    With ``shapes`` (one per argument), the function is first re-typed for
+    arguments of those shapes: each op keeps its properties and takes the
+    result types its own type inference gives, as ``tdsl-tile`` re-types a
+    group's body for a tile.  So one text serves every shape its ops accept.
+    The arguments are named as the text names them (``a0``, ``a1``, ... where
+    it does not, or names them twice); none is weak.
+    """
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import Builtin, ModuleOp
+    from xdsl.dialects.func import Func, FuncOp
+    from xdsl.parser import Parser
+    from xdsl.utils.exceptions import ParseError, VerifyException
+
+    from tdsl.dialects.tensordsl import TensorDSL
+
+    ctx = Context()
+    for dialect in (Builtin, Func, TensorDSL):
+        ctx.load_dialect(dialect)
+    try:
+        module = Parser(ctx, text, "<ir>").parse_module()
+        module.verify()
+    except (ParseError, VerifyException) as err:
+        raise TdslIRError(f"the IR does not parse or verify: {err}") from None
+    functions = [op for op in module.ops if isinstance(op, FuncOp)]
+    if len(functions) != 1 or len(module.body.block.ops) != 1:
+        raise TdslIRError(f"expected a module of one func.func, got {len(functions)} functions")
+    func_op = functions[0]
+    if shapes is not None:
+        func_op = retyped_function(func_op, shapes)
+        module = ModuleOp([func_op])
+        module.verify()
+    hints = [arg.name_hint for arg in func_op.args]
+    names = [h or f"a{i}" for i, h in enumerate(hints)]
+    if len(set(names)) != len(names) or OUT in names:
+        names = [f"a{i}" for i in range(len(names))]
+    with _collector_paused():
+        return _compile_module(
+            module, func_op, names, [False] * len(names), text, "<ir>", options, program=False
+        )
+
+
+def retyped_function(func_op: FuncOp, shapes: Sequence[tuple[int, ...]]) -> FuncOp:
+    """A copy of ``func_op`` for arguments of ``shapes``, each op re-typed by its own type
+    inference (constants are copied as they are).  Raises a :class:`TdslTypeError` for
+    shapes an op does not accept."""
+    from xdsl.dialects.builtin import TensorType
+    from xdsl.dialects.func import FuncOp, ReturnOp
+    from xdsl.ir import Block, Region, SSAValue
+
+    from tdsl.dialects.structured import constant_value, element_type
+    from tdsl.transforms.iteration_space import require_structured
+
+    inputs = func_op.function_type.inputs.data
+    if len(shapes) != len(inputs):
+        raise TdslTypeError(
+            f"{len(shapes)} shape(s) for the {len(inputs)} argument(s) of @{func_op.sym_name.data}"
+        )
+    block = Block(
+        arg_types=[
+            TensorType(element_type(t), shape) for t, shape in zip(inputs, shapes, strict=True)
+        ]
+    )
+    mapping: dict[SSAValue, SSAValue] = {}
+    for old, new in zip(func_op.args, block.args, strict=True):
+        new.name_hint = old.name_hint
+        mapping[old] = new
+    returned: list[SSAValue] = []
+    for op in func_op.body.block.ops:
+        if isinstance(op, ReturnOp):
+            returned = [mapping[v] for v in op.operands]
+            block.add_op(ReturnOp(*returned))
+            break
+        if constant_value(op) is not None:
+            new_op = op.clone()
+        else:
+            new_op = require_structured(op).retyped([mapping[v] for v in op.operands])
+        block.add_op(new_op)
+        for old, new in zip(op.results, new_op.results, strict=True):
+            mapping[old] = new
+    return FuncOp(
+        func_op.sym_name.data,
+        ([a.type for a in block.args], [v.type for v in returned]),
+        Region(block),
+    )
+
+
+def _is_weak(name: str, dtypes: object) -> bool:
+    """Whether ``dtypes`` (normalized) declares expression input ``name`` a weak scalar."""
+    from tdsl.frontend.ir_gen import WEAK
+
+    if isinstance(dtypes, dict):
+        return cast(dict[str, object], dtypes).get(name) is WEAK
+    return dtypes is WEAK
+
+
+__all__ = [
+    "AUTO_MIN_ELEMENTS",
+    "COMPILE_LOCK",
+    "NATIVE_PASSES",
+    "NATIVE_TARGET_SPEC",
+    "build",
+    "build_ir",
+    "retyped_function",
+]

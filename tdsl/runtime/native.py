@@ -1,0 +1,494 @@
+"""The native target's runtime: tiled IR in, Python callables running machine code out.
+
+:class:`NativeProgram` takes a tiled ``tensordsl`` module (after ``tdsl-fuse``
+and ``tdsl-tile``), lowers it with ``tdsl-lower-to-loops`` and
+``tdsl-convert-to-llvm`` (pointer arguments ``noalias``: tdsl never passes
+overlapping buffers; :meth:`NativeProgram.from_tiled`, or the JIT's pipeline), binds the ``tdsl_matmul_*`` calls to BLAS
+(:mod:`tdsl.runtime.blas`), compiles it for the host CPU
+(:mod:`tdsl.runtime.compile`) and gives, per ``func.func``, a callable with the
+contract of the NumPy target's generated functions (see
+:mod:`tdsl.backend.numpy.module`): ``f(*arrays, out=None)``, arrays of
+exactly the argument types' shapes and dtypes, inputs never written, results
+fresh or written into ``out``.
+
+A call allocates every buffer the lowered function takes as NumPy arrays: the
+results (unless ``out`` gives them), the values passed between groups and the
+groups' scratch, so ``tracemalloc`` sees all the memory a call uses.  The
+main function of the loops stage is a flat list of calls; the runtime runs
+that list itself, so that it can split a group's tiles over ``threads``
+threads (each with scratch of its own; ctypes releases the GIL during a call).
+Inputs and ``out`` arrays are C-contiguous for the compiled code (its memrefs
+have the identity layout). An input that comes strided runs in a variant
+compiled for its strides where one can be (:class:`StridedVariants`), else it
+is copied to a contiguous array first; an ``out`` that is not C-contiguous is
+written through a contiguous temporary.
+
+What a :class:`NativeFunction` needs besides machine code is its
+:class:`FunctionPlan` (each argument's role, shape and dtype, and the calls
+of the main function), plain data that :meth:`FunctionPlan.to_data` and
+:meth:`FunctionPlan.from_data` turn into JSON-ready values and back, so that
+a cache on disk can rebuild the function from object code
+(:class:`NativeCode` over :func:`tdsl.runtime.compile.load_object`).  Only
+:class:`NativeProgram` reads IR: this module imports xDSL inside it, so
+loading cached code never imports xDSL.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import ctypes
+import math
+import re
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+from tdsl.runtime.blas import find_gemm, matmul_shims
+from tdsl.runtime.compile import CompiledModule, NativeCompileError, compile_llvm, llvm_ir
+
+if TYPE_CHECKING:
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import ModuleOp
+
+Array = np.ndarray[Any, Any]
+
+_DECLARE = re.compile(r'^declare [^\n]*@"?(tdsl_matmul_[A-Za-z0-9_]+)"?\(.*$', re.M)
+
+MIN_TILES_PER_THREAD = 2
+"""A group's tiles are split over threads only when each thread gets at least this many."""
+
+MIN_BYTES_PER_THREAD = 1 << 20
+"""... and at least this many bytes of the group's largest operand (1 MiB, the numpy
+target's rule too): handing tiles to a pool thread and waiting for it costs about
+60 us here, which a split repays from about 1 MiB per thread on (``python
+benchmarks/native_loops.py threads``)."""
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One call of a main function: the callee and, per operand, a main argument index
+    (``int``) or a constant (``("const", value)``)."""
+
+    callee: str
+    operands: tuple[int | tuple[str, int], ...]
+    group: bool
+    """A group function: operands 0 and 1 are its tile range."""
+
+
+@dataclass(frozen=True)
+class _Arg:
+    role: str
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+
+
+@dataclass(frozen=True)
+class FunctionPlan:
+    """What runs a lowered main function besides machine code: its name, each
+    argument's role (``in``, ``out``, ``tmp``, ``scratch``), shape and dtype, and
+    the calls its body makes, in order."""
+
+    name: str
+    args: tuple[_Arg, ...]
+    calls: tuple[_Call, ...]
+
+    def to_data(self) -> dict[str, Any]:
+        """The plan as JSON-ready values (lists, strings, ints)."""
+        return {
+            "name": self.name,
+            "args": [[a.role, list(a.shape), a.dtype.str] for a in self.args],
+            "calls": [
+                [c.callee, [list(x) if isinstance(x, tuple) else x for x in c.operands], c.group]
+                for c in self.calls
+            ],
+        }
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> FunctionPlan:
+        """The plan :meth:`to_data` gave (raises ``KeyError``, ``TypeError`` or
+        ``ValueError`` on anything else)."""
+        args = tuple(
+            _Arg(str(role), tuple(int(d) for d in shape), np.dtype(str(dtype)))
+            for role, shape, dtype in data["args"]
+        )
+        calls = tuple(
+            _Call(
+                str(callee),
+                tuple(int(x) if isinstance(x, int) else (str(x[0]), int(x[1])) for x in operands),
+                bool(group),
+            )
+            for callee, operands, group in data["calls"]
+        )
+        return cls(str(data["name"]), args, calls)
+
+
+class NativeCode:
+    """A compiled module's machine code, the external symbols it was linked with
+    by address, and the thread pool its functions split tiles over (made on
+    first use)."""
+
+    def __init__(
+        self, compiled: CompiledModule, threads: int = 1, symbols: Mapping[str, int] | None = None
+    ) -> None:
+        self.compiled = compiled
+        self.symbols: dict[str, int] = dict(symbols or {})
+        self.threads = max(1, threads)
+        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def pool(self) -> concurrent.futures.ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = concurrent.futures.ThreadPoolExecutor(
+                    self.threads - 1, thread_name_prefix="tdsl-native"
+                )
+            return self._pool
+
+    def function(self, plan: FunctionPlan) -> NativeFunction:
+        """The callable running ``plan`` on this code."""
+        return NativeFunction(plan, self)
+
+
+def _address(a: Array) -> int:
+    """The address of ``a``'s data: through the buffer protocol when writable (3x faster
+    than ``a.ctypes.data``), else ``a.ctypes.data``."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(cast(Any, a)))
+    except (TypeError, ValueError):  # read-only, or empty
+        return a.ctypes.data
+
+
+class NativeFunction:
+    """One compiled ``func.func``: call it like the NumPy target's generated function."""
+
+    def __init__(self, plan: FunctionPlan, code: NativeCode) -> None:
+        self.plan = plan
+        self.code = code
+        """The machine code the function runs (kept alive by the function)."""
+        self.name = plan.name
+        self.args = list(plan.args)
+        self.calls = list(plan.calls)
+        self.functions: dict[str, Callable[..., Any]] = {
+            c.callee: code.compiled.function(c.callee) for c in plan.calls
+        }
+        self.main = code.compiled.function(plan.name)
+        self.threads = code.threads
+        self._pool = code.pool
+        self._inputs = [(i, a.dtype) for i, a in enumerate(self.args) if a.role == "in"]
+        self._outputs = [(i, a.shape, a.dtype) for i, a in enumerate(self.args) if a.role == "out"]
+        self._temps = [
+            (i, a.shape, a.dtype) for i, a in enumerate(self.args) if a.role not in ("in", "out")
+        ]
+        self._scratch = [i for i, a in enumerate(self.args) if a.role == "scratch"]
+        # the most threads each group call may use (1: the call runs on the caller's)
+        self._threads = [self._threads_for(c) for c in self.calls]
+        # the main function runs the calls itself unless some group's tiles split over threads
+        self._split = any(t > 1 for t in self._threads)
+        self.variants: Callable[[Sequence[Array]], Callable[..., Any] | None] | None = None
+        """Where an input is not C-contiguous: the variant compiled for the inputs'
+        strides, or None (the input is then copied); see :class:`StridedVariants`."""
+        self.trusted = False
+        """A variant: its caller has checked that the inputs have its strides."""
+
+    def _threads_for(self, call: _Call) -> int:
+        """How many threads ``call`` may split its tiles over."""
+        if not call.group or self.threads <= 1:
+            return 1
+        largest = max(
+            (
+                math.prod(self.args[x].shape) * self.args[x].dtype.itemsize
+                for x in call.operands[2:]
+                if isinstance(x, int)
+            ),
+            default=0,
+        )
+        return max(
+            1,
+            min(
+                self.threads, _tiles(call) // MIN_TILES_PER_THREAD, largest // MIN_BYTES_PER_THREAD
+            ),
+        )
+
+    def __call__(self, *arrays: Array, out: Sequence[Array] | None = None) -> Any:
+        if len(arrays) != len(self._inputs):
+            raise TypeError(f"{self.name} takes {len(self._inputs)} arrays, got {len(arrays)}")
+        buffers: list[Any] = [None] * len(self.args)
+        for (i, dtype), a in zip(self._inputs, arrays, strict=True):
+            if not (a.flags.c_contiguous and a.dtype == dtype) and not self.trusted:
+                variant = None if self.variants is None else self.variants(arrays)
+                if variant is not None:
+                    return variant(*arrays, out=out)
+                a = np.ascontiguousarray(a, dtype=dtype)
+            buffers[i] = a
+        results: list[Array] = []
+        copies: list[tuple[Array, Array]] = []
+        for k, (i, shape, dtype) in enumerate(self._outputs):
+            given = None if out is None else out[k]
+            if given is not None and given.flags.c_contiguous:
+                buffers[i] = given
+            else:
+                buffers[i] = np.empty(shape, dtype)
+                if given is not None:
+                    copies.append((buffers[i], given))
+            results.append(given if given is not None else buffers[i])
+        for i, shape, dtype in self._temps:
+            buffers[i] = np.empty(shape, dtype)
+        pointers = [_address(b) for b in buffers]
+        if self._split:
+            for call, threads in zip(self.calls, self._threads, strict=True):
+                self._run(call, threads, buffers, pointers)
+        else:
+            self.main(*pointers)
+        for buffer, given in copies:
+            np.copyto(given, buffer)
+        if not results:
+            return None
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def _run(self, call: _Call, threads: int, buffers: list[Any], pointers: list[int]) -> None:
+        fn = self.functions[call.callee]
+
+        def operand(x: int | tuple[str, int], table: Sequence[int]) -> int:
+            return x[1] if isinstance(x, tuple) else table[x]
+
+        if not call.group:
+            fn(*(operand(x, pointers) for x in call.operands))
+            return
+        lo, hi = (operand(x, pointers) for x in call.operands[:2])
+        rest = call.operands[2:]
+        if threads <= 1:
+            fn(lo, hi, *(operand(x, pointers) for x in rest))
+            return
+        # each thread its own scratch (a group's scratch holds one tile's values)
+        chunk = -(-(hi - lo) // threads)
+        jobs: list[tuple[int, int, list[int]]] = []
+        keep: list[Array] = []
+        for t in range(threads):
+            start, stop = lo + t * chunk, min(hi, lo + (t + 1) * chunk)
+            if start >= stop:
+                break
+            table = list(pointers)
+            if t > 0:
+                for i in self._scratch:
+                    extra = np.empty_like(buffers[i])
+                    keep.append(extra)  # alive until the calls return
+                    table[i] = _address(extra)
+            jobs.append((start, stop, table))
+        pool = self._pool()
+        futures = [
+            pool.submit(fn, start, stop, *(operand(x, table) for x in rest))
+            for start, stop, table in jobs[1:]
+        ]
+        start, stop, table = jobs[0]
+        try:
+            fn(start, stop, *(operand(x, table) for x in rest))
+        finally:
+            concurrent.futures.wait(futures)
+        for f in futures:
+            f.result()
+
+
+MAX_VARIANTS = 8
+"""Stride patterns a function compiles variants for; further ones are copied."""
+
+
+class StridedVariants:
+    """Variants of one function of a tiled module that read each input with the strides
+    it comes with (a transpose, a slice with a step, a broadcast view): compiled on the
+    first call with those strides (``tdsl-lower-to-loops`` with strided memref inputs),
+    at most :data:`MAX_VARIANTS` of them.  An input whose strides are negative or not a
+    multiple of its item size, or that a BLAS call would read, gets no variant (it is
+    copied, as without variants).
+
+    A variant whose compile fails with an internal error (a compiler bug, not a
+    :class:`~tdsl.errors.TdslError`) never fails the call: the reason is kept in
+    :attr:`failures`, and the call runs ``fallback(reason)`` if one is set (``auto``
+    switches its kernel to the numpy target, see :func:`tdsl.jit.calls.fall_back_on_variant_failure`),
+    else copies the input (``target="native"``)."""
+
+    def __init__(self, tiled: ModuleOp | Callable[[], ModuleOp], function: NativeFunction) -> None:
+        """Variants of ``function``, compiled from ``tiled`` (the module it was lowered
+        from, or a function giving it: a kernel loaded from the cache on disk parses
+        its stored text, importing xDSL, only when a first strided input comes)."""
+        self._tiled = tiled
+        self._name = function.name
+        self._threads = function.threads
+        self._dtypes = [a.dtype for a in function.args if a.role == "in"]
+        self._made: dict[tuple[tuple[int, ...] | None, ...], Callable[..., Any] | None] = {}
+        self._programs: list[NativeProgram] = []
+        self._lock = threading.Lock()
+        self.fallback: Callable[[str], Callable[..., Any]] | None = None
+        """Given why a variant failed to compile, what runs instead (the numpy target)."""
+        self.failures: dict[tuple[tuple[int, ...] | None, ...], str] = {}
+        """Why the variants that failed with an internal error did, by stride pattern."""
+
+    def __call__(self, arrays: Sequence[Array]) -> Callable[..., Any] | None:
+        key: list[tuple[int, ...] | None] = []
+        for a, dtype in zip(arrays, self._dtypes, strict=True):
+            if a.dtype != dtype:
+                return None
+            if a.flags.c_contiguous:
+                key.append(None)
+            elif any(s < 0 or s % a.itemsize for s in a.strides):
+                return None
+            else:
+                key.append(tuple(s // a.itemsize for s in a.strides))
+        frozen = tuple(key)
+        with self._lock:
+            if frozen not in self._made:
+                self._made[frozen] = (
+                    self._compile(frozen) if len(self._made) < MAX_VARIANTS else None
+                )
+            return self._made[frozen]
+
+    def _compile(self, strides: tuple[tuple[int, ...] | None, ...]) -> Callable[..., Any] | None:
+        from xdsl.context import Context
+
+        from tdsl.backend.llvm.convert_to_llvm import ConvertToLLVMPass
+        from tdsl.backend.llvm.lower_to_loops import lower_to_loops
+        from tdsl.errors import TdslError
+
+        if callable(self._tiled):
+            self._tiled = self._tiled()
+        loops = self._tiled.clone()
+        try:
+            lower_to_loops(loops, {self._name: list(strides)})
+            lowered = loops.clone()
+            ConvertToLLVMPass(noalias=True).apply(Context(), lowered)
+            program = NativeProgram(loops, lowered, self._threads)
+        except TdslError:
+            return None  # (a strided BLAS operand, say): the input is copied
+        except Exception as err:  # a compiler bug: this call must still give the right result
+            reason = (
+                f"the variant for strides {_strides_text(strides)} failed to compile "
+                f"(internal error: {type(err).__name__}: {err})"
+            )
+            self.failures[strides] = reason
+            return None if self.fallback is None else self.fallback(reason)
+        self._programs.append(program)  # owns the variant's machine code
+        function = program.functions[self._name]
+        function.trusted = True
+        return function
+
+    @property
+    def compiled(self) -> list[tuple[tuple[int, ...] | None, ...]]:
+        """The stride patterns compiled so far (None: a C-contiguous input)."""
+        return [k for k, v in self._made.items() if v is not None]
+
+
+def _strides_text(strides: tuple[tuple[int, ...] | None, ...]) -> str:
+    """``(13, 1), C`` for a stride pattern (element strides; C: C-contiguous)."""
+    return ", ".join("C" if s is None else f"({', '.join(map(str, s))})" for s in strides)
+
+
+def _tiles(call: _Call) -> int:
+    lo, hi = call.operands[:2]
+    return (hi[1] if isinstance(hi, tuple) else 0) - (lo[1] if isinstance(lo, tuple) else 0)
+
+
+class NativeProgram:
+    """Loops-stage and llvm-dialect modules compiled to machine code; the functions by
+    IR symbol name.
+
+    ``loops`` is the output of ``tdsl-lower-to-loops`` (it says which arguments
+    are inputs, outputs and scratch, and lists each main function's calls);
+    ``llvm`` is that module after ``tdsl-convert-to-llvm{noalias=true}``.
+    :meth:`from_tiled` runs both passes on a tiled module.  ``keep_object``
+    keeps the object file the code was loaded from (``code.compiled.object_code``),
+    for a cache on disk.
+    """
+
+    def __init__(
+        self, loops: ModuleOp, llvm: ModuleOp, threads: int = 1, *, keep_object: bool = False
+    ) -> None:
+        from xdsl.dialects import func
+
+        from tdsl.backend.llvm.lower_to_loops import ROLES_ATTR
+
+        text = llvm_ir(llvm)
+        matmuls = sorted(set(_DECLARE.findall(text)))
+        symbols: dict[str, int] = {}
+        if matmuls:
+            gemm = find_gemm()
+            if isinstance(gemm, str):
+                raise NativeCompileError(gemm)
+            text = _DECLARE.sub("", text) + "\n" + matmul_shims(matmuls, gemm)
+            symbols = gemm.addresses
+        self.llvm_ir = text
+        """The LLVM IR compiled: the llvm dialect's, with the BLAS shims."""
+        compiled = compile_llvm(text, symbols=symbols, keep_object=keep_object)
+        self.code = NativeCode(compiled, threads, symbols)
+        self.compiled: CompiledModule = compiled
+        self.threads = self.code.threads
+        self.plans: dict[str, FunctionPlan] = {}
+        self.functions: dict[str, NativeFunction] = {}
+        for fn in loops.ops:
+            if isinstance(fn, func.FuncOp) and ROLES_ATTR in fn.attributes:
+                plan = _plan(fn, ROLES_ATTR)
+                self.plans[plan.name] = plan
+                self.functions[plan.name] = self.code.function(plan)
+
+    @classmethod
+    def from_tiled(cls, tiled: ModuleOp, threads: int = 1) -> NativeProgram:
+        """Lower a tiled module (left unchanged) to loops and to LLVM, and compile it."""
+        from xdsl.context import Context
+
+        from tdsl.backend.llvm.convert_to_llvm import ConvertToLLVMPass
+        from tdsl.backend.llvm.lower_to_loops import lower_to_loops
+
+        loops = tiled.clone()
+        lower_to_loops(loops)
+        lowered = loops.clone()
+        ConvertToLLVMPass(noalias=True).apply(Context(), lowered)
+        return cls(loops, lowered, threads)
+
+
+def _plan(fn: func.FuncOp, roles_attr: str) -> FunctionPlan:
+    """The plan of a lowered main function: its arguments' roles and types, its calls."""
+    from xdsl.dialects import arith, func
+    from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, MemRefType, StringAttr
+    from xdsl.ir import Attribute, BlockArgument
+
+    from tdsl.dialects.structured import element_dtype
+
+    roles = [
+        cast(StringAttr, r).data for r in cast(ArrayAttr[Attribute], fn.attributes[roles_attr])
+    ]
+    args: list[_Arg] = []
+    for role, arg in zip(roles, fn.body.block.args, strict=True):
+        t = cast(MemRefType[Attribute], arg.type)
+        dtype = element_dtype(t.get_element_type())
+        assert dtype is not None
+        args.append(_Arg(role, tuple(t.get_shape()), dtype))
+    calls: list[_Call] = []
+    for op in fn.body.block.ops:
+        if isinstance(op, func.CallOp):
+            operands: list[int | tuple[str, int]] = []
+            for v in op.arguments:
+                if isinstance(v, BlockArgument):
+                    operands.append(v.index)
+                else:
+                    owner = v.owner
+                    assert isinstance(owner, arith.ConstantOp)
+                    value = owner.value
+                    assert isinstance(value, IntegerAttr)
+                    operands.append(("const", cast(IntegerAttr[Any], value).value.data))
+            name = op.callee.root_reference.data
+            group = bool(op.arguments) and not isinstance(op.arguments[0], BlockArgument)
+            calls.append(_Call(name, tuple(operands), group))
+        elif not isinstance(op, arith.ConstantOp | func.ReturnOp):
+            raise NativeCompileError(f"unexpected '{op.name}' in a lowered main function")
+    return FunctionPlan(fn.sym_name.data, tuple(args), tuple(calls))
+
+
+__all__ = [
+    "MAX_VARIANTS",
+    "FunctionPlan",
+    "NativeCode",
+    "NativeFunction",
+    "NativeProgram",
+    "StridedVariants",
+]
