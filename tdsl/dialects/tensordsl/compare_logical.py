@@ -40,10 +40,10 @@ from tdsl.dialects.structured import (
     broadcast_shapes,
     element_type,
     operand_value,
-    shape_error,
     tensor_shape,
     tensor_type,
 )
+from tdsl.dialects.structured_types import shape_error
 from tdsl.dtypes import BOOL_DTYPE
 
 

@@ -51,16 +51,14 @@ from tdsl.dialects.structured import (
     convert_scalar,
     dims_map,
     element_type,
-    expect_shape,
     fmt_shape,
     identity_map,
     numpy_dtype,
     operand_value,
-    same_element_types,
-    shape_error,
     tensor_shape,
     tensor_type,
 )
+from tdsl.dialects.structured_types import expect_shape, same_element_types, shape_error
 from tdsl.dtypes import BOOL_DTYPE, wide_accumulator
 
 
