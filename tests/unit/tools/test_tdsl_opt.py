@@ -18,13 +18,8 @@ from tdsl.dialects import tensordsl as td
 from tdsl.errors import SourceLocation, TdslBudgetError, TdslSyntaxError
 from tdsl.lowering.fuse import FusePass
 from tdsl.tools.diagnostics import run_tool
-from tdsl.tools.tdsl_opt import (
-    TdslOptMain,
-    main,
-    pass_flag_aliases,
-    rewrite_pass_flags,
-    unknown_long_options,
-)
+from tdsl.tools.opt_args import pass_flag_aliases, rewrite_pass_flags, unknown_long_options
+from tdsl.tools.tdsl_opt import TdslOptMain, main
 
 GOOD = """\
 func.func @main(%a: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
