@@ -12,7 +12,7 @@ import difflib
 import functools
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, NoReturn
+from typing import Any, ClassVar, Literal, NoReturn
 
 # Only what every run needs is imported here: ``tdsl-opt`` starts as fast as
 # ``xdsl-opt``.  Dialects load when the input uses them; the help, the dot
@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from tdsl import __version__
 from tdsl.errors import format_diagnostic
 from tdsl.tools.diagnostics import (
     DriverError,
@@ -276,6 +277,13 @@ class OptArguments(xDSLOptMain):
     """The command line of ``tdsl-opt``: its options besides xDSL's, pass flags rewritten
     into ``-p``, and the short help.  Also declares the driver's state, which
     :class:`~tdsl.tools.tdsl_opt.TdslOptMain` sets."""
+
+    prog: ClassVar[str] = "tdsl-opt"
+    """The tool's name in its usage and help (also when run in-process)."""
+
+    version_format: ClassVar[str] = (
+        f"tdsl-opt from tdsl version {__version__}, built on xDSL version {{xdsl_version}}"
+    )
 
     _argv: list[str]
     _locator: OpLocator

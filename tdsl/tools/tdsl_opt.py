@@ -40,7 +40,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
-from typing import IO, ClassVar, cast
+from typing import IO, cast
 
 # Only what every run needs is imported here: ``tdsl-opt`` starts as fast as
 # ``xdsl-opt``.  Dialects load when the input uses them; the help, the dot
@@ -58,7 +58,6 @@ from xdsl.utils.exceptions import (
 )
 from xdsl.utils.target import Target
 
-from tdsl import __version__
 from tdsl.errors import TdslError, format_diagnostic
 from tdsl.tools.diagnostics import (
     DominanceError,
@@ -79,13 +78,6 @@ from tdsl.universe import TDSL_DIALECTS, TDSL_FRONTENDS, TDSL_OPT_TARGETS, TDSL_
 
 class TdslOptMain(OptIO):
     """The ``tdsl-opt`` driver: ``xDSLOptMain`` with tdsl loaded and compiler-style errors."""
-
-    prog: ClassVar[str] = "tdsl-opt"
-    """The tool's name in its usage and help (also when run in-process)."""
-
-    version_format: ClassVar[str] = (
-        f"tdsl-opt from tdsl version {__version__}, built on xDSL version {{xdsl_version}}"
-    )
 
     def __init__(
         self,
