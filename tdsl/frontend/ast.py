@@ -64,11 +64,6 @@ class Number:
     text: str
     span: Span
 
-    @property
-    def is_integer(self) -> bool:
-        """Whether the literal was written as an integer (digits only)."""
-        return self.text.isdigit()
-
 
 @dataclass(frozen=True)
 class Name:
