@@ -9,14 +9,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import (
-    I64,
-    AffineMapAttr,
-    IntegerAttr,
-    MemRefType,
-    StringAttr,
-    i64,
-)
+from xdsl.dialects.builtin import I64, AffineMapAttr, IntegerAttr, MemRefType, StringAttr, i64
 from xdsl.ir import Attribute, Operation, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -38,14 +31,8 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from tdsl.dialects.kernel_plan import (
-    Buffer,
-)
-from tdsl.dialects.structured import (
-    TensorConstr,
-    dims_map,
-    element_of,
-)
+from tdsl.dialects.kernel_plan import Buffer
+from tdsl.dialects.structured import TensorConstr, dims_map, element_of
 
 
 def _yield_traits() -> tuple[OpTrait, ...]:

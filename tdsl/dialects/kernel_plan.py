@@ -88,13 +88,7 @@ elements.
 
 from __future__ import annotations
 
-from tdsl.dialects.kernel_body import (
-    Dims,
-    GroupBody,
-    PlanError,
-    derived_kinds,
-    propagate_dims,
-)
+from tdsl.dialects.kernel_body import Dims, GroupBody, PlanError, derived_kinds, propagate_dims
 from tdsl.dialects.kernel_schedule import (
     Step,
     TileSchedule,

@@ -20,10 +20,7 @@ from tdsl.dialects.kernel_body import (
     is_recomputable,
     require_structured,
 )
-from tdsl.dialects.structured import (
-    IteratorType,
-    Scan,
-)
+from tdsl.dialects.structured import IteratorType, Scan
 
 if TYPE_CHECKING:
     from tdsl.dialects.kernel_scratch import ScratchPlan

@@ -14,9 +14,7 @@ from typing import Any
 import numpy as np
 from xdsl.ir import Operation, SSAValue
 
-from tdsl.dialects.kernel_body import (
-    require_structured,
-)
+from tdsl.dialects.kernel_body import require_structured
 from tdsl.dialects.kernel_schedule import TileSchedule, carry_shape
 from tdsl.dialects.structured import (
     Scan,

@@ -22,10 +22,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineMap
-from xdsl.irdl import (
-    irdl_op_definition,
-    prop_def,
-)
+from xdsl.irdl import irdl_op_definition, prop_def
 from xdsl.utils.exceptions import VerifyException
 
 from tdsl.dialects.kernel_fused import GroupOp, buffer_type

@@ -78,12 +78,7 @@ from tdsl.dialects.op_interfaces import (
     ParamKind,
     Scan,
 )
-from tdsl.dialects.structured_axis import (
-    ReductionOp,
-    RowLocalOp,
-    ScanOp,
-    row_stat_shape,
-)
+from tdsl.dialects.structured_axis import ReductionOp, RowLocalOp, ScanOp, row_stat_shape
 from tdsl.dialects.structured_bodies import (
     Body,
     body_of,

@@ -15,13 +15,7 @@ import numpy as np
 from xdsl.builder import (
     Builder,  # pyright: ignore[reportPrivateUsage]
 )
-from xdsl.dialects.builtin import (
-    I64,
-    IntegerAttr,
-    TensorType,
-    UnitAttr,
-    i64,
-)
+from xdsl.dialects.builtin import I64, IntegerAttr, TensorType, UnitAttr, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.irdl import (
@@ -35,13 +29,7 @@ from xdsl.irdl import (
 )
 from xdsl.traits import Pure
 
-from tdsl.dialects.op_interfaces import (
-    CarriedLoop,
-    Decomposable,
-    LanguageFunction,
-    Param,
-    Scan,
-)
+from tdsl.dialects.op_interfaces import CarriedLoop, Decomposable, LanguageFunction, Param, Scan
 from tdsl.dialects.structured_elementwise import identity_map
 from tdsl.dialects.structured_interface import Reduction, StructuredOpInterface, as_array
 from tdsl.dialects.structured_loops import (

@@ -16,25 +16,14 @@ from xdsl.builder import (
     _current_builder,  # pyright: ignore[reportPrivateUsage]
 )
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import (
-    FileLineColLoc,
-    Float16Type,
-    f32,
-)
+from xdsl.dialects.builtin import FileLineColLoc, Float16Type, f32
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
-from tdsl.dialects.op_interfaces import (
-    Decomposable,
-)
+from tdsl.dialects.op_interfaces import Decomposable
 from tdsl.dialects.structured_interface import HasConstantValue, structured
 from tdsl.dialects.structured_loops import IteratorType, Workspace
-from tdsl.dialects.structured_types import (
-    convert_scalar,
-    element_dtype,
-    element_type,
-    numpy_dtype,
-)
+from tdsl.dialects.structured_types import convert_scalar, element_dtype, element_type, numpy_dtype
 from tdsl.errors import SourceLocation, TdslIRError
 
 

@@ -18,18 +18,10 @@ from xdsl.builder import (
 from xdsl.dialects import arith
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
-from xdsl.irdl import (
-    IRDLOperation,
-    VarConstraint,
-    operand_def,
-    result_def,
-    traits_def,
-)
+from xdsl.irdl import IRDLOperation, VarConstraint, operand_def, result_def, traits_def
 from xdsl.traits import Pure
 
-from tdsl.dialects.op_interfaces import (
-    LanguageFunction,
-)
+from tdsl.dialects.op_interfaces import LanguageFunction
 from tdsl.dialects.structured_bodies import body_of
 from tdsl.dialects.structured_interface import StructuredOpInterface
 from tdsl.dialects.structured_loops import (

@@ -15,9 +15,7 @@ import numpy as np
 from xdsl.builder import (
     Builder,  # pyright: ignore[reportPrivateUsage]
 )
-from xdsl.dialects.builtin import (
-    FileLineColLoc,
-)
+from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 

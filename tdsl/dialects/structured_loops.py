@@ -14,9 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import (
-    AffineMapAttr,
-)
+from xdsl.dialects.builtin import AffineMapAttr
 from xdsl.ir import Operation
 from xdsl.ir.affine import AffineConstantExpr, AffineDimExpr, AffineMap
 

@@ -29,12 +29,7 @@ from xdsl.dialects.builtin import (
     f64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.irdl import (
-    AtLeast,
-    EqAttrConstraint,
-    MessageConstraint,
-    base,
-)
+from xdsl.irdl import AtLeast, EqAttrConstraint, MessageConstraint, base
 from xdsl.utils.exceptions import VerifyException
 
 from tdsl.dtypes import BOOL_DTYPE, DTYPES, FLOAT_DTYPES

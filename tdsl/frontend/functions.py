@@ -13,16 +13,8 @@ from dataclasses import dataclass
 
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.structured import LanguageFunction, Param
-from tdsl.errors import (
-    TdslNameError,
-    TdslTypeError,
-)
-from tdsl.frontend.ast import (
-    Call,
-    Expr,
-    Source,
-    walk,
-)
+from tdsl.errors import TdslNameError, TdslTypeError
+from tdsl.frontend.ast import Call, Expr, Source, walk
 
 
 @dataclass(frozen=True)

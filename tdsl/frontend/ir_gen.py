@@ -35,35 +35,13 @@ import re
 from collections.abc import Mapping, Sequence
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import (
-    FileLineColLoc,
-    IntAttr,
-    ModuleOp,
-    StringAttr,
-    TensorType,
-    f64,
-)
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, TensorType, f64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from tdsl.dialects.structured import ELEMENT_TYPES
-from tdsl.errors import (
-    SourceLocation,
-    TdslIRError,
-    TdslNameError,
-    TdslOptionError,
-    TdslTypeError,
-)
-from tdsl.frontend.ast import (
-    Expression,
-    Kernel,
-    Name,
-    Program,
-    Return,
-    Source,
-    Span,
-    walk,
-)
+from tdsl.errors import SourceLocation, TdslIRError, TdslNameError, TdslOptionError, TdslTypeError
+from tdsl.frontend.ast import Expression, Kernel, Name, Program, Return, Source, Span, walk
 from tdsl.frontend.functions import FUNCTIONS, FunctionInfo, check_calls, name_list, nearest_name
 from tdsl.frontend.lower_expr import (
     WEAK,

@@ -13,12 +13,7 @@ from typing import Any, TypeAlias, cast
 
 import numpy as np
 from xdsl.builder import Builder
-from xdsl.dialects.builtin import (
-    FileLineColLoc,
-    IntAttr,
-    StringAttr,
-    f64,
-)
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr, f64
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
@@ -26,12 +21,7 @@ from xdsl.utils.exceptions import VerifyException
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.structured import BOOL, ELEMENT_TYPES, LanguageFunction, Param, element_of
 from tdsl.dtypes import PROMOTION_RANK, SHORT_NAMES
-from tdsl.errors import (
-    SourceLocation,
-    TdslIRError,
-    TdslNameError,
-    TdslTypeError,
-)
+from tdsl.errors import SourceLocation, TdslIRError, TdslNameError, TdslTypeError
 from tdsl.frontend.ast import (
     BinOp,
     Call,

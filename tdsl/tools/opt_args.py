@@ -23,11 +23,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from tdsl import __version__
 from tdsl.errors import format_diagnostic
-from tdsl.tools.diagnostics import (
-    DriverError,
-    LocatingParser,
-    OpLocator,
-)
+from tdsl.tools.diagnostics import DriverError, LocatingParser, OpLocator
 from tdsl.tools.opt_help import XDSL_PASS_FLAGS, HelpAction
 from tdsl.tools.timing import PhaseTimes
 from tdsl.universe import TDSL_OPT_TARGETS, TDSL_PASSES

@@ -13,11 +13,7 @@ from typing import Any, ClassVar, cast
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import (
-    BytesAttr,
-    DenseIntOrFPElementsAttr,
-    TensorType,
-)
+from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     AnyAttr,
@@ -30,19 +26,12 @@ from xdsl.irdl import (
     traits_def,
 )
 from xdsl.parser import Parser
-from xdsl.pattern_rewriter import (
-    PatternRewriter,
-)
+from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.printer import Printer
 from xdsl.traits import ConstantLike, Pure
 from xdsl.utils.exceptions import ParseError
 
-from tdsl.dialects.structured import (
-    FloatTensorConstr,
-    FloatType,
-    HasConstantValue,
-    numpy_dtype,
-)
+from tdsl.dialects.structured import FloatTensorConstr, FloatType, HasConstantValue, numpy_dtype
 
 
 @irdl_op_definition

@@ -13,19 +13,11 @@ from typing import ClassVar
 from xdsl.builder import Builder
 from xdsl.dialects import arith
 from xdsl.dialects import math as xmath
-from xdsl.dialects.builtin import (
-    Float16Type,
-)
+from xdsl.dialects.builtin import Float16Type
 from xdsl.interfaces import HasCanonicalizationPatternsInterface
 from xdsl.ir import SSAValue
-from xdsl.irdl import (
-    irdl_op_definition,
-)
-from xdsl.pattern_rewriter import (
-    PatternRewriter,
-    RewritePattern,
-    op_type_rewrite_pattern,
-)
+from xdsl.irdl import irdl_op_definition
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from tdsl.dialects import tdslmath
 from tdsl.dialects.structured import (

@@ -9,14 +9,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 from xdsl.dialects import math as xmath
-from xdsl.irdl import (
-    irdl_op_definition,
-)
+from xdsl.irdl import irdl_op_definition
 
-from tdsl.dialects.structured import (
-    ScalarOpBuilder,
-    UnaryOp,
-)
+from tdsl.dialects.structured import ScalarOpBuilder, UnaryOp
 
 
 @irdl_op_definition

@@ -11,18 +11,9 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-from xdsl.dialects.builtin import (
-    Float64Type,
-    FloatAttr,
-    IntegerAttr,
-    f64,
-    i64,
-)
+from xdsl.dialects.builtin import Float64Type, FloatAttr, IntegerAttr, f64, i64
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.irdl import (
-    irdl_op_definition,
-    prop_def,
-)
+from xdsl.irdl import irdl_op_definition, prop_def
 
 from tdsl.dialects.structured import (
     Param,

@@ -15,16 +15,9 @@ import numpy as np
 from xdsl.builder import Builder
 from xdsl.dialects import arith
 from xdsl.dialects import math as xmath
-from xdsl.dialects.builtin import (
-    Float64Type,
-    FloatAttr,
-    f64,
-)
+from xdsl.dialects.builtin import Float64Type, FloatAttr, f64
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.irdl import (
-    irdl_op_definition,
-    prop_def,
-)
+from xdsl.irdl import irdl_op_definition, prop_def
 
 from tdsl.dialects.structured import (
     Accumulator,

@@ -7,14 +7,9 @@ from __future__ import annotations
 from typing import ClassVar
 
 from xdsl.dialects import arith
-from xdsl.irdl import (
-    irdl_op_definition,
-)
+from xdsl.irdl import irdl_op_definition
 
-from tdsl.dialects.structured import (
-    ScalarOpBuilder,
-    ScanOp,
-)
+from tdsl.dialects.structured import ScalarOpBuilder, ScanOp
 
 
 @irdl_op_definition
