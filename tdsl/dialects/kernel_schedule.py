@@ -138,7 +138,7 @@ class TileSchedule:
 
 
 def schedule(body: GroupBody, tiles: Sequence[int]) -> TileSchedule:
-    """The schedule of ``body`` with tile sizes ``tiles`` (see the module docstring).
+    """The schedule of ``body`` with tile sizes ``tiles`` (see :mod:`tdsl.dialects.kernel_plan`).
 
     Raises :class:`PlanError` when the tiles break a rule.  The planners try
     the same tiles more than once: a body keeps the schedules it gave.

@@ -173,7 +173,7 @@ def instance_of(sched: TileSchedule, value: SSAValue, reader_step: int) -> Insta
 
 
 def plan_scratch(sched: TileSchedule) -> ScratchPlan:
-    """The scratch buffers of one full tile of ``sched`` (see the module docstring)."""
+    """The scratch buffers of one full tile of ``sched`` (see :mod:`tdsl.dialects.kernel_plan`)."""
     return sched.scratch_plan()
 
 

@@ -29,7 +29,8 @@ def as_array(value: Any, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
 
 
 class StructuredOpInterface(abc.ABC):
-    """The interface every op that tdsl fuses and tiles implements (see the module docstring).
+    """The interface every op that tdsl fuses and tiles implements (see
+    :mod:`tdsl.dialects.structured`).
 
     Mix it into an ``IRDLOperation`` class.  The methods describe its iteration
     semantics, its types and how it computes, with the partial results of an op with
