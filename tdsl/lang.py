@@ -125,6 +125,51 @@ def relu(x: Operand) -> Array:
     return _call("relu", (x,))
 
 
+def sign(x: Operand) -> Array:
+    """``-1``, ``0`` or ``1`` by the sign of ``x``, element-wise (``nan`` stays ``nan``; the sign of zero is ``+0``, as ``np.sign``)."""
+    return _call("sign", (x,))
+
+
+def square(x: Operand) -> Array:
+    """``x * x`` element-wise."""
+    return _call("square", (x,))
+
+
+def reciprocal(x: Operand) -> Array:
+    """``1 / x`` element-wise (``±inf`` at ``±0``)."""
+    return _call("reciprocal", (x,))
+
+
+def copy(x: Operand) -> Array:
+    """``x`` itself, element-wise (``np.copy``; numexpr's ``copy``)."""
+    return _call("copy", (x,))
+
+
+def conj(x: Operand) -> Array:
+    """The complex conjugate, which for real floats is ``x`` itself (``np.conj``)."""
+    return _call("conj", (x,))
+
+
+def ones_like(x: Operand) -> Array:
+    """Ones of the operand's shape and type (``np.ones_like``; ``nan`` gives 1 too)."""
+    return _call("ones_like", (x,))
+
+
+def sigmoid(x: Operand) -> Array:
+    """The logistic function ``1 / (1 + exp(-x))`` element-wise, computed without overflow."""
+    return _call("sigmoid", (x,))
+
+
+def abs(x: Operand) -> Array:
+    """Absolute value element-wise."""
+    return _call("abs", (x,))
+
+
+def neg(x: Operand) -> Array:
+    """``-x`` element-wise."""
+    return _call("neg", (x,))
+
+
 def exp(x: Operand) -> Array:
     """``e**x`` element-wise."""
     return _call("exp", (x,))
@@ -245,51 +290,6 @@ def trunc(x: Operand) -> Array:
     return _call("trunc", (x,))
 
 
-def sign(x: Operand) -> Array:
-    """``-1``, ``0`` or ``1`` by the sign of ``x``, element-wise (``nan`` stays ``nan``; the sign of zero is ``+0``, as ``np.sign``)."""
-    return _call("sign", (x,))
-
-
-def square(x: Operand) -> Array:
-    """``x * x`` element-wise."""
-    return _call("square", (x,))
-
-
-def reciprocal(x: Operand) -> Array:
-    """``1 / x`` element-wise (``±inf`` at ``±0``)."""
-    return _call("reciprocal", (x,))
-
-
-def copy(x: Operand) -> Array:
-    """``x`` itself, element-wise (``np.copy``; numexpr's ``copy``)."""
-    return _call("copy", (x,))
-
-
-def conj(x: Operand) -> Array:
-    """The complex conjugate, which for real floats is ``x`` itself (``np.conj``)."""
-    return _call("conj", (x,))
-
-
-def ones_like(x: Operand) -> Array:
-    """Ones of the operand's shape and type (``np.ones_like``; ``nan`` gives 1 too)."""
-    return _call("ones_like", (x,))
-
-
-def sigmoid(x: Operand) -> Array:
-    """The logistic function ``1 / (1 + exp(-x))`` element-wise, computed without overflow."""
-    return _call("sigmoid", (x,))
-
-
-def abs(x: Operand) -> Array:
-    """Absolute value element-wise."""
-    return _call("abs", (x,))
-
-
-def neg(x: Operand) -> Array:
-    """``-x`` element-wise."""
-    return _call("neg", (x,))
-
-
 def power(a: Operand, b: Operand) -> Array:
     """``a ** b`` element-wise, broadcasting (``np.power``: ``nan`` for a negative base and a non-integer exponent, ``x ** 0`` is 1)."""
     return _call("power", (a, b))
@@ -328,6 +328,16 @@ def copysign(a: Operand, b: Operand) -> Array:
 def nextafter(a: Operand, b: Operand) -> Array:
     """The next representable value after ``a`` towards ``b``, element-wise, broadcasting (``np.nextafter``, in the element type)."""
     return _call("nextafter", (a, b))
+
+
+def maximum(a: Operand, b: Operand) -> Array:
+    """Element-wise maximum, broadcasting (``nan`` propagates, as ``np.maximum``)."""
+    return _call("maximum", (a, b))
+
+
+def minimum(a: Operand, b: Operand) -> Array:
+    """Element-wise minimum, broadcasting (``nan`` propagates, as ``np.minimum``)."""
+    return _call("minimum", (a, b))
 
 
 def less(a: Operand, b: Operand) -> Array:
@@ -378,16 +388,6 @@ def logical_not(x: Operand) -> Array:
 def where(a: Operand, b: Operand, c: Operand) -> Array:
     """``where(cond, a, b)``: ``a`` where ``cond`` is true, else ``b``, element-wise, all three broadcasting (``np.where``). ``a`` and ``b`` share one element type, which is the result's."""
     return _call("where", (a, b, c))
-
-
-def maximum(a: Operand, b: Operand) -> Array:
-    """Element-wise maximum, broadcasting (``nan`` propagates, as ``np.maximum``)."""
-    return _call("maximum", (a, b))
-
-
-def minimum(a: Operand, b: Operand) -> Array:
-    """Element-wise minimum, broadcasting (``nan`` propagates, as ``np.minimum``)."""
-    return _call("minimum", (a, b))
 
 
 def matmul(a: Operand, b: Operand) -> Array:

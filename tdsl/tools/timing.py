@@ -45,10 +45,6 @@ class PhaseTimes:
         finally:
             self.add(name, time.perf_counter() - start)
 
-    @property
-    def phases(self) -> dict[str, float]:
-        return dict(self._seconds)
-
     def report(self) -> str:
         """The MLIR-style report; the total is the sum of the phases."""
         total = sum(self._seconds.values())

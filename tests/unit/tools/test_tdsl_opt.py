@@ -17,13 +17,8 @@ from xdsl.utils.exceptions import PassFailedException
 from tdsl.dialects import tensordsl as td
 from tdsl.errors import SourceLocation, TdslBudgetError, TdslSyntaxError
 from tdsl.tools.diagnostics import run_tool
-from tdsl.tools.tdsl_opt import (
-    TdslOptMain,
-    main,
-    pass_flag_aliases,
-    rewrite_pass_flags,
-    unknown_long_options,
-)
+from tdsl.tools.opt_args import pass_flag_aliases, rewrite_pass_flags, unknown_long_options
+from tdsl.tools.tdsl_opt import TdslOptMain, main
 from tdsl.transforms.fuse import FusePass
 
 GOOD = """\

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from tdsl.tools.diagnostics import DriverError
-from tdsl.tools.tdsl_opt import main, unanchor_pipeline
+from tdsl.tools.opt_args import unanchor_pipeline
+from tdsl.tools.tdsl_opt import main
 from tdsl.universe import TDSL_OPT_TARGETS, TDSL_PASSES
 
 GOOD = """\

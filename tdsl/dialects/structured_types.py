@@ -1,0 +1,231 @@
+"""Element types, tensor types and shapes of the structured ops: the float and boolean
+element types and their NumPy dtypes, the IRDL constraints on static tensors, the NumPy
+shape rules (broadcasting, axes, reductions) with :class:`ShapeError`, the verifier
+helpers that report a mismatch on an op, and the scalar conversions and constants a
+body builds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+import numpy as np
+from xdsl.builder import (
+    Builder,  # pyright: ignore[reportPrivateUsage]
+)
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import (
+    ArrayOfConstraint,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IntAttrConstraint,
+    IntegerType,
+    TensorType,
+    f16,
+    f32,
+    f64,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import AtLeast, EqAttrConstraint, MessageConstraint, base
+from xdsl.utils.exceptions import VerifyException
+
+from tdsl.dtypes import BOOL_DTYPE, DTYPES, FLOAT_DTYPES
+from tdsl.errors import TdslTypeError
+
+FloatType = Float16Type | Float32Type | Float64Type
+"""The element types tdsl computes in."""
+
+BOOL: IntegerType = IntegerType(1)
+"""The element type of booleans (``i1``), what comparisons produce."""
+
+FLOAT_TYPES: dict[str, FloatType] = {"f16": f16, "f32": f32, "f64": f64}
+"""Short name -> xDSL float element type."""
+
+ELEMENT_TYPES: dict[str, Attribute] = {"bool": BOOL, **FLOAT_TYPES}
+"""Short name -> xDSL element type (the NumPy side is :data:`tdsl.dtypes.DTYPES`)."""
+
+NUMPY_DTYPES: dict[type[Attribute], np.dtype[Any]] = {
+    type(element): FLOAT_DTYPES[name] for name, element in FLOAT_TYPES.items()
+}
+"""xDSL float element type class -> NumPy dtype."""
+
+FloatElementConstr = MessageConstraint(
+    base(Float16Type) | base(Float32Type) | base(Float64Type),
+    "tensordsl computes on tensors of f16, f32 or f64",
+)
+BoolElementConstr = MessageConstraint(EqAttrConstraint(BOOL), "expected booleans (i1)")
+ElementConstr = MessageConstraint(
+    base(Float16Type) | base(Float32Type) | base(Float64Type) | EqAttrConstraint(BOOL),
+    "tensordsl computes on tensors of i1 (booleans), f16, f32 or f64",
+)
+StaticShapeConstr = MessageConstraint(
+    ArrayOfConstraint(IntAttrConstraint.get(AtLeast(0))),
+    "tensordsl computes on tensors of static shape (no ? dimensions)",
+)
+FloatTensorConstr = TensorType.constr(FloatElementConstr, shape=StaticShapeConstr)
+BoolTensorConstr = TensorType.constr(BoolElementConstr, shape=StaticShapeConstr)
+TensorConstr = TensorType.constr(ElementConstr, shape=StaticShapeConstr)
+"""A static tensor of any element type tdsl computes on (booleans or floats)."""
+
+
+class ShapeError(TdslTypeError):
+    """Operand shapes or an axis that an op cannot accept; the message says why."""
+
+
+def fmt_shape(shape: Sequence[int]) -> str:
+    """``(4, 8)`` as ``4x8``; a 0-d shape as ``[]``."""
+    return "x".join(str(d) for d in shape) if shape else "[]"
+
+
+def tensor_shape(value: SSAValue | Attribute) -> tuple[int, ...]:
+    """The static shape of a tensor-typed value or type."""
+    t = value.type if isinstance(value, SSAValue) else value
+    assert isinstance(t, TensorType)
+    return tuple([d.data for d in cast(TensorType[Attribute], t).shape.data])
+
+
+def element_type(value: SSAValue | Attribute) -> Attribute:
+    """The element type of a tensor-typed value or type."""
+    t = value.type if isinstance(value, SSAValue) else value
+    assert isinstance(t, TensorType)
+    return cast(TensorType[Attribute], t).get_element_type()
+
+
+def numpy_dtype(element: Attribute) -> np.dtype[Any]:
+    """The NumPy dtype of an element type (or of a tensor type's elements)."""
+    if isinstance(element, TensorType):
+        element = element_type(cast(Attribute, element))
+    if element == BOOL:
+        return BOOL_DTYPE
+    return NUMPY_DTYPES[type(element)]
+
+
+def element_dtype(element: Attribute) -> np.dtype[Any] | None:
+    """The NumPy dtype of an element type tdsl computes on, else None."""
+    if element == BOOL:
+        return BOOL_DTYPE
+    return NUMPY_DTYPES.get(type(element))
+
+
+def element_of(dtype: np.dtype[Any]) -> Attribute:
+    """The element type of a NumPy dtype (bool, float16, float32 or float64)."""
+    for name, candidate in DTYPES.items():
+        if candidate == dtype:
+            return ELEMENT_TYPES[name]
+    raise TdslTypeError(f"tdsl computes on bool, float16, float32 or float64, not {dtype}")
+
+
+def is_bool(value: SSAValue | Attribute) -> bool:
+    """Whether a tensor value (or tensor type) holds booleans."""
+    return element_type(value) == BOOL
+
+
+def tensor_type(element: Attribute, shape: Sequence[int]) -> TensorType[Attribute]:
+    """``tensor<shape x element>``."""
+    return TensorType(element, list(shape))
+
+
+def broadcast_shapes(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
+    """The NumPy broadcast of two shapes, or :class:`ShapeError`."""
+    rank = max(len(a), len(b))
+    pa = (1,) * (rank - len(a)) + tuple(a)
+    pb = (1,) * (rank - len(b)) + tuple(b)
+    out: list[int] = []
+    for da, db in zip(pa, pb, strict=True):
+        if da == db or db == 1:
+            out.append(da)
+        elif da == 1:
+            out.append(db)
+        else:
+            raise ShapeError(
+                f"shapes {fmt_shape(a)} and {fmt_shape(b)} do not broadcast "
+                f"(dimension {da} vs {db})"
+            )
+    return tuple(out)
+
+
+def normalize_axis(axis: int, rank: int) -> int:
+    """``axis`` in ``[-rank, rank)`` made non-negative, or :class:`ShapeError`."""
+    if not -rank <= axis < rank:
+        if rank == 0:
+            raise ShapeError(f"axis {axis} is out of range for a 0-d tensor (it has no axes)")
+        raise ShapeError(
+            f"axis {axis} is out of range for rank {rank} (expected {-rank} <= axis < {rank})"
+        )
+    return axis % rank
+
+
+def reduce_shape(shape: Sequence[int], axis: int | None, keepdims: bool) -> tuple[int, ...]:
+    """The shape after reducing ``axis`` (``None``: all axes)."""
+    if axis is None:
+        return (1,) * len(shape) if keepdims else ()
+    ax = normalize_axis(axis, len(shape))
+    if keepdims:
+        return tuple(1 if i == ax else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i != ax)
+
+
+def operand_value(op_name: str, value: SSAValue | Operation) -> SSAValue:
+    """``value`` as the SSA value of a tensor tdsl computes on (booleans or floats), or a
+    :class:`TdslTypeError` for ``op_name``.
+
+    Builders call it, so that a bad builder call is a tdsl error rather than a crash (the
+    verifier then checks which element types the op takes).
+    """
+    try:
+        ssa = SSAValue.get(value)
+    except ValueError as err:
+        raise TdslTypeError(f"'{op_name}' takes a single-result value: {err}") from None
+    t: Attribute = ssa.type
+    if not isinstance(t, TensorType) or element_dtype(element_type(cast(Attribute, t))) is None:
+        raise TdslTypeError(
+            f"'{op_name}' takes tensors of i1, f16, f32 or f64, not a value of type {t}"
+        )
+    return ssa
+
+
+def expect_shape(op: Operation, expected: Sequence[int], actual: Attribute, what: str) -> None:
+    """A verifier check that the tensor type ``actual`` (of a result) has shape ``expected``."""
+    if tensor_shape(actual) != tuple(expected):
+        raise VerifyException(
+            f"'{op.name}' op {what} has type {actual}, expected shape {fmt_shape(expected)}"
+        )
+
+
+def same_element_types(op: Operation, types: Sequence[Attribute]) -> None:
+    """A verifier check that the tensors of ``types`` share one element type."""
+    elements = {element_type(t) for t in types}
+    if len(elements) > 1:
+        names = ", ".join(str(t) for t in types)
+        raise VerifyException(
+            f"'{op.name}' op operands and result must share one element type, got {names} "
+            "(make promotion explicit with tensordsl.cast)"
+        )
+
+
+def shape_error(op: Operation, err: ShapeError, types: Sequence[Attribute]) -> VerifyException:
+    """A verifier error naming the op, the problem and the operand types."""
+    names = ", ".join(str(t) for t in types)
+    return VerifyException(f"'{op.name}' op {err.message} ({names})")
+
+
+def convert_scalar(b: Builder, value: SSAValue, target: Attribute) -> SSAValue:
+    """``value`` (a float or boolean scalar) converted to the float type ``target``
+    (extf/truncf; a boolean becomes 0.0 or 1.0)."""
+    source = value.type
+    if source == target:
+        return value
+    if source == BOOL:
+        return b.insert(arith.UIToFPOp(value, cast(FloatType, target))).result
+    width = {Float16Type: 16, Float32Type: 32, Float64Type: 64}
+    if width[type(source)] < width[type(target)]:  # pyright: ignore[reportArgumentType]
+        return b.insert(arith.ExtFOp(value, target)).result
+    return b.insert(arith.TruncFOp(value, target)).result
+
+
+def scalar_constant(b: Builder, value: float, element: Attribute) -> SSAValue:
+    """An ``arith.constant`` float scalar."""
+    return b.insert(arith.ConstantOp(FloatAttr(value, cast(FloatType, element)))).result

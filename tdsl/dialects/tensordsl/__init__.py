@@ -1,0 +1,201 @@
+"""The ``tensordsl`` dialect: one op per function of the tdsl expression language.
+
+Every op works on builtin ranked, static tensors (``tensor<4x8xf32>``,
+``tensor<f64>``; zero-size dimensions are fine) whose element type is ``f16``,
+``f32`` or ``f64``.  The semantics are NumPy's:
+
+* binary element-wise ops broadcast their operands (``np.broadcast_shapes``);
+  both operands share one element type, promotion is an explicit ``cast``;
+* ``matmul`` follows ``np.matmul`` (1-D operands and batches included);
+* axes may be negative and count from the end;
+* ``softmax`` is the numerically stable ``exp(x - max) / sum(exp(x - max))``;
+* sums, means and products of ``f16`` accumulate in ``f32`` and round once at
+  the end (as ``np.mean`` does).
+
+Every computing op implements the structured-op interface
+(:mod:`tdsl.dialects.structured`): its loop space, indexing maps and iterator
+types, its element-wise body in ``arith``/``math`` (the one statement of an
+element-wise op's semantics: the interpreter and both targets derive from it),
+its accumulation, and the small interfaces of what only some ops are
+(:mod:`tdsl.dialects.op_interfaces`: a function of the language, a contraction,
+a decomposition, a scan).  Most ops are a few lines on one of its base classes.
+
+Each op builds from its operands alone (``AddOp(a, b)`` infers the broadcast
+result type); a builder given operands it cannot take raises a
+:class:`~tdsl.errors.TdslTypeError`, and the verifiers re-check everything a
+parsed op claims.  The shape helpers raise :class:`ShapeError` (a
+``TdslTypeError``), so the frontend can report a mismatch at the user's source
+span before any IR exists.
+
+The ops are defined one module per family (:mod:`.constant`, :mod:`.elementwise_unary`,
+:mod:`.elementwise_math`, :mod:`.elementwise_binary`, :mod:`.compare_logical`,
+:mod:`.contraction`, :mod:`.normalize`, :mod:`.reductions`, :mod:`.scans`); this
+package re-exports them, and the dialect is made of the op classes those modules
+define, so a new op is its class and no list.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+from xdsl.ir import Dialect, Operation
+from xdsl.irdl import IRDLOperation
+
+from tdsl.dialects.structured import (
+    NUMPY_DTYPES,
+    BinaryOp,
+    CompareOp,
+    FloatTensorConstr,
+    FloatType,
+    LogicalOp,
+    ReductionOp,
+    RowLocalOp,
+    ScanOp,
+    ShapeError,
+    UnaryOp,
+    broadcast_shapes,
+    element_type,
+    fmt_shape,
+    normalize_axis,
+    numpy_dtype,
+    reduce_shape,
+    tensor_shape,
+)
+from tdsl.dialects.tensordsl import (
+    compare_logical,
+    constant,
+    contraction,
+    elementwise_binary,
+    elementwise_math,
+    elementwise_unary,
+    normalize,
+    reductions,
+    scans,
+)
+
+# the op classes (and the helpers) of every family, by their names: td.ExpOp
+from tdsl.dialects.tensordsl.compare_logical import *  # noqa: F403
+from tdsl.dialects.tensordsl.constant import *  # noqa: F403
+from tdsl.dialects.tensordsl.constant import dense_from_numpy, dense_to_numpy, dense_to_text
+from tdsl.dialects.tensordsl.contraction import *  # noqa: F403
+from tdsl.dialects.tensordsl.contraction import matmul_shape, transpose_shape
+from tdsl.dialects.tensordsl.elementwise_binary import *  # noqa: F403
+from tdsl.dialects.tensordsl.elementwise_binary import RECIPROCAL_MIN_SIZE
+from tdsl.dialects.tensordsl.elementwise_math import *  # noqa: F403
+from tdsl.dialects.tensordsl.elementwise_unary import *  # noqa: F403
+from tdsl.dialects.tensordsl.normalize import *  # noqa: F403
+from tdsl.dialects.tensordsl.normalize import softmax_array
+from tdsl.dialects.tensordsl.reductions import *  # noqa: F403
+from tdsl.dialects.tensordsl.reductions import ChunkedReductionOp, VarianceOp
+from tdsl.dialects.tensordsl.scans import *  # noqa: F403
+from tdsl.dtypes import BOOL_DTYPE
+
+FAMILY_MODULES: tuple[ModuleType, ...] = (
+    constant,
+    elementwise_unary,
+    elementwise_math,
+    elementwise_binary,
+    compare_logical,
+    contraction,
+    normalize,
+    reductions,
+    scans,
+)
+"""The modules of the op families, in the dialect's order (every module of this package:
+a test checks that none is missing)."""
+
+
+def _defined_ops() -> tuple[type[IRDLOperation], ...]:
+    """Every op class the family modules define (a ``tensordsl.`` name), module by module
+    in definition order: a new op is its class, and the dialect and the families below
+    take it from here."""
+    return tuple(
+        v
+        for module in FAMILY_MODULES
+        for v in list(vars(module).values())
+        if isinstance(v, type)
+        and issubclass(v, IRDLOperation)
+        and v.__module__ == module.__name__
+        and isinstance(v.__dict__.get("name"), str)
+        and v.__dict__["name"].startswith("tensordsl.")
+    )
+
+
+OPS = _defined_ops()
+"""The ops of the dialect, family by family in definition order."""
+
+
+def _family(base: type[Any], *, boolean: bool | None = None) -> tuple[Any, ...]:
+    """The ops of ``OPS`` derived from ``base``; ``boolean`` keeps those taking booleans as
+    they are (True) or not (False)."""
+    return tuple(
+        c
+        for c in OPS
+        if issubclass(c, base)
+        and (boolean is None or (c.bool_inputs_as() == BOOL_DTYPE) == boolean)  # type: ignore[attr-defined]
+    )
+
+
+UNARY_OPS: tuple[type[UnaryOp], ...] = _family(UnaryOp, boolean=False)
+"""Element-wise unary ops on floats."""
+COMPARISON_OPS: tuple[type[CompareOp], ...] = _family(CompareOp)
+"""Comparisons: floats in, booleans out."""
+BINARY_OPS: tuple[type[BinaryOp], ...] = tuple(
+    c for c in _family(BinaryOp, boolean=False) if c not in COMPARISON_OPS
+)
+"""Element-wise binary ops on floats."""
+LOGICAL_OPS: tuple[type[Operation], ...] = (
+    *_family(UnaryOp, boolean=True),
+    *_family(BinaryOp, boolean=True),
+)
+"""Logical ops on booleans."""
+REDUCTION_OPS: tuple[type[ReductionOp], ...] = _family(ReductionOp)
+"""Reductions over an axis (or all axes)."""
+ROW_LOCAL_OPS: tuple[type[RowLocalOp], ...] = _family(RowLocalOp)
+"""Row-normalizing ops: each result element needs its whole row."""
+SCAN_OPS: tuple[type[ScanOp], ...] = _family(ScanOp)
+"""Scans: results along an axis, each combining the elements before it."""
+
+TensorDSL = Dialect("tensordsl", list(OPS), [])
+
+# the op classes are public too: OPS lists them
+__all__ = [
+    "BINARY_OPS",
+    "COMPARISON_OPS",
+    "FAMILY_MODULES",
+    "LOGICAL_OPS",
+    "NUMPY_DTYPES",
+    "OPS",
+    "RECIPROCAL_MIN_SIZE",
+    "REDUCTION_OPS",
+    "ROW_LOCAL_OPS",
+    "SCAN_OPS",
+    "UNARY_OPS",
+    "BinaryOp",
+    "ChunkedReductionOp",
+    "CompareOp",
+    "FloatTensorConstr",
+    "FloatType",
+    "LogicalOp",
+    "ReductionOp",
+    "RowLocalOp",
+    "ScanOp",
+    "ShapeError",
+    "TensorDSL",
+    "UnaryOp",
+    "VarianceOp",
+    "broadcast_shapes",
+    "dense_from_numpy",
+    "dense_to_numpy",
+    "dense_to_text",
+    "element_type",
+    "fmt_shape",
+    "matmul_shape",
+    "normalize_axis",
+    "numpy_dtype",
+    "reduce_shape",
+    "softmax_array",
+    "tensor_shape",
+    "transpose_shape",
+]

@@ -1,0 +1,375 @@
+"""Element-wise binary ops on floats, broadcasting as NumPy does: the arithmetic
+operators (``+ - * / ** %``), ``fmod``, ``arctan2``, ``hypot``, ``logaddexp``,
+``copysign``, ``nextafter``, ``maximum`` and ``minimum``; with the canonicalization
+patterns that drop adding zero and multiplying or dividing by one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith
+from xdsl.dialects import math as xmath
+from xdsl.dialects.builtin import Float16Type
+from xdsl.interfaces import HasCanonicalizationPatternsInterface
+from xdsl.ir import SSAValue
+from xdsl.irdl import irdl_op_definition
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+
+from tdsl.dialects import tdslmath
+from tdsl.dialects.structured import (
+    BinaryOp,
+    ScalarOpBuilder,
+    Workspace,
+    element_type,
+    numpy_dtype,
+    scalar_constant,
+    tensor_shape,
+)
+from tdsl.dialects.tensordsl.constant import forward_if_same_type, splat_constant
+from tdsl.dialects.tensordsl.elementwise_unary import numpy_extremum
+
+RECIPROCAL_MIN_SIZE = 1 << 15
+"""Below this many elements a broadcast division stays one ``np.divide``: the extra
+``np.reciprocal`` call costs more than multiplying saves (NumPy lowering)."""
+
+
+@irdl_op_definition
+class AddOp(BinaryOp, HasCanonicalizationPatternsInterface):
+    """``lhs + rhs`` element-wise, broadcasting.
+
+    ```mlir
+    %2 = tensordsl.add %0, %1 : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.add"
+    OPERATOR: ClassVar[str | None] = "+"
+    NUMPY_UFUNC: ClassVar[str | None] = "add"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.AddfOp
+
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        return (AddZero(),)
+
+
+@irdl_op_definition
+class SubOp(BinaryOp, HasCanonicalizationPatternsInterface):
+    """``lhs - rhs`` element-wise, broadcasting.
+
+    ```mlir
+    %2 = tensordsl.sub %0, %1 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.sub"
+    OPERATOR: ClassVar[str | None] = "-"
+    NUMPY_UFUNC: ClassVar[str | None] = "subtract"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.SubfOp
+
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        return (SubZero(),)
+
+
+@irdl_op_definition
+class MulOp(BinaryOp, HasCanonicalizationPatternsInterface):
+    """``lhs * rhs`` element-wise, broadcasting.
+
+    ```mlir
+    %2 = tensordsl.mul %0, %1 : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.mul"
+    OPERATOR: ClassVar[str | None] = "*"
+    NUMPY_UFUNC: ClassVar[str | None] = "multiply"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.MulfOp
+
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        return (MulOne(),)
+
+
+@irdl_op_definition
+class DivOp(BinaryOp, HasCanonicalizationPatternsInterface):
+    """``lhs / rhs`` element-wise (true division), broadcasting.
+
+    ```mlir
+    %2 = tensordsl.div %0, %1 : (tensor<4x8xf32>, tensor<4x1xf32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.div"
+    OPERATOR: ClassVar[str | None] = "/"
+    NUMPY_UFUNC: ClassVar[str | None] = "divide"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.DivfOp
+
+    @staticmethod
+    def by_reciprocal(divisor: Sequence[int], result: Sequence[int]) -> bool:
+        """Whether the numpy target divides by a broadcast operand as a multiplication by
+        its reciprocal (faster), which needs a workspace for the reciprocal."""
+        size = math.prod(result)
+        return math.prod(divisor) < size and size >= RECIPROCAL_MIN_SIZE
+
+    def numpy_workspace(
+        self,
+        operand_shapes: Sequence[tuple[int, ...]],
+        result_shapes: Sequence[tuple[int, ...]],
+        constant_operands: Sequence[bool],
+    ) -> tuple[Workspace, ...]:
+        if constant_operands[1] or not self.by_reciprocal(operand_shapes[1], result_shapes[0]):
+            return ()
+        return ((operand_shapes[1], numpy_dtype(self.result.type)),)
+
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        return (DivOne(),)
+
+
+@irdl_op_definition
+class PowerOp(BinaryOp):
+    """``lhs ** rhs`` element-wise, broadcasting (``np.power``: ``nan`` for a negative base
+    and a non-integer exponent, ``x ** 0`` is 1).
+
+    ```mlir
+    %2 = tensordsl.power %0, %1 : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.power"
+    FUNCTION: ClassVar[str | None] = "power"
+    OPERATOR: ClassVar[str | None] = "**"
+    NUMPY_UFUNC: ClassVar[str | None] = "power"
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        """``pow``, except that NumPy computes ``x ** 0.5`` as ``sqrt(x)`` when the
+        exponent is one element (a scalar or a size-1 array) and the dtype float32 or
+        float64: ``sqrt(-0) = -0`` and ``sqrt(-inf) = nan`` where ``pow`` gives
+        ``+0`` and ``inf``, and ``sqrt`` rounds correctly."""
+        x, y = args
+        result = b.insert(xmath.PowFOp(x, y)).result
+        one_element = math.prod(tensor_shape(self.rhs)) == 1
+        if one_element and not isinstance(element_type(self.result), Float16Type):
+            is_half = b.insert(arith.CmpfOp(y, scalar_constant(b, 0.5, y.type), "oeq")).result
+            root = b.insert(xmath.SqrtOp(x)).result
+            result = b.insert(arith.SelectOp(is_half, root, result)).result
+        return (result,)
+
+
+@irdl_op_definition
+class RemainderOp(BinaryOp):
+    """``lhs % rhs`` element-wise, broadcasting: the remainder with the sign of the divisor
+    (``np.remainder``, Python's ``%``; ``nan`` for a zero divisor).
+
+    ```mlir
+    %2 = tensordsl.remainder %0, %1 : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.remainder"
+    FUNCTION: ClassVar[str | None] = "remainder"
+    OPERATOR: ClassVar[str | None] = "%"
+    NUMPY_UFUNC: ClassVar[str | None] = "remainder"
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        # NumPy's npy_divmod: m = fmod(a, b); a nonzero m of the other sign than b
+        # moves by b; a zero m takes b's sign
+        a, d = args
+        m = b.insert(tdslmath.RemFOp(a, d)).result
+        zero = scalar_constant(b, 0.0, a.type)
+        nonzero = b.insert(arith.CmpfOp(m, zero, "one")).result
+        m_neg = b.insert(arith.CmpfOp(m, zero, "olt")).result
+        d_neg = b.insert(arith.CmpfOp(d, zero, "olt")).result
+        other_sign = b.insert(arith.XOrIOp(m_neg, d_neg)).result
+        move = b.insert(arith.AndIOp(nonzero, other_sign)).result
+        moved = b.insert(arith.AddfOp(m, d)).result
+        r = b.insert(arith.SelectOp(move, moved, m)).result
+        is_zero = b.insert(arith.CmpfOp(m, zero, "oeq")).result
+        signed_zero = b.insert(xmath.CopySignOp(zero, d)).result
+        return (b.insert(arith.SelectOp(is_zero, signed_zero, r)).result,)
+
+
+@irdl_op_definition
+class FmodOp(BinaryOp):
+    """``fmod(lhs, rhs)`` element-wise, broadcasting: the remainder with the sign of the
+    dividend (``np.fmod``, C's ``fmod``).
+
+    ```mlir
+    %2 = tensordsl.fmod %0, %1 : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.fmod"
+    FUNCTION: ClassVar[str | None] = "fmod"
+    NUMPY_UFUNC: ClassVar[str | None] = "fmod"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = tdslmath.RemFOp
+
+
+@irdl_op_definition
+class Arctan2Op(BinaryOp):
+    """The angle of the point ``(rhs, lhs)`` (``np.arctan2(y, x)``), element-wise, broadcasting.
+
+    ```mlir
+    %2 = tensordsl.arctan2 %0, %1 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.arctan2"
+    FUNCTION: ClassVar[str | None] = "arctan2"
+    NUMPY_UFUNC: ClassVar[str | None] = "arctan2"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.Atan2Op
+
+
+@irdl_op_definition
+class HypotOp(BinaryOp):
+    """``sqrt(lhs**2 + rhs**2)`` element-wise without overflow, broadcasting (``np.hypot``).
+
+    ```mlir
+    %2 = tensordsl.hypot %0, %1 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.hypot"
+    FUNCTION: ClassVar[str | None] = "hypot"
+    NUMPY_UFUNC: ClassVar[str | None] = "hypot"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = tdslmath.HypotOp
+
+
+@irdl_op_definition
+class LogaddexpOp(BinaryOp):
+    """``log(exp(lhs) + exp(rhs))`` element-wise without overflow, broadcasting
+    (``np.logaddexp``: ``x + log(2)`` for equal operands, infinities included).
+
+    ```mlir
+    %2 = tensordsl.logaddexp %0, %1 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.logaddexp"
+    FUNCTION: ClassVar[str | None] = "logaddexp"
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        # NumPy's npy_logaddexp: the larger plus log1p(exp(-|x - y|)); nan stays nan
+        x, y = args
+        d = b.insert(arith.SubfOp(x, y)).result
+        zero = scalar_constant(b, 0.0, x.type)
+        larger = b.insert(arith.SelectOp(b.insert(arith.CmpfOp(d, zero, "ogt")), x, y)).result
+        ad = b.insert(arith.NegfOp(b.insert(xmath.AbsFOp(d)).result)).result
+        tail = b.insert(xmath.Log1pOp(b.insert(xmath.ExpOp(ad)).result)).result
+        sum_ = b.insert(arith.AddfOp(larger, tail)).result
+        ln2 = scalar_constant(b, math.log(2.0), x.type)
+        twice = b.insert(arith.AddfOp(x, ln2)).result
+        equal = b.insert(arith.CmpfOp(x, y, "oeq")).result
+        return (b.insert(arith.SelectOp(equal, twice, sum_)).result,)
+
+
+@irdl_op_definition
+class CopysignOp(BinaryOp):
+    """The magnitude of ``lhs`` with the sign of ``rhs``, element-wise, broadcasting.
+
+    ```mlir
+    %2 = tensordsl.copysign %0, %1 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.copysign"
+    FUNCTION: ClassVar[str | None] = "copysign"
+    NUMPY_UFUNC: ClassVar[str | None] = "copysign"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.CopySignOp
+
+
+@irdl_op_definition
+class NextafterOp(BinaryOp):
+    """The next representable value after ``lhs`` towards ``rhs``, element-wise, broadcasting
+    (``np.nextafter``, in the element type).
+
+    ```mlir
+    %2 = tensordsl.nextafter %0, %1 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.nextafter"
+    F16_IN_F32: ClassVar[bool] = False  # its result is f16's next value
+    FUNCTION: ClassVar[str | None] = "nextafter"
+    NUMPY_UFUNC: ClassVar[str | None] = "nextafter"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = tdslmath.NextAfterOp
+
+
+@irdl_op_definition
+class MaximumOp(BinaryOp):
+    """Element-wise maximum, broadcasting (``nan`` propagates, as ``np.maximum``).
+
+    ```mlir
+    %2 = tensordsl.maximum %0, %1 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.maximum"
+    FUNCTION: ClassVar[str | None] = "maximum"
+    NUMPY_UFUNC: ClassVar[str | None] = "maximum"
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        f16 = isinstance(element_type(self.result), Float16Type)
+        return (numpy_extremum(b, args[0], args[1], larger=True, first_if_equal=f16),)
+
+
+@irdl_op_definition
+class MinimumOp(BinaryOp):
+    """Element-wise minimum, broadcasting (``nan`` propagates, as ``np.minimum``).
+
+    ```mlir
+    %2 = tensordsl.minimum %0, %1 : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.minimum"
+    FUNCTION: ClassVar[str | None] = "minimum"
+    NUMPY_UFUNC: ClassVar[str | None] = "minimum"
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        f16 = isinstance(element_type(self.result), Float16Type)
+        return (numpy_extremum(b, args[0], args[1], larger=False, first_if_equal=f16),)
+
+
+class AddZero(RewritePattern):
+    """``x + 0 -> x`` and ``0 + x -> x`` where the shape is preserved."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: AddOp, rewriter: PatternRewriter) -> None:
+        if splat_constant(op.rhs) == 0.0:
+            forward_if_same_type(op, op.lhs, rewriter)
+        elif splat_constant(op.lhs) == 0.0:
+            forward_if_same_type(op, op.rhs, rewriter)
+
+
+class SubZero(RewritePattern):
+    """``x - 0 -> x`` where the shape is preserved."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: SubOp, rewriter: PatternRewriter) -> None:
+        if splat_constant(op.rhs) == 0.0:
+            forward_if_same_type(op, op.lhs, rewriter)
+
+
+class MulOne(RewritePattern):
+    """``x * 1 -> x`` and ``1 * x -> x`` where the shape is preserved."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: MulOp, rewriter: PatternRewriter) -> None:
+        if splat_constant(op.rhs) == 1.0:
+            forward_if_same_type(op, op.lhs, rewriter)
+        elif splat_constant(op.lhs) == 1.0:
+            forward_if_same_type(op, op.rhs, rewriter)
+
+
+class DivOne(RewritePattern):
+    """``x / 1 -> x`` where the shape is preserved."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: DivOp, rewriter: PatternRewriter) -> None:
+        if splat_constant(op.rhs) == 1.0:
+            forward_if_same_type(op, op.lhs, rewriter)

@@ -1,0 +1,518 @@
+"""Reductions over an axis or over all axes: ``sum``, ``max``, ``min``, ``prod``,
+``mean`` and ``logsumexp`` (:class:`ChunkedReductionOp`: partial results over chunks
+merge, as Dask's partials do) and the moments ``var`` and ``std``
+(:class:`VarianceOp`: Welford's three-component accumulator, merged by Chan's rule).
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from xdsl.builder import Builder
+from xdsl.dialects import arith
+from xdsl.dialects import math as xmath
+from xdsl.dialects.builtin import Float64Type, FloatAttr, f64
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import irdl_op_definition, prop_def
+
+from tdsl.dialects.structured import (
+    Accumulator,
+    BinaryOp,
+    Combiner,
+    Param,
+    PartialOps,
+    ReductionOp,
+    ScalarOpBuilder,
+    Workspace,
+    convert_scalar,
+    element_of,
+    element_type,
+    numpy_dtype,
+    scalar_constant,
+    tensor_shape,
+)
+from tdsl.dialects.tensordsl.constant import ConstantOp
+from tdsl.dialects.tensordsl.contraction import CastOp
+from tdsl.dialects.tensordsl.elementwise_binary import DivOp, MulOp
+from tdsl.dtypes import FLOAT_DTYPES
+
+
+def _converted(value: SSAValue, element: Attribute) -> tuple[list[Operation], SSAValue]:
+    """``value`` as a tensor of ``element``: a cast, or nothing when it already is one."""
+    if element_type(value) == element:
+        return [], value
+    op = CastOp(value, element)
+    return [op], op.result
+
+
+class ChunkedReductionOp(ReductionOp, PartialOps, abc.ABC):
+    """Base of tensordsl's reductions: partial results over chunks are tensordsl ops.
+
+    The partial of a chunk is the reduction itself (``PARTIAL_OP``, by default the op's
+    own class; a mean's is a sum) over the chunk converted to the accumulator dtype,
+    with keepdims; partials concatenated along the reduced axes combine by the same
+    reduction; the result is the combined partial converted to the result's element
+    type (a mean divides first).
+    """
+
+    PARTIAL_OP: ClassVar[type[ReductionOp] | None] = None
+    """The reduction computing and combining partials (None: the op's own class)."""
+
+    def partial_ops(self, operands: Sequence[SSAValue]) -> tuple[list[Operation], SSAValue]:
+        (x,) = operands
+        ops, wide = _converted(x, element_of(self.accumulator_dtype()))
+        reducer = self.PARTIAL_OP or type(self)
+        partial = reducer(wide, self.axis_value, keepdims=True)
+        return [*ops, partial], partial.results[0]
+
+    def finalize_ops(self, acc: SSAValue, count: int) -> tuple[list[Operation], SSAValue]:
+        return _converted(acc, element_type(self.result))
+
+
+@irdl_op_definition
+class SumOp(ChunkedReductionOp):
+    """Sum over ``axis`` (all axes when absent); ``keepdims`` keeps it as size 1.
+
+    A float16 sum accumulates in float32 and rounds once.
+
+    ```mlir
+    %1 = tensordsl.sum %0 axis = 1 : tensor<4x8xf32> -> tensor<4xf32>
+    %2 = tensordsl.sum %0 : tensor<4x8xf32> -> tensor<f32>
+    ```
+    """
+
+    name = "tensordsl.sum"
+    FUNCTION: ClassVar[str | None] = "sum"
+    NUMPY_UFUNC: ClassVar[str] = "add"
+    IDENTITY: ClassVar[float] = 0.0
+    COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.AddfOp
+    WIDE: ClassVar[bool] = True
+    REORDERS: ClassVar[bool] = True
+
+    def fuses_producer(self) -> Operation | None:
+        # sum(a * b) along the last axis is one einsum: no product temporary
+        mul = self.input.owner
+        if not isinstance(mul, MulOp) or not mul.result.has_one_use():
+            return None
+        shape = tensor_shape(mul.result)
+        if not shape or tensor_shape(mul.lhs) != shape or tensor_shape(mul.rhs) != shape:
+            return None
+        return mul if self.reduced_axes() == (len(shape) - 1,) else None
+
+
+@irdl_op_definition
+class MaxOp(ChunkedReductionOp):
+    """Maximum over ``axis`` (all axes when absent); reducing zero elements is an error, as in NumPy.
+
+    ``nan`` propagates, as in ``np.max``.
+
+    ```mlir
+    %1 = tensordsl.max %0 axis = -1 keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
+    ```
+    """
+
+    name = "tensordsl.max"
+    FUNCTION: ClassVar[str | None] = "max"
+    NUMPY_UFUNC: ClassVar[str] = "maximum"
+    IDENTITY: ClassVar[float] = -math.inf
+    COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.MaximumfOp
+    NEEDS_ELEMENTS: ClassVar[bool] = True
+
+
+@irdl_op_definition
+class MinOp(ChunkedReductionOp):
+    """Minimum over ``axis`` (all axes when absent); reducing zero elements is an error, as in NumPy.
+
+    ``nan`` propagates, as in ``np.min``.
+
+    ```mlir
+    %1 = tensordsl.min %0 axis = 0 : tensor<4x8xf32> -> tensor<8xf32>
+    ```
+    """
+
+    name = "tensordsl.min"
+    FUNCTION: ClassVar[str | None] = "min"
+    NUMPY_UFUNC: ClassVar[str] = "minimum"
+    IDENTITY: ClassVar[float] = math.inf
+    COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.MinimumfOp
+    NEEDS_ELEMENTS: ClassVar[bool] = True
+
+
+@irdl_op_definition
+class ProdOp(ChunkedReductionOp):
+    """Product over ``axis`` (all axes when absent); the product of nothing is 1.
+
+    A float16 product accumulates in float32 and rounds once.
+
+    ```mlir
+    %1 = tensordsl.prod %0 axis = 1 keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
+    ```
+    """
+
+    name = "tensordsl.prod"
+    FUNCTION: ClassVar[str | None] = "prod"
+    NUMPY_UFUNC: ClassVar[str] = "multiply"
+    IDENTITY: ClassVar[float] = 1.0
+    COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.MulfOp
+    WIDE: ClassVar[bool] = True
+
+
+@irdl_op_definition
+class MeanOp(ChunkedReductionOp):
+    """Arithmetic mean over ``axis`` (all axes when absent).
+
+    The sum accumulates (float16 in float32, as ``np.mean``) and is divided by
+    the number of elements at the end; the mean of nothing is ``nan``.
+
+    ```mlir
+    %1 = tensordsl.mean %0 axis = 0 : tensor<4x8xf32> -> tensor<8xf32>
+    ```
+    """
+
+    name = "tensordsl.mean"
+    FUNCTION: ClassVar[str | None] = "mean"
+    NUMPY_UFUNC: ClassVar[str] = "add"
+    IDENTITY: ClassVar[float] = 0.0
+    COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.AddfOp
+    WIDE: ClassVar[bool] = True
+    REORDERS: ClassVar[bool] = True
+    PARTIAL_OP: ClassVar[type[ReductionOp] | None] = SumOp
+
+    @classmethod
+    def bool_inputs_as(cls) -> np.dtype[Any] | None:
+        return FLOAT_DTYPES["f64"]  # np.mean of booleans: the fraction true
+
+    def finalizes(self) -> bool:
+        return True
+
+    def finalize(self, acc: np.ndarray[Any, Any], count: int) -> np.ndarray[Any, Any]:
+        dtype = numpy_dtype(self.result.type)
+        if count == 0:
+            return np.full(acc.shape, np.nan, dtype=dtype)
+        with np.errstate(all="ignore"):
+            return np.asarray(np.divide(acc, acc.dtype.type(count)), dtype=dtype)
+
+    def scalar_finalize(self, b: Builder, acc: SSAValue, count: int) -> SSAValue:
+        n = scalar_constant(b, float(count), acc.type)  # 0/0 is nan: the mean of nothing
+        mean = b.insert(arith.DivfOp(acc, n)).result
+        return convert_scalar(b, mean, element_type(self.result))
+
+    def finalize_ops(self, acc: SSAValue, count: int) -> tuple[list[Operation], SSAValue]:
+        element = element_type(acc)
+        if count == 0:  # the mean of nothing: nan, without dividing 0 by 0
+            scale = ConstantOp.splat(math.nan, element)
+            mean: BinaryOp = MulOp(acc, scale)
+        else:
+            scale = ConstantOp.splat(float(count), element)
+            mean = DivOp(acc, scale)
+        ops, result = _converted(mean.result, element_type(self.result))
+        return [scale, mean, *ops], result
+
+
+def _logsumexp_step(
+    b: Builder, shift: SSAValue, total: SSAValue, x: SSAValue, weight: SSAValue
+) -> tuple[SSAValue, SSAValue]:
+    """The state ``(shift, total)`` of ``logsumexp`` after taking ``x`` with weight
+    ``weight`` (its own sum of exponentials, relative to ``x``: 1 for one element).
+
+    A larger ``x`` becomes the shift and the total is rescaled to it; otherwise ``x``'s
+    weight is rescaled to the shift.  One ``exp`` either way.  Equal values (two
+    infinities too) add their weights unscaled, so ``inf - inf`` never appears; a ``nan``
+    compares false and makes the total ``nan``."""
+    larger = b.insert(arith.CmpfOp(x, shift, "ogt")).result
+    equal = b.insert(arith.CmpfOp(x, shift, "oeq")).result
+    down = b.insert(arith.SubfOp(shift, x)).result  # <= 0 when x is larger
+    up = b.insert(arith.SubfOp(x, shift)).result  # <= 0 otherwise (nan when unordered)
+    zero = scalar_constant(b, 0.0, shift.type)
+    same = b.insert(arith.SelectOp(equal, zero, up)).result
+    d = b.insert(arith.SelectOp(larger, down, same)).result
+    e = b.insert(xmath.ExpOp(d)).result
+    rescaled = b.insert(arith.MulfOp(total, e)).result
+    grown = b.insert(arith.AddfOp(rescaled, weight)).result  # x larger: total * e + w
+    scaled = b.insert(arith.MulfOp(weight, e)).result
+    added = b.insert(arith.AddfOp(total, scaled)).result  # else: total + w * e
+    new_total = b.insert(arith.SelectOp(larger, grown, added)).result
+    new_shift = b.insert(arith.SelectOp(larger, x, shift)).result
+    return new_shift, new_total
+
+
+def logsumexp_state(
+    x: np.ndarray[Any, Any], axis: int | None, keepdims: bool, dtype: np.dtype[Any]
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """The ``logsumexp`` state ``(shift, total)`` of ``x`` reduced over ``axis``, in ``dtype``:
+    the maximum, and the sum of ``exp(x - shift)`` with the shift clipped to finite
+    values (a row of ``-inf`` gives the empty state ``(-inf, 0)``, one with ``+inf`` a total
+    of ``inf``, one with ``nan`` a total of ``nan``)."""
+    with np.errstate(all="ignore"):
+        wide = np.asarray(x, dtype=dtype)
+        shift = np.maximum.reduce(wide, axis=axis, keepdims=True, initial=-np.inf)
+        finite = np.finfo(dtype).max
+        safe = np.clip(shift, -finite, finite)
+        total = np.add.reduce(np.exp(wide - safe), axis=axis, keepdims=True)
+    if not keepdims:
+        shift = np.squeeze(shift, axis=axis)
+        total = np.squeeze(total, axis=axis)
+    return np.asarray(shift, dtype=dtype), np.asarray(total, dtype=dtype)
+
+
+@irdl_op_definition
+class LogSumExpOp(ChunkedReductionOp):
+    """``log(sum(exp(x)))`` over ``axis`` (all axes when absent), without overflow
+    (``scipy.special.logsumexp``): ``-inf`` for nothing or only ``-inf``, ``inf`` with an
+    ``inf``, ``nan`` with a ``nan``.
+
+    Its accumulator is a tuple: a running maximum (the shift) and the sum of
+    ``exp(x - shift)``, rescaled when the maximum grows; the result is
+    ``shift + log(total)``.  A float16 input accumulates in float32.  Across chunks (Dask)
+    the partial of a chunk is its own ``logsumexp`` and partials combine by ``logsumexp``.
+
+    ```mlir
+    %1 = tensordsl.logsumexp %0 axis = 1 : tensor<4x8xf32> -> tensor<4xf32>
+    ```
+    """
+
+    name = "tensordsl.logsumexp"
+    FUNCTION: ClassVar[str | None] = "logsumexp"
+    NUMPY_UFUNC: ClassVar[str] = "logaddexp"
+    IDENTITY: ClassVar[float] = -math.inf
+    COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.MaximumfOp  # unused: a tuple accumulator
+    WIDE: ClassVar[bool] = True
+
+    def combiner(self) -> Combiner | None:
+        return None  # two states merge with scalar_merge, not one ufunc
+
+    def accumulator(self) -> Accumulator:
+        dtype = self.accumulator_dtype()
+        return Accumulator((dtype, dtype), (-math.inf, 0.0))
+
+    def scalar_accumulate(
+        self, b: Builder, state: Sequence[SSAValue], args: Sequence[SSAValue]
+    ) -> tuple[SSAValue, ...]:
+        shift, total = state
+        x = convert_scalar(b, args[0], shift.type)
+        return _logsumexp_step(b, shift, total, x, scalar_constant(b, 1.0, shift.type))
+
+    def scalar_merge(
+        self, b: Builder, state: Sequence[SSAValue], other: Sequence[SSAValue]
+    ) -> tuple[SSAValue, ...]:
+        shift, total = state
+        return _logsumexp_step(b, shift, total, other[0], other[1])
+
+    def scalar_finalize_state(self, b: Builder, state: Sequence[SSAValue], count: int) -> SSAValue:
+        shift, total = state
+        log = b.insert(xmath.LogOp(total)).result
+        # -inf + log(0) is -inf: nothing, or only -inf; nan stays nan
+        value = b.insert(arith.AddfOp(shift, log)).result
+        return convert_scalar(b, value, element_type(self.result))
+
+    def evaluate_state(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
+        (x,) = args
+        return logsumexp_state(x, self.axis_value, self.keepdims_value, self.accumulator_dtype())
+
+    def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
+        shift, total = self.evaluate_state(*args)
+        with np.errstate(all="ignore"):
+            value = shift + np.log(total)
+        return (np.asarray(value, dtype=numpy_dtype(self.result.type)),)
+
+    def numpy_workspace(
+        self,
+        operand_shapes: Sequence[tuple[int, ...]],
+        result_shapes: Sequence[tuple[int, ...]],
+        constant_operands: Sequence[bool],
+    ) -> tuple[Workspace, ...]:
+        # exp(x - shift) of one tile (the operand's shape), and two result-sized buffers:
+        # the max while merging a tile's state into the accumulator; the state of a
+        # tile the op computes whole
+        acc = self.accumulator_dtype()
+        return ((operand_shapes[0], acc), (result_shapes[0], acc), (result_shapes[0], acc))
+
+
+def _welford_merge(
+    b: Builder, state: Sequence[SSAValue], count: SSAValue, mean: SSAValue, m2: SSAValue
+) -> tuple[SSAValue, SSAValue, SSAValue]:
+    """Chan's merge of the variance state ``(count, mean, m2)`` with another one: the
+    mean moves by the other's share of the difference, and the sum of squared
+    deviations gains the difference's square weighted by both counts.  Merging into an
+    empty state takes the other as it is (no ``0 / 0``)."""
+    n_a, mean_a, m2_a = state
+    n = b.insert(arith.AddfOp(n_a, count)).result
+    zero = scalar_constant(b, 0.0, n.type)
+    some = b.insert(arith.CmpfOp(n, zero, "ogt")).result
+    share = b.insert(arith.DivfOp(count, n)).result
+    share = b.insert(arith.SelectOp(some, share, zero)).result  # count / n, 0 for nothing
+    delta = b.insert(arith.SubfOp(mean, mean_a)).result
+    step = b.insert(arith.MulfOp(delta, share)).result
+    new_mean = b.insert(arith.AddfOp(mean_a, step)).result
+    cross = b.insert(arith.MulfOp(step, delta)).result  # delta**2 * count / n
+    cross = b.insert(arith.MulfOp(cross, n_a)).result
+    sums = b.insert(arith.AddfOp(m2_a, m2)).result
+    new_m2 = b.insert(arith.AddfOp(sums, cross)).result
+    return n, new_mean, new_m2
+
+
+def variance_state(
+    x: np.ndarray[Any, Any], axis: int | None, keepdims: bool, dtype: np.dtype[Any]
+) -> tuple[np.ndarray[Any, Any], ...]:
+    """The variance state ``(count, mean, m2)`` of ``x`` reduced over ``axis``, in ``dtype``:
+    the number of elements, their mean, and the sum of their squared deviations from it
+    (two passes, as ``np.var``)."""
+    with np.errstate(all="ignore"):
+        wide = np.asarray(x, dtype=dtype)
+        n = wide.size if axis is None else wide.shape[axis]
+        total = np.add.reduce(wide, axis=axis, keepdims=True)
+        mean = total / dtype.type(n) if n else np.zeros_like(total)
+        d = wide - mean
+        m2 = np.add.reduce(d * d, axis=axis, keepdims=True)
+    if not keepdims:
+        mean, m2 = np.squeeze(mean, axis=axis), np.squeeze(m2, axis=axis)
+    count = np.full(mean.shape, n, dtype=dtype)
+    return count, np.asarray(mean, dtype=dtype), np.asarray(m2, dtype=dtype)
+
+
+class VarianceOp(ReductionOp, abc.ABC):
+    """Base of ``var`` and ``std``: reductions of the squared deviations from the mean,
+    divided by ``n - ddof``.
+
+    Its accumulator is a tuple (Welford's): the count, the running mean and the sum of
+    squared deviations from it; tiles' states merge by Chan's formula.  A float16 input
+    accumulates in float32."""
+
+    PARAMS: ClassVar[tuple[Param, ...]] = (
+        Param("axis", "axis", None),
+        Param("keepdims", "bool", False),
+        Param("ddof", "float", 0.0),
+    )
+    NUMPY_UFUNC: ClassVar[str] = "add"  # unused: a tuple accumulator
+    IDENTITY: ClassVar[float] = 0.0
+    COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.AddfOp
+    WIDE: ClassVar[bool] = True
+
+    ddof = prop_def(FloatAttr[Float64Type], default_value=FloatAttr(0.0, f64))
+    assembly_format = (
+        "$input (`axis` `=` $axis^)? (`keepdims` $keepdims^)? (`ddof` `=` $ddof^)? attr-dict "
+        "`:` type($input) `->` type($result)"
+    )
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        axis: int | None = None,
+        keepdims: bool = False,
+        ddof: float = 0.0,
+    ) -> None:
+        super().__init__(input, axis, keepdims)
+        self.properties["ddof"] = FloatAttr(float(ddof), f64)
+
+    @property
+    def ddof_value(self) -> float:
+        return self.ddof.value.data
+
+    def combiner(self) -> Combiner | None:
+        return None  # two states merge with scalar_merge, not one ufunc
+
+    def accumulator(self) -> Accumulator:
+        dtype = self.accumulator_dtype()
+        return Accumulator((dtype,) * 3, (0.0, 0.0, 0.0))
+
+    def scalar_accumulate(
+        self, b: Builder, state: Sequence[SSAValue], args: Sequence[SSAValue]
+    ) -> tuple[SSAValue, ...]:
+        n, mean, m2 = state
+        x = convert_scalar(b, args[0], mean.type)
+        one = scalar_constant(b, 1.0, n.type)
+        n1 = b.insert(arith.AddfOp(n, one)).result
+        delta = b.insert(arith.SubfOp(x, mean)).result
+        step = b.insert(arith.DivfOp(delta, n1)).result
+        new_mean = b.insert(arith.AddfOp(mean, step)).result
+        after = b.insert(arith.SubfOp(x, new_mean)).result
+        grow = b.insert(arith.MulfOp(delta, after)).result
+        return n1, new_mean, b.insert(arith.AddfOp(m2, grow)).result
+
+    def scalar_merge(
+        self, b: Builder, state: Sequence[SSAValue], other: Sequence[SSAValue]
+    ) -> tuple[SSAValue, ...]:
+        return _welford_merge(b, state, *other)
+
+    def _divisor(self, count: int) -> float:
+        return max(count - self.ddof_value, 0.0)
+
+    def scalar_finalize_state(self, b: Builder, state: Sequence[SSAValue], count: int) -> SSAValue:
+        m2 = state[2]
+        # m2 / 0: inf, or nan for nothing (as np.var when n <= ddof)
+        var = b.insert(arith.DivfOp(m2, scalar_constant(b, self._divisor(count), m2.type)))
+        return convert_scalar(b, self._from_variance(b, var.result), element_type(self.result))
+
+    def _from_variance(self, b: Builder, var: SSAValue) -> SSAValue:
+        return var
+
+    def evaluate_state(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
+        (x,) = args
+        return variance_state(x, self.axis_value, self.keepdims_value, self.accumulator_dtype())
+
+    def finish(self, m2: np.ndarray[Any, Any], count: int) -> np.ndarray[Any, Any]:
+        """The result from the sum of squared deviations of ``count`` elements."""
+        with np.errstate(all="ignore"):
+            return np.divide(m2, m2.dtype.type(self._divisor(count)))
+
+    def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
+        (x,) = args
+        count = math.prod(x.shape[a] for a in self.reduced_axes())
+        _, _, m2 = self.evaluate_state(x)
+        return (np.asarray(self.finish(m2, count), dtype=numpy_dtype(self.result.type)),)
+
+    def numpy_workspace(
+        self,
+        operand_shapes: Sequence[tuple[int, ...]],
+        result_shapes: Sequence[tuple[int, ...]],
+        constant_operands: Sequence[bool],
+    ) -> tuple[Workspace, ...]:
+        # the deviations of one tile (the operand's shape), and the state of a tile the
+        # op computes whole (count, mean and squared deviations), the result's shape
+        acc = self.accumulator_dtype()
+        return ((operand_shapes[0], acc), *(((result_shapes[0], acc),) * 3))
+
+
+@irdl_op_definition
+class VarOp(VarianceOp):
+    """Variance over ``axis`` (all axes when absent): the mean of the squared deviations
+    from the mean, divided by ``n - ddof`` instead of ``n`` when ``ddof`` is given
+    (``np.var``: ``nan`` for nothing, ``inf`` or ``nan`` when ``n <= ddof``).
+
+    Its accumulator is a tuple (Welford's): the count, the running mean and the sum of
+    squared deviations from it; tiles' states merge by Chan's formula.  A float16 input
+    accumulates in float32.
+
+    ```mlir
+    %1 = tensordsl.var %0 axis = 1 : tensor<4x8xf32> -> tensor<4xf32>
+    %2 = tensordsl.var %0 axis = 0 ddof = 1.000000e+00 : tensor<4x8xf32> -> tensor<8xf32>
+    ```
+    """
+
+    name = "tensordsl.var"
+    FUNCTION: ClassVar[str | None] = "var"
+
+
+@irdl_op_definition
+class StdOp(VarianceOp):
+    """Standard deviation over ``axis`` (all axes when absent): the square root of the
+    variance, with the same ``ddof`` (``np.std``).
+
+    ```mlir
+    %1 = tensordsl.std %0 axis = 1 : tensor<4x8xf32> -> tensor<4xf32>
+    ```
+    """
+
+    name = "tensordsl.std"
+    FUNCTION: ClassVar[str | None] = "std"
+
+    def _from_variance(self, b: Builder, var: SSAValue) -> SSAValue:
+        return b.insert(xmath.SqrtOp(var)).result
+
+    def finish(self, m2: np.ndarray[Any, Any], count: int) -> np.ndarray[Any, Any]:
+        with np.errstate(all="ignore"):
+            return np.sqrt(super().finish(m2, count))

@@ -1,0 +1,481 @@
+"""Lowering one expression to ``tensordsl`` ops: how dtypes are spelled and shown,
+the values an expression computes
+(a tensor, a weak literal folded like Python, a weak scalar known at run time) and
+the lowering of each AST node, with NEP 50 promotion, broadcasting checks, axes and
+keyword arguments, every op located at its source span.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, TypeAlias, cast
+
+import numpy as np
+from xdsl.builder import Builder
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr, f64
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.rewriter import InsertPoint
+from xdsl.utils.exceptions import VerifyException
+
+from tdsl.dialects import tensordsl as td
+from tdsl.dialects.structured import BOOL, ELEMENT_TYPES, LanguageFunction, Param, element_of
+from tdsl.dtypes import PROMOTION_RANK, SHORT_NAMES
+from tdsl.errors import SourceLocation, TdslIRError, TdslNameError, TdslTypeError
+from tdsl.frontend.ast import (
+    BinOp,
+    Call,
+    Expr,
+    Invert,
+    Keyword,
+    Name,
+    Neg,
+    Number,
+    Source,
+    Span,
+    children,
+)
+from tdsl.frontend.functions import (
+    FUNCTIONS,
+    OPERATOR_OPS,
+    name_list,
+    nearest_name,
+    show_keyword_value,
+)
+
+DTypeLike: TypeAlias = str | np.dtype[Any] | type[Any]
+"""A dtype as a user may spell it: ``"f32"``, ``"float32"``, ``np.float32``, ``np.dtype("f4")``."""
+
+
+# --------------------------------------------------------------------------- dtypes
+
+
+def element_type_of(dtype: DTypeLike) -> Attribute:
+    """The element type for a dtype spelled ``"f32"``, ``"float32"``, ``np.float32``, ...
+
+    Raises :class:`TdslTypeError` for anything but bool, float16, float32 and float64.
+    """
+    if isinstance(dtype, str) and dtype in ELEMENT_TYPES:
+        return ELEMENT_TYPES[dtype]
+    resolved = _numpy_dtype(dtype)
+    short = None if resolved is None else SHORT_NAMES.get(resolved.name)
+    if short is None:
+        raise TdslTypeError(
+            f"unsupported dtype {_show_dtype(cast(Any, dtype))}; expected bool, float16, float32 "
+            "or float64 (also spelled f16, f32, f64)"
+        )
+    return ELEMENT_TYPES[short]
+
+
+def _is_dtype_class(dtype: object) -> bool:
+    return isinstance(dtype, type) and issubclass(dtype, np.dtype)
+
+
+def _numpy_dtype(dtype: Any) -> np.dtype[Any] | None:
+    """``np.dtype(dtype)``, also for a dtype class such as ``np.dtypes.Float32DType``."""
+    spec: Any = getattr(dtype, "type", None) if _is_dtype_class(dtype) else dtype
+    try:
+        return np.dtype(spec)
+    except Exception:  # NumPy raises TypeError, ValueError, ... for what is no dtype
+        return None
+
+
+def _show_dtype(dtype: object) -> str:
+    if isinstance(dtype, type):
+        return f"`{dtype.__module__}.{dtype.__qualname__}`"
+    return f"`{dtype}`"
+
+
+def dtype_name(element: Attribute) -> str:
+    """``f16``, ``f32`` or ``f64``."""
+    for name, candidate in ELEMENT_TYPES.items():
+        if element == candidate:
+            return name
+    raise AssertionError(f"not a tensordsl element type: {element}")
+
+
+def format_type(element: Attribute, shape: Sequence[int]) -> str:
+    """A type in the language's own syntax: ``f32[4, 8]``, ``f64[]``."""
+    return f"{dtype_name(element)}[{', '.join(str(d) for d in shape)}]"
+
+
+# --------------------------------------------------------------------------- values
+
+
+@dataclass(frozen=True)
+class TensorValue:
+    """A strongly typed value: an SSA value with its static shape and element type."""
+
+    value: SSAValue
+    shape: tuple[int, ...]
+    element: Attribute
+    """A float type, or ``i1`` for booleans."""
+
+
+@dataclass(frozen=True)
+class LiteralValue:
+    """A weak scalar: a literal, or arithmetic between literals, folded like Python."""
+
+    value: float
+    span: Span
+
+
+@dataclass(frozen=True)
+class WeakValue:
+    """A weak scalar known at run time: an ``f64[]`` value typed like a Python float.
+
+    A weak scalar input, or arithmetic between weak values and literals only.
+    """
+
+    value: SSAValue
+
+
+Value: TypeAlias = TensorValue | LiteralValue | WeakValue
+
+WEAK: type[float] = float
+"""The dtype that declares a weak scalar input (``dtypes={"s": float}``): a Python float."""
+
+
+def _fold(op: str, a: float, b: float) -> float:
+    """``a <op> b`` of two literals, as the op's NumPy ufunc computes it in float64 (IEEE
+    rules, never ZeroDivisionError)."""
+    name = OPERATOR_OPS[op].NUMPY_UFUNC
+    if name is None:  # every operator's op names its NumPy counterpart
+        raise TdslIRError(f"cannot fold the literals of '{op}': its op names no NumPy ufunc")
+    with np.errstate(all="ignore"):
+        return float(getattr(np, name)(np.float64(a), np.float64(b)))
+
+
+class FunctionLowering:
+    """Lowers the expressions of one function body into one block."""
+
+    def __init__(self, source: Source, block: Block) -> None:
+        self.source = source
+        self.builder = Builder(InsertPoint.at_end(block))
+        self.env: dict[str, Value] = {}
+        self.casts: dict[tuple[SSAValue, str], TensorValue] = {}
+
+    # ---------------------------------------------------------------- helpers
+
+    def location(self, span: Span) -> FileLineColLoc:
+        return FileLineColLoc(
+            StringAttr(self.source.filename), IntAttr(span.line), IntAttr(span.column)
+        )
+
+    def where(self, span: Span) -> SourceLocation:
+        return self.source.location(span)
+
+    def emit(self, op: Operation, span: Span) -> TensorValue:
+        """Locate, verify and insert ``op``; return its (single) result."""
+        op.location = self.location(span)
+        try:
+            op.verify()
+        except VerifyException as err:
+            raise TdslTypeError(str(err), self.where(span)) from None
+        self.builder.insert(op)
+        result = op.results[0]
+        return TensorValue(result, td.tensor_shape(result), td.element_type(result))
+
+    def to_element(self, value: Value, element: Attribute, span: Span) -> TensorValue:
+        """``value`` as a tensor of ``element``: a constant, a cast, or itself."""
+        if isinstance(value, LiteralValue):
+            with np.errstate(over="ignore"):
+                data = np.array(value.value, dtype=np.float64).astype(td.numpy_dtype(element))
+            return self.emit(td.ConstantOp(td.dense_from_numpy(data, element)), value.span)
+        if isinstance(value, WeakValue):
+            value = TensorValue(value.value, (), f64)
+        if value.element == element:
+            return value
+        key = (value.value, dtype_name(element))
+        if key not in self.casts:
+            self.casts[key] = self.emit(td.CastOp(value.value, element), span)
+        return self.casts[key]
+
+    def unify(
+        self,
+        operands: Sequence[tuple[Value, Span]],
+        op: type[LanguageFunction] | None = None,
+        what: str = "",
+        span: Span | None = None,
+    ) -> list[TensorValue]:
+        """Promote ``operands`` to one element type, as ``np.result_type`` (NEP 50): a
+        boolean meets a float as that float, a literal makes booleans float64.
+
+        Booleans all through go to ``op`` as :meth:`bool_inputs_as` says: as they are,
+        converted to a float type, or refused (at ``span``) with a suggestion.
+        """
+        elements = [v.element for v, _ in operands if isinstance(v, TensorValue)]
+        rank = PROMOTION_RANK
+        element = max(elements, key=lambda e: rank[dtype_name(e)]) if elements else f64
+        if element == BOOL and len(elements) < len(operands):
+            element = f64  # a Python float with booleans is a float64, as in NumPy
+        if element == BOOL and op is not None:
+            as_dtype = op.bool_inputs_as()
+            if as_dtype is None:
+                shown = ", ".join(self.describe(v) for v, _ in operands)
+                raise TdslTypeError(
+                    f"{what} of booleans ({shown}) is not a float in NumPy; tdsl computes on "
+                    "booleans only with comparisons, `&`, `|`, `~` and `where`: convert "
+                    "first, e.g. `where(x, 1.0, 0.0)` or `1.0 * x`",
+                    self.where(span or operands[0][1]),
+                )
+            element = element_of(as_dtype)
+        return [self.to_element(v, element, s) for v, s in operands]
+
+    def tensor(self, value: Value, span: Span) -> TensorValue:
+        """``value`` as a tensor; a lone literal or weak scalar is a float64."""
+        return value if isinstance(value, TensorValue) else self.to_element(value, f64, span)
+
+    def weak(
+        self, op_class: type[td.BinaryOp], args: Sequence[Value], spans: Sequence[Span], span: Span
+    ) -> WeakValue:
+        """``a <op> b`` of weak values and literals: computed in float64, still weak."""
+        a, b = (self.to_element(v, f64, s) for v, s in zip(args, spans, strict=True))
+        return WeakValue(self.emit(op_class(a.value, b.value), span).value)
+
+    @staticmethod
+    def describe(value: Value) -> str:
+        if isinstance(value, LiteralValue):
+            return f"f64[] (the number {value.value:g})"
+        if isinstance(value, WeakValue):
+            return "f64[] (a weak scalar)"
+        return format_type(value.element, value.shape)
+
+    @staticmethod
+    def shape_of(value: Value) -> tuple[int, ...]:
+        return value.shape if isinstance(value, TensorValue) else ()
+
+    # ---------------------------------------------------------------- expressions
+
+    def lower(self, root: Expr) -> Value:
+        """Lower ``root`` bottom-up with an explicit stack (no recursion)."""
+        results: dict[int, Value] = {}
+        stack: list[tuple[Expr, bool]] = [(root, False)]
+        while stack:
+            node, ready = stack.pop()
+            if ready:
+                args = [results.pop(id(child)) for child in children(node)]
+                results[id(node)] = self.lower_node(node, args)
+                continue
+            stack.append((node, True))
+            stack.extend((child, False) for child in reversed(children(node)))
+        return results[id(root)]
+
+    def lower_node(self, node: Expr, args: list[Value]) -> Value:
+        match node:
+            case Number(value=value, span=span):
+                return LiteralValue(value, span)
+            case Name():
+                return self.lookup(node)
+            case Neg():
+                (arg,) = args
+                if isinstance(arg, LiteralValue):
+                    return LiteralValue(-arg.value, node.span)
+                if isinstance(arg, WeakValue):
+                    return WeakValue(self.emit(td.NegOp(arg.value), node.span).value)
+                return self.emit(td.NegOp(arg.value), node.span)
+            case BinOp(op="@"):
+                return self.matmul("`@`", args, (node.lhs.span, node.rhs.span), node.op_span)
+            case Invert():
+                (arg,) = args
+                self.booleans("`~`", args, (node.operand.span,))
+                assert isinstance(arg, TensorValue)
+                return self.emit(td.NotOp(arg.value), node.span)
+            case BinOp(op=op, lhs=lhs, rhs=rhs):
+                a, b = args
+                arithmetic = not issubclass(OPERATOR_OPS[op], td.CompareOp | td.LogicalOp)
+                if arithmetic and isinstance(a, LiteralValue) and isinstance(b, LiteralValue):
+                    return LiteralValue(_fold(op, a.value, b.value), node.span)
+                if arithmetic and not isinstance(a, TensorValue) and not isinstance(b, TensorValue):
+                    return self.weak(OPERATOR_OPS[op], args, (lhs.span, rhs.span), node.op_span)
+                return self.binary(
+                    OPERATOR_OPS[op], f"`{op}`", args, (lhs.span, rhs.span), node.op_span
+                )
+            case Call():
+                return self.call(node, args)
+
+    def lookup(self, node: Name) -> Value:
+        value = self.env.get(node.id)
+        if value is not None:
+            return value
+        scope = list(self.env)
+        message = f"unknown name `{node.id}`"
+        near = nearest_name(node.id, scope)
+        if near is not None:
+            message += f"; did you mean `{near}`?"
+        message += f" (names in scope: {name_list(scope)})"
+        if node.id in FUNCTIONS:
+            message += f"; `{node.id}` is a function: call it as `{node.id}(...)`"
+        raise TdslNameError(message, self.where(node.span))
+
+    def binary(
+        self,
+        op_class: type[td.BinaryOp],
+        what: str,
+        args: Sequence[Value],
+        spans: tuple[Span, Span],
+        span: Span,
+    ) -> TensorValue:
+        a, b = args
+        try:
+            td.broadcast_shapes(self.shape_of(a), self.shape_of(b))
+        except td.ShapeError:
+            raise TdslTypeError(
+                f"operands of {what} do not broadcast: {self.describe(a)} and {self.describe(b)}",
+                self.where(span),
+            ) from None
+        if issubclass(op_class, td.LogicalOp):
+            self.booleans(what, args, spans)
+        lhs, rhs = self.unify(list(zip(args, spans, strict=True)), op_class, what, span)
+        return self.emit(op_class(lhs.value, rhs.value), span)
+
+    def booleans(self, what: str, args: Sequence[Value], spans: Sequence[Span]) -> None:
+        """Refuse a non-boolean operand of a logical operator (``&``, ``|``, ``~``)."""
+        for value, at in zip(args, spans, strict=True):
+            if not isinstance(value, TensorValue) or value.element != BOOL:
+                raise TdslTypeError(
+                    f"{what} takes booleans, not {self.describe(value)}: compare first, "
+                    "e.g. `(a > 0) & (b < 1)`",
+                    self.where(at),
+                )
+
+    def matmul(
+        self, what: str, args: Sequence[Value], spans: tuple[Span, Span], span: Span
+    ) -> TensorValue:
+        a, b = args
+        sa, sb = self.shape_of(a), self.shape_of(b)
+        try:
+            td.matmul_shape(sa, sb)
+        except td.ShapeError:
+            shown = f"{self.describe(a)} and {self.describe(b)}"
+            if not sa or not sb:
+                reason = f"{what} needs operands of rank 1 or more, got {shown}"
+            elif sa[-1] != sb[max(0, len(sb) - 2)]:
+                inner = f"{sa[-1]} vs {sb[max(0, len(sb) - 2)]}"
+                reason = f"inner dimensions of {what} differ ({inner}): {shown}"
+            else:
+                reason = f"batch dimensions of {what} do not broadcast: {shown}"
+            raise TdslTypeError(reason, self.where(span)) from None
+        lhs, rhs = self.unify(list(zip(args, spans, strict=True)), td.MatmulOp, what, span)
+        return self.emit(td.MatmulOp(lhs.value, rhs.value), span)
+
+    # ---------------------------------------------------------------- calls
+
+    def keyword(self, node: Call, name: str) -> Keyword | None:
+        return next((k for k in node.keywords if k.name == name), None)
+
+    def axis(self, node: Call, operand: Value, default: int | None) -> int | None:
+        """The ``axis`` keyword of ``node``, checked against the rank of ``operand``."""
+        keyword = self.keyword(node, "axis")
+        if keyword is None:
+            rank = len(self.shape_of(operand))
+            if default is not None and rank == 0:
+                raise TdslTypeError(
+                    f"`{node.func}` needs an operand of rank 1 or more (it works along "
+                    f"axis {default}), got {self.describe(operand)}",
+                    self.where(node.span),
+                )
+            return default
+        if keyword.value is None and default is None:
+            return None
+        if keyword.value is None or isinstance(keyword.value, bool | float):
+            raise TdslTypeError(
+                f"`axis` of `{node.func}` must be an integer, "
+                f"not `{show_keyword_value(keyword.value)}`",
+                self.where(keyword.span),
+            )
+        rank = len(self.shape_of(operand))
+        try:
+            td.normalize_axis(keyword.value, rank)
+        except td.ShapeError:
+            valid = (
+                "a 0-d tensor has no axes" if rank == 0 else f"expected {-rank} <= axis < {rank}"
+            )
+            raise TdslTypeError(
+                f"axis {keyword.value} is out of range for `{node.func}` of "
+                f"{self.describe(operand)} (rank {rank}; {valid})",
+                self.where(keyword.span),
+            ) from None
+        return keyword.value
+
+    def flag(self, node: Call, param: Param) -> bool:
+        keyword = self.keyword(node, param.name)
+        if keyword is None:
+            return bool(param.default)
+        if not isinstance(keyword.value, bool):
+            raise TdslTypeError(
+                f"`{param.name}` must be true or false, not `{show_keyword_value(keyword.value)}`",
+                self.where(keyword.span),
+            )
+        return keyword.value
+
+    def number(self, node: Call, param: Param) -> float:
+        keyword = self.keyword(node, param.name)
+        if keyword is None:
+            assert isinstance(param.default, float | int)
+            return float(param.default)
+        if keyword.value is None or isinstance(keyword.value, bool):
+            raise TdslTypeError(
+                f"`{param.name}` of `{node.func}` must be a number, "
+                f"not `{show_keyword_value(keyword.value)}`",
+                self.where(keyword.span),
+            )
+        return float(keyword.value)
+
+    def where_call(self, node: Call, args: list[Value], spans: Sequence[Span]) -> TensorValue:
+        """``where(c, a, b)``: a float condition means ``c != 0``, as in NumPy; ``a`` and
+        ``b`` promote together, booleans staying booleans."""
+        cond_value, a, b = args
+        cond = self.tensor(cond_value, spans[0])
+        if cond.element != BOOL:
+            zero = self.to_element(LiteralValue(0.0, spans[0]), cond.element, spans[0])
+            cond = self.emit(td.NotEqualOp(cond.value, zero.value), spans[0])
+        shapes = [cond.shape, self.shape_of(a), self.shape_of(b)]
+        try:
+            td.broadcast_shapes(td.broadcast_shapes(shapes[0], shapes[1]), shapes[2])
+        except td.ShapeError:
+            shown = ", ".join(self.describe(v) for v in (cond, a, b))
+            raise TdslTypeError(
+                f"operands of `where` do not broadcast: {shown}", self.where(node.span)
+            ) from None
+        lhs, rhs = self.unify(list(zip((a, b), spans[1:], strict=True)), td.WhereOp)
+        return self.emit(td.WhereOp(cond.value, lhs.value, rhs.value), node.span)
+
+    def call(self, node: Call, args: list[Value]) -> Value:
+        info = FUNCTIONS[node.func]
+        spans = tuple(arg.span for arg in node.args)
+        op = info.op
+        if issubclass(op, td.BinaryOp):
+            return self.binary(op, f"`{info.name}`", args, (spans[0], spans[1]), node.span)
+        if op is td.MatmulOp:
+            return self.matmul("`matmul`", args, (spans[0], spans[1]), node.span)
+        params: dict[str, object] = {}
+        for param in info.params:
+            match param.kind:
+                case "axis":
+                    default = param.default
+                    assert default is None or isinstance(default, int)
+                    params[param.name] = self.axis(node, args[0], default)
+                case "bool":
+                    params[param.name] = self.flag(node, param)
+                case "float":
+                    params[param.name] = self.number(node, param)
+        if issubclass(op, td.ReductionOp):
+            axis, keepdims = params["axis"], params["keepdims"]
+            assert axis is None or isinstance(axis, int)
+            try:
+                op.result_shape(self.shape_of(args[0]), axis, bool(keepdims))
+            except td.ShapeError as err:
+                raise TdslTypeError(err.message, self.where(node.span)) from None
+        if op is td.WhereOp:
+            return self.where_call(node, args, spans)
+        tensors = [self.tensor(arg, span) for arg, span in zip(args, spans, strict=True)]
+        unified = self.unify(
+            list(zip(tensors, spans, strict=True)), op, f"`{info.name}`", node.span
+        )
+        operands = [t.value for t in unified]
+        try:
+            built = op.from_call(operands, params)
+        except td.ShapeError as err:
+            raise TdslTypeError(err.message, self.where(node.span)) from None
+        return self.emit(built, node.span)

@@ -1,0 +1,209 @@
+"""Input and output of ``tdsl-opt``: :class:`OptIO` reads a file, standard input
+(``-``) or a ``--expr`` expression as UTF-8 text, parses it chunk by chunk with its
+frontend, and prints the resulting program with the chosen target (``mlir`` exactly,
+``dot`` lazily loaded).
+"""
+
+from __future__ import annotations
+
+import sys
+from contextlib import nullcontext
+from io import BytesIO
+from typing import IO, Any
+
+# Only what every run needs is imported here: ``tdsl-opt`` starts as fast as
+# ``xdsl-opt``.  Dialects load when the input uses them; the help, the dot
+# target, fusion remarks and the frontend load when asked for.
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.frontend.mlir import MLIRFrontend
+from xdsl.utils.arg_spec import parse_spec
+from xdsl.utils.target import Target
+
+from tdsl.tools.diagnostics import (
+    DominanceError,
+    DriverError,
+    LocatingParser,
+    OpLocator,
+    find_use_before_def,
+    format_op_error,
+)
+from tdsl.tools.opt_args import TDSL_OUTPUT_TARGETS, OptArguments
+from tdsl.universe import TDSL_DIALECTS
+
+STDIN = "-"
+"""The input file name that reads standard input, as in mlir-opt."""
+
+
+def _decode_text(data: bytes, name: str) -> str:
+    """``data`` as UTF-8 text; binary input is a user error."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise DriverError(
+            f"error: {name}: not a text file (invalid UTF-8 at byte {err.start})"
+        ) from None
+    if "\x00" in text:
+        raise DriverError(f"error: {name}: not a text file (contains NUL bytes)")
+    return text
+
+
+def exact_mlir_target() -> type[Target]:
+    """The ``mlir`` target, which prints floats exactly (loaded when first used)."""
+    from tdsl.tools.mlir_target import ExactMLIRTarget
+
+    return ExactMLIRTarget
+
+
+class OptIO(OptArguments):
+    """Reading ``tdsl-opt``'s input (a file, standard input or ``--expr``, as text) and
+    printing its output with the chosen target."""
+
+    def get_input_stream(self) -> tuple[IO[bytes], str]:
+        if self.args.input_file == STDIN:
+            return sys.stdin.buffer, "mlir"
+        return super().get_input_stream()
+
+    def get_input_name(self) -> str:
+        name: str | None = self.args.input_file
+        return "stdin" if name in (None, STDIN) else name
+
+    def _timed(self, name: str) -> Any:
+        """A context timing its body as phase ``name`` under ``--time-passes``."""
+        return self._times.phase(name) if self._times is not None else nullcontext()
+
+    def prepare_input(self) -> tuple[list[tuple[IO[bytes], int]], str]:
+        with self._timed("input"):
+            return self._prepare_input()
+
+    def _prepare_input(self) -> tuple[list[tuple[IO[bytes], int]], str]:
+        """Read the whole input, check it is non-empty text, and split it into chunks."""
+        if self.args.expr is not None:
+            if self.args.input_file is not None:
+                raise DriverError("error: give either an input file or --expr, not both")
+            return [(BytesIO(b""), 0)], "mlir"
+        if self.args.shape:
+            raise DriverError("error: --shape is only meaningful together with --expr")
+        name = self.get_input_name()
+        try:
+            stream, extension = self.get_input_stream()
+            try:
+                data = stream.read()
+            finally:
+                if stream is not sys.stdin.buffer:
+                    stream.close()
+        except OSError as err:
+            reason = err.strerror or str(err)
+            raise DriverError(f"error: cannot read '{name}': {reason}") from None
+        self._input_text = _decode_text(data, name)
+        if not self._input_text.strip():
+            raise DriverError(f"{name}:1:1: error: the input is empty")
+        frontend = self.args.frontend
+        if frontend is None and extension not in self.available_frontends:
+            known = ", ".join(f".{ext}" for ext in self.available_frontends)
+            raise DriverError(
+                f"error: {name}: unknown file extension '.{extension}' (known: {known}); "
+                "choose a frontend with -f"
+            )
+        if not self.args.split_input_file:
+            return [(BytesIO(data), 0)], extension
+        pieces = data.split(b"// -----")
+        chunks: list[tuple[IO[bytes], int]] = []
+        offset = 0
+        for piece in pieces:
+            chunks.append((BytesIO(piece), offset))
+            offset += piece.count(b"\n")
+        return chunks, extension
+
+    def prepare_output(self) -> IO[str]:
+        try:
+            return super().prepare_output()
+        except OSError as err:
+            reason = err.strerror or str(err)
+            raise DriverError(f"error: cannot write '{self.args.output_file}': {reason}") from None
+
+    def parse_chunk(
+        self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
+    ) -> ModuleOp | None:
+        """Parse one chunk; MLIR text goes through :class:`LocatingParser`."""
+        if self.args.expr is not None:
+            return self._lower_expression()
+        spec = parse_spec(self.args.frontend or file_extension)
+        if spec.name not in self.available_frontends:
+            raise DriverError(f"error: unknown frontend '{spec.name}'")
+        name = self.get_input_name()
+        if spec.name != "mlir":
+            self._locator = OpLocator({}, 0, name, self._input_text)
+            return super().parse_chunk(chunk, file_extension, start_offset)
+        frontend = MLIRFrontend.from_spec(spec)
+        text = chunk.read().decode("utf-8")
+        parser = LocatingParser(self.ctx, text, name)
+        self._parser = parser
+        self._locator = OpLocator(parser.op_spans, start_offset, name, self._input_text)
+        no_implicit = frontend.no_implicit_module or self.args.no_implicit_module
+        module = parser.parse_module(not no_implicit)
+        misuse = find_use_before_def(module)
+        if misuse is not None:
+            op, index, problem = misuse
+            if self.args.verify_diagnostics:
+                raise DominanceError(f"'{op.name}' op operand #{index} {problem}")
+            raise DominanceError(
+                format_op_error(op, f"'{op.name}' op operand #{index} {problem}", self._locator)
+            )
+        return module
+
+    def _frontend_name(self, file_extension: str) -> str:
+        if self.args.expr is not None:
+            return "expr"
+        return parse_spec(self.args.frontend or file_extension).name
+
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        """The target's output; a target of xDSL's that cannot take the IR is a user error."""
+        spec = parse_spec(self.args.target)
+        name = spec.name
+        if name == "dot":
+            return self._render_dot(prog, spec)
+        if name in TDSL_OUTPUT_TARGETS:
+            return super().output_resulting_program(prog)
+        tdsl_op = next(
+            (op for op in prog.walk() if op.name.partition(".")[0] in TDSL_DIALECTS), None
+        )
+        if tdsl_op is not None:
+            where = self._locator.locate(tdsl_op)
+            at = f" at {where}" if where is not None else ""
+            raise DriverError(
+                f"error: target '{name}' cannot take tdsl IR ('{tdsl_op.name}'{at}); "
+                f"tdsl's targets are {', '.join(TDSL_OUTPUT_TARGETS)}"
+            )
+        try:
+            text = super().output_resulting_program(prog)
+        except Exception as err:  # xDSL targets assert what they take
+            detail = str(err).strip()
+            why = type(err).__name__ + (f": {detail}" if detail and "\n" not in detail else "")
+            raise DriverError(
+                f"error: target '{name}' cannot emit this IR (it failed with {why}); "
+                f"tdsl's targets are {', '.join(TDSL_OUTPUT_TARGETS)}"
+            ) from None
+        ops = [op for op in prog.walk() if op is not prog]
+        if not text.strip() and ops:
+            raise DriverError(
+                f"error: target '{name}' printed nothing for this IR (it takes none of its "
+                f"ops, e.g. '{ops[0].name}'); tdsl's targets are {', '.join(TDSL_OUTPUT_TARGETS)}"
+            )
+        return text
+
+    def _render_dot(self, prog: ModuleOp, spec: Any) -> str:
+        """``-t dot`` with the input's text at hand, so ops are labelled with their source."""
+        from tdsl.backend.dot import DotTarget, render_dot
+
+        target = DotTarget.from_spec(spec)
+        sources: dict[str, str] = {}
+        if self.args.expr is not None:
+            sources["<expr>"] = self.args.expr
+        elif self._input_text is not None:
+            sources[self.get_input_name()] = self._input_text
+        return render_dot(prog, target.memory_budget, locate=self._locator.locate, sources=sources)
+
+    def _lower_expression(self) -> ModuleOp:
+        from tdsl.frontend.ir_gen import lower_expression_cli
+
+        return lower_expression_cli(self.args.expr, list(self.args.shape))
