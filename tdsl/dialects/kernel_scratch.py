@@ -234,7 +234,7 @@ def compute_scratch_plan(sched: TileSchedule) -> ScratchPlan:
             continue
         inst = instance_of(sched, value, sched.step_of[p] + (1 if sched.accumulates(p) else 0))
         s = require_structured(p)
-        if inst in direct or body.dims[value] != out_dims or s.numpy_view() is not None:
+        if inst in direct or body.dims[value] != out_dims or s.is_view():
             copies.append((k, inst))
             continue
         direct[inst] = k
@@ -246,7 +246,7 @@ def compute_scratch_plan(sched: TileSchedule) -> ScratchPlan:
     # last reader (which does not read the operand itself); later views first, for chains
     released_after: dict[int, list[Instance]] = {}
     for ev in reversed(walk.events):
-        if ev.finalize or require_structured(ev.op).numpy_view() is None:
+        if ev.finalize or not require_structured(ev.op).is_view():
             continue
         end = max((last_use.get((r, ev.step), -1) for r in ev.op.results), default=-1)
         for v, _ in sched.reads(ev.op):
@@ -341,11 +341,11 @@ def compute_scratch_plan(sched: TileSchedule) -> ScratchPlan:
         accumulator: Slot | None = None
         partial = -1
         more_partials: tuple[int, ...] = ()
-        computes = constant_value(op) is None and s.numpy_view() is None
+        computes = constant_value(op) is None and not s.is_view()
         if constant_value(op) is not None:
             for r in results:
                 hold(r, CONSTANT)
-        elif s.numpy_view() is not None:
+        elif s.is_view():
             for r in results:
                 hold(r, VIEW)
         elif op in accumulators:
@@ -427,7 +427,7 @@ def _chain_outputs(
             if p is None or sched.accumulates(p) or (p, cur[1]) not in position:
                 break
             s = require_structured(p)
-            if not s.IN_PLACE or s.numpy_view() is not None:
+            if not s.IN_PLACE or s.is_view():
                 break
             at = position[(p, cur[1])]
             nxt: Instance | None = None
@@ -438,7 +438,7 @@ def _chain_outputs(
                     cand[1] == cur[1]
                     and q is not None
                     and not sched.accumulates(q)
-                    and require_structured(q).numpy_view() is None
+                    and not require_structured(q).is_view()
                     and constant_value(q) is None
                     and cand not in hints
                     and last_use.get(cand) == at

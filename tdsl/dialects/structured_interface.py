@@ -103,10 +103,12 @@ class StructuredOpInterface(abc.ABC):
         """
         return None
 
-    def numpy_view(self) -> str | None:
-        """For an op whose result is a view of its operand (``transpose``): the view
-        as a template on ``{0}`` (``"{0}.T"``); None for an op that computes."""
-        return None
+    def is_view(self) -> bool:
+        """Whether the result is a view of the first operand, its elements rearranged
+        (``transpose``) or as they are (a cast to the same type), so that nothing is
+        computed: the scratch plan gives it no buffer and keeps its operand alive while
+        it is read; each target says how it views (the numpy target's ``VIEWS``)."""
+        return False
 
     def numpy_workspace(
         self,

@@ -519,7 +519,7 @@ class _Spaces:
             v = m.frontier
             while isinstance(v, OpResult) and self.part_id(v.op) in ids:
                 s = structured(v.op)
-                if s is None or s.numpy_view() is None:
+                if s is None or not s.is_view():
                     refused.append(m)
                     return
                 v = v.op.operands[0]

@@ -33,6 +33,7 @@ from tdsl.backend.numpy.lowerings import (
     lower_op,
     lower_partial,
     lower_scan,
+    view_template,
 )
 from tdsl.backend.numpy.program import ConstPool, Instr, TileGen, Var
 from tdsl.backend.numpy.source import FillPool, Names, Writer, scalar_expr, shape_expr
@@ -174,8 +175,7 @@ class _Lowering:
         assert isinstance(owner, Operation)
         s = structured(owner)
         assert s is not None
-        template = s.numpy_view()
-        assert template is not None
+        template = view_template(owner)
         base = self.read(owner, 0, step)
         return Var(layout, dtype, "view", tile, base=base, template=template)
 
@@ -234,7 +234,7 @@ class _Lowering:
                 s = structured(op)
                 if s is None:
                     raise TdslIRError(f"numpy target: cannot emit '{op.name}' inside a group")
-                if s.numpy_view() is not None or op in sched.fused:
+                if s.is_view() or op in sched.fused:
                     continue  # a view, or computed by the op that fuses it
                 args = [
                     self.var(instance_of(sched, v, step.index), dims) for v, dims in sched.reads(op)

@@ -3,7 +3,7 @@ hand-tuned lowering this target registers for the op's class.
 
 An element-wise op states its semantics once, in its scalar body.  By default the
 target derives its code from that body through the table of
-:mod:`tdsl.dialects.scalar_numpy` (the same table the interpreter evaluates with): a body
+:mod:`tdsl.interpreters.scalar_numpy` (the same table the interpreter evaluates with): a body
 of one scalar op is one ``np.<ufunc>(..., out=)`` call, as NumPy computes it (for
 ``f16``, in ``f32`` rounded once); a body of several is one call per scalar op, each
 writing a workspace the op declares (``numpy_workspace``, which the scratch plan
@@ -35,12 +35,6 @@ from xdsl.ir import Operation, SSAValue
 
 from tdsl.backend.numpy.program import NumpyTileBuilder, NumpyValue, TileGen
 from tdsl.dialects import tensordsl as td
-from tdsl.dialects.scalar_numpy import (
-    NumpyFunction,
-    constant_array,
-    numpy_function,
-    tdsl_convert,
-)
 from tdsl.dialects.structured import (
     IteratorType,
     ReductionOp,
@@ -50,6 +44,12 @@ from tdsl.dialects.structured import (
 )
 from tdsl.dtypes import FLOAT_DTYPES
 from tdsl.errors import TdslIRError
+from tdsl.interpreters.scalar_numpy import (
+    NumpyFunction,
+    constant_array,
+    numpy_function,
+    tdsl_convert,
+)
 
 Lowering = Callable[[Any, TileGen, Sequence[Any], Sequence[Any]], None]
 """``lowering(op, g, args, results)``: emit the calls computing ``results`` of one tile."""
@@ -79,6 +79,10 @@ SCANS: dict[type[Operation], ScanLowering] = {}
 """Op class -> how one tile of a scan along a tiled dim runs from its carry."""
 MERGES: dict[type[Operation], MergeLowering] = {}
 """Op class -> how two states of a tuple accumulator merge (one ufunc merges the others)."""
+VIEWS: dict[type[Operation], str] = {td.TransposeOp: "{0}.T", td.CastOp: "{0}"}
+"""Op class -> the view of its operand, a template on ``{0}``, for ops whose ``is_view()``
+(a cast is one only to its own type).  An op of another dialect brings its own as a
+``numpy_view_template()`` method."""
 
 
 def register(*op_classes: type[Operation]) -> Callable[[Lowering], Lowering]:
@@ -98,6 +102,15 @@ def _registered(table: dict[type[Operation], Any], op: Operation) -> Any:
         if found is not None:
             return found
     return None
+
+
+def view_template(op: Operation) -> str:
+    """The NumPy view an op that ``is_view()`` stands for, as a template on ``{0}``."""
+    own = getattr(op, "numpy_view_template", None)
+    found: str | None = own() if callable(own) else _registered(VIEWS, op)
+    if found is None:
+        raise TdslIRError(f"numpy target: no view registered for '{op.name}'")
+    return found
 
 
 def lower_op(

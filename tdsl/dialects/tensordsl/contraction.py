@@ -131,8 +131,8 @@ class CastOp(IRDLOperation, StructuredOpInterface):
     def indexing_maps(self) -> tuple[AffineMap, ...]:
         return _identity_maps(len(tensor_shape(self.result)))
 
-    def numpy_view(self) -> str | None:
-        return "{0}" if self.input.type == self.result.type else None
+    def is_view(self) -> bool:
+        return self.input.type == self.result.type
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         return (convert_scalar(b, args[0], element_type(self.result)),)
@@ -301,8 +301,8 @@ class TransposeOp(
     def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
         return (np.transpose(args[0]),)
 
-    def numpy_view(self) -> str | None:
-        return "{0}.T"
+    def is_view(self) -> bool:
+        return True
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         return (args[0],)

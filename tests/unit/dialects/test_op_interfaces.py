@@ -62,7 +62,7 @@ STRUCTURED_MEMBERS = {
     "F16_IN_F32",
     "IN_PLACE",
     # the numpy target's hooks
-    "numpy_view",
+    "is_view",
     "numpy_workspace",
     "fuses_producer",
 }
