@@ -43,7 +43,7 @@ from typing import Any, cast
 import numpy as np
 
 from tdsl.errors import TdslCallError
-from tdsl.jit.kernel import ELEMENT_NAMES, ArgSpec, CompiledKernel, type_str
+from tdsl.jit.kernel import ELEMENT_NAMES, FELL_BACK_AT_CALL, ArgSpec, CompiledKernel, type_str
 
 Array = np.ndarray[Any, Any]
 
@@ -458,7 +458,7 @@ def fall_back_on_variant_failure(
         function = numpy_function()
         kernel.function = function
         kernel.target = "numpy"
-        kernel.target_reason = f"target='auto' fell back at call time: {reason}"
+        kernel.target_reason = f"{FELL_BACK_AT_CALL}: {reason}"
         kernel.pipeline = kernel.pipeline.split(",tdsl-lower-to-loops", 1)[0]
         kernel.llvm_ir = None
         finish(kernel)

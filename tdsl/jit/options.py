@@ -67,6 +67,21 @@ CACHE_DIR_VARIABLE = "TDSL_CACHE_DIR"
 ``cache_dir`` is not given (unset or empty: no cache on disk)."""
 
 
+NO_FALLBACK_VARIABLE = "TDSL_NO_FALLBACK"
+"""The environment variable that turns every fallback after a native failure into an
+error (see :func:`no_fallback`)."""
+
+
+def no_fallback() -> bool:
+    """Whether ``$TDSL_NO_FALLBACK`` is set (to anything but empty or ``0``): then a native
+    failure that would fall back (``target="auto"`` to the numpy target after a failed
+    native compile; a strided variant that fails to compile, which ``auto`` answers with
+    the numpy target and ``native`` with a copy of the input) raises a
+    :class:`~tdsl.errors.TdslNativeError` with the reason instead.  A test hook, so that a
+    lowering bug cannot hide as slowness; read at each fallback, not cached."""
+    return os.environ.get(NO_FALLBACK_VARIABLE, "") not in ("", "0")
+
+
 MAX_BYTES_VARIABLE = "TDSL_CACHE_MAX_BYTES"
 """The environment variable giving the size the cache on disk is kept under
 (bytes, or with a unit: ``500M``, ``2G``; 0 for no limit; default 1 GiB)."""
@@ -81,9 +96,11 @@ def default_threads() -> int:
 __all__ = [
     "CACHE_DIR_VARIABLE",
     "MAX_BYTES_VARIABLE",
+    "NO_FALLBACK_VARIABLE",
     "TARGETS",
     "TARGET_VARIABLE",
     "JitOptions",
     "default_target",
     "default_threads",
+    "no_fallback",
 ]

@@ -307,7 +307,10 @@ class StridedVariants:
     :class:`~tdsl.errors.TdslError`) never fails the call: the reason is kept in
     :attr:`failures`, and the call runs ``fallback(reason)`` if one is set (``auto``
     switches its kernel to the numpy target, see :func:`tdsl.jit.calls.fall_back_on_variant_failure`),
-    else copies the input (``target="native"``)."""
+    else copies the input (``target="native"``).  With ``$TDSL_NO_FALLBACK`` set
+    (:func:`tdsl.jit.options.no_fallback`) such a failure raises a
+    :class:`~tdsl.errors.TdslNativeError` with the reason instead (the failure is
+    still kept in :attr:`failures`)."""
 
     def __init__(self, tiled: ModuleOp | Callable[[], ModuleOp], function: NativeFunction) -> None:
         """Variants of ``function``, compiled from ``tiled`` (the module it was lowered
@@ -347,7 +350,7 @@ class StridedVariants:
     def _compile(self, strides: tuple[tuple[int, ...] | None, ...]) -> Callable[..., Any] | None:
         from xdsl.context import Context
 
-        from tdsl.errors import TdslError
+        from tdsl.errors import TdslError, TdslNativeError
         from tdsl.lowering.convert_to_llvm import ConvertToLLVMPass
         from tdsl.lowering.lower_to_loops import lower_to_loops
 
@@ -367,6 +370,14 @@ class StridedVariants:
                 f"(internal error: {type(err).__name__}: {err})"
             )
             self.failures[strides] = reason
+            from tdsl.jit.options import NO_FALLBACK_VARIABLE, no_fallback
+
+            if no_fallback():
+                instead = "the numpy target" if self.fallback is not None else "a copy of the input"
+                raise TdslNativeError(
+                    f"{reason}; falling back to {instead} is refused "
+                    f"(${NO_FALLBACK_VARIABLE} is set)"
+                ) from err
             return None if self.fallback is None else self.fallback(reason)
         self._programs.append(program)  # owns the variant's machine code
         function = program.functions[self._name]
