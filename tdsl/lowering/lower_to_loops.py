@@ -24,9 +24,13 @@ tile, over the elements, computing every op from its scalar body (the
 structured-op interface: ``scalar_body`` for element-wise ops;
 ``scalar_combine``, ``scalar_finalize`` and the combiner's identity for
 reductions; ``decompose`` for row-normalizing ops, which are decomposed
-first).  Element-wise values are never stored: each loop nest computes what
+first).  Element-wise values are rarely stored: each loop nest computes what
 it needs at each point, in registers, and a value a later nest needs again is
-computed again.  A loop nest is one *sweep* over the elements:
+computed again, unless that would compute more than :data:`RECOMPUTE_LIMIT` ops
+again (a long chain with a reduction every few ops): such a value is stored in
+scratch by the sweep that computes it (see ``_Group._keep_long_chains``), so
+neither the code nor the work grows with the square of the program's length.
+A loop nest is one *sweep* over the elements:
 
 * a reduction accumulates into its accumulator (a ``scratch`` memref of one
   tile's result), filled with the identity before its sweep;
@@ -108,6 +112,13 @@ from tdsl.dialects.structured import (
 )
 from tdsl.errors import TdslIRError
 from tdsl.lowering.tile import decomposed_copy
+
+RECOMPUTE_LIMIT = 32
+"""The most ops a sweep computes again for one value an earlier sweep computed; a value
+that would cost more is stored in scratch instead (see :meth:`_Group._keep_long_chains`)."""
+
+RECOMPUTE_CAP = 1 << 30
+"""Where the cost count stops growing (shared operands count once per use)."""
 
 SPLIT_TILES = 64
 """The tiles a group's first parallel dim is cut into at least, for threads to share."""
@@ -410,6 +421,9 @@ class _Group:
                 ready = 1 if _is_reduction(p) or v in self.stored else 0
                 level = max(level, self.level[p] + ready)
             self.level[op] = level
+        self._keep_long_chains()
+        self.slots, self.slot_values = self._slots()
+        """Per stored value, its scratch slot (values whose reads are over share one)."""
         self.carries: list[Operation] = [
             op for op in body.ops if _is_scan(op) and op not in self.blas
         ]
@@ -421,6 +435,74 @@ class _Group:
         dim they lie contiguous along, and the dim the loops run innermost."""
         self.staged = self._staged() if self.hoistable() else {}
         """Values staged in an output slice (see :meth:`_staged`), to that output."""
+
+    def _keep_long_chains(self) -> None:
+        """Store (one tile's worth, in a sweep it runs in anyway) each element-wise value
+        that a later sweep reads and would compute again from more than
+        :data:`RECOMPUTE_LIMIT` ops: without it, a program of ``n`` ops and a reduction
+        every few ops would compute ``n`` ops again in each of its ``n / k`` sweeps, code
+        and work quadratic in its length.  The cost of a value is the ops a sweep runs to
+        compute it (its operands' costs, counted again where shared, so an upper bound),
+        down to inputs, constants, reductions and stored values."""
+        body = self.body
+        cost: dict[Operation, int] = {}
+        for op in body.ops:
+            for v in dict.fromkeys(op.operands):
+                p = body.producer(v)
+                if (
+                    p is not None
+                    and p in cost
+                    and v not in self.stored
+                    and self.level[p] < self.level[op]
+                    and cost[p] > RECOMPUTE_LIMIT
+                    and len(p.results) == 1
+                    and not _is_scan(p)
+                ):
+                    self.stored.append(v)
+            if _is_reduction(op) or op in self.blas:
+                continue  # read from its accumulator or output: nothing to compute again
+            total = 1
+            for v in op.operands:
+                p = body.producer(v)
+                if p is not None and p in cost and v not in self.stored:
+                    total = min(total + cost[p], RECOMPUTE_CAP)
+            cost[op] = total
+
+    def _slots(self) -> tuple[dict[SSAValue, int], list[SSAValue]]:
+        """A scratch slot per stored value, and the first value of each slot (its type is
+        the slot's): a value stored in a sweep after the last sweep that reads another
+        of the same type and dims takes over that one's slot."""
+        body = self.body
+        slots: dict[SSAValue, int] = {}
+        firsts: list[SSAValue] = []
+        last_read: list[int] = []
+        """Per slot: the last sweep level that reads it."""
+        for v in self.stored:
+            p = body.producer(v)
+            assert p is not None
+            start = self.level[p]
+            last = max(
+                (self.level[u.operation] for u in v.uses if u.operation in body.members),
+                default=start,
+            )
+            index = next(
+                (
+                    i
+                    for i, w in enumerate(firsts)
+                    if last_read[i] < start
+                    and w.type == v.type
+                    and body.dims[w] == body.dims[v]
+                ),
+                None,
+            )
+            if index is None:
+                index = len(firsts)
+                firsts.append(v)
+                last_read.append(last)
+            else:
+                last_read[index] = max(last, last_read[index])
+            slots[v] = index
+        return slots, firsts
 
     def _staged(self) -> dict[SSAValue, int]:
         """Element-wise values that a reduction reads in the sweep that computes them and
@@ -574,7 +656,7 @@ class _Group:
             types.append(
                 MemRefType(element_of(s.accumulator_dtype()), self.tile_shape(op.results[0]))
             )
-        for v in self.stored:
+        for v in self.slot_values:
             types.append(MemRefType(element_type(v), self.tile_shape(v)))
         for op in self.carries:
             s = structured(op)
@@ -816,8 +898,8 @@ class _Group:
             accs[op] = outputs[k]
         for op, where in accs.items():
             storage[op.results[0]] = where
-        n_stored = len(own) + len(self.stored)
-        stored = dict(zip(self.stored, accumulators[len(own) : n_stored], strict=True))
+        n_stored = len(own) + len(self.slot_values)
+        stored = {v: accumulators[len(own) + i] for v, i in self.slots.items()}
         n_carried = n_stored + len(self.carries)
         carries = {
             op: Storage(ref, tiled=True)
