@@ -110,6 +110,12 @@ Dims = tuple[int | None, ...]
 """Per dim of a value: the space dim it runs along, or None when every tile takes it whole."""
 
 
+RECOMPUTE_FACTOR = 4
+RECOMPUTE_MIN = 256
+"""A schedule's passes may compute at most ``RECOMPUTE_FACTOR * ops + RECOMPUTE_MIN`` ops
+again in all (see :func:`schedule`); more is a :class:`PlanError`."""
+
+
 class PlanError(Exception):
     """A group that cannot run with the given tiles; the message says why."""
 
@@ -504,6 +510,11 @@ def _schedule(body: GroupBody, tiles: tuple[int, ...]) -> TileSchedule:
         step_of[op] = ready
 
     # per pass: its own ops, and the per-tile values of earlier passes it needs again
+    # (at most RECOMPUTE_FACTOR times the ops, in all: each pass of a long chain with a
+    # reduction every few ops would compute the whole chain before it again, a schedule
+    # and a scratch plan quadratic in the chain's length)
+    recomputed = 0
+    recompute_limit = RECOMPUTE_FACTOR * len(body.ops) + RECOMPUTE_MIN
     steps: list[Step] = []
     by_step: dict[int, list[Operation]] = {}
     for op in body.ops:
@@ -531,6 +542,13 @@ def _schedule(body: GroupBody, tiles: tuple[int, ...]) -> TileSchedule:
                         )
                     again.add(p)
                     pending.append(p)
+                    recomputed += 1
+                    if recomputed > recompute_limit:
+                        raise PlanError(
+                            f"the passes over the tiled reduction dims would compute more "
+                            f"than {recompute_limit} ops again (a long chain with a "
+                            "reduction every few ops): keep the reduction dims whole"
+                        )
         ordered = tuple(sorted([*again, *own], key=body.position.__getitem__))
         if ordered:
             steps.append(

@@ -113,7 +113,7 @@ from tdsl.dialects.structured import (
 from tdsl.errors import TdslIRError
 from tdsl.lowering.tile import decomposed_copy
 
-RECOMPUTE_LIMIT = 32
+RECOMPUTE_LIMIT = 8
 """The most ops a sweep computes again for one value an earlier sweep computed; a value
 that would cost more is stored in scratch instead (see :meth:`_Group._keep_long_chains`)."""
 
