@@ -120,6 +120,11 @@ that would cost more is stored in scratch instead (see :meth:`_Group._keep_long_
 RECOMPUTE_CAP = 1 << 30
 """Where the cost count stops growing (shared operands count once per use)."""
 
+class StridedBlasOperandError(TdslIRError):
+    """A strided input that a BLAS call would read: the native runtime copies it to a
+    row-major array instead of compiling a variant for its strides (no failure)."""
+
+
 SPLIT_TILES = 64
 """The tiles a group's first parallel dim is cut into at least, for threads to share."""
 
@@ -1390,7 +1395,7 @@ class _FunctionLowering:
         for r in (lhs, rhs):
             layout = cast(MemRefType[Attribute], r.type).layout
             if isinstance(layout, StridedLayoutAttr):
-                raise TdslIRError(
+                raise StridedBlasOperandError(
                     "tdsl-lower-to-loops: a strided input is a BLAS matmul's operand (the "
                     "call reads row-major arrays): give it row-major",
                     op=op,

@@ -303,8 +303,9 @@ class StridedVariants:
     multiple of its item size, or that a BLAS call would read, gets no variant (it is
     copied, as without variants).
 
-    A variant whose compile fails with an internal error (a compiler bug, not a
-    :class:`~tdsl.errors.TdslError`) never fails the call: the reason is kept in
+    A strided operand of a BLAS call gets no variant (it is copied).  A variant whose
+    compile fails otherwise (a compiler bug: an internal error, or IR the lowering
+    made that does not verify) never fails the call: the reason is kept in
     :attr:`failures`, and the call runs ``fallback(reason)`` if one is set (``auto``
     switches its kernel to the numpy target, see :func:`tdsl.jit.calls.fall_back_on_variant_failure`),
     else copies the input (``target="native"``).  With ``$TDSL_NO_FALLBACK`` set
@@ -352,7 +353,7 @@ class StridedVariants:
 
         from tdsl.errors import TdslError, TdslNativeError
         from tdsl.lowering.convert_to_llvm import ConvertToLLVMPass
-        from tdsl.lowering.lower_to_loops import lower_to_loops
+        from tdsl.lowering.lower_to_loops import StridedBlasOperandError, lower_to_loops
 
         if callable(self._tiled):
             self._tiled = self._tiled()
@@ -362,12 +363,16 @@ class StridedVariants:
             lowered = loops.clone()
             ConvertToLLVMPass(noalias=True).apply(Context(), lowered)
             program = NativeProgram(loops, lowered, self._threads)
-        except TdslError:
-            return None  # (a strided BLAS operand, say): the input is copied
+        except StridedBlasOperandError:
+            return None  # a BLAS call reads it: the input is copied, as designed
         except Exception as err:  # a compiler bug: this call must still give the right result
+            detail = (
+                err.message
+                if isinstance(err, TdslError)
+                else f"internal error: {type(err).__name__}: {err}"
+            )
             reason = (
-                f"the variant for strides {_strides_text(strides)} failed to compile "
-                f"(internal error: {type(err).__name__}: {err})"
+                f"the variant for strides {_strides_text(strides)} failed to compile ({detail})"
             )
             self.failures[strides] = reason
             from tdsl.jit.options import NO_FALLBACK_VARIABLE, no_fallback

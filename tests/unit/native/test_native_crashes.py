@@ -223,3 +223,44 @@ def test_too_many_buffers_for_ctypes_is_a_clear_error(monkeypatch: pytest.Monkey
     kernel = tdsl.JITTensorKernel(target="auto").compile(expr, shapes, "f32")
     assert kernel.target == "numpy"
     assert kernel.target_reason is not None and "ctypes" in kernel.target_reason
+
+
+@pytest.mark.fallback
+def test_a_variant_lowering_error_is_a_failure_not_a_quiet_copy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A TdslError from a variant's lowering (IR that does not verify, say) is a compiler
+    bug like any other: recorded, and a TdslNativeError under $TDSL_NO_FALLBACK; only a
+    strided BLAS operand is copied without a word."""
+    import tdsl.lowering.lower_to_loops as loops
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise tdsl.TdslIRError("internal error: the loops do not verify")
+
+    kernel = _where_kernel("native")
+    monkeypatch.setattr(loops, "lower_to_loops", broken)
+    a, b, want = _where_args()
+    np.testing.assert_array_equal(kernel(a=a, b=b), want)
+    assert kernel.variant_failures == {
+        (None, (1, 13)): "the variant for strides C, (1, 13) failed to compile "
+        "(internal error: the loops do not verify)"
+    }
+    monkeypatch.setenv("TDSL_NO_FALLBACK", "1")
+    wide = np.zeros((13, 32), np.float32)
+    wide[:, ::2] = b
+    with pytest.raises(tdsl.TdslNativeError, match=r"strides C, \(32, 2\).*do not verify"):
+        kernel(a=a, b=wide[:, ::2])  # a new stride pattern: a new variant to compile
+
+
+def test_a_strided_blas_operand_is_copied_without_a_failure() -> None:
+    """$TDSL_NO_FALLBACK is set: copying a strided BLAS operand is the design, not a
+    fallback, and raises nothing."""
+    n = 128
+    kernel = tdsl.JITTensorKernel(target="native", threads=1).compile(
+        "relu(A @ B)", {"A": (n, n), "B": (n, n)}, "f64"
+    )
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((2, n, n))
+    np.testing.assert_allclose(kernel(A=a.T, B=b), np.maximum(a.T @ b, 0), rtol=1e-12)
+    assert kernel.variant_failures == {} and kernel.function.variants.compiled == []
+    assert kernel.target == "native"
