@@ -120,6 +120,7 @@ that would cost more is stored in scratch instead (see :meth:`_Group._keep_long_
 RECOMPUTE_CAP = 1 << 30
 """Where the cost count stops growing (shared operands count once per use)."""
 
+
 class StridedBlasOperandError(TdslIRError):
     """A strided input that a BLAS call would read: the native runtime copies it to a
     row-major array instead of compiling a variant for its strides (no failure)."""
@@ -494,9 +495,7 @@ class _Group:
                 (
                     i
                     for i, w in enumerate(firsts)
-                    if last_read[i] < start
-                    and w.type == v.type
-                    and body.dims[w] == body.dims[v]
+                    if last_read[i] < start and w.type == v.type and body.dims[w] == body.dims[v]
                 ),
                 None,
             )

@@ -128,7 +128,10 @@ SHAPES = {"A": (128, 128), "B": (128,)}
     ("error", "said"),
     [
         (tdsl.TdslIRError("a malformed loop nest"), "a malformed loop nest"),
-        (AssertionError("a bug in the LLVM lowering"), "internal error: AssertionError: a bug in the LLVM lowering"),
+        (
+            AssertionError("a bug in the LLVM lowering"),
+            "internal error: AssertionError: a bug in the LLVM lowering",
+        ),
     ],
 )
 def test_auto_falls_back_when_the_native_compile_fails(
@@ -146,7 +149,7 @@ def test_auto_falls_back_when_the_native_compile_fails(
     b = np.linspace(0, 1, 128, dtype=np.float32)
     np.testing.assert_allclose(kernel(A=a, B=b), np.exp(a) + b, rtol=1e-6)
     # target="native" raises what stopped it, as it is
-    with pytest.raises(type(error), match="a malformed|a bug"):
+    with pytest.raises(type(error), match=r"a malformed|a bug"):
         tdsl.JITTensorKernel(target="native").compile("exp(A) + B", SHAPES, "f32")
 
 
@@ -163,7 +166,9 @@ def test_no_fallback_variable_makes_a_failed_native_compile_raise(
     assert isinstance(info.value.__cause__, RuntimeError)
 
 
-@pytest.mark.parametrize(("value", "raises"), [("1", True), ("yes", True), ("0", False), ("", False)])
+@pytest.mark.parametrize(
+    ("value", "raises"), [("1", True), ("yes", True), ("0", False), ("", False)]
+)
 def test_no_fallback_variable_values(
     value: str, raises: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
