@@ -342,12 +342,28 @@ class _Group:
         self.level: dict[Operation, int] = {}
         self.blas: dict[Operation, int] = {}
         """2-D matmuls a BLAS call computes, to the output they write."""
+        self.keep_long_chains = True
+        """Whether values long chains would compute again are stored (see
+        :meth:`_keep_long_chains`); not where their rows do not fit the tile's scratch."""
         self._plan()
         # the scratch of one tile stays within what the tile op records (the NumPy
         # target's plan under the budget): halve the parallel tile that cuts the scratch
         # most (the outermost of equals), until it fits or every one is 1
         limit = tile.scratch_value
-        shrunk = list(self.tiles)
+        scratch = self._fit(tiles, limit)
+        if scratch > limit and self.kept:
+            # the stored rows do not fit: compute them again (more code, less memory)
+            self.keep_long_chains = False
+            self.tiles = tuple(tiles)
+            self._plan()
+            self._fit(tiles, limit)
+        self.tiled = [d for d in range(body.rank) if self.tiles[d] < self.extents[d]]
+
+    def _fit(self, tiles: Sequence[int], limit: int) -> int:
+        """Halve parallel tiles (from ``tiles``) until the scratch is within ``limit`` or
+        every one is 1; the scratch it comes to."""
+        body = self.body
+        shrunk = list(tiles)
         scratch = self._scratch_elements()
         while scratch > limit:
             best: tuple[int, int] | None = None
@@ -367,7 +383,7 @@ class _Group:
         self.tiles = tuple(shrunk)
         if shrunk != list(tiles):
             self._plan()
-        self.tiled = [d for d in range(body.rank) if self.tiles[d] < self.extents[d]]
+        return scratch
 
     # -- planning -----------------------------------------------------------------
 
@@ -450,6 +466,10 @@ class _Group:
         and work quadratic in its length.  The cost of a value is the ops a sweep runs to
         compute it (its operands' costs, counted again where shared, so an upper bound),
         down to inputs, constants, reductions and stored values."""
+        self.kept: list[SSAValue] = []
+        """The values stored this way."""
+        if not self.keep_long_chains:
+            return
         body = self.body
         cost: dict[Operation, int] = {}
         for op in body.ops:
@@ -465,6 +485,7 @@ class _Group:
                     and not _is_scan(p)
                 ):
                     self.stored.append(v)
+                    self.kept.append(v)
             if _is_reduction(op) or op in self.blas:
                 continue  # read from its accumulator or output: nothing to compute again
             total = 1
