@@ -352,11 +352,18 @@ class _Group:
         limit = tile.scratch_value
         scratch = self._fit(tiles, limit)
         if scratch > limit and self.kept:
-            # the stored rows do not fit: compute them again (more code, less memory)
+            # over the limit with stored rows: without them (computed again: more code,
+            # less memory), unless the scratch is over it anyway (many accumulators) and
+            # the rows at most double it
+            kept_tiles = self.tiles
             self.keep_long_chains = False
             self.tiles = tuple(tiles)
             self._plan()
-            self._fit(tiles, limit)
+            without = self._fit(tiles, limit)
+            if without > limit and scratch <= 2 * without:
+                self.keep_long_chains = True
+                self.tiles = kept_tiles
+                self._plan()
         self.tiled = [d for d in range(body.rank) if self.tiles[d] < self.extents[d]]
 
     def _fit(self, tiles: Sequence[int], limit: int) -> int:
