@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import os
 from typing import Any, cast
 
 from tdsl.errors import TdslOptionError
@@ -34,3 +35,18 @@ def positive_int(name: str, value: object, what: str = "integer") -> int:
 def check_memory_budget(value: object, name: str = "memory-budget") -> int:
     """``value`` as a memory budget (a positive number of elements), else :class:`TdslOptionError`."""
     return positive_int(name, value, "number of elements")
+
+
+NO_FALLBACK_VARIABLE = "TDSL_NO_FALLBACK"
+"""The environment variable that turns every fallback after a native failure into an
+error (see :func:`no_fallback`)."""
+
+
+def no_fallback() -> bool:
+    """Whether ``$TDSL_NO_FALLBACK`` is set (to anything but empty or ``0``): then a native
+    failure that would fall back (``target="auto"`` to the numpy target after a failed
+    native compile; a strided variant that fails to compile, which ``auto`` answers with
+    the numpy target and ``native`` with a copy of the input) raises a
+    :class:`~tdsl.errors.TdslNativeError` with the reason instead.  A test hook, so that a
+    lowering bug cannot hide as slowness; read at each fallback, not cached."""
+    return os.environ.get(NO_FALLBACK_VARIABLE, "") not in ("", "0")

@@ -22,6 +22,11 @@ from tdsl.dialects.kernel_body import (
 )
 from tdsl.dialects.structured import IteratorType, Scan
 
+RECOMPUTE_FACTOR = 4
+RECOMPUTE_MIN = 256
+"""A schedule's passes may compute at most ``RECOMPUTE_FACTOR * ops + RECOMPUTE_MIN`` ops
+again in all (see :func:`schedule`); more is a :class:`PlanError`."""
+
 if TYPE_CHECKING:
     from tdsl.dialects.kernel_scratch import ScratchPlan
 
@@ -216,6 +221,11 @@ def compute_schedule(body: GroupBody, tiles: tuple[int, ...]) -> TileSchedule:
         step_of[op] = ready
 
     # per pass: its own ops, and the per-tile values of earlier passes it needs again
+    # (at most RECOMPUTE_FACTOR times the ops, in all: each pass of a long chain with a
+    # reduction every few ops would compute the whole chain before it again, a schedule
+    # and a scratch plan quadratic in the chain's length)
+    recomputed = 0
+    recompute_limit = RECOMPUTE_FACTOR * len(body.ops) + RECOMPUTE_MIN
     steps: list[Step] = []
     by_step: dict[int, list[Operation]] = {}
     for op in body.ops:
@@ -243,6 +253,13 @@ def compute_schedule(body: GroupBody, tiles: tuple[int, ...]) -> TileSchedule:
                         )
                     again.add(p)
                     pending.append(p)
+                    recomputed += 1
+                    if recomputed > recompute_limit:
+                        raise PlanError(
+                            f"the passes over the tiled reduction dims would compute more "
+                            f"than {recompute_limit} ops again (a long chain with a "
+                            "reduction every few ops): keep the reduction dims whole"
+                        )
         ordered = tuple(sorted([*again, *own], key=body.position.__getitem__))
         if ordered:
             steps.append(

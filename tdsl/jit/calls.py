@@ -51,6 +51,10 @@ from tdsl.errors import TdslCallError
 if TYPE_CHECKING:
     from tdsl.jit.compiled import ArgSpec, CompiledKernel
 
+FELL_BACK_AT_CALL = "target='auto' fell back at call time"
+"""How ``target_reason`` begins when a ``target="auto"`` kernel switched to the numpy
+target because a strided variant failed to compile."""
+
 Array = np.ndarray[Any, Any]
 
 OUT = "out"
@@ -459,7 +463,7 @@ def fall_back_on_variant_failure(
         function = numpy_function()
         kernel.function = function
         kernel.target = "numpy"
-        kernel.target_reason = f"target='auto' fell back at call time: {reason}"
+        kernel.target_reason = f"{FELL_BACK_AT_CALL}: {reason}"
         kernel.pipeline = kernel.pipeline.split(",tdsl-lower-to-loops", 1)[0]
         kernel.llvm_ir = None
         finish(kernel)

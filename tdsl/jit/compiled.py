@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tdsl.dtypes import SHORT_NAMES, type_str
+from tdsl.jit.calls import FELL_BACK_AT_CALL
 from tdsl.jit.options import JitOptions
 from tdsl.pipeline import target_spec
 
@@ -86,6 +87,10 @@ class ArgSpec:
 LOCATED_STAGES = ("tensordsl", "tiled")
 """The stages whose IR the fusion report, ``explain()`` and ``to_dot()`` read: a
 stored kernel keeps them with their source locations too."""
+
+COMPILE_FAILED = "the native compile failed"
+"""How ``target_reason`` begins when ``target="auto"`` fell back to the numpy target
+because the native compile failed."""
 
 
 class LazyIR(Mapping[str, str]):
@@ -190,6 +195,8 @@ class CompiledKernel:
     (:class:`JitOptions`), ``expression`` (the source text compiled),
     ``target`` (``"native"`` or ``"numpy"``: which code runs),
     ``target_reason`` (why the numpy target runs, None when native code does),
+    ``fallback`` (that reason when a native failure caused it; also in the ``repr``),
+    ``variant_failures`` (why strided variants failed to compile, by stride pattern),
     ``source`` (the NumPy target's generated Python, always produced),
     ``llvm_ir`` (the LLVM IR compiled, with its BLAS shims; None unless native),
     ``function`` (what runs: positional arrays, no checks), ``pipeline`` (the
@@ -327,16 +334,40 @@ class CompiledKernel:
 
         return call_generic(self, args, kwargs)
 
+    @property
+    def fallback(self) -> str | None:
+        """Why a native failure made this kernel run the numpy target under ``auto`` (its
+        native compile failed, or a strided variant failed to compile at call time), or
+        None when nothing failed: a kernel on the numpy target by choice (small, asked
+        for, a matmul BLAS would not compute) has its :attr:`target_reason` but no
+        fallback."""
+        reason = self.target_reason
+        if reason is not None and reason.startswith((COMPILE_FAILED, FELL_BACK_AT_CALL)):
+            return reason
+        return None
+
+    @property
+    def variant_failures(self) -> dict[tuple[tuple[int, ...] | None, ...], str]:
+        """Why strided variants of a native kernel failed to compile, by stride pattern
+        (element strides per input, None for C-contiguous): under ``target="native"``
+        such an input is copied instead.  Empty for the numpy target."""
+        variants = getattr(self.function, "variants", None)
+        return dict(getattr(variants, "failures", {}))
+
     def __repr__(self) -> str:
         groups = len(self.groups)
+        fallback = self.fallback
         return (
             f"<CompiledKernel {self.signature}: {groups} group{'s' if groups != 1 else ''}, "
             f"memory_budget={self.options.memory_budget}, threads={self.options.threads}, "
-            f"target={self.target}>"
+            f"target={self.target}"
+            + ("" if fallback is None else f" (fell back: {fallback})")
+            + ">"
         )
 
 
 __all__ = [
+    "COMPILE_FAILED",
     "ELEMENT_NAMES",
     "LOCATED_STAGES",
     "ArgSpec",

@@ -14,7 +14,11 @@ shapes (:func:`retyped_function`), and runs the same passes and targets.
 run here or the kernel is small (no tensor of :data:`AUTO_MIN_ELEMENTS`
 elements), where the numpy target's lower call overhead wins; a native compile
 that fails with a :class:`~tdsl.errors.TdslError` falls back to the numpy
-target too.  The reason is kept on the kernel (``target_reason``).  Compilation is serialized by one process-wide lock
+target too, and so does one that fails with an internal error (a compiler bug,
+which ``target="native"`` raises as it is).  The reason is kept on the kernel
+(``target_reason``); with ``$TDSL_NO_FALLBACK`` set (a test hook, see
+:func:`tdsl.jit.options.no_fallback`) such a failure raises a
+:class:`~tdsl.errors.TdslNativeError` instead.  Compilation is serialized by one process-wide lock
 (:data:`COMPILE_LOCK`): xDSL's IR construction is not documented as
 thread-safe, and the cache means each kernel compiles once anyway.
 
@@ -49,8 +53,8 @@ from tdsl.errors import (
 )
 from tdsl.jit.cache import Request
 from tdsl.jit.calls import OUT, fall_back_on_variant_failure, finish
-from tdsl.jit.compiled import ArgSpec, CompiledKernel, GroupInfo, type_str
-from tdsl.jit.options import JitOptions
+from tdsl.jit.compiled import COMPILE_FAILED, ArgSpec, CompiledKernel, GroupInfo, type_str
+from tdsl.jit.options import NO_FALLBACK_VARIABLE, JitOptions, no_fallback
 from tdsl.pipeline import STAGES, build_pipeline, pipeline_spec
 
 if TYPE_CHECKING:
@@ -389,10 +393,23 @@ def _choose(
         program = NativeProgram(
             native["loops"], native["llvm"], options.threads, keep_object=keep_object
         )
-    except TdslError as err:
+    except Exception as err:
         if options.target == "native":
             raise
-        return _Native(reason=f"the native compile failed: {err.message}", host_specific=True)
+        # auto: any failure of the native compile, a TdslError or an internal error (a
+        # compiler bug), falls back to the numpy target, saying why
+        detail = (
+            err.message
+            if isinstance(err, TdslError)
+            else f"internal error: {type(err).__name__}: {err}"
+        )
+        reason = f"{COMPILE_FAILED}: {detail}"
+        if no_fallback():
+            raise TdslNativeError(
+                f"target='auto' would fall back to the numpy target "
+                f"(${NO_FALLBACK_VARIABLE} is set): {reason}"
+            ) from err
+        return _Native(reason=reason, host_specific=True)
     modules["loops"] = native["loops"]
     modules["llvm"] = native["llvm"]
     function = program.functions[name]

@@ -62,7 +62,7 @@ import numpy as np
 from tdsl.errors import TdslCacheWarning, TdslError, TdslOptionError
 from tdsl.jit.cache import Request
 from tdsl.jit.compiled import CompiledKernel
-from tdsl.jit.options import CACHE_DIR_VARIABLE, MAX_BYTES_VARIABLE, JitOptions
+from tdsl.jit.options import CACHE_DIR_VARIABLE, MAX_BYTES_VARIABLE, JitOptions, no_fallback
 
 FORMAT = 1
 """The entry format; part of the key, so a new format never reads an old file."""
@@ -217,6 +217,10 @@ class DiskCache:
         except (AttributeError, KeyError, TypeError, ValueError, TdslError):
             # TdslError: native code that cannot load here (a missing symbol)
             self._reject()
+            return None
+        if kernel.fallback is not None and no_fallback():
+            # a kernel stored after a native failure: compiled again, where the failure
+            # raises (see tdsl.jit.options.no_fallback)
             return None
         with contextlib.suppress(OSError):  # recently used (a read-only folder: not marked)
             os.utime(path)

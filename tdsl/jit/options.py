@@ -6,7 +6,13 @@ import functools
 import os
 from dataclasses import dataclass, field
 
-from tdsl.defaults import DEFAULT_MEMORY_BUDGET, check_memory_budget, positive_int
+from tdsl.defaults import (
+    DEFAULT_MEMORY_BUDGET,
+    NO_FALLBACK_VARIABLE,
+    check_memory_budget,
+    no_fallback,
+    positive_int,
+)
 from tdsl.errors import TdslOptionError
 
 TARGETS = ("auto", "native", "numpy")
@@ -81,9 +87,11 @@ def default_threads() -> int:
 __all__ = [
     "CACHE_DIR_VARIABLE",
     "MAX_BYTES_VARIABLE",
+    "NO_FALLBACK_VARIABLE",
     "TARGETS",
     "TARGET_VARIABLE",
     "JitOptions",
     "default_target",
     "default_threads",
+    "no_fallback",
 ]

@@ -303,11 +303,15 @@ class StridedVariants:
     multiple of its item size, or that a BLAS call would read, gets no variant (it is
     copied, as without variants).
 
-    A variant whose compile fails with an internal error (a compiler bug, not a
-    :class:`~tdsl.errors.TdslError`) never fails the call: the reason is kept in
+    A strided operand of a BLAS call gets no variant (it is copied).  A variant whose
+    compile fails otherwise (a compiler bug: an internal error, or IR the lowering
+    made that does not verify) never fails the call: the reason is kept in
     :attr:`failures`, and the call runs ``fallback(reason)`` if one is set (``auto``
     switches its kernel to the numpy target, see :func:`tdsl.jit.calls.fall_back_on_variant_failure`),
-    else copies the input (``target="native"``)."""
+    else copies the input (``target="native"``).  With ``$TDSL_NO_FALLBACK`` set
+    (:func:`tdsl.defaults.no_fallback`) such a failure raises a
+    :class:`~tdsl.errors.TdslNativeError` with the reason instead (the failure is
+    still kept in :attr:`failures`)."""
 
     def __init__(self, tiled: ModuleOp | Callable[[], ModuleOp], function: NativeFunction) -> None:
         """Variants of ``function``, compiled from ``tiled`` (the module it was lowered
@@ -348,8 +352,8 @@ class StridedVariants:
         from xdsl.context import Context
 
         from tdsl.backend.llvm.convert_to_llvm import ConvertToLLVMPass
-        from tdsl.backend.llvm.lower_to_loops import lower_to_loops
-        from tdsl.errors import TdslError
+        from tdsl.backend.llvm.lower_to_loops import StridedBlasOperandError, lower_to_loops
+        from tdsl.errors import TdslError, TdslNativeError
 
         if callable(self._tiled):
             self._tiled = self._tiled()
@@ -359,14 +363,26 @@ class StridedVariants:
             lowered = loops.clone()
             ConvertToLLVMPass(noalias=True).apply(Context(), lowered)
             program = NativeProgram(loops, lowered, self._threads)
-        except TdslError:
-            return None  # (a strided BLAS operand, say): the input is copied
+        except StridedBlasOperandError:
+            return None  # a BLAS call reads it: the input is copied, as designed
         except Exception as err:  # a compiler bug: this call must still give the right result
+            detail = (
+                err.message
+                if isinstance(err, TdslError)
+                else f"internal error: {type(err).__name__}: {err}"
+            )
             reason = (
-                f"the variant for strides {_strides_text(strides)} failed to compile "
-                f"(internal error: {type(err).__name__}: {err})"
+                f"the variant for strides {_strides_text(strides)} failed to compile ({detail})"
             )
             self.failures[strides] = reason
+            from tdsl.defaults import NO_FALLBACK_VARIABLE, no_fallback
+
+            if no_fallback():
+                instead = "the numpy target" if self.fallback is not None else "a copy of the input"
+                raise TdslNativeError(
+                    f"{reason}; falling back to {instead} is refused "
+                    f"(${NO_FALLBACK_VARIABLE} is set)"
+                ) from err
             return None if self.fallback is None else self.fallback(reason)
         self._programs.append(program)  # owns the variant's machine code
         function = program.functions[self._name]

@@ -30,7 +30,10 @@ a legal group when
    the scratch model of :mod:`tdsl.dialects.kernel_plan`; rows whole for
    row-normalizing ops).  Legal means the schedule's rules hold: a parallel
    dim that a never-recomputed op (a matmul) does not run along stays whole,
-   for one;
+   for one, and the passes over tiled reduction dims compute at most
+   ``4 * ops + 256`` ops again in all (``RECOMPUTE_FACTOR``, ``RECOMPUTE_MIN``:
+   each pass of a long chain with a reduction every few ops would compute the
+   whole chain before it again, quadratic in its length);
 4. merging it creates no cycle between groups: no path leaves the group and
    comes back.
 

@@ -24,9 +24,13 @@ tile, over the elements, computing every op from its scalar body (the
 structured-op interface: ``scalar_body`` for element-wise ops;
 ``scalar_combine``, ``scalar_finalize`` and the combiner's identity for
 reductions; ``decompose`` for row-normalizing ops, which are decomposed
-first; ``scalar_scan`` for scans).  Element-wise values are never stored: each loop nest computes what
+first; ``scalar_scan`` for scans).  Element-wise values are rarely stored: each loop nest computes what
 it needs at each point, in registers, and a value a later nest needs again is
-computed again.  A loop nest is one *sweep* over the elements:
+computed again, unless that would compute more than :data:`RECOMPUTE_LIMIT` ops
+again (a long chain with a reduction every few ops): such a value is stored in
+scratch by the sweep that computes it (see ``_Group._keep_long_chains``), so
+neither the code nor the work grows with the square of the program's length.
+A loop nest is one *sweep* over the elements:
 
 * a reduction accumulates into its accumulator (a ``scratch`` memref of one
   tile's result), filled with the identity before its sweep;
@@ -113,6 +117,19 @@ from tdsl.dialects.structured import (
 from tdsl.errors import TdslIRError, TdslLoopsBudgetWarning
 from tdsl.transforms.locations import op_location
 from tdsl.transforms.tile import decomposed_copy
+
+RECOMPUTE_LIMIT = 8
+"""The most ops a sweep computes again for one value an earlier sweep computed; a value
+that would cost more is stored in scratch instead (see :meth:`_Group._keep_long_chains`)."""
+
+RECOMPUTE_CAP = 1 << 30
+"""Where the cost count stops growing (shared operands count once per use)."""
+
+
+class StridedBlasOperandError(TdslIRError):
+    """A strided input that a BLAS call would read: the native runtime copies it to a
+    row-major array instead of compiling a variant for its strides (no failure)."""
+
 
 SPLIT_TILES = 64
 """The tiles a group's first parallel dim is cut into at least, for threads to share."""
@@ -330,12 +347,53 @@ class _Group:
         self.level: dict[Operation, int] = {}
         self.blas: dict[Operation, int] = {}
         """2-D matmuls a BLAS call computes, to the output they write."""
+        self.keep_long_chains = True
+        """Whether values long chains would compute again are stored (see
+        :meth:`_keep_long_chains`); not where their rows do not fit the tile's scratch."""
         self._plan()
         # the scratch of one tile stays within what the tile op records (the NumPy
         # target's plan under the budget): halve the parallel tile that cuts the scratch
         # most (the outermost of equals), until it fits or every one is 1
         limit = tile.scratch_value
-        shrunk = list(self.tiles)
+        scratch = self._fit(tiles, limit)
+        if scratch > limit and self.kept:
+            # over the limit with stored rows: without them (computed again: more code,
+            # less memory), unless the scratch is over it anyway (many accumulators) and
+            # the rows at most double it
+            kept_tiles = self.tiles
+            self.keep_long_chains = False
+            self.tiles = tuple(tiles)
+            self._plan()
+            without = self._fit(tiles, limit)
+            if without > limit and scratch <= 2 * without:
+                self.keep_long_chains = True
+                self.tiles = kept_tiles
+                self._plan()
+        scratch = self._scratch_elements()
+        if scratch > limit and scratch > self._scratch_at(tile.tiles_value):
+            # the loops still need more than the plan, because they take scan and
+            # reduction dims whole where the plan cuts them to fit the budget (a value
+            # they store spans such a dim; small differences of the two scratch models,
+            # an accumulator the plan keeps in the output, are not announced)
+            name = tile.group_name or "a group"
+            where = op_location(tile)
+            warnings.warn(
+                TdslLoopsBudgetWarning(
+                    f"{'' if where is None else f'{where}: '}'{name}': the native loops need "
+                    f"{scratch} elements of scratch per tile, more than the {limit} its plan "
+                    "records under the memory budget (the loops take scan and reduction dims "
+                    "whole, and this plan cuts one); the numpy target keeps the plan, or give "
+                    f"a budget of at least {scratch} elements"
+                ),
+                stacklevel=2,
+            )
+        self.tiled = [d for d in range(body.rank) if self.tiles[d] < self.extents[d]]
+
+    def _fit(self, tiles: Sequence[int], limit: int) -> int:
+        """Halve parallel tiles (from ``tiles``) until the scratch is within ``limit`` or
+        every one is 1; the scratch it comes to."""
+        body = self.body
+        shrunk = list(tiles)
         scratch = self._scratch_elements()
         while scratch > limit:
             best: tuple[int, int] | None = None
@@ -355,24 +413,7 @@ class _Group:
         self.tiles = tuple(shrunk)
         if shrunk != list(tiles):
             self._plan()
-        if scratch > limit and scratch > self._scratch_at(tile.tiles_value):
-            # the loops still need more than the plan, because they take scan and
-            # reduction dims whole where the plan cuts them to fit the budget (a value
-            # they store spans such a dim; small differences of the two scratch models,
-            # an accumulator the plan keeps in the output, are not refused)
-            name = tile.group_name or "a group"
-            where = op_location(tile)
-            warnings.warn(
-                TdslLoopsBudgetWarning(
-                    f"{'' if where is None else f'{where}: '}'{name}': the native loops need "
-                    f"{scratch} elements of scratch per tile, more than the {limit} its plan "
-                    "records under the memory budget (the loops take scan and reduction dims "
-                    "whole, and this plan cuts one); the numpy target keeps the plan, or give "
-                    f"a budget of at least {scratch} elements"
-                ),
-                stacklevel=2,
-            )
-        self.tiled = [d for d in range(body.rank) if self.tiles[d] < self.extents[d]]
+        return scratch
 
     # -- planning -----------------------------------------------------------------
 
@@ -430,6 +471,9 @@ class _Group:
                 ready = 1 if _is_reduction(p) or v in self.stored else 0
                 level = max(level, self.level[p] + ready)
             self.level[op] = level
+        self._keep_long_chains()
+        self.slots, self.slot_values = self._slots()
+        """Per stored value, its scratch slot (values whose reads are over share one)."""
         self.carries: list[Operation] = [
             op for op in body.ops if _is_scan(op) and op not in self.blas
         ]
@@ -441,6 +485,77 @@ class _Group:
         dim they lie contiguous along, and the dim the loops run innermost."""
         self.staged = self._staged() if self.hoistable() else {}
         """Values staged in an output slice (see :meth:`_staged`), to that output."""
+
+    def _keep_long_chains(self) -> None:
+        """Store (one tile's worth, in a sweep it runs in anyway) each element-wise value
+        that a later sweep reads and would compute again from more than
+        :data:`RECOMPUTE_LIMIT` ops: without it, a program of ``n`` ops and a reduction
+        every few ops would compute ``n`` ops again in each of its ``n / k`` sweeps, code
+        and work quadratic in its length.  The cost of a value is the ops a sweep runs to
+        compute it (its operands' costs, counted again where shared, so an upper bound),
+        down to inputs, constants, reductions and stored values."""
+        self.kept: list[SSAValue] = []
+        """The values stored this way."""
+        if not self.keep_long_chains:
+            return
+        body = self.body
+        cost: dict[Operation, int] = {}
+        for op in body.ops:
+            for v in dict.fromkeys(op.operands):
+                p = body.producer(v)
+                if (
+                    p is not None
+                    and p in cost
+                    and v not in self.stored
+                    and self.level[p] < self.level[op]
+                    and cost[p] > RECOMPUTE_LIMIT
+                    and len(p.results) == 1
+                    and not _is_scan(p)
+                ):
+                    self.stored.append(v)
+                    self.kept.append(v)
+            if _is_reduction(op) or op in self.blas:
+                continue  # read from its accumulator or output: nothing to compute again
+            total = 1
+            for v in op.operands:
+                p = body.producer(v)
+                if p is not None and p in cost and v not in self.stored:
+                    total = min(total + cost[p], RECOMPUTE_CAP)
+            cost[op] = total
+
+    def _slots(self) -> tuple[dict[SSAValue, int], list[SSAValue]]:
+        """A scratch slot per stored value, and the first value of each slot (its type is
+        the slot's): a value stored in a sweep after the last sweep that reads another
+        of the same type and dims takes over that one's slot."""
+        body = self.body
+        slots: dict[SSAValue, int] = {}
+        firsts: list[SSAValue] = []
+        last_read: list[int] = []
+        """Per slot: the last sweep level that reads it."""
+        for v in self.stored:
+            p = body.producer(v)
+            assert p is not None
+            start = self.level[p]
+            last = max(
+                (self.level[u.operation] for u in v.uses if u.operation in body.members),
+                default=start,
+            )
+            index = next(
+                (
+                    i
+                    for i, w in enumerate(firsts)
+                    if last_read[i] < start and w.type == v.type and body.dims[w] == body.dims[v]
+                ),
+                None,
+            )
+            if index is None:
+                index = len(firsts)
+                firsts.append(v)
+                last_read.append(last)
+            else:
+                last_read[index] = max(last, last_read[index])
+            slots[v] = index
+        return slots, firsts
 
     def _staged(self) -> dict[SSAValue, int]:
         """Element-wise values that a reduction reads in the sweep that computes them and
@@ -607,7 +722,7 @@ class _Group:
                     self.tile_shape(op.results[0]),
                 )
             )
-        for v in self.stored:
+        for v in self.slot_values:
             types.append(MemRefType(element_type(v), self.tile_shape(v)))
         for op in self.carries:
             assert isinstance(op, Scan)
@@ -847,8 +962,8 @@ class _Group:
             accs[op] = outputs[k]
         for op, where in accs.items():
             storage[op.results[0]] = where
-        n_stored = len(own) + len(self.stored)
-        stored = dict(zip(self.stored, accumulators[len(own) : n_stored], strict=True))
+        n_stored = len(own) + len(self.slot_values)
+        stored = {v: accumulators[len(own) + i] for v, i in self.slots.items()}
         n_carried = n_stored + len(self.carries)
         carries = {
             op: Storage(ref, tiled=True)
@@ -1331,7 +1446,7 @@ class _FunctionLowering:
         for r in (lhs, rhs):
             layout = cast(MemRefType[Attribute], r.type).layout
             if isinstance(layout, StridedLayoutAttr):
-                raise TdslIRError(
+                raise StridedBlasOperandError(
                     "tdsl-lower-to-loops: a strided input is a BLAS matmul's operand (the "
                     "call reads row-major arrays): give it row-major",
                     op=op,

@@ -593,3 +593,32 @@ def test_a_loaded_native_kernel_reads_strided_inputs_in_variants(
     if jit_target == "native":
         variants = loaded.function.variants
         assert variants is not None and variants.compiled == [((1, 96), None)]
+
+
+@pytest.mark.fallback
+def test_a_stored_fallback_is_compiled_again_under_no_fallback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kernel stored after auto fell back (its native compile failed) loads as it was,
+    except under $TDSL_NO_FALLBACK: then it is compiled again, where the failure raises."""
+    import tdsl.runtime.native as runtime
+    from tdsl.runtime.compile import native_unavailable_reason
+
+    if native_unavailable_reason() is not None:
+        pytest.skip(str(native_unavailable_reason()))
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise tdsl.TdslIRError("a malformed loop nest")
+
+    monkeypatch.setattr(runtime, "NativeProgram", broken)
+    expr, shapes = "exp(A) + B", {"A": (128, 128), "B": (128,)}
+    stored = jit_in(tmp_path, target="auto").compile(expr, shapes, "f32")
+    assert stored.fallback == "the native compile failed: a malformed loop nest"
+    jit = jit_in(tmp_path, target="auto")
+    loaded = jit.compile(expr, shapes, "f32")
+    assert loaded.fallback == stored.fallback and info(jit)[:3] == (1, 0, 0)
+    monkeypatch.setenv("TDSL_NO_FALLBACK", "1")
+    jit = jit_in(tmp_path, target="auto")
+    with pytest.raises(tdsl.TdslNativeError, match="a malformed loop nest"):
+        jit.compile(expr, shapes, "f32")
+    assert info(jit)[:3] == (0, 1, 0)  # a miss, not a bad entry

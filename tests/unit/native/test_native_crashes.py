@@ -59,6 +59,7 @@ def _break_variants(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(loops, "lower_to_loops", broken)
 
 
+@pytest.mark.fallback
 def test_auto_falls_back_to_numpy_when_a_variant_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     kernel = _where_kernel("auto")
     assert kernel.target == "native"
@@ -69,6 +70,8 @@ def test_auto_falls_back_to_numpy_when_a_variant_fails(monkeypatch: pytest.Monke
     assert kernel.target_reason is not None
     assert "fell back at call time" in kernel.target_reason
     assert "RuntimeError: a bug in the loops lowering" in kernel.target_reason
+    assert kernel.fallback == kernel.target_reason
+    assert f"target=numpy (fell back: {kernel.target_reason})>" in repr(kernel)
     assert "tdsl-lower-to-loops" not in kernel.pipeline and kernel.llvm_ir is None
     # later calls, C-contiguous or strided, positional or with out=, run the numpy target
     np.testing.assert_array_equal(kernel(a, np.ascontiguousarray(b)), want)
@@ -77,6 +80,7 @@ def test_auto_falls_back_to_numpy_when_a_variant_fails(monkeypatch: pytest.Monke
     np.testing.assert_array_equal(out, want)
 
 
+@pytest.mark.fallback
 def test_native_copies_when_a_variant_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     kernel = _where_kernel("native")
     _break_variants(monkeypatch)
@@ -85,6 +89,107 @@ def test_native_copies_when_a_variant_fails(monkeypatch: pytest.MonkeyPatch) -> 
     assert kernel.target == "native"
     (reason,) = kernel.function.variants.failures.values()
     assert "strides C, (1, 13)" in reason and "RuntimeError" in reason
+    assert kernel.variant_failures == {(None, (1, 13)): reason}
+    assert kernel.fallback is None  # still native code; only that input was copied
+
+
+@pytest.mark.parametrize("target", ["native", "auto"])
+def test_no_fallback_variable_makes_a_failing_variant_raise(
+    target: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With $TDSL_NO_FALLBACK set (the suite sets it), the variant's internal error is a
+    TdslNativeError naming the strides and the cause, not a quiet numpy run or copy."""
+    kernel = _where_kernel(target)
+    _break_variants(monkeypatch)
+    a, b, _ = _where_args()
+    instead = "the numpy target" if target == "auto" else "a copy of the input"
+    with pytest.raises(tdsl.TdslNativeError, match=f"strides C, \\(1, 13\\).*{instead}") as info:
+        kernel(a=a, b=b)
+    assert "$TDSL_NO_FALLBACK is set" in str(info.value)
+    assert isinstance(info.value.__cause__, RuntimeError)
+    assert kernel.target == "native" and kernel.fallback is None
+    assert list(kernel.variant_failures) == [(None, (1, 13))]
+
+
+def _break_native_compile(monkeypatch: pytest.MonkeyPatch, error: Exception) -> None:
+    import tdsl.runtime.native as runtime
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise error
+
+    monkeypatch.setattr(runtime, "NativeProgram", broken)
+
+
+SHAPES = {"A": (128, 128), "B": (128,)}
+
+
+@pytest.mark.fallback
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (tdsl.TdslIRError("a malformed loop nest"), "a malformed loop nest"),
+        (
+            AssertionError("a bug in the LLVM lowering"),
+            "internal error: AssertionError: a bug in the LLVM lowering",
+        ),
+    ],
+)
+def test_auto_falls_back_when_the_native_compile_fails(
+    error: Exception, said: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed native compile, a TdslError or an internal error, gives the numpy target
+    under auto, with the reason on the kernel (target_reason, fallback, repr)."""
+    _break_native_compile(monkeypatch, error)
+    kernel = tdsl.JITTensorKernel(target="auto").compile("exp(A) + B", SHAPES, "f32")
+    assert kernel.target == "numpy" and kernel.llvm_ir is None
+    assert kernel.target_reason == f"the native compile failed: {said}"
+    assert kernel.fallback == kernel.target_reason
+    assert f"(fell back: {kernel.target_reason})" in repr(kernel)
+    a = np.linspace(-1, 1, 128 * 128, dtype=np.float32).reshape(128, 128)
+    b = np.linspace(0, 1, 128, dtype=np.float32)
+    np.testing.assert_allclose(kernel(A=a, B=b), np.exp(a) + b, rtol=1e-6)
+    # target="native" raises what stopped it, as it is
+    with pytest.raises(type(error), match=r"a malformed|a bug"):
+        tdsl.JITTensorKernel(target="native").compile("exp(A) + B", SHAPES, "f32")
+
+
+def test_no_fallback_variable_makes_a_failed_native_compile_raise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _break_native_compile(monkeypatch, RuntimeError("a bug in the LLVM lowering"))
+    with pytest.raises(
+        tdsl.TdslNativeError,
+        match=r"target='auto' would fall back to the numpy target \(\$TDSL_NO_FALLBACK is set\): "
+        r"the native compile failed: internal error: RuntimeError: a bug in the LLVM lowering",
+    ) as info:
+        tdsl.JITTensorKernel(target="auto").compile("exp(A) + B", SHAPES, "f32")
+    assert isinstance(info.value.__cause__, RuntimeError)
+
+
+@pytest.mark.parametrize(
+    ("value", "raises"), [("1", True), ("yes", True), ("0", False), ("", False)]
+)
+def test_no_fallback_variable_values(
+    value: str, raises: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TDSL_NO_FALLBACK", value)
+    _break_native_compile(monkeypatch, tdsl.TdslIRError("a malformed loop nest"))
+    jit = tdsl.JITTensorKernel(target="auto")
+    if raises:
+        with pytest.raises(tdsl.TdslNativeError, match="a malformed loop nest"):
+            jit.compile("exp(A) + B", SHAPES, "f32")
+    else:
+        assert jit.compile("exp(A) + B", SHAPES, "f32").fallback is not None
+
+
+def test_no_fallback_variable_leaves_choices_alone() -> None:
+    """The numpy target by choice (a small kernel, or asked for) is no failure: no error,
+    and no fallback recorded."""
+    small = tdsl.JITTensorKernel(target="auto").compile("exp(A)", {"A": (4, 4)}, "f32")
+    asked = tdsl.JITTensorKernel(target="numpy").compile("exp(A)", {"A": (128, 128)}, "f32")
+    for kernel in (small, asked):
+        assert kernel.target == "numpy" and kernel.target_reason is not None
+        assert kernel.fallback is None and "fell back" not in repr(kernel)
 
 
 CHAIN = 2000
@@ -108,6 +213,7 @@ def test_very_long_chain_on_numpy_target() -> None:
     np.testing.assert_array_equal(kernel(A=np.ones(3)), np.full(3, n + 1.0))
 
 
+@pytest.mark.fallback
 def test_too_many_buffers_for_ctypes_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     """A function of more buffers than ctypes passes (1024; about 1000 reductions
     of one expression) is a TdslNativeError under native, and the numpy target
@@ -122,3 +228,44 @@ def test_too_many_buffers_for_ctypes_is_a_clear_error(monkeypatch: pytest.Monkey
     kernel = tdsl.JITTensorKernel(target="auto").compile(expr, shapes, "f32")
     assert kernel.target == "numpy"
     assert kernel.target_reason is not None and "ctypes" in kernel.target_reason
+
+
+@pytest.mark.fallback
+def test_a_variant_lowering_error_is_a_failure_not_a_quiet_copy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A TdslError from a variant's lowering (IR that does not verify, say) is a compiler
+    bug like any other: recorded, and a TdslNativeError under $TDSL_NO_FALLBACK; only a
+    strided BLAS operand is copied without a word."""
+    import tdsl.backend.llvm.lower_to_loops as loops
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise tdsl.TdslIRError("internal error: the loops do not verify")
+
+    kernel = _where_kernel("native")
+    monkeypatch.setattr(loops, "lower_to_loops", broken)
+    a, b, want = _where_args()
+    np.testing.assert_array_equal(kernel(a=a, b=b), want)
+    assert kernel.variant_failures == {
+        (None, (1, 13)): "the variant for strides C, (1, 13) failed to compile "
+        "(internal error: the loops do not verify)"
+    }
+    monkeypatch.setenv("TDSL_NO_FALLBACK", "1")
+    wide = np.zeros((13, 32), np.float32)
+    wide[:, ::2] = b
+    with pytest.raises(tdsl.TdslNativeError, match=r"strides C, \(32, 2\).*do not verify"):
+        kernel(a=a, b=wide[:, ::2])  # a new stride pattern: a new variant to compile
+
+
+def test_a_strided_blas_operand_is_copied_without_a_failure() -> None:
+    """$TDSL_NO_FALLBACK is set: copying a strided BLAS operand is the design, not a
+    fallback, and raises nothing."""
+    n = 128
+    kernel = tdsl.JITTensorKernel(target="native", threads=1).compile(
+        "relu(A @ B)", {"A": (n, n), "B": (n, n)}, "f64"
+    )
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((2, n, n))
+    np.testing.assert_allclose(kernel(A=a.T, B=b), np.maximum(a.T @ b, 0), rtol=1e-12)
+    assert kernel.variant_failures == {} and kernel.function.variants.compiled == []
+    assert kernel.target == "native"

@@ -1,0 +1,76 @@
+"""Long programs compile and compute NumPy's values (issue 17): no pass recurses as deep
+as the program is long, and none is quadratic in it (``benchmarks/deep_programs.py``
+times the same programs; nothing is timed here)."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tdsl
+
+SCRIPT = Path(__file__).resolve().parents[3] / "benchmarks" / "deep_programs.py"
+
+
+@pytest.fixture(autouse=True)
+def jit_target() -> str:
+    """Each test names its target: they run once, not once per default target."""
+    return "numpy"
+
+
+def _programs() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("tdsl_deep_programs", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+SHAPE = (64, 32)
+
+
+def _check(target: str, ops: int) -> Any:
+    text, reference, count = _programs().program(ops, SHAPE)
+    assert count >= ops
+    kernel = tdsl.JITTensorKernel(target=target, threads=1).compile(text)
+    # the program is as long as it says: its ops (literals aside) are all in the IR
+    tensordsl = kernel.ir["tensordsl"]
+    computed = re.findall(r"= tensordsl\.(\w+)", tensordsl)
+    assert sum(1 for name in computed if name != "constant") == count
+    assert {"mean", "sum", "tanh", "where", "greater", "maximum"} <= set(computed)
+    rng = np.random.default_rng(17)
+    x, z = rng.standard_normal((2, *SHAPE))
+    y = rng.standard_normal(SHAPE[1])
+    want = reference(x, y, z)
+    assert np.abs(want).max() > 0.1  # the values stay of the inputs' order, not 0
+    np.testing.assert_allclose(kernel(x=x, y=y, z=z), want, rtol=1e-9, atol=1e-12)
+    return kernel
+
+
+def test_ten_thousand_ops_on_the_numpy_target() -> None:
+    kernel = _check("numpy", 10_000)
+    assert kernel.target == "numpy"
+    # printing every stage, the fusion report and the plan's graph recurse no deeper
+    for stage in kernel.ir:
+        assert kernel.ir[stage]
+    assert kernel.fusion_report.groups
+    assert kernel.to_dot().startswith("digraph")
+
+
+def test_two_thousand_ops_natively() -> None:
+    from tdsl.runtime.compile import native_unavailable_reason
+
+    reason = native_unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    kernel = _check("native", 2_000)
+    assert kernel.target == "native"
+    assert kernel.ir["llvm"]
