@@ -4,7 +4,7 @@ of an op's one statement of semantics.
 An element-wise op has no ``evaluate`` of its own.  Its body is built once per op
 class, operand and result types (:func:`~tdsl.dialects.structured.body_of`), then
 walked applying one NumPy function per scalar op (the table of
-:mod:`tdsl.interpreters.scalar_numpy`, which the numpy target's default lowering reads too) to
+:mod:`tdsl.scalar_numpy`, which the numpy target's default lowering reads too) to
 whole arrays, operands broadcasting as NumPy does, IEEE exceptions silent: never
 one Python call per element.
 
@@ -21,7 +21,7 @@ from xdsl.dialects import arith
 from xdsl.ir import Operation, SSAValue
 
 from tdsl.dialects.structured import body_of, numpy_dtype
-from tdsl.interpreters.scalar_numpy import constant_array, numpy_function, scalar_dtype
+from tdsl.scalar_numpy import constant_array, numpy_function, scalar_dtype
 
 Array = np.ndarray[Any, Any]
 

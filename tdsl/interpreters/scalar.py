@@ -12,7 +12,7 @@ that the native target lowers, all at once.
 
 The ``arith``/``math`` ops run here on NumPy arrays of their element type
 (every point of the loop space at once), through the one table of
-:mod:`tdsl.interpreters.scalar_numpy`; xDSL's own interpreters for those dialects
+:mod:`tdsl.scalar_numpy`; xDSL's own interpreters for those dialects
 cover few ops and work on one scalar at a time.
 """
 
@@ -52,7 +52,7 @@ from tdsl.dialects.structured import (
     tensor_shape,
 )
 from tdsl.interpreters.func import FuncFunctions
-from tdsl.interpreters.scalar_numpy import SCALAR_FUNCTIONS, numpy_function
+from tdsl.scalar_numpy import SCALAR_FUNCTIONS, numpy_function
 
 Array = np.ndarray[Any, Any]
 

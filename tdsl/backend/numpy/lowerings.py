@@ -3,7 +3,7 @@ hand-tuned lowering this target registers for the op's class.
 
 An element-wise op states its semantics once, in its scalar body.  By default the
 target derives its code from that body through the table of
-:mod:`tdsl.interpreters.scalar_numpy` (the same table the interpreter evaluates with): a body
+:mod:`tdsl.scalar_numpy` (the same table the interpreter evaluates with): a body
 of one scalar op is one ``np.<ufunc>(..., out=)`` call, as NumPy computes it (for
 ``f16``, in ``f32`` rounded once); a body of several is one call per scalar op, each
 writing a workspace the op declares (``numpy_workspace``, which the scratch plan
@@ -44,7 +44,7 @@ from tdsl.dialects.structured import (
 )
 from tdsl.dtypes import FLOAT_DTYPES
 from tdsl.errors import TdslIRError
-from tdsl.interpreters.scalar_numpy import (
+from tdsl.scalar_numpy import (
     NumpyFunction,
     constant_array,
     numpy_function,

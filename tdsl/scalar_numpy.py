@@ -194,7 +194,7 @@ def numpy_function(op: Operation) -> NumpyFunction:
     if found is None:
         raise InterpretationError(
             f"no NumPy function for the scalar op '{op.name}' "
-            "(add one to the table of tdsl/interpreters/scalar_numpy.py)"
+            "(add one to the table of tdsl/scalar_numpy.py)"
         )
     return found
 
