@@ -1,0 +1,233 @@
+"""The shared pieces of ``tdsl-lower-to-loops``: its constants (:data:`RECOMPUTE_LIMIT`,
+:data:`BLOCK`, :data:`ROLES_ATTR`, ...), the small predicates and type helpers on ops,
+the builder of loop code (``_Code``) and the storage of a value (:class:`Storage`);
+see :mod:`tdsl.backend.llvm.lower_to_loops` for the lowering itself."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple, cast
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import (
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    StridedLayoutAttr,
+    TensorType,
+)
+from xdsl.dialects.utils import FastMathFlag
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from tdsl.dialects.kernel_plan import Dims, GroupBody
+from tdsl.dialects.structured import (
+    BOOL,
+    Contraction,
+    FloatType,
+    IteratorType,
+    Scan,
+    element_type,
+    reduction_of,
+    structured,
+    tensor_shape,
+)
+from tdsl.errors import TdslIRError
+
+RECOMPUTE_LIMIT = 8
+"""The most ops a sweep computes again for one value an earlier sweep computed; a value
+that would cost more is stored in scratch instead (see :meth:`_Group._keep_long_chains`)."""
+
+RECOMPUTE_CAP = 1 << 30
+"""Where the cost count stops growing (shared operands count once per use)."""
+
+
+class StridedBlasOperandError(TdslIRError):
+    """A strided input that a BLAS call would read: the native runtime copies it to a
+    row-major array instead of compiling a variant for its strides (no failure)."""
+
+
+SPLIT_TILES = 64
+"""The tiles a group's first parallel dim is cut into at least, for threads to share."""
+
+BLOCK = 64
+"""The elements along its innermost dim of a block of a packed strided input (see
+:meth:`_Group._packed`)."""
+
+PACK_BYTES = 64 * 1024
+"""The most bytes of one packed block's buffer (a stack array of the group function)."""
+
+ROLES_ATTR = "tdsl.arg_roles"
+"""The function attribute naming each argument's role (``in``, ``out``, ``tmp``, ``scratch``)."""
+
+
+def memref_of(t: Attribute) -> MemRefType[Attribute]:
+    """The memref type (identity layout) of a static tensor type."""
+    assert isinstance(t, TensorType)
+    tensor = cast(Attribute, t)
+    return MemRefType(element_type(tensor), tensor_shape(tensor))
+
+
+def matmul_symbol(element: Attribute, m: int, k: int, n: int) -> str:
+    """The external function a 2-D matmul calls: ``tdsl_matmul_f32_64x128x256``."""
+    return f"tdsl_matmul_{element}_{m}x{k}x{n}"
+
+
+def _is_contraction(op: Operation) -> bool:
+    """A matrix product (a :class:`~tdsl.dialects.op_interfaces.Contraction`): BLAS may
+    compute it."""
+    return isinstance(op, Contraction)
+
+
+def _is_scan(op: Operation) -> bool:
+    """Whether ``op`` tiles some loop dim itself, carrying a state (a
+    :class:`~tdsl.dialects.op_interfaces.Scan` with ``carried_loops``)."""
+    return isinstance(op, Scan) and bool(op.carried_loops())
+
+
+def _is_reduction(op: Operation) -> bool:
+    s = structured(op)
+    return s is not None and IteratorType.REDUCTION in s.iterator_types()
+
+
+def _holds_exactly(wide: Attribute, narrow: Attribute) -> bool:
+    """Whether memory of element type ``wide`` holds every ``narrow`` value exactly:
+    the same type, or a wider float."""
+    if wide == narrow:
+        return True
+    width = {"f16": 16, "f32": 32, "f64": 64}
+    return width.get(str(narrow), 99) < width.get(str(wide), 0)
+
+
+def _strides(t: Attribute) -> tuple[int, ...] | None:
+    """The element strides of a strided memref type; None for row-major."""
+    if isinstance(t, MemRefType):
+        layout = cast(MemRefType[Attribute], t).layout
+        if isinstance(layout, StridedLayoutAttr):
+            strides = layout.get_strides()
+            if all(x is not None for x in strides):
+                return tuple(cast(int, x) for x in strides)
+    return None
+
+
+def _mark_reassoc(combined: SSAValue) -> None:
+    """Give the float op that updates a sum's or mean's accumulator the ``reassoc``
+    fast-math flag, and nothing else: LLVM may then add the elements in another order
+    (several partial sums, which is how it vectorizes a reduction), and the lowering
+    to LLVM adds no flags of its own.  Every other float op keeps NumPy's order and
+    rounding (see ``ReductionOp.REORDERS``)."""
+    owner = combined.owner
+    if isinstance(owner, arith.AddfOp):
+        owner.fastmath = arith.FastMathFlagsAttr((FastMathFlag.REASSOC,))
+
+
+def _dim_set(dims: Dims) -> tuple[int, ...]:
+    return tuple(sorted({d for d in dims if d is not None}))
+
+
+# ---------------------------------------------------------------------------
+# Building loops
+# ---------------------------------------------------------------------------
+
+
+class _Code:
+    """Inserts ops at a point of a block; makes ``scf.for`` loops."""
+
+    def __init__(self, b: Builder) -> None:
+        self.b = b
+
+    @staticmethod
+    def at_end(block: Block) -> _Code:
+        return _Code(Builder(InsertPoint.at_end(block)))
+
+    def insert(self, op: Operation) -> SSAValue:
+        self.b.insert(op)
+        return op.results[0]
+
+    def index(self, value: int) -> SSAValue:
+        return self.insert(arith.ConstantOp(IntegerAttr(value, IndexType())))
+
+    def scalar(self, value: float, element: Attribute) -> SSAValue:
+        if element == BOOL:
+            return self.insert(arith.ConstantOp(IntegerAttr(int(bool(value)), BOOL)))
+        assert not isinstance(element, IndexType)
+        return self.insert(arith.ConstantOp(FloatAttr(value, _float(element))))
+
+    def loop(self, lb: SSAValue, ub: SSAValue, step: SSAValue) -> tuple[_Code, SSAValue]:
+        """An ``scf.for`` from ``lb`` to ``ub``: the code of its body and its variable."""
+        body = Block(arg_types=[IndexType()])
+        terminator = scf.YieldOp()
+        body.add_op(terminator)
+        self.b.insert(scf.ForOp(lb, ub, step, [], Region(body)))
+        return _Code(Builder(InsertPoint.before(terminator))), body.args[0]
+
+    def nest(
+        self, ranges: Sequence[tuple[int, SSAValue, SSAValue]]
+    ) -> tuple[_Code, dict[int, SSAValue]]:
+        """Loops over ``(dim, lb, ub)``, outermost first: the innermost code and the
+        variable of each dim."""
+        code, coords = self, dict[int, SSAValue]()
+        if ranges:
+            one = self.index(1)
+            for d, lb, ub in ranges:
+                code, coords[d] = code.loop(lb, ub, one)
+        return code, coords
+
+
+def _float(element: Attribute) -> FloatType:
+    from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type
+
+    assert isinstance(element, Float16Type | Float32Type | Float64Type)
+    return element
+
+
+# ---------------------------------------------------------------------------
+# One group
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Storage:
+    """The memref holding a value, indexed by the group's space coordinates: whole
+    (``tiled`` False) or one tile (coordinates along tiled dims minus the tile start),
+    or a block from an ``origin`` (coordinates minus the origin's, per dim)."""
+
+    ref: SSAValue
+    tiled: bool = False
+    origin: tuple[tuple[int, SSAValue], ...] = ()
+    axes: tuple[int, ...] = ()
+    """The memref's axes, as positions in the dims it is read along (default: those
+    dims in order)."""
+
+
+class _Packing(NamedTuple):
+    """How a strided input is read in blocks (see :meth:`_Group._packed`)."""
+
+    other: int
+    """The space dim it lies contiguous along."""
+    inner: int
+    """The space dim the loops run along innermost: blocks of :data:`BLOCK` along it."""
+    dims: Dims
+    """The dims every op reads it along."""
+
+
+def _state_size(op: Operation) -> int:
+    """How many components a reduction's accumulator has (1 for most)."""
+    return reduction_of(op).accumulator().size
+
+
+def _effect_values(
+    body: GroupBody, effects: Sequence[tuple[str, Operation | int | SSAValue]]
+) -> list[SSAValue]:
+    values: list[SSAValue] = []
+    for _, what in effects:
+        if isinstance(what, Operation):
+            values += list(what.operands)
+        elif isinstance(what, int):
+            values.append(body.outputs[what])
+        else:
+            values.append(what)
+    return values

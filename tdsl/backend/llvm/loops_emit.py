@@ -1,0 +1,481 @@
+"""The loop code of one group for ``tdsl-lower-to-loops``: ``_Group`` (its plan,
+:class:`~tdsl.backend.llvm.loops_plan._GroupPlan`, plus the sweeps it emits: nest
+order, packed blocks, scans) and ``_Point``, one point of a loop nest (loads, the ops'
+scalar bodies, stores, each value computed once)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from xdsl.dialects import arith, memref
+from xdsl.ir import Operation, SSAValue
+
+from tdsl.backend.llvm.loops_common import (
+    BLOCK,
+    Storage,
+    _Code,
+    _dim_set,
+    _effect_values,
+    _is_reduction,
+    _mark_reassoc,
+)
+from tdsl.backend.llvm.loops_plan import _GroupPlan
+from tdsl.dialects.kernel_plan import Dims
+from tdsl.dialects.structured import (
+    ReductionOp,
+    Scan,
+    constant_value,
+    convert_scalar,
+    element_body,
+    element_of,
+    element_type,
+    reduction_of,
+    structured,
+    tensor_shape,
+)
+
+
+class _Group(_GroupPlan):
+    """The loops of one ``kernel.tile``."""
+
+    def nest_order(self, dims: Sequence[int], values: Sequence[tuple[SSAValue, Dims]]) -> list[int]:
+        """The loop order of a nest over ``dims``: space order, except that the dim most of
+        its values (weighted by size) run along as their last, contiguous dim goes
+        innermost."""
+        weight: dict[int, int] = {}
+        for v, vdims in values:
+            last = self.contiguous(v, vdims)
+            if last is not None and last in dims:
+                weight[last] = weight.get(last, 0) + math.prod(tensor_shape(v)) + 1
+        if not weight:
+            return list(dims)
+        inner = max(weight, key=lambda d: (weight[d], d))
+        return [d for d in dims if d != inner] + [inner]
+
+    # -- emission -----------------------------------------------------------------
+
+    def _packs_of_sweep(
+        self,
+        order: Sequence[int],
+        touched: Sequence[tuple[SSAValue, Dims]],
+        effects: Sequence[tuple[str, Operation | int | SSAValue]],
+    ) -> list[SSAValue]:
+        """The packed inputs a sweep whose nest runs over ``order`` (outer to inner, the
+        hoisted dims left out) and ``touched`` reads in blocks: a nest of exactly the
+        two dims of their packing, where no accumulation runs over both (blocks keep
+        the order along each dim, not across them)."""
+        if len(order) != 2 or not self.packed:
+            return []
+        body = self.body
+        if any(
+            kind == "acc"
+            and isinstance(what, Operation)
+            and set(order) <= set(body.loop_dims(what)) - set(body.dims[what.results[0]])
+            for kind, what in effects
+        ):
+            return []
+        outer, inner = order
+        reads = dict.fromkeys(self._input_reads([v for v, _ in touched]))
+        return [
+            a
+            for a in reads
+            if a in self.packed and (self.packed[a].other, self.packed[a].inner) == (outer, inner)
+        ]
+
+    def _input_reads(self, values: Sequence[SSAValue]) -> list[SSAValue]:
+        """The group inputs that computing ``values`` at a point reads, through the
+        element-wise ops computed there."""
+        body = self.body
+        args = set(self.args)
+        found: list[SSAValue] = []
+        seen: set[SSAValue] = set()
+        stack = list(values)
+        while stack:
+            v = stack.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            if v in args:
+                found.append(v)
+                continue
+            p = body.producer(v)
+            if p is None or p in self.blas or _is_reduction(p) or v in self.stored:
+                continue
+            stack += p.operands
+        return found
+
+    def _packed_nest(
+        self,
+        code: _Code,
+        ranges: Sequence[tuple[int, SSAValue, SSAValue]],
+        packs: Sequence[SSAValue],
+        buffers: Mapping[SSAValue, SSAValue],
+        hoisted: Mapping[int, SSAValue],
+        starts: dict[int, SSAValue],
+        storage: Mapping[SSAValue, Storage],
+    ) -> _Point:
+        """A nest over ``ranges`` (the two dims of the packing, outer then inner) in
+        blocks along the inner dim: per block, each input of ``packs`` is first copied
+        into its buffer, along the outer dim (where it lies contiguous); then the
+        point, reading those inputs from the buffers."""
+        (outer, lb_o, ub_o), (inner, lb_i, ub_i) = ranges
+        one = code.index(1)
+        block, jb = code.loop(lb_i, ub_i, code.index(BLOCK))
+        je = block.insert(arith.AddiOp(jb, block.index(BLOCK)))
+        je = block.insert(arith.MinSIOp(je, ub_i))
+        override: dict[SSAValue, Storage] = {}
+        for a in packs:
+            dims = self.packed[a].dims
+            by_col, j = block.loop(jb, je, one)
+            by_row, i = by_col.loop(lb_o, ub_o, one)
+            copy = _Point(self, by_row, {**hoisted, outer: i, inner: j}, starts, dict(storage))
+            buffer = Storage(
+                buffers[a],
+                origin=((outer, lb_o), (inner, jb)),
+                axes=(dims.index(inner), dims.index(outer)),
+            )
+            copy.store(copy.load(storage[a], dims), buffer, dims)
+            override[a] = buffer
+        rows, i = block.loop(lb_o, ub_o, one)
+        point_code, j = rows.loop(jb, je, one)
+        coords = {**hoisted, outer: i, inner: j}
+        return _Point(self, point_code, coords, starts, {**storage, **override})
+
+    def _scans_computed(
+        self,
+        effects: Sequence[tuple[str, Operation | int | SSAValue]],
+        storage: Mapping[SSAValue, Storage],
+    ) -> list[Operation]:
+        """The scans a sweep with ``effects`` computes (not read from storage)."""
+        body = self.body
+        found: list[Operation] = []
+        seen: set[SSAValue] = set()
+        frontier = _effect_values(body, effects)
+        while frontier:
+            v = frontier.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            p = body.producer(v)
+            if p is None or v in body.constants or v in storage:
+                continue
+            if p in self.carries and p not in found:
+                found.append(p)
+            frontier.extend(p.operands)
+        return sorted(found, key=body.position.__getitem__)
+
+    def emit(
+        self,
+        code: _Code,
+        lo: SSAValue,
+        hi: SSAValue,
+        inputs: Sequence[Storage],
+        outputs: Sequence[Storage],
+        accumulators: Sequence[SSAValue],
+    ) -> None:
+        """The group's loops over the tiles ``[lo, hi)`` of its outermost tiled dim."""
+        body = self.body
+        storage: dict[SSAValue, Storage] = dict(zip(self.args, inputs, strict=True))
+        buffers: dict[SSAValue, SSAValue] = {}
+        for a, packing in self.packed.items():
+            # (the block's rows of each column, one after another: as the input lies)
+            shape = [BLOCK, self.tiles[packing.other]]
+            buffers[a] = code.insert(memref.AllocaOp.get(element_type(a), 64, shape))
+        for op, k in self.blas.items():
+            storage[op.results[0]] = outputs[k]
+        own = self.accumulators()
+        accs: dict[Operation, Storage] = {
+            op: Storage(ref, tiled=True) for op, ref in zip(own, accumulators, strict=False)
+        }
+        for op, k in self.in_output.items():
+            accs[op] = outputs[k]
+        for op, where in accs.items():
+            storage[op.results[0]] = where
+        n_stored = len(own) + len(self.slot_values)
+        stored = {v: accumulators[len(own) + i] for v, i in self.slots.items()}
+        n_carried = n_stored + len(self.carries)
+        carries = {
+            op: Storage(ref, tiled=True)
+            for op, ref in zip(self.carries, accumulators[n_stored:n_carried], strict=True)
+        }
+        self.more_storage = {}
+        for (op, _), ref in zip(self.more_states(), accumulators[n_carried:], strict=True):
+            self.more_storage.setdefault(op, []).append(Storage(ref, tiled=True))
+        starts: dict[int, SSAValue] = {}
+        ends: dict[int, SSAValue] = {}
+        for j, d in enumerate(self.tiled):
+            step = code.index(self.tiles[d])
+            if j == 0:
+                code, t = code.loop(lo, hi, code.index(1))
+                start = code.insert(arith.MuliOp(t, step))
+            else:
+                code, start = code.loop(code.index(0), code.index(self.extents[d]), step)
+            starts[d] = start
+            end = code.insert(arith.AddiOp(start, step))
+            ends[d] = code.insert(arith.MinSIOp(end, code.index(self.extents[d])))
+
+        # the outer dims every sweep shares run once around all of them, so that the
+        # sweeps of a row (softmax: its max, its sum, its quotients) stay in cache
+        hoisted: dict[int, SSAValue] = {}
+        for d in self.hoistable():
+            lb, ub = (
+                (starts[d], ends[d])
+                if d in starts
+                else (code.index(0), code.index(self.extents[d]))
+            )
+            code, hoisted[d] = code.loop(lb, ub, code.index(1))
+
+        def ranges(dims: Sequence[int]) -> list[tuple[int, SSAValue, SSAValue]]:
+            return [
+                (d, starts[d], ends[d])
+                if d in starts
+                else (d, code.index(0), code.index(self.extents[d]))
+                for d in dims
+                if d not in hoisted
+            ]
+
+        top = max(self.level.values(), default=0)
+        for level in range(top + 1):
+            # accumulators start from the identity
+            for op, where in accs.items():
+                if self.level[op] != level:
+                    continue
+                state = reduction_of(op).accumulator()
+                dims = _dim_set(body.dims[op.results[0]])
+                inner, coords = code.nest(ranges(dims))
+                point = _Point(self, inner, {**hoisted, **coords}, starts, storage)
+                places = [where, *self.more_storage.get(op, ())]
+                for start, dt, place in zip(state.identities, state.dtypes, places, strict=True):
+                    point.store(
+                        inner.scalar(start, element_of(dt)), place, body.dims[op.results[0]]
+                    )
+            # the sweeps: one loop nest per set of dims, effects in program order
+            sweeps: dict[tuple[int, ...], list[tuple[str, Operation | int | SSAValue]]] = {}
+            for op in body.ops:
+                if self.level[op] == level and op in accs:
+                    sweeps.setdefault(_dim_set(body.loop_dims(op)), []).append(("acc", op))
+            for v in self.stored:
+                p = body.producer(v)
+                assert p is not None
+                if self.level[p] == level:
+                    sweeps.setdefault(_dim_set(body.dims[v]), []).append(("store", v))
+            for v in self.staged:
+                p = body.producer(v)
+                assert p is not None
+                if self.level[p] == level:
+                    sweeps.setdefault(_dim_set(body.dims[v]), []).append(("stage", v))
+            for k, (v, out_dims) in enumerate(zip(body.outputs, body.output_dims, strict=True)):
+                p = body.producer(v)
+                if p is not None and (p in accs or (p in self.blas and self.blas[p] == k)):
+                    continue  # finalized after its sweep, or written by BLAS
+                if (0 if p is None else self.level[p]) == level:
+                    sweeps.setdefault(_dim_set(out_dims), []).append(("out", k))
+            for dims, effects in sweeps.items():
+                touched: list[tuple[SSAValue, Dims]] = []
+                for _, what in effects:
+                    if isinstance(what, Operation):
+                        touched += [(w, body.reads[(what, i)]) for i, w in enumerate(what.operands)]
+                        touched.append((what.results[0], body.dims[what.results[0]]))
+                    elif isinstance(what, int):
+                        touched.append((body.outputs[what], body.output_dims[what]))
+                    else:
+                        touched.append((what, body.dims[what]))
+                # the scans this sweep computes start from their identity
+                for op in self._scans_computed(effects, storage):
+                    assert isinstance(op, Scan)
+                    loop = op.carried_loops()[0]
+                    cdims = self.carry_dims(op)
+                    inner, coords = code.nest(ranges(_dim_set(cdims)))
+                    point = _Point(self, inner, {**hoisted, **coords}, starts, storage, carries)
+                    identity = inner.scalar(loop.start, element_of(loop.dtype))
+                    point.store(identity, carries[op], cdims)
+                order = [d for d in self.nest_order(dims, touched) if d not in hoisted]
+                packs = self._packs_of_sweep(order, touched, effects)
+                if packs:
+                    point = self._packed_nest(
+                        code, ranges(order), packs, buffers, hoisted, starts, storage
+                    )
+                    point.carries = carries
+                else:
+                    inner, coords = code.nest(ranges(order))
+                    point = _Point(self, inner, {**hoisted, **coords}, starts, storage, carries)
+                for kind, what in effects:
+                    if kind == "acc":
+                        assert isinstance(what, Operation)
+                        point.accumulate(what, accs[what])
+                    elif kind == "store":
+                        assert isinstance(what, SSAValue)
+                        where = Storage(stored[what], tiled=True)
+                        point.store(point.value(what, body.dims[what]), where, body.dims[what])
+                    elif kind == "stage":
+                        assert isinstance(what, SSAValue)
+                        k = self.staged[what]
+                        value = point.value(what, body.dims[what])
+                        wide = element_type(body.outputs[k])
+                        value = convert_scalar(point.code.b, value, wide)
+                        point.store(value, outputs[k], body.output_dims[k])
+                    else:
+                        assert isinstance(what, int)
+                        value = point.value(body.outputs[what], body.output_dims[what])
+                        point.store(value, outputs[what], body.output_dims[what])
+            for v in self.stored:  # readable from the next sweep on
+                p = body.producer(v)
+                if p is not None and self.level[p] == level:
+                    storage[v] = Storage(stored[v], tiled=True)
+            for v, k in self.staged.items():  # read back from the output slice
+                p = body.producer(v)
+                if p is not None and self.level[p] == level:
+                    storage[v] = outputs[k]
+            # reductions that are outputs: finalized from their accumulators
+            for k, v in enumerate(body.outputs):
+                p = body.producer(v)
+                if p is None or p not in accs or self.level[p] != level:
+                    continue
+                if self.in_output.get(p) == k:
+                    continue  # accumulated in place
+                dims = _dim_set(body.output_dims[k])
+                inner, coords = code.nest(ranges(dims))
+                point = _Point(self, inner, {**hoisted, **coords}, starts, storage)
+                point.store(point.value(v, body.output_dims[k]), outputs[k], body.output_dims[k])
+
+
+class _Point:
+    """One point of a loop nest: loads, the scalar bodies, stores; each value once."""
+
+    def __init__(
+        self,
+        group: _Group,
+        code: _Code,
+        coords: dict[int, SSAValue],
+        starts: dict[int, SSAValue],
+        storage: dict[SSAValue, Storage],
+        carries: Mapping[Operation, Storage] | None = None,
+    ) -> None:
+        self.group = group
+        self.code = code
+        self.coords = coords
+        self.starts = starts
+        self.storage = storage
+        self.carries: Mapping[Operation, Storage] = carries or {}
+        self.memo: dict[tuple[SSAValue, Dims], SSAValue] = {}
+        self._zero: SSAValue | None = None
+
+    def indices(
+        self, dims: Dims, tiled: bool, origin: tuple[tuple[int, SSAValue], ...] = ()
+    ) -> list[SSAValue]:
+        out: list[SSAValue] = []
+        origins = dict(origin)
+        for d in dims:
+            if d is None:
+                if self._zero is None:
+                    self._zero = self.code.index(0)
+                out.append(self._zero)
+            elif d in origins:
+                out.append(self.code.insert(arith.SubiOp(self.coords[d], origins[d])))
+            elif tiled and d in self.starts:
+                out.append(self.code.insert(arith.SubiOp(self.coords[d], self.starts[d])))
+            else:
+                out.append(self.coords[d])
+        return out
+
+    def load(self, where: Storage, dims: Dims) -> SSAValue:
+        indices = self.indices(dims, where.tiled, where.origin)
+        if where.axes:
+            indices = [indices[k] for k in where.axes]
+        return self.code.insert(memref.LoadOp.get(where.ref, indices))
+
+    def store(self, value: SSAValue, where: Storage, dims: Dims) -> None:
+        indices = self.indices(dims, where.tiled, where.origin)
+        if where.axes:
+            indices = [indices[k] for k in where.axes]
+        self.code.b.insert(memref.StoreOp.get(value, where.ref, indices))
+
+    def value(self, v: SSAValue, dims: Dims) -> SSAValue:
+        """``v`` at this point, read along ``dims``.
+
+        Computed operands first, in operand order, depth first, with an explicit
+        stack: a chain of thousands of element-wise ops is as deep as it is long,
+        and no Python recursion may depend on the program's size."""
+        found = self.memo.get((v, dims))
+        if found is not None:
+            return found
+        body = self.group.body
+        stack: list[tuple[SSAValue, Dims, bool]] = [(v, dims, False)]
+        while stack:
+            w, wdims, ready = stack.pop()
+            if (w, wdims) in self.memo:
+                continue
+            p = self._computed_here(w)
+            if p is not None and not ready:
+                stack.append((w, wdims, True))
+                for i in reversed(range(len(p.operands))):
+                    key = (p.operands[i], body.reads[(p, i)])
+                    if key not in self.memo:
+                        stack.append((*key, False))
+                continue
+            self.memo[(w, wdims)] = self._value_here(w, wdims)
+        return self.memo[(v, dims)]
+
+    def _computed_here(self, v: SSAValue) -> Operation | None:
+        """The op whose scalar body computes ``v`` at this point from its operands'
+        values; None where ``v`` is a constant or is loaded from storage."""
+        body = self.group.body
+        p = body.producer(v)
+        if v in body.constants or p is None or v in self.storage:
+            return None
+        return p
+
+    def _value_here(self, v: SSAValue, dims: Dims) -> SSAValue:
+        """``v`` read along ``dims``, its operands' values (if computed) in the memo."""
+        group, body = self.group, self.group.body
+        p = body.producer(v)
+        owner = v.owner
+        if v in body.constants:
+            assert isinstance(owner, Operation)
+            data = constant_value(owner)
+            assert data is not None and data.size == 1
+            return self.code.scalar(float(data.reshape(())), element_type(v))
+        if p is None:
+            return self.load(self.storage[v], dims)
+        if v in group.staged and v in self.storage:  # staged in an output, maybe widened
+            return convert_scalar(self.code.b, self.load(self.storage[v], dims), element_type(v))
+        if v in self.storage:  # a BLAS result, a stored value, or a reduction's accumulator
+            raw = self.load(self.storage[v], dims)
+            if p in group.blas or not _is_reduction(p):
+                return raw
+            more = [self.load(w, dims) for w in group.more_storage.get(p, ())]
+            return reduction_of(p).scalar_finalize_state(self.code.b, [raw, *more], body.count(p))
+        s = structured(p)
+        assert s is not None
+        args = [self.memo[(w, body.reads[(p, i)])] for i, w in enumerate(p.operands)]
+        if p in self.carries:  # a scan: the next running value of this row
+            assert isinstance(p, Scan)
+            cdims = group.carry_dims(p)
+            carry = self.load(self.carries[p], cdims)
+            running = p.scalar_scan(self.code.b, carry, args)
+            self.store(running, self.carries[p], cdims)
+            self.memo[(v, body.dims[v])] = running
+            return running
+        results = element_body(p, self.code.b, args)
+        for r, x in zip(p.results, results, strict=True):
+            self.memo[(r, body.dims[r])] = x
+        return results[list(p.results).index(v)]  # pyright: ignore[reportArgumentType]
+
+    def accumulate(self, op: Operation, where: Storage) -> None:
+        body = self.group.body
+        args = [self.value(w, body.reads[(op, i)]) for i, w in enumerate(op.operands)]
+        dims = body.dims[op.results[0]]
+        places = [where, *self.group.more_storage.get(op, ())]
+        state = [self.load(w, dims) for w in places]
+        combined = reduction_of(op).scalar_accumulate(self.code.b, state, args)
+        if isinstance(op, ReductionOp) and op.REORDERS:
+            for c in combined:
+                _mark_reassoc(c)
+        for c, w in zip(combined, places, strict=True):
+            self.store(c, w, dims)
+
+
+# ---------------------------------------------------------------------------
+# One function
+# ---------------------------------------------------------------------------

@@ -1,0 +1,562 @@
+"""The plan of one group's loops for ``tdsl-lower-to-loops`` (``_GroupPlan``): its
+tiles fitted to the scratch the ``kernel.tile`` records, the accumulators and stored
+values in scratch (long chains kept, staged values), BLAS matmuls, packed strided
+inputs and hoistable dims; :mod:`tdsl.backend.llvm.loops_emit` builds the code."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import (
+    MemRefType,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from tdsl.backend.llvm.loops_common import (
+    BLOCK,
+    PACK_BYTES,
+    RECOMPUTE_CAP,
+    RECOMPUTE_LIMIT,
+    SPLIT_TILES,
+    Storage,
+    _dim_set,
+    _holds_exactly,
+    _is_contraction,
+    _is_reduction,
+    _is_scan,
+    _Packing,
+    _state_size,
+)
+from tdsl.dialects.kernel import TileOp
+from tdsl.dialects.kernel_plan import Dims, GroupBody, carried_dims, carry_dims, propagate_dims
+from tdsl.dialects.structured import (
+    IteratorType,
+    Scan,
+    constant_value,
+    element_of,
+    element_type,
+    numpy_dtype,
+    reduction_of,
+    tensor_shape,
+)
+from tdsl.errors import TdslLoopsBudgetWarning
+from tdsl.transforms.locations import op_location
+from tdsl.transforms.tile import decomposed_copy
+
+
+class _GroupPlan:
+    """The plan of the loops of one ``kernel.tile``: its tiles, its scratch, what it
+    stores, packs and hoists (the code is :class:`~tdsl.backend.llvm.loops_emit._Group`)."""
+
+    def __init__(self, tile: TileOp, input_strides: Sequence[tuple[int, ...] | None] = ()) -> None:
+        """The loops of ``tile``, whose inputs come with ``input_strides`` (element
+        strides per input, None for row-major; missing ones are row-major)."""
+        self.more_storage: dict[Operation, list[Storage]] = {}
+        """Per tuple accumulator: its components after the first (set by :meth:`emit`)."""
+        self.tile = tile
+        body = tile.group_body()
+        block = tile.body.block
+        ops, yielded = tile.body_ops()
+        self.args: list[SSAValue] = list(block.args)
+        copy = decomposed_copy(ops, list(yielded), list(block.args))
+        if copy is not None:
+            new_ops, outputs, args = copy
+            rank = len(tile.space_value)
+            dims = propagate_dims(new_ops, dict(zip(args, tile.input_dims, strict=True)), rank)
+            body = GroupBody(
+                extents=body.extents,
+                kinds=body.kinds,
+                ops=tuple(op for op in new_ops if constant_value(op) is None),
+                dims=dims,
+                reads={(op, i): dims[v] for op in new_ops for i, v in enumerate(op.operands)},
+                outputs=tuple(outputs),
+                output_dims=body.output_dims,
+                constants=frozenset(
+                    r for op in new_ops if constant_value(op) is not None for r in op.results
+                ),
+                prefer_whole=body.prefer_whole,
+            )
+            self.args = list(args)
+        self.strides: dict[SSAValue, tuple[int, ...]] = {
+            a: given for a, given in zip(self.args, input_strides, strict=False) if given
+        }
+        """The element strides of the inputs that are not row-major."""
+        self.body = body
+        self.extents = body.extents
+        # parallel dims keep their tiles; reduction dims run whole (element loops)
+        tiles = [
+            min(t, e) if body.kinds[d] is IteratorType.PARALLEL else e
+            for d, (t, e) in enumerate(zip(tile.tiles_value, body.extents, strict=True))
+        ]
+        # the first parallel dim, when every op runs along it, is cut into at least
+        # SPLIT_TILES tiles that threads can share (smaller tiles need less scratch)
+        split = next((d for d in range(body.rank) if body.kinds[d] is IteratorType.PARALLEL), None)
+        if split is not None and all(split in body.loop_dims(op) for op in body.ops):
+            tiles[split] = min(tiles[split], max(1, -(-body.extents[split] // SPLIT_TILES)))
+        self.tiles = tuple(tiles)
+        self.level: dict[Operation, int] = {}
+        self.blas: dict[Operation, int] = {}
+        """2-D matmuls a BLAS call computes, to the output they write."""
+        self.keep_long_chains = True
+        """Whether values long chains would compute again are stored (see
+        :meth:`_keep_long_chains`); not where their rows do not fit the tile's scratch."""
+        self._plan()
+        # the scratch of one tile stays within what the tile op records (the NumPy
+        # target's plan under the budget): halve the parallel tile that cuts the scratch
+        # most (the outermost of equals), until it fits or every one is 1
+        limit = tile.scratch_value
+        scratch = self._fit(tiles, limit)
+        if scratch > limit and self.kept:
+            # over the limit with stored rows: without them (computed again: more code,
+            # less memory), unless the scratch is over it anyway (many accumulators) and
+            # the rows at most double it
+            kept_tiles = self.tiles
+            self.keep_long_chains = False
+            self.tiles = tuple(tiles)
+            self._plan()
+            without = self._fit(tiles, limit)
+            if without > limit and scratch <= 2 * without:
+                self.keep_long_chains = True
+                self.tiles = kept_tiles
+                self._plan()
+        scratch = self._scratch_elements()
+        if scratch > limit and scratch > self._scratch_at(tile.tiles_value):
+            # the loops still need more than the plan, because they take scan and
+            # reduction dims whole where the plan cuts them to fit the budget (a value
+            # they store spans such a dim; small differences of the two scratch models,
+            # an accumulator the plan keeps in the output, are not announced)
+            name = tile.group_name or "a group"
+            where = op_location(tile)
+            warnings.warn(
+                TdslLoopsBudgetWarning(
+                    f"{'' if where is None else f'{where}: '}'{name}': the native loops need "
+                    f"{scratch} elements of scratch per tile, more than the {limit} its plan "
+                    "records under the memory budget (the loops take scan and reduction dims "
+                    "whole, and this plan cuts one); the numpy target keeps the plan, or give "
+                    f"a budget of at least {scratch} elements"
+                ),
+                stacklevel=2,
+            )
+        self.tiled = [d for d in range(body.rank) if self.tiles[d] < self.extents[d]]
+
+    def _fit(self, tiles: Sequence[int], limit: int) -> int:
+        """Halve parallel tiles (from ``tiles``) until the scratch is within ``limit`` or
+        every one is 1; the scratch it comes to."""
+        body = self.body
+        shrunk = list(tiles)
+        scratch = self._scratch_elements()
+        while scratch > limit:
+            best: tuple[int, int] | None = None
+            for d in range(body.rank):
+                if body.kinds[d] is not IteratorType.PARALLEL or shrunk[d] <= 1:
+                    continue
+                trial = list(shrunk)
+                trial[d] = (trial[d] + 1) // 2
+                self.tiles = tuple(trial)
+                n = self._scratch_elements()
+                if n < scratch and (best is None or n < best[0]):
+                    best = (n, d)
+            if best is None:
+                break
+            scratch, d = best
+            shrunk[d] = (shrunk[d] + 1) // 2
+        self.tiles = tuple(shrunk)
+        if shrunk != list(tiles):
+            self._plan()
+        return scratch
+
+    # -- planning -----------------------------------------------------------------
+
+    def _plan(self) -> None:
+        body = self.body
+        for op in body.ops:
+            k = self._blas_output(op)
+            if k is not None and k not in self.blas.values():
+                self.blas[op] = k
+        # a reduction yielded as it is (no finalization, same dtype) accumulates in its output
+        self.in_output: dict[Operation, int] = {}
+        for k, v in enumerate(body.outputs):
+            p = body.producer(v)
+            if (
+                p is None
+                or not _is_reduction(p)
+                or p in self.blas
+                or p in self.in_output
+                or body.outputs.count(v) != 1
+                or reduction_of(p).finalizes()
+                or reduction_of(p).accumulator().size != 1
+                or reduction_of(p).accumulator_dtype() != numpy_dtype(v.type)
+                or body.output_dims[k] != body.dims[v]
+            ):
+                continue
+            self.in_output[p] = k
+        # operands a matmul in loops reads along its contraction are stored first (one
+        # tile's worth), not recomputed for every column of its result
+        self.stored: list[SSAValue] = []
+        for op in body.ops:
+            if _is_contraction(op) and op not in self.blas:
+                for v in op.operands:
+                    p = body.producer(v)
+                    if p is not None and not _is_reduction(p) and v not in self.stored:
+                        self.stored.append(v)
+        # a scan read along a space dim its result does not run along (broadcast) is
+        # stored first, in a sweep over its own dims: computed in a sweep over more dims,
+        # its carry would run on from one index of the broadcast dim to the next
+        for op in body.ops:
+            if not _is_scan(op) or op in self.blas:
+                continue
+            v = op.results[0]
+            own = {d for d in body.dims[v] if d is not None}
+            readers = [u.operation for u in v.uses if u.operation in body.members]
+            if v not in self.stored and any(
+                {d for d in body.loop_dims(r) if d is not None} - own for r in readers
+            ):
+                self.stored.append(v)
+        for op in body.ops:
+            level = 0
+            for v in op.operands:
+                p = body.producer(v)
+                if p is None or p in self.blas:
+                    continue
+                ready = 1 if _is_reduction(p) or v in self.stored else 0
+                level = max(level, self.level[p] + ready)
+            self.level[op] = level
+        self._keep_long_chains()
+        self.slots, self.slot_values = self._slots()
+        """Per stored value, its scratch slot (values whose reads are over share one)."""
+        self.carries: list[Operation] = [
+            op for op in body.ops if _is_scan(op) and op not in self.blas
+        ]
+        """Scans: each carries its running values in a ``scratch`` memref (its result's
+        tile with the scan dims of extent 1), set to the identity before each sweep that
+        computes it; the sweep's loops run along the scan dim in order."""
+        self.packed = self._packed()
+        """Strided inputs read in blocks through a buffer (see :meth:`_packed`): to the
+        dim they lie contiguous along, and the dim the loops run innermost."""
+        self.staged = self._staged() if self.hoistable() else {}
+        """Values staged in an output slice (see :meth:`_staged`), to that output."""
+
+    def _keep_long_chains(self) -> None:
+        """Store (one tile's worth, in a sweep it runs in anyway) each element-wise value
+        that a later sweep reads and would compute again from more than
+        :data:`RECOMPUTE_LIMIT` ops: without it, a program of ``n`` ops and a reduction
+        every few ops would compute ``n`` ops again in each of its ``n / k`` sweeps, code
+        and work quadratic in its length.  The cost of a value is the ops a sweep runs to
+        compute it (its operands' costs, counted again where shared, so an upper bound),
+        down to inputs, constants, reductions and stored values."""
+        self.kept: list[SSAValue] = []
+        """The values stored this way."""
+        if not self.keep_long_chains:
+            return
+        body = self.body
+        cost: dict[Operation, int] = {}
+        for op in body.ops:
+            for v in dict.fromkeys(op.operands):
+                p = body.producer(v)
+                if (
+                    p is not None
+                    and p in cost
+                    and v not in self.stored
+                    and self.level[p] < self.level[op]
+                    and cost[p] > RECOMPUTE_LIMIT
+                    and len(p.results) == 1
+                    and not _is_scan(p)
+                ):
+                    self.stored.append(v)
+                    self.kept.append(v)
+            if _is_reduction(op) or op in self.blas:
+                continue  # read from its accumulator or output: nothing to compute again
+            total = 1
+            for v in op.operands:
+                p = body.producer(v)
+                if p is not None and p in cost and v not in self.stored:
+                    total = min(total + cost[p], RECOMPUTE_CAP)
+            cost[op] = total
+
+    def _slots(self) -> tuple[dict[SSAValue, int], list[SSAValue]]:
+        """A scratch slot per stored value, and the first value of each slot (its type is
+        the slot's): a value stored in a sweep after the last sweep that reads another
+        of the same type and dims takes over that one's slot."""
+        body = self.body
+        slots: dict[SSAValue, int] = {}
+        firsts: list[SSAValue] = []
+        last_read: list[int] = []
+        """Per slot: the last sweep level that reads it."""
+        for v in self.stored:
+            p = body.producer(v)
+            assert p is not None
+            start = self.level[p]
+            last = max(
+                (self.level[u.operation] for u in v.uses if u.operation in body.members),
+                default=start,
+            )
+            index = next(
+                (
+                    i
+                    for i, w in enumerate(firsts)
+                    if last_read[i] < start and w.type == v.type and body.dims[w] == body.dims[v]
+                ),
+                None,
+            )
+            if index is None:
+                index = len(firsts)
+                firsts.append(v)
+                last_read.append(last)
+            else:
+                last_read[index] = max(last, last_read[index])
+            slots[v] = index
+        return slots, firsts
+
+    def _staged(self) -> dict[SSAValue, int]:
+        """Element-wise values that a reduction reads in the sweep that computes them and
+        that an output's element-wise chain reads in a later sweep (softmax's
+        ``exp(x - max)``: summed, then divided by the sum): the first sweep also stores
+        each in its output's slice, and the later one reads it back instead of computing
+        it again.  Only where the sweeps of a row share hoisted loops (the row is still in
+        cache), and only when nothing but that chain reads the value after its sweep.
+        The output's element type must hold the value's exactly: the same, or a wider
+        float (an f32 ``exp`` in an f64 result is stored widened and read back
+        narrowed, which gives the same f32)."""
+        body = self.body
+        staged: dict[SSAValue, int] = {}
+        for p in body.ops:
+            if _is_reduction(p) or p in self.blas or len(p.results) != 1:
+                continue
+            v = p.results[0]
+            if v in self.stored:
+                continue
+            level = self.level[p]
+            readers = [u.operation for u in v.uses if u.operation in body.members]
+            if not any(_is_reduction(r) and self.level[r] == level for r in readers):
+                continue
+            point = _dim_set(body.dims[v])
+            chain: set[SSAValue] = set()
+            frontier = [v]
+            ok = True
+            while frontier and ok:
+                w = frontier.pop()
+                if w in chain:
+                    continue
+                chain.add(w)
+                for use in w.uses:
+                    user = use.operation
+                    if user not in body.members:
+                        continue
+                    if _is_reduction(user):
+                        # only v itself, and only in its own sweep
+                        ok = w is v and self.level[user] == level
+                    elif len(user.results) != 1 or _dim_set(body.dims[user.results[0]]) != point:
+                        ok = False
+                    else:
+                        frontier.append(user.results[0])
+                    if not ok:
+                        break
+            if not ok:
+                continue
+            outputs = [k for k, w in enumerate(body.outputs) if w in chain]
+            if len(outputs) != 1:
+                continue
+            k = outputs[0]
+            q = body.producer(body.outputs[k])
+            if (
+                q is None
+                or q is p
+                or self.level[q] <= level
+                or body.outputs.count(body.outputs[k]) != 1
+                or body.output_dims[k] != body.dims[v]
+                or not _holds_exactly(element_type(body.outputs[k]), element_type(v))
+                or k in self.blas.values()
+                or k in self.in_output.values()
+                or k in staged.values()
+            ):
+                continue
+            staged[v] = k
+        return staged
+
+    def _blas_output(self, op: Operation) -> int | None:
+        """The output a 2-D matmul on group inputs may write with BLAS, if any: the one
+        output whose element-wise chain alone reads it, point by point, and that holds
+        the matmul's element type."""
+        if not _is_contraction(op):
+            return None
+        body = self.body
+        a, b = op.operands
+        if len(tensor_shape(a)) != 2 or len(tensor_shape(b)) != 2:
+            return None
+        if body.producer(a) is not None or body.producer(b) is not None:
+            return None
+        if str(element_type(op.results[0])) not in ("f32", "f64"):
+            return None
+        result = op.results[0]
+        point = _dim_set(body.dims[result])
+        seen: set[SSAValue] = set()
+        frontier = [result]
+        while frontier:
+            v = frontier.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            if _dim_set(body.dims[v]) != point:
+                return None  # read along other dims (broadcast, reduced): not in place
+            for use in v.uses:
+                user = use.operation
+                if user not in body.members:
+                    continue
+                if _is_reduction(user) or len(user.results) != 1:
+                    return None
+                frontier.append(user.results[0])
+        outputs = [k for k, v in enumerate(body.outputs) if v in seen]
+        if (
+            len(outputs) != 1
+            or body.output_dims[outputs[0]] != body.dims[result]
+            or element_type(body.outputs[outputs[0]]) != element_type(result)
+        ):
+            return None  # (an f32 matmul whose chain is cast to an f64 output: not in place)
+        return outputs[0]
+
+    # -- storage ------------------------------------------------------------------
+
+    def tile_shape(self, value: SSAValue) -> tuple[int, ...]:
+        dims = self.body.dims[value]
+        return tuple(
+            extent if d is None else self.tiles[d]
+            for extent, d in zip(tensor_shape(value), dims, strict=True)
+        )
+
+    def accumulators(self) -> list[Operation]:
+        """The reductions that accumulate in scratch (not in their output)."""
+        return [
+            op
+            for op in self.body.ops
+            if _is_reduction(op) and op not in self.blas and op not in self.in_output
+        ]
+
+    def _scratch_elements(self) -> int:
+        return sum(math.prod(t.get_shape()) for t in self.scratch_types())
+
+    def _scratch_at(self, plan_tiles: Sequence[int]) -> int:
+        """The loops' scratch if their scan and reduction dims took the plan's tiles."""
+        kept = self.tiles
+        self.tiles = tuple(
+            t if self.body.kinds[d] is IteratorType.PARALLEL else min(p, e)
+            for d, (t, p, e) in enumerate(zip(kept, plan_tiles, self.extents, strict=True))
+        )
+        try:
+            return self._scratch_elements()
+        finally:
+            self.tiles = kept
+
+    def _scan_dims(self, op: Operation) -> set[int]:
+        return carried_dims(self.body, op)
+
+    def carry_dims(self, op: Operation) -> Dims:
+        """The dims of a scan's carry: its result's, the scan dims taken as extent 1."""
+        return carry_dims(self.body, op)
+
+    def more_states(self) -> list[tuple[Operation, int]]:
+        """The components after the first of tuple accumulators: (op, component)."""
+        out: list[tuple[Operation, int]] = []
+        for op in self.accumulators():
+            out += [(op, c) for c in range(1, _state_size(op))]
+        return out
+
+    def scratch_types(self) -> list[MemRefType[Attribute]]:
+        """The scratch memrefs of one tile: each accumulator (its first component), then
+        each stored value, then each scan's carry, then the further components of tuple
+        accumulators."""
+        types: list[MemRefType[Attribute]] = []
+        for op in self.accumulators():
+            types.append(
+                MemRefType(
+                    element_of(reduction_of(op).accumulator_dtype()),
+                    self.tile_shape(op.results[0]),
+                )
+            )
+        for v in self.slot_values:
+            types.append(MemRefType(element_type(v), self.tile_shape(v)))
+        for op in self.carries:
+            assert isinstance(op, Scan)
+            shape = [
+                1 if d is None else n
+                for n, d in zip(self.tile_shape(op.results[0]), self.carry_dims(op), strict=True)
+            ]
+            types.append(MemRefType(element_of(op.carried_loops()[0].dtype), shape))
+        for op, c in self.more_states():
+            state = reduction_of(op).accumulator()
+            types.append(MemRefType(element_of(state.dtypes[c]), self.tile_shape(op.results[0])))
+        return types
+
+    def contiguous(self, v: SSAValue, dims: Dims) -> int | None:
+        """The space dim that ``v``, read along ``dims``, lies contiguous along: its last
+        dim, or for a strided input the dim of its smallest stride (None: broadcast)."""
+        strides = self.strides.get(v)
+        if strides is None:
+            return next((d for d in reversed(dims) if d is not None), None)
+        shape = tensor_shape(v)
+        axes = [i for i, d in enumerate(dims) if d is not None and shape[i] > 1 and strides[i]]
+        if not axes:
+            return None  # (a stride of 0 is a broadcast: along it, one element)
+        return dims[min(axes, key=lambda i: (abs(strides[i]), -i))]
+
+    def _packed(self) -> dict[SSAValue, _Packing]:
+        """The strided 2-D inputs to pack: each lies contiguous along one space dim
+        (``other``, a transpose's rows) while the loops run along another innermost
+        (``inner``, its row-major last dim).  Read as they lie, a block's elements fall
+        one per cache line (and, for a row length in bytes that is a multiple of 4 KiB,
+        all in one cache set); so a sweep over exactly these two dims runs in blocks
+        of :data:`BLOCK` along ``inner``, each first copied into a small buffer laid
+        out as the input lies (the copy reads and writes contiguously), which the
+        sweep then reads from cache.  Only where every read of the input is along
+        the same two dims, the buffer (a block by ``other``'s tile) fits
+        :data:`PACK_BYTES`, ``inner`` runs longer than a block, its elements lie a
+        cache line apart or more (not a broadcast), and the elements are at most 4
+        bytes or the row length aliases: f64 transposes with rows of other
+        lengths ran 1.2-2x slower packed here (``python benchmarks/native_loops.py
+        strided`` measures it)."""
+        body = self.body
+        packed: dict[SSAValue, _Packing] = {}
+        for a in self.strides:
+            reads = {
+                body.reads[(op, i)] for op in body.ops for i, w in enumerate(op.operands) if w is a
+            }
+            if len(reads) != 1:
+                continue
+            (dims,) = reads
+            if len(dims) != 2 or None in dims:
+                continue
+            other = self.contiguous(a, dims)
+            inner = dims[-1]
+            if other is None or inner is None or other == inner or dims[0] == dims[1]:
+                continue  # (None: one element along both dims, as a 1x1 tile, or a broadcast)
+            size = numpy_dtype(a.type).itemsize
+            if self.tiles[other] * BLOCK * size > PACK_BYTES or self.tiles[inner] <= BLOCK:
+                continue
+            step = abs(self.strides[a][dims.index(inner)]) * size  # bytes along inner
+            if step < 64 or (size > 4 and step % 4096):
+                continue  # (under a cache line apart, a broadcast: read as they lie)
+            packed[a] = _Packing(other, inner, dims)
+        return packed
+
+    def hoistable(self) -> list[int]:
+        """The leading space dims (in order) all sweeps can share as outer loops: parallel,
+        run along by every reduction and stored value, and no value's contiguous dim."""
+        body = self.body
+        last: set[int] = set()  # dims that are some 2-D (or more) value's contiguous one
+        for dims in [*body.dims.values(), *body.output_dims]:
+            if len([x for x in dims if x is not None]) >= 2 and dims[-1] is not None:
+                last.add(dims[-1])
+        last.update(p.other for p in self.packed.values())  # packed in blocks
+        effects = [set(body.loop_dims(op)) for op in body.ops if _is_reduction(op)]
+        effects += [set(body.dims[v]) for v in self.stored]
+        # a scan's dim is never hoisted: its carry restarts before each sweep over it
+        scanned = {d for op in self.carries for d in self._scan_dims(op)}
+        out: list[int] = []
+        for d in range(body.rank):
+            if body.kinds[d] is not IteratorType.PARALLEL or d in last or d in scanned:
+                break
+            if any(d not in e for e in effects):
+                break
+            out.append(d)
+        return out
