@@ -55,10 +55,16 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Block, Operation, SSAValue
 
+from tdsl.dask.step_kernels import (
+    _acc_type,
+    _block_shape,
+    _module_text,
+    _partials,
+    _reduction_kernel,
+)
 from tdsl.dialects.kernel_plan import (
     Dims,
     GroupBody,
@@ -76,7 +82,6 @@ from tdsl.dialects.structured import (
     structured,
     tensor_shape,
 )
-from tdsl.errors import TdslIRError
 from tdsl.transforms.iteration_space import Inconsistent, analyze, require_structured
 from tdsl.transforms.tile import decomposed_copy
 
@@ -240,58 +245,6 @@ def _cuts_a_row(body: GroupBody, chunks: Sequence[tuple[int, ...]]) -> bool:
             if kind is IteratorType.NORMALIZE and d is not None and len(chunks[d]) > 1:
                 return True
     return False
-
-
-# ---------------------------------------------------------------------------
-# Kernels of steps
-# ---------------------------------------------------------------------------
-
-
-def _block_shape(value: SSAValue, dims: Dims, chunks: Sequence[tuple[int, ...]]) -> list[int]:
-    """The shape of ``value``'s first block."""
-    return [
-        extent if d is None else (chunks[d][0] if chunks[d] else 0)
-        for extent, d in zip(tensor_shape(value), dims, strict=True)
-    ]
-
-
-def _module_text(block: Block, results: Sequence[SSAValue]) -> str:
-    block.add_op(ReturnOp(*results))
-    main = FuncOp("main", ([a.type for a in block.args], [v.type for v in results]), Region(block))
-    module = ModuleOp([main])
-    module.verify()
-    return str(module)
-
-
-def _reduction_kernel(op: Operation, shape: Sequence[int], count: int | None) -> str:
-    """``op``'s partial ops on concatenated partials of ``shape``, then (with a ``count``)
-    its finalize ops."""
-    s = _partials(op)
-    block = Block(arg_types=[TensorType(element_type(_acc_type(op)), shape)])
-    ops, value = s.partial_ops([block.args[0]])
-    for new in ops:
-        block.add_op(new)
-    if count is not None:
-        final_ops, value = s.finalize_ops(value, count)
-        for new in final_ops:
-            block.add_op(new)
-    return _module_text(block, [value])
-
-
-def _partials(op: Operation) -> PartialOps:
-    """``op`` as a reduction with partial ops; a located error for one without (the plan
-    takes such an op's reduced dims whole, so it never accumulates across chunks)."""
-    if not isinstance(op, PartialOps):
-        raise TdslIRError(f"'{op.name}' accumulates across chunks but has no partial ops")
-    return op
-
-
-def _acc_type(op: Operation) -> TensorType:
-    """The type of ``op``'s partial of its whole operand."""
-    scratch = Block(arg_types=[v.type for v in op.operands])
-    t = _partials(op).partial_ops(list(scratch.args))[1].type
-    assert isinstance(t, TensorType)
-    return t  # pyright: ignore[reportUnknownVariableType]
 
 
 # ---------------------------------------------------------------------------
