@@ -59,11 +59,11 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, Operation, SSAValue
 
 from tdsl.dask.step_kernels import (
-    _acc_type,
-    _block_shape,
-    _module_text,
-    _partials,
-    _reduction_kernel,
+    acc_type,
+    block_shape,
+    module_text,
+    partial_ops_of,
+    reduction_kernel,
 )
 from tdsl.dialects.kernel_plan import (
     Dims,
@@ -448,7 +448,7 @@ class _Planner:
             args: dict[tuple[SSAValue, Dims], SSAValue] = {}
             taken: list[Read] = []
             for v, dims in external[step.index]:
-                t = TensorType(element_type(v), _block_shape(v, dims, part.chunks))
+                t = TensorType(element_type(v), block_shape(v, dims, part.chunks))
                 args[(v, dims)] = block.insert_arg(t, len(block.args))
                 args[(v, dims)].name_hint = f"a{len(taken)}"
                 taken.append(Read(self.key(v), dims, self._chunks(part, v, dims)))
@@ -468,7 +468,7 @@ class _Planner:
                     else:
                         operands.append(args[(v, body.reads[(op, i)])])
                 if op in step.accumulating:
-                    new_ops, partial = _partials(op).partial_ops(operands)
+                    new_ops, partial = partial_ops_of(op).partial_ops(operands)
                     for new in new_ops:
                         block.add_op(new)
                     dims = body.reads[(op, 0)]
@@ -492,7 +492,7 @@ class _Planner:
                         value = Made(self.key(r), dims, self._chunks(part, r, dims))
                         made.append((value, inner[r]))
                         self.plan.produced[self.key(r)] = value.chunks
-            source = _module_text(block, [v for _, v in made])
+            source = module_text(block, [v for _, v in made])
             self.plan.items.append(
                 Step(name, grid, source, tuple(taken), tuple(m for m, _ in made))
             )
@@ -505,7 +505,7 @@ class _Planner:
         reduced = _reduced_axes(op)
         cut = {d for d, c in enumerate(part.chunks) if len(c) > 1}
         axes = tuple(axis for axis in reduced if dims[axis] in cut)
-        acc = tensor_shape(_acc_type(op))
+        acc = tensor_shape(acc_type(op))
         shape = [2 if axis in axes else extent for axis, extent in enumerate(acc)]
         count = part.sched.count(op)
         result = op.results[0]
@@ -516,8 +516,8 @@ class _Planner:
             name,
             self.key(result),
             axes,
-            _reduction_kernel(op, shape, None),
-            _reduction_kernel(op, shape, count),
+            reduction_kernel(op, shape, None),
+            reduction_kernel(op, shape, count),
             squeeze,
             chunks,
         )

@@ -24,7 +24,7 @@ from tdsl.dialects.structured import (
 from tdsl.errors import TdslIRError
 
 
-def _block_shape(value: SSAValue, dims: Dims, chunks: Sequence[tuple[int, ...]]) -> list[int]:
+def block_shape(value: SSAValue, dims: Dims, chunks: Sequence[tuple[int, ...]]) -> list[int]:
     """The shape of ``value``'s first block."""
     return [
         extent if d is None else (chunks[d][0] if chunks[d] else 0)
@@ -32,7 +32,7 @@ def _block_shape(value: SSAValue, dims: Dims, chunks: Sequence[tuple[int, ...]])
     ]
 
 
-def _module_text(block: Block, results: Sequence[SSAValue]) -> str:
+def module_text(block: Block, results: Sequence[SSAValue]) -> str:
     block.add_op(ReturnOp(*results))
     main = FuncOp("main", ([a.type for a in block.args], [v.type for v in results]), Region(block))
     module = ModuleOp([main])
@@ -40,11 +40,11 @@ def _module_text(block: Block, results: Sequence[SSAValue]) -> str:
     return str(module)
 
 
-def _reduction_kernel(op: Operation, shape: Sequence[int], count: int | None) -> str:
+def reduction_kernel(op: Operation, shape: Sequence[int], count: int | None) -> str:
     """``op``'s partial ops on concatenated partials of ``shape``, then (with a ``count``)
     its finalize ops."""
-    s = _partials(op)
-    block = Block(arg_types=[TensorType(element_type(_acc_type(op)), shape)])
+    s = partial_ops_of(op)
+    block = Block(arg_types=[TensorType(element_type(acc_type(op)), shape)])
     ops, value = s.partial_ops([block.args[0]])
     for new in ops:
         block.add_op(new)
@@ -52,10 +52,10 @@ def _reduction_kernel(op: Operation, shape: Sequence[int], count: int | None) ->
         final_ops, value = s.finalize_ops(value, count)
         for new in final_ops:
             block.add_op(new)
-    return _module_text(block, [value])
+    return module_text(block, [value])
 
 
-def _partials(op: Operation) -> PartialOps:
+def partial_ops_of(op: Operation) -> PartialOps:
     """``op`` as a reduction with partial ops; a located error for one without (the plan
     takes such an op's reduced dims whole, so it never accumulates across chunks)."""
     if not isinstance(op, PartialOps):
@@ -63,9 +63,9 @@ def _partials(op: Operation) -> PartialOps:
     return op
 
 
-def _acc_type(op: Operation) -> TensorType:
+def acc_type(op: Operation) -> TensorType:
     """The type of ``op``'s partial of its whole operand."""
     scratch = Block(arg_types=[v.type for v in op.operands])
-    t = _partials(op).partial_ops(list(scratch.args))[1].type
+    t = partial_ops_of(op).partial_ops(list(scratch.args))[1].type
     assert isinstance(t, TensorType)
     return t  # pyright: ignore[reportUnknownVariableType]

@@ -64,73 +64,69 @@ from __future__ import annotations
 from tdsl.transforms.fusion_choice import (
     PLAN_BUDGETS,
     PlanMemory,
-    _partition,
-    _returned,
     choose_plans,
     plans_memory,
     plural_elements,
 )
 from tdsl.transforms.fusion_parts import (
-    _Materialized,
-    _Merge,
-    _Pair,
-    _Part,
-    _Spaces,
-    _Value,
+    FusionPart,
+    PartMerge,
+    PartSpaces,
     groupable,
     is_cloned_constant,
 )
 from tdsl.transforms.fusion_planner import (
     BlockPlan,
     FusionGroup,
+    FusionPlanner,
     UnfusedEdge,
-    _block_users,
-    _Planner,
     describe_space,
     plan_block,
     plan_function,
     walk_functions,
 )
 from tdsl.transforms.fusion_scratch import (
-    _Live,
-    _max_into,
-    _merge_nodes,
-    _Node,
-    _peak,
-    _range_add,
+    LiveBound,
+    SegmentNode,
     group_min_scratch,
+    max_into,
+    merge_nodes,
+    range_add,
+    tree_peak,
 )
+
+# the names the tests of the bounds used before the split
+_Node = SegmentNode
+_peak = tree_peak
+_range_add = range_add
+_merge_nodes = merge_nodes
+_Spaces = PartSpaces
+_Planner = FusionPlanner
 
 __all__ = [
     "PLAN_BUDGETS",
     "BlockPlan",
     "FusionGroup",
+    "FusionPart",
+    "FusionPlanner",
+    "LiveBound",
+    "PartMerge",
+    "PartSpaces",
     "PlanMemory",
+    "SegmentNode",
     "UnfusedEdge",
-    "_Live",
-    "_Materialized",
-    "_Merge",
-    "_Node",
-    "_Pair",
-    "_Part",
-    "_Planner",
-    "_Spaces",
-    "_Value",
-    "_block_users",
-    "_max_into",
-    "_merge_nodes",
-    "_partition",
-    "_peak",
-    "_range_add",
-    "_returned",
     "choose_plans",
     "describe_space",
     "group_min_scratch",
     "groupable",
     "is_cloned_constant",
+    "max_into",
+    "merge_nodes",
     "plan_block",
     "plan_function",
     "plans_memory",
     "plural_elements",
+    "range_add",
+    "tree_peak",
     "walk_functions",
 ]

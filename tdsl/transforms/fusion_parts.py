@@ -2,7 +2,7 @@
 
 Op kinds (which ops group, which constants are cloned), the parts (groups under
 construction) with what the legality rules of
-:mod:`tdsl.transforms.fusion_analysis` look at, and ``_Spaces``: the dimension
+:mod:`tdsl.transforms.fusion_analysis` look at, and ``PartSpaces``: the dimension
 variables in one union-find with an undo log, and the trial and commit of a
 merge of two parts, which keeps those facts up to date union by union.
 """
@@ -25,7 +25,7 @@ from tdsl.dialects.structured import (
     structured,
     tensor_shape,
 )
-from tdsl.transforms.fusion_scratch import _Live
+from tdsl.transforms.fusion_scratch import LiveBound
 from tdsl.transforms.iteration_space import (
     DimVars,
     VarDims,
@@ -77,7 +77,7 @@ class _Pair:
     value: SSAValue
     key: int
     pid: int
-    """The part it was made in (merges move it: see ``_Spaces.part_root``)."""
+    """The part it was made in (merges move it: see ``PartSpaces.part_root``)."""
 
 
 @dataclass(eq=False, slots=True)
@@ -113,7 +113,7 @@ class _Value:
 
 
 @dataclass(eq=False)
-class _Part:
+class FusionPart:
     """What the legality rules need to know about a group, kept up to date by merges."""
 
     id: int
@@ -133,8 +133,8 @@ class _Part:
     diagonal: _Pair | None = None
     """The first pair of a value already running along one variable twice (an op of one
     part only: no merge with it succeeds)."""
-    live: _Live | None = None
-    """Its buffers' live ranges, once a merge needed them (see ``_Live``)."""
+    live: LiveBound | None = None
+    """Its buffers' live ranges, once a merge needed them (see ``LiveBound``)."""
     apart: bool = False
     """Made by a merge that kept reads apart.  Then reading every input along one set
     of variables is inconsistent (it is what that merge tried first), and stays so
@@ -142,13 +142,13 @@ class _Part:
 
 
 @dataclass(eq=False)
-class _Merge:
+class PartMerge:
     """Two parts as one, as tried: what committing it changes."""
 
-    a: _Part
-    b: _Part
-    small: _Part
-    large: _Part
+    a: FusionPart
+    b: FusionPart
+    small: FusionPart
+    large: FusionPart
     reads: dict[SSAValue, list[_Value] | None]
     """New read lists of the values whose reads change (None: computed inside now)."""
     removed: list[_Value]
@@ -159,14 +159,14 @@ class _Merge:
     bound: int
     share: bool
     """Whether every input is read along one set of variables (no reads kept apart)."""
-    live: _Live | None = None
-    """The merged group's ``_Live``, when the budget check computed it."""
+    live: LiveBound | None = None
+    """The merged group's ``LiveBound``, when the budget check computed it."""
 
     def ops(self) -> list[Operation]:
         return [*self.a.ops, *self.b.ops]
 
 
-class _Spaces:
+class PartSpaces:
     """Dimension variables and the groups (parts) built from ops, merge by merge."""
 
     def __init__(self, users: Callable[[Operation], Iterable[Operation]]) -> None:
@@ -174,7 +174,7 @@ class _Spaces:
         self.dims: dict[SSAValue, VarDims] = {}
         """The variables of every computed value."""
         self.users = users
-        self.parts: dict[int, _Part] = {}
+        self.parts: dict[int, FusionPart] = {}
         self.results: dict[Operation, list[_Value]] = {}
         """The bound's values of each op's results."""
         self._part_parent: dict[int, int] = {}
@@ -236,7 +236,7 @@ class _Spaces:
                 self._touch.setdefault(self.vars.find(d), []).append(value)
         return value
 
-    def _add_pairs(self, part: _Part, value: SSAValue, dims: VarDims) -> None:
+    def _add_pairs(self, part: FusionPart, value: SSAValue, dims: VarDims) -> None:
         roots = [self.vars.find(d) for d in dims if d is not None]
         used = sorted(set(roots))
         for i, x in enumerate(used):
@@ -251,7 +251,7 @@ class _Spaces:
             part.diagonal = _Pair(value, self._key(), part.id)
             part.order.append(part.diagonal)
 
-    def single(self, op: Operation) -> _Part:
+    def single(self, op: Operation) -> FusionPart:
         """A new part holding ``op`` alone (its operands are its inputs)."""
         dv = self.vars
         reads: dict[SSAValue, VarDims] = {}
@@ -268,7 +268,7 @@ class _Spaces:
         self._part_parent[pid] = pid
         self._op_part[op] = pid
         assert structured(op) is not None
-        part = _Part(pid, [op], {}, set(), [], set(self.users(op)), 0)
+        part = FusionPart(pid, [op], {}, set(), [], set(self.users(op)), 0)
         for value, dims in (*zip(op.results, results, strict=True), *reads.items()):
             self._add_pairs(part, value, dims)
         self.results[op] = []
@@ -298,11 +298,11 @@ class _Spaces:
 
     def try_merge(
         self,
-        a: _Part,
-        b: _Part,
-        extra: Callable[[_Merge, set[int]], str | None] | None = None,
-        committing: Callable[[_Merge], None] | None = None,
-    ) -> _Part | str:
+        a: FusionPart,
+        b: FusionPart,
+        extra: Callable[[PartMerge, set[int]], str | None] | None = None,
+        committing: Callable[[PartMerge], None] | None = None,
+    ) -> FusionPart | str:
         """``a`` and ``b`` as one part, or why not (then nothing changes).
 
         Checks rules 1 and 2 of the module docstring, then ``extra`` (given the
@@ -314,30 +314,30 @@ class _Spaces:
         dv.on_union = self._on_union
         try:
             if a.apart or b.apart:
-                # sharing would fail (see _Part.apart): only its reason is wanted, and
+                # sharing would fail (see FusionPart.apart): only its reason is wanted, and
                 # only when keeping the reads apart fails too
                 merged = self._attempt(a, b, False, extra, committing)
-                if isinstance(merged, _Part):
+                if isinstance(merged, FusionPart):
                     return merged
                 shared = self._attempt(a, b, True, commit=False)
                 return shared if isinstance(shared, str) else merged
             merged = self._attempt(a, b, True, extra, committing)
-            if isinstance(merged, _Part) or not merged.startswith("inconsistent"):
+            if isinstance(merged, FusionPart) or not merged.startswith("inconsistent"):
                 return merged
             again = self._attempt(a, b, False, extra, committing)
-            return again if isinstance(again, _Part) else merged
+            return again if isinstance(again, FusionPart) else merged
         finally:
             dv.on_union = None
 
     def _attempt(
         self,
-        a: _Part,
-        b: _Part,
+        a: FusionPart,
+        b: FusionPart,
         share: bool,
-        extra: Callable[[_Merge, set[int]], str | None] | None = None,
-        committing: Callable[[_Merge], None] | None = None,
+        extra: Callable[[PartMerge, set[int]], str | None] | None = None,
+        committing: Callable[[PartMerge], None] | None = None,
         commit: bool = True,
-    ) -> _Part | str:
+    ) -> FusionPart | str:
         """One try of :meth:`try_merge`: committed, or rolled back with the reason.  Without
         ``commit`` it is always rolled back; a merge it would make returns ``a``."""
         dv = self.vars
@@ -346,10 +346,10 @@ class _Spaces:
         self._collapsed.clear()
         self._unions.clear()
         merged = self._merge(a, b, share, mark)
-        if isinstance(merged, _Merge) and extra is not None:
+        if isinstance(merged, PartMerge) and extra is not None:
             why = extra(merged, {a.id, b.id})
             merged = merged if why is None else why
-        if isinstance(merged, _Merge) and commit:
+        if isinstance(merged, PartMerge) and commit:
             if committing is not None:
                 committing(merged)
             part = self._commit(merged)
@@ -357,7 +357,7 @@ class _Spaces:
             return part
         self._rollback()
         dv.rollback(mark)
-        return a if isinstance(merged, _Merge) else merged
+        return a if isinstance(merged, PartMerge) else merged
 
     def _rank(self, item: _Pair | _Materialized) -> tuple[int, int]:
         """Its position in the order of the merge being tried: the first part's first."""
@@ -406,7 +406,9 @@ class _Spaces:
         self._adj_log.clear()
         self._root_log.clear()
 
-    def _merge(self, a: _Part, b: _Part, share: bool, mark: tuple[int, int]) -> _Merge | str:
+    def _merge(
+        self, a: FusionPart, b: FusionPart, share: bool, mark: tuple[int, int]
+    ) -> PartMerge | str:
         dv = self.vars
         small, large = (a, b) if len(a.ops) <= len(b.ops) else (b, a)
         removed: list[_Value] = []
@@ -507,7 +509,7 @@ class _Spaces:
                         if cost != value.cost:
                             costs.append((value, cost))
                             delta += cost - value.cost
-        return _Merge(
+        return PartMerge(
             a,
             b,
             small,
@@ -521,7 +523,7 @@ class _Spaces:
             share,
         )
 
-    def _commit(self, m: _Merge) -> _Part:
+    def _commit(self, m: PartMerge) -> FusionPart:
         """Move the smaller part into the larger one; returns the merged part."""
         small, large = m.small, m.large
         assert small.diagonal is None and large.diagonal is None

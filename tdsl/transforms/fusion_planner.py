@@ -1,7 +1,7 @@
 """The greedy fusion planner of :mod:`tdsl.transforms.fusion_analysis`.
 
 :class:`FusionGroup`, :class:`UnfusedEdge` and :class:`BlockPlan` (what a plan
-is), ``_Planner`` (the greedy grouping of one block, in program order, over the
+is), ``FusionPlanner`` (the greedy grouping of one block, in program order, over the
 parts of :mod:`tdsl.transforms.fusion_parts`), and :func:`plan_block` /
 :func:`plan_function`, which run it on a block or on every block of a function.
 """
@@ -29,13 +29,19 @@ from tdsl.dialects.structured import (
     structured,
     tensor_shape,
 )
-from tdsl.transforms.fusion_parts import _Merge, _Part, _Spaces, groupable, is_cloned_constant
+from tdsl.transforms.fusion_parts import (
+    FusionPart,
+    PartMerge,
+    PartSpaces,
+    groupable,
+    is_cloned_constant,
+)
 from tdsl.transforms.fusion_scratch import (
-    _Live,
-    _max_into,
-    _merge_nodes,
-    _range_add,
+    LiveBound,
     group_min_scratch,
+    max_into,
+    merge_nodes,
+    range_add,
 )
 from tdsl.transforms.iteration_space import (
     Inconsistent,
@@ -122,7 +128,7 @@ class BlockPlan:
     """Ops whose results nothing uses: the pass erases them."""
 
 
-class _Planner:
+class FusionPlanner:
     """The greedy grouping of one block; see the module docstring."""
 
     def __init__(self, block: Block, function: str, budget: int, taken: set[str]) -> None:
@@ -134,7 +140,7 @@ class _Planner:
         self.index = {op: i for i, op in enumerate(self.ops)}
         self.reasons: dict[tuple[Operation, Operation, int], str] = {}
         self.dead = self._dead()
-        self.spaces = _Spaces(self.users)
+        self.spaces = PartSpaces(self.users)
         self._readers: dict[SSAValue, list[Operation | None]] = {}
 
     def _dead(self) -> set[Operation]:
@@ -158,8 +164,8 @@ class _Planner:
 
     # -- legality beyond the iteration space ------------------------------------
 
-    def _extra(self, upto: int) -> Callable[[_Merge, set[int]], str | None]:
-        def check(merge: _Merge, ids: set[int]) -> str | None:
+    def _extra(self, upto: int) -> Callable[[PartMerge, set[int]], str | None]:
+        def check(merge: PartMerge, ids: set[int]) -> str | None:
             return self._budget(merge, ids) or self._cycle(merge, ids, upto)
 
         return check
@@ -183,7 +189,7 @@ class _Planner:
                 return True
         return False
 
-    def _budget(self, merge: _Merge, ids: set[int]) -> str | None:
+    def _budget(self, merge: PartMerge, ids: set[int]) -> str | None:
         """Rule 3: the smallest legal tile must fit the budget."""
         if merge.bound <= self.budget:
             return None
@@ -200,7 +206,7 @@ class _Planner:
             f"budget of {self.budget}"
         )
 
-    def _cycle(self, merge: _Merge, ids: set[int], upto: int) -> str | None:
+    def _cycle(self, merge: PartMerge, ids: set[int], upto: int) -> str | None:
         """Rule 4: a reason when a path leaves the group and comes back (through the first
         exit in program order that has one)."""
         spaces = self.spaces
@@ -227,7 +233,7 @@ class _Planner:
                     stack.extend(spaces.parts[pid].users)
         return None
 
-    # -- rule 3 past the bound: live ranges (see _Live) ---------------------------
+    # -- rule 3 past the bound: live ranges (see LiveBound) ---------------------------
 
     def _value_readers(self, value: SSAValue) -> list[Operation | None]:
         """The live ops reading ``value`` (None: one outside the block), and the ops that
@@ -294,11 +300,11 @@ class _Planner:
             first.workspaces = tuple(found)
         return first.workspaces
 
-    def _live(self, part: _Part) -> _Live:
+    def _live(self, part: FusionPart) -> LiveBound:
         """``part``'s live ranges (computed once, then kept up to date by merges)."""
         if part.live is None:
             end = len(self.ops)
-            live = _Live({}, {}, {}, False)
+            live = LiveBound({}, {}, {}, False)
             for op in part.ops:
                 live.never_recomputed |= isinstance(op, Contraction) and not op.recomputable()
                 at = self.index[op]
@@ -307,35 +313,35 @@ class _Planner:
                     assert value.dtype is not None
                     dt = value.dtype
                     last = self._last_read(r, {part.id})
-                    live.held[dt] = _range_add(live.held.get(dt), 0, end, at, last, 1)
-                    _max_into(live.tile, dt, value.cost // 3)
-                    _max_into(live.whole, dt, value.full)
+                    live.held[dt] = range_add(live.held.get(dt), 0, end, at, last, 1)
+                    max_into(live.tile, dt, value.cost // 3)
+                    max_into(live.whole, dt, value.full)
                 for dt, scale in self._workspaces(op):
-                    live.held[dt] = _range_add(live.held.get(dt), 0, end, at, at, 1)
-                    _max_into(live.tile, dt, scale * values[0].cost // 3)
-                    _max_into(live.whole, dt, scale * values[0].full)
+                    live.held[dt] = range_add(live.held.get(dt), 0, end, at, at, 1)
+                    max_into(live.tile, dt, scale * values[0].cost // 3)
+                    max_into(live.whole, dt, scale * values[0].full)
             part.live = live
         return part.live
 
-    def _merged_live(self, merge: _Merge) -> _Live:
+    def _merged_live(self, merge: PartMerge) -> LiveBound:
         """The live ranges of ``merge``'s group: both parts' summed, and the values that
         only the merged group reads now end at their last read."""
         a, b = self._live(merge.a), self._live(merge.b)
-        live = _Live(
-            {dt: _merge_nodes(a.held.get(dt), b.held.get(dt)) for dt in {*a.held, *b.held}},
+        live = LiveBound(
+            {dt: merge_nodes(a.held.get(dt), b.held.get(dt)) for dt in {*a.held, *b.held}},
             dict(a.tile),
             dict(a.whole),
             a.never_recomputed or b.never_recomputed,
         )
         for dt, n in b.tile.items():
-            _max_into(live.tile, dt, n)
+            max_into(live.tile, dt, n)
         for dt, n in b.whole.items():
-            _max_into(live.whole, dt, n)
+            max_into(live.whole, dt, n)
         for value, cost in merge.costs:
             if value.dtype is not None:
-                _max_into(live.tile, value.dtype, cost // 3)
+                max_into(live.tile, value.dtype, cost // 3)
                 for dt, scale in value.workspaces or ():
-                    _max_into(live.tile, dt, scale * cost // 3)
+                    max_into(live.tile, dt, scale * cost // 3)
         # values read across the two parts: open (to the end) in their part until now
         small, large = merge.small, merge.large
         ids = {merge.a.id, merge.b.id}
@@ -357,10 +363,10 @@ class _Planner:
                 assert isinstance(v, OpResult)
                 dt = self.spaces.results[v.op][v.index].dtype
                 assert dt is not None
-                live.held[dt] = _range_add(live.held[dt], 0, end, last + 1, end, -1)
+                live.held[dt] = range_add(live.held[dt], 0, end, last + 1, end, -1)
         return live
 
-    def _committing(self, merge: _Merge) -> None:
+    def _committing(self, merge: PartMerge) -> None:
         """Keep the live ranges of a group that has them up to date."""
         if merge.live is None and (merge.a.live is not None or merge.b.live is not None):
             merge.live = self._merged_live(merge)
@@ -530,7 +536,7 @@ def plan_block(
     names.update(
         op.group.data for op in block.ops if isinstance(op, FusedOp) and op.group is not None
     )
-    return _Planner(block, function, memory_budget, names).plan()
+    return FusionPlanner(block, function, memory_budget, names).plan()
 
 
 def plan_function(fn: func.FuncOp, memory_budget: int) -> list[BlockPlan]:

@@ -1,7 +1,7 @@
 """Bounds of a fusion group's scratch, for rule 3 of :mod:`tdsl.transforms.fusion_analysis`.
 
 The persistent segment tree that counts the buffers a group holds at each
-program position, the per-dtype bound with reuse built on it (``_Live``), and
+program position, the per-dtype bound with reuse built on it (``LiveBound``), and
 :func:`group_min_scratch`, the exact scratch of a group's smallest legal tile in
 ``tdsl-tile``'s model (the decomposed group counting too).
 """
@@ -48,15 +48,17 @@ from tdsl.transforms.tile_decompose import decomposed_copy
 # smaller tile as needing no more of them.
 # Only when this bound too exceeds the budget is the exact scratch computed.
 
-_Node = tuple[int, int, "_Node | None", "_Node | None"]
+SegmentNode = tuple[int, int, "SegmentNode | None", "SegmentNode | None"]
 """A segment tree node: (count added to its whole range, max count in it, left, right)."""
 
 
-def _peak(node: _Node | None) -> int:
+def tree_peak(node: SegmentNode | None) -> int:
     return 0 if node is None else node[1]
 
 
-def _range_add(node: _Node | None, lo: int, hi: int, start: int, stop: int, n: int) -> _Node:
+def range_add(
+    node: SegmentNode | None, lo: int, hi: int, start: int, stop: int, n: int
+) -> SegmentNode:
     """``node`` (over positions ``lo..hi``) with ``n`` added over ``start..stop``, copied."""
     if start <= lo and hi <= stop:
         if node is None:
@@ -65,29 +67,29 @@ def _range_add(node: _Node | None, lo: int, hi: int, start: int, stop: int, n: i
     add, _, left, right = node if node is not None else (0, 0, None, None)
     mid = (lo + hi) // 2
     if start <= mid:
-        left = _range_add(left, lo, mid, start, stop, n)
+        left = range_add(left, lo, mid, start, stop, n)
     if stop > mid:
-        right = _range_add(right, mid + 1, hi, start, stop, n)
-    return (add, add + max(_peak(left), _peak(right)), left, right)
+        right = range_add(right, mid + 1, hi, start, stop, n)
+    return (add, add + max(tree_peak(left), tree_peak(right)), left, right)
 
 
-def _merge_nodes(a: _Node | None, b: _Node | None) -> _Node | None:
+def merge_nodes(a: SegmentNode | None, b: SegmentNode | None) -> SegmentNode | None:
     """The sum of two trees over the same positions (sharing what only one has)."""
     if a is None:
         return b
     if b is None:
         return a
-    left = _merge_nodes(a[2], b[2])
-    right = _merge_nodes(a[3], b[3])
+    left = merge_nodes(a[2], b[2])
+    right = merge_nodes(a[3], b[3])
     add = a[0] + b[0]
-    return (add, add + max(_peak(left), _peak(right)), left, right)
+    return (add, add + max(tree_peak(left), tree_peak(right)), left, right)
 
 
 @dataclass
-class _Live:
+class LiveBound:
     """What bounds a group's scratch with reuse (see above), per buffer dtype."""
 
-    held: dict[np.dtype[Any], _Node | None]
+    held: dict[np.dtype[Any], SegmentNode | None]
     """Buffers held at each program position."""
     tile: dict[np.dtype[Any], int]
     """The largest buffer at the tile that cuts parallel dims to 1."""
@@ -100,10 +102,10 @@ class _Live:
         """The bound; ``shared``: the group reads every input along one set of variables
         (then its space is the planner's, and the tile sizes hold)."""
         sizes = self.tile if shared and not self.never_recomputed else self.whole
-        return sum(_peak(node) * sizes.get(dt, 0) for dt, node in self.held.items())
+        return sum(tree_peak(node) * sizes.get(dt, 0) for dt, node in self.held.items())
 
 
-def _max_into(into: dict[np.dtype[Any], int], dtype: np.dtype[Any], n: int) -> None:
+def max_into(into: dict[np.dtype[Any], int], dtype: np.dtype[Any], n: int) -> None:
     if n > into.get(dtype, 0):
         into[dtype] = n
 

@@ -85,8 +85,8 @@ from tdsl.dialects.structured import (
 from tdsl.errors import TdslBudgetError, TdslIRError, TdslOptionError
 from tdsl.transforms.iteration_space import require_structured
 from tdsl.transforms.tile_choice import Tiling, choose_tiles, min_scratch, try_tiles
-from tdsl.transforms.tile_decompose import _decompose_in_place, decomposed_copy
-from tdsl.transforms.tile_parts import _Group, _Part
+from tdsl.transforms.tile_decompose import decompose_in_place, decomposed_copy
+from tdsl.transforms.tile_parts import GroupParts, TilePart
 
 # ---------------------------------------------------------------------------
 # Options
@@ -160,7 +160,7 @@ def _is_hoisted_constant(op: Operation) -> bool:
 
 
 def _build_tile(
-    part: _Part, tiling: Tiling, name: str | None, outer: dict[SSAValue, SSAValue]
+    part: TilePart, tiling: Tiling, name: str | None, outer: dict[SSAValue, SSAValue]
 ) -> TileOp:
     """The ``kernel.tile`` of ``part``; ``outer`` maps body values to the values outside."""
     body, tiles = part.body, tiling.tiles
@@ -250,7 +250,7 @@ class TileGroups(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, fused: FusedOp, rewriter: PatternRewriter) -> None:
         budget = group_budget(fused, self.options.memory_budget)
-        group = _Group(fused, budget, self.options)
+        group = GroupParts(fused, budget, self.options)
         for op in group.ops:
             if constant_value(op) is None:
                 require_structured(op)
@@ -262,9 +262,9 @@ class TileGroups(RewritePattern):
             except TdslBudgetError as err:
                 # one op that fits neither whole nor decomposed as one part: its
                 # decomposition's ops may still fit as parts of their own
-                if not _decompose_in_place(err.op, fused, rewriter):
+                if not decompose_in_place(err.op, fused, rewriter):
                     raise
-                group = _Group(fused, budget, self.options)
+                group = GroupParts(fused, budget, self.options)
         # large constants go in front of the tile op, as operands
         hoisted: dict[SSAValue, SSAValue] = {}
         for op in group.ops:

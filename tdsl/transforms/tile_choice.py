@@ -198,7 +198,7 @@ def min_scratch(body: GroupBody) -> int | None:
     return best
 
 
-def _explicit_tiles(
+def explicit_tiles(
     body: GroupBody, sizes: Sequence[int], budget: int, label: str, fused: Operation | None = None
 ) -> Tiling:
     """The tiling ``sizes`` asks for; errors name the group and carry its op (``fused``)."""

@@ -2,7 +2,7 @@
 
 :func:`decomposed_copy` copies a group's ops with each op that declares a
 decomposition replaced by it (for the fusion analysis and the backends to
-measure and run), and ``_decompose_in_place`` rewrites one op of a
+measure and run), and ``decompose_in_place`` rewrites one op of a
 ``kernel.fused`` body into its decomposition.
 """
 
@@ -23,7 +23,7 @@ from tdsl.dialects.structured import (
 )
 
 
-def _decomposes(ops: Sequence[Operation]) -> bool:
+def any_decomposes(ops: Sequence[Operation]) -> bool:
     return any(isinstance(op, Decomposable) and op.decomposes() for op in ops)
 
 
@@ -40,7 +40,7 @@ def decomposed_copy(
     touched: ``tdsl-fuse`` sizes groups this way, and ``tdsl-tile`` builds the
     ``kernel.tile`` of a decomposed part from the copy.
     """
-    if not _decomposes(ops):
+    if not any_decomposes(ops):
         return None
     members = set(ops)
     block = Block()
@@ -63,7 +63,7 @@ def decomposed_copy(
     return list(block.ops), copied_outputs, list(block.args)
 
 
-def _decompose_in_place(op: object, fused: FusedOp, rewriter: PatternRewriter) -> bool:
+def decompose_in_place(op: object, fused: FusedOp, rewriter: PatternRewriter) -> bool:
     """Replace ``op`` (of ``fused``'s body) by its decomposition; False when it has none."""
     if not isinstance(op, Operation) or op.parent_block() is not fused.body.block:
         return False

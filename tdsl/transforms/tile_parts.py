@@ -1,6 +1,6 @@
 """The parts of a fusion group that ``tdsl-tile`` tiles, and their search.
 
-``_Group`` decides, on copies, part by part, whether a part fits the budget as
+``GroupParts`` decides, on copies, part by part, whether a part fits the budget as
 written or decomposed, and splits a group that fits neither where the need of
 its parts is smallest; the helpers list the cut candidates and the ops live
 for a set of yielded values.
@@ -23,12 +23,12 @@ from tdsl.transforms.iteration_space import Inconsistent, analyze
 from tdsl.transforms.locations import op_location
 from tdsl.transforms.tile_choice import (
     Tiling,
-    _explicit_tiles,
     choose_tiles,
+    explicit_tiles,
     min_scratch,
     try_tiles,
 )
-from tdsl.transforms.tile_decompose import _decomposes, decomposed_copy
+from tdsl.transforms.tile_decompose import any_decomposes, decomposed_copy
 
 if TYPE_CHECKING:
     from tdsl.transforms.tile import TilePass
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class _Part:
+class TilePart:
     """Some ops of a group (program order) run as one ``kernel.tile``.
 
     A decomposed part holds copies (in a detached block): ``origin`` maps the
@@ -57,7 +57,7 @@ class _Part:
     replaces: list[SSAValue] | None = None
 
 
-class _Group:
+class GroupParts:
     """One ``kernel.fused`` being scheduled."""
 
     def __init__(self, fused: FusedOp, budget: int, options: TilePass) -> None:
@@ -70,7 +70,7 @@ class _Group:
     def label(self) -> str:
         return "the group" if self.fused.group is None else f"group '{self.fused.group.data}'"
 
-    def part(self, seq: Sequence[Operation]) -> _Part | Inconsistent:
+    def part(self, seq: Sequence[Operation]) -> TilePart | Inconsistent:
         inside = set(seq)
         users = set(self.ops)
         defined = [r for op in seq for r in op.results]
@@ -96,11 +96,11 @@ class _Group:
         found = analyze(seq, outputs, list(inputs))
         if isinstance(found, Inconsistent):
             return found
-        return _Part(list(seq), outputs, list(inputs), found)
+        return TilePart(list(seq), outputs, list(inputs), found)
 
-    def decomposed(self, part: _Part) -> _Part | None:
+    def decomposed(self, part: TilePart) -> TilePart | None:
         """``part`` with its row-normalizing ops replaced by their decomposition (copies)."""
-        if not _decomposes(part.ops):
+        if not any_decomposes(part.ops):
             return None
         copy = decomposed_copy(part.ops, part.outputs, part.inputs)
         if copy is None:
@@ -110,9 +110,9 @@ class _Group:
         if isinstance(found, Inconsistent):
             return None
         origin = dict(zip(args, part.inputs, strict=True))
-        return _Part(ops, outputs, args, found, origin=origin, replaces=list(part.outputs))
+        return TilePart(ops, outputs, args, found, origin=origin, replaces=list(part.outputs))
 
-    def fit(self, seq: Sequence[Operation]) -> _Part | None:
+    def fit(self, seq: Sequence[Operation]) -> TilePart | None:
         """``seq`` as one part with its tiling, as written or decomposed, or None if
         neither fits.  Explicit tile sizes that cut a row take the decomposed form;
         their errors are about the first form they can tile."""
@@ -127,7 +127,7 @@ class _Group:
         if sizes:
             legal = [f for f in forms if _explicit_legal(f.body, sizes)]
             chosen = legal[0] if legal else part
-            chosen.tiling = _explicit_tiles(
+            chosen.tiling = explicit_tiles(
                 chosen.body, sizes, self.budget, self.label(), self.fused
             )
             return chosen
@@ -149,7 +149,7 @@ class _Group:
             needs.append(min_scratch(decomposed.body))
         return min((n for n in needs if n is not None), default=1 << 62)
 
-    def schedule_parts(self, seq: Sequence[Operation]) -> list[_Part]:
+    def schedule_parts(self, seq: Sequence[Operation]) -> list[TilePart]:
         """Parts of ``seq`` that each fit the budget."""
         found = self.fit(seq)
         if found is not None:
