@@ -55,10 +55,16 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Block, Operation, SSAValue
 
+from tdsl.dask.step_kernels import (
+    acc_type,
+    block_shape,
+    module_text,
+    partial_ops_of,
+    reduction_kernel,
+)
 from tdsl.dialects.kernel_plan import (
     Dims,
     GroupBody,
@@ -76,7 +82,6 @@ from tdsl.dialects.structured import (
     structured,
     tensor_shape,
 )
-from tdsl.errors import TdslIRError
 from tdsl.transforms.iteration_space import Inconsistent, analyze, require_structured
 from tdsl.transforms.tile import decomposed_copy
 
@@ -240,58 +245,6 @@ def _cuts_a_row(body: GroupBody, chunks: Sequence[tuple[int, ...]]) -> bool:
             if kind is IteratorType.NORMALIZE and d is not None and len(chunks[d]) > 1:
                 return True
     return False
-
-
-# ---------------------------------------------------------------------------
-# Kernels of steps
-# ---------------------------------------------------------------------------
-
-
-def _block_shape(value: SSAValue, dims: Dims, chunks: Sequence[tuple[int, ...]]) -> list[int]:
-    """The shape of ``value``'s first block."""
-    return [
-        extent if d is None else (chunks[d][0] if chunks[d] else 0)
-        for extent, d in zip(tensor_shape(value), dims, strict=True)
-    ]
-
-
-def _module_text(block: Block, results: Sequence[SSAValue]) -> str:
-    block.add_op(ReturnOp(*results))
-    main = FuncOp("main", ([a.type for a in block.args], [v.type for v in results]), Region(block))
-    module = ModuleOp([main])
-    module.verify()
-    return str(module)
-
-
-def _reduction_kernel(op: Operation, shape: Sequence[int], count: int | None) -> str:
-    """``op``'s partial ops on concatenated partials of ``shape``, then (with a ``count``)
-    its finalize ops."""
-    s = _partials(op)
-    block = Block(arg_types=[TensorType(element_type(_acc_type(op)), shape)])
-    ops, value = s.partial_ops([block.args[0]])
-    for new in ops:
-        block.add_op(new)
-    if count is not None:
-        final_ops, value = s.finalize_ops(value, count)
-        for new in final_ops:
-            block.add_op(new)
-    return _module_text(block, [value])
-
-
-def _partials(op: Operation) -> PartialOps:
-    """``op`` as a reduction with partial ops; a located error for one without (the plan
-    takes such an op's reduced dims whole, so it never accumulates across chunks)."""
-    if not isinstance(op, PartialOps):
-        raise TdslIRError(f"'{op.name}' accumulates across chunks but has no partial ops")
-    return op
-
-
-def _acc_type(op: Operation) -> TensorType:
-    """The type of ``op``'s partial of its whole operand."""
-    scratch = Block(arg_types=[v.type for v in op.operands])
-    t = _partials(op).partial_ops(list(scratch.args))[1].type
-    assert isinstance(t, TensorType)
-    return t  # pyright: ignore[reportUnknownVariableType]
 
 
 # ---------------------------------------------------------------------------
@@ -495,7 +448,7 @@ class _Planner:
             args: dict[tuple[SSAValue, Dims], SSAValue] = {}
             taken: list[Read] = []
             for v, dims in external[step.index]:
-                t = TensorType(element_type(v), _block_shape(v, dims, part.chunks))
+                t = TensorType(element_type(v), block_shape(v, dims, part.chunks))
                 args[(v, dims)] = block.insert_arg(t, len(block.args))
                 args[(v, dims)].name_hint = f"a{len(taken)}"
                 taken.append(Read(self.key(v), dims, self._chunks(part, v, dims)))
@@ -515,7 +468,7 @@ class _Planner:
                     else:
                         operands.append(args[(v, body.reads[(op, i)])])
                 if op in step.accumulating:
-                    new_ops, partial = _partials(op).partial_ops(operands)
+                    new_ops, partial = partial_ops_of(op).partial_ops(operands)
                     for new in new_ops:
                         block.add_op(new)
                     dims = body.reads[(op, 0)]
@@ -539,7 +492,7 @@ class _Planner:
                         value = Made(self.key(r), dims, self._chunks(part, r, dims))
                         made.append((value, inner[r]))
                         self.plan.produced[self.key(r)] = value.chunks
-            source = _module_text(block, [v for _, v in made])
+            source = module_text(block, [v for _, v in made])
             self.plan.items.append(
                 Step(name, grid, source, tuple(taken), tuple(m for m, _ in made))
             )
@@ -552,7 +505,7 @@ class _Planner:
         reduced = _reduced_axes(op)
         cut = {d for d, c in enumerate(part.chunks) if len(c) > 1}
         axes = tuple(axis for axis in reduced if dims[axis] in cut)
-        acc = tensor_shape(_acc_type(op))
+        acc = tensor_shape(acc_type(op))
         shape = [2 if axis in axes else extent for axis, extent in enumerate(acc)]
         count = part.sched.count(op)
         result = op.results[0]
@@ -563,8 +516,8 @@ class _Planner:
             name,
             self.key(result),
             axes,
-            _reduction_kernel(op, shape, None),
-            _reduction_kernel(op, shape, count),
+            reduction_kernel(op, shape, None),
+            reduction_kernel(op, shape, count),
             squeeze,
             chunks,
         )

@@ -1,0 +1,165 @@
+"""The choice of a function's fusion plan under a memory budget, and its memory.
+
+:func:`choose_plans` takes the greedy plan of the budget when its need (the
+values it materializes plus the largest scratch of one group) fits, else the
+plan of least need among the greedy plans of :data:`PLAN_BUDGETS`;
+:class:`PlanMemory` is what the chosen plan needs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import SSAValue
+
+from tdsl.dialects.structured import (
+    tensor_shape,
+)
+from tdsl.transforms.fusion_planner import BlockPlan, plan_function
+from tdsl.transforms.fusion_scratch import group_min_scratch
+
+# ---------------------------------------------------------------------------
+# A plan's memory: its scratch plus the values it materializes
+# ---------------------------------------------------------------------------
+#
+# The greedy planner bounds each group's scratch by the budget, but a cut it
+# makes holds a value whole between two groups, and that value is memory too.
+# A plan's need is the values it materializes (those the function does not
+# return: a result lives in its output) plus the largest scratch any of its
+# groups needs at its smallest legal tile; groups run one after the other,
+# and every materialized value may be alive while any of them runs.  The plan
+# of a budget B is the greedy plan at B when its need fits B; else, among the
+# greedy plans at the budgets of :data:`PLAN_BUDGETS` (a fixed ladder, so that
+# every budget below the need considers the same plans), the one of least need.
+
+PLAN_BUDGETS = tuple(16 * 4**k for k in range(16))
+"""The budgets whose greedy plans are considered when the plan of the budget does not fit
+(16 to 16 * 4**15 elements; a budget past the program's largest values plans like the
+last one that changes anything)."""
+
+
+@dataclass(frozen=True)
+class PlanMemory:
+    """What one function's chosen fusion plan needs, in elements.
+
+    A call allocates, beyond its outputs, at most ``max(budget, need)``
+    elements: the materialized values, plus the scratch of one group at a
+    time, each group tiled under :attr:`tile_budget`.
+    """
+
+    function: str
+    budget: int
+    """The memory budget the plan was chosen for."""
+    materialized: int
+    """Elements of the values held whole between groups that the function does not return."""
+    scratch: int
+    """The largest scratch any group needs at its smallest legal tile."""
+    planned_at: int
+    """The budget of the greedy plan chosen (``budget`` itself when it fits)."""
+    considered: int = 1
+    """How many distinct plans were compared."""
+
+    @property
+    def need(self) -> int:
+        """The least memory this plan runs in: materialized values plus the largest scratch."""
+        return self.materialized + self.scratch
+
+    @property
+    def fits(self) -> bool:
+        return self.need <= self.budget
+
+    @property
+    def tile_budget(self) -> int:
+        """The scratch each group's tiles may use: what the materialized values leave of the
+        budget, or the least the plan needs when no plan fits."""
+        return max(self.budget - self.materialized, self.scratch)
+
+    def describe(self) -> str:
+        """``needs 2048 elements (2048 of scratch, 0 materialized between groups)``."""
+        return (
+            f"needs {plural_elements(self.need)} ({self.scratch} of scratch at the smallest "
+            f"tiles, {self.materialized} materialized between groups)"
+        )
+
+
+def plural_elements(n: int) -> str:
+    return f"{n} element" + ("" if n == 1 else "s")
+
+
+def _returned(fn: func.FuncOp) -> set[SSAValue]:
+    return {
+        v
+        for op in fn.walk()
+        if isinstance(op, func.ReturnOp) and op.parent_op() is fn
+        for v in op.operands
+    }
+
+
+def plans_memory(
+    fn: func.FuncOp, plans: Sequence[BlockPlan], budget: int, returned: set[SSAValue] | None = None
+) -> tuple[int, int]:
+    """The elements ``plans`` (the plans of ``fn``'s blocks) materialize that ``fn`` does
+    not return, and the largest scratch of a group at its smallest legal tile."""
+    if returned is None:
+        returned = _returned(fn)
+    held: dict[SSAValue, int] = {}
+    for plan in plans:
+        for edge in plan.unfused:
+            v = edge.value
+            if v not in returned and v not in held:
+                held[v] = math.prod(tensor_shape(v))
+    scratch = 0
+    for plan in plans:
+        for g in plan.groups:
+            need = group_min_scratch(g.ops, g.results, budget, g.space)
+            # a group with no legal tile is the tiler's error to report
+            scratch = max(scratch, 0 if need is None else need)
+    return sum(held.values()), scratch
+
+
+def _partition(plans: Sequence[BlockPlan]) -> tuple[tuple[int, ...], ...]:
+    """The groups of ``plans`` as sets of op ids (to tell plans apart)."""
+    return tuple(tuple(sorted(id(op) for op in g.ops)) for plan in plans for g in plan.groups)
+
+
+def choose_plans(fn: func.FuncOp, memory_budget: int) -> tuple[list[BlockPlan], PlanMemory]:
+    """The plans of ``fn``'s blocks for ``memory_budget`` and what they need (see above):
+    the greedy plan at the budget when its need fits, else the plan of least need."""
+    name = fn.sym_name.data
+    returned = _returned(fn)
+    plans = plan_function(fn, memory_budget)
+    held, scratch = plans_memory(fn, plans, memory_budget, returned)
+    best = PlanMemory(name, memory_budget, held, scratch, memory_budget)
+    if best.fits:
+        return plans, best
+    chosen = plans
+    seen = {_partition(plans)}
+    # past 3x all the program's elements the budget refuses no merge
+    cap = 3 * sum(
+        math.prod(tensor_shape(r))
+        for op in fn.walk()
+        for r in op.results
+        if isinstance(r.type, TensorType)
+    )
+    for b in PLAN_BUDGETS:
+        if b == memory_budget:
+            continue
+        if b > 4 * cap + 16:
+            break
+        candidate = plan_function(fn, b)
+        key = _partition(candidate)
+        if key in seen:
+            continue
+        seen.add(key)
+        held, scratch = plans_memory(fn, candidate, b, returned)
+        if held + scratch < best.need:
+            best = PlanMemory(name, memory_budget, held, scratch, b)
+            chosen = candidate
+    best = PlanMemory(
+        name, memory_budget, best.materialized, best.scratch, best.planned_at, len(seen)
+    )
+    return chosen, best

@@ -1,0 +1,77 @@
+"""Decomposing row-normalizing ops (``softmax``) for :mod:`tdsl.transforms.tile`.
+
+:func:`decomposed_copy` copies a group's ops with each op that declares a
+decomposition replaced by it (for the fusion analysis and the backends to
+measure and run), and ``decompose_in_place`` rewrites one op of a
+``kernel.fused`` body into its decomposition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+)
+from xdsl.rewriter import Rewriter
+
+from tdsl.dialects.kernel import FusedOp
+from tdsl.dialects.structured import (
+    Decomposable,
+    checked_decomposition,
+)
+
+
+def any_decomposes(ops: Sequence[Operation]) -> bool:
+    return any(isinstance(op, Decomposable) and op.decomposes() for op in ops)
+
+
+def decomposed_copy(
+    ops: Sequence[Operation],
+    outputs: Sequence[SSAValue],
+    inputs: Sequence[SSAValue] = (),
+) -> tuple[list[Operation], list[SSAValue], list[SSAValue]] | None:
+    """``ops`` copied into a detached block with every op that has a decomposition
+    replaced by it: (ops, outputs, inputs) of the copy, or None when nothing decomposes.
+
+    The copy's inputs are block arguments standing for ``inputs`` (in that
+    order), then for the other values ``ops`` read from outside.  The IR is not
+    touched: ``tdsl-fuse`` sizes groups this way, and ``tdsl-tile`` builds the
+    ``kernel.tile`` of a decomposed part from the copy.
+    """
+    if not any_decomposes(ops):
+        return None
+    members = set(ops)
+    block = Block()
+    mapping: dict[SSAValue, SSAValue] = {}
+    for v in [*inputs, *(v for op in ops for v in op.operands if v.owner not in members)]:
+        if v not in mapping:
+            mapping[v] = block.insert_arg(v.type, len(block.args))
+            mapping[v].name_hint = v.name_hint
+    for op in ops:
+        block.add_op(op.clone(value_mapper=mapping))
+    copied_outputs = [mapping[v] for v in outputs]
+    for op in list(block.ops):
+        decomposed = checked_decomposition(op)
+        if decomposed is not None:
+            new_ops, value = decomposed
+            for new in new_ops:
+                new.location = op.location
+            Rewriter.replace_op(op, new_ops, [value])
+            copied_outputs = [value if v is op.results[0] else v for v in copied_outputs]
+    return list(block.ops), copied_outputs, list(block.args)
+
+
+def decompose_in_place(op: object, fused: FusedOp, rewriter: PatternRewriter) -> bool:
+    """Replace ``op`` (of ``fused``'s body) by its decomposition; False when it has none."""
+    if not isinstance(op, Operation) or op.parent_block() is not fused.body.block:
+        return False
+    decomposed = checked_decomposition(op)
+    if decomposed is None:
+        return False
+    new_ops, value = decomposed
+    for new in new_ops:
+        new.location = op.location
+    rewriter.replace(op, new_ops, [value])
+    return True
