@@ -457,6 +457,12 @@ class _Point:
             self.store(running, self.carries[p], cdims)
             self.memo[(v, body.dims[v])] = running
             return running
+        if isinstance(p, Scan):  # along an axis of extent 1: the identity and the element
+            loop = p.carried_loops()[0]
+            start = self.code.scalar(loop.start, element_of(loop.dtype))
+            running = p.scalar_scan(self.code.b, start, args)
+            self.memo[(v, body.dims[v])] = running
+            return running
         results = element_body(p, self.code.b, args)
         for r, x in zip(p.results, results, strict=True):
             self.memo[(r, body.dims[r])] = x

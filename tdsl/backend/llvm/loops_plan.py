@@ -226,8 +226,11 @@ class _GroupPlan:
         self._keep_long_chains()
         self.slots, self.slot_values = self._slots()
         """Per stored value, its scratch slot (values whose reads are over share one)."""
+        # a scan whose axis has extent 1 is in no space dim: each element is its own
+        # running value (computed from the identity, see _Point), and it carries nothing
+        # from one index of another dim to the next
         self.carries: list[Operation] = [
-            op for op in body.ops if _is_scan(op) and op not in self.blas
+            op for op in body.ops if _is_scan(op) and op not in self.blas and carried_dims(body, op)
         ]
         """Scans: each carries its running values in a ``scratch`` memref (its result's
         tile with the scan dims of extent 1), set to the identity before each sweep that

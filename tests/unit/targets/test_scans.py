@@ -258,3 +258,23 @@ def test_the_scan_ops_round_trip_and_build() -> None:
     assert [op.name for op in ops] == ["tensordsl.cumsum", "tensordsl.cumprod"]
     assert isinstance(module, ModuleOp)
     assert math.prod(td.tensor_shape(ops[0].result)) == 12
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("budget", BUDGETS)
+def test_a_scan_along_an_axis_of_one_restarts_for_every_broadcast_row(
+    target: str, budget: int
+) -> None:
+    # found by the differential test (seed 0): cumprod along an axis of extent 1 is in no
+    # space dim, and on native its carry ran on from one row of the broadcast to the next
+    rng = np.random.default_rng(0)
+    x0 = rng.uniform(0.5, 1.5, (1, 3)).astype(np.float32)
+    x1 = rng.uniform(0.5, 1.5, (1, 1, 3)).astype(np.float32)
+    x2 = rng.uniform(-2, 2, (2, 1, 3)).astype(np.float32)
+    x3 = np.float32(1.5)
+    text = "where(greater(cumprod(x0, axis=0), sum(x1, axis=0)), x2, x3)"
+    got = _call(target, budget, text, x0=x0, x1=x1, x2=x2, x3=x3)
+    want = np.where(np.cumprod(x0, axis=0) > np.sum(x1, axis=0), x2, x3)
+    np.testing.assert_array_equal(got, want)
+    got = _call(target, budget, "cumsum(x0, axis=0) + x2", x0=x0, x2=x2)
+    np.testing.assert_array_equal(got, np.cumsum(x0, axis=0) + x2)
