@@ -209,9 +209,9 @@ class _GroupPlan:
                 continue
             v = op.results[0]
             own = {d for d in body.dims[v] if d is not None}
-            readers = [u.operation for u in v.uses if u.operation in body.members]
             if v not in self.stored and any(
-                {d for d in body.loop_dims(r) if d is not None} - own for r in readers
+                {d for d in body.loop_dims(r) if d is not None} - own
+                for r in self._sweep_readers(v)
             ):
                 self.stored.append(v)
         for op in body.ops:
@@ -240,6 +240,24 @@ class _GroupPlan:
         dim they lie contiguous along, and the dim the loops run innermost."""
         self.staged = self._staged() if self.hoistable() else {}
         """Values staged in an output slice (see :meth:`_staged`), to that output."""
+
+    def _sweep_readers(self, value: SSAValue) -> list[Operation]:
+        """The ops of the body that read ``value`` directly or through element-wise
+        ops computed in the same sweep (a reduction's result comes from its
+        accumulator, so the walk stops at it): a sweep that computes any of them
+        computes ``value`` too."""
+        body = self.body
+        found: dict[Operation, None] = {}
+        pending = [value]
+        while pending:
+            for use in pending.pop().uses:
+                reader = use.operation
+                if reader not in body.members or reader in found:
+                    continue
+                found[reader] = None
+                if not _is_reduction(reader) and reader not in self.blas:
+                    pending.extend(reader.results)
+        return list(found)
 
     def _keep_long_chains(self) -> None:
         """Store (one tile's worth, in a sweep it runs in anyway) each element-wise value

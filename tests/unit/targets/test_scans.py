@@ -278,3 +278,23 @@ def test_a_scan_along_an_axis_of_one_restarts_for_every_broadcast_row(
     np.testing.assert_array_equal(got, want)
     got = _call(target, budget, "cumsum(x0, axis=0) + x2", x0=x0, x2=x2)
     np.testing.assert_array_equal(got, np.cumsum(x0, axis=0) + x2)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("budget", BUDGETS)
+def test_a_scan_read_through_an_element_wise_op_restarts_for_every_broadcast_column(
+    target: str, budget: int
+) -> None:
+    # ``greater`` (or ``* 2``) runs along the scan's dims only, but ``where`` (or ``+``)
+    # reads it along one more, inside the scan dim: on native the sweep of ``where``
+    # computed the scan again and its carry ran on from one column to the next
+    rng = np.random.default_rng(1)
+    for s0, s2 in (((3, 1), (3, 4)), ((2, 1, 3), (2, 4, 3))):
+        x0 = rng.uniform(0.5, 1.5, s0)
+        x2 = rng.uniform(-2, 2, s2)
+        text = "where(greater(cumprod(x0, axis=0), 1.0), x2, 0.0)"
+        want = np.where(np.cumprod(x0, axis=0) > 1.0, x2, 0.0)
+        np.testing.assert_array_equal(_call(target, budget, text, x0=x0, x2=x2), want)
+        text = "cumsum(x0, axis=0) * 2 + x2"
+        want = np.cumsum(x0, axis=0) * 2 + x2
+        np.testing.assert_array_equal(_call(target, budget, text, x0=x0, x2=x2), want)
