@@ -42,7 +42,8 @@ class GroupBody:
     extents: tuple[int, ...]
     """The extent of each space dim."""
     kinds: tuple[IteratorType, ...]
-    """``parallel``, ``reduction`` or ``scan``, per space dim (see :func:`derived_kinds`)."""
+    """``parallel``, ``reduction``, ``normalize`` or ``scan``, per space dim (see
+    :func:`derived_kinds`)."""
     ops: tuple[Operation, ...]
     """The structured ops, in program order (constants excluded)."""
     dims: Mapping[SSAValue, Dims]
@@ -69,7 +70,7 @@ class GroupBody:
         init=False, repr=False, compare=False
     )
     _value_shapes: dict[SSAValue, tuple[int, ...]] = field(init=False, repr=False, compare=False)
-    _schedules: dict[tuple[int, ...], TileSchedule | PlanError] = field(
+    _schedules: dict[tuple[object, ...], TileSchedule | PlanError] = field(
         init=False, repr=False, compare=False
     )
 
@@ -85,7 +86,7 @@ class GroupBody:
         return len(self.extents)
 
     def is_reduction(self, d: int) -> bool:
-        """Whether ``d`` is tiled as a reduction dim (``reduction`` or ``scan``): its tiles
+        """Whether ``d`` is tiled as a reduction dim (any kind but ``parallel``): its tiles
         are the loop of the passes, not independent outer tiles."""
         return self.kinds[d] is not IteratorType.PARALLEL
 
@@ -160,21 +161,24 @@ def is_recomputable(op: Operation) -> bool:
 
 def derived_kinds(body: GroupBody) -> tuple[IteratorType, ...]:
     """The kind of each space dim of ``body`` (its recorded kinds aside): ``reduction``
-    where an op reduces or normalizes along it, else ``scan`` where an op scans along it
-    (tiles along it run in order, carrying running values), else ``parallel``."""
+    where an op reduces along it, else ``normalize`` where an op normalizes along it
+    (``softmax``: its rows are whole, or the op is decomposed), else ``scan`` where an op
+    scans along it (tiles along it run in order, carrying running values), else
+    ``parallel``.  Every kind but ``parallel`` is looped by the passes."""
+    rank = {
+        IteratorType.PARALLEL: 0,
+        IteratorType.SCAN: 1,
+        IteratorType.NORMALIZE: 2,
+        IteratorType.REDUCTION: 3,
+    }
     kinds = [IteratorType.PARALLEL] * len(body.extents)
     for op in body.ops:
         s = structured(op)
         if s is None:
             continue
         for d, kind in zip(body.loop_dims(op), s.iterator_types(), strict=True):
-            if d is None or kind is IteratorType.PARALLEL:
-                continue
-            if kind is IteratorType.SCAN:
-                if kinds[d] is IteratorType.PARALLEL:
-                    kinds[d] = IteratorType.SCAN
-            else:
-                kinds[d] = IteratorType.REDUCTION
+            if d is not None and rank[kind] > rank[kinds[d]]:
+                kinds[d] = kind
     return tuple(kinds)
 
 

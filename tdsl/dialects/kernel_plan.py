@@ -97,6 +97,7 @@ from tdsl.dialects.kernel_schedule import (
     carry_shape,
     iter_tiles,
     schedule,
+    staged_shape,
 )
 from tdsl.dialects.kernel_scratch import (
     Buffer,
@@ -128,4 +129,5 @@ __all__ = [
     "plan_scratch",
     "propagate_dims",
     "schedule",
+    "staged_shape",
 ]

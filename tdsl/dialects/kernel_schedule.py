@@ -66,6 +66,9 @@ class TileSchedule:
     steps: tuple[Step, ...]
     step_of: Mapping[Operation, int]
     """The step that first computes each op."""
+    staged: frozenset[Operation] = frozenset()
+    """Ops whose result a later pass reads from its whole rows, kept in scratch by the
+    pass that computes it, instead of computing it again."""
     fused: Mapping[Operation, Operation] = field(default_factory=dict[Operation, Operation])
     """Producers an op computes itself (``fuses_producer``), to that op: not run alone."""
     _by_index: dict[int, Step] = field(init=False, repr=False, compare=False)
@@ -131,20 +134,35 @@ class TileSchedule:
         again = sorted({op.name for op in self.recomputed})
         if again:
             text += f" (recomputing {', '.join(again)})"
+        kept = sorted({op.name for op in self.staged})
+        if kept:
+            text += f" (staging {', '.join(kept)})"
         return text
 
 
-def schedule(body: GroupBody, tiles: Sequence[int]) -> TileSchedule:
+def schedule(
+    body: GroupBody,
+    tiles: Sequence[int],
+    staged: frozenset[Operation] = frozenset(),
+    sweeps: Mapping[Operation, int] | None = None,
+) -> TileSchedule:
     """The schedule of ``body`` with tile sizes ``tiles`` (see :mod:`tdsl.dialects.kernel_plan`).
 
-    Raises :class:`PlanError` when the tiles break a rule.  The planners try
+    ``staged`` ops keep their results for later passes instead of being
+    computed again; ``sweeps`` gives the step of every op (a recorded plan),
+    else each op runs in the earliest step it can.  Raises :class:`PlanError`
+    when the tiles, the staged ops or the sweeps break a rule.  The planners try
     the same tiles more than once: a body keeps the schedules it gave.
     """
-    key = tuple(tiles)
+    key = (
+        tuple(tiles),
+        tuple(sorted(body.position[op] for op in staged)),
+        None if sweeps is None else tuple(sweeps[op] for op in body.ops),
+    )
     found = body._schedules.get(key)  # pyright: ignore[reportPrivateUsage]
     if found is None:
         try:
-            found = compute_schedule(body, key)
+            found = compute_schedule(body, key[0], staged, sweeps)
         except PlanError as err:
             found = err
         body._schedules[key] = found  # pyright: ignore[reportPrivateUsage]
@@ -153,7 +171,12 @@ def schedule(body: GroupBody, tiles: Sequence[int]) -> TileSchedule:
     return found
 
 
-def compute_schedule(body: GroupBody, tiles: tuple[int, ...]) -> TileSchedule:
+def compute_schedule(
+    body: GroupBody,
+    tiles: tuple[int, ...],
+    staged: frozenset[Operation] = frozenset(),
+    sweeps: Mapping[Operation, int] | None = None,
+) -> TileSchedule:
     if len(tiles) != body.rank:
         raise PlanError(f"{len(tiles)} tile sizes for a {body.rank}-d iteration space")
     tiled = {d for d in range(body.rank) if tiles[d] < body.extents[d]}
@@ -218,12 +241,19 @@ def compute_schedule(body: GroupBody, tiles: tuple[int, ...]) -> TileSchedule:
             ready = max(ready, step_of[p] + (1 if p in accumulating else 0))
         if looped[op] != (ready % 2 == 1):  # passes are the odd steps, stages the even ones
             ready += 1
+        if sweeps is not None:
+            ready = _recorded_sweep(op, sweeps[op], ready, looped[op], on_tiled)
         step_of[op] = ready
+    if sweeps is None:
+        _sink(body, step_of, looped, accumulating)
+    for op in staged:
+        _check_staged(op, looped, accumulating)
 
     # per pass: its own ops, and the per-tile values of earlier passes it needs again
     # (at most RECOMPUTE_FACTOR times the ops, in all: each pass of a long chain with a
     # reduction every few ops would compute the whole chain before it again, a schedule
     # and a scratch plan quadratic in the chain's length)
+    staged_read: set[Operation] = set()
     recomputed = 0
     recompute_limit = RECOMPUTE_FACTOR * len(body.ops) + RECOMPUTE_MIN
     steps: list[Step] = []
@@ -244,6 +274,9 @@ def compute_schedule(body: GroupBody, tiles: tuple[int, ...]) -> TileSchedule:
             for v in op.operands:
                 p = v.owner
                 if not isinstance(p, Operation) or p not in members or p in accumulating:
+                    continue
+                if p in staged:
+                    staged_read.add(p)  # read from its whole rows: not computed again
                     continue
                 if step_of[p] < index and looped[p] and p not in again:
                     if not is_recomputable(p):
@@ -271,6 +304,10 @@ def compute_schedule(body: GroupBody, tiles: tuple[int, ...]) -> TileSchedule:
                     tuple(op for op in ordered if _scans_tiled(body, op, red_tiled)),
                 )
             )
+    for op in staged - staged_read:
+        raise PlanError(
+            f"'{op.name}' is staged, but no later pass reads it: there is nothing to keep"
+        )
     fused: dict[Operation, Operation] = {}
     outputs = set(body.outputs)
     for step in steps:
@@ -292,7 +329,72 @@ def compute_schedule(body: GroupBody, tiles: tuple[int, ...]) -> TileSchedule:
         reduction_loops=tuple(d for d in order if d in red_tiled),
         steps=tuple(steps),
         step_of=step_of,
+        staged=staged,
         fused=fused,
+    )
+
+
+def _sink(
+    body: GroupBody,
+    step_of: dict[Operation, int],
+    looped: Mapping[Operation, bool],
+    accumulating: set[Operation],
+) -> None:
+    """Move each op a pass computes tile by tile, and no op of that pass reads, to the
+    first pass that reads it: computed earlier, a later pass would compute it again
+    anyway.  Ops are visited last first, so chains move together."""
+    for op in reversed(body.ops):
+        if not looped[op] or op in accumulating:
+            continue
+        readers = [
+            step_of[u.operation]
+            for r in op.results
+            for u in r.uses
+            if u.operation in body.members
+        ]
+        if readers and min(readers) > step_of[op]:
+            step_of[op] = min(readers)
+
+
+def _recorded_sweep(op: Operation, given: int, ready: int, looped: bool, on_tiled: set[int]) -> int:
+    """``given``, the recorded step of ``op``, when the op can run there."""
+    if given < ready:
+        raise PlanError(
+            f"'{op.name}' is recorded in sweep {given}, but what it reads is ready only in "
+            f"sweep {ready}"
+        )
+    if looped != (given % 2 == 1):
+        if looped:
+            raise PlanError(
+                f"'{op.name}' runs along the tiled reduction dim d{min(on_tiled)}: it runs in a "
+                f"pass (an odd sweep), not in sweep {given}"
+            )
+        raise PlanError(
+            f"'{op.name}' runs along no tiled reduction dim: it runs in a stage (an even "
+            f"sweep), not in sweep {given}"
+        )
+    return given
+
+
+def _check_staged(op: Operation, looped: Mapping[Operation, bool], accumulating: set[Operation]) -> None:
+    """Refuse to stage ``op`` unless a pass computes it tile by tile."""
+    if op in accumulating or not looped[op]:
+        raise PlanError(
+            f"'{op.name}' is staged, but it is computed whole once per parallel tile (a "
+            f"{'reduction over the passes' if op in accumulating else 'stage'}): only a "
+            "value a pass computes tile by tile can be staged"
+        )
+    if require_structured(op).is_view():
+        raise PlanError(f"'{op.name}' is staged, but it is a view: stage what it views")
+
+
+def staged_shape(sched: TileSchedule, value: SSAValue) -> tuple[int, ...]:
+    """The shape of a staged value's buffer: its tile's, but whole along the tiled
+    reduction dims (the rows a later pass reads, tile by tile)."""
+    body = sched.body
+    return tuple(
+        body.extents[d] if d in sched.reduction_loops else n
+        for n, d in zip(body.shape(value, sched.tiles), body.dims[value], strict=True)
     )
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from xdsl.ir import Operation, SSAValue
 
 from tdsl.dialects.kernel_body import require_structured
-from tdsl.dialects.kernel_schedule import TileSchedule, carry_shape
+from tdsl.dialects.kernel_schedule import TileSchedule, carry_shape, staged_shape
 from tdsl.dialects.structured import (
     Scan,
     StructuredOpInterface,
@@ -38,9 +38,10 @@ class Slot:
     """Where a value lives in one step: a scratch buffer, a group output, an input, ..."""
 
     kind: str
-    """``buffer``, ``output``, ``input``, ``constant`` or ``view``."""
+    """``buffer``, ``staged`` (a buffer holding the value's whole rows along the tiled
+    reduction dims, for later passes), ``output``, ``input``, ``constant`` or ``view``."""
     index: int = -1
-    """The buffer or output index (``buffer``, ``output``)."""
+    """The buffer or output index (``buffer``, ``staged``, ``output``)."""
 
 
 INPUT = Slot("input")
@@ -264,12 +265,12 @@ def compute_scratch_plan(sched: TileSchedule) -> ScratchPlan:
 
     def hold(inst: Instance, slot: Slot) -> None:
         slots[inst] = slot
-        if slot.kind == "buffer":
+        if slot.kind in ("buffer", "staged"):
             owners.setdefault(slot.index, set()).add(inst)
 
     def release(inst: Instance) -> None:
         slot = slots.get(inst)
-        if slot is None or slot.kind != "buffer":
+        if slot is None or slot.kind not in ("buffer", "staged"):
             return
         held = owners[slot.index]
         held.discard(inst)
@@ -359,6 +360,10 @@ def compute_scratch_plan(sched: TileSchedule) -> ScratchPlan:
             for r in results:
                 if r in hints:
                     hold(r, Slot("output", hints[r]))
+                    continue
+                if op in sched.staged:
+                    size = math.prod(staged_shape(sched, r[0]))
+                    hold(r, Slot("staged", pool.take(size, dtype(r[0]))))
                     continue
                 reused = None
                 if s.IN_PLACE:

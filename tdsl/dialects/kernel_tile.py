@@ -22,7 +22,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, Region, SSAValue
 from xdsl.ir.affine import AffineMap
-from xdsl.irdl import irdl_op_definition, prop_def
+from xdsl.irdl import irdl_op_definition, opt_prop_def, prop_def
 from xdsl.utils.exceptions import VerifyException
 
 from tdsl.dialects.kernel_fused import GroupOp, buffer_type
@@ -52,9 +52,10 @@ class TileOp(GroupOp):
     """A fusion group run as loops over tiles of its iteration space.
 
     ``space`` is the extent of each iteration dimension, ``iterators`` its kind
-    (``"parallel"``; ``"reduction"`` when an op of the body reduces or
-    normalizes along it; else ``"scan"`` when an op scans along it, as
-    ``cumsum`` does) and ``tiles`` the tile size along it (a tile size equal
+    (``"parallel"``; ``"reduction"`` when an op of the body reduces along it;
+    else ``"normalize"`` when one normalizes along it, as ``softmax`` does; else
+    ``"scan"`` when one scans along it, as ``cumsum`` does) and ``tiles`` the
+    tile size along it (a tile size equal
     to the extent leaves the dim untiled; the last tile may be smaller).  For
     each operand (``ins``) and each result (``outs``) an affine map from the
     iteration dims ``(d0, ..., dn)`` to the value's dims says which slice a tile
@@ -69,13 +70,24 @@ class TileOp(GroupOp):
     :mod:`tdsl.dialects.kernel_plan`); a result not running along a reduction
     dim is the full reduction.  A tiled scan dim is looped like a reduction dim,
     in order: a scan along it carries each row's running values from one tile
-    to the next in a buffer of its own (one element per row).  ``scratch`` lists the buffers one tile
-    allocates (intermediate tiles, workspaces, accumulators, after reuse); the
-    verifier checks it against the schedule, and the memory budget bounds its
-    total.
+    to the next in a buffer of its own (one element per row).
+
+    The rest of the line records the plan every target runs.  ``sweeps`` (one
+    entry per op of the body that is not a constant, in order) is the step of
+    the schedule that first computes each op: even steps are *stages* (once per
+    parallel tile), odd ones *passes* over the tiles of the tiled reduction
+    dims; an op runs no earlier than what it reads is ready, and a later pass
+    computes the per-tile values of an earlier one again, unless they are
+    ``staged`` (positions in the same list): a staged value is kept whole along
+    the tiled reduction dims, in a buffer of its own, by the pass that computes
+    it.  Without ``sweeps`` every op runs in the earliest step it can.
+    ``scratch`` lists the buffers one tile allocates (intermediate tiles,
+    workspaces, accumulators, staged values, after reuse); the verifier checks
+    that the recorded sweeps and staged values can run, and that ``scratch`` is
+    what they need, and the memory budget bounds its total.
 
     ```mlir
-    %y = kernel.tile(%x, %w, %b) group "g0" space [64, 256, 128] iterators ["parallel", "parallel", "reduction"] tiles [16, 256, 128] scratch []
+    %y = kernel.tile(%x, %w, %b) group "g0" space [64, 256, 128] iterators ["parallel", "parallel", "reduction"] tiles [16, 256, 128] scratch [] sweeps [0, 0, 0]
         ins [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d1)>]
         outs [affine_map<(d0, d1, d2) -> (d0, d1)>]
         : (tensor<64x128xf32>, tensor<128x256xf32>, tensor<256xf32>) -> tensor<64x256xf32> {
@@ -96,10 +108,13 @@ class TileOp(GroupOp):
     scratch = prop_def(ArrayAttr[MemRefType])
     in_maps = prop_def(ArrayAttr[AffineMapAttr])
     out_maps = prop_def(ArrayAttr[AffineMapAttr])
+    sweeps = opt_prop_def(DenseArrayBase.constr(I64))
+    staged = opt_prop_def(DenseArrayBase.constr(I64))
 
     assembly_format = (
         "`(` $inputs `)` (`group` $group^)? `space` $space `iterators` $iterators "
-        "`tiles` $tiles `scratch` $scratch `\\n` ` ` ` ` `ins` $in_maps `\\n` ` ` ` ` `outs` $out_maps "
+        "`tiles` $tiles `scratch` $scratch (`sweeps` $sweeps^)? (`staged` $staged^)? "
+        "`\\n` ` ` ` ` `ins` $in_maps `\\n` ` ` ` ` `outs` $out_maps "
         "attr-dict `:` functional-type($inputs, $outputs) $body"
     )
 
@@ -116,6 +131,8 @@ class TileOp(GroupOp):
         in_maps: Sequence[AffineMapAttr],
         out_maps: Sequence[AffineMapAttr],
         group: str | None = None,
+        sweeps: Sequence[int] | None = None,
+        staged: Sequence[int] = (),
     ) -> None:
         props: dict[str, Attribute] = {
             "space": DenseArrayBase.from_list(i64, list(space)),
@@ -127,6 +144,10 @@ class TileOp(GroupOp):
         }
         if group is not None:
             props["group"] = StringAttr(group)
+        if sweeps is not None:
+            props["sweeps"] = DenseArrayBase.from_list(i64, list(sweeps))
+        if staged:
+            props["staged"] = DenseArrayBase.from_list(i64, sorted(staged))
         super().__init__(
             operands=[list(inputs)],
             result_types=[list(result_types)],
@@ -146,9 +167,11 @@ class TileOp(GroupOp):
         in_maps: Sequence[AffineMapAttr],
         out_maps: Sequence[AffineMapAttr],
         group: str | None = None,
+        staged: Sequence[int] = (),
     ) -> TileOp:
-        """A tile op whose iterator kinds and scratch buffers are derived from its body,
-        as ``tdsl-tile`` records them (for IR built by hand).
+        """A tile op whose iterator kinds, sweeps and scratch buffers are derived from
+        its body, as ``tdsl-tile`` records them (for IR built by hand); ``staged`` are
+        the positions of the body's ops to stage (see the class docstring).
 
         Raises :class:`~tdsl.dialects.kernel_plan.PlanError` when the body cannot run
         with ``tiles``.
@@ -164,11 +187,27 @@ class TileOp(GroupOp):
             in_maps=in_maps,
             out_maps=out_maps,
             group=group,
+            staged=staged,
         )
         op.properties["iterators"] = ArrayAttr([StringAttr(str(k)) for k in op.derived_iterators()])
-        sched = op.schedule()
-        op.properties["scratch"] = ArrayAttr([buffer_type(b) for b in plan_scratch(sched).buffers])
+        op.record_plan(op.schedule())
         return op
+
+    def record_plan(self, sched: TileSchedule) -> None:
+        """Record the sweeps, staged ops and scratch buffers of ``sched`` (a schedule of
+        this op's body with its tiles)."""
+        body = sched.body
+        self.properties["sweeps"] = DenseArrayBase.from_list(
+            i64, [sched.step_of[op] for op in body.ops]
+        )
+        if sched.staged:
+            positions = sorted(body.position[op] for op in sched.staged)
+            self.properties["staged"] = DenseArrayBase.from_list(i64, positions)
+        else:
+            self.properties.pop("staged", None)
+        self.properties["scratch"] = ArrayAttr(
+            [buffer_type(b) for b in plan_scratch(sched).buffers]
+        )
 
     def derived_iterators(self) -> tuple[IteratorType, ...]:
         """The iterator kinds the body needs: ``reduction`` where an op reduces or normalizes."""
@@ -183,6 +222,17 @@ class TileOp(GroupOp):
     @property
     def tiles_value(self) -> tuple[int, ...]:
         return self.tiles.get_values()
+
+    @property
+    def sweeps_value(self) -> tuple[int, ...] | None:
+        """The recorded step of each op of the body that is not a constant (None: the
+        earliest each can run in)."""
+        return None if self.sweeps is None else self.sweeps.get_values()
+
+    @property
+    def staged_value(self) -> tuple[int, ...]:
+        """The positions (among the ops that are not constants) of the staged ops."""
+        return () if self.staged is None else self.staged.get_values()
 
     @property
     def iterator_types(self) -> tuple[IteratorType, ...]:
@@ -268,8 +318,44 @@ class TileOp(GroupOp):
         )
 
     def schedule(self) -> TileSchedule:
-        """What one parallel tile runs: the stages and passes of the body."""
-        return schedule(self.group_body(), self.tiles_value)
+        """What one parallel tile runs: the stages and passes of the body, as recorded.
+
+        Raises :class:`~tdsl.dialects.kernel_plan.PlanError` when the recorded plan
+        cannot run (the verifier says so first)."""
+        return self._recorded_schedule(self.group_body())
+
+    def _recorded_schedule(self, body: GroupBody) -> TileSchedule:
+        staged, sweeps = self.recorded_plan(body)
+        return schedule(body, self.tiles_value, staged, sweeps)
+
+    def recorded_plan(
+        self, body: GroupBody
+    ) -> tuple[frozenset[Operation], dict[Operation, int] | None]:
+        """The staged ops and the sweep of each op (None: the earliest) the op records,
+        for ``body`` (its :meth:`group_body`): what a target passes to
+        :func:`~tdsl.dialects.kernel_plan.schedule` with its own tiles.
+
+        Raises :class:`~tdsl.dialects.kernel_plan.PlanError` when they do not fit the
+        body."""
+        n = len(body.ops)
+        sweeps = self.sweeps_value
+        if sweeps is not None and len(sweeps) != n:
+            raise PlanError(
+                f"records {len(sweeps)} sweeps for the {n} ops of its body that are not "
+                "constants"
+            )
+        staged = self.staged_value
+        for k in staged:
+            if not 0 <= k < n:
+                raise PlanError(
+                    f"stages op #{k}, but its body has {n} ops that are not constants"
+                )
+        if len(set(staged)) != len(staged):
+            raise PlanError("stages an op twice")
+        return (
+            frozenset(body.ops[k] for k in staged),
+            None if sweeps is None else dict(zip(body.ops, sweeps, strict=True)),
+        )
 
     # -- verification --------------------------------------------------------
 
@@ -286,10 +372,10 @@ class TileOp(GroupOp):
                 f"{rank}-d iteration space"
             )
         for s in self.iterators.data:
-            if s.data not in (IteratorType.PARALLEL, IteratorType.REDUCTION, IteratorType.SCAN):
+            if s.data not in tuple(IteratorType):
                 raise VerifyException(
                     f'\'{self.name}\' op iterator kind "{s.data}" must be "parallel", '
-                    '"reduction" or "scan"'
+                    '"reduction", "normalize" or "scan"'
                 )
         for i, (extent, size) in enumerate(zip(space, tiles, strict=True)):
             if extent < 0:
@@ -390,15 +476,20 @@ class TileOp(GroupOp):
                     f"not follow the dims its value runs along {_dims_str(body.dims[value])}"
                 )
         try:
-            sched = schedule(body, self.tiles_value)
+            sched = self._recorded_schedule(body)
         except PlanError as err:
-            raise VerifyException(f"'{self.name}' op cannot run with its tiles: {err}") from None
+            raise VerifyException(f"'{self.name}' op cannot run its recorded plan: {err}") from None
         needed = plan_scratch(sched).buffers
-        if needed != self.scratch_buffers:
+        if sorted(map(_buffer_key, needed)) != sorted(map(_buffer_key, self.scratch_buffers)):
             shown = ", ".join(str(buffer_type(b)) for b in needed)
             raise VerifyException(
-                f"'{self.name}' op records scratch {self.scratch} but its schedule needs [{shown}]"
+                f"'{self.name}' op records scratch {self.scratch} but its plan needs [{shown}]"
             )
+
+
+def _buffer_key(b: Buffer) -> tuple[str, int]:
+    """A buffer as the verifier compares it: the recorded order of buffers is free."""
+    return (b.dtype.str, b.elements)
 
 
 def _dims_str(dims: Dims) -> str:

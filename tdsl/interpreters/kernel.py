@@ -82,12 +82,15 @@ class _TileRun:
             np.full(tensor_shape(r), np.nan, dtype=numpy_dtype(r.type)) for r in op.outputs
         ]
         self.constants = [c for c in op.body_ops()[0] if constant_value(c) is not None]
+        self.staged: dict[SSAValue, Array] = {}
+        """The values of staged ops, whole (a pass writes each tile of them, later passes
+        read them)."""
 
     def read(self, value: SSAValue, window: Window, env: Mapping[SSAValue, Array]) -> Array:
         found = env.get(value)
         if found is not None:
             return found
-        whole = self.args.get(value)
+        whole = self.staged.get(value, self.args.get(value))
         if whole is None:
             raise InterpretationError(f"'{self.op.name}': a value is read before it is computed")
         # the trailing Ellipsis keeps 0-d values as 0-d views rather than scalars
@@ -110,6 +113,19 @@ class _TileRun:
                     f"shape {fmt_shape(target.shape)}"
                 )
             target[...] = data
+
+    def stage(self, value: SSAValue, window: Window, env: Mapping[SSAValue, Array]) -> None:
+        """Keep the tile of a staged ``value`` for the passes after this one."""
+        whole = self.staged.get(value)
+        if whole is None:
+            dims = self.body.dims[value]
+            shape = [
+                n if d is None else self.body.extents[d]
+                for n, d in zip(tensor_shape(value), dims, strict=True)
+            ]
+            whole = np.full(shape, np.nan, dtype=numpy_dtype(value.type))
+            self.staged[value] = whole
+        whole[(*_slice(self.body.dims[value], window), ...)] = env[value]
 
     def run(self) -> PythonValues:
         sched = self.sched
@@ -157,11 +173,15 @@ class _TileRun:
                     local[op.results[0]] = value
                     if op not in step.recomputed:
                         self.write(op.results[0], window, local)
+                        if op in sched.staged:
+                            self.stage(op.results[0], window, local)
                     continue
                 self.compute(op, window, local)
                 if op not in step.recomputed:
                     for r in op.results:
                         self.write(r, window, local)
+                        if op in sched.staged:
+                            self.stage(r, window, local)
         for op, acc in accs.items():
             assert acc is not None
             with np.errstate(all="ignore"):

@@ -222,6 +222,8 @@ def _build_tile(
         in_maps=[dim_map(rank, dims) for _, dims in keys],
         out_maps=[dim_map(rank, dims) for dims in body.output_dims],
         group=name,
+        sweeps=[tiling.schedule.step_of[op] for op in body.ops],
+        staged=sorted(body.position[op] for op in tiling.schedule.staged),
     )
     try:
         tile_op.verify()

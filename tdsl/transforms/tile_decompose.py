@@ -31,13 +31,15 @@ def decomposed_copy(
     ops: Sequence[Operation],
     outputs: Sequence[SSAValue],
     inputs: Sequence[SSAValue] = (),
+    copied: dict[SSAValue, SSAValue] | None = None,
 ) -> tuple[list[Operation], list[SSAValue], list[SSAValue]] | None:
     """``ops`` copied into a detached block with every op that has a decomposition
     replaced by it: (ops, outputs, inputs) of the copy, or None when nothing decomposes.
 
     The copy's inputs are block arguments standing for ``inputs`` (in that
-    order), then for the other values ``ops`` read from outside.  The IR is not
-    touched: ``tdsl-fuse`` sizes groups this way, and ``tdsl-tile`` builds the
+    order), then for the other values ``ops`` read from outside.  ``copied``, when
+    given, receives each value of ``ops`` that is not decomposed, to its copy.  The IR
+    is not touched: ``tdsl-fuse`` sizes groups this way, and ``tdsl-tile`` builds the
     ``kernel.tile`` of a decomposed part from the copy.
     """
     if not any_decomposes(ops):
@@ -52,6 +54,13 @@ def decomposed_copy(
     for op in ops:
         block.add_op(op.clone(value_mapper=mapping))
     copied_outputs = [mapping[v] for v in outputs]
+    if copied is not None:
+        copied.update(
+            (r, mapping[r])
+            for op in ops
+            if not (isinstance(op, Decomposable) and op.decomposes())
+            for r in op.results
+        )
     for op in list(block.ops):
         decomposed = checked_decomposition(op)
         if decomposed is not None:

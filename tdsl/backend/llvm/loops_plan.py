@@ -60,7 +60,10 @@ class _GroupPlan:
         block = tile.body.block
         ops, yielded = tile.body_ops()
         self.args: list[SSAValue] = list(block.args)
-        copy = decomposed_copy(ops, list(yielded), list(block.args))
+        staged, _ = tile.recorded_plan(body)
+        staged_ops = sorted(staged, key=body.position.__getitem__)
+        copied: dict[SSAValue, SSAValue] = {}
+        copy = decomposed_copy(ops, list(yielded), list(block.args), copied)
         if copy is not None:
             new_ops, outputs, args = copy
             rank = len(tile.space_value)
@@ -79,6 +82,13 @@ class _GroupPlan:
                 prefer_whole=body.prefer_whole,
             )
             self.args = list(args)
+        self.staged_values: list[SSAValue] = [
+            copied.get(r, r) for op in staged_ops for r in op.results
+        ]
+        """The values the ``kernel.tile`` stages: stored by the sweep that computes them,
+        as the NumPy target keeps their rows (those of a decomposed op excepted)."""
+        if copy is not None:
+            self.staged_values = [v for v in self.staged_values if v in copied.values()]
         self.strides: dict[SSAValue, tuple[int, ...]] = {
             a: given for a, given in zip(self.args, input_strides, strict=False) if given
         }
@@ -201,6 +211,9 @@ class _GroupPlan:
                     p = body.producer(v)
                     if p is not None and not _is_reduction(p) and v not in self.stored:
                         self.stored.append(v)
+        for v in self.staged_values:
+            if v not in self.stored and body.producer(v) not in self.blas:
+                self.stored.append(v)
         # a scan read along a space dim its result does not run along (broadcast) is
         # stored first, in a sweep over its own dims: computed in a sweep over more dims,
         # its carry would run on from one index of the broadcast dim to the next

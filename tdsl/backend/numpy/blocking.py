@@ -24,7 +24,7 @@ scratch:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from xdsl.ir import Operation
@@ -58,8 +58,13 @@ class Run:
     notes: tuple[str, ...]
 
 
-def _plan(body: GroupBody, tiles: Sequence[int]) -> tuple[TileSchedule, ScratchPlan]:
-    sched = schedule(body, tiles)
+def _plan(
+    body: GroupBody,
+    tiles: Sequence[int],
+    staged: frozenset[Operation] = frozenset(),
+    sweeps: Mapping[Operation, int] | None = None,
+) -> tuple[TileSchedule, ScratchPlan]:
+    sched = schedule(body, tiles, staged, sweeps)
     return sched, plan_scratch(sched)
 
 
@@ -91,14 +96,23 @@ def _bytes_along(body: GroupBody, tiles: Sequence[int], d: int) -> int:
     return best
 
 
-def plan_run(body: GroupBody, ir_tiles: Sequence[int], recorded: int | None, threads: int) -> Run:
+def plan_run(
+    body: GroupBody,
+    ir_tiles: Sequence[int],
+    recorded: int | None,
+    threads: int,
+    staged: frozenset[Operation] = frozenset(),
+    sweeps: Mapping[Operation, int] | None = None,
+) -> Run:
     """The tiles, threads and whole-array ops of a group (see the module docstring).
 
     ``recorded`` is the scratch the IR allows (all threads together); None for
-    a group the IR does not tile, which runs as one tile.
+    a group the IR does not tile, which runs as one tile.  ``staged`` and
+    ``sweeps`` are the rest of the plan the IR records (cutting a parallel dim
+    finer changes neither).
     """
     tiles = [min(t, max(1, e)) for t, e in zip(ir_tiles, body.extents, strict=True)]
-    sched, plan = _plan(body, tiles)
+    sched, plan = _plan(body, tiles, staged, sweeps)
     notes: list[str] = []
     whole = _runs_whole(body, sched, plan)
     in_loop = [op for op in body.ops if isinstance(op, Contraction) and op not in whole]
@@ -142,7 +156,7 @@ def plan_run(body: GroupBody, ir_tiles: Sequence[int], recorded: int | None, thr
     def fits(size: int, n: int) -> bool:
         trial = list(tiles)
         trial[free] = size
-        return n * _plan(body, trial)[1].total <= recorded
+        return n * _plan(body, trial, staged, sweeps)[1].total <= recorded
 
     if not fits(tiles[free], nthreads):
         if nthreads > 1 and not fits(1, nthreads):
@@ -156,7 +170,7 @@ def plan_run(body: GroupBody, ir_tiles: Sequence[int], recorded: int | None, thr
                 hi = mid - 1
         tiles[free] = lo
         notes.append(f"d{free} cut to {lo} to keep scratch within {recorded}")
-    sched, plan = _plan(body, tiles)
+    sched, plan = _plan(body, tiles, staged, sweeps)
     if nthreads > 1:
         nthreads = min(nthreads, -(-body.extents[free] // tiles[free]))
     if nthreads * plan.total > recorded:

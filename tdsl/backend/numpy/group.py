@@ -28,7 +28,7 @@ from tdsl.backend.numpy.group_plan import (
 )
 from tdsl.backend.numpy.group_scope import _all_vars, _emit, _Scope, _Views, _Windows
 from tdsl.backend.numpy.layout import Tiling
-from tdsl.backend.numpy.program import Instr
+from tdsl.backend.numpy.program import Instr, Var
 from tdsl.backend.numpy.source import Names, Writer, shape_expr
 from tdsl.dialects.kernel_plan import (
     Instance,
@@ -46,7 +46,9 @@ def emit_group(group: GroupSource, state: ModuleState, w: Writer, names: Names) 
     (False when it was bound to an input, a constant or a view of one).
     """
     body = group.body
-    run = plan_run(body, group.tiles, group.recorded, state.threads)
+    run = plan_run(
+        body, group.tiles, group.recorded, state.threads, group.staged, group.sweeps
+    )
     lowering = _Lowering(group, run, state)
     lowering.lower()
     tiling = lowering.tiling
@@ -191,9 +193,20 @@ def _emit_loops(lowering: _Lowering, state: ModuleState, w: Writer) -> None:
 
         windows = _Windows(local)
 
+        def staged(v: Var, scope: frozenset[int]) -> str:
+            return views.staged(v, scope, sched.reduction_loops)
+
         def scope_at(bound: frozenset[int], level: str) -> _Scope:
             return _Scope(
-                tiling, bound, inputs_named, outs, views.buffer, views.fill, windows, level
+                tiling,
+                bound,
+                inputs_named,
+                outs,
+                views.buffer,
+                views.fill,
+                windows,
+                level,
+                staged,
             )
 
         def parts(index: int, code: _StepCode | None) -> list[tuple[list[Instr], bool]]:

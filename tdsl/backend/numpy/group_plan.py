@@ -87,6 +87,10 @@ class GroupSource:
     out_names: list[str]
     bind_views: bool = False
     allocs: dict[int, str] = field(default_factory=dict[int, str])
+    staged: frozenset[Operation] = frozenset()
+    """The ops the IR stages (see ``kernel.tile``)."""
+    sweeps: dict[Operation, int] | None = None
+    """The step the IR records for each op (None: the earliest each can run in)."""
 
 
 def value_layout(body: GroupBody, value: SSAValue, dims: Sequence[int | None]) -> Layout:
@@ -141,8 +145,8 @@ class _Lowering:
                 return Var(layout, dtype, "const", tile, name=self.state.consts.add(constant))
             return Var(layout, dtype, "input", tile, index=self.input_index[value])
         slot = self.plan.slots[inst]
-        if slot.kind == "buffer":
-            return Var(layout, dtype, "buffer", tile, index=slot.index)
+        if slot.kind in ("buffer", "staged"):
+            return Var(layout, dtype, slot.kind, tile, index=slot.index)
         if slot.kind == "output":
             return Var(layout, dtype, "output", tile, index=slot.index)
         if slot.kind == "constant":

@@ -6,6 +6,7 @@ cuts); :mod:`tdsl.backend.numpy.group` uses them to write a group's code."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,8 @@ class _Scope:
     windows: _Windows | None = None
     level: str = ""
     """Where this code runs (a loop body), for the windows bound there."""
+    staged_names: Callable[[Var, frozenset[int]], str] | None = None
+    """A staged value's buffer sliced to the tile of the loop dims bound here."""
 
     def of(self, v: Var) -> str:
         if v.kind in ("input", "output"):
@@ -48,6 +51,9 @@ class _Scope:
             return self.windows.use(self.level, expr, "o" if v.kind == "output" else "i")
         if v.kind == "buffer":
             return self.buffer_names(v.index, v.layout)
+        if v.kind == "staged":
+            assert self.staged_names is not None, "a staged value outside a group's loops"
+            return self.staged_names(v, self.scope)
         if v.kind == "const":
             return v.name
         if v.kind == "fill":
@@ -149,6 +155,35 @@ class _Views:
             size *= n
         full = f"{self.buffers[index]}[:{size}].reshape({shape_expr(shape)})"
         return self._key_name(key, f"{self.buffers[index]}_{len(self.full)}f", full, layout)
+
+    def staged(self, v: Var, scope: frozenset[int], reduction_loops: Collection[int]) -> str:
+        """A staged value's buffer (whole along the tiled ``reduction_loops``) sliced to
+        the current tile: along the bound reduction dims by the tile's start and end,
+        along the parallel ones to a remainder tile's extent."""
+        shape = tuple(
+            ax.extent if ax.dim in reduction_loops else n
+            for ax, n in zip(v.layout, self.tiling.full_shape(v.layout), strict=True)
+        )
+        key = ("staged", v.index, shape, tuple(ax.dim for ax in v.layout))
+        name = self.full.get(key)
+        if name is None:
+            name = self.full[key] = self.names.fresh(f"{self.buffers[v.index]}_{len(self.full)}s")
+            size = math.prod(shape)
+            self.setup.append(
+                f"{name} = {self.buffers[v.index]}[:{size}].reshape({shape_expr(shape)})"
+            )
+        parts: list[str] = []
+        for ax in v.layout:
+            d = ax.dim
+            if d is not None and d in reduction_loops and d in scope:
+                parts.append(f"s{d}:e{d}")
+            elif d is not None and d not in reduction_loops and self.tiling.has_remainder(d):
+                parts.append(f":n{d}")
+            else:
+                parts.append(":")
+        while parts and parts[-1] == ":":
+            parts.pop()
+        return f"{name}[{', '.join(parts)}]" if parts else name
 
     def fill(self, v: Var) -> str:
         shape = self.tiling.full_shape(v.layout)

@@ -203,13 +203,15 @@ class _FunctionEmitter:
         if isinstance(op, TileOp):
             try:
                 body = op.group_body()
+                staged, sweeps = op.recorded_plan(body)
             except PlanError as err:
-                raise TdslIRError(f"numpy target: {err}") from err
+                raise TdslIRError(f"numpy target: {err}", op=op) from err
             tiles, recorded = op.tiles_value, op.scratch_value
         else:
             ops, yielded = op.body_ops()
             body = whole_body(ops, yielded, list(block.args))
             tiles, recorded = (), None
+            staged, sweeps = frozenset[Operation](), None
         source = GroupSource(
             label=_group_label(op, display(name)),
             title=f"group {display(name)}",
@@ -221,6 +223,8 @@ class _FunctionEmitter:
             input_exprs=[self.values[v].expr for v in op.inputs],
             out_names=[self.value_name(r) for r in outs],
             allocs=self.out_allocs(outs),
+            staged=staged,
+            sweeps=sweeps,
         )
         self.emit(source, outs)
 

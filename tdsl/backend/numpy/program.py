@@ -75,7 +75,7 @@ class NumpyTileBuilder(Protocol):
         ...
 
 
-VarKind = Literal["input", "output", "buffer", "const", "fill", "view"]
+VarKind = Literal["input", "output", "buffer", "staged", "const", "fill", "view"]
 
 
 @dataclass(eq=False)
@@ -85,6 +85,8 @@ class Var:
     ``input``: a group operand (``index`` into the group's inputs), sliced to the
     tile; ``output``: a group result (``index``), sliced to the tile;
     ``buffer``: scratch buffer ``index`` viewed with this var's layout;
+    ``staged``: scratch buffer ``index`` holding the value whole along the tiled
+    reduction dims, sliced to the tile;
     ``const``: a module-level constant (``name``); ``fill``: a constant block of
     ``fill_value`` in the var's tile shape; ``view``: ``template`` applied to
     ``base``.

@@ -11,7 +11,7 @@
 // CHECK-NOT:  Traceback
 
 // Under a budget of 5 the default tiling takes 5 whole rows.
-// FITS:       kernel.tile(%a) group "g0" space [10, 5000] iterators ["parallel", "reduction"] tiles [5, 5000] scratch [memref<5xf32>]
+// FITS:       kernel.tile(%a) group "g0" space [10, 5000] iterators ["parallel", "normalize"] tiles [5, 5000] scratch [memref<5xf32>] sweeps [0]
 
 // Tile sizes that cut the rows make softmax run decomposed, in passes over the
 // row tiles: a running max and sum (one per row each), then the normalization.

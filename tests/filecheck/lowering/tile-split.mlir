@@ -11,7 +11,7 @@
 // after the softmax: the first part keeps softmax whole and needs only the
 // statistics of its 16 rows; the second is a lone matmul.
 // CHECK-LABEL: func.func @attention
-// CHECK:         %[[S:.*]] = kernel.tile(%q, %k) group "g.0" space [16, 16, 8] iterators ["parallel", "reduction", "reduction"] tiles [16, 16, 8] scratch [memref<16xf32>]
+// CHECK:         %[[S:.*]] = kernel.tile(%q, %k) group "g.0" space [16, 16, 8] iterators ["parallel", "normalize", "reduction"] tiles [16, 16, 8] scratch [memref<16xf32>] sweeps [0, 0]
 // CHECK:         ^bb0(
 // CHECK-NEXT:      tensordsl.matmul
 // CHECK-NEXT:      tensordsl.softmax
@@ -37,7 +37,7 @@ func.func @attention(%q: tensor<16x8xf32>, %k: tensor<8x16xf32>, %v: tensor<16x8
 // then runs in its output, two rows at a time (their statistics are the
 // scratch).
 // CHECK-LABEL: func.func @rows
-// CHECK:         %[[S:.*]] = kernel.tile(%x) group "g.0" space [4, 64] iterators ["parallel", "reduction"] tiles [2, 64] scratch [memref<2xf32>]
+// CHECK:         %[[S:.*]] = kernel.tile(%x) group "g.0" space [4, 64] iterators ["parallel", "normalize"] tiles [2, 64] scratch [memref<2xf32>]
 // CHECK:         ^bb0(
 // CHECK-NEXT:      tensordsl.exp
 // CHECK-NEXT:      tensordsl.softmax

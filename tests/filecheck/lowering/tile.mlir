@@ -132,7 +132,7 @@ func.func @colsum(%a: tensor<64x300xf32>) -> tensor<300xf32> {
 // softmax runs in the output; its row statistics (16) are the scratch.
 // CHECK-LABEL: func.func @broadcast
 // CHECK:         %[[C:.*]] = tensordsl.constant dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00, 5.000000e+00, 6.000000e+00, 7.000000e+00, 8.000000e+00]> : tensor<8xf32>
-// CHECK-NEXT:    kernel.tile(%a, %v, %s, %[[C]]) space [16, 8] iterators ["parallel", "reduction"] tiles [16, 8] scratch [memref<16xf32>]
+// CHECK-NEXT:    kernel.tile(%a, %v, %s, %[[C]]) space [16, 8] iterators ["parallel", "normalize"] tiles [16, 8] scratch [memref<16xf32>]
 // CHECK-NEXT:      ins [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (0, d1)>, affine_map<(d0, d1) -> (d0, 0)>, affine_map<(d0, d1) -> (d1)>]
 // CHECK:         ^bb0(%{{.*}}: tensor<16x8xf32>, %{{.*}}: tensor<1x8xf32>, %{{.*}}: tensor<16x1xf32>, %{{.*}}: tensor<8xf32>):
 // CHECK:           tensordsl.constant dense<2.000000e+00> : tensor<f32>

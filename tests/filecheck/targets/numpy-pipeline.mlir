@@ -8,7 +8,7 @@
 // the whole matrix, straight into the output, and the epilogue runs per tile.
 
 // CHECK-LABEL: def mlp(x, w, b, *, out=None):
-// CHECK:           # group g0: kernel.tile space [64, 32, 16] (parallel, reduction, reduction) tiles [64, 32, 16] scratch 64
+// CHECK:           # group g0: kernel.tile space [64, 32, 16] (parallel, reduction, normalize) tiles [64, 32, 16] scratch 64
 // CHECK-NEXT:      [[Y:v0]] = np.empty((64, 16), np.float32)
 // CHECK-NOT:       for
 // CHECK:           np.matmul(x, w, out=[[Y]])
@@ -23,7 +23,7 @@
 // SMALL-NEXT:          np.add(o0, b, out=o0)
 // SMALL-NOT:           np.matmul
 // SMALL-LABEL: def mlp(x, w, b, *, out=None):
-// SMALL:           # group g0: kernel.tile space [64, 32, 16] (parallel, reduction, reduction) tiles [16, 32, 16] scratch 16
+// SMALL:           # group g0: kernel.tile space [64, 32, 16] (parallel, reduction, normalize) tiles [16, 32, 16] scratch 16
 // SMALL-NEXT:      [[Y:v0]] = np.empty((64, 16), np.float32)
 // SMALL-NEXT:      np.matmul(x, w, out=[[Y]])
 // SMALL-NEXT:      _mlp_g0(0, 64, b, [[Y]])

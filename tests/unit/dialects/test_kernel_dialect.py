@@ -243,7 +243,7 @@ TILE_ERRORS: list[tuple[str, dict[str, Any], str]] = [
             body=[t(2, 4)],
             scratch=[Buffer(np.dtype(np.float32), 8)],
         ),
-        "'kernel.tile' op records scratch [memref<8xf32>] but its schedule needs []",
+        "'kernel.tile' op records scratch [memref<8xf32>] but its plan needs []",
     ),
     (
         "iterators",

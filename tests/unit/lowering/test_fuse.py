@@ -21,7 +21,7 @@ from tdsl.errors import TdslBudgetWarning, TdslOptionError
 from tdsl.transforms.fuse import FusePass, explain_fusion, fuse, fusion_report
 from tdsl.transforms.fusion_analysis import groupable, plan_function
 
-P, R = IteratorType.PARALLEL, IteratorType.REDUCTION
+P, R, N = IteratorType.PARALLEL, IteratorType.REDUCTION, IteratorType.NORMALIZE
 RHS = "tensordsl.matmul operand 1 must be materialized (it is read whole from memory)"
 
 Array = np.ndarray[Any, Any]
@@ -118,8 +118,8 @@ def test_design_example_report_explains_the_rhs_boundary() -> None:
         "tensor<8x8xf32>",
     ]
     assert g1.results == (report.groups[1].ops[-1].results[0],)
-    # rows, the contraction, and the columns softmax normalizes along
-    assert g1.space.extents == (8, 16, 8) and g1.space.kinds == (P, R, R)
+    # rows, the contraction, and the columns softmax normalizes along (whole)
+    assert g1.space.extents == (8, 16, 8) and g1.space.kinds == (P, R, N)
 
 
 def test_mlp_epilogue_is_one_group() -> None:
@@ -617,7 +617,7 @@ def test_explain_fusion_uses_source_locations() -> None:
         "(tensordsl.matmul, tensordsl.softmax, tensordsl.add)"
     )
     assert lines[1].endswith(
-        "over 8x16x8 (d0 parallel, d1 reduction, d2 reduction); inputs: %A, %0, %C; results: %3; "
+        "over 8x16x8 (d0 parallel, d1 reduction, d2 normalize); inputs: %A, %0, %C; results: %3; "
         "smallest tile scratch: 9 elements; tiles [8, 16, 8] with 72 elements of scratch"
     )
     assert lines[2] == (
@@ -680,7 +680,7 @@ def test_the_space_of_the_design_group() -> None:
     body = analyze(ops[1:], [ops[-1].results[0]])
     assert not isinstance(body, str) and hasattr(body, "extents")
     assert body.extents == (8, 16, 8)  # type: ignore[union-attr]
-    assert body.kinds == (P, R, R)  # type: ignore[union-attr]
+    assert body.kinds == (P, R, N)  # type: ignore[union-attr]
     assert body.dims[ops[1].results[0]] == (0, 2)  # type: ignore[union-attr]
 
 

@@ -106,7 +106,7 @@ kernel.yield %x : tensor<4xf32>
 ^bb0(%a: tensor<2xf32>):
   kernel.yield %a : tensor<2xf32>
 }
-// CHECK: 'kernel.tile' op iterator kind "sideways" must be "parallel", "reduction" or "scan"
+// CHECK: 'kernel.tile' op iterator kind "sideways" must be "parallel", "reduction", "normalize" or "scan"
 
 // -----
 
@@ -187,7 +187,7 @@ kernel.yield %x : tensor<4xf32>
 
 // -----
 
-// The recorded scratch must be what the schedule needs.
+// The recorded scratch must be what the recorded plan needs.
 %x = "test.op"() : () -> tensor<8x4xf32>
 %0 = kernel.tile(%x) space [8, 4] iterators ["parallel", "parallel"] tiles [2, 4] scratch [] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
 ^bb0(%a: tensor<2x4xf32>):
@@ -196,18 +196,18 @@ kernel.yield %x : tensor<4xf32>
   %s = tensordsl.add %e, %t : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
   kernel.yield %s : tensor<2x4xf32>
 }
-// CHECK: 'kernel.tile' op records scratch [] but its schedule needs [memref<8xf32>]
+// CHECK: 'kernel.tile' op records scratch [] but its plan needs [memref<8xf32>]
 
 // -----
 
 // A softmax tile must hold whole rows.
 %x = "test.op"() : () -> tensor<8x4xf32>
-%0 = kernel.tile(%x) space [8, 4] iterators ["parallel", "reduction"] tiles [8, 2] scratch [] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
+%0 = kernel.tile(%x) space [8, 4] iterators ["parallel", "normalize"] tiles [8, 2] scratch [] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
 ^bb0(%a: tensor<8x2xf32>):
   %s = tensordsl.softmax %a : tensor<8x2xf32>
   kernel.yield %s : tensor<8x2xf32>
 }
-// CHECK: 'kernel.tile' op cannot run with its tiles: 'tensordsl.softmax' normalizes along d1, which is tiled: the tile would not hold whole rows
+// CHECK: 'kernel.tile' op cannot run its recorded plan: 'tensordsl.softmax' normalizes along d1, which is tiled: the tile would not hold whole rows
 
 // -----
 
