@@ -347,10 +347,7 @@ def _sink(
         if not looped[op] or op in accumulating:
             continue
         readers = [
-            step_of[u.operation]
-            for r in op.results
-            for u in r.uses
-            if u.operation in body.members
+            step_of[u.operation] for r in op.results for u in r.uses if u.operation in body.members
         ]
         if readers and min(readers) > step_of[op]:
             step_of[op] = min(readers)
@@ -376,7 +373,9 @@ def _recorded_sweep(op: Operation, given: int, ready: int, looped: bool, on_tile
     return given
 
 
-def _check_staged(op: Operation, looped: Mapping[Operation, bool], accumulating: set[Operation]) -> None:
+def _check_staged(
+    op: Operation, looped: Mapping[Operation, bool], accumulating: set[Operation]
+) -> None:
     """Refuse to stage ``op`` unless a pass computes it tile by tile."""
     if op in accumulating or not looped[op]:
         raise PlanError(

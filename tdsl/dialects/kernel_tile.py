@@ -341,15 +341,12 @@ class TileOp(GroupOp):
         sweeps = self.sweeps_value
         if sweeps is not None and len(sweeps) != n:
             raise PlanError(
-                f"records {len(sweeps)} sweeps for the {n} ops of its body that are not "
-                "constants"
+                f"records {len(sweeps)} sweeps for the {n} ops of its body that are not constants"
             )
         staged = self.staged_value
         for k in staged:
             if not 0 <= k < n:
-                raise PlanError(
-                    f"stages op #{k}, but its body has {n} ops that are not constants"
-                )
+                raise PlanError(f"stages op #{k}, but its body has {n} ops that are not constants")
         if len(set(staged)) != len(staged):
             raise PlanError("stages an op twice")
         return (

@@ -64,9 +64,19 @@ ROLES_ATTR = "tdsl.arg_roles"
 """The function attribute naming each argument's role (``in``, ``out``, ``tmp``, ``scratch``)."""
 
 
+def loops_bug(what: str, op: Operation | None = None) -> TdslIRError:
+    """An internal error of the loops lowering, located at ``op`` when given (never a
+    bare assert: the JIT's ``auto`` target then runs the numpy target instead)."""
+    return TdslIRError(
+        f"internal error: tdsl-lower-to-loops: {what} (target='numpy' computes this expression)",
+        op=op,
+    )
+
+
 def memref_of(t: Attribute) -> MemRefType[Attribute]:
     """The memref type (identity layout) of a static tensor type."""
-    assert isinstance(t, TensorType)
+    if not isinstance(t, TensorType):
+        raise loops_bug(f"a value of type {t} where a tensor was expected")
     tensor = cast(Attribute, t)
     return MemRefType(element_type(tensor), tensor_shape(tensor))
 
@@ -153,7 +163,8 @@ class _Code:
     def scalar(self, value: float, element: Attribute) -> SSAValue:
         if element == BOOL:
             return self.insert(arith.ConstantOp(IntegerAttr(int(bool(value)), BOOL)))
-        assert not isinstance(element, IndexType)
+        if isinstance(element, IndexType):
+            raise loops_bug(f"a scalar constant {value} of type index")
         return self.insert(arith.ConstantOp(FloatAttr(value, _float(element))))
 
     def loop(self, lb: SSAValue, ub: SSAValue, step: SSAValue) -> tuple[_Code, SSAValue]:
@@ -180,7 +191,8 @@ class _Code:
 def _float(element: Attribute) -> FloatType:
     from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type
 
-    assert isinstance(element, Float16Type | Float32Type | Float64Type)
+    if not isinstance(element, Float16Type | Float32Type | Float64Type):
+        raise loops_bug(f"a float scalar of element type {element}")
     return element
 
 

@@ -19,6 +19,7 @@ from tdsl.backend.llvm.loops_common import (
     _effect_values,
     _is_reduction,
     _mark_reassoc,
+    loops_bug,
 )
 from tdsl.backend.llvm.loops_plan import _GroupPlan
 from tdsl.dialects.kernel_plan import Dims
@@ -257,12 +258,14 @@ class _Group(_GroupPlan):
                     sweeps.setdefault(_dim_set(body.loop_dims(op)), []).append(("acc", op))
             for v in self.stored:
                 p = body.producer(v)
-                assert p is not None
+                if p is None:
+                    raise loops_bug("a stored value that no op of the group computes")
                 if self.level[p] == level:
                     sweeps.setdefault(_dim_set(body.dims[v]), []).append(("store", v))
             for v in self.staged:
                 p = body.producer(v)
-                assert p is not None
+                if p is None:
+                    raise loops_bug("a value staged in an output that no op of the group computes")
                 if self.level[p] == level:
                     sweeps.setdefault(_dim_set(body.dims[v]), []).append(("stage", v))
             for k, (v, out_dims) in enumerate(zip(body.outputs, body.output_dims, strict=True)):
@@ -283,7 +286,8 @@ class _Group(_GroupPlan):
                         touched.append((what, body.dims[what]))
                 # the scans this sweep computes start from their identity
                 for op in self._scans_computed(effects, storage):
-                    assert isinstance(op, Scan)
+                    if not isinstance(op, Scan):
+                        raise loops_bug(f"'{op.name}' carries running values but is no scan", op)
                     loop = op.carried_loops()[0]
                     cdims = self.carry_dims(op)
                     inner, coords = code.nest(ranges(_dim_set(cdims)))
@@ -302,21 +306,25 @@ class _Group(_GroupPlan):
                     point = _Point(self, inner, {**hoisted, **coords}, starts, storage, carries)
                 for kind, what in effects:
                     if kind == "acc":
-                        assert isinstance(what, Operation)
+                        if not isinstance(what, Operation):
+                            raise loops_bug(f"a sweep accumulates {what!r}, not an op")
                         point.accumulate(what, accs[what])
                     elif kind == "store":
-                        assert isinstance(what, SSAValue)
+                        if not isinstance(what, SSAValue):
+                            raise loops_bug(f"a sweep stores {what!r}, not a value")
                         where = Storage(stored[what], tiled=True)
                         point.store(point.value(what, body.dims[what]), where, body.dims[what])
                     elif kind == "stage":
-                        assert isinstance(what, SSAValue)
+                        if not isinstance(what, SSAValue):
+                            raise loops_bug(f"a sweep stages {what!r}, not a value")
                         k = self.staged[what]
                         value = point.value(what, body.dims[what])
                         wide = element_type(body.outputs[k])
                         value = convert_scalar(point.code.b, value, wide)
                         point.store(value, outputs[k], body.output_dims[k])
                     else:
-                        assert isinstance(what, int)
+                        if not isinstance(what, int):
+                            raise loops_bug(f"a sweep writes output {what!r}, not an index")
                         value = point.value(body.outputs[what], body.output_dims[what])
                         point.store(value, outputs[what], body.output_dims[what])
             for v in self.stored:  # readable from the next sweep on
@@ -432,9 +440,12 @@ class _Point:
         p = body.producer(v)
         owner = v.owner
         if v in body.constants:
-            assert isinstance(owner, Operation)
-            data = constant_value(owner)
-            assert data is not None and data.size == 1
+            data = constant_value(owner) if isinstance(owner, Operation) else None
+            if data is None or data.size != 1:
+                raise loops_bug(
+                    "a constant of more than one element inside a group (tdsl-tile hoists them)",
+                    owner if isinstance(owner, Operation) else None,
+                )
             return self.code.scalar(float(data.reshape(())), element_type(v))
         if p is None:
             return self.load(self.storage[v], dims)
@@ -447,10 +458,12 @@ class _Point:
             more = [self.load(w, dims) for w in group.more_storage.get(p, ())]
             return reduction_of(p).scalar_finalize_state(self.code.b, [raw, *more], body.count(p))
         s = structured(p)
-        assert s is not None
+        if s is None:
+            raise loops_bug(f"'{p.name}' does not implement the structured-op interface", p)
         args = [self.memo[(w, body.reads[(p, i)])] for i, w in enumerate(p.operands)]
         if p in self.carries:  # a scan: the next running value of this row
-            assert isinstance(p, Scan)
+            if not isinstance(p, Scan):
+                raise loops_bug(f"'{p.name}' carries running values but is no scan", p)
             cdims = group.carry_dims(p)
             carry = self.load(self.carries[p], cdims)
             running = p.scalar_scan(self.code.b, carry, args)

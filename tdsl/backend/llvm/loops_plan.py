@@ -28,6 +28,7 @@ from tdsl.backend.llvm.loops_common import (
     _is_scan,
     _Packing,
     _state_size,
+    loops_bug,
 )
 from tdsl.dialects.kernel import TileOp
 from tdsl.dialects.kernel_plan import Dims, GroupBody, carried_dims, carry_dims, propagate_dims
@@ -320,7 +321,8 @@ class _GroupPlan:
         """Per slot: the last sweep level that reads it."""
         for v in self.stored:
             p = body.producer(v)
-            assert p is not None
+            if p is None:
+                raise loops_bug("a stored value that no op of the group computes")
             start = self.level[p]
             last = max(
                 (self.level[u.operation] for u in v.uses if u.operation in body.members),
@@ -511,7 +513,8 @@ class _GroupPlan:
         for v in self.slot_values:
             types.append(MemRefType(element_type(v), self.tile_shape(v)))
         for op in self.carries:
-            assert isinstance(op, Scan)
+            if not isinstance(op, Scan):
+                raise loops_bug(f"'{op.name}' carries running values but is no scan", op)
             shape = [
                 1 if d is None else n
                 for n, d in zip(self.tile_shape(op.results[0]), self.carry_dims(op), strict=True)

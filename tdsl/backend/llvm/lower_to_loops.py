@@ -107,6 +107,7 @@ from tdsl.backend.llvm.loops_common import (
     _Code,
     _is_contraction,
     _strides,
+    loops_bug,
     matmul_symbol,
     memref_of,
 )
@@ -194,7 +195,8 @@ class _FunctionLowering:
             if constant_value(op) is not None:
                 place[op.results[0]] = arg(memref_of(op.results[0].type), "tmp")
                 continue
-            assert isinstance(op, TileOp)
+            if not isinstance(op, TileOp):
+                raise loops_bug(f"'{op.name}' outside a group", op)
             for r in op.outputs:
                 if r not in place:
                     place[r] = arg(memref_of(r.type), "tmp")
@@ -311,16 +313,18 @@ class _FunctionLowering:
         element = element_type(op.results[0])
         name = matmul_symbol(element, m, k, n)
         # the symbol promises BLAS three buffers of its element type
-        assert all(
+        if not all(
             cast(MemRefType[Attribute], r.type).element_type == element for r in (lhs, rhs, out)
-        ), f"{name} called on {[str(r.type) for r in (lhs, rhs, out)]}"
+        ):
+            raise loops_bug(f"{name} called on {[str(r.type) for r in (lhs, rhs, out)]}", op)
         if name not in self.externals:
             self.externals[name] = func.FuncOp.external(name, [lhs.type, rhs.type, out.type], [])
         code.b.insert(func.CallOp(name, [lhs, rhs, out], []))
 
     def _fill(self, code: _Code, op: Operation, ref: SSAValue) -> None:
         data = constant_value(op)
-        assert data is not None
+        if data is None:
+            raise loops_bug(f"'{op.name}' filled as a constant, but it is none", op)
         flat = data.reshape(-1)
         if flat.size and not (flat == flat[0]).all() and not (flat != flat).all():
             raise TdslIRError(

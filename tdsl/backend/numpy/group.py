@@ -46,9 +46,7 @@ def emit_group(group: GroupSource, state: ModuleState, w: Writer, names: Names) 
     (False when it was bound to an input, a constant or a view of one).
     """
     body = group.body
-    run = plan_run(
-        body, group.tiles, group.recorded, state.threads, group.staged, group.sweeps
-    )
+    run = plan_run(body, group.tiles, group.recorded, state.threads, group.staged, group.sweeps)
     lowering = _Lowering(group, run, state)
     lowering.lower()
     tiling = lowering.tiling

@@ -138,14 +138,18 @@ def test_a_staged_value_is_kept_whole_along_the_rows_and_not_computed_again() ->
 
 
 def test_edited_tiles_are_the_tiles_every_target_runs() -> None:
-    retiled = edit(
-        TILED,
-        ("tiles [8, 100]", "tiles [4, 60]"),
-        (
-            "scratch [memref<8xf64>, memref<800xf64>, memref<8xf64>]",
-            "scratch [memref<4xf64>, memref<240xf64>, memref<4xf64>]",
-        ),
-    ).replace("8x100", "4x60").replace("8x1xf64", "4x1xf64")  # the body's tile types
+    retiled = (
+        edit(
+            TILED,
+            ("tiles [8, 100]", "tiles [4, 60]"),
+            (
+                "scratch [memref<8xf64>, memref<800xf64>, memref<8xf64>]",
+                "scratch [memref<4xf64>, memref<240xf64>, memref<4xf64>]",
+            ),
+        )
+        .replace("8x100", "4x60")
+        .replace("8x1xf64", "4x1xf64")
+    )  # the body's tile types
     source = run_all_targets(retiled)
     assert "for s1 in range(0, 300, 60):" in source
     assert "tiles [4, 60]" in source
