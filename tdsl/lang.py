@@ -390,6 +390,26 @@ def where(a: Operand, b: Operand, c: Operand) -> Array:
     return _call("where", (a, b, c))
 
 
+def isnan(x: Operand) -> Array:
+    """Whether each element is nan (``np.isnan``)."""
+    return _call("isnan", (x,))
+
+
+def isinf(x: Operand) -> Array:
+    """Whether each element is ``inf`` or ``-inf`` (``np.isinf``)."""
+    return _call("isinf", (x,))
+
+
+def isfinite(x: Operand) -> Array:
+    """Whether each element is neither nan nor infinite (``np.isfinite``)."""
+    return _call("isfinite", (x,))
+
+
+def clip(a: Operand, b: Operand, c: Operand) -> Array:
+    """``clip(x, lo, hi)``: ``x`` limited to ``[lo, hi]`` element-wise, all three broadcasting, of one float element type (``np.clip``: ``minimum(maximum(x, lo), hi)``, so ``hi`` wins where ``lo > hi``; a nan anywhere gives nan). Where ``x`` equals a bound (``-0.0`` and ``0.0``), NumPy's loops differ, and so does the op: with ``keep_ties`` the result is ``x``, else the bound. Built from operands, the op keeps ties as NumPy does: for float16, and where both bounds are one element each (its scalar-bounds loop); tiling keeps the flag, so a tile of one element is no different."""
+    return _call("clip", (a, b, c))
+
+
 def matmul(a: Operand, b: Operand) -> Array:
     """Matrix product with ``np.matmul`` semantics."""
     return _call("matmul", (a, b))
@@ -455,6 +475,16 @@ def std(x: Operand, axis: int | None = None, keepdims: bool = False, ddof: float
     return _call("std", (x,), {"axis": axis, "keepdims": keepdims, "ddof": ddof})
 
 
+def all(x: Operand, axis: int | None = None, keepdims: bool = False) -> Array:
+    """Whether every element over ``axis`` (all axes when absent) is true; ``all`` of no elements is true, as in NumPy."""
+    return _call("all", (x,), {"axis": axis, "keepdims": keepdims})
+
+
+def any(x: Operand, axis: int | None = None, keepdims: bool = False) -> Array:
+    """Whether some element over ``axis`` (all axes when absent) is true; ``any`` of no elements is false, as in NumPy."""
+    return _call("any", (x,), {"axis": axis, "keepdims": keepdims})
+
+
 def cumsum(x: Operand, axis: int | None = None) -> Array:
     """Cumulative sum along ``axis``, as ``np.cumsum``: ``axis`` absent scans a 0-d or 1-d tensor whole (a larger one needs an axis). Each partial sum is rounded to the result's dtype (float16 adds in float16, as NumPy's); ``inf`` and ``nan`` propagate and overflow gives ``inf``, as in NumPy."""
     return _call("cumsum", (x,), {"axis": axis})
@@ -471,6 +501,8 @@ __all__ = [
     "Operand",
     "TensorSpec",
     "abs",
+    "all",
+    "any",
     "arccos",
     "arccosh",
     "arcsin",
@@ -480,6 +512,7 @@ __all__ = [
     "arctanh",
     "bool_",
     "ceil",
+    "clip",
     "conj",
     "copy",
     "copysign",
@@ -499,6 +532,9 @@ __all__ = [
     "greater",
     "greater_equal",
     "hypot",
+    "isfinite",
+    "isinf",
+    "isnan",
     "layernorm",
     "less",
     "less_equal",

@@ -9,10 +9,11 @@ of its dims runs along (``None``: taken whole).  Given tile sizes,
 * :func:`plan_scratch` says which buffers one tile allocates (a
   :class:`ScratchPlan`).
 
-``tdsl-tile`` records both outcomes in the IR (the iterator kinds and the
-scratch buffers), the ``kernel.tile`` verifier checks the recorded plan
-against this model, and the interpreter and the NumPy target run this
-schedule with these buffers: one model, so they cannot disagree.
+``tdsl-tile`` records the plan in the IR (the iterator kinds, the step of
+every op, the staged values and the scratch buffers), the ``kernel.tile``
+verifier checks that the recorded plan can run and needs the recorded
+scratch, and the interpreter, the NumPy target and the loops lowering run
+the recorded steps and staged values: one model, so they cannot disagree.
 
 The schedule
 ------------
@@ -41,12 +42,19 @@ them and leaves its last ones.  A
 later pass that needs it again recomputes it from a fresh carry.
 
 An op runs in the earliest step after the values it reads are ready: a value
-an op accumulates is ready after its pass, others at once.  So
+an op accumulates is ready after its pass, others at once; then an op a
+pass computes tile by tile that no op of its pass reads moves to the first
+pass that reads it (computed earlier, that pass would compute it again
+anyway).  A recorded plan may put an op in any later step of the right kind
+(a pass for an op that runs along a tiled reduction dim, else a stage).  So
 ``x - mean(x, axis=0)`` with rows tiled runs the mean in pass 1 and the
 subtraction in pass 3, after the stage 2 that finalizes nothing new.  A value
 a later pass needs that an earlier pass computed tile by tile (``exp(x)`` in
 ``exp(x) - max(exp(x))``) is *recomputed* in the later pass, which is only
-allowed for ops that may be recomputed (never a matmul).  With no reduction dim
+allowed for ops that may be recomputed (never a matmul), unless the value
+is *staged*: the pass that computes it keeps it whole along the tiled
+reduction dims (a buffer of the parallel tile's rows), and later passes read
+their tile of it.  With no reduction dim
 tiled there is one stage: the classic tile, rows whole.
 
 Four rules keep the schedule cheap and every accumulation local to its
@@ -79,7 +87,8 @@ and so is the element-wise chain of dying operands behind it.  An
 accumulating op takes an accumulator (its result's shape, in the accumulator
 dtype; the output itself when the group yields the result and the dtypes
 agree) for the whole pass and a partial buffer per tile; a scan along a tiled
-dim takes its carry for the whole pass.  Each op's workspace
+dim takes its carry for the whole pass; a staged value takes its rows from
+the pass that computes it to the last pass that reads it.  Each op's workspace
 (``numpy_workspace``) lives while the op runs.  A new value takes the smallest
 free buffer of its dtype that fits, else the largest free one, grown; failing
 that a new buffer.  The scratch of a tile is the sum of its buffers'

@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import (
     Float64Type,
     FloatAttr,
     IntAttrConstraint,
+    IntegerAttr,
     IntegerType,
     TensorType,
     f16,
@@ -227,5 +228,7 @@ def convert_scalar(b: Builder, value: SSAValue, target: Attribute) -> SSAValue:
 
 
 def scalar_constant(b: Builder, value: float, element: Attribute) -> SSAValue:
-    """An ``arith.constant`` float scalar."""
+    """An ``arith.constant`` scalar of ``element``: a float, or a boolean (``value`` != 0)."""
+    if element == BOOL:
+        return b.insert(arith.ConstantOp(IntegerAttr(int(bool(value)), BOOL))).result
     return b.insert(arith.ConstantOp(FloatAttr(value, cast(FloatType, element)))).result

@@ -8,6 +8,7 @@ nearest name.
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -57,6 +58,11 @@ def _function_table() -> dict[str, FunctionInfo]:
 FUNCTIONS: dict[str, FunctionInfo] = _function_table()
 """Every function of the language, by name."""
 
+CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
+"""NumPy's constants (``np.pi``, ``np.e``, ``np.inf``, ``np.nan``) by their bare names:
+literals, like ``3.14``, unless an argument, a binding or an input of that name shadows
+them."""
+
 OPERATOR_OPS: dict[str, type[td.BinaryOp]] = {
     op.OPERATOR: op
     for op in td.TensorDSL.operations
@@ -84,17 +90,92 @@ def show_keyword_value(value: int | float | bool | None) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
+NUMPY_ALIASES: dict[str, str] = {
+    "amax": "max",
+    "amin": "min",
+    "absolute": "abs",
+    "fabs": "abs",
+    "negative": "neg (or `-x`)",
+    "add": "`+`",
+    "subtract": "`-`",
+    "multiply": "`*`",
+    "divide": "`/`",
+    "true_divide": "`/`",
+    "mod": "remainder (or `%`)",
+    "pow": "power (or `**`)",
+    "asin": "arcsin",
+    "acos": "arccos",
+    "atan": "arctan",
+    "atan2": "arctan2",
+    "asinh": "arcsinh",
+    "acosh": "arccosh",
+    "atanh": "arctanh",
+    "rint": "round",
+    "around": "round",
+    "invert": "`~` (on booleans)",
+    "bitwise_not": "`~` (on booleans)",
+    "logical_xor": "not_equal (on booleans)",
+    "dot": "matmul (or `@`; the same for 1-d and 2-d operands)",
+    "average": "mean",
+    "exp2": "`2 ** x`",
+    "square_root": "sqrt",
+}
+"""NumPy functions the language has under another spelling: the name to write."""
+
+NUMPY_MISSING: dict[str, str] = {
+    "argmax": "integer results are not in the language yet",
+    "argmin": "integer results are not in the language yet",
+    "argsort": "integer results are not in the language yet",
+    "sort": "sorting is not in the language",
+    "median": "sorting is not in the language",
+    "percentile": "sorting is not in the language",
+    "quantile": "sorting is not in the language",
+    "unique": "data-dependent shapes are not in the language",
+    "nonzero": "data-dependent shapes are not in the language",
+    "reshape": "reshaping is not in the language yet",
+    "ravel": "reshaping is not in the language yet",
+    "concatenate": "joins are not in the language yet",
+    "stack": "joins are not in the language yet",
+    "hstack": "joins are not in the language yet",
+    "vstack": "joins are not in the language yet",
+    "split": "splits are not in the language yet",
+    "array_split": "splits are not in the language yet",
+    "take": "gathers are not in the language yet",
+    "einsum": "write the matmul or reduction it stands for",
+    "tensordot": "write the matmul it stands for",
+    "outer": "slicing with None is not in the language yet",
+    "diff": "slicing is not in the language yet",
+    "swapaxes": "use transpose(x) for 2-d arrays",
+    "moveaxis": "use transpose(x) for 2-d arrays",
+    "expand_dims": "reshaping is not in the language yet",
+    "squeeze": "reshaping is not in the language yet",
+    "broadcast_to": "operators broadcast their operands as NumPy does",
+    "arange": "pass the array as an input",
+    "linspace": "pass the array as an input",
+    "eye": "pass the array as an input",
+    "tri": "pass the array as an input",
+    "tril": "use where(mask, x, 0.0) with the mask as an input",
+    "triu": "use where(mask, x, 0.0) with the mask as an input",
+    "zeros": "use 0.0, which broadcasts",
+    "ones": "use 1.0, which broadcasts",
+    "full": "use the value, which broadcasts",
+    "zeros_like": "use 0.0 * ones_like(x)",
+    "full_like": "use value * ones_like(x)",
+    "nansum": "use sum(where(isnan(x), 0.0, x))",
+    "nanmean": "use sum(where(isnan(x), 0.0, x)) / sum(where(isnan(x), 0.0, 1.0))",
+    "nanmax": "use max(where(isnan(x), -inf, x))",
+    "nanmin": "use min(where(isnan(x), inf, x))",
+    "cbrt": "use sign(x) * abs(x) ** (1 / 3) (not exact to the last bit)",
+    "astype": "dtypes other than floats and booleans are not in the language yet",
+}
+"""NumPy functions the language lacks: why, and the nearest way to write it."""
+
+
 def check_call(source: Source, node: Call) -> None:
     """Check the function name, arity and keyword names of a call (not its arguments)."""
     info = FUNCTIONS.get(node.func)
     if info is None:
-        message = f"unknown function `{node.func}`"
-        near = nearest_name(node.func, list(FUNCTIONS))
-        if near is not None:
-            message += f"; did you mean `{near}`?"
-        else:
-            message += " (the functions are listed in docs/language.md#functions)"
-        raise TdslNameError(message, source.location(node.func_span))
+        raise TdslNameError(unknown_function(node.func), source.location(node.func_span))
     if len(node.args) != info.arity:
         noun = "argument" if info.arity == 1 else "arguments"
         if info.keywords:
@@ -126,3 +207,29 @@ def check_calls(source: Source, expr: Expr) -> None:
     for node in walk(expr):
         if isinstance(node, Call):
             check_call(source, node)
+
+
+def unknown_function(name: str) -> str:
+    """What is wrong with a call of ``name``, which the language lacks, and what to
+    write: NumPy's other spelling of a function it has, NumPy's function it lacks (why,
+    and the nearest way), or a misspelling of one it has."""
+    alias = NUMPY_ALIASES.get(name)
+    if alias is not None:
+        shown = (
+            alias
+            if alias.startswith("`")
+            else f"`{alias.split(' ', 1)[0]}`"
+            + (f" {alias.split(' ', 1)[1]}" if " " in alias else "")
+        )
+        return f"unknown function `{name}`: the language spells NumPy's `{name}` as {shown}"
+    missing = NUMPY_MISSING.get(name)
+    if missing is not None:
+        return (
+            f"unknown function `{name}`: NumPy's `{name}` is not in the language ({missing}; "
+            "docs/from-numpy.md lists what is)"
+        )
+    message = f"unknown function `{name}`"
+    near = nearest_name(name, list(FUNCTIONS))
+    if near is not None:
+        return message + f"; did you mean `{near}`?"
+    return message + " (the functions are listed in docs/language.md#functions)"

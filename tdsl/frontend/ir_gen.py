@@ -42,7 +42,14 @@ from xdsl.utils.exceptions import VerifyException
 from tdsl.dialects.structured import ELEMENT_TYPES
 from tdsl.errors import SourceLocation, TdslIRError, TdslNameError, TdslOptionError, TdslTypeError
 from tdsl.frontend.ast import Expression, Kernel, Name, Program, Return, Source, Span, walk
-from tdsl.frontend.functions import FUNCTIONS, FunctionInfo, check_calls, name_list, nearest_name
+from tdsl.frontend.functions import (
+    CONSTANTS,
+    FUNCTIONS,
+    FunctionInfo,
+    check_calls,
+    name_list,
+    nearest_name,
+)
 from tdsl.frontend.lower_expr import (
     WEAK,
     DTypeLike,
@@ -146,17 +153,37 @@ def _input_shape(name: str, shape: Sequence[int], where: SourceLocation) -> tupl
     return dims
 
 
+def expression_inputs(
+    expression: Expression,
+    shapes: Mapping[str, Sequence[int]] | None,
+    dtypes: DTypeLike | Mapping[str, DTypeLike] | None,
+) -> dict[str, Span]:
+    """The inputs of an expression, in order of first use, each at its first use: the
+    names it reads, but a constant (``pi``, ``inf``) that no shape or dtype given for
+    its name makes an input."""
+    given = shapes or {}
+    first_use: dict[str, Span] = {}
+    for node in walk(expression.body):
+        if not isinstance(node, Name) or node.id in first_use:
+            continue
+        if (
+            node.id in CONSTANTS
+            and node.id not in given
+            and not (isinstance(dtypes, Mapping) and node.id in dtypes)
+        ):
+            continue
+        first_use[node.id] = node.span
+    return first_use
+
+
 def _lower_expression(
     expression: Expression,
     shapes: Mapping[str, Sequence[int]] | None,
     dtypes: DTypeLike | Mapping[str, DTypeLike] | None,
 ) -> func.FuncOp:
     source = expression.source
-    first_use: dict[str, Span] = {}
     check_calls(source, expression.body)
-    for node in walk(expression.body):
-        if isinstance(node, Name) and node.id not in first_use:
-            first_use[node.id] = node.span
+    first_use = expression_inputs(expression, shapes, dtypes)
     given = dict(shapes or {})
     args: list[tuple[str, Attribute, tuple[int, ...], Span]] = []
     weak: set[str] = set()

@@ -37,6 +37,8 @@ _CLOSING = frozenset(")]")
 _WHITESPACE = frozenset(" \t\r\f\v")
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+NUMPY_MODULES = frozenset({"np", "numpy"})
+"""Module names whose attributes are the language's names (``np.exp`` is ``exp``)."""
 _NUMBER_RE = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 # What a careless number may run on into: `1e`, `2x`, `1.2.3`.
 _NUMBER_TAIL_RE = re.compile(r"[A-Za-z0-9_.]+")
@@ -129,11 +131,30 @@ class _Lexer:
         return self.tokens
 
     def name(self, pos: int) -> int:
+        """Lex the name at ``pos``.  ``np.exp`` and ``numpy.pi`` are one name, NumPy's
+        spelling of the language's ``exp`` and ``pi`` (the parser drops the module);
+        any other ``.name`` after a name is an attribute, which the language lacks."""
         match = _NAME_RE.match(self.text, pos)
-        assert match is not None  # called on a letter or underscore
+        if match is None:  # pragma: no cover (called on a letter or underscore)
+            raise self.error("expected a name", pos, pos + 1)
+        end = match.end()
+        attribute = _NAME_RE.match(self.text, end + 1) if self.text[end : end + 1] == "." else None
+        if attribute is not None and match.group() in NUMPY_MODULES:
+            self.emit(TokenKind.NAME, pos, attribute.end())
+            return attribute.end()
+        if attribute is not None:
+            attr = attribute.group()
+            hint = {
+                "T": f"write `transpose({match.group()})`",
+                "shape": "shapes are static: give them when compiling",
+                "dtype": "dtypes are static: give them when compiling",
+            }.get(attr, "call a function of the language instead (docs/from-numpy.md)")
+            raise self.error(
+                f"attribute `.{attr}` is not in the language; {hint}", end, attribute.end()
+            )
         kind = TokenKind.KEYWORD if match.group() in KEYWORDS else TokenKind.NAME
-        self.emit(kind, pos, match.end())
-        return match.end()
+        self.emit(kind, pos, end)
+        return end
 
     def number(self, pos: int) -> int:
         """Lex the number at ``pos``; reject one that runs on into letters or dots."""

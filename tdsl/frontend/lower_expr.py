@@ -36,6 +36,7 @@ from tdsl.frontend.ast import (
     children,
 )
 from tdsl.frontend.functions import (
+    CONSTANTS,
     FUNCTIONS,
     OPERATOR_OPS,
     name_list,
@@ -298,6 +299,9 @@ class FunctionLowering:
         value = self.env.get(node.id)
         if value is not None:
             return value
+        constant = CONSTANTS.get(node.id)
+        if constant is not None:  # a name in scope (an argument, a binding) shadows it
+            return LiteralValue(constant, node.span)
         scope = list(self.env)
         message = f"unknown name `{node.id}`"
         near = nearest_name(node.id, scope)
@@ -307,6 +311,15 @@ class FunctionLowering:
         if node.id in FUNCTIONS:
             message += f"; `{node.id}` is a function: call it as `{node.id}(...)`"
         raise TdslNameError(message, self.where(node.span))
+
+    def truth(self, value: Value, span: Span) -> TensorValue:
+        """``value`` as booleans: as it is, or a number compared with zero (NumPy's
+        truth of a float: nonzero, nan included)."""
+        tensor = self.tensor(value, span)
+        if tensor.element == BOOL:
+            return tensor
+        zero = self.to_element(LiteralValue(0.0, span), tensor.element, span)
+        return self.emit(td.NotEqualOp(tensor.value, zero.value), span)
 
     def binary(
         self,
@@ -469,10 +482,11 @@ class FunctionLowering:
                 raise TdslTypeError(err.message, self.where(node.span)) from None
         if op is td.WhereOp:
             return self.where_call(node, args, spans)
-        tensors = [self.tensor(arg, span) for arg, span in zip(args, spans, strict=True)]
-        unified = self.unify(
-            list(zip(tensors, spans, strict=True)), op, f"`{info.name}`", node.span
-        )
+        if issubclass(op, td.LogicalReductionOp):
+            args = [self.truth(args[0], spans[0])]
+        # literals and weak scalars take the element type of the tensors they meet
+        # (``clip(x, 0, 6)`` of a float32 ``x`` is float32), as with operators
+        unified = self.unify(list(zip(args, spans, strict=True)), op, f"`{info.name}`", node.span)
         operands = [t.value for t in unified]
         try:
             built = op.from_call(operands, params)

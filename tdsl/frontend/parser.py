@@ -360,7 +360,7 @@ class _Parser:
             self.advance()
             if self.is_punct("("):
                 return self.parse_call(token)
-            return Name(token.text, token.span)
+            return Name(unqualified(token.text), token.span)
         if self.is_punct("("):
             self.advance()
             self.enter(token)
@@ -397,7 +397,7 @@ class _Parser:
         close = self.advance()
         self.depth -= 1
         return Call(
-            name_tok.text,
+            unqualified(name_tok.text),
             tuple(args),
             tuple(keywords),
             name_tok.span.to(close.span),
@@ -435,3 +435,8 @@ class _Parser:
 
 
 __all__ = ["DTYPES", "MAX_NESTING", "parse"]
+
+
+def unqualified(name: str) -> str:
+    """``exp`` for NumPy's ``np.exp`` (the lexer makes it one name), else ``name``."""
+    return name.partition(".")[2] or name

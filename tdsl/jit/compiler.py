@@ -104,7 +104,12 @@ def _pick_function(module: ModuleOp, name: str) -> FuncOp:
     raise TdslError(f"the frontend produced no function `{name}`")  # pragma: no cover
 
 
-def _signature_names(tree: Expression | Program, kernel: str | None) -> tuple[str, list[str]]:
+def _signature_names(
+    tree: Expression | Program,
+    kernel: str | None,
+    shapes: Any = None,
+    dtypes: Any = None,
+) -> tuple[str, list[str]]:
     """The kernel to compile and its input names, in the frontend's argument order.
 
     An expression becomes ``main`` with the names it uses in order of first use;
@@ -113,13 +118,12 @@ def _signature_names(tree: Expression | Program, kernel: str | None) -> tuple[st
     the keyword that takes the result arrays: that is a TdslNameError at the
     name in the source.
     """
-    from tdsl.frontend.ast import Name, Program, Span, walk
+    from tdsl.frontend.ast import Program, Span
+    from tdsl.frontend.ir_gen import expression_inputs
 
     spans: dict[str, Span] = {}
     if not isinstance(tree, Program):
-        for node in walk(tree.body):
-            if isinstance(node, Name):
-                spans.setdefault(node.id, node.span)
+        spans.update(expression_inputs(tree, shapes, dtypes))
         if kernel is not None and kernel != "main":
             raise TdslNameError(
                 f"no kernel named `{kernel}`: an expression compiles to one kernel, `main`"
@@ -245,7 +249,7 @@ def _build(request: Request, keep_object: bool) -> CompiledKernel:
     source, shapes, dtypes, kernel, filename, options = request
 
     tree = parse(source, filename)
-    name, arg_names = _signature_names(tree, kernel)
+    name, arg_names = _signature_names(tree, kernel, shapes, dtypes)
     if isinstance(tree, Program):
         dtypes = None  # a program's signatures type it; a weak scalar is an expression's
     module = lower(tree, shapes, cast(Any, dtypes))

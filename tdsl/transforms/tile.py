@@ -7,8 +7,11 @@ For each group the pass
    value;
 2. picks tile sizes that fit the memory budget (below);
 3. rebuilds the body on tile-sized slices, each op re-typed by its own type
-   inference (``retyped``), and records the iterator kinds and the scratch
-   buffers of :func:`tdsl.dialects.kernel_plan.plan_scratch`.
+   inference (``retyped``), and records the plan: the iterator kinds, the
+   step of the schedule each op runs in (``sweeps``), the staged values (none
+   by default) and the scratch buffers of
+   :func:`tdsl.dialects.kernel_plan.plan_scratch`.  Every target runs the
+   recorded plan; one edited by hand is checked by the verifier.
 
 **Which budget.**  A group is scheduled under the ``scratch`` its
 ``kernel.fused`` records (what the values materialized between groups leave

@@ -29,7 +29,8 @@ it needs at each point, in registers, and a value a later nest needs again is
 computed again, unless that would compute more than :data:`RECOMPUTE_LIMIT` ops
 again (a long chain with a reduction every few ops): such a value is stored in
 scratch by the sweep that computes it (see ``_Group._keep_long_chains``), so
-neither the code nor the work grows with the square of the program's length.
+neither the code nor the work grows with the square of the program's length;
+so is every value the ``kernel.tile`` records as ``staged``.
 A loop nest is one *sweep* over the elements:
 
 * a reduction accumulates into its accumulator (a ``scratch`` memref of one

@@ -76,6 +76,7 @@ from tdsl.dialects.tensordsl import (
 
 # the op classes (and the helpers) of every family, by their names: td.ExpOp
 from tdsl.dialects.tensordsl.compare_logical import *  # noqa: F403
+from tdsl.dialects.tensordsl.compare_logical import ClassifyOp
 from tdsl.dialects.tensordsl.constant import *  # noqa: F403
 from tdsl.dialects.tensordsl.constant import dense_from_numpy, dense_to_numpy, dense_to_text
 from tdsl.dialects.tensordsl.contraction import *  # noqa: F403
@@ -87,7 +88,7 @@ from tdsl.dialects.tensordsl.elementwise_unary import *  # noqa: F403
 from tdsl.dialects.tensordsl.normalize import *  # noqa: F403
 from tdsl.dialects.tensordsl.normalize import softmax_array
 from tdsl.dialects.tensordsl.reductions import *  # noqa: F403
-from tdsl.dialects.tensordsl.reductions import ChunkedReductionOp, VarianceOp
+from tdsl.dialects.tensordsl.reductions import ChunkedReductionOp, LogicalReductionOp, VarianceOp
 from tdsl.dialects.tensordsl.scans import *  # noqa: F403
 from tdsl.dtypes import BOOL_DTYPE
 
@@ -137,8 +138,12 @@ def _family(base: type[Any], *, boolean: bool | None = None) -> tuple[Any, ...]:
     )
 
 
-UNARY_OPS: tuple[type[UnaryOp], ...] = _family(UnaryOp, boolean=False)
-"""Element-wise unary ops on floats."""
+CLASSIFY_OPS: tuple[type[ClassifyOp], ...] = _family(ClassifyOp)
+"""``isnan``, ``isinf``, ``isfinite``: floats in, booleans out."""
+UNARY_OPS: tuple[type[UnaryOp], ...] = tuple(
+    c for c in _family(UnaryOp, boolean=False) if c not in CLASSIFY_OPS
+)
+"""Element-wise unary ops on floats, of the operand's type."""
 COMPARISON_OPS: tuple[type[CompareOp], ...] = _family(CompareOp)
 """Comparisons: floats in, booleans out."""
 BINARY_OPS: tuple[type[BinaryOp], ...] = tuple(
@@ -150,8 +155,12 @@ LOGICAL_OPS: tuple[type[Operation], ...] = (
     *_family(BinaryOp, boolean=True),
 )
 """Logical ops on booleans."""
-REDUCTION_OPS: tuple[type[ReductionOp], ...] = _family(ReductionOp)
-"""Reductions over an axis (or all axes)."""
+LOGICAL_REDUCTION_OPS: tuple[type[LogicalReductionOp], ...] = _family(LogicalReductionOp)
+"""``all`` and ``any``: booleans in, booleans out."""
+REDUCTION_OPS: tuple[type[ReductionOp], ...] = tuple(
+    c for c in _family(ReductionOp) if c not in LOGICAL_REDUCTION_OPS
+)
+"""Reductions of floats over an axis (or all axes)."""
 ROW_LOCAL_OPS: tuple[type[RowLocalOp], ...] = _family(RowLocalOp)
 """Row-normalizing ops: each result element needs its whole row."""
 SCAN_OPS: tuple[type[ScanOp], ...] = _family(ScanOp)
@@ -162,9 +171,11 @@ TensorDSL = Dialect("tensordsl", list(OPS), [])
 # the op classes are public too: OPS lists them
 __all__ = [
     "BINARY_OPS",
+    "CLASSIFY_OPS",
     "COMPARISON_OPS",
     "FAMILY_MODULES",
     "LOGICAL_OPS",
+    "LOGICAL_REDUCTION_OPS",
     "NUMPY_DTYPES",
     "OPS",
     "RECIPROCAL_MIN_SIZE",

@@ -1,23 +1,27 @@
-"""Comparisons (``< <= == != >= >``: floats in, booleans out), the logical ops on
-booleans (``&``, ``|``, ``~``) and ``where``, the element-wise selection by a boolean
-condition.
+"""Comparisons (``< <= == != >= >``: floats in, booleans out), the classifications
+``isnan``, ``isinf`` and ``isfinite``, the logical ops on booleans (``&``, ``|``, ``~``),
+``where``, the element-wise selection by a boolean condition, and ``clip``.
 """
 
 from __future__ import annotations
 
+import abc
+import math
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 from xdsl.builder import Builder
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerAttr
+from xdsl.dialects import math as xmath
+from xdsl.dialects.builtin import IntegerAttr, UnitAttr, f16
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     VarConstraint,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     result_def,
     traits_def,
 )
@@ -29,6 +33,7 @@ from tdsl.dialects.structured import (
     BoolTensorConstr,
     CompareOp,
     ElementwiseOp,
+    FloatTensorConstr,
     LanguageFunction,
     LogicalOp,
     ScalarOpBuilder,
@@ -38,11 +43,13 @@ from tdsl.dialects.structured import (
     broadcast_shapes,
     element_type,
     operand_value,
+    scalar_constant,
     tensor_shape,
     tensor_type,
 )
 from tdsl.dialects.structured_types import shape_error
-from tdsl.dtypes import BOOL_DTYPE
+from tdsl.dialects.tensordsl.elementwise_unary import numpy_extremum
+from tdsl.dtypes import BOOL_DTYPE, FLOAT_DTYPES
 
 
 @irdl_op_definition
@@ -263,3 +270,174 @@ class WhereOp(IRDLOperation, ElementwiseOp, LanguageFunction):
     @classmethod
     def bool_inputs_as(cls) -> np.dtype[Any] | None:
         return BOOL_DTYPE
+
+
+class ClassifyOp(UnaryOp, abc.ABC):
+    """Base of ``isnan``, ``isinf`` and ``isfinite``: floats in, booleans of the same shape
+    out (booleans in are floats 0 and 1, as in NumPy: never nan nor infinite)."""
+
+    input = operand_def(FloatTensorConstr)
+    result = result_def(BoolTensorConstr)
+    T: ClassVar = None
+
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+    IN_PLACE: ClassVar[bool] = False
+
+    def __init__(self, input: SSAValue | Operation) -> None:
+        value = operand_value(self.name, input)
+        IRDLOperation.__init__(
+            self, operands=[value], result_types=list(self.infer_result_types([value.type]))
+        )
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> tuple[Attribute, ...]:
+        return (tensor_type(BOOL, tensor_shape(operand_types[0])),)
+
+    def verify_(self) -> None:
+        (expected,) = self.infer_result_types([self.input.type])
+        if expected != self.result.type:
+            raise VerifyException(
+                f"'{self.name}' op result type {self.result.type} should be {expected}"
+            )
+
+    @classmethod
+    def bool_inputs_as(cls) -> np.dtype[Any] | None:
+        return FLOAT_DTYPES["f16"]
+
+    @staticmethod
+    def _magnitude_vs_inf(b: Builder, x: SSAValue, predicate: str) -> SSAValue:
+        """``|x| <predicate> inf`` (``oeq``: infinite; ``one``: finite, nan neither)."""
+        magnitude = b.insert(xmath.AbsFOp(x)).result
+        inf = scalar_constant(b, math.inf, x.type)
+        return b.insert(arith.CmpfOp(magnitude, inf, predicate)).result
+
+
+@irdl_op_definition
+class IsnanOp(ClassifyOp):
+    """Whether each element is nan (``np.isnan``).
+
+    ```mlir
+    %1 = tensordsl.isnan %0 : tensor<4x8xf32> -> tensor<4x8xi1>
+    ```
+    """
+
+    name = "tensordsl.isnan"
+    FUNCTION: ClassVar[str | None] = "isnan"
+    NUMPY_UFUNC: ClassVar[str | None] = "isnan"
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        return (b.insert(arith.CmpfOp(args[0], args[0], "uno")).result,)
+
+
+@irdl_op_definition
+class IsinfOp(ClassifyOp):
+    """Whether each element is ``inf`` or ``-inf`` (``np.isinf``).
+
+    ```mlir
+    %1 = tensordsl.isinf %0 : tensor<4x8xf32> -> tensor<4x8xi1>
+    ```
+    """
+
+    name = "tensordsl.isinf"
+    FUNCTION: ClassVar[str | None] = "isinf"
+    NUMPY_UFUNC: ClassVar[str | None] = "isinf"
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        return (self._magnitude_vs_inf(b, args[0], "oeq"),)
+
+
+@irdl_op_definition
+class IsfiniteOp(ClassifyOp):
+    """Whether each element is neither nan nor infinite (``np.isfinite``).
+
+    ```mlir
+    %1 = tensordsl.isfinite %0 : tensor<4x8xf32> -> tensor<4x8xi1>
+    ```
+    """
+
+    name = "tensordsl.isfinite"
+    FUNCTION: ClassVar[str | None] = "isfinite"
+    NUMPY_UFUNC: ClassVar[str | None] = "isfinite"
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        return (self._magnitude_vs_inf(b, args[0], "one"),)
+
+
+@irdl_op_definition
+class ClipOp(IRDLOperation, ElementwiseOp, LanguageFunction):
+    """``clip(x, lo, hi)``: ``x`` limited to ``[lo, hi]`` element-wise, all three
+    broadcasting, of one float element type (``np.clip``: ``minimum(maximum(x, lo), hi)``,
+    so ``hi`` wins where ``lo > hi``; a nan anywhere gives nan).  Where ``x`` equals a
+    bound (``-0.0`` and ``0.0``), NumPy's loops differ, and so does the op: with
+    ``keep_ties`` the result is ``x``, else the bound.  Built from operands, the op keeps
+    ties as NumPy does: for float16, and where both bounds are one element each (its
+    scalar-bounds loop); tiling keeps the flag, so a tile of one element is no
+    different.
+
+    ```mlir
+    %3 = tensordsl.clip %x, %lo, %hi keep_ties : (tensor<4x8xf32>, tensor<f32>, tensor<f32>) -> tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.clip"
+    FUNCTION: ClassVar[str | None] = "clip"
+    ARITY: ClassVar[int] = 3
+
+    input = operand_def(FloatTensorConstr)
+    lo = operand_def(FloatTensorConstr)
+    hi = operand_def(FloatTensorConstr)
+    result = result_def(FloatTensorConstr)
+    keep_ties = opt_prop_def(UnitAttr)
+
+    assembly_format = (
+        "$input `,` $lo `,` $hi (`keep_ties` $keep_ties^)? attr-dict `:` `(` type($input) "
+        "`,` type($lo) `,` type($hi) `)` `->` type($result)"
+    )
+    traits = traits_def(Pure())
+
+    def __init__(
+        self, input: SSAValue | Operation, lo: SSAValue | Operation, hi: SSAValue | Operation
+    ) -> None:
+        x, a, b = (operand_value(self.name, v) for v in (input, lo, hi))
+        (result,) = self.infer_result_types([x.type, a.type, b.type])
+        keeps = element_type(result) == f16 or (
+            math.prod(tensor_shape(a)) == 1 and math.prod(tensor_shape(b)) == 1
+        )
+        super().__init__(
+            operands=[x, a, b],
+            result_types=[result],
+            properties={"keep_ties": UnitAttr()} if keeps else {},
+        )
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> tuple[Attribute, ...]:
+        elements = {element_type(t) for t in operand_types}
+        if len(elements) != 1:
+            shown = ", ".join(str(element_type(t)) for t in operand_types)
+            raise ShapeError(
+                f"the operands of clip have different element types {shown} (make "
+                "promotion explicit with tensordsl.cast)"
+            )
+        shape: tuple[int, ...] = ()
+        for t in operand_types:
+            shape = broadcast_shapes(shape, tensor_shape(t))
+        return (tensor_type(element_type(operand_types[0]), shape),)
+
+    def verify_(self) -> None:
+        types = (self.input.type, self.lo.type, self.hi.type)
+        try:
+            (expected,) = self.infer_result_types(list(types))
+        except ShapeError as err:
+            raise shape_error(self, err, types) from None
+        if expected != self.result.type:
+            raise VerifyException(
+                f"'{self.name}' op result type {self.result.type} should be {expected}"
+            )
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        x, lo, hi = args
+        keeps = self.keep_ties is not None
+        low = numpy_extremum(b, x, lo, larger=True, first_if_equal=keeps)
+        return (numpy_extremum(b, low, hi, larger=False, first_if_equal=keeps),)
+
+    @classmethod
+    def bool_inputs_as(cls) -> np.dtype[Any] | None:
+        return None

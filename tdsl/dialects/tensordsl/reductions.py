@@ -1,6 +1,6 @@
 """Reductions over an axis or over all axes: ``sum``, ``max``, ``min``, ``prod``,
-``mean`` and ``logsumexp`` (:class:`ChunkedReductionOp`: partial results over chunks
-merge, as Dask's partials do) and the moments ``var`` and ``std``
+``mean``, ``logsumexp``, ``all`` and ``any`` (:class:`ChunkedReductionOp`: partial
+results over chunks merge, as Dask's partials do) and the moments ``var`` and ``std``
 (:class:`VarianceOp`: Welford's three-component accumulator, merged by Chan's rule).
 """
 
@@ -15,9 +15,9 @@ import numpy as np
 from xdsl.builder import Builder
 from xdsl.dialects import arith
 from xdsl.dialects import math as xmath
-from xdsl.dialects.builtin import Float64Type, FloatAttr, f64
+from xdsl.dialects.builtin import Float64Type, FloatAttr, TensorType, f64
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.irdl import irdl_op_definition, prop_def
+from xdsl.irdl import VarConstraint, irdl_op_definition, operand_def, prop_def, result_def
 
 from tdsl.dialects.structured import (
     Accumulator,
@@ -27,6 +27,7 @@ from tdsl.dialects.structured import (
     PartialOps,
     ReductionOp,
     ScalarOpBuilder,
+    StaticShapeConstr,
     Workspace,
     convert_scalar,
     element_of,
@@ -35,10 +36,11 @@ from tdsl.dialects.structured import (
     scalar_constant,
     tensor_shape,
 )
+from tdsl.dialects.structured_types import BoolElementConstr
 from tdsl.dialects.tensordsl.constant import ConstantOp
 from tdsl.dialects.tensordsl.contraction import CastOp
 from tdsl.dialects.tensordsl.elementwise_binary import DivOp, MulOp
-from tdsl.dtypes import FLOAT_DTYPES
+from tdsl.dtypes import BOOL_DTYPE, FLOAT_DTYPES
 
 
 def _converted(value: SSAValue, element: Attribute) -> tuple[list[Operation], SSAValue]:
@@ -516,3 +518,50 @@ class StdOp(VarianceOp):
     def finish(self, m2: np.ndarray[Any, Any], count: int) -> np.ndarray[Any, Any]:
         with np.errstate(all="ignore"):
             return np.sqrt(super().finish(m2, count))
+
+
+class LogicalReductionOp(ChunkedReductionOp, abc.ABC):
+    """Base of ``all`` and ``any``: a reduction of booleans to booleans (a float operand
+    is compared with zero first, by the language, as NumPy's ``all`` and ``any`` do)."""
+
+    E: ClassVar = VarConstraint("E", BoolElementConstr)
+    input = operand_def(TensorType.constr(E, shape=StaticShapeConstr))
+    result = result_def(TensorType.constr(E, shape=StaticShapeConstr))
+
+    @classmethod
+    def bool_inputs_as(cls) -> np.dtype[Any] | None:
+        return BOOL_DTYPE
+
+
+@irdl_op_definition
+class AllOp(LogicalReductionOp):
+    """Whether every element over ``axis`` (all axes when absent) is true; ``all`` of no
+    elements is true, as in NumPy.
+
+    ```mlir
+    %1 = tensordsl.all %0 axis = 1 : tensor<4x8xi1> -> tensor<4xi1>
+    ```
+    """
+
+    name = "tensordsl.all"
+    FUNCTION: ClassVar[str | None] = "all"
+    NUMPY_UFUNC: ClassVar[str] = "logical_and"
+    IDENTITY: ClassVar[float] = 1.0
+    COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.AndIOp
+
+
+@irdl_op_definition
+class AnyOp(LogicalReductionOp):
+    """Whether some element over ``axis`` (all axes when absent) is true; ``any`` of no
+    elements is false, as in NumPy.
+
+    ```mlir
+    %1 = tensordsl.any %0 : tensor<4x8xi1> -> tensor<i1>
+    ```
+    """
+
+    name = "tensordsl.any"
+    FUNCTION: ClassVar[str | None] = "any"
+    NUMPY_UFUNC: ClassVar[str] = "logical_or"
+    IDENTITY: ClassVar[float] = 0.0
+    COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.OrIOp

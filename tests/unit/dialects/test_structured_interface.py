@@ -70,6 +70,12 @@ def _samples(op_class: type[Operation]) -> Sample | None:
         ]
     if issubclass(op_class, UnaryOp):
         return lambda e: [op_class(value((3, 5), e)), op_class(value((), e))]  # pyright: ignore
+    if issubclass(op_class, td.LogicalReductionOp):
+        return lambda e: [
+            op_class(value((4, 6), BOOL), axis, keepdims)  # pyright: ignore
+            for axis in (None, 0, -1)
+            for keepdims in (False, True)
+        ]
     if issubclass(op_class, BinaryOp):
         return lambda e: [
             op_class(value((3, 5), e), value((5,), e)),  # pyright: ignore
@@ -99,6 +105,11 @@ def _samples(op_class: type[Operation]) -> Sample | None:
             for a, b in [((3, 4), (4, 5)), ((4,), (4, 5)), ((3, 4), (4,)), ((2, 3, 4), (4, 2))]
         ],
         td.TransposeOp: lambda e: [td.TransposeOp(value(s, e)) for s in [(3, 4), (2, 3, 4), (5,)]],
+        td.ClipOp: lambda e: [
+            td.ClipOp(value((3, 4), e), value((3, 4), e), value((4,), e)),
+            td.ClipOp(value((3, 1), e), value((), e), value((1, 5), e)),
+            td.ClipOp(value((2,), e), value((), e), value((), e)),
+        ],
         td.WhereOp: lambda e: [
             td.WhereOp(value((3, 4), BOOL), value((3, 4), e), value((4,), e)),
             td.WhereOp(value((3, 1), BOOL), value((), e), value((1, 5), e)),

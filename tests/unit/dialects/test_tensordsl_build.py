@@ -248,10 +248,12 @@ def test_op_groups_and_numpy_names() -> None:
             c.name
             for c in (
                 *td.UNARY_OPS,
+                *td.CLASSIFY_OPS,
                 *td.BINARY_OPS,
                 *td.COMPARISON_OPS,
                 *td.LOGICAL_OPS,
                 *td.REDUCTION_OPS,
+                *td.LOGICAL_REDUCTION_OPS,
                 *td.ROW_LOCAL_OPS,
                 *td.SCAN_OPS,
             )
@@ -260,4 +262,5 @@ def test_op_groups_and_numpy_names() -> None:
         "tensordsl.matmul",
         "tensordsl.transpose",
         "tensordsl.where",
+        "tensordsl.clip",
     }

@@ -79,7 +79,12 @@ def test_crlf_line_endings() -> None:
         ("a ! b", "<expr>:1:3: error: unexpected character `!`\na ! b\n  ^"),
         ("x\x00", "<expr>:1:2: error: unexpected character `\\x00`\nx\x00\n ^"),
         ("\u00e9 + 1", "<expr>:1:1: error: unexpected character `\u00e9`\n\u00e9 + 1\n^"),
-        ("a.b", "<expr>:1:2: error: unexpected character `.`\na.b\n ^"),
+        (
+            "a.b",
+            "<expr>:1:2: error: attribute `.b` is not in the language; call a function of "
+            "the language instead (docs/from-numpy.md)\na.b\n ^^",
+        ),
+        ("a.", "<expr>:1:2: error: unexpected character `.`\na.\n ^"),
         ("2x + 1", "<expr>:1:1: error: invalid number literal `2x`\n2x + 1\n^^"),
         ("1e", "<expr>:1:1: error: invalid number literal `1e`\n1e\n^^"),
         ("1.2.3", "<expr>:1:1: error: invalid number literal `1.2.3`\n1.2.3\n^^^^^"),

@@ -228,6 +228,10 @@ EXACT: dict[str, tuple[Callable[..., Array], tuple[str, ...]]] = {
     "logical_or(a, b)": (np.logical_or, ("b", "b")),
     "logical_not(a)": (np.logical_not, ("b",)),
     "where(a, b, c)": (np.where, ("b", "f", "f")),
+    "isnan(a)": (np.isnan, ("f",)),
+    "isinf(a)": (np.isinf, ("f",)),
+    "isfinite(a)": (np.isfinite, ("f",)),
+    "clip(a, b, c)": (np.clip, ("f", "f", "f")),
 }
 """Expressions NumPy computes with one correctly rounded (or exact) operation: every path
 must give NumPy's result exactly."""

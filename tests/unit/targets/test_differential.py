@@ -43,8 +43,11 @@ Shape = tuple[int, ...]
 Array = np.ndarray[Any, np.dtype[Any]]
 
 BOOL_UNARY = sorted(n for n, f in FUNCTIONS.items() if issubclass(f.op, td.NotOp))
+CLASSIFY = sorted(n for n, f in FUNCTIONS.items() if issubclass(f.op, td.ClassifyOp))
 FLOAT_UNARY = sorted(
-    n for n, f in FUNCTIONS.items() if issubclass(f.op, td.UnaryOp) and n not in BOOL_UNARY
+    n
+    for n, f in FUNCTIONS.items()
+    if issubclass(f.op, td.UnaryOp) and n not in BOOL_UNARY and n not in CLASSIFY
 )
 COMPARE = sorted(n for n, f in FUNCTIONS.items() if issubclass(f.op, td.CompareOp))
 LOGICAL = sorted(n for n, f in FUNCTIONS.items() if issubclass(f.op, td.LogicalOp))
@@ -53,11 +56,25 @@ FLOAT_BINARY = sorted(
     for n, f in FUNCTIONS.items()
     if issubclass(f.op, td.BinaryOp) and n not in COMPARE and n not in LOGICAL
 )
-REDUCTIONS = sorted(n for n, f in FUNCTIONS.items() if issubclass(f.op, td.ReductionOp))
+TRUTH = sorted(n for n, f in FUNCTIONS.items() if issubclass(f.op, td.LogicalReductionOp))
+REDUCTIONS = sorted(
+    n for n, f in FUNCTIONS.items() if issubclass(f.op, td.ReductionOp) and n not in TRUTH
+)
 ROW_LOCAL = sorted(n for n, f in FUNCTIONS.items() if issubclass(f.op, td.RowLocalOp))
 SCANS = sorted(n for n, f in FUNCTIONS.items() if issubclass(f.op, td.ScanOp))
-OTHERS = {"matmul", "transpose", "where"}
-FAMILIES = [BOOL_UNARY, FLOAT_UNARY, COMPARE, LOGICAL, FLOAT_BINARY, REDUCTIONS, ROW_LOCAL, SCANS]
+OTHERS = {"matmul", "transpose", "where", "clip"}
+FAMILIES = [
+    BOOL_UNARY,
+    CLASSIFY,
+    FLOAT_UNARY,
+    COMPARE,
+    LOGICAL,
+    FLOAT_BINARY,
+    TRUTH,
+    REDUCTIONS,
+    ROW_LOCAL,
+    SCANS,
+]
 
 OPERATORS = {
     n: f.op.OPERATOR for n, f in FUNCTIONS.items() if getattr(f.op, "OPERATOR", None) is not None
@@ -70,7 +87,9 @@ LITERALS = ["2", "0.5", "3.0", "1e-3", "1.5", "0.25"]
 def test_every_function_is_drawn() -> None:
     drawn = set(OTHERS).union(*FAMILIES)
     assert set(FUNCTIONS) == drawn, f"not drawn: {sorted(set(FUNCTIONS) - drawn)}"
-    assert all(FUNCTIONS[n].arity == 1 for n in FLOAT_UNARY + BOOL_UNARY + ROW_LOCAL + SCANS)
+    assert all(
+        FUNCTIONS[n].arity == 1 for n in FLOAT_UNARY + BOOL_UNARY + CLASSIFY + ROW_LOCAL + SCANS
+    )
     assert all(FUNCTIONS[n].arity == 2 for n in FLOAT_BINARY + COMPARE + LOGICAL)
 
 
@@ -114,9 +133,22 @@ class Generator:
         return f"{name}({lhs}, {rhs})"
 
     def boolean(self, shape: Shape, depth: int) -> str:
-        kind = self.draw(st.sampled_from(["leaf", "compare", "compare", "logical", "not"]))
+        kinds = ["leaf", "compare", "compare", "logical", "not", "classify", "truth"]
+        kind = self.draw(st.sampled_from(kinds))
         if depth == 0 or kind == "leaf":
             return self.leaf(shape, True)
+        if kind == "classify":
+            return f"{self.draw(st.sampled_from(CLASSIFY))}({self.float(shape, depth - 1)})"
+        if kind == "truth":  # all/any over one more axis, of booleans or of floats
+            name = self.draw(st.sampled_from(TRUTH))
+            position = self.draw(st.integers(0, len(shape)))
+            operand_shape = (*shape[:position], self.dim(), *shape[position:])
+            operand = (
+                self.boolean(operand_shape, depth - 1)
+                if self.draw(st.booleans())
+                else self.float(operand_shape, depth - 1)
+            )
+            return f"{name}({operand}, axis={position})"
         if kind == "compare":
             lhs, rhs = self.float(shape, depth - 1), self.float(self.partner(shape), depth - 1)
             return self.binary(self.draw(st.sampled_from(COMPARE)), lhs, rhs)
@@ -130,6 +162,7 @@ class Generator:
         if depth == 0:
             return self.leaf(shape, False)
         kinds = ["leaf", "unary", "unary", "binary", "binary", "where", "reduce", "transpose"]
+        kinds += ["clip"]
         if shape:
             kinds += ["row", "matmul", "scan"]
         kind = self.draw(st.sampled_from(kinds))
@@ -164,6 +197,14 @@ class Generator:
             )
         if kind == "transpose":
             return f"transpose({self.float(tuple(reversed(shape)), sub)})"
+        if kind == "clip":
+            bounds = [
+                self.draw(st.sampled_from(LITERALS))
+                if self.draw(st.booleans())
+                else self.float(self.partner(shape), sub)
+                for _ in range(2)
+            ]
+            return f"clip({self.float(shape, sub)}, {bounds[0]}, {bounds[1]})"
         if kind == "row":
             name = self.draw(st.sampled_from(ROW_LOCAL))
             operand = self.float(shape, sub)

@@ -213,3 +213,23 @@
 %a = "test.op"() : () -> tensor<?x3xf32>
 %0 = tensordsl.relu %a : tensor<?x3xf32>
 // CHECK: tensordsl computes on tensors of static shape (no ? dimensions)
+
+// -----
+
+%a, %b = "test.op"() : () -> (tensor<4xf32>, tensor<4xf64>)
+%0 = tensordsl.clip %a, %b, %a : (tensor<4xf32>, tensor<4xf64>, tensor<4xf32>) -> tensor<4xf32>
+// CHECK: 'tensordsl.clip' op the operands of clip have different element types f32, f64, f32 (make promotion explicit with tensordsl.cast)
+
+// -----
+
+%a = "test.op"() : () -> tensor<4xf32>
+%0 = tensordsl.all %a : tensor<4xf32> -> tensor<i1>
+// CHECK: expected booleans (i1)
+// CHECK-NEXT: Underlying verification failure: Expected attribute i1 but got f32
+
+// -----
+
+%a = "test.op"() : () -> tensor<4xi1>
+%0 = tensordsl.isnan %a : tensor<4xi1> -> tensor<4xi1>
+// CHECK: tensordsl computes on tensors of f16, f32 or f64
+// CHECK-NEXT: Underlying verification failure: Unexpected attribute i1

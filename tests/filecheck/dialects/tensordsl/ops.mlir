@@ -250,3 +250,32 @@ func.func @sin_layernorm(%a: tensor<4x8xf32>, %h: tensor<2x3xf16>) -> (tensor<4x
 // CHECK-GENERIC: "tensordsl.sin"([[A:%[a-z0-9_]+]]) : (tensor<4x8xf32>) -> tensor<4x8xf32>
 // CHECK-GENERIC-NEXT: "tensordsl.layernorm"([[A]]) <{eps = 1.000000e-05 : f64, axis = -1 : i64}> : (tensor<4x8xf32>) -> tensor<4x8xf32>
 // CHECK-GENERIC-NEXT: "tensordsl.layernorm"([[A]]) <{axis = 0 : i64, eps = 0.001234567890123 : f64}> : (tensor<4x8xf32>) -> tensor<4x8xf32>
+
+
+// The classifications (floats in, booleans out), clip (keep_ties: a tie with a
+// bound keeps the operand, as NumPy's scalar-bounds and float16 loops do), and
+// all/any (booleans in and out).
+func.func @classify_clip_truth(%a: tensor<4x8xf32>, %lo: tensor<8xf32>, %hi: tensor<f32>, %b: tensor<4x8xi1>) -> (tensor<4x8xi1>, tensor<4x8xi1>, tensor<4x8xi1>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xi1>, tensor<i1>) {
+  %0 = tensordsl.isnan %a : tensor<4x8xf32> -> tensor<4x8xi1>
+  %1 = tensordsl.isinf %a : tensor<4x8xf32> -> tensor<4x8xi1>
+  %2 = tensordsl.isfinite %a : tensor<4x8xf32> -> tensor<4x8xi1>
+  %3 = tensordsl.clip %a, %lo, %hi : (tensor<4x8xf32>, tensor<8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  %4 = tensordsl.clip %a, %hi, %hi keep_ties : (tensor<4x8xf32>, tensor<f32>, tensor<f32>) -> tensor<4x8xf32>
+  %5 = tensordsl.all %b axis = 1 : tensor<4x8xi1> -> tensor<4xi1>
+  %6 = tensordsl.any %0 : tensor<4x8xi1> -> tensor<i1>
+  func.return %0, %1, %2, %3, %4, %5, %6 : tensor<4x8xi1>, tensor<4x8xi1>, tensor<4x8xi1>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xi1>, tensor<i1>
+}
+
+// CHECK-LABEL: func.func @classify_clip_truth(
+// CHECK-SAME: [[A:%[a-z0-9_]+]]: tensor<4x8xf32>, [[LO:%[a-z0-9_]+]]: tensor<8xf32>, [[HI:%[a-z0-9_]+]]: tensor<f32>, [[B:%[a-z0-9_]+]]: tensor<4x8xi1>)
+// CHECK-NEXT: [[V0:%[a-z0-9_]+]] = tensordsl.isnan [[A]] : tensor<4x8xf32> -> tensor<4x8xi1>
+// CHECK-NEXT: tensordsl.isinf [[A]] : tensor<4x8xf32> -> tensor<4x8xi1>
+// CHECK-NEXT: tensordsl.isfinite [[A]] : tensor<4x8xf32> -> tensor<4x8xi1>
+// CHECK-NEXT: tensordsl.clip [[A]], [[LO]], [[HI]] : (tensor<4x8xf32>, tensor<8xf32>, tensor<f32>) -> tensor<4x8xf32>
+// CHECK-NEXT: tensordsl.clip [[A]], [[HI]], [[HI]] keep_ties : (tensor<4x8xf32>, tensor<f32>, tensor<f32>) -> tensor<4x8xf32>
+// CHECK-NEXT: tensordsl.all [[B]] axis = 1 : tensor<4x8xi1> -> tensor<4xi1>
+// CHECK-NEXT: tensordsl.any [[V0]] : tensor<4x8xi1> -> tensor<i1>
+// CHECK-GENERIC-LABEL: "func.func"() <{sym_name = "classify_clip_truth"
+// CHECK-GENERIC: "tensordsl.isnan"([[A:%[a-z0-9_]+]]) : (tensor<4x8xf32>) -> tensor<4x8xi1>
+// CHECK-GENERIC: "tensordsl.clip"([[A]], {{%[a-z0-9_]+}}, {{%[a-z0-9_]+}}) <{keep_ties}> : (tensor<4x8xf32>, tensor<f32>, tensor<f32>) -> tensor<4x8xf32>
+// CHECK-GENERIC-NEXT: "tensordsl.all"({{%[a-z0-9_]+}}) <{axis = 1 : i64}> : (tensor<4x8xi1>) -> tensor<4xi1>
