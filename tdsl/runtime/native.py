@@ -76,6 +76,8 @@ class _Call:
     operands: tuple[int | tuple[str, int], ...]
     group: bool
     """A group function: operands 0 and 1 are its tile range."""
+    scratch_limit: int | None = None
+    """For a group: the scratch (elements) its plan allows, all threads together."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,12 @@ class FunctionPlan:
             "name": self.name,
             "args": [[a.role, list(a.shape), a.dtype.str] for a in self.args],
             "calls": [
-                [c.callee, [list(x) if isinstance(x, tuple) else x for x in c.operands], c.group]
+                [
+                    c.callee,
+                    [list(x) if isinstance(x, tuple) else x for x in c.operands],
+                    c.group,
+                    c.scratch_limit,
+                ]
                 for c in self.calls
             ],
         }
@@ -119,8 +126,9 @@ class FunctionPlan:
                 str(callee),
                 tuple(int(x) if isinstance(x, int) else (str(x[0]), int(x[1])) for x in operands),
                 bool(group),
+                None if limit is None else int(limit),
             )
-            for callee, operands, group in data["calls"]
+            for callee, operands, group, limit in data["calls"]
         )
         return cls(str(data["name"]), args, calls)
 
@@ -205,12 +213,19 @@ class NativeFunction:
             ),
             default=0,
         )
-        return max(
-            1,
-            min(
-                self.threads, _tiles(call) // MIN_TILES_PER_THREAD, largest // MIN_BYTES_PER_THREAD
-            ),
+        threads = min(
+            self.threads, _tiles(call) // MIN_TILES_PER_THREAD, largest // MIN_BYTES_PER_THREAD
         )
+        # each thread past the first gets a copy of the group's scratch: all of them
+        # stay within the scratch the plan allows (the memory budget's promise)
+        scratch = sum(
+            math.prod(self.args[x].shape)
+            for x in call.operands[2:]
+            if isinstance(x, int) and self.args[x].role == "scratch"
+        )
+        if scratch and call.scratch_limit is not None:
+            threads = min(threads, call.scratch_limit // scratch)
+        return max(1, threads)
 
     def __call__(self, *arrays: Array, out: Sequence[Array] | None = None) -> Any:
         if len(arrays) != len(self._inputs):
@@ -468,6 +483,7 @@ def _plan(fn: func.FuncOp, roles_attr: str) -> FunctionPlan:
     from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, MemRefType, StringAttr
     from xdsl.ir import Attribute, BlockArgument
 
+    from tdsl.backend.llvm.loops_common import SCRATCH_LIMIT_ATTR
     from tdsl.dialects.structured import element_dtype
 
     roles = [
@@ -494,7 +510,17 @@ def _plan(fn: func.FuncOp, roles_attr: str) -> FunctionPlan:
                     operands.append(("const", cast(IntegerAttr[Any], value).value.data))
             name = op.callee.root_reference.data
             group = bool(op.arguments) and not isinstance(op.arguments[0], BlockArgument)
-            calls.append(_Call(name, tuple(operands), group))
+            limit = op.attributes.get(SCRATCH_LIMIT_ATTR)
+            calls.append(
+                _Call(
+                    name,
+                    tuple(operands),
+                    group,
+                    cast(IntegerAttr[Any], limit).value.data
+                    if isinstance(limit, IntegerAttr)
+                    else None,
+                )
+            )
         elif not isinstance(op, arith.ConstantOp | func.ReturnOp):
             raise NativeCompileError(f"unexpected '{op.name}' in a lowered main function")
     return FunctionPlan(fn.sym_name.data, tuple(args), tuple(calls))

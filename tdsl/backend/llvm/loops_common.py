@@ -63,6 +63,10 @@ PACK_BYTES = 64 * 1024
 ROLES_ATTR = "tdsl.arg_roles"
 """The function attribute naming each argument's role (``in``, ``out``, ``tmp``, ``scratch``)."""
 
+SCRATCH_LIMIT_ATTR = "tdsl.scratch_limit"
+"""The attribute of a main function's call of a group: the scratch (elements) the group's
+``kernel.tile`` records, which all the threads a runtime splits the group over share."""
+
 
 def loops_bug(what: str, op: Operation | None = None) -> TdslIRError:
     """An internal error of the loops lowering, located at ``op`` when given (never a

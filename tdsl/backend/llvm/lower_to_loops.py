@@ -54,8 +54,10 @@ The scratch of one tile (accumulators and stored values) stays within the
 scratch the ``kernel.tile`` records, the NumPy target's plan under the
 budget: where the loops' own tiles would need more, their parallel tiles are
 halved (the one that cuts the scratch most first) until it fits or they are
-all 1.  (Each extra thread the runtime splits a group over gets a copy of
-that scratch.)
+all 1.  Each extra thread the runtime splits a group over gets a copy of
+that scratch, so the call of each group carries the scratch its ``kernel.tile``
+records (``tdsl.scratch_limit``): the runtime uses no more threads than that
+holds copies of.
 
 Given the strides of its inputs (:func:`lower_to_loops`; the native runtime's
 variants for NumPy views), a function reads them where they lie.  A 2-D input
@@ -81,10 +83,12 @@ from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import (
     ArrayAttr,
     IndexType,
+    IntegerAttr,
     MemRefType,
     ModuleOp,
     StridedLayoutAttr,
     StringAttr,
+    i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -103,6 +107,7 @@ from tdsl.backend.llvm.loops_common import (
 )
 from tdsl.backend.llvm.loops_common import (
     ROLES_ATTR,
+    SCRATCH_LIMIT_ATTR,
     Storage,
     StridedBlasOperandError,
     _Code,
@@ -235,7 +240,11 @@ class _FunctionLowering:
                 else 1
             )
             operands = [code.index(0), code.index(ntiles), *inputs, *outputs, *accs]
-            code.b.insert(func.CallOp(gname, operands, []))
+            call = func.CallOp(gname, operands, [])
+            # the scratch the plan allows this group: a runtime that splits its tiles
+            # over threads (each with scratch of its own) stays within it
+            call.attributes[SCRATCH_LIMIT_ATTR] = IntegerAttr(tile.scratch_value, i64)
+            code.b.insert(call)
         # results that are not computed in place: arguments, constants, repeats
         for i, v in enumerate(ret.arguments):
             if v in direct and place[v] == outs[i]:
@@ -405,6 +414,7 @@ class LowerToLoopsPass(ModulePass):
 
 __all__ = [
     "ROLES_ATTR",
+    "SCRATCH_LIMIT_ATTR",
     "LowerToLoopsPass",
     "Storage",
     "loop_matmuls",

@@ -500,3 +500,36 @@ func.func @f(%x: memref<5xf32>, %out: memref<5xf32>) {
     out = np.zeros(5, np.float32)
     fn(x, out)
     np.testing.assert_array_equal(out, x[::-1])
+
+
+@pytest.mark.parametrize("budget", [64, 128, 300, 2000, 10**6])
+def test_threads_share_the_scratch_the_plan_allows(budget: int) -> None:
+    # each thread past the first gets a copy of its group's scratch: the runtime splits
+    # a group over no more threads than the scratch its kernel.tile records holds
+    import math
+
+    from tdsl.jit import JITTensorKernel
+    from tdsl.runtime import native as runtime
+
+    text = "x - mean(x, axis=1, keepdims=true) + max(x, axis=1, keepdims=true)"
+    kernel = JITTensorKernel(memory_budget=budget, threads=2, target="native").compile(
+        text, {"x": (4096, 512)}, "f64"
+    )
+    function = kernel.function
+    assert isinstance(function, runtime.NativeFunction)
+    groups = [(t, c) for t, c in zip(function._threads, function.calls, strict=True) if c.group]
+    assert groups
+    for threads, call in groups:
+        scratch = sum(
+            math.prod(function.args[i].shape)
+            for i in call.operands[2:]
+            if isinstance(i, int) and function.args[i].role == "scratch"
+        )
+        assert call.scratch_limit is not None and scratch <= call.scratch_limit
+        assert threads * scratch <= call.scratch_limit, (threads, scratch, call.scratch_limit)
+    # at 64 the scratch of one thread is all the plan allows: no split
+    if budget == 64:
+        assert [t for t, _ in groups] == [1]
+    x = np.random.default_rng(0).standard_normal((4096, 512))
+    want = x - x.mean(axis=1, keepdims=True) + x.max(axis=1, keepdims=True)
+    np.testing.assert_allclose(kernel(x=x), want, rtol=1e-12, atol=1e-12)
