@@ -435,52 +435,52 @@ def layernorm(x: Operand, axis: int = -1, eps: float = 1e-05) -> Array:
     return _call("layernorm", (x,), {"axis": axis, "eps": eps})
 
 
-def sum(x: Operand, axis: int | None = None, keepdims: bool = False) -> Array:
+def sum(x: Operand, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Array:
     """Sum over ``axis`` (all axes when absent); ``keepdims`` keeps it as size 1."""
     return _call("sum", (x,), {"axis": axis, "keepdims": keepdims})
 
 
-def max(x: Operand, axis: int | None = None, keepdims: bool = False) -> Array:
+def max(x: Operand, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Array:
     """Maximum over ``axis`` (all axes when absent); reducing zero elements is an error, as in NumPy."""
     return _call("max", (x,), {"axis": axis, "keepdims": keepdims})
 
 
-def min(x: Operand, axis: int | None = None, keepdims: bool = False) -> Array:
+def min(x: Operand, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Array:
     """Minimum over ``axis`` (all axes when absent); reducing zero elements is an error, as in NumPy."""
     return _call("min", (x,), {"axis": axis, "keepdims": keepdims})
 
 
-def prod(x: Operand, axis: int | None = None, keepdims: bool = False) -> Array:
+def prod(x: Operand, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Array:
     """Product over ``axis`` (all axes when absent); the product of nothing is 1."""
     return _call("prod", (x,), {"axis": axis, "keepdims": keepdims})
 
 
-def mean(x: Operand, axis: int | None = None, keepdims: bool = False) -> Array:
+def mean(x: Operand, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Array:
     """Arithmetic mean over ``axis`` (all axes when absent)."""
     return _call("mean", (x,), {"axis": axis, "keepdims": keepdims})
 
 
-def logsumexp(x: Operand, axis: int | None = None, keepdims: bool = False) -> Array:
+def logsumexp(x: Operand, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Array:
     """``log(sum(exp(x)))`` over ``axis`` (all axes when absent), without overflow (``scipy.special.logsumexp``): ``-inf`` for nothing or only ``-inf``, ``inf`` with an ``inf``, ``nan`` with a ``nan``."""
     return _call("logsumexp", (x,), {"axis": axis, "keepdims": keepdims})
 
 
-def var(x: Operand, axis: int | None = None, keepdims: bool = False, ddof: float = 0.0) -> Array:
+def var(x: Operand, axis: int | tuple[int, ...] | None = None, keepdims: bool = False, ddof: float = 0.0) -> Array:
     """Variance over ``axis`` (all axes when absent): the mean of the squared deviations from the mean, divided by ``n - ddof`` instead of ``n`` when ``ddof`` is given (``np.var``: ``nan`` for nothing, ``inf`` or ``nan`` when ``n <= ddof``)."""
     return _call("var", (x,), {"axis": axis, "keepdims": keepdims, "ddof": ddof})
 
 
-def std(x: Operand, axis: int | None = None, keepdims: bool = False, ddof: float = 0.0) -> Array:
+def std(x: Operand, axis: int | tuple[int, ...] | None = None, keepdims: bool = False, ddof: float = 0.0) -> Array:
     """Standard deviation over ``axis`` (all axes when absent): the square root of the variance, with the same ``ddof`` (``np.std``)."""
     return _call("std", (x,), {"axis": axis, "keepdims": keepdims, "ddof": ddof})
 
 
-def all(x: Operand, axis: int | None = None, keepdims: bool = False) -> Array:
+def all(x: Operand, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Array:
     """Whether every element over ``axis`` (all axes when absent) is true; ``all`` of no elements is true, as in NumPy."""
     return _call("all", (x,), {"axis": axis, "keepdims": keepdims})
 
 
-def any(x: Operand, axis: int | None = None, keepdims: bool = False) -> Array:
+def any(x: Operand, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Array:
     """Whether some element over ``axis`` (all axes when absent) is true; ``any`` of no elements is false, as in NumPy."""
     return _call("any", (x,), {"axis": axis, "keepdims": keepdims})
 

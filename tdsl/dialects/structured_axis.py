@@ -92,7 +92,7 @@ class ReductionOp(IRDLOperation, StructuredOpInterface, Reduction, LanguageFunct
     FUNCTION: ClassVar[str | None]
     """The name users know it by (``"sum"``): its function, and messages use it."""
     PARAMS: ClassVar[tuple[Param, ...]] = (
-        Param("axis", "axis", None),
+        Param("axis", "axes", None),
         Param("keepdims", "bool", False),
     )
 

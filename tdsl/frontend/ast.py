@@ -106,11 +106,11 @@ class BinOp:
 
 @dataclass(frozen=True)
 class Keyword:
-    """A keyword argument ``name=value`` of a call; ``value`` is an int, a float, a bool
-    or None."""
+    """A keyword argument ``name=value`` of a call; ``value`` is an int, a float, a bool,
+    None or a tuple of ints (``axis=(0, 2)``)."""
 
     name: str
-    value: int | float | bool | None
+    value: int | float | bool | tuple[int, ...] | None
     span: Span
 
 

@@ -35,6 +35,7 @@ from tdsl.frontend.ast import (
     Span,
     children,
 )
+from tdsl.frontend.axes import reduce_over_axes
 from tdsl.frontend.functions import (
     CONSTANTS,
     FUNCTIONS,
@@ -377,9 +378,20 @@ class FunctionLowering:
     def keyword(self, node: Call, name: str) -> Keyword | None:
         return next((k for k in node.keywords if k.name == name), None)
 
-    def axis(self, node: Call, operand: Value, default: int | None) -> int | None:
-        """The ``axis`` keyword of ``node``, checked against the rank of ``operand``."""
+    def literal(self, value: float, element: Attribute, span: Span) -> TensorValue:
+        """The number ``value`` as a 0-d tensor of ``element``."""
+        return self.to_element(LiteralValue(value, span), element, span)
+
+    def axis(
+        self, node: Call, operand: Value, default: int | None, tuples: bool = False
+    ) -> int | tuple[int, ...] | None:
+        """The ``axis`` keyword of ``node``, checked against the rank of ``operand``; with
+        ``tuples`` a tuple of axes too (made non-negative; a repeated one is an error, as
+        in NumPy)."""
         keyword = self.keyword(node, "axis")
+        if tuples and keyword is not None and isinstance(keyword.value, tuple):
+            axes = self.axes(node, operand, keyword)
+            return axes[0] if len(axes) == 1 else axes
         if keyword is None:
             rank = len(self.shape_of(operand))
             if default is not None and rank == 0:
@@ -391,9 +403,10 @@ class FunctionLowering:
             return default
         if keyword.value is None and default is None:
             return None
-        if keyword.value is None or isinstance(keyword.value, bool | float):
+        if keyword.value is None or isinstance(keyword.value, bool | float | tuple):
+            what = "an integer or a tuple of integers" if tuples else "an integer"
             raise TdslTypeError(
-                f"`axis` of `{node.func}` must be an integer, "
+                f"`axis` of `{node.func}` must be {what}, "
                 f"not `{show_keyword_value(keyword.value)}`",
                 self.where(keyword.span),
             )
@@ -410,6 +423,34 @@ class FunctionLowering:
                 self.where(keyword.span),
             ) from None
         return keyword.value
+
+    def axes(self, node: Call, operand: Value, keyword: Keyword) -> tuple[int, ...]:
+        assert isinstance(keyword.value, tuple)
+        rank = len(self.shape_of(operand))
+        out: list[int] = []
+        for axis in keyword.value:
+            try:
+                normal = td.normalize_axis(axis, rank)
+            except td.ShapeError:
+                valid = (
+                    "a 0-d tensor has no axes"
+                    if rank == 0
+                    else f"expected {-rank} <= axis < {rank}"
+                )
+                raise TdslTypeError(
+                    f"axis {axis} is out of range for `{node.func}` of "
+                    f"{self.describe(operand)} (rank {rank}; {valid})",
+                    self.where(keyword.span),
+                ) from None
+            if normal in out:
+                raise TdslTypeError(
+                    f"`axis` of `{node.func}` names axis {normal} twice "
+                    f"({show_keyword_value(keyword.value)}); name each axis once, as NumPy "
+                    "requires",
+                    self.where(keyword.span),
+                )
+            out.append(normal)
+        return tuple(out)
 
     def flag(self, node: Call, param: Param) -> bool:
         keyword = self.keyword(node, param.name)
@@ -465,14 +506,16 @@ class FunctionLowering:
         params: dict[str, object] = {}
         for param in info.params:
             match param.kind:
-                case "axis":
+                case "axis" | "axes":
                     default = param.default
                     assert default is None or isinstance(default, int)
-                    params[param.name] = self.axis(node, args[0], default)
+                    params[param.name] = self.axis(node, args[0], default, param.kind == "axes")
                 case "bool":
                     params[param.name] = self.flag(node, param)
                 case "float":
                     params[param.name] = self.number(node, param)
+        if issubclass(op, td.ReductionOp) and isinstance(params["axis"], tuple):
+            return reduce_over_axes(self, op, node, args[0], spans[0], params)
         if issubclass(op, td.ReductionOp):
             axis, keepdims = params["axis"], params["keepdims"]
             assert axis is None or isinstance(axis, int)

@@ -412,6 +412,8 @@ class _Parser:
             self.advance()
             constant = _KEYWORD_CONSTANTS[token.text]
             return Keyword(name_tok.text, constant, name_tok.span.to(token.span))
+        if self.is_punct("("):
+            return self.parse_int_tuple(name_tok)
         negative = self.is_punct("-")
         if negative:
             self.advance()
@@ -432,6 +434,33 @@ class _Parser:
                 raise self.error(f"number `{number.text}` is too large for a float64")
         self.advance()
         return Keyword(name_tok.text, -value if negative else value, name_tok.span.to(number.span))
+
+    def parse_int_tuple(self, name_tok: Token) -> Keyword:
+        """``(0, -1)``, ``(2,)`` or ``()``: a tuple of integers as a keyword's value."""
+        open_tok = self.advance()
+        values: list[int] = []
+        while not self.is_punct(")"):
+            negative = self.is_punct("-")
+            if negative:
+                self.advance()
+            number = self.tok
+            if number.kind is not TokenKind.NUMBER or not number.text.isdigit():
+                raise self.error(
+                    f"expected an integer in the tuple of `{name_tok.text}`, found "
+                    f"{number.describe()}"
+                )
+            if len(number.text) > _MAX_INT_DIGITS:
+                raise self.error(f"integer `{number.text}` is too large")
+            values.append(-int(number.text) if negative else int(number.text))
+            self.advance()
+            if not self.is_punct(")"):
+                self.expect_punct(
+                    ",",
+                    f"or `)` in the tuple of `{name_tok.text}` "
+                    f"(opened at {open_tok.span.line}:{open_tok.span.column})",
+                )
+        close = self.advance()
+        return Keyword(name_tok.text, tuple(values), name_tok.span.to(close.span))
 
 
 __all__ = ["DTYPES", "MAX_NESTING", "parse"]

@@ -385,7 +385,7 @@ class VarianceOp(ReductionOp, abc.ABC):
     accumulates in float32."""
 
     PARAMS: ClassVar[tuple[Param, ...]] = (
-        Param("axis", "axis", None),
+        Param("axis", "axes", None),
         Param("keepdims", "bool", False),
         Param("ddof", "float", 0.0),
     )

@@ -66,7 +66,7 @@ EXPRESSION_ERRORS: list[tuple[str, type[TdslError], str]] = [
     (
         "sum(A, axis=1.5)",
         TdslTypeError,
-        "<expr>:1:8: error: `axis` of `sum` must be an integer, not `1.5`\nsum(A, axis=1.5)\n       ^^^^^^^^",
+        "<expr>:1:8: error: `axis` of `sum` must be an integer or a tuple of integers, not `1.5`\nsum(A, axis=1.5)\n       ^^^^^^^^",
     ),
     (
         "sum(A, keepdims=1.0)",
@@ -133,7 +133,7 @@ EXPRESSION_ERRORS: list[tuple[str, type[TdslError], str]] = [
     (
         "sum(A, axis=true)",
         TdslTypeError,
-        "<expr>:1:8: error: `axis` of `sum` must be an integer, not `true`\nsum(A, axis=true)\n       ^^^^^^^^^",
+        "<expr>:1:8: error: `axis` of `sum` must be an integer or a tuple of integers, not `true`\nsum(A, axis=true)\n       ^^^^^^^^^",
     ),
     (
         "sum(A, keepdims=1)",

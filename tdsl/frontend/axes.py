@@ -1,0 +1,122 @@
+"""Reductions over a tuple of axes (``sum(x, axis=(0, 2))``), as NumPy reads them, written
+as reductions over one axis each: the language's ops reduce one axis (or all).
+
+``sum``, ``max``, ``min``, ``prod``, ``mean``, ``logsumexp``, ``all`` and ``any`` over
+several axes are the same reduction nested, one axis at a time (the last axis first, so
+that the others keep their positions without ``keepdims``); float16 operands of a
+reduction that accumulates in float32 are converted once, before, and the result once,
+after, so nothing rounds to float16 in between.  ``var`` and ``std`` are NumPy's own
+two-pass formula: ``sum((x - mean(x)) ** 2) / max(n - ddof, 0)`` (and its square root),
+with ``n`` the number of elements reduced.  An empty tuple reduces nothing: the operand
+(compared with zero for ``all``/``any``; a variance of zeros, as NumPy's).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from xdsl.dialects.builtin import f16, f32
+from xdsl.ir import Attribute, Operation
+
+from tdsl.dialects import tensordsl as td
+from tdsl.errors import SourceLocation, TdslTypeError
+from tdsl.frontend.ast import Call, Span
+
+
+class TensorValue(Protocol):
+    """A tensor of the lowering (:class:`tdsl.frontend.lower_expr.TensorValue`)."""
+
+    @property
+    def value(self) -> Any: ...
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+    @property
+    def element(self) -> Attribute: ...
+
+
+class FunctionLowering(Protocol):
+    """What this module asks of :class:`tdsl.frontend.lower_expr.FunctionLowering`."""
+
+    def tensor(self, value: Any, span: Span) -> Any: ...
+    def truth(self, value: Any, span: Span) -> Any: ...
+    def describe(self, value: Any) -> str: ...
+    def where(self, span: Span) -> SourceLocation: ...
+    def emit(self, op: Operation, span: Span) -> Any: ...
+    def literal(self, value: float, element: Attribute, span: Span) -> Any: ...
+
+
+def reduce_over_axes(
+    lowering: FunctionLowering,
+    op: type[td.ReductionOp],
+    node: Call,
+    operand: object,
+    span: Span,
+    params: Mapping[str, object],
+) -> TensorValue:
+    """``op`` of ``operand`` over the tuple ``params["axis"]`` (non-negative, distinct)."""
+    axes = params["axis"]
+    assert isinstance(axes, tuple)
+    keepdims = bool(params["keepdims"])
+    x = lowering.tensor(operand, span)
+    if issubclass(op, td.LogicalReductionOp):
+        x = lowering.truth(x, span)
+    shape = x.shape
+    if op.NEEDS_ELEMENTS and any(shape[a] == 0 for a in axes):
+        shown = ", ".join(str(a) for a in axes)
+        raise TdslTypeError(
+            f"`{node.func}` over axes ({shown}) of {lowering.describe(x)} reduces zero "
+            "elements, and it has no identity",
+            lowering.where(node.span),
+        )
+    element = x.element
+    wide = element == f16 and (op.WIDE or issubclass(op, td.VarianceOp))
+    if wide:
+        x = lowering.emit(td.CastOp(x.value, f32), node.span)
+    if issubclass(op, td.VarianceOp):
+        result = _variance(lowering, op, x, axes, keepdims, params, node)
+    else:
+        result = _nested(lowering, op, x, axes, keepdims, node)
+    if wide:
+        result = lowering.emit(td.CastOp(result.value, element), node.span)
+    return result
+
+
+def _nested(
+    lowering: FunctionLowering,
+    op: type[td.ReductionOp],
+    x: TensorValue,
+    axes: Sequence[int],
+    keepdims: bool,
+    node: Call,
+) -> TensorValue:
+    for axis in sorted(axes, reverse=True):
+        x = lowering.emit(op(x.value, axis, keepdims), node.span)
+    return x
+
+
+def _variance(
+    lowering: FunctionLowering,
+    op: type[td.ReductionOp],
+    x: TensorValue,
+    axes: Sequence[int],
+    keepdims: bool,
+    params: Mapping[str, object],
+    node: Call,
+) -> TensorValue:
+    """NumPy's ``_var``: the deviations from the mean, squared, summed, divided by
+    ``max(n - ddof, 0)``; ``std`` takes the square root."""
+    span = node.span
+    ddof = params.get("ddof", 0.0)
+    assert isinstance(ddof, float | int)
+    count = math.prod(x.shape[a] for a in axes)
+    mean = _nested(lowering, td.MeanOp, x, axes, True, node)
+    deviation = lowering.emit(td.SubOp(x.value, mean.value), span)
+    square = lowering.emit(td.MulOp(deviation.value, deviation.value), span)
+    total = _nested(lowering, td.SumOp, square, axes, keepdims, node)
+    divisor = lowering.literal(max(count - float(ddof), 0.0), total.element, span)
+    result = lowering.emit(td.DivOp(total.value, divisor.value), span)
+    if op is td.StdOp:
+        result = lowering.emit(td.SqrtOp(result.value), span)
+    return result

@@ -1,0 +1,129 @@
+"""Reductions over a tuple of axes (``axis=(0, 2)``), on every target, against NumPy:
+the nested reductions and NumPy's two-pass variance of :mod:`tdsl.frontend.axes`."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tdsl.lang as lang
+from tdsl.errors import TdslSyntaxError, TdslTypeError
+from tdsl.frontend import to_tensordsl
+from tdsl.jit import JITTensorKernel
+from tdsl.runtime.compile import native_unavailable_reason
+from tdsl.transforms.fuse import fuse
+from tdsl.transforms.tile import tile
+
+run_function = pytest.importorskip("tdsl.interpreters.run").run_function
+
+Array = np.ndarray[Any, Any]
+
+TARGETS = [
+    "interpreter",
+    "numpy",
+    pytest.param(
+        "native",
+        marks=pytest.mark.skipif(
+            native_unavailable_reason() is not None, reason=str(native_unavailable_reason())
+        ),
+    ),
+]
+RTOL = {np.float16: 2e-3, np.float32: 2e-6, np.float64: 1e-13}
+
+
+def run(target: str, budget: int, text: str, x: Array) -> Array:
+    dtype = {"float16": "f16", "float32": "f32", "float64": "f64", "bool": "bool"}[str(x.dtype)]
+    if target == "interpreter":
+        module = to_tensordsl(text, shapes={"x": x.shape}, dtypes={"x": dtype})
+        with np.errstate(all="ignore"):
+            (got,) = run_function(tile(fuse(module, memory_budget=budget)), "main", x)
+        return np.asarray(got)
+    fn = JITTensorKernel(target=target, memory_budget=budget, threads=1).compile(
+        text, shapes={"x": x.shape}, dtypes={"x": dtype}
+    )
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the numpy target warns as NumPy
+        return np.asarray(fn(x=x))
+
+
+def close(got: Array, want: Any, dtype: Any) -> None:
+    want = np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.shape)
+    if want.dtype == np.bool_:
+        np.testing.assert_array_equal(got, want)
+        return
+    np.testing.assert_allclose(got, want, rtol=RTOL[dtype], atol=RTOL[dtype], equal_nan=True)
+
+
+CASES = [((0, 2), False), ((0, -1), True), ((2, 0, 1), False), ((1, 2), True), ((), False)]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("budget", [32, 10**6])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("name", ["sum", "mean", "max", "min", "prod", "var", "std"])
+@pytest.mark.parametrize("axes,keepdims", CASES)
+def test_a_reduction_over_axes_is_numpys(
+    target: str, budget: int, dtype: Any, name: str, axes: tuple[int, ...], keepdims: bool
+) -> None:
+    rng = np.random.default_rng(len(axes))
+    x = rng.uniform(0.5, 1.5, (3, 4, 5)).astype(dtype)
+    shown = "(" + ", ".join(map(str, axes)) + ("," if len(axes) == 1 else "") + ")"
+    flag = ", keepdims=true" if keepdims else ""
+    extra = ", ddof=1" if name in ("var", "std") else ""
+    got = run(target, budget, f"{name}(x, axis={shown}{flag}{extra})", x)
+    kw: dict[str, Any] = {"ddof": 1} if extra else {}
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # var over () with ddof=1: 0/0
+        want = getattr(np, name)(x, axis=axes, keepdims=keepdims, **kw)
+    close(got, want, dtype)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", ["all", "any"])
+@pytest.mark.parametrize("axes,keepdims", CASES)
+def test_all_and_any_over_axes_are_numpys(
+    target: str, name: str, axes: tuple[int, ...], keepdims: bool
+) -> None:
+    x = (np.random.default_rng(3).uniform(-1, 1, (3, 4, 5)) > -0.8).astype(np.float64)
+    shown = "(" + ", ".join(map(str, axes)) + ("," if len(axes) == 1 else "") + ")"
+    flag = ", keepdims=true" if keepdims else ""
+    got = run(target, 10**6, f"{name}(x, axis={shown}{flag})", x)
+    close(got, getattr(np, name)(x, axis=axes, keepdims=keepdims), np.float64)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_logsumexp_over_axes_and_special_values(target: str) -> None:
+    x = np.random.default_rng(4).standard_normal((3, 4, 5))
+    x[0, 1, 2], x[1, 2, 3], x[2] = np.inf, np.nan, -np.inf
+    got = run(target, 64, "logsumexp(x, axis=(0, 2))", x)
+    with np.errstate(all="ignore"):
+        m = np.max(x, axis=(0, 2), keepdims=True)
+        m = np.where(np.isfinite(m), m, 0.0)
+        want = np.squeeze(np.log(np.sum(np.exp(x - m), axis=(0, 2), keepdims=True)) + m, (0, 2))
+    close(got, want, np.float64)
+
+
+def test_the_eager_functions_take_tuples_too() -> None:
+    x = np.random.default_rng(5).standard_normal((3, 4, 5))
+    close(lang.sum(x, axis=(0, 2)), np.sum(x, axis=(0, 2)), np.float64)
+    close(lang.var(x, axis=(0, 1), ddof=1), np.var(x, axis=(0, 1), ddof=1), np.float64)
+
+
+@pytest.mark.parametrize(
+    "text,error,message",
+    [
+        ("sum(x, axis=(0, 0))", TdslTypeError, "names axis 0 twice ((0, 0))"),
+        ("sum(x, axis=(0, 3))", TdslTypeError, "axis 3 is out of range for `sum`"),
+        ("sum(x, axis=(0, 1.5))", TdslSyntaxError, "expected an integer in the tuple of `axis`"),
+        ("cumsum(x, axis=(0, 1))", TdslTypeError, "`axis` of `cumsum` must be an integer"),
+        ("max(z, axis=(0, 1))", TdslTypeError, "reduces zero elements, and it has no identity"),
+    ],
+)
+def test_bad_axes_are_located_errors(text: str, error: type[Exception], message: str) -> None:
+    with pytest.raises(error) as info:
+        to_tensordsl(text, shapes={"x": (3, 4, 5), "z": (0, 2, 3)})
+    assert message in str(info.value)
