@@ -309,3 +309,31 @@ kernel.yield %x : tensor<4xf32>
   kernel.yield %a : tensor<8xi32>
 }
 // CHECK: tensordsl computes on tensors of i1 (booleans), f16, f32 or f64
+
+// -----
+
+// A recorded plan that cannot run: the subtraction reads the max, ready only
+// after pass 1, so it cannot be in pass 1 itself.
+%x = "test.op"() : () -> tensor<16x300xf64>
+%0 = kernel.tile(%x) space [16, 300] iterators ["parallel", "reduction"] tiles [8, 100] scratch [] sweeps [1, 1, 1] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<16x300xf64>) -> tensor<16x300xf64> {
+^bb0(%a: tensor<8x100xf64>):
+  %1 = tensordsl.exp %a : tensor<8x100xf64>
+  %2 = tensordsl.max %1 axis = 1 keepdims : tensor<8x100xf64> -> tensor<8x1xf64>
+  %3 = tensordsl.sub %1, %2 : (tensor<8x100xf64>, tensor<8x1xf64>) -> tensor<8x100xf64>
+  kernel.yield %3 : tensor<8x100xf64>
+}
+// CHECK: 'kernel.tile' op cannot run its recorded plan: 'tensordsl.sub' is recorded in sweep 1, but what it reads is ready only in sweep 3
+
+// -----
+
+// Only a value a pass computes tile by tile can be staged: not the max, which is
+// whole after its pass.
+%x = "test.op"() : () -> tensor<16x300xf64>
+%0 = kernel.tile(%x) space [16, 300] iterators ["parallel", "reduction"] tiles [8, 100] scratch [] sweeps [1, 1, 3] staged [1] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<16x300xf64>) -> tensor<16x300xf64> {
+^bb0(%a: tensor<8x100xf64>):
+  %1 = tensordsl.exp %a : tensor<8x100xf64>
+  %2 = tensordsl.max %1 axis = 1 keepdims : tensor<8x100xf64> -> tensor<8x1xf64>
+  %3 = tensordsl.sub %1, %2 : (tensor<8x100xf64>, tensor<8x1xf64>) -> tensor<8x100xf64>
+  kernel.yield %3 : tensor<8x100xf64>
+}
+// CHECK: 'kernel.tile' op cannot run its recorded plan: 'tensordsl.max' is staged, but it is computed whole once per parallel tile (a reduction over the passes): only a value a pass computes tile by tile can be staged
