@@ -206,8 +206,39 @@ class NotOp(UnaryOp):
         return BOOL_DTYPE
 
 
+class TernaryOp(IRDLOperation, ElementwiseOp, LanguageFunction, abc.ABC):
+    """Base of the element-wise ops of three operands, all broadcasting (``where``,
+    ``clip``): built from its operands, its result type inferred; the verifier checks
+    the recorded result type against the inference."""
+
+    ARITY: ClassVar[int] = 3
+    traits = traits_def(Pure())
+
+    def __init__(
+        self,
+        first: SSAValue | Operation,
+        second: SSAValue | Operation,
+        third: SSAValue | Operation,
+        properties: dict[str, Attribute] | None = None,
+    ) -> None:
+        values = [operand_value(self.name, v) for v in (first, second, third)]
+        (result,) = self.infer_result_types([v.type for v in values])
+        super().__init__(operands=values, result_types=[result], properties=properties or {})
+
+    def verify_(self) -> None:
+        types = tuple(v.type for v in self.operands)
+        try:
+            (expected,) = self.infer_result_types(list(types))
+        except ShapeError as err:
+            raise shape_error(self, err, types) from None
+        if expected != self.results[0].type:
+            raise VerifyException(
+                f"'{self.name}' op result type {self.results[0].type} should be {expected}"
+            )
+
+
 @irdl_op_definition
-class WhereOp(IRDLOperation, ElementwiseOp, LanguageFunction):
+class WhereOp(TernaryOp):
     """``where(cond, a, b)``: ``a`` where ``cond`` is true, else ``b``, element-wise, all
     three broadcasting (``np.where``).  ``a`` and ``b`` share one element type, which is
     the result's.
@@ -219,7 +250,6 @@ class WhereOp(IRDLOperation, ElementwiseOp, LanguageFunction):
 
     name = "tensordsl.where"
     FUNCTION: ClassVar[str | None] = "where"
-    ARITY: ClassVar[int] = 3
 
     cond = operand_def(BoolTensorConstr)
     lhs = operand_def(TensorConstr)
@@ -230,14 +260,11 @@ class WhereOp(IRDLOperation, ElementwiseOp, LanguageFunction):
         "$cond `,` $lhs `,` $rhs attr-dict `:` `(` type($cond) `,` type($lhs) `,` "
         "type($rhs) `)` `->` type($result)"
     )
-    traits = traits_def(Pure())
 
     def __init__(
         self, cond: SSAValue | Operation, lhs: SSAValue | Operation, rhs: SSAValue | Operation
     ) -> None:
-        c, a, b = (operand_value(self.name, v) for v in (cond, lhs, rhs))
-        (result,) = self.infer_result_types([c.type, a.type, b.type])
-        super().__init__(operands=[c, a, b], result_types=[result])
+        super().__init__(cond, lhs, rhs)
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> tuple[Attribute, ...]:
         c, a, b = operand_types
@@ -252,17 +279,6 @@ class WhereOp(IRDLOperation, ElementwiseOp, LanguageFunction):
             broadcast_shapes(tensor_shape(c), tensor_shape(a)), tensor_shape(b)
         )
         return (tensor_type(element_type(a), shape),)
-
-    def verify_(self) -> None:
-        types = (self.cond.type, self.lhs.type, self.rhs.type)
-        try:
-            (expected,) = self.infer_result_types(list(types))
-        except ShapeError as err:
-            raise shape_error(self, err, types) from None
-        if expected != self.result.type:
-            raise VerifyException(
-                f"'{self.name}' op result type {self.result.type} should be {expected}"
-            )
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         return (b.insert(arith.SelectOp(args[0], args[1], args[2])).result,)
@@ -363,7 +379,7 @@ class IsfiniteOp(ClassifyOp):
 
 
 @irdl_op_definition
-class ClipOp(IRDLOperation, ElementwiseOp, LanguageFunction):
+class ClipOp(TernaryOp):
     """``clip(x, lo, hi)``: ``x`` limited to ``[lo, hi]`` element-wise, all three
     broadcasting, of one float element type (``np.clip``: ``minimum(maximum(x, lo), hi)``,
     so ``hi`` wins where ``lo > hi``; a nan anywhere gives nan).  Where ``x`` equals a
@@ -380,7 +396,6 @@ class ClipOp(IRDLOperation, ElementwiseOp, LanguageFunction):
 
     name = "tensordsl.clip"
     FUNCTION: ClassVar[str | None] = "clip"
-    ARITY: ClassVar[int] = 3
 
     input = operand_def(FloatTensorConstr)
     lo = operand_def(FloatTensorConstr)
@@ -392,21 +407,15 @@ class ClipOp(IRDLOperation, ElementwiseOp, LanguageFunction):
         "$input `,` $lo `,` $hi (`keep_ties` $keep_ties^)? attr-dict `:` `(` type($input) "
         "`,` type($lo) `,` type($hi) `)` `->` type($result)"
     )
-    traits = traits_def(Pure())
 
     def __init__(
         self, input: SSAValue | Operation, lo: SSAValue | Operation, hi: SSAValue | Operation
     ) -> None:
         x, a, b = (operand_value(self.name, v) for v in (input, lo, hi))
-        (result,) = self.infer_result_types([x.type, a.type, b.type])
-        keeps = element_type(result) == f16 or (
+        keeps = element_type(x) == f16 or (
             math.prod(tensor_shape(a)) == 1 and math.prod(tensor_shape(b)) == 1
         )
-        super().__init__(
-            operands=[x, a, b],
-            result_types=[result],
-            properties={"keep_ties": UnitAttr()} if keeps else {},
-        )
+        super().__init__(x, a, b, {"keep_ties": UnitAttr()} if keeps else None)
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> tuple[Attribute, ...]:
         elements = {element_type(t) for t in operand_types}
@@ -420,17 +429,6 @@ class ClipOp(IRDLOperation, ElementwiseOp, LanguageFunction):
         for t in operand_types:
             shape = broadcast_shapes(shape, tensor_shape(t))
         return (tensor_type(element_type(operand_types[0]), shape),)
-
-    def verify_(self) -> None:
-        types = (self.input.type, self.lo.type, self.hi.type)
-        try:
-            (expected,) = self.infer_result_types(list(types))
-        except ShapeError as err:
-            raise shape_error(self, err, types) from None
-        if expected != self.result.type:
-            raise VerifyException(
-                f"'{self.name}' op result type {self.result.type} should be {expected}"
-            )
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         x, lo, hi = args

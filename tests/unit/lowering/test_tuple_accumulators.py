@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from all_targets import TARGETS
 
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.kernel import TileOp
@@ -31,16 +32,6 @@ run_function = pytest.importorskip("tdsl.interpreters.run").run_function
 
 Array = np.ndarray[Any, Any]
 
-TARGETS = [
-    "interpreter",
-    "numpy",
-    pytest.param(
-        "native",
-        marks=pytest.mark.skipif(
-            native_unavailable_reason() is not None, reason=str(native_unavailable_reason())
-        ),
-    ),
-]
 BUDGETS = [64, 10**6]
 DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
 

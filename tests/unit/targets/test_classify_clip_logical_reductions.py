@@ -8,28 +8,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from all_targets import TARGETS, run_on
 
 from tdsl.errors import TdslNameError, TdslSyntaxError
 from tdsl.frontend import to_tensordsl
 from tdsl.jit import JITTensorKernel
-from tdsl.runtime.compile import native_unavailable_reason
-from tdsl.transforms.fuse import fuse
-from tdsl.transforms.tile import tile
-
-run_function = pytest.importorskip("tdsl.interpreters.run").run_function
 
 Array = np.ndarray[Any, Any]
-
-TARGETS = [
-    "interpreter",
-    "numpy",
-    pytest.param(
-        "native",
-        marks=pytest.mark.skipif(
-            native_unavailable_reason() is not None, reason=str(native_unavailable_reason())
-        ),
-    ),
-]
 BUDGETS = [16, 10**6]
 DTYPES = [np.float16, np.float32, np.float64]
 
@@ -59,19 +44,7 @@ def special(dtype: Any) -> Array:
     return np.random.default_rng(0).permutation(x).reshape(4, 8)
 
 
-def run(target: str, budget: int, text: str, **arrays: Any) -> Array:
-    shapes = {k: np.shape(v) for k, v in arrays.items()}
-    dtypes = {k: str(np.asarray(v).dtype).replace("float", "f") for k, v in arrays.items()}
-    dtypes = {k: ("bool" if v == "bool" else v) for k, v in dtypes.items()}
-    if target == "interpreter":
-        module = tile(fuse(to_tensordsl(text, shapes=shapes, dtypes=dtypes), memory_budget=budget))
-        with np.errstate(all="ignore"):
-            (got,) = run_function(module, "main", *arrays.values())
-        return np.asarray(got)
-    jit = JITTensorKernel(target=target, memory_budget=budget, threads=1)
-    fn = jit.compile(text, shapes=shapes, dtypes=dtypes)
-    with np.errstate(all="ignore"):  # the numpy target warns where NumPy would (overflow)
-        return np.asarray(fn(**arrays))
+run = run_on
 
 
 def same(got: Array, want: Any) -> None:

@@ -8,45 +8,18 @@ from typing import Any
 
 import numpy as np
 import pytest
+from all_targets import TARGETS, run_on
 
 import tdsl.lang as lang
 from tdsl.errors import TdslSyntaxError, TdslTypeError
 from tdsl.frontend import to_tensordsl
-from tdsl.jit import JITTensorKernel
-from tdsl.runtime.compile import native_unavailable_reason
-from tdsl.transforms.fuse import fuse
-from tdsl.transforms.tile import tile
-
-run_function = pytest.importorskip("tdsl.interpreters.run").run_function
 
 Array = np.ndarray[Any, Any]
-
-TARGETS = [
-    "interpreter",
-    "numpy",
-    pytest.param(
-        "native",
-        marks=pytest.mark.skipif(
-            native_unavailable_reason() is not None, reason=str(native_unavailable_reason())
-        ),
-    ),
-]
 RTOL = {np.float16: 2e-3, np.float32: 2e-6, np.float64: 1e-13}
 
 
 def run(target: str, budget: int, text: str, x: Array) -> Array:
-    dtype = {"float16": "f16", "float32": "f32", "float64": "f64", "bool": "bool"}[str(x.dtype)]
-    if target == "interpreter":
-        module = to_tensordsl(text, shapes={"x": x.shape}, dtypes={"x": dtype})
-        with np.errstate(all="ignore"):
-            (got,) = run_function(tile(fuse(module, memory_budget=budget)), "main", x)
-        return np.asarray(got)
-    fn = JITTensorKernel(target=target, memory_budget=budget, threads=1).compile(
-        text, shapes={"x": x.shape}, dtypes={"x": dtype}
-    )
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # the numpy target warns as NumPy
-        return np.asarray(fn(x=x))
+    return run_on(target, budget, text, x=x)
 
 
 def close(got: Array, want: Any, dtype: Any) -> None:
