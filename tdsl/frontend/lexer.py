@@ -112,6 +112,12 @@ class _Lexer:
                 ch == "." and text[pos + 1 : pos + 2].isdigit()
             ):
                 pos = self.number(pos)
+            elif (
+                ch == "."
+                and text[pos + 1 : pos + 2].isascii()
+                and (text[pos + 1 : pos + 2].isalpha() or text[pos + 1 : pos + 2] == "_")
+            ):
+                pos = self.attribute(pos)
             elif text[pos : pos + 2] in _TWO_CHAR:
                 self.emit(TokenKind.PUNCT, pos, pos + 2)
                 pos += 2
@@ -142,19 +148,25 @@ class _Lexer:
         if attribute is not None and match.group() in NUMPY_MODULES:
             self.emit(TokenKind.NAME, pos, attribute.end())
             return attribute.end()
-        if attribute is not None:
-            attr = attribute.group()
-            hint = {
-                "T": f"write `transpose({match.group()})`",
-                "shape": "shapes are static: give them when compiling",
-                "dtype": "dtypes are static: give them when compiling",
-            }.get(attr, "call a function of the language instead (docs/from-numpy.md)")
-            raise self.error(
-                f"attribute `.{attr}` is not in the language; {hint}", end, attribute.end()
-            )
         kind = TokenKind.KEYWORD if match.group() in KEYWORDS else TokenKind.NAME
         self.emit(kind, pos, end)
         return end
+
+    def attribute(self, pos: int) -> int:
+        """Lex ``.T`` at ``pos`` (a punctuation token: the parser applies it to what it
+        follows); any other attribute is an error that says what to write."""
+        match = _NAME_RE.match(self.text, pos + 1)
+        if match is None:  # pragma: no cover (called on a dot followed by a letter)
+            raise self.error("unexpected character `.`", pos, pos + 1)
+        attr = match.group()
+        if attr == "T":
+            self.emit(TokenKind.PUNCT, pos, match.end())
+            return match.end()
+        hint = {
+            "shape": "shapes are static: give them when compiling",
+            "dtype": "dtypes are static: give them when compiling",
+        }.get(attr, "call a function of the language instead (docs/from-numpy.md)")
+        raise self.error(f"attribute `.{attr}` is not in the language; {hint}", pos, match.end())
 
     def number(self, pos: int) -> int:
         """Lex the number at ``pos``; reject one that runs on into letters or dots."""

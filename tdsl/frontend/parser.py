@@ -339,6 +339,9 @@ class _Parser:
             prefix.append(self.advance())
             self.enter(prefix[-1])
         expr = self.parse_primary()
+        while self.is_punct(".T"):  # NumPy's transpose attribute: ``k.T``
+            attr = self.advance()
+            expr = Call("transpose", (expr,), (), expr.span.to(attr.span), attr.span)
         if self.is_punct("**"):
             op = self.advance()
             self.enter(op)

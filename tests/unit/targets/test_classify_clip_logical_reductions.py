@@ -165,15 +165,19 @@ def test_a_missing_function_is_named_with_the_nearest_way(text: str, message: st
     assert "did you mean `max`" not in str(info.value)
 
 
-def test_attributes_say_what_to_write() -> None:
-    with pytest.raises(
-        TdslSyntaxError, match=r"attribute `\.T` is not in the language; write `transpose\(x\)`"
-    ):
-        to_tensordsl("x.T @ x", shapes={"x": (4, 4)})
+def test_the_transpose_attribute_and_other_attributes() -> None:
+    q = np.arange(6.0).reshape(2, 3)
+    k = np.arange(12.0).reshape(4, 3)
+    fn = JITTensorKernel(target="numpy").compile(
+        "-q.T.T @ (k + 1).T", shapes={"q": q.shape, "k": k.shape}
+    )
+    same(fn(q=q, k=k), -q @ (k + 1).T)
     with pytest.raises(
         TdslSyntaxError, match=r"`\.shape` is not in the language; shapes are static"
     ):
         to_tensordsl("x.shape", shapes={"x": (4,)})
+    with pytest.raises(TdslSyntaxError, match=r"attribute `\.Tx` is not in the language"):
+        to_tensordsl("x.Tx", shapes={"x": (4,)})
 
 
 def test_the_tables_of_numpy_names_are_documented_and_disjoint_from_the_functions() -> None:
