@@ -165,6 +165,8 @@ class _Lexer:
         hint = {
             "shape": "shapes are static: give them when compiling",
             "dtype": "dtypes are static: give them when compiling",
+            "real": "a real float is its own real part: drop `.real`",
+            "imag": "complex numbers are not in the language",
         }.get(attr, "call a function of the language instead (docs/from-numpy.md)")
         raise self.error(f"attribute `.{attr}` is not in the language; {hint}", pos, match.end())
 
