@@ -460,17 +460,23 @@ def mean(x: Operand, axis: int | tuple[int, ...] | None = None, keepdims: bool =
     return _call("mean", (x,), {"axis": axis, "keepdims": keepdims})
 
 
-def logsumexp(x: Operand, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Array:
+def logsumexp(
+    x: Operand, axis: int | tuple[int, ...] | None = None, keepdims: bool = False
+) -> Array:
     """``log(sum(exp(x)))`` over ``axis`` (all axes when absent), without overflow (``scipy.special.logsumexp``): ``-inf`` for nothing or only ``-inf``, ``inf`` with an ``inf``, ``nan`` with a ``nan``."""
     return _call("logsumexp", (x,), {"axis": axis, "keepdims": keepdims})
 
 
-def var(x: Operand, axis: int | tuple[int, ...] | None = None, keepdims: bool = False, ddof: float = 0.0) -> Array:
+def var(
+    x: Operand, axis: int | tuple[int, ...] | None = None, keepdims: bool = False, ddof: float = 0.0
+) -> Array:
     """Variance over ``axis`` (all axes when absent): the mean of the squared deviations from the mean, divided by ``n - ddof`` instead of ``n`` when ``ddof`` is given (``np.var``: ``nan`` for nothing, ``inf`` or ``nan`` when ``n <= ddof``)."""
     return _call("var", (x,), {"axis": axis, "keepdims": keepdims, "ddof": ddof})
 
 
-def std(x: Operand, axis: int | tuple[int, ...] | None = None, keepdims: bool = False, ddof: float = 0.0) -> Array:
+def std(
+    x: Operand, axis: int | tuple[int, ...] | None = None, keepdims: bool = False, ddof: float = 0.0
+) -> Array:
     """Standard deviation over ``axis`` (all axes when absent): the square root of the variance, with the same ``ddof`` (``np.std``)."""
     return _call("std", (x,), {"axis": axis, "keepdims": keepdims, "ddof": ddof})
 

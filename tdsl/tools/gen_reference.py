@@ -157,6 +157,22 @@ def _natural(name: str) -> list[tuple[int, int | str]]:
     return [(0, int(t)) if t.isdigit() else (1, t) for t in re.findall(r"\d+|\D+", name)]
 
 
+LINE_LENGTH = 100
+"""ruff's line length (pyproject.toml): the generated code is laid out as ruff would."""
+
+
+def _def_lines(name: str, params: list[str]) -> list[str]:
+    """``def name(params) -> Array:`` as ruff formats it: on one line where it fits,
+    else the parameters on one indented line, else one per line."""
+    one = f"def {name}({', '.join(params)}) -> Array:"
+    if len(one) <= LINE_LENGTH:
+        return [one]
+    inner = f"    {', '.join(params)}"
+    if len(inner) <= LINE_LENGTH:
+        return [f"def {name}(", inner, ") -> Array:"]
+    return [f"def {name}(", *(f"    {p}," for p in params), ") -> Array:"]
+
+
 def render_lang(current: str) -> str:
     """``tdsl/lang.py``: its hand-written head (``current`` up to the marker line),
     then one function per language function, then ``__all__``."""
@@ -177,7 +193,7 @@ def render_lang(current: str) -> str:
         call_text = ", ".join(call).replace("'", '"')
         lines += [
             "",
-            f"def {name}({', '.join(params)}) -> Array:",
+            *_def_lines(name, params),
             f'    """{_lang_doc(info.op)}"""',
             f"    return _call({call_text})",
             "",
