@@ -35,8 +35,10 @@ CASES = [((0, 2), False), ((0, -1), True), ((2, 0, 1), False), ((1, 2), True), (
 
 
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("budget", [32, 10**6])
-@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize(
+    "budget,dtype",
+    [(32, np.float16), (32, np.float32), (32, np.float64), (10**6, np.float64)],
+)
 @pytest.mark.parametrize("name", ["sum", "mean", "max", "min", "prod", "var", "std"])
 @pytest.mark.parametrize("axes,keepdims", CASES)
 def test_a_reduction_over_axes_is_numpys(
