@@ -415,9 +415,9 @@ def matmul(a: Operand, b: Operand) -> Array:
     return _call("matmul", (a, b))
 
 
-def transpose(x: Operand) -> Array:
-    """Reverses the axes, as ``np.transpose(x)``."""
-    return _call("transpose", (x,))
+def transpose(x: Operand, axes: tuple[int, ...] | None = None) -> Array:
+    """Permutes the axes, as ``np.transpose(x, axes)``: result axis ``i`` is operand axis ``perm[i]``; without ``perm`` the axes are reversed (``np.transpose(x)``, ``x.T``)."""
+    return _call("transpose", (x,), {"axes": axes})
 
 
 def softmax(x: Operand, axis: int = -1) -> Array:

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 # The expression language's functions
 # ---------------------------------------------------------------------------
 
-ParamKind = Literal["axis", "axes", "bool", "float"]
+ParamKind = Literal["axis", "axes", "perm", "bool", "float"]
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,8 @@ class Param:
     ``kind`` says what values it takes: ``axis`` an integer axis of the first
     argument (negative counts from the end; None too when that is the default,
     meaning every axis), ``axes`` the same or a tuple of such axes (the language
-    reduces over each, see :mod:`tdsl.frontend.axes`), ``bool`` true or false,
+    reduces over each, see :mod:`tdsl.frontend.axes`), ``perm`` a tuple ordering all the
+    axes of the first argument (None: reversed), ``bool`` true or false,
     ``float`` a number.  The op's
     constructor takes it under the same name.
     """

@@ -452,6 +452,25 @@ class FunctionLowering:
             out.append(normal)
         return tuple(out)
 
+    def permutation(self, node: Call, operand: Value) -> tuple[int, ...] | None:
+        """The ``axes`` keyword of ``transpose``: a permutation of the operand's axes
+        (negative ones count from the end), or None (the axes reversed)."""
+        keyword = self.keyword(node, "axes")
+        if keyword is None or keyword.value is None:
+            return None
+        if not isinstance(keyword.value, tuple):
+            raise TdslTypeError(
+                f"`axes` of `{node.func}` must be a tuple of integers, "
+                f"not `{show_keyword_value(keyword.value)}`",
+                self.where(keyword.span),
+            )
+        try:
+            return td.check_permutation(keyword.value, len(self.shape_of(operand)))
+        except td.ShapeError as err:
+            raise TdslTypeError(
+                f"{err.message} ({self.describe(operand)})", self.where(keyword.span)
+            ) from None
+
     def flag(self, node: Call, param: Param) -> bool:
         keyword = self.keyword(node, param.name)
         if keyword is None:
@@ -510,6 +529,8 @@ class FunctionLowering:
                     default = param.default
                     assert default is None or isinstance(default, int)
                     params[param.name] = self.axis(node, args[0], default, param.kind == "axes")
+                case "perm":
+                    params[param.name] = self.permutation(node, args[0])
                 case "bool":
                     params[param.name] = self.flag(node, param)
                 case "float":

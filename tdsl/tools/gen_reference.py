@@ -148,7 +148,13 @@ def _lang_doc(op: type) -> str:
 
 
 def _param_type(kind: str, default: object) -> str:
-    base = {"axis": "int", "axes": "int | tuple[int, ...]", "bool": "bool", "float": "float"}[kind]
+    base = {
+        "axis": "int",
+        "axes": "int | tuple[int, ...]",
+        "perm": "tuple[int, ...]",
+        "bool": "bool",
+        "float": "float",
+    }[kind]
     return f"{base} | None" if default is None else base
 
 

@@ -79,10 +79,23 @@ SCANS: dict[type[Operation], ScanLowering] = {}
 """Op class -> how one tile of a scan along a tiled dim runs from its carry."""
 MERGES: dict[type[Operation], MergeLowering] = {}
 """Op class -> how two states of a tuple accumulator merge (one ufunc merges the others)."""
-VIEWS: dict[type[Operation], str] = {td.TransposeOp: "{0}.T", td.CastOp: "{0}"}
-"""Op class -> the view of its operand, a template on ``{0}``, for ops whose ``is_view()``
-(a cast is one only to its own type).  An op of another dialect brings its own as a
-``numpy_view_template()`` method."""
+
+
+def _transpose_view(op: Operation) -> str:
+    """``{0}.T`` for the reversal, else ``np.transpose({0}, perm)``."""
+    assert isinstance(op, td.TransposeOp)
+    if op.perm is None:
+        return "{0}.T"
+    return f"np.transpose({{0}}, {op.permutation})"
+
+
+VIEWS: dict[type[Operation], str | Callable[[Operation], str]] = {
+    td.TransposeOp: _transpose_view,
+    td.CastOp: "{0}",
+}
+"""Op class -> the view of its operand, a template on ``{0}`` (or a function of the op
+giving one), for ops whose ``is_view()`` (a cast is one only to its own type).  An op of
+another dialect brings its own as a ``numpy_view_template()`` method."""
 
 
 def register(*op_classes: type[Operation]) -> Callable[[Lowering], Lowering]:
@@ -107,7 +120,11 @@ def _registered(table: dict[type[Operation], Any], op: Operation) -> Any:
 def view_template(op: Operation) -> str:
     """The NumPy view an op that ``is_view()`` stands for, as a template on ``{0}``."""
     own = getattr(op, "numpy_view_template", None)
-    found: str | None = own() if callable(own) else _registered(VIEWS, op)
+    found: str | Callable[[Operation], str] | None = (
+        own() if callable(own) else _registered(VIEWS, op)
+    )
+    if callable(found):
+        found = found(op)
     if found is None:
         raise TdslIRError(f"numpy target: no view registered for '{op.name}'")
     return found
@@ -344,7 +361,7 @@ def _matmul(op: td.MatmulOp, g: TileGen, args: Sequence[Any], results: Sequence[
 
 @register(td.TransposeOp)
 def _transpose(op: td.TransposeOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
-    g.call("np.copyto({out}, {0}.T)", args[0], out=results[0])
+    g.call(f"np.copyto({{out}}, {_transpose_view(op)})", args[0], out=results[0])
 
 
 # -- reductions ------------------------------------------------------------------------

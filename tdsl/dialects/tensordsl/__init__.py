@@ -80,7 +80,11 @@ from tdsl.dialects.tensordsl.compare_logical import ClassifyOp
 from tdsl.dialects.tensordsl.constant import *  # noqa: F403
 from tdsl.dialects.tensordsl.constant import dense_from_numpy, dense_to_numpy, dense_to_text
 from tdsl.dialects.tensordsl.contraction import *  # noqa: F403
-from tdsl.dialects.tensordsl.contraction import matmul_shape, transpose_shape
+from tdsl.dialects.tensordsl.contraction import (
+    check_permutation,
+    matmul_shape,
+    transpose_shape,
+)
 from tdsl.dialects.tensordsl.elementwise_binary import *  # noqa: F403
 from tdsl.dialects.tensordsl.elementwise_binary import RECIPROCAL_MIN_SIZE
 from tdsl.dialects.tensordsl.elementwise_math import *  # noqa: F403
@@ -197,6 +201,7 @@ __all__ = [
     "UnaryOp",
     "VarianceOp",
     "broadcast_shapes",
+    "check_permutation",
     "dense_from_numpy",
     "dense_to_numpy",
     "dense_to_text",

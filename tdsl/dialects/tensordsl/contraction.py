@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import numpy as np
 from xdsl.builder import Builder
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import I64, DenseArrayBase, TensorType, i64
 from xdsl.interfaces import HasCanonicalizationPatternsInterface
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
@@ -21,11 +21,13 @@ from xdsl.irdl import (
     VarConstraint,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     result_def,
     traits_def,
 )
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
 
 from tdsl.dialects.structured import (
     NUMPY_DTYPES,
@@ -35,6 +37,7 @@ from tdsl.dialects.structured import (
     FloatTensorConstr,
     IteratorType,
     LanguageFunction,
+    Param,
     Reduction,
     ShapeError,
     StaticShapeConstr,
@@ -80,9 +83,24 @@ def matmul_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
     return tuple(out)
 
 
-def transpose_shape(shape: Sequence[int]) -> tuple[int, ...]:
-    """The shape of ``np.transpose`` (axes reversed)."""
-    return tuple(reversed(shape))
+def transpose_shape(shape: Sequence[int], axes: Sequence[int] | None = None) -> tuple[int, ...]:
+    """The shape of ``np.transpose(x, axes)`` (``axes`` None: reversed)."""
+    if axes is None:
+        return tuple(reversed(shape))
+    return tuple(shape[a] for a in axes)
+
+
+def check_permutation(axes: Sequence[int], rank: int) -> tuple[int, ...]:
+    """``axes`` made non-negative, or :class:`ShapeError` unless it is a permutation of
+    the ``rank`` axes (as ``np.transpose`` requires)."""
+    if len(axes) != rank:
+        raise ShapeError(
+            f"axes {tuple(axes)} of transpose do not match the {rank} axes of its operand"
+        )
+    out = tuple(a + rank if a < 0 else a for a in axes)
+    if sorted(out) != list(range(rank)):
+        raise ShapeError(f"axes {tuple(axes)} of transpose are not a permutation of {rank} axes")
+    return out
 
 
 def _identity_maps(rank: int) -> tuple[AffineMap, ...]:
@@ -252,41 +270,66 @@ class MatmulOp(IRDLOperation, StructuredOpInterface, Reduction, Contraction, Lan
 class TransposeOp(
     IRDLOperation, StructuredOpInterface, LanguageFunction, HasCanonicalizationPatternsInterface
 ):
-    """Reverses the axes, as ``np.transpose(x)``.
+    """Permutes the axes, as ``np.transpose(x, axes)``: result axis ``i`` is operand axis
+    ``perm[i]``; without ``perm`` the axes are reversed (``np.transpose(x)``, ``x.T``).
 
-    It computes nothing: its operand's indexing map is the reversed identity,
-    and the NumPy target reads its operand through a transposed view.
+    It computes nothing: its operand's indexing map is the inverse permutation, and
+    the NumPy target reads its operand through a transposed view.
 
     ```mlir
     %1 = tensordsl.transpose %0 : tensor<4x8xf32> -> tensor<8x4xf32>
+    %2 = tensordsl.transpose %3 perm [0, 2, 1] : tensor<2x4x8xf32> -> tensor<2x8x4xf32>
     ```
     """
 
     name = "tensordsl.transpose"
     FUNCTION: ClassVar[str | None] = "transpose"
+    PARAMS: ClassVar[tuple[Param, ...]] = (Param("axes", "perm", None),)
 
     E: ClassVar = VarConstraint("E", ElementConstr)
     input = operand_def(TensorType.constr(E, shape=StaticShapeConstr))
     result = result_def(TensorType.constr(E, shape=StaticShapeConstr))
+    perm = opt_prop_def(DenseArrayBase.constr(I64))
 
     @classmethod
     def bool_inputs_as(cls) -> np.dtype[Any] | None:
         return BOOL_DTYPE
 
-    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+    assembly_format = "$input (`perm` $perm^)? attr-dict `:` type($input) `->` type($result)"
     traits = traits_def(Pure())
 
-    def __init__(self, input: SSAValue | Operation) -> None:
+    def __init__(self, input: SSAValue | Operation, axes: Sequence[int] | None = None) -> None:
         value = operand_value(self.name, input)
-        (result,) = self.infer_result_types([value.type])
-        super().__init__(operands=[value], result_types=[result])
+        rank = len(tensor_shape(value))
+        props: dict[str, Attribute] = {}
+        perm = tuple(reversed(range(rank))) if axes is None else check_permutation(axes, rank)
+        if perm != tuple(reversed(range(rank))):
+            props["perm"] = DenseArrayBase.from_list(i64, list(perm))
+        result = tensor_type(element_type(value), transpose_shape(tensor_shape(value), perm))
+        super().__init__(operands=[value], result_types=[result], properties=props)
+
+    @property
+    def permutation(self) -> tuple[int, ...]:
+        """Result axis ``i`` is operand axis ``permutation[i]``."""
+        rank = len(tensor_shape(self.input))
+        if self.perm is None:
+            return tuple(reversed(range(rank)))
+        return tuple(a + rank if a < 0 else a for a in self.perm.get_values())
 
     def verify_(self) -> None:
-        expect_shape(self, transpose_shape(tensor_shape(self.input)), self.result.type, "result")
+        rank = len(tensor_shape(self.input))
+        if self.perm is not None:
+            try:
+                check_permutation(self.perm.get_values(), rank)
+            except ShapeError as err:
+                raise VerifyException(f"'{self.name}' op {err.message}") from None
+        shape = transpose_shape(tensor_shape(self.input), self.permutation)
+        expect_shape(self, shape, self.result.type, "result")
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> tuple[Attribute, ...]:
         (t,) = operand_types
-        return (tensor_type(element_type(t), transpose_shape(tensor_shape(t))),)
+        perm = None if self.perm is None else self.permutation
+        return (tensor_type(element_type(t), transpose_shape(tensor_shape(t), perm)),)
 
     def loop_extents(self) -> tuple[int, ...]:
         return tensor_shape(self.result)
@@ -295,11 +338,14 @@ class TransposeOp(
         return (IteratorType.PARALLEL,) * len(tensor_shape(self.result))
 
     def indexing_maps(self) -> tuple[AffineMap, ...]:
-        rank = len(tensor_shape(self.result))
-        return (dims_map(rank, tuple(reversed(range(rank)))), identity_map(rank))
+        perm = self.permutation
+        rank = len(perm)
+        # operand axis perm[i] runs along loop dim i: operand axis j along loop dim inverse[j]
+        inverse = tuple(perm.index(j) for j in range(rank))
+        return (dims_map(rank, inverse), identity_map(rank))
 
     def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
-        return (np.transpose(args[0]),)
+        return (np.transpose(args[0], self.permutation),)
 
     def is_view(self) -> bool:
         return True
@@ -313,10 +359,17 @@ class TransposeOp(
 
 
 class TransposeOfTranspose(RewritePattern):
-    """``transpose(transpose(x)) -> x``."""
+    """``transpose(transpose(x))``: ``x`` where the two permutations undo each other,
+    else one transpose by their composition."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: TransposeOp, rewriter: PatternRewriter) -> None:
         inner = op.input.owner
-        if isinstance(inner, TransposeOp):
+        if not isinstance(inner, TransposeOp):
+            return
+        first = inner.permutation
+        composed = tuple(first[a] for a in op.permutation)
+        if composed == tuple(range(len(composed))):
             rewriter.replace(op, [], [inner.input])
+        else:
+            rewriter.replace(op, [TransposeOp(inner.input, composed)])

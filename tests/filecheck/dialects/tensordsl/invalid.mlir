@@ -233,3 +233,9 @@
 %0 = tensordsl.isnan %a : tensor<4xi1> -> tensor<4xi1>
 // CHECK: tensordsl computes on tensors of f16, f32 or f64
 // CHECK-NEXT: Underlying verification failure: Unexpected attribute i1
+
+// -----
+
+%a = "test.op"() : () -> tensor<2x3x4xf32>
+%0 = tensordsl.transpose %a perm [0, 0, 1] : tensor<2x3x4xf32> -> tensor<2x2x3xf32>
+// CHECK: 'tensordsl.transpose' op axes (0, 0, 1) of transpose are not a permutation of 3 axes

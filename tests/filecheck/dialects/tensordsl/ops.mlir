@@ -279,3 +279,17 @@ func.func @classify_clip_truth(%a: tensor<4x8xf32>, %lo: tensor<8xf32>, %hi: ten
 // CHECK-GENERIC: "tensordsl.isnan"([[A:%[a-z0-9_]+]]) : (tensor<4x8xf32>) -> tensor<4x8xi1>
 // CHECK-GENERIC: "tensordsl.clip"([[A]], {{%[a-z0-9_]+}}, {{%[a-z0-9_]+}}) <{keep_ties}> : (tensor<4x8xf32>, tensor<f32>, tensor<f32>) -> tensor<4x8xf32>
 // CHECK-GENERIC-NEXT: "tensordsl.all"({{%[a-z0-9_]+}}) <{axis = 1 : i64}> : (tensor<4x8xi1>) -> tensor<4xi1>
+
+
+// A transpose by any permutation records it (perm); the reversal records none.
+func.func @transpose_perm(%b: tensor<2x3x5xf16>) -> (tensor<2x5x3xf16>, tensor<5x2x3xf16>) {
+  %0 = tensordsl.transpose %b perm [0, 2, 1] : tensor<2x3x5xf16> -> tensor<2x5x3xf16>
+  %1 = tensordsl.transpose %b perm [2, 0, 1] : tensor<2x3x5xf16> -> tensor<5x2x3xf16>
+  func.return %0, %1 : tensor<2x5x3xf16>, tensor<5x2x3xf16>
+}
+
+// CHECK-LABEL: func.func @transpose_perm(
+// CHECK-NEXT: tensordsl.transpose [[B:%[a-z0-9_]+]] perm [0, 2, 1] : tensor<2x3x5xf16> -> tensor<2x5x3xf16>
+// CHECK-NEXT: tensordsl.transpose [[B]] perm [2, 0, 1] : tensor<2x3x5xf16> -> tensor<5x2x3xf16>
+// CHECK-GENERIC-LABEL: "func.func"() <{sym_name = "transpose_perm"
+// CHECK-GENERIC: "tensordsl.transpose"([[B:%[a-z0-9_]+]]) <{perm = array<i64: 0, 2, 1>}> : (tensor<2x3x5xf16>) -> tensor<2x5x3xf16>
