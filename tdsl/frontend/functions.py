@@ -93,36 +93,37 @@ def show_keyword_value(value: int | float | bool | tuple[int, ...] | None) -> st
 
 
 NUMPY_ALIASES: dict[str, str] = {
-    "amax": "max",
-    "amin": "min",
-    "absolute": "abs",
-    "fabs": "abs",
-    "negative": "neg (or `-x`)",
+    "amax": "`max`",
+    "amin": "`min`",
+    "absolute": "`abs`",
+    "fabs": "`abs`",
+    "negative": "`neg` (or `-x`)",
     "add": "`+`",
     "subtract": "`-`",
     "multiply": "`*`",
     "divide": "`/`",
     "true_divide": "`/`",
-    "mod": "remainder (or `%`)",
-    "pow": "power (or `**`)",
-    "asin": "arcsin",
-    "acos": "arccos",
-    "atan": "arctan",
-    "atan2": "arctan2",
-    "asinh": "arcsinh",
-    "acosh": "arccosh",
-    "atanh": "arctanh",
-    "rint": "round",
-    "around": "round",
+    "mod": "`remainder` (or `%`)",
+    "pow": "`power` (or `**`)",
+    "asin": "`arcsin`",
+    "acos": "`arccos`",
+    "atan": "`arctan`",
+    "atan2": "`arctan2`",
+    "asinh": "`arcsinh`",
+    "acosh": "`arccosh`",
+    "atanh": "`arctanh`",
+    "rint": "`round`",
+    "around": "`round`",
     "invert": "`~` (on booleans)",
     "bitwise_not": "`~` (on booleans)",
-    "logical_xor": "not_equal (on booleans)",
-    "dot": "matmul (or `@`; the same for 1-d and 2-d operands)",
-    "average": "mean",
+    "logical_xor": "`not_equal` (on booleans)",
+    "dot": "`matmul` (or `@`; the same for 1-d and 2-d operands)",
+    "average": "`mean`",
     "exp2": "`2 ** x`",
-    "square_root": "sqrt",
+    "square_root": "`sqrt`",
 }
-"""NumPy functions the language has under another spelling: the name to write."""
+"""NumPy functions the language has under another spelling: what to write, as messages
+and docs/from-numpy.md show it."""
 
 NUMPY_MISSING: dict[str, str] = {
     "argmax": "integer results are not in the language yet",
@@ -217,13 +218,7 @@ def unknown_function(name: str) -> str:
     and the nearest way), or a misspelling of one it has."""
     alias = NUMPY_ALIASES.get(name)
     if alias is not None:
-        shown = (
-            alias
-            if alias.startswith("`")
-            else f"`{alias.split(' ', 1)[0]}`"
-            + (f" {alias.split(' ', 1)[1]}" if " " in alias else "")
-        )
-        return f"unknown function `{name}`: the language spells NumPy's `{name}` as {shown}"
+        return f"unknown function `{name}`: the language spells NumPy's `{name}` as {alias}"
     missing = NUMPY_MISSING.get(name)
     if missing is not None:
         return (

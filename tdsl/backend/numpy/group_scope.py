@@ -172,18 +172,7 @@ class _Views:
             self.setup.append(
                 f"{name} = {self.buffers[v.index]}[:{size}].reshape({shape_expr(shape)})"
             )
-        parts: list[str] = []
-        for ax in v.layout:
-            d = ax.dim
-            if d is not None and d in reduction_loops and d in scope:
-                parts.append(f"s{d}:e{d}")
-            elif d is not None and d not in reduction_loops and self.tiling.has_remainder(d):
-                parts.append(f":n{d}")
-            else:
-                parts.append(":")
-        while parts and parts[-1] == ":":
-            parts.pop()
-        return f"{name}[{', '.join(parts)}]" if parts else name
+        return self.tiling.staged_window(name, v.layout, scope, reduction_loops)
 
     def fill(self, v: Var) -> str:
         shape = self.tiling.full_shape(v.layout)

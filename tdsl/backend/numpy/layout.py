@@ -74,6 +74,22 @@ class Tiling:
         ]
         return _subscript(name, parts)
 
+    def staged_window(
+        self, name: str, layout: Layout, scope: Collection[int], reduction_loops: Collection[int]
+    ) -> str:
+        """``name``, a staged value's rows (whole along ``reduction_loops``), sliced to the
+        current tile: along the bound reduction dims by the tile's start and end
+        (``t1s[:, s1:e1]``), along the parallel ones to a remainder tile's extent."""
+        parts = [
+            f"s{ax.dim}:e{ax.dim}"
+            if ax.dim is not None and ax.dim in reduction_loops and ax.dim in scope
+            else f":n{ax.dim}"
+            if ax.dim is not None and ax.dim not in reduction_loops and self.has_remainder(ax.dim)
+            else ":"
+            for ax in layout
+        ]
+        return _subscript(name, parts)
+
     def prefix(self, name: str, layout: Layout) -> str:
         """A full-tile buffer cut to a remainder tile (``t0[:n0]``)."""
         parts = [

@@ -294,7 +294,6 @@ class ClassifyOp(UnaryOp, abc.ABC):
 
     input = operand_def(FloatTensorConstr)
     result = result_def(BoolTensorConstr)
-    T: ClassVar = None
 
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
     IN_PLACE: ClassVar[bool] = False
