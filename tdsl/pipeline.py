@@ -37,18 +37,29 @@ def pipeline_spec(
     memory_budget: int = DEFAULT_MEMORY_BUDGET,
     tile_size: int | None = None,
     tile_sizes: Sequence[int] = (),
+    start: str = "tensordsl",
 ) -> str:
     """``tdsl-fuse{memory-budget=B},tdsl-tile{memory-budget=B ...}``: the ``-p`` argument.
 
     ``tile-size=`` and ``tile-sizes=`` are added to ``tdsl-tile`` only when set.
     The values are not checked here; the passes check them when they run.
+    ``start`` is the stage the IR is at (:data:`INPUT_STAGES`): from ``fused`` IR
+    only ``tdsl-tile`` runs, from ``tiled`` IR no pass (the spec is empty).
     """
     tile_options = [f"memory-budget={memory_budget}"]
     if tile_size is not None:
         tile_options.append(f"tile-size={tile_size}")
     if tile_sizes:
         tile_options.append(f"tile-sizes={','.join(str(t) for t in tile_sizes)}")
-    return f"tdsl-fuse{{memory-budget={memory_budget}}},tdsl-tile{{{' '.join(tile_options)}}}"
+    passes = [
+        f"tdsl-fuse{{memory-budget={memory_budget}}}",
+        f"tdsl-tile{{{' '.join(tile_options)}}}",
+    ]
+    return ",".join(passes[INPUT_STAGES.index(start) :])
+
+
+INPUT_STAGES = ("tensordsl", "fused", "tiled")
+"""The stages the standard pipeline starts from, in order."""
 
 
 def target_spec(threads: int = 1) -> str:
@@ -69,4 +80,11 @@ def build_pipeline(spec: str, callback: PipelineCallback | None = None) -> PassP
     return PassPipeline.parse_spec(TDSL_PASSES, spec, callback)
 
 
-__all__ = ["STAGES", "PipelineCallback", "build_pipeline", "pipeline_spec", "target_spec"]
+__all__ = [
+    "INPUT_STAGES",
+    "STAGES",
+    "PipelineCallback",
+    "build_pipeline",
+    "pipeline_spec",
+    "target_spec",
+]

@@ -1,8 +1,9 @@
 """Building the Dask graph of a compiled kernel called with Dask arrays.
 
-:func:`call_dask` checks the arguments as the NumPy call path does, asks the
-kernel's fusion report for its groups (in a valid order) and plans each with
-:func:`tdsl.dask.plan.plan_group` over the chunks of the arrays it reads.
+:func:`call_dask` checks the arguments as the NumPy call path does, reads the
+kernel's groups (in order) from its tiled IR, and plans each with
+:func:`tdsl.dask.plan.plan_tile` over the chunks of the arrays it reads,
+following the plan its ``kernel.tile`` records.
 Each :class:`~tdsl.dask.plan.Step` becomes one layer of tasks, one per block
 of its grid, each ``run_block(KernelSpec, *blocks)``; each
 :class:`~tdsl.dask.plan.Reduction` becomes :func:`dask.array.reduction` over
@@ -26,18 +27,19 @@ import dask.array
 import dask.highlevelgraph
 import numpy as np
 from dask.base import tokenize
-from xdsl.dialects.func import ReturnOp
+from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
 
-from tdsl.dask.plan import Chunks, GroupPlan, Made, Read, Reduction, Step, plan_group
+from tdsl.dask.items import Chunks, GroupPlan, Made, Read, Reduction, Step
+from tdsl.dask.plan import plan_tile
 from tdsl.dask.tasks import KernelSpec, combine_blocks, pass_block, run_block
-from tdsl.dialects.structured import constant_value, numpy_dtype, reduction_of
+from tdsl.dialects.kernel import TileOp
+from tdsl.dialects.structured import constant_value, numpy_dtype
 from tdsl.errors import TdslCallError, TdslError
 from tdsl.jit.calls import convert_argument
 from tdsl.jit.compiled import ELEMENT_NAMES, ArgSpec, CompiledKernel, type_str
 from tdsl.jit.compiler import COMPILE_LOCK
 from tdsl.jit.options import JitOptions
-from tdsl.transforms.fusion_analysis import FusionGroup
 
 # Dask's annotations are partial: its modules and arrays are handled as Any here.
 da: Any = dask.array
@@ -128,15 +130,9 @@ class _Graph:
 
     # -- groups -----------------------------------------------------------------
 
-    def group(self, group: FusionGroup) -> GroupPlan:
+    def group(self, tile: TileOp) -> GroupPlan:
         with COMPILE_LOCK:  # planning builds IR (copies, kernels' text)
-            plan = plan_group(
-                group.name,
-                [*group.constants, *group.ops],
-                group.inputs,
-                group.results,
-                self.chunks_of,
-            )
+            plan = plan_tile(tile, self.chunks_of)
         for item in plan.items:
             if isinstance(item, Step):
                 self.step(item)
@@ -223,13 +219,7 @@ def _owns(made: Made, b: dict[int, int]) -> bool:
 
 
 def _meta(made: Made) -> Array:
-    dtype = numpy_dtype(made.value.type)
-    if made.partial:
-        owner = made.value.owner
-        assert isinstance(owner, Operation)
-
-        dtype = reduction_of(owner).accumulator_dtype()
-    return np.empty((0,) * len(made.chunks), dtype)
+    return np.empty((0,) * len(made.chunks), np.dtype(made.dtype))
 
 
 # ---------------------------------------------------------------------------
@@ -246,25 +236,35 @@ def call_dask(kernel: CompiledKernel, given: Sequence[Any], out: Any = None) -> 
             "is a lazy Dask array; write it with `dask.array.store` (or `.to_zarr`)"
         )
     graph = _Graph(kernel)
-    report = kernel.fusion_report
-    (plan,) = report.plans
-    for arg, spec, value in zip(plan.block.args, kernel.args, given, strict=True):
+    func_op = _function(kernel)
+    for arg, spec, value in zip(func_op.args, kernel.args, given, strict=True):
         if isinstance(value, da.Array):
             graph.env[arg] = _check_dask(kernel, spec, value)
         else:
             graph.held[arg] = convert_argument(kernel, spec, value)
-    for unit in plan.order:
-        if isinstance(unit, FusionGroup):
-            graph.group(unit)
+    term: Operation | None = None
+    for op in func_op.body.block.ops:
+        if isinstance(op, TileOp):
+            graph.group(op)
             continue
-        const = constant_value(unit)
-        if const is None:  # pragma: no cover - tdsl-fuse groups every computing op
-            raise TdslError(f"'{unit.name}' is in no fusion group")
-        graph.held[unit.results[0]] = const
-    term = plan.block.last_op
+        if isinstance(op, ReturnOp):
+            term = op
+            break
+        const = constant_value(op)
+        if const is None:  # pragma: no cover - the tiled stage groups every computing op
+            raise TdslError(f"'{op.name}' is in no kernel.tile group")
+        graph.held[op.results[0]] = const
     assert isinstance(term, ReturnOp)
     results = tuple(graph.result(v) for v in term.operands)
     return results[0] if len(results) == 1 else results
+
+
+def _function(kernel: CompiledKernel) -> FuncOp:
+    """The kernel's function in its tiled IR: the groups, their order and recorded plans."""
+    for op in kernel.ir.module("tiled").ops:
+        if isinstance(op, FuncOp) and op.sym_name.data == kernel.name:
+            return op
+    raise TdslError(f"kernel `{kernel.name}` has no function in its tiled IR")  # pragma: no cover
 
 
 __all__ = ["call_dask", "chunk_options"]

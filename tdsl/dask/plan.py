@@ -1,9 +1,11 @@
 """Planning a fusion group over chunked arrays: the steps and reductions of its Dask graph.
 
-This module knows nothing of Dask: it turns one fusion group (the ops
-``tdsl-fuse`` put together, with their :class:`~tdsl.dialects.kernel_plan.GroupBody`)
-and the chunks of the values it reads into a list of :class:`Step` and
-:class:`Reduction` items, which :mod:`tdsl.dask.graph` turns into Dask layers.
+This module knows nothing of Dask: it turns one fusion group (a ``kernel.tile``
+of the kernel's tiled IR: its ops, with their
+:class:`~tdsl.dialects.kernel_plan.GroupBody`, and the plan it records) and the
+chunks of the values it reads into a list of :class:`~tdsl.dask.items.Step` and
+:class:`~tdsl.dask.items.Reduction` items, which :mod:`tdsl.dask.graph` turns
+into Dask layers.  :func:`plan_tile` says how the recorded plan is followed.
 
 Chunks are tiles
 ----------------
@@ -52,12 +54,13 @@ each chunk's shape.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, Operation, SSAValue
 
+from tdsl.dask.items import Chunks, ChunksOf, GroupPlan, Made, Read, Reduction, Step
 from tdsl.dask.step_kernels import (
     acc_type,
     block_shape,
@@ -65,6 +68,7 @@ from tdsl.dask.step_kernels import (
     partial_ops_of,
     reduction_kernel,
 )
+from tdsl.dialects.kernel import TileOp
 from tdsl.dialects.kernel_plan import (
     Dims,
     GroupBody,
@@ -79,95 +83,13 @@ from tdsl.dialects.structured import (
     constant_value,
     element_type,
     map_dims,
+    numpy_dtype,
+    reduction_of,
     structured,
     tensor_shape,
 )
 from tdsl.transforms.iteration_space import Inconsistent, analyze, require_structured
 from tdsl.transforms.tile import decomposed_copy
-
-Chunks = tuple[tuple[int, ...], ...]
-"""Per axis of an array, the sizes of its chunks (Dask's ``.chunks``)."""
-
-ChunksOf = Callable[[SSAValue], Chunks | None]
-"""The chunks of a value the group reads (None: an in-memory array, chunked as needed)."""
-
-
-@dataclass(frozen=True)
-class Read:
-    """A value a step's kernel takes, block by block."""
-
-    value: SSAValue
-    """The value read (a group input, or a value an earlier step or reduction made)."""
-    dims: Dims
-    """Per axis: the space dim whose block index selects the block (None: extent 1)."""
-    chunks: Chunks
-    """The chunks the value must have for this read (it is rechunked if it has others)."""
-
-
-@dataclass(frozen=True)
-class Made:
-    """A value a step's kernel returns, block by block: a value, or an op's partials."""
-
-    value: SSAValue
-    """The value; for partials, the result of the accumulating op."""
-    dims: Dims
-    """Per axis: the space dim whose block index places the block (None: one block)."""
-    chunks: Chunks
-    partial: bool = False
-    """Partial results of ``value``'s op, one per block of its reduced dims (extent 1)."""
-
-
-@dataclass(frozen=True)
-class Step:
-    """One layer of tasks: a tdsl kernel run on every block of a grid of space dims."""
-
-    name: str
-    """``g0``, ``g1_pass1``, ``g2.0_stage0``: the group, and the step of its schedule."""
-    grid: tuple[tuple[int, int], ...]
-    """(space dim, number of blocks) per cut dim the step iterates, outermost first."""
-    source: str
-    """The kernel: a ``func.func @main`` of tensordsl IR, typed for the first block."""
-    reads: tuple[Read, ...]
-    """The kernel's arguments, in order."""
-    made: tuple[Made, ...]
-    """The kernel's results, in order."""
-
-
-@dataclass(frozen=True)
-class Reduction:
-    """A tree reduction of an op's partials across the blocks of its cut reduction dims."""
-
-    name: str
-    """``g1_pass1_max``: the group, the pass and the op."""
-    value: SSAValue
-    """The accumulating op's result, final after the reduction."""
-    axes: tuple[int, ...]
-    """The axes of the partials combined across blocks."""
-    combine: str
-    """A kernel combining concatenated partials (tensordsl IR)."""
-    aggregate: str
-    """A kernel combining the last partials and computing the result from them."""
-    squeeze: tuple[int, ...]
-    """Axes of extent 1 the op's result does not have (dropped at the end)."""
-    chunks: Chunks
-    """The chunks of the result."""
-
-
-Item = Step | Reduction
-
-
-@dataclass
-class GroupPlan:
-    """The steps and reductions of a group, in order; what it produces."""
-
-    name: str
-    items: list[Item] = field(default_factory=list[Item])
-    produced: dict[SSAValue, Chunks] = field(default_factory=dict[SSAValue, Chunks])
-    """Every value an item produces (the group's results among them), with its chunks."""
-    decomposed: bool = False
-    """Whether row-normalizing ops run as their decomposition (their rows are cut)."""
-    parts: int = 1
-
 
 # ---------------------------------------------------------------------------
 # Chunks of the space dims
@@ -261,6 +183,8 @@ class _Part:
     body: GroupBody
     chunks: list[tuple[int, ...]]
     sched: TileSchedule
+    recorded: bool = False
+    """Whether ``sched`` is the plan the group's ``kernel.tile`` records."""
 
 
 class _Planner:
@@ -273,17 +197,22 @@ class _Planner:
         inputs: Sequence[SSAValue],
         results: Sequence[SSAValue],
         chunks_of: ChunksOf,
+        tile: TileOp | None = None,
+        alias: Mapping[SSAValue, SSAValue] | None = None,
     ) -> None:
         self.plan = GroupPlan(name)
         self.outer_chunks = chunks_of
         self.ops: list[Operation] = list(ops)
         self.inputs: list[SSAValue] = list(inputs)
         self.results: list[SSAValue] = list(results)
-        self.alias: dict[SSAValue, SSAValue] = {}
-        """Values of a decomposed copy -> the group's values they stand for."""
+        self.alias: dict[SSAValue, SSAValue] = dict(alias or {})
+        """Values of a copy (decomposed, or of a tile's body) -> the values they stand for."""
+        self.tile = tile
+        """The ``kernel.tile`` whose recorded plan the group follows where its chunks allow."""
 
     def key(self, value: SSAValue) -> SSAValue:
         """The value as the graph knows it (a copy's input or result: the original)."""
+        value = self.alias.get(value, value)
         return self.alias.get(value, value)
 
     def chunks_of(self, value: SSAValue) -> Chunks | None:
@@ -298,6 +227,11 @@ class _Planner:
         body = analyze(self.ops, self.results, self.inputs)
         if isinstance(body, Inconsistent):  # pragma: no cover - tdsl-fuse formed the group
             raise PlanError(body.reason)
+        if self.tile is not None and tuple(body.extents) != tuple(self.tile.space_value):
+            raise PlanError(  # pragma: no cover - the verifier checked the tile's maps
+                f"group {self.plan.name}: its ops span {list(body.extents)}, but its "
+                f"kernel.tile records the space {list(self.tile.space_value)}"
+            )
         chunks = choose_chunks(body, self.chunks_of, must_be_whole(body))
         if _cuts_a_row(body, chunks):
             copy = decomposed_copy(self.ops, self.results, self.inputs)
@@ -309,6 +243,7 @@ class _Planner:
                 self.plan.decomposed = True
         parts = self.split()
         self.plan.parts = len(parts)
+        self.plan.recorded = len(parts) == 1 and parts[0].recorded
         for index, part in enumerate(parts):
             label = self.plan.name if len(parts) == 1 else f"{self.plan.name}.{index}"
             self.emit(part, label)
@@ -380,15 +315,38 @@ class _Planner:
         if all_whole:
             whole.update(range(body.rank))
         chunks = choose_chunks(body, self.chunks_of, frozenset(whole))
+        follow = (
+            self.tile is not None
+            and not self.plan.decomposed
+            and len(seq) + len(constants) == len(self.ops)
+        )
+        if follow:
+            assert self.tile is not None
+            recorded = self.tile.tiles_value
+            for d, extent in enumerate(body.extents):
+                # a reduction dim the plan cuts is cut, at its tiles if no chunks cut it
+                cut = body.is_reduction(d) and recorded[d] < extent
+                if cut and len(chunks[d]) == 1 and d not in whole:
+                    chunks[d] = _split(extent, recorded[d])
         tiles = [
             max(c) if len(c) > 1 else max(1, extent)
             for c, extent in zip(chunks, body.extents, strict=True)
         ]
-        try:
-            sched = schedule(body, tiles)
-        except PlanError:
-            return None
-        part = _Part(ordered, inputs, outputs, body, chunks, sched)
+        sched: TileSchedule | None = None
+        if follow:
+            assert self.tile is not None
+            try:
+                staged, sweeps = self.tile.recorded_plan(body)
+                sched = schedule(body, tiles, staged, sweeps)
+            except PlanError:
+                sched = None  # the chunks cut other dims than the plan: schedule them
+        recorded_followed = sched is not None
+        if sched is None:
+            try:
+                sched = schedule(body, tiles)
+            except PlanError:
+                return None
+        part = _Part(ordered, inputs, outputs, body, chunks, sched, recorded_followed)
         try:
             self.check(part)
         except PlanError:
@@ -479,7 +437,8 @@ class _Planner:
                         else ((1,) if d is None else part.chunks[d])
                         for axis, d in enumerate(dims)
                     )
-                    made.append((Made(self.key(op.results[0]), dims, chunks, True), partial))
+                    acc = reduction_of(op).accumulator_dtype().name
+                    made.append((Made(self.key(op.results[0]), dims, chunks, True, acc), partial))
                     continue
                 new = require_structured(op).retyped(operands)
                 block.add_op(new)
@@ -489,7 +448,9 @@ class _Planner:
                 for r in op.results:
                     if r in needed:
                         dims = body.dims[r]
-                        value = Made(self.key(r), dims, self._chunks(part, r, dims))
+                        value = Made(
+                            self.key(r), dims, self._chunks(part, r, dims), dtype=_dtype(r)
+                        )
                         made.append((value, inner[r]))
                         self.plan.produced[self.key(r)] = value.chunks
             source = module_text(block, [v for _, v in made])
@@ -523,36 +484,58 @@ class _Planner:
         )
 
 
+def _dtype(value: SSAValue) -> str:
+    return numpy_dtype(value.type).name
+
+
+def _split(extent: int, size: int) -> tuple[int, ...]:
+    """``extent`` in chunks of ``size`` (the last may be smaller)."""
+    full, rest = divmod(extent, size)
+    return (size,) * full + ((rest,) if rest else ())
+
+
 def _short(op: Operation) -> str:
     return op.name.split(".", 1)[-1]
 
 
-def plan_group(
-    name: str,
-    ops: Sequence[Operation],
-    inputs: Sequence[SSAValue],
-    results: Sequence[SSAValue],
-    chunks_of: ChunksOf,
-) -> GroupPlan:
-    """Plan the group ``name`` (its computing ops and the constants they use, in program
-    order; the values it reads; the values it gives) over the chunks ``chunks_of`` gives
-    its inputs.  The IR is not changed (decompositions are made on copies)."""
+def plan_tile(tile: TileOp, chunks_of: ChunksOf) -> GroupPlan:
+    """Plan the group of ``tile`` over the chunks ``chunks_of`` gives its operands, following
+    the plan ``tile`` records.
+
+    The planner works on a copy of the body at the shapes of the tile's operands
+    (the IR is not changed); its values stand for the tile's operands and results.
+    A reduction dim the recorded plan cuts is cut, at the recorded tile size where
+    no input's chunks cut it, and the steps are the recorded sweeps, with the staged
+    values kept as chunked arrays between passes (:attr:`GroupPlan.recorded`).
+    Chunks finer than the plan (a reduction dim it keeps whole, cut by the inputs'
+    chunks: Dask's blocks are a level above the tiles) make a schedule of their own,
+    by the same rules.  Along parallel dims, the chunks are the blocks, and each
+    block's kernel tiles itself under the budget.
+    """
+    ops, yielded = tile.body_ops()
+    block = Block(arg_types=[v.type for v in tile.inputs])
+    alias: dict[SSAValue, SSAValue] = dict(zip(block.args, tile.inputs, strict=True))
+    mapping: dict[SSAValue, SSAValue] = dict(zip(tile.body.block.args, block.args, strict=True))
+    copies: list[Operation] = []
     for op in ops:
+        if constant_value(op) is not None:
+            new = op.clone()
+        else:
+            new = require_structured(op).retyped([mapping[v] for v in op.operands])
+        block.add_op(new)
+        copies.append(new)
+        mapping.update(zip(op.results, new.results, strict=True))
+    results = [mapping[v] for v in yielded]
+    alias.update(zip(results, tile.outputs, strict=True))
+    name = tile.group.data if tile.group is not None else "g"
+    for op in copies:
         if constant_value(op) is None and structured(op) is None:
             require_structured(op)
-    return _Planner(name, ops, inputs, results, chunks_of).run()
+    return _Planner(name, copies, list(block.args), results, chunks_of, tile, alias).run()
 
 
 __all__ = [
-    "Chunks",
-    "ChunksOf",
-    "GroupPlan",
-    "Item",
-    "Made",
-    "Read",
-    "Reduction",
-    "Step",
     "choose_chunks",
     "must_be_whole",
-    "plan_group",
+    "plan_tile",
 ]

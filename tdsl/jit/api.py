@@ -154,12 +154,16 @@ class JITTensorKernel:
         *,
         options: JitOptions | None = None,
     ) -> CompiledKernel:
-        """Compile the one function of a module of ``tensordsl`` IR (text), cached.
+        """Compile the one function of a module of IR (text), cached.
 
-        ``shapes``, one per argument, re-types the function first: each op takes
-        the result types its type inference gives for the new operand shapes, so
-        one text serves every shape its ops accept.  The pipeline is the one
-        :meth:`compile` runs; ``options`` replaces this JIT's for this kernel.
+        The IR is ``tensordsl`` IR, or the IR ``tdsl-fuse`` or ``tdsl-tile`` gave
+        (``tdsl-opt --fuse --tile`` prints it): the passes that are left run, so a
+        plan edited by hand in tiled IR is the plan the kernel runs, on every
+        target and on Dask arrays.  ``shapes``, one per argument, re-types
+        ``tensordsl`` IR first: each op takes the result types its type inference
+        gives for the new operand shapes, so one text serves every shape its ops
+        accept.  The pipeline is the one :meth:`compile` runs; ``options``
+        replaces this JIT's for this kernel.
         :mod:`tdsl.dask` ships the kernels of its tasks this way: the text of a
         step of a fusion group, compiled for the shape of each chunk.
         """

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tdsl.dtypes import SHORT_NAMES, type_str
+from tdsl.errors import TdslError
 from tdsl.jit.calls import FELL_BACK_AT_CALL
 from tdsl.jit.options import JitOptions
 from tdsl.pipeline import target_spec
@@ -300,13 +301,24 @@ class CompiledKernel:
         """The fusion report of the fused IR (groups, their members, materialized values)."""
         from tdsl.transforms.fuse import fusion_report
 
-        return fusion_report(self.ir.module("tensordsl"), self.options.memory_budget)
+        return fusion_report(self._tensordsl("fusion_report"), self.options.memory_budget)
 
     def explain(self) -> str:
         """Why the ops were grouped as they were: the fusion remarks, with source locations."""
         from tdsl.transforms.fuse import explain_fusion
 
-        return explain_fusion(self.ir.module("tensordsl"), self.options.memory_budget)
+        return explain_fusion(self._tensordsl("explain()"), self.options.memory_budget)
+
+    def _tensordsl(self, what: str) -> ModuleOp:
+        """The tensordsl IR the kernel was fused from, which ``what`` reads."""
+        if "tensordsl" not in self.ir:
+            first = next(iter(self.ir))
+            raise TdslError(
+                f"`{what}` of kernel `{self.name}` reads the fusion decisions, and the kernel "
+                f"was compiled from {first} IR, fused already: read its groups in "
+                f'`.ir["{first}"]` or `.groups`'
+            )
+        return self.ir.module("tensordsl")
 
     @property
     def dot_target(self) -> str:

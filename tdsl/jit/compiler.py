@@ -6,9 +6,10 @@ passes of :func:`tdsl.pipeline.pipeline_spec` through xDSL's ``PassPipeline``
 runs), then the NumPy target, whose Python source is exec'd, and, for the
 native target, :data:`NATIVE_PASSES` (``tdsl-lower-to-loops`` and
 ``tdsl-convert-to-llvm``) and llvmlite; never printing and re-parsing.  Of a
-program, only the chosen kernel is compiled.  :func:`build_ir` takes
-``tensordsl`` IR text instead of the language, re-typed for given argument
-shapes (:func:`retyped_function`), and runs the same passes and targets.
+program, only the chosen kernel is compiled.  :func:`build_ir` takes IR text
+instead of the language: ``tensordsl`` IR, re-typed for given argument shapes
+(:func:`retyped_function`), or fused or tiled IR, and runs the passes that are
+left and the same targets.
 
 ``target="auto"`` (:func:`_choose`) compiles natively unless native code cannot
 run here or the kernel is small (no tensor of :data:`AUTO_MIN_ELEMENTS`
@@ -150,7 +151,7 @@ def _signature_names(
     return name, list(spans)
 
 
-def _groups(fused: ModuleOp, tiled: ModuleOp, func_name: str) -> list[GroupInfo]:
+def _groups(fused: ModuleOp | None, tiled: ModuleOp, func_name: str) -> list[GroupInfo]:
     from xdsl.dialects.func import FuncOp
 
     from tdsl.dialects.kernel import FusedOp, TileOp, YieldOp
@@ -162,7 +163,7 @@ def _groups(fused: ModuleOp, tiled: ModuleOp, func_name: str) -> list[GroupInfo]
         return None
 
     budgets: dict[str, int | None] = {}
-    fused_func = function(fused)
+    fused_func = None if fused is None else function(fused)
     if fused_func is not None:
         for op in fused_func.walk():
             if isinstance(op, FusedOp) and op.group is not None:
@@ -196,23 +197,26 @@ def _groups(fused: ModuleOp, tiled: ModuleOp, func_name: str) -> list[GroupInfo]
 
 
 def _run_pipeline(
-    spec: str, module: ModuleOp, ctx: Context, record_input: bool = True
+    spec: str, module: ModuleOp, ctx: Context, input_stage: str | None = "tensordsl"
 ) -> dict[str, ModuleOp]:
     """Run the passes of ``spec`` on ``module`` in place; the IR before and after each.
 
-    The result maps ``"tensordsl"`` to a copy of the input and each pass's stage
+    The result maps ``input_stage`` to a copy of the input and each pass's stage
     name (:data:`tdsl.pipeline.STAGES`) to the IR it produced: a copy, except
-    after the last pass, whose module is ``module`` itself.  ``record_input=False``
-    leaves out the input (a pipeline continuing from a stage already kept).
+    after the last pass, whose module is ``module`` itself (and with no pass,
+    ``input_stage`` maps to ``module``).  ``input_stage=None`` leaves out the
+    input (a pipeline continuing from a stage already kept).
     """
+    if not spec:
+        return {} if input_stage is None else {input_stage: module}
     stages: dict[str, ModuleOp] = {}
 
     def snapshot(
         previous: ModulePass | None, current: ModuleOp, upcoming: ModulePass | None
     ) -> None:
         if previous is None:
-            if record_input:
-                stages["tensordsl"] = current.clone()
+            if input_stage is not None:
+                stages[input_stage] = current.clone()
             return
         name = STAGES.get(previous.name, previous.name)
         stages[name] = current if upcoming is None else current.clone()
@@ -284,16 +288,17 @@ def _compile_module(
     options: JitOptions,
     program: bool,
     keep_object: bool = False,
+    start: str = "tensordsl",
 ) -> CompiledKernel:
-    """The passes and the target on ``module`` (whose one function is ``func_op``);
-    ``keep_object`` as for :func:`build`."""
+    """The passes and the target on ``module`` (whose one function is ``func_op``, at
+    stage ``start``); ``keep_object`` as for :func:`build`."""
     from xdsl.context import Context
 
     from tdsl.backend.numpy.target import emit_numpy, load_numpy
 
     name = func_op.sym_name.data
-    spec = pipeline_spec(options.memory_budget, options.tile_size, options.tile_sizes)
-    modules = _run_pipeline(spec, module, Context())
+    spec = pipeline_spec(options.memory_budget, options.tile_size, options.tile_sizes, start)
+    modules = _run_pipeline(spec, module, Context(), start)
     python = emit_numpy(modules["tiled"], threads=options.threads)
     functions = load_numpy(python)
     if name not in functions:
@@ -315,9 +320,9 @@ def _compile_module(
         expression=source,
         source=python,
         function=functions[name] if native.function is None else native.function,
-        pipeline=spec if native.function is None else f"{spec},{NATIVE_PASSES}",
+        pipeline=spec if native.function is None else ",".join(filter(None, [spec, NATIVE_PASSES])),
         modules=modules,
-        groups=_groups(modules["fused"], modules["tiled"], name),
+        groups=_groups(modules.get("fused"), modules["tiled"], name),
         program=program,
         target="numpy" if native.function is None else "native",
         target_reason=native.reason,
@@ -381,7 +386,7 @@ def _choose(
             # decided before any native pass runs: the loops lowering's own plan
             looped = loop_matmuls(modules["tiled"]) if options.target == "auto" else 0
             if not looped:
-                native = _run_pipeline(NATIVE_PASSES, modules["tiled"].clone(), Context(), False)
+                native = _run_pipeline(NATIVE_PASSES, modules["tiled"].clone(), Context(), None)
         over = [w.message for w in caught or () if isinstance(w.message, TdslLoopsBudgetWarning)]
         for w in caught or ():  # the others reach the caller as they were
             if not isinstance(w.message, TdslLoopsBudgetWarning):
@@ -425,10 +430,15 @@ def _choose(
 def build_ir(
     text: str, shapes: tuple[tuple[int, ...], ...] | None, options: JitOptions
 ) -> CompiledKernel:
-    """Compile the one ``func.func`` of a module of tensordsl IR given as text.
+    """Compile the one ``func.func`` of a module of IR given as text.
 
-    With ``shapes`` (one per argument), the function is first re-typed for
-    arguments of those shapes: each op keeps its properties and takes the
+    The IR is ``tensordsl`` IR, or IR of a later stage of the pipeline
+    (:func:`input_stage`): fused (``kernel.fused`` groups), where only
+    ``tdsl-tile`` runs, or tiled (``kernel.tile`` groups), where no pass runs and
+    every target runs the plan the IR records, edited by hand or not.
+
+    With ``shapes`` (one per argument), a ``tensordsl`` function is first re-typed
+    for arguments of those shapes: each op keeps its properties and takes the
     result types its own type inference gives, as ``tdsl-tile`` re-types a
     group's body for a tile.  So one text serves every shape its ops accept.
     The arguments are named as the text names them (``a0``, ``a1``, ... where
@@ -440,10 +450,11 @@ def build_ir(
     from xdsl.parser import Parser
     from xdsl.utils.exceptions import ParseError, VerifyException
 
+    from tdsl.dialects.kernel import Kernel
     from tdsl.dialects.tensordsl import TensorDSL
 
     ctx = Context()
-    for dialect in (Builtin, Func, TensorDSL):
+    for dialect in (Builtin, Func, TensorDSL, Kernel):
         ctx.load_dialect(dialect)
     try:
         module = Parser(ctx, text, "<ir>").parse_module()
@@ -454,7 +465,14 @@ def build_ir(
     if len(functions) != 1 or len(module.body.block.ops) != 1:
         raise TdslIRError(f"expected a module of one func.func, got {len(functions)} functions")
     func_op = functions[0]
+    start = input_stage(func_op)
     if shapes is not None:
+        if start != "tensordsl":
+            raise TdslIRError(
+                f"shapes re-type tensordsl IR, and this IR is {start} (its groups' tiles "
+                "and scratch are planned for the shapes it has): give tensordsl IR, or "
+                "leave out shapes"
+            )
         func_op = retyped_function(func_op, shapes)
         module = ModuleOp([func_op])
         module.verify()
@@ -464,8 +482,43 @@ def build_ir(
         names = [f"a{i}" for i in range(len(names))]
     with _collector_paused():
         return _compile_module(
-            module, func_op, names, [False] * len(names), text, "<ir>", options, program=False
+            module,
+            func_op,
+            names,
+            [False] * len(names),
+            text,
+            "<ir>",
+            options,
+            program=False,
+            start=start,
         )
+
+
+def input_stage(func_op: FuncOp) -> str:
+    """The stage of the pipeline ``func_op`` is at: ``tiled`` when its computing ops are
+    in ``kernel.tile`` groups, ``fused`` when some are in ``kernel.fused`` groups still
+    (``tdsl-tile`` tiles those), ``tensordsl`` when none is in a group.  Raises a
+    :class:`TdslIRError` for a function that mixes grouped and ungrouped computing ops."""
+    from xdsl.dialects.func import ReturnOp
+
+    from tdsl.dialects.kernel import FusedOp, TileOp
+    from tdsl.dialects.structured import constant_value
+
+    grouped = {FusedOp: 0, TileOp: 0}
+    loose: list[str] = []
+    for op in func_op.body.block.ops:
+        if isinstance(op, FusedOp | TileOp):
+            grouped[type(op)] += 1
+        elif not isinstance(op, ReturnOp) and constant_value(op) is None:
+            loose.append(op.name)
+    if not grouped[FusedOp] and not grouped[TileOp]:
+        return "tensordsl"
+    if loose:
+        raise TdslIRError(
+            f"@{func_op.sym_name.data} has ops in kernel groups and '{loose[0]}' outside "
+            "them: give tensordsl IR (no groups), or IR that tdsl-fuse grouped"
+        )
+    return "fused" if grouped[FusedOp] else "tiled"
 
 
 def retyped_function(func_op: FuncOp, shapes: Sequence[tuple[int, ...]]) -> FuncOp:

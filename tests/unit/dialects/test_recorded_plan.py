@@ -1,7 +1,8 @@
 """The plan ``kernel.tile`` records (tiles, sweeps, staged values, scratch) is the plan
 every target runs: a plan edited by hand in tiled IR is followed by the interpreter,
-the NumPy target and the loops lowering, and the verifier refuses one that cannot run,
-with a located error that says what would be right.
+the NumPy target, the loops lowering, the JIT (``compile_ir`` takes tiled IR) and
+Dask, and the verifier refuses one that cannot run, with a located error that says
+what would be right.
 
 The tiled IR below is what ``tdsl-tile`` records for ``e - max(e)`` with
 ``e = exp(x)`` (written by hand: the language has no ``let``) with rows cut into tiles
@@ -11,6 +12,7 @@ again.  Each edit is a textual change a user would make.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -21,7 +23,11 @@ from xdsl.dialects.func import Func
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
 
+import tdsl.dask  # noqa: F401  (Dask arrays go through the JIT's call path)
+from tdsl import JITTensorKernel
 from tdsl.backend.numpy.target import emit_numpy, load_numpy
+from tdsl.dask.items import GroupPlan, Step
+from tdsl.dask.plan import plan_tile
 from tdsl.dialects.kernel import Kernel, TileOp
 from tdsl.dialects.tensordsl import TensorDSL
 from tdsl.interpreters.run import run_function
@@ -75,20 +81,49 @@ def want(x: Array) -> Array:
     return e - e.max(axis=1, keepdims=True)
 
 
+ROW_CHUNKS = ((8, 8), (300,))
+"""Dask chunks of ``x`` that cut its rows only: the plan decides how the columns are cut."""
+
+
 def run_all_targets(text: str) -> str:
-    """Run ``text`` on the interpreter, the NumPy target and (where it builds) native;
-    check each against NumPy; return the NumPy target's source."""
+    """Run ``text`` on the interpreter, the NumPy target, (where it builds) native, the
+    JIT on both and Dask (``x`` in :data:`ROW_CHUNKS`); check each against NumPy;
+    return the NumPy target's source."""
+    import dask.array as da
+
     x = data()
     (got,) = run_function(parse(text), "main", x)
     np.testing.assert_array_equal(got, want(x))
     source = emit_numpy(parse(text))
     np.testing.assert_array_equal(load_numpy(source)["main"](x), want(x))
+    targets = ["numpy"]
     if native_unavailable_reason() is None:
         from tdsl.runtime.native import NativeProgram
 
         program = NativeProgram.from_tiled(parse(text), 1)
         np.testing.assert_allclose(program.functions["main"](x), want(x), rtol=1e-13)
+        targets.append("native")
+    for target in targets:
+        kernel = JITTensorKernel(target=target).compile_ir(text)
+        assert kernel.target == target and next(iter(kernel.ir)) == "tiled"
+        assert kernel.ir["tiled"] == str(parse(text))  # the plan as given, not planned again
+        np.testing.assert_allclose(kernel(x), want(x), rtol=1e-13)
+        lazy = kernel(da.from_array(x, chunks=ROW_CHUNKS))  # pyright: ignore[reportArgumentType]
+        np.testing.assert_allclose(lazy.compute(), want(x), rtol=1e-13)
     return source
+
+
+def dask_steps(text: str) -> tuple[GroupPlan, list[str]]:
+    """Dask's plan of the group of ``text`` with ``x`` in :data:`ROW_CHUNKS`: the plan,
+    and each step's name, grid and ops."""
+    plan = plan_tile(tile_of(parse(text)), lambda value: ROW_CHUNKS)
+    steps = [
+        f"{item.name} {'x'.join(str(n) for _, n in item.grid)}: "
+        + " ".join(sorted(set(re.findall(r"tensordsl\.(\w+)", item.source))))
+        for item in plan.items
+        if isinstance(item, Step)
+    ]
+    return plan, steps
 
 
 def test_the_recorded_plan_is_what_tile_records_and_round_trips() -> None:
@@ -106,6 +141,11 @@ def test_the_default_plan_computes_exp_again_in_the_second_pass() -> None:
     source = run_all_targets(TILED)
     assert source.count("np.exp(") == 2
     assert "recomputing tensordsl.exp" in source
+    # Dask cuts the columns where the plan does (x has one chunk along them), and
+    # runs the recorded passes: exp again in the second
+    plan, steps = dask_steps(TILED)
+    assert plan.recorded
+    assert steps == ["g0_pass1 2x3: exp max", "g0_pass3 2x3: exp sub"]
 
 
 def test_a_staged_value_is_kept_whole_along_the_rows_and_not_computed_again() -> None:
@@ -126,6 +166,12 @@ def test_a_staged_value_is_kept_whole_along_the_rows_and_not_computed_again() ->
     assert source.count("np.exp(") == 1
     assert ".reshape((8, 300))" in source
     assert "staging tensordsl.exp" in source
+    # Dask keeps exp's blocks from the first pass, a chunked array the second reads
+    plan, steps = dask_steps(staged)
+    assert plan.recorded
+    assert steps == ["g0_pass1 2x3: exp max", "g0_pass3 2x3: sub"]
+    (second,) = [i for i in plan.items if isinstance(i, Step) and i.name == "g0_pass3"]
+    assert [r.dims for r in second.reads] == [(0, 1), (0, None)]  # exp's blocks, the max
     # the loops lowering stores it too: one more buffer of exp's (native) tile
     from tdsl.backend.llvm.loops_plan import _GroupPlan  # pyright: ignore[reportPrivateUsage]
 
@@ -153,6 +199,24 @@ def test_edited_tiles_are_the_tiles_every_target_runs() -> None:
     source = run_all_targets(retiled)
     assert "for s1 in range(0, 300, 60):" in source
     assert "tiles [4, 60]" in source
+    # Dask cuts the columns at the edited tiles (its rows are its own chunks)
+    assert dask_steps(retiled)[1] == ["g0_pass1 2x5: exp max", "g0_pass3 2x5: exp sub"]
+
+
+def test_rows_left_whole_by_an_edit_run_in_one_step() -> None:
+    whole = edit(
+        TILED,
+        ("tiles [8, 100]", "tiles [8, 300]"),
+        ("sweeps [1, 1, 3]", "sweeps [0, 0, 0]"),
+        (
+            "scratch [memref<8xf64>, memref<800xf64>, memref<8xf64>]",
+            "scratch [memref<8xf64>]",
+        ),
+    ).replace("8x100", "8x300")
+    source = run_all_targets(whole)
+    assert source.count("np.exp(") == 1 and "for s1 in" not in source
+    plan, steps = dask_steps(whole)
+    assert plan.recorded and steps == ["g0 2: exp max sub"]
 
 
 def test_an_op_moved_to_a_later_pass_runs_there() -> None:

@@ -78,3 +78,38 @@ def test_bad_ir_and_shapes_are_tdsl_errors(
 ) -> None:
     with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")):
         JITTensorKernel(threads=1).compile_ir(text, shapes)
+
+
+@pytest.mark.parametrize("stage", ["fused", "tiled"])
+def test_fused_and_tiled_ir_compile_from_their_stage(stage: str, matches: Any) -> None:
+    from tdsl.errors import TdslError
+
+    jit = JITTensorKernel(memory_budget=16, threads=1)
+    whole = jit.compile_ir(IR)
+    assert list(whole.ir)[:3] == ["tensordsl", "fused", "tiled"]
+    kernel = jit.compile_ir(whole.ir[stage])
+    # the passes that are left run: from tiled IR none, so the plan is the one given
+    assert next(iter(kernel.ir)) == stage
+    assert kernel.ir["tiled"] == whole.ir["tiled"]
+    skipped = {"fused": 1, "tiled": 2}[stage]  # tdsl-fuse, then tdsl-tile
+    assert kernel.pipeline == ",".join(whole.pipeline.split(",")[skipped:])
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((4, 6)).astype(np.float32)
+    w = rng.standard_normal((6, 3)).astype(np.float32)
+    for g, r in zip(kernel(x, w), reference(x, w), strict=True):
+        matches(g, r)
+    with pytest.raises(TdslError, match=rf"compiled from {stage} IR, fused already"):
+        kernel.explain()
+    with pytest.raises(TdslIRError, match=f"shapes re-type tensordsl IR, and this IR is {stage}"):
+        jit.compile_ir(whole.ir[stage], [(5, 7), (7, 2)])
+
+
+def test_ir_mixing_groups_and_loose_ops_is_refused() -> None:
+    jit = JITTensorKernel(threads=1)
+    fused = jit.compile_ir(IR).ir["fused"]
+    loose = fused.replace(
+        "    func.return",
+        "    %9 = tensordsl.exp %x : tensor<4x6xf32>\n    func.return",
+    )
+    with pytest.raises(TdslIRError, match=r"has ops in kernel groups and 'tensordsl\.exp' outside"):
+        jit.compile_ir(loose)
