@@ -32,89 +32,8 @@ not: there, write ``x: Annotated[Array, "f32[64, 32]"]``, which
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, TypeAlias
-
-import numpy as np
-from numpy.typing import NDArray
-
-Array: TypeAlias = NDArray[Any]
-"""What every function returns: a NumPy array (0-d for a full reduction)."""
-
-Operand: TypeAlias = "NDArray[Any] | np.generic[Any] | float"
-"""What every function takes: an array (bool, float16, float32 or float64), a NumPy
-scalar, or a Python number (a weak scalar, typed like a literal)."""
-
-
-class TensorSpec:
-    """``f32[4, 8]`` at run time: a dtype and a shape, as in a ``.tdsl`` signature."""
-
-    __slots__ = ("dtype", "shape")
-
-    def __init__(self, dtype: str, shape: tuple[int, ...]) -> None:
-        self.dtype = dtype
-        self.shape = shape
-
-    def __repr__(self) -> str:
-        return f"{self.dtype}[{', '.join(str(d) for d in self.shape)}]"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, TensorSpec) and (self.dtype, self.shape) == (
-            other.dtype,
-            other.shape,
-        )
-
-    def __hash__(self) -> int:
-        return hash((self.dtype, self.shape))
-
-
-def _spec(dtype: str, item: object) -> TensorSpec:
-    dims: tuple[object, ...] = item if isinstance(item, tuple) else (item,)  # pyright: ignore[reportUnknownVariableType]
-    shape: list[int] = []
-    for dim in dims:  # pyright: ignore[reportUnknownVariableType]
-        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 0:
-            raise TypeError(f"{dtype}[...] takes non-negative integer dims, got {dim!r}")
-        shape.append(dim)
-    return TensorSpec(dtype, tuple(shape))
-
-
-class f16(np.ndarray[Any, np.dtype[np.float16]]):
-    """A float16 parameter: ``x: f16[4, 8]``."""
-
-    def __class_getitem__(cls, item: Any) -> Any:
-        return _spec("f16", item)
-
-
-class f32(np.ndarray[Any, np.dtype[np.float32]]):
-    """A float32 parameter: ``x: f32[4, 8]``."""
-
-    def __class_getitem__(cls, item: Any) -> Any:
-        return _spec("f32", item)
-
-
-class f64(np.ndarray[Any, np.dtype[np.float64]]):
-    """A float64 parameter: ``x: f64[4, 8]``."""
-
-    def __class_getitem__(cls, item: Any) -> Any:
-        return _spec("f64", item)
-
-
-class bool_(np.ndarray[Any, np.dtype[np.bool_]]):
-    """A boolean parameter: ``m: bool_[4, 8]`` (``bool[4, 8]`` in a ``.tdsl`` file)."""
-
-    def __class_getitem__(cls, item: Any) -> Any:
-        return _spec("bool", item)
-
-
-DTYPE_CLASSES: dict[str, type[Any]] = {"f16": f16, "f32": f32, "f64": f64, "bool_": bool_}
-"""The dtype names a parameter annotation may use, by their Python name."""
-
-
-def _call(function: str, args: tuple[Operand, ...], keywords: Mapping[str, object] = {}) -> Array:
-    from tdsl.eager import evaluate
-
-    return evaluate(function, args, keywords)
-
+from tdsl.lang_types import DTYPE_CLASSES, Array, Operand, TensorSpec, bool_, f16, f32, f64
+from tdsl.lang_types import call as _call
 
 # --------------------------------------------------------------------------- the functions
 # Generated from the function table by `python -m tdsl.tools.gen_reference`: do not edit below.
@@ -501,6 +420,28 @@ def cumprod(x: Operand, axis: int | None = None) -> Array:
     return _call("cumprod", (x,), {"axis": axis})
 
 
+def expand_dims(x: Operand, axis: int | tuple[int, ...]) -> Array:
+    """Inserts axes of extent 1 at ``axis`` of the result, as ``np.expand_dims(x, axis)``."""
+    return _call("expand_dims", (x,), {"axis": axis})
+
+
+def squeeze(x: Operand, axis: int | tuple[int, ...] | None = None) -> Array:
+    """Drops axes of extent 1, as ``np.squeeze(x, axis)`` (without ``axis``: every one)."""
+    return _call("squeeze", (x,), {"axis": axis})
+
+
+def swapaxes(x: Operand, axis1: int, axis2: int) -> Array:
+    """Exchanges two axes, as ``np.swapaxes(x, axis1, axis2)``: a ``tensordsl.transpose``."""
+    return _call("swapaxes", (x,), {"axis1": axis1, "axis2": axis2})
+
+
+def moveaxis(
+    x: Operand, source: int | tuple[int, ...], destination: int | tuple[int, ...]
+) -> Array:
+    """Moves axes to new positions, as ``np.moveaxis(x, source, destination)``: a ``tensordsl.transpose`` (the other axes keep their order)."""
+    return _call("moveaxis", (x,), {"source": source, "destination": destination})
+
+
 __all__ = [
     "DTYPE_CLASSES",
     "Array",
@@ -529,6 +470,7 @@ __all__ = [
     "equal",
     "erf",
     "exp",
+    "expand_dims",
     "expm1",
     "f16",
     "f32",
@@ -560,6 +502,7 @@ __all__ = [
     "mean",
     "min",
     "minimum",
+    "moveaxis",
     "neg",
     "nextafter",
     "not_equal",
@@ -577,8 +520,10 @@ __all__ = [
     "softmax",
     "sqrt",
     "square",
+    "squeeze",
     "std",
     "sum",
+    "swapaxes",
     "tan",
     "tanh",
     "transpose",

@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 # The expression language's functions
 # ---------------------------------------------------------------------------
 
-ParamKind = Literal["axis", "axes", "perm", "bool", "float"]
+ParamKind = Literal["axis", "axes", "perm", "bool", "float", "int_axis", "int_axes", "new_axes"]
 
 
 @dataclass(frozen=True)
@@ -60,17 +60,22 @@ class Param:
     meaning every axis), ``axes`` the same or a tuple of such axes (the language
     reduces over each, see :mod:`tdsl.frontend.axes`), ``perm`` a tuple ordering all the
     axes of the first argument (None: reversed), ``bool`` true or false,
-    ``float`` a number.  The op's
-    constructor takes it under the same name.
+    ``float`` a number, ``int_axis`` one axis of the first argument,
+    ``int_axes`` one or a tuple of them (each once), ``new_axes`` one or a
+    tuple of axes of the result (``expand_dims``).  The op's constructor takes
+    it under the same name (``int_axis`` and ``int_axes`` made non-negative, a
+    tuple for ``int_axes``).  A ``required`` parameter has no default.
     """
 
     name: str
     kind: ParamKind
     default: int | float | bool | None
+    required: bool = False
 
     def spelled(self) -> str:
-        """``axis=-1``, ``keepdims=False``, ``eps=1e-05``: as the signature shows it."""
-        return f"{self.name}={self.default!r}"
+        """``axis=-1``, ``keepdims=False``, ``eps=1e-05``, or a required ``axis``: as the
+        signature shows it."""
+        return self.name if self.required else f"{self.name}={self.default!r}"
 
 
 class LanguageFunction(abc.ABC):  # noqa: B024 (every member has a default)
@@ -95,6 +100,9 @@ class LanguageFunction(abc.ABC):  # noqa: B024 (every member has a default)
     """How many tensor arguments its function takes."""
     PARAMS: ClassVar[tuple[Param, ...]] = ()
     """Its function's keyword parameters, in order, with their defaults."""
+    POSITIONAL: ClassVar[int] = 1
+    """How many of :attr:`PARAMS` a call may also give by position, after the tensor
+    arguments, as NumPy's function takes them (``np.sum(x, 0)``: the axis)."""
 
     @classmethod
     def bool_inputs_as(cls) -> np.dtype[Any] | None:

@@ -49,7 +49,7 @@ class FunctionInfo:
 
 def _function_table() -> dict[str, FunctionInfo]:
     table: dict[str, FunctionInfo] = {}
-    for op in td.TensorDSL.operations:
+    for op in [*td.TensorDSL.operations, *td.LANGUAGE_ONLY]:
         if issubclass(op, LanguageFunction) and op.FUNCTION is not None:
             table[op.FUNCTION] = FunctionInfo(op.FUNCTION, op)
     return table
@@ -146,12 +146,8 @@ NUMPY_MISSING: dict[str, str] = {
     "take": "gathers are not in the language yet",
     "einsum": "write the matmul or reduction it stands for",
     "tensordot": "write the matmul it stands for",
-    "outer": "slicing with None is not in the language yet",
+    "outer": "use expand_dims(a, 1) * b for 1-d a and b",
     "diff": "slicing is not in the language yet",
-    "swapaxes": "use transpose(x, axes=...) with the two axes exchanged",
-    "moveaxis": "use transpose(x, axes=...) with the axis moved",
-    "expand_dims": "reshaping is not in the language yet",
-    "squeeze": "reshaping is not in the language yet",
     "broadcast_to": "operators broadcast their operands as NumPy does",
     "arange": "pass the array as an input",
     "linspace": "pass the array as an input",

@@ -19,7 +19,7 @@ from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
 
 from tdsl.dialects import tensordsl as td
-from tdsl.dialects.structured import BOOL, ELEMENT_TYPES, LanguageFunction, Param, element_of
+from tdsl.dialects.structured import BOOL, ELEMENT_TYPES, LanguageFunction, element_of
 from tdsl.dtypes import PROMOTION_RANK, SHORT_NAMES
 from tdsl.errors import SourceLocation, TdslIRError, TdslNameError, TdslTypeError
 from tdsl.frontend.ast import (
@@ -27,7 +27,6 @@ from tdsl.frontend.ast import (
     Call,
     Expr,
     Invert,
-    Keyword,
     Name,
     Neg,
     Number,
@@ -36,13 +35,13 @@ from tdsl.frontend.ast import (
     children,
 )
 from tdsl.frontend.axes import reduce_over_axes
+from tdsl.frontend.call_params import CallParams
 from tdsl.frontend.functions import (
     CONSTANTS,
     FUNCTIONS,
     OPERATOR_OPS,
     name_list,
     nearest_name,
-    show_keyword_value,
 )
 
 DTypeLike: TypeAlias = str | np.dtype[Any] | type[Any]
@@ -148,7 +147,7 @@ def _fold(op: str, a: float, b: float) -> float:
         return float(getattr(np, name)(np.float64(a), np.float64(b)))
 
 
-class FunctionLowering:
+class FunctionLowering(CallParams):
     """Lowers the expressions of one function body into one block."""
 
     def __init__(self, source: Source, block: Block) -> None:
@@ -375,125 +374,9 @@ class FunctionLowering:
 
     # ---------------------------------------------------------------- calls
 
-    def keyword(self, node: Call, name: str) -> Keyword | None:
-        return next((k for k in node.keywords if k.name == name), None)
-
     def literal(self, value: float, element: Attribute, span: Span) -> TensorValue:
         """The number ``value`` as a 0-d tensor of ``element``."""
         return self.to_element(LiteralValue(value, span), element, span)
-
-    def axis(
-        self, node: Call, operand: Value, default: int | None, tuples: bool = False
-    ) -> int | tuple[int, ...] | None:
-        """The ``axis`` keyword of ``node``, checked against the rank of ``operand``; with
-        ``tuples`` a tuple of axes too (made non-negative; a repeated one is an error, as
-        in NumPy)."""
-        keyword = self.keyword(node, "axis")
-        if tuples and keyword is not None and isinstance(keyword.value, tuple):
-            axes = self.axes(node, operand, keyword)
-            return axes[0] if len(axes) == 1 else axes
-        if keyword is None:
-            rank = len(self.shape_of(operand))
-            if default is not None and rank == 0:
-                raise TdslTypeError(
-                    f"`{node.func}` needs an operand of rank 1 or more (it works along "
-                    f"axis {default}), got {self.describe(operand)}",
-                    self.where(node.span),
-                )
-            return default
-        if keyword.value is None and default is None:
-            return None
-        if keyword.value is None or isinstance(keyword.value, bool | float | tuple):
-            what = "an integer or a tuple of integers" if tuples else "an integer"
-            raise TdslTypeError(
-                f"`axis` of `{node.func}` must be {what}, "
-                f"not `{show_keyword_value(keyword.value)}`",
-                self.where(keyword.span),
-            )
-        rank = len(self.shape_of(operand))
-        try:
-            td.normalize_axis(keyword.value, rank)
-        except td.ShapeError:
-            valid = (
-                "a 0-d tensor has no axes" if rank == 0 else f"expected {-rank} <= axis < {rank}"
-            )
-            raise TdslTypeError(
-                f"axis {keyword.value} is out of range for `{node.func}` of "
-                f"{self.describe(operand)} (rank {rank}; {valid})",
-                self.where(keyword.span),
-            ) from None
-        return keyword.value
-
-    def axes(self, node: Call, operand: Value, keyword: Keyword) -> tuple[int, ...]:
-        assert isinstance(keyword.value, tuple)
-        rank = len(self.shape_of(operand))
-        out: list[int] = []
-        for axis in keyword.value:
-            try:
-                normal = td.normalize_axis(axis, rank)
-            except td.ShapeError:
-                valid = (
-                    "a 0-d tensor has no axes"
-                    if rank == 0
-                    else f"expected {-rank} <= axis < {rank}"
-                )
-                raise TdslTypeError(
-                    f"axis {axis} is out of range for `{node.func}` of "
-                    f"{self.describe(operand)} (rank {rank}; {valid})",
-                    self.where(keyword.span),
-                ) from None
-            if normal in out:
-                raise TdslTypeError(
-                    f"`axis` of `{node.func}` names axis {normal} twice "
-                    f"({show_keyword_value(keyword.value)}); name each axis once, as NumPy "
-                    "requires",
-                    self.where(keyword.span),
-                )
-            out.append(normal)
-        return tuple(out)
-
-    def permutation(self, node: Call, operand: Value) -> tuple[int, ...] | None:
-        """The ``axes`` keyword of ``transpose``: a permutation of the operand's axes
-        (negative ones count from the end), or None (the axes reversed)."""
-        keyword = self.keyword(node, "axes")
-        if keyword is None or keyword.value is None:
-            return None
-        if not isinstance(keyword.value, tuple):
-            raise TdslTypeError(
-                f"`axes` of `{node.func}` must be a tuple of integers, "
-                f"not `{show_keyword_value(keyword.value)}`",
-                self.where(keyword.span),
-            )
-        try:
-            return td.check_permutation(keyword.value, len(self.shape_of(operand)))
-        except td.ShapeError as err:
-            raise TdslTypeError(
-                f"{err.message} ({self.describe(operand)})", self.where(keyword.span)
-            ) from None
-
-    def flag(self, node: Call, param: Param) -> bool:
-        keyword = self.keyword(node, param.name)
-        if keyword is None:
-            return bool(param.default)
-        if not isinstance(keyword.value, bool):
-            raise TdslTypeError(
-                f"`{param.name}` must be true or false, not `{show_keyword_value(keyword.value)}`",
-                self.where(keyword.span),
-            )
-        return keyword.value
-
-    def number(self, node: Call, param: Param) -> float:
-        keyword = self.keyword(node, param.name)
-        if keyword is None:
-            assert isinstance(param.default, float | int)
-            return float(param.default)
-        if keyword.value is None or isinstance(keyword.value, bool):
-            raise TdslTypeError(
-                f"`{param.name}` of `{node.func}` must be a number, "
-                f"not `{show_keyword_value(keyword.value)}`",
-                self.where(keyword.span),
-            )
-        return float(keyword.value)
 
     def where_call(self, node: Call, args: list[Value], spans: Sequence[Span]) -> TensorValue:
         """``where(c, a, b)``: a float condition means ``c != 0``, as in NumPy; ``a`` and
@@ -522,19 +405,7 @@ class FunctionLowering:
             return self.binary(op, f"`{info.name}`", args, (spans[0], spans[1]), node.span)
         if op is td.MatmulOp:
             return self.matmul("`matmul`", args, (spans[0], spans[1]), node.span)
-        params: dict[str, object] = {}
-        for param in info.params:
-            match param.kind:
-                case "axis" | "axes":
-                    default = param.default
-                    assert default is None or isinstance(default, int)
-                    params[param.name] = self.axis(node, args[0], default, param.kind == "axes")
-                case "perm":
-                    params[param.name] = self.permutation(node, args[0])
-                case "bool":
-                    params[param.name] = self.flag(node, param)
-                case "float":
-                    params[param.name] = self.number(node, param)
+        params = self.params(node, info, args[0])
         if issubclass(op, td.ReductionOp) and isinstance(params["axis"], tuple):
             return reduce_over_axes(self, op, node, args[0], spans[0], params)
         if issubclass(op, td.ReductionOp):

@@ -380,12 +380,24 @@ class _Parser:
         self.enter(open_tok)
         args: list[Expr] = []
         keywords: list[Keyword] = []
+        positional = _positional_params(name_tok.text)
         while not self.is_punct(")"):
             if self.tok.kind is TokenKind.NAME and self.peek().text == "=":
                 keyword = self.parse_keyword()
                 if any(k.name == keyword.name for k in keywords):
-                    raise self.error(f"keyword argument `{keyword.name}` repeated", keyword.span)
+                    raise self.error(
+                        f"keyword argument `{keyword.name}` repeated"
+                        if keyword.name not in positional.values()
+                        else f"`{name_tok.text}` got two values for `{keyword.name}`",
+                        keyword.span,
+                    )
                 keywords.append(keyword)
+            elif len(args) + len(keywords) in positional and self.starts_constant():
+                # NumPy's positional parameters: ``transpose(x, (1, 0))``, ``sum(x, 0)``
+                if keywords and not all(k.name in positional.values() for k in keywords):
+                    raise self.error("positional argument follows keyword argument")
+                name = positional[len(args) + len(keywords)]
+                keywords.append(self.parse_value(name, self.tok))
             else:
                 arg = self.parse_expr()
                 if keywords:
@@ -407,9 +419,25 @@ class _Parser:
             name_tok.span,
         )
 
+    def starts_constant(self) -> bool:
+        """Whether a keyword's kind of value starts here: a number, ``-`` and a number, a
+        tuple, true, false or None."""
+        token = self.tok
+        if token.kind is TokenKind.NUMBER or self.is_punct("("):
+            return True
+        if self.is_punct("-"):
+            return self.peek().kind is TokenKind.NUMBER and self.peek(2).text in (",", ")")
+        return token.kind is TokenKind.NAME and token.text in _KEYWORD_CONSTANTS
+
     def parse_keyword(self) -> Keyword:
         name_tok = self.advance()
         self.advance()  # "="
+        return self.parse_value(name_tok.text, name_tok)
+
+    def parse_value(self, name: str, start: Token) -> Keyword:
+        """The value of parameter ``name`` (a keyword's, or a positional one's), as a
+        :class:`Keyword` spanning from ``start``."""
+        name_tok = Token(TokenKind.NAME, name, start.span)
         token = self.tok
         if token.kind is TokenKind.NAME and token.text in _KEYWORD_CONSTANTS:
             self.advance()
@@ -464,6 +492,18 @@ class _Parser:
                 )
         close = self.advance()
         return Keyword(name_tok.text, tuple(values), name_tok.span.to(close.span))
+
+
+def _positional_params(func: str) -> dict[int, str]:
+    """Position -> name of the parameters of ``func`` a call may give positionally, after
+    its operands, as NumPy does (``np.transpose(x, (1, 0))``, ``np.sum(x, 0)``)."""
+    from tdsl.frontend.functions import FUNCTIONS
+
+    info = FUNCTIONS.get(unqualified(func))
+    if info is None:
+        return {}
+    names = [p.name for p in info.params[: info.op.POSITIONAL]]
+    return {info.arity + k: name for k, name in enumerate(names)}
 
 
 __all__ = ["DTYPES", "MAX_NESTING", "parse"]

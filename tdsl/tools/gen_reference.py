@@ -154,6 +154,9 @@ def _param_type(kind: str, default: object) -> str:
         "perm": "tuple[int, ...]",
         "bool": "bool",
         "float": "float",
+        "int_axis": "int",
+        "int_axes": "int | tuple[int, ...]",
+        "new_axes": "int | tuple[int, ...]",
     }[kind]
     return f"{base} | None" if default is None else base
 
@@ -191,7 +194,10 @@ def render_lang(current: str) -> str:
     for name, info in FUNCTIONS.items():
         args = _ARGS if info.arity == 1 else _MANY_ARGS[: info.arity]
         params = [f"{a}: Operand" for a in args] + [
-            f"{p.name}: {_param_type(p.kind, p.default)} = {p.default!r}" for p in info.params
+            f"{p.name}: {_param_type(p.kind, 0)}"
+            if p.required
+            else f"{p.name}: {_param_type(p.kind, p.default)} = {p.default!r}"
+            for p in info.params
         ]
         call = [repr(name), f"({args[0]},)" if len(args) == 1 else f"({', '.join(args)})"]
         if info.params:

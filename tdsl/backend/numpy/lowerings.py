@@ -89,9 +89,21 @@ def _transpose_view(op: Operation) -> str:
     return f"np.transpose({{0}}, {op.permutation})"
 
 
+def _expand_dims_view(op: Operation) -> str:
+    assert isinstance(op, td.ExpandDimsOp)
+    return f"np.expand_dims({{0}}, {op.axes_value})"
+
+
+def _squeeze_view(op: Operation) -> str:
+    assert isinstance(op, td.SqueezeOp)
+    return f"np.squeeze({{0}}, {op.axes_value})"
+
+
 VIEWS: dict[type[Operation], str | Callable[[Operation], str]] = {
     td.TransposeOp: _transpose_view,
     td.CastOp: "{0}",
+    td.ExpandDimsOp: _expand_dims_view,
+    td.SqueezeOp: _squeeze_view,
 }
 """Op class -> the view of its operand, a template on ``{0}`` (or a function of the op
 giving one), for ops whose ``is_view()`` (a cast is one only to its own type).  An op of

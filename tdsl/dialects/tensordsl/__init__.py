@@ -29,7 +29,8 @@ span before any IR exists.
 
 The ops are defined one module per family (:mod:`.constant`, :mod:`.elementwise_unary`,
 :mod:`.elementwise_math`, :mod:`.elementwise_binary`, :mod:`.compare_logical`,
-:mod:`.contraction`, :mod:`.normalize`, :mod:`.reductions`, :mod:`.scans`); this
+:mod:`.contraction`, :mod:`.normalize`, :mod:`.reductions`, :mod:`.scans`,
+:mod:`.views`); this
 package re-exports them, and the dialect is made of the op classes those modules
 define, so a new op is its class and no list.
 """
@@ -72,6 +73,7 @@ from tdsl.dialects.tensordsl import (
     normalize,
     reductions,
     scans,
+    views,
 )
 
 # the op classes (and the helpers) of every family, by their names: td.ExpOp
@@ -94,6 +96,8 @@ from tdsl.dialects.tensordsl.normalize import softmax_array
 from tdsl.dialects.tensordsl.reductions import *  # noqa: F403
 from tdsl.dialects.tensordsl.reductions import ChunkedReductionOp, LogicalReductionOp, VarianceOp
 from tdsl.dialects.tensordsl.scans import *  # noqa: F403
+from tdsl.dialects.tensordsl.views import *  # noqa: F403
+from tdsl.dialects.tensordsl.views import expand_dims_shape, squeeze_shape
 from tdsl.dtypes import BOOL_DTYPE
 
 FAMILY_MODULES: tuple[ModuleType, ...] = (
@@ -106,6 +110,7 @@ FAMILY_MODULES: tuple[ModuleType, ...] = (
     normalize,
     reductions,
     scans,
+    views,
 )
 """The modules of the op families, in the dialect's order (every module of this package:
 a test checks that none is missing)."""
@@ -206,12 +211,14 @@ __all__ = [
     "dense_to_numpy",
     "dense_to_text",
     "element_type",
+    "expand_dims_shape",
     "fmt_shape",
     "matmul_shape",
     "normalize_axis",
     "numpy_dtype",
     "reduce_shape",
     "softmax_array",
+    "squeeze_shape",
     "tensor_shape",
     "transpose_shape",
 ]

@@ -109,6 +109,7 @@ def test_the_interfaces_are_what_they_were_split_from() -> None:
         "OPERATOR",
         "ARITY",
         "PARAMS",
+        "POSITIONAL",
         "bool_inputs_as",
         "signature",
         "from_call",

@@ -105,6 +105,16 @@ def _samples(op_class: type[Operation]) -> Sample | None:
             for a, b in [((3, 4), (4, 5)), ((4,), (4, 5)), ((3, 4), (4,)), ((2, 3, 4), (4, 2))]
         ],
         td.TransposeOp: lambda e: [td.TransposeOp(value(s, e)) for s in [(3, 4), (2, 3, 4), (5,)]],
+        td.ExpandDimsOp: lambda e: [
+            td.ExpandDimsOp(value((3, 4), e), 0),
+            td.ExpandDimsOp(value((3, 4), e), (1, -1)),
+            td.ExpandDimsOp(value((), e), 0),
+        ],
+        td.SqueezeOp: lambda e: [
+            td.SqueezeOp(value((1, 4, 1), e), None),
+            td.SqueezeOp(value((3, 1), e), -1),
+            td.SqueezeOp(value((1,), e), 0),
+        ],
         td.ClipOp: lambda e: [
             td.ClipOp(value((3, 4), e), value((3, 4), e), value((4,), e)),
             td.ClipOp(value((3, 1), e), value((), e), value((1, 5), e)),
@@ -302,8 +312,9 @@ def test_functions_of_the_language_come_from_the_ops(op_class: type[Operation]) 
     name = op_class.FUNCTION
     assert name is not None and FUNCTIONS[name].op is op_class
     names = ["a", "b", "c"][: op_class.ARITY]
+    required = [f"{p.name}=0" for p in op_class.PARAMS if p.required]  # axis 0
     module = to_tensordsl(
-        f"{name}({', '.join(names)})",
+        f"{name}({', '.join([*names, *required])})",
         shapes=dict.fromkeys(names, (4,) if issubclass(op_class, ScanOp) else (4, 4)),
         dtypes={n: "bool" if op_class.bool_inputs_as() == np.bool_ else "f32" for n in names},
     )

@@ -263,4 +263,6 @@ def test_op_groups_and_numpy_names() -> None:
         "tensordsl.transpose",
         "tensordsl.where",
         "tensordsl.clip",
+        "tensordsl.expand_dims",
+        "tensordsl.squeeze",
     }

@@ -53,7 +53,9 @@ def test_signature_is_the_languages(name: str) -> None:
     tensors, keywords = params[: info.arity], params[info.arity :]
     assert len(tensors) == info.arity
     assert all(p.default is inspect.Parameter.empty for p in tensors)
-    assert [(p.name, p.default) for p in keywords] == [(k.name, k.default) for k in info.params]
+    assert [(p.name, p.default) for p in keywords] == [
+        (k.name, inspect.Parameter.empty if k.required else k.default) for k in info.params
+    ]
     assert lang_functions()[name].__doc__
 
 
@@ -80,10 +82,12 @@ def test_eager_equals_the_compiled_kernel(name: str) -> None:
     """Two roads from the same text: the interpreter (eager) and the NumPy target (JIT)."""
     rng = np.random.default_rng(sum(map(ord, name)))
     operands = _operands(name, rng)
-    eager = lang_functions()[name](*operands)
+    required = {p.name: 1 for p in FUNCTIONS[name].params if p.required}  # axis 1
+    eager = lang_functions()[name](*operands, **required)
     names = ["a", "b", "c"][: len(operands)]
     jit = tdsl.JITTensorKernel(threads=1)
-    compiled = jit(f"{name}({', '.join(names)})", **dict(zip(names, operands, strict=True)))
+    call = ", ".join([*names, *(f"{k}={v}" for k, v in required.items())])
+    compiled = jit(f"{name}({call})", **dict(zip(names, operands, strict=True)))
     assert isinstance(eager, np.ndarray)
     assert eager.dtype == compiled.dtype and eager.shape == compiled.shape
     np.testing.assert_allclose(eager, compiled, rtol=1e-6, atol=1e-6)

@@ -62,7 +62,7 @@ REDUCTIONS = sorted(
 )
 ROW_LOCAL = sorted(n for n, f in FUNCTIONS.items() if issubclass(f.op, td.RowLocalOp))
 SCANS = sorted(n for n, f in FUNCTIONS.items() if issubclass(f.op, td.ScanOp))
-OTHERS = {"matmul", "transpose", "where", "clip"}
+OTHERS = {"matmul", "transpose", "where", "clip", "expand_dims", "squeeze", "swapaxes", "moveaxis"}
 FAMILIES = [
     BOOL_UNARY,
     CLASSIFY,
@@ -162,7 +162,7 @@ class Generator:
         if depth == 0:
             return self.leaf(shape, False)
         kinds = ["leaf", "unary", "unary", "binary", "binary", "where", "reduce", "transpose"]
-        kinds += ["clip"]
+        kinds += ["clip", "view"]
         if shape:
             kinds += ["row", "matmul", "scan"]
         kind = self.draw(st.sampled_from(kinds))
@@ -197,6 +197,8 @@ class Generator:
             )
         if kind == "transpose":
             return f"transpose({self.float(tuple(reversed(shape)), sub)})"
+        if kind == "view":
+            return self.view(shape, sub)
         if kind == "clip":
             bounds = [
                 self.draw(st.sampled_from(LITERALS))
@@ -233,6 +235,30 @@ class Generator:
             operand_shape = (*shape[:position], self.dim(), *shape[position:])
         flag = ", keepdims=true" if keepdims else ""
         return f"{name}({self.float(operand_shape, sub)}, axis={position}{flag})"
+
+    def view(self, shape: Shape, depth: int) -> str:
+        """A view of an operand giving ``shape``: ``squeeze`` of an axis of extent 1,
+        ``expand_dims`` where ``shape`` has one, ``swapaxes`` or ``moveaxis``."""
+        rank = len(shape)
+        units = [a for a, n in enumerate(shape) if n == 1]
+        kinds = ["squeeze"] + (["expand_dims"] if units else [])
+        kinds += ["swapaxes", "moveaxis"] if rank >= 2 else []
+        kind = self.draw(st.sampled_from(kinds))
+        if kind == "squeeze":
+            axis = self.draw(st.integers(0, rank))
+            operand = self.float((*shape[:axis], 1, *shape[axis:]), depth)
+            return f"squeeze({operand}, {axis - rank - 1 if self.draw(st.booleans()) else axis})"
+        if kind == "expand_dims":
+            axis = self.draw(st.sampled_from(units))
+            operand = self.float((*shape[:axis], *shape[axis + 1 :]), depth)
+            return f"expand_dims({operand}, axis={axis})"
+        a, b = self.draw(st.integers(0, rank - 1)), self.draw(st.integers(0, rank - 1))
+        if kind == "swapaxes":
+            operand_shape = list(shape)
+            operand_shape[a], operand_shape[b] = operand_shape[b], operand_shape[a]
+            return f"swapaxes({self.float(tuple(operand_shape), depth)}, {a}, {b})"
+        operand_shape = np.moveaxis(np.empty(shape), b, a).shape
+        return f"moveaxis({self.float(tuple(operand_shape), depth)}, {a}, {b})"
 
 
 @dataclass(frozen=True)

@@ -239,3 +239,21 @@
 %a = "test.op"() : () -> tensor<2x3x4xf32>
 %0 = tensordsl.transpose %a perm [0, 0, 1] : tensor<2x3x4xf32> -> tensor<2x2x3xf32>
 // CHECK: 'tensordsl.transpose' op axes (0, 0, 1) of transpose are not a permutation of 3 axes
+
+// -----
+
+%a = "test.op"() : () -> tensor<4x8xf32>
+%0 = tensordsl.squeeze %a axes [0] : tensor<4x8xf32> -> tensor<8xf32>
+// CHECK: 'tensordsl.squeeze' op cannot squeeze axis 0 of a tensor of shape 4x8: its extent is 4, not 1
+
+// -----
+
+%a = "test.op"() : () -> tensor<4x8xf32>
+%0 = tensordsl.expand_dims %a axes [2, 0] : tensor<4x8xf32> -> tensor<1x4x1x8xf32>
+// CHECK: 'tensordsl.expand_dims' op axes [2, 0] are not sorted, each once
+
+// -----
+
+%a = "test.op"() : () -> tensor<4x8xf32>
+%0 = tensordsl.expand_dims %a axes [0] : tensor<4x8xf32> -> tensor<4x1x8xf32>
+// CHECK: 'tensordsl.expand_dims' op result has type tensor<4x1x8xf32>, expected shape 1x4x8

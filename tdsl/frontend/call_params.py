@@ -1,0 +1,221 @@
+"""Reading the parameters of a call (``axis=``, ``keepdims=``, ``axes=`` and the
+others an op's :class:`~tdsl.dialects.op_interfaces.Param` declares), each checked
+against its kind and the rank of the call's first argument, errors located at the
+keyword: the part of :class:`~tdsl.frontend.lower_expr.FunctionLowering` that reads
+calls' parameters."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tdsl.dialects import tensordsl as td
+from tdsl.dialects.structured import Param
+from tdsl.errors import SourceLocation, TdslTypeError
+from tdsl.frontend.ast import Call, Keyword, Span
+from tdsl.frontend.functions import FunctionInfo, show_keyword_value
+
+if TYPE_CHECKING:
+    from tdsl.frontend.lower_expr import Value
+
+
+class CallParams:
+    """Reads a call's parameters; the lowering supplies where a span is, and the shape
+    and description of a value."""
+
+    def where(self, span: Span) -> SourceLocation:
+        raise NotImplementedError
+
+    @staticmethod
+    def shape_of(value: Value) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    @staticmethod
+    def describe(value: Value) -> str:
+        raise NotImplementedError
+
+    def keyword(self, node: Call, name: str) -> Keyword | None:
+        return next((k for k in node.keywords if k.name == name), None)
+
+    def params(self, node: Call, info: FunctionInfo, operand: Value) -> dict[str, object]:
+        """The parameters of call ``node`` of ``info``'s function, each checked against
+        its kind (axes against the rank of ``operand``, its first argument), defaults
+        filled in; a missing required one is an error."""
+        params: dict[str, object] = {}
+        for param in info.params:
+            if param.required and self.keyword(node, param.name) is None:
+                raise TdslTypeError(
+                    f"`{info.name}` needs `{param.name}` (signature: {info.signature})",
+                    self.where(node.span),
+                )
+            match param.kind:
+                case "int_axis" | "int_axes" | "new_axes":
+                    params[param.name] = self.axes_param(node, operand, param)
+                case "axis" | "axes":
+                    default = param.default
+                    assert default is None or isinstance(default, int)
+                    params[param.name] = self.axis(node, operand, default, param.kind == "axes")
+                case "perm":
+                    params[param.name] = self.permutation(node, operand)
+                case "bool":
+                    params[param.name] = self.flag(node, param)
+                case "float":
+                    params[param.name] = self.number(node, param)
+        return params
+
+    def axis(
+        self, node: Call, operand: Value, default: int | None, tuples: bool = False
+    ) -> int | tuple[int, ...] | None:
+        """The ``axis`` keyword of ``node``, checked against the rank of ``operand``; with
+        ``tuples`` a tuple of axes too (made non-negative; a repeated one is an error, as
+        in NumPy)."""
+        keyword = self.keyword(node, "axis")
+        if tuples and keyword is not None and isinstance(keyword.value, tuple):
+            axes = self.axes(node, operand, keyword)
+            return axes[0] if len(axes) == 1 else axes
+        if keyword is None:
+            rank = len(self.shape_of(operand))
+            if default is not None and rank == 0:
+                raise TdslTypeError(
+                    f"`{node.func}` needs an operand of rank 1 or more (it works along "
+                    f"axis {default}), got {self.describe(operand)}",
+                    self.where(node.span),
+                )
+            return default
+        if keyword.value is None and default is None:
+            return None
+        if keyword.value is None or isinstance(keyword.value, bool | float | tuple):
+            what = "an integer or a tuple of integers" if tuples else "an integer"
+            raise TdslTypeError(
+                f"`axis` of `{node.func}` must be {what}, "
+                f"not `{show_keyword_value(keyword.value)}`",
+                self.where(keyword.span),
+            )
+        rank = len(self.shape_of(operand))
+        try:
+            td.normalize_axis(keyword.value, rank)
+        except td.ShapeError:
+            valid = (
+                "a 0-d tensor has no axes" if rank == 0 else f"expected {-rank} <= axis < {rank}"
+            )
+            raise TdslTypeError(
+                f"axis {keyword.value} is out of range for `{node.func}` of "
+                f"{self.describe(operand)} (rank {rank}; {valid})",
+                self.where(keyword.span),
+            ) from None
+        return keyword.value
+
+    def axes(self, node: Call, operand: Value, keyword: Keyword) -> tuple[int, ...]:
+        assert isinstance(keyword.value, tuple)
+        rank = len(self.shape_of(operand))
+        out: list[int] = []
+        for axis in keyword.value:
+            try:
+                normal = td.normalize_axis(axis, rank)
+            except td.ShapeError:
+                valid = (
+                    "a 0-d tensor has no axes"
+                    if rank == 0
+                    else f"expected {-rank} <= axis < {rank}"
+                )
+                raise TdslTypeError(
+                    f"axis {axis} is out of range for `{node.func}` of "
+                    f"{self.describe(operand)} (rank {rank}; {valid})",
+                    self.where(keyword.span),
+                ) from None
+            if normal in out:
+                raise TdslTypeError(
+                    f"`axis` of `{node.func}` names axis {normal} twice "
+                    f"({show_keyword_value(keyword.value)}); name each axis once, as NumPy "
+                    "requires",
+                    self.where(keyword.span),
+                )
+            out.append(normal)
+        return tuple(out)
+
+    def axes_param(self, node: Call, operand: Value, param: Param) -> int | tuple[int, ...] | None:
+        """An axis (``int_axis``), or one or a tuple of axes (``int_axes``: of ``operand``,
+        made non-negative, a tuple; ``new_axes``: of the result, as given), checked."""
+        keyword = self.keyword(node, param.name)
+        if keyword is None or keyword.value is None:
+            return None
+        value = keyword.value
+        single = param.kind == "int_axis"
+        if isinstance(value, bool | float) or (single and isinstance(value, tuple)):
+            what = "an integer" if single else "an integer or a tuple of integers"
+            raise TdslTypeError(
+                f"`{param.name}` of `{node.func}` must be {what}, not "
+                f"`{show_keyword_value(value)}`",
+                self.where(keyword.span),
+            )
+        axes = (value,) if isinstance(value, int) else value
+        rank = len(self.shape_of(operand))
+        if param.kind == "new_axes":
+            rank += len(axes)
+        out: list[int] = []
+        for axis in axes:
+            try:
+                normal = td.normalize_axis(axis, rank)
+            except td.ShapeError:
+                of = "its result" if param.kind == "new_axes" else self.describe(operand)
+                valid = "it has no axes" if rank == 0 else f"expected {-rank} <= axis < {rank}"
+                raise TdslTypeError(
+                    f"`{param.name}` {axis} of `{node.func}` is out of range for {of} (rank "
+                    f"{rank}; {valid})",
+                    self.where(keyword.span),
+                ) from None
+            if normal in out:
+                raise TdslTypeError(
+                    f"`{param.name}` of `{node.func}` names axis {normal} twice "
+                    f"({show_keyword_value(value)}); name each axis once, as NumPy requires",
+                    self.where(keyword.span),
+                )
+            out.append(normal)
+        if single:
+            return out[0]
+        return value if param.kind == "new_axes" else tuple(out)
+
+    def permutation(self, node: Call, operand: Value) -> tuple[int, ...] | None:
+        """The ``axes`` keyword of ``transpose``: a permutation of the operand's axes
+        (negative ones count from the end), or None (the axes reversed)."""
+        keyword = self.keyword(node, "axes")
+        if keyword is None or keyword.value is None:
+            return None
+        if not isinstance(keyword.value, tuple):
+            raise TdslTypeError(
+                f"`axes` of `{node.func}` must be a tuple of integers, "
+                f"not `{show_keyword_value(keyword.value)}`",
+                self.where(keyword.span),
+            )
+        try:
+            return td.check_permutation(keyword.value, len(self.shape_of(operand)))
+        except td.ShapeError as err:
+            raise TdslTypeError(
+                f"{err.message} ({self.describe(operand)})", self.where(keyword.span)
+            ) from None
+
+    def flag(self, node: Call, param: Param) -> bool:
+        keyword = self.keyword(node, param.name)
+        if keyword is None:
+            return bool(param.default)
+        if not isinstance(keyword.value, bool):
+            raise TdslTypeError(
+                f"`{param.name}` must be true or false, not `{show_keyword_value(keyword.value)}`",
+                self.where(keyword.span),
+            )
+        return keyword.value
+
+    def number(self, node: Call, param: Param) -> float:
+        keyword = self.keyword(node, param.name)
+        if keyword is None:
+            assert isinstance(param.default, float | int)
+            return float(param.default)
+        if keyword.value is None or isinstance(keyword.value, bool):
+            raise TdslTypeError(
+                f"`{param.name}` of `{node.func}` must be a number, "
+                f"not `{show_keyword_value(keyword.value)}`",
+                self.where(keyword.span),
+            )
+        return float(keyword.value)
+
+
+__all__ = ["CallParams"]
