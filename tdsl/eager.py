@@ -42,8 +42,10 @@ def _module(
     from tdsl.frontend import to_tensordsl
 
     names = [name for name, _, _ in types]
-    words = [f"{key}={_literal(value)}" for key, value in keywords]
-    source = f"{function}({', '.join([*names, *words])})"
+    # a string (einsum's subscripts) comes first, before the tensors
+    leading = [repr(value) for _, value in keywords if isinstance(value, str)]
+    words = [f"{key}={_literal(value)}" for key, value in keywords if not isinstance(value, str)]
+    source = f"{function}({', '.join([*leading, *names, *words])})"
     shapes = {name: shape for name, shape, _ in types}
     dtypes: dict[str, Any] = {name: dtype for name, _, dtype in types}
     return to_tensordsl(source, shapes, dtypes, filename=f"<tdsl.lang.{function}>")

@@ -442,6 +442,11 @@ def moveaxis(
     return _call("moveaxis", (x,), {"source": source, "destination": destination})
 
 
+def einsum(subscripts: str, a: Operand, b: Operand | None = None) -> Array:
+    """Sums of products over named axes, as ``np.einsum(subscripts, a, b)`` of one or two operands: the frontend writes it as ``transpose``, ``expand_dims``, ``matmul``, ``mul`` and ``sum`` ops (see :mod:`tdsl.frontend.einsum`)."""
+    return _call("einsum", (a,) if b is None else (a, b), {"subscripts": subscripts})
+
+
 __all__ = [
     "DTYPE_CLASSES",
     "Array",
@@ -467,6 +472,7 @@ __all__ = [
     "cosh",
     "cumprod",
     "cumsum",
+    "einsum",
     "equal",
     "erf",
     "exp",

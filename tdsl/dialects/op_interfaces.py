@@ -48,7 +48,9 @@ if TYPE_CHECKING:
 # The expression language's functions
 # ---------------------------------------------------------------------------
 
-ParamKind = Literal["axis", "axes", "perm", "bool", "float", "int_axis", "int_axes", "new_axes"]
+ParamKind = Literal[
+    "axis", "axes", "perm", "bool", "float", "int_axis", "int_axes", "new_axes", "subscripts"
+]
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,8 @@ class Param:
     axes of the first argument (None: reversed), ``bool`` true or false,
     ``float`` a number, ``int_axis`` one axis of the first argument,
     ``int_axes`` one or a tuple of them (each once), ``new_axes`` one or a
-    tuple of axes of the result (``expand_dims``).  The op's constructor takes
+    tuple of axes of the result (``expand_dims``), ``subscripts`` a string given
+    first, before the tensors (``einsum``'s).  The op's constructor takes
     it under the same name (``int_axis`` and ``int_axes`` made non-negative, a
     tuple for ``int_axes``).  A ``required`` parameter has no default.
     """
@@ -97,7 +100,9 @@ class LanguageFunction(abc.ABC):  # noqa: B024 (every member has a default)
     OPERATOR: ClassVar[str | None] = None
     """The binary operator spelling it (``+``), for element-wise binary ops."""
     ARITY: ClassVar[int] = 1
-    """How many tensor arguments its function takes."""
+    """How many tensor arguments its function takes (at most, with :attr:`MIN_ARITY`)."""
+    MIN_ARITY: ClassVar[int | None] = None
+    """The fewest tensor arguments its function takes, when fewer than :attr:`ARITY`."""
     PARAMS: ClassVar[tuple[Param, ...]] = ()
     """Its function's keyword parameters, in order, with their defaults."""
     POSITIONAL: ClassVar[int] = 1

@@ -107,10 +107,10 @@ class BinOp:
 @dataclass(frozen=True)
 class Keyword:
     """A keyword argument ``name=value`` of a call; ``value`` is an int, a float, a bool,
-    None or a tuple of ints (``axis=(0, 2)``)."""
+    None, a tuple of ints (``axis=(0, 2)``) or a string (``einsum``'s subscripts)."""
 
     name: str
-    value: int | float | bool | tuple[int, ...] | None
+    value: int | float | bool | tuple[int, ...] | str | None
     span: Span
 
 

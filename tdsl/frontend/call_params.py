@@ -60,6 +60,14 @@ class CallParams:
                     params[param.name] = self.flag(node, param)
                 case "float":
                     params[param.name] = self.number(node, param)
+                case "subscripts":
+                    keyword = self.keyword(node, param.name)
+                    if keyword is not None and not isinstance(keyword.value, str):
+                        raise TdslTypeError(
+                            f"`{param.name}` of `{node.func}` is a string, given first: "
+                            f"{node.func}('ij,jk->ik', a, b)",
+                            self.where(keyword.span),
+                        )
         return params
 
     def axis(

@@ -144,8 +144,7 @@ NUMPY_MISSING: dict[str, str] = {
     "split": "splits are not in the language yet",
     "array_split": "splits are not in the language yet",
     "take": "gathers are not in the language yet",
-    "einsum": "write the matmul or reduction it stands for",
-    "tensordot": "write the matmul it stands for",
+    "tensordot": "write the einsum or matmul it stands for",
     "outer": "use expand_dims(a, 1) * b for 1-d a and b",
     "diff": "slicing is not in the language yet",
     "broadcast_to": "operators broadcast their operands as NumPy does",
@@ -175,13 +174,17 @@ def check_call(source: Source, node: Call) -> None:
     info = FUNCTIONS.get(node.func)
     if info is None:
         raise TdslNameError(unknown_function(node.func), source.location(node.func_span))
-    if len(node.args) != info.arity:
+    fewest = info.op.MIN_ARITY or info.arity
+    if not fewest <= len(node.args) <= info.arity:
         noun = "argument" if info.arity == 1 else "arguments"
         if info.keywords:
             noun = "positional " + noun
         given = len(node.args)
+        count = f"{fewest} or {info.arity}" if fewest < info.arity else f"{info.arity}"
+        if info.op.MIN_ARITY is not None:
+            noun = "tensor " + noun.removeprefix("positional ")
         message = (
-            f"`{info.name}` takes {info.arity} {noun} but {given} "
+            f"`{info.name}` takes {count} {noun} but {given} "
             f"{'was' if given == 1 else 'were'} given (signature: {info.signature})"
         )
         if info.name == "max" and given == 2:

@@ -23,6 +23,7 @@ class TokenKind(Enum):
     NAME = "name"
     KEYWORD = "keyword"
     NUMBER = "number"
+    STRING = "string"
     PUNCT = "punctuation"
     NEWLINE = "newline"
     EOF = "end of input"
@@ -118,6 +119,8 @@ class _Lexer:
                 and (text[pos + 1 : pos + 2].isalpha() or text[pos + 1 : pos + 2] == "_")
             ):
                 pos = self.attribute(pos)
+            elif ch in "\"'":
+                pos = self.string(pos)
             elif text[pos : pos + 2] in _TWO_CHAR:
                 self.emit(TokenKind.PUNCT, pos, pos + 2)
                 pos += 2
@@ -169,6 +172,20 @@ class _Lexer:
             "imag": "complex numbers are not in the language",
         }.get(attr, "call a function of the language instead (docs/from-numpy.md)")
         raise self.error(f"attribute `.{attr}` is not in the language; {hint}", pos, match.end())
+
+    def string(self, pos: int) -> int:
+        """Lex the string at ``pos``: ``"..."`` or ``'...'`` on one line, no escapes
+        (``einsum``'s subscripts are the language's only strings)."""
+        quote = self.text[pos]
+        end = pos + 1
+        while end < len(self.text) and self.text[end] not in (quote, "\n", "\\"):
+            end += 1
+        if self.text[end : end + 1] == "\\":
+            raise self.error("a backslash in a string: strings have no escapes", pos, end + 1)
+        if self.text[end : end + 1] != quote:
+            raise self.error(f"unterminated string: close it with {quote}", pos, end)
+        self.emit(TokenKind.STRING, pos, end + 1)
+        return end + 1
 
     def number(self, pos: int) -> int:
         """Lex the number at ``pos``; reject one that runs on into letters or dots."""

@@ -36,6 +36,7 @@ from tdsl.frontend.ast import (
 )
 from tdsl.frontend.axes import reduce_over_axes
 from tdsl.frontend.call_params import CallParams
+from tdsl.frontend.einsum import lower_einsum
 from tdsl.frontend.functions import (
     CONSTANTS,
     FUNCTIONS,
@@ -406,6 +407,8 @@ class FunctionLowering(CallParams):
         if op is td.MatmulOp:
             return self.matmul("`matmul`", args, (spans[0], spans[1]), node.span)
         params = self.params(node, info, args[0])
+        if op is td.Einsum:
+            return lower_einsum(self, node, args, spans)
         if issubclass(op, td.ReductionOp) and isinstance(params["axis"], tuple):
             return reduce_over_axes(self, op, node, args[0], spans[0], params)
         if issubclass(op, td.ReductionOp):

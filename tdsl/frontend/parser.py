@@ -373,6 +373,11 @@ class _Parser:
             return inner
         if token.kind is TokenKind.KEYWORD:
             raise self.error(f"expected an expression, found the keyword `{token.text}`")
+        if token.kind is TokenKind.STRING:
+            raise self.error(
+                f"expected an expression, found the string {token.text}: the language's only "
+                "strings are einsum's subscripts"
+            )
         raise self.error(f"expected an expression, found {token.describe()}")
 
     def parse_call(self, name_tok: Token) -> Call:
@@ -381,6 +386,7 @@ class _Parser:
         args: list[Expr] = []
         keywords: list[Keyword] = []
         positional = _positional_params(name_tok.text)
+        leading: Keyword | None = None
         while not self.is_punct(")"):
             if self.tok.kind is TokenKind.NAME and self.peek().text == "=":
                 keyword = self.parse_keyword()
@@ -392,6 +398,16 @@ class _Parser:
                         keyword.span,
                     )
                 keywords.append(keyword)
+            elif self.tok.kind is TokenKind.STRING:
+                # einsum("ij,jk->ik", a, b): a leading string is the subscripts
+                name = _leading_string_param(name_tok.text)
+                if name is None or args or keywords or leading is not None:
+                    raise self.error(
+                        "a string is not a value here: the language's only strings are "
+                        "einsum's subscripts, its first argument"
+                    )
+                token = self.advance()
+                leading = Keyword(name, token.text[1:-1], token.span)
             elif len(args) + len(keywords) in positional and self.starts_constant():
                 # NumPy's positional parameters: ``transpose(x, (1, 0))``, ``sum(x, 0)``
                 if keywords and not all(k.name in positional.values() for k in keywords):
@@ -411,6 +427,8 @@ class _Parser:
                 )
         close = self.advance()
         self.depth -= 1
+        if leading is not None:
+            keywords.insert(0, leading)
         return Call(
             unqualified(name_tok.text),
             tuple(args),
@@ -439,6 +457,11 @@ class _Parser:
         :class:`Keyword` spanning from ``start``."""
         name_tok = Token(TokenKind.NAME, name, start.span)
         token = self.tok
+        if token.kind is TokenKind.STRING:
+            raise self.error(
+                f"a string is not a value of `{name}`: the language's only strings are "
+                "einsum's subscripts, given first: einsum('ij,jk->ik', a, b)"
+            )
         if token.kind is TokenKind.NAME and token.text in _KEYWORD_CONSTANTS:
             self.advance()
             constant = _KEYWORD_CONSTANTS[token.text]
@@ -492,6 +515,16 @@ class _Parser:
                 )
         close = self.advance()
         return Keyword(name_tok.text, tuple(values), name_tok.span.to(close.span))
+
+
+def _leading_string_param(func: str) -> str | None:
+    """The parameter of ``func`` given as a leading string (``einsum``'s subscripts)."""
+    from tdsl.frontend.functions import FUNCTIONS
+
+    info = FUNCTIONS.get(unqualified(func))
+    if info is None:
+        return None
+    return next((p.name for p in info.params if p.kind == "subscripts"), None)
 
 
 def _positional_params(func: str) -> dict[int, str]:

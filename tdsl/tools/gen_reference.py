@@ -157,6 +157,7 @@ def _param_type(kind: str, default: object) -> str:
         "int_axis": "int",
         "int_axes": "int | tuple[int, ...]",
         "new_axes": "int | tuple[int, ...]",
+        "subscripts": "str",
     }[kind]
     return f"{base} | None" if default is None else base
 
@@ -193,6 +194,18 @@ def render_lang(current: str) -> str:
     lines = [head + LANG_MARKER]
     for name, info in FUNCTIONS.items():
         args = _ARGS if info.arity == 1 else _MANY_ARGS[: info.arity]
+        leading = [p for p in info.params if p.kind == "subscripts"]
+        if leading:  # einsum(subscripts, a, b=None): the string first, then one or two
+            (sub,) = leading
+            lines += [
+                "",
+                *_def_lines(name, [f"{sub.name}: str", "a: Operand", "b: Operand | None = None"]),
+                f'    """{_lang_doc(info.op)}"""',
+                f'    return _call("{name}", (a,) if b is None else (a, b), '
+                f'{{"{sub.name}": {sub.name}}})',
+                "",
+            ]
+            continue
         params = [f"{a}: Operand" for a in args] + [
             f"{p.name}: {_param_type(p.kind, 0)}"
             if p.required

@@ -1,6 +1,7 @@
 """Views that move axes: ``expand_dims`` and ``squeeze`` (they add or drop axes of
 extent 1, and their operand's indexing map says so), and the language's ``swapaxes``
-and ``moveaxis``, which are ``transpose`` ops.
+and ``moveaxis``, which are ``transpose`` ops, and ``einsum``, which the frontend
+writes with them.
 
 ```mlir
 %1 = tensordsl.expand_dims %0 axes [0, 2] : tensor<4x8xf32> -> tensor<1x4x1x8xf32>
@@ -267,11 +268,32 @@ class MoveAxis(LanguageFunction):
         return TransposeOp(x, order)
 
 
-LANGUAGE_ONLY: tuple[type[LanguageFunction], ...] = (SwapAxes, MoveAxis)
+class Einsum(LanguageFunction):
+    """Sums of products over named axes, as ``np.einsum(subscripts, a, b)`` of one or two
+    operands: the frontend writes it as ``transpose``, ``expand_dims``, ``matmul``,
+    ``mul`` and ``sum`` ops (see :mod:`tdsl.frontend.einsum`)."""
+
+    FUNCTION: ClassVar[str | None] = "einsum"
+    ARITY: ClassVar[int] = 2
+    MIN_ARITY: ClassVar[int | None] = 1
+    PARAMS: ClassVar[tuple[Param, ...]] = (Param("subscripts", "subscripts", None, required=True),)
+    POSITIONAL: ClassVar[int] = 0
+
+    @classmethod
+    def signature(cls) -> str:
+        return "einsum(subscripts, a, b=None)"
+
+    @classmethod
+    def from_call(cls, operands: Sequence[SSAValue], params: Mapping[str, object]) -> Operation:
+        raise NotImplementedError("einsum is several ops: tdsl.frontend.einsum writes them")
+
+
+LANGUAGE_ONLY: tuple[type[LanguageFunction], ...] = (SwapAxes, MoveAxis, Einsum)
 """Functions of the language that are spellings of another op (no op of their own)."""
 
 __all__ = [
     "LANGUAGE_ONLY",
+    "Einsum",
     "ExpandDimsOp",
     "MoveAxis",
     "SqueezeOp",

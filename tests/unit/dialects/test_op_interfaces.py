@@ -108,6 +108,7 @@ def test_the_interfaces_are_what_they_were_split_from() -> None:
         "FUNCTION",
         "OPERATOR",
         "ARITY",
+        "MIN_ARITY",
         "PARAMS",
         "POSITIONAL",
         "bool_inputs_as",

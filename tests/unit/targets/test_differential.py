@@ -62,7 +62,17 @@ REDUCTIONS = sorted(
 )
 ROW_LOCAL = sorted(n for n, f in FUNCTIONS.items() if issubclass(f.op, td.RowLocalOp))
 SCANS = sorted(n for n, f in FUNCTIONS.items() if issubclass(f.op, td.ScanOp))
-OTHERS = {"matmul", "transpose", "where", "clip", "expand_dims", "squeeze", "swapaxes", "moveaxis"}
+OTHERS = {
+    "matmul",
+    "transpose",
+    "where",
+    "clip",
+    "expand_dims",
+    "squeeze",
+    "swapaxes",
+    "moveaxis",
+    "einsum",
+}
 FAMILIES = [
     BOOL_UNARY,
     CLASSIFY,
@@ -162,7 +172,7 @@ class Generator:
         if depth == 0:
             return self.leaf(shape, False)
         kinds = ["leaf", "unary", "unary", "binary", "binary", "where", "reduce", "transpose"]
-        kinds += ["clip", "view"]
+        kinds += ["clip", "view"] + (["einsum"] if len(shape) <= 2 else [])
         if shape:
             kinds += ["row", "matmul", "scan"]
         kind = self.draw(st.sampled_from(kinds))
@@ -199,6 +209,8 @@ class Generator:
             return f"transpose({self.float(tuple(reversed(shape)), sub)})"
         if kind == "view":
             return self.view(shape, sub)
+        if kind == "einsum":
+            return self.einsum(shape, sub)
         if kind == "clip":
             bounds = [
                 self.draw(st.sampled_from(LITERALS))
@@ -235,6 +247,27 @@ class Generator:
             operand_shape = (*shape[:position], self.dim(), *shape[position:])
         flag = ", keepdims=true" if keepdims else ""
         return f"{name}({self.float(operand_shape, sub)}, axis={position}{flag})"
+
+    def einsum(self, shape: Shape, depth: int) -> str:
+        """An ``einsum`` giving ``shape`` (rank 0 to 2): a contraction, a transposed one,
+        an outer product or a sum, by the letters of the result."""
+        k = self.dim()
+        out = "ij"[: len(shape)]
+        forms = [
+            ("".join([*out[:1], "k"]), "".join(["k", *out[1:]])),  # ik,kj / k,kj / ik,k
+            ("".join(["k", *out[:1]]), "".join([*out[1:], "k"])),  # ki,jk: transposed
+        ]
+        if len(shape) == 2:
+            forms.append(("i", "j"))  # an outer product
+        left, right = self.draw(st.sampled_from(forms))
+        extent = {"k": k, **dict(zip(out, shape, strict=True))}
+        if self.draw(st.booleans()):  # one operand, summed over k
+            term = self.draw(st.sampled_from([out + "k", "k" + out[::-1]]))
+            operand = self.float(tuple(extent[c] for c in term), depth)
+            return f"einsum('{term}->{out}', {operand})"
+        a = self.float(tuple(extent[c] for c in left), depth)
+        b = self.float(tuple(extent[c] for c in right), depth)
+        return f"einsum('{left},{right}->{out}', {a}, {b})"
 
     def view(self, shape: Shape, depth: int) -> str:
         """A view of an operand giving ``shape``: ``squeeze`` of an axis of extent 1,

@@ -1,0 +1,120 @@
+"""``einsum``: NumPy's ``np.einsum`` of one or two operands on every target, under a
+small budget and a large one, in both float dtypes; the ops it is written as (a
+``matmul`` where it is one); and its errors, located at the subscripts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from all_targets import TARGETS, run_on
+
+from tdsl.errors import TdslError, TdslNameError, TdslSyntaxError, TdslTypeError
+from tdsl.frontend import to_tensordsl
+
+Array = np.ndarray[Any, Any]
+
+RNG = np.random.default_rng(11)
+A = RNG.standard_normal((3, 4))
+B = RNG.standard_normal((4, 5))
+C = RNG.standard_normal((2, 3, 4))
+D = RNG.standard_normal((2, 5, 4))
+Q = RNG.standard_normal((2, 3, 6, 8))
+K = RNG.standard_normal((2, 3, 7, 8))
+V = RNG.standard_normal(4)
+W = RNG.standard_normal(5)
+
+CASES: list[tuple[str, tuple[Array, ...]]] = [
+    ("ij,jk->ik", (A, B)),  # matmul
+    ("ij,jk", (A, B)),  # implicit result: i, k
+    ("ik,jk->ij", (A, A)),  # a @ a.T
+    ("bij,bkj->bik", (C, D)),  # batched, transposed
+    ("bhqd,bhkd->bhqk", (Q, K)),  # attention scores
+    ("bij,jk->bik", (C, B)),  # batch against a matrix
+    ("ij,j->i", (A, V)),  # matrix-vector
+    ("j,ij->i", (V, A)),
+    ("i,i->", (V, V)),  # dot
+    ("i,j->ij", (V, W)),  # outer
+    ("ij,ij->ij", (A, A)),  # element-wise
+    ("ij,ij->", (A, A)),
+    ("bij,bkj->ik", (C, D)),  # two contracted letters: a product and a sum
+    ("ij,kl->ilkj", (A, A)),
+    ("ij->ji", (A,)),
+    ("ij->", (A,)),
+    ("bij->jb", (C,)),
+    ("ji", (A,)),  # implicit: i, j
+]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("budget", [16, 10**6])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize(("subscripts", "operands"), CASES, ids=[c[0] for c in CASES])
+def test_einsum_is_numpys(
+    target: str, budget: int, dtype: Any, subscripts: str, operands: tuple[Array, ...]
+) -> None:
+    ops = [o.astype(dtype) for o in operands]
+    names = "ab"[: len(ops)]
+    text = f"einsum('{subscripts}', {', '.join(names)})"
+    got = run_on(target, budget, text, **dict(zip(names, ops, strict=True)))
+    want = np.einsum(subscripts, *ops)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    rtol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * 10)
+
+
+def _ops(text: str, shapes: dict[str, tuple[int, ...]]) -> list[str]:
+    module = to_tensordsl(text, shapes=shapes)
+    return [op.name.removeprefix("tensordsl.") for op in module.walk() if "tensordsl." in op.name]
+
+
+def test_einsum_is_written_as_a_matmul_where_it_is_one() -> None:
+    assert _ops("einsum('ij,jk->ik', a, b)", {"a": (3, 4), "b": (4, 5)}) == ["matmul"]
+    assert _ops("einsum('ik,jk->ij', a, b)", {"a": (3, 4), "b": (5, 4)}) == [
+        "transpose",
+        "matmul",
+    ]
+    # a matrix-vector product: the vector gets an axis, which the result drops
+    assert _ops("einsum('ij,j->i', a, b)", {"a": (3, 4), "b": (4,)}) == [
+        "expand_dims",
+        "matmul",
+        "squeeze",
+    ]
+    # an outer product has nothing to contract: a broadcast product
+    assert _ops("einsum('i,j->ij', a, b)", {"a": (3,), "b": (4,)}) == [
+        "expand_dims",
+        "expand_dims",
+        "mul",
+    ]
+    assert _ops("einsum('ij->', a)", {"a": (3, 4)}) == ["sum", "sum"]
+
+
+@pytest.mark.parametrize(
+    ("text", "error", "message"),
+    [
+        ("einsum('ij,jk->ik', a)", TdslTypeError, "they name 2 operands, and 1 are given"),
+        ("einsum('ijk->i', a)", TdslTypeError, "`ijk` names 3 axes, and operand 0 is f64[3, 4]"),
+        ("einsum('ii->i', c)", TdslTypeError, "`ii` names an axis twice (a diagonal)"),
+        ("einsum('...i->i', a)", TdslTypeError, "`...` is not supported yet"),
+        ("einsum('ij,ij->ij', a, b)", TdslTypeError, "`j` is 4 long in one operand and 5"),
+        ("einsum('ij->k', a)", TdslTypeError, "the result names `k`, which no operand names"),
+        ("einsum('ij->ii', a)", TdslTypeError, "must name each of its axes once"),
+        ("einsum('i1->i', a)", TdslTypeError, "name each axis with one letter"),
+        ("einsum('ij', a > 0)", TdslTypeError, "einsum of booleans is not supported"),
+        ("einsum(a, b)", TdslTypeError, "`einsum` needs `subscripts`"),
+        ("einsum('ij', a, b, c)", TdslTypeError, "`einsum` takes 1 or 2 tensor arguments"),
+        ("exp('ij')", TdslSyntaxError, "the language's only strings are einsum's subscripts"),
+        ("einsum('ij, a)", TdslSyntaxError, "unterminated string: close it with '"),
+        ("einsum(subscripts='ij', a)", TdslSyntaxError, "a string is not a value of `subscripts`"),
+        ("einsum('ij', a, subscripts='ij')", TdslNameError, None),
+    ],
+)
+def test_bad_einsums_are_located_errors(
+    text: str, error: type[TdslError], message: str | None
+) -> None:
+    with pytest.raises(TdslError) as info:
+        to_tensordsl(text, shapes={"a": (3, 4), "b": (3, 5), "c": (3, 3)})
+    if message is not None:
+        assert message in str(info.value)
+    assert "<expr>:1:" in str(info.value)
