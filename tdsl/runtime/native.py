@@ -35,13 +35,14 @@ loading cached code never imports xDSL.
 
 from __future__ import annotations
 
+import base64
 import concurrent.futures
 import ctypes
 import math
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -85,6 +86,18 @@ class _Arg:
     role: str
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
+    data: Array | None = field(default=None, compare=False)
+    """A ``const`` argument's values (C-contiguous, read-only), passed on every call."""
+
+
+def _arg(role: str, shape: tuple[int, ...], dtype: np.dtype[Any], data: Sequence[Any]) -> _Arg:
+    """An argument from :meth:`FunctionPlan.to_data`'s entry (a ``const`` one's values as
+    base64 text)."""
+    if role != "const":
+        return _Arg(role, shape, dtype)
+    (text,) = data
+    values = np.frombuffer(base64.b64decode(str(text)), dtype).reshape(shape)
+    return _Arg(role, shape, dtype, values)
 
 
 @dataclass(frozen=True)
@@ -101,7 +114,11 @@ class FunctionPlan:
         """The plan as JSON-ready values (lists, strings, ints)."""
         return {
             "name": self.name,
-            "args": [[a.role, list(a.shape), a.dtype.str] for a in self.args],
+            "args": [
+                [a.role, list(a.shape), a.dtype.str]
+                + ([] if a.data is None else [base64.b64encode(a.data.tobytes()).decode()])
+                for a in self.args
+            ],
             "calls": [
                 [
                     c.callee,
@@ -118,8 +135,8 @@ class FunctionPlan:
         """The plan :meth:`to_data` gave (raises ``KeyError``, ``TypeError`` or
         ``ValueError`` on anything else)."""
         args = tuple(
-            _Arg(str(role), tuple(int(d) for d in shape), np.dtype(str(dtype)))
-            for role, shape, dtype in data["args"]
+            _arg(str(entry[0]), tuple(int(d) for d in entry[1]), np.dtype(str(entry[2])), entry[3:])
+            for entry in data["args"]
         )
         calls = tuple(
             _Call(
@@ -188,8 +205,11 @@ class NativeFunction:
         self._inputs = [(i, a.dtype) for i, a in enumerate(self.args) if a.role == "in"]
         self._outputs = [(i, a.shape, a.dtype) for i, a in enumerate(self.args) if a.role == "out"]
         self._temps = [
-            (i, a.shape, a.dtype) for i, a in enumerate(self.args) if a.role not in ("in", "out")
+            (i, a.shape, a.dtype)
+            for i, a in enumerate(self.args)
+            if a.role not in ("in", "out", "const")
         ]
+        self._consts = [(i, a.data) for i, a in enumerate(self.args) if a.data is not None]
         self._scratch = [i for i, a in enumerate(self.args) if a.role == "scratch"]
         # the most threads each group call may use (1: the call runs on the caller's)
         self._threads = [self._threads_for(c) for c in self.calls]
@@ -251,6 +271,8 @@ class NativeFunction:
             results.append(given if given is not None else buffers[i])
         for i, shape, dtype in self._temps:
             buffers[i] = np.empty(shape, dtype)
+        for i, data in self._consts:
+            buffers[i] = data
         pointers = [_address(b) for b in buffers]
         if self._split:
             for call, threads in zip(self.calls, self._threads, strict=True):
@@ -480,21 +502,34 @@ class NativeProgram:
 def _plan(fn: func.FuncOp, roles_attr: str) -> FunctionPlan:
     """The plan of a lowered main function: its arguments' roles and types, its calls."""
     from xdsl.dialects import arith, func
-    from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, MemRefType, StringAttr
+    from xdsl.dialects.builtin import (
+        ArrayAttr,
+        DenseIntOrFPElementsAttr,
+        IntegerAttr,
+        MemRefType,
+        StringAttr,
+    )
     from xdsl.ir import Attribute, BlockArgument
 
-    from tdsl.backend.llvm.loops_common import SCRATCH_LIMIT_ATTR
+    from tdsl.backend.llvm.loops_common import CONSTANTS_ATTR, SCRATCH_LIMIT_ATTR
     from tdsl.dialects.structured import element_dtype
+    from tdsl.dialects.tensordsl import dense_to_numpy
 
     roles = [
         cast(StringAttr, r).data for r in cast(ArrayAttr[Attribute], fn.attributes[roles_attr])
     ]
+    consts = iter(cast(ArrayAttr[Attribute], fn.attributes.get(CONSTANTS_ATTR, ArrayAttr([]))))
     args: list[_Arg] = []
     for role, arg in zip(roles, fn.body.block.args, strict=True):
         t = cast(MemRefType[Attribute], arg.type)
         dtype = element_dtype(t.get_element_type())
         assert dtype is not None
-        args.append(_Arg(role, tuple(t.get_shape()), dtype))
+        data = None
+        if role == "const":
+            values = dense_to_numpy(cast(DenseIntOrFPElementsAttr, next(consts)))
+            data = np.ascontiguousarray(values, dtype).reshape(tuple(t.get_shape()))
+            data.flags.writeable = False
+        args.append(_Arg(role, tuple(t.get_shape()), dtype, data))
     calls: list[_Call] = []
     for op in fn.body.block.ops:
         if isinstance(op, func.CallOp):

@@ -257,10 +257,11 @@ def main(argv: list[str] | None = None) -> int:
     for name, render in PAGES.items():
         path = docs / name
         text = render()
+        fresh = path.exists() and path.read_text() == text
         if args.check:
-            if not path.exists() or path.read_text() != text:
+            if not fresh:
                 stale.append(name)
-        else:
+        elif not fresh:  # an unchanged file keeps its modification time
             path.write_text(text)
     if checkout_docs() is not None:  # a source checkout: tdsl/lang.py is ours to write
         lang = lang_path()
@@ -269,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.check:
             if current != text:
                 stale.append("tdsl/lang.py")
-        else:
+        elif current != text:  # untouched, the JIT's disk-cache keys of this tree stay valid
             lang.write_text(text, encoding="utf-8")
     if stale:
         print(

@@ -61,7 +61,12 @@ PACK_BYTES = 64 * 1024
 """The most bytes of one packed block's buffer (a stack array of the group function)."""
 
 ROLES_ATTR = "tdsl.arg_roles"
-"""The function attribute naming each argument's role (``in``, ``out``, ``tmp``, ``scratch``)."""
+"""The function attribute naming each argument's role (``in``, ``out``, ``tmp``, ``scratch``,
+``const``)."""
+
+CONSTANTS_ATTR = "tdsl.constants"
+"""The function attribute holding the data of its ``const`` arguments, in order (the
+``tensordsl.constant`` ops' values): the caller passes them, filled once."""
 
 SCRATCH_LIMIT_ATTR = "tdsl.scratch_limit"
 """The attribute of a main function's call of a group: the scratch (elements) the group's

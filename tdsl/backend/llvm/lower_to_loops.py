@@ -8,8 +8,10 @@ memref arguments too, so that the caller allocates every buffer (the memory
 budget stays measurable from Python).  The function's ``tdsl.arg_roles``
 attribute names the role of each argument: ``in`` (an argument of the
 original function), ``out`` (a result), ``tmp`` (a value passed between
-groups, or a function-level constant) and ``scratch`` (an accumulator of a
-group: one tile's result).
+groups, or a function-level constant of one value, which a loop fills),
+``const`` (a constant array of other values: the function's ``tdsl.constants``
+attribute holds them, and the caller passes them) and ``scratch`` (an
+accumulator of a group: one tile's result).
 
 The main function is a flat sequence of calls (so that a runtime may also
 drive it itself, calling group functions from several threads): filling a
@@ -78,6 +80,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import (
@@ -97,15 +100,7 @@ from tdsl.backend.llvm.loops_common import (
     BLOCK as BLOCK,
 )
 from tdsl.backend.llvm.loops_common import (
-    PACK_BYTES as PACK_BYTES,
-)
-from tdsl.backend.llvm.loops_common import (
-    RECOMPUTE_CAP as RECOMPUTE_CAP,
-)
-from tdsl.backend.llvm.loops_common import (
-    RECOMPUTE_LIMIT as RECOMPUTE_LIMIT,
-)
-from tdsl.backend.llvm.loops_common import (
+    CONSTANTS_ATTR,
     ROLES_ATTR,
     SCRATCH_LIMIT_ATTR,
     Storage,
@@ -116,6 +111,15 @@ from tdsl.backend.llvm.loops_common import (
     loops_bug,
     matmul_symbol,
     memref_of,
+)
+from tdsl.backend.llvm.loops_common import (
+    PACK_BYTES as PACK_BYTES,
+)
+from tdsl.backend.llvm.loops_common import (
+    RECOMPUTE_CAP as RECOMPUTE_CAP,
+)
+from tdsl.backend.llvm.loops_common import (
+    RECOMPUTE_LIMIT as RECOMPUTE_LIMIT,
 )
 from tdsl.backend.llvm.loops_common import (
     SPLIT_TILES as SPLIT_TILES,
@@ -130,6 +134,17 @@ from tdsl.dialects.structured import (
 from tdsl.errors import TdslIRError
 
 # ---------------------------------------------------------------------------
+
+
+def _is_splat(op: Operation) -> bool:
+    """Whether constant ``op`` holds one value (or none): a loop fills it; the values of
+    any other constant are the caller's to pass (a ``const`` argument)."""
+    data = constant_value(op)
+    if data is None:
+        return False
+    flat = data.reshape(-1)
+    # bit for bit: [0.0, -0.0] is no splat, nor are nans of other payloads
+    return flat.tobytes() == np.repeat(flat[:1], flat.size).tobytes()
 
 
 class _FunctionLowering:
@@ -197,9 +212,14 @@ class _FunctionLowering:
                 place[v] = outs[i]
         direct = {v for v in ret.arguments if place.get(v) in outs}
         groups: list[tuple[TileOp, _Group, list[int]]] = []
+        consts: list[Attribute] = []
         for op in ops[:-1]:
             if constant_value(op) is not None:
-                place[op.results[0]] = arg(memref_of(op.results[0].type), "tmp")
+                if _is_splat(op):
+                    place[op.results[0]] = arg(memref_of(op.results[0].type), "tmp")
+                else:  # an array of values: the caller passes it (see CONSTANTS_ATTR)
+                    place[op.results[0]] = arg(memref_of(op.results[0].type), "const")
+                    consts.append(op.properties.get("value") or op.attributes["value"])
                 continue
             if not isinstance(op, TileOp):
                 raise loops_bug(f"'{op.name}' outside a group", op)
@@ -211,6 +231,8 @@ class _FunctionLowering:
             groups.append((op, group, scratch))
         new = func.FuncOp(self.name, (types, []))
         new.attributes[ROLES_ATTR] = ArrayAttr([StringAttr(r) for r in roles])
+        if consts:
+            new.attributes[CONSTANTS_ATTR] = ArrayAttr(consts)
         args = new.body.block.args
         for a, old in zip(args, block.args, strict=False):  # the inputs come first
             a.name_hint = old.name_hint
@@ -219,7 +241,7 @@ class _FunctionLowering:
         code = _Code.at_end(new.body.block)
         functions: list[Operation] = [new]
         for op in ops[:-1]:
-            if constant_value(op) is not None:
+            if constant_value(op) is not None and _is_splat(op):
                 ref = args[place[op.results[0]]]
                 name = f"{self.name}_fill{len(functions)}"
                 functions.append(
@@ -333,15 +355,9 @@ class _FunctionLowering:
 
     def _fill(self, code: _Code, op: Operation, ref: SSAValue) -> None:
         data = constant_value(op)
-        if data is None:
-            raise loops_bug(f"'{op.name}' filled as a constant, but it is none", op)
+        if data is None or not _is_splat(op):
+            raise loops_bug(f"'{op.name}' filled as a splat constant, but it is none", op)
         flat = data.reshape(-1)
-        if flat.size and not (flat == flat[0]).all() and not (flat != flat).all():
-            raise TdslIRError(
-                "tdsl-lower-to-loops: a constant array that is not a splat is not supported "
-                "(the numpy target runs it)",
-                op=op,
-            )
         shape = tensor_shape(op.results[0])
         value = float(flat[0]) if flat.size else 0.0
         inner, coords = code.nest([(d, code.index(0), code.index(e)) for d, e in enumerate(shape)])

@@ -63,3 +63,16 @@ def test_gen_reference_writes_where_told(tmp_path: Path) -> None:
     assert main(["--docs", str(tmp_path)]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dialects.md", "passes.md"]
     assert main(["--docs", str(tmp_path), "--check"]) == 0
+
+
+def test_gen_reference_leaves_unchanged_files_untouched(tmp_path: Path) -> None:
+    # the JIT's cache on disk keys kernels by the modification times of tdsl's sources:
+    # regenerating an unchanged tdsl/lang.py must not change them under running tests
+    from tdsl.tools.gen_reference import lang_path
+
+    before = lang_path().stat().st_mtime_ns
+    assert main(["--docs", str(tmp_path)]) == 0
+    written = (tmp_path / "passes.md").stat().st_mtime_ns
+    assert main(["--docs", str(tmp_path)]) == 0
+    assert lang_path().stat().st_mtime_ns == before
+    assert (tmp_path / "passes.md").stat().st_mtime_ns == written
