@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 Array = np.ndarray[Any, np.dtype[Any]]
 
-PARAMETERS = {1: ("x",), 2: ("a", "b"), 3: ("a", "b", "c")}
+PARAMETERS = {0: (), 1: ("x",), 2: ("a", "b"), 3: ("a", "b", "c")}
 """The names of the tensor arguments, by arity, as the functions' signatures show them."""
 
 

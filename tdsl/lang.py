@@ -447,6 +447,46 @@ def einsum(subscripts: str, a: Operand, b: Operand | None = None) -> Array:
     return _call("einsum", (a,) if b is None else (a, b), {"subscripts": subscripts})
 
 
+def zeros(shape: int | tuple[int, ...]) -> Array:
+    """A float64 array of zeros of the given shape, as ``np.zeros(shape)``."""
+    return _call("zeros", (), {"shape": shape})
+
+
+def ones(shape: int | tuple[int, ...]) -> Array:
+    """A float64 array of ones of the given shape, as ``np.ones(shape)``."""
+    return _call("ones", (), {"shape": shape})
+
+
+def full(shape: int | tuple[int, ...], fill_value: float) -> Array:
+    """A float64 array of ``fill_value`` of the given shape, as ``np.full(shape, fill_value)`` with a float ``fill_value``."""
+    return _call("full", (), {"shape": shape, "fill_value": fill_value})
+
+
+def arange(start: float, stop: float | None = None, step: float | None = None) -> Array:
+    """Evenly spaced float64 values in ``[start, stop)``, as ``np.arange(start, stop, step)`` with a float among its arguments (``arange(5.0)``: ``0.0`` to ``4.0``)."""
+    return _call("arange", (), {"start": start, "stop": stop, "step": step})
+
+
+def tri(N: int, M: int | None = None, k: int = 0) -> Array:
+    """A float64 ``N`` by ``M`` array of ones at and below the ``k``-th diagonal and zeros above it, as ``np.tri(N, M, k)`` (``M`` defaults to ``N``)."""
+    return _call("tri", (), {"N": N, "M": M, "k": k})
+
+
+def eye(N: int, M: int | None = None, k: int = 0) -> Array:
+    """A float64 ``N`` by ``M`` array of ones on the ``k``-th diagonal and zeros elsewhere, as ``np.eye(N, M, k)`` (``M`` defaults to ``N``)."""
+    return _call("eye", (), {"N": N, "M": M, "k": k})
+
+
+def tril(x: Operand, k: int = 0) -> Array:
+    """``x`` with zeros above the ``k``-th diagonal of its last two axes, as ``np.tril(x, k)``."""
+    return _call("tril", (x,), {"k": k})
+
+
+def triu(x: Operand, k: int = 0) -> Array:
+    """``x`` with zeros below the ``k``-th diagonal of its last two axes, as ``np.triu(x, k)``."""
+    return _call("triu", (x,), {"k": k})
+
+
 __all__ = [
     "DTYPE_CLASSES",
     "Array",
@@ -455,6 +495,7 @@ __all__ = [
     "abs",
     "all",
     "any",
+    "arange",
     "arccos",
     "arccosh",
     "arcsin",
@@ -478,11 +519,13 @@ __all__ = [
     "exp",
     "expand_dims",
     "expm1",
+    "eye",
     "f16",
     "f32",
     "f64",
     "floor",
     "fmod",
+    "full",
     "greater",
     "greater_equal",
     "hypot",
@@ -512,6 +555,7 @@ __all__ = [
     "neg",
     "nextafter",
     "not_equal",
+    "ones",
     "ones_like",
     "power",
     "prod",
@@ -533,7 +577,11 @@ __all__ = [
     "tan",
     "tanh",
     "transpose",
+    "tri",
+    "tril",
+    "triu",
     "trunc",
     "var",
     "where",
+    "zeros",
 ]

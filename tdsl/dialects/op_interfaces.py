@@ -49,7 +49,19 @@ if TYPE_CHECKING:
 # ---------------------------------------------------------------------------
 
 ParamKind = Literal[
-    "axis", "axes", "perm", "bool", "float", "int_axis", "int_axes", "new_axes", "subscripts"
+    "axis",
+    "axes",
+    "perm",
+    "bool",
+    "float",
+    "int_axis",
+    "int_axes",
+    "new_axes",
+    "subscripts",
+    "shape",
+    "size",
+    "int",
+    "number",
 ]
 
 
@@ -65,7 +77,9 @@ class Param:
     ``float`` a number, ``int_axis`` one axis of the first argument,
     ``int_axes`` one or a tuple of them (each once), ``new_axes`` one or a
     tuple of axes of the result (``expand_dims``), ``subscripts`` a string given
-    first, before the tensors (``einsum``'s).  The op's constructor takes
+    first, before the tensors (``einsum``'s), ``shape`` one extent or a tuple of
+    them, ``size`` an extent, ``int`` an integer, ``number`` an int or a float
+    (kept as given: NumPy's creation functions make integers of ints).  The op's constructor takes
     it under the same name (``int_axis`` and ``int_axes`` made non-negative, a
     tuple for ``int_axes``).  A ``required`` parameter has no default.
     """

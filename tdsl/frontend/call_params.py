@@ -36,7 +36,7 @@ class CallParams:
     def keyword(self, node: Call, name: str) -> Keyword | None:
         return next((k for k in node.keywords if k.name == name), None)
 
-    def params(self, node: Call, info: FunctionInfo, operand: Value) -> dict[str, object]:
+    def params(self, node: Call, info: FunctionInfo, operand: Value | None) -> dict[str, object]:
         """The parameters of call ``node`` of ``info``'s function, each checked against
         its kind (axes against the rank of ``operand``, its first argument), defaults
         filled in; a missing required one is an error."""
@@ -49,17 +49,22 @@ class CallParams:
                 )
             match param.kind:
                 case "int_axis" | "int_axes" | "new_axes":
+                    assert operand is not None
                     params[param.name] = self.axes_param(node, operand, param)
                 case "axis" | "axes":
+                    assert operand is not None
                     default = param.default
                     assert default is None or isinstance(default, int)
                     params[param.name] = self.axis(node, operand, default, param.kind == "axes")
                 case "perm":
+                    assert operand is not None
                     params[param.name] = self.permutation(node, operand)
                 case "bool":
                     params[param.name] = self.flag(node, param)
                 case "float":
                     params[param.name] = self.number(node, param)
+                case "shape" | "size" | "int" | "number":
+                    params[param.name] = self.literal_param(node, param)
                 case "subscripts":
                     keyword = self.keyword(node, param.name)
                     if keyword is not None and not isinstance(keyword.value, str):
@@ -139,6 +144,41 @@ class CallParams:
                 )
             out.append(normal)
         return tuple(out)
+
+    def literal_param(self, node: Call, param: Param) -> object:
+        """A ``shape`` (a tuple of extents), ``size`` (an extent), ``int`` or ``number``
+        (an int or a float, as given), checked; the default where it is not given."""
+        keyword = self.keyword(node, param.name)
+        if keyword is None:
+            return param.default
+        value = keyword.value
+        if value is None and param.default is None and not param.required:
+            return None
+        ok: bool
+        match param.kind:
+            case "shape":
+                what = "an extent or a tuple of extents (integers >= 0)"
+                extents = (value,) if isinstance(value, int) else value
+                ok = isinstance(extents, tuple) and all(
+                    isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in extents
+                )
+                value = extents
+            case "size":
+                what = "an integer >= 0"
+                ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+            case "int":
+                what = "an integer"
+                ok = isinstance(value, int) and not isinstance(value, bool)
+            case _:
+                what = "a number"
+                ok = isinstance(value, int | float) and not isinstance(value, bool)
+        if not ok:
+            raise TdslTypeError(
+                f"`{param.name}` of `{node.func}` must be {what}, not "
+                f"`{show_keyword_value(value)}`",
+                self.where(keyword.span),
+            )
+        return value
 
     def axes_param(self, node: Call, operand: Value, param: Param) -> int | tuple[int, ...] | None:
         """An axis (``int_axis``), or one or a tuple of axes (``int_axes``: of ``operand``,

@@ -8,7 +8,6 @@ keyword arguments, every op located at its source span.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, TypeAlias, cast
 
 import numpy as np
@@ -36,6 +35,7 @@ from tdsl.frontend.ast import (
 )
 from tdsl.frontend.axes import reduce_over_axes
 from tdsl.frontend.call_params import CallParams
+from tdsl.frontend.creation import lower_creation
 from tdsl.frontend.einsum import lower_einsum
 from tdsl.frontend.functions import (
     CONSTANTS,
@@ -44,6 +44,7 @@ from tdsl.frontend.functions import (
     name_list,
     nearest_name,
 )
+from tdsl.frontend.values import LiteralValue, TensorValue, Value, WeakValue
 
 DTypeLike: TypeAlias = str | np.dtype[Any] | type[Any]
 """A dtype as a user may spell it: ``"f32"``, ``"float32"``, ``np.float32``, ``np.dtype("f4")``."""
@@ -103,36 +104,6 @@ def format_type(element: Attribute, shape: Sequence[int]) -> str:
 
 # --------------------------------------------------------------------------- values
 
-
-@dataclass(frozen=True)
-class TensorValue:
-    """A strongly typed value: an SSA value with its static shape and element type."""
-
-    value: SSAValue
-    shape: tuple[int, ...]
-    element: Attribute
-    """A float type, or ``i1`` for booleans."""
-
-
-@dataclass(frozen=True)
-class LiteralValue:
-    """A weak scalar: a literal, or arithmetic between literals, folded like Python."""
-
-    value: float
-    span: Span
-
-
-@dataclass(frozen=True)
-class WeakValue:
-    """A weak scalar known at run time: an ``f64[]`` value typed like a Python float.
-
-    A weak scalar input, or arithmetic between weak values and literals only.
-    """
-
-    value: SSAValue
-
-
-Value: TypeAlias = TensorValue | LiteralValue | WeakValue
 
 WEAK: type[float] = float
 """The dtype that declares a weak scalar input (``dtypes={"s": float}``): a Python float."""
@@ -406,7 +377,9 @@ class FunctionLowering(CallParams):
             return self.binary(op, f"`{info.name}`", args, (spans[0], spans[1]), node.span)
         if op is td.MatmulOp:
             return self.matmul("`matmul`", args, (spans[0], spans[1]), node.span)
-        params = self.params(node, info, args[0])
+        params = self.params(node, info, args[0] if args else None)
+        if issubclass(op, td.CREATION):
+            return lower_creation(self, node, args, spans, params)
         if op is td.Einsum:
             return lower_einsum(self, node, args, spans)
         if issubclass(op, td.ReductionOp) and isinstance(params["axis"], tuple):

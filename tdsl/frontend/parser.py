@@ -387,6 +387,7 @@ class _Parser:
         keywords: list[Keyword] = []
         positional = _positional_params(name_tok.text)
         leading: Keyword | None = None
+        by_position = 0  # parameters given by position (in keywords)
         while not self.is_punct(")"):
             if self.tok.kind is TokenKind.NAME and self.peek().text == "=":
                 keyword = self.parse_keyword()
@@ -414,8 +415,15 @@ class _Parser:
                     raise self.error("positional argument follows keyword argument")
                 name = positional[len(args) + len(keywords)]
                 keywords.append(self.parse_value(name, self.tok))
+                by_position += 1
             else:
                 arg = self.parse_expr()
+                if keywords and by_position == len(keywords):
+                    raise self.error(
+                        f"`{name_tok.text}` takes {len(args) + by_position} positional "
+                        "arguments, and more are given",
+                        arg.span,
+                    )
                 if keywords:
                     raise self.error("positional argument follows keyword argument", arg.span)
                 args.append(arg)

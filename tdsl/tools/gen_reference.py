@@ -158,6 +158,10 @@ def _param_type(kind: str, default: object) -> str:
         "int_axes": "int | tuple[int, ...]",
         "new_axes": "int | tuple[int, ...]",
         "subscripts": "str",
+        "shape": "int | tuple[int, ...]",
+        "size": "int",
+        "int": "int",
+        "number": "float",
     }[kind]
     return f"{base} | None" if default is None else base
 
@@ -213,6 +217,8 @@ def render_lang(current: str) -> str:
             for p in info.params
         ]
         call = [repr(name), f"({args[0]},)" if len(args) == 1 else f"({', '.join(args)})"]
+        if not args:
+            call[1] = "()"
         if info.params:
             call.append("{" + ", ".join(f'"{p.name}": {p.name}' for p in info.params) + "}")
         call_text = ", ".join(call).replace("'", '"')

@@ -49,6 +49,7 @@ from tdsl.dialects.structured import (
     CompareOp,
     FloatTensorConstr,
     FloatType,
+    LanguageFunction,
     LogicalOp,
     ReductionOp,
     RowLocalOp,
@@ -67,6 +68,7 @@ from tdsl.dialects.tensordsl import (
     compare_logical,
     constant,
     contraction,
+    creation,
     elementwise_binary,
     elementwise_math,
     elementwise_unary,
@@ -87,6 +89,8 @@ from tdsl.dialects.tensordsl.contraction import (
     matmul_shape,
     transpose_shape,
 )
+from tdsl.dialects.tensordsl.creation import *  # noqa: F403
+from tdsl.dialects.tensordsl.creation import CREATION
 from tdsl.dialects.tensordsl.elementwise_binary import *  # noqa: F403
 from tdsl.dialects.tensordsl.elementwise_binary import RECIPROCAL_MIN_SIZE
 from tdsl.dialects.tensordsl.elementwise_math import *  # noqa: F403
@@ -97,7 +101,7 @@ from tdsl.dialects.tensordsl.reductions import *  # noqa: F403
 from tdsl.dialects.tensordsl.reductions import ChunkedReductionOp, LogicalReductionOp, VarianceOp
 from tdsl.dialects.tensordsl.scans import *  # noqa: F403
 from tdsl.dialects.tensordsl.views import *  # noqa: F403
-from tdsl.dialects.tensordsl.views import expand_dims_shape, squeeze_shape
+from tdsl.dialects.tensordsl.views import VIEW_FUNCTIONS, expand_dims_shape, squeeze_shape
 from tdsl.dtypes import BOOL_DTYPE
 
 FAMILY_MODULES: tuple[ModuleType, ...] = (
@@ -111,6 +115,7 @@ FAMILY_MODULES: tuple[ModuleType, ...] = (
     reductions,
     scans,
     views,
+    creation,
 )
 """The modules of the op families, in the dialect's order (every module of this package:
 a test checks that none is missing)."""
@@ -177,12 +182,17 @@ SCAN_OPS: tuple[type[ScanOp], ...] = _family(ScanOp)
 
 TensorDSL = Dialect("tensordsl", list(OPS), [])
 
+LANGUAGE_ONLY: tuple[type[LanguageFunction], ...] = (*VIEW_FUNCTIONS, *CREATION)
+"""Functions of the language without an op of their own: the frontend writes them
+with other ops (a ``transpose``, constants and comparisons)."""
+
 # the op classes are public too: OPS lists them
 __all__ = [
     "BINARY_OPS",
     "CLASSIFY_OPS",
     "COMPARISON_OPS",
     "FAMILY_MODULES",
+    "LANGUAGE_ONLY",
     "LOGICAL_OPS",
     "LOGICAL_REDUCTION_OPS",
     "NUMPY_DTYPES",

@@ -122,7 +122,9 @@ def _prints_exactly(values: np.ndarray[Any, Any]) -> bool:
 def dense_to_text(attr: DenseIntOrFPElementsAttr) -> str:
     """The attribute's text, in hex-string form when the usual form would not read back exactly."""
     text = str(attr)
-    values = dense_to_numpy(attr)
+    values = np.frombuffer(attr.data.data, dtype=numpy_dtype(attr.get_element_type()))
+    if values.size != 1:
+        values = dense_to_numpy(attr)  # (a splat stored once prints its one value)
     if _prints_exactly(values):
         return text
     try:

@@ -288,11 +288,11 @@ class Einsum(LanguageFunction):
         raise NotImplementedError("einsum is several ops: tdsl.frontend.einsum writes them")
 
 
-LANGUAGE_ONLY: tuple[type[LanguageFunction], ...] = (SwapAxes, MoveAxis, Einsum)
-"""Functions of the language that are spellings of another op (no op of their own)."""
+VIEW_FUNCTIONS: tuple[type[LanguageFunction], ...] = (SwapAxes, MoveAxis, Einsum)
+"""Functions of the language that are spellings of other ops (no op of their own)."""
 
 __all__ = [
-    "LANGUAGE_ONLY",
+    "VIEW_FUNCTIONS",
     "Einsum",
     "ExpandDimsOp",
     "MoveAxis",

@@ -66,6 +66,8 @@ def test_signature_is_the_languages(name: str) -> None:
 def _operands(name: str, rng: np.random.Generator) -> tuple[Any, ...]:
     info = FUNCTIONS[name]
     x = rng.uniform(0.1, 0.9, (3, 4)).astype(np.float32)
+    if info.arity == 0:  # a creation function: its parameters only
+        return ()
     if name == "matmul":
         return (x, rng.uniform(0.1, 0.9, (4, 2)).astype(np.float32))
     if name in ("logical_and", "logical_or"):
@@ -93,7 +95,9 @@ def test_eager_equals_the_compiled_kernel(name: str) -> None:
         np.testing.assert_allclose(eager, compiled, rtol=1e-6)
         assert eager.dtype == compiled.dtype
         return
-    required = {p.name: 1 for p in FUNCTIONS[name].params if p.required}  # axis 1
+    required = {  # axis 1, a shape or size of 1, a float where a number is wanted
+        p.name: 1.5 if p.kind == "number" else 1 for p in FUNCTIONS[name].params if p.required
+    }
     eager = lang_functions()[name](*operands, **required)
     names = ["a", "b", "c"][: len(operands)]
     jit = tdsl.JITTensorKernel(threads=1)

@@ -72,6 +72,14 @@ OTHERS = {
     "swapaxes",
     "moveaxis",
     "einsum",
+    "zeros",
+    "ones",
+    "full",
+    "arange",
+    "tri",
+    "eye",
+    "tril",
+    "triu",
 }
 FAMILIES = [
     BOOL_UNARY,
@@ -172,7 +180,7 @@ class Generator:
         if depth == 0:
             return self.leaf(shape, False)
         kinds = ["leaf", "unary", "unary", "binary", "binary", "where", "reduce", "transpose"]
-        kinds += ["clip", "view"] + (["einsum"] if len(shape) <= 2 else [])
+        kinds += ["clip", "view", "created"] + (["einsum"] if len(shape) <= 2 else [])
         if shape:
             kinds += ["row", "matmul", "scan"]
         kind = self.draw(st.sampled_from(kinds))
@@ -211,6 +219,8 @@ class Generator:
             return self.view(shape, sub)
         if kind == "einsum":
             return self.einsum(shape, sub)
+        if kind == "created":
+            return self.created(shape, sub)
         if kind == "clip":
             bounds = [
                 self.draw(st.sampled_from(LITERALS))
@@ -247,6 +257,27 @@ class Generator:
             operand_shape = (*shape[:position], self.dim(), *shape[position:])
         flag = ", keepdims=true" if keepdims else ""
         return f"{name}({self.float(operand_shape, sub)}, axis={position}{flag})"
+
+    def created(self, shape: Shape, depth: int) -> str:
+        """A creation function giving ``shape`` (float64): ``zeros``, ``ones``, ``full``,
+        ``arange`` (1-d), ``tri`` and ``eye`` (2-d), or ``tril``/``triu`` of an operand."""
+        rank = len(shape)
+        names = ["zeros", "ones", "full"] + (["arange"] if rank == 1 else [])
+        names += ["tri", "eye"] if rank == 2 else []
+        names += ["tril", "triu"] if rank >= 2 else []
+        name = self.draw(st.sampled_from(names))
+        k = self.draw(st.integers(-2, 2))
+        dims = "(" + "".join(f"{n}, " for n in shape) + ")"
+        if name in ("zeros", "ones"):
+            return f"{name}({dims})"
+        if name == "full":
+            value = self.draw(st.sampled_from(LITERALS))
+            return f"full({dims}, {value if '.' in value or 'e' in value else value + '.0'})"
+        if name == "arange":
+            return f"arange({k}.5, {shape[0] + k}.5)"
+        if name in ("tri", "eye"):
+            return f"{name}({shape[0]}, {shape[1]}, {k})"
+        return f"{name}({self.float(shape, depth)}, {k})"
 
     def einsum(self, shape: Shape, depth: int) -> str:
         """An ``einsum`` giving ``shape`` (rank 0 to 2): a contraction, a transposed one,

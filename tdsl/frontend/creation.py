@@ -1,0 +1,104 @@
+"""The creation functions (:mod:`tdsl.dialects.tensordsl.creation`) written as ops.
+
+``zeros``, ``ones`` and ``full`` are one ``tensordsl.constant`` of one value
+(stored once, whatever the shape); ``arange`` is a constant of NumPy's own
+``np.arange`` values; ``tri`` and ``eye`` compare a constant of column indices with
+one of row indices plus ``k`` (``expand_dims`` lines them up) and turn the mask into
+``1.0`` and ``0.0`` with ``where``; ``tril`` and ``triu`` keep their operand where
+such a mask holds (``where``, or ``logical_and`` for booleans).  Indices are float64
+values, exact up to 2**53.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType, f64
+
+from tdsl.dialects import tensordsl as td
+from tdsl.dialects.structured import BOOL
+from tdsl.errors import TdslTypeError
+from tdsl.frontend.ast import Call, Span
+from tdsl.frontend.values import LiteralValue, TensorValue, Value
+
+if TYPE_CHECKING:
+    from tdsl.frontend.lower_expr import FunctionLowering
+
+Array = np.ndarray[Any, Any]
+
+
+def lower_creation(
+    lowering: FunctionLowering,
+    node: Call,
+    args: Sequence[Value],
+    spans: Sequence[Span],
+    params: Mapping[str, Any],
+) -> Value:
+    """The ops of ``node``, a call of a creation function (see the module docstring)."""
+    span = node.span
+
+    def constant(values: Array) -> TensorValue:
+        data = np.asarray(values, np.float64)
+        flat = data.reshape(-1)
+        if flat.size and flat.tobytes() == np.repeat(flat[:1], flat.size).tobytes():
+            data = flat[:1]  # one value: stored once (a splat)
+        attr = td.dense_from_numpy(data, f64)
+        if data.shape != np.shape(values):
+            attr = type(attr)(TensorType(f64, np.shape(values)), attr.data)
+        return lowering.emit(td.ConstantOp(attr), span)
+
+    def integers(what: str) -> TdslTypeError:
+        return TdslTypeError(
+            f"`{node.func}` {what} makes integers in NumPy (int64), which the language does "
+            "not have yet: write a float (`2.0`) for float64 values",
+            lowering.where(span),
+        )
+
+    def mask(rows: int, cols: int, k: int, compare: type[td.CompareOp]) -> TensorValue:
+        """``compare(col, row + k)`` over a ``rows`` by ``cols`` grid."""
+        row = lowering.emit(td.ExpandDimsOp(constant(np.arange(rows) + float(k)).value, 1), span)
+        col = lowering.emit(td.ExpandDimsOp(constant(np.arange(cols, dtype=float)).value, 0), span)
+        return lowering.emit(compare(col.value, row.value), span)
+
+    def ones_where(m: TensorValue) -> Value:
+        one, zero = LiteralValue(1.0, span), LiteralValue(0.0, span)
+        return lowering.where_call(node, [m, one, zero], (span, span, span))
+
+    match node.func:
+        case "zeros" | "ones":
+            return constant(np.full(params["shape"], 0.0 if node.func == "zeros" else 1.0))
+        case "full":
+            if isinstance(params["fill_value"], int):
+                raise integers("of an integer fill value")
+            return constant(np.full(params["shape"], float(params["fill_value"])))
+        case "arange":
+            given = [params[k] for k in ("start", "stop", "step") if params[k] is not None]
+            if all(isinstance(v, int) for v in given):
+                raise integers("of integers")
+            if params["step"] == 0:
+                raise TdslTypeError("`arange` needs a step other than 0", lowering.where(span))
+            return constant(np.arange(*(float(v) for v in given)))
+        case "tri" | "eye":
+            n = params["N"]
+            m = n if params["M"] is None else params["M"]
+            compare = td.LessEqualOp if node.func == "tri" else td.EqualOp
+            return ones_where(mask(n, m, params["k"], compare))
+        case _:  # tril, triu
+            x = lowering.tensor(args[0], spans[0])
+            if len(x.shape) < 2:
+                raise TdslTypeError(
+                    f"`{node.func}` needs an operand of rank 2 or more (it works on the last "
+                    f"two axes), got {lowering.describe(x)}",
+                    lowering.where(span),
+                )
+            compare = td.LessEqualOp if node.func == "tril" else td.GreaterEqualOp
+            keep = mask(x.shape[-2], x.shape[-1], params["k"], compare)
+            if x.element == BOOL:
+                return lowering.binary(td.AndOp, f"`{node.func}`", [keep, x], (span, span), span)
+            zero = LiteralValue(0.0, span)
+            return lowering.where_call(node, [keep, x, zero], (span, spans[0], span))
+
+
+__all__ = ["lower_creation"]

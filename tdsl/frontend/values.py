@@ -1,0 +1,46 @@
+"""The values an expression computes while it is lowered: a tensor (an SSA value with
+its static shape and element type), a weak literal folded like Python, or a weak scalar
+known at run time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeAlias
+
+from xdsl.ir import Attribute, SSAValue
+
+from tdsl.frontend.ast import Span
+
+
+@dataclass(frozen=True)
+class TensorValue:
+    """A strongly typed value: an SSA value with its static shape and element type."""
+
+    value: SSAValue
+    shape: tuple[int, ...]
+    element: Attribute
+    """A float type, or ``i1`` for booleans."""
+
+
+@dataclass(frozen=True)
+class LiteralValue:
+    """A weak scalar: a literal, or arithmetic between literals, folded like Python."""
+
+    value: float
+    span: Span
+
+
+@dataclass(frozen=True)
+class WeakValue:
+    """A weak scalar known at run time: an ``f64[]`` value typed like a Python float.
+
+    A weak scalar input, or arithmetic between weak values and literals only.
+    """
+
+    value: SSAValue
+
+
+Value: TypeAlias = TensorValue | LiteralValue | WeakValue
+
+
+__all__ = ["LiteralValue", "TensorValue", "Value", "WeakValue"]
