@@ -68,6 +68,14 @@ CASES: list[tuple[str, dict[str, Array], Callable[[], Any]]] = [
     ("sum(A)", {"A": A}, lambda: A.sum()),
     ("S + transpose(S)", {"S": S}, lambda: S + S.T),
     ("transpose(A) @ B", {"A": A, "B": B}, lambda: A.T @ B),
+    # views, einsum and created arrays: the language of issue 18 over chunks
+    ("swapaxes(A, 0, 1) @ A", {"A": A}, lambda: A.T @ A),
+    ("sum(expand_dims(A, 1) * B, axis=0)", {"A": A, "B": B}, lambda: (A[:, None] * B).sum(0)),
+    ("squeeze(mean(A, axis=1, keepdims=True), 1)", {"A": A}, lambda: A.mean(axis=1)),
+    ("einsum('ij,kj->ik', A, B)", {"A": A, "B": B}, lambda: A @ B.T),
+    ("einsum('ij,ij->j', A, B)", {"A": A, "B": B}, lambda: (A * B).sum(0)),
+    ("softmax(S + (1 - tri(7)) * -1e10)", {"S": S}, lambda: softmax(S + (1 - np.tri(7)) * -1e10)),
+    ("tril(A, 1) + arange(7.0)", {"A": A}, lambda: np.tril(A, 1) + np.arange(7.0)),
 ]
 
 CHUNKINGS = {"rows": (4, 7), "columns": (10, 3), "both": (3, 2)}
