@@ -120,8 +120,15 @@ class CallParams:
     def axes(self, node: Call, operand: Value, keyword: Keyword) -> tuple[int, ...]:
         assert isinstance(keyword.value, tuple)
         rank = len(self.shape_of(operand))
+        return self.checked_axes(node, keyword, keyword.value, rank, self.describe(operand))
+
+    def checked_axes(
+        self, node: Call, keyword: Keyword, axes: tuple[int, ...], rank: int, of: str
+    ) -> tuple[int, ...]:
+        """``axes`` (given as ``keyword``) of a tensor of ``rank`` described as ``of``, made
+        non-negative; an axis out of range or named twice is an error at the keyword."""
         out: list[int] = []
-        for axis in keyword.value:
+        for axis in axes:
             try:
                 normal = td.normalize_axis(axis, rank)
             except td.ShapeError:
@@ -131,13 +138,13 @@ class CallParams:
                     else f"expected {-rank} <= axis < {rank}"
                 )
                 raise TdslTypeError(
-                    f"axis {axis} is out of range for `{node.func}` of "
-                    f"{self.describe(operand)} (rank {rank}; {valid})",
+                    f"{keyword.name} {axis} is out of range for `{node.func}` of {of} (rank "
+                    f"{rank}; {valid})",
                     self.where(keyword.span),
                 ) from None
             if normal in out:
                 raise TdslTypeError(
-                    f"`axis` of `{node.func}` names axis {normal} twice "
+                    f"`{keyword.name}` of `{node.func}` names axis {normal} twice "
                     f"({show_keyword_value(keyword.value)}); name each axis once, as NumPy "
                     "requires",
                     self.where(keyword.span),
@@ -197,27 +204,11 @@ class CallParams:
             )
         axes = (value,) if isinstance(value, int) else value
         rank = len(self.shape_of(operand))
+        of = self.describe(operand)
         if param.kind == "new_axes":
             rank += len(axes)
-        out: list[int] = []
-        for axis in axes:
-            try:
-                normal = td.normalize_axis(axis, rank)
-            except td.ShapeError:
-                of = "its result" if param.kind == "new_axes" else self.describe(operand)
-                valid = "it has no axes" if rank == 0 else f"expected {-rank} <= axis < {rank}"
-                raise TdslTypeError(
-                    f"`{param.name}` {axis} of `{node.func}` is out of range for {of} (rank "
-                    f"{rank}; {valid})",
-                    self.where(keyword.span),
-                ) from None
-            if normal in out:
-                raise TdslTypeError(
-                    f"`{param.name}` of `{node.func}` names axis {normal} twice "
-                    f"({show_keyword_value(value)}); name each axis once, as NumPy requires",
-                    self.where(keyword.span),
-                )
-            out.append(normal)
+            of = "its result"
+        out = self.checked_axes(node, keyword, axes, rank, of)
         if single:
             return out[0]
         return value if param.kind == "new_axes" else tuple(out)

@@ -212,7 +212,18 @@ class SqueezeOp(_UnitAxesView):
         return (np.squeeze(args[0], self.axes_value),)
 
 
-class SwapAxes(LanguageFunction):
+class _TransposeSpelling(LanguageFunction):
+    """A function of the language that is a ``tensordsl.transpose`` of its operand (which
+    takes booleans as they are), its two parameters also given by position."""
+
+    POSITIONAL: ClassVar[int] = 2
+
+    @classmethod
+    def bool_inputs_as(cls) -> np.dtype[Any] | None:
+        return BOOL_DTYPE
+
+
+class SwapAxes(_TransposeSpelling):
     """Exchanges two axes, as ``np.swapaxes(x, axis1, axis2)``: a ``tensordsl.transpose``."""
 
     FUNCTION: ClassVar[str | None] = "swapaxes"
@@ -220,11 +231,6 @@ class SwapAxes(LanguageFunction):
         Param("axis1", "int_axis", None, required=True),
         Param("axis2", "int_axis", None, required=True),
     )
-    POSITIONAL: ClassVar[int] = 2
-
-    @classmethod
-    def bool_inputs_as(cls) -> np.dtype[Any] | None:
-        return BOOL_DTYPE
 
     @classmethod
     def from_call(cls, operands: Sequence[SSAValue], params: Mapping[str, object]) -> Operation:
@@ -236,7 +242,7 @@ class SwapAxes(LanguageFunction):
         return TransposeOp(x, perm)
 
 
-class MoveAxis(LanguageFunction):
+class MoveAxis(_TransposeSpelling):
     """Moves axes to new positions, as ``np.moveaxis(x, source, destination)``: a
     ``tensordsl.transpose`` (the other axes keep their order)."""
 
@@ -245,11 +251,6 @@ class MoveAxis(LanguageFunction):
         Param("source", "int_axes", None, required=True),
         Param("destination", "int_axes", None, required=True),
     )
-    POSITIONAL: ClassVar[int] = 2
-
-    @classmethod
-    def bool_inputs_as(cls) -> np.dtype[Any] | None:
-        return BOOL_DTYPE
 
     @classmethod
     def from_call(cls, operands: Sequence[SSAValue], params: Mapping[str, object]) -> Operation:
