@@ -28,8 +28,18 @@ PARAMETERS = {0: (), 1: ("x",), 2: ("a", "b"), 3: ("a", "b", "c")}
 """The names of the tensor arguments, by arity, as the functions' signatures show them."""
 
 
-def _literal(value: object) -> str:
-    """A keyword value as the language spells it (``-1``, ``1e-05``, ``True``, ``None``)."""
+def _literal(key: str, value: object) -> str:
+    """A keyword value as the language spells it (``-1``, ``1e-05``, ``True``, ``None``, a
+    dtype by NumPy's name: ``float32``; ``inf`` and ``nan``)."""
+    if key == "dtype" and isinstance(value, str):
+        return value  # as given: "float32", or the language's "f16" (NumPy's "f16" is 128-bit)
+    if key == "dtype" and value is not None:
+        try:
+            return np.dtype(cast(Any, value)).name
+        except TypeError:
+            return str(value)  # the language's own names: f32; refused when lowered
+    if isinstance(value, float) and not np.isfinite(value):
+        return "nan" if value != value else ("inf" if value > 0 else "-inf")
     return repr(value)
 
 
@@ -43,8 +53,12 @@ def _module(
 
     names = [name for name, _, _ in types]
     # a string (einsum's subscripts) comes first, before the tensors
-    leading = [repr(value) for _, value in keywords if isinstance(value, str)]
-    words = [f"{key}={_literal(value)}" for key, value in keywords if not isinstance(value, str)]
+    leading = [repr(value) for key, value in keywords if key != "dtype" and isinstance(value, str)]
+    words = [
+        f"{key}={_literal(key, value)}"
+        for key, value in keywords
+        if key == "dtype" or not isinstance(value, str)
+    ]
     source = f"{function}({', '.join([*leading, *names, *words])})"
     shapes = {name: shape for name, shape, _ in types}
     dtypes: dict[str, Any] = {name: dtype for name, _, dtype in types}

@@ -22,17 +22,22 @@ follows.  A function tdsl refuses (``sum`` of booleans) raises the
 :class:`~tdsl.errors.TdslError` the compiler would.  The first call loads
 xDSL; importing this module does not.
 
-``f16``, ``f32``, ``f64`` and ``bool_`` type a parameter as a ``.tdsl``
-signature does: ``x: f32[64, 32]`` (``f32[()]`` is 0-d; ``bool_`` because
-Python's ``bool`` cannot be subscripted).  To a type checker each is an
-``ndarray`` of that dtype; pyright accepts the integer subscript, mypy does
-not: there, write ``x: Annotated[Array, "f32[64, 32]"]``, which
-``@tdsl.function`` reads too.
+``f16``, ``f32``, ``f64`` and ``bool_`` type parameters: see :mod:`tdsl.lang_types`.
 """
 
 from __future__ import annotations
 
-from tdsl.lang_types import DTYPE_CLASSES, Array, Operand, TensorSpec, bool_, f16, f32, f64
+from tdsl.lang_types import (
+    DTYPE_CLASSES,
+    Array,
+    DTypeLike,
+    Operand,
+    TensorSpec,
+    bool_,
+    f16,
+    f32,
+    f64,
+)
 from tdsl.lang_types import call as _call
 
 # --------------------------------------------------------------------------- the functions
@@ -447,34 +452,39 @@ def einsum(subscripts: str, a: Operand, b: Operand | None = None) -> Array:
     return _call("einsum", (a,) if b is None else (a, b), {"subscripts": subscripts})
 
 
-def zeros(shape: int | tuple[int, ...]) -> Array:
+def zeros(shape: int | tuple[int, ...], dtype: DTypeLike | None = None) -> Array:
     """A float64 array of zeros of the given shape, as ``np.zeros(shape)``."""
-    return _call("zeros", (), {"shape": shape})
+    return _call("zeros", (), {"shape": shape, "dtype": dtype})
 
 
-def ones(shape: int | tuple[int, ...]) -> Array:
+def ones(shape: int | tuple[int, ...], dtype: DTypeLike | None = None) -> Array:
     """A float64 array of ones of the given shape, as ``np.ones(shape)``."""
-    return _call("ones", (), {"shape": shape})
+    return _call("ones", (), {"shape": shape, "dtype": dtype})
 
 
-def full(shape: int | tuple[int, ...], fill_value: float) -> Array:
+def full(shape: int | tuple[int, ...], fill_value: float, dtype: DTypeLike | None = None) -> Array:
     """A float64 array of ``fill_value`` of the given shape, as ``np.full(shape, fill_value)`` with a float ``fill_value``."""
-    return _call("full", (), {"shape": shape, "fill_value": fill_value})
+    return _call("full", (), {"shape": shape, "fill_value": fill_value, "dtype": dtype})
 
 
-def arange(start: float, stop: float | None = None, step: float | None = None) -> Array:
+def arange(
+    start: float,
+    stop: float | None = None,
+    step: float | None = None,
+    dtype: DTypeLike | None = None,
+) -> Array:
     """Evenly spaced float64 values in ``[start, stop)``, as ``np.arange(start, stop, step)`` with a float among its arguments (``arange(5.0)``: ``0.0`` to ``4.0``)."""
-    return _call("arange", (), {"start": start, "stop": stop, "step": step})
+    return _call("arange", (), {"start": start, "stop": stop, "step": step, "dtype": dtype})
 
 
-def tri(N: int, M: int | None = None, k: int = 0) -> Array:
+def tri(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike | None = None) -> Array:
     """A float64 ``N`` by ``M`` array of ones at and below the ``k``-th diagonal and zeros above it, as ``np.tri(N, M, k)`` (``M`` defaults to ``N``)."""
-    return _call("tri", (), {"N": N, "M": M, "k": k})
+    return _call("tri", (), {"N": N, "M": M, "k": k, "dtype": dtype})
 
 
-def eye(N: int, M: int | None = None, k: int = 0) -> Array:
+def eye(N: int, M: int | None = None, k: int = 0, dtype: DTypeLike | None = None) -> Array:
     """A float64 ``N`` by ``M`` array of ones on the ``k``-th diagonal and zeros elsewhere, as ``np.eye(N, M, k)`` (``M`` defaults to ``N``)."""
-    return _call("eye", (), {"N": N, "M": M, "k": k})
+    return _call("eye", (), {"N": N, "M": M, "k": k, "dtype": dtype})
 
 
 def tril(x: Operand, k: int = 0) -> Array:

@@ -1,7 +1,15 @@
 """The types of :mod:`tdsl.lang`'s functions and parameters: :data:`Array`, :data:`Operand`,
 the dtype classes that annotate a ``@tdsl.function``'s parameters (``x: f32[4, 8]``,
 a :class:`TensorSpec` at run time), and :func:`call`, which runs one function of the
-language eagerly.  :mod:`tdsl.lang` re-exports them."""
+language eagerly.  :mod:`tdsl.lang` re-exports them.
+
+``f16``, ``f32``, ``f64`` and ``bool_`` type a parameter as a ``.tdsl``
+signature does: ``x: f32[64, 32]`` (``f32[()]`` is 0-d; ``bool_`` because
+Python's ``bool`` cannot be subscripted).  To a type checker each is an
+``ndarray`` of that dtype; pyright accepts the integer subscript, mypy does
+not: there, write ``x: Annotated[Array, "f32[64, 32]"]``, which
+``@tdsl.function`` reads too.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +21,9 @@ from numpy.typing import NDArray
 
 Array: TypeAlias = NDArray[Any]
 """What every function returns: a NumPy array (0-d for a full reduction)."""
+
+DTypeLike: TypeAlias = "str | type[Any] | np.dtype[Any]"
+"""A dtype a creation function takes: ``np.float32``, ``float``, ``"float32"``, ``"f32"``."""
 
 Operand: TypeAlias = "NDArray[Any] | np.generic[Any] | float"
 """What every function takes: an array (bool, float16, float32 or float64), a NumPy
@@ -90,4 +101,15 @@ def call(function: str, args: tuple[Operand, ...], keywords: Mapping[str, object
     return evaluate(function, args, keywords)
 
 
-__all__ = ["DTYPE_CLASSES", "Array", "Operand", "TensorSpec", "bool_", "call", "f16", "f32", "f64"]
+__all__ = [
+    "DTYPE_CLASSES",
+    "Array",
+    "DTypeLike",
+    "Operand",
+    "TensorSpec",
+    "bool_",
+    "call",
+    "f16",
+    "f32",
+    "f64",
+]

@@ -62,6 +62,7 @@ ParamKind = Literal[
     "size",
     "int",
     "number",
+    "dtype",
 ]
 
 
@@ -79,7 +80,8 @@ class Param:
     tuple of axes of the result (``expand_dims``), ``subscripts`` a string given
     first, before the tensors (``einsum``'s), ``shape`` one extent or a tuple of
     them, ``size`` an extent, ``int`` an integer, ``number`` an int or a float
-    (kept as given: NumPy's creation functions make integers of ints).  The op's constructor takes
+    (kept as given: NumPy's creation functions make integers of ints),
+    ``dtype`` a dtype's name (``np.float32``, ``f32``, ``"float32"``).  The op's constructor takes
     it under the same name (``int_axis`` and ``int_axes`` made non-negative, a
     tuple for ``int_axes``).  A ``required`` parameter has no default.
     """

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from xdsl.ir import Attribute
+
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.structured import Param
 from tdsl.errors import SourceLocation, TdslTypeError
 from tdsl.frontend.ast import Call, Keyword, Span
+from tdsl.frontend.dtype_names import element_type_of
 from tdsl.frontend.functions import FunctionInfo, show_keyword_value
 
 if TYPE_CHECKING:
@@ -65,6 +68,8 @@ class CallParams:
                     params[param.name] = self.number(node, param)
                 case "shape" | "size" | "int" | "number":
                     params[param.name] = self.literal_param(node, param)
+                case "dtype":
+                    params[param.name] = self.dtype_param(node, param)
                 case "subscripts":
                     keyword = self.keyword(node, param.name)
                     if keyword is not None and not isinstance(keyword.value, str):
@@ -151,6 +156,25 @@ class CallParams:
                 )
             out.append(normal)
         return tuple(out)
+
+    def dtype_param(self, node: Call, param: Param) -> Attribute | None:
+        """The element type a ``dtype`` parameter names (None where not given): NumPy's
+        names (``float32``, ``float``: float64, ``bool``) or the language's (``f32``)."""
+        keyword = self.keyword(node, param.name)
+        if keyword is None or keyword.value is None:
+            return None
+        value = keyword.value
+        name = {"float": "float64", "double": "float64", "bool_": "bool"}.get(str(value), value)
+        try:
+            if not isinstance(name, str):
+                raise TdslTypeError("")
+            return element_type_of(name)
+        except TdslTypeError:
+            raise TdslTypeError(
+                f"`dtype` of `{node.func}` must name bool, float16, float32 or float64 "
+                f"(np.float32, f32 or 'float32'), not `{show_keyword_value(value)}`",
+                self.where(keyword.span),
+            ) from None
 
     def literal_param(self, node: Call, param: Param) -> object:
         """A ``shape`` (a tuple of extents), ``size`` (an extent), ``int`` or ``number``

@@ -18,7 +18,7 @@ import numpy as np
 from xdsl.dialects.builtin import TensorType, f64
 
 from tdsl.dialects import tensordsl as td
-from tdsl.dialects.structured import BOOL
+from tdsl.dialects.structured import BOOL, numpy_dtype
 from tdsl.errors import TdslTypeError
 from tdsl.frontend.ast import Call, Span
 from tdsl.frontend.values import LiteralValue, TensorValue, Value
@@ -38,48 +38,73 @@ def lower_creation(
 ) -> Value:
     """The ops of ``node``, a call of a creation function (see the module docstring)."""
     span = node.span
+    element = params.get("dtype") or f64
+    dtype = numpy_dtype(element)
 
     def constant(values: Array) -> TensorValue:
-        data = np.asarray(values, np.float64)
+        if element == BOOL:  # booleans: float64 values compared with 0, as NumPy converts
+            floats = index_constant(np.asarray(values, dtype).astype(np.float64))
+            zero = lowering.literal(0.0, f64, span)
+            return lowering.emit(td.NotEqualOp(floats.value, zero.value), span)
+        data = np.asarray(values, dtype)
         flat = data.reshape(-1)
         if flat.size and flat.tobytes() == np.repeat(flat[:1], flat.size).tobytes():
             data = flat[:1]  # one value: stored once (a splat)
-        attr = td.dense_from_numpy(data, f64)
+        attr = td.dense_from_numpy(data, element)
         if data.shape != np.shape(values):
-            attr = type(attr)(TensorType(f64, np.shape(values)), attr.data)
+            attr = type(attr)(TensorType(element, np.shape(values)), attr.data)
         return lowering.emit(td.ConstantOp(attr), span)
 
     def integers(what: str) -> TdslTypeError:
         return TdslTypeError(
             f"`{node.func}` {what} makes integers in NumPy (int64), which the language does "
-            "not have yet: write a float (`2.0`) for float64 values",
+            "not have yet: write a float (`2.0`) or give a float dtype (dtype=np.float32)",
             lowering.where(span),
         )
 
     def mask(rows: int, cols: int, k: int, compare: type[td.CompareOp]) -> TensorValue:
-        """``compare(col, row + k)`` over a ``rows`` by ``cols`` grid."""
-        row = lowering.emit(td.ExpandDimsOp(constant(np.arange(rows) + float(k)).value, 1), span)
-        col = lowering.emit(td.ExpandDimsOp(constant(np.arange(cols, dtype=float)).value, 0), span)
+        """``compare(col, row + k)`` over a ``rows`` by ``cols`` grid (float64 indices)."""
+        index = np.dtype(np.float64)
+        row = lowering.emit(
+            td.ExpandDimsOp(index_constant(np.arange(rows) + float(k)).value, 1), span
+        )
+        col = lowering.emit(
+            td.ExpandDimsOp(index_constant(np.arange(cols, dtype=index)).value, 0), span
+        )
         return lowering.emit(compare(col.value, row.value), span)
 
+    def index_constant(values: Array) -> TensorValue:
+        data = np.asarray(values, np.float64)
+        flat = data.reshape(-1)
+        attr = td.dense_from_numpy(data, f64)
+        if flat.size > 1 and flat.tobytes() == np.repeat(flat[:1], flat.size).tobytes():
+            attr = type(attr)(TensorType(f64, data.shape), td.dense_from_numpy(flat[:1], f64).data)
+        return lowering.emit(td.ConstantOp(attr), span)
+
     def ones_where(m: TensorValue) -> Value:
-        one, zero = LiteralValue(1.0, span), LiteralValue(0.0, span)
-        return lowering.where_call(node, [m, one, zero], (span, span, span))
+        if element == BOOL:
+            return m
+        one, zero = lowering.literal(1.0, element, span), lowering.literal(0.0, element, span)
+        return lowering.emit(td.WhereOp(m.value, one.value, zero.value), span)
 
     match node.func:
         case "zeros" | "ones":
-            return constant(np.full(params["shape"], 0.0 if node.func == "zeros" else 1.0))
+            return constant(np.full(params["shape"], 0 if node.func == "zeros" else 1))
         case "full":
-            if isinstance(params["fill_value"], int):
+            if isinstance(params["fill_value"], int) and params.get("dtype") is None:
                 raise integers("of an integer fill value")
-            return constant(np.full(params["shape"], float(params["fill_value"])))
+            return constant(np.full(params["shape"], params["fill_value"]))
         case "arange":
             given = [params[k] for k in ("start", "stop", "step") if params[k] is not None]
-            if all(isinstance(v, int) for v in given):
+            if all(isinstance(v, int) for v in given) and params.get("dtype") is None:
                 raise integers("of integers")
             if params["step"] == 0:
                 raise TdslTypeError("`arange` needs a step other than 0", lowering.where(span))
-            return constant(np.arange(*(float(v) for v in given)))
+            try:
+                values = np.arange(*given, dtype=dtype)
+            except (TypeError, ValueError) as err:  # NumPy refuses it (arange of booleans)
+                raise TdslTypeError(f"`arange`: {err}", lowering.where(span)) from None
+            return constant(values)
         case "tri" | "eye":
             n = params["N"]
             m = n if params["M"] is None else params["M"]

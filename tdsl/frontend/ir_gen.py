@@ -42,6 +42,7 @@ from xdsl.utils.exceptions import VerifyException
 from tdsl.dialects.structured import ELEMENT_TYPES
 from tdsl.errors import SourceLocation, TdslIRError, TdslNameError, TdslOptionError, TdslTypeError
 from tdsl.frontend.ast import Expression, Kernel, Name, Program, Return, Source, Span, walk
+from tdsl.frontend.dtype_names import DTypeLike, element_type_of
 from tdsl.frontend.functions import (
     CONSTANTS,
     FUNCTIONS,
@@ -52,12 +53,10 @@ from tdsl.frontend.functions import (
 )
 from tdsl.frontend.lower_expr import (
     WEAK,
-    DTypeLike,
     FunctionLowering,
     TensorValue,
     WeakValue,
     dtype_name,
-    element_type_of,
     format_type,
 )
 from tdsl.frontend.parser import MAX_DIM, parse

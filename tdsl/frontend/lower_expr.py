@@ -8,7 +8,6 @@ keyword arguments, every op located at its source span.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypeAlias, cast
 
 import numpy as np
 from xdsl.builder import Builder
@@ -19,7 +18,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.structured import BOOL, ELEMENT_TYPES, LanguageFunction, element_of
-from tdsl.dtypes import PROMOTION_RANK, SHORT_NAMES
+from tdsl.dtypes import PROMOTION_RANK
 from tdsl.errors import SourceLocation, TdslIRError, TdslNameError, TdslTypeError
 from tdsl.frontend.ast import (
     BinOp,
@@ -45,48 +44,6 @@ from tdsl.frontend.functions import (
     nearest_name,
 )
 from tdsl.frontend.values import LiteralValue, TensorValue, Value, WeakValue
-
-DTypeLike: TypeAlias = str | np.dtype[Any] | type[Any]
-"""A dtype as a user may spell it: ``"f32"``, ``"float32"``, ``np.float32``, ``np.dtype("f4")``."""
-
-
-# --------------------------------------------------------------------------- dtypes
-
-
-def element_type_of(dtype: DTypeLike) -> Attribute:
-    """The element type for a dtype spelled ``"f32"``, ``"float32"``, ``np.float32``, ...
-
-    Raises :class:`TdslTypeError` for anything but bool, float16, float32 and float64.
-    """
-    if isinstance(dtype, str) and dtype in ELEMENT_TYPES:
-        return ELEMENT_TYPES[dtype]
-    resolved = _numpy_dtype(dtype)
-    short = None if resolved is None else SHORT_NAMES.get(resolved.name)
-    if short is None:
-        raise TdslTypeError(
-            f"unsupported dtype {_show_dtype(cast(Any, dtype))}; expected bool, float16, float32 "
-            "or float64 (also spelled f16, f32, f64)"
-        )
-    return ELEMENT_TYPES[short]
-
-
-def _is_dtype_class(dtype: object) -> bool:
-    return isinstance(dtype, type) and issubclass(dtype, np.dtype)
-
-
-def _numpy_dtype(dtype: Any) -> np.dtype[Any] | None:
-    """``np.dtype(dtype)``, also for a dtype class such as ``np.dtypes.Float32DType``."""
-    spec: Any = getattr(dtype, "type", None) if _is_dtype_class(dtype) else dtype
-    try:
-        return np.dtype(spec)
-    except Exception:  # NumPy raises TypeError, ValueError, ... for what is no dtype
-        return None
-
-
-def _show_dtype(dtype: object) -> str:
-    if isinstance(dtype, type):
-        return f"`{dtype.__module__}.{dtype.__qualname__}`"
-    return f"`{dtype}`"
 
 
 def dtype_name(element: Attribute) -> str:

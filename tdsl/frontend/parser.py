@@ -68,6 +68,8 @@ _KEYWORD_CONSTANTS: dict[str, bool | None] = {
     "False": False,
     "None": None,
 }
+_FLOAT_NAMES: dict[str, float] = {"inf": math.inf, "nan": math.nan}
+"""Names a parameter's value may be, as NumPy's constants (``full(s, np.nan)``)."""
 COMPARISONS = frozenset({"<", "<=", "==", "!=", ">=", ">"})
 _PRECEDENCE = {
     **dict.fromkeys(COMPARISONS, 0),
@@ -399,6 +401,14 @@ class _Parser:
                         keyword.span,
                     )
                 keywords.append(keyword)
+            elif positional.get(len(args) + len(keywords)) == "dtype" and (
+                self.tok.kind in (TokenKind.NAME, TokenKind.STRING)
+            ):
+                # NumPy's positional dtype: eye(3, 3, 0, np.float32)
+                if keywords and by_position != len(keywords):
+                    raise self.error("positional argument follows keyword argument")
+                keywords.append(self.parse_value("dtype", self.tok))
+                by_position += 1
             elif self.tok.kind is TokenKind.STRING:
                 # einsum("ij,jk->ik", a, b): a leading string is the subscripts
                 name = _leading_string_param(name_tok.text)
@@ -452,7 +462,11 @@ class _Parser:
         if token.kind is TokenKind.NUMBER or self.is_punct("("):
             return True
         if self.is_punct("-"):
-            return self.peek().kind is TokenKind.NUMBER and self.peek(2).text in (",", ")")
+            after = self.peek()
+            number = after.kind is TokenKind.NUMBER or unqualified(after.text) in _FLOAT_NAMES
+            return number and self.peek(2).text in (",", ")")
+        if token.kind is TokenKind.NAME and unqualified(token.text) in _FLOAT_NAMES:
+            return self.peek().text in (",", ")")
         return token.kind is TokenKind.NAME and token.text in _KEYWORD_CONSTANTS
 
     def parse_keyword(self) -> Keyword:
@@ -465,6 +479,15 @@ class _Parser:
         :class:`Keyword` spanning from ``start``."""
         name_tok = Token(TokenKind.NAME, name, start.span)
         token = self.tok
+        if (
+            name == "dtype"
+            and token.kind in (TokenKind.NAME, TokenKind.STRING)
+            and token.text not in _KEYWORD_CONSTANTS
+        ):
+            # dtype=np.float32, dtype=f32, dtype="float32": the name, checked when lowered
+            self.advance()
+            text = token.text[1:-1] if token.kind is TokenKind.STRING else unqualified(token.text)
+            return Keyword(name, text, name_tok.span.to(token.span))
         if token.kind is TokenKind.STRING:
             raise self.error(
                 f"a string is not a value of `{name}`: the language's only strings are "
@@ -480,10 +503,16 @@ class _Parser:
         if negative:
             self.advance()
         number = self.tok
+        if number.kind is TokenKind.NAME and unqualified(number.text) in _FLOAT_NAMES:
+            self.advance()  # inf, nan (np.inf, -np.inf): a fill value, a bound
+            value = _FLOAT_NAMES[unqualified(number.text)]
+            return Keyword(
+                name_tok.text, -value if negative else value, name_tok.span.to(number.span)
+            )
         if number.kind is not TokenKind.NUMBER:
             raise self.error(
-                f"expected a number, true, false or None as the value of `{name_tok.text}`, "
-                f"found {number.describe()}"
+                f"expected a number, inf, nan, true, false or None as the value of "
+                f"`{name_tok.text}`, found {number.describe()}"
             )
         value: int | float
         if number.text.isdigit():

@@ -162,6 +162,7 @@ def _param_type(kind: str, default: object) -> str:
         "size": "int",
         "int": "int",
         "number": "float",
+        "dtype": "DTypeLike",
     }[kind]
     return f"{base} | None" if default is None else base
 

@@ -1,6 +1,7 @@
 """Arrays of a static shape, as NumPy's creation functions make them: ``zeros``, ``ones``,
-``full``, ``arange`` (of floats), ``tri`` and ``eye``, and ``tril``/``triu``, which keep
-a triangle of a tensor.
+``full``, ``arange`` (of floats), ``tri`` and ``eye`` (each with NumPy's ``dtype=``:
+float64 by default, or bool, float16, float32), and ``tril``/``triu``, which keep a
+triangle of a tensor.
 
 They are functions of the language without ops of their own
 (:data:`CREATION`): the frontend writes them as ``tensordsl.constant`` ops (one value
@@ -8,9 +9,10 @@ stored once for ``zeros``, ``ones`` and ``full``; the values of ``arange``; the 
 column indices of ``tri`` and ``eye``, one 1-D constant each) and the element-wise
 ops that compare the indices, so a ``tri(1024)`` mask is two constants of 1024 values
 and a comparison that fuses with what reads it (see :mod:`tdsl.frontend.creation`).
-Their values are NumPy's, and so are their dtypes: float64 (NumPy's ``arange`` and
-``full`` of integers make integers, which the language does not have yet: a located
-error says to write a float).
+Their values are NumPy's, and so are their dtypes: float64 unless ``dtype=`` says
+otherwise (NumPy's ``arange`` and ``full`` of integers without a ``dtype`` make
+integers, which the language does not have yet: a located error says to write a float
+or give a ``dtype``).
 """
 
 from __future__ import annotations
@@ -37,14 +39,22 @@ class Zeros(_Created):
     """A float64 array of zeros of the given shape, as ``np.zeros(shape)``."""
 
     FUNCTION: ClassVar[str | None] = "zeros"
-    PARAMS: ClassVar[tuple[Param, ...]] = (Param("shape", "shape", None, required=True),)
+    PARAMS: ClassVar[tuple[Param, ...]] = (
+        Param("shape", "shape", None, required=True),
+        Param("dtype", "dtype", None),
+    )
+    POSITIONAL: ClassVar[int] = 2
 
 
 class Ones(_Created):
     """A float64 array of ones of the given shape, as ``np.ones(shape)``."""
 
     FUNCTION: ClassVar[str | None] = "ones"
-    PARAMS: ClassVar[tuple[Param, ...]] = (Param("shape", "shape", None, required=True),)
+    PARAMS: ClassVar[tuple[Param, ...]] = (
+        Param("shape", "shape", None, required=True),
+        Param("dtype", "dtype", None),
+    )
+    POSITIONAL: ClassVar[int] = 2
 
 
 class Full(_Created):
@@ -55,8 +65,9 @@ class Full(_Created):
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param("shape", "shape", None, required=True),
         Param("fill_value", "number", None, required=True),
+        Param("dtype", "dtype", None),
     )
-    POSITIONAL: ClassVar[int] = 2
+    POSITIONAL: ClassVar[int] = 3
 
 
 class Arange(_Created):
@@ -68,8 +79,9 @@ class Arange(_Created):
         Param("start", "number", None, required=True),
         Param("stop", "number", None),
         Param("step", "number", None),
+        Param("dtype", "dtype", None),
     )
-    POSITIONAL: ClassVar[int] = 3
+    POSITIONAL: ClassVar[int] = 4
 
 
 class Tri(_Created):
@@ -81,8 +93,9 @@ class Tri(_Created):
         Param("N", "size", None, required=True),
         Param("M", "size", None),
         Param("k", "int", 0),
+        Param("dtype", "dtype", None),
     )
-    POSITIONAL: ClassVar[int] = 3
+    POSITIONAL: ClassVar[int] = 4
 
 
 class Eye(_Created):
@@ -94,8 +107,9 @@ class Eye(_Created):
         Param("N", "size", None, required=True),
         Param("M", "size", None),
         Param("k", "int", 0),
+        Param("dtype", "dtype", None),
     )
-    POSITIONAL: ClassVar[int] = 3
+    POSITIONAL: ClassVar[int] = 4
 
 
 class Tril(_Created):

@@ -200,7 +200,7 @@ SYNTAX_ERRORS = [
     ),
     (
         "sum(a, axis=b)",
-        "<expr>:1:13: error: expected a number, true, false or None as the value of `axis`, found `b`\nsum(a, axis=b)\n            ^",
+        "<expr>:1:13: error: expected a number, inf, nan, true, false or None as the value of `axis`, found `b`\nsum(a, axis=b)\n            ^",
     ),
     (
         "sum(a, axis=" + "9" * 30 + ")",

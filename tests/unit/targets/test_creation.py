@@ -34,6 +34,28 @@ CASES: list[tuple[str, dict[str, Array], Any]] = [
     ("x + arange(7.0)", {"x": X}, lambda x: x + np.arange(7.0)),
     ("x + arange(-1.0, 2.5, 0.5)", {"x": X}, lambda x: x + np.arange(-1.0, 2.5, 0.5)),
     ("x * arange(3, -0.5, -0.5)", {"x": X}, lambda x: x * np.arange(3, -0.5, -0.5)),
+    # dtype=, by keyword and by position, as NumPy reads it
+    ("x * tri(5, 7, dtype=np.float32)", {"x": X}, lambda x: x * np.tri(5, 7, dtype=np.float32)),
+    ("x * eye(5, 7, 1, f32)", {"x": X}, lambda x: x * np.eye(5, 7, 1, np.float32)),
+    ("x + zeros((5, 7), 'float32')", {"x": X}, lambda x: x + np.zeros((5, 7), "float32")),
+    ("x + full((5, 1), 3, np.float16)", {"x": X}, lambda x: x + np.full((5, 1), 3, np.float16)),
+    ("x + arange(7, dtype=np.float32)", {"x": X}, lambda x: x + np.arange(7, dtype=np.float32)),
+    (
+        "x + arange(0, 0.7, 0.1, np.float32)",
+        {"x": X},
+        lambda x: x + np.arange(0, 0.7, 0.1, np.float32),
+    ),
+    (
+        "where(tri(5, 7, dtype=bool), x, 0.0)",
+        {"x": X},
+        lambda x: np.where(np.tri(5, 7, dtype=bool), x, 0.0),
+    ),
+    (
+        "(x > 0) | full((5, 7), nan, bool)",
+        {"x": X},
+        lambda x: (x > 0) | np.full((5, 7), np.nan, bool),
+    ),
+    ("x - full(7, -np.inf)", {"x": X}, lambda x: x - np.full(7, -np.inf)),
     # picoGPT's causal mask
     (
         "softmax(x[0:0] + (1 - tri(5, 7)) * -1e10)".replace("x[0:0] + ", "x + "),
@@ -84,9 +106,13 @@ def test_a_mask_stores_its_indices_and_a_splat_one_value() -> None:
         ("tri(3, k=0.5)", TdslTypeError, "`k` of `tri` must be an integer, not `0.5`"),
         ("tril(v)", TdslTypeError, "`tril` needs an operand of rank 2 or more"),
         ("zeros()", TdslTypeError, "`zeros` needs `shape`"),
-        ("tri(3, 3, 0, 1)", TdslSyntaxError, "`tri` takes 3 positional arguments, and more"),
+        ("tri(3, 3, 0, 1)", TdslTypeError, "`dtype` of `tri` must name bool"),
+        ("tri(3, 3, 0, f32, x)", TdslSyntaxError, "`tri` takes 4 positional arguments, and more"),
         ("ones(x)", TdslTypeError, "`ones` takes 0 positional arguments but 1 was given"),
         ("eye(3, n=2)", TdslNameError, "unknown keyword argument `n` for `eye`"),
+        ("zeros(3, dtype=int32)", TdslTypeError, "`dtype` of `zeros` must name bool, float16"),
+        ("tri(3, dtype=x)", TdslTypeError, "not `x`"),
+        ("arange(3, dtype=bool)", TdslTypeError, "`arange`: arange() is only supported for"),
     ],
 )
 def test_bad_creations_are_located_errors(text: str, error: type[TdslError], message: str) -> None:

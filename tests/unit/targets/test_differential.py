@@ -274,7 +274,7 @@ class Generator:
             value = self.draw(st.sampled_from(LITERALS))
             return f"full({dims}, {value if '.' in value or 'e' in value else value + '.0'})"
         if name == "arange":
-            return f"arange({k}.5, {shape[0] + k}.5)"
+            return f"arange({k + 0.5}, {shape[0] + k + 0.5})"
         if name in ("tri", "eye"):
             return f"{name}({shape[0]}, {shape[1]}, {k})"
         return f"{name}({self.float(shape, depth)}, {k})"
