@@ -35,26 +35,26 @@ class _Created(LanguageFunction):
         raise NotImplementedError(f"{cls.FUNCTION} is written by tdsl.frontend.creation")
 
 
-class Zeros(_Created):
+class _OfShape(_Created):
+    """A creation function of a shape and a dtype."""
+
+    PARAMS: ClassVar[tuple[Param, ...]] = (
+        Param("shape", "shape", None, required=True),
+        Param("dtype", "dtype", None),
+    )
+    POSITIONAL: ClassVar[int] = 2
+
+
+class Zeros(_OfShape):
     """A float64 array of zeros of the given shape, as ``np.zeros(shape)``."""
 
     FUNCTION: ClassVar[str | None] = "zeros"
-    PARAMS: ClassVar[tuple[Param, ...]] = (
-        Param("shape", "shape", None, required=True),
-        Param("dtype", "dtype", None),
-    )
-    POSITIONAL: ClassVar[int] = 2
 
 
-class Ones(_Created):
+class Ones(_OfShape):
     """A float64 array of ones of the given shape, as ``np.ones(shape)``."""
 
     FUNCTION: ClassVar[str | None] = "ones"
-    PARAMS: ClassVar[tuple[Param, ...]] = (
-        Param("shape", "shape", None, required=True),
-        Param("dtype", "dtype", None),
-    )
-    POSITIONAL: ClassVar[int] = 2
 
 
 class Full(_Created):
@@ -84,48 +84,49 @@ class Arange(_Created):
     POSITIONAL: ClassVar[int] = 4
 
 
-class Tri(_Created):
+class _Diagonal(_Created):
+    """A creation function of an ``N`` by ``M`` grid split at its ``k``-th diagonal."""
+
+    PARAMS: ClassVar[tuple[Param, ...]] = (
+        Param("N", "size", None, required=True),
+        Param("M", "size", None),
+        Param("k", "int", 0),
+        Param("dtype", "dtype", None),
+    )
+    POSITIONAL: ClassVar[int] = 4
+
+
+class Tri(_Diagonal):
     """A float64 ``N`` by ``M`` array of ones at and below the ``k``-th diagonal and zeros
     above it, as ``np.tri(N, M, k)`` (``M`` defaults to ``N``)."""
 
     FUNCTION: ClassVar[str | None] = "tri"
-    PARAMS: ClassVar[tuple[Param, ...]] = (
-        Param("N", "size", None, required=True),
-        Param("M", "size", None),
-        Param("k", "int", 0),
-        Param("dtype", "dtype", None),
-    )
-    POSITIONAL: ClassVar[int] = 4
 
 
-class Eye(_Created):
+class Eye(_Diagonal):
     """A float64 ``N`` by ``M`` array of ones on the ``k``-th diagonal and zeros elsewhere,
     as ``np.eye(N, M, k)`` (``M`` defaults to ``N``)."""
 
     FUNCTION: ClassVar[str | None] = "eye"
-    PARAMS: ClassVar[tuple[Param, ...]] = (
-        Param("N", "size", None, required=True),
-        Param("M", "size", None),
-        Param("k", "int", 0),
-        Param("dtype", "dtype", None),
-    )
-    POSITIONAL: ClassVar[int] = 4
 
 
-class Tril(_Created):
+class _Triangle(_Created):
+    """A triangle of a tensor's last two axes."""
+
+    ARITY: ClassVar[int] = 1
+    PARAMS: ClassVar[tuple[Param, ...]] = (Param("k", "int", 0),)
+
+
+class Tril(_Triangle):
     """``x`` with zeros above the ``k``-th diagonal of its last two axes, as ``np.tril(x, k)``."""
 
     FUNCTION: ClassVar[str | None] = "tril"
-    ARITY: ClassVar[int] = 1
-    PARAMS: ClassVar[tuple[Param, ...]] = (Param("k", "int", 0),)
 
 
-class Triu(_Created):
+class Triu(_Triangle):
     """``x`` with zeros below the ``k``-th diagonal of its last two axes, as ``np.triu(x, k)``."""
 
     FUNCTION: ClassVar[str | None] = "triu"
-    ARITY: ClassVar[int] = 1
-    PARAMS: ClassVar[tuple[Param, ...]] = (Param("k", "int", 0),)
 
 
 CREATION: tuple[type[LanguageFunction], ...] = (Zeros, Ones, Full, Arange, Tri, Eye, Tril, Triu)
