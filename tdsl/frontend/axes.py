@@ -15,49 +15,29 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, cast
 
 from xdsl.dialects.builtin import f16, f32
-from xdsl.ir import Attribute, Operation
 
 from tdsl.dialects import tensordsl as td
-from tdsl.errors import SourceLocation, TdslTypeError
+from tdsl.errors import TdslTypeError
 from tdsl.frontend.ast import Call, Span
+from tdsl.frontend.values import TensorValue, Value
 
-
-class TensorValue(Protocol):
-    """A tensor of the lowering (:class:`tdsl.frontend.lower_expr.TensorValue`)."""
-
-    @property
-    def value(self) -> Any: ...
-    @property
-    def shape(self) -> tuple[int, ...]: ...
-    @property
-    def element(self) -> Attribute: ...
-
-
-class FunctionLowering(Protocol):
-    """What this module asks of :class:`tdsl.frontend.lower_expr.FunctionLowering`."""
-
-    def tensor(self, value: Any, span: Span) -> Any: ...
-    def truth(self, value: Any, span: Span) -> Any: ...
-    def describe(self, value: Any) -> str: ...
-    def where(self, span: Span) -> SourceLocation: ...
-    def emit(self, op: Operation, span: Span) -> Any: ...
-    def literal(self, value: float, element: Attribute, span: Span) -> Any: ...
+if TYPE_CHECKING:
+    from tdsl.frontend.lower_expr import FunctionLowering
 
 
 def reduce_over_axes(
     lowering: FunctionLowering,
     op: type[td.ReductionOp],
     node: Call,
-    operand: object,
+    operand: Value,
     span: Span,
     params: Mapping[str, object],
 ) -> TensorValue:
     """``op`` of ``operand`` over the tuple ``params["axis"]`` (non-negative, distinct)."""
-    axes = params["axis"]
-    assert isinstance(axes, tuple)
+    axes = cast(tuple[int, ...], params["axis"])
     keepdims = bool(params["keepdims"])
     x = lowering.tensor(operand, span)
     if issubclass(op, td.LogicalReductionOp):

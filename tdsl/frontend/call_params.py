@@ -101,7 +101,7 @@ class CallParams:
             return default
         if keyword.value is None and default is None:
             return None
-        if keyword.value is None or isinstance(keyword.value, bool | float | tuple):
+        if keyword.value is None or isinstance(keyword.value, bool | float | tuple | str):
             what = "an integer or a tuple of integers" if tuples else "an integer"
             raise TdslTypeError(
                 f"`axis` of `{node.func}` must be {what}, "
@@ -109,17 +109,7 @@ class CallParams:
                 self.where(keyword.span),
             )
         rank = len(self.shape_of(operand))
-        try:
-            td.normalize_axis(keyword.value, rank)
-        except td.ShapeError:
-            valid = (
-                "a 0-d tensor has no axes" if rank == 0 else f"expected {-rank} <= axis < {rank}"
-            )
-            raise TdslTypeError(
-                f"axis {keyword.value} is out of range for `{node.func}` of "
-                f"{self.describe(operand)} (rank {rank}; {valid})",
-                self.where(keyword.span),
-            ) from None
+        self.checked_axes(node, keyword, (keyword.value,), rank, self.describe(operand))
         return keyword.value
 
     def axes(self, node: Call, operand: Value, keyword: Keyword) -> tuple[int, ...]:
@@ -190,9 +180,7 @@ class CallParams:
             case "shape":
                 what = "an extent or a tuple of extents (integers >= 0)"
                 extents = (value,) if isinstance(value, int) else value
-                ok = isinstance(extents, tuple) and all(
-                    isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in extents
-                )
+                ok = isinstance(extents, tuple) and all(type(n) is int and n >= 0 for n in extents)
                 value = extents
             case "size":
                 what = "an integer >= 0"
@@ -219,7 +207,7 @@ class CallParams:
             return None
         value = keyword.value
         single = param.kind == "int_axis"
-        if isinstance(value, bool | float) or (single and isinstance(value, tuple)):
+        if isinstance(value, bool | float | str) or (single and isinstance(value, tuple)):
             what = "an integer" if single else "an integer or a tuple of integers"
             raise TdslTypeError(
                 f"`{param.name}` of `{node.func}` must be {what}, not "
@@ -272,7 +260,7 @@ class CallParams:
         if keyword is None:
             assert isinstance(param.default, float | int)
             return float(param.default)
-        if keyword.value is None or isinstance(keyword.value, bool):
+        if keyword.value is None or isinstance(keyword.value, bool | tuple | str):
             raise TdslTypeError(
                 f"`{param.name}` of `{node.func}` must be a number, "
                 f"not `{show_keyword_value(keyword.value)}`",

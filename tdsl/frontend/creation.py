@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from xdsl.dialects.builtin import TensorType, f64
+from xdsl.dialects.builtin import f64
 
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.structured import BOOL, numpy_dtype
@@ -46,13 +46,7 @@ def lower_creation(
             floats = index_constant(np.asarray(values, dtype).astype(np.float64))
             zero = lowering.literal(0.0, f64, span)
             return lowering.emit(td.NotEqualOp(floats.value, zero.value), span)
-        data = np.asarray(values, dtype)
-        flat = data.reshape(-1)
-        if flat.size and flat.tobytes() == np.repeat(flat[:1], flat.size).tobytes():
-            data = flat[:1]  # one value: stored once (a splat)
-        attr = td.dense_from_numpy(data, element)
-        if data.shape != np.shape(values):
-            attr = type(attr)(TensorType(element, np.shape(values)), attr.data)
+        attr = td.dense_stored_once(np.asarray(values, dtype), element)
         return lowering.emit(td.ConstantOp(attr), span)
 
     def integers(what: str) -> TdslTypeError:
@@ -74,11 +68,7 @@ def lower_creation(
         return lowering.emit(compare(col.value, row.value), span)
 
     def index_constant(values: Array) -> TensorValue:
-        data = np.asarray(values, np.float64)
-        flat = data.reshape(-1)
-        attr = td.dense_from_numpy(data, f64)
-        if flat.size > 1 and flat.tobytes() == np.repeat(flat[:1], flat.size).tobytes():
-            attr = type(attr)(TensorType(f64, data.shape), td.dense_from_numpy(flat[:1], f64).data)
+        attr = td.dense_stored_once(np.asarray(values, np.float64), f64)
         return lowering.emit(td.ConstantOp(attr), span)
 
     def ones_where(m: TensorValue) -> Value:

@@ -86,7 +86,9 @@ def name_list(names: Sequence[str]) -> str:
     return ", ".join(f"`{n}`" for n in names) if names else "none"
 
 
-def show_keyword_value(value: int | float | bool | tuple[int, ...] | None) -> str:
+def show_keyword_value(value: int | float | bool | tuple[int, ...] | str | None) -> str:
+    if isinstance(value, str):
+        return value  # a dtype's name, as written
     if isinstance(value, tuple):
         return "(" + ", ".join(map(str, value)) + ("," if len(value) == 1 else "") + ")"
     return str(value).lower() if isinstance(value, bool) else str(value)

@@ -80,7 +80,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
-import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import (
@@ -131,6 +130,7 @@ from tdsl.dialects.structured import (
     element_type,
     tensor_shape,
 )
+from tdsl.dialects.tensordsl import is_one_value
 from tdsl.errors import TdslIRError
 
 # ---------------------------------------------------------------------------
@@ -140,11 +140,7 @@ def _is_splat(op: Operation) -> bool:
     """Whether constant ``op`` holds one value (or none): a loop fills it; the values of
     any other constant are the caller's to pass (a ``const`` argument)."""
     data = constant_value(op)
-    if data is None:
-        return False
-    flat = data.reshape(-1)
-    # bit for bit: [0.0, -0.0] is no splat, nor are nans of other payloads
-    return flat.tobytes() == np.repeat(flat[:1], flat.size).tobytes()
+    return data is not None and is_one_value(data)
 
 
 class _FunctionLowering:

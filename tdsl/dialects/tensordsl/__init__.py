@@ -82,7 +82,13 @@ from tdsl.dialects.tensordsl import (
 from tdsl.dialects.tensordsl.compare_logical import *  # noqa: F403
 from tdsl.dialects.tensordsl.compare_logical import ClassifyOp
 from tdsl.dialects.tensordsl.constant import *  # noqa: F403
-from tdsl.dialects.tensordsl.constant import dense_from_numpy, dense_to_numpy, dense_to_text
+from tdsl.dialects.tensordsl.constant import (
+    dense_from_numpy,
+    dense_stored_once,
+    dense_to_numpy,
+    dense_to_text,
+    is_one_value,
+)
 from tdsl.dialects.tensordsl.contraction import *  # noqa: F403
 from tdsl.dialects.tensordsl.contraction import (
     check_permutation,
@@ -218,11 +224,13 @@ __all__ = [
     "broadcast_shapes",
     "check_permutation",
     "dense_from_numpy",
+    "dense_stored_once",
     "dense_to_numpy",
     "dense_to_text",
     "element_type",
     "expand_dims_shape",
     "fmt_shape",
+    "is_one_value",
     "matmul_shape",
     "normalize_axis",
     "numpy_dtype",

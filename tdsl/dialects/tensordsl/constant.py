@@ -109,6 +109,23 @@ def dense_from_numpy(arr: np.ndarray[Any, Any], element: Attribute) -> DenseIntO
     return DenseIntOrFPElementsAttr(t, BytesAttr(data.tobytes()))
 
 
+def is_one_value(values: np.ndarray[Any, Any]) -> bool:
+    """Whether every element of ``values`` is the first, bit for bit (``[0.0, -0.0]`` is not,
+    nor are nans of other payloads; an empty array is)."""
+    flat = values.reshape(-1)
+    return flat.tobytes() == np.repeat(flat[:1], flat.size).tobytes()
+
+
+def dense_stored_once(arr: np.ndarray[Any, Any], element: Attribute) -> DenseIntOrFPElementsAttr:
+    """:func:`dense_from_numpy`, its one value stored once where :func:`is_one_value`
+    (a splat: ``zeros((1000, 1000))`` holds eight bytes)."""
+    data = np.array(arr, dtype=numpy_dtype(element), order="C")
+    if data.size <= 1 or not is_one_value(data):
+        return dense_from_numpy(data, element)
+    t = TensorType(cast(FloatType, element), data.shape)
+    return DenseIntOrFPElementsAttr(t, BytesAttr(data.reshape(-1)[:1].tobytes()))
+
+
 def _prints_exactly(values: np.ndarray[Any, Any]) -> bool:
     """Whether xDSL prints every value in decimal (``%.6e``) that reads back bit-exact."""
     flat = values.ravel()
