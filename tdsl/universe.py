@@ -43,6 +43,12 @@ def _fuse() -> type[ModulePass]:
     return FusePass
 
 
+def _sink_views() -> type[ModulePass]:
+    from tdsl.transforms.sink_views import SinkViewsPass
+
+    return SinkViewsPass
+
+
 def _tile() -> type[ModulePass]:
     from tdsl.transforms.tile import TilePass
 
@@ -93,6 +99,7 @@ def _tdsl_frontend() -> type[Frontend]:
 
 TDSL_DIALECTS = {"tensordsl": _tensordsl, "kernel": _kernel, "tdslmath": _tdslmath}
 TDSL_PASSES = {
+    "tdsl-sink-views": _sink_views,
     "tdsl-fuse": _fuse,
     "tdsl-tile": _tile,
     "tdsl-lower-to-loops": _lower_to_loops,

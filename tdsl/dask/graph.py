@@ -35,6 +35,7 @@ from tdsl.dask.plan import plan_tile
 from tdsl.dask.tasks import KernelSpec, combine_blocks, pass_block, run_block
 from tdsl.dialects.kernel import TileOp
 from tdsl.dialects.structured import constant_value, numpy_dtype
+from tdsl.dialects.tensordsl import SliceOp
 from tdsl.errors import TdslCallError, TdslError
 from tdsl.jit.calls import convert_argument
 from tdsl.jit.compiled import ELEMENT_NAMES, ArgSpec, CompiledKernel, type_str
@@ -250,6 +251,13 @@ def call_dask(kernel: CompiledKernel, given: Sequence[Any], out: Any = None) -> 
         if isinstance(op, ReturnOp):
             term = op
             break
+        if isinstance(op, SliceOp):  # a window: Dask's own slicing, or NumPy's
+            source = op.input
+            if source in graph.env:
+                graph.env[op.result] = graph.env[source][op.index()]
+            else:
+                graph.held[op.result] = op.evaluate_view(graph.held[source])
+            continue
         const = constant_value(op)
         if const is None:  # pragma: no cover - the tiled stage groups every computing op
             raise TdslError(f"'{op.name}' is in no kernel.tile group")

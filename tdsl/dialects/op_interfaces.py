@@ -17,6 +17,8 @@ with ``isinstance``:
   decomposition into ops without one, which runs rows longer than a tile.
 * :class:`Scan`: the op tiles some loop dims itself, carrying a state from tile
   to tile (``cumsum``), as MLIR's ``TilingInterface`` lets an op.
+* :class:`StridedView`: the op is not structured: it is a window of its operand
+  (a slice) that every target reads in place, between groups.
 
 The base classes of :mod:`tdsl.dialects.structured` mix in what their ops are
 (:class:`~tdsl.dialects.structured.UnaryOp` and the other function families are
@@ -296,6 +298,40 @@ class Scan(abc.ABC):
         scalars of the carried loop's dtype; the result element is that value."""
 
 
+# ---------------------------------------------------------------------------
+# A window of a value, read in place between groups
+# ---------------------------------------------------------------------------
+
+
+class StridedView(abc.ABC):
+    """An op whose one result is a strided window of its one operand (``x[1:, ::2]``):
+    every element of the result is an element of the operand, at an offset plus a
+    stride per axis.  Such an op computes nothing and is not structured: fusion leaves it
+    between groups, where each target reads the operand in place (the numpy target
+    indexes it, the native target passes a pointer into the operand's buffer with the
+    window's strides, Dask slices the Dask array), and the groups it feeds read the
+    window as an input.  So the operand is a value held whole (an argument, a constant,
+    a group's result); the ``tdsl-sink-views`` pattern moves windows of element-wise
+    results onto their operands first, so that nothing is held for a window alone.
+    """
+
+    @abc.abstractmethod
+    def window(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The window: per axis of the operand, the index of the result's first element
+        and the step (nonzero; negative steps read backwards)."""
+
+    @abc.abstractmethod
+    def evaluate_view(self, array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        """The window of ``array`` (a NumPy view of it)."""
+
+    def layout(self, strides: Sequence[int]) -> tuple[int, tuple[int, ...]]:
+        """The window of an operand laid out with element ``strides``: the element offset
+        of the result's first element, and the result's element strides."""
+        offsets, steps = self.window()
+        offset = sum(o * s for o, s in zip(offsets, strides, strict=True))
+        return offset, tuple(st * s for st, s in zip(steps, strides, strict=True))
+
+
 __all__ = [
     "CarriedLoop",
     "Contraction",
@@ -304,4 +340,5 @@ __all__ = [
     "Param",
     "ParamKind",
     "Scan",
+    "StridedView",
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Literal
 
 from tdsl.errors import SourceLocation
 
@@ -125,13 +126,36 @@ class Call:
     func_span: Span
 
 
-Expr = Number | Name | Neg | Invert | BinOp | Call
+@dataclass(frozen=True)
+class Index:
+    """One item of a subscript: a slice ``start:stop:step`` (a part left out is None),
+    an integer (``start``), ``...`` or ``None`` (a new axis)."""
+
+    kind: Literal["slice", "int", "ellipsis", "newaxis"]
+    span: Span
+    start: int | None = None
+    stop: int | None = None
+    step: int | None = None
+
+
+@dataclass(frozen=True)
+class Subscript:
+    """NumPy's basic indexing ``value[items]`` with static indices; ``bracket_span``
+    covers the brackets."""
+
+    value: Expr
+    items: tuple[Index, ...]
+    span: Span
+    bracket_span: Span
+
+
+Expr = Number | Name | Neg | Invert | BinOp | Call | Subscript
 
 
 def children(expr: Expr) -> tuple[Expr, ...]:
     """The direct sub-expressions of ``expr``, in source order."""
     match expr:
-        case Neg(operand=operand) | Invert(operand=operand):
+        case Neg(operand=operand) | Invert(operand=operand) | Subscript(value=operand):
             return (operand,)
         case BinOp(lhs=lhs, rhs=rhs):
             return (lhs, rhs)

@@ -121,6 +121,9 @@ class _Lexer:
                 pos = self.attribute(pos)
             elif ch in "\"'":
                 pos = self.string(pos)
+            elif text[pos : pos + 3] == "...":  # NumPy's Ellipsis, in a subscript
+                self.emit(TokenKind.PUNCT, pos, pos + 3)
+                pos += 3
             elif text[pos : pos + 2] in _TWO_CHAR:
                 self.emit(TokenKind.PUNCT, pos, pos + 2)
                 pos += 2

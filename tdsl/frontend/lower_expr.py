@@ -30,6 +30,7 @@ from tdsl.frontend.ast import (
     Number,
     Source,
     Span,
+    Subscript,
     children,
 )
 from tdsl.frontend.axes import reduce_over_axes
@@ -43,6 +44,7 @@ from tdsl.frontend.functions import (
     name_list,
     nearest_name,
 )
+from tdsl.frontend.subscripts import lower_subscript
 from tdsl.frontend.values import LiteralValue, TensorValue, Value, WeakValue
 
 
@@ -223,6 +225,8 @@ class FunctionLowering(CallParams):
                 )
             case Call():
                 return self.call(node, args)
+            case Subscript():
+                return lower_subscript(node, args[0], self.emit, self.where)
 
     def lookup(self, node: Name) -> Value:
         value = self.env.get(node.id)

@@ -10,7 +10,9 @@ the column of the first token of a line)::
     param      ::= NAME ":" DTYPE "[" [INT ("," INT)* [","]] "]"
     body       ::= (NAME "=" expr NEWLINE)* "return" expr ("," expr)* NEWLINE   (indented)
     expr       ::= operand (("+" | "-" | "*" | "/" | "@") operand)*
-    operand    ::= "-"* primary
+    operand    ::= ("-" | "~")* postfix ["**" operand]
+    postfix    ::= primary (".T" | "[" index ("," index)* [","] "]")*
+    index      ::= [INT] ":" [INT] [":" [INT]] | INT | "..." | "None"     (INT: ["-"] digits)
     primary    ::= NUMBER | NAME | NAME "(" [arg ("," arg)* [","]] ")" | "(" expr ")"
     arg        ::= expr | NAME "=" kwvalue
     kwvalue    ::= ["-"] INT | "true" | "false" | "True" | "False" | "None"
@@ -46,6 +48,7 @@ from tdsl.frontend.ast import (
     Span,
 )
 from tdsl.frontend.lexer import Token, TokenKind, tokenize
+from tdsl.frontend.subscripts import parse_subscript
 
 MAX_NESTING = 200
 """The deepest nesting of parentheses, calls and unary minus the parser accepts."""
@@ -341,8 +344,11 @@ class _Parser:
             prefix.append(self.advance())
             self.enter(prefix[-1])
         expr = self.parse_primary()
-        while self.is_punct(".T"):  # NumPy's transpose attribute: ``k.T``
-            attr = self.advance()
+        while self.is_punct(".T") or self.is_punct("["):
+            if self.is_punct("["):  # NumPy's basic indexing: ``x[1:, 0]``
+                expr = parse_subscript(self, expr)
+                continue
+            attr = self.advance()  # NumPy's transpose attribute: ``k.T``
             expr = Call("transpose", (expr,), (), expr.span.to(attr.span), attr.span)
         if self.is_punct("**"):
             op = self.advance()

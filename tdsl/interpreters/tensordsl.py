@@ -31,6 +31,7 @@ from xdsl.interpreter import (
 from xdsl.ir import Attribute, Operation
 from xdsl.utils.exceptions import InterpretationError
 
+from tdsl.dialects.op_interfaces import StridedView
 from tdsl.dialects.structured import (
     NUMPY_DTYPES,
     StructuredOpInterface,
@@ -72,10 +73,12 @@ def _as_result(op: Operation, index: int, value: Any) -> Array:
 
 
 def evaluate(op: Operation, args: PythonValues) -> PythonValues:
-    """Run ``op`` (a structured or constant op) on NumPy arrays."""
+    """Run ``op`` (a structured or constant op, or a window) on NumPy arrays."""
     constant = constant_value(op)
     if constant is not None:
         return (_as_result(op, 0, constant.copy()),)
+    if isinstance(op, StridedView):
+        return (_as_result(op, 0, op.evaluate_view(np.asarray(args[0]))),)
     s = structured(op)
     if s is None:
         raise InterpretationError(f"'{op.name}' does not implement the structured-op interface")

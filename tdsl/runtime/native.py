@@ -88,11 +88,17 @@ class _Arg:
     dtype: np.dtype[Any]
     data: Array | None = field(default=None, compare=False)
     """A ``const`` argument's values (C-contiguous, read-only), passed on every call."""
+    view: tuple[int, int] | None = None
+    """A ``view`` argument's window: the argument it lies in, and the element offset of
+    its first element there."""
 
 
 def _arg(role: str, shape: tuple[int, ...], dtype: np.dtype[Any], data: Sequence[Any]) -> _Arg:
     """An argument from :meth:`FunctionPlan.to_data`'s entry (a ``const`` one's values as
     base64 text)."""
+    if role == "view":
+        source, offset = data
+        return _Arg(role, shape, dtype, view=(int(source), int(offset)))
     if role != "const":
         return _Arg(role, shape, dtype)
     (text,) = data
@@ -103,7 +109,8 @@ def _arg(role: str, shape: tuple[int, ...], dtype: np.dtype[Any], data: Sequence
 @dataclass(frozen=True)
 class FunctionPlan:
     """What runs a lowered main function besides machine code: its name, each
-    argument's role (``in``, ``out``, ``tmp``, ``scratch``), shape and dtype, and
+    argument's role (``in``, ``out``, ``tmp``, ``scratch``, ``const``, ``view``), shape and
+    dtype (a ``const`` one's values, a ``view`` one's window), and
     the calls its body makes, in order."""
 
     name: str
@@ -117,6 +124,7 @@ class FunctionPlan:
             "args": [
                 [a.role, list(a.shape), a.dtype.str]
                 + ([] if a.data is None else [base64.b64encode(a.data.tobytes()).decode()])
+                + ([] if a.view is None else list(a.view))
                 for a in self.args
             ],
             "calls": [
@@ -207,7 +215,12 @@ class NativeFunction:
         self._temps = [
             (i, a.shape, a.dtype)
             for i, a in enumerate(self.args)
-            if a.role not in ("in", "out", "const")
+            if a.role not in ("in", "out", "const", "view")
+        ]
+        self._views = [
+            (i, a.view[0], a.view[1] * a.dtype.itemsize)
+            for i, a in enumerate(self.args)
+            if a.view is not None
         ]
         self._consts = [(i, a.data) for i, a in enumerate(self.args) if a.data is not None]
         self._scratch = [i for i, a in enumerate(self.args) if a.role == "scratch"]
@@ -273,7 +286,9 @@ class NativeFunction:
             buffers[i] = np.empty(shape, dtype)
         for i, data in self._consts:
             buffers[i] = data
-        pointers = [_address(b) for b in buffers]
+        pointers = [0 if b is None else _address(b) for b in buffers]
+        for i, source, offset in self._views:  # windows of other arguments, in order
+            pointers[i] = pointers[source] + offset
         if self._split:
             for call, threads in zip(self.calls, self._threads, strict=True):
                 self._run(call, threads, buffers, pointers)
@@ -504,6 +519,7 @@ def _plan(fn: func.FuncOp, roles_attr: str) -> FunctionPlan:
     from xdsl.dialects import arith, func
     from xdsl.dialects.builtin import (
         ArrayAttr,
+        DenseArrayBase,
         DenseIntOrFPElementsAttr,
         IntegerAttr,
         MemRefType,
@@ -511,7 +527,7 @@ def _plan(fn: func.FuncOp, roles_attr: str) -> FunctionPlan:
     )
     from xdsl.ir import Attribute, BlockArgument
 
-    from tdsl.backend.llvm.loops_common import CONSTANTS_ATTR, SCRATCH_LIMIT_ATTR
+    from tdsl.backend.llvm.loops_common import CONSTANTS_ATTR, SCRATCH_LIMIT_ATTR, VIEWS_ATTR
     from tdsl.dialects.structured import element_dtype
     from tdsl.dialects.tensordsl import dense_to_numpy
 
@@ -519,6 +535,12 @@ def _plan(fn: func.FuncOp, roles_attr: str) -> FunctionPlan:
         cast(StringAttr, r).data for r in cast(ArrayAttr[Attribute], fn.attributes[roles_attr])
     ]
     consts = iter(cast(ArrayAttr[Attribute], fn.attributes.get(CONSTANTS_ATTR, ArrayAttr([]))))
+    windows: dict[int, tuple[int, int]] = {}
+    found = fn.attributes.get(VIEWS_ATTR)
+    if found is not None:
+        flat = cast(DenseArrayBase, found).get_values()
+        for k in range(0, len(flat), 3):
+            windows[int(flat[k])] = (int(flat[k + 1]), int(flat[k + 2]))
     args: list[_Arg] = []
     for role, arg in zip(roles, fn.body.block.args, strict=True):
         t = cast(MemRefType[Attribute], arg.type)
@@ -529,7 +551,7 @@ def _plan(fn: func.FuncOp, roles_attr: str) -> FunctionPlan:
             values = dense_to_numpy(cast(DenseIntOrFPElementsAttr, next(consts)))
             data = np.ascontiguousarray(values, dtype).reshape(tuple(t.get_shape()))
             data.flags.writeable = False
-        args.append(_Arg(role, tuple(t.get_shape()), dtype, data))
+        args.append(_Arg(role, tuple(t.get_shape()), dtype, data, windows.get(arg.index)))
     calls: list[_Call] = []
     for op in fn.body.block.ops:
         if isinstance(op, func.CallOp):

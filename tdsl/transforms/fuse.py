@@ -14,7 +14,9 @@ results the values it computes that anything outside it uses; nothing is
 recomputed.  Constants with at most one element are cloned into each group
 that uses them (the original goes away when nothing else uses it); larger
 constants stay outside and are group inputs.  Ops keep their locations: they
-are moved into the groups, not rebuilt.
+are moved into the groups, not rebuilt.  Windows (``tensordsl.slice``) stay outside
+too: the pass first sinks them onto the operands of element-wise ops
+(:mod:`tdsl.transforms.sink_views`), and a group reads a window in place as an input.
 
 **The memory promise.**  A plan's memory is its scratch PLUS the values it
 materializes: its *need* is the elements of the values held whole between
@@ -70,6 +72,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from tdsl.defaults import DEFAULT_MEMORY_BUDGET, check_memory_budget
 from tdsl.dialects.kernel import FusedOp, TileOp, YieldOp
 from tdsl.dialects.structured import constant_value, structured, tensor_shape
+from tdsl.dialects.tensordsl import SliceOp
 from tdsl.errors import SourceLocation, TdslBudgetWarning, format_diagnostic, plural
 from tdsl.transforms.fusion_analysis import (
     BlockPlan,
@@ -81,6 +84,7 @@ from tdsl.transforms.fusion_analysis import (
     walk_functions,
 )
 from tdsl.transforms.locations import op_location
+from tdsl.transforms.sink_views import sink_views
 from tdsl.transforms.tile import choose_tiles
 
 Locator = Callable[[Operation], SourceLocation | None]
@@ -111,6 +115,7 @@ class FusePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_memory_budget(self.memory_budget)
+        sink_views(op)
         for fn in walk_functions(op):
             replaced: dict[SSAValue, SSAValue] = {}
             plans, memory = choose_plans(fn, self.memory_budget)
@@ -471,6 +476,11 @@ def fusion_report(module: ModuleOp, memory_budget: int | None = None) -> FusionR
     recorded: int | None = None
     if any(isinstance(op, FusedOp | TileOp) for op in module.walk()):
         root, originals, recorded, tile_ops = _unfused_clone(module)
+    elif any(isinstance(op, SliceOp) for op in module.walk()):
+        # the pass sinks windows first (tdsl-sink-views): report on that, in a clone
+        root = module.clone()
+        originals = dict(zip(root.walk(), module.walk(), strict=True))
+        sink_views(root)
     budget = memory_budget if memory_budget is not None else recorded
     if budget is None:
         budget = DEFAULT_MEMORY_BUDGET

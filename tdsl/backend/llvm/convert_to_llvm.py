@@ -29,7 +29,8 @@ convention and external linkage (internal for a defined private function):
 
 With ``noalias=true`` every ``ptr`` argument of a defined function is marked
 ``noalias``: the caller promises that no two memref arguments overlap (tdsl's
-inputs, outputs and scratch never do).  LLVM needs that, or runtime overlap
+inputs, outputs and scratch never do), but for a function's ``view`` arguments
+(``tdsl.views``: windows of another argument) and the arguments they lie in.  LLVM needs that, or runtime overlap
 checks, to vectorize.  A single argument can be marked in the input instead,
 with MLIR's argument attribute ``{llvm.noalias}`` on the ``func.func``.
 
@@ -67,12 +68,14 @@ the patterns of :mod:`tdsl.backend.llvm` (``arith``, ``math``, ``memref``, ``fun
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, func, llvm
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DenseArrayBase,
     DictionaryAttr,
     ModuleOp,
     TensorType,
@@ -95,6 +98,7 @@ from xdsl.transforms.reconcile_unrealized_casts import reconcile_unrealized_cast
 from tdsl.backend.llvm.arith_to_llvm import ARITH_TO_LLVM_PATTERNS
 from tdsl.backend.llvm.f16 import F16_PATTERNS
 from tdsl.backend.llvm.func_to_llvm import FUNC_TO_LLVM_PATTERNS
+from tdsl.backend.llvm.loops_common import VIEWS_ATTR
 from tdsl.backend.llvm.math_approx import APPROXIMATION_PATTERNS, EXACT_EXPANSION_PATTERNS
 from tdsl.backend.llvm.math_to_llvm import MATH_TO_LLVM_PATTERNS
 from tdsl.backend.llvm.memref_to_llvm import MEMREF_TO_LLVM_PATTERNS
@@ -126,17 +130,33 @@ def _walk(patterns: tuple[RewritePattern, ...], module: ModuleOp) -> None:
     ).rewrite_module(module)
 
 
-def mark_noalias(module: ModuleOp) -> None:
-    """Add ``llvm.noalias`` to every ``ptr`` argument of every defined ``llvm.func``."""
+def _overlapping_args(module: ModuleOp) -> dict[str, set[int]]:
+    """Per function, the memref arguments that may overlap others: its ``view`` arguments
+    (``tdsl.views``: windows of other arguments) and the arguments they lie in."""
+    found: dict[str, set[int]] = {}
+    for fn in module.ops:
+        views = fn.attributes.get(VIEWS_ATTR) if isinstance(fn, func.FuncOp) else None
+        if isinstance(fn, func.FuncOp) and isinstance(views, DenseArrayBase):
+            flat = views.get_values()
+            found[fn.sym_name.data] = {
+                int(flat[k + j]) for k in range(0, len(flat), 3) for j in (0, 1)
+            }
+    return found
+
+
+def mark_noalias(module: ModuleOp, overlapping: Mapping[str, set[int]] | None = None) -> None:
+    """Add ``llvm.noalias`` to every ``ptr`` argument of every defined ``llvm.func``, but
+    those ``overlapping`` names for the function (windows and what they lie in)."""
     for op in module.ops:
         if not isinstance(op, llvm.FuncOp) or not op.body.blocks:
             continue
+        skip = (overlapping or {}).get(op.sym_name.data, set())
         inputs = op.function_type.inputs.data
         old = op.arg_attrs.data if op.arg_attrs is not None else (DictionaryAttr({}),) * len(inputs)
         new: list[DictionaryAttr] = []
-        for t, attrs in zip(inputs, old, strict=True):
+        for index, (t, attrs) in enumerate(zip(inputs, old, strict=True)):
             entries: dict[str, Attribute] = dict(attrs.data)
-            if isinstance(t, llvm.LLVMPointerType):
+            if isinstance(t, llvm.LLVMPointerType) and index not in skip:
                 entries["llvm.noalias"] = UnitAttr()
             new.append(DictionaryAttr(entries))
         op.arg_attrs = ArrayAttr(new)
@@ -190,6 +210,7 @@ class ConvertToLLVMPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         _check_signatures(op)
+        overlapping = _overlapping_args(op)
         flags = self._fast_math_flags()
         if flags is not None:
             _walk((DefaultFastMath(flags),), op)
@@ -216,7 +237,7 @@ class ConvertToLLVMPass(ModulePass):
                 op=left,
             )
         if self.noalias:
-            mark_noalias(op)
+            mark_noalias(op, overlapping)
 
 
 def _check_signatures(module: ModuleOp) -> None:

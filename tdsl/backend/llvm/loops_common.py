@@ -62,7 +62,12 @@ PACK_BYTES = 64 * 1024
 
 ROLES_ATTR = "tdsl.arg_roles"
 """The function attribute naming each argument's role (``in``, ``out``, ``tmp``, ``scratch``,
-``const``)."""
+``const``, ``view``)."""
+
+VIEWS_ATTR = "tdsl.views"
+"""The function attribute of its ``view`` arguments: per view, its argument, the argument
+it is a window of, and the element offset of its first element there (the caller passes
+a pointer that far into the other's buffer; the view's memref type has its strides)."""
 
 CONSTANTS_ATTR = "tdsl.constants"
 """The function attribute holding the data of its ``const`` arguments, in order (the
@@ -119,6 +124,16 @@ def _holds_exactly(wide: Attribute, narrow: Attribute) -> bool:
         return True
     width = {"f16": 16, "f32": 32, "f64": 64}
     return width.get(str(narrow), 99) < width.get(str(wide), 0)
+
+
+def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """The element strides of a C-contiguous array of ``shape``."""
+    out: list[int] = []
+    step = 1
+    for n in reversed(shape):
+        out.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(out))
 
 
 def _strides(t: Attribute) -> tuple[int, ...] | None:

@@ -84,6 +84,7 @@ from xdsl.context import Context
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DenseArrayBase,
     IndexType,
     IntegerAttr,
     MemRefType,
@@ -102,6 +103,7 @@ from tdsl.backend.llvm.loops_common import (
     CONSTANTS_ATTR,
     ROLES_ATTR,
     SCRATCH_LIMIT_ATTR,
+    VIEWS_ATTR,
     Storage,
     StridedBlasOperandError,
     _Code,
@@ -110,6 +112,7 @@ from tdsl.backend.llvm.loops_common import (
     loops_bug,
     matmul_symbol,
     memref_of,
+    row_major_strides,
 )
 from tdsl.backend.llvm.loops_common import (
     PACK_BYTES as PACK_BYTES,
@@ -125,6 +128,7 @@ from tdsl.backend.llvm.loops_common import (
 )
 from tdsl.backend.llvm.loops_emit import _Group
 from tdsl.dialects.kernel import FusedOp, TileOp
+from tdsl.dialects.op_interfaces import StridedView
 from tdsl.dialects.structured import (
     constant_value,
     element_type,
@@ -156,6 +160,9 @@ class _FunctionLowering:
         self.externals: dict[str, func.FuncOp] = {}
         self.strides = list(strides)
         """Per input, element strides to read it with (None: row-major)."""
+        self.group_inputs: dict[TileOp, list[int]] = {}
+        """Groups whose inputs are not where their values are (views copied row-major for
+        BLAS): the argument of each input."""
 
     def input_type(self, index: int, t: Attribute) -> MemRefType[Attribute]:
         """The memref type of input ``index``: row-major, or with its given strides."""
@@ -184,7 +191,11 @@ class _FunctionLowering:
                     f"(@{self.name} has a kernel.fused)",
                     op=op,
                 )
-            if not isinstance(op, TileOp) and constant_value(op) is None:
+            if (
+                not isinstance(op, TileOp)
+                and constant_value(op) is None
+                and not isinstance(op, StridedView)
+            ):
                 raise TdslIRError(
                     f"tdsl-lower-to-loops lowers kernel.tile groups: run tdsl-fuse and "
                     f"tdsl-tile before it ('{op.name}' is outside a group in @{self.name})",
@@ -209,7 +220,24 @@ class _FunctionLowering:
         direct = {v for v in ret.arguments if place.get(v) in outs}
         groups: list[tuple[TileOp, _Group, list[int]]] = []
         consts: list[Attribute] = []
+        views: list[int] = []
+        # per group, the views a BLAS call reads, copied row-major before the group
+        copies: dict[TileOp, list[tuple[int, int]]] = {}
         for op in ops[:-1]:
+            if isinstance(op, StridedView):
+                source = place[op.operands[0]]
+                source_type = cast(MemRefType[Attribute], types[source])
+                strides = _strides(source_type) or row_major_strides(source_type.get_shape())
+                offset, view_strides = op.layout(strides)
+                row_major = memref_of(op.results[0].type)
+                view_type = MemRefType(
+                    row_major.element_type,
+                    row_major.get_shape(),
+                    StridedLayoutAttr(list(view_strides), 0),
+                )
+                place[op.results[0]] = arg(view_type, "view")
+                views.extend((place[op.results[0]], source, offset))
+                continue
             if constant_value(op) is not None:
                 if _is_splat(op):
                     place[op.results[0]] = arg(memref_of(op.results[0].type), "tmp")
@@ -223,12 +251,24 @@ class _FunctionLowering:
                 if r not in place:
                     place[r] = arg(memref_of(r.type), "tmp")
             group = _Group(op, [_strides(types[place[v]]) for v in op.inputs])
+            read = self._blas_views(group, op, [place[v] for v in op.inputs], roles)
+            if read:  # a BLAS call reads row-major arrays: copy those views first
+                inputs_at = [place[v] for v in op.inputs]
+                copies[op] = [
+                    (inputs_at[i], arg(memref_of(op.inputs[i].type), "tmp")) for i in read
+                ]
+                for i, (_, dst) in zip(read, copies[op], strict=True):
+                    inputs_at[i] = dst
+                group = _Group(op, [_strides(types[i]) for i in inputs_at])
+                self.group_inputs[op] = inputs_at
             scratch = [arg(t, "scratch") for t in group.scratch_types()]
             groups.append((op, group, scratch))
         new = func.FuncOp(self.name, (types, []))
         new.attributes[ROLES_ATTR] = ArrayAttr([StringAttr(r) for r in roles])
         if consts:
             new.attributes[CONSTANTS_ATTR] = ArrayAttr(consts)
+        if views:
+            new.attributes[VIEWS_ATTR] = DenseArrayBase.from_list(i64, views)
         args = new.body.block.args
         for a, old in zip(args, block.args, strict=False):  # the inputs come first
             a.name_hint = old.name_hint
@@ -246,7 +286,20 @@ class _FunctionLowering:
                 code.b.insert(func.CallOp(name, [ref], []))
         for index, (tile, group, scratch) in enumerate(groups):
             gname = f"{self.name}_{tile.group_name or f'k{index}'}".replace(".", "_")
-            inputs = [args[place[v]] for v in tile.inputs]
+            for k, (src, dst) in enumerate(copies.get(tile, ())):
+                pair = [args[src], args[dst]]
+                shape = cast(MemRefType[Attribute], types[dst]).get_shape()
+                name = f"{gname}_pack{k}"
+                functions.append(
+                    self._helper(
+                        name,
+                        pair,
+                        lambda c, refs, shape=shape: self._copy(c, refs[0], refs[1], shape),
+                    )
+                )
+                code.b.insert(func.CallOp(name, pair, []))
+            at = self.group_inputs.get(tile) or [place[v] for v in tile.inputs]
+            inputs = [args[i] for i in at]
             outputs = [args[place[r]] for r in tile.outputs]
             accs = [args[i] for i in scratch]
             functions.append(self._group_function(gname, group, inputs, outputs, accs))
@@ -279,6 +332,16 @@ class _FunctionLowering:
         code.b.insert(func.ReturnOp())
         functions.extend(self.externals.values())
         return functions
+
+    @staticmethod
+    def _blas_views(
+        group: _Group, tile: TileOp, at: Sequence[int], roles: Sequence[str]
+    ) -> list[int]:
+        """The inputs of ``tile`` (by position) that are views a BLAS call of ``group``
+        reads."""
+        index = {a: i for i, a in enumerate(group.args)}
+        read = {index[v] for mm in group.blas for v in mm.operands if v in index}
+        return sorted(i for i in read if roles[at[i]] == "view")
 
     def _group_function(
         self,

@@ -158,11 +158,20 @@ class _FunctionEmitter:
                 elif isinstance(op, func.ReturnOp):
                     self.flush(pending)
                     self.ret(op)
+                elif isinstance(op, td.SliceOp):
+                    self.flush(pending)
+                    self.view(op)
                 elif structured(op) is not None or constant_value(op) is not None:
                     pending.append(op)
                 else:
                     raise TdslIRError(f"numpy target: cannot emit '{op.name}' in a function")
         return self.w
+
+    def view(self, op: td.SliceOp) -> None:
+        """A window of a value held whole: a NumPy view of it, bound to a name."""
+        name = self.value_name(op.result)
+        self.w.line(f"{name} = {self.values[op.input].expr}{op.index_text()}")
+        self.values[op.result] = _Value(name, False)
 
     def flush(self, ops: list[Operation]) -> None:
         """Emit a run of top-level ops as one whole-array group."""

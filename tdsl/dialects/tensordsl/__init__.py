@@ -30,7 +30,7 @@ span before any IR exists.
 The ops are defined one module per family (:mod:`.constant`, :mod:`.elementwise_unary`,
 :mod:`.elementwise_math`, :mod:`.elementwise_binary`, :mod:`.compare_logical`,
 :mod:`.contraction`, :mod:`.normalize`, :mod:`.reductions`, :mod:`.scans`,
-:mod:`.views`); this
+:mod:`.views`, :mod:`.slicing`); this
 package re-exports them, and the dialect is made of the op classes those modules
 define, so a new op is its class and no list.
 """
@@ -75,6 +75,7 @@ from tdsl.dialects.tensordsl import (
     normalize,
     reductions,
     scans,
+    slicing,
     views,
 )
 
@@ -106,6 +107,7 @@ from tdsl.dialects.tensordsl.normalize import softmax_array
 from tdsl.dialects.tensordsl.reductions import *  # noqa: F403
 from tdsl.dialects.tensordsl.reductions import ChunkedReductionOp, LogicalReductionOp, VarianceOp
 from tdsl.dialects.tensordsl.scans import *  # noqa: F403
+from tdsl.dialects.tensordsl.slicing import *  # noqa: F403
 from tdsl.dialects.tensordsl.views import *  # noqa: F403
 from tdsl.dialects.tensordsl.views import VIEW_FUNCTIONS, expand_dims_shape, squeeze_shape
 from tdsl.dtypes import BOOL_DTYPE
@@ -121,6 +123,7 @@ FAMILY_MODULES: tuple[ModuleType, ...] = (
     reductions,
     scans,
     views,
+    slicing,
     creation,
 )
 """The modules of the op families, in the dialect's order (every module of this package:

@@ -265,4 +265,5 @@ def test_op_groups_and_numpy_names() -> None:
         "tensordsl.clip",
         "tensordsl.expand_dims",
         "tensordsl.squeeze",
+        "tensordsl.slice",
     }

@@ -164,7 +164,11 @@ def test_call_errors(mod: ModuleType) -> None:
         ("def f(x=1):\n    return x\n", TdslSyntaxError, "must be plain names"),
         ("def f(x): return x\n", TdslSyntaxError, "must start on the line after"),
         ("def f(x: 'f33[4]'):\n    return x\n", TdslError, "unknown dtype `f33`"),
-        ("def f(x):\n    y = x[0]\n    return y\n", TdslSyntaxError, "expected end of line"),
+        (
+            "def f(x):\n    y = x if x else x\n    return y\n",
+            TdslSyntaxError,
+            "expected end of line",
+        ),
     ],
 )
 def test_errors_at_decoration(

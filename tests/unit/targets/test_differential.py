@@ -182,7 +182,7 @@ class Generator:
         kinds = ["leaf", "unary", "unary", "binary", "binary", "where", "reduce", "transpose"]
         kinds += ["clip", "view", "created"] + (["einsum"] if len(shape) <= 2 else [])
         if shape:
-            kinds += ["row", "matmul", "scan"]
+            kinds += ["row", "matmul", "scan", "sliced"]
         kind = self.draw(st.sampled_from(kinds))
         sub = depth - 1
         if kind == "leaf":
@@ -217,6 +217,8 @@ class Generator:
             return f"transpose({self.float(tuple(reversed(shape)), sub)})"
         if kind == "view":
             return self.view(shape, sub)
+        if kind == "sliced":
+            return self.sliced(shape, sub)
         if kind == "einsum":
             return self.einsum(shape, sub)
         if kind == "created":
@@ -299,6 +301,36 @@ class Generator:
         a = self.float(tuple(extent[c] for c in left), depth)
         b = self.float(tuple(extent[c] for c in right), depth)
         return f"einsum('{left},{right}->{out}', {a}, {b})"
+
+    def sliced(self, shape: Shape, depth: int) -> str:
+        """A subscript of an operand giving ``shape``: per axis a slice (steps 1, 2, -1,
+        -3; bounds positive, negative or left out), at times after an integer index (an
+        axis dropped), or ``None`` for an axis of extent 1."""
+        parts: list[str] = []
+        operand: list[int] = []
+        for n in shape:
+            choice = self.draw(st.integers(0, 4))
+            if n == 1 and choice == 0:
+                parts.append("None")
+                continue
+            if choice == 1:
+                m = self.dim()
+                parts.append(str(self.draw(st.integers(-m, m - 1))))
+                operand.append(m)
+            step = self.draw(st.sampled_from([1, 1, 2, -1, -3]))
+            extra = self.draw(st.integers(0, 3))
+            skip = self.draw(st.integers(0, extra))
+            m = (n - 1) * abs(step) + 1 + extra if n else extra
+            if n == 0:
+                parts.append(f"{m}:")
+            else:
+                first = skip if step > 0 else m - 1 - skip
+                stop = first + (n - 1) * step + (1 if step > 0 else -1)
+                shown = first - m if self.draw(st.booleans()) else first
+                stop_text = "" if stop < 0 or (stop == m and self.draw(st.booleans())) else stop
+                parts.append(f"{shown}:{stop_text}" + ("" if step == 1 else f":{step}"))
+            operand.append(m)
+        return f"({self.float(tuple(operand), depth)})[{', '.join(parts)}]"
 
     def view(self, shape: Shape, depth: int) -> str:
         """A view of an operand giving ``shape``: ``squeeze`` of an axis of extent 1,

@@ -257,3 +257,27 @@
 %a = "test.op"() : () -> tensor<4x8xf32>
 %0 = tensordsl.expand_dims %a axes [0] : tensor<4x8xf32> -> tensor<4x1x8xf32>
 // CHECK: 'tensordsl.expand_dims' op result has type tensor<4x1x8xf32>, expected shape 1x4x8
+
+// -----
+
+%a = "test.op"() : () -> tensor<4x8xf32>
+%0 = tensordsl.slice %a offsets [0, 2] strides [1, 1] : tensor<4x8xf32> -> tensor<4x7xf32>
+// CHECK: 'tensordsl.slice' op reads indices 2 to 8 along axis 1, outside its extent 8 (operand shape 4x8)
+
+// -----
+
+%a = "test.op"() : () -> tensor<4x8xf32>
+%0 = tensordsl.slice %a offsets [0, 0] strides [0, 1] : tensor<4x8xf32> -> tensor<4x8xf32>
+// CHECK: 'tensordsl.slice' op has stride 0 along axis 0; a stride is nonzero
+
+// -----
+
+%a = "test.op"() : () -> tensor<4x8xf32>
+%0 = tensordsl.slice %a offsets [0] strides [1] : tensor<4x8xf32> -> tensor<4x8xf32>
+// CHECK: 'tensordsl.slice' op has 1 offsets and 1 strides for a rank-2 operand and a rank-2 result; give one per axis
+
+// -----
+
+%a = "test.op"() : () -> tensor<4x8xf32>
+%0 = tensordsl.slice %a offsets [0, 0] strides [1, 1] : tensor<4x8xf32> -> tensor<4x8xf16>
+// CHECK: attribute f32 expected from variable 'E', but got f16

@@ -1,0 +1,134 @@
+"""``tdsl-sink-views``: move windows onto the operands of what they window.
+
+A ``tensordsl.slice`` is read in place between groups, so its operand is a value held
+whole (see :class:`~tdsl.dialects.op_interfaces.StridedView`).  A window of an
+element-wise result would hold that result whole for the window alone; these patterns
+window the operands instead, so that the element-wise op computes only the window,
+in the group that reads it:
+
+- ``slice(f(a, b))`` -> ``f(slice(a), slice(b))`` for an element-wise ``f`` whose
+  every use is a slice (each computes its own window: ``y[:, 1:] - y[:, :-1]`` of
+  ``y = exp(x)`` computes ``exp`` twice per element, in one group, and holds nothing).
+  An operand that broadcasts along an axis keeps that axis whole (extent 1);
+- ``slice(slice(x))`` -> ``slice(x)``: one window.
+
+``tdsl-fuse`` applies them before it plans, so windows of arguments are all that
+remain in the common case; the pass runs them alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+from tdsl.dialects.structured import tensor_shape
+from tdsl.dialects.structured_elementwise import ElementwiseOp
+from tdsl.dialects.tensordsl import SliceOp
+
+
+def _operand_window(
+    view: SliceOp, operand: SSAValue
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] | None:
+    """The window of an element-wise op's ``operand`` that ``view`` of its result reads
+    (offsets, strides, sizes), or None when it is the whole operand."""
+    offsets, strides = view.window()
+    sizes = tensor_shape(view.result)
+    shape = tensor_shape(operand)
+    lead = len(offsets) - len(shape)
+    window: list[tuple[int, int, int]] = []
+    for axis, n in enumerate(shape):
+        o, s, k = offsets[lead + axis], strides[lead + axis], sizes[lead + axis]
+        full = tensor_shape(view.input)[lead + axis]
+        window.append((0, 1, 1) if n == 1 and full != 1 else (o, s, k))
+    if all(w == (0, 1, n) for w, n in zip(window, shape, strict=True)):
+        return None
+    return tuple(w[0] for w in window), tuple(w[1] for w in window), tuple(w[2] for w in window)
+
+
+@dataclass
+class SinkIntoElementwise(RewritePattern):
+    """``slice(f(a, b))`` -> ``f(slice(a), slice(b))`` when every use of ``f`` is a slice."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: SliceOp, rewriter: PatternRewriter) -> None:
+        producer = op.input.owner
+        if not isinstance(producer, ElementwiseOp) or not isinstance(producer, Operation):
+            return
+        if len(producer.results) != 1:
+            return
+        if not all(isinstance(use.operation, SliceOp) for use in producer.results[0].uses):
+            return
+        operands: list[SSAValue] = []
+        for v in producer.operands:
+            window = _operand_window(op, v)
+            if window is None:
+                operands.append(v)
+                continue
+            inner = SliceOp(v, *window)
+            inner.location = op.location
+            rewriter.insert(inner)
+            operands.append(inner.result)
+        new = producer.retyped(operands)
+        rewriter.replace(op, new)
+        if not producer.results[0].uses:
+            rewriter.erase(producer)
+
+
+@dataclass
+class FoldSliceOfSlice(RewritePattern):
+    """``slice(slice(x))`` -> ``slice(x)``."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: SliceOp, rewriter: PatternRewriter) -> None:
+        inner = op.input.owner
+        if not isinstance(inner, SliceOp):
+            return
+        (o1, s1), (o2, s2) = inner.window(), op.window()
+        offsets = tuple(a + b * s for a, b, s in zip(o1, o2, s1, strict=True))
+        strides = tuple(a * b for a, b in zip(s1, s2, strict=True))
+        sizes = tensor_shape(op.result)
+        offsets = tuple(o if k else 0 for o, k in zip(offsets, sizes, strict=True))
+        strides = tuple(s if k else 1 for s, k in zip(strides, sizes, strict=True))
+        folded = SliceOp(inner.input, offsets, strides, sizes)
+        folded.location = op.location
+        folded.result.name_hint = op.result.name_hint
+        rewriter.replace(op, folded)
+        if not inner.result.uses:
+            rewriter.erase(inner)
+
+
+SINK_VIEW_PATTERNS: tuple[RewritePattern, ...] = (FoldSliceOfSlice(), SinkIntoElementwise())
+"""The patterns of ``tdsl-sink-views``."""
+
+
+def sink_views(module: ModuleOp) -> None:
+    """Apply :data:`SINK_VIEW_PATTERNS` to ``module`` until none applies."""
+    if not any(isinstance(op, SliceOp) for op in module.walk()):
+        return
+    PatternRewriteWalker(
+        GreedyRewritePatternApplier(list(SINK_VIEW_PATTERNS)), apply_recursively=True
+    ).rewrite_module(module)
+
+
+@dataclass(frozen=True)
+class SinkViewsPass(ModulePass):
+    """Move windows (``tensordsl.slice``) onto the operands of element-wise ops."""
+
+    name = "tdsl-sink-views"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        sink_views(op)
+
+
+__all__ = ["SINK_VIEW_PATTERNS", "SinkViewsPass", "sink_views"]

@@ -1,0 +1,209 @@
+"""NumPy's basic indexing (``x[1:, ::-2]``, ``x[0]``, ``...``, ``None``): windows read in
+place on every target (a ``tensordsl.slice`` between groups), fused with what reads
+them, windows of element-wise results sunk onto their operands, the memory a window
+costs (nothing), Dask's own slicing, and the errors of bad subscripts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from all_targets import TARGETS, run_on
+from peak_memory import measure_peak, numpy_buffers
+
+from tdsl.dialects import tensordsl as td
+from tdsl.errors import TdslError, TdslSyntaxError, TdslTypeError
+from tdsl.frontend import to_tensordsl
+from tdsl.jit import JITTensorKernel
+from tdsl.runtime.compile import native_unavailable_reason
+from tdsl.transforms.fuse import fuse, fusion_report
+from tdsl.transforms.tile import tile
+
+Array = np.ndarray[Any, Any]
+
+RNG = np.random.default_rng(11)
+X = RNG.standard_normal((6, 9)).astype(np.float32)
+Z = RNG.standard_normal((4, 5, 7))
+W = RNG.standard_normal((9, 5)).astype(np.float32)
+V = RNG.standard_normal(10)
+
+CASES: list[tuple[str, dict[str, Array]]] = [
+    ("x[:, 1:] - x[:, :-1]", {"x": X}),
+    ("x[0]", {"x": X}),
+    ("x[-1, ::-2]", {"x": X}),
+    ("x[::-1]", {"x": X}),
+    ("x[:, 7:2:-2] * 2", {"x": X}),
+    ("x[4:1]", {"x": X}),
+    ("x[..., None] + 1", {"x": X}),
+    ("x[None, 1:4, ..., 2]", {"x": X}),
+    ("x[1:5, np.newaxis, ::3]", {"x": X}),
+    ("z[..., 1:] * z[..., :-1]", {"z": Z}),
+    ("z[1, :, ::-1] + z[-1, ..., 0:1]", {"z": Z}),
+    ("exp(x)[2:, :3]", {"x": X}),
+    ("(x * 2 + 1)[::2, 1::3] - x[::2, :3]", {"x": X}),
+    ("sum(x[:, ::3], axis=1) + x[:, 0]", {"x": X}),
+    ("softmax(x[1:, 2:], axis=1)", {"x": X}),
+    ("x[1:4] @ w[:, ::2]", {"x": X, "w": W}),
+    ("(x @ w)[:, 2:5]", {"x": X, "w": W}),
+    ("relu(x[::2] @ w[::-1]) + 1", {"x": X, "w": W}),
+    ("v[1:] - v[:-1]", {"v": V}),
+    ("v[5]", {"v": V}),
+    ("v[-100:100]", {"v": V}),
+    ("(v[2:8][::2])[1:]", {"v": V}),
+    ("(x > 0)[1:, 2]", {"x": X}),
+    ("x.T[1:3]", {"x": X}),
+    ("sum(x)[None, ...]", {"x": X}),
+    ("sum(x, axis=1)[..., None] * x[:, :1]", {"x": X}),
+]
+
+
+def _numpy(text: str, arrays: dict[str, Array]) -> Array:
+    names: dict[str, Any] = {
+        "np": np,
+        "exp": np.exp,
+        "sum": np.sum,
+        "relu": lambda a: np.maximum(a, np.float32(0) if a.dtype == np.float32 else 0.0),
+    }
+
+    def softmax(a: Array, axis: int) -> Array:
+        e = np.exp(a - a.max(axis=axis, keepdims=True))
+        return e / e.sum(axis=axis, keepdims=True)
+
+    names["softmax"] = softmax
+    return np.asarray(eval(text, names, dict(arrays)))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("budget", [8, 10**6])
+@pytest.mark.parametrize(("text", "arrays"), CASES, ids=[c[0] for c in CASES])
+def test_windows_are_numpys(target: str, budget: int, text: str, arrays: dict[str, Array]) -> None:
+    got = run_on(target, budget, text, **arrays)
+    expected = _numpy(text, arrays)
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    np.testing.assert_allclose(got, expected, rtol=2e-6, atol=1e-6)
+
+
+def test_windows_of_special_values_are_numpys_on_every_target() -> None:
+    x = np.array([[np.nan, -np.inf, 0.0, -0.0], [np.inf, 1e-310, -1e308, 5.0]])
+    for target in ("interpreter", "numpy", "native"):
+        if target == "native" and native_unavailable_reason() is not None:
+            continue
+        got = run_on(target, 10**6, "x[:, 1:] * 2 - x[::-1, :-1]", x=x)
+        with np.errstate(all="ignore"):
+            expected = x[:, 1:] * 2 - x[::-1, :-1]
+        np.testing.assert_array_equal(got, expected)
+        assert np.array_equal(np.signbit(got), np.signbit(expected))
+
+
+def test_slice_prints_parses_and_verifies_in_custom_and_generic_form() -> None:
+    module = to_tensordsl("x[1:, ::-2] + x[0, None, 1::2]", shapes={"x": (3, 4)})
+    text = str(module)
+    assert (
+        "tensordsl.slice %x offsets [1, 3] strides [1, -2] : tensor<3x4xf64> -> tensor<2x2xf64>"
+        in text
+    )
+    import io
+
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import Builtin
+    from xdsl.dialects.func import Func
+    from xdsl.parser import Parser
+    from xdsl.printer import Printer
+
+    from tdsl.dialects.kernel import Kernel
+
+    ctx = Context()
+    for dialect in (Builtin, Func, td.TensorDSL, Kernel):
+        ctx.load_dialect(dialect)
+    tiled = tile(fuse(module.clone()), memory_budget=4)
+    for stage in (module, tiled):
+        assert str(Parser(ctx, str(stage)).parse_module()) == str(stage)
+        out = io.StringIO()
+        Printer(stream=out, print_generic_format=True).print_op(stage)
+        assert str(Parser(ctx, out.getvalue()).parse_module()) == str(stage)
+
+
+def test_windows_of_element_wise_results_sink_onto_their_operands() -> None:
+    module = fuse(
+        to_tensordsl("exp(x)[:, 1:] - exp(x * 2)[:, :-1]", shapes={"x": (6, 8)}),
+        memory_budget=10**6,
+    )
+    # the exps compute only the windows, in the group; the windows are of the argument
+    slices = [op for op in module.walk() if isinstance(op, td.SliceOp)]
+    assert slices and all(op.input.name_hint == "x" for op in slices)
+    assert len([op for op in module.walk() if op.name == "kernel.fused"]) == 1
+    report = fusion_report(to_tensordsl("exp(x)[:, 1:] - exp(x)[:, :-1]", shapes={"x": (6, 8)}))
+    assert "nothing materialized between groups" in report.render()
+
+
+def test_a_window_of_a_value_used_whole_too_reads_it_in_place() -> None:
+    # exp(x) is returned, so it is held whole; its window is read where it lies
+    text = "def f(x: f32[6, 9]):\n    y = exp(x)\n    return y, y[1:, ::2] + 1\n"
+    for target in ("numpy", "native"):
+        if target == "native" and native_unavailable_reason() is not None:
+            continue
+        fn = JITTensorKernel(target=target).compile(text)
+        y, w = fn(X)
+        np.testing.assert_allclose(y, np.exp(X), rtol=2e-6)
+        np.testing.assert_allclose(w, np.exp(X)[1:, ::2] + 1, rtol=2e-6)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "numpy",
+        pytest.param(
+            "native",
+            marks=pytest.mark.skipif(native_unavailable_reason() is not None, reason="no native"),
+        ),
+    ],
+)
+@pytest.mark.parametrize("text", ["x[:, 1:] - x[:, :-1]", "exp(x)[1:, ::-1] * x[:-1, :]"])
+def test_windows_allocate_nothing_beyond_the_output_and_budget(target: str, text: str) -> None:
+    n = 4096
+    x = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
+    budget = 1 << 16
+    fn = JITTensorKernel(target=target, memory_budget=budget, threads=1).compile(
+        text, shapes={"x": (n, n)}, dtypes={"x": "f32"}
+    )
+    assert "nothing materialized between groups" in fn.fusion_report.render()
+    peak, out = measure_peak(fn, x)
+    output = out.nbytes
+    assert peak <= output + budget * 4 + numpy_buffers(1) + 64 * 1024, (peak, output)
+
+
+@pytest.mark.parametrize(
+    ("text", "error", "message", "column"),
+    [
+        ("x[3]", TdslTypeError, "index 3 is out of bounds for axis 0 with size 3", 3),
+        ("x[:, -5]", TdslTypeError, "index -5 is out of bounds for axis 1 with size 4", 6),
+        ("x[0, 1, 2]", TdslTypeError, "too many indices for a tensor of rank 2: 3 were", 2),
+        ("x[::0]", TdslSyntaxError, "slice step cannot be zero", 5),
+        ("x[1.5]", TdslSyntaxError, "an index is an integer, not `1.5`", 3),
+        ("x[y]", TdslSyntaxError, "indexing by an array, a gather, is not in the language", 3),
+        ("x[..., 0, ...]", TdslSyntaxError, "only have a single ellipsis", 11),
+        ("x[]", TdslSyntaxError, "an empty subscript", 2),
+        ("x[0 1]", TdslSyntaxError, "expected `,` or `]` in the subscript opened at 1:2", 5),
+        ("sum(x)[0]", TdslTypeError, "too many indices for a tensor of rank 0: 1 were", 7),
+        ("2[0]", TdslTypeError, "cannot index a number: a subscript needs a tensor", 2),
+    ],
+)
+def test_bad_subscripts_are_located_errors(
+    text: str, error: type[TdslError], message: str, column: int
+) -> None:
+    with pytest.raises(error) as info:
+        to_tensordsl(text, shapes={"x": (3, 4), "y": (3, 4)})
+    assert message in str(info.value)
+    assert f"<expr>:1:{column}:" in str(info.value)
+
+
+def test_dask_slices_through_its_own_slicing() -> None:
+    da = pytest.importorskip("dask.array")
+    x = RNG.standard_normal((64, 48))
+    dx = da.from_array(x, chunks=(16, 48))
+    for text in ("x[:, 1:] - x[:, :-1]", "sum(exp(x)[::-2, 3:], axis=1)", "(x @ x.T)[:10, ::3]"):
+        fn = JITTensorKernel(target="numpy").compile(text, shapes={"x": x.shape})
+        got = fn(dx)
+        assert isinstance(got, da.Array)
+        np.testing.assert_allclose(got.compute(), fn(x), rtol=1e-12)
