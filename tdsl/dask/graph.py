@@ -34,8 +34,8 @@ from tdsl.dask.items import Chunks, GroupPlan, Made, Read, Reduction, Step
 from tdsl.dask.plan import plan_tile
 from tdsl.dask.tasks import KernelSpec, combine_blocks, pass_block, run_block
 from tdsl.dialects.kernel import TileOp
-from tdsl.dialects.structured import constant_value, numpy_dtype
-from tdsl.dialects.tensordsl import SliceOp
+from tdsl.dialects.structured import constant_value, numpy_dtype, tensor_shape
+from tdsl.dialects.tensordsl import ReshapeOp, SliceOp
 from tdsl.errors import TdslCallError, TdslError
 from tdsl.jit.calls import convert_argument
 from tdsl.jit.compiled import ELEMENT_NAMES, ArgSpec, CompiledKernel, type_str
@@ -251,12 +251,14 @@ def call_dask(kernel: CompiledKernel, given: Sequence[Any], out: Any = None) -> 
         if isinstance(op, ReturnOp):
             term = op
             break
-        if isinstance(op, SliceOp):  # a window: Dask's own slicing, or NumPy's
+        if isinstance(op, SliceOp | ReshapeOp):  # Dask's own slicing and reshape
             source = op.input
-            if source in graph.env:
+            if source not in graph.env:
+                graph.held[op.result] = op.evaluate_view(graph.held[source])
+            elif isinstance(op, SliceOp):
                 graph.env[op.result] = graph.env[source][op.index()]
             else:
-                graph.held[op.result] = op.evaluate_view(graph.held[source])
+                graph.env[op.result] = _reshape(kernel, graph.env[source], op)
             continue
         const = constant_value(op)
         if const is None:  # pragma: no cover - the tiled stage groups every computing op
@@ -265,6 +267,21 @@ def call_dask(kernel: CompiledKernel, given: Sequence[Any], out: Any = None) -> 
     assert isinstance(term, ReturnOp)
     results = tuple(graph.result(v) for v in term.operands)
     return results[0] if len(results) == 1 else results
+
+
+def _reshape(kernel: CompiledKernel, array: DaskArray, op: ReshapeOp) -> DaskArray:
+    """Dask's reshape of ``array``, or a :class:`TdslCallError` where its chunks do not
+    allow one (Dask reshapes by merging or splitting whole dimensions only)."""
+    shape = tensor_shape(op.result)
+    try:
+        return da.reshape(array, shape)
+    except (NotImplementedError, ValueError) as err:
+        reason = str(err).strip().splitlines()[0]
+        raise TdslCallError(
+            f"kernel `{kernel.name}`: Dask cannot reshape a value of shape "
+            f"{tuple(array.shape)} in chunks {array.chunks} into {shape} ({reason}); "
+            "call it on NumPy arrays, or give chunks whole along the reshaped dimensions"
+        ) from None
 
 
 def _function(kernel: CompiledKernel) -> FuncOp:

@@ -59,6 +59,7 @@ ParamKind = Literal[
     "int_axis",
     "int_axes",
     "new_axes",
+    "new_shape",
     "subscripts",
     "shape",
     "size",
@@ -106,7 +107,7 @@ class LanguageFunction(abc.ABC):  # noqa: B024 (every member has a default)
     The frontend's function table (:data:`tdsl.frontend.ir_gen.FUNCTIONS`) is made of
     the ops of the tensordsl dialect that implement it and give a :attr:`FUNCTION`, so
     adding such an op adds the function; ``tdsl.tools.gen_reference`` writes
-    ``tdsl/lang.py`` and the reference pages from the same table.  An op the language
+    ``tdsl/lang/functions.py`` and the reference pages from the same table.  An op the language
     does not spell (``tensordsl.cast``, which the frontend inserts) does not implement
     it.  Mix it into an ``IRDLOperation`` class that implements the structured-op
     interface; the function families' base classes already do.
@@ -304,32 +305,30 @@ class Scan(abc.ABC):
 
 
 class StridedView(abc.ABC):
-    """An op whose one result is a strided window of its one operand (``x[1:, ::2]``):
-    every element of the result is an element of the operand, at an offset plus a
-    stride per axis.  Such an op computes nothing and is not structured: fusion leaves it
+    """An op whose one result reads its one operand's elements in place: a window
+    (``x[1:, ::2]``: an offset plus a stride per axis) or a reshape of a layout that
+    allows one.  Such an op computes nothing and is not structured: fusion leaves it
     between groups, where each target reads the operand in place (the numpy target
-    indexes it, the native target passes a pointer into the operand's buffer with the
-    window's strides, Dask slices the Dask array), and the groups it feeds read the
-    window as an input.  So the operand is a value held whole (an argument, a constant,
-    a group's result); the ``tdsl-sink-views`` pattern moves windows of element-wise
-    results onto their operands first, so that nothing is held for a window alone.
+    indexes or reshapes it, the native target passes a pointer into the operand's
+    buffer with the result's strides, Dask slices or reshapes the Dask array), and the
+    groups it feeds read the result as an input.  So the operand is a value held whole
+    (an argument, a constant, a group's result); the ``tdsl-sink-views`` patterns move
+    views of element-wise results onto their operands first, so that nothing is held
+    for a view alone.
     """
 
     @abc.abstractmethod
-    def window(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
-        """The window: per axis of the operand, the index of the result's first element
-        and the step (nonzero; negative steps read backwards)."""
+    def evaluate_view(self, array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        """The result on ``array`` (a NumPy view of it where NumPy makes one)."""
 
     @abc.abstractmethod
-    def evaluate_view(self, array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-        """The window of ``array`` (a NumPy view of it)."""
-
-    def layout(self, strides: Sequence[int]) -> tuple[int, tuple[int, ...]]:
-        """The window of an operand laid out with element ``strides``: the element offset
-        of the result's first element, and the result's element strides."""
-        offsets, steps = self.window()
-        offset = sum(o * s for o, s in zip(offsets, strides, strict=True))
-        return offset, tuple(st * s for st, s in zip(steps, strides, strict=True))
+    def layout(
+        self, shape: Sequence[int], strides: Sequence[int]
+    ) -> tuple[int, tuple[int, ...]] | None:
+        """The result on an operand of ``shape`` laid out with element ``strides``: the
+        element offset of its first element and its element strides, or None when no
+        strides can (a reshape of some windows): a target then copies the operand
+        row-major first."""
 
 
 __all__ = [

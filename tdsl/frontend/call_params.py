@@ -66,7 +66,7 @@ class CallParams:
                     params[param.name] = self.flag(node, param)
                 case "float":
                     params[param.name] = self.number(node, param)
-                case "shape" | "size" | "int" | "number":
+                case "shape" | "new_shape" | "size" | "int" | "number":
                     params[param.name] = self.literal_param(node, param)
                 case "dtype":
                     params[param.name] = self.dtype_param(node, param)
@@ -177,10 +177,16 @@ class CallParams:
             return None
         ok: bool
         match param.kind:
-            case "shape":
+            case "shape" | "new_shape":
                 what = "an extent or a tuple of extents (integers >= 0)"
+                least = 0
+                if param.kind == "new_shape":
+                    what = "an extent or a tuple of extents (integers >= 0, at most one -1)"
+                    least = -1
                 extents = (value,) if isinstance(value, int) else value
-                ok = isinstance(extents, tuple) and all(type(n) is int and n >= 0 for n in extents)
+                ok = isinstance(extents, tuple) and all(
+                    type(n) is int and n >= least for n in extents
+                )
                 value = extents
             case "size":
                 what = "an integer >= 0"

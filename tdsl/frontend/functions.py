@@ -137,8 +137,6 @@ NUMPY_MISSING: dict[str, str] = {
     "quantile": "sorting is not in the language",
     "unique": "data-dependent shapes are not in the language",
     "nonzero": "data-dependent shapes are not in the language",
-    "reshape": "reshaping is not in the language yet",
-    "ravel": "reshaping is not in the language yet",
     "concatenate": "joins are not in the language yet",
     "stack": "joins are not in the language yet",
     "hstack": "joins are not in the language yet",

@@ -1,12 +1,12 @@
 """Writes ``docs/dialects.md`` and ``docs/passes.md`` from the docstrings, and the
-functions of ``tdsl/lang.py`` from the language's function table.
+functions of ``tdsl/lang/functions.py`` (``tdsl.lang``) from the language's function table.
 
 The op and pass docstrings are the reference; this keeps the pages in step
 with them.  ``tdsl.lang`` is checked in, so that type checkers read it, but
 its functions are generated: one per entry of the function table
 (``tdsl.frontend.ir_gen.FUNCTIONS``, made of the ops' ``FUNCTION``,
 ``ARITY`` and ``PARAMS``), with the op docstring's first paragraph.
-``python -m tdsl.tools.gen_reference`` rewrites the pages and ``tdsl/lang.py``
+``python -m tdsl.tools.gen_reference`` rewrites the pages and ``tdsl/lang/functions.py``
 below its marker line; ``--check`` exits 1 when one is stale (a unit test runs
 that).
 
@@ -134,7 +134,7 @@ LANG_MARKER = (
     "the functions\n# Generated from the function table by "
     "`python -m tdsl.tools.gen_reference`: do not edit below.\n"
 )
-"""The line of ``tdsl/lang.py`` below which the file is generated."""
+"""The line of ``tdsl/lang/functions.py`` below which the file is generated."""
 
 _ARGS = ("x",)
 _MANY_ARGS = ("a", "b", "c", "d")
@@ -159,6 +159,7 @@ def _param_type(kind: str, default: object) -> str:
         "new_axes": "int | tuple[int, ...]",
         "subscripts": "str",
         "shape": "int | tuple[int, ...]",
+        "new_shape": "int | tuple[int, ...]",
         "size": "int",
         "int": "int",
         "number": "float",
@@ -189,12 +190,14 @@ def _def_lines(name: str, params: list[str]) -> list[str]:
 
 
 def render_lang(current: str) -> str:
-    """``tdsl/lang.py``: its hand-written head (``current`` up to the marker line),
-    then one function per language function, then ``__all__``."""
+    """``tdsl/lang/functions.py``: its head (``current`` up to the marker line), then
+    one function per language function, then ``__all__``."""
     from tdsl.frontend.ir_gen import FUNCTIONS
 
     if LANG_MARKER not in current:
-        raise ValueError("tdsl/lang.py has lost its marker line: " + LANG_MARKER.splitlines()[0])
+        raise ValueError(
+            "tdsl/lang/functions.py has lost its marker line: " + LANG_MARKER.splitlines()[0]
+        )
     head = current[: current.index(LANG_MARKER)]
     lines = [head + LANG_MARKER]
     for name, info in FUNCTIONS.items():
@@ -230,15 +233,14 @@ def render_lang(current: str) -> str:
             f"    return _call({call_text})",
             "",
         ]
-    fixed = ["DTYPE_CLASSES", "Array", "Operand", "TensorSpec"]
-    names = sorted([*FUNCTIONS, "bool_", "f16", "f32", "f64"], key=_natural)
-    lines += ["", "__all__ = [", *(f'    "{n}",' for n in [*fixed, *names]), "]", ""]
+    names = sorted(FUNCTIONS, key=_natural)
+    lines += ["", "__all__ = [", *(f'    "{n}",' for n in names), "]", ""]
     return "\n".join(lines)
 
 
 def lang_path() -> Path:
-    """``tdsl/lang.py`` of this package."""
-    return Path(__file__).resolve().parents[1] / "lang.py"
+    """``tdsl/lang/functions.py`` of this package: the generated functions of ``tdsl.lang``."""
+    return Path(__file__).resolve().parents[1] / "lang" / "functions.py"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -270,13 +272,13 @@ def main(argv: list[str] | None = None) -> int:
                 stale.append(name)
         elif not fresh:  # an unchanged file keeps its modification time
             path.write_text(text)
-    if checkout_docs() is not None:  # a source checkout: tdsl/lang.py is ours to write
+    if checkout_docs() is not None:  # a source checkout: tdsl/lang/functions.py is ours
         lang = lang_path()
         current = lang.read_text(encoding="utf-8")
         text = render_lang(current)
         if args.check:
             if current != text:
-                stale.append("tdsl/lang.py")
+                stale.append("tdsl/lang/functions.py")
         elif current != text:  # untouched, the JIT's disk-cache keys of this tree stay valid
             lang.write_text(text, encoding="utf-8")
     if stale:

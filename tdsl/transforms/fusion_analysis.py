@@ -65,6 +65,7 @@ from tdsl.transforms.fusion_choice import (
     PLAN_BUDGETS,
     PlanMemory,
     choose_plans,
+    held_for_views,
     plans_memory,
     plural_elements,
 )
@@ -119,6 +120,7 @@ __all__ = [
     "describe_space",
     "group_min_scratch",
     "groupable",
+    "held_for_views",
     "is_cloned_constant",
     "max_into",
     "merge_nodes",

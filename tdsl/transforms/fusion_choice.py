@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import TensorType
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 
+from tdsl.dialects.op_interfaces import StridedView
 from tdsl.dialects.structured import (
     tensor_shape,
 )
@@ -99,6 +100,48 @@ def _returned(fn: func.FuncOp) -> set[SSAValue]:
     }
 
 
+def held_for_views(plan: BlockPlan) -> dict[SSAValue, tuple[int, str]]:
+    """The values ``plan`` holds whole for the views between its groups (a window or a
+    reshape, read in place: its operand is held), and the copies a reshape makes where
+    its operand's layout allows no view (see :class:`StridedView`): each value with its
+    elements and why (arguments and constants cost nothing; their views are free)."""
+    computed = {r for g in plan.groups for r in g.results}
+    layouts: dict[SSAValue, tuple[int, tuple[int, ...]] | None] = {}
+    found: dict[SSAValue, tuple[int, str]] = {}
+    for unit in plan.order:
+        if not isinstance(unit, StridedView) or not isinstance(unit, Operation):
+            continue
+        source = unit.operands[0]
+        shape = tensor_shape(source)
+        layout = layouts.get(source) or (0, _row_major(shape))
+        root = source
+        while isinstance(root.owner, StridedView) and isinstance(root.owner, Operation):
+            root = root.owner.operands[0]
+        if root in computed and root not in found:
+            found[root] = (
+                math.prod(tensor_shape(root)),
+                f"held whole for the {unit.name} that reads it in place",
+            )
+        result = unit.layout(shape, layout[1])
+        if result is None:  # copied row-major, then read in place
+            found[unit.results[0]] = (
+                math.prod(shape),
+                f"{unit.name} copies its operand: its layout allows no view",
+            )
+            result = unit.layout(shape, _row_major(shape))
+        layouts[unit.results[0]] = result
+    return found
+
+
+def _row_major(shape: Sequence[int]) -> tuple[int, ...]:
+    out: list[int] = []
+    step = 1
+    for n in reversed(shape):
+        out.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(out))
+
+
 def plans_memory(
     fn: func.FuncOp, plans: Sequence[BlockPlan], budget: int, returned: set[SSAValue] | None = None
 ) -> tuple[int, int]:
@@ -112,6 +155,9 @@ def plans_memory(
             v = edge.value
             if v not in returned and v not in held:
                 held[v] = math.prod(tensor_shape(v))
+        for v, (elements, _) in held_for_views(plan).items():
+            if v not in returned and v not in held:
+                held[v] = elements
     scratch = 0
     for plan in plans:
         for g in plan.groups:

@@ -10,7 +10,11 @@ in the group that reads it:
   every use is a slice (each computes its own window: ``y[:, 1:] - y[:, :-1]`` of
   ``y = exp(x)`` computes ``exp`` twice per element, in one group, and holds nothing).
   An operand that broadcasts along an axis keeps that axis whole (extent 1);
-- ``slice(slice(x))`` -> ``slice(x)``: one window.
+- ``slice(slice(x))`` -> ``slice(x)``: one window;
+- ``reshape(f(a, b))`` -> ``f(reshape(a), reshape(b))`` likewise, where every operand
+  of ``f`` has its result's shape (or none: a 0-d operand stays as it is);
+- ``reshape(reshape(x))`` -> ``reshape(x)``, and a reshape to the operand's own shape
+  is the operand.
 
 ``tdsl-fuse`` applies them before it plans, so windows of arguments are all that
 remain in the common case; the pass runs them alone.
@@ -34,7 +38,7 @@ from xdsl.pattern_rewriter import (
 
 from tdsl.dialects.structured import tensor_shape
 from tdsl.dialects.structured_elementwise import ElementwiseOp
-from tdsl.dialects.tensordsl import SliceOp
+from tdsl.dialects.tensordsl import ReshapeOp, SliceOp
 
 
 def _operand_window(
@@ -86,6 +90,58 @@ class SinkIntoElementwise(RewritePattern):
 
 
 @dataclass
+class SinkReshapeIntoElementwise(RewritePattern):
+    """``reshape(f(a, b))`` -> ``f(reshape(a), reshape(b))`` when every use of ``f`` is a
+    reshape and its operands are whole (its result's shape) or 0-d."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ReshapeOp, rewriter: PatternRewriter) -> None:
+        producer = op.input.owner
+        if not isinstance(producer, ElementwiseOp) or not isinstance(producer, Operation):
+            return
+        if len(producer.results) != 1:
+            return
+        if not all(isinstance(use.operation, ReshapeOp) for use in producer.results[0].uses):
+            return
+        full = tensor_shape(op.input)
+        if not all(tensor_shape(v) in (full, ()) for v in producer.operands):
+            return
+        operands: list[SSAValue] = []
+        for v in producer.operands:
+            if not tensor_shape(v):
+                operands.append(v)
+                continue
+            inner = ReshapeOp(v, tensor_shape(op.result))
+            inner.location = op.location
+            rewriter.insert(inner)
+            operands.append(inner.result)
+        rewriter.replace(op, producer.retyped(operands))
+        if not producer.results[0].uses:
+            rewriter.erase(producer)
+
+
+@dataclass
+class FoldReshape(RewritePattern):
+    """``reshape(reshape(x))`` -> ``reshape(x)``; a reshape to its operand's shape is its
+    operand."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: ReshapeOp, rewriter: PatternRewriter) -> None:
+        if tensor_shape(op.input) == tensor_shape(op.result):
+            rewriter.replace(op, [], [op.input])
+            return
+        inner = op.input.owner
+        if not isinstance(inner, ReshapeOp):
+            return
+        folded = ReshapeOp(inner.input, tensor_shape(op.result))
+        folded.location = op.location
+        folded.result.name_hint = op.result.name_hint
+        rewriter.replace(op, folded)
+        if not inner.result.uses:
+            rewriter.erase(inner)
+
+
+@dataclass
 class FoldSliceOfSlice(RewritePattern):
     """``slice(slice(x))`` -> ``slice(x)``."""
 
@@ -108,13 +164,18 @@ class FoldSliceOfSlice(RewritePattern):
             rewriter.erase(inner)
 
 
-SINK_VIEW_PATTERNS: tuple[RewritePattern, ...] = (FoldSliceOfSlice(), SinkIntoElementwise())
+SINK_VIEW_PATTERNS: tuple[RewritePattern, ...] = (
+    FoldSliceOfSlice(),
+    FoldReshape(),
+    SinkIntoElementwise(),
+    SinkReshapeIntoElementwise(),
+)
 """The patterns of ``tdsl-sink-views``."""
 
 
 def sink_views(module: ModuleOp) -> None:
     """Apply :data:`SINK_VIEW_PATTERNS` to ``module`` until none applies."""
-    if not any(isinstance(op, SliceOp) for op in module.walk()):
+    if not any(isinstance(op, SliceOp | ReshapeOp) for op in module.walk()):
         return
     PatternRewriteWalker(
         GreedyRewritePatternApplier(list(SINK_VIEW_PATTERNS)), apply_recursively=True
@@ -123,7 +184,8 @@ def sink_views(module: ModuleOp) -> None:
 
 @dataclass(frozen=True)
 class SinkViewsPass(ModulePass):
-    """Move windows (``tensordsl.slice``) onto the operands of element-wise ops."""
+    """Move windows (``tensordsl.slice``) and reshapes onto the operands of element-wise
+    ops."""
 
     name = "tdsl-sink-views"
 

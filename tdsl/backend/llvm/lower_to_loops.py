@@ -221,14 +221,25 @@ class _FunctionLowering:
         groups: list[tuple[TileOp, _Group, list[int]]] = []
         consts: list[Attribute] = []
         views: list[int] = []
-        # per group, the views a BLAS call reads, copied row-major before the group
+        # per group, the copies made before it: operands of reshapes whose layout allows
+        # no view, and views a BLAS call reads, copied row-major (pending: not yet placed)
         copies: dict[TileOp, list[tuple[int, int]]] = {}
+        pending: list[tuple[int, int]] = []
         for op in ops[:-1]:
             if isinstance(op, StridedView):
                 source = place[op.operands[0]]
                 source_type = cast(MemRefType[Attribute], types[source])
-                strides = _strides(source_type) or row_major_strides(source_type.get_shape())
-                offset, view_strides = op.layout(strides)
+                shape = source_type.get_shape()
+                strides = _strides(source_type) or row_major_strides(shape)
+                found = op.layout(shape, strides)
+                if found is None:  # copied row-major first, then read in place
+                    copy = arg(memref_of(op.operands[0].type), "tmp")
+                    pending.append((source, copy))
+                    source = copy
+                    found = op.layout(shape, row_major_strides(shape))
+                    if found is None:
+                        raise loops_bug(f"'{op.name}' reads no row-major operand in place", op)
+                offset, view_strides = found
                 row_major = memref_of(op.results[0].type)
                 view_type = MemRefType(
                     row_major.element_type,
@@ -252,12 +263,12 @@ class _FunctionLowering:
                     place[r] = arg(memref_of(r.type), "tmp")
             group = _Group(op, [_strides(types[place[v]]) for v in op.inputs])
             read = self._blas_views(group, op, [place[v] for v in op.inputs], roles)
+            copies[op], pending = pending, []
             if read:  # a BLAS call reads row-major arrays: copy those views first
                 inputs_at = [place[v] for v in op.inputs]
-                copies[op] = [
-                    (inputs_at[i], arg(memref_of(op.inputs[i].type), "tmp")) for i in read
-                ]
-                for i, (_, dst) in zip(read, copies[op], strict=True):
+                packs = [(inputs_at[i], arg(memref_of(op.inputs[i].type), "tmp")) for i in read]
+                copies[op].extend(packs)
+                for i, (_, dst) in zip(read, packs, strict=True):
                     inputs_at[i] = dst
                 group = _Group(op, [_strides(types[i]) for i in inputs_at])
                 self.group_inputs[op] = inputs_at
@@ -287,17 +298,7 @@ class _FunctionLowering:
         for index, (tile, group, scratch) in enumerate(groups):
             gname = f"{self.name}_{tile.group_name or f'k{index}'}".replace(".", "_")
             for k, (src, dst) in enumerate(copies.get(tile, ())):
-                pair = [args[src], args[dst]]
-                shape = cast(MemRefType[Attribute], types[dst]).get_shape()
-                name = f"{gname}_pack{k}"
-                functions.append(
-                    self._helper(
-                        name,
-                        pair,
-                        lambda c, refs, shape=shape: self._copy(c, refs[0], refs[1], shape),
-                    )
-                )
-                code.b.insert(func.CallOp(name, pair, []))
+                self._copy_call(code, functions, f"{gname}_pack{k}", args[src], args[dst])
             at = self.group_inputs.get(tile) or [place[v] for v in tile.inputs]
             inputs = [args[i] for i in at]
             outputs = [args[place[r]] for r in tile.outputs]
@@ -316,6 +317,8 @@ class _FunctionLowering:
             # over threads (each with scratch of its own) stays within it
             call.attributes[SCRATCH_LIMIT_ATTR] = IntegerAttr(tile.scratch_value, i64)
             code.b.insert(call)
+        for k, (src, dst) in enumerate(pending):  # copies no group follows
+            self._copy_call(code, functions, f"{self.name}_pack{k}", args[src], args[dst])
         # results that are not computed in place: arguments, constants, repeats
         for i, v in enumerate(ret.arguments):
             if v in direct and place[v] == outs[i]:
@@ -332,6 +335,16 @@ class _FunctionLowering:
         code.b.insert(func.ReturnOp())
         functions.extend(self.externals.values())
         return functions
+
+    def _copy_call(
+        self, code: _Code, functions: list[Operation], name: str, src: SSAValue, dst: SSAValue
+    ) -> None:
+        """Call a new helper ``name`` copying memref ``src`` into ``dst`` (one shape)."""
+        shape = cast(MemRefType[Attribute], dst.type).get_shape()
+        functions.append(
+            self._helper(name, [src, dst], lambda c, refs: self._copy(c, refs[0], refs[1], shape))
+        )
+        code.b.insert(func.CallOp(name, [src, dst], []))
 
     @staticmethod
     def _blas_views(

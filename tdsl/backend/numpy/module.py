@@ -158,7 +158,7 @@ class _FunctionEmitter:
                 elif isinstance(op, func.ReturnOp):
                     self.flush(pending)
                     self.ret(op)
-                elif isinstance(op, td.SliceOp):
+                elif isinstance(op, td.SliceOp | td.ReshapeOp):
                     self.flush(pending)
                     self.view(op)
                 elif structured(op) is not None or constant_value(op) is not None:
@@ -167,10 +167,15 @@ class _FunctionEmitter:
                     raise TdslIRError(f"numpy target: cannot emit '{op.name}' in a function")
         return self.w
 
-    def view(self, op: td.SliceOp) -> None:
-        """A window of a value held whole: a NumPy view of it, bound to a name."""
+    def view(self, op: td.SliceOp | td.ReshapeOp) -> None:
+        """A window or a reshape of a value held whole: NumPy's view of it (a reshape
+        copies where the layout allows no view), bound to a name."""
         name = self.value_name(op.result)
-        self.w.line(f"{name} = {self.values[op.input].expr}{op.index_text()}")
+        source = self.values[op.input].expr
+        if isinstance(op, td.SliceOp):
+            self.w.line(f"{name} = {source}{op.index_text()}")
+        else:
+            self.w.line(f"{name} = np.reshape({source}, {td.tensor_shape(op.result)})")
         self.values[op.result] = _Value(name, False)
 
     def flush(self, ops: list[Operation]) -> None:

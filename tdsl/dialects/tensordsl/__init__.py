@@ -30,7 +30,7 @@ span before any IR exists.
 The ops are defined one module per family (:mod:`.constant`, :mod:`.elementwise_unary`,
 :mod:`.elementwise_math`, :mod:`.elementwise_binary`, :mod:`.compare_logical`,
 :mod:`.contraction`, :mod:`.normalize`, :mod:`.reductions`, :mod:`.scans`,
-:mod:`.views`, :mod:`.slicing`); this
+:mod:`.views`, :mod:`.slicing`, :mod:`.reshape`); this
 package re-exports them, and the dialect is made of the op classes those modules
 define, so a new op is its class and no list.
 """
@@ -74,6 +74,7 @@ from tdsl.dialects.tensordsl import (
     elementwise_unary,
     normalize,
     reductions,
+    reshape,
     scans,
     slicing,
     views,
@@ -106,6 +107,8 @@ from tdsl.dialects.tensordsl.normalize import *  # noqa: F403
 from tdsl.dialects.tensordsl.normalize import softmax_array
 from tdsl.dialects.tensordsl.reductions import *  # noqa: F403
 from tdsl.dialects.tensordsl.reductions import ChunkedReductionOp, LogicalReductionOp, VarianceOp
+from tdsl.dialects.tensordsl.reshape import *  # noqa: F403
+from tdsl.dialects.tensordsl.reshape import Ravel
 from tdsl.dialects.tensordsl.scans import *  # noqa: F403
 from tdsl.dialects.tensordsl.slicing import *  # noqa: F403
 from tdsl.dialects.tensordsl.views import *  # noqa: F403
@@ -124,6 +127,7 @@ FAMILY_MODULES: tuple[ModuleType, ...] = (
     scans,
     views,
     slicing,
+    reshape,
     creation,
 )
 """The modules of the op families, in the dialect's order (every module of this package:
@@ -191,7 +195,7 @@ SCAN_OPS: tuple[type[ScanOp], ...] = _family(ScanOp)
 
 TensorDSL = Dialect("tensordsl", list(OPS), [])
 
-LANGUAGE_ONLY: tuple[type[LanguageFunction], ...] = (*VIEW_FUNCTIONS, *CREATION)
+LANGUAGE_ONLY: tuple[type[LanguageFunction], ...] = (*VIEW_FUNCTIONS, Ravel, *CREATION)
 """Functions of the language without an op of their own: the frontend writes them
 with other ops (a ``transpose``, constants and comparisons)."""
 

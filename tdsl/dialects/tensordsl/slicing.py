@@ -121,7 +121,16 @@ class SliceOp(IRDLOperation, StridedView):
         return cls(value, *(tuple(w[i] for w in windows) for i in range(3)))
 
     def window(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """Per axis of the operand, the index of the result's first element and the step
+        (nonzero; negative steps read backwards)."""
         return tuple(self.offsets.get_values()), tuple(self.strides.get_values())
+
+    def layout(
+        self, shape: Sequence[int], strides: Sequence[int]
+    ) -> tuple[int, tuple[int, ...]] | None:
+        offsets, steps = self.window()
+        offset = sum(o * s for o, s in zip(offsets, strides, strict=True))
+        return offset, tuple(st * s for st, s in zip(steps, strides, strict=True))
 
     def index(self) -> tuple[slice, ...]:
         """The window as Python slices (``x[op.index()]`` is the result)."""

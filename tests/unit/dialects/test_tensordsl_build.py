@@ -266,4 +266,5 @@ def test_op_groups_and_numpy_names() -> None:
         "tensordsl.expand_dims",
         "tensordsl.squeeze",
         "tensordsl.slice",
+        "tensordsl.reshape",
     }

@@ -95,8 +95,10 @@ def test_eager_equals_the_compiled_kernel(name: str) -> None:
         np.testing.assert_allclose(eager, compiled, rtol=1e-6)
         assert eager.dtype == compiled.dtype
         return
-    required = {  # axis 1, a shape or size of 1, a float where a number is wanted
-        p.name: 1.5 if p.kind == "number" else 1 for p in FUNCTIONS[name].params if p.required
+    required: dict[str, object] = {  # axis 1, a shape or size of 1, a float for a number
+        p.name: 1.5 if p.kind == "number" else -1 if p.kind == "new_shape" else 1
+        for p in FUNCTIONS[name].params
+        if p.required
     }
     eager = lang_functions()[name](*operands, **required)
     names = ["a", "b", "c"][: len(operands)]

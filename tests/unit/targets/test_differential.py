@@ -69,6 +69,8 @@ OTHERS = {
     "clip",
     "expand_dims",
     "squeeze",
+    "reshape",
+    "ravel",
     "swapaxes",
     "moveaxis",
     "einsum",
@@ -182,7 +184,7 @@ class Generator:
         kinds = ["leaf", "unary", "unary", "binary", "binary", "where", "reduce", "transpose"]
         kinds += ["clip", "view", "created"] + (["einsum"] if len(shape) <= 2 else [])
         if shape:
-            kinds += ["row", "matmul", "scan", "sliced"]
+            kinds += ["row", "matmul", "scan", "sliced", "reshaped"]
         kind = self.draw(st.sampled_from(kinds))
         sub = depth - 1
         if kind == "leaf":
@@ -219,6 +221,8 @@ class Generator:
             return self.view(shape, sub)
         if kind == "sliced":
             return self.sliced(shape, sub)
+        if kind == "reshaped":
+            return self.reshaped(shape, sub)
         if kind == "einsum":
             return self.einsum(shape, sub)
         if kind == "created":
@@ -331,6 +335,23 @@ class Generator:
                 parts.append(f"{shown}:{stop_text}" + ("" if step == 1 else f":{step}"))
             operand.append(m)
         return f"({self.float(tuple(operand), depth)})[{', '.join(parts)}]"
+
+    def reshaped(self, shape: Shape, depth: int) -> str:
+        """``reshape`` (or, for 1-d, ``ravel``) of an operand of another shape with as many
+        elements: the extents regrouped, one given as ``-1`` at times."""
+        size = int(np.prod(shape))
+        divisors = [d for d in range(1, size + 1) if size % d == 0] or [1]
+        first = self.draw(st.sampled_from(divisors))
+        operand = (first, size // first) if size else (0, self.dim())
+        if self.draw(st.booleans()):
+            operand = (*operand, 1)
+        text = self.float(operand, depth)
+        if len(shape) == 1 and self.draw(st.booleans()):
+            return f"ravel({text})"
+        extents = [str(n) for n in shape]
+        if size and self.draw(st.booleans()):
+            extents[self.draw(st.integers(0, len(shape) - 1))] = "-1"
+        return f"reshape({text}, ({''.join(e + ', ' for e in extents)}))"
 
     def view(self, shape: Shape, depth: int) -> str:
         """A view of an operand giving ``shape``: ``squeeze`` of an axis of extent 1,

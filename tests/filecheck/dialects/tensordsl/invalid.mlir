@@ -281,3 +281,9 @@
 %a = "test.op"() : () -> tensor<4x8xf32>
 %0 = tensordsl.slice %a offsets [0, 0] strides [1, 1] : tensor<4x8xf32> -> tensor<4x8xf16>
 // CHECK: attribute f32 expected from variable 'E', but got f16
+
+// -----
+
+%a = "test.op"() : () -> tensor<4x8xf32>
+%0 = tensordsl.reshape %a : tensor<4x8xf32> -> tensor<5x6xf32>
+// CHECK: 'tensordsl.reshape' op cannot reshape 4x8 (32 elements) into 5x6 (30 elements)

@@ -1,43 +1,9 @@
-"""The tdsl language's functions as typed Python that also runs eagerly on NumPy arrays.
-
-Every function of the language (``tdsl.frontend.ir_gen.FUNCTIONS``) is here,
-with the language's parameters and defaults, so that a ``@tdsl.function``
-body is a Python function a type checker reads::
-
-    import tdsl
-    from tdsl.lang import f32, relu, softmax
-
-    @tdsl.function
-    def layer(x: f32[64, 32], w: f32[32, 16], b):
-        return softmax(relu(x @ w + b))
-
-Called eagerly, each function computes on NumPy arrays with tdsl's own
-semantics: it builds its one op through tdsl's frontend (which types and
-promotes its operands as NumPy 2 does, a Python number as a weak scalar) and
-runs it in tdsl's interpreter, the reference every compiled kernel is
-checked against.  So the undecorated body (``layer.python(x, w, b)``) is a
-reference a user can step through with a debugger; the operators
-(``+ - * / % ** @ & | ~`` and the comparisons) are NumPy's own, which tdsl
-follows.  A function tdsl refuses (``sum`` of booleans) raises the
-:class:`~tdsl.errors.TdslError` the compiler would.  The first call loads
-xDSL; importing this module does not.
-
-``f16``, ``f32``, ``f64`` and ``bool_`` type parameters: see :mod:`tdsl.lang_types`.
-"""
+"""The functions of :mod:`tdsl.lang`, one per function of the language: generated from
+the function table by ``python -m tdsl.tools.gen_reference``."""
 
 from __future__ import annotations
 
-from tdsl.lang_types import (
-    DTYPE_CLASSES,
-    Array,
-    DTypeLike,
-    Operand,
-    TensorSpec,
-    bool_,
-    f16,
-    f32,
-    f64,
-)
+from tdsl.lang_types import Array, DTypeLike, Operand
 from tdsl.lang_types import call as _call
 
 # --------------------------------------------------------------------------- the functions
@@ -435,6 +401,11 @@ def squeeze(x: Operand, axis: int | tuple[int, ...] | None = None) -> Array:
     return _call("squeeze", (x,), {"axis": axis})
 
 
+def reshape(x: Operand, shape: int | tuple[int, ...]) -> Array:
+    """The operand's elements in row-major order, in the result's shape, as ``np.reshape(x, shape)`` (one extent may be ``-1``)."""
+    return _call("reshape", (x,), {"shape": shape})
+
+
 def swapaxes(x: Operand, axis1: int, axis2: int) -> Array:
     """Exchanges two axes, as ``np.swapaxes(x, axis1, axis2)``: a ``tensordsl.transpose``."""
     return _call("swapaxes", (x,), {"axis1": axis1, "axis2": axis2})
@@ -450,6 +421,11 @@ def moveaxis(
 def einsum(subscripts: str, a: Operand, b: Operand | None = None) -> Array:
     """Sums of products over named axes, as ``np.einsum(subscripts, a, b)`` of one or two operands: the frontend writes it as ``transpose``, ``expand_dims``, ``matmul``, ``mul`` and ``sum`` ops (see :mod:`tdsl.frontend.einsum`)."""
     return _call("einsum", (a,) if b is None else (a, b), {"subscripts": subscripts})
+
+
+def ravel(x: Operand) -> Array:
+    """The elements in row-major order, flat, as ``np.ravel(x)``: a ``reshape`` to ``(-1,)``."""
+    return _call("ravel", (x,))
 
 
 def zeros(shape: int | tuple[int, ...], dtype: DTypeLike | None = None) -> Array:
@@ -498,10 +474,6 @@ def triu(x: Operand, k: int = 0) -> Array:
 
 
 __all__ = [
-    "DTYPE_CLASSES",
-    "Array",
-    "Operand",
-    "TensorSpec",
     "abs",
     "all",
     "any",
@@ -513,7 +485,6 @@ __all__ = [
     "arctan",
     "arctan2",
     "arctanh",
-    "bool_",
     "ceil",
     "clip",
     "conj",
@@ -530,9 +501,6 @@ __all__ = [
     "expand_dims",
     "expm1",
     "eye",
-    "f16",
-    "f32",
-    "f64",
     "floor",
     "fmod",
     "full",
@@ -569,9 +537,11 @@ __all__ = [
     "ones_like",
     "power",
     "prod",
+    "ravel",
     "reciprocal",
     "relu",
     "remainder",
+    "reshape",
     "round",
     "sigmoid",
     "sign",
