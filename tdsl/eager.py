@@ -48,6 +48,7 @@ def _module(
     function: str,
     types: tuple[tuple[str, tuple[int, ...], object], ...],
     keywords: tuple[tuple[str, object], ...],
+    sequence: bool = False,
 ) -> ModuleOp:
     from tdsl.frontend import to_tensordsl
 
@@ -59,13 +60,16 @@ def _module(
         for key, value in keywords
         if key == "dtype" or not isinstance(value, str)
     ]
-    source = f"{function}({', '.join([*leading, *names, *words])})"
+    tensors = [f"({''.join(n + ', ' for n in names)})"] if sequence else names
+    source = f"{function}({', '.join([*leading, *tensors, *words])})"
     shapes = {name: shape for name, shape, _ in types}
     dtypes: dict[str, Any] = {name: dtype for name, _, dtype in types}
     return to_tensordsl(source, shapes, dtypes, filename=f"<tdsl.lang.{function}>")
 
 
-def evaluate(function: str, args: Sequence[object], keywords: Mapping[str, object]) -> Array:
+def evaluate(
+    function: str, args: Sequence[object], keywords: Mapping[str, object], sequence: bool = False
+) -> Array:
     """``function(*args, **keywords)`` on NumPy values, with tdsl's semantics.
 
     Raises the :class:`~tdsl.errors.TdslError` the compiler would for operands or
@@ -74,7 +78,7 @@ def evaluate(function: str, args: Sequence[object], keywords: Mapping[str, objec
     """
     from tdsl.interpreters.run import run_function
 
-    names = PARAMETERS[len(args)]
+    names = tuple(f"a{k}" for k in range(len(args))) if sequence else PARAMETERS[len(args)]
     values: list[object] = []
     types: list[tuple[str, tuple[int, ...], object]] = []
     for name, arg in zip(names, args, strict=True):
@@ -88,7 +92,7 @@ def evaluate(function: str, args: Sequence[object], keywords: Mapping[str, objec
         else:
             types.append((name, tuple(shape), cast(np.dtype[Any], dtype).name))
             values.append(value)
-    module = _module(function, tuple(types), tuple(keywords.items()))
+    module = _module(function, tuple(types), tuple(keywords.items()), sequence)
     (result,) = run_function(module, "main", *values)
     return result
 

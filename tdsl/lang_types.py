@@ -94,11 +94,18 @@ DTYPE_CLASSES: dict[str, type[Any]] = {"f16": f16, "f32": f32, "f64": f64, "bool
 """The dtype names a parameter annotation may use, by their Python name."""
 
 
-def call(function: str, args: tuple[Operand, ...], keywords: Mapping[str, object] = {}) -> Array:
-    """``function`` of the language on ``args`` and ``keywords``, run eagerly."""
+def call(
+    function: str,
+    args: tuple[Operand, ...],
+    keywords: Mapping[str, object] = {},
+    *,
+    sequence: bool = False,
+) -> Array:
+    """``function`` of the language on ``args`` and ``keywords``, run eagerly (``args`` as
+    one tuple where ``sequence``: a join's operands)."""
     from tdsl.eager import evaluate
 
-    return evaluate(function, args, keywords)
+    return evaluate(function, args, keywords, sequence=sequence)
 
 
 __all__ = [

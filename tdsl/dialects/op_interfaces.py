@@ -127,6 +127,9 @@ class LanguageFunction(abc.ABC):  # noqa: B024 (every member has a default)
     POSITIONAL: ClassVar[int] = 1
     """How many of :attr:`PARAMS` a call may also give by position, after the tensor
     arguments, as NumPy's function takes them (``np.sum(x, 0)``: the axis)."""
+    SEQUENCE: ClassVar[bool] = False
+    """Whether its function takes its tensors as one tuple or list, as NumPy's joins do
+    (``concatenate((a, b), axis=1)``)."""
 
     @classmethod
     def bool_inputs_as(cls) -> np.dtype[Any] | None:

@@ -149,7 +149,16 @@ class Subscript:
     bracket_span: Span
 
 
-Expr = Number | Name | Neg | Invert | BinOp | Call | Subscript
+@dataclass(frozen=True)
+class TupleExpr:
+    """A tuple ``(a, b)`` or a list ``[a, b]`` of expressions: the operands of a join
+    (``concatenate((a, b), axis=1)``)."""
+
+    items: tuple[Expr, ...]
+    span: Span
+
+
+Expr = Number | Name | Neg | Invert | BinOp | Call | Subscript | TupleExpr
 
 
 def children(expr: Expr) -> tuple[Expr, ...]:
@@ -159,7 +168,7 @@ def children(expr: Expr) -> tuple[Expr, ...]:
             return (operand,)
         case BinOp(lhs=lhs, rhs=rhs):
             return (lhs, rhs)
-        case Call(args=args):
+        case Call(args=args) | TupleExpr(items=args):
             return args
         case Number() | Name():
             return ()

@@ -31,6 +31,7 @@ from tdsl.frontend.ast import (
     Source,
     Span,
     Subscript,
+    TupleExpr,
     children,
 )
 from tdsl.frontend.axes import reduce_over_axes
@@ -44,8 +45,9 @@ from tdsl.frontend.functions import (
     name_list,
     nearest_name,
 )
+from tdsl.frontend.joins import JOINS, lower_join
 from tdsl.frontend.subscripts import lower_subscript
-from tdsl.frontend.values import LiteralValue, TensorValue, Value, WeakValue
+from tdsl.frontend.values import LiteralValue, TensorValue, TupleValue, Value, WeakValue
 
 
 def dtype_name(element: Attribute) -> str:
@@ -156,6 +158,11 @@ class FunctionLowering(CallParams):
 
     def tensor(self, value: Value, span: Span) -> TensorValue:
         """``value`` as a tensor; a lone literal or weak scalar is a float64."""
+        if isinstance(value, TupleValue):
+            raise TdslTypeError(
+                "a tuple is not a result: return its items (`return a, b`), or join them",
+                self.where(span),
+            )
         return value if isinstance(value, TensorValue) else self.to_element(value, f64, span)
 
     def weak(
@@ -194,6 +201,7 @@ class FunctionLowering(CallParams):
         return results[id(root)]
 
     def lower_node(self, node: Expr, args: list[Value]) -> Value:
+        self.no_tuples(node, args)
         match node:
             case Number(value=value, span=span):
                 return LiteralValue(value, span)
@@ -227,6 +235,22 @@ class FunctionLowering(CallParams):
                 return self.call(node, args)
             case Subscript():
                 return lower_subscript(node, args[0], self.emit, self.where)
+            case TupleExpr(items=items):
+                values = [a for a in args if not isinstance(a, TupleValue)]
+                return TupleValue(tuple(values), tuple(i.span for i in items))
+
+    def no_tuples(self, node: Expr, args: Sequence[Value]) -> None:
+        """Refuse a tuple where ``node`` takes none: only joins take one (and a subscript
+        picks from one)."""
+        if isinstance(node, Subscript) or (isinstance(node, Call) and node.func in JOINS):
+            return
+        for child, arg in zip(children(node), args, strict=True):
+            if isinstance(arg, TupleValue):
+                raise TdslTypeError(
+                    "a tuple is not a value here: tuples and lists are the operands of "
+                    "`concatenate`, `stack`, `hstack` and `vstack`",
+                    self.where(child.span),
+                )
 
     def lookup(self, node: Name) -> Value:
         value = self.env.get(node.id)
@@ -338,6 +362,8 @@ class FunctionLowering(CallParams):
             return self.binary(op, f"`{info.name}`", args, (spans[0], spans[1]), node.span)
         if op is td.MatmulOp:
             return self.matmul("`matmul`", args, (spans[0], spans[1]), node.span)
+        if node.func in JOINS:
+            return lower_join(self, node, args, spans)
         params = self.params(node, info, args[0] if args else None)
         if issubclass(op, td.CREATION):
             return lower_creation(self, node, args, spans, params)

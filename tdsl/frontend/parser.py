@@ -14,6 +14,7 @@ the column of the first token of a line)::
     postfix    ::= primary (".T" | "[" index ("," index)* [","] "]")*
     index      ::= [INT] ":" [INT] [":" [INT]] | INT | "..." | "None"     (INT: ["-"] digits)
     primary    ::= NUMBER | NAME | NAME "(" [arg ("," arg)* [","]] ")" | "(" expr ")"
+                 | "(" expr "," [expr ("," expr)* [","]] ")" | "[" expr ("," expr)* [","] "]"
     arg        ::= expr | NAME "=" kwvalue
     kwvalue    ::= ["-"] INT | "true" | "false" | "True" | "False" | "None"
 
@@ -48,7 +49,7 @@ from tdsl.frontend.ast import (
     Span,
 )
 from tdsl.frontend.lexer import Token, TokenKind, tokenize
-from tdsl.frontend.subscripts import parse_subscript
+from tdsl.frontend.subscripts import parse_bracketed, parse_subscript
 
 MAX_NESTING = 200
 """The deepest nesting of parentheses, calls and unary minus the parser accepts."""
@@ -372,13 +373,8 @@ class _Parser:
             if self.is_punct("("):
                 return self.parse_call(token)
             return Name(unqualified(token.text), token.span)
-        if self.is_punct("("):
-            self.advance()
-            self.enter(token)
-            inner = self.parse_expr()
-            self.expect_punct(")", f"to close the `(` at {token.span.line}:{token.span.column}")
-            self.depth -= 1
-            return inner
+        if self.is_punct("(") or self.is_punct("["):  # (expr), a tuple or a list
+            return parse_bracketed(self)
         if token.kind is TokenKind.KEYWORD:
             raise self.error(f"expected an expression, found the keyword `{token.text}`")
         if token.kind is TokenKind.STRING:

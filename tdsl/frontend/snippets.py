@@ -10,7 +10,19 @@ node, so a picture of the IR can label ``tensordsl.matmul`` with ``x @ w1``.
 from __future__ import annotations
 
 from tdsl.errors import TdslError
-from tdsl.frontend.ast import BinOp, Call, Expr, Expression, Invert, Name, Neg, Number, walk
+from tdsl.frontend.ast import (
+    BinOp,
+    Call,
+    Expr,
+    Expression,
+    Invert,
+    Name,
+    Neg,
+    Number,
+    Subscript,
+    TupleExpr,
+    walk,
+)
 from tdsl.frontend.parser import parse
 
 
@@ -39,8 +51,10 @@ def source_snippets(text: str, filename: str = "<expr>") -> dict[tuple[int, int]
                     pass
                 case Call(span=span) | Neg(span=span) | Invert(span=span):
                     at = span
-                case Name(span=span) | Number(span=span):
+                case Name(span=span) | Number(span=span) | TupleExpr(span=span):
                     at = span
+                case Subscript(span=span, bracket_span=at):
+                    pass
             found.setdefault((at.line, at.column), " ".join(text[span.start : span.end].split()))
     return found
 

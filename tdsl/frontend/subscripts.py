@@ -1,4 +1,5 @@
-"""NumPy's basic indexing in the language: ``x[1:, ::-2]``, ``x[0]``, ``x[..., None]``.
+"""NumPy's basic indexing in the language: ``x[1:, ::-2]``, ``x[0]``, ``x[..., None]``;
+and the tuples and lists of expressions a join takes (``concatenate((a, b))``).
 
 The parser reads a subscript's items (:func:`parse_subscript`); the lowering writes it
 as NumPy does (:func:`lower_subscript`): a ``tensordsl.slice`` of the windows the
@@ -17,9 +18,9 @@ from xdsl.ir import Operation
 
 from tdsl.dialects import tensordsl as td
 from tdsl.errors import SourceLocation, TdslTypeError
-from tdsl.frontend.ast import Expr, Index, Span, Subscript
-from tdsl.frontend.lexer import TokenKind
-from tdsl.frontend.values import TensorValue, Value
+from tdsl.frontend.ast import Expr, Index, Span, Subscript, TupleExpr
+from tdsl.frontend.lexer import Token, TokenKind
+from tdsl.frontend.values import TensorValue, TupleValue, Value
 
 if TYPE_CHECKING:
     from tdsl.frontend.parser import _Parser
@@ -79,6 +80,41 @@ def _item(parser: _Parser) -> Index:
     return Index("slice", first.span.to(end), start, stop, step)
 
 
+def parse_bracketed(parser: _Parser) -> Expr:
+    """``(expr)``, a tuple ``(a, b)`` or ``(a,)``, or a list ``[a, b]``, the parser at the
+    opening bracket."""
+    open_tok = parser.advance()
+    parser.enter(open_tok)
+    close = ")" if open_tok.text == "(" else "]"
+    if parser.is_punct(close):
+        what = "tuple `()`" if close == ")" else "list `[]`"
+        raise parser.error(f"an empty {what} is not a value", open_tok.span)
+    inner = parser.parse_expr()
+    if close == "]" or parser.is_punct(","):
+        inner = _sequence(parser, open_tok, inner, close)
+    else:
+        parser.expect_punct(")", f"to close the `(` at {open_tok.span.line}:{open_tok.span.column}")
+    parser.depth -= 1
+    return inner
+
+
+def _sequence(parser: _Parser, open_tok: Token, first: Expr, close: str) -> TupleExpr:
+    """The rest of a tuple or a list after its first item, up to and including
+    ``close``."""
+    items = [first]
+    while not parser.is_punct(close):
+        parser.expect_punct(
+            ",",
+            f"or `{close}` in the {'tuple' if close == ')' else 'list'} opened at "
+            f"{open_tok.span.line}:{open_tok.span.column}",
+        )
+        if parser.is_punct(close):
+            break
+        items.append(parser.parse_expr())
+    end = parser.advance()
+    return TupleExpr(tuple(items), open_tok.span.to(end.span))
+
+
 def parse_subscript(parser: _Parser, value: Expr) -> Subscript:
     """``value[item, ...]``, the parser at the ``[``."""
     open_tok = parser.advance()
@@ -111,6 +147,8 @@ def lower_subscript(
 ) -> TensorValue:
     """``value[items]`` as NumPy indexes it: a slice, then a squeeze, then an expand_dims
     (each only when it does something)."""
+    if isinstance(value, TupleValue):
+        return _pick(node, value, where)
     if not isinstance(value, TensorValue):
         raise TdslTypeError(
             "cannot index a number: a subscript needs a tensor",
@@ -164,4 +202,25 @@ def lower_subscript(
     return result
 
 
-__all__ = ["lower_subscript", "parse_subscript"]
+def _pick(
+    node: Subscript, value: TupleValue, where: Callable[[Span], SourceLocation]
+) -> TensorValue:
+    """``parts[i]``: one item of a tuple, by an integer index (Python's rules)."""
+    n = len(value.items)
+    (item,) = node.items if len(node.items) == 1 else (None,)
+    if item is None or item.kind != "int" or item.start is None:
+        raise TdslTypeError(
+            "a tuple takes one integer index (`parts[1]`)", where(node.bracket_span)
+        )
+    if not -n <= item.start < n:
+        raise TdslTypeError(
+            f"tuple index {item.start} out of range: the tuple has {n} items",
+            where(item.span),
+        )
+    picked = value.items[item.start % n]
+    if not isinstance(picked, TensorValue):
+        raise TdslTypeError("the item is a number, not a tensor", where(item.span))
+    return picked
+
+
+__all__ = ["lower_subscript", "parse_bracketed", "parse_subscript"]

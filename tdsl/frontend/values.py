@@ -1,6 +1,6 @@
 """The values an expression computes while it is lowered: a tensor (an SSA value with
-its static shape and element type), a weak literal folded like Python, or a weak scalar
-known at run time."""
+its static shape and element type), a weak literal folded like Python, a weak scalar
+known at run time, or a tuple of them (a join's operands)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,16 @@ class WeakValue:
     value: SSAValue
 
 
-Value: TypeAlias = TensorValue | LiteralValue | WeakValue
+@dataclass(frozen=True)
+class TupleValue:
+    """Several values: a tuple or list the source writes (``(a, b)``), the operands of a
+    join."""
+
+    items: tuple[TensorValue | LiteralValue | WeakValue, ...]
+    spans: tuple[Span, ...]
 
 
-__all__ = ["LiteralValue", "TensorValue", "Value", "WeakValue"]
+Value: TypeAlias = TensorValue | LiteralValue | WeakValue | TupleValue
+
+
+__all__ = ["LiteralValue", "TensorValue", "TupleValue", "Value", "WeakValue"]

@@ -41,7 +41,7 @@ from tdsl.dialects.structured import (
     structured,
     tensor_shape,
 )
-from tdsl.dialects.tensordsl import TensorDSL, dense_to_numpy
+from tdsl.dialects.tensordsl import ConcatenateOp, TensorDSL, dense_to_numpy
 from tdsl.errors import TdslCallError
 from tdsl.interpreters.body import evaluate_body
 
@@ -79,6 +79,8 @@ def evaluate(op: Operation, args: PythonValues) -> PythonValues:
         return (_as_result(op, 0, constant.copy()),)
     if isinstance(op, StridedView):
         return (_as_result(op, 0, op.evaluate_view(np.asarray(args[0]))),)
+    if isinstance(op, ConcatenateOp):
+        return (_as_result(op, 0, op.evaluate(*(np.asarray(a) for a in args))),)
     s = structured(op)
     if s is None:
         raise InterpretationError(f"'{op.name}' does not implement the structured-op interface")

@@ -3,6 +3,8 @@ the function table by ``python -m tdsl.tools.gen_reference``."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from tdsl.lang_types import Array, DTypeLike, Operand
 from tdsl.lang_types import call as _call
 
@@ -406,6 +408,11 @@ def reshape(x: Operand, shape: int | tuple[int, ...]) -> Array:
     return _call("reshape", (x,), {"shape": shape})
 
 
+def concatenate(arrays: Sequence[Operand], axis: int = 0) -> Array:
+    """Its operands joined along ``axis``, as ``np.concatenate((a, b, ...), axis)``."""
+    return _call("concatenate", tuple(arrays), {"axis": axis}, sequence=True)
+
+
 def swapaxes(x: Operand, axis1: int, axis2: int) -> Array:
     """Exchanges two axes, as ``np.swapaxes(x, axis1, axis2)``: a ``tensordsl.transpose``."""
     return _call("swapaxes", (x,), {"axis1": axis1, "axis2": axis2})
@@ -426,6 +433,21 @@ def einsum(subscripts: str, a: Operand, b: Operand | None = None) -> Array:
 def ravel(x: Operand) -> Array:
     """The elements in row-major order, flat, as ``np.ravel(x)``: a ``reshape`` to ``(-1,)``."""
     return _call("ravel", (x,))
+
+
+def stack(arrays: Sequence[Operand], axis: int = 0) -> Array:
+    """Its operands (of one shape) joined along a new axis, as ``np.stack((a, b), axis)``: an ``expand_dims`` of each and a ``concatenate``."""
+    return _call("stack", tuple(arrays), {"axis": axis}, sequence=True)
+
+
+def hstack(arrays: Sequence[Operand]) -> Array:
+    """Its operands joined along axis 1 (axis 0 for 1-d ones), as ``np.hstack((a, b))``."""
+    return _call("hstack", tuple(arrays), {}, sequence=True)
+
+
+def vstack(arrays: Sequence[Operand]) -> Array:
+    """Its operands joined along axis 0, 1-d ones as rows, as ``np.vstack((a, b))``."""
+    return _call("vstack", tuple(arrays), {}, sequence=True)
 
 
 def zeros(shape: int | tuple[int, ...], dtype: DTypeLike | None = None) -> Array:
@@ -487,6 +509,7 @@ __all__ = [
     "arctanh",
     "ceil",
     "clip",
+    "concatenate",
     "conj",
     "copy",
     "copysign",
@@ -506,6 +529,7 @@ __all__ = [
     "full",
     "greater",
     "greater_equal",
+    "hstack",
     "hypot",
     "isfinite",
     "isinf",
@@ -551,6 +575,7 @@ __all__ = [
     "sqrt",
     "square",
     "squeeze",
+    "stack",
     "std",
     "sum",
     "swapaxes",
@@ -562,6 +587,7 @@ __all__ = [
     "triu",
     "trunc",
     "var",
+    "vstack",
     "where",
     "zeros",
 ]

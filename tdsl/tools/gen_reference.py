@@ -214,6 +214,19 @@ def render_lang(current: str) -> str:
                 "",
             ]
             continue
+        if info.op.SEQUENCE:  # concatenate((a, b), axis=0): the tensors as one sequence
+            params = ["arrays: Sequence[Operand]"] + [
+                f"{p.name}: {_param_type(p.kind, p.default)} = {p.default!r}" for p in info.params
+            ]
+            words = ", ".join(f'"{p.name}": {p.name}' for p in info.params)
+            lines += [
+                "",
+                *_def_lines(name, params),
+                f'    """{_lang_doc(info.op)}"""',
+                f'    return _call("{name}", tuple(arrays), {{{words}}}, sequence=True)',
+                "",
+            ]
+            continue
         params = [f"{a}: Operand" for a in args] + [
             f"{p.name}: {_param_type(p.kind, 0)}"
             if p.required

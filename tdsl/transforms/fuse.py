@@ -361,8 +361,11 @@ class FusionReport:
             reasons: dict[SSAValue, str] = {}
             for e in plan.unfused:
                 reasons.setdefault(e.value, e.reason)
+            last = plan.block.last_op
+            returned = set(last.operands) if last is not None else set()
             for v, (_, why) in held_for_views(plan).items():
-                reasons.setdefault(v, why)
+                if v not in returned:  # a result lives in its output
+                    reasons.setdefault(v, why)
             summary = f"@{plan.function}: {plural(len(plan.groups), 'fusion group')}"
             if reasons:
                 listed = "; ".join(

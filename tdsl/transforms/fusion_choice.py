@@ -20,6 +20,7 @@ from tdsl.dialects.op_interfaces import StridedView
 from tdsl.dialects.structured import (
     tensor_shape,
 )
+from tdsl.dialects.tensordsl import ConcatenateOp
 from tdsl.transforms.fusion_planner import BlockPlan, plan_function
 from tdsl.transforms.fusion_scratch import group_min_scratch
 
@@ -101,14 +102,26 @@ def _returned(fn: func.FuncOp) -> set[SSAValue]:
 
 
 def held_for_views(plan: BlockPlan) -> dict[SSAValue, tuple[int, str]]:
-    """The values ``plan`` holds whole for the views between its groups (a window or a
-    reshape, read in place: its operand is held), and the copies a reshape makes where
-    its operand's layout allows no view (see :class:`StridedView`): each value with its
-    elements and why (arguments and constants cost nothing; their views are free)."""
+    """The values ``plan`` holds whole for the views and joins between its groups: the
+    operand of a window or a reshape (read in place), the copy a reshape makes where its
+    operand's layout allows no view (see :class:`StridedView`), a join's result, and a
+    join's operand that other ops read too (copied into the join; one the join alone
+    reads is written into it in place): each value with its elements and why (arguments
+    and constants cost nothing; their views are free)."""
     computed = {r for g in plan.groups for r in g.results}
     layouts: dict[SSAValue, tuple[int, tuple[int, ...]] | None] = {}
     found: dict[SSAValue, tuple[int, str]] = {}
     for unit in plan.order:
+        if isinstance(unit, ConcatenateOp):
+            found[unit.result] = (math.prod(tensor_shape(unit.result)), "joined by " + unit.name)
+            for v in unit.inputs:  # a group result only the join reads is written in place
+                alone = [u.operation for u in v.uses] == [unit]
+                if v in computed and not alone and v not in found:
+                    found[v] = (
+                        math.prod(tensor_shape(v)),
+                        f"held whole for the {unit.name} that copies it",
+                    )
+            continue
         if not isinstance(unit, StridedView) or not isinstance(unit, Operation):
             continue
         source = unit.operands[0]

@@ -14,7 +14,9 @@ in the group that reads it:
 - ``reshape(f(a, b))`` -> ``f(reshape(a), reshape(b))`` likewise, where every operand
   of ``f`` has its result's shape (or none: a 0-d operand stays as it is);
 - ``reshape(reshape(x))`` -> ``reshape(x)``, and a reshape to the operand's own shape
-  is the operand.
+  is the operand;
+- a window of a join that lies within one of its operands is a window of that operand
+  (``concatenate((a, b))[:n]`` of an ``a`` of extent ``n`` is ``a``).
 
 ``tdsl-fuse`` applies them before it plans, so windows of arguments are all that
 remain in the common case; the pass runs them alone.
@@ -38,7 +40,7 @@ from xdsl.pattern_rewriter import (
 
 from tdsl.dialects.structured import tensor_shape
 from tdsl.dialects.structured_elementwise import ElementwiseOp
-from tdsl.dialects.tensordsl import ReshapeOp, SliceOp
+from tdsl.dialects.tensordsl import ConcatenateOp, ReshapeOp, SliceOp
 
 
 def _operand_window(
@@ -164,7 +166,36 @@ class FoldSliceOfSlice(RewritePattern):
             rewriter.erase(inner)
 
 
+@dataclass
+class FoldSliceOfConcatenate(RewritePattern):
+    """A window of a ``concatenate`` within one operand -> a window of that operand."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: SliceOp, rewriter: PatternRewriter) -> None:
+        join = op.input.owner
+        if not isinstance(join, ConcatenateOp):
+            return
+        axis = join.axis_value
+        offsets, strides = op.window()
+        k = tensor_shape(op.result)[axis]
+        if k == 0:
+            return
+        first, last = offsets[axis], offsets[axis] + (k - 1) * strides[axis]
+        low, high = min(first, last), max(first, last)
+        for start, v in zip(join.offsets(), join.inputs, strict=True):
+            if start <= low and high < start + tensor_shape(v)[axis]:
+                moved = tuple(o - start if a == axis else o for a, o in enumerate(offsets))
+                inner = SliceOp(v, moved, strides, tensor_shape(op.result))
+                inner.location = op.location
+                inner.result.name_hint = op.result.name_hint
+                rewriter.replace(op, inner)
+                if not join.result.uses:
+                    rewriter.erase(join)
+                return
+
+
 SINK_VIEW_PATTERNS: tuple[RewritePattern, ...] = (
+    FoldSliceOfConcatenate(),
     FoldSliceOfSlice(),
     FoldReshape(),
     SinkIntoElementwise(),

@@ -134,7 +134,7 @@ from tdsl.dialects.structured import (
     element_type,
     tensor_shape,
 )
-from tdsl.dialects.tensordsl import is_one_value
+from tdsl.dialects.tensordsl import ConcatenateOp, is_one_value
 from tdsl.errors import TdslIRError
 
 # ---------------------------------------------------------------------------
@@ -194,7 +194,7 @@ class _FunctionLowering:
             if (
                 not isinstance(op, TileOp)
                 and constant_value(op) is None
-                and not isinstance(op, StridedView)
+                and not isinstance(op, StridedView | ConcatenateOp)
             ):
                 raise TdslIRError(
                     f"tdsl-lower-to-loops lowers kernel.tile groups: run tdsl-fuse and "
@@ -215,17 +215,47 @@ class _FunctionLowering:
         }
         outs = [arg(memref_of(v.type), "out") for v in ret.arguments]
         for i, v in enumerate(ret.arguments):
-            if isinstance(v.owner, TileOp) and v not in place:
+            if isinstance(v.owner, TileOp | ConcatenateOp) and v not in place:
                 place[v] = outs[i]
         direct = {v for v in ret.arguments if place.get(v) in outs}
         groups: list[tuple[TileOp, _Group, list[int]]] = []
         consts: list[Attribute] = []
         views: list[int] = []
+
+        def part(join: ConcatenateOp, k: int) -> int:
+            """A view argument of operand ``k``'s slice of ``join``'s buffer."""
+            shape = tensor_shape(join.result)
+            strides = row_major_strides(shape)
+            offset = join.offsets()[k] * strides[join.axis_value]
+            row_major = memref_of(join.inputs[k].type)
+            layout = StridedLayoutAttr(list(strides), 0)
+            at = arg(MemRefType(row_major.element_type, row_major.get_shape(), layout), "view")
+            views.extend((at, place[join.result], offset))
+            return at
+
+        # each join's buffer comes first: a group whose result only the join reads
+        # writes it into its slice (a view argument)
+        in_place: set[SSAValue] = set()
+        for op in ops[:-1]:
+            if isinstance(op, ConcatenateOp):
+                if op.result not in place:
+                    place[op.result] = arg(memref_of(op.result.type), "tmp")
+                for k, v in enumerate(op.inputs):
+                    users = [u.operation for u in v.uses]
+                    if isinstance(v.owner, TileOp) and users == [op] and v not in place:
+                        place[v] = part(op, k)
+                        in_place.add(v)
         # per group, the copies made before it: operands of reshapes whose layout allows
         # no view, and views a BLAS call reads, copied row-major (pending: not yet placed)
         copies: dict[TileOp, list[tuple[int, int]]] = {}
         pending: list[tuple[int, int]] = []
+        after: list[tuple[int, int]] = []  # copies out of the group being placed
         for op in ops[:-1]:
+            if isinstance(op, ConcatenateOp):  # the operands not written in place
+                for k, v in enumerate(op.inputs):
+                    if v not in in_place:
+                        pending.append((place[v], part(op, k)))
+                continue
             if isinstance(op, StridedView):
                 source = place[op.operands[0]]
                 source_type = cast(MemRefType[Attribute], types[source])
@@ -261,9 +291,19 @@ class _FunctionLowering:
             for r in op.outputs:
                 if r not in place:
                     place[r] = arg(memref_of(r.type), "tmp")
+            for k, r in enumerate(op.outputs):  # BLAS writes row-major outputs only
+                if r in in_place and _strides(types[place[r]]) != row_major_strides(
+                    tensor_shape(r)
+                ):
+                    probe = _Group(op, [_strides(types[place[v]]) for v in op.inputs])
+                    if k in probe.blas.values():
+                        tmp = arg(memref_of(r.type), "tmp")
+                        after.append((tmp, place[r]))
+                        place[r] = tmp
             group = _Group(op, [_strides(types[place[v]]) for v in op.inputs])
             read = self._blas_views(group, op, [place[v] for v in op.inputs], roles)
             copies[op], pending = pending, []
+            pending, after = after, []
             if read:  # a BLAS call reads row-major arrays: copy those views first
                 inputs_at = [place[v] for v in op.inputs]
                 packs = [(inputs_at[i], arg(memref_of(op.inputs[i].type), "tmp")) for i in read]

@@ -34,11 +34,20 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 
 from tdsl.backend.numpy.group import GroupSource, ModuleState, emit_group
-from tdsl.backend.numpy.source import Names, Writer, array_expr, display, identifier
+from tdsl.backend.numpy.source import (
+    Names,
+    Writer,
+    array_expr,
+    display,
+    identifier,
+    index_text,
+    shape_expr,
+)
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.kernel import FusedOp, TileOp
 from tdsl.dialects.kernel_plan import GroupBody, PlanError
 from tdsl.dialects.structured import constant_value, structured
+from tdsl.dtypes import dtype_expr
 from tdsl.errors import TdslIRError
 
 OUT = "out"
@@ -134,6 +143,13 @@ class _FunctionEmitter:
                 self.result_index.setdefault(v, i)
         self.w = Writer()
         self.groups = 0
+        self.joins: dict[td.ConcatenateOp, str] = {}
+        """Each join's buffer (made at the start of the function)."""
+        self.into: dict[SSAValue, str] = {}
+        """Group results that a join alone reads: written into the join's buffer (the
+        slice, as a NumPy expression, that the group takes as its output array)."""
+        self.written: set[SSAValue] = set()
+        """The values of :attr:`into` their groups wrote (not bound as a view)."""
 
     def value_name(self, value: SSAValue) -> str:
         if value.name_hint is None:
@@ -150,6 +166,7 @@ class _FunctionEmitter:
         self.w.line(f"def {self.pyname}({', '.join([*params, f'*, {OUT}=None'])}):")
         with self.w.indent():
             self.w.line(f'"""func.func @{display(self.fn.sym_name.data)}."""')
+            self.join_buffers()
             pending: list[Operation] = []
             for op in block.ops:
                 if isinstance(op, FusedOp | TileOp):
@@ -161,6 +178,9 @@ class _FunctionEmitter:
                 elif isinstance(op, td.SliceOp | td.ReshapeOp):
                     self.flush(pending)
                     self.view(op)
+                elif isinstance(op, td.ConcatenateOp):
+                    self.flush(pending)
+                    self.join(op)
                 elif structured(op) is not None or constant_value(op) is not None:
                     pending.append(op)
                 else:
@@ -177,6 +197,33 @@ class _FunctionEmitter:
         else:
             self.w.line(f"{name} = np.reshape({source}, {td.tensor_shape(op.result)})")
         self.values[op.result] = _Value(name, False)
+
+    def join_buffers(self) -> None:
+        """Make each join's buffer first (its result's ``out`` array when it is returned),
+        so that the groups whose results it alone reads write them into it."""
+        for op in self.fn.body.block.ops:
+            if not isinstance(op, td.ConcatenateOp):
+                continue
+            name = self.value_name(op.result)
+            shape = td.tensor_shape(op.result)
+            alloc = f"np.empty({shape_expr(shape)}, {dtype_expr(td.numpy_dtype(op.result.type))})"
+            if op.result in self.result_index:
+                alloc = f"{alloc} if {OUT} is None else {OUT}[{self.result_index[op.result]}]"
+            self.w.line(f"{name} = {alloc}")
+            self.joins[op] = name
+            for k, v in enumerate(op.inputs):
+                users = [u.operation for u in v.uses]
+                if isinstance(v.owner, FusedOp | TileOp) and users == [op] and v not in self.into:
+                    self.into[v] = f"{name}{index_text(op.part(k))}"
+
+    def join(self, op: td.ConcatenateOp) -> None:
+        """A join: its buffer, the operands not written into it copied in."""
+        name = self.joins[op]
+        for k, v in enumerate(op.inputs):
+            if v in self.written:
+                continue  # its group wrote it in place
+            self.w.line(f"{name}{index_text(op.part(k))} = {self.values[v].expr}")
+        self.values[op.result] = _Value(name, True)
 
     def flush(self, ops: list[Operation]) -> None:
         """Emit a run of top-level ops as one whole-array group."""
@@ -243,17 +290,22 @@ class _FunctionEmitter:
         self.emit(source, outs)
 
     def out_allocs(self, outs: Sequence[SSAValue]) -> dict[int, str]:
-        """The group outputs that are results: allocated unless ``out`` gives their array."""
-        return {
+        """The group outputs that are results: allocated unless ``out`` gives their array;
+        and those a join alone reads: its buffer's slice."""
+        allocs = {
             k: f"{{}} if {OUT} is None else {OUT}[{self.result_index[r]}]"
             for k, r in enumerate(outs)
             if r in self.result_index
         }
+        allocs.update({k: self.into[r] for k, r in enumerate(outs) if r in self.into})
+        return allocs
 
     def emit(self, group: GroupSource, outs: Sequence[SSAValue]) -> None:
         fresh = emit_group(group, self.state, self.w, self.names)
         for r, name, f in zip(outs, group.out_names, fresh, strict=True):
             self.values[r] = _Value(name, f)
+            if f and r in self.into:
+                self.written.add(r)
 
     def ret(self, op: func.ReturnOp) -> None:
         # A result its group wrote (into out[i] when given) is returned as is;

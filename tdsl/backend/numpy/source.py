@@ -22,6 +22,18 @@ def shape_expr(shape: Sequence[int]) -> str:
     return "(" + ", ".join(str(n) for n in shape) + ")"
 
 
+def index_text(index: Sequence[slice]) -> str:
+    """A NumPy subscript of slices: ``[1:4, :]``, ``[::-2]``."""
+
+    def part(s: slice) -> str:
+        start = "" if s.start is None else str(s.start)
+        stop = "" if s.stop is None else str(s.stop)
+        step = "" if s.step in (None, 1) else f":{s.step}"
+        return f"{start}:{stop}{step}"
+
+    return "[" + ", ".join(part(s) for s in index) + "]"
+
+
 def scalar_expr(value: np.floating | float, dtype: np.dtype[np.floating]) -> str:
     """The shortest literal that converts back to exactly ``value`` in ``dtype``."""
     v = dtype.type(value)

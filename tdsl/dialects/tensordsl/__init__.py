@@ -30,7 +30,7 @@ span before any IR exists.
 The ops are defined one module per family (:mod:`.constant`, :mod:`.elementwise_unary`,
 :mod:`.elementwise_math`, :mod:`.elementwise_binary`, :mod:`.compare_logical`,
 :mod:`.contraction`, :mod:`.normalize`, :mod:`.reductions`, :mod:`.scans`,
-:mod:`.views`, :mod:`.slicing`, :mod:`.reshape`); this
+:mod:`.views`, :mod:`.slicing`, :mod:`.reshape`, :mod:`.joins`); this
 package re-exports them, and the dialect is made of the op classes those modules
 define, so a new op is its class and no list.
 """
@@ -72,6 +72,7 @@ from tdsl.dialects.tensordsl import (
     elementwise_binary,
     elementwise_math,
     elementwise_unary,
+    joins,
     normalize,
     reductions,
     reshape,
@@ -103,6 +104,8 @@ from tdsl.dialects.tensordsl.elementwise_binary import *  # noqa: F403
 from tdsl.dialects.tensordsl.elementwise_binary import RECIPROCAL_MIN_SIZE
 from tdsl.dialects.tensordsl.elementwise_math import *  # noqa: F403
 from tdsl.dialects.tensordsl.elementwise_unary import *  # noqa: F403
+from tdsl.dialects.tensordsl.joins import *  # noqa: F403
+from tdsl.dialects.tensordsl.joins import JOIN_FUNCTIONS
 from tdsl.dialects.tensordsl.normalize import *  # noqa: F403
 from tdsl.dialects.tensordsl.normalize import softmax_array
 from tdsl.dialects.tensordsl.reductions import *  # noqa: F403
@@ -128,6 +131,7 @@ FAMILY_MODULES: tuple[ModuleType, ...] = (
     views,
     slicing,
     reshape,
+    joins,
     creation,
 )
 """The modules of the op families, in the dialect's order (every module of this package:
@@ -195,7 +199,12 @@ SCAN_OPS: tuple[type[ScanOp], ...] = _family(ScanOp)
 
 TensorDSL = Dialect("tensordsl", list(OPS), [])
 
-LANGUAGE_ONLY: tuple[type[LanguageFunction], ...] = (*VIEW_FUNCTIONS, Ravel, *CREATION)
+LANGUAGE_ONLY: tuple[type[LanguageFunction], ...] = (
+    *VIEW_FUNCTIONS,
+    Ravel,
+    *JOIN_FUNCTIONS,
+    *CREATION,
+)
 """Functions of the language without an op of their own: the frontend writes them
 with other ops (a ``transpose``, constants and comparisons)."""
 

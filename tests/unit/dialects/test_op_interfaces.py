@@ -111,6 +111,7 @@ def test_the_interfaces_are_what_they_were_split_from() -> None:
         "MIN_ARITY",
         "PARAMS",
         "POSITIONAL",
+        "SEQUENCE",
         "bool_inputs_as",
         "signature",
         "from_call",

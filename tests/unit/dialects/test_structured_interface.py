@@ -133,10 +133,10 @@ def _samples(op_class: type[Operation]) -> Sample | None:
 OPS = [
     op
     for op in td.TensorDSL.operations
-    if not op.has_trait(ConstantLike) and not issubclass(op, StridedView)
+    if not op.has_trait(ConstantLike) and not issubclass(op, StridedView | td.ConcatenateOp)
 ]
-"""The computing ops (a constant or a window computes nothing: tests/unit/targets has
-the windows' tests)."""
+"""The computing ops (a constant, a view or a join computes nothing and runs between
+groups: tests/unit/targets has their tests)."""
 
 
 def _inputs(op: Operation, rng: np.random.Generator) -> list[np.ndarray[Any, Any]]:

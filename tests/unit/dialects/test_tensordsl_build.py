@@ -267,4 +267,5 @@ def test_op_groups_and_numpy_names() -> None:
         "tensordsl.squeeze",
         "tensordsl.slice",
         "tensordsl.reshape",
+        "tensordsl.concatenate",
     }

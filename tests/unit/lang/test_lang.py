@@ -95,6 +95,13 @@ def test_eager_equals_the_compiled_kernel(name: str) -> None:
         np.testing.assert_allclose(eager, compiled, rtol=1e-6)
         assert eager.dtype == compiled.dtype
         return
+    if FUNCTIONS[name].op.SEQUENCE:  # a join: the operands as one tuple
+        (a,) = operands
+        eager = lang_functions()[name]((a, a * 2))
+        compiled = tdsl.JITTensorKernel(threads=1)(f"{name}((a, a * 2))", a=a)
+        np.testing.assert_allclose(eager, compiled, rtol=1e-6)
+        assert eager.dtype == compiled.dtype and eager.shape == compiled.shape
+        return
     required: dict[str, object] = {  # axis 1, a shape or size of 1, a float for a number
         p.name: 1.5 if p.kind == "number" else -1 if p.kind == "new_shape" else 1
         for p in FUNCTIONS[name].params

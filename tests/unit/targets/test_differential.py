@@ -71,6 +71,10 @@ OTHERS = {
     "squeeze",
     "reshape",
     "ravel",
+    "concatenate",
+    "stack",
+    "hstack",
+    "vstack",
     "swapaxes",
     "moveaxis",
     "einsum",
@@ -184,7 +188,7 @@ class Generator:
         kinds = ["leaf", "unary", "unary", "binary", "binary", "where", "reduce", "transpose"]
         kinds += ["clip", "view", "created"] + (["einsum"] if len(shape) <= 2 else [])
         if shape:
-            kinds += ["row", "matmul", "scan", "sliced", "reshaped"]
+            kinds += ["row", "matmul", "scan", "sliced", "reshaped", "joined"]
         kind = self.draw(st.sampled_from(kinds))
         sub = depth - 1
         if kind == "leaf":
@@ -223,6 +227,8 @@ class Generator:
             return self.sliced(shape, sub)
         if kind == "reshaped":
             return self.reshaped(shape, sub)
+        if kind == "joined":
+            return self.joined(shape, sub)
         if kind == "einsum":
             return self.einsum(shape, sub)
         if kind == "created":
@@ -335,6 +341,30 @@ class Generator:
                 parts.append(f"{shown}:{stop_text}" + ("" if step == 1 else f":{step}"))
             operand.append(m)
         return f"({self.float(tuple(operand), depth)})[{', '.join(parts)}]"
+
+    def joined(self, shape: Shape, depth: int) -> str:
+        """A join giving ``shape``: ``concatenate`` (a tuple or a list) of two or three
+        parts along an axis, ``stack`` of as many operands as an extent, or ``hstack`` /
+        ``vstack`` of 2-d parts."""
+        rank = len(shape)
+        axis = self.draw(st.integers(0, rank - 1))
+        name = self.draw(
+            st.sampled_from(["concatenate", "stack"] + (["hstack", "vstack"] if rank == 2 else []))
+        )
+        if name == "stack" and shape[axis] <= 3:
+            part = (*shape[:axis], *shape[axis + 1 :])
+            items = [self.float(part, depth) for _ in range(shape[axis])]
+            return f"stack(({', '.join(items)},), axis={axis - rank if self.draw(st.booleans()) else axis})"
+        if name in ("hstack", "vstack"):
+            axis = 1 if name == "hstack" else 0
+        cut = self.draw(st.integers(0, shape[axis]))
+        extents = [cut, shape[axis] - cut]
+        parts = [(*shape[:axis], n, *shape[axis + 1 :]) for n in extents]
+        items = [self.float(p, depth) for p in parts]
+        if name in ("hstack", "vstack"):
+            return f"{name}(({items[0]}, {items[1]}))"
+        open_, close = ("[", "]") if self.draw(st.booleans()) else ("(", ")")
+        return f"concatenate({open_}{items[0]}, {items[1]}{close}, axis={axis})"
 
     def reshaped(self, shape: Shape, depth: int) -> str:
         """``reshape`` (or, for 1-d, ``ravel``) of an operand of another shape with as many

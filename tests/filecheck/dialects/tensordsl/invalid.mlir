@@ -287,3 +287,16 @@
 %a = "test.op"() : () -> tensor<4x8xf32>
 %0 = tensordsl.reshape %a : tensor<4x8xf32> -> tensor<5x6xf32>
 // CHECK: 'tensordsl.reshape' op cannot reshape 4x8 (32 elements) into 5x6 (30 elements)
+
+// -----
+
+%a = "test.op"() : () -> tensor<4x3xf32>
+%b = "test.op"() : () -> tensor<2x5xf32>
+%0 = tensordsl.concatenate %a, %b axis 1 : (tensor<4x3xf32>, tensor<2x5xf32>) -> tensor<4x8xf32>
+// CHECK: 'tensordsl.concatenate' op the operands' extents must match except along axis 1: operand 0 has shape 4x3, operand 1 has shape 2x5
+
+// -----
+
+%a = "test.op"() : () -> tensor<4x3xf32>
+%0 = tensordsl.concatenate %a, %a axis 1 : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x7xf32>
+// CHECK: 'tensordsl.concatenate' op result has shape 4x7, expected 4x6

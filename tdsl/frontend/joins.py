@@ -1,0 +1,84 @@
+"""Lowering joins: ``concatenate``, ``stack``, ``hstack`` and ``vstack`` of a tuple or
+list of values, promoted to one dtype as ``np.concatenate`` does, written as
+``expand_dims`` (where NumPy adds axes) and one ``tensordsl.concatenate``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from tdsl.dialects import tensordsl as td
+from tdsl.errors import TdslTypeError
+from tdsl.frontend.ast import Call, Span
+from tdsl.frontend.functions import FUNCTIONS
+from tdsl.frontend.values import TensorValue, TupleValue, Value
+
+if TYPE_CHECKING:
+    from tdsl.frontend.lower_expr import FunctionLowering
+
+JOINS = frozenset({"concatenate", "stack", "hstack", "vstack"})
+"""The functions :func:`lower_join` lowers."""
+
+
+def lower_join(
+    lowering: FunctionLowering, node: Call, args: Sequence[Value], spans: Sequence[Span]
+) -> TensorValue:
+    """``node``, a join of the tuple or list that is its one argument."""
+    info = FUNCTIONS[node.func]
+    if len(args) != 1 or not isinstance(args[0], TupleValue):
+        raise TdslTypeError(
+            f"`{node.func}` joins a tuple or a list of tensors: {info.signature}",
+            lowering.where(spans[0] if spans else node.span),
+        )
+    given = args[0]
+    items = list(zip(given.items, given.spans, strict=True))
+    tensors = lowering.unify(items, info.op, f"`{node.func}`", node.span)
+    params = lowering.params(node, info, tensors[0])
+    ranks = {len(t.shape) for t in tensors}
+    try:
+        match node.func:
+            case "stack":
+                shapes = {t.shape for t in tensors}
+                if len(shapes) > 1:
+                    raise td.ShapeError(
+                        "all the operands of `stack` must have one shape, got "
+                        + ", ".join(td.fmt_shape(s) for s in sorted(shapes))
+                    )
+                axis = params["axis"]
+                assert isinstance(axis, int)
+                axis = td.normalize_axis(axis, len(tensors[0].shape) + 1)
+                parts = [_expand(lowering, t, (axis,), node) for t in tensors]
+            case "hstack":
+                parts = [_at_least(lowering, t, 1, node) for t in tensors]
+                axis = 0 if ranks <= {0, 1} else 1
+            case "vstack":
+                parts = [_at_least(lowering, t, 2, node) for t in tensors]
+                axis = 0
+            case _:
+                if 0 in ranks:
+                    raise td.ShapeError("zero-dimensional arrays cannot be concatenated")
+                parts = tensors
+                axis = params["axis"]
+                assert isinstance(axis, int)
+        op = td.ConcatenateOp([p.value for p in parts], axis)
+    except td.ShapeError as err:
+        raise TdslTypeError(err.message, lowering.where(node.span)) from None
+    return lowering.emit(op, node.span)
+
+
+def _expand(
+    lowering: FunctionLowering, value: TensorValue, axes: tuple[int, ...], node: Call
+) -> TensorValue:
+    return lowering.emit(td.ExpandDimsOp(value.value, axes), node.span)
+
+
+def _at_least(lowering: FunctionLowering, value: TensorValue, rank: int, node: Call) -> TensorValue:
+    """``np.atleast_1d`` / ``np.atleast_2d``: a 0-d value as ``(1,)`` or ``(1, 1)``, a 1-d
+    one as a row ``(1, n)``."""
+    missing = rank - len(value.shape)
+    if missing <= 0:
+        return value
+    return _expand(lowering, value, tuple(range(missing)), node)
+
+
+__all__ = ["JOINS", "lower_join"]
