@@ -49,6 +49,7 @@ def _module(
     types: tuple[tuple[str, tuple[int, ...], object], ...],
     keywords: tuple[tuple[str, object], ...],
     sequence: bool = False,
+    part: int | None = None,
 ) -> ModuleOp:
     from tdsl.frontend import to_tensordsl
 
@@ -62,13 +63,19 @@ def _module(
     ]
     tensors = [f"({''.join(n + ', ' for n in names)})"] if sequence else names
     source = f"{function}({', '.join([*leading, *tensors, *words])})"
+    if part is not None:  # one part of a split
+        source += f"[{part}]"
     shapes = {name: shape for name, shape, _ in types}
     dtypes: dict[str, Any] = {name: dtype for name, _, dtype in types}
     return to_tensordsl(source, shapes, dtypes, filename=f"<tdsl.lang.{function}>")
 
 
 def evaluate(
-    function: str, args: Sequence[object], keywords: Mapping[str, object], sequence: bool = False
+    function: str,
+    args: Sequence[object],
+    keywords: Mapping[str, object],
+    sequence: bool = False,
+    part: int | None = None,
 ) -> Array:
     """``function(*args, **keywords)`` on NumPy values, with tdsl's semantics.
 
@@ -92,9 +99,19 @@ def evaluate(
         else:
             types.append((name, tuple(shape), cast(np.dtype[Any], dtype).name))
             values.append(value)
-    module = _module(function, tuple(types), tuple(keywords.items()), sequence)
+    module = _module(function, tuple(types), tuple(keywords.items()), sequence, part)
     (result,) = run_function(module, "main", *values)
     return result
 
 
-__all__ = ["evaluate"]
+def evaluate_parts(
+    function: str, args: Sequence[object], keywords: Mapping[str, object]
+) -> list[Array]:
+    """A split, ``function(*args, **keywords)``, on NumPy values: its parts, each computed
+    as ``function(...)[k]`` with tdsl's semantics."""
+    sections = keywords.get("indices_or_sections")
+    count = sections if isinstance(sections, int) else len(cast(Sequence[int], sections)) + 1
+    return [evaluate(function, args, keywords, part=k) for k in range(count)]
+
+
+__all__ = ["evaluate", "evaluate_parts"]

@@ -108,6 +108,16 @@ def call(
     return evaluate(function, args, keywords, sequence=sequence)
 
 
+def call_parts(
+    function: str, args: tuple[Operand, ...], keywords: Mapping[str, object] = {}
+) -> list[Array]:
+    """``function`` of the language, a split, on ``args`` and ``keywords``, run eagerly:
+    its parts."""
+    from tdsl.eager import evaluate_parts
+
+    return evaluate_parts(function, args, keywords)
+
+
 __all__ = [
     "DTYPE_CLASSES",
     "Array",
@@ -116,6 +126,7 @@ __all__ = [
     "TensorSpec",
     "bool_",
     "call",
+    "call_parts",
     "f16",
     "f32",
     "f64",

@@ -60,6 +60,7 @@ ParamKind = Literal[
     "int_axes",
     "new_axes",
     "new_shape",
+    "sections",
     "subscripts",
     "shape",
     "size",
@@ -130,6 +131,9 @@ class LanguageFunction(abc.ABC):  # noqa: B024 (every member has a default)
     SEQUENCE: ClassVar[bool] = False
     """Whether its function takes its tensors as one tuple or list, as NumPy's joins do
     (``concatenate((a, b), axis=1)``)."""
+    SEVERAL: ClassVar[bool] = False
+    """Whether its function gives several tensors, as NumPy's splits do
+    (``q, k, v = split(x, 3, axis=-1)``)."""
 
     @classmethod
     def bool_inputs_as(cls) -> np.dtype[Any] | None:

@@ -198,12 +198,19 @@ class Param:
 
 @dataclass(frozen=True)
 class Assign:
-    """A binding ``target = value`` in a kernel body."""
+    """A binding ``target = value`` in a kernel body, or an unpacking
+    ``a, b = split(x, 2)`` of a tuple (``more`` holds the targets after the first)."""
 
     target: str
     value: Expr
     span: Span
     target_span: Span
+    more: tuple[tuple[str, Span], ...] = ()
+
+    @property
+    def targets(self) -> tuple[tuple[str, Span], ...]:
+        """Every target with its span, in order."""
+        return ((self.target, self.target_span), *self.more)
 
 
 @dataclass(frozen=True)

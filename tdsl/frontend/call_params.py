@@ -66,7 +66,7 @@ class CallParams:
                     params[param.name] = self.flag(node, param)
                 case "float":
                     params[param.name] = self.number(node, param)
-                case "shape" | "new_shape" | "size" | "int" | "number":
+                case "shape" | "new_shape" | "sections" | "size" | "int" | "number":
                     params[param.name] = self.literal_param(node, param)
                 case "dtype":
                     params[param.name] = self.dtype_param(node, param)
@@ -188,6 +188,11 @@ class CallParams:
                     type(n) is int and n >= least for n in extents
                 )
                 value = extents
+            case "sections":
+                what = "a number of equal sections (an integer >= 1) or a tuple of indices"
+                ok = (type(value) is int and value >= 1) or (
+                    isinstance(value, tuple) and all(type(n) is int for n in value)
+                )
             case "size":
                 what = "an integer >= 0"
                 ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0

@@ -137,8 +137,6 @@ NUMPY_MISSING: dict[str, str] = {
     "quantile": "sorting is not in the language",
     "unique": "data-dependent shapes are not in the language",
     "nonzero": "data-dependent shapes are not in the language",
-    "split": "slice the parts: `x[..., :n]`, `x[..., n:2*n]`, ...",
-    "array_split": "slice the parts: `x[..., :n]`, `x[..., n:]`, ...",
     "take": "gathers are not in the language yet",
     "tensordot": "write the einsum or matmul it stands for",
     "outer": "use expand_dims(a, 1) * b for 1-d a and b",

@@ -39,6 +39,7 @@ from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr,
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
+from tdsl.dialects import tensordsl as td
 from tdsl.dialects.structured import ELEMENT_TYPES
 from tdsl.errors import SourceLocation, TdslIRError, TdslNameError, TdslOptionError, TdslTypeError
 from tdsl.frontend.ast import Expression, Kernel, Name, Program, Return, Source, Span, walk
@@ -60,6 +61,7 @@ from tdsl.frontend.lower_expr import (
     format_type,
 )
 from tdsl.frontend.parser import MAX_DIM, parse
+from tdsl.frontend.values import TupleValue
 
 # --------------------------------------------------------------------------- functions and modules
 
@@ -84,6 +86,9 @@ def _build_function(
     ret = func.ReturnOp(*(r.value for r in results))
     ret.location = lowering.location(return_span)
     lowering.builder.insert(ret)
+    for op in reversed(list(block.ops)):  # windows nothing reads: a split's unused parts
+        if isinstance(op, td.SliceOp) and not op.result.uses:
+            block.erase_op(op)
     inputs = [arg.type for arg in block.args]
     outputs = [r.value.type for r in results]
     function = func.FuncOp(name, (inputs, outputs), Region(block))
@@ -129,9 +134,22 @@ def _lower_kernel(source: Source, kernel: Kernel) -> func.FuncOp:
         lowering.env[param.name] = TensorValue(arg, param.shape, ELEMENT_TYPES[param.dtype])
     for assign in kernel.body:
         value = lowering.lower(assign.value)
-        if isinstance(value, TensorValue) and isinstance(value.value.owner, Operation):
-            _name_hint(value.value, assign.target)
-        lowering.env[assign.target] = value
+        if not assign.more:
+            if isinstance(value, TensorValue) and isinstance(value.value.owner, Operation):
+                _name_hint(value.value, assign.target)
+            lowering.env[assign.target] = value
+            continue
+        targets = assign.targets
+        if not isinstance(value, TupleValue) or len(value.items) != len(targets):
+            got = f"{len(value.items)} values" if isinstance(value, TupleValue) else "one value"
+            raise TdslTypeError(
+                f"cannot unpack {got} into {len(targets)} names",
+                source.location(assign.value.span),
+            )
+        for (name, _), item in zip(targets, value.items, strict=True):
+            if isinstance(item, TensorValue) and isinstance(item.value.owner, Operation):
+                _name_hint(item.value, name)
+            lowering.env[name] = item
     results = [lowering.tensor(lowering.lower(v), v.span) for v in kernel.ret.values]
     return _build_function(lowering, kernel.name, block, results, kernel.span, kernel.ret.span)
 

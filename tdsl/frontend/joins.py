@@ -1,6 +1,7 @@
 """Lowering joins: ``concatenate``, ``stack``, ``hstack`` and ``vstack`` of a tuple or
 list of values, promoted to one dtype as ``np.concatenate`` does, written as
-``expand_dims`` (where NumPy adds axes) and one ``tensordsl.concatenate``."""
+``expand_dims`` (where NumPy adds axes) and one ``tensordsl.concatenate``; and splits,
+``split`` and ``array_split``: a tuple of windows (``tensordsl.slice``)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
 
 JOINS = frozenset({"concatenate", "stack", "hstack", "vstack"})
 """The functions :func:`lower_join` lowers."""
+SPLITS = frozenset({"split", "array_split"})
+"""The functions :func:`lower_split` lowers."""
 
 
 def lower_join(
@@ -66,6 +69,34 @@ def lower_join(
     return lowering.emit(op, node.span)
 
 
+def lower_split(
+    lowering: FunctionLowering, node: Call, args: Sequence[Value], spans: Sequence[Span]
+) -> TupleValue:
+    """``node``, a split of its one tensor: a tuple of windows along the axis."""
+    info = FUNCTIONS[node.func]
+    (value,) = args
+    tensor = lowering.tensor(value, spans[0])
+    params = lowering.params(node, info, tensor)
+    sections = params["indices_or_sections"]
+    axis = params["axis"]
+    assert isinstance(axis, int) and isinstance(sections, int | tuple)
+    try:
+        axis = td.normalize_axis(axis, len(tensor.shape))
+        bounds = td.split_bounds(tensor.shape[axis], sections, node.func == "split")
+    except td.ShapeError as err:
+        raise TdslTypeError(err.message, lowering.where(node.span)) from None
+    parts: list[TensorValue] = []
+    for start, stop in bounds:
+        index = [slice(start, stop) if a == axis else slice(None) for a in range(len(tensor.shape))]
+        window = td.SliceOp.of(tensor.value, index)
+        if td.tensor_shape(window.result) == tensor.shape:
+            window.erase()
+            parts.append(tensor)
+        else:
+            parts.append(lowering.emit(window, node.span))
+    return TupleValue(tuple(parts), (node.span,) * len(parts))
+
+
 def _expand(
     lowering: FunctionLowering, value: TensorValue, axes: tuple[int, ...], node: Call
 ) -> TensorValue:
@@ -81,4 +112,4 @@ def _at_least(lowering: FunctionLowering, value: TensorValue, rank: int, node: C
     return _expand(lowering, value, tuple(range(missing)), node)
 
 
-__all__ = ["JOINS", "lower_join"]
+__all__ = ["JOINS", "SPLITS", "lower_join", "lower_split"]

@@ -45,7 +45,7 @@ from tdsl.frontend.functions import (
     name_list,
     nearest_name,
 )
-from tdsl.frontend.joins import JOINS, lower_join
+from tdsl.frontend.joins import JOINS, SPLITS, lower_join, lower_split
 from tdsl.frontend.subscripts import lower_subscript
 from tdsl.frontend.values import LiteralValue, TensorValue, TupleValue, Value, WeakValue
 
@@ -354,7 +354,7 @@ class FunctionLowering(CallParams):
         lhs, rhs = self.unify(list(zip((a, b), spans[1:], strict=True)), td.WhereOp)
         return self.emit(td.WhereOp(cond.value, lhs.value, rhs.value), node.span)
 
-    def call(self, node: Call, args: list[Value]) -> Value:
+    def call(self, node: Call, args: list[Value]) -> Value | TupleValue:
         info = FUNCTIONS[node.func]
         spans = tuple(arg.span for arg in node.args)
         op = info.op
@@ -364,6 +364,8 @@ class FunctionLowering(CallParams):
             return self.matmul("`matmul`", args, (spans[0], spans[1]), node.span)
         if node.func in JOINS:
             return lower_join(self, node, args, spans)
+        if node.func in SPLITS:
+            return lower_split(self, node, args, spans)
         params = self.params(node, info, args[0] if args else None)
         if issubclass(op, td.CREATION):
             return lower_creation(self, node, args, spans, params)

@@ -8,7 +8,7 @@ the column of the first token of a line)::
     program    ::= kernel+ EOF
     kernel     ::= "def" NAME "(" [param ("," param)* [","]] ")" ":" NEWLINE body
     param      ::= NAME ":" DTYPE "[" [INT ("," INT)* [","]] "]"
-    body       ::= (NAME "=" expr NEWLINE)* "return" expr ("," expr)* NEWLINE   (indented)
+    body       ::= (NAME ("," NAME)* "=" expr NEWLINE)* "return" expr ("," expr)* NEWLINE
     expr       ::= operand (("+" | "-" | "*" | "/" | "@") operand)*
     operand    ::= ("-" | "~")* postfix ["**" operand]
     postfix    ::= primary (".T" | "[" index ("," index)* [","] "]")*
@@ -264,7 +264,7 @@ class _Parser:
                         f"`return` must be the last statement of kernel `{name_tok.text}`"
                     )
                 return tuple(bindings), ret
-            if token.kind is TokenKind.NAME and self.peek().text == "=":
+            if token.kind is TokenKind.NAME and self.peek().text in ("=", ","):
                 bindings.append(self.parse_assign())
             else:
                 raise self.error(
@@ -287,10 +287,16 @@ class _Parser:
 
     def parse_assign(self) -> Assign:
         target = self.advance()
-        self.advance()  # "="
+        more: list[tuple[str, Span]] = []
+        while self.is_punct(","):  # unpacking: ``q, k, v = split(x, 3)``
+            self.advance()
+            name = self.expect_name("a name to bind")
+            more.append((name.text, name.span))
+        self.expect_punct("=", "after the names to bind")
         value = self.parse_expr()
         self.expect_line_end()
-        return Assign(target.text, value, target.span.to(value.span), target.span)
+        span = target.span.to(value.span)
+        return Assign(target.text, value, span, target.span, tuple(more))
 
     def parse_return(self) -> Return:
         ret_tok = self.advance()

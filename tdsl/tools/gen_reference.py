@@ -160,6 +160,7 @@ def _param_type(kind: str, default: object) -> str:
         "subscripts": "str",
         "shape": "int | tuple[int, ...]",
         "new_shape": "int | tuple[int, ...]",
+        "sections": "int | tuple[int, ...]",
         "size": "int",
         "int": "int",
         "number": "float",
@@ -177,19 +178,39 @@ LINE_LENGTH = 100
 """ruff's line length (pyproject.toml): the generated code is laid out as ruff would."""
 
 
-def _def_lines(name: str, params: list[str]) -> list[str]:
+def _def_lines(name: str, params: list[str], result: str = "Array") -> list[str]:
     """``def name(params) -> Array:`` as ruff formats it: on one line where it fits,
     else the parameters on one indented line, else one per line."""
-    one = f"def {name}({', '.join(params)}) -> Array:"
+    one = f"def {name}({', '.join(params)}) -> {result}:"
     if len(one) <= LINE_LENGTH:
         return [one]
     inner = f"    {', '.join(params)}"
     if len(inner) <= LINE_LENGTH:
-        return [f"def {name}(", inner, ") -> Array:"]
-    return [f"def {name}(", *(f"    {p}," for p in params), ") -> Array:"]
+        return [f"def {name}(", inner, f") -> {result}:"]
+    return [f"def {name}(", *(f"    {p}," for p in params), f") -> {result}:"]
 
 
-def render_lang(current: str) -> str:
+LANG_FILES = ("elementwise.py", "functions.py")
+"""The generated modules of ``tdsl/lang``: the element-wise functions, and the rest."""
+
+
+def _in_file(op: type, file: str) -> bool:
+    """Whether ``op``'s function is generated into ``tdsl/lang/<file>``."""
+    from tdsl.dialects.structured_elementwise import ElementwiseOp
+
+    return issubclass(op, ElementwiseOp) == (file == "elementwise.py")
+
+
+def _return_lines(function: str, arguments: str) -> list[str]:
+    """``return function(arguments)`` as ruff formats it: on one line where it fits, else
+    the arguments on one indented line."""
+    one = f"    return {function}({arguments})"
+    if len(one) <= LINE_LENGTH:
+        return [one]
+    return [f"    return {function}(", f"        {arguments}", "    )"]
+
+
+def render_lang(current: str, file: str = "functions.py") -> str:
     """``tdsl/lang/functions.py``: its head (``current`` up to the marker line), then
     one function per language function, then ``__all__``."""
     from tdsl.frontend.ir_gen import FUNCTIONS
@@ -200,7 +221,8 @@ def render_lang(current: str) -> str:
         )
     head = current[: current.index(LANG_MARKER)]
     lines = [head + LANG_MARKER]
-    for name, info in FUNCTIONS.items():
+    chosen = {n: i for n, i in FUNCTIONS.items() if _in_file(i.op, file)}
+    for name, info in chosen.items():
         args = _ARGS if info.arity == 1 else _MANY_ARGS[: info.arity]
         leading = [p for p in info.params if p.kind == "subscripts"]
         if leading:  # einsum(subscripts, a, b=None): the string first, then one or two
@@ -239,21 +261,22 @@ def render_lang(current: str) -> str:
         if info.params:
             call.append("{" + ", ".join(f'"{p.name}": {p.name}' for p in info.params) + "}")
         call_text = ", ".join(call).replace("'", '"')
+        several = info.op.SEVERAL  # a split: its parts
         lines += [
             "",
-            *_def_lines(name, params),
+            *_def_lines(name, params, "list[Array]" if several else "Array"),
             f'    """{_lang_doc(info.op)}"""',
-            f"    return _call({call_text})",
+            *_return_lines("_call_parts" if several else "_call", call_text),
             "",
         ]
-    names = sorted(FUNCTIONS, key=_natural)
+    names = sorted(chosen, key=_natural)
     lines += ["", "__all__ = [", *(f'    "{n}",' for n in names), "]", ""]
     return "\n".join(lines)
 
 
-def lang_path() -> Path:
-    """``tdsl/lang/functions.py`` of this package: the generated functions of ``tdsl.lang``."""
-    return Path(__file__).resolve().parents[1] / "lang" / "functions.py"
+def lang_path(file: str = "functions.py") -> Path:
+    """``tdsl/lang/<file>`` of this package: generated functions of ``tdsl.lang``."""
+    return Path(__file__).resolve().parents[1] / "lang" / file
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -286,14 +309,15 @@ def main(argv: list[str] | None = None) -> int:
         elif not fresh:  # an unchanged file keeps its modification time
             path.write_text(text)
     if checkout_docs() is not None:  # a source checkout: tdsl/lang/functions.py is ours
-        lang = lang_path()
-        current = lang.read_text(encoding="utf-8")
-        text = render_lang(current)
-        if args.check:
-            if current != text:
-                stale.append("tdsl/lang/functions.py")
-        elif current != text:  # untouched, the JIT's disk-cache keys of this tree stay valid
-            lang.write_text(text, encoding="utf-8")
+        for file in LANG_FILES:
+            lang = lang_path(file)
+            current = lang.read_text(encoding="utf-8")
+            text = render_lang(current, file)
+            if args.check:
+                if current != text:
+                    stale.append(f"tdsl/lang/{file}")
+            elif current != text:  # untouched, the disk-cache keys of this tree stay valid
+                lang.write_text(text, encoding="utf-8")
     if stale:
         print(
             "stale: " + ", ".join(stale) + " (run python -m tdsl.tools.gen_reference)",

@@ -1,5 +1,6 @@
 """Joins: ``tensordsl.concatenate``, NumPy's ``np.concatenate((a, b), axis)``, and the
-language's ``stack``, ``hstack`` and ``vstack``, which the frontend writes with it.
+language's ``stack``, ``hstack`` and ``vstack``, which the frontend writes with it; and
+the splits ``split`` and ``array_split``, which it writes as windows (``slice``).
 
 A concatenation computes nothing: its result is one buffer, each operand written into
 its slice along ``axis``.  Like a window it is not structured: fusion leaves it between
@@ -16,6 +17,7 @@ is copied into its slice.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -199,14 +201,64 @@ class VStack(_JoinSpelling):
         return "vstack((a, b, ...))"
 
 
-JOIN_FUNCTIONS: tuple[type[LanguageFunction], ...] = (Stack, HStack, VStack)
-"""Joins of the language that are a ``concatenate`` of other ops' results."""
+class Split(_JoinSpelling):
+    """Its operand cut along ``axis`` into equal sections (a number) or at indices (a
+    tuple), as ``np.split(x, indices_or_sections, axis)``: several results, each a
+    ``slice`` (an unequal division is an error; see ``array_split``)."""
+
+    FUNCTION: ClassVar[str | None] = "split"
+    SEQUENCE: ClassVar[bool] = False
+    SEVERAL: ClassVar[bool] = True
+    POSITIONAL: ClassVar[int] = 2
+    PARAMS: ClassVar[tuple[Param, ...]] = (
+        Param("indices_or_sections", "sections", None, required=True),
+        Param("axis", "int", 0),
+    )
+
+
+class ArraySplit(Split):
+    """As ``split``, with sections that may differ by one (the first ones larger), as
+    ``np.array_split(x, indices_or_sections, axis)``."""
+
+    FUNCTION: ClassVar[str | None] = "array_split"
+
+
+def split_bounds(
+    extent: int, sections: int | tuple[int, ...], equal: bool
+) -> list[tuple[int, int]]:
+    """Where each part of an axis of ``extent`` starts and stops, as ``np.split`` (with
+    ``equal``) or ``np.array_split`` cuts it; :class:`ShapeError` for an unequal
+    ``split``."""
+    if isinstance(sections, int):
+        if equal and extent % sections:
+            raise ShapeError(
+                f"array split does not result in an equal division: {extent} into "
+                f"{sections} sections (use array_split)"
+            )
+        small, extra = divmod(extent, sections)
+        sizes = [small + 1] * extra + [small] * (sections - extra)
+        bounds: list[tuple[int, int]] = []
+        at = 0
+        for n in sizes:
+            bounds.append((at, at + n))
+            at += n
+        return bounds
+    cuts = [0, *sections, extent]
+    return [slice(a, b).indices(extent)[:2] for a, b in itertools.pairwise(cuts)]
+
+
+JOIN_FUNCTIONS: tuple[type[LanguageFunction], ...] = (Stack, HStack, VStack, Split, ArraySplit)
+"""Joins and splits of the language, written with other ops (``expand_dims``,
+``concatenate``, ``slice``)."""
 
 __all__ = [
     "JOIN_FUNCTIONS",
+    "ArraySplit",
     "ConcatenateOp",
     "HStack",
+    "Split",
     "Stack",
     "VStack",
     "concatenate_shape",
+    "split_bounds",
 ]

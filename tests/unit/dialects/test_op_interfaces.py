@@ -112,6 +112,7 @@ def test_the_interfaces_are_what_they_were_split_from() -> None:
         "PARAMS",
         "POSITIONAL",
         "SEQUENCE",
+        "SEVERAL",
         "bool_inputs_as",
         "signature",
         "from_call",

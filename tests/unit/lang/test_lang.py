@@ -102,6 +102,15 @@ def test_eager_equals_the_compiled_kernel(name: str) -> None:
         np.testing.assert_allclose(eager, compiled, rtol=1e-6)
         assert eager.dtype == compiled.dtype and eager.shape == compiled.shape
         return
+    if FUNCTIONS[name].op.SEVERAL:  # a split: its parts
+        (a,) = operands
+        parts = lang_functions()[name](a, 2, axis=-1)
+        compiled = tdsl.JITTensorKernel(threads=1)
+        for k, part in enumerate(parts):
+            want = compiled(f"{name}(a, 2, axis=-1)[{k}]", a=a)
+            np.testing.assert_array_equal(part, want)
+        assert len(parts) == 2
+        return
     required: dict[str, object] = {  # axis 1, a shape or size of 1, a float for a number
         p.name: 1.5 if p.kind == "number" else -1 if p.kind == "new_shape" else 1
         for p in FUNCTIONS[name].params

@@ -75,6 +75,8 @@ OTHERS = {
     "stack",
     "hstack",
     "vstack",
+    "split",
+    "array_split",
     "swapaxes",
     "moveaxis",
     "einsum",
@@ -344,13 +346,18 @@ class Generator:
 
     def joined(self, shape: Shape, depth: int) -> str:
         """A join giving ``shape``: ``concatenate`` (a tuple or a list) of two or three
-        parts along an axis, ``stack`` of as many operands as an extent, or ``hstack`` /
-        ``vstack`` of 2-d parts."""
+        parts along an axis, ``stack`` of as many operands as an extent, ``hstack`` /
+        ``vstack`` of 2-d parts, or a part of a ``split`` or ``array_split``."""
         rank = len(shape)
         axis = self.draw(st.integers(0, rank - 1))
-        name = self.draw(
-            st.sampled_from(["concatenate", "stack"] + (["hstack", "vstack"] if rank == 2 else []))
-        )
+        joins = ["concatenate", "stack", "split", "array_split"]
+        name = self.draw(st.sampled_from(joins + (["hstack", "vstack"] if rank == 2 else [])))
+        if name in ("split", "array_split"):  # a part of a split operand
+            count = self.draw(st.integers(1, 3))
+            extra = self.draw(st.integers(0, count - 1)) if name == "array_split" else 0
+            operand = (*shape[:axis], shape[axis] * count + extra, *shape[axis + 1 :])
+            pick = self.draw(st.integers(extra, count - 1))  # the parts of `shape`
+            return f"{name}({self.float(operand, depth)}, {count}, axis={axis})[{pick}]"
         if name == "stack" and shape[axis] <= 3:
             part = (*shape[:axis], *shape[axis + 1 :])
             items = [self.float(part, depth) for _ in range(shape[axis])]

@@ -52,6 +52,10 @@ CASES = [
     "concatenate((x > 0.5, y > 0.5), axis=1)",
     "concatenate((x, d), axis=1)",
     "concatenate((x,))",
+    "split(y, 5, axis=1)[3] * 2",
+    "np.split(x @ w[:3], 3, -1)[2] - array_split(y, 3, axis=1)[0]",
+    "array_split(z, (2, 5))[1] + split(z, (-3,))[1][0]",
+    "concatenate(split(y, 5, axis=1), axis=0)",
 ]
 
 
@@ -64,6 +68,8 @@ def _numpy(text: str, arrays: dict[str, Array]) -> Array:
         "stack": np.stack,
         "hstack": np.hstack,
         "vstack": np.vstack,
+        "split": np.split,
+        "array_split": np.array_split,
     }
     return np.asarray(eval(text, names, dict(arrays)))
 
@@ -158,6 +164,20 @@ def test_a_join_of_group_results_allocates_only_its_output(target: str) -> None:
         ("concatenate(())", TdslSyntaxError, "an empty tuple `()` is not a value", 13),
         ("concatenate((x, y)[0:1])", TdslTypeError, "a tuple takes one integer index", 19),
         ("concatenate((x, y)[2])", TdslTypeError, "tuple index 2 out of range", 20),
+        (
+            "split(x, 2, axis=1)[0]",
+            TdslTypeError,
+            "array split does not result in an equal division: 3 into 2",
+            1,
+        ),
+        (
+            "split(x, 0)[0]",
+            TdslTypeError,
+            "`indices_or_sections` of `split` must be a number of equal sections",
+            10,
+        ),
+        ("split(x, 2, axis=2)[0]", TdslTypeError, "axis 2 is out of range", 1),
+        ("split(x, 2) + 1", TdslTypeError, "a tuple is not a value here", 1),
     ],
 )
 def test_bad_joins_are_located_errors(
@@ -169,11 +189,41 @@ def test_bad_joins_are_located_errors(
     assert f"<expr>:1:{column}:" in str(info.value)
 
 
+def test_splits_unpack_into_names_in_programs() -> None:
+    text = (
+        "def attn(x: f32[8, 12], w: f32[12, 36]):\n"
+        "    q, k, v = split(x @ w, 3, axis=-1)\n"
+        "    s = softmax(q @ k.T / 3.4641, axis=-1)\n"
+        "    heads = np.split(s @ v, 2, axis=1)\n"
+        "    return hstack([heads[1], heads[0]])\n"
+    )
+    rng = np.random.default_rng(0)
+    x = rng.random((8, 12)).astype(np.float32)
+    w = rng.random((12, 36)).astype(np.float32)
+    q, k, v = np.split(x @ w, 3, axis=-1)
+    s = q @ k.T / np.float32(3.4641)
+    e = np.exp(s - s.max(-1, keepdims=True))
+    h = np.split((e / e.sum(-1, keepdims=True)) @ v, 2, axis=1)
+    want = np.hstack([h[1], h[0]])
+    for target in ("numpy", "native"):
+        if target == "native" and native_unavailable_reason() is not None:
+            continue
+        got = JITTensorKernel(target=target).compile(text)(x, w)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    with pytest.raises(TdslTypeError, match=r"cannot unpack 3 values into 2 names") as info:
+        to_tensordsl("def f(x: f32[6]):\n    a, b = split(x, 3)\n    return a\n")
+    assert "<expr>:2:12:" in str(info.value)
+    with pytest.raises(TdslTypeError, match=r"cannot unpack one value into 2 names"):
+        to_tensordsl("def f(x: f32[6]):\n    a, b = x\n    return a\n")
+
+
 def test_lang_joins_run_eagerly_as_numpy() -> None:
     np.testing.assert_array_equal(lang.concatenate((X, Y), axis=1), np.concatenate((X, Y), 1))
     np.testing.assert_array_equal(lang.stack([Z, Z], axis=-1), np.stack([Z, Z], -1))
     np.testing.assert_array_equal(lang.hstack((Z, Z)), np.hstack((Z, Z)))
     np.testing.assert_array_equal(lang.vstack((Z, Z)), np.vstack((Z, Z)))
+    for got, want in zip(lang.array_split(Y, 3, axis=1), np.array_split(Y, 3, axis=1), strict=True):
+        np.testing.assert_array_equal(got, want)
 
 
 def test_dask_joins_through_its_own_concatenate() -> None:
