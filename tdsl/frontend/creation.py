@@ -21,6 +21,7 @@ from tdsl.dialects import tensordsl as td
 from tdsl.dialects.structured import BOOL, numpy_dtype
 from tdsl.errors import TdslTypeError
 from tdsl.frontend.ast import Call, Span
+from tdsl.frontend.functions import FUNCTIONS
 from tdsl.frontend.values import LiteralValue, TensorValue, Value
 
 if TYPE_CHECKING:
@@ -116,4 +117,30 @@ def lower_creation(
             return lowering.where_call(node, [keep, x, zero], (span, spans[0], span))
 
 
-__all__ = ["lower_creation"]
+def lower_broadcast_to(
+    lowering: FunctionLowering, node: Call, args: Sequence[Value], spans: Sequence[Span]
+) -> Value:
+    """``broadcast_to(x, shape)``: ``x`` times ones of the broadcast extents (``&`` for
+    booleans), exact, and fused with what reads it; ``x`` itself where nothing broadcasts."""
+    x = lowering.tensor(args[0], spans[0])
+    params = lowering.params(node, FUNCTIONS[node.func], x)
+    target = params["shape"]
+    assert isinstance(target, tuple)
+    try:
+        ones_shape = td.broadcast_ones_shape(x.shape, target)
+    except td.ShapeError as err:
+        raise TdslTypeError(err.message, lowering.where(node.span)) from None
+    if all(n == 1 for n in ones_shape) and len(ones_shape) == len(x.shape):
+        return x
+    span = node.span
+    if x.element == BOOL:  # booleans: float64 ones compared with 0, as NumPy converts
+        ones = lowering.emit(td.ConstantOp(td.dense_stored_once(np.ones(ones_shape), f64)), span)
+        zero = lowering.literal(0.0, f64, span)
+        mask = lowering.emit(td.NotEqualOp(ones.value, zero.value), span)
+        return lowering.emit(td.AndOp(x.value, mask.value), span)
+    values = np.ones(ones_shape, numpy_dtype(x.element))
+    ones = lowering.emit(td.ConstantOp(td.dense_stored_once(values, x.element)), span)
+    return lowering.emit(td.MulOp(x.value, ones.value), span)
+
+
+__all__ = ["lower_broadcast_to", "lower_creation"]

@@ -141,7 +141,6 @@ NUMPY_MISSING: dict[str, str] = {
     "tensordot": "write the einsum or matmul it stands for",
     "outer": "use expand_dims(a, 1) * b for 1-d a and b",
     "diff": "write `x[..., 1:] - x[..., :-1]`",
-    "broadcast_to": "operators broadcast their operands as NumPy does",
     "linspace": "pass the array as an input",
     "zeros_like": "use 0.0 * ones_like(x)",
     "full_like": "use value * ones_like(x)",

@@ -36,7 +36,7 @@ from tdsl.frontend.ast import (
 )
 from tdsl.frontend.axes import reduce_over_axes
 from tdsl.frontend.call_params import CallParams
-from tdsl.frontend.creation import lower_creation
+from tdsl.frontend.creation import lower_broadcast_to, lower_creation
 from tdsl.frontend.einsum import lower_einsum
 from tdsl.frontend.functions import (
     CONSTANTS,
@@ -366,6 +366,8 @@ class FunctionLowering(CallParams):
             return lower_join(self, node, args, spans)
         if node.func in SPLITS:
             return lower_split(self, node, args, spans)
+        if op is td.BroadcastTo:
+            return lower_broadcast_to(self, node, args, spans)
         params = self.params(node, info, args[0] if args else None)
         if issubclass(op, td.CREATION):
             return lower_creation(self, node, args, spans, params)

@@ -142,6 +142,11 @@ def einsum(subscripts: str, a: Operand, b: Operand | None = None) -> Array:
     return _call("einsum", (a,) if b is None else (a, b), {"subscripts": subscripts})
 
 
+def broadcast_to(x: Operand, shape: int | tuple[int, ...]) -> Array:
+    """Its operand broadcast to ``shape``, as ``np.broadcast_to(x, shape)``: the frontend writes it as a product with ones of the broadcast extents (exact: ``x * 1`` is ``x``, signed zeros and nans included; ``&`` for booleans), which fuses with what reads it, so nothing is made at the broadcast shape but the ones (stored once)."""
+    return _call("broadcast_to", (x,), {"shape": shape})
+
+
 def ravel(x: Operand) -> Array:
     """The elements in row-major order, flat, as ``np.ravel(x)``: a ``reshape`` to ``(-1,)``."""
     return _call("ravel", (x,))
@@ -226,6 +231,7 @@ __all__ = [
     "any",
     "arange",
     "array_split",
+    "broadcast_to",
     "concatenate",
     "cumprod",
     "cumsum",

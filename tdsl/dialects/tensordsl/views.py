@@ -212,6 +212,44 @@ class SqueezeOp(_UnitAxesView):
         return (np.squeeze(args[0], self.axes_value),)
 
 
+class BroadcastTo(LanguageFunction):
+    """Its operand broadcast to ``shape``, as ``np.broadcast_to(x, shape)``: the frontend
+    writes it as a product with ones of the broadcast extents (exact: ``x * 1`` is ``x``,
+    signed zeros and nans included; ``&`` for booleans), which fuses with what reads it,
+    so nothing is made at the broadcast shape but the ones (stored once)."""
+
+    FUNCTION: ClassVar[str | None] = "broadcast_to"
+    PARAMS: ClassVar[tuple[Param, ...]] = (Param("shape", "shape", None, required=True),)
+
+    @classmethod
+    def bool_inputs_as(cls) -> np.dtype[Any] | None:
+        return BOOL_DTYPE
+
+    @classmethod
+    def from_call(cls, operands: Sequence[SSAValue], params: Mapping[str, object]) -> Operation:
+        raise NotImplementedError("broadcast_to is two ops: tdsl.frontend.creation writes them")
+
+
+def broadcast_ones_shape(shape: Sequence[int], target: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape of the ones ``broadcast_to(x, target)`` multiplies ``x`` by: ``target``'s
+    extents where ``x`` broadcasts, 1 elsewhere; :class:`ShapeError` unless ``shape``
+    broadcasts to ``target`` (NumPy's rule)."""
+    check_broadcast(shape, target)
+    lead = len(target) - len(shape)
+    return tuple(n if a < lead or shape[a - lead] != n else 1 for a, n in enumerate(target))
+
+
+def check_broadcast(shape: Sequence[int], target: tuple[int, ...]) -> None:
+    """:class:`ShapeError` unless ``shape`` broadcasts to ``target`` (NumPy's rule)."""
+    ok = len(shape) <= len(target) and all(
+        n in (1, m) for n, m in zip(reversed(shape), reversed(target), strict=False)
+    )
+    if not ok:
+        raise ShapeError(
+            f"cannot broadcast a tensor of shape {fmt_shape(shape)} to shape {fmt_shape(target)}"
+        )
+
+
 class _TransposeSpelling(LanguageFunction):
     """A function of the language that is a ``tensordsl.transpose`` of its operand (which
     takes booleans as they are), its two parameters also given by position."""
@@ -289,16 +327,18 @@ class Einsum(LanguageFunction):
         raise NotImplementedError("einsum is several ops: tdsl.frontend.einsum writes them")
 
 
-VIEW_FUNCTIONS: tuple[type[LanguageFunction], ...] = (SwapAxes, MoveAxis, Einsum)
+VIEW_FUNCTIONS: tuple[type[LanguageFunction], ...] = (SwapAxes, MoveAxis, Einsum, BroadcastTo)
 """Functions of the language that are spellings of other ops (no op of their own)."""
 
 __all__ = [
     "VIEW_FUNCTIONS",
+    "BroadcastTo",
     "Einsum",
     "ExpandDimsOp",
     "MoveAxis",
     "SqueezeOp",
     "SwapAxes",
+    "broadcast_ones_shape",
     "expand_dims_shape",
     "squeeze_shape",
 ]

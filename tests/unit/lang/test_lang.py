@@ -112,7 +112,13 @@ def test_eager_equals_the_compiled_kernel(name: str) -> None:
         assert len(parts) == 2
         return
     required: dict[str, object] = {  # axis 1, a shape or size of 1, a float for a number
-        p.name: 1.5 if p.kind == "number" else -1 if p.kind == "new_shape" else 1
+        p.name: 1.5
+        if p.kind == "number"
+        else -1
+        if p.kind == "new_shape"
+        else (2, 3, 4)  # broadcast_to: a shape the (3, 4) operands broadcast to
+        if name == "broadcast_to"
+        else 1
         for p in FUNCTIONS[name].params
         if p.required
     }

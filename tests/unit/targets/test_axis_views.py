@@ -52,6 +52,15 @@ CASES: list[tuple[str, dict[str, Array], Any]] = [
     ("sum(x, 0)", {"x": X}, lambda x: np.sum(x, 0)),
     ("max(z, (0, 2))", {"z": Z}, lambda z: np.max(z, (0, 2))),
     ("expand_dims(x > 0, 0)", {"x": X}, lambda x: np.expand_dims(x > 0, 0)),
+    ("broadcast_to(b, (3, 5)) * 2", {"b": B}, lambda b: np.broadcast_to(b, (3, 5)) * 2),
+    ("broadcast_to(x[:1], (2, 3, 4))", {"x": X}, lambda x: np.broadcast_to(x[:1], (2, 3, 4))),
+    (
+        "sum(broadcast_to(b, (4, 5)), axis=0)",
+        {"b": B},
+        lambda b: np.sum(np.broadcast_to(b, (4, 5)), 0),
+    ),
+    ("broadcast_to(x, (3, 4))", {"x": X}, lambda x: x),
+    ("broadcast_to(x > 0, (2, 3, 4))", {"x": X}, lambda x: np.broadcast_to(x > 0, (2, 3, 4))),
 ]
 
 
@@ -124,6 +133,16 @@ def test_views_fuse_and_round_trip_in_custom_and_generic_form() -> None:
         ("sum(x, 0, axis=1)", TdslSyntaxError, "`sum` got two values for `axis`"),
         ("transpose(x, (0, 0))", TdslTypeError, "not a permutation"),
         ("max(x, y)", TdslTypeError, "use `maximum(a, b)`"),
+        (
+            "broadcast_to(x, (4, 3))",
+            TdslTypeError,
+            "cannot broadcast a tensor of shape 3x4 to shape 4x3",
+        ),
+        (
+            "broadcast_to(x, (4,))",
+            TdslTypeError,
+            "cannot broadcast a tensor of shape 3x4 to shape 4",
+        ),
     ],
 )
 def test_bad_views_are_located_errors(text: str, error: type[TdslError], message: str) -> None:

@@ -69,6 +69,7 @@ OTHERS = {
     "clip",
     "expand_dims",
     "squeeze",
+    "broadcast_to",
     "reshape",
     "ravel",
     "concatenate",
@@ -395,13 +396,18 @@ class Generator:
         ``expand_dims`` where ``shape`` has one, ``swapaxes`` or ``moveaxis``."""
         rank = len(shape)
         units = [a for a, n in enumerate(shape) if n == 1]
-        kinds = ["squeeze"] + (["expand_dims"] if units else [])
+        kinds = ["squeeze", "broadcast_to"] + (["expand_dims"] if units else [])
         kinds += ["swapaxes", "moveaxis"] if rank >= 2 else []
         kind = self.draw(st.sampled_from(kinds))
         if kind == "squeeze":
             axis = self.draw(st.integers(0, rank))
             operand = self.float((*shape[:axis], 1, *shape[axis:]), depth)
             return f"squeeze({operand}, {axis - rank - 1 if self.draw(st.booleans()) else axis})"
+        if kind == "broadcast_to":  # some axes of extent 1, some leading ones missing
+            lead = self.draw(st.integers(0, rank))
+            operand = tuple(n if self.draw(st.booleans()) else 1 for n in shape[lead:])
+            dims = "(" + "".join(f"{n}, " for n in shape) + ")"
+            return f"broadcast_to({self.float(operand, depth)}, {dims})"
         if kind == "expand_dims":
             axis = self.draw(st.sampled_from(units))
             operand = self.float((*shape[:axis], *shape[axis + 1 :]), depth)

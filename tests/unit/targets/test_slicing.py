@@ -207,3 +207,37 @@ def test_dask_slices_through_its_own_slicing() -> None:
         got = fn(dx)
         assert isinstance(got, da.Array)
         np.testing.assert_allclose(got.compute(), fn(x), rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "numpy",
+        pytest.param(
+            "native",
+            marks=pytest.mark.skipif(native_unavailable_reason() is not None, reason="no native"),
+        ),
+    ],
+)
+@pytest.mark.parametrize(
+    ("text", "shapes"),
+    [
+        ("q @ k.T", {"q": (4096, 64), "k": (4096, 64)}),
+        (
+            "softmax(q @ swapaxes(k, -1, -2) / 8, axis=-1) @ v",
+            {"q": (4, 1024, 64), "k": (4, 1024, 64), "v": (4, 1024, 64)},
+        ),
+    ],
+)
+def test_transposed_reads_in_attention_allocate_nothing_beyond_the_output_and_budget(
+    target: str, text: str, shapes: dict[str, tuple[int, ...]]
+) -> None:
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes.values()]
+    budget = 1 << 20
+    fn = JITTensorKernel(target=target, memory_budget=budget, threads=1).compile(
+        text, shapes=shapes, dtypes=dict.fromkeys(shapes, "f32")
+    )
+    assert "nothing materialized between groups" in fn.fusion_report.render()
+    peak, out = measure_peak(fn, *arrays)
+    assert peak <= out.nbytes + budget * 4 + numpy_buffers(1) + 64 * 1024, (peak, out.nbytes)
