@@ -21,8 +21,16 @@ FLOAT_DTYPES: dict[str, np.dtype[Any]] = {
 BOOL_DTYPE: np.dtype[Any] = np.dtype(np.bool_)
 """Booleans: what comparisons produce, ``where`` selects by and ``& | ~`` combine."""
 
-DTYPES: dict[str, np.dtype[Any]] = {"bool": BOOL_DTYPE, **FLOAT_DTYPES}
-"""Every element dtype, by short name (``bool``, ``f16``, ``f32``, ``f64``)."""
+INDEX_DTYPES: dict[str, np.dtype[Any]] = {
+    "i32": np.dtype(np.int32),
+    "i64": np.dtype(np.int64),
+}
+"""Integers, by short name: index inputs of ``take`` (a gather); the language does not
+compute on integers yet."""
+
+DTYPES: dict[str, np.dtype[Any]] = {"bool": BOOL_DTYPE, **FLOAT_DTYPES, **INDEX_DTYPES}
+"""Every element dtype, by short name (``bool``, ``f16``, ``f32``, ``f64``, ``i32``,
+``i64``)."""
 
 SHORT_NAMES: dict[str, str] = {dtype.name: short for short, dtype in DTYPES.items()}
 """NumPy dtype name (``float32``, ``bool``) -> short name (``f32``, ``bool``)."""
@@ -65,6 +73,7 @@ __all__ = [
     "BOOL_DTYPE",
     "DTYPES",
     "FLOAT_DTYPES",
+    "INDEX_DTYPES",
     "PROMOTION_RANK",
     "SHORT_NAMES",
     "dtype_expr",

@@ -91,6 +91,11 @@ class TdslError(Exception):
         return None if self.location is None else self.location.column
 
 
+class TdslIndexError(TdslError, IndexError):
+    """An index out of range: a gather (``take``, ``a[idx]``) given an index outside its
+    axis, on any target (also an :class:`IndexError`, as NumPy raises)."""
+
+
 class TdslSyntaxError(TdslError):
     """The text does not follow the grammar of the expression language."""
 
@@ -151,6 +156,7 @@ __all__ = [
     "TdslCallError",
     "TdslError",
     "TdslIRError",
+    "TdslIndexError",
     "TdslLoopsBudgetWarning",
     "TdslNameError",
     "TdslNativeError",

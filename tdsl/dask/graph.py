@@ -35,7 +35,7 @@ from tdsl.dask.plan import plan_tile
 from tdsl.dask.tasks import KernelSpec, combine_blocks, pass_block, run_block
 from tdsl.dialects.kernel import TileOp
 from tdsl.dialects.structured import constant_value, numpy_dtype, tensor_shape
-from tdsl.dialects.tensordsl import ConcatenateOp, ReshapeOp, SliceOp
+from tdsl.dialects.tensordsl import ConcatenateOp, ReshapeOp, SliceOp, TakeOp, check_indices
 from tdsl.errors import TdslCallError, TdslError
 from tdsl.jit.calls import convert_argument
 from tdsl.jit.compiled import ELEMENT_NAMES, ArgSpec, CompiledKernel, type_str
@@ -259,6 +259,15 @@ def call_dask(kernel: CompiledKernel, given: Sequence[Any], out: Any = None) -> 
                 graph.env[op.result] = graph.env[source][op.index()]
             else:
                 graph.env[op.result] = _reshape(kernel, graph.env[source], op)
+            continue
+        if isinstance(op, TakeOp):  # Dask's own take; NumPy indices are checked first
+            if op.indices in graph.held:
+                check_indices(graph.held[op.indices], op.extent, op.axis_value)
+            if op.input in graph.held and op.indices in graph.held:
+                graph.held[op.result] = op.evaluate(graph.held[op.input], graph.held[op.indices])
+            else:
+                source, indices = (graph.result(v) for v in (op.input, op.indices))
+                graph.env[op.result] = da.take(source, indices, axis=op.axis_value)
             continue
         if isinstance(op, ConcatenateOp):  # Dask's own concatenate
             if all(v in graph.held for v in op.inputs):

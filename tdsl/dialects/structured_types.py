@@ -33,7 +33,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import AtLeast, EqAttrConstraint, MessageConstraint, base
 from xdsl.utils.exceptions import VerifyException
 
-from tdsl.dtypes import BOOL_DTYPE, DTYPES, FLOAT_DTYPES
+from tdsl.dtypes import BOOL_DTYPE, DTYPES, FLOAT_DTYPES, INDEX_DTYPES
 from tdsl.errors import TdslTypeError
 
 FloatType = Float16Type | Float32Type | Float64Type
@@ -45,7 +45,11 @@ BOOL: IntegerType = IntegerType(1)
 FLOAT_TYPES: dict[str, FloatType] = {"f16": f16, "f32": f32, "f64": f64}
 """Short name -> xDSL float element type."""
 
-ELEMENT_TYPES: dict[str, Attribute] = {"bool": BOOL, **FLOAT_TYPES}
+INDEX_TYPES: dict[str, IntegerType] = {"i32": IntegerType(32), "i64": IntegerType(64)}
+"""Short name -> xDSL integer element type: indices of ``take`` (see
+:data:`tdsl.dtypes.INDEX_DTYPES`)."""
+
+ELEMENT_TYPES: dict[str, Attribute] = {"bool": BOOL, **FLOAT_TYPES, **INDEX_TYPES}
 """Short name -> xDSL element type (the NumPy side is :data:`tdsl.dtypes.DTYPES`)."""
 
 NUMPY_DTYPES: dict[type[Attribute], np.dtype[Any]] = {
@@ -101,6 +105,9 @@ def numpy_dtype(element: Attribute) -> np.dtype[Any]:
         element = element_type(cast(Attribute, element))
     if element == BOOL:
         return BOOL_DTYPE
+    for name, index in INDEX_TYPES.items():
+        if element == index:
+            return INDEX_DTYPES[name]
     return NUMPY_DTYPES[type(element)]
 
 
@@ -108,6 +115,9 @@ def element_dtype(element: Attribute) -> np.dtype[Any] | None:
     """The NumPy dtype of an element type tdsl computes on, else None."""
     if element == BOOL:
         return BOOL_DTYPE
+    for name, index in INDEX_TYPES.items():
+        if element == index:
+            return INDEX_DTYPES[name]
     return NUMPY_DTYPES.get(type(element))
 
 
@@ -116,7 +126,10 @@ def element_of(dtype: np.dtype[Any]) -> Attribute:
     for name, candidate in DTYPES.items():
         if candidate == dtype:
             return ELEMENT_TYPES[name]
-    raise TdslTypeError(f"tdsl computes on bool, float16, float32 or float64, not {dtype}")
+    raise TdslTypeError(
+        f"tdsl computes on bool, float16, float32 or float64 (and takes int32 and int64 "
+        f"indices), not {dtype}"
+    )
 
 
 def is_bool(value: SSAValue | Attribute) -> bool:

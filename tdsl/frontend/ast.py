@@ -129,13 +129,15 @@ class Call:
 @dataclass(frozen=True)
 class Index:
     """One item of a subscript: a slice ``start:stop:step`` (a part left out is None),
-    an integer (``start``), ``...`` or ``None`` (a new axis)."""
+    an integer (``start``), ``...``, ``None`` (a new axis), or an integer array (``array``,
+    a gather)."""
 
-    kind: Literal["slice", "int", "ellipsis", "newaxis"]
+    kind: Literal["slice", "int", "ellipsis", "newaxis", "array"]
     span: Span
     start: int | None = None
     stop: int | None = None
     step: int | None = None
+    array: Expr | None = None
 
 
 @dataclass(frozen=True)
@@ -164,8 +166,10 @@ Expr = Number | Name | Neg | Invert | BinOp | Call | Subscript | TupleExpr
 def children(expr: Expr) -> tuple[Expr, ...]:
     """The direct sub-expressions of ``expr``, in source order."""
     match expr:
-        case Neg(operand=operand) | Invert(operand=operand) | Subscript(value=operand):
+        case Neg(operand=operand) | Invert(operand=operand):
             return (operand,)
+        case Subscript(value=value, items=items):
+            return (value, *(i.array for i in items if i.array is not None))
         case BinOp(lhs=lhs, rhs=rhs):
             return (lhs, rhs)
         case Call(args=args) | TupleExpr(items=args):

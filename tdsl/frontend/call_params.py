@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from xdsl.ir import Attribute
 
 from tdsl.dialects import tensordsl as td
-from tdsl.dialects.structured import Param
+from tdsl.dialects.structured import INDEX_TYPES, Param
 from tdsl.errors import SourceLocation, TdslTypeError
 from tdsl.frontend.ast import Call, Keyword, Span
 from tdsl.frontend.dtype_names import element_type_of
@@ -158,8 +158,18 @@ class CallParams:
         try:
             if not isinstance(name, str):
                 raise TdslTypeError("")
-            return element_type_of(name)
-        except TdslTypeError:
+            element = element_type_of(name)
+            if element in INDEX_TYPES.values():
+                raise TdslTypeError(
+                    f"`dtype` of `{node.func}` names an integer dtype: the language takes "
+                    "integers as indices only, and computes on bool, float16, float32 and "
+                    "float64",
+                    self.where(keyword.span),
+                )
+            return element
+        except TdslTypeError as err:
+            if err.location is not None:
+                raise
             raise TdslTypeError(
                 f"`dtype` of `{node.func}` must name bool, float16, float32 or float64 "
                 f"(np.float32, f32 or 'float32'), not `{show_keyword_value(value)}`",

@@ -28,7 +28,7 @@ def element_type_of(dtype: DTypeLike) -> Attribute:
     if short is None:
         raise TdslTypeError(
             f"unsupported dtype {_show_dtype(cast(Any, dtype))}; expected bool, float16, float32 "
-            "or float64 (also spelled f16, f32, f64)"
+            "or float64 (also spelled f16, f32, f64), or int32 or int64 for indices"
         )
     return ELEMENT_TYPES[short]
 

@@ -137,7 +137,6 @@ NUMPY_MISSING: dict[str, str] = {
     "quantile": "sorting is not in the language",
     "unique": "data-dependent shapes are not in the language",
     "nonzero": "data-dependent shapes are not in the language",
-    "take": "gathers are not in the language yet",
     "tensordot": "write the einsum or matmul it stands for",
     "outer": "use expand_dims(a, 1) * b for 1-d a and b",
     "diff": "write `x[..., 1:] - x[..., :-1]`",

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from tdsl.dialects import tensordsl as td
+from tdsl.dialects.structured import INDEX_TYPES
 from tdsl.errors import TdslTypeError
 from tdsl.frontend.ast import Call, Span
 from tdsl.frontend.functions import FUNCTIONS
@@ -97,6 +98,33 @@ def lower_split(
     return TupleValue(tuple(parts), (node.span,) * len(parts))
 
 
+def lower_take(
+    lowering: FunctionLowering, node: Call, args: Sequence[Value], spans: Sequence[Span]
+) -> TensorValue:
+    """``take(a, indices, axis=None)``: a ``tensordsl.take`` (without an axis, of ``a``
+    flattened, as NumPy)."""
+    a = lowering.tensor(args[0], spans[0])
+    indices = args[1]
+    if not isinstance(indices, TensorValue) or indices.element not in INDEX_TYPES.values():
+        raise TdslTypeError(
+            "the indices of `take` are a tensor of int32 or int64; floats and booleans are "
+            "not indices",
+            lowering.where(spans[1]),
+        )
+    params = lowering.params(node, FUNCTIONS[node.func], a)
+    axis = params["axis"]
+    source = a
+    if axis is None:
+        source = lowering.emit(td.ReshapeOp(a.value, (-1,)), node.span)
+        axis = 0
+    assert isinstance(axis, int)
+    try:
+        op = td.TakeOp(source.value, indices.value, axis)
+    except td.ShapeError as err:
+        raise TdslTypeError(err.message, lowering.where(node.span)) from None
+    return lowering.emit(op, node.span)
+
+
 def _expand(
     lowering: FunctionLowering, value: TensorValue, axes: tuple[int, ...], node: Call
 ) -> TensorValue:
@@ -112,4 +140,4 @@ def _at_least(lowering: FunctionLowering, value: TensorValue, rank: int, node: C
     return _expand(lowering, value, tuple(range(missing)), node)
 
 
-__all__ = ["JOINS", "SPLITS", "lower_join", "lower_split"]
+__all__ = ["JOINS", "SPLITS", "lower_join", "lower_split", "lower_take"]

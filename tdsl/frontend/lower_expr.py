@@ -17,7 +17,13 @@ from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
 
 from tdsl.dialects import tensordsl as td
-from tdsl.dialects.structured import BOOL, ELEMENT_TYPES, LanguageFunction, element_of
+from tdsl.dialects.structured import (
+    BOOL,
+    ELEMENT_TYPES,
+    INDEX_TYPES,
+    LanguageFunction,
+    element_of,
+)
 from tdsl.dtypes import PROMOTION_RANK
 from tdsl.errors import SourceLocation, TdslIRError, TdslNameError, TdslTypeError
 from tdsl.frontend.ast import (
@@ -45,7 +51,7 @@ from tdsl.frontend.functions import (
     name_list,
     nearest_name,
 )
-from tdsl.frontend.joins import JOINS, SPLITS, lower_join, lower_split
+from tdsl.frontend.joins import JOINS, SPLITS, lower_join, lower_split, lower_take
 from tdsl.frontend.subscripts import lower_subscript
 from tdsl.frontend.values import LiteralValue, TensorValue, TupleValue, Value, WeakValue
 
@@ -202,6 +208,7 @@ class FunctionLowering(CallParams):
 
     def lower_node(self, node: Expr, args: list[Value]) -> Value:
         self.no_tuples(node, args)
+        self.no_integers(node, args)
         match node:
             case Number(value=value, span=span):
                 return LiteralValue(value, span)
@@ -234,7 +241,7 @@ class FunctionLowering(CallParams):
             case Call():
                 return self.call(node, args)
             case Subscript():
-                return lower_subscript(node, args[0], self.emit, self.where)
+                return lower_subscript(node, args, self.emit, self.where)
             case TupleExpr(items=items):
                 values = [a for a in args if not isinstance(a, TupleValue)]
                 return TupleValue(tuple(values), tuple(i.span for i in items))
@@ -249,6 +256,22 @@ class FunctionLowering(CallParams):
                 raise TdslTypeError(
                     "a tuple is not a value here: tuples and lists are the operands of "
                     "`concatenate`, `stack`, `hstack` and `vstack`",
+                    self.where(child.span),
+                )
+
+    def no_integers(self, node: Expr, args: Sequence[Value]) -> None:
+        """Refuse an integer tensor where ``node`` takes none: integers are indices, of
+        ``take`` and of ``a[idx]`` (a gather), and the language computes on none yet."""
+        if isinstance(node, Call) and node.func == "take":
+            return
+        for k, (child, arg) in enumerate(zip(children(node), args, strict=True)):
+            if isinstance(node, Subscript) and k > 0:
+                continue  # an array index
+            if isinstance(arg, TensorValue) and arg.element in INDEX_TYPES.values():
+                raise TdslTypeError(
+                    f"an integer tensor ({self.describe(arg)}) is an index here, not a value: "
+                    "the language takes integers only as the indices of `take(a, indices)` "
+                    "and `a[indices]`, and computes on bool, float16, float32 and float64",
                     self.where(child.span),
                 )
 
@@ -368,6 +391,8 @@ class FunctionLowering(CallParams):
             return lower_split(self, node, args, spans)
         if op is td.BroadcastTo:
             return lower_broadcast_to(self, node, args, spans)
+        if op is td.TakeOp:
+            return lower_take(self, node, args, spans)
         params = self.params(node, info, args[0] if args else None)
         if issubclass(op, td.CREATION):
             return lower_creation(self, node, args, spans, params)

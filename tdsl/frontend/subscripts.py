@@ -11,12 +11,13 @@ shape is static.  An integer out of range is an error at the index, as NumPy's
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from xdsl.ir import Operation
 
 from tdsl.dialects import tensordsl as td
+from tdsl.dialects.structured import INDEX_TYPES
 from tdsl.errors import SourceLocation, TdslTypeError
 from tdsl.frontend.ast import Expr, Index, Span, Subscript, TupleExpr
 from tdsl.frontend.lexer import Token, TokenKind
@@ -51,6 +52,17 @@ def _int(parser: _Parser) -> int | None:
     return -int(tok.text) if negative else int(tok.text)
 
 
+def _starts_int(parser: _Parser) -> bool:
+    """Whether an integer literal (``3``, ``-1``) starts here and ends the item: a number
+    followed by ``:``, ``,`` or ``]``."""
+    at = 1 if parser.is_punct("-") else 0
+    tok, after = parser.peek(at), parser.peek(at + 1)
+    if at == 0:
+        tok, after = parser.tok, parser.peek()
+    ends = after.kind is TokenKind.PUNCT and after.text in (":", ",", "]")
+    return tok.kind is TokenKind.NUMBER and ends
+
+
 def _item(parser: _Parser) -> Index:
     first = parser.tok
     if parser.is_punct("..."):
@@ -59,14 +71,18 @@ def _item(parser: _Parser) -> Index:
     if first.kind is TokenKind.NAME and first.text.rpartition(".")[2] in _NEW_AXIS:
         parser.advance()
         return Index("newaxis", first.span)
-    start = _int(parser)
-    if not parser.is_punct(":"):
-        if start is None:
+    if not parser.is_punct(":") and not _starts_int(parser):  # an integer array: a gather
+        if parser.is_punct("]") or parser.is_punct(","):
             raise parser.error(
                 f"expected an index, found {parser.tok.describe()}: an index is an integer, "
-                "a slice `start:stop:step`, `...` or `None` (indexing by an array, a gather, "
-                "is not in the language yet)"
+                "a slice `start:stop:step`, `...`, `None` or an integer array"
             )
+        array = parser.parse_expr()
+        return Index("array", array.span, array=array)
+    start = _int(parser)
+    if not parser.is_punct(":"):
+        if start is None:  # pragma: no cover - _starts_int said an integer starts here
+            raise parser.error(f"expected an index, found {parser.tok.describe()}")
         return Index("int", first.span.to(parser.tokens[parser.pos - 1].span), start)
     parser.advance()
     stop = _int(parser)
@@ -141,12 +157,13 @@ def parse_subscript(parser: _Parser, value: Expr) -> Subscript:
 
 def lower_subscript(
     node: Subscript,
-    value: Value,
+    values: Sequence[Value],
     emit: Callable[[Operation, Span], TensorValue],
     where: Callable[[Span], SourceLocation],
 ) -> TensorValue:
     """``value[items]`` as NumPy indexes it: a slice, then a squeeze, then an expand_dims
-    (each only when it does something)."""
+    (each only when it does something); by an integer array, a ``take``."""
+    value, *arrays = values
     if isinstance(value, TupleValue):
         return _pick(node, value, where)
     if not isinstance(value, TensorValue):
@@ -154,6 +171,8 @@ def lower_subscript(
             "cannot index a number: a subscript needs a tensor",
             where(node.bracket_span),
         )
+    if arrays:
+        return _gather(node, value, arrays, emit, where)
     shape = value.shape
     items = list(node.items)
     used = sum(1 for i in items if i.kind in ("slice", "int"))
@@ -200,6 +219,47 @@ def lower_subscript(
     if new_axes:
         result = emit(td.ExpandDimsOp(result.value, new_axes), node.bracket_span)
     return result
+
+
+def _gather(
+    node: Subscript,
+    value: TensorValue,
+    arrays: Sequence[Value],
+    emit: Callable[[Operation, Span], TensorValue],
+    where: Callable[[Span], SourceLocation],
+) -> TensorValue:
+    """``a[idx]``, ``a[:, idx]``: a ``take`` along the axis of the one integer array, every
+    other item a whole axis (``:`` or ``...``)."""
+    items = list(node.items)
+    (index,) = arrays if len(arrays) == 1 else (None,)
+    at = next(k for k, i in enumerate(items) if i.kind == "array")
+    whole = all(
+        i.kind == "ellipsis"
+        or (i.kind == "slice" and i.start is None and i.stop is None and i.step in (None, 1))
+        for k, i in enumerate(items)
+        if k != at
+    )
+    if index is None or not whole or any(i.kind == "ellipsis" for i in items[at + 1 :]):
+        raise TdslTypeError(
+            "indexing by an integer array takes one array and whole axes (`a[idx]`, "
+            "`a[:, idx]`): combine it with other indices in a second subscript",
+            where(node.bracket_span),
+        )
+    item = items[at]
+    if not isinstance(index, TensorValue) or index.element not in INDEX_TYPES.values():
+        raise TdslTypeError(
+            "an array index is a tensor of int32 or int64 (a gather); floats and booleans "
+            "are not indices",
+            where(item.span),
+        )
+    ellipsis = next((k for k, i in enumerate(items) if i.kind == "ellipsis"), None)
+    rank = len(value.shape)
+    axis = at if ellipsis is None else rank - (len(items) - at)
+    if not 0 <= axis < rank:
+        raise TdslTypeError(
+            f"too many indices for a tensor of rank {rank}", where(node.bracket_span)
+        )
+    return emit(td.TakeOp(value.value, index.value, axis), node.bracket_span)
 
 
 def _pick(

@@ -33,15 +33,16 @@ from xdsl.utils.exceptions import InterpretationError
 
 from tdsl.dialects.op_interfaces import StridedView
 from tdsl.dialects.structured import (
-    NUMPY_DTYPES,
+    BOOL,
     StructuredOpInterface,
     constant_value,
+    element_dtype,
     fmt_shape,
     numpy_dtype,
     structured,
     tensor_shape,
 )
-from tdsl.dialects.tensordsl import ConcatenateOp, TensorDSL, dense_to_numpy
+from tdsl.dialects.tensordsl import ConcatenateOp, TakeOp, TensorDSL, dense_to_numpy
 from tdsl.errors import TdslCallError
 from tdsl.interpreters.body import evaluate_body
 
@@ -79,7 +80,7 @@ def evaluate(op: Operation, args: PythonValues) -> PythonValues:
         return (_as_result(op, 0, constant.copy()),)
     if isinstance(op, StridedView):
         return (_as_result(op, 0, op.evaluate_view(np.asarray(args[0]))),)
-    if isinstance(op, ConcatenateOp):
+    if isinstance(op, ConcatenateOp | TakeOp):
         return (_as_result(op, 0, op.evaluate(*(np.asarray(a) for a in args))),)
     s = structured(op)
     if s is None:
@@ -109,10 +110,10 @@ def attr_to_numpy(attr: Attribute, type_attr: Attribute | None = None) -> Array:
     dense = cast(DenseIntOrFPElementsAttr[Any], attr)
     if type_attr is not None and dense.type != type_attr:
         raise TdslCallError(f"argument {attr} does not have the expected type {type_attr}")
-    if type(dense.get_element_type()) not in NUMPY_DTYPES:
+    if element_dtype(dense.get_element_type()) is None or dense.get_element_type() == BOOL:
         raise TdslCallError(
             f"argument {attr} has element type {dense.get_element_type()}; "
-            "tdsl tensors are f16, f32 or f64"
+            "tdsl tensors are f16, f32 or f64 (i32 or i64 for indices)"
         )
     return dense_to_numpy(dense)
 

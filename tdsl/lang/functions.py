@@ -125,6 +125,11 @@ def concatenate(arrays: Sequence[Operand], axis: int = 0) -> Array:
     return _call("concatenate", tuple(arrays), {"axis": axis}, sequence=True)
 
 
+def take(a: Operand, b: Operand, axis: int | None = None) -> Array:
+    """The elements of its operand at ``indices`` along ``axis``, as ``np.take(a, indices, axis)`` (negative indices count from the end; one outside the axis is a :class:`~tdsl.errors.TdslIndexError`)."""
+    return _call("take", (a, b), {"axis": axis})
+
+
 def swapaxes(x: Operand, axis1: int, axis2: int) -> Array:
     """Exchanges two axes, as ``np.swapaxes(x, axis1, axis2)``: a ``tensordsl.transpose``."""
     return _call("swapaxes", (x,), {"axis1": axis1, "axis2": axis2})
@@ -259,6 +264,7 @@ __all__ = [
     "std",
     "sum",
     "swapaxes",
+    "take",
     "transpose",
     "tri",
     "tril",

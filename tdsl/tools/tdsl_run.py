@@ -65,17 +65,20 @@ def tensor_dtype(arg_type: Attribute) -> np.dtype[Any] | None:
 
 
 def random_array(rng: np.random.Generator, arg_type: Attribute) -> Array:
-    """Standard-normal values of a static f16/f32/f64 tensor type."""
+    """Standard-normal values of a static f16/f32/f64 tensor type (booleans: coin flips;
+    i32/i64 indices: 0, an index every non-empty axis has)."""
     dtype = tensor_dtype(arg_type)
     if dtype is None:
         raise DriverError(
-            f"error: --random-args makes bool, f16, f32 or f64 tensors, not {arg_type}"
+            f"error: --random-args makes bool, f16, f32, f64, i32 or i64 tensors, not {arg_type}"
         )
     shape = tuple(cast(TensorType[Attribute], arg_type).get_shape())
     if any(dim < 0 for dim in shape):
         raise DriverError(f"error: --random-args needs static shapes, got {arg_type}")
     if dtype == np.bool_:
         return rng.random(size=shape) < 0.5
+    if dtype.kind == "i":
+        return np.zeros(shape, dtype)
     return rng.standard_normal(size=shape).astype(dtype)
 
 
@@ -199,7 +202,7 @@ class TdslRunMain(TdslOptMain):
             if tensor_dtype(arg_type) is None:
                 raise DriverError(
                     f"error: argument #{index} of @{name} has type {arg_type}; "
-                    "tdsl runs functions of bool, f16, f32 and f64 tensors"
+                    "tdsl runs functions of bool, f16, f32, f64, i32 and i64 tensors"
                 )
         if self.args.random_args is not None:
             rng = np.random.default_rng(self.args.random_args)

@@ -20,7 +20,7 @@ from tdsl.dialects.op_interfaces import StridedView
 from tdsl.dialects.structured import (
     tensor_shape,
 )
-from tdsl.dialects.tensordsl import ConcatenateOp
+from tdsl.dialects.tensordsl import ConcatenateOp, TakeOp
 from tdsl.transforms.fusion_planner import BlockPlan, plan_function
 from tdsl.transforms.fusion_scratch import group_min_scratch
 
@@ -112,6 +112,14 @@ def held_for_views(plan: BlockPlan) -> dict[SSAValue, tuple[int, str]]:
     layouts: dict[SSAValue, tuple[int, tuple[int, ...]] | None] = {}
     found: dict[SSAValue, tuple[int, str]] = {}
     for unit in plan.order:
+        if isinstance(unit, TakeOp):
+            found[unit.result] = (math.prod(tensor_shape(unit.result)), "gathered by " + unit.name)
+            if unit.input in computed and unit.input not in found:
+                found[unit.input] = (
+                    math.prod(tensor_shape(unit.input)),
+                    f"held whole for the {unit.name} that reads it",
+                )
+            continue
         if isinstance(unit, ConcatenateOp):
             found[unit.result] = (math.prod(tensor_shape(unit.result)), "joined by " + unit.name)
             for v in unit.inputs:  # a group result only the join reads is written in place

@@ -78,7 +78,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import NamedTuple, cast
 
 from xdsl.context import Context
 from xdsl.dialects import func, memref
@@ -127,6 +127,7 @@ from tdsl.backend.llvm.loops_common import (
     SPLIT_TILES as SPLIT_TILES,
 )
 from tdsl.backend.llvm.loops_emit import _Group
+from tdsl.backend.llvm.loops_gather import ERROR_TYPE, ERRORS_ATTR, emit_take
 from tdsl.dialects.kernel import FusedOp, TileOp
 from tdsl.dialects.op_interfaces import StridedView
 from tdsl.dialects.structured import (
@@ -134,7 +135,7 @@ from tdsl.dialects.structured import (
     element_type,
     tensor_shape,
 )
-from tdsl.dialects.tensordsl import ConcatenateOp, is_one_value
+from tdsl.dialects.tensordsl import ConcatenateOp, TakeOp, is_one_value
 from tdsl.errors import TdslIRError
 
 # ---------------------------------------------------------------------------
@@ -145,6 +146,20 @@ def _is_splat(op: Operation) -> bool:
     any other constant are the caller's to pass (a ``const`` argument)."""
     data = constant_value(op)
     return data is not None and is_one_value(data)
+
+
+class _Take(NamedTuple):
+    """A gather the main function calls a helper for: the op and its arguments."""
+
+    op: TakeOp
+    a: int
+    indices: int
+    out: int
+    error: int
+
+
+_Step = tuple[int, int] | _Take
+"""A helper call between groups: a copy (source, destination), or a gather."""
 
 
 class _FunctionLowering:
@@ -194,7 +209,7 @@ class _FunctionLowering:
             if (
                 not isinstance(op, TileOp)
                 and constant_value(op) is None
-                and not isinstance(op, StridedView | ConcatenateOp)
+                and not isinstance(op, StridedView | ConcatenateOp | TakeOp)
             ):
                 raise TdslIRError(
                     f"tdsl-lower-to-loops lowers kernel.tile groups: run tdsl-fuse and "
@@ -215,7 +230,7 @@ class _FunctionLowering:
         }
         outs = [arg(memref_of(v.type), "out") for v in ret.arguments]
         for i, v in enumerate(ret.arguments):
-            if isinstance(v.owner, TileOp | ConcatenateOp) and v not in place:
+            if isinstance(v.owner, TileOp | ConcatenateOp | TakeOp) and v not in place:
                 place[v] = outs[i]
         direct = {v for v in ret.arguments if place.get(v) in outs}
         groups: list[tuple[TileOp, _Group, list[int]]] = []
@@ -247,10 +262,20 @@ class _FunctionLowering:
                         in_place.add(v)
         # per group, the copies made before it: operands of reshapes whose layout allows
         # no view, and views a BLAS call reads, copied row-major (pending: not yet placed)
-        copies: dict[TileOp, list[tuple[int, int]]] = {}
-        pending: list[tuple[int, int]] = []
-        after: list[tuple[int, int]] = []  # copies out of the group being placed
+        copies: dict[TileOp, list[_Step]] = {}
+        pending: list[_Step] = []
+        after: list[_Step] = []  # copies out of the group being placed
+        errors: list[int] = []
         for op in ops[:-1]:
+            if isinstance(op, TakeOp):  # a gather: a loop nest of its own, with an error flag
+                if op.result not in place:
+                    place[op.result] = arg(memref_of(op.result.type), "tmp")
+                flag = arg(MemRefType(ERROR_TYPE, [2]), "error")
+                errors.extend((flag, op.axis_value, op.extent))
+                pending.append(
+                    _Take(op, place[op.input], place[op.indices], place[op.result], flag)
+                )
+                continue
             if isinstance(op, ConcatenateOp):  # the operands not written in place
                 for k, v in enumerate(op.inputs):
                     if v not in in_place:
@@ -320,6 +345,8 @@ class _FunctionLowering:
             new.attributes[CONSTANTS_ATTR] = ArrayAttr(consts)
         if views:
             new.attributes[VIEWS_ATTR] = DenseArrayBase.from_list(i64, views)
+        if errors:
+            new.attributes[ERRORS_ATTR] = DenseArrayBase.from_list(i64, errors)
         args = new.body.block.args
         for a, old in zip(args, block.args, strict=False):  # the inputs come first
             a.name_hint = old.name_hint
@@ -337,8 +364,8 @@ class _FunctionLowering:
                 code.b.insert(func.CallOp(name, [ref], []))
         for index, (tile, group, scratch) in enumerate(groups):
             gname = f"{self.name}_{tile.group_name or f'k{index}'}".replace(".", "_")
-            for k, (src, dst) in enumerate(copies.get(tile, ())):
-                self._copy_call(code, functions, f"{gname}_pack{k}", args[src], args[dst])
+            for k, step in enumerate(copies.get(tile, ())):
+                self._step_call(code, functions, f"{gname}_pack{k}", step, args)
             at = self.group_inputs.get(tile) or [place[v] for v in tile.inputs]
             inputs = [args[i] for i in at]
             outputs = [args[place[r]] for r in tile.outputs]
@@ -357,8 +384,8 @@ class _FunctionLowering:
             # over threads (each with scratch of its own) stays within it
             call.attributes[SCRATCH_LIMIT_ATTR] = IntegerAttr(tile.scratch_value, i64)
             code.b.insert(call)
-        for k, (src, dst) in enumerate(pending):  # copies no group follows
-            self._copy_call(code, functions, f"{self.name}_pack{k}", args[src], args[dst])
+        for k, step in enumerate(pending):  # steps no group follows
+            self._step_call(code, functions, f"{self.name}_pack{k}", step, args)
         # results that are not computed in place: arguments, constants, repeats
         for i, v in enumerate(ret.arguments):
             if v in direct and place[v] == outs[i]:
@@ -375,6 +402,24 @@ class _FunctionLowering:
         code.b.insert(func.ReturnOp())
         functions.extend(self.externals.values())
         return functions
+
+    def _step_call(
+        self,
+        code: _Code,
+        functions: list[Operation],
+        name: str,
+        step: _Step,
+        args: Sequence[SSAValue],
+    ) -> None:
+        """Call a new helper ``name`` making ``step``: a copy, or a gather."""
+        if not isinstance(step, _Take):
+            src, dst = step
+            self._copy_call(code, functions, name, args[src], args[dst])
+            return
+        refs = [args[step.a], args[step.indices], args[step.out], args[step.error]]
+        name = name.replace("_pack", "_take")
+        functions.append(self._helper(name, refs, lambda c, r, op=step.op: emit_take(c, op, *r)))
+        code.b.insert(func.CallOp(name, refs, []))
 
     def _copy_call(
         self, code: _Code, functions: list[Operation], name: str, src: SSAValue, dst: SSAValue

@@ -53,6 +53,20 @@ from tdsl.errors import TdslIRError
 OUT = "out"
 """The keyword-only parameter of every generated function that takes the result arrays."""
 
+_TAKE = '''\
+def _take(a, indices, axis):
+    """np.take(a, indices, axis); an index out of range is a TdslIndexError."""
+    n = a.shape[axis]
+    bad = (indices < -n) | (indices >= n)
+    if bad.any():
+        from tdsl.errors import TdslIndexError
+
+        first = int(indices[bad].flat[0])
+        raise TdslIndexError(f"index {first} is out of bounds for axis {axis} with size {n}")
+    return np.take(a, indices, axis=axis)
+'''
+"""The gather of the numpy target (a module-level helper)."""
+
 _PARALLEL = '''\
 _POOL = []
 _POOL_LOCK = threading.Lock()
@@ -181,6 +195,9 @@ class _FunctionEmitter:
                 elif isinstance(op, td.ConcatenateOp):
                     self.flush(pending)
                     self.join(op)
+                elif isinstance(op, td.TakeOp):
+                    self.flush(pending)
+                    self.take(op)
                 elif structured(op) is not None or constant_value(op) is not None:
                     pending.append(op)
                 else:
@@ -197,6 +214,14 @@ class _FunctionEmitter:
         else:
             self.w.line(f"{name} = np.reshape({source}, {td.tensor_shape(op.result)})")
         self.values[op.result] = _Value(name, False)
+
+    def take(self, op: td.TakeOp) -> None:
+        """A gather: NumPy's ``take``, an index out of range a ``TdslIndexError``."""
+        name = self.value_name(op.result)
+        helper = self.state.consts.function("_take", _TAKE)
+        source, indices = (self.values[v].expr for v in (op.input, op.indices))
+        self.w.line(f"{name} = {helper}({source}, {indices}, {op.axis_value})")
+        self.values[op.result] = _Value(name, True)
 
     def join_buffers(self) -> None:
         """Make each join's buffer first (its result's ``out`` array when it is returned),

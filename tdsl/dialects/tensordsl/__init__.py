@@ -30,7 +30,7 @@ span before any IR exists.
 The ops are defined one module per family (:mod:`.constant`, :mod:`.elementwise_unary`,
 :mod:`.elementwise_math`, :mod:`.elementwise_binary`, :mod:`.compare_logical`,
 :mod:`.contraction`, :mod:`.normalize`, :mod:`.reductions`, :mod:`.scans`,
-:mod:`.views`, :mod:`.slicing`, :mod:`.reshape`, :mod:`.joins`); this
+:mod:`.views`, :mod:`.slicing`, :mod:`.reshape`, :mod:`.joins`, :mod:`.gather`); this
 package re-exports them, and the dialect is made of the op classes those modules
 define, so a new op is its class and no list.
 """
@@ -72,6 +72,7 @@ from tdsl.dialects.tensordsl import (
     elementwise_binary,
     elementwise_math,
     elementwise_unary,
+    gather,
     joins,
     normalize,
     reductions,
@@ -104,6 +105,7 @@ from tdsl.dialects.tensordsl.elementwise_binary import *  # noqa: F403
 from tdsl.dialects.tensordsl.elementwise_binary import RECIPROCAL_MIN_SIZE
 from tdsl.dialects.tensordsl.elementwise_math import *  # noqa: F403
 from tdsl.dialects.tensordsl.elementwise_unary import *  # noqa: F403
+from tdsl.dialects.tensordsl.gather import *  # noqa: F403
 from tdsl.dialects.tensordsl.joins import *  # noqa: F403
 from tdsl.dialects.tensordsl.joins import JOIN_FUNCTIONS
 from tdsl.dialects.tensordsl.normalize import *  # noqa: F403
@@ -132,6 +134,7 @@ FAMILY_MODULES: tuple[ModuleType, ...] = (
     slicing,
     reshape,
     joins,
+    gather,
     creation,
 )
 """The modules of the op families, in the dialect's order (every module of this package:

@@ -133,7 +133,8 @@ def _samples(op_class: type[Operation]) -> Sample | None:
 OPS = [
     op
     for op in td.TensorDSL.operations
-    if not op.has_trait(ConstantLike) and not issubclass(op, StridedView | td.ConcatenateOp)
+    if not op.has_trait(ConstantLike)
+    and not issubclass(op, StridedView | td.ConcatenateOp | td.TakeOp)
 ]
 """The computing ops (a constant, a view or a join computes nothing and runs between
 groups: tests/unit/targets has their tests)."""

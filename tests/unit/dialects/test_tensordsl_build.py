@@ -268,4 +268,5 @@ def test_op_groups_and_numpy_names() -> None:
         "tensordsl.slice",
         "tensordsl.reshape",
         "tensordsl.concatenate",
+        "tensordsl.take",
     }

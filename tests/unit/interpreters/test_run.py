@@ -186,8 +186,11 @@ def test_attr_to_numpy(text: str, want: Array) -> None:
 def test_attr_to_numpy_rejects_other_attributes() -> None:
     with pytest.raises(TdslCallError, match="expected a dense tensor"):
         attr_to_numpy(parse_attr("1.0 : f32"))
-    with pytest.raises(TdslCallError, match="element type i32"):
-        attr_to_numpy(parse_attr("dense<[1, 2]> : tensor<2xi32>"))
+    with pytest.raises(TdslCallError, match="element type i8"):
+        attr_to_numpy(parse_attr("dense<[1, 2]> : tensor<2xi8>"))
+    np.testing.assert_array_equal(  # indices
+        attr_to_numpy(parse_attr("dense<[1, -2]> : tensor<2xi32>")), np.array([1, -2], np.int32)
+    )
     with pytest.raises(TdslCallError, match="does not have the expected type tensor<3xf32>"):
         attr_to_numpy(parse_attr("dense<[1.0]> : tensor<1xf32>"), TensorType(Float32Type(), [3]))
 

@@ -135,10 +135,6 @@ def test_weak_argument_errors(jit: JITTensorKernel, value: Any, pattern: str) ->
     [
         (True, r"argument `s` is a Python bool \(True\): pass np.bool_\(True\) or a bool array"),
         (
-            np.int64(3),
-            r"argument `s` has dtype int64; tdsl computes on bool, float16, float32 or float64",
-        ),
-        (
             "2.0",
             r"argument `s` must be a NumPy array or a Python int or float, got a value of type `str`",
         ),
@@ -150,6 +146,12 @@ def test_one_shot_scalar_errors(jit: JITTensorKernel, value: Any, pattern: str) 
     with pytest.raises(TdslCallError, match=pattern):
         jit("A * s", A=np.ones(2), s=value)
 
+
+def test_an_integer_scalar_is_an_index_input(jit: JITTensorKernel) -> None:
+    with pytest.raises(TdslTypeError, match=r"an integer tensor \(i64\[\]\) is an index here"):
+        jit("A * s", A=np.ones(2), s=np.int64(3))
+    with pytest.raises(TdslCallError, match="argument `s` has dtype uint8"):
+        jit("A * s", A=np.ones(2), s=np.uint8(3))
 
 # ------------------------------------------------------------------- out=
 

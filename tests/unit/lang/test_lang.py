@@ -102,6 +102,12 @@ def test_eager_equals_the_compiled_kernel(name: str) -> None:
         np.testing.assert_allclose(eager, compiled, rtol=1e-6)
         assert eager.dtype == compiled.dtype and eager.shape == compiled.shape
         return
+    if name == "take":  # a gather: integer indices
+        (a, _) = operands
+        indices = np.array([2, -1, 0])
+        compiled = tdsl.JITTensorKernel(threads=1)("take(a, t, axis=0)", a=a, t=indices)
+        np.testing.assert_array_equal(lang_functions()[name](a, indices, axis=0), compiled)
+        return
     if FUNCTIONS[name].op.SEVERAL:  # a split: its parts
         (a,) = operands
         parts = lang_functions()[name](a, 2, axis=-1)
@@ -149,8 +155,10 @@ def test_refusals_are_the_compilers() -> None:
         lang.sum(x > 0)
     with pytest.raises(TdslTypeError, match="axis 2 is out of range for `sum` of f32"):
         lang.sum(x, axis=2)
-    with pytest.raises(TdslCallError, match="has dtype int64"):
+    with pytest.raises(TdslTypeError, match=r"an integer tensor \(i64\[3\]\) is an index here"):
         lang.relu(np.ones(3, np.int64))
+    with pytest.raises(TdslCallError, match="has dtype uint8"):
+        lang.relu(np.ones(3, np.uint8))
 
 
 def test_dtype_annotations_at_run_time() -> None:

@@ -78,6 +78,7 @@ OTHERS = {
     "vstack",
     "split",
     "array_split",
+    "take",
     "swapaxes",
     "moveaxis",
     "einsum",
@@ -130,6 +131,8 @@ class Generator:
     """Whether each new float input draws its own dtype (f32 or f64): promotion, and
     f32 values stored and read back in f64 results."""
     inputs: dict[str, tuple[Shape, str]] = field(default_factory=dict[str, tuple[Shape, str]])
+    bounds: dict[str, int] = field(default_factory=dict[str, int])
+    """The extent each integer (index) input indexes: its values lie in ``[-n, n)``."""
 
     def dim(self) -> int:
         return self.draw(st.integers(1, 6))
@@ -191,7 +194,7 @@ class Generator:
         kinds = ["leaf", "unary", "unary", "binary", "binary", "where", "reduce", "transpose"]
         kinds += ["clip", "view", "created"] + (["einsum"] if len(shape) <= 2 else [])
         if shape:
-            kinds += ["row", "matmul", "scan", "sliced", "reshaped", "joined"]
+            kinds += ["row", "matmul", "scan", "sliced", "reshaped", "joined", "gathered"]
         kind = self.draw(st.sampled_from(kinds))
         sub = depth - 1
         if kind == "leaf":
@@ -232,6 +235,8 @@ class Generator:
             return self.reshaped(shape, sub)
         if kind == "joined":
             return self.joined(shape, sub)
+        if kind == "gathered":
+            return self.gathered(shape, sub)
         if kind == "einsum":
             return self.einsum(shape, sub)
         if kind == "created":
@@ -345,6 +350,20 @@ class Generator:
             operand.append(m)
         return f"({self.float(tuple(operand), depth)})[{', '.join(parts)}]"
 
+    def gathered(self, shape: Shape, depth: int) -> str:
+        """A gather giving ``shape``: ``take`` along an axis, or ``a[idx]`` along the first,
+        by a new 1-d integer input whose values (negative ones too) lie in the axis."""
+        axis = self.draw(st.integers(0, len(shape) - 1))
+        extent = self.dim()
+        operand = (*shape[:axis], extent, *shape[axis + 1 :])
+        name = f"i{len(self.inputs)}"
+        self.inputs[name] = ((shape[axis],), self.draw(st.sampled_from(["i32", "i64"])))
+        self.bounds[name] = extent
+        text = self.float(operand, depth)
+        if axis == 0 and self.draw(st.booleans()):
+            return f"({text})[{name}]"
+        return f"take({text}, {name}, axis={axis})"
+
     def joined(self, shape: Shape, depth: int) -> str:
         """A join giving ``shape``: ``concatenate`` (a tuple or a list) of two or three
         parts along an axis, ``stack`` of as many operands as an extent, ``hstack`` /
@@ -428,6 +447,7 @@ class Case:
     dtypes: dict[str, str]
     budget: int
     threads: int
+    bounds: dict[str, int] = field(default_factory=dict[str, int])
 
 
 @st.composite
@@ -438,7 +458,7 @@ def cases(draw: st.DrawFn) -> Case:
     shapes = {n: s for n, (s, _) in generator.inputs.items()}
     dtypes = {n: d for n, (_, d) in generator.inputs.items()}
     budget = draw(st.sampled_from([64, 512, 4096, 1_000_000]))
-    return Case(text, shapes, dtypes, budget, draw(st.sampled_from([1, 2])))
+    return Case(text, shapes, dtypes, budget, draw(st.sampled_from([1, 2])), generator.bounds)
 
 
 NUMPY = {"f32": np.float32, "f64": np.float64}
@@ -451,6 +471,9 @@ def inputs(case: Case, names: tuple[str, ...], seed: int) -> list[Array]:
         shape = case.shapes[name]
         if case.dtypes[name] == "bool":
             out.append(rng.random(shape) < 0.5)
+        elif case.dtypes[name] in ("i32", "i64"):
+            n = case.bounds[name]
+            out.append(rng.integers(-n, n, shape).astype(case.dtypes[name].replace("i", "int")))
         else:
             out.append(np.asarray(rng.uniform(-2, 2, shape), NUMPY[case.dtypes[name]]))
     return out

@@ -84,15 +84,16 @@ def test_arguments_reach_the_function_unchanged(
 @pytest.mark.parametrize(
     ("type_text", "args"),
     [
-        ("tensor<2xi32>", ["--args", "dense<[1, 2]> : tensor<2xi32>"]),
-        ("tensor<2xi8>", ["--random-args", "0"]),
+        ("tensor<2xi8>", ["--args", "dense<[1, 2]> : tensor<2xi8>"]),
+        ("tensor<2xui8>", ["--random-args", "0"]),
         ("f32", ["--args", "2.5 : f32"]),
     ],
 )
 def test_only_float_tensors_can_be_passed(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, type_text: str, args: list[str]
 ) -> None:
-    # tdsl's ops and its interpreter compute on bool, f16, f32 and f64 tensors only
+    # tdsl's ops and its interpreter compute on bool, f16, f32 and f64 tensors (and take
+    # i32 and i64 indices) only
     identity = (
         f"func.func @main(%x: {type_text}) -> {type_text} {{\n  func.return %x : {type_text}\n}}\n"
     )
@@ -100,8 +101,20 @@ def test_only_float_tensors_can_be_passed(
     assert code == 1 and out == ""
     assert err.splitlines()[0] == (
         f"error: argument #0 of @main has type {type_text}; "
-        "tdsl runs functions of bool, f16, f32 and f64 tensors"
+        "tdsl runs functions of bool, f16, f32, f64, i32 and i64 tensors"
     )
+
+
+def test_index_tensors_can_be_passed(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    gather = (
+        "func.func @main(%w: tensor<3x2xf32>, %t: tensor<2xi64>) -> tensor<2x2xf32> {\n"
+        "  %0 = tensordsl.take %w, %t axis 0 : (tensor<3x2xf32>, tensor<2xi64>) -> tensor<2x2xf32>\n"
+        "  func.return %0 : tensor<2x2xf32>\n}\n"
+    )
+    args = "dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]> : tensor<3x2xf32>, dense<[2, -3]> : tensor<2xi64>"
+    code, out, err = run(capsys, [program(tmp_path, gather), "--args", args])
+    assert code == 0, err
+    assert out == "result #0: tensor<2x2xf32>\n[[5. 6.]\n [1. 2.]]\n"
 
 
 def test_random_array_is_reproducible_and_typed() -> None:
@@ -113,7 +126,7 @@ def test_random_array_is_reproducible_and_typed() -> None:
     np.testing.assert_array_equal(first, second)
     flags = random_array(np.random.default_rng(0), TensorType(i1, [5]))
     assert flags.dtype == np.bool_ and flags.shape == (5,)
-    with pytest.raises(DriverError, match="makes bool, f16, f32 or f64 tensors, not tensor<5xi8>"):
+    with pytest.raises(DriverError, match="makes bool, f16, f32, f64, i32 or i64 tensors, not tensor<5xi8>"):
         random_array(np.random.default_rng(0), TensorType(IntegerType(8), [5]))
 
 

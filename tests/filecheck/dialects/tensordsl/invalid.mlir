@@ -300,3 +300,17 @@
 %a = "test.op"() : () -> tensor<4x3xf32>
 %0 = tensordsl.concatenate %a, %a axis 1 : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x7xf32>
 // CHECK: 'tensordsl.concatenate' op result has shape 4x7, expected 4x6
+
+// -----
+
+%a = "test.op"() : () -> tensor<10x4xf32>
+%t = "test.op"() : () -> tensor<3xf32>
+%0 = tensordsl.take %a, %t axis 0 : (tensor<10x4xf32>, tensor<3xf32>) -> tensor<3x4xf32>
+// CHECK: indices are i32 or i64
+
+// -----
+
+%a = "test.op"() : () -> tensor<10x4xf32>
+%t = "test.op"() : () -> tensor<3xi64>
+%0 = tensordsl.take %a, %t axis 1 : (tensor<10x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
+// CHECK: 'tensordsl.take' op result has shape 3x4, expected 10x3

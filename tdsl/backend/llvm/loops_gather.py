@@ -1,0 +1,78 @@
+"""The native gather: a ``tensordsl.take`` as a loop nest of its own.
+
+``@<function>_take<n>(a, indices, out, error)`` runs over the result: per position of
+the indices (and the axes before the one taken along) it reads the index once, wraps a
+negative one as NumPy does, and copies that slice of ``a``.  An index outside the axis
+is never read: the loops read index 0 in its place and record the first such index in
+``error`` (``memref<2xi64>``: a flag, then the index), which the runtime reads after the
+call and raises as :class:`~tdsl.errors.TdslIndexError`.  The checks are ``arith``
+comparisons and selects, no branch, so the loops stay one straight nest.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith, memref
+from xdsl.dialects.builtin import IndexType, IntegerAttr, IntegerType, i64
+from xdsl.ir import SSAValue
+
+from tdsl.backend.llvm.loops_common import _Code
+from tdsl.dialects.structured import element_type, tensor_shape
+from tdsl.dialects.tensordsl import TakeOp
+
+ERRORS_ATTR = "tdsl.errors"
+"""The function attribute of its ``error`` arguments: per gather, its error argument,
+the axis it takes along and that axis's extent (what the runtime's message says)."""
+
+
+def emit_take(
+    code: _Code, op: TakeOp, a: SSAValue, indices: SSAValue, out: SSAValue, error: SSAValue
+) -> None:
+    """The loops of ``op`` reading memrefs ``a`` and ``indices`` into ``out``, recording a
+    bad index in ``error``."""
+    index_shape = tensor_shape(op.indices)
+    axis, extent = op.axis_value, op.extent
+    before = len(index_shape) + axis  # result dims: a's before the axis, then the indices'
+    result = tensor_shape(op.result)
+    outer, coords = code.nest([(d, code.index(0), code.index(result[d])) for d in range(before)])
+    where = [coords[d] for d in range(axis, before)]
+    raw = outer.insert(memref.LoadOp.get(indices, where))
+    if element_type(op.indices) != i64:
+        raw = outer.insert(arith.ExtSIOp(raw, i64))
+    n = outer.insert(arith.ConstantOp(IntegerAttr(extent, i64)))
+    zero = outer.insert(arith.ConstantOp(IntegerAttr(0, i64)))
+    negative = outer.insert(arith.CmpiOp(raw, zero, "slt"))
+    wrapped = outer.insert(arith.SelectOp(negative, outer.insert(arith.AddiOp(raw, n)), raw))
+    low = outer.insert(arith.CmpiOp(wrapped, zero, "slt"))
+    high = outer.insert(arith.CmpiOp(wrapped, n, "sge"))
+    bad = outer.insert(arith.OrIOp(low, high))
+    safe = outer.insert(arith.SelectOp(bad, zero, wrapped))
+    # the first bad index: the flag (0 or 1) and the index it was
+    first, second = outer.index(0), outer.index(1)
+    flag = outer.insert(memref.LoadOp.get(error, [first]))
+    seen = outer.insert(memref.LoadOp.get(error, [second]))
+    fresh = outer.insert(arith.AndIOp(bad, outer.insert(arith.CmpiOp(flag, zero, "eq"))))
+    outer.b.insert(
+        memref.StoreOp.get(outer.insert(arith.SelectOp(fresh, raw, seen)), error, [second])
+    )
+    widened = outer.insert(arith.ExtUIOp(bad, i64))
+    outer.b.insert(memref.StoreOp.get(outer.insert(arith.OrIOp(flag, widened)), error, [first]))
+    row = outer.insert(arith.IndexCastOp(safe, IndexType()))
+    inner, rest = outer.nest(
+        [(d, outer.index(0), outer.index(result[d])) for d in range(before, len(result))]
+    )
+    source = [coords[d] for d in range(axis)] + [row]
+    source += [rest[d] for d in range(before, len(result))]
+    x = inner.insert(memref.LoadOp.get(a, source))
+    inner.b.insert(
+        memref.StoreOp.get(
+            x,
+            out,
+            [*(coords[d] for d in range(before)), *(rest[d] for d in range(before, len(result)))],
+        )
+    )
+
+
+ERROR_TYPE = IntegerType(64)
+"""The element type of an error argument (``memref<2xi64>``)."""
+
+__all__ = ["ERRORS_ATTR", "ERROR_TYPE", "emit_take"]

@@ -1,0 +1,205 @@
+"""What runs a lowered main function besides its machine code: a
+:class:`FunctionPlan` of its arguments (role, shape, dtype, and what a ``const``,
+``view`` or ``error`` argument needs) and the calls its body makes, read from the
+lowered IR (:func:`read_plan`) and stored as JSON-ready data in the disk cache."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+from tdsl.runtime.compile import NativeCompileError
+
+if TYPE_CHECKING:
+    from xdsl.dialects import func
+
+Array = np.ndarray[Any, Any]
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One call of a main function: the callee and, per operand, a main argument index
+    (``int``) or a constant (``("const", value)``)."""
+
+    callee: str
+    operands: tuple[int | tuple[str, int], ...]
+    group: bool
+    """A group function: operands 0 and 1 are its tile range."""
+    scratch_limit: int | None = None
+    """For a group: the scratch (elements) its plan allows, all threads together."""
+
+
+@dataclass(frozen=True)
+class _Arg:
+    role: str
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+    data: Array | None = field(default=None, compare=False)
+    """A ``const`` argument's values (C-contiguous, read-only), passed on every call."""
+    view: tuple[int, int] | None = None
+    """A ``view`` argument's window: the argument it lies in, and the element offset of
+    its first element there."""
+    error: tuple[int, int] | None = None
+    """An ``error`` argument's gather: the axis it takes along and that axis's extent
+    (a bad index is reported as NumPy words it)."""
+
+
+def _arg(role: str, shape: tuple[int, ...], dtype: np.dtype[Any], data: Sequence[Any]) -> _Arg:
+    """An argument from :meth:`FunctionPlan.to_data`'s entry (a ``const`` one's values as
+    base64 text)."""
+    if role == "view":
+        source, offset = data
+        return _Arg(role, shape, dtype, view=(int(source), int(offset)))
+    if role == "error":
+        axis, extent = data
+        return _Arg(role, shape, dtype, error=(int(axis), int(extent)))
+    if role != "const":
+        return _Arg(role, shape, dtype)
+    (text,) = data
+    values = np.frombuffer(base64.b64decode(str(text)), dtype).reshape(shape)
+    return _Arg(role, shape, dtype, values)
+
+
+@dataclass(frozen=True)
+class FunctionPlan:
+    """What runs a lowered main function besides machine code: its name, each
+    argument's role (``in``, ``out``, ``tmp``, ``scratch``, ``const``, ``view``), shape and
+    dtype (a ``const`` one's values, a ``view`` one's window), and
+    the calls its body makes, in order."""
+
+    name: str
+    args: tuple[_Arg, ...]
+    calls: tuple[_Call, ...]
+
+    def to_data(self) -> dict[str, Any]:
+        """The plan as JSON-ready values (lists, strings, ints)."""
+        return {
+            "name": self.name,
+            "args": [
+                [a.role, list(a.shape), a.dtype.str]
+                + ([] if a.data is None else [base64.b64encode(a.data.tobytes()).decode()])
+                + ([] if a.view is None else list(a.view))
+                + ([] if a.error is None else list(a.error))
+                for a in self.args
+            ],
+            "calls": [
+                [
+                    c.callee,
+                    [list(x) if isinstance(x, tuple) else x for x in c.operands],
+                    c.group,
+                    c.scratch_limit,
+                ]
+                for c in self.calls
+            ],
+        }
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> FunctionPlan:
+        """The plan :meth:`to_data` gave (raises ``KeyError``, ``TypeError`` or
+        ``ValueError`` on anything else)."""
+        args = tuple(
+            _arg(str(entry[0]), tuple(int(d) for d in entry[1]), np.dtype(str(entry[2])), entry[3:])
+            for entry in data["args"]
+        )
+        calls = tuple(
+            _Call(
+                str(callee),
+                tuple(int(x) if isinstance(x, int) else (str(x[0]), int(x[1])) for x in operands),
+                bool(group),
+                None if limit is None else int(limit),
+            )
+            for callee, operands, group, limit in data["calls"]
+        )
+        return cls(str(data["name"]), args, calls)
+
+
+def read_plan(fn: func.FuncOp, roles_attr: str) -> FunctionPlan:
+    """The plan of a lowered main function: its arguments' roles and types, its calls."""
+    from xdsl.dialects import arith, func
+    from xdsl.dialects.builtin import (
+        ArrayAttr,
+        DenseArrayBase,
+        DenseIntOrFPElementsAttr,
+        IntegerAttr,
+        MemRefType,
+        StringAttr,
+    )
+    from xdsl.ir import Attribute, BlockArgument
+
+    from tdsl.backend.llvm.loops_common import CONSTANTS_ATTR, SCRATCH_LIMIT_ATTR, VIEWS_ATTR
+    from tdsl.backend.llvm.loops_gather import ERRORS_ATTR
+    from tdsl.dialects.structured import element_dtype
+    from tdsl.dialects.tensordsl import dense_to_numpy
+
+    roles = [
+        cast(StringAttr, r).data for r in cast(ArrayAttr[Attribute], fn.attributes[roles_attr])
+    ]
+    consts = iter(cast(ArrayAttr[Attribute], fn.attributes.get(CONSTANTS_ATTR, ArrayAttr([]))))
+    windows: dict[int, tuple[int, int]] = {}
+    found = fn.attributes.get(VIEWS_ATTR)
+    if found is not None:
+        flat = cast(DenseArrayBase, found).get_values()
+        for k in range(0, len(flat), 3):
+            windows[int(flat[k])] = (int(flat[k + 1]), int(flat[k + 2]))
+    gathers: dict[int, tuple[int, int]] = {}
+    found = fn.attributes.get(ERRORS_ATTR)
+    if found is not None:
+        flat = cast(DenseArrayBase, found).get_values()
+        for k in range(0, len(flat), 3):
+            gathers[int(flat[k])] = (int(flat[k + 1]), int(flat[k + 2]))
+    args: list[_Arg] = []
+    for role, arg in zip(roles, fn.body.block.args, strict=True):
+        t = cast(MemRefType[Attribute], arg.type)
+        dtype = element_dtype(t.get_element_type())
+        assert dtype is not None
+        data = None
+        if role == "const":
+            values = dense_to_numpy(cast(DenseIntOrFPElementsAttr, next(consts)))
+            data = np.ascontiguousarray(values, dtype).reshape(tuple(t.get_shape()))
+            data.flags.writeable = False
+        args.append(
+            _Arg(
+                role,
+                tuple(t.get_shape()),
+                dtype,
+                data,
+                windows.get(arg.index),
+                gathers.get(arg.index),
+            )
+        )
+    calls: list[_Call] = []
+    for op in fn.body.block.ops:
+        if isinstance(op, func.CallOp):
+            operands: list[int | tuple[str, int]] = []
+            for v in op.arguments:
+                if isinstance(v, BlockArgument):
+                    operands.append(v.index)
+                else:
+                    owner = v.owner
+                    assert isinstance(owner, arith.ConstantOp)
+                    value = owner.value
+                    assert isinstance(value, IntegerAttr)
+                    operands.append(("const", cast(IntegerAttr[Any], value).value.data))
+            name = op.callee.root_reference.data
+            group = bool(op.arguments) and not isinstance(op.arguments[0], BlockArgument)
+            limit = op.attributes.get(SCRATCH_LIMIT_ATTR)
+            calls.append(
+                _Call(
+                    name,
+                    tuple(operands),
+                    group,
+                    cast(IntegerAttr[Any], limit).value.data
+                    if isinstance(limit, IntegerAttr)
+                    else None,
+                )
+            )
+        elif not isinstance(op, arith.ConstantOp | func.ReturnOp):
+            raise NativeCompileError(f"unexpected '{op.name}' in a lowered main function")
+    return FunctionPlan(fn.sym_name.data, tuple(args), tuple(calls))
+
+
+__all__ = ["FunctionPlan", "read_plan"]

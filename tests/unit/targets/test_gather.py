@@ -1,0 +1,140 @@
+"""Gathers: ``take(a, indices, axis)`` and ``a[indices]`` by an ``int32`` or ``int64``
+array (an embedding lookup), as NumPy's default: negative indices wrap, and an index
+outside the axis is a ``TdslIndexError`` on every target (the native target reports it
+through an error flag and never reads outside ``a``); integers are indices only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from all_targets import TARGETS, run_on
+
+from tdsl import lang
+from tdsl.errors import TdslError, TdslIndexError, TdslSyntaxError, TdslTypeError
+from tdsl.frontend import to_tensordsl
+from tdsl.jit import JITTensorKernel
+from tdsl.runtime.compile import native_unavailable_reason
+
+Array = np.ndarray[Any, Any]
+
+RNG = np.random.default_rng(9)
+W = RNG.standard_normal((10, 4)).astype(np.float32)
+T = np.array([3, -1, 0, 9, -10], np.int64)
+T32 = np.array([1, 3, -4, 0], np.int32)
+T2 = np.array([[1, 2], [9, -10]], np.int64)
+E = np.zeros(0, np.int64)
+
+CASES: list[tuple[str, dict[str, Array]]] = [
+    ("w[t] * 2", {"w": W, "t": T}),
+    ("take(w, t, axis=0) + 1", {"w": W, "t": T}),
+    ("np.take(w, t)", {"w": W, "t": T}),
+    ("w[:, t32]", {"w": W, "t32": T32}),
+    ("take(w, t32, axis=-1)", {"w": W, "t32": T32}),
+    ("w[..., t32] - 1", {"w": W, "t32": T32}),
+    ("exp(w)[t]", {"w": W, "t": T}),
+    ("w[t2]", {"w": W, "t2": T2}),
+    ("sum(w[t], axis=0)", {"w": W, "t": T}),
+    ("take(w, t, axis=0) @ w.T", {"w": W, "t": T}),
+    ("w[e] + 1", {"w": W, "e": E}),
+    ("(w > 0)[t]", {"w": W, "t": T}),
+]
+
+
+def _numpy(text: str, arrays: dict[str, Array]) -> Array:
+    names = {"np": np, "exp": np.exp, "sum": np.sum, "take": np.take}
+    return np.asarray(eval(text, names, dict(arrays)))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(("text", "arrays"), CASES, ids=[c[0] for c in CASES])
+def test_gathers_are_numpys(target: str, text: str, arrays: dict[str, Array]) -> None:
+    got = run_on(target, 10**6, text, **arrays)
+    expected = _numpy(text, arrays)
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    np.testing.assert_allclose(got, expected, rtol=2e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(
+    ("text", "bad", "message"),
+    [
+        ("w[t] * 2", np.array([3, 10, 0]), "index 10 is out of bounds for axis 0 with size 10"),
+        ("w[t] * 2", np.array([-11, 0, 1]), "index -11 is out of bounds for axis 0 with size 10"),
+        ("w[:, t]", np.array([0, 4, 9]), "index 4 is out of bounds for axis 1 with size 4"),
+    ],
+)
+def test_an_index_out_of_range_is_an_index_error_on_every_target(
+    target: str, text: str, bad: Array, message: str
+) -> None:
+    with pytest.raises(TdslIndexError, match=message) as info:
+        run_on(target, 10**6, text, w=W, t=bad)
+    assert isinstance(info.value, IndexError)
+
+
+def test_take_prints_parses_and_round_trips() -> None:
+    module = to_tensordsl("w[t]", shapes={"w": (10, 4), "t": (3,)}, dtypes={"t": "int64"})
+    assert (
+        "tensordsl.take %w, %t axis 0 : (tensor<10x4xf64>, tensor<3xi64>) -> tensor<3x4xf64>"
+        in str(module)
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "error", "message", "column"),
+    [
+        ("w[f]", TdslTypeError, "an array index is a tensor of int32 or int64", 3),
+        ("take(w, f)", TdslTypeError, "the indices of `take` are a tensor of int32 or int64", 9),
+        ("t + 1", TdslTypeError, "an integer tensor (i64[3]) is an index here, not a value", 1),
+        ("exp(t)", TdslTypeError, "an integer tensor (i64[3]) is an index here", 5),
+        ("w[t, t]", TdslTypeError, "indexing by an integer array takes one array", 2),
+        ("w[t, 1:]", TdslTypeError, "indexing by an integer array takes one array", 2),
+        ("zeros(3, dtype=np.int64)", TdslTypeError, "names an integer dtype", 10),
+        ("w[]", TdslSyntaxError, "an empty subscript", 2),
+    ],
+)
+def test_bad_gathers_are_located_errors(
+    text: str, error: type[TdslError], message: str, column: int
+) -> None:
+    with pytest.raises(error) as info:
+        to_tensordsl(
+            text,
+            shapes={"w": (10, 4), "t": (3,), "f": (3,)},
+            dtypes={"t": "int64", "f": "f32", "w": "f32"},
+        )
+    assert message in str(info.value)
+    assert f"<expr>:1:{column}:" in str(info.value)
+
+
+def test_lang_take_runs_eagerly_as_numpy() -> None:
+    np.testing.assert_array_equal(lang.take(W, T, axis=0), np.take(W, T, axis=0))
+    np.testing.assert_array_equal(lang.take(W, T), np.take(W, T))
+    with pytest.raises(TdslIndexError):
+        lang.take(W, np.array([40]))
+
+
+def test_dask_gathers_through_its_own_take() -> None:
+    da = pytest.importorskip("dask.array")
+    w = RNG.standard_normal((64, 8))
+    fn = JITTensorKernel(target="numpy").compile(
+        "exp(w)[t] * 2", shapes={"w": (64, 8), "t": (5,)}, dtypes={"t": "int64"}
+    )
+    t = np.array([0, 63, -64, 5, 5])
+    got = fn(da.from_array(w, chunks=(16, 8)), t)
+    assert isinstance(got, da.Array)
+    np.testing.assert_allclose(got.compute(), np.exp(w)[t] * 2, rtol=1e-12)
+    with pytest.raises(TdslIndexError, match="index 64 is out of bounds"):
+        fn(da.from_array(w, chunks=(16, 8)), np.array([0, 64, 1, 2, 3]))
+
+
+@pytest.mark.skipif(native_unavailable_reason() is not None, reason="no native")
+def test_native_gather_never_reads_outside_its_operand() -> None:
+    # indices far outside the axis: the loops read index 0 instead, and report
+    fn = JITTensorKernel(target="native").compile(
+        "w[t]", shapes={"w": (10, 4), "t": (2,)}, dtypes={"t": "int64", "w": "f32"}
+    )
+    for bad in (np.array([2**40, 0]), np.array([1, -(2**62)])):
+        with pytest.raises(TdslIndexError):
+            fn(W, bad)
+    np.testing.assert_array_equal(fn(W, np.array([1, -1])), W[[1, -1]])
