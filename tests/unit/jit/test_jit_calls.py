@@ -153,6 +153,7 @@ def test_an_integer_scalar_is_an_index_input(jit: JITTensorKernel) -> None:
     with pytest.raises(TdslCallError, match="argument `s` has dtype uint8"):
         jit("A * s", A=np.ones(2), s=np.uint8(3))
 
+
 # ------------------------------------------------------------------- out=
 
 MLP = textwrap.dedent(
