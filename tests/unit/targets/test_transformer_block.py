@@ -1,4 +1,5 @@
-"""A GPT-2 transformer block as picoGPT writes it (``examples/gpt2_block.tdsl``): the
+"""A GPT-2 transformer block as picoGPT writes it (``examples/gpt2_block.tdsl``), and a
+whole tiny GPT-2 forward pass (``examples/gpt2_tiny.tdsl``: embeddings by a gather): the
 language of real models (``var``, ``split`` into q, k, v and heads, ``tri`` for the
 causal mask, ``hstack`` of the heads, ``.T``) compiled on every target and held to
 picoGPT's own NumPy code."""
@@ -11,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tdsl.errors import TdslIndexError
 from tdsl.jit import JITTensorKernel
 from tdsl.runtime.compile import native_unavailable_reason
 
@@ -97,3 +99,41 @@ def test_the_gpt2_block_runs_on_dask_arrays() -> None:
     fn = JITTensorKernel(target="numpy").compile(EXAMPLE.read_text())
     got = fn(da.from_array(x, chunks=(16, 32)), *w)
     np.testing.assert_allclose(got.compute(), fn(x, *w), rtol=1e-6, atol=1e-6)
+
+
+TINY = EXAMPLE.with_name("gpt2_tiny.tdsl")
+
+
+def gpt2(tokens: Array, wte: Array, wpe: Array, *w: Array) -> Array:
+    """picoGPT's ``gpt2``: embeddings, the blocks, the final layer norm, the logits."""
+    x = wte[tokens] + wpe[range(len(tokens))]
+    for layer in range(2):
+        x = block(x, *w[12 * layer : 12 * layer + 12])
+    return layer_norm(x, w[24], w[25]) @ wte.T
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "numpy",
+        pytest.param(
+            "native",
+            marks=pytest.mark.skipif(native_unavailable_reason() is not None, reason="no native"),
+        ),
+    ],
+)
+def test_a_whole_gpt2_forward_pass_computes_what_picogpt_computes(target: str) -> None:
+    rng = np.random.default_rng(4)
+    tokens = rng.integers(0, 64, 16)
+    wte = (rng.standard_normal((64, 32)) * 0.3).astype(np.float32)
+    wpe = (rng.standard_normal((32, 32)) * 0.3).astype(np.float32)
+    w = [*weights(rng), *weights(rng), *(rng.standard_normal((2, 32)).astype(np.float32))]
+    with np.errstate(over="ignore"):
+        want = gpt2(tokens, wte, wpe, *w)
+    fn = JITTensorKernel(target=target).compile(TINY.read_text(), filename=str(TINY))
+    got = fn(tokens, wte, wpe, *w)
+    assert got.shape == (16, 64) and got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=5e-4, atol=5e-4)
+    assert int(np.argmax(got[-1])) == int(np.argmax(want[-1]))  # the next token
+    with pytest.raises(TdslIndexError, match="index 64 is out of bounds for axis 0"):
+        fn(np.where(np.arange(16) == 3, 64, tokens), wte, wpe, *w)
