@@ -24,6 +24,7 @@ remain in the common case; the pass runs them alone.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -62,33 +63,54 @@ def _operand_window(
     return tuple(w[0] for w in window), tuple(w[1] for w in window), tuple(w[2] for w in window)
 
 
+def _sink(
+    op: SliceOp | ReshapeOp,
+    rewriter: PatternRewriter,
+    view_of: Callable[[SSAValue], Operation | None],
+) -> None:
+    """Replace view ``op`` of an element-wise result whose every use is such a view by
+    that op on the views ``view_of`` makes of its operands (None: the operand as is)."""
+    producer = op.input.owner
+    if not isinstance(producer, ElementwiseOp) or not isinstance(producer, Operation):
+        return
+    if len(producer.results) != 1:
+        return
+    if not all(isinstance(use.operation, type(op)) for use in producer.results[0].uses):
+        return
+    operands: list[SSAValue] = []
+    for v in producer.operands:
+        inner = view_of(v)
+        if inner is None:
+            operands.append(v)
+            continue
+        inner.location = op.location
+        rewriter.insert(inner)
+        operands.append(inner.results[0])
+    rewriter.replace(op, producer.retyped(operands))
+    if not producer.results[0].uses:
+        rewriter.erase(producer)
+
+
+def _fold(op: Operation, inner: Operation, folded: Operation, rewriter: PatternRewriter) -> None:
+    """Replace view ``op`` of view ``inner`` by the one view ``folded``."""
+    folded.location = op.location
+    folded.results[0].name_hint = op.results[0].name_hint
+    rewriter.replace(op, folded)
+    if not inner.results[0].uses:
+        rewriter.erase(inner)
+
+
 @dataclass
 class SinkIntoElementwise(RewritePattern):
     """``slice(f(a, b))`` -> ``f(slice(a), slice(b))`` when every use of ``f`` is a slice."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: SliceOp, rewriter: PatternRewriter) -> None:
-        producer = op.input.owner
-        if not isinstance(producer, ElementwiseOp) or not isinstance(producer, Operation):
-            return
-        if len(producer.results) != 1:
-            return
-        if not all(isinstance(use.operation, SliceOp) for use in producer.results[0].uses):
-            return
-        operands: list[SSAValue] = []
-        for v in producer.operands:
-            window = _operand_window(op, v)
-            if window is None:
-                operands.append(v)
-                continue
-            inner = SliceOp(v, *window)
-            inner.location = op.location
-            rewriter.insert(inner)
-            operands.append(inner.result)
-        new = producer.retyped(operands)
-        rewriter.replace(op, new)
-        if not producer.results[0].uses:
-            rewriter.erase(producer)
+        def window(v: SSAValue) -> Operation | None:
+            found = _operand_window(op, v)
+            return None if found is None else SliceOp(v, *found)
+
+        _sink(op, rewriter, window)
 
 
 @dataclass
@@ -99,27 +121,16 @@ class SinkReshapeIntoElementwise(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: ReshapeOp, rewriter: PatternRewriter) -> None:
         producer = op.input.owner
-        if not isinstance(producer, ElementwiseOp) or not isinstance(producer, Operation):
-            return
-        if len(producer.results) != 1:
-            return
-        if not all(isinstance(use.operation, ReshapeOp) for use in producer.results[0].uses):
-            return
         full = tensor_shape(op.input)
-        if not all(tensor_shape(v) in (full, ()) for v in producer.operands):
+        if not isinstance(producer, Operation) or not all(
+            tensor_shape(v) in (full, ()) for v in producer.operands
+        ):
             return
-        operands: list[SSAValue] = []
-        for v in producer.operands:
-            if not tensor_shape(v):
-                operands.append(v)
-                continue
-            inner = ReshapeOp(v, tensor_shape(op.result))
-            inner.location = op.location
-            rewriter.insert(inner)
-            operands.append(inner.result)
-        rewriter.replace(op, producer.retyped(operands))
-        if not producer.results[0].uses:
-            rewriter.erase(producer)
+        _sink(
+            op,
+            rewriter,
+            lambda v: ReshapeOp(v, tensor_shape(op.result)) if tensor_shape(v) else None,
+        )
 
 
 @dataclass
@@ -135,12 +146,7 @@ class FoldReshape(RewritePattern):
         inner = op.input.owner
         if not isinstance(inner, ReshapeOp):
             return
-        folded = ReshapeOp(inner.input, tensor_shape(op.result))
-        folded.location = op.location
-        folded.result.name_hint = op.result.name_hint
-        rewriter.replace(op, folded)
-        if not inner.result.uses:
-            rewriter.erase(inner)
+        _fold(op, inner, ReshapeOp(inner.input, tensor_shape(op.result)), rewriter)
 
 
 @dataclass
@@ -158,12 +164,7 @@ class FoldSliceOfSlice(RewritePattern):
         sizes = tensor_shape(op.result)
         offsets = tuple(o if k else 0 for o, k in zip(offsets, sizes, strict=True))
         strides = tuple(s if k else 1 for s, k in zip(strides, sizes, strict=True))
-        folded = SliceOp(inner.input, offsets, strides, sizes)
-        folded.location = op.location
-        folded.result.name_hint = op.result.name_hint
-        rewriter.replace(op, folded)
-        if not inner.result.uses:
-            rewriter.erase(inner)
+        _fold(op, inner, SliceOp(inner.input, offsets, strides, sizes), rewriter)
 
 
 @dataclass
@@ -185,12 +186,7 @@ class FoldSliceOfConcatenate(RewritePattern):
         for start, v in zip(join.offsets(), join.inputs, strict=True):
             if start <= low and high < start + tensor_shape(v)[axis]:
                 moved = tuple(o - start if a == axis else o for a, o in enumerate(offsets))
-                inner = SliceOp(v, moved, strides, tensor_shape(op.result))
-                inner.location = op.location
-                inner.result.name_hint = op.result.name_hint
-                rewriter.replace(op, inner)
-                if not join.result.uses:
-                    rewriter.erase(join)
+                _fold(op, join, SliceOp(v, moved, strides, tensor_shape(op.result)), rewriter)
                 return
 
 

@@ -34,6 +34,9 @@ TARGETS = [
 ]
 """The targets, as a ``pytest.mark.parametrize`` list."""
 
+COMPILED_TARGETS = TARGETS[1:]
+"""The compiled targets (numpy and native), as a ``pytest.mark.parametrize`` list."""
+
 
 def dtype_name(array: Any) -> str:
     """``f32`` for a float32 array (``bool`` for booleans): the language's dtype names."""

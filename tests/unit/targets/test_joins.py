@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from all_targets import TARGETS, run_on
+from all_targets import COMPILED_TARGETS, TARGETS, run_on
 from peak_memory import measure_peak, numpy_buffers
 
 from tdsl import lang
@@ -118,13 +118,7 @@ def test_a_window_of_a_join_within_one_operand_reads_that_operand() -> None:
 
 @pytest.mark.parametrize(
     "target",
-    [
-        "numpy",
-        pytest.param(
-            "native",
-            marks=pytest.mark.skipif(native_unavailable_reason() is not None, reason="no native"),
-        ),
-    ],
+    COMPILED_TARGETS,
 )
 def test_a_join_of_group_results_allocates_only_its_output(target: str) -> None:
     n = 2048

@@ -9,14 +9,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from all_targets import TARGETS, run_on
+from all_targets import COMPILED_TARGETS, TARGETS, run_on
 from peak_memory import measure_peak, numpy_buffers
 
 from tdsl.dialects import tensordsl as td
 from tdsl.errors import TdslCallError, TdslError, TdslTypeError
 from tdsl.frontend import to_tensordsl
 from tdsl.jit import JITTensorKernel
-from tdsl.runtime.compile import native_unavailable_reason
 from tdsl.transforms.fuse import fuse, fusion_report
 
 Array = np.ndarray[Any, Any]
@@ -82,13 +81,7 @@ def test_reshapes_of_element_wise_results_sink_onto_their_operands() -> None:
 
 @pytest.mark.parametrize(
     "target",
-    [
-        "numpy",
-        pytest.param(
-            "native",
-            marks=pytest.mark.skipif(native_unavailable_reason() is not None, reason="no native"),
-        ),
-    ],
+    COMPILED_TARGETS,
 )
 def test_a_reshape_in_place_allocates_nothing_beyond_the_output(target: str) -> None:
     n = 4096

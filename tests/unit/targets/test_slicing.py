@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from all_targets import TARGETS, run_on
+from all_targets import COMPILED_TARGETS, TARGETS, run_on
 from peak_memory import measure_peak, numpy_buffers
 
 from tdsl.dialects import tensordsl as td
@@ -151,13 +151,7 @@ def test_a_window_of_a_value_used_whole_too_reads_it_in_place() -> None:
 
 @pytest.mark.parametrize(
     "target",
-    [
-        "numpy",
-        pytest.param(
-            "native",
-            marks=pytest.mark.skipif(native_unavailable_reason() is not None, reason="no native"),
-        ),
-    ],
+    COMPILED_TARGETS,
 )
 @pytest.mark.parametrize("text", ["x[:, 1:] - x[:, :-1]", "exp(x)[1:, ::-1] * x[:-1, :]"])
 def test_windows_allocate_nothing_beyond_the_output_and_budget(target: str, text: str) -> None:
@@ -211,13 +205,7 @@ def test_dask_slices_through_its_own_slicing() -> None:
 
 @pytest.mark.parametrize(
     "target",
-    [
-        "numpy",
-        pytest.param(
-            "native",
-            marks=pytest.mark.skipif(native_unavailable_reason() is not None, reason="no native"),
-        ),
-    ],
+    COMPILED_TARGETS,
 )
 @pytest.mark.parametrize(
     ("text", "shapes"),

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from all_targets import COMPILED_TARGETS
 
 from tdsl.errors import TdslIndexError
 from tdsl.jit import JITTensorKernel
-from tdsl.runtime.compile import native_unavailable_reason
 
 Array = np.ndarray[Any, Any]
 
@@ -68,13 +68,7 @@ def weights(rng: np.random.Generator) -> list[Array]:
 
 @pytest.mark.parametrize(
     "target",
-    [
-        "numpy",
-        pytest.param(
-            "native",
-            marks=pytest.mark.skipif(native_unavailable_reason() is not None, reason="no native"),
-        ),
-    ],
+    COMPILED_TARGETS,
 )
 @pytest.mark.parametrize("budget", [256, 10**6])
 def test_the_gpt2_block_computes_what_picogpt_computes(target: str, budget: int) -> None:
@@ -114,13 +108,7 @@ def gpt2(tokens: Array, wte: Array, wpe: Array, *w: Array) -> Array:
 
 @pytest.mark.parametrize(
     "target",
-    [
-        "numpy",
-        pytest.param(
-            "native",
-            marks=pytest.mark.skipif(native_unavailable_reason() is not None, reason="no native"),
-        ),
-    ],
+    COMPILED_TARGETS,
 )
 def test_a_whole_gpt2_forward_pass_computes_what_picogpt_computes(target: str) -> None:
     rng = np.random.default_rng(4)
