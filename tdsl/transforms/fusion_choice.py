@@ -16,7 +16,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
-from tdsl.dialects.op_interfaces import StridedView
+from tdsl.dialects.op_interfaces import Contraction, StridedView
 from tdsl.dialects.structured import (
     tensor_shape,
 )
@@ -151,6 +151,17 @@ def held_for_views(plan: BlockPlan) -> dict[SSAValue, tuple[int, str]]:
             )
             result = unit.layout(shape, _row_major(shape))
         layouts[unit.results[0]] = result
+        view = unit.results[0]
+        read_by_blas = any(isinstance(u.operation, Contraction) for u in view.uses)
+        if result is not None and read_by_blas and result[1] != _row_major(tensor_shape(view)):
+            found.setdefault(
+                view,
+                (
+                    math.prod(tensor_shape(view)),
+                    "copied row-major for the matmul that reads it (a BLAS call on the "
+                    "native target)",
+                ),
+            )
     return found
 
 

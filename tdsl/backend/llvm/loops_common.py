@@ -136,6 +136,17 @@ def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
+def strided_memref(t: Attribute, strides: Sequence[int]) -> MemRefType[Attribute]:
+    """The memref type of tensor type ``t`` read with element ``strides``: row-major
+    (the identity layout) where they are its row-major strides, else a strided layout."""
+    row_major = memref_of(t)
+    if tuple(strides) == row_major_strides(row_major.get_shape()):
+        return row_major
+    return MemRefType(
+        row_major.element_type, row_major.get_shape(), StridedLayoutAttr(list(strides), 0)
+    )
+
+
 def _strides(t: Attribute) -> tuple[int, ...] | None:
     """The element strides of a strided memref type; None for row-major."""
     if isinstance(t, MemRefType):

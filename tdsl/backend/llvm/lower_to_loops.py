@@ -113,6 +113,7 @@ from tdsl.backend.llvm.loops_common import (
     matmul_symbol,
     memref_of,
     row_major_strides,
+    strided_memref,
 )
 from tdsl.backend.llvm.loops_common import (
     PACK_BYTES as PACK_BYTES,
@@ -242,9 +243,7 @@ class _FunctionLowering:
             shape = tensor_shape(join.result)
             strides = row_major_strides(shape)
             offset = join.offsets()[k] * strides[join.axis_value]
-            row_major = memref_of(join.inputs[k].type)
-            layout = StridedLayoutAttr(list(strides), 0)
-            at = arg(MemRefType(row_major.element_type, row_major.get_shape(), layout), "view")
+            at = arg(strided_memref(join.inputs[k].type, strides), "view")
             views.extend((at, place[join.result], offset))
             return at
 
@@ -295,13 +294,7 @@ class _FunctionLowering:
                     if found is None:
                         raise loops_bug(f"'{op.name}' reads no row-major operand in place", op)
                 offset, view_strides = found
-                row_major = memref_of(op.results[0].type)
-                view_type = MemRefType(
-                    row_major.element_type,
-                    row_major.get_shape(),
-                    StridedLayoutAttr(list(view_strides), 0),
-                )
-                place[op.results[0]] = arg(view_type, "view")
+                place[op.results[0]] = arg(strided_memref(op.results[0].type, view_strides), "view")
                 views.extend((place[op.results[0]], source, offset))
                 continue
             if constant_value(op) is not None:
@@ -326,7 +319,7 @@ class _FunctionLowering:
                         after.append((tmp, place[r]))
                         place[r] = tmp
             group = _Group(op, [_strides(types[place[v]]) for v in op.inputs])
-            read = self._blas_views(group, op, [place[v] for v in op.inputs], roles)
+            read = self._blas_views(group, [place[v] for v in op.inputs], roles, types)
             copies[op], pending = pending, []
             pending, after = after, []
             if read:  # a BLAS call reads row-major arrays: copy those views first
@@ -433,13 +426,13 @@ class _FunctionLowering:
 
     @staticmethod
     def _blas_views(
-        group: _Group, tile: TileOp, at: Sequence[int], roles: Sequence[str]
+        group: _Group, at: Sequence[int], roles: Sequence[str], types: Sequence[Attribute]
     ) -> list[int]:
-        """The inputs of ``tile`` (by position) that are views a BLAS call of ``group``
-        reads."""
+        """The inputs of ``group`` (by position; ``at``: their arguments) that are views a
+        BLAS call reads and that are not row-major (a window of whole rows is)."""
         index = {a: i for i, a in enumerate(group.args)}
         read = {index[v] for mm in group.blas for v in mm.operands if v in index}
-        return sorted(i for i in read if roles[at[i]] == "view")
+        return sorted(i for i in read if roles[at[i]] == "view" and _strides(types[at[i]]))
 
     def _group_function(
         self,

@@ -229,3 +229,14 @@ def test_transposed_reads_in_attention_allocate_nothing_beyond_the_output_and_bu
     assert "nothing materialized between groups" in fn.fusion_report.render()
     peak, out = measure_peak(fn, *arrays)
     assert peak <= out.nbytes + budget * 4 + numpy_buffers(1) + 64 * 1024, (peak, out.nbytes)
+
+
+def test_a_window_a_matmul_reads_is_counted_where_native_copies_it() -> None:
+    shapes = {"x": (64, 96), "w": (96, 80)}
+    rows = fusion_report(to_tensordsl("x[1:3] @ w", shapes=shapes)).render()
+    assert "nothing materialized between groups" in rows  # whole rows: row-major, no copy
+    cols = fusion_report(to_tensordsl("x[:, :32] @ w[:32]", shapes=shapes)).render()
+    assert (
+        "%0 (tensor<64x32xf64>, 2048 elements): copied row-major for the matmul that reads "
+        "it (a BLAS call on the native target)"
+    ) in cols
