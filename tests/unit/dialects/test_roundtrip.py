@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import (
     Float16Type,
     Float32Type,
     Float64Type,
+    IntegerType,
     ModuleOp,
     TensorType,
 )
@@ -166,6 +167,34 @@ CASES: list[tuple[str, Sequence[Attribute], Body, str]] = [
         [t(4, 8)],
         lambda a: (td.CastOp(a, F16), td.CastOp(a, F64)),
         "tensordsl.cast %0 : tensor<4x8xf32> -> tensor<4x8xf16>",
+    ),
+    (
+        "slice",
+        [t(4, 8)],
+        lambda a: (
+            td.SliceOp.of(a, [slice(1, None), slice(None, None, -3)]),
+            td.SliceOp.of(a, [slice(3, 1), slice(None)]),
+        ),
+        "tensordsl.slice %0 offsets [1, 7] strides [1, -3] : tensor<4x8xf32> -> tensor<3x3xf32>",
+    ),
+    (
+        "reshape",
+        [t(4, 8, element=F16)],
+        lambda a: (td.ReshapeOp(a, (2, -1)), td.ReshapeOp(a, (32,))),
+        "tensordsl.reshape %0 : tensor<4x8xf16> -> tensor<2x16xf16>",
+    ),
+    (
+        "concatenate",
+        [t(4, 3), t(4, 5)],
+        lambda a, b: td.ConcatenateOp([a, b, a], 1),
+        "tensordsl.concatenate %0, %1, %0 axis 1 : (tensor<4x3xf32>, tensor<4x5xf32>, "
+        "tensor<4x3xf32>) -> tensor<4x11xf32>",
+    ),
+    (
+        "take",
+        [t(10, 4), TensorType(IntegerType(64), [2, 3]), TensorType(IntegerType(32), [5])],
+        lambda w, i, j: (td.TakeOp(w, i, 0), td.TakeOp(w, j, -1)),
+        "tensordsl.take %0, %1 axis 0 : (tensor<10x4xf32>, tensor<2x3xi64>) -> tensor<2x3x4xf32>",
     ),
 ]
 
