@@ -72,7 +72,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from tdsl.defaults import DEFAULT_MEMORY_BUDGET, check_memory_budget
 from tdsl.dialects.kernel import FusedOp, TileOp, YieldOp
 from tdsl.dialects.structured import constant_value, structured, tensor_shape
-from tdsl.dialects.tensordsl import ReshapeOp, SliceOp
+from tdsl.dialects.tensordsl import ReshapeOp, SliceOp, TakeOp
 from tdsl.errors import SourceLocation, TdslBudgetWarning, format_diagnostic, plural
 from tdsl.transforms.fusion_analysis import (
     BlockPlan,
@@ -482,7 +482,7 @@ def fusion_report(module: ModuleOp, memory_budget: int | None = None) -> FusionR
     recorded: int | None = None
     if any(isinstance(op, FusedOp | TileOp) for op in module.walk()):
         root, originals, recorded, tile_ops = _unfused_clone(module)
-    elif any(isinstance(op, SliceOp | ReshapeOp) for op in module.walk()):
+    elif any(isinstance(op, SliceOp | ReshapeOp | TakeOp) for op in module.walk()):
         # the pass sinks windows first (tdsl-sink-views): report on that, in a clone
         root = module.clone()
         originals = dict(zip(root.walk(), module.walk(), strict=True))

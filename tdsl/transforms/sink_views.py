@@ -16,7 +16,10 @@ in the group that reads it:
 - ``reshape(reshape(x))`` -> ``reshape(x)``, and a reshape to the operand's own shape
   is the operand;
 - a window of a join that lies within one of its operands is a window of that operand
-  (``concatenate((a, b))[:n]`` of an ``a`` of extent ``n`` is ``a``).
+  (``concatenate((a, b))[:n]`` of an ``a`` of extent ``n`` is ``a``);
+- ``take(f(a, b), t)`` -> ``f(take(a, t), take(b, t))`` likewise (a gather is no
+  view, but it reads its operand whole: ``exp(w)[t]`` computes ``exp`` of the rows
+  gathered only).
 
 ``tdsl-fuse`` applies them before it plans, so windows of arguments are all that
 remain in the common case; the pass runs them alone.
@@ -41,7 +44,7 @@ from xdsl.pattern_rewriter import (
 
 from tdsl.dialects.structured import tensor_shape
 from tdsl.dialects.structured_elementwise import ElementwiseOp
-from tdsl.dialects.tensordsl import ConcatenateOp, ReshapeOp, SliceOp
+from tdsl.dialects.tensordsl import ConcatenateOp, ReshapeOp, SliceOp, TakeOp
 
 
 def _operand_window(
@@ -64,7 +67,7 @@ def _operand_window(
 
 
 def _sink(
-    op: SliceOp | ReshapeOp,
+    op: SliceOp | ReshapeOp | TakeOp,
     rewriter: PatternRewriter,
     view_of: Callable[[SSAValue], Operation | None],
 ) -> None:
@@ -134,6 +137,27 @@ class SinkReshapeIntoElementwise(RewritePattern):
 
 
 @dataclass
+class SinkTakeIntoElementwise(RewritePattern):
+    """``take(f(a, b), t)`` -> ``f(take(a, t), take(b, t))`` when every use of ``f`` is a
+    gather and its operands are whole (its result's shape) or 0-d: the gather reads the
+    operands, and ``f`` computes only the rows gathered (``exp(w)[t]``)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: TakeOp, rewriter: PatternRewriter) -> None:
+        producer = op.input.owner
+        full = tensor_shape(op.input)
+        if not isinstance(producer, Operation) or not all(
+            tensor_shape(v) in (full, ()) for v in producer.operands
+        ):
+            return
+        _sink(
+            op,
+            rewriter,
+            lambda v: TakeOp(v, op.indices, op.axis_value) if tensor_shape(v) else None,
+        )
+
+
+@dataclass
 class FoldReshape(RewritePattern):
     """``reshape(reshape(x))`` -> ``reshape(x)``; a reshape to its operand's shape is its
     operand."""
@@ -196,13 +220,14 @@ SINK_VIEW_PATTERNS: tuple[RewritePattern, ...] = (
     FoldReshape(),
     SinkIntoElementwise(),
     SinkReshapeIntoElementwise(),
+    SinkTakeIntoElementwise(),
 )
 """The patterns of ``tdsl-sink-views``."""
 
 
 def sink_views(module: ModuleOp) -> None:
     """Apply :data:`SINK_VIEW_PATTERNS` to ``module`` until none applies."""
-    if not any(isinstance(op, SliceOp | ReshapeOp) for op in module.walk()):
+    if not any(isinstance(op, SliceOp | ReshapeOp | TakeOp) for op in module.walk()):
         return
     PatternRewriteWalker(
         GreedyRewritePatternApplier(list(SINK_VIEW_PATTERNS)), apply_recursively=True

@@ -138,3 +138,16 @@ def test_native_gather_never_reads_outside_its_operand() -> None:
         with pytest.raises(TdslIndexError):
             fn(W, bad)
     np.testing.assert_array_equal(fn(W, np.array([1, -1])), W[[1, -1]])
+
+
+def test_a_gather_of_an_element_wise_result_gathers_its_operands() -> None:
+    from tdsl.transforms.fuse import fuse, fusion_report
+
+    shapes = {"w": (10, 4), "t": (3,), "b": (10, 4)}
+    dtypes = {"t": "int64"}
+    module = to_tensordsl("exp(w * 2 + b)[t]", shapes=shapes, dtypes=dtypes)
+    report = fusion_report(module).render()
+    # exp computes the gathered rows only: nothing of shape 10x4 is held
+    assert "tensor<10x4" not in report.splitlines()[-1]
+    takes = [op for op in fuse(module).walk() if op.name == "tensordsl.take"]
+    assert {op.operands[0].name_hint for op in takes} == {"w", "b"}
