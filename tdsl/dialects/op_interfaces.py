@@ -311,6 +311,17 @@ class Scan(abc.ABC):
 # ---------------------------------------------------------------------------
 
 
+def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """The element strides of a C-contiguous array of ``shape``: the layout of every
+    value a group computes, and what a :class:`StridedView` reads unless told otherwise."""
+    out: list[int] = []
+    step = 1
+    for n in reversed(shape):
+        out.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(out))
+
+
 class StridedView(abc.ABC):
     """An op whose one result reads its one operand's elements in place: a window
     (``x[1:, ::2]``: an offset plus a stride per axis) or a reshape of a layout that
@@ -347,4 +358,5 @@ __all__ = [
     "ParamKind",
     "Scan",
     "StridedView",
+    "row_major_strides",
 ]

@@ -16,7 +16,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
-from tdsl.dialects.op_interfaces import Contraction, StridedView
+from tdsl.dialects.op_interfaces import Contraction, StridedView, row_major_strides
 from tdsl.dialects.structured import (
     tensor_shape,
 )
@@ -134,7 +134,7 @@ def held_for_views(plan: BlockPlan) -> dict[SSAValue, tuple[int, str]]:
             continue
         source = unit.operands[0]
         shape = tensor_shape(source)
-        layout = layouts.get(source) or (0, _row_major(shape))
+        layout = layouts.get(source) or (0, row_major_strides(shape))
         root = source
         while isinstance(root.owner, StridedView) and isinstance(root.owner, Operation):
             root = root.owner.operands[0]
@@ -149,11 +149,15 @@ def held_for_views(plan: BlockPlan) -> dict[SSAValue, tuple[int, str]]:
                 math.prod(shape),
                 f"{unit.name} copies its operand: its layout allows no view",
             )
-            result = unit.layout(shape, _row_major(shape))
+            result = unit.layout(shape, row_major_strides(shape))
         layouts[unit.results[0]] = result
         view = unit.results[0]
         read_by_blas = any(isinstance(u.operation, Contraction) for u in view.uses)
-        if result is not None and read_by_blas and result[1] != _row_major(tensor_shape(view)):
+        if (
+            result is not None
+            and read_by_blas
+            and result[1] != row_major_strides(tensor_shape(view))
+        ):
             found.setdefault(
                 view,
                 (
@@ -163,15 +167,6 @@ def held_for_views(plan: BlockPlan) -> dict[SSAValue, tuple[int, str]]:
                 ),
             )
     return found
-
-
-def _row_major(shape: Sequence[int]) -> tuple[int, ...]:
-    out: list[int] = []
-    step = 1
-    for n in reversed(shape):
-        out.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(out))
 
 
 def plans_memory(

@@ -94,6 +94,19 @@ def _sink(
         rewriter.erase(producer)
 
 
+def _sink_whole(
+    op: ReshapeOp | TakeOp, rewriter: PatternRewriter, make: Callable[[SSAValue], Operation]
+) -> None:
+    """:func:`_sink` where every operand of the element-wise producer is whole (its
+    result's shape), each made anew by ``make``, or 0-d (kept as it is)."""
+    producer = op.input.owner
+    full = tensor_shape(op.input)
+    if isinstance(producer, Operation) and all(
+        tensor_shape(v) in (full, ()) for v in producer.operands
+    ):
+        _sink(op, rewriter, lambda v: make(v) if tensor_shape(v) else None)
+
+
 def _fold(op: Operation, inner: Operation, folded: Operation, rewriter: PatternRewriter) -> None:
     """Replace view ``op`` of view ``inner`` by the one view ``folded``."""
     folded.location = op.location
@@ -123,17 +136,7 @@ class SinkReshapeIntoElementwise(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: ReshapeOp, rewriter: PatternRewriter) -> None:
-        producer = op.input.owner
-        full = tensor_shape(op.input)
-        if not isinstance(producer, Operation) or not all(
-            tensor_shape(v) in (full, ()) for v in producer.operands
-        ):
-            return
-        _sink(
-            op,
-            rewriter,
-            lambda v: ReshapeOp(v, tensor_shape(op.result)) if tensor_shape(v) else None,
-        )
+        _sink_whole(op, rewriter, lambda v: ReshapeOp(v, tensor_shape(op.result)))
 
 
 @dataclass
@@ -144,17 +147,7 @@ class SinkTakeIntoElementwise(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: TakeOp, rewriter: PatternRewriter) -> None:
-        producer = op.input.owner
-        full = tensor_shape(op.input)
-        if not isinstance(producer, Operation) or not all(
-            tensor_shape(v) in (full, ()) for v in producer.operands
-        ):
-            return
-        _sink(
-            op,
-            rewriter,
-            lambda v: TakeOp(v, op.indices, op.axis_value) if tensor_shape(v) else None,
-        )
+        _sink_whole(op, rewriter, lambda v: TakeOp(v, op.indices, op.axis_value))
 
 
 @dataclass

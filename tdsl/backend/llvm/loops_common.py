@@ -24,6 +24,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from tdsl.dialects.kernel_plan import Dims, GroupBody
+from tdsl.dialects.op_interfaces import row_major_strides
 from tdsl.dialects.structured import (
     BOOL,
     Contraction,
@@ -124,16 +125,6 @@ def _holds_exactly(wide: Attribute, narrow: Attribute) -> bool:
         return True
     width = {"f16": 16, "f32": 32, "f64": 64}
     return width.get(str(narrow), 99) < width.get(str(wide), 0)
-
-
-def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    """The element strides of a C-contiguous array of ``shape``."""
-    out: list[int] = []
-    step = 1
-    for n in reversed(shape):
-        out.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(out))
 
 
 def strided_memref(t: Attribute, strides: Sequence[int]) -> MemRefType[Attribute]:

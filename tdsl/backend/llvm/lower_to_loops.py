@@ -112,7 +112,6 @@ from tdsl.backend.llvm.loops_common import (
     loops_bug,
     matmul_symbol,
     memref_of,
-    row_major_strides,
     strided_memref,
 )
 from tdsl.backend.llvm.loops_common import (
@@ -130,7 +129,7 @@ from tdsl.backend.llvm.loops_common import (
 from tdsl.backend.llvm.loops_emit import _Group
 from tdsl.backend.llvm.loops_gather import ERROR_TYPE, ERRORS_ATTR, emit_take
 from tdsl.dialects.kernel import FusedOp, TileOp
-from tdsl.dialects.op_interfaces import StridedView
+from tdsl.dialects.op_interfaces import StridedView, row_major_strides
 from tdsl.dialects.structured import (
     constant_value,
     element_type,

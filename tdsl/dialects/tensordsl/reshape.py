@@ -33,7 +33,7 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from tdsl.dialects.op_interfaces import LanguageFunction, Param, StridedView
+from tdsl.dialects.op_interfaces import LanguageFunction, Param, StridedView, row_major_strides
 from tdsl.dialects.structured import (
     ElementConstr,
     ShapeError,
@@ -76,7 +76,7 @@ def reshape_strides(
     """The strides of ``new`` reading an operand of ``shape`` and ``strides`` in place, in
     row-major order, or None when no strides can (NumPy's ``_attempt_nocopy_reshape``)."""
     if math.prod(shape) == 0:
-        return _row_major(new)
+        return row_major_strides(new)
     old = [(n, s) for n, s in zip(shape, strides, strict=True) if n != 1]
     out = [0] * len(new)
     oi, oj, ni, nj = 0, 1, 0, 1
@@ -100,15 +100,6 @@ def reshape_strides(
     for k in range(ni, len(new)):
         out[k] = last
     return tuple(out)
-
-
-def _row_major(shape: Sequence[int]) -> tuple[int, ...]:
-    out: list[int] = []
-    step = 1
-    for n in reversed(shape):
-        out.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(out))
 
 
 @irdl_op_definition
