@@ -255,9 +255,11 @@ def _gather(
     ellipsis = next((k for k, i in enumerate(items) if i.kind == "ellipsis"), None)
     rank = len(value.shape)
     axis = at if ellipsis is None else rank - (len(items) - at)
-    if not 0 <= axis < rank:
+    used = sum(1 for i in items if i.kind != "ellipsis")
+    if not 0 <= axis < rank or used > rank:
         raise TdslTypeError(
-            f"too many indices for a tensor of rank {rank}", where(node.bracket_span)
+            f"too many indices for a tensor of rank {rank}: {used} were indexed",
+            where(node.bracket_span),
         )
     return emit(td.TakeOp(value.value, index.value, axis), node.bracket_span)
 

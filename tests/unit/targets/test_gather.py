@@ -90,6 +90,7 @@ def test_take_prints_parses_and_round_trips() -> None:
         ("exp(t)", TdslTypeError, "an integer tensor (i64[3]) is an index here", 5),
         ("w[t, t]", TdslTypeError, "indexing by an integer array takes one array", 2),
         ("w[t, 1:]", TdslTypeError, "indexing by an integer array takes one array", 2),
+        ("w[t, :, :]", TdslTypeError, "too many indices for a tensor of rank 2: 3 were", 2),
         ("zeros(3, dtype=np.int64)", TdslTypeError, "names an integer dtype", 10),
         ("w[]", TdslSyntaxError, "an empty subscript", 2),
     ],
