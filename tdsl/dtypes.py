@@ -21,23 +21,46 @@ FLOAT_DTYPES: dict[str, np.dtype[Any]] = {
 BOOL_DTYPE: np.dtype[Any] = np.dtype(np.bool_)
 """Booleans: what comparisons produce, ``where`` selects by and ``& | ~`` combine."""
 
-INDEX_DTYPES: dict[str, np.dtype[Any]] = {
+INT_DTYPES: dict[str, np.dtype[Any]] = {
     "i32": np.dtype(np.int32),
     "i64": np.dtype(np.int64),
 }
-"""Integers, by short name: index inputs of ``take`` (a gather); the language does not
-compute on integers yet."""
+"""Signed integers, by short name: values the language computes on exactly (wrapping on
+overflow, as NumPy does), and the indices of ``take`` (a gather)."""
 
-DTYPES: dict[str, np.dtype[Any]] = {"bool": BOOL_DTYPE, **FLOAT_DTYPES, **INDEX_DTYPES}
+DTYPES: dict[str, np.dtype[Any]] = {"bool": BOOL_DTYPE, **FLOAT_DTYPES, **INT_DTYPES}
 """Every element dtype, by short name (``bool``, ``f16``, ``f32``, ``f64``, ``i32``,
 ``i64``)."""
 
 SHORT_NAMES: dict[str, str] = {dtype.name: short for short, dtype in DTYPES.items()}
 """NumPy dtype name (``float32``, ``bool``) -> short name (``f32``, ``bool``)."""
 
-PROMOTION_RANK: dict[str, int] = {"bool": -1, "f16": 0, "f32": 1, "f64": 2}
-"""The order of NumPy's promotion: a binary op computes in the higher rank (a bool
-meeting a float becomes that float)."""
+
+def promote(*dtypes: np.dtype[Any], weak: Sequence[type] = ()) -> np.dtype[Any]:
+    """The dtype NumPy 2 computes ``dtypes`` in together with weak Python scalars of the
+    kinds ``weak`` (``int``, ``float``): NEP 50, so ``int32`` with a Python int stays
+    ``int32``, ``int32`` with ``float32`` is ``float64``, a bool with a Python int is
+    ``int64``.  One table for every target: NumPy's own ``result_type``."""
+    if not dtypes:
+        return np.dtype(np.float64) if float in weak else np.dtype(np.int64)
+    scalars = [kind(0) for kind in weak]
+    return np.result_type(*dtypes, *scalars)
+
+
+def math_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    """The float dtype a float function (``exp``, ``/``, ``mean``) computes an integer or
+    boolean ``dtype`` in, as NumPy's ufunc loops do (``int32 -> float64``,
+    ``bool -> float16``); a float dtype is itself."""
+    if dtype.kind == "f":
+        return dtype
+    with np.errstate(all="ignore"):
+        return np.exp(np.zeros(1, dtype)).dtype
+
+
+def sum_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
+    """The dtype ``np.sum``/``np.prod`` give for ``dtype``: a bool or an integer narrower
+    than the platform's ``int64`` accumulates in ``int64``; a float in itself."""
+    return np.sum(np.zeros(1, dtype)).dtype
 
 
 def short_name(dtype: np.dtype[Any]) -> str | None:
@@ -73,11 +96,13 @@ __all__ = [
     "BOOL_DTYPE",
     "DTYPES",
     "FLOAT_DTYPES",
-    "INDEX_DTYPES",
-    "PROMOTION_RANK",
+    "INT_DTYPES",
     "SHORT_NAMES",
     "dtype_expr",
+    "math_dtype",
+    "promote",
     "short_name",
+    "sum_dtype",
     "type_str",
     "wide_accumulator",
 ]

@@ -92,6 +92,29 @@ def tdsl_convert(x: "np.ndarray", out: "np.ndarray | None" = None) -> "np.ndarra
     return out
 
 
+def tdsl_divsi(
+    a: "np.ndarray",  # noqa: UP037
+    b: "np.ndarray",  # noqa: UP037
+    out: "np.ndarray | None" = None,  # noqa: UP037
+) -> "np.ndarray":  # noqa: UP037
+    """``a / b`` rounded towards zero (``arith.divsi``, C's ``/``): NumPy's ``//`` moved up
+    by one where the remainder is nonzero and the signs differ."""
+    q = np.floor_divide(a, b)
+    up = (np.fmod(a, b) != 0) & ((a < 0) != (b < 0))
+    return np.add(q, up.astype(q.dtype), out=out)
+
+
+def tdsl_ult(
+    a: "np.ndarray",  # noqa: UP037
+    b: "np.ndarray",  # noqa: UP037
+    out: "np.ndarray | None" = None,  # noqa: UP037
+) -> "np.ndarray":  # noqa: UP037
+    """``a < b`` with both read as unsigned (``arith.cmpi ult``)."""
+    a, b = np.asarray(a), np.asarray(b)
+    unsigned = np.dtype(f"u{a.dtype.itemsize}")
+    return np.less(a.astype(unsigned), b.astype(unsigned), out=out)
+
+
 def tdsl_unordered(
     a: "np.ndarray",  # noqa: UP037
     b: "np.ndarray",  # noqa: UP037
@@ -125,10 +148,26 @@ SCALAR_FUNCTIONS: dict[type[Operation], NumpyFunction] = {
     arith.MinimumfOp: np.minimum,
     arith.MaxnumfOp: np.fmax,
     arith.MinnumfOp: np.fmin,
-    # on i1 (booleans), as bodies use them
-    arith.AndIOp: np.logical_and,
-    arith.OrIOp: np.logical_or,
-    arith.XOrIOp: np.logical_xor,
+    # bit by bit on integers, logical on i1 (booleans)
+    arith.AndIOp: np.bitwise_and,
+    arith.OrIOp: np.bitwise_or,
+    arith.XOrIOp: np.bitwise_xor,
+    # signed integers, wrapping as NumPy's arrays do; bodies never divide by 0 or
+    # MIN by -1, nor shift by the width or more
+    arith.AddiOp: np.add,
+    arith.SubiOp: np.subtract,
+    arith.MuliOp: np.multiply,
+    arith.DivSIOp: tdsl_divsi,
+    arith.RemSIOp: np.fmod,
+    arith.MaxSIOp: np.maximum,
+    arith.MinSIOp: np.minimum,
+    arith.ShLIOp: np.left_shift,
+    arith.ShRSIOp: np.right_shift,
+    arith.ExtSIOp: tdsl_convert,
+    arith.ExtUIOp: tdsl_convert,
+    arith.TruncIOp: tdsl_convert,
+    arith.SIToFPOp: tdsl_convert,
+    arith.FPToSIOp: tdsl_convert,
     arith.SelectOp: tdsl_select,
     arith.ExtFOp: tdsl_convert,
     arith.TruncFOp: tdsl_convert,
@@ -183,12 +222,27 @@ _CMPF: dict[str, NumpyFunction] = {
 }
 
 
+# arith.cmpi predicates, on signed integers (``ult`` reads them as unsigned)
+_CMPI: dict[str, NumpyFunction] = {
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "slt": np.less,
+    "sle": np.less_equal,
+    "sgt": np.greater,
+    "sge": np.greater_equal,
+    "ult": tdsl_ult,
+}
+
+
 def numpy_function(op: Operation) -> NumpyFunction:
     """The NumPy function computing the scalar op ``op`` on arrays; an error naming the op
     where the table has none."""
     if isinstance(op, arith.CmpfOp):
         predicate = arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data]
         found = _CMPF.get(predicate)
+    elif isinstance(op, arith.CmpiOp):
+        predicate = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
+        found = _CMPI.get(predicate)
     else:
         found = SCALAR_FUNCTIONS.get(type(op))
     if found is None:
@@ -210,7 +264,9 @@ def constant_array(op: arith.ConstantOp) -> Array:
     """An ``arith.constant`` of a body as a 0-d array of its type."""
     value = op.value
     if not isinstance(value, FloatAttr | IntegerAttr):
-        raise InterpretationError(f"scalar bodies use float or boolean constants, not {value}")
+        raise InterpretationError(
+            f"scalar bodies use float, integer or boolean constants, not {value}"
+        )
     return np.asarray(cast(Any, value).value.data, dtype=scalar_dtype(op.result.type))
 
 

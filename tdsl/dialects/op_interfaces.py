@@ -145,6 +145,17 @@ class LanguageFunction(abc.ABC):  # noqa: B024 (every member has a default)
         return None
 
     @classmethod
+    def int_inputs_as(cls, dtype: np.dtype[Any]) -> np.dtype[Any] | None:
+        """How the op takes integer operands of ``dtype``, as NumPy's counterpart does:
+        ``dtype`` itself when the op computes integers exactly (``+``, ``//``, ``max``),
+        another dtype the frontend converts them to first (``float64`` for ``exp``,
+        ``/`` and ``mean`` of ``int32``; ``int64`` for ``sum`` of ``int32``), or None
+        when the op takes no integers: the frontend refuses them.  By default an op
+        that takes booleans as they are (a view, ``where``, a join) takes integers as
+        they are too."""
+        return dtype if cls.bool_inputs_as() == np.dtype(np.bool_) else None
+
+    @classmethod
     def signature(cls) -> str:
         """``softmax(x, axis=-1)``: the function as error messages show it."""
         args = ["x"] if cls.ARITY == 1 else ["a", "b", "c", "d"][: cls.ARITY]

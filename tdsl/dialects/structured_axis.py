@@ -28,6 +28,7 @@ from xdsl.irdl import (
     traits_def,
 )
 from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
 
 from tdsl.dialects.op_interfaces import CarriedLoop, Decomposable, LanguageFunction, Param, Scan
 from tdsl.dialects.structured_elementwise import identity_map
@@ -40,8 +41,9 @@ from tdsl.dialects.structured_loops import (
     dims_map,
 )
 from tdsl.dialects.structured_types import (
-    FloatElementConstr,
+    INT_SCALAR_OPS,
     FloatTensorConstr,
+    NumericElementConstr,
     ShapeError,
     StaticShapeConstr,
     convert_scalar,
@@ -49,6 +51,7 @@ from tdsl.dialects.structured_types import (
     element_type,
     expect_shape,
     fmt_shape,
+    is_int,
     normalize_axis,
     numpy_dtype,
     operand_value,
@@ -59,7 +62,7 @@ from tdsl.dialects.structured_types import (
     tensor_shape,
     tensor_type,
 )
-from tdsl.dtypes import wide_accumulator
+from tdsl.dtypes import math_dtype, sum_dtype, wide_accumulator
 
 
 def _axis_attr(axis: int) -> IntegerAttr[I64]:
@@ -96,7 +99,11 @@ class ReductionOp(IRDLOperation, StructuredOpInterface, Reduction, LanguageFunct
         Param("keepdims", "bool", False),
     )
 
-    E: ClassVar = VarConstraint("E", FloatElementConstr)
+    INTEGERS: ClassVar[bool] = False
+    """The reduction computes integers exactly (``sum``, ``prod``, ``max``, ``min``);
+    others take floats only, and the frontend converts integers as NumPy does."""
+
+    E: ClassVar = VarConstraint("E", NumericElementConstr)
     input = operand_def(TensorType.constr(E, shape=StaticShapeConstr))
     result = result_def(TensorType.constr(E, shape=StaticShapeConstr))
     axis = opt_prop_def(IntegerAttr[I64])
@@ -163,11 +170,37 @@ class ReductionOp(IRDLOperation, StructuredOpInterface, Reduction, LanguageFunct
         return (tensor_type(element_type(t), shape),)
 
     def verify_(self) -> None:
+        if is_int(self.input.type) and not self.INTEGERS:
+            raise VerifyException(
+                f"'{self.name}' computes on floats, not integers ({self.input.type}): "
+                "convert first with tensordsl.cast"
+            )
         try:
             (expected,) = self.infer_result_types([self.input.type])
         except ShapeError as err:
             raise shape_error(self, err, (self.input.type,)) from None
         expect_shape(self, tensor_shape(expected), self.result.type, "result")
+
+    @classmethod
+    def int_inputs_as(cls, dtype: np.dtype[Any]) -> np.dtype[Any] | None:
+        if not cls.INTEGERS:
+            return math_dtype(dtype)
+        return sum_dtype(dtype) if cls.WIDE else dtype
+
+    @classmethod
+    def bool_inputs_as(cls) -> np.dtype[Any] | None:
+        """A sum or product of booleans counts in int64, as NumPy's; other reductions
+        take none (a mean's is its own)."""
+        return sum_dtype(np.dtype(np.bool_)) if cls.INTEGERS and cls.WIDE else None
+
+    def identity(self) -> float:
+        """The partial of nothing (``IDENTITY``) in the accumulator's dtype: an infinite
+        identity of integers (a ``max``'s) is the dtype's bound."""
+        dtype = self.accumulator_dtype()
+        if dtype.kind == "i" and math.isinf(self.IDENTITY):
+            info = np.iinfo(dtype)
+            return int(info.min if self.IDENTITY < 0 else info.max)
+        return self.IDENTITY
 
     def loop_extents(self) -> tuple[int, ...]:
         return tensor_shape(self.input)
@@ -191,7 +224,7 @@ class ReductionOp(IRDLOperation, StructuredOpInterface, Reduction, LanguageFunct
     # -- accumulation -------------------------------------------------------------
 
     def combiner(self) -> Combiner:
-        return Combiner(self.NUMPY_UFUNC, self.IDENTITY)
+        return Combiner(self.NUMPY_UFUNC, self.identity())
 
     def accumulator_dtype(self) -> np.dtype[Any]:
         dtype = numpy_dtype(self.result.type)
@@ -208,7 +241,7 @@ class ReductionOp(IRDLOperation, StructuredOpInterface, Reduction, LanguageFunct
                 axis=None if axis is None else axis,
                 keepdims=self.keepdims_value,
                 dtype=acc,
-                **({"initial": self.IDENTITY} if not self.NEEDS_ELEMENTS else {}),
+                **({"initial": self.identity()} if not self.NEEDS_ELEMENTS else {}),
             )
         return as_array(value, acc)
 
@@ -232,7 +265,8 @@ class ReductionOp(IRDLOperation, StructuredOpInterface, Reduction, LanguageFunct
 
     def scalar_combine(self, b: Builder, acc: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
         element = convert_scalar(b, args[0], acc.type)
-        return b.insert(self.COMBINE_OP(acc, element)).results[0]
+        combine = INT_SCALAR_OPS[self.COMBINE_OP] if is_int(acc.type) else self.COMBINE_OP
+        return b.insert(combine(acc, element)).results[0]
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         """Over a 0-d operand the op reduces no dim, so its loop dims are all parallel:
@@ -268,6 +302,10 @@ class RowLocalOp(IRDLOperation, StructuredOpInterface, Decomposable, LanguageFun
 
     traits = traits_def(Pure())
     IN_PLACE: ClassVar[bool] = True
+
+    @classmethod
+    def int_inputs_as(cls, dtype: np.dtype[Any]) -> np.dtype[Any] | None:
+        return math_dtype(dtype)
 
     @property
     def axis_value(self) -> int:

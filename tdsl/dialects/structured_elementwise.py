@@ -20,6 +20,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.irdl import IRDLOperation, VarConstraint, operand_def, result_def, traits_def
 from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
 
 from tdsl.dialects.op_interfaces import LanguageFunction
 from tdsl.dialects.structured_bodies import body_of
@@ -33,25 +34,51 @@ from tdsl.dialects.structured_loops import (
 )
 from tdsl.dialects.structured_types import (
     BOOL,
+    INT_SCALAR_OPS,
     BoolTensorConstr,
-    FloatTensorConstr,
+    NumericTensorConstr,
     ShapeError,
     broadcast_shapes,
     element_type,
     expect_shape,
+    is_int,
     operand_value,
     same_element_types,
     shape_error,
     tensor_shape,
     tensor_type,
 )
-from tdsl.dtypes import BOOL_DTYPE, FLOAT_DTYPES
+from tdsl.dtypes import BOOL_DTYPE, FLOAT_DTYPES, math_dtype
 
 
 @functools.lru_cache(maxsize=64)
 def identity_map(rank: int) -> AffineMap:
     """The identity map of ``rank`` loop dims (shared: an AffineMap is immutable)."""
     return AffineMap.identity(rank)
+
+
+def ufunc_int_dtype(ufunc: str | None, arity: int, dtype: np.dtype[Any]) -> np.dtype[Any] | None:
+    """The float dtype NumPy's ``ufunc`` computes on integer operands of ``dtype``
+    (``float64`` for ``exp`` of ``int32``; without a ufunc, as float functions do); None
+    when NumPy's result is an integer (an op computing integers takes them as they
+    are) or an error."""
+    if ufunc is None:
+        return math_dtype(dtype)
+    try:
+        with np.errstate(all="ignore"):
+            result = getattr(np, ufunc)(*([np.ones(1, dtype)] * arity)).dtype
+    except TypeError:
+        return None
+    return result if result.kind == "f" else None
+
+
+def refuse_integers(op: Operation, types: Sequence[Attribute]) -> None:
+    """The verifier's error for integer operands of an op computing only floats."""
+    if any(is_int(t) for t in types) and not cast(Any, op).takes_integers():
+        raise VerifyException(
+            f"'{op.name}' computes on floats, not integers "
+            f"({', '.join(str(t) for t in types)}): convert first with tensordsl.cast"
+        )
 
 
 def ufunc_bool_dtype(ufunc: str, arity: int) -> np.dtype[Any] | None:
@@ -114,7 +141,7 @@ class UnaryOp(IRDLOperation, ElementwiseOp, LanguageFunction, abc.ABC):
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = None
     """The one-operand scalar op computing an element (``math.ExpOp``)."""
 
-    T: ClassVar = VarConstraint("T", FloatTensorConstr)
+    T: ClassVar = VarConstraint("T", NumericTensorConstr)
     input = operand_def(T)
     result = result_def(T)
 
@@ -129,7 +156,26 @@ class UnaryOp(IRDLOperation, ElementwiseOp, LanguageFunction, abc.ABC):
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> tuple[Attribute, ...]:
         return (operand_types[0],)
 
+    def verify_(self) -> None:
+        refuse_integers(self, (self.input.type,))
+
+    @classmethod
+    def takes_integers(cls) -> bool:
+        """Whether the op computes integers exactly (``abs``, ``-``): its ``SCALAR_OP`` has
+        an integer counterpart, or it defines :meth:`int_body`.  Other ops take floats
+        only; the frontend converts integers as NumPy does (``exp`` of ``int32`` is
+        ``float64``)."""
+        return cls.SCALAR_OP in INT_SCALAR_OPS or cls.int_body is not UnaryOp.int_body
+
+    def int_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        """The element computation on integers, for ops that compute them exactly."""
+        raise NotImplementedError(f"{self.name} computes no integers")
+
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        if is_int(args[0].type):
+            if self.SCALAR_OP in INT_SCALAR_OPS:
+                return (b.insert(INT_SCALAR_OPS[self.SCALAR_OP](args[0])).results[0],)
+            return self.int_body(b, args)
         if self.SCALAR_OP is None:
             return super().scalar_body(b, args)
         return (b.insert(self.SCALAR_OP(args[0])).results[0],)
@@ -137,6 +183,12 @@ class UnaryOp(IRDLOperation, ElementwiseOp, LanguageFunction, abc.ABC):
     @classmethod
     def bool_inputs_as(cls) -> np.dtype[Any] | None:
         return None if cls.NUMPY_UFUNC is None else ufunc_bool_dtype(cls.NUMPY_UFUNC, 1)
+
+    @classmethod
+    def int_inputs_as(cls, dtype: np.dtype[Any]) -> np.dtype[Any] | None:
+        if cls.takes_integers():
+            return dtype
+        return ufunc_int_dtype(cls.NUMPY_UFUNC, 1, dtype)
 
 
 class BinaryOp(IRDLOperation, ElementwiseOp, LanguageFunction, abc.ABC):
@@ -154,9 +206,9 @@ class BinaryOp(IRDLOperation, ElementwiseOp, LanguageFunction, abc.ABC):
 
     # One element type is checked by verify_, which names both types (an IRDL
     # constraint variable would not name the op).
-    lhs = operand_def(FloatTensorConstr)
-    rhs = operand_def(FloatTensorConstr)
-    result = result_def(FloatTensorConstr)
+    lhs = operand_def(NumericTensorConstr)
+    rhs = operand_def(NumericTensorConstr)
+    result = result_def(NumericTensorConstr)
 
     assembly_format = (
         "$lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)"
@@ -181,13 +233,29 @@ class BinaryOp(IRDLOperation, ElementwiseOp, LanguageFunction, abc.ABC):
 
     def verify_(self) -> None:
         same_element_types(self, (self.lhs.type, self.rhs.type, self.result.type))
+        refuse_integers(self, (self.lhs.type, self.rhs.type))
         try:
             (expected,) = self.infer_result_types([self.lhs.type, self.rhs.type])
         except ShapeError as err:
             raise shape_error(self, err, (self.lhs.type, self.rhs.type)) from None
         expect_shape(self, tensor_shape(expected), self.result.type, "result")
 
+    @classmethod
+    def takes_integers(cls) -> bool:
+        """Whether the op computes integers exactly (``+``, ``//``, ``maximum``): its
+        ``SCALAR_OP`` has an integer counterpart, or it defines :meth:`int_body`."""
+        return cls.SCALAR_OP in INT_SCALAR_OPS or cls.int_body is not BinaryOp.int_body
+
+    def int_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        """The element computation on integers, for ops that compute them exactly."""
+        raise NotImplementedError(f"{self.name} computes no integers")
+
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        if is_int(args[0].type):
+            if self.SCALAR_OP in INT_SCALAR_OPS:
+                op = INT_SCALAR_OPS[self.SCALAR_OP](args[0], args[1])
+                return (b.insert(op).results[0],)
+            return self.int_body(b, args)
         if self.SCALAR_OP is None:
             return super().scalar_body(b, args)
         return (b.insert(self.SCALAR_OP(args[0], args[1])).results[0],)
@@ -195,6 +263,12 @@ class BinaryOp(IRDLOperation, ElementwiseOp, LanguageFunction, abc.ABC):
     @classmethod
     def bool_inputs_as(cls) -> np.dtype[Any] | None:
         return None if cls.NUMPY_UFUNC is None else ufunc_bool_dtype(cls.NUMPY_UFUNC, 2)
+
+    @classmethod
+    def int_inputs_as(cls, dtype: np.dtype[Any]) -> np.dtype[Any] | None:
+        if cls.takes_integers():
+            return dtype
+        return ufunc_int_dtype(cls.NUMPY_UFUNC, 2, dtype)
 
 
 class CompareOp(BinaryOp, abc.ABC):
@@ -207,10 +281,17 @@ class CompareOp(BinaryOp, abc.ABC):
     PREDICATE: ClassVar[str]
     """The ``arith.cmpf`` predicate (ordered ones, ``une`` for ``!=``)."""
 
-    lhs = operand_def(FloatTensorConstr)
-    rhs = operand_def(FloatTensorConstr)
+    INT_PREDICATE: ClassVar[str]
+    """The ``arith.cmpi`` predicate on signed integers (``slt``, ``eq``, ...)."""
+
+    lhs = operand_def(NumericTensorConstr)
+    rhs = operand_def(NumericTensorConstr)
     result = result_def(BoolTensorConstr)
     IN_PLACE: ClassVar[bool] = False
+
+    @classmethod
+    def takes_integers(cls) -> bool:
+        return True
 
     def infer_result_types(self, operand_types: Sequence[Attribute]) -> tuple[Attribute, ...]:
         (t,) = super().infer_result_types(operand_types)
@@ -225,6 +306,8 @@ class CompareOp(BinaryOp, abc.ABC):
         expect_shape(self, tensor_shape(expected), self.result.type, "result")
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        if is_int(args[0].type):
+            return (b.insert(arith.CmpiOp(args[0], args[1], self.INT_PREDICATE)).result,)
         return (b.insert(arith.CmpfOp(args[0], args[1], self.PREDICATE)).result,)
 
     @classmethod

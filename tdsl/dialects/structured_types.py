@@ -33,7 +33,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import AtLeast, EqAttrConstraint, MessageConstraint, base
 from xdsl.utils.exceptions import VerifyException
 
-from tdsl.dtypes import BOOL_DTYPE, DTYPES, FLOAT_DTYPES, INDEX_DTYPES
+from tdsl.dtypes import BOOL_DTYPE, DTYPES, FLOAT_DTYPES, INT_DTYPES
 from tdsl.errors import TdslTypeError
 
 FloatType = Float16Type | Float32Type | Float64Type
@@ -45,11 +45,11 @@ BOOL: IntegerType = IntegerType(1)
 FLOAT_TYPES: dict[str, FloatType] = {"f16": f16, "f32": f32, "f64": f64}
 """Short name -> xDSL float element type."""
 
-INDEX_TYPES: dict[str, IntegerType] = {"i32": IntegerType(32), "i64": IntegerType(64)}
-"""Short name -> xDSL integer element type: indices of ``take`` (see
-:data:`tdsl.dtypes.INDEX_DTYPES`)."""
+INT_TYPES: dict[str, IntegerType] = {"i32": IntegerType(32), "i64": IntegerType(64)}
+"""Short name -> xDSL signless integer element type, read as signed (see
+:data:`tdsl.dtypes.INT_DTYPES`): integer values, and the indices of ``take``."""
 
-ELEMENT_TYPES: dict[str, Attribute] = {"bool": BOOL, **FLOAT_TYPES, **INDEX_TYPES}
+ELEMENT_TYPES: dict[str, Attribute] = {"bool": BOOL, **FLOAT_TYPES, **INT_TYPES}
 """Short name -> xDSL element type (the NumPy side is :data:`tdsl.dtypes.DTYPES`)."""
 
 NUMPY_DTYPES: dict[type[Attribute], np.dtype[Any]] = {
@@ -62,9 +62,32 @@ FloatElementConstr = MessageConstraint(
     "tensordsl computes on tensors of f16, f32 or f64",
 )
 BoolElementConstr = MessageConstraint(EqAttrConstraint(BOOL), "expected booleans (i1)")
+IntElementConstr = MessageConstraint(
+    EqAttrConstraint(INT_TYPES["i32"]) | EqAttrConstraint(INT_TYPES["i64"]),
+    "expected signed integers (i32 or i64)",
+)
+NumericElementConstr = MessageConstraint(
+    base(Float16Type)
+    | base(Float32Type)
+    | base(Float64Type)
+    | EqAttrConstraint(INT_TYPES["i32"])
+    | EqAttrConstraint(INT_TYPES["i64"]),
+    "tensordsl computes numbers as f16, f32, f64, i32 or i64",
+)
+IntegralElementConstr = MessageConstraint(
+    EqAttrConstraint(BOOL)
+    | EqAttrConstraint(INT_TYPES["i32"])
+    | EqAttrConstraint(INT_TYPES["i64"]),
+    "expected booleans (i1) or integers (i32, i64)",
+)
 ElementConstr = MessageConstraint(
-    base(Float16Type) | base(Float32Type) | base(Float64Type) | EqAttrConstraint(BOOL),
-    "tensordsl computes on tensors of i1 (booleans), f16, f32 or f64",
+    base(Float16Type)
+    | base(Float32Type)
+    | base(Float64Type)
+    | EqAttrConstraint(BOOL)
+    | EqAttrConstraint(INT_TYPES["i32"])
+    | EqAttrConstraint(INT_TYPES["i64"]),
+    "tensordsl computes on tensors of i1 (booleans), f16, f32, f64, i32 or i64",
 )
 StaticShapeConstr = MessageConstraint(
     ArrayOfConstraint(IntAttrConstraint.get(AtLeast(0))),
@@ -72,8 +95,35 @@ StaticShapeConstr = MessageConstraint(
 )
 FloatTensorConstr = TensorType.constr(FloatElementConstr, shape=StaticShapeConstr)
 BoolTensorConstr = TensorType.constr(BoolElementConstr, shape=StaticShapeConstr)
+IntTensorConstr = TensorType.constr(IntElementConstr, shape=StaticShapeConstr)
+NumericTensorConstr = TensorType.constr(NumericElementConstr, shape=StaticShapeConstr)
+"""A static tensor of numbers: floats or integers."""
+IntegralTensorConstr = TensorType.constr(IntegralElementConstr, shape=StaticShapeConstr)
+"""A static tensor of booleans or integers: what ``& | ^ ~`` take."""
 TensorConstr = TensorType.constr(ElementConstr, shape=StaticShapeConstr)
-"""A static tensor of any element type tdsl computes on (booleans or floats)."""
+"""A static tensor of any element type tdsl computes on (booleans, floats, integers)."""
+
+
+def is_int(value: SSAValue | Attribute) -> bool:
+    """Whether a tensor value, tensor type or element type holds integers (i32, i64)."""
+    t = value.type if isinstance(value, SSAValue) else value
+    if isinstance(t, TensorType):
+        t = cast(TensorType[Attribute], t).get_element_type()
+    return t in _INT_SET
+
+
+_INT_SET = frozenset(INT_TYPES.values())
+
+INT_SCALAR_OPS: dict[type[Operation], type[Operation]] = {
+    arith.AddfOp: arith.AddiOp,
+    arith.SubfOp: arith.SubiOp,
+    arith.MulfOp: arith.MuliOp,
+    arith.MaximumfOp: arith.MaxSIOp,
+    arith.MinimumfOp: arith.MinSIOp,
+}
+"""A float scalar op -> the integer op computing the same on (signed, wrapping)
+integers, where there is one: an op whose ``SCALAR_OP`` is here computes integers
+too, as NumPy's ufunc does."""
 
 
 class ShapeError(TdslTypeError):
@@ -105,9 +155,9 @@ def numpy_dtype(element: Attribute) -> np.dtype[Any]:
         element = element_type(cast(Attribute, element))
     if element == BOOL:
         return BOOL_DTYPE
-    for name, index in INDEX_TYPES.items():
+    for name, index in INT_TYPES.items():
         if element == index:
-            return INDEX_DTYPES[name]
+            return INT_DTYPES[name]
     return NUMPY_DTYPES[type(element)]
 
 
@@ -115,20 +165,19 @@ def element_dtype(element: Attribute) -> np.dtype[Any] | None:
     """The NumPy dtype of an element type tdsl computes on, else None."""
     if element == BOOL:
         return BOOL_DTYPE
-    for name, index in INDEX_TYPES.items():
+    for name, index in INT_TYPES.items():
         if element == index:
-            return INDEX_DTYPES[name]
+            return INT_DTYPES[name]
     return NUMPY_DTYPES.get(type(element))
 
 
 def element_of(dtype: np.dtype[Any]) -> Attribute:
-    """The element type of a NumPy dtype (bool, float16, float32 or float64)."""
+    """The element type of a NumPy dtype (bool, float16, float32, float64, int32, int64)."""
     for name, candidate in DTYPES.items():
         if candidate == dtype:
             return ELEMENT_TYPES[name]
     raise TdslTypeError(
-        f"tdsl computes on bool, float16, float32 or float64 (and takes int32 and int64 "
-        f"indices), not {dtype}"
+        f"tdsl computes on bool, float16, float32, float64, int32 and int64, not {dtype}"
     )
 
 
@@ -227,21 +276,65 @@ def shape_error(op: Operation, err: ShapeError, types: Sequence[Attribute]) -> V
 
 
 def convert_scalar(b: Builder, value: SSAValue, target: Attribute) -> SSAValue:
-    """``value`` (a float or boolean scalar) converted to the float type ``target``
-    (extf/truncf; a boolean becomes 0.0 or 1.0)."""
+    """``value`` (a float, integer or boolean scalar) converted to the float or integer
+    type ``target`` (extf/truncf; a boolean becomes 0.0 or 1.0, or 0 or 1; an integer
+    is sign-extended, truncated (wrapping) or rounded to the float)."""
     source = value.type
     if source == target:
         return value
+    if target in _INT_SET:
+        return _to_int(b, value, cast(IntegerType, target))
     if source == BOOL:
         return b.insert(arith.UIToFPOp(value, cast(FloatType, target))).result
+    if source in _INT_SET:
+        return b.insert(arith.SIToFPOp(value, cast(FloatType, target))).result
     width = {Float16Type: 16, Float32Type: 32, Float64Type: 64}
     if width[type(source)] < width[type(target)]:  # pyright: ignore[reportArgumentType]
         return b.insert(arith.ExtFOp(value, target)).result
     return b.insert(arith.TruncFOp(value, target)).result
 
 
+def _to_int(b: Builder, value: SSAValue, target: IntegerType) -> SSAValue:
+    """An integer or boolean scalar as the integer type ``target``: a boolean is 0 or 1,
+    a narrower integer is sign-extended, a wider one truncated (wrapping, as NumPy's
+    ``astype``).  Floats are refused: the float-to-integer conversion is not built."""
+    source = value.type
+    if source == BOOL:
+        return b.insert(arith.ExtUIOp(value, target)).result
+    if not isinstance(source, IntegerType):
+        return _float_to_int(b, value, target)
+    if source.bitwidth < target.bitwidth:
+        return b.insert(arith.ExtSIOp(value, target)).result
+    return b.insert(arith.TruncIOp(value, target)).result
+
+
+def _float_to_int(b: Builder, value: SSAValue, target: IntegerType) -> SSAValue:
+    """A float scalar truncated towards zero to ``target``, as NumPy's ``astype`` gives
+    it on x86-64: nan, infinities and values whose truncation is out of range become the
+    most negative integer (the conversion instruction's "integer indefinite").  The
+    conversion itself only sees in-range values, so no target traps or is undefined."""
+    bits = target.bitwidth
+    lowest = -(1 << (bits - 1))
+    above = b.insert(
+        arith.CmpfOp(value, scalar_constant(b, float(lowest - 1), value.type), "ogt")
+    ).result
+    below = b.insert(
+        arith.CmpfOp(value, scalar_constant(b, float(-lowest), value.type), "olt")
+    ).result
+    ok = b.insert(arith.AndIOp(above, below)).result
+    zero = scalar_constant(b, 0.0, value.type)
+    safe = b.insert(arith.SelectOp(ok, value, zero)).result
+    converted = b.insert(arith.FPToSIOp(safe, target)).result
+    return b.insert(arith.SelectOp(ok, converted, scalar_constant(b, lowest, target))).result
+
+
 def scalar_constant(b: Builder, value: float, element: Attribute) -> SSAValue:
-    """An ``arith.constant`` scalar of ``element``: a float, or a boolean (``value`` != 0)."""
+    """An ``arith.constant`` scalar of ``element``: a float, an integer, or a boolean
+    (``value`` != 0)."""
     if element == BOOL:
         return b.insert(arith.ConstantOp(IntegerAttr(int(bool(value)), BOOL))).result
+    if element in _INT_SET:
+        bits = cast(IntegerType, element).bitwidth
+        wrapped = (int(value) + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
+        return b.insert(arith.ConstantOp(IntegerAttr(wrapped, cast(IntegerType, element)))).result
     return b.insert(arith.ConstantOp(FloatAttr(value, cast(FloatType, element)))).result

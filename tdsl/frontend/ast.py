@@ -59,9 +59,10 @@ class Source:
 
 @dataclass(frozen=True)
 class Number:
-    """A numeric literal such as ``2``, ``2.5``, ``.5`` or ``1e-3``; always a float."""
+    """A numeric literal such as ``2``, ``2.5``, ``.5`` or ``1e-3``: an ``int`` when
+    written as an integer, else a ``float``."""
 
-    value: float
+    value: int | float
     text: str
     span: Span
 

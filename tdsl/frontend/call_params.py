@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from xdsl.ir import Attribute
 
 from tdsl.dialects import tensordsl as td
-from tdsl.dialects.structured import INDEX_TYPES, Param
+from tdsl.dialects.structured import Param
 from tdsl.errors import SourceLocation, TdslTypeError
 from tdsl.frontend.ast import Call, Keyword, Span
 from tdsl.frontend.dtype_names import element_type_of
@@ -154,25 +154,16 @@ class CallParams:
         if keyword is None or keyword.value is None:
             return None
         value = keyword.value
-        name = {"float": "float64", "double": "float64", "bool_": "bool"}.get(str(value), value)
+        aliases = {"float": "float64", "double": "float64", "bool_": "bool", "int": "int64"}
+        name = aliases.get(str(value), value)
         try:
             if not isinstance(name, str):
                 raise TdslTypeError("")
-            element = element_type_of(name)
-            if element in INDEX_TYPES.values():
-                raise TdslTypeError(
-                    f"`dtype` of `{node.func}` names an integer dtype: the language takes "
-                    "integers as indices only, and computes on bool, float16, float32 and "
-                    "float64",
-                    self.where(keyword.span),
-                )
-            return element
-        except TdslTypeError as err:
-            if err.location is not None:
-                raise
+            return element_type_of(name)
+        except TdslTypeError:
             raise TdslTypeError(
-                f"`dtype` of `{node.func}` must name bool, float16, float32 or float64 "
-                f"(np.float32, f32 or 'float32'), not `{show_keyword_value(value)}`",
+                f"`dtype` of `{node.func}` must name bool, float16, float32, float64, int32 "
+                f"or int64 (np.float32, f32 or 'float32'), not `{show_keyword_value(value)}`",
                 self.where(keyword.span),
             ) from None
 

@@ -2,7 +2,8 @@
 
 ``zeros``, ``ones`` and ``full`` are one ``tensordsl.constant`` of one value
 (stored once, whatever the shape); ``arange`` is a constant of NumPy's own
-``np.arange`` values; ``tri`` and ``eye`` compare a constant of column indices with
+``np.arange`` values (int64 for integer bounds and ``full`` of an integer, as in
+NumPy); ``tri`` and ``eye`` compare a constant of column indices with
 one of row indices plus ``k`` (``expand_dims`` lines them up) and turn the mask into
 ``1.0`` and ``0.0`` with ``where``; ``tril`` and ``triu`` keep their operand where
 such a mask holds (``where``, or ``logical_and`` for booleans).  Indices are float64
@@ -15,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from xdsl.dialects.builtin import f64
+from xdsl.dialects.builtin import f64, i64
 
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.structured import BOOL, numpy_dtype
@@ -50,13 +51,6 @@ def lower_creation(
         attr = td.dense_stored_once(np.asarray(values, dtype), element)
         return lowering.emit(td.ConstantOp(attr), span)
 
-    def integers(what: str) -> TdslTypeError:
-        return TdslTypeError(
-            f"`{node.func}` {what} makes integers in NumPy (int64), which the language does "
-            "not have yet: write a float (`2.0`) or give a float dtype (dtype=np.float32)",
-            lowering.where(span),
-        )
-
     def mask(rows: int, cols: int, k: int, compare: type[td.CompareOp]) -> TensorValue:
         """``compare(col, row + k)`` over a ``rows`` by ``cols`` grid (float64 indices)."""
         index = np.dtype(np.float64)
@@ -83,12 +77,12 @@ def lower_creation(
             return constant(np.full(params["shape"], 0 if node.func == "zeros" else 1))
         case "full":
             if isinstance(params["fill_value"], int) and params.get("dtype") is None:
-                raise integers("of an integer fill value")
+                element, dtype = i64, np.dtype(np.int64)  # NumPy's: an integer fill
             return constant(np.full(params["shape"], params["fill_value"]))
         case "arange":
             given = [params[k] for k in ("start", "stop", "step") if params[k] is not None]
             if all(isinstance(v, int) for v in given) and params.get("dtype") is None:
-                raise integers("of integers")
+                element, dtype = i64, np.dtype(np.int64)  # NumPy's: integers
             if params["step"] == 0:
                 raise TdslTypeError("`arange` needs a step other than 0", lowering.where(span))
             try:
@@ -113,7 +107,7 @@ def lower_creation(
             keep = mask(x.shape[-2], x.shape[-1], params["k"], compare)
             if x.element == BOOL:
                 return lowering.binary(td.AndOp, f"`{node.func}`", [keep, x], (span, span), span)
-            zero = LiteralValue(0.0, span)
+            zero = LiteralValue(0, span)  # weak: x's dtype
             return lowering.where_call(node, [keep, x, zero], (span, spans[0], span))
 
 

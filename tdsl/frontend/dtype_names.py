@@ -19,7 +19,8 @@ DTypeLike: TypeAlias = str | np.dtype[Any] | type[Any]
 def element_type_of(dtype: DTypeLike) -> Attribute:
     """The element type for a dtype spelled ``"f32"``, ``"float32"``, ``np.float32``, ...
 
-    Raises :class:`TdslTypeError` for anything but bool, float16, float32 and float64.
+    Raises :class:`TdslTypeError` for anything but bool, float16, float32, float64,
+    int32 and int64.
     """
     if isinstance(dtype, str) and dtype in ELEMENT_TYPES:
         return ELEMENT_TYPES[dtype]
@@ -27,8 +28,8 @@ def element_type_of(dtype: DTypeLike) -> Attribute:
     short = None if resolved is None else SHORT_NAMES.get(resolved.name)
     if short is None:
         raise TdslTypeError(
-            f"unsupported dtype {_show_dtype(cast(Any, dtype))}; expected bool, float16, float32 "
-            "or float64 (also spelled f16, f32, f64), or int32 or int64 for indices"
+            f"unsupported dtype {_show_dtype(cast(Any, dtype))}; expected bool, float16, float32, "
+            "float64, int32 or int64 (also spelled f16, f32, f64, i32, i64)"
         )
     return ELEMENT_TYPES[short]
 

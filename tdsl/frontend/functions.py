@@ -116,8 +116,10 @@ NUMPY_ALIASES: dict[str, str] = {
     "atanh": "`arctanh`",
     "rint": "`round`",
     "around": "`round`",
-    "invert": "`~` (on booleans)",
-    "bitwise_not": "`~` (on booleans)",
+    "bitwise_not": "`invert` (or `~`)",
+    "bitwise_invert": "`invert` (or `~`)",
+    "bitwise_left_shift": "`left_shift` (or `<<`)",
+    "bitwise_right_shift": "`right_shift` (or `>>`)",
     "logical_xor": "`not_equal` (on booleans)",
     "dot": "`matmul` (or `@`; the same for 1-d and 2-d operands)",
     "average": "`mean`",
@@ -128,9 +130,9 @@ NUMPY_ALIASES: dict[str, str] = {
 and docs/from-numpy.md show it."""
 
 NUMPY_MISSING: dict[str, str] = {
-    "argmax": "integer results are not in the language yet",
-    "argmin": "integer results are not in the language yet",
-    "argsort": "integer results are not in the language yet",
+    "argmax": "`argmax` is not in the language yet: `max` gives the value",
+    "argmin": "`argmin` is not in the language yet: `min` gives the value",
+    "argsort": "sorting is not in the language",
     "sort": "sorting is not in the language",
     "median": "sorting is not in the language",
     "percentile": "sorting is not in the language",
@@ -148,7 +150,6 @@ NUMPY_MISSING: dict[str, str] = {
     "nanmax": "use max(where(isnan(x), -inf, x))",
     "nanmin": "use min(where(isnan(x), inf, x))",
     "cbrt": "use sign(x) * abs(x) ** (1 / 3) (not exact to the last bit)",
-    "astype": "dtypes other than floats and booleans are not in the language yet",
 }
 """NumPy functions the language lacks: why, and the nearest way to write it."""
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from tdsl.dialects import tensordsl as td
-from tdsl.dialects.structured import INDEX_TYPES
+from tdsl.dialects.structured import INT_TYPES
 from tdsl.errors import TdslTypeError
 from tdsl.frontend.ast import Call, Span
 from tdsl.frontend.functions import FUNCTIONS
@@ -105,7 +105,7 @@ def lower_take(
     flattened, as NumPy)."""
     a = lowering.tensor(args[0], spans[0])
     indices = args[1]
-    if not isinstance(indices, TensorValue) or indices.element not in INDEX_TYPES.values():
+    if not isinstance(indices, TensorValue) or indices.element not in INT_TYPES.values():
         raise TdslTypeError(
             "the indices of `take` are a tensor of int32 or int64; floats and booleans are "
             "not indices",

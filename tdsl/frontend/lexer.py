@@ -30,8 +30,8 @@ class TokenKind(Enum):
 
 
 KEYWORDS = frozenset({"def", "return"})
-PUNCTUATION = frozenset("+-*/@()[],:=%<>!&|~")
-_TWO_CHAR = frozenset({"**", "<=", ">=", "==", "!="})
+PUNCTUATION = frozenset("+-*/@()[],:=%<>!&|~^")
+_TWO_CHAR = frozenset({"**", "<=", ">=", "==", "!=", "//", "<<", ">>"})
 """Operators of two characters, lexed as one token."""
 _OPENING = frozenset("([")
 _CLOSING = frozenset(")]")
@@ -202,4 +202,12 @@ class _Lexer:
         return match.end()
 
 
-__all__ = ["KEYWORDS", "Token", "TokenKind", "tokenize"]
+__all__ = ["KEYWORDS", "Token", "TokenKind", "number_value", "tokenize"]
+
+
+def number_value(text: str) -> int | float:
+    """A literal's value: an integer when written as one (``2``, weak like a Python int),
+    else a float (``2.0``, ``1e3``, ``.5``)."""
+    if text.isdigit():
+        return int(text)
+    return float(text)

@@ -8,10 +8,11 @@ keyword arguments, every op located at its source span.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 from xdsl.builder import Builder
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr, f64
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr, f64, i64
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
@@ -20,11 +21,13 @@ from tdsl.dialects import tensordsl as td
 from tdsl.dialects.structured import (
     BOOL,
     ELEMENT_TYPES,
-    INDEX_TYPES,
+    INT_TYPES,
     LanguageFunction,
     element_of,
+    is_int,
+    numpy_dtype,
 )
-from tdsl.dtypes import PROMOTION_RANK
+from tdsl.dtypes import promote
 from tdsl.errors import SourceLocation, TdslIRError, TdslNameError, TdslTypeError
 from tdsl.frontend.ast import (
     BinOp,
@@ -76,14 +79,23 @@ WEAK: type[float] = float
 """The dtype that declares a weak scalar input (``dtypes={"s": float}``): a Python float."""
 
 
-def _fold(op: str, a: float, b: float) -> float:
-    """``a <op> b`` of two literals, as the op's NumPy ufunc computes it in float64 (IEEE
-    rules, never ZeroDivisionError)."""
+def _fold(op: str, a: int | float, b: int | float) -> int | float:
+    """``a <op> b`` of two literals, as the op's NumPy ufunc computes them: integers in
+    int64 (wrapping; ``/`` gives a float), floats in float64 (IEEE rules); never
+    ZeroDivisionError (``1 // 0`` is 0, as NumPy's)."""
     name = OPERATOR_OPS[op].NUMPY_UFUNC
     if name is None:  # every operator's op names its NumPy counterpart
         raise TdslIRError(f"cannot fold the literals of '{op}': its op names no NumPy ufunc")
+    exact = isinstance(a, int) and isinstance(b, int)
+    kind = np.int64 if exact else np.float64
     with np.errstate(all="ignore"):
-        return float(getattr(np, name)(np.float64(a), np.float64(b)))
+        try:
+            value = getattr(np, name)(kind(a), kind(b))
+        except OverflowError:  # an integer literal beyond int64
+            value = getattr(np, name)(np.float64(a), np.float64(b))
+        except ValueError:  # an integer to a negative integer power: Python's float
+            value = getattr(np, name)(np.float64(a), np.float64(b))
+    return int(value) if np.dtype(value.dtype).kind == "i" else float(value)
 
 
 class FunctionLowering(CallParams):
@@ -117,10 +129,23 @@ class FunctionLowering(CallParams):
         return TensorValue(result, td.tensor_shape(result), td.element_type(result))
 
     def to_element(self, value: Value, element: Attribute, span: Span) -> TensorValue:
-        """``value`` as a tensor of ``element``: a constant, a cast, or itself."""
+        """``value`` as a tensor of ``element``: a constant, a cast, or itself.  An integer
+        literal out of an integer type's range is NumPy 2's error."""
         if isinstance(value, LiteralValue):
-            with np.errstate(over="ignore"):
-                data = np.array(value.value, dtype=np.float64).astype(td.numpy_dtype(element))
+            dtype = numpy_dtype(element)
+            if dtype.kind == "i" and isinstance(value.value, int):
+                info = np.iinfo(dtype)
+                if not info.min <= value.value <= info.max:
+                    raise TdslTypeError(
+                        f"the integer {value.value} is out of bounds for {dtype} "
+                        f"([{info.min}, {info.max}]), as in NumPy 2: convert the other "
+                        "operand first, e.g. `astype(x, int64)`, or write a float",
+                        self.where(value.span),
+                    )
+                data = np.array(value.value, dtype=dtype)
+            else:
+                with np.errstate(over="ignore"):
+                    data = np.array(value.value, dtype=np.float64).astype(dtype)
             return self.emit(td.ConstantOp(td.dense_from_numpy(data, element)), value.span)
         if isinstance(value, WeakValue):
             value = TensorValue(value.value, (), f64)
@@ -139,37 +164,66 @@ class FunctionLowering(CallParams):
         span: Span | None = None,
     ) -> list[TensorValue]:
         """Promote ``operands`` to one element type, as ``np.result_type`` (NEP 50): a
-        boolean meets a float as that float, a literal makes booleans float64.
+        boolean meets a float as that float, an integer literal keeps an integer tensor's
+        type, a float literal makes integers float64, ``int32`` with ``float32`` is
+        ``float64``.
 
         Booleans all through go to ``op`` as :meth:`bool_inputs_as` says: as they are,
-        converted to a float type, or refused (at ``span``) with a suggestion.
+        converted to a float type, or refused (at ``span``) with a suggestion; integers
+        as :meth:`int_inputs_as` says.
         """
-        elements = [v.element for v, _ in operands if isinstance(v, TensorValue)]
-        rank = PROMOTION_RANK
-        element = max(elements, key=lambda e: rank[dtype_name(e)]) if elements else f64
-        if element == BOOL and len(elements) < len(operands):
-            element = f64  # a Python float with booleans is a float64, as in NumPy
+        dtypes = [numpy_dtype(v.element) for v, _ in operands if isinstance(v, TensorValue)]
+        weak = [
+            int if isinstance(v, LiteralValue) and isinstance(v.value, int) else float
+            for v, _ in operands
+            if not isinstance(v, TensorValue)
+        ]
+        element = element_of(promote(*dtypes, weak=weak))
+        if (
+            op is not None
+            and issubclass(op, td.NO_FLOATS)
+            and element not in (BOOL, *INT_TYPES.values())
+        ):
+            shown = ", ".join(self.describe(v) for v, _ in operands)
+            raise TdslTypeError(
+                f"{what} of floats ({shown}) is not supported: it takes integers (and "
+                "booleans), as in NumPy; convert first, e.g. `astype(x, int64)`",
+                self.where(span or operands[0][1]),
+            )
+        if is_int(element) and op is not None:
+            as_dtype = op.int_inputs_as(numpy_dtype(element))
+            if as_dtype is None:
+                shown = ", ".join(self.describe(v) for v, _ in operands)
+                raise TdslTypeError(
+                    f"{what} of integers ({shown}) is not supported: convert first, "
+                    "e.g. `astype(x, float64)`",
+                    self.where(span or operands[0][1]),
+                )
+            element = element_of(as_dtype)
         if element == BOOL and op is not None:
             as_dtype = op.bool_inputs_as()
             if as_dtype is None:
                 shown = ", ".join(self.describe(v) for v, _ in operands)
                 raise TdslTypeError(
-                    f"{what} of booleans ({shown}) is not a float in NumPy; tdsl computes on "
-                    "booleans only with comparisons, `&`, `|`, `~` and `where`: convert "
-                    "first, e.g. `where(x, 1.0, 0.0)` or `1.0 * x`",
+                    f"{what} of booleans ({shown}) is not supported: convert first, e.g. "
+                    "`astype(x, float32)`, `astype(x, int64)` or `1.0 * x`",
                     self.where(span or operands[0][1]),
                 )
             element = element_of(as_dtype)
         return [self.to_element(v, element, s) for v, s in operands]
 
     def tensor(self, value: Value, span: Span) -> TensorValue:
-        """``value`` as a tensor; a lone literal or weak scalar is a float64."""
+        """``value`` as a tensor; a lone literal or weak scalar is a float64 (an integer
+        literal an int64, as ``np.asarray(1)``)."""
         if isinstance(value, TupleValue):
             raise TdslTypeError(
                 "a tuple is not a result: return its items (`return a, b`), or join them",
                 self.where(span),
             )
-        return value if isinstance(value, TensorValue) else self.to_element(value, f64, span)
+        if isinstance(value, TensorValue):
+            return value
+        exact = isinstance(value, LiteralValue) and isinstance(value.value, int)
+        return self.to_element(value, i64 if exact else f64, span)
 
     def weak(
         self, op_class: type[td.BinaryOp], args: Sequence[Value], spans: Sequence[Span], span: Span
@@ -181,6 +235,8 @@ class FunctionLowering(CallParams):
     @staticmethod
     def describe(value: Value) -> str:
         if isinstance(value, LiteralValue):
+            if isinstance(value.value, int):
+                return f"int (the number {value.value})"
             return f"f64[] (the number {value.value:g})"
         if isinstance(value, WeakValue):
             return "f64[] (a weak scalar)"
@@ -208,7 +264,6 @@ class FunctionLowering(CallParams):
 
     def lower_node(self, node: Expr, args: list[Value]) -> Value:
         self.no_tuples(node, args)
-        self.no_integers(node, args)
         match node:
             case Number(value=value, span=span):
                 return LiteralValue(value, span)
@@ -225,6 +280,8 @@ class FunctionLowering(CallParams):
                 return self.matmul("`@`", args, (node.lhs.span, node.rhs.span), node.op_span)
             case Invert():
                 (arg,) = args
+                if isinstance(arg, TensorValue) and is_int(arg.element):
+                    return self.emit(td.InvertOp(arg.value), node.span)
                 self.booleans("`~`", args, (node.operand.span,))
                 assert isinstance(arg, TensorValue)
                 return self.emit(td.NotOp(arg.value), node.span)
@@ -256,22 +313,6 @@ class FunctionLowering(CallParams):
                 raise TdslTypeError(
                     "a tuple is not a value here: tuples and lists are the operands of "
                     "`concatenate`, `stack`, `hstack` and `vstack`",
-                    self.where(child.span),
-                )
-
-    def no_integers(self, node: Expr, args: Sequence[Value]) -> None:
-        """Refuse an integer tensor where ``node`` takes none: integers are indices, of
-        ``take`` and of ``a[idx]`` (a gather), and the language computes on none yet."""
-        if isinstance(node, Call) and node.func == "take":
-            return
-        for k, (child, arg) in enumerate(zip(children(node), args, strict=True)):
-            if isinstance(node, Subscript) and k > 0:
-                continue  # an array index
-            if isinstance(arg, TensorValue) and arg.element in INDEX_TYPES.values():
-                raise TdslTypeError(
-                    f"an integer tensor ({self.describe(arg)}) is an index here, not a value: "
-                    "the language takes integers only as the indices of `take(a, indices)` "
-                    "and `a[indices]`, and computes on bool, float16, float32 and float64",
                     self.where(child.span),
                 )
 
@@ -318,7 +359,11 @@ class FunctionLowering(CallParams):
                 self.where(span),
             ) from None
         if issubclass(op_class, td.LogicalOp):
-            self.booleans(what, args, spans)
+            integers = [v for v in args if isinstance(v, TensorValue) and is_int(v.element)]
+            if integers and op_class.OPERATOR is not None:  # `&`, `|` of integers: bitwise
+                op_class = td.BitwiseAndOp if op_class is td.AndOp else td.BitwiseOrOp
+            else:
+                self.booleans(what, args, spans)
         lhs, rhs = self.unify(list(zip(args, spans, strict=True)), op_class, what, span)
         return self.emit(op_class(lhs.value, rhs.value), span)
 
@@ -327,8 +372,8 @@ class FunctionLowering(CallParams):
         for value, at in zip(args, spans, strict=True):
             if not isinstance(value, TensorValue) or value.element != BOOL:
                 raise TdslTypeError(
-                    f"{what} takes booleans, not {self.describe(value)}: compare first, "
-                    "e.g. `(a > 0) & (b < 1)`",
+                    f"{what} takes booleans or integers, not {self.describe(value)}: compare "
+                    "first, e.g. `(a > 0) & (b < 1)`",
                     self.where(at),
                 )
 
@@ -411,6 +456,19 @@ class FunctionLowering(CallParams):
             return self.where_call(node, args, spans)
         if issubclass(op, td.LogicalReductionOp):
             args = [self.truth(args[0], spans[0])]
+        if op is td.CastOp:
+            (arg,) = args
+            element = params["dtype"]
+            tensor = self.tensor(arg, spans[0])
+            if element == BOOL:
+                return self.truth(tensor, spans[0])
+            if element == tensor.element:
+                return tensor
+            return self.emit(td.CastOp(tensor.value, cast(Attribute, element)), node.span)
+        if issubclass(op, td.RoundingOp):
+            (arg,) = args
+            if isinstance(arg, TensorValue) and is_int(arg.element):
+                return arg  # an integer is its own rounding, and stays an integer
         # literals and weak scalars take the element type of the tensors they meet
         # (``clip(x, 0, 6)`` of a float32 ``x`` is float32), as with operators
         unified = self.unify(list(zip(args, spans, strict=True)), op, f"`{info.name}`", node.span)

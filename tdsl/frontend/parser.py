@@ -48,7 +48,7 @@ from tdsl.frontend.ast import (
     Source,
     Span,
 )
-from tdsl.frontend.lexer import Token, TokenKind, tokenize
+from tdsl.frontend.lexer import Token, TokenKind, number_value, tokenize
 from tdsl.frontend.subscripts import parse_bracketed, parse_subscript
 
 MAX_NESTING = 200
@@ -78,13 +78,17 @@ COMPARISONS = frozenset({"<", "<=", "==", "!=", ">=", ">"})
 _PRECEDENCE = {
     **dict.fromkeys(COMPARISONS, 0),
     "|": 1,
-    "&": 2,
-    "+": 3,
-    "-": 3,
-    "*": 4,
-    "/": 4,
-    "%": 4,
-    "@": 4,
+    "^": 2,
+    "&": 3,
+    "<<": 4,
+    ">>": 4,
+    "+": 5,
+    "-": 5,
+    "*": 6,
+    "/": 6,
+    "//": 6,
+    "%": 6,
+    "@": 6,
 }
 """Binary operators (``**`` aside) and their precedence, as in Python."""
 _MAX_INT_DIGITS = 18
@@ -373,7 +377,7 @@ class _Parser:
         token = self.tok
         if token.kind is TokenKind.NUMBER:
             self.advance()
-            return Number(float(token.text), token.text, token.span)
+            return Number(number_value(token.text), token.text, token.span)
         if token.kind is TokenKind.NAME:
             self.advance()
             if self.is_punct("("):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from xdsl.ir import Operation
 
 from tdsl.dialects import tensordsl as td
-from tdsl.dialects.structured import INDEX_TYPES
+from tdsl.dialects.structured import INT_TYPES
 from tdsl.errors import SourceLocation, TdslTypeError
 from tdsl.frontend.ast import Expr, Index, Span, Subscript, TupleExpr
 from tdsl.frontend.lexer import Token, TokenKind
@@ -246,7 +246,7 @@ def _gather(
             where(node.bracket_span),
         )
     item = items[at]
-    if not isinstance(index, TensorValue) or index.element not in INDEX_TYPES.values():
+    if not isinstance(index, TensorValue) or index.element not in INT_TYPES.values():
         raise TdslTypeError(
             "an array index is a tensor of int32 or int64 (a gather); floats and booleans "
             "are not indices",

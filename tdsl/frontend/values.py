@@ -24,9 +24,10 @@ class TensorValue:
 
 @dataclass(frozen=True)
 class LiteralValue:
-    """A weak scalar: a literal, or arithmetic between literals, folded like Python."""
+    """A weak scalar: a literal, or arithmetic between literals, folded like NumPy's
+    Python scalars (an ``int`` stays one: ``1 + 1`` is the integer 2)."""
 
-    value: float
+    value: int | float
     span: Span
 
 

@@ -85,7 +85,7 @@ def _run_constant(
 
 def _scalar_functions() -> type[InterpreterFunctions]:
     namespace: dict[str, Any] = {"__module__": __name__}
-    for i, op_type in enumerate([*SCALAR_FUNCTIONS, arith.CmpfOp]):
+    for i, op_type in enumerate([*SCALAR_FUNCTIONS, arith.CmpfOp, arith.CmpiOp]):
         namespace[f"run_{i}"] = impl(op_type)(_run_table)
     namespace["run_constant"] = impl(arith.ConstantOp)(_run_constant)
     return register_impls(type("ScalarFunctions", (InterpreterFunctions,), namespace))

@@ -195,6 +195,11 @@ def fmod(a: Operand, b: Operand) -> Array:
     return _call("fmod", (a, b))
 
 
+def floor_divide(a: Operand, b: Operand) -> Array:
+    """``a // b`` element-wise, broadcasting: the quotient rounded towards -inf (``np.floor_divide``, Python's ``//``)."""
+    return _call("floor_divide", (a, b))
+
+
 def arctan2(a: Operand, b: Operand) -> Array:
     """The angle of the point ``(b, a)`` (``np.arctan2(y, x)``), element-wise, broadcasting."""
     return _call("arctan2", (a, b))
@@ -300,6 +305,36 @@ def clip(a: Operand, b: Operand, c: Operand) -> Array:
     return _call("clip", (a, b, c))
 
 
+def bitwise_and(a: Operand, b: Operand) -> Array:
+    """``a & b`` bit by bit on integers, broadcasting (``np.bitwise_and``)."""
+    return _call("bitwise_and", (a, b))
+
+
+def bitwise_or(a: Operand, b: Operand) -> Array:
+    """``a | b`` bit by bit on integers, broadcasting (``np.bitwise_or``)."""
+    return _call("bitwise_or", (a, b))
+
+
+def bitwise_xor(a: Operand, b: Operand) -> Array:
+    """``a ^ b`` bit by bit, broadcasting (``np.bitwise_xor``): on booleans, their exclusive or."""
+    return _call("bitwise_xor", (a, b))
+
+
+def invert(x: Operand) -> Array:
+    """``~x`` bit by bit on integers (``np.invert``: ``-x - 1``)."""
+    return _call("invert", (x,))
+
+
+def left_shift(a: Operand, b: Operand) -> Array:
+    """``a << b`` element-wise on integers, broadcasting (``np.left_shift``; wraps)."""
+    return _call("left_shift", (a, b))
+
+
+def right_shift(a: Operand, b: Operand) -> Array:
+    """``a >> b`` element-wise on integers, broadcasting: arithmetic, keeping the sign (``np.right_shift``)."""
+    return _call("right_shift", (a, b))
+
+
 __all__ = [
     "abs",
     "arccos",
@@ -309,6 +344,9 @@ __all__ = [
     "arctan",
     "arctan2",
     "arctanh",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
     "ceil",
     "clip",
     "conj",
@@ -321,13 +359,16 @@ __all__ = [
     "exp",
     "expm1",
     "floor",
+    "floor_divide",
     "fmod",
     "greater",
     "greater_equal",
     "hypot",
+    "invert",
     "isfinite",
     "isinf",
     "isnan",
+    "left_shift",
     "less",
     "less_equal",
     "log",
@@ -348,6 +389,7 @@ __all__ = [
     "reciprocal",
     "relu",
     "remainder",
+    "right_shift",
     "round",
     "sigmoid",
     "sign",

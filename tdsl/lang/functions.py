@@ -14,6 +14,11 @@ from tdsl.lang_types import call_parts as _call_parts
 # Generated from the function table by `python -m tdsl.tools.gen_reference`: do not edit below.
 
 
+def astype(x: Operand, dtype: DTypeLike) -> Array:
+    """Converts the element type to a float or integer type, keeping the shape (``x.astype(dtype)``: booleans become 0 and 1; integers narrow by wrapping; floats truncate towards zero, and nan, infinities and out-of-range values become the most negative integer, as NumPy's cast gives them on x86-64)."""
+    return _call("astype", (x,), {"dtype": dtype})
+
+
 def matmul(a: Operand, b: Operand) -> Array:
     """Matrix product with ``np.matmul`` semantics."""
     return _call("matmul", (a, b))
@@ -236,6 +241,7 @@ __all__ = [
     "any",
     "arange",
     "array_split",
+    "astype",
     "broadcast_to",
     "concatenate",
     "cumprod",

@@ -18,7 +18,9 @@ xDSL 0.75 has no ``convert-arith-to-llvm``; these patterns are it, for scalar
   ``uitofp`` from ``i1`` -> a select of 1.0 and 0.0, from narrower than ``i64``
   -> ``zext`` to ``i64`` then ``sitofp`` (exact); ``bitcast`` -> ``bitcast``.
 
-Not lowered (left in place, so the pass reports them): ``fptosi``/``fptoui`` and
+- ``fptosi`` -> the ``llvm.fptosi.sat`` intrinsic (the same on in-range values).
+
+Not lowered (left in place, so the pass reports them): ``fptoui`` and
 ``uitofp`` from ``i64`` (xDSL's ``llvm`` dialect has no such casts), dense
 (vector or tensor) constants, and the remaining ``arith`` ops.
 """
@@ -253,7 +255,8 @@ class IntegerCastToLLVM(RewritePattern):
 
 
 class FloatCastToLLVM(RewritePattern):
-    """``extf``/``truncf`` -> ``fpext``/``fptrunc``; ``sitofp`` -> ``sitofp``;
+    """``extf``/``truncf`` -> ``fpext``/``fptrunc``; ``sitofp`` -> ``sitofp``; ``fptosi``
+    -> the ``llvm.fptosi.sat`` intrinsic;
     ``uitofp`` (from ``i1``: a select of 1.0 and 0.0; from a narrower integer than
     ``i64``: ``zext`` then ``sitofp``); ``bitcast`` -> ``bitcast``."""
 
@@ -266,6 +269,13 @@ class FloatCastToLLVM(RewritePattern):
                 new = llvm.FPTruncOp(op.input, op.result.type)
             case arith.SIToFPOp():
                 new = llvm.SIToFPOp(to_llvm(rewriter, op.input), op.result.type)
+            case arith.FPToSIOp():
+                # xDSL's llvm dialect has no fptosi: the saturating intrinsic, which
+                # agrees with it on every value tdsl converts (the body selects NumPy's
+                # result for nan and out-of-range values)
+                target = llvm_type(op.result.type)
+                name = f"llvm.fptosi.sat.i{integer_width(target)}.{float_suffix(op.input.type)}"
+                new = llvm.CallIntrinsicOp(name, [op.input], [target])
             case arith.UIToFPOp():
                 replace_op(rewriter, op, [_unsigned_to_float(rewriter, op)])
                 return

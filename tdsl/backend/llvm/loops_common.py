@@ -32,7 +32,9 @@ from tdsl.dialects.structured import (
     IteratorType,
     Scan,
     element_type,
+    is_int,
     reduction_of,
+    scalar_constant,
     structured,
     tensor_shape,
 )
@@ -191,6 +193,8 @@ class _Code:
             return self.insert(arith.ConstantOp(IntegerAttr(int(bool(value)), BOOL)))
         if isinstance(element, IndexType):
             raise loops_bug(f"a scalar constant {value} of type index")
+        if is_int(element):
+            return scalar_constant(self.b, value, element)
         return self.insert(arith.ConstantOp(FloatAttr(value, _float(element))))
 
     def loop(self, lb: SSAValue, ub: SSAValue, step: SSAValue) -> tuple[_Code, SSAValue]:

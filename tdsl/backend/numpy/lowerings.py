@@ -371,6 +371,13 @@ def _matmul(op: td.MatmulOp, g: TileGen, args: Sequence[Any], results: Sequence[
     _matmul_partial(op, g, args, results[0])
 
 
+@register(td.CastOp)
+def _cast(op: td.CastOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
+    # NumPy's own conversion: a float to an integer is NumPy's (nan and out-of-range
+    # values give its "integer indefinite", with its RuntimeWarning)
+    g.call('np.copyto({out}, {0}, casting="unsafe")', args[0], out=results[0])
+
+
 @register(td.TransposeOp)
 def _transpose(op: td.TransposeOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
     g.call(f"np.copyto({{out}}, {_transpose_view(op)})", args[0], out=results[0])

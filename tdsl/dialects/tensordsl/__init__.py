@@ -2,7 +2,8 @@
 
 Every op works on builtin ranked, static tensors (``tensor<4x8xf32>``,
 ``tensor<f64>``; zero-size dimensions are fine) whose element type is ``f16``,
-``f32`` or ``f64``.  The semantics are NumPy's:
+``f32`` or ``f64``, ``i1`` (booleans), or ``i32``/``i64`` (signed integers, computed
+exactly and wrapping; the ops that take them say so).  The semantics are NumPy's:
 
 * binary element-wise ops broadcast their operands (``np.broadcast_shapes``);
   both operands share one element type, promotion is an explicit ``cast``;
@@ -29,6 +30,7 @@ span before any IR exists.
 
 The ops are defined one module per family (:mod:`.constant`, :mod:`.elementwise_unary`,
 :mod:`.elementwise_math`, :mod:`.elementwise_binary`, :mod:`.compare_logical`,
+:mod:`.bitwise`,
 :mod:`.contraction`, :mod:`.normalize`, :mod:`.reductions`, :mod:`.scans`,
 :mod:`.views`, :mod:`.slicing`, :mod:`.reshape`, :mod:`.joins`, :mod:`.gather`); this
 package re-exports them, and the dialect is made of the op classes those modules
@@ -65,6 +67,7 @@ from tdsl.dialects.structured import (
     tensor_shape,
 )
 from tdsl.dialects.tensordsl import (
+    bitwise,
     compare_logical,
     constant,
     contraction,
@@ -83,6 +86,8 @@ from tdsl.dialects.tensordsl import (
 )
 
 # the op classes (and the helpers) of every family, by their names: td.ExpOp
+from tdsl.dialects.tensordsl.bitwise import *  # noqa: F403
+from tdsl.dialects.tensordsl.bitwise import INTEGER_ONLY, NO_FLOATS
 from tdsl.dialects.tensordsl.compare_logical import *  # noqa: F403
 from tdsl.dialects.tensordsl.compare_logical import ClassifyOp
 from tdsl.dialects.tensordsl.constant import *  # noqa: F403
@@ -126,6 +131,7 @@ FAMILY_MODULES: tuple[ModuleType, ...] = (
     elementwise_math,
     elementwise_binary,
     compare_logical,
+    bitwise,
     contraction,
     normalize,
     reductions,
@@ -175,13 +181,13 @@ def _family(base: type[Any], *, boolean: bool | None = None) -> tuple[Any, ...]:
 CLASSIFY_OPS: tuple[type[ClassifyOp], ...] = _family(ClassifyOp)
 """``isnan``, ``isinf``, ``isfinite``: floats in, booleans out."""
 UNARY_OPS: tuple[type[UnaryOp], ...] = tuple(
-    c for c in _family(UnaryOp, boolean=False) if c not in CLASSIFY_OPS
+    c for c in _family(UnaryOp, boolean=False) if c not in (*CLASSIFY_OPS, *INTEGER_ONLY)
 )
 """Element-wise unary ops on floats, of the operand's type."""
 COMPARISON_OPS: tuple[type[CompareOp], ...] = _family(CompareOp)
 """Comparisons: floats in, booleans out."""
 BINARY_OPS: tuple[type[BinaryOp], ...] = tuple(
-    c for c in _family(BinaryOp, boolean=False) if c not in COMPARISON_OPS
+    c for c in _family(BinaryOp, boolean=False) if c not in (*COMPARISON_OPS, *INTEGER_ONLY)
 )
 """Element-wise binary ops on floats."""
 LOGICAL_OPS: tuple[type[Operation], ...] = (
@@ -217,9 +223,11 @@ __all__ = [
     "CLASSIFY_OPS",
     "COMPARISON_OPS",
     "FAMILY_MODULES",
+    "INTEGER_ONLY",
     "LANGUAGE_ONLY",
     "LOGICAL_OPS",
     "LOGICAL_REDUCTION_OPS",
+    "NO_FLOATS",
     "NUMPY_DTYPES",
     "OPS",
     "RECIPROCAL_MIN_SIZE",

@@ -49,7 +49,7 @@ from tdsl.dialects.structured import (
 )
 from tdsl.dialects.structured_types import shape_error
 from tdsl.dialects.tensordsl.elementwise_unary import numpy_extremum
-from tdsl.dtypes import BOOL_DTYPE, FLOAT_DTYPES
+from tdsl.dtypes import BOOL_DTYPE, FLOAT_DTYPES, math_dtype
 
 
 @irdl_op_definition
@@ -66,6 +66,7 @@ class LessOp(CompareOp):
     OPERATOR: ClassVar[str | None] = "<"
     NUMPY_UFUNC: ClassVar[str | None] = "less"
     PREDICATE: ClassVar[str] = "olt"
+    INT_PREDICATE: ClassVar[str] = "slt"
 
 
 @irdl_op_definition
@@ -82,6 +83,7 @@ class LessEqualOp(CompareOp):
     OPERATOR: ClassVar[str | None] = "<="
     NUMPY_UFUNC: ClassVar[str | None] = "less_equal"
     PREDICATE: ClassVar[str] = "ole"
+    INT_PREDICATE: ClassVar[str] = "sle"
 
 
 @irdl_op_definition
@@ -98,6 +100,7 @@ class EqualOp(CompareOp):
     OPERATOR: ClassVar[str | None] = "=="
     NUMPY_UFUNC: ClassVar[str | None] = "equal"
     PREDICATE: ClassVar[str] = "oeq"
+    INT_PREDICATE: ClassVar[str] = "eq"
 
 
 @irdl_op_definition
@@ -114,6 +117,7 @@ class NotEqualOp(CompareOp):
     OPERATOR: ClassVar[str | None] = "!="
     NUMPY_UFUNC: ClassVar[str | None] = "not_equal"
     PREDICATE: ClassVar[str] = "une"
+    INT_PREDICATE: ClassVar[str] = "ne"
 
 
 @irdl_op_definition
@@ -130,6 +134,7 @@ class GreaterEqualOp(CompareOp):
     OPERATOR: ClassVar[str | None] = ">="
     NUMPY_UFUNC: ClassVar[str | None] = "greater_equal"
     PREDICATE: ClassVar[str] = "oge"
+    INT_PREDICATE: ClassVar[str] = "sge"
 
 
 @irdl_op_definition
@@ -146,6 +151,7 @@ class GreaterOp(CompareOp):
     OPERATOR: ClassVar[str | None] = ">"
     NUMPY_UFUNC: ClassVar[str | None] = "greater"
     PREDICATE: ClassVar[str] = "ogt"
+    INT_PREDICATE: ClassVar[str] = "sgt"
 
 
 @irdl_op_definition
@@ -291,6 +297,10 @@ class WhereOp(TernaryOp):
 class ClassifyOp(UnaryOp, abc.ABC):
     """Base of ``isnan``, ``isinf`` and ``isfinite``: floats in, booleans of the same shape
     out (booleans in are floats 0 and 1, as in NumPy: never nan nor infinite)."""
+
+    @classmethod
+    def int_inputs_as(cls, dtype: np.dtype[Any]) -> np.dtype[Any] | None:
+        return math_dtype(dtype)  # every integer is finite: NumPy's answer, computed as f64
 
     input = operand_def(FloatTensorConstr)
     result = result_def(BoolTensorConstr)

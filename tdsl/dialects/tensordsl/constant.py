@@ -31,7 +31,7 @@ from xdsl.printer import Printer
 from xdsl.traits import ConstantLike, Pure
 from xdsl.utils.exceptions import ParseError
 
-from tdsl.dialects.structured import FloatTensorConstr, FloatType, HasConstantValue, numpy_dtype
+from tdsl.dialects.structured import FloatType, HasConstantValue, NumericTensorConstr, numpy_dtype
 
 
 @irdl_op_definition
@@ -46,7 +46,7 @@ class ConstantOp(IRDLOperation, HasConstantValue):
 
     name = "tensordsl.constant"
 
-    T: ClassVar = VarConstraint("T", FloatTensorConstr)
+    T: ClassVar = VarConstraint("T", NumericTensorConstr)
     value = prop_def(ParamAttrConstraint(DenseIntOrFPElementsAttr, (T, AnyAttr())))
     result = result_def(T)
 

@@ -6,8 +6,8 @@ folds a transpose of a transpose.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, cast
 
 import numpy as np
 from xdsl.builder import Builder
@@ -30,13 +30,14 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from tdsl.dialects.structured import (
+    INT_TYPES,
     NUMPY_DTYPES,
     Combiner,
     Contraction,
     ElementConstr,
-    FloatTensorConstr,
     IteratorType,
     LanguageFunction,
+    NumericTensorConstr,
     Param,
     Reduction,
     ShapeError,
@@ -50,6 +51,7 @@ from tdsl.dialects.structured import (
     element_type,
     fmt_shape,
     identity_map,
+    is_int,
     numpy_dtype,
     operand_value,
     tensor_shape,
@@ -108,11 +110,15 @@ def _identity_maps(rank: int) -> tuple[AffineMap, ...]:
 
 
 @irdl_op_definition
-class CastOp(IRDLOperation, StructuredOpInterface):
-    """Converts the element type to a float type, keeping the shape (``x.astype(dtype)``;
-    booleans become 0.0 and 1.0).
+class CastOp(IRDLOperation, StructuredOpInterface, LanguageFunction):
+    """Converts the element type to a float or integer type, keeping the shape
+    (``x.astype(dtype)``: booleans become 0 and 1; integers narrow by wrapping; floats
+    truncate towards zero, and nan, infinities and out-of-range values become the most
+    negative integer, as NumPy's cast gives them on x86-64).
 
-    The frontend inserts casts to make NumPy 2 dtype promotion explicit.
+    The frontend inserts casts to make NumPy 2 dtype promotion explicit, and
+    ``astype(x, dtype)`` (NumPy 2's ``np.astype``) is one; ``astype`` to ``bool`` is
+    ``x != 0``, and to ``x``'s own dtype ``x`` itself.
 
     ```mlir
     %1 = tensordsl.cast %0 : tensor<4x8xf32> -> tensor<4x8xf64>
@@ -121,17 +127,19 @@ class CastOp(IRDLOperation, StructuredOpInterface):
 
     name = "tensordsl.cast"
     F16_IN_F32: ClassVar[bool] = False  # one conversion, one rounding
+    FUNCTION: ClassVar[str | None] = "astype"
+    PARAMS: ClassVar[tuple[Param, ...]] = (Param("dtype", "dtype", None, required=True),)
 
     input = operand_def(TensorConstr)
-    result = result_def(FloatTensorConstr)
+    result = result_def(NumericTensorConstr)
 
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
     traits = traits_def(Pure())
 
     def __init__(self, input: SSAValue | Operation, element: Attribute) -> None:
         value = operand_value(self.name, input)
-        if type(element) not in NUMPY_DTYPES:
-            raise ShapeError(f"'{self.name}' converts to f16, f32 or f64, not {element}")
+        if type(element) not in NUMPY_DTYPES and element not in INT_TYPES.values():
+            raise ShapeError(f"'{self.name}' converts to f16, f32, f64, i32 or i64, not {element}")
         super().__init__(operands=[value], result_types=[tensor_type(element, tensor_shape(value))])
 
     def verify_(self) -> None:
@@ -151,6 +159,15 @@ class CastOp(IRDLOperation, StructuredOpInterface):
 
     def is_view(self) -> bool:
         return self.input.type == self.result.type
+
+    @classmethod
+    def bool_inputs_as(cls) -> np.dtype[Any] | None:
+        return BOOL_DTYPE
+
+    @classmethod
+    def from_call(cls, operands: Sequence[SSAValue], params: Mapping[str, object]) -> Operation:
+        (x,) = operands
+        return cls(x, cast(Attribute, params["dtype"]))
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         return (convert_scalar(b, args[0], element_type(self.result)),)
@@ -176,9 +193,9 @@ class MatmulOp(IRDLOperation, StructuredOpInterface, Reduction, Contraction, Lan
     name = "tensordsl.matmul"
     FUNCTION: ClassVar[str | None] = "matmul"
 
-    lhs = operand_def(FloatTensorConstr)
-    rhs = operand_def(FloatTensorConstr)
-    result = result_def(FloatTensorConstr)
+    lhs = operand_def(NumericTensorConstr)
+    rhs = operand_def(NumericTensorConstr)
+    result = result_def(NumericTensorConstr)
 
     assembly_format = (
         "$lhs `,` $rhs attr-dict `:` `(` type($lhs) `,` type($rhs) `)` `->` type($result)"
@@ -262,8 +279,15 @@ class MatmulOp(IRDLOperation, StructuredOpInterface, Reduction, Contraction, Lan
 
     def scalar_combine(self, b: Builder, acc: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
         x, y = (convert_scalar(b, v, acc.type) for v in args)
+        if is_int(acc.type):  # exact, wrapping as NumPy's integer matmul
+            product = b.insert(arith.MuliOp(x, y)).result
+            return b.insert(arith.AddiOp(acc, product)).result
         product = b.insert(arith.MulfOp(x, y)).result
         return b.insert(arith.AddfOp(acc, product)).result
+
+    @classmethod
+    def int_inputs_as(cls, dtype: np.dtype[Any]) -> np.dtype[Any] | None:
+        return dtype
 
 
 @irdl_op_definition

@@ -1,5 +1,6 @@
-"""Element-wise binary ops on floats, broadcasting as NumPy does: the arithmetic
-operators (``+ - * / ** %``), ``fmod``, ``arctan2``, ``hypot``, ``logaddexp``,
+"""Element-wise binary ops, broadcasting as NumPy does: the arithmetic
+operators (``+ - * / ** % //``; ``+ - * % //`` also on integers, exactly and wrapping
+as NumPy's), ``fmod``, ``arctan2``, ``hypot``, ``logaddexp``,
 ``copysign``, ``nextafter``, ``maximum`` and ``minimum``; with the canonicalization
 patterns that drop adding zero and multiplying or dividing by one.
 """
@@ -21,10 +22,12 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 
 from tdsl.dialects import tdslmath
 from tdsl.dialects.structured import (
+    BOOL,
     BinaryOp,
     ScalarOpBuilder,
     Workspace,
     element_type,
+    is_int,
     numpy_dtype,
     scalar_constant,
     tensor_shape,
@@ -175,7 +178,25 @@ class RemainderOp(BinaryOp):
     OPERATOR: ClassVar[str | None] = "%"
     NUMPY_UFUNC: ClassVar[str | None] = "remainder"
 
+    def int_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        # NumPy's: 0 for a zero divisor (and for MIN % -1); else srem, moved by the
+        # divisor when its sign is not the divisor's.  No division traps: the divisor
+        # of those cases is 1.
+        a, d = args
+        safe = safe_divisor(b, a, d)
+        m = b.insert(arith.RemSIOp(a, safe)).result
+        zero = scalar_constant(b, 0, a.type)
+        nonzero = b.insert(arith.CmpiOp(m, zero, "ne")).result
+        m_neg = b.insert(arith.CmpiOp(m, zero, "slt")).result
+        d_neg = b.insert(arith.CmpiOp(safe, zero, "slt")).result
+        other_sign = b.insert(arith.XOrIOp(m_neg, d_neg)).result
+        move = b.insert(arith.AndIOp(nonzero, other_sign)).result
+        moved = b.insert(arith.AddiOp(m, safe)).result
+        return (b.insert(arith.SelectOp(move, moved, m)).result,)
+
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        if is_int(args[0].type):
+            return self.int_body(b, args)
         # NumPy's npy_divmod: m = fmod(a, b); a nonzero m of the other sign than b
         # moves by b; a zero m takes b's sign
         a, d = args
@@ -207,6 +228,94 @@ class FmodOp(BinaryOp):
     FUNCTION: ClassVar[str | None] = "fmod"
     NUMPY_UFUNC: ClassVar[str | None] = "fmod"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = tdslmath.RemFOp
+
+    def int_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        # C's remainder (the dividend's sign); 0 for a zero divisor, as NumPy's
+        a, d = args
+        return (b.insert(arith.RemSIOp(a, safe_divisor(b, a, d))).result,)
+
+
+@irdl_op_definition
+class FloorDivideOp(BinaryOp):
+    """``lhs // rhs`` element-wise, broadcasting: the quotient rounded towards -inf
+    (``np.floor_divide``, Python's ``//``).
+
+    On floats it is NumPy's ``npy_divmod`` (``x // 0`` is ``x / 0``, ``5 // -inf`` is
+    ``-1``); on integers it is exact, ``x // 0`` is 0 and ``MIN // -1`` wraps to
+    ``MIN``, as NumPy gives them (NumPy also warns; see ``docs/language.md``).
+
+    ```mlir
+    %2 = tensordsl.floor_divide %0, %1 : (tensor<4x8xi64>, tensor<i64>) -> tensor<4x8xi64>
+    ```
+    """
+
+    name = "tensordsl.floor_divide"
+    FUNCTION: ClassVar[str | None] = "floor_divide"
+    OPERATOR: ClassVar[str | None] = "//"
+    NUMPY_UFUNC: ClassVar[str | None] = "floor_divide"
+
+    def int_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        a, d = args
+        safe = safe_divisor(b, a, d)
+        q = b.insert(arith.DivSIOp(a, safe)).result
+        r = b.insert(arith.RemSIOp(a, safe)).result
+        zero = scalar_constant(b, 0, a.type)
+        nonzero = b.insert(arith.CmpiOp(r, zero, "ne")).result
+        r_neg = b.insert(arith.CmpiOp(r, zero, "slt")).result
+        d_neg = b.insert(arith.CmpiOp(safe, zero, "slt")).result
+        other_sign = b.insert(arith.XOrIOp(r_neg, d_neg)).result
+        down = b.insert(arith.AndIOp(nonzero, other_sign)).result
+        one = scalar_constant(b, 1, a.type)
+        lowered = b.insert(arith.SubiOp(q, one)).result
+        q = b.insert(arith.SelectOp(down, lowered, q)).result
+        by_zero = b.insert(arith.CmpiOp(d, zero, "eq")).result
+        return (b.insert(arith.SelectOp(by_zero, zero, q)).result,)
+
+    def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        if is_int(args[0].type):
+            return self.int_body(b, args)
+        # NumPy's npy_floor_divide: a / b for b == 0; else npy_divmod's quotient
+        a, d = args
+        t = a.type
+        zero = scalar_constant(b, 0.0, t)
+        m = b.insert(tdslmath.RemFOp(a, d)).result
+        div = b.insert(arith.DivfOp(b.insert(arith.SubfOp(a, m)).result, d)).result
+        m_nonzero = b.insert(arith.CmpfOp(m, zero, "une")).result
+        d_neg = b.insert(arith.CmpfOp(d, zero, "olt")).result
+        m_neg = b.insert(arith.CmpfOp(m, zero, "olt")).result
+        other_sign = b.insert(arith.XOrIOp(d_neg, m_neg)).result
+        adjust = b.insert(arith.AndIOp(m_nonzero, other_sign)).result
+        one = scalar_constant(b, 1.0, t)
+        div = b.insert(arith.SelectOp(adjust, b.insert(arith.SubfOp(div, one)), div)).result
+        floor = b.insert(xmath.FloorOp(div)).result
+        over_half = b.insert(
+            arith.CmpfOp(b.insert(arith.SubfOp(div, floor)), scalar_constant(b, 0.5, t), "ogt")
+        ).result
+        floor = b.insert(
+            arith.SelectOp(over_half, b.insert(arith.AddfOp(floor, one)), floor)
+        ).result
+        quotient = b.insert(arith.DivfOp(a, d)).result
+        signed_zero = b.insert(xmath.CopySignOp(zero, quotient)).result
+        div_zero = b.insert(arith.CmpfOp(div, zero, "oeq")).result
+        result = b.insert(arith.SelectOp(div_zero, signed_zero, floor)).result
+        by_zero = b.insert(arith.CmpfOp(d, zero, "oeq")).result
+        return (b.insert(arith.SelectOp(by_zero, quotient, result)).result,)
+
+
+def safe_divisor(b: Builder, a: SSAValue, d: SSAValue) -> SSAValue:
+    """``d``, or 1 where an integer division by it would trap (``d == 0``, and
+    ``MIN / -1``, whose quotient overflows): native ``sdiv``/``srem`` never trap, and
+    the ops select NumPy's result for those cases (``a // 1`` is ``MIN // -1``'s)."""
+    t = a.type
+    bits = t.bitwidth  # pyright: ignore[reportAttributeAccessIssue]
+    zero = scalar_constant(b, 0, t)
+    by_zero = b.insert(arith.CmpiOp(d, zero, "eq")).result
+    lowest = b.insert(arith.CmpiOp(a, scalar_constant(b, -(1 << (bits - 1)), t), "eq")).result
+    minus_one = b.insert(arith.CmpiOp(d, scalar_constant(b, -1, t), "eq")).result
+    overflow = b.insert(arith.AndIOp(lowest, minus_one)).result
+    bad = b.insert(arith.OrIOp(by_zero, overflow)).result
+    assert bad.type == BOOL
+    return b.insert(arith.SelectOp(bad, scalar_constant(b, 1, t), d)).result
 
 
 @irdl_op_definition
@@ -312,7 +421,12 @@ class MaximumOp(BinaryOp):
     FUNCTION: ClassVar[str | None] = "maximum"
     NUMPY_UFUNC: ClassVar[str | None] = "maximum"
 
+    def int_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        return (b.insert(arith.MaxSIOp(args[0], args[1])).result,)
+
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        if is_int(args[0].type):
+            return self.int_body(b, args)
         f16 = isinstance(element_type(self.result), Float16Type)
         return (numpy_extremum(b, args[0], args[1], larger=True, first_if_equal=f16),)
 
@@ -330,7 +444,12 @@ class MinimumOp(BinaryOp):
     FUNCTION: ClassVar[str | None] = "minimum"
     NUMPY_UFUNC: ClassVar[str | None] = "minimum"
 
+    def int_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        return (b.insert(arith.MinSIOp(args[0], args[1])).result,)
+
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        if is_int(args[0].type):
+            return self.int_body(b, args)
         f16 = isinstance(element_type(self.result), Float16Type)
         return (numpy_extremum(b, args[0], args[1], larger=False, first_if_equal=f16),)
 

@@ -6,9 +6,13 @@ inverses, ``erf``, and rounding (``ceil``, ``floor``, ``round``, ``trunc``).  Ea
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
+import numpy as np
+from xdsl.builder import Builder
 from xdsl.dialects import math as xmath
+from xdsl.ir import SSAValue
 from xdsl.irdl import irdl_op_definition
 
 from tdsl.dialects.structured import ScalarOpBuilder, UnaryOp
@@ -314,8 +318,24 @@ class ErfOp(UnaryOp):
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.ErfOp
 
 
+class RoundingOp(UnaryOp):
+    """Base of the roundings (``ceil``, ``floor``, ``round``, ``trunc``): an integer is
+    its own rounding, kept an integer where NumPy's ufunc keeps it one (NumPy 2.3 and
+    later do for ``ceil``, ``floor`` and ``trunc``).  The frontend passes an integer
+    operand through unchanged (``np.round`` keeps integers too, whatever ``np.rint``
+    gives)."""
+
+    @classmethod
+    def takes_integers(cls) -> bool:
+        assert cls.NUMPY_UFUNC is not None  # every rounding is a NumPy ufunc
+        return getattr(np, cls.NUMPY_UFUNC)(np.ones(1, np.int64)).dtype.kind == "i"
+
+    def int_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        return (args[0],)
+
+
 @irdl_op_definition
-class CeilOp(UnaryOp):
+class CeilOp(RoundingOp):
     """The smallest integer not below ``x``, element-wise (a float).
 
     ```mlir
@@ -330,7 +350,7 @@ class CeilOp(UnaryOp):
 
 
 @irdl_op_definition
-class FloorOp(UnaryOp):
+class FloorOp(RoundingOp):
     """The largest integer not above ``x``, element-wise (a float).
 
     ```mlir
@@ -345,7 +365,7 @@ class FloorOp(UnaryOp):
 
 
 @irdl_op_definition
-class RoundOp(UnaryOp):
+class RoundOp(RoundingOp):
     """``x`` rounded to the nearest integer, halves to even (``np.round``), element-wise.
 
     ```mlir
@@ -360,7 +380,7 @@ class RoundOp(UnaryOp):
 
 
 @irdl_op_definition
-class TruncOp(UnaryOp):
+class TruncOp(RoundingOp):
     """``x`` rounded towards zero, element-wise (a float).
 
     ```mlir

@@ -24,6 +24,7 @@ from tdsl.dialects.structured import (
     UnaryOp,
     Workspace,
     element_type,
+    is_int,
     numpy_dtype,
     scalar_constant,
 )
@@ -67,7 +68,13 @@ class ReluOp(UnaryOp, HasCanonicalizationPatternsInterface):
     ) -> tuple[Workspace, ...]:
         return ()  # the numpy target runs one np.maximum against zeros
 
+    def int_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        zero = scalar_constant(b, 0, args[0].type)
+        return (b.insert(arith.MaxSIOp(args[0], zero)).result,)
+
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        if is_int(args[0].type):
+            return self.int_body(b, args)
         zero = scalar_constant(b, 0.0, args[0].type)
         f16 = isinstance(element_type(self.result), Float16Type)
         return (numpy_extremum(b, args[0], zero, larger=True, first_if_equal=f16),)
@@ -91,7 +98,17 @@ class SignOp(UnaryOp):
     FUNCTION: ClassVar[str | None] = "sign"
     NUMPY_UFUNC: ClassVar[str | None] = "sign"
 
+    def int_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        (x,) = args
+        zero, one, minus = (scalar_constant(b, v, x.type) for v in (0, 1, -1))
+        pos = b.insert(arith.CmpiOp(x, zero, "sgt")).result
+        neg = b.insert(arith.CmpiOp(x, zero, "slt")).result
+        low = b.insert(arith.SelectOp(neg, minus, zero)).result
+        return (b.insert(arith.SelectOp(pos, one, low)).result,)
+
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        if is_int(args[0].type):
+            return self.int_body(b, args)
         (x,) = args
         zero = scalar_constant(b, 0.0, x.type)
         one = scalar_constant(b, 1.0, x.type)
@@ -117,7 +134,12 @@ class SquareOp(UnaryOp):
     FUNCTION: ClassVar[str | None] = "square"
     NUMPY_UFUNC: ClassVar[str | None] = "square"
 
+    def int_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        return (b.insert(arith.MuliOp(args[0], args[0])).result,)  # wraps, as NumPy's
+
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        if is_int(args[0].type):
+            return self.int_body(b, args)
         return (b.insert(arith.MulfOp(args[0], args[0])).result,)
 
 
@@ -152,7 +174,12 @@ class CopyOp(UnaryOp):
     FUNCTION: ClassVar[str | None] = "copy"
     NUMPY_UFUNC: ClassVar[str | None] = "positive"
 
+    def int_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        return (args[0],)
+
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        if is_int(args[0].type):
+            return self.int_body(b, args)
         return (args[0],)
 
 
@@ -185,7 +212,12 @@ class OnesLikeOp(UnaryOp):
     name = "tensordsl.ones_like"
     FUNCTION: ClassVar[str | None] = "ones_like"
 
+    def int_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        return (scalar_constant(b, 1, args[0].type),)
+
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        if is_int(args[0].type):
+            return self.int_body(b, args)
         return (scalar_constant(b, 1.0, args[0].type),)
 
 
@@ -241,6 +273,14 @@ class AbsOp(UnaryOp):
     NUMPY_UFUNC: ClassVar[str | None] = "absolute"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.AbsFOp
 
+    def int_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        # the most negative integer is its own absolute value, as in NumPy (wraps)
+        (x,) = args
+        zero = scalar_constant(b, 0, x.type)
+        minus = b.insert(arith.SubiOp(zero, x)).result
+        neg = b.insert(arith.CmpiOp(x, zero, "slt")).result
+        return (b.insert(arith.SelectOp(neg, minus, x)).result,)
+
 
 @irdl_op_definition
 class NegOp(UnaryOp, HasCanonicalizationPatternsInterface):
@@ -255,6 +295,10 @@ class NegOp(UnaryOp, HasCanonicalizationPatternsInterface):
     FUNCTION: ClassVar[str | None] = "neg"
     NUMPY_UFUNC: ClassVar[str | None] = "negative"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.NegfOp
+
+    def int_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        zero = scalar_constant(b, 0, args[0].type)
+        return (b.insert(arith.SubiOp(zero, args[0])).result,)  # wraps, as NumPy's
 
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:

@@ -91,6 +91,7 @@ class SumOp(ChunkedReductionOp):
     FUNCTION: ClassVar[str | None] = "sum"
     NUMPY_UFUNC: ClassVar[str] = "add"
     IDENTITY: ClassVar[float] = 0.0
+    INTEGERS: ClassVar[bool] = True
     COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.AddfOp
     WIDE: ClassVar[bool] = True
     REORDERS: ClassVar[bool] = True
@@ -121,6 +122,7 @@ class MaxOp(ChunkedReductionOp):
     FUNCTION: ClassVar[str | None] = "max"
     NUMPY_UFUNC: ClassVar[str] = "maximum"
     IDENTITY: ClassVar[float] = -math.inf
+    INTEGERS: ClassVar[bool] = True
     COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.MaximumfOp
     NEEDS_ELEMENTS: ClassVar[bool] = True
 
@@ -140,6 +142,7 @@ class MinOp(ChunkedReductionOp):
     FUNCTION: ClassVar[str | None] = "min"
     NUMPY_UFUNC: ClassVar[str] = "minimum"
     IDENTITY: ClassVar[float] = math.inf
+    INTEGERS: ClassVar[bool] = True
     COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.MinimumfOp
     NEEDS_ELEMENTS: ClassVar[bool] = True
 
@@ -159,6 +162,7 @@ class ProdOp(ChunkedReductionOp):
     FUNCTION: ClassVar[str | None] = "prod"
     NUMPY_UFUNC: ClassVar[str] = "multiply"
     IDENTITY: ClassVar[float] = 1.0
+    INTEGERS: ClassVar[bool] = True
     COMBINE_OP: ClassVar[ScalarOpBuilder] = arith.MulfOp
     WIDE: ClassVar[bool] = True
 

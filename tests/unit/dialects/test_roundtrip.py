@@ -37,6 +37,7 @@ from tdsl.dialects import tensordsl as td
 from tdsl.dialects.kernel import FusedOp, Kernel, TileOp, YieldOp, dim_map
 
 F16, F32, F64 = Float16Type(), Float32Type(), Float64Type()
+I64 = IntegerType(64)
 Body = Callable[..., Any]
 
 
@@ -124,6 +125,17 @@ CASES: list[tuple[str, Sequence[Attribute], Body, str]] = [
         )
         for c in td.BINARY_OPS
     ],
+    *[
+        (
+            c.name,
+            [t(4, 8, element=I64), t(8, element=I64)],
+            c,
+            f"{c.name} %0, %1 : (tensor<4x8xi64>, tensor<8xi64>) -> tensor<4x8xi64>",
+        )
+        for c in td.INTEGER_ONLY
+        if issubclass(c, td.BinaryOp)
+    ],
+    ("invert", [t(4, element=I64)], td.InvertOp, "tensordsl.invert %0 : tensor<4xi64>"),
     (
         "matmul",
         [t(2, 8, 16, element=F64), t(16, 4, element=F64), t(16, element=F64)],

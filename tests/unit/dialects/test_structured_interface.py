@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pytest
 from xdsl.dialects import test as test_dialect
-from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, TensorType
+from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, IntegerType, TensorType
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.traits import ConstantLike
 
@@ -43,6 +43,7 @@ from tdsl.dialects.structured import (
     StructuredOpInterface,
     UnaryOp,
     element_of,
+    is_int,
     map_dims,
     numpy_dtype,
     tensor_shape,
@@ -51,6 +52,39 @@ from tdsl.interpreters.scalar import reference_evaluate
 from tdsl.interpreters.tensordsl import evaluate
 
 F16, F32, F64 = Float16Type(), Float32Type(), Float64Type()
+I32, I64 = IntegerType(32), IntegerType(64)
+ELEMENTS = [F16, F32, F64, I32, I64]
+"""The element types every op is sampled with: an op that takes no integers is
+skipped for I32 and I64, and one that takes only integers samples I64 for floats."""
+INT_ONLY = (td.BitwiseAndOp, td.BitwiseOrOp, td.BitwiseXorOp, td.InvertOp, td.ShiftOp)
+
+
+def _element(op_class: type[Operation], element: Attribute) -> Attribute:
+    """``element`` as ``op_class`` takes it: I64 for a float where it takes only
+    integers; a skip where it takes no integers."""
+    if issubclass(op_class, INT_ONLY) and not is_int(element):
+        return I64
+    takes = getattr(op_class, "takes_integers", None)
+    takes_them = (
+        (takes is not None and takes())
+        or _any_element(op_class)
+        or (issubclass(op_class, ReductionOp) and op_class.INTEGERS)
+    )
+    if is_int(element) and not takes_them:
+        pytest.skip(f"{op_class.name} takes no integers")
+    return element
+
+
+def _any_element(op_class: type[Operation]) -> bool:
+    """Ops that take every element type as it is (a view, a matmul, a cast)."""
+    return op_class in (
+        td.CastOp,
+        td.MatmulOp,
+        td.TransposeOp,
+        td.ExpandDimsOp,
+        td.SqueezeOp,
+        td.WhereOp,
+    )
 
 
 def value(shape: tuple[int, ...], element: Attribute = F32) -> SSAValue:
@@ -100,7 +134,7 @@ def _samples(op_class: type[Operation]) -> Sample | None:
             op_class(value((1, 5), e), axis=0),  # pyright: ignore
         ]
     explicit: dict[type[Operation], Sample] = {
-        td.CastOp: lambda e: [td.CastOp(value((3, 4), e), t) for t in (F16, F32, F64)],
+        td.CastOp: lambda e: [td.CastOp(value((3, 4), e), t) for t in (F16, F32, F64, I32, I64)],
         td.MatmulOp: lambda e: [
             td.MatmulOp(value(a, e), value(b, e))
             for a, b in [((3, 4), (4, 5)), ((4,), (4, 5)), ((3, 4), (4,)), ((2, 3, 4), (4, 2))]
@@ -147,6 +181,9 @@ def _inputs(op: Operation, rng: np.random.Generator) -> list[np.ndarray[Any, Any
         if numpy_dtype(v.type) == np.bool_:
             arrays.append(rng.random(shape) < 0.5)
             continue
+        if is_int(v.type):
+            arrays.append(rng.integers(-40, 40, shape, dtype=numpy_dtype(v.type)))
+            continue
         data = rng.standard_normal(shape) * 2
         # a few special values where there is room for them
         if data.size >= 6:
@@ -166,11 +203,11 @@ def test_op_implements_the_interface(op_class: type[Operation]) -> None:
 
 
 @pytest.mark.parametrize("op_class", OPS, ids=lambda c: c.name)
-@pytest.mark.parametrize("element", [F16, F32, F64], ids=str)
+@pytest.mark.parametrize("element", ELEMENTS, ids=str)
 def test_maps_fit_the_types(op_class: type[Operation], element: Attribute) -> None:
     sample = _samples(op_class)
     assert sample is not None
-    for op in sample(element):
+    for op in sample(_element(op_class, element)):
         op.verify()
         assert isinstance(op, StructuredOpInterface)
         loops = op.loop_extents()
@@ -203,14 +240,14 @@ def test_maps_fit_the_types(op_class: type[Operation], element: Attribute) -> No
 
 
 @pytest.mark.parametrize("op_class", OPS, ids=lambda c: c.name)
-@pytest.mark.parametrize("element", [F16, F32, F64], ids=str)
+@pytest.mark.parametrize("element", ELEMENTS, ids=str)
 def test_scalar_bodies_compute_what_the_interpreter_computes(
     op_class: type[Operation], element: Attribute
 ) -> None:
     sample = _samples(op_class)
     assert sample is not None
     rng = np.random.default_rng(7)
-    for op in sample(element):
+    for op in sample(_element(op_class, element)):
         assert isinstance(op, StructuredOpInterface)
         args = _inputs(op, rng)
         want = evaluate(op, args)
@@ -237,7 +274,7 @@ def test_each_op_runs_in_the_interpreter(op_class: type[Operation]) -> None:
 
     sample = _samples(op_class)
     assert sample is not None
-    template = sample(F64)[0]
+    template = sample(_element(op_class, F64))[0]
     arg_types = [v.type for v in template.operands]
     block = Block(arg_types=arg_types)
     with ImplicitBuilder(block):
@@ -276,7 +313,7 @@ def _tolerance(op: Operation) -> float:
 
 
 @pytest.mark.parametrize("op_class", OPS, ids=lambda c: c.name)
-@pytest.mark.parametrize("element", [F16, F32, F64], ids=str)
+@pytest.mark.parametrize("element", ELEMENTS, ids=str)
 @pytest.mark.parametrize("budget", [None, 4], ids=["whole", "budget-4"])
 def test_numpy_lowering_computes_what_the_interpreter_computes(
     op_class: type[Operation], element: Attribute, budget: int | None
@@ -290,7 +327,7 @@ def test_numpy_lowering_computes_what_the_interpreter_computes(
     sample = _samples(op_class)
     assert sample is not None
     rng = np.random.default_rng(11)
-    for template in sample(element):
+    for template in sample(_element(op_class, element)):
         module, op = _module_of(template)
         if budget is not None:
             module = tile(fuse(module, memory_budget=budget))
@@ -320,11 +357,14 @@ def test_functions_of_the_language_come_from_the_ops(op_class: type[Operation]) 
     name = op_class.FUNCTION
     assert name is not None and FUNCTIONS[name].op is op_class
     names = ["a", "b", "c"][: op_class.ARITY]
-    required = [f"{p.name}=0" for p in op_class.PARAMS if p.required]  # axis 0
+    required = [  # axis 0, dtype float16
+        f"{p.name}={'float16' if p.kind == 'dtype' else 0}" for p in op_class.PARAMS if p.required
+    ]
+    dtype = "bool" if op_class.bool_inputs_as() == np.bool_ else "f32"
     module = to_tensordsl(
         f"{name}({', '.join([*names, *required])})",
         shapes=dict.fromkeys(names, (4,) if issubclass(op_class, ScanOp) else (4, 4)),
-        dtypes={n: "bool" if op_class.bool_inputs_as() == np.bool_ else "f32" for n in names},
+        dtypes=dict.fromkeys(names, "int64" if issubclass(op_class, INT_ONLY) else dtype),
     )
     assert any(type(o) is op_class for o in module.walk())
     language = (Path(__file__).parents[3] / "docs" / "language.md").read_text()
@@ -379,7 +419,7 @@ def _through_partials(op: Operation, x: np.ndarray[Any, Any], cuts: int) -> np.n
 @pytest.mark.parametrize(
     "op_class", [op for op in OPS if issubclass(op, ReductionOp)], ids=lambda c: c.name
 )
-@pytest.mark.parametrize("element", [F16, F32, F64], ids=str)
+@pytest.mark.parametrize("element", ELEMENTS, ids=str)
 def test_partial_ops_combine_across_chunks(op_class: type[Operation], element: Attribute) -> None:
     """A reduction's partial ops on chunks, combined by the same ops and finalized, give
     the op's result: the tree reductions of tdsl.dask rely on it.  (A reduction without
@@ -387,7 +427,7 @@ def test_partial_ops_combine_across_chunks(op_class: type[Operation], element: A
     sample = _samples(op_class)
     assert sample is not None
     rng = np.random.default_rng(5)
-    for op in sample(element):
+    for op in sample(_element(op_class, element)):
         assert isinstance(op, StructuredOpInterface)
         if not isinstance(op, PartialOps):
             assert isinstance(op, td.VarianceOp)  # the one family without them

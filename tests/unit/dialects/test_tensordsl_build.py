@@ -252,6 +252,7 @@ def test_op_groups_and_numpy_names() -> None:
                 *td.BINARY_OPS,
                 *td.COMPARISON_OPS,
                 *td.LOGICAL_OPS,
+                *td.INTEGER_ONLY,
                 *td.REDUCTION_OPS,
                 *td.LOGICAL_REDUCTION_OPS,
                 *td.ROW_LOCAL_OPS,

@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     TensorType,
     UnitAttr,
+    i1,
     i32,
     i64,
 )
@@ -67,9 +68,9 @@ CASES: list[tuple[str, Callable[[], Operation], str]] = [
         "'tensordsl.div' op operands and result must share one element type",
     ),
     (
-        "non-float element",
-        lambda: binary(td.MaximumOp, t(2, element=i32), t(2, element=i32), t(2, element=i32)),
-        "tensordsl computes on tensors of f16, f32 or f64",
+        "integers to a float-only op",
+        lambda: binary(td.HypotOp, t(2, element=i32), t(2, element=i32), t(2, element=i32)),
+        "'tensordsl.hypot' computes on floats, not integers",
     ),
     (
         "unary result type",
@@ -77,9 +78,9 @@ CASES: list[tuple[str, Callable[[], Operation], str]] = [
         "attribute tensor<4x8xf32> expected from variable 'T', but got tensor<8x4xf32>",
     ),
     (
-        "unary non-float",
-        lambda: unary(td.ReluOp, t(4, element=i64), t(4, element=i64)),
-        "tensordsl computes on tensors of f16, f32 or f64",
+        "unary integers to a float-only op",
+        lambda: unary(td.ExpOp, t(4, element=i64), t(4, element=i64)),
+        "'tensordsl.exp' computes on floats, not integers",
     ),
     (
         "matmul inner",
@@ -159,9 +160,9 @@ CASES: list[tuple[str, Callable[[], Operation], str]] = [
         "'tensordsl.cast' op result has type tensor<8x4xf64>, expected shape 4x8",
     ),
     (
-        "cast to integer",
-        lambda: unary(td.CastOp, t(4), t(4, element=i32)),
-        "tensordsl computes on tensors of f16, f32 or f64",
+        "cast to boolean",
+        lambda: unary(td.CastOp, t(4), t(4, element=i1)),
+        "tensordsl computes numbers as f16, f32, f64, i32 or i64",
     ),
 ]
 

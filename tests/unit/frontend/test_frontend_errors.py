@@ -97,7 +97,7 @@ EXPRESSION_ERRORS: list[tuple[str, type[TdslError], str]] = [
     (
         "A @ 2",
         TdslTypeError,
-        "<expr>:1:3: error: `@` needs operands of rank 1 or more, got f32[4, 8] and f64[] (the number 2)\nA @ 2\n  ^",
+        "<expr>:1:3: error: `@` needs operands of rank 1 or more, got f32[4, 8] and int (the number 2)\nA @ 2\n  ^",
     ),
     (
         "S @ A",

@@ -232,15 +232,37 @@ EXACT: dict[str, tuple[Callable[..., Array], tuple[str, ...]]] = {
     "isinf(a)": (np.isinf, ("f",)),
     "isfinite(a)": (np.isfinite, ("f",)),
     "clip(a, b, c)": (np.clip, ("f", "f", "f")),
+    "floor_divide(a, b)": (np.floor_divide, ("f", "f")),
+    "a // b": (np.floor_divide, ("i", "i")),
+    "a % b": (np.remainder, ("i", "i")),
+    "fmod(a, b)": (np.fmod, ("i", "i")),
+    "bitwise_and(a, b)": (np.bitwise_and, ("i", "i")),
+    "bitwise_or(a, b)": (np.bitwise_or, ("i", "i")),
+    "bitwise_xor(a, b)": (np.bitwise_xor, ("i", "i")),
+    "invert(a)": (np.invert, ("i",)),
+    "left_shift(a, b)": (np.left_shift, ("i", "i")),
+    "right_shift(a, b)": (np.right_shift, ("i", "i")),
+    "astype(a, int64)": (lambda a: a.astype(np.int64), ("f",)),
+    "astype(a, int32)": (lambda a: a.astype(np.int32), ("f",)),
 }
 """Expressions NumPy computes with one correctly rounded (or exact) operation: every path
-must give NumPy's result exactly."""
+must give NumPy's result exactly.  Kinds: ``f`` a float of the test's dtype (special
+values included), ``b`` booleans, ``i`` integers (int64 for float64, int32 otherwise:
+the floats scaled and truncated, with the dtype's extremes, 0 and -1 among them)."""
 
 
 def _exact_inputs(kinds: tuple[str, ...], dtype: Any) -> dict[str, Array]:
     out: dict[str, Array] = {}
     for name, kind, x in zip("abc", kinds, _inputs(dtype, 3, seed=4), strict=False):
-        out[name] = x > 0 if kind == "b" else x
+        if kind == "i":
+            integer = np.dtype(np.int64 if dtype == np.float64 else np.int32)
+            info = np.iinfo(integer)
+            wide = np.nan_to_num(x.astype(np.float64) * 9, nan=-1.0, posinf=70, neginf=-70)
+            values = wide.astype(integer)
+            values.reshape(-1)[:4] = [info.min, info.max, 0, -1]
+            out[name] = values
+        else:
+            out[name] = x > 0 if kind == "b" else x
     return out
 
 

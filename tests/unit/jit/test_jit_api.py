@@ -17,7 +17,6 @@ from tdsl.errors import (
     TdslNameError,
     TdslOptionError,
     TdslSyntaxError,
-    TdslTypeError,
 )
 from tdsl.jit import (
     CompiledKernel,
@@ -234,13 +233,14 @@ def test_inputs_are_never_written(kernel: CompiledKernel) -> None:
     assert out.flags.writeable and not np.shares_memory(out, a) and not np.shares_memory(out, b)
 
 
-def test_one_shot_rejects_non_arrays_and_non_float_dtypes() -> None:
+def test_one_shot_rejects_non_arrays_and_takes_integer_arrays() -> None:
     jit = JITTensorKernel()
     with pytest.raises(TdslCallError, match="argument `B` must be a NumPy array"):
         jit("A+B", A=np.ones(3), B=[1.0, 2.0, 3.0])
-    # an integer array is an index input (of a gather), not a value to compute on
-    with pytest.raises(TdslTypeError, match=r"an integer tensor \(i64\[3\]\) is an index here"):
-        jit("A+B", A=np.ones(3, dtype=np.int64), B=np.ones(3))
+    # an integer array is a value, promoted as NumPy does
+    got = jit("A+B", A=np.arange(3, dtype=np.int64), B=np.ones(3, np.float32))
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, np.arange(3) + np.ones(3, np.float32))
 
 
 def test_one_shot_missing_input_is_a_name_error() -> None:

@@ -147,9 +147,12 @@ def test_one_shot_scalar_errors(jit: JITTensorKernel, value: Any, pattern: str) 
         jit("A * s", A=np.ones(2), s=value)
 
 
-def test_an_integer_scalar_is_an_index_input(jit: JITTensorKernel) -> None:
-    with pytest.raises(TdslTypeError, match=r"an integer tensor \(i64\[\]\) is an index here"):
-        jit("A * s", A=np.ones(2), s=np.int64(3))
+def test_a_numpy_integer_scalar_is_a_strong_integer_input(jit: JITTensorKernel) -> None:
+    for a in (np.ones(2), np.arange(3, dtype=np.int32)):
+        got = jit("A * s", A=a, s=np.int64(3))
+        want = a * np.int64(3)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
     with pytest.raises(TdslCallError, match="argument `s` has dtype uint8"):
         jit("A * s", A=np.ones(2), s=np.uint8(3))
 

@@ -11,9 +11,9 @@ same values within 1e-5 (float32) or 1e-8, or the same count of ``nan`` and
 ``inf``) and the same dtype.
 
 Not compiled, by design (asserted below, so the list stays honest):
-``(a-10).real`` (attribute access: complex numbers are out of scope), and the
-results of ``1`` and ``1+1``, which are float64 here (the language's
-literals are floats) but Python ints in NumPy.
+``(a-10).real`` (attribute access: complex numbers are out of scope).  The
+integer-valued ones, ``1`` and ``1+1``, are Python ints in NumPy and int64 arrays
+here, as ``np.asarray`` makes them (integer literals are weak Python ints).
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ REFUSED = {
 }
 """Expressions the language does not accept, and why."""
 INTEGER_IN_NUMPY = {"1+1", "1"}
-"""Expressions whose NumPy value is a Python int (tdsl's literals are floats)."""
+"""Expressions whose NumPy value is a Python int: tdsl gives its int64 array."""
 
 
 def _inputs(dtype: Any, scalar: int) -> dict[str, Any]:
@@ -197,7 +197,7 @@ def test_numexpr_expressions_equal_numpy(
             expected = eval(expr, globals(), dict(used))
             got = jit(expr, **used)
         if expr in INTEGER_IN_NUMPY:
-            assert isinstance(expected, int) and np.asarray(got).dtype == np.float64
+            assert isinstance(expected, int) and np.asarray(got).dtype == np.int64
             assert got == expected
             continue
         if not _equal(expected, got) or np.asarray(got).dtype != np.asarray(expected).dtype:

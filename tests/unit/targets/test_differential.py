@@ -42,19 +42,21 @@ run_mod = pytest.importorskip("tdsl.interpreters.run")
 Shape = tuple[int, ...]
 Array = np.ndarray[Any, np.dtype[Any]]
 
+INTEGER = sorted(n for n, f in FUNCTIONS.items() if issubclass(f.op, td.NO_FLOATS))
+"""Functions of integers (and booleans) only: bit by bit and shifts."""
 BOOL_UNARY = sorted(n for n, f in FUNCTIONS.items() if issubclass(f.op, td.NotOp))
 CLASSIFY = sorted(n for n, f in FUNCTIONS.items() if issubclass(f.op, td.ClassifyOp))
 FLOAT_UNARY = sorted(
     n
     for n, f in FUNCTIONS.items()
-    if issubclass(f.op, td.UnaryOp) and n not in BOOL_UNARY and n not in CLASSIFY
+    if issubclass(f.op, td.UnaryOp) and n not in BOOL_UNARY + CLASSIFY + INTEGER
 )
 COMPARE = sorted(n for n, f in FUNCTIONS.items() if issubclass(f.op, td.CompareOp))
 LOGICAL = sorted(n for n, f in FUNCTIONS.items() if issubclass(f.op, td.LogicalOp))
 FLOAT_BINARY = sorted(
     n
     for n, f in FUNCTIONS.items()
-    if issubclass(f.op, td.BinaryOp) and n not in COMPARE and n not in LOGICAL
+    if issubclass(f.op, td.BinaryOp) and n not in COMPARE + LOGICAL + INTEGER
 )
 TRUTH = sorted(n for n, f in FUNCTIONS.items() if issubclass(f.op, td.LogicalReductionOp))
 REDUCTIONS = sorted(
@@ -90,8 +92,10 @@ OTHERS = {
     "eye",
     "tril",
     "triu",
+    "astype",
 }
 FAMILIES = [
+    INTEGER,
     BOOL_UNARY,
     CLASSIFY,
     FLOAT_UNARY,
@@ -119,6 +123,7 @@ def test_every_function_is_drawn() -> None:
         FUNCTIONS[n].arity == 1 for n in FLOAT_UNARY + BOOL_UNARY + CLASSIFY + ROW_LOCAL + SCANS
     )
     assert all(FUNCTIONS[n].arity == 2 for n in FLOAT_BINARY + COMPARE + LOGICAL)
+    assert all(FUNCTIONS[n].arity in (1, 2) for n in INTEGER)
 
 
 @dataclass
@@ -192,7 +197,7 @@ class Generator:
         if depth == 0:
             return self.leaf(shape, False)
         kinds = ["leaf", "unary", "unary", "binary", "binary", "where", "reduce", "transpose"]
-        kinds += ["clip", "view", "created"] + (["einsum"] if len(shape) <= 2 else [])
+        kinds += ["clip", "view", "created", "integral"] + (["einsum"] if len(shape) <= 2 else [])
         if shape:
             kinds += ["row", "matmul", "scan", "sliced", "reshaped", "joined", "gathered"]
         kind = self.draw(st.sampled_from(kinds))
@@ -241,6 +246,10 @@ class Generator:
             return self.einsum(shape, sub)
         if kind == "created":
             return self.created(shape, sub)
+        if kind == "integral":  # integers made floats: a conversion, or NumPy's promotion
+            integers = self.integer(shape, sub)
+            form = self.draw(st.sampled_from(["astype({}, {})", "({} / 2)", "({} * 0.5)"]))
+            return form.format(integers, self.dtype if self.draw(st.booleans()) else "f64")
         if kind == "clip":
             bounds = [
                 self.draw(st.sampled_from(LITERALS))
@@ -277,6 +286,38 @@ class Generator:
             operand_shape = (*shape[:position], self.dim(), *shape[position:])
         flag = ", keepdims=true" if keepdims else ""
         return f"{name}({self.float(operand_shape, sub)}, axis={position}{flag})"
+
+    def integer(self, shape: Shape, depth: int) -> str:
+        """An ``i32``/``i64`` expression: integer inputs and literals, the operators and
+        functions of integers (wrapping, ``//`` and ``%`` by zero, shifts by any count),
+        reductions, comparisons in ``where``, and ``astype`` of floats."""
+        kind = self.draw(st.sampled_from(["leaf", "binary", "binary", "unary", "reduce", "cast"]))
+        if depth == 0 or kind == "leaf":
+            name = f"n{len(self.inputs)}"
+            self.inputs[name] = (shape, self.draw(st.sampled_from(["i32", "i64"])))
+            self.bounds[name] = 50
+            return name
+        sub = depth - 1
+        if kind == "binary":
+            names = [n for n in INTEGER if FUNCTIONS[n].arity == 2]
+            name = self.draw(st.sampled_from([*names, "floor_divide", "remainder", "add"]))
+            lhs = self.integer(shape, sub)
+            rhs = self.draw(st.sampled_from(["3", "-1", "0", "70"]))
+            if self.draw(st.booleans()):
+                rhs = self.integer(self.partner(shape), sub)
+            operator = {"add": "+"}.get(name, OPERATORS.get(name))
+            if operator is not None and self.draw(st.booleans()):
+                return f"({lhs} {operator} {rhs})"
+            return f"{name}({lhs}, {rhs})" if name != "add" else f"({lhs} + {rhs})"
+        if kind == "unary":
+            name = self.draw(st.sampled_from(["invert", "abs", "neg", "square", "sign"]))
+            return f"{name}({self.integer(shape, sub)})"
+        if kind == "cast":
+            return f"astype({self.float(shape, sub)}, {self.draw(st.sampled_from(['i32', 'i64']))})"
+        name = self.draw(st.sampled_from(["sum", "max", "min", "prod"]))
+        position = self.draw(st.integers(0, len(shape)))
+        operand = (*shape[:position], self.dim(), *shape[position:])
+        return f"{name}({self.integer(operand, sub)}, axis={position})"
 
     def created(self, shape: Shape, depth: int) -> str:
         """A creation function giving ``shape`` (float64): ``zeros``, ``ones``, ``full``,
@@ -484,7 +525,7 @@ def agree(got: Array, want: Array, what: str, exact: bool) -> None:
     where ``exact`` (no f32 input) and of f32 otherwise."""
     assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
     assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != {want.dtype}"
-    if want.dtype == np.bool_:
+    if want.dtype == np.bool_ or want.dtype.kind == "i":  # exact
         np.testing.assert_array_equal(got, want, err_msg=what)
         return
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"{what}: nan")

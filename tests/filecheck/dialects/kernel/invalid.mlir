@@ -303,12 +303,12 @@ kernel.yield %x : tensor<4xf32>
 
 // -----
 
-%x = "test.op"() : () -> tensor<8xi32>
-%0 = kernel.fused(%x) : (tensor<8xi32>) -> tensor<8xi32> {
-^bb0(%a: tensor<8xi32>):
-  kernel.yield %a : tensor<8xi32>
+%x = "test.op"() : () -> tensor<8xi16>
+%0 = kernel.fused(%x) : (tensor<8xi16>) -> tensor<8xi16> {
+^bb0(%a: tensor<8xi16>):
+  kernel.yield %a : tensor<8xi16>
 }
-// CHECK: tensordsl computes on tensors of i1 (booleans), f16, f32 or f64
+// CHECK: tensordsl computes on tensors of i1 (booleans), f16, f32, f64, i32 or i64
 
 // -----
 

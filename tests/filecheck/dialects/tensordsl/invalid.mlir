@@ -33,14 +33,14 @@
 // -----
 
 %a, %b = "test.op"() : () -> (tensor<4xi32>, tensor<4xi32>)
-%0 = tensordsl.minimum %a, %b : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
-// CHECK: tensordsl computes on tensors of f16, f32 or f64
+%0 = tensordsl.hypot %a, %b : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+// CHECK: 'tensordsl.hypot' computes on floats, not integers (tensor<4xi32>, tensor<4xi32>): convert first with tensordsl.cast
 
 // -----
 
 %a = "test.op"() : () -> tensor<4xbf16>
 %0 = "tensordsl.exp"(%a) : (tensor<4xbf16>) -> tensor<4xbf16>
-// CHECK: tensordsl computes on tensors of f16, f32 or f64
+// CHECK: tensordsl computes numbers as f16, f32, f64, i32 or i64
 
 // -----
 
@@ -189,8 +189,8 @@
 // -----
 
 %a = "test.op"() : () -> tensor<4x8xf32>
-%0 = tensordsl.cast %a : tensor<4x8xf32> -> tensor<4x8xi32>
-// CHECK: tensordsl computes on tensors of f16, f32 or f64
+%0 = tensordsl.cast %a : tensor<4x8xf32> -> tensor<4x8xi16>
+// CHECK: tensordsl computes numbers as f16, f32, f64, i32 or i64
 
 // -----
 
@@ -199,8 +199,14 @@
 
 // -----
 
-%0 = tensordsl.constant dense<1> : tensor<4xi32>
-// CHECK: tensordsl computes on tensors of f16, f32 or f64
+%0 = tensordsl.constant dense<1> : tensor<4xi8>
+// CHECK: tensordsl computes numbers as f16, f32, f64, i32 or i64
+
+// -----
+
+%a, %b = "test.op"() : () -> (tensor<4xf32>, tensor<4xf32>)
+%0 = tensordsl.left_shift %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+// CHECK: expected signed integers (i32 or i64)
 
 // -----
 

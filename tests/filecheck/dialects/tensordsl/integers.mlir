@@ -1,0 +1,79 @@
+// RUN: tdsl-opt %s | tdsl-opt | filecheck %s
+// RUN: %roundtrip
+// RUN: %generic
+// RUN: tdsl-opt %s --fuse --tile -p tdsl-lower-to-loops | filecheck %s --check-prefix=LOOPS
+// RUN: tdsl-opt %s --fuse --tile -p tdsl-lower-to-loops,tdsl-convert-to-llvm | filecheck %s --check-prefix=LLVM
+
+// Integers (i32, i64) computed exactly: the ops that take them, and the bodies
+// that never trap where NumPy gives a result (x // 0 is 0, MIN // -1 is MIN).
+
+func.func @arith(%a: tensor<4xi64>, %b: tensor<4xi64>) -> tensor<4xi64> {
+  %0 = tensordsl.add %a, %b : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %1 = tensordsl.floor_divide %0, %b : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %2 = tensordsl.remainder %1, %b : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %3 = tensordsl.left_shift %2, %b : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %4 = tensordsl.right_shift %3, %a : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %5 = tensordsl.bitwise_and %4, %a : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %6 = tensordsl.bitwise_or %5, %b : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %7 = tensordsl.bitwise_xor %6, %a : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+  %8 = tensordsl.invert %7 : tensor<4xi64>
+  func.return %8 : tensor<4xi64>
+}
+
+// CHECK-LABEL: func.func @arith(
+// CHECK-NEXT: %0 = tensordsl.add %a, %b : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+// CHECK-NEXT: %1 = tensordsl.floor_divide %0, %b : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+// CHECK-NEXT: %2 = tensordsl.remainder %1, %b : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+// CHECK-NEXT: %3 = tensordsl.left_shift %2, %b : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+// CHECK-NEXT: %4 = tensordsl.right_shift %3, %a : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+// CHECK-NEXT: %5 = tensordsl.bitwise_and %4, %a : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+// CHECK-NEXT: %6 = tensordsl.bitwise_or %5, %b : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+// CHECK-NEXT: %7 = tensordsl.bitwise_xor %6, %a : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+// CHECK-NEXT: %8 = tensordsl.invert %7 : tensor<4xi64>
+// CHECK-GENERIC: "tensordsl.floor_divide"(%{{.*}}, %{{.*}}) : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
+// CHECK-GENERIC: "tensordsl.invert"(%{{.*}}) : (tensor<4xi64>) -> tensor<4xi64>
+
+// One fused loop.  The divisor of `//` and `%` is 1 where it is 0 or where the
+// dividend is MIN and the divisor -1, and a shift count outside [0, 64) is
+// replaced before the shift.
+// LOOPS-LABEL: func.func @arith_g0(
+// LOOPS:         arith.addi
+// LOOPS:         %[[ZERO:.*]] = arith.cmpi eq, %{{.*}}, %{{.*}} : i64
+// LOOPS:         arith.constant -9223372036854775808 : i64
+// LOOPS:         %[[BAD:.*]] = arith.ori %[[ZERO]], %{{.*}} : i1
+// LOOPS:         %[[SAFE:.*]] = arith.select %[[BAD]], %{{.*}}, %{{.*}} : i64
+// LOOPS-NEXT:    arith.divsi %{{.*}}, %[[SAFE]] : i64
+// LOOPS:         arith.remsi
+// LOOPS:         arith.constant 64 : i64
+// LOOPS-NEXT:    %[[OK:.*]] = arith.cmpi ult, %{{.*}}, %{{.*}} : i64
+// LOOPS:         arith.select %[[OK]]
+// LOOPS-NEXT:    arith.shli
+// LOOPS:         arith.shrsi
+// LOOPS:         arith.andi
+// LOOPS:         arith.ori
+// LOOPS:         arith.xori
+// LOOPS:         arith.constant -1 : i64
+// LOOPS-NEXT:    arith.xori
+// LOOPS:         memref.store %{{.*}}, %out0[%{{.*}}] : memref<4xi64>
+
+// -----
+
+func.func @convert(%x: tensor<4xf64>) -> tensor<4xi32> {
+  %0 = tensordsl.cast %x : tensor<4xf64> -> tensor<4xi32>
+  func.return %0 : tensor<4xi32>
+}
+
+// CHECK-LABEL: func.func @convert(
+// CHECK-NEXT: %0 = tensordsl.cast %x : tensor<4xf64> -> tensor<4xi32>
+
+// A float converts only where it is in range (nan compares false); elsewhere the
+// result is NumPy's INT_MIN.  LLVM has the conversion as a saturating intrinsic.
+// LOOPS-LABEL: func.func @convert_g0(
+// LOOPS:         arith.cmpf ogt, %{{.*}}, %{{.*}} : f64
+// LOOPS:         arith.cmpf olt, %{{.*}}, %{{.*}} : f64
+// LOOPS:         %[[IN:.*]] = arith.andi
+// LOOPS:         arith.select %[[IN]], %{{.*}}, %{{.*}} : f64
+// LOOPS-NEXT:    arith.fptosi %{{.*}} : f64 to i32
+// LOOPS:         arith.constant -2147483648 : i32
+// LOOPS-NEXT:    arith.select %[[IN]], %{{.*}}, %{{.*}} : i32
+// LLVM:          llvm.call_intrinsic "llvm.fptosi.sat.i32.f64"(%{{.*}}) : (f64) -> i32

@@ -1,0 +1,204 @@
+"""Integers as values: ``int32`` and ``int64`` computed exactly, with NumPy 2's promotion
+(NEP 50: a Python int is weak) and NumPy's results on every target, the cases where
+native code would trap or be undefined included (division by zero, ``MIN // -1``,
+shifts by the width or more, nan and out-of-range floats converted to integers)."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+from all_targets import TARGETS, run_on
+
+from tdsl import lang
+from tdsl.errors import TdslTypeError
+from tdsl.frontend import to_tensordsl
+from tdsl.jit import JITTensorKernel
+
+Array = np.ndarray[Any, Any]
+
+I64, I32 = np.iinfo(np.int64), np.iinfo(np.int32)
+A64 = np.array([7, -7, 7, -7, 5, I64.min, I64.max, 0, 3, -1, 64, 2**40, I64.min], np.int64)
+B64 = np.array([2, 2, -2, -2, 0, -1, 1, 5, 0, 63, 65, -3, 1], np.int64)
+A32, B32 = A64.astype(np.int32), B64.astype(np.int32)
+F = np.array(
+    [
+        np.nan,
+        np.inf,
+        -np.inf,
+        3e9,
+        -3e9,
+        2.7,
+        -2.7,
+        0.0,
+        -0.0,
+        1e300,
+        2147483647.9,
+        -2147483648.9,
+        5e-324,
+    ]
+)
+G = np.array([2.0, 0.0, -np.inf, 3, -3, 0.5, 0.7, 1, -1, np.inf, 2, -2, 0.0])
+R = np.array([[1, -2, 3], [I64.max, I64.min, 0]], np.int64)
+
+CASES: list[tuple[str, dict[str, Array]]] = [
+    ("a + b", {"a": A64, "b": B64}),
+    ("a * b - 3", {"a": A32, "b": B32}),
+    ("a // b", {"a": A64, "b": B64}),
+    ("a // b", {"a": A32, "b": B32}),
+    ("a % b", {"a": A64, "b": B64}),
+    ("a % b", {"a": A32, "b": B32}),
+    ("fmod(a, b)", {"a": A64, "b": B64}),
+    ("a << b", {"a": A64, "b": B64}),
+    ("a >> b", {"a": A64, "b": B64}),
+    ("a << b", {"a": A32, "b": B32}),
+    ("a >> b", {"a": A32, "b": B32}),
+    ("(a & b) | (a ^ 5)", {"a": A64, "b": B64}),
+    ("~a", {"a": A32}),
+    ("a / b", {"a": A32, "b": B32}),
+    ("exp(a * 0)", {"a": A32}),
+    ("abs(a) + -a", {"a": A64}),
+    ("maximum(a, b) - minimum(a, 2)", {"a": A64, "b": B64}),
+    ("a < b", {"a": A64, "b": B64}),
+    ("a == 7", {"a": A32}),
+    ("where(a > 0, a, b)", {"a": A64, "b": B64}),
+    ("sum(a)", {"a": A32}),
+    ("sum(r, axis=0)", {"r": R}),
+    ("prod(a[:4])", {"a": A64}),
+    ("max(r, axis=1)", {"r": R}),
+    ("min(a)", {"a": A32}),
+    ("mean(a)", {"a": A32}),
+    ("a + 1.5", {"a": A32}),
+    ("a + x", {"a": A32, "x": np.ones(13, np.float32)}),
+    ("a + b", {"a": A32, "b": B64}),
+    ("sign(a) * square(a)", {"a": A32}),
+    ("relu(a)", {"a": A64}),
+    ("floor(a) + round(a)", {"a": A32}),
+    ("astype(x, int32)", {"x": F}),
+    ("astype(x, int64)", {"x": F}),
+    ("astype(a, float32)", {"a": A64}),
+    ("astype(a, int32)", {"a": A64}),
+    ("astype(a, bool)", {"a": A64}),
+    ("1 + 1", {}),
+    ("7 // 2 * 3", {}),
+    ("x // 2.0", {"x": F}),
+    ("x // y", {"x": F, "y": G}),
+    ("sum(a > 0)", {"a": A64}),
+    ("r @ r.T", {"r": R}),
+    ("r[:, ::-1] * 3", {"r": R}),
+]
+
+NAMES = {
+    **{f: getattr(np, f) for f in ("exp", "sum", "prod", "max", "min", "mean", "where")},
+    **{f: getattr(np, f) for f in ("maximum", "minimum", "abs", "sign", "square", "floor")},
+    "round": np.round,
+    "fmod": np.fmod,
+    "relu": lambda x: np.maximum(x, 0),
+    "astype": lambda x, d: x.astype(d),
+    "int32": np.int32,
+    "int64": np.int64,
+    "float32": np.float32,
+}
+
+
+def numpy_result(text: str, arrays: dict[str, Array]) -> Array:
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.asarray(eval(text, NAMES, dict(arrays)))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(("text", "arrays"), CASES, ids=[c[0] for c in CASES])
+def test_integers_are_numpys(target: str, text: str, arrays: dict[str, Array]) -> None:
+    got = run_on(target, 10**6, text, **arrays)
+    want = numpy_result(text, arrays)
+    assert (got.dtype, got.shape) == (want.dtype, want.shape)
+    np.testing.assert_array_equal(got, want)  # exact, nan where NumPy has nan
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_int64_is_exact_beyond_two_to_the_53(target: str) -> None:
+    a = np.array([2**53 + 1, 2**62 + 3, -(2**60) - 7], np.int64)
+    got = run_on(target, 10**6, "a * 3 + 1 - a // 7", a=a)
+    np.testing.assert_array_equal(got, a * 3 + 1 - a // 7)
+    assert int(run_on(target, 10**6, "sum(a)", a=a)) == int(np.sum(a))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_large_integer_matmul_is_exact(target: str) -> None:
+    rng = np.random.default_rng(3)
+    a = rng.integers(-(2**40), 2**40, (33, 70), dtype=np.int64)
+    b = rng.integers(-(2**20), 2**20, (70, 9), dtype=np.int64)
+    np.testing.assert_array_equal(run_on(target, 2**10, "a @ b", a=a, b=b), a @ b)
+
+
+@pytest.mark.parametrize(
+    ("text", "dtypes", "message"),
+    [
+        ("a + 3000000000", {"a": "int32"}, "the integer 3000000000 is out of bounds for int32"),
+        (
+            "a ** 2",
+            {"a": "int64"},
+            "`**` of integers (i64[4], int (the number 2)) is not supported",
+        ),
+        ("cumsum(a)", {"a": "int64"}, "`cumsum` of integers"),
+        ("x & a", {"a": "int64", "x": "float32"}, "`&` of floats"),
+        ("a << 1.5", {"a": "int64"}, "`<<` of floats"),
+    ],
+)
+def test_what_integers_cannot_do_is_a_located_error(
+    text: str, dtypes: dict[str, str], message: str
+) -> None:
+    with pytest.raises(TdslTypeError, match="1:") as err:
+        to_tensordsl(text, shapes={k: (4,) for k in dtypes}, dtypes=dtypes)
+    assert message in str(err.value)
+
+
+def test_integer_literals_are_weak_as_in_numpy_2() -> None:
+    module = to_tensordsl("a * 2 + 1", shapes={"a": (4,)}, dtypes={"a": "int32"})
+    assert "tensor<4xi32>" in str(module) and "i64" not in str(module)
+    module = to_tensordsl("x * 2", shapes={"x": (4,)}, dtypes={"x": "float16"})
+    assert "f64" not in str(module)
+
+
+def test_integer_ops_print_parse_and_round_trip() -> None:
+    text = "((a // b) % 3 << 2 >> 1 ^ ~a) & (a | b)"
+    module = to_tensordsl(text, shapes={"a": (4,), "b": (4,)}, dtypes={"a": "int64", "b": "int64"})
+    printed = str(module)
+    for name in ("floor_divide", "remainder", "left_shift", "right_shift", "bitwise_xor"):
+        assert f"tensordsl.{name}" in printed
+    for name in ("invert", "bitwise_and", "bitwise_or"):
+        assert f"tensordsl.{name}" in printed
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import Builtin
+    from xdsl.dialects.func import Func
+    from xdsl.parser import Parser
+
+    from tdsl.dialects.tensordsl import TensorDSL
+
+    ctx = Context()
+    for dialect in (Builtin, Func, TensorDSL):
+        ctx.load_dialect(dialect)
+    parsed = Parser(ctx, printed).parse_module()
+    parsed.verify()
+    assert str(parsed) == printed
+
+
+def test_lang_computes_integers_eagerly_as_numpy() -> None:
+    with np.errstate(over="ignore"):  # MIN // -1: NumPy's own warning
+        np.testing.assert_array_equal(lang.floor_divide(A64, B64 | 1), A64 // (B64 | 1))
+    np.testing.assert_array_equal(lang.left_shift(A32, B32 & 7), A32 << (B32 & 7))
+    np.testing.assert_array_equal(lang.astype(F[3:9], np.int64), F[3:9].astype(np.int64))
+
+
+def test_dask_computes_integers_through_its_own_arrays() -> None:
+    da = pytest.importorskip("dask.array")
+    a = np.arange(-500, 524, dtype=np.int64).reshape(32, 32) * 7919
+    fn = JITTensorKernel(target="numpy").compile(
+        "sum(a // 3 + (a << 2), axis=0)", shapes={"a": a.shape}, dtypes={"a": "int64"}
+    )
+    got = fn(da.from_array(a, chunks=(8, 32)))
+    assert isinstance(got, da.Array)
+    np.testing.assert_array_equal(got.compute(), np.sum(a // 3 + (a << 2), axis=0))
