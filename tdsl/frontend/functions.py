@@ -130,8 +130,6 @@ NUMPY_ALIASES: dict[str, str] = {
 and docs/from-numpy.md show it."""
 
 NUMPY_MISSING: dict[str, str] = {
-    "argmax": "`argmax` is not in the language yet: `max` gives the value",
-    "argmin": "`argmin` is not in the language yet: `min` gives the value",
     "argsort": "sorting is not in the language",
     "sort": "sorting is not in the language",
     "median": "sorting is not in the language",

@@ -29,6 +29,7 @@ from tdsl.dialects.structured import (
 )
 from tdsl.dtypes import promote
 from tdsl.errors import SourceLocation, TdslIRError, TdslNameError, TdslTypeError
+from tdsl.frontend.arg_reductions import lower_arg_reduction
 from tdsl.frontend.ast import (
     BinOp,
     Call,
@@ -438,6 +439,8 @@ class FunctionLowering(CallParams):
             return lower_broadcast_to(self, node, args, spans)
         if op is td.TakeOp:
             return lower_take(self, node, args, spans)
+        if issubclass(op, td.ArgReduction):
+            return lower_arg_reduction(self, node, args, spans, self.params(node, info, args[0]))
         params = self.params(node, info, args[0] if args else None)
         if issubclass(op, td.CREATION):
             return lower_creation(self, node, args, spans, params)

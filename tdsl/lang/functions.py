@@ -157,6 +157,16 @@ def broadcast_to(x: Operand, shape: int | tuple[int, ...]) -> Array:
     return _call("broadcast_to", (x,), {"shape": shape})
 
 
+def argmax(x: Operand, axis: int | None = None, keepdims: bool = False) -> Array:
+    """The index of the first largest element along ``axis`` (of the flattened operand when ``axis`` is None), an ``int64`` (``np.argmax``; the first ``nan`` if any)."""
+    return _call("argmax", (x,), {"axis": axis, "keepdims": keepdims})
+
+
+def argmin(x: Operand, axis: int | None = None, keepdims: bool = False) -> Array:
+    """The index of the first smallest element along ``axis`` (of the flattened operand when ``axis`` is None), an ``int64`` (``np.argmin``; the first ``nan`` if any)."""
+    return _call("argmin", (x,), {"axis": axis, "keepdims": keepdims})
+
+
 def ravel(x: Operand) -> Array:
     """The elements in row-major order, flat, as ``np.ravel(x)``: a ``reshape`` to ``(-1,)``."""
     return _call("ravel", (x,))
@@ -240,6 +250,8 @@ __all__ = [
     "all",
     "any",
     "arange",
+    "argmax",
+    "argmin",
     "array_split",
     "astype",
     "broadcast_to",

@@ -35,7 +35,12 @@ def index_text(index: Sequence[slice]) -> str:
 
 
 def scalar_expr(value: np.floating | float, dtype: np.dtype[np.floating]) -> str:
-    """The shortest literal that converts back to exactly ``value`` in ``dtype``."""
+    """The shortest literal that converts back to exactly ``value`` in ``dtype`` (an
+    integer literal for an integer dtype, exact beyond 2**53)."""
+    if dtype.kind in "iu":
+        return str(int(value))
+    if dtype.kind == "b":
+        return str(bool(value))
     v = dtype.type(value)
     if np.isnan(v):
         return 'float("nan")'

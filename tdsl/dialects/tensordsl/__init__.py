@@ -31,7 +31,8 @@ span before any IR exists.
 The ops are defined one module per family (:mod:`.constant`, :mod:`.elementwise_unary`,
 :mod:`.elementwise_math`, :mod:`.elementwise_binary`, :mod:`.compare_logical`,
 :mod:`.bitwise`,
-:mod:`.contraction`, :mod:`.normalize`, :mod:`.reductions`, :mod:`.scans`,
+:mod:`.contraction`, :mod:`.normalize`, :mod:`.reductions`, :mod:`.arg_reductions`,
+:mod:`.scans`,
 :mod:`.views`, :mod:`.slicing`, :mod:`.reshape`, :mod:`.joins`, :mod:`.gather`); this
 package re-exports them, and the dialect is made of the op classes those modules
 define, so a new op is its class and no list.
@@ -67,6 +68,7 @@ from tdsl.dialects.structured import (
     tensor_shape,
 )
 from tdsl.dialects.tensordsl import (
+    arg_reductions,
     bitwise,
     compare_logical,
     constant,
@@ -86,6 +88,8 @@ from tdsl.dialects.tensordsl import (
 )
 
 # the op classes (and the helpers) of every family, by their names: td.ExpOp
+from tdsl.dialects.tensordsl.arg_reductions import *  # noqa: F403
+from tdsl.dialects.tensordsl.arg_reductions import ARG_FUNCTIONS
 from tdsl.dialects.tensordsl.bitwise import *  # noqa: F403
 from tdsl.dialects.tensordsl.bitwise import INTEGER_ONLY, NO_FLOATS
 from tdsl.dialects.tensordsl.compare_logical import *  # noqa: F403
@@ -135,6 +139,7 @@ FAMILY_MODULES: tuple[ModuleType, ...] = (
     contraction,
     normalize,
     reductions,
+    arg_reductions,
     scans,
     views,
     slicing,
@@ -210,6 +215,7 @@ TensorDSL = Dialect("tensordsl", list(OPS), [])
 
 LANGUAGE_ONLY: tuple[type[LanguageFunction], ...] = (
     *VIEW_FUNCTIONS,
+    *ARG_FUNCTIONS,
     Ravel,
     *JOIN_FUNCTIONS,
     *CREATION,
@@ -219,6 +225,7 @@ with other ops (a ``transpose``, constants and comparisons)."""
 
 # the op classes are public too: OPS lists them
 __all__ = [
+    "ARG_FUNCTIONS",
     "BINARY_OPS",
     "CLASSIFY_OPS",
     "COMPARISON_OPS",

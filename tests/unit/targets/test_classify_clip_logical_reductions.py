@@ -151,8 +151,8 @@ def test_a_name_in_scope_shadows_a_constant() -> None:
 @pytest.mark.parametrize(
     "text,message",
     [
-        ("argmax(x)", "unknown function `argmax`: NumPy's `argmax` is not in the language"),
-        ("np.argmax(x)", "unknown function `argmax`: NumPy's `argmax` is not in the language"),
+        ("argsort(x)", "unknown function `argsort`: NumPy's `argsort` is not in the language"),
+        ("np.sort(x)", "unknown function `sort`: NumPy's `sort` is not in the language"),
         ("amax(x)", "unknown function `amax`: the language spells NumPy's `amax` as `max`"),
         ("nansum(x)", "use sum(where(isnan(x), 0.0, x))"),
         ("exx(x)", "unknown function `exx`; did you mean `exp`?"),

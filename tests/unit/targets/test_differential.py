@@ -93,6 +93,8 @@ OTHERS = {
     "tril",
     "triu",
     "astype",
+    "argmax",
+    "argmin",
 }
 FAMILIES = [
     INTEGER,
@@ -291,7 +293,8 @@ class Generator:
         """An ``i32``/``i64`` expression: integer inputs and literals, the operators and
         functions of integers (wrapping, ``//`` and ``%`` by zero, shifts by any count),
         reductions, comparisons in ``where``, and ``astype`` of floats."""
-        kind = self.draw(st.sampled_from(["leaf", "binary", "binary", "unary", "reduce", "cast"]))
+        kinds = ["leaf", "binary", "binary", "unary", "reduce", "cast", "arg"]
+        kind = self.draw(st.sampled_from(kinds))
         if depth == 0 or kind == "leaf":
             name = f"n{len(self.inputs)}"
             self.inputs[name] = (shape, self.draw(st.sampled_from(["i32", "i64"])))
@@ -314,9 +317,15 @@ class Generator:
             return f"{name}({self.integer(shape, sub)})"
         if kind == "cast":
             return f"astype({self.float(shape, sub)}, {self.draw(st.sampled_from(['i32', 'i64']))})"
-        name = self.draw(st.sampled_from(["sum", "max", "min", "prod"]))
         position = self.draw(st.integers(0, len(shape)))
         operand = (*shape[:position], self.dim(), *shape[position:])
+        if kind == "arg":  # the index of the extreme (an int64), of floats or integers
+            name = self.draw(st.sampled_from(["argmax", "argmin"]))
+            values = (
+                self.float(operand, sub) if self.draw(st.booleans()) else self.integer(operand, sub)
+            )
+            return f"{name}({values}, axis={position})"
+        name = self.draw(st.sampled_from(["sum", "max", "min", "prod"]))
         return f"{name}({self.integer(operand, sub)}, axis={position})"
 
     def created(self, shape: Shape, depth: int) -> str:

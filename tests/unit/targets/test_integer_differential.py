@@ -1,9 +1,10 @@
 """Differential test of integer programs: random well-typed expressions over ``int32`` and
 ``int64`` inputs (their extremes included), with integer literals (weak, NEP 50),
 wrapping arithmetic, ``//`` and ``%`` by zero and by -1, shifts by counts outside
-``[0, bits)``, bitwise ops, comparisons, ``where``, reductions, integer ``matmul`` and
-``astype`` from floats (nan and out-of-range values too), compiled on the numpy and
-native targets and run by the interpreter.
+``[0, bits)``, bitwise ops, comparisons, ``where``, reductions, ``argmax``/``argmin``
+(of floats with nan too), integer ``matmul`` and ``astype`` from floats (nan and
+out-of-range values too), compiled on the numpy and native targets (at budgets that
+tile the reductions) and run by the interpreter.
 
 The reference is NumPy itself: the text is also valid NumPy (every name drawn is a
 NumPy function of the same name, but ``neg``, which is ``np.negative``; and Python's
@@ -77,7 +78,7 @@ class Generator:
         if depth == 0:
             return self.leaf(shape, self.draw(st.sampled_from(["int32", "int64"])))
         kinds = ["leaf", "binary", "binary", "binary", "unary", "where"]
-        kinds += ["reduce", "astype", "literal"] + (["matmul"] if shape else [])
+        kinds += ["reduce", "astype", "literal", "arg"] + (["matmul"] if shape else [])
         kind = self.draw(st.sampled_from(kinds))
         sub = depth - 1
         if kind == "leaf":
@@ -115,9 +116,15 @@ class Generator:
             lhs = self.integer((*shape[:-1], k) if len(shape) > 1 else (k,), sub)
             rhs = self.integer((k, shape[-1]), sub)
             return f"({lhs} @ {rhs})"
-        name = self.draw(st.sampled_from(REDUCTIONS))
         position = self.draw(st.integers(0, len(shape)))
         operand = (*shape[:position], self.dim(), *shape[position:])
+        if kind == "arg":  # an index (int64) of the first extreme, nan or not
+            name = self.draw(st.sampled_from(["argmax", "argmin"]))
+            values = self.integer(operand, sub)
+            if self.draw(st.booleans()):
+                values = f"({self.leaf(operand, 'float64')} * {values})"
+            return f"{name}({values}, axis={position})"
+        name = self.draw(st.sampled_from(REDUCTIONS))
         return f"{name}({self.integer(operand, sub)}, axis={position})"
 
     def compare(self, shape: Shape, depth: int) -> str:
@@ -173,6 +180,8 @@ NUMPY_NAMES: dict[str, Any] = {
     "neg": np.negative,
     "where": np.where,
     "mean": np.mean,
+    "argmax": np.argmax,
+    "argmin": np.argmin,
     "astype": np.astype,
     "int32": np.int32,
     "int64": np.int64,

@@ -88,12 +88,20 @@ CASES: list[tuple[str, dict[str, Array]]] = [
     ("sum(a > 0)", {"a": A64}),
     ("r @ r.T", {"r": R}),
     ("r[:, ::-1] * 3", {"r": R}),
+    ("argmax(x)", {"x": F}),
+    ("argmin(x[3:])", {"x": F}),
+    ("argmax(r, axis=1)", {"r": R}),
+    ("argmin(r, axis=0, keepdims=True)", {"r": R}),
+    ("argmax(a > 0)", {"a": A64}),
+    ("argmax(exp(x[5:]) - 1, axis=0)", {"x": F}),
 ]
 
 NAMES = {
     **{f: getattr(np, f) for f in ("exp", "sum", "prod", "max", "min", "mean", "where")},
     **{f: getattr(np, f) for f in ("maximum", "minimum", "abs", "sign", "square", "floor")},
     "round": np.round,
+    "argmax": np.argmax,
+    "argmin": np.argmin,
     "fmod": np.fmod,
     "relu": lambda x: np.maximum(x, 0),
     "astype": lambda x, d: x.astype(d),
@@ -116,6 +124,16 @@ def test_integers_are_numpys(target: str, text: str, arrays: dict[str, Array]) -
     want = numpy_result(text, arrays)
     assert (got.dtype, got.shape) == (want.dtype, want.shape)
     np.testing.assert_array_equal(got, want)  # exact, nan where NumPy has nan
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("text", ["min(r, axis=1)", "max(r)", "sum(r, axis=0)", "argmin(r)"])
+def test_integer_reductions_tiled_by_a_tiny_budget_are_numpys(target: str, text: str) -> None:
+    r = np.concatenate([R, R[::-1] // 3, np.full((2, 3), I64.max)], axis=0)
+    got = run_on(target, 4, text, r=r)
+    want = numpy_result(text, {"r": r})
+    assert (got.dtype, got.shape) == (want.dtype, want.shape)
+    np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("target", TARGETS)
