@@ -8,21 +8,22 @@ Typing follows NumPy 2 (NEP 50):
 
 * array operands promote as ``np.result_type`` does (f16 < f32 < f64); the
   promotion is an explicit ``tensordsl.cast``;
-* numeric literals are *weak* Python floats: arithmetic between literals only
-  (``2 * 3``, ``-1``, ``1 / 3``) is folded in double precision, as Python would,
-  and the result takes the dtype of the tensor it meets, as a 0-d
-  ``tensordsl.constant``.  A literal that meets no tensor (one returned alone,
-  or the only argument of a function, as in ``exp(2)``) is a float64, and the
-  function's result is then a strong float64, as ``np.exp(2)`` is.
-* an input of a bare expression declared with the dtype ``float`` (the Python
-  type) is a *weak scalar input*: a Python float given at run time, typed
-  like a literal.  It is a 0-d ``f64`` argument of the function; where it
-  meets a tensor it is converted to that tensor's element type with a
-  ``tensordsl.cast`` (one per element type, at its first such use), so
-  ``A * s`` is float32 for a float32 ``A``.  Arithmetic between weak values and
-  literals only (``s + 1``, ``-s``, ``s * t``) is computed in float64 and stays
-  weak, as Python computes on floats; a result made of weak values and
-  literals only is float64.
+* numeric literals are *weak* Python ints (``2``) and floats (``2.0``): arithmetic
+  between literals only (``2 * 3``, ``-1``, ``1 / 3``) is folded as NumPy computes
+  Python scalars (int64, or double precision), and the result takes the dtype of
+  the tensor it meets, as a 0-d ``tensordsl.constant``.  A literal that meets no
+  tensor (one returned alone, or the only argument of a function, as in
+  ``exp(2)``) is an int64 or a float64, and the function's result follows
+  (``np.exp(2)`` is a float64).
+* an input of a bare expression declared with the dtype ``float`` or ``int`` (the
+  Python types) is a *weak scalar input*: a Python float or int given at run time,
+  typed like a literal.  It is a 0-d ``f64`` (``i64``) argument of the function;
+  where it meets a tensor it is converted to the promoted element type with a
+  ``tensordsl.cast`` (one per element type, at its first such use), so ``A * s`` is
+  float32 for a float32 ``A``, and int32 for an int32 ``A`` and an ``int`` ``s``.
+  Arithmetic between weak values and literals only (``s + 1``, ``-s``, ``s * t``)
+  is computed in int64 or float64, as NumPy computes on Python scalars, and stays
+  weak; a result made of weak values and literals only is int64 or float64.
 
 Shapes, axes, arities and keywords are checked here, before any op is built,
 so each error points at the user's span.
@@ -35,7 +36,15 @@ import re
 from collections.abc import Mapping, Sequence
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, TensorType, f64
+from xdsl.dialects.builtin import (
+    FileLineColLoc,
+    IntAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    f64,
+    i64,
+)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
@@ -54,6 +63,7 @@ from tdsl.frontend.functions import (
 )
 from tdsl.frontend.lower_expr import (
     WEAK,
+    WEAK_INT,
     FunctionLowering,
     TensorValue,
     WeakValue,
@@ -206,17 +216,19 @@ def _lower_expression(
     weak: set[str] = set()
     for name, span in first_use.items():
         where = source.location(span)
-        if _dtype_spec(name, dtypes) is WEAK:
+        spec = _dtype_spec(name, dtypes)
+        if spec is WEAK or spec is WEAK_INT:
             shape = _input_shape(name, given.get(name, ()), where)
+            kind = "int" if spec is WEAK_INT else "float"
             if shape:
                 raise TdslTypeError(
-                    f"input `{name}` is declared a weak scalar (dtype `float`, a Python "
-                    f"float) and must be 0-d, but its shape is given as {shape}; for a "
-                    'float64 tensor write `np.float64` or `"f64"`',
+                    f"input `{name}` is declared a weak scalar (dtype `{kind}`, a Python "
+                    f"{kind}) and must be 0-d, but its shape is given as {shape}; for a "
+                    f'{kind}64 tensor write `np.{kind}64` or `"{kind[0]}64"`',
                     where,
                 )
             weak.add(name)
-            args.append((name, f64, (), span))
+            args.append((name, i64 if spec is WEAK_INT else f64, (), span))
             continue
         if name not in given:
             message = f"no shape given for input `{name}`"
@@ -232,7 +244,9 @@ def _lower_expression(
     block = _block(source, args)
     lowering = FunctionLowering(source, block)
     for (name, element, shape, _), arg in zip(args, block.args, strict=True):
-        lowering.env[name] = WeakValue(arg) if name in weak else TensorValue(arg, shape, element)
+        lowering.env[name] = (
+            WeakValue(arg, element == i64) if name in weak else TensorValue(arg, shape, element)
+        )
     body = expression.body
     result = lowering.tensor(lowering.lower(body), body.span)
     return _build_function(lowering, "main", block, [result], body.span, body.span)
@@ -301,9 +315,9 @@ def to_tensordsl(
     ``shapes`` maps each input name of an expression to its shape;
     ``dtypes`` is one dtype for all inputs or a dict by name (default float64),
     spelled as a NumPy dtype, a dtype class or a string (``"float32"``, ``"f32"``).
-    The Python type ``float`` declares a weak scalar input (see the module
-    docstring): 0-d, its shape may be left out; for a strong float64 input
-    write ``np.float64`` or ``"f64"``.
+    The Python types ``float`` and ``int`` declare a weak scalar input (see the module
+    docstring): 0-d, its shape may be left out; for a strong float64 (int64) input
+    write ``np.float64`` or ``"f64"`` (``np.int64`` or ``"i64"``).
     For a program, the signatures give shapes and dtypes and both are ignored.
     Raises a :class:`~tdsl.errors.TdslError` subclass on any bad input.
     """
@@ -361,6 +375,7 @@ def lower_expression_cli(expr: str, shape_specs: list[str]) -> ModuleOp:
 __all__ = [
     "FUNCTIONS",
     "WEAK",
+    "WEAK_INT",
     "DTypeLike",
     "FunctionInfo",
     "element_type_of",

@@ -78,6 +78,8 @@ def format_type(element: Attribute, shape: Sequence[int]) -> str:
 
 WEAK: type[float] = float
 """The dtype that declares a weak scalar input (``dtypes={"s": float}``): a Python float."""
+WEAK_INT: type[int] = int
+"""The dtype that declares a weak integer input (``dtypes={"n": int}``): a Python int."""
 
 
 def _fold(op: str, a: int | float, b: int | float) -> int | float:
@@ -149,7 +151,7 @@ class FunctionLowering(CallParams):
                     data = np.array(value.value, dtype=np.float64).astype(dtype)
             return self.emit(td.ConstantOp(td.dense_from_numpy(data, element)), value.span)
         if isinstance(value, WeakValue):
-            value = TensorValue(value.value, (), f64)
+            value = TensorValue(value.value, (), i64 if value.integer else f64)
         if value.element == element:
             return value
         key = (value.value, dtype_name(element))
@@ -174,11 +176,7 @@ class FunctionLowering(CallParams):
         as :meth:`int_inputs_as` says.
         """
         dtypes = [numpy_dtype(v.element) for v, _ in operands if isinstance(v, TensorValue)]
-        weak = [
-            int if isinstance(v, LiteralValue) and isinstance(v.value, int) else float
-            for v, _ in operands
-            if not isinstance(v, TensorValue)
-        ]
+        weak = [self.weak_kind(v) for v, _ in operands if not isinstance(v, TensorValue)]
         element = element_of(promote(*dtypes, weak=weak))
         if (
             op is not None
@@ -215,7 +213,7 @@ class FunctionLowering(CallParams):
 
     def tensor(self, value: Value, span: Span) -> TensorValue:
         """``value`` as a tensor; a lone literal or weak scalar is a float64 (an integer
-        literal an int64, as ``np.asarray(1)``)."""
+        one an int64, as ``np.asarray(1)``)."""
         if isinstance(value, TupleValue):
             raise TdslTypeError(
                 "a tuple is not a result: return its items (`return a, b`), or join them",
@@ -223,15 +221,24 @@ class FunctionLowering(CallParams):
             )
         if isinstance(value, TensorValue):
             return value
-        exact = isinstance(value, LiteralValue) and isinstance(value.value, int)
-        return self.to_element(value, i64 if exact else f64, span)
+        return self.to_element(value, i64 if self.weak_kind(value) is int else f64, span)
+
+    @staticmethod
+    def weak_kind(value: Value) -> type:
+        """``int`` for an integer literal or weak integer, else ``float``."""
+        if isinstance(value, LiteralValue):
+            return int if isinstance(value.value, int) else float
+        return int if isinstance(value, WeakValue) and value.integer else float
 
     def weak(
         self, op_class: type[td.BinaryOp], args: Sequence[Value], spans: Sequence[Span], span: Span
     ) -> WeakValue:
-        """``a <op> b`` of weak values and literals: computed in float64, still weak."""
-        a, b = (self.to_element(v, f64, s) for v, s in zip(args, spans, strict=True))
-        return WeakValue(self.emit(op_class(a.value, b.value), span).value)
+        """``a <op> b`` of weak values and literals: computed in int64 or float64, as
+        NumPy computes Python scalars, still weak."""
+        what = f"`{op_class.OPERATOR}`"
+        a, b = self.unify(list(zip(args, spans, strict=True)), op_class, what, span)
+        result = self.emit(op_class(a.value, b.value), span)
+        return WeakValue(result.value, is_int(result.element))
 
     @staticmethod
     def describe(value: Value) -> str:
@@ -240,7 +247,7 @@ class FunctionLowering(CallParams):
                 return f"int (the number {value.value})"
             return f"f64[] (the number {value.value:g})"
         if isinstance(value, WeakValue):
-            return "f64[] (a weak scalar)"
+            return "i64[] (a weak int)" if value.integer else "f64[] (a weak scalar)"
         return format_type(value.element, value.shape)
 
     @staticmethod
@@ -275,7 +282,8 @@ class FunctionLowering(CallParams):
                 if isinstance(arg, LiteralValue):
                     return LiteralValue(-arg.value, node.span)
                 if isinstance(arg, WeakValue):
-                    return WeakValue(self.emit(td.NegOp(arg.value), node.span).value)
+                    negated = self.emit(td.NegOp(arg.value), node.span)
+                    return WeakValue(negated.value, arg.integer)
                 return self.emit(td.NegOp(arg.value), node.span)
             case BinOp(op="@"):
                 return self.matmul("`@`", args, (node.lhs.span, node.rhs.span), node.op_span)

@@ -33,12 +33,14 @@ class LiteralValue:
 
 @dataclass(frozen=True)
 class WeakValue:
-    """A weak scalar known at run time: an ``f64[]`` value typed like a Python float.
+    """A weak scalar known at run time: an ``f64[]`` value typed like a Python float, or
+    an ``i64[]`` one typed like a Python int (``integer``).
 
     A weak scalar input, or arithmetic between weak values and literals only.
     """
 
     value: SSAValue
+    integer: bool = False
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,9 @@ DTypesLike: TypeAlias = Mapping[str, DTypeLike] | DTypeLike
 """One dtype for every input, or a dtype per input name (missing names are float64).
 
 The Python type ``float`` declares a weak scalar input of an expression (a Python
-float, typed like a literal); a strong float64 is ``np.float64`` or ``"f64"``."""
+float, typed like a literal); a strong float64 is ``np.float64`` or ``"f64"``.  The
+Python type ``int`` declares a weak integer (a Python int), a strong int64 is
+``np.int64`` or ``"i64"``."""
 
 
 class CacheInfo(NamedTuple):
@@ -77,11 +79,11 @@ def dtype_key(dtype: object) -> object:
     """``"bool"``/``"f16"``/``"f32"``/``"f64"`` for a supported dtype spelling; the value
     itself otherwise.
 
-    The Python type ``float`` (a weak scalar input) stays ``float``: it is not
-    float64.  Unsupported spellings go to the frontend unchanged, which reports
-    them.
+    The Python types ``float`` and ``int`` (weak scalar inputs) stay themselves: they
+    are not float64 and int64.  Unsupported spellings go to the frontend unchanged,
+    which reports them.
     """
-    if dtype is float:
+    if dtype is float or dtype is int:
         return dtype
     if isinstance(dtype, str) and dtype in DTYPES:
         return dtype

@@ -61,6 +61,8 @@ OUT = "out"
 """The keyword that takes the result arrays; no input may have this name."""
 
 _FLOAT64 = np.dtype(np.float64)
+_INT64 = np.dtype(np.int64)
+_INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 _MAX_FLOAT = sys.float_info.max
 
 
@@ -111,6 +113,12 @@ def convert_argument(kernel: CompiledKernel, spec: ArgSpec, value: Any) -> Array
     if isinstance(value, bool):
         hint = f" (np.bool_({value!r}))" if spec.dtype == np.bool_ and not spec.weak else ""
         raise TdslCallError(f"{where} is a Python bool ({value!r}): expected {spec.expected}{hint}")
+    if spec.weak and spec.dtype == _INT64:
+        if not isinstance(value, int) or not _INT64_MIN <= value <= _INT64_MAX:
+            raise TdslCallError(
+                f"{where} is a weak integer: expected {spec.expected}, got {describe(value)}"
+            )
+        return np.array(value, _INT64)
     if spec.weak:
         if not _is_python_number(value):
             raise TdslCallError(
@@ -152,6 +160,8 @@ def _show_big(value: object) -> str:
 
 def _fits(spec: ArgSpec, value: Any) -> bool:
     """Whether ``value`` is what a one-shot call would compile ``spec`` for (no conversion)."""
+    if spec.weak and spec.dtype == _INT64:
+        return type(value) is int and _INT64_MIN <= value <= _INT64_MAX
     if spec.weak:
         return type(value) is float or (type(value) is int and -_MAX_FLOAT <= value <= _MAX_FLOAT)
     if not spec.shape and _is_numpy_scalar(value):
@@ -367,6 +377,9 @@ def make_calls(kernel: CompiledKernel) -> tuple[Callable[..., Any], Callable[...
         "_tdsl_array": np.array,
         "_tdsl_asarray": np.asarray,
         "_tdsl_f8": _FLOAT64,
+        "_tdsl_i8": _INT64,
+        "_tdsl_imin": _INT64_MIN,
+        "_tdsl_imax": _INT64_MAX,
     }
     checks = ["_tdsl_more", "_tdsl_extra"]
     operands: list[str] = []
@@ -374,7 +387,12 @@ def make_calls(kernel: CompiledKernel) -> tuple[Callable[..., Any], Callable[...
         namespace[f"_tdsl_s{i}"] = spec.shape
         namespace[f"_tdsl_d{i}"] = spec.dtype
         n = spec.name
-        if spec.weak:
+        if spec.weak and spec.dtype == _INT64:
+            checks.append(
+                f"({n}.__class__ is not _tdsl_int or not _tdsl_imin <= {n} <= _tdsl_imax)"
+            )
+            operands.append(f"_tdsl_array({n}, _tdsl_i8)")
+        elif spec.weak:
             checks.append(
                 f"({n}.__class__ is not _tdsl_float and ({n}.__class__ is not _tdsl_int "
                 f"or not -_tdsl_big <= {n} <= _tdsl_big))"
@@ -480,7 +498,8 @@ def infer(name: str, value: object) -> tuple[tuple[int, ...], object]:
 
     An array: its shape and dtype (float16/32/64, native byte order).  A NumPy
     scalar: a 0-d input of its dtype.  A Python ``int`` or ``float``: a weak
-    0-d input (dtype ``float``, see :data:`tdsl.frontend.ir_gen.WEAK`).
+    0-d input (dtype ``int`` or ``float``, see :data:`tdsl.frontend.ir_gen.WEAK`; an
+    int beyond int64 is a weak float).
     Anything else, a ``bool`` included, is a TdslCallError.
     """
     if isinstance(value, np.ndarray):
@@ -503,8 +522,10 @@ def infer(name: str, value: object) -> tuple[tuple[int, ...], object]:
         dtype = _scalar_dtype(value)
         _check_dtype(name, dtype)
         return (), dtype
+    if isinstance(value, int) and _INT64_MIN <= value <= _INT64_MAX:
+        return (), int  # a weak integer, as NumPy 2 types a Python int (NEP 50)
     if _is_python_number(value):
-        return (), float
+        return (), float  # a Python float, or an int beyond int64 (as a float)
     raise TdslCallError(
         f"argument `{name}` must be a NumPy array or a Python int or float, got {describe(value)}"
     )

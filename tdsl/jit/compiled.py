@@ -71,18 +71,21 @@ class ArgSpec:
     shape: tuple[int, ...]
     dtype: np.dtype[Any]
     weak: bool = False
-    """A weak scalar: it takes a Python ``int`` or ``float``, typed like a literal
-    (``shape`` is ``()``, ``dtype`` float64, the type it is passed to the code in)."""
+    """A weak scalar: it takes a Python ``int`` or ``float`` (``dtype`` float64), or a
+    Python ``int`` (``dtype`` int64), typed like a literal (``shape`` is ``()``, and
+    ``dtype`` the type it is passed to the code in)."""
 
     @property
     def expected(self) -> str:
         """What the argument takes: ``an array of f32[4, 3]``, ``a Python int or float``."""
         if self.weak:
-            return "a Python int or float"
+            return "a Python int" if self.dtype.kind == "i" else "a Python int or float"
         return f"an array of {type_str(self.dtype, self.shape)}"
 
     def __str__(self) -> str:
-        return f"{self.name}: {'float' if self.weak else type_str(self.dtype, self.shape)}"
+        if self.weak:
+            return f"{self.name}: {'int' if self.dtype.kind == 'i' else 'float'}"
+        return f"{self.name}: {type_str(self.dtype, self.shape)}"
 
 
 LOCATED_STAGES = ("tensordsl", "tiled")

@@ -568,11 +568,10 @@ def retyped_function(func_op: FuncOp, shapes: Sequence[tuple[int, ...]]) -> Func
 
 def _is_weak(name: str, dtypes: object) -> bool:
     """Whether ``dtypes`` (normalized) declares expression input ``name`` a weak scalar."""
-    from tdsl.frontend.ir_gen import WEAK
+    from tdsl.frontend.ir_gen import WEAK, WEAK_INT
 
-    if isinstance(dtypes, dict):
-        return cast(dict[str, object], dtypes).get(name) is WEAK
-    return dtypes is WEAK
+    spec = cast(dict[str, object], dtypes).get(name) if isinstance(dtypes, dict) else dtypes
+    return spec is WEAK or spec is WEAK_INT
 
 
 __all__ = [

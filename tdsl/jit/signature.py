@@ -34,6 +34,8 @@ def _show(key: object) -> str:
     """A normalized dtype as the message shows it."""
     if key is float:
         return "a Python float (`float`, a weak scalar)"
+    if key is int:
+        return "a Python int (`int`, a weak integer)"
     if isinstance(key, str) and key in ELEMENT_NAMES.values():
         return next(k for k, v in ELEMENT_NAMES.items() if v == key)
     return f"`{key}`"

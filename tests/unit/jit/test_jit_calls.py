@@ -72,6 +72,27 @@ def test_two_weak_scalars_compute_like_python_floats(jit: JITTensorKernel, match
     matches(jit("exp(s) + t", s=0.5, t=1), np.exp(0.5) + 1)
 
 
+def test_a_python_int_is_a_weak_integer_as_in_numpy_2(jit: JITTensorKernel) -> None:
+    t = np.array([7, -7, 2**31 - 1], np.int32)
+    b = np.array([True, False, True])
+    cases = [
+        ("t * s + s // 2", {"t": t, "s": 3}),  # int32 stays int32, and wraps
+        ("t * s", {"t": t, "s": 2.5}),  # a float makes it float64
+        ("b + s", {"b": b, "s": 2}),  # booleans and a Python int: int64
+        ("s + n", {"s": 3, "n": 4}),  # Python ints alone: int64
+        ("s / n", {"s": 3, "n": 4}),
+    ]
+    for text, values in cases:
+        want = eval(text, {}, dict(values))
+        got = jit(text, **values)
+        assert np.asarray(got).dtype == np.asarray(want).dtype, text
+        np.testing.assert_array_equal(got, want)
+    kernel = jit.compile("t * n", {"t": (3,)}, {"t": "i32", "n": int})
+    assert kernel.signature == "main(t: i32[3], n: int) -> i32[3]"
+    with pytest.raises(TdslCallError, match="is a weak integer: expected a Python int"):
+        kernel(t, 2.5)
+
+
 def test_a_weak_scalar_takes_the_dtype_of_each_tensor_it_meets(
     jit: JITTensorKernel, matches: Any
 ) -> None:
