@@ -178,35 +178,32 @@ class FunctionLowering(CallParams):
         dtypes = [numpy_dtype(v.element) for v, _ in operands if isinstance(v, TensorValue)]
         weak = [self.weak_kind(v) for v, _ in operands if not isinstance(v, TensorValue)]
         element = element_of(promote(*dtypes, weak=weak))
-        if (
-            op is not None
-            and issubclass(op, td.NO_FLOATS)
-            and element not in (BOOL, *INT_TYPES.values())
-        ):
+
+        def refused(kind: str, advice: str) -> TdslTypeError:
             shown = ", ".join(self.describe(v) for v, _ in operands)
-            raise TdslTypeError(
-                f"{what} of floats ({shown}) is not supported: it takes integers (and "
-                "booleans), as in NumPy; convert first, e.g. `astype(x, int64)`",
+            return TdslTypeError(
+                f"{what} of {kind} ({shown}) is not supported: {advice}",
                 self.where(span or operands[0][1]),
+            )
+
+        integral = (BOOL, *INT_TYPES.values())
+        if op is not None and issubclass(op, td.NO_FLOATS) and element not in integral:
+            raise refused(
+                "floats",
+                "it takes integers (and booleans), as in NumPy; convert first, e.g. "
+                "`astype(x, int64)`",
             )
         if is_int(element) and op is not None:
             as_dtype = op.int_inputs_as(numpy_dtype(element))
             if as_dtype is None:
-                shown = ", ".join(self.describe(v) for v, _ in operands)
-                raise TdslTypeError(
-                    f"{what} of integers ({shown}) is not supported: convert first, "
-                    "e.g. `astype(x, float64)`",
-                    self.where(span or operands[0][1]),
-                )
+                raise refused("integers", "convert first, e.g. `astype(x, float64)`")
             element = element_of(as_dtype)
         if element == BOOL and op is not None:
             as_dtype = op.bool_inputs_as()
             if as_dtype is None:
-                shown = ", ".join(self.describe(v) for v, _ in operands)
-                raise TdslTypeError(
-                    f"{what} of booleans ({shown}) is not supported: convert first, e.g. "
-                    "`astype(x, float32)`, `astype(x, int64)` or `1.0 * x`",
-                    self.where(span or operands[0][1]),
+                raise refused(
+                    "booleans",
+                    "convert first, e.g. `astype(x, float32)`, `astype(x, int64)` or `1.0 * x`",
                 )
             element = element_of(as_dtype)
         return [self.to_element(v, element, s) for v, s in operands]

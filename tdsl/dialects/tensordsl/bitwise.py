@@ -43,8 +43,21 @@ class BitwiseOp(BinaryOp):
         return BOOL_DTYPE
 
 
+class IntegerBitwiseOp(BitwiseOp):
+    """Base of ``&`` and ``|`` of integers (of booleans they are tensordsl.and and
+    tensordsl.or, which the frontend picks)."""
+
+    lhs = operand_def(IntTensorConstr)
+    rhs = operand_def(IntTensorConstr)
+    result = result_def(IntTensorConstr)
+
+    @classmethod
+    def bool_inputs_as(cls) -> np.dtype[Any] | None:
+        return None
+
+
 @irdl_op_definition
-class BitwiseAndOp(BitwiseOp):
+class BitwiseAndOp(IntegerBitwiseOp):
     """``lhs & rhs`` bit by bit on integers, broadcasting (``np.bitwise_and``).
 
     ```mlir
@@ -57,17 +70,9 @@ class BitwiseAndOp(BitwiseOp):
     NUMPY_UFUNC: ClassVar[str | None] = "bitwise_and"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.AndIOp
 
-    lhs = operand_def(IntTensorConstr)
-    rhs = operand_def(IntTensorConstr)
-    result = result_def(IntTensorConstr)
-
-    @classmethod
-    def bool_inputs_as(cls) -> np.dtype[Any] | None:
-        return None  # `&` and `|` of booleans are tensordsl.and and tensordsl.or
-
 
 @irdl_op_definition
-class BitwiseOrOp(BitwiseOp):
+class BitwiseOrOp(IntegerBitwiseOp):
     """``lhs | rhs`` bit by bit on integers, broadcasting (``np.bitwise_or``).
 
     ```mlir
@@ -79,14 +84,6 @@ class BitwiseOrOp(BitwiseOp):
     FUNCTION: ClassVar[str | None] = "bitwise_or"
     NUMPY_UFUNC: ClassVar[str | None] = "bitwise_or"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.OrIOp
-
-    lhs = operand_def(IntTensorConstr)
-    rhs = operand_def(IntTensorConstr)
-    result = result_def(IntTensorConstr)
-
-    @classmethod
-    def bool_inputs_as(cls) -> np.dtype[Any] | None:
-        return None  # `&` and `|` of booleans are tensordsl.and and tensordsl.or
 
 
 @irdl_op_definition
@@ -143,7 +140,7 @@ class ShiftOp(BinaryOp):
 
     @classmethod
     def bool_inputs_as(cls) -> np.dtype[Any] | None:
-        return None  # `&` and `|` of booleans are tensordsl.and and tensordsl.or
+        return None  # NumPy shifts booleans as int8: not in the language
 
     def in_range(self, b: Builder, count: SSAValue) -> SSAValue:
         bits = scalar_constant(b, self.bits(count), count.type)
@@ -222,6 +219,7 @@ __all__ = [
     "BitwiseOp",
     "BitwiseOrOp",
     "BitwiseXorOp",
+    "IntegerBitwiseOp",
     "InvertOp",
     "LeftShiftOp",
     "RightShiftOp",

@@ -185,14 +185,8 @@ class RemainderOp(BinaryOp):
         a, d = args
         safe = safe_divisor(b, a, d)
         m = b.insert(arith.RemSIOp(a, safe)).result
-        zero = scalar_constant(b, 0, a.type)
-        nonzero = b.insert(arith.CmpiOp(m, zero, "ne")).result
-        m_neg = b.insert(arith.CmpiOp(m, zero, "slt")).result
-        d_neg = b.insert(arith.CmpiOp(safe, zero, "slt")).result
-        other_sign = b.insert(arith.XOrIOp(m_neg, d_neg)).result
-        move = b.insert(arith.AndIOp(nonzero, other_sign)).result
         moved = b.insert(arith.AddiOp(m, safe)).result
-        return (b.insert(arith.SelectOp(move, moved, m)).result,)
+        return (b.insert(arith.SelectOp(floor_moves(b, m, safe), moved, m)).result,)
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         if is_int(args[0].type):
@@ -259,15 +253,9 @@ class FloorDivideOp(BinaryOp):
         safe = safe_divisor(b, a, d)
         q = b.insert(arith.DivSIOp(a, safe)).result
         r = b.insert(arith.RemSIOp(a, safe)).result
+        lowered = b.insert(arith.SubiOp(q, scalar_constant(b, 1, a.type))).result
+        q = b.insert(arith.SelectOp(floor_moves(b, r, safe), lowered, q)).result
         zero = scalar_constant(b, 0, a.type)
-        nonzero = b.insert(arith.CmpiOp(r, zero, "ne")).result
-        r_neg = b.insert(arith.CmpiOp(r, zero, "slt")).result
-        d_neg = b.insert(arith.CmpiOp(safe, zero, "slt")).result
-        other_sign = b.insert(arith.XOrIOp(r_neg, d_neg)).result
-        down = b.insert(arith.AndIOp(nonzero, other_sign)).result
-        one = scalar_constant(b, 1, a.type)
-        lowered = b.insert(arith.SubiOp(q, one)).result
-        q = b.insert(arith.SelectOp(down, lowered, q)).result
         by_zero = b.insert(arith.CmpiOp(d, zero, "eq")).result
         return (b.insert(arith.SelectOp(by_zero, zero, q)).result,)
 
@@ -300,6 +288,18 @@ class FloorDivideOp(BinaryOp):
         result = b.insert(arith.SelectOp(div_zero, signed_zero, floor)).result
         by_zero = b.insert(arith.CmpfOp(d, zero, "oeq")).result
         return (b.insert(arith.SelectOp(by_zero, quotient, result)).result,)
+
+
+def floor_moves(b: Builder, r: SSAValue, d: SSAValue) -> SSAValue:
+    """Whether C's truncating division leaves the remainder ``r`` of a division by ``d``
+    on the other side of zero than ``d`` (``r`` nonzero, signs differ): there the floored
+    quotient is one less, and the floored remainder ``r + d``."""
+    zero = scalar_constant(b, 0, r.type)
+    nonzero = b.insert(arith.CmpiOp(r, zero, "ne")).result
+    r_neg = b.insert(arith.CmpiOp(r, zero, "slt")).result
+    d_neg = b.insert(arith.CmpiOp(d, zero, "slt")).result
+    other_sign = b.insert(arith.XOrIOp(r_neg, d_neg)).result
+    return b.insert(arith.AndIOp(nonzero, other_sign)).result
 
 
 def safe_divisor(b: Builder, a: SSAValue, d: SSAValue) -> SSAValue:
