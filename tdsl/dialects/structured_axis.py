@@ -44,6 +44,7 @@ from tdsl.dialects.structured_types import (
     INT_SCALAR_OPS,
     FloatTensorConstr,
     NumericElementConstr,
+    NumericTensorConstr,
     ShapeError,
     StaticShapeConstr,
     convert_scalar,
@@ -357,8 +358,8 @@ class ScanOp(IRDLOperation, StructuredOpInterface, Scan, LanguageFunction, abc.A
     scan is linear in its row whatever the budget.
 
     As NumPy, ``axis`` absent (None) scans the flattened operand: that is the operand
-    itself for 0-d (the result is 1-d) and 1-d operands; flattening a 2-d or larger one
-    is a reshape, which tdsl cannot express yet, so it is refused.  The running value
+    itself for 0-d (the result is 1-d) and 1-d operands; a 2-d or larger one is refused
+    here, and the language flattens it first with a ``tensordsl.reshape``.  The running value
     has the result's dtype, as NumPy's: a float16 ``cumsum`` rounds every partial sum to
     float16, and overflow, ``inf`` and ``nan`` propagate as in NumPy.
     """
@@ -369,8 +370,8 @@ class ScanOp(IRDLOperation, StructuredOpInterface, Scan, LanguageFunction, abc.A
     FUNCTION: ClassVar[str | None]
     PARAMS: ClassVar[tuple[Param, ...]] = (Param("axis", "axis", None),)
 
-    input = operand_def(FloatTensorConstr)
-    result = result_def(FloatTensorConstr)
+    input = operand_def(NumericTensorConstr)
+    result = result_def(NumericTensorConstr)
     axis = opt_prop_def(IntegerAttr[I64])
 
     assembly_format = "$input (`axis` `=` $axis^)? attr-dict `:` type($input) `->` type($result)"
@@ -398,9 +399,8 @@ class ScanOp(IRDLOperation, StructuredOpInterface, Scan, LanguageFunction, abc.A
             return tuple(shape)
         if len(shape) > 1:
             raise ShapeError(
-                f"`{cls.FUNCTION}` without an axis scans the flattened tensor, and flattening "
-                f"a {fmt_shape(shape)} tensor is a reshape, which tdsl cannot express yet: "
-                f"pass an axis (`{cls.FUNCTION}(x, axis=-1)`), or scan a 1-d tensor"
+                f"`{cls.FUNCTION}` without an axis scans the flattened tensor: reshape the "
+                f"{fmt_shape(shape)} tensor to 1-d first (tensordsl.reshape), or pass an axis"
             )
         return (math.prod(shape),) if not shape else tuple(shape)
 
@@ -493,7 +493,13 @@ class ScanOp(IRDLOperation, StructuredOpInterface, Scan, LanguageFunction, abc.A
         return value, np.array(value[last])
 
     def scalar_scan(self, b: Builder, carry: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
-        return b.insert(self.COMBINE_OP(carry, args[0])).results[0]
+        combine = INT_SCALAR_OPS[self.COMBINE_OP] if is_int(carry.type) else self.COMBINE_OP
+        return b.insert(combine(carry, args[0])).results[0]
+
+    @classmethod
+    def int_inputs_as(cls, dtype: np.dtype[Any]) -> np.dtype[Any] | None:
+        """A running sum or product of integers counts in int64, as NumPy's ``cumsum``."""
+        return sum_dtype(dtype)
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         """A scan whose loop dims are all parallel (its axis has extent 1, or a 0-d
@@ -503,4 +509,4 @@ class ScanOp(IRDLOperation, StructuredOpInterface, Scan, LanguageFunction, abc.A
 
     @classmethod
     def bool_inputs_as(cls) -> np.dtype[Any] | None:
-        return None  # NumPy's cumsum of booleans is an integer: refused, convert first
+        return sum_dtype(np.dtype(np.bool_))  # NumPy's cumsum of booleans counts in int64

@@ -464,6 +464,9 @@ class FunctionLowering(CallParams):
             return self.where_call(node, args, spans)
         if issubclass(op, td.LogicalReductionOp):
             args = [self.truth(args[0], spans[0])]
+        if issubclass(op, td.ScanOp) and params["axis"] is None and len(self.shape_of(args[0])) > 1:
+            flat = self.tensor(args[0], spans[0])  # NumPy scans the flattened tensor
+            args = [self.emit(td.ReshapeOp(flat.value, (-1,)), spans[0])]
         if op is td.CastOp:
             (arg,) = args
             element = params["dtype"]

@@ -36,12 +36,14 @@ from tdsl.dialects.structured import (
     FloatTensorConstr,
     LanguageFunction,
     LogicalOp,
+    NumericTensorConstr,
     ScalarOpBuilder,
     ShapeError,
     TensorConstr,
     UnaryOp,
     broadcast_shapes,
     element_type,
+    is_int,
     operand_value,
     scalar_constant,
     tensor_shape,
@@ -406,10 +408,10 @@ class ClipOp(TernaryOp):
     name = "tensordsl.clip"
     FUNCTION: ClassVar[str | None] = "clip"
 
-    input = operand_def(FloatTensorConstr)
-    lo = operand_def(FloatTensorConstr)
-    hi = operand_def(FloatTensorConstr)
-    result = result_def(FloatTensorConstr)
+    input = operand_def(NumericTensorConstr)
+    lo = operand_def(NumericTensorConstr)
+    hi = operand_def(NumericTensorConstr)
+    result = result_def(NumericTensorConstr)
     keep_ties = opt_prop_def(UnitAttr)
 
     assembly_format = (
@@ -441,6 +443,9 @@ class ClipOp(TernaryOp):
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         x, lo, hi = args
+        if is_int(x.type):  # integers: no ties to tell apart, no nan
+            low = b.insert(arith.MaxSIOp(x, lo)).result
+            return (b.insert(arith.MinSIOp(low, hi)).result,)
         keeps = self.keep_ties is not None
         low = numpy_extremum(b, x, lo, larger=True, first_if_equal=keeps)
         return (numpy_extremum(b, low, hi, larger=False, first_if_equal=keeps),)
@@ -448,3 +453,7 @@ class ClipOp(TernaryOp):
     @classmethod
     def bool_inputs_as(cls) -> np.dtype[Any] | None:
         return None
+
+    @classmethod
+    def int_inputs_as(cls, dtype: np.dtype[Any]) -> np.dtype[Any] | None:
+        return dtype  # np.clip keeps integers
