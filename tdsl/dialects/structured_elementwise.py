@@ -126,6 +126,27 @@ class ElementwiseOp(StructuredOpInterface, abc.ABC):
             return ()
         return body_of(cast(Operation, self)).workspaces(result_shapes[0])
 
+    @classmethod
+    def takes_integers(cls) -> bool:
+        """Whether the op computes integers exactly (``abs``, ``+``, ``//``): its
+        ``SCALAR_OP`` has an integer counterpart (``INT_SCALAR_OPS``), or it defines
+        :meth:`int_body`.  Other ops take floats only; the frontend converts integers
+        as NumPy does (``exp`` of ``int32`` is ``float64``)."""
+        scalar_op = getattr(cls, "SCALAR_OP", None)
+        return scalar_op in INT_SCALAR_OPS or cls.int_body is not ElementwiseOp.int_body
+
+    def int_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        """The element computation on integers, for ops that compute them exactly."""
+        raise NotImplementedError(f"{cast(Operation, self).name} computes no integers")
+
+    def integer_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
+        """The body on integers: the integer counterpart of ``SCALAR_OP``, or
+        :meth:`int_body`."""
+        scalar_op = getattr(self, "SCALAR_OP", None)
+        if scalar_op in INT_SCALAR_OPS:
+            return (b.insert(INT_SCALAR_OPS[scalar_op](*args)).results[0],)
+        return self.int_body(b, args)
+
 
 class UnaryOp(IRDLOperation, ElementwiseOp, LanguageFunction, abc.ABC):
     """Base of element-wise unary ops: the result has the operand's type.
@@ -159,23 +180,9 @@ class UnaryOp(IRDLOperation, ElementwiseOp, LanguageFunction, abc.ABC):
     def verify_(self) -> None:
         refuse_integers(self, (self.input.type,))
 
-    @classmethod
-    def takes_integers(cls) -> bool:
-        """Whether the op computes integers exactly (``abs``, ``-``): its ``SCALAR_OP`` has
-        an integer counterpart, or it defines :meth:`int_body`.  Other ops take floats
-        only; the frontend converts integers as NumPy does (``exp`` of ``int32`` is
-        ``float64``)."""
-        return cls.SCALAR_OP in INT_SCALAR_OPS or cls.int_body is not UnaryOp.int_body
-
-    def int_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
-        """The element computation on integers, for ops that compute them exactly."""
-        raise NotImplementedError(f"{self.name} computes no integers")
-
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         if is_int(args[0].type):
-            if self.SCALAR_OP in INT_SCALAR_OPS:
-                return (b.insert(INT_SCALAR_OPS[self.SCALAR_OP](args[0])).results[0],)
-            return self.int_body(b, args)
+            return self.integer_body(b, args)
         if self.SCALAR_OP is None:
             return super().scalar_body(b, args)
         return (b.insert(self.SCALAR_OP(args[0])).results[0],)
@@ -240,22 +247,9 @@ class BinaryOp(IRDLOperation, ElementwiseOp, LanguageFunction, abc.ABC):
             raise shape_error(self, err, (self.lhs.type, self.rhs.type)) from None
         expect_shape(self, tensor_shape(expected), self.result.type, "result")
 
-    @classmethod
-    def takes_integers(cls) -> bool:
-        """Whether the op computes integers exactly (``+``, ``//``, ``maximum``): its
-        ``SCALAR_OP`` has an integer counterpart, or it defines :meth:`int_body`."""
-        return cls.SCALAR_OP in INT_SCALAR_OPS or cls.int_body is not BinaryOp.int_body
-
-    def int_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
-        """The element computation on integers, for ops that compute them exactly."""
-        raise NotImplementedError(f"{self.name} computes no integers")
-
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         if is_int(args[0].type):
-            if self.SCALAR_OP in INT_SCALAR_OPS:
-                op = INT_SCALAR_OPS[self.SCALAR_OP](args[0], args[1])
-                return (b.insert(op).results[0],)
-            return self.int_body(b, args)
+            return self.integer_body(b, args)
         if self.SCALAR_OP is None:
             return super().scalar_body(b, args)
         return (b.insert(self.SCALAR_OP(args[0], args[1])).results[0],)

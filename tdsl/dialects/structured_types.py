@@ -295,9 +295,9 @@ def convert_scalar(b: Builder, value: SSAValue, target: Attribute) -> SSAValue:
 
 
 def _to_int(b: Builder, value: SSAValue, target: IntegerType) -> SSAValue:
-    """An integer or boolean scalar as the integer type ``target``: a boolean is 0 or 1,
-    a narrower integer is sign-extended, a wider one truncated (wrapping, as NumPy's
-    ``astype``).  Floats are refused: the float-to-integer conversion is not built."""
+    """A scalar as the integer type ``target``: a boolean is 0 or 1, a narrower integer
+    is sign-extended, a wider one truncated (wrapping, as NumPy's ``astype``), a float
+    truncated towards zero (:func:`_float_to_int`)."""
     source = value.type
     if source == BOOL:
         return b.insert(arith.ExtUIOp(value, target)).result

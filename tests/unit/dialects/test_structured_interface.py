@@ -54,25 +54,22 @@ from tdsl.interpreters.tensordsl import evaluate
 F16, F32, F64 = Float16Type(), Float32Type(), Float64Type()
 I32, I64 = IntegerType(32), IntegerType(64)
 ELEMENTS = [F16, F32, F64, I32, I64]
-"""The element types every op is sampled with: an op that takes no integers is
-skipped for I32 and I64, and one that takes only integers samples I64 for floats."""
+"""The element types: each op is sampled with those of them it takes (:func:`_elements`)."""
 INT_ONLY = (td.BitwiseAndOp, td.BitwiseOrOp, td.BitwiseXorOp, td.InvertOp, td.ShiftOp)
 
 
-def _element(op_class: type[Operation], element: Attribute) -> Attribute:
-    """``element`` as ``op_class`` takes it: I64 for a float where it takes only
-    integers; a skip where it takes no integers."""
-    if issubclass(op_class, INT_ONLY) and not is_int(element):
-        return I64
+def _elements(op_class: type[Operation]) -> list[Attribute]:
+    """The element types ``op_class`` is sampled with: the floats, and the integers too
+    where it computes them; only the integers where it takes nothing else."""
+    if issubclass(op_class, INT_ONLY):
+        return [I32, I64]
     takes = getattr(op_class, "takes_integers", None)
     takes_them = (
         (takes is not None and takes())
         or _any_element(op_class)
         or (issubclass(op_class, ReductionOp) and op_class.INTEGERS)
     )
-    if is_int(element) and not takes_them:
-        pytest.skip(f"{op_class.name} takes no integers")
-    return element
+    return ELEMENTS if takes_them else [F16, F32, F64]
 
 
 def _any_element(op_class: type[Operation]) -> bool:
@@ -173,6 +170,10 @@ OPS = [
 """The computing ops (a constant, a view or a join computes nothing and runs between
 groups: tests/unit/targets has their tests)."""
 
+OP_ELEMENTS = [(op, e) for op in OPS for e in _elements(op)]
+"""Each computing op with each element type it takes."""
+OP_ELEMENT_IDS = [f"{e}-{op.name}" for op, e in OP_ELEMENTS]
+
 
 def _inputs(op: Operation, rng: np.random.Generator) -> list[np.ndarray[Any, Any]]:
     arrays: list[np.ndarray[Any, Any]] = []
@@ -202,12 +203,11 @@ def test_op_implements_the_interface(op_class: type[Operation]) -> None:
     assert _samples(op_class) is not None, f"add a sample of {op_class.name} to this test"
 
 
-@pytest.mark.parametrize("op_class", OPS, ids=lambda c: c.name)
-@pytest.mark.parametrize("element", ELEMENTS, ids=str)
+@pytest.mark.parametrize(("op_class", "element"), OP_ELEMENTS, ids=OP_ELEMENT_IDS)
 def test_maps_fit_the_types(op_class: type[Operation], element: Attribute) -> None:
     sample = _samples(op_class)
     assert sample is not None
-    for op in sample(_element(op_class, element)):
+    for op in sample(element):
         op.verify()
         assert isinstance(op, StructuredOpInterface)
         loops = op.loop_extents()
@@ -239,15 +239,14 @@ def test_maps_fit_the_types(op_class: type[Operation], element: Attribute) -> No
         ]
 
 
-@pytest.mark.parametrize("op_class", OPS, ids=lambda c: c.name)
-@pytest.mark.parametrize("element", ELEMENTS, ids=str)
+@pytest.mark.parametrize(("op_class", "element"), OP_ELEMENTS, ids=OP_ELEMENT_IDS)
 def test_scalar_bodies_compute_what_the_interpreter_computes(
     op_class: type[Operation], element: Attribute
 ) -> None:
     sample = _samples(op_class)
     assert sample is not None
     rng = np.random.default_rng(7)
-    for op in sample(_element(op_class, element)):
+    for op in sample(element):
         assert isinstance(op, StructuredOpInterface)
         args = _inputs(op, rng)
         want = evaluate(op, args)
@@ -274,7 +273,7 @@ def test_each_op_runs_in_the_interpreter(op_class: type[Operation]) -> None:
 
     sample = _samples(op_class)
     assert sample is not None
-    template = sample(_element(op_class, F64))[0]
+    template = sample(F64 if F64 in _elements(op_class) else I64)[0]
     arg_types = [v.type for v in template.operands]
     block = Block(arg_types=arg_types)
     with ImplicitBuilder(block):
@@ -312,8 +311,7 @@ def _tolerance(op: Operation) -> float:
     )
 
 
-@pytest.mark.parametrize("op_class", OPS, ids=lambda c: c.name)
-@pytest.mark.parametrize("element", ELEMENTS, ids=str)
+@pytest.mark.parametrize(("op_class", "element"), OP_ELEMENTS, ids=OP_ELEMENT_IDS)
 @pytest.mark.parametrize("budget", [None, 4], ids=["whole", "budget-4"])
 def test_numpy_lowering_computes_what_the_interpreter_computes(
     op_class: type[Operation], element: Attribute, budget: int | None
@@ -327,7 +325,7 @@ def test_numpy_lowering_computes_what_the_interpreter_computes(
     sample = _samples(op_class)
     assert sample is not None
     rng = np.random.default_rng(11)
-    for template in sample(_element(op_class, element)):
+    for template in sample(element):
         module, op = _module_of(template)
         if budget is not None:
             module = tile(fuse(module, memory_budget=budget))
@@ -417,9 +415,14 @@ def _through_partials(op: Operation, x: np.ndarray[Any, Any], cuts: int) -> np.n
 
 
 @pytest.mark.parametrize(
-    "op_class", [op for op in OPS if issubclass(op, ReductionOp)], ids=lambda c: c.name
+    ("op_class", "element"),
+    [(op, e) for op, e in OP_ELEMENTS if issubclass(op, ReductionOp)],
+    ids=[
+        i
+        for (op, _), i in zip(OP_ELEMENTS, OP_ELEMENT_IDS, strict=True)
+        if issubclass(op, ReductionOp)
+    ],
 )
-@pytest.mark.parametrize("element", ELEMENTS, ids=str)
 def test_partial_ops_combine_across_chunks(op_class: type[Operation], element: Attribute) -> None:
     """A reduction's partial ops on chunks, combined by the same ops and finalized, give
     the op's result: the tree reductions of tdsl.dask rely on it.  (A reduction without
@@ -427,7 +430,7 @@ def test_partial_ops_combine_across_chunks(op_class: type[Operation], element: A
     sample = _samples(op_class)
     assert sample is not None
     rng = np.random.default_rng(5)
-    for op in sample(_element(op_class, element)):
+    for op in sample(element):
         assert isinstance(op, StructuredOpInterface)
         if not isinstance(op, PartialOps):
             assert isinstance(op, td.VarianceOp)  # the one family without them
