@@ -366,7 +366,7 @@ class FunctionLowering(CallParams):
             ) from None
         if issubclass(op_class, td.LogicalOp):
             integers = [v for v in args if isinstance(v, TensorValue) and is_int(v.element)]
-            if integers and op_class.OPERATOR is not None:  # `&`, `|` of integers: bitwise
+            if integers:  # `&`, `|` of integers: bitwise (logical_and's are booleans now)
                 op_class = td.BitwiseAndOp if op_class is td.AndOp else td.BitwiseOrOp
             else:
                 self.booleans(what, args, spans)
@@ -432,6 +432,11 @@ class FunctionLowering(CallParams):
         info = FUNCTIONS[node.func]
         spans = tuple(arg.span for arg in node.args)
         op = info.op
+        if issubclass(op, td.LogicalOp | td.NotOp):  # NumPy's truth of a number: nonzero
+            args = [
+                self.truth(a, at) if isinstance(a, TensorValue) and is_int(a.element) else a
+                for a, at in zip(args, spans, strict=True)
+            ]
         if issubclass(op, td.BinaryOp):
             return self.binary(op, f"`{info.name}`", args, (spans[0], spans[1]), node.span)
         if op is td.MatmulOp:

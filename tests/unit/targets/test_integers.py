@@ -99,6 +99,8 @@ CASES: list[tuple[str, dict[str, Array]]] = [
     ("cumsum(a > 0)", {"a": A64}),
     ("clip(a, -7, 2**40)", {"a": A64}),
     ("clip(a32, b32, 5)", {"a32": A32, "b32": B32}),
+    ("logical_and(a, b) | logical_not(a32)", {"a": A64, "b": B64, "a32": A32}),
+    ("logical_or(a > 3, b)", {"a": A64, "b": B64}),
 ]
 
 NAMES = {
@@ -110,6 +112,9 @@ NAMES = {
     "cumsum": np.cumsum,
     "cumprod": np.cumprod,
     "clip": np.clip,
+    "logical_and": np.logical_and,
+    "logical_or": np.logical_or,
+    "logical_not": np.logical_not,
     "fmod": np.fmod,
     "relu": lambda x: np.maximum(x, 0),
     "astype": lambda x, d: x.astype(d),
