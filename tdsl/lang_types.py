@@ -3,7 +3,7 @@ the dtype classes that annotate a ``@tdsl.function``'s parameters (``x: f32[4, 8
 a :class:`TensorSpec` at run time), and :func:`call`, which runs one function of the
 language eagerly.  :mod:`tdsl.lang` re-exports them.
 
-``f16``, ``f32``, ``f64`` and ``bool_`` type a parameter as a ``.tdsl``
+``f16``, ``f32``, ``f64``, ``i32``, ``i64`` and ``bool_`` type a parameter as a ``.tdsl``
 signature does: ``x: f32[64, 32]`` (``f32[()]`` is 0-d; ``bool_`` because
 Python's ``bool`` cannot be subscripted).  To a type checker each is an
 ``ndarray`` of that dtype; pyright accepts the integer subscript, mypy does
@@ -26,8 +26,8 @@ DTypeLike: TypeAlias = "str | type[Any] | np.dtype[Any]"
 """A dtype a creation function takes: ``np.float32``, ``float``, ``"float32"``, ``"f32"``."""
 
 Operand: TypeAlias = "NDArray[Any] | np.generic[Any] | float"
-"""What every function takes: an array (bool, float16, float32 or float64), a NumPy
-scalar, or a Python number (a weak scalar, typed like a literal)."""
+"""What every function takes: an array (bool, float16, float32, float64, int32 or
+int64), a NumPy scalar, or a Python number (a weak scalar, typed like a literal)."""
 
 
 class TensorSpec:
@@ -83,6 +83,20 @@ class f64(np.ndarray[Any, np.dtype[np.float64]]):
         return _spec("f64", item)
 
 
+class i32(np.ndarray[Any, np.dtype[np.int32]]):
+    """An int32 parameter: ``t: i32[8]``."""
+
+    def __class_getitem__(cls, item: Any) -> Any:
+        return _spec("i32", item)
+
+
+class i64(np.ndarray[Any, np.dtype[np.int64]]):
+    """An int64 parameter: ``t: i64[8]``."""
+
+    def __class_getitem__(cls, item: Any) -> Any:
+        return _spec("i64", item)
+
+
 class bool_(np.ndarray[Any, np.dtype[np.bool_]]):
     """A boolean parameter: ``m: bool_[4, 8]`` (``bool[4, 8]`` in a ``.tdsl`` file)."""
 
@@ -90,7 +104,14 @@ class bool_(np.ndarray[Any, np.dtype[np.bool_]]):
         return _spec("bool", item)
 
 
-DTYPE_CLASSES: dict[str, type[Any]] = {"f16": f16, "f32": f32, "f64": f64, "bool_": bool_}
+DTYPE_CLASSES: dict[str, type[Any]] = {
+    "f16": f16,
+    "f32": f32,
+    "f64": f64,
+    "i32": i32,
+    "i64": i64,
+    "bool_": bool_,
+}
 """The dtype names a parameter annotation may use, by their Python name."""
 
 

@@ -65,7 +65,15 @@ from tdsl.jit.options import JitOptions, default_target, default_threads
 P = ParamSpec("P")
 R = TypeVar("R")
 
-DTYPE_NAMES = {"f16": "f16", "f32": "f32", "f64": "f64", "bool_": "bool", "bool": "bool"}
+DTYPE_NAMES = {
+    "f16": "f16",
+    "f32": "f32",
+    "f64": "f64",
+    "i32": "i32",
+    "i64": "i64",
+    "bool_": "bool",
+    "bool": "bool",
+}
 """The Python names of the dtypes an annotation may subscript -> the language's names."""
 
 

@@ -22,7 +22,7 @@ follows.  A function tdsl refuses (``sum`` of booleans) raises the
 :class:`~tdsl.errors.TdslError` the compiler would.  The first call loads
 xDSL; importing this module does not.
 
-``f16``, ``f32``, ``f64`` and ``bool_`` type parameters: see :mod:`tdsl.lang_types`; the
+``f16``, ``f32``, ``f64``, ``i32``, ``i64`` and ``bool_`` type parameters: see :mod:`tdsl.lang_types`; the
 functions are generated into :mod:`tdsl.lang.elementwise` and :mod:`tdsl.lang.functions`
 from the function table.
 """
@@ -32,8 +32,30 @@ from __future__ import annotations
 from tdsl.lang import elementwise, functions
 from tdsl.lang.elementwise import *  # noqa: F403
 from tdsl.lang.functions import *  # noqa: F403
-from tdsl.lang_types import DTYPE_CLASSES, Array, Operand, TensorSpec, bool_, f16, f32, f64
+from tdsl.lang_types import (
+    DTYPE_CLASSES,
+    Array,
+    Operand,
+    TensorSpec,
+    bool_,
+    f16,
+    f32,
+    f64,
+    i32,
+    i64,
+)
 
-__all__ = ["DTYPE_CLASSES", "Array", "Operand", "TensorSpec", "bool_", "f16", "f32", "f64"]
+__all__ = [
+    "DTYPE_CLASSES",
+    "Array",
+    "Operand",
+    "TensorSpec",
+    "bool_",
+    "f16",
+    "f32",
+    "f64",
+    "i32",
+    "i64",
+]
 __all__ += elementwise.__all__
 __all__ += functions.__all__

@@ -232,3 +232,19 @@ def test_dask_computes_integers_through_its_own_arrays() -> None:
     got = fn(da.from_array(a, chunks=(8, 32)))
     assert isinstance(got, da.Array)
     np.testing.assert_array_equal(got.compute(), np.sum(a // 3 + (a << 2), axis=0))
+
+
+def test_a_decorated_function_takes_integer_annotations() -> None:
+    import tdsl
+    from tdsl.lang import f32, i64
+
+    def next_token(logits: f32[4, 10], bias: i64[10]):  # type: ignore[no-untyped-def]
+        return argmax(logits + bias, axis=-1)  # type: ignore[name-defined]  # noqa: F821
+
+    fn = tdsl.function(next_token)
+    x = np.random.default_rng(0).standard_normal((4, 10)).astype(np.float32)
+    b = np.arange(10, dtype=np.int64)
+    got = fn(x, b)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, np.argmax(x + b, axis=-1))
+    assert repr(lang.i64[10]) == "i64[10]" and repr(lang.i32[()]) == "i32[]"
