@@ -53,6 +53,7 @@ from typing import Any
 
 import numpy as np
 
+from tdsl.dtypes import DTYPES
 from tdsl.jit import CompiledKernel, JITTensorKernel
 from tdsl.jit.options import default_threads
 from tdsl.runtime.compile import native_unavailable_reason
@@ -414,6 +415,20 @@ def make_workloads(cfg: Config, only: Sequence[str] = ()) -> list[Workload]:
             )
             if small and dtype is f64:
                 out = out[:-2]  # at 64x64, softmax and the row sum in f32 only
+        if not small:  # integers: floored division and remainder, shifts, wrapping
+            ints = {k: rng.integers(-(2**40), 2**40, sq, dtype=np.int64) for k in "AB"}
+            ints["B"] |= 1  # no division by zero in the eager reference (no warning)
+            out.append(
+                Workload(
+                    f"int_i64_{suffix}",
+                    "A // B + (A % 7 << 3) - (B >> 2)",
+                    f"A//B + (A%7 << 3) - (B >> 2) {suffix} i64",
+                    ints,
+                    lambda A, B: A // B + (A % 7 << 3) - (B >> 2),
+                    numexpr=None,
+                    small=small,
+                )
+            )
         m, k, n = cfg.mm if not small else (size, size, size)
         out.append(
             Workload(
@@ -446,6 +461,9 @@ def kernel_specs(w: Workload, cfg: Config) -> list[tuple[str, int]]:
 
 
 def _rtol(dtype: np.dtype[Any]) -> float:
+    """The relative tolerance of a result of ``dtype`` (integers: exact)."""
+    if dtype.kind in "iub":
+        return 0.0
     return 1e-4 if dtype == np.float32 else 1e-9
 
 
@@ -1467,7 +1485,7 @@ def _bytes_of(type_text: str) -> int:
     for d in dims.rstrip("]").split(","):
         if d.strip():
             size *= int(d)
-    return size * {"f16": 2, "f32": 4, "f64": 8}[dtype]
+    return size * DTYPES[dtype].itemsize
 
 
 def to_json(results: dict[str, Any], cfg: Config, mode: str) -> dict[str, Any]:
