@@ -114,7 +114,13 @@ def convert_argument(kernel: CompiledKernel, spec: ArgSpec, value: Any) -> Array
         hint = f" (np.bool_({value!r}))" if spec.dtype == np.bool_ and not spec.weak else ""
         raise TdslCallError(f"{where} is a Python bool ({value!r}): expected {spec.expected}{hint}")
     if spec.weak and spec.dtype == _INT64:
-        if not isinstance(value, int) or not _INT64_MIN <= value <= _INT64_MAX:
+        low, high = spec.bounds or (_INT64_MIN, _INT64_MAX)
+        if not isinstance(value, int) or not low <= value <= high:
+            if isinstance(value, int):
+                raise TdslCallError(
+                    f"{where} is a weak integer: expected {spec.expected}, got "
+                    f"{_show_big(value)}, which does not fit (NumPy 2 raises OverflowError)"
+                )
             raise TdslCallError(
                 f"{where} is a weak integer: expected {spec.expected}, got {describe(value)}"
             )
@@ -161,7 +167,8 @@ def _show_big(value: object) -> str:
 def _fits(spec: ArgSpec, value: Any) -> bool:
     """Whether ``value`` is what a one-shot call would compile ``spec`` for (no conversion)."""
     if spec.weak and spec.dtype == _INT64:
-        return type(value) is int and _INT64_MIN <= value <= _INT64_MAX
+        low, high = spec.bounds or (_INT64_MIN, _INT64_MAX)
+        return type(value) is int and low <= value <= high
     if spec.weak:
         return type(value) is float or (type(value) is int and -_MAX_FLOAT <= value <= _MAX_FLOAT)
     if not spec.shape and _is_numpy_scalar(value):
@@ -378,8 +385,6 @@ def make_calls(kernel: CompiledKernel) -> tuple[Callable[..., Any], Callable[...
         "_tdsl_asarray": np.asarray,
         "_tdsl_f8": _FLOAT64,
         "_tdsl_i8": _INT64,
-        "_tdsl_imin": _INT64_MIN,
-        "_tdsl_imax": _INT64_MAX,
     }
     checks = ["_tdsl_more", "_tdsl_extra"]
     operands: list[str] = []
@@ -388,8 +393,10 @@ def make_calls(kernel: CompiledKernel) -> tuple[Callable[..., Any], Callable[...
         namespace[f"_tdsl_d{i}"] = spec.dtype
         n = spec.name
         if spec.weak and spec.dtype == _INT64:
+            low, high = spec.bounds or (_INT64_MIN, _INT64_MAX)
+            namespace[f"_tdsl_lo{i}"], namespace[f"_tdsl_hi{i}"] = low, high
             checks.append(
-                f"({n}.__class__ is not _tdsl_int or not _tdsl_imin <= {n} <= _tdsl_imax)"
+                f"({n}.__class__ is not _tdsl_int or not _tdsl_lo{i} <= {n} <= _tdsl_hi{i})"
             )
             operands.append(f"_tdsl_array({n}, _tdsl_i8)")
         elif spec.weak:

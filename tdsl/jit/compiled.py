@@ -74,10 +74,15 @@ class ArgSpec:
     """A weak scalar: it takes a Python ``int`` or ``float`` (``dtype`` float64), or a
     Python ``int`` (``dtype`` int64), typed like a literal (``shape`` is ``()``, and
     ``dtype`` the type it is passed to the code in)."""
+    bounds: tuple[int, int] | None = None
+    """A weak integer's range: that of the narrowest integer dtype it meets (NumPy 2
+    raises ``OverflowError`` for a Python int beyond it); None for int64's."""
 
     @property
     def expected(self) -> str:
         """What the argument takes: ``an array of f32[4, 3]``, ``a Python int or float``."""
+        if self.weak and self.bounds is not None:
+            return f"a Python int in [{self.bounds[0]}, {self.bounds[1]}]"
         if self.weak:
             return "a Python int" if self.dtype.kind == "i" else "a Python int or float"
         return f"an array of {type_str(self.dtype, self.shape)}"

@@ -297,6 +297,9 @@ def _compile_module(
     from tdsl.backend.numpy.target import emit_numpy, load_numpy
 
     name = func_op.sym_name.data
+    weak_bounds = [
+        _int_bounds(arg) if w else None for arg, w in zip(func_op.args, weak, strict=True)
+    ]
     spec = pipeline_spec(options.memory_budget, options.tile_size, options.tile_sizes, start)
     modules = _run_pipeline(spec, module, Context(), start)
     python = emit_numpy(modules["tiled"], threads=options.threads)
@@ -304,9 +307,9 @@ def _compile_module(
     if name not in functions:
         raise TdslError(f"the NumPy target produced no function `{name}`")  # pragma: no cover
     args = [
-        ArgSpec(arg_name, *_tensor_spec(arg_type), weak=is_weak)
-        for arg_name, arg_type, is_weak in zip(
-            arg_names, func_op.function_type.inputs.data, weak, strict=True
+        ArgSpec(arg_name, *_tensor_spec(arg_type), weak=is_weak, bounds=bounds)
+        for arg_name, arg_type, is_weak, bounds in zip(
+            arg_names, func_op.function_type.inputs.data, weak, weak_bounds, strict=True
         )
     ]
     results = [_tensor_spec(t) for t in func_op.function_type.outputs.data]
@@ -564,6 +567,25 @@ def retyped_function(func_op: FuncOp, shapes: Sequence[tuple[int, ...]]) -> Func
         ([a.type for a in block.args], [v.type for v in returned]),
         Region(block),
     )
+
+
+def _int_bounds(arg: Any) -> tuple[int, int] | None:
+    """The range of the narrowest integer type a weak integer argument is converted to
+    (``tensordsl.cast`` of it to ``i32``), where NumPy 2 checks a Python int; None when
+    it meets none narrower than int64."""
+    from tdsl.dialects import tensordsl as td
+    from tdsl.dialects.structured import is_int, numpy_dtype
+
+    widths = [
+        numpy_dtype(use.operation.result.type)
+        for use in arg.uses
+        if isinstance(use.operation, td.CastOp) and is_int(use.operation.result.type)
+    ]
+    narrow = [d for d in widths if d.itemsize < 8]
+    if not narrow:
+        return None
+    info = np.iinfo(min(narrow, key=lambda d: d.itemsize))
+    return int(info.min), int(info.max)
 
 
 def _is_weak(name: str, dtypes: object) -> bool:

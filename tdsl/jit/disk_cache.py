@@ -352,6 +352,8 @@ def request_key(request: Request) -> dict[str, Any]:
 def _dtype_key(dtype: object) -> str:
     if dtype is float:
         return "weak"  # a weak scalar input
+    if dtype is int:
+        return "weak_int"  # a weak integer input
     if isinstance(dtype, str):
         return dtype
     return f"other:{dtype!r}"  # the frontend reports it; nothing is stored

@@ -42,7 +42,10 @@ def kernel_entry(kernel: CompiledKernel) -> tuple[Data, bytes]:
     """
     data: Data = {
         "name": kernel.name,
-        "args": [[a.name, list(a.shape), a.dtype.str, a.weak] for a in kernel.args],
+        "args": [
+            [a.name, list(a.shape), a.dtype.str, a.weak, a.bounds and list(a.bounds)]
+            for a in kernel.args
+        ],
         "results": [[list(shape), dtype.str] for shape, dtype in kernel.results],
         "expression": kernel.expression,
         "source": kernel.source,
@@ -128,8 +131,14 @@ def _optional_str(value: object) -> str | None:
 def load_kernel(data: Mapping[str, Any], code: bytes, options: JitOptions) -> CompiledKernel:
     """The kernel :func:`kernel_entry` stored, compiled with ``options``, ready to call."""
     args = [
-        ArgSpec(str(name), tuple(int(d) for d in shape), np.dtype(str(dtype)), bool(weak))
-        for name, shape, dtype, weak in data["args"]
+        ArgSpec(
+            str(name),
+            tuple(int(d) for d in shape),
+            np.dtype(str(dtype)),
+            bool(weak),
+            None if bounds is None else (int(bounds[0]), int(bounds[1])),
+        )
+        for name, shape, dtype, weak, bounds in data["args"]
     ]
     results = [
         (tuple(int(d) for d in shape), np.dtype(str(dtype))) for shape, dtype in data["results"]

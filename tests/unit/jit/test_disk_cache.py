@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import tdsl
-from tdsl.errors import TdslOptionError
+from tdsl.errors import TdslCallError, TdslOptionError
 from tdsl.jit import CompiledKernel, DiskCacheInfo, JITTensorKernel, disk_cache
 from tdsl.jit.disk_cache import SUFFIX
 
@@ -183,6 +183,18 @@ def test_a_second_jit_loads_what_the_first_wrote(tmp_path: Path, jit_target: str
     np.testing.assert_allclose(loaded(A=a, B=b, s=0.5), reference(a, b, 0.5), rtol=1e-4, atol=1e-5)
     assert again.compile(EXPR, SHAPES, DTYPES) is loaded  # now in memory
     assert again.cache_info().currsize == 1
+
+
+def test_a_weak_integer_and_its_bounds_are_stored(tmp_path: Path) -> None:
+    t = np.array([3, -4], np.int32)
+    for _ in range(2):  # compiled and stored, then loaded
+        jit = jit_in(tmp_path, target="numpy")
+        kernel = jit.compile("t * n", {"t": (2,)}, {"t": "i32", "n": int})
+        np.testing.assert_array_equal(kernel(t, 3), t * 3)
+        assert kernel.args[1].bounds == (-(2**31), 2**31 - 1)
+        with pytest.raises(TdslCallError, match="NumPy 2 raises OverflowError"):
+            kernel(t, 2**31)
+    assert info(jit) == (1, 0, 0, 0)
 
 
 def test_a_loaded_kernel_shows_what_was_done(tmp_path: Path) -> None:

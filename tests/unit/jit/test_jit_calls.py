@@ -91,6 +91,12 @@ def test_a_python_int_is_a_weak_integer_as_in_numpy_2(jit: JITTensorKernel) -> N
     assert kernel.signature == "main(t: i32[3], n: int) -> i32[3]"
     with pytest.raises(TdslCallError, match="is a weak integer: expected a Python int"):
         kernel(t, 2.5)
+    # a Python int beyond the int32 it meets: NumPy 2's OverflowError, a TdslCallError
+    for call in (lambda: kernel(t, 2**40), lambda: jit("t * n", t=t, n=-(2**31) - 1)):
+        with pytest.raises(TdslCallError, match=r"in \[-2147483648, 2147483647\], got -?\d+"):
+            call()
+    wide = t.astype(np.int64)
+    np.testing.assert_array_equal(jit("t * n", t=wide, n=2**40), wide * 2**40)
 
 
 def test_a_weak_scalar_takes_the_dtype_of_each_tensor_it_meets(
