@@ -93,6 +93,25 @@ class ArgSpec:
         return f"{self.name}: {type_str(self.dtype, self.shape)}"
 
 
+def int_bounds(arg: Any) -> tuple[int, int] | None:
+    """The range of the narrowest integer type a weak integer argument is converted to
+    (``tensordsl.cast`` of it to ``i32``), where NumPy 2 checks a Python int; None when
+    it meets none narrower than int64."""
+    from tdsl.dialects import tensordsl as td
+    from tdsl.dialects.structured import is_int, numpy_dtype
+
+    widths = [
+        numpy_dtype(use.operation.result.type)
+        for use in arg.uses
+        if isinstance(use.operation, td.CastOp) and is_int(use.operation.result.type)
+    ]
+    narrow = [d for d in widths if d.itemsize < 8]
+    if not narrow:
+        return None
+    info = np.iinfo(min(narrow, key=lambda d: d.itemsize))
+    return int(info.min), int(info.max)
+
+
 LOCATED_STAGES = ("tensordsl", "tiled")
 """The stages whose IR the fusion report, ``explain()`` and ``to_dot()`` read: a
 stored kernel keeps them with their source locations too."""
@@ -394,6 +413,7 @@ __all__ = [
     "CompiledKernel",
     "GroupInfo",
     "LazyIR",
+    "int_bounds",
     "parse_ir",
     "print_located",
     "type_str",

@@ -54,7 +54,14 @@ from tdsl.errors import (
 )
 from tdsl.jit.cache import Request
 from tdsl.jit.calls import OUT, fall_back_on_variant_failure, finish
-from tdsl.jit.compiled import COMPILE_FAILED, ArgSpec, CompiledKernel, GroupInfo, type_str
+from tdsl.jit.compiled import (
+    COMPILE_FAILED,
+    ArgSpec,
+    CompiledKernel,
+    GroupInfo,
+    int_bounds,
+    type_str,
+)
 from tdsl.jit.options import NO_FALLBACK_VARIABLE, JitOptions, no_fallback
 from tdsl.pipeline import STAGES, build_pipeline, pipeline_spec
 
@@ -298,7 +305,7 @@ def _compile_module(
 
     name = func_op.sym_name.data
     weak_bounds = [
-        _int_bounds(arg) if w else None for arg, w in zip(func_op.args, weak, strict=True)
+        int_bounds(arg) if w else None for arg, w in zip(func_op.args, weak, strict=True)
     ]
     spec = pipeline_spec(options.memory_budget, options.tile_size, options.tile_sizes, start)
     modules = _run_pipeline(spec, module, Context(), start)
@@ -567,25 +574,6 @@ def retyped_function(func_op: FuncOp, shapes: Sequence[tuple[int, ...]]) -> Func
         ([a.type for a in block.args], [v.type for v in returned]),
         Region(block),
     )
-
-
-def _int_bounds(arg: Any) -> tuple[int, int] | None:
-    """The range of the narrowest integer type a weak integer argument is converted to
-    (``tensordsl.cast`` of it to ``i32``), where NumPy 2 checks a Python int; None when
-    it meets none narrower than int64."""
-    from tdsl.dialects import tensordsl as td
-    from tdsl.dialects.structured import is_int, numpy_dtype
-
-    widths = [
-        numpy_dtype(use.operation.result.type)
-        for use in arg.uses
-        if isinstance(use.operation, td.CastOp) and is_int(use.operation.result.type)
-    ]
-    narrow = [d for d in widths if d.itemsize < 8]
-    if not narrow:
-        return None
-    info = np.iinfo(min(narrow, key=lambda d: d.itemsize))
-    return int(info.min), int(info.max)
 
 
 def _is_weak(name: str, dtypes: object) -> bool:
