@@ -6,6 +6,7 @@ types (``f16``, ``f32``, ``f64``) are mapped in :mod:`tdsl.dialects.structured`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,6 +48,7 @@ def promote(*dtypes: np.dtype[Any], weak: Sequence[type] = ()) -> np.dtype[Any]:
     return np.result_type(*dtypes, *scalars)
 
 
+@functools.cache
 def math_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
     """The float dtype a float function (``exp``, ``/``, ``mean``) computes an integer or
     boolean ``dtype`` in, as NumPy's ufunc loops do (``int32 -> float64``,
@@ -57,6 +59,7 @@ def math_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
         return np.exp(np.zeros(1, dtype)).dtype
 
 
+@functools.cache
 def sum_dtype(dtype: np.dtype[Any]) -> np.dtype[Any]:
     """The dtype ``np.sum``/``np.prod`` give for ``dtype``: a bool or an integer narrower
     than the platform's ``int64`` accumulates in ``int64``; a float in itself."""

@@ -57,6 +57,7 @@ def identity_map(rank: int) -> AffineMap:
     return AffineMap.identity(rank)
 
 
+@functools.cache
 def ufunc_int_dtype(ufunc: str | None, arity: int, dtype: np.dtype[Any]) -> np.dtype[Any] | None:
     """The float dtype NumPy's ``ufunc`` computes on integer operands of ``dtype``
     (``float64`` for ``exp`` of ``int32``; without a ufunc, as float functions do); None

@@ -6,6 +6,7 @@ inverses, ``erf``, and rounding (``ceil``, ``floor``, ``round``, ``trunc``).  Ea
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -318,6 +319,12 @@ class ErfOp(UnaryOp):
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.ErfOp
 
 
+@functools.cache
+def _keeps_integers(ufunc: str) -> bool:
+    """Whether NumPy's ``ufunc`` gives integers of integers (asked once per ufunc)."""
+    return getattr(np, ufunc)(np.ones(1, np.int64)).dtype.kind == "i"
+
+
 class RoundingOp(UnaryOp):
     """Base of the roundings (``ceil``, ``floor``, ``round``, ``trunc``): an integer is
     its own rounding, kept an integer where NumPy's ufunc keeps it one (NumPy 2.3 and
@@ -328,7 +335,7 @@ class RoundingOp(UnaryOp):
     @classmethod
     def takes_integers(cls) -> bool:
         assert cls.NUMPY_UFUNC is not None  # every rounding is a NumPy ufunc
-        return getattr(np, cls.NUMPY_UFUNC)(np.ones(1, np.int64)).dtype.kind == "i"
+        return _keeps_integers(cls.NUMPY_UFUNC)
 
     def int_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         return (args[0],)
