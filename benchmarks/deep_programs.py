@@ -4,8 +4,9 @@ every few ops, on the numpy and native targets.
 No pass may recurse as deep as the program is long, and none may take time that
 grows with its square (issue 17): a 10,000-op program should compile on the
 numpy target, and a 2,000-op one natively, each in under 30 s on the project
-machine.  ``tests/unit/jit/test_deep_programs.py`` compiles the same programs
-and checks their values against NumPy; this script only times them::
+machine.  ``tests/unit/jit/test_deep_programs.py`` compiles programs of the same
+kind (1,500 and 500 ops) under a stack too shallow for a recursion per op, and
+checks their values against NumPy; this script times the full sizes::
 
     python benchmarks/deep_programs.py                      # numpy 10000, native 2000
     python benchmarks/deep_programs.py --target numpy --ops 1000 2000 4000 10000

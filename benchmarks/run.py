@@ -251,9 +251,9 @@ def time_variants(
 
 
 def extra_memory(fn: Callable[[], Any]) -> int:
-    """Peak bytes ``fn()`` allocates beyond its results (tracemalloc sees NumPy's buffers)."""
+    """Peak bytes ``fn()`` allocates beyond its results (tracemalloc sees NumPy's buffers).
+    The caller collects garbage first (a collection takes 0.2 s in a large heap)."""
     fn()  # warm: lazily created thread pools and scratch caches are not per-call costs
-    gc.collect()
     tracemalloc.start()
     try:
         tracemalloc.reset_peak()
@@ -1465,6 +1465,7 @@ def measure_memory(w: Workload, cfg: Config) -> list[dict[str, Any]]:
     calls += [
         (f"tdsl {target} threads={t}", lambda k=k: k(**ins)) for (target, t), k in w.kernels.items()
     ]
+    gc.collect()  # once: each call's garbage is freed as it goes (no cycles)
     return [
         {
             "workload": w.key,
