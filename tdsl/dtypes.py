@@ -25,13 +25,15 @@ BOOL_DTYPE: np.dtype[Any] = np.dtype(np.bool_)
 INT_DTYPES: dict[str, np.dtype[Any]] = {
     "i32": np.dtype(np.int32),
     "i64": np.dtype(np.int64),
+    "u8": np.dtype(np.uint8),
 }
-"""Signed integers, by short name: values the language computes on exactly (wrapping on
-overflow, as NumPy does), and the indices of ``take`` (a gather)."""
+"""Integers, by short name: values the language computes on exactly (wrapping on
+overflow, as NumPy does), and the indices of ``take`` (a gather).  ``u8`` is unsigned;
+its sums and products are NumPy's ``uint64``, which tdsl lacks (:func:`sum_dtype`)."""
 
 DTYPES: dict[str, np.dtype[Any]] = {"bool": BOOL_DTYPE, **FLOAT_DTYPES, **INT_DTYPES}
 """Every element dtype, by short name (``bool``, ``f16``, ``f32``, ``f64``, ``i32``,
-``i64``)."""
+``i64``, ``u8``)."""
 
 SHORT_NAMES: dict[str, str] = {dtype.name: short for short, dtype in DTYPES.items()}
 """NumPy dtype name (``float32``, ``bool``) -> short name (``f32``, ``bool``)."""

@@ -115,6 +115,39 @@ def tdsl_ult(
     return np.less(a.astype(unsigned), b.astype(unsigned), out=out)
 
 
+def tdsl_ule(
+    a: "np.ndarray",  # noqa: UP037
+    b: "np.ndarray",  # noqa: UP037
+    out: "np.ndarray | None" = None,  # noqa: UP037
+) -> "np.ndarray":  # noqa: UP037
+    """``a <= b`` with both read as unsigned (``arith.cmpi ule``)."""
+    a, b = np.asarray(a), np.asarray(b)
+    unsigned = np.dtype(f"u{a.dtype.itemsize}")
+    return np.less_equal(a.astype(unsigned), b.astype(unsigned), out=out)
+
+
+def tdsl_ugt(
+    a: "np.ndarray",  # noqa: UP037
+    b: "np.ndarray",  # noqa: UP037
+    out: "np.ndarray | None" = None,  # noqa: UP037
+) -> "np.ndarray":  # noqa: UP037
+    """``a > b`` with both read as unsigned (``arith.cmpi ugt``)."""
+    a, b = np.asarray(a), np.asarray(b)
+    unsigned = np.dtype(f"u{a.dtype.itemsize}")
+    return np.greater(a.astype(unsigned), b.astype(unsigned), out=out)
+
+
+def tdsl_uge(
+    a: "np.ndarray",  # noqa: UP037
+    b: "np.ndarray",  # noqa: UP037
+    out: "np.ndarray | None" = None,  # noqa: UP037
+) -> "np.ndarray":  # noqa: UP037
+    """``a >= b`` with both read as unsigned (``arith.cmpi uge``)."""
+    a, b = np.asarray(a), np.asarray(b)
+    unsigned = np.dtype(f"u{a.dtype.itemsize}")
+    return np.greater_equal(a.astype(unsigned), b.astype(unsigned), out=out)
+
+
 def tdsl_unordered(
     a: "np.ndarray",  # noqa: UP037
     b: "np.ndarray",  # noqa: UP037
@@ -163,6 +196,13 @@ SCALAR_FUNCTIONS: dict[type[Operation], NumpyFunction] = {
     arith.MinSIOp: np.minimum,
     arith.ShLIOp: np.left_shift,
     arith.ShRSIOp: np.right_shift,
+    # unsigned integers (uint8): their arrays are unsigned, so NumPy's functions are
+    # the unsigned ops; bodies never divide by 0
+    arith.DivUIOp: np.floor_divide,
+    arith.RemUIOp: np.fmod,
+    arith.MaxUIOp: np.maximum,
+    arith.MinUIOp: np.minimum,
+    arith.ShRUIOp: np.right_shift,
     arith.ExtSIOp: tdsl_convert,
     arith.ExtUIOp: tdsl_convert,
     arith.TruncIOp: tdsl_convert,
@@ -222,7 +262,7 @@ _CMPF: dict[str, NumpyFunction] = {
 }
 
 
-# arith.cmpi predicates, on signed integers (``ult`` reads them as unsigned)
+# arith.cmpi predicates, on signed integers (``u...`` ones read them as unsigned)
 _CMPI: dict[str, NumpyFunction] = {
     "eq": np.equal,
     "ne": np.not_equal,
@@ -231,6 +271,9 @@ _CMPI: dict[str, NumpyFunction] = {
     "sgt": np.greater,
     "sge": np.greater_equal,
     "ult": tdsl_ult,
+    "ule": tdsl_ule,
+    "ugt": tdsl_ugt,
+    "uge": tdsl_uge,
 }
 
 

@@ -52,6 +52,7 @@ from tdsl.dialects.structured_types import (
     element_type,
     expect_shape,
     fmt_shape,
+    int_op,
     is_int,
     normalize_axis,
     numpy_dtype,
@@ -63,7 +64,7 @@ from tdsl.dialects.structured_types import (
     tensor_shape,
     tensor_type,
 )
-from tdsl.dtypes import math_dtype, sum_dtype, wide_accumulator
+from tdsl.dtypes import sum_dtype, wide_accumulator
 
 
 def _axis_attr(axis: int) -> IntegerAttr[I64]:
@@ -184,8 +185,11 @@ class ReductionOp(IRDLOperation, StructuredOpInterface, Reduction, LanguageFunct
 
     @classmethod
     def int_inputs_as(cls, dtype: np.dtype[Any]) -> np.dtype[Any] | None:
+        """Integers in themselves (``max``), widened (``sum``: NumPy's ``sum_dtype``), or
+        as ``float64``: NumPy's ``mean``, ``var`` and ``std`` of any integer dtype (of
+        ``uint8`` too, whose float functions are ``float16``)."""
         if not cls.INTEGERS:
-            return math_dtype(dtype)
+            return np.dtype(np.float64)
         return sum_dtype(dtype) if cls.WIDE else dtype
 
     @classmethod
@@ -198,7 +202,7 @@ class ReductionOp(IRDLOperation, StructuredOpInterface, Reduction, LanguageFunct
         """The partial of nothing (``IDENTITY``) in the accumulator's dtype: an infinite
         identity of integers (a ``max``'s) is the dtype's bound."""
         dtype = self.accumulator_dtype()
-        if dtype.kind == "i" and math.isinf(self.IDENTITY):
+        if dtype.kind in "iu" and math.isinf(self.IDENTITY):
             info = np.iinfo(dtype)
             return int(info.min if self.IDENTITY < 0 else info.max)
         return self.IDENTITY
@@ -266,8 +270,9 @@ class ReductionOp(IRDLOperation, StructuredOpInterface, Reduction, LanguageFunct
 
     def scalar_combine(self, b: Builder, acc: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
         element = convert_scalar(b, args[0], acc.type)
-        combine = INT_SCALAR_OPS[self.COMBINE_OP] if is_int(acc.type) else self.COMBINE_OP
-        return b.insert(combine(acc, element)).results[0]
+        if is_int(acc.type):
+            return int_op(b, INT_SCALAR_OPS[self.COMBINE_OP], acc, element)
+        return b.insert(self.COMBINE_OP(acc, element)).results[0]
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         """Over a 0-d operand the op reduces no dim, so its loop dims are all parallel:
@@ -306,7 +311,7 @@ class RowLocalOp(IRDLOperation, StructuredOpInterface, Decomposable, LanguageFun
 
     @classmethod
     def int_inputs_as(cls, dtype: np.dtype[Any]) -> np.dtype[Any] | None:
-        return math_dtype(dtype)
+        return np.dtype(np.float64)  # as a reduction's (``mean``) of integers
 
     @property
     def axis_value(self) -> int:
@@ -493,8 +498,9 @@ class ScanOp(IRDLOperation, StructuredOpInterface, Scan, LanguageFunction, abc.A
         return value, np.array(value[last])
 
     def scalar_scan(self, b: Builder, carry: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
-        combine = INT_SCALAR_OPS[self.COMBINE_OP] if is_int(carry.type) else self.COMBINE_OP
-        return b.insert(combine(carry, args[0])).results[0]
+        if is_int(carry.type):
+            return int_op(b, INT_SCALAR_OPS[self.COMBINE_OP], carry, args[0])
+        return b.insert(self.COMBINE_OP(carry, args[0])).results[0]
 
     @classmethod
     def int_inputs_as(cls, dtype: np.dtype[Any]) -> np.dtype[Any] | None:

@@ -39,8 +39,10 @@ from tdsl.dialects.structured_types import (
     NumericTensorConstr,
     ShapeError,
     broadcast_shapes,
+    cmpi,
     element_type,
     expect_shape,
+    int_op,
     is_int,
     operand_value,
     same_element_types,
@@ -145,7 +147,7 @@ class ElementwiseOp(StructuredOpInterface, abc.ABC):
         :meth:`int_body`."""
         scalar_op = getattr(self, "SCALAR_OP", None)
         if scalar_op in INT_SCALAR_OPS:
-            return (b.insert(INT_SCALAR_OPS[scalar_op](*args)).results[0],)
+            return (int_op(b, INT_SCALAR_OPS[scalar_op], *args),)
         return self.int_body(b, args)
 
 
@@ -277,7 +279,8 @@ class CompareOp(BinaryOp, abc.ABC):
     """The ``arith.cmpf`` predicate (ordered ones, ``une`` for ``!=``)."""
 
     INT_PREDICATE: ClassVar[str]
-    """The ``arith.cmpi`` predicate on signed integers (``slt``, ``eq``, ...)."""
+    """The ``arith.cmpi`` predicate on signed integers (``slt``, ``eq``, ...); unsigned
+    ones compare with its unsigned form (:func:`cmpi`)."""
 
     lhs = operand_def(NumericTensorConstr)
     rhs = operand_def(NumericTensorConstr)
@@ -302,7 +305,7 @@ class CompareOp(BinaryOp, abc.ABC):
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         if is_int(args[0].type):
-            return (b.insert(arith.CmpiOp(args[0], args[1], self.INT_PREDICATE)).result,)
+            return (cmpi(b, args[0], args[1], self.INT_PREDICATE),)
         return (b.insert(arith.CmpfOp(args[0], args[1], self.PREDICATE)).result,)
 
     @classmethod

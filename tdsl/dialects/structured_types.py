@@ -24,6 +24,8 @@ from xdsl.dialects.builtin import (
     IntAttrConstraint,
     IntegerAttr,
     IntegerType,
+    Signedness,
+    SignednessAttr,
     TensorType,
     f16,
     f32,
@@ -45,9 +47,14 @@ BOOL: IntegerType = IntegerType(1)
 FLOAT_TYPES: dict[str, FloatType] = {"f16": f16, "f32": f32, "f64": f64}
 """Short name -> xDSL float element type."""
 
-INT_TYPES: dict[str, IntegerType] = {"i32": IntegerType(32), "i64": IntegerType(64)}
-"""Short name -> xDSL signless integer element type, read as signed (see
-:data:`tdsl.dtypes.INT_DTYPES`): integer values, and the indices of ``take``."""
+UI8: IntegerType = IntegerType(8, SignednessAttr(Signedness.UNSIGNED))
+"""``ui8``: the element type of ``uint8``."""
+
+INT_TYPES: dict[str, IntegerType] = {"i32": IntegerType(32), "i64": IntegerType(64), "u8": UI8}
+"""Short name -> xDSL integer element type (see :data:`tdsl.dtypes.INT_DTYPES`): a
+signless type is read as signed, ``ui8`` as unsigned; integer values, and the indices
+of ``take``.  ``arith`` takes both; an op of a body chooses its signed or unsigned form
+by its operands' type (:func:`int_op`, :func:`cmpi`)."""
 
 ELEMENT_TYPES: dict[str, Attribute] = {"bool": BOOL, **FLOAT_TYPES, **INT_TYPES}
 """Short name -> xDSL element type (the NumPy side is :data:`tdsl.dtypes.DTYPES`)."""
@@ -62,32 +69,20 @@ FloatElementConstr = MessageConstraint(
     "tensordsl computes on tensors of f16, f32 or f64",
 )
 BoolElementConstr = MessageConstraint(EqAttrConstraint(BOOL), "expected booleans (i1)")
-IntElementConstr = MessageConstraint(
-    EqAttrConstraint(INT_TYPES["i32"]) | EqAttrConstraint(INT_TYPES["i64"]),
-    "expected signed integers (i32 or i64)",
+_INTS = (
+    EqAttrConstraint(INT_TYPES["i32"]) | EqAttrConstraint(INT_TYPES["i64"]) | EqAttrConstraint(UI8)
 )
+_FLOATS = base(Float16Type) | base(Float32Type) | base(Float64Type)
+IntElementConstr = MessageConstraint(_INTS, "expected integers (i32, i64 or ui8)")
 NumericElementConstr = MessageConstraint(
-    base(Float16Type)
-    | base(Float32Type)
-    | base(Float64Type)
-    | EqAttrConstraint(INT_TYPES["i32"])
-    | EqAttrConstraint(INT_TYPES["i64"]),
-    "tensordsl computes numbers as f16, f32, f64, i32 or i64",
+    _FLOATS | _INTS, "tensordsl computes numbers as f16, f32, f64, i32, i64 or ui8"
 )
 IntegralElementConstr = MessageConstraint(
-    EqAttrConstraint(BOOL)
-    | EqAttrConstraint(INT_TYPES["i32"])
-    | EqAttrConstraint(INT_TYPES["i64"]),
-    "expected booleans (i1) or integers (i32, i64)",
+    EqAttrConstraint(BOOL) | _INTS, "expected booleans (i1) or integers (i32, i64, ui8)"
 )
 ElementConstr = MessageConstraint(
-    base(Float16Type)
-    | base(Float32Type)
-    | base(Float64Type)
-    | EqAttrConstraint(BOOL)
-    | EqAttrConstraint(INT_TYPES["i32"])
-    | EqAttrConstraint(INT_TYPES["i64"]),
-    "tensordsl computes on tensors of i1 (booleans), f16, f32, f64, i32 or i64",
+    _FLOATS | EqAttrConstraint(BOOL) | _INTS,
+    "tensordsl computes on tensors of i1 (booleans), f16, f32, f64, i32, i64 or ui8",
 )
 StaticShapeConstr = MessageConstraint(
     ArrayOfConstraint(IntAttrConstraint.get(AtLeast(0))),
@@ -105,14 +100,51 @@ TensorConstr = TensorType.constr(ElementConstr, shape=StaticShapeConstr)
 
 
 def is_int(value: SSAValue | Attribute) -> bool:
-    """Whether a tensor value, tensor type or element type holds integers (i32, i64)."""
+    """Whether a tensor value, tensor type or element type holds integers (i32, i64, ui8)."""
     t = value.type if isinstance(value, SSAValue) else value
     if isinstance(t, TensorType):
         t = cast(TensorType[Attribute], t).get_element_type()
     return t in _INT_SET
 
 
+def is_unsigned(value: SSAValue | Attribute) -> bool:
+    """Whether a value or type holds unsigned integers (``ui8``)."""
+    t = value.type if isinstance(value, SSAValue) else value
+    if isinstance(t, TensorType):
+        t = cast(TensorType[Attribute], t).get_element_type()
+    return t == UI8
+
+
 _INT_SET = frozenset(INT_TYPES.values())
+
+UNSIGNED_OPS: dict[type[Operation], type[Operation]] = {
+    arith.DivSIOp: arith.DivUIOp,
+    arith.RemSIOp: arith.RemUIOp,
+    arith.MaxSIOp: arith.MaxUIOp,
+    arith.MinSIOp: arith.MinUIOp,
+    arith.ShRSIOp: arith.ShRUIOp,
+}
+"""A signed integer op -> the op computing the same on unsigned integers."""
+
+UNSIGNED_PREDICATES: dict[str, str] = {"slt": "ult", "sle": "ule", "sgt": "ugt", "sge": "uge"}
+"""A signed ``arith.cmpi`` predicate -> the unsigned one."""
+
+
+def int_op(b: Builder, op: type[Operation], lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+    """The integer op ``op`` (``arith.divsi``, ``maxsi``, ...) of ``lhs`` and ``rhs``, in
+    its unsigned form (``divui``, ``maxui``) for unsigned operands."""
+    if is_unsigned(lhs):
+        op = UNSIGNED_OPS.get(op, op)
+    return b.insert(op(lhs, rhs)).results[0]  # pyright: ignore[reportCallIssue]
+
+
+def cmpi(b: Builder, lhs: SSAValue, rhs: SSAValue, predicate: str) -> SSAValue:
+    """``arith.cmpi`` of integers with a signed predicate (``slt``), made unsigned
+    (``ult``) for unsigned operands."""
+    if is_unsigned(lhs):
+        predicate = UNSIGNED_PREDICATES.get(predicate, predicate)
+    return b.insert(arith.CmpiOp(lhs, rhs, predicate)).result
+
 
 INT_SCALAR_OPS: dict[type[Operation], type[Operation]] = {
     arith.AddfOp: arith.AddiOp,
@@ -284,7 +316,7 @@ def convert_scalar(b: Builder, value: SSAValue, target: Attribute) -> SSAValue:
         return value
     if target in _INT_SET:
         return _to_int(b, value, cast(IntegerType, target))
-    if source == BOOL:
+    if source == BOOL or is_unsigned(source):
         return b.insert(arith.UIToFPOp(value, cast(FloatType, target))).result
     if source in _INT_SET:
         return b.insert(arith.SIToFPOp(value, cast(FloatType, target))).result
@@ -296,12 +328,18 @@ def convert_scalar(b: Builder, value: SSAValue, target: Attribute) -> SSAValue:
 
 def _to_int(b: Builder, value: SSAValue, target: IntegerType) -> SSAValue:
     """A scalar as the integer type ``target``: a boolean is 0 or 1, a narrower integer
-    is sign-extended, a wider one truncated (wrapping, as NumPy's ``astype``), a float
-    truncated towards zero (:func:`_float_to_int`)."""
+    is extended (with its sign, if signed), a wider one truncated (wrapping, as NumPy's
+    ``astype``), a float truncated towards zero (:func:`_float_to_int`); a float becomes
+    ``uint8`` through ``int32``, as NumPy's cast does on x86-64 (300.0 is 44, -1.0 255)."""
     source = value.type
-    if source == BOOL:
+    if source == BOOL or (
+        is_unsigned(source) and cast(IntegerType, source).bitwidth < target.bitwidth
+    ):
         return b.insert(arith.ExtUIOp(value, target)).result
     if not isinstance(source, IntegerType):
+        if is_unsigned(target):
+            value = _float_to_int(b, value, INT_TYPES["i32"])
+            return b.insert(arith.TruncIOp(value, target)).result
         return _float_to_int(b, value, target)
     if source.bitwidth < target.bitwidth:
         return b.insert(arith.ExtSIOp(value, target)).result
@@ -335,6 +373,7 @@ def scalar_constant(b: Builder, value: float, element: Attribute) -> SSAValue:
         return b.insert(arith.ConstantOp(IntegerAttr(int(bool(value)), BOOL))).result
     if element in _INT_SET:
         bits = cast(IntegerType, element).bitwidth
-        wrapped = (int(value) + (1 << (bits - 1))) % (1 << bits) - (1 << (bits - 1))
+        low = 0 if is_unsigned(element) else 1 << (bits - 1)
+        wrapped = (int(value) + low) % (1 << bits) - low
         return b.insert(arith.ConstantOp(IntegerAttr(wrapped, cast(IntegerType, element)))).result
     return b.insert(arith.ConstantOp(FloatAttr(value, cast(FloatType, element)))).result

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from tdsl.dialects import tensordsl as td
-from tdsl.dialects.structured import INT_TYPES
+from tdsl.dialects.structured import INT_TYPES, is_unsigned
 from tdsl.errors import TdslTypeError
 from tdsl.frontend.ast import Call, Span
 from tdsl.frontend.functions import FUNCTIONS
@@ -107,10 +107,12 @@ def lower_take(
     indices = args[1]
     if not isinstance(indices, TensorValue) or indices.element not in INT_TYPES.values():
         raise TdslTypeError(
-            "the indices of `take` are a tensor of int32 or int64; floats and booleans are "
+            "the indices of `take` are a tensor of int32, int64 or uint8; floats and booleans are "
             "not indices",
             lowering.where(spans[1]),
         )
+    if is_unsigned(indices.element):  # NumPy gathers by uint8 too: exactly, as int64
+        indices = lowering.to_element(indices, INT_TYPES["i64"], spans[1])
     params = lowering.params(node, FUNCTIONS[node.func], a)
     axis = params["axis"]
     source = a

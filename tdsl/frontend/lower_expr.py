@@ -27,7 +27,7 @@ from tdsl.dialects.structured import (
     is_int,
     numpy_dtype,
 )
-from tdsl.dtypes import promote
+from tdsl.dtypes import promote, short_name
 from tdsl.errors import SourceLocation, TdslIRError, TdslNameError, TdslTypeError
 from tdsl.frontend.arg_reductions import lower_arg_reduction
 from tdsl.frontend.ast import (
@@ -136,7 +136,7 @@ class FunctionLowering(CallParams):
         literal out of an integer type's range is NumPy 2's error."""
         if isinstance(value, LiteralValue):
             dtype = numpy_dtype(element)
-            if dtype.kind == "i" and isinstance(value.value, int):
+            if dtype.kind in "iu" and isinstance(value.value, int):
                 info = np.iinfo(dtype)
                 if not info.min <= value.value <= info.max:
                     raise TdslTypeError(
@@ -197,6 +197,12 @@ class FunctionLowering(CallParams):
             as_dtype = op.int_inputs_as(numpy_dtype(element))
             if as_dtype is None:
                 raise refused("integers", "convert first, e.g. `astype(x, float64)`")
+            if short_name(as_dtype) is None:  # a sum of uint8 is NumPy's uint64
+                raise refused(
+                    numpy_dtype(element).name,
+                    f"NumPy's result is {as_dtype}, which tdsl lacks; convert first, "
+                    "e.g. `astype(x, int64)`",
+                )
             element = element_of(as_dtype)
         if element == BOOL and op is not None:
             as_dtype = op.bool_inputs_as()

@@ -64,6 +64,9 @@ _DTYPE_ALIASES = {
     "half": "f16",
     "float": "f32",
     "double": "f64",
+    "int32": "i32",
+    "int64": "i64",
+    "uint8": "u8",
 }
 _KEYWORD_CONSTANTS: dict[str, bool | None] = {
     "true": True,
@@ -222,7 +225,7 @@ class _Parser:
         dtype = dtype_tok.text
         if dtype not in DTYPES:
             hint = _DTYPE_ALIASES.get(dtype)
-            message = f"unknown dtype `{dtype}`; expected bool, f16, f32, f64, i32 or i64"
+            message = f"unknown dtype `{dtype}`; expected bool, f16, f32, f64, i32, i64 or u8"
             if hint is not None:
                 message += f" (did you mean `{hint}`?)"
             raise TdslTypeError(message, self.source.location(dtype_tok.span))

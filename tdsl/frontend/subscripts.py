@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from xdsl.ir import Operation
 
 from tdsl.dialects import tensordsl as td
-from tdsl.dialects.structured import INT_TYPES
+from tdsl.dialects.structured import INT_TYPES, is_unsigned
 from tdsl.errors import SourceLocation, TdslTypeError
 from tdsl.frontend.ast import Expr, Index, Span, Subscript, TupleExpr
 from tdsl.frontend.lexer import Token, TokenKind
@@ -248,7 +248,7 @@ def _gather(
     item = items[at]
     if not isinstance(index, TensorValue) or index.element not in INT_TYPES.values():
         raise TdslTypeError(
-            "an array index is a tensor of int32 or int64 (a gather); floats and booleans "
+            "an array index is a tensor of int32, int64 or uint8 (a gather); floats and booleans "
             "are not indices",
             where(item.span),
         )
@@ -261,7 +261,10 @@ def _gather(
             f"too many indices for a tensor of rank {rank}: {used} were indexed",
             where(node.bracket_span),
         )
-    return emit(td.TakeOp(value.value, index.value, axis), node.bracket_span)
+    indices = index.value
+    if is_unsigned(index.element):  # NumPy gathers by uint8 too: exactly, as int64
+        indices = emit(td.CastOp(indices, INT_TYPES["i64"]), item.span).value
+    return emit(td.TakeOp(value.value, indices, axis), node.bracket_span)
 
 
 def _pick(

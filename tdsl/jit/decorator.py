@@ -71,6 +71,7 @@ DTYPE_NAMES = {
     "f64": "f64",
     "i32": "i32",
     "i64": "i64",
+    "u8": "u8",
     "bool_": "bool",
     "bool": "bool",
 }

@@ -43,6 +43,7 @@ from tdsl.lang_types import (
     f64,
     i32,
     i64,
+    u8,
 )
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "f64",
     "i32",
     "i64",
+    "u8",
 ]
 __all__ += elementwise.__all__
 __all__ += functions.__all__

@@ -331,7 +331,7 @@ def left_shift(a: Operand, b: Operand) -> Array:
 
 
 def right_shift(a: Operand, b: Operand) -> Array:
-    """``a >> b`` element-wise on integers, broadcasting: arithmetic, keeping the sign (``np.right_shift``)."""
+    """``a >> b`` element-wise on integers, broadcasting: arithmetic, keeping the sign (logical for unsigned integers; ``np.right_shift``)."""
     return _call("right_shift", (a, b))
 
 

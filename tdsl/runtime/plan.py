@@ -130,6 +130,7 @@ def read_plan(fn: func.FuncOp, roles_attr: str) -> FunctionPlan:
     )
     from xdsl.ir import Attribute, BlockArgument
 
+    from tdsl.backend.llvm.llvm_types import SIGNLESS_DTYPES
     from tdsl.backend.llvm.loops_common import CONSTANTS_ATTR, SCRATCH_LIMIT_ATTR, VIEWS_ATTR
     from tdsl.backend.llvm.loops_gather import ERRORS_ATTR
     from tdsl.dialects.structured import element_dtype
@@ -154,7 +155,8 @@ def read_plan(fn: func.FuncOp, roles_attr: str) -> FunctionPlan:
     args: list[_Arg] = []
     for role, arg in zip(roles, fn.body.block.args, strict=True):
         t = cast(MemRefType[Attribute], arg.type)
-        dtype = element_dtype(t.get_element_type())
+        element = t.get_element_type()
+        dtype = element_dtype(element) or SIGNLESS_DTYPES.get(element)
         assert dtype is not None
         data = None
         if role == "const":

@@ -66,18 +66,19 @@ def tensor_dtype(arg_type: Attribute) -> np.dtype[Any] | None:
 
 def random_array(rng: np.random.Generator, arg_type: Attribute) -> Array:
     """Standard-normal values of a static f16/f32/f64 tensor type (booleans: coin flips;
-    i32/i64 indices: 0, an index every non-empty axis has)."""
+    i32/i64/ui8 integers: 0, an index every non-empty axis has)."""
     dtype = tensor_dtype(arg_type)
     if dtype is None:
         raise DriverError(
-            f"error: --random-args makes bool, f16, f32, f64, i32 or i64 tensors, not {arg_type}"
+            "error: --random-args makes bool, f16, f32, f64, i32, i64 or ui8 tensors, "
+            f"not {arg_type}"
         )
     shape = tuple(cast(TensorType[Attribute], arg_type).get_shape())
     if any(dim < 0 for dim in shape):
         raise DriverError(f"error: --random-args needs static shapes, got {arg_type}")
     if dtype == np.bool_:
         return rng.random(size=shape) < 0.5
-    if dtype.kind == "i":
+    if dtype.kind in "iu":
         return np.zeros(shape, dtype)
     return rng.standard_normal(size=shape).astype(dtype)
 

@@ -16,9 +16,10 @@ removes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import cast
+from typing import Any, cast
 
-from xdsl.dialects import llvm
+import numpy as np
+from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import (
     AnyFloat,
     Float16Type,
@@ -26,15 +27,24 @@ from xdsl.dialects.builtin import (
     Float64Type,
     FloatAttr,
     IndexType,
+    IntegerAttr,
     IntegerType,
     MemRefType,
+    ModuleOp,
     UnrealizedConversionCastOp,
     i1,
     i8,
     i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.pattern_rewriter import PatternRewriter
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    TypeConversionPattern,
+    op_type_rewrite_pattern,
+)
 from xdsl.utils.hints import isa
 
 FLOAT_TYPES = (Float16Type, Float32Type, Float64Type)
@@ -127,3 +137,51 @@ def negative_created_nan(
         created = insert(rewriter, llvm.AndOp(created, ordered))
     nan = insert(rewriter, float_constant(float("-nan"), t))
     return insert(rewriter, llvm.SelectOp(created, nan, result))
+
+
+def _signless(t: Attribute) -> bool:
+    return t == IntegerType(cast(IntegerType, t).bitwidth)
+
+
+class UnsignedToSignless(TypeConversionPattern):
+    """``ui8`` -> ``i8`` in every type (recursively: ``memref<4xui8>`` becomes
+    ``memref<4xi8>``).  The ops of a body already say how they read their integers
+    (``divui``, ``cmpi ult``, ``extui``, ``uitofp``), so the sign of a type tells nothing
+    more, and ``arith.constant`` and LLVM take signless integers only."""
+
+    def convert_type(self, typ: Attribute, /) -> Attribute | None:
+        if isinstance(typ, IntegerType) and not _signless(cast(Attribute, typ)):
+            return IntegerType(cast(IntegerType, typ).bitwidth)
+        return None
+
+
+class SignlessConstant(RewritePattern):
+    """``arith.constant 200 : ui8`` -> ``arith.constant -56 : i8`` (the same bits).
+    Constants are rewritten here, not by :class:`UnsignedToSignless`: xDSL's type
+    conversion keeps an attribute that converts to a zero (``converted or attribute``),
+    and would rewrite ``0 : ui8`` for ever."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.ConstantOp, rewriter: PatternRewriter) -> None:
+        value = op.value
+        if not isinstance(value, IntegerAttr) or not isinstance(value.type, IntegerType):
+            return
+        t = value.type
+        if _signless(t):
+            return
+        bits, data = t.bitwidth, value.value.data
+        signed = data - (1 << bits) if data >= 1 << (bits - 1) else data
+        rewriter.replace(op, arith.ConstantOp(IntegerAttr(signed, IntegerType(bits))))
+
+
+SIGNLESS_DTYPES: dict[Attribute, np.dtype[Any]] = {IntegerType(8): np.dtype(np.uint8)}
+"""What a signless element type of the loops stage that tdsl has only unsigned stands for
+(``i8`` is ``uint8``: tdsl has no ``int8``), for the runtime that reads its arguments."""
+
+
+def make_signless(module: ModuleOp) -> None:
+    """Rewrite every unsigned integer type of ``module`` to its signless type
+    (:class:`UnsignedToSignless`)."""
+    PatternRewriteWalker(
+        GreedyRewritePatternApplier([SignlessConstant(), UnsignedToSignless(recursive=True)])
+    ).rewrite_module(module)

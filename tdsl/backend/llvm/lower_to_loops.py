@@ -96,6 +96,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from tdsl.backend.llvm.llvm_types import make_signless
 from tdsl.backend.llvm.loops_common import (
     BLOCK as BLOCK,
 )
@@ -546,6 +547,7 @@ def lower_to_loops(
         fn.erase()
         for op in new_ops:
             module.body.block.add_op(op)
+    make_signless(module)
     try:
         module.verify()
     except VerifyException as err:

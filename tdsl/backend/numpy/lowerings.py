@@ -290,8 +290,11 @@ def _relu(op: td.ReluOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]
 def _neg(op: td.NegOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
     # NumPy 2.4's np.negative computed in place is wrong on a view whose stride is
     # 16 bytes (f32) or 64 bytes (f64), as a remainder tile's column slice of a
-    # scratch buffer can be; multiplying by -1 negates exactly (signed zeros too).
-    g.ufunc("multiply", args[0], g.scalar(-1.0, results[0].dtype), out=results[0])
+    # scratch buffer can be; multiplying by -1 negates exactly (signed zeros too), and
+    # by the largest unsigned integer (-1, wrapped) an unsigned one.
+    dtype = results[0].dtype
+    minus_one = int(np.iinfo(dtype).max) if dtype.kind == "u" else -1.0
+    g.ufunc("multiply", args[0], g.scalar(minus_one, dtype), out=results[0])
 
 
 @register(td.OnesLikeOp)

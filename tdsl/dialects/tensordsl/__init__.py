@@ -2,8 +2,10 @@
 
 Every op works on builtin ranked, static tensors (``tensor<4x8xf32>``,
 ``tensor<f64>``; zero-size dimensions are fine) whose element type is ``f16``,
-``f32`` or ``f64``, ``i1`` (booleans), or ``i32``/``i64`` (signed integers, computed
-exactly and wrapping; the ops that take them say so).  The semantics are NumPy's:
+``f32`` or ``f64``, ``i1`` (booleans), or ``i32``/``i64`` (signed integers) and ``ui8``
+(unsigned), computed exactly and wrapping; the ops that take them say so, and their
+bodies choose the unsigned ``arith`` ops (``divui``, ``cmpi ult``) for ``ui8``.
+The semantics are NumPy's:
 
 * binary element-wise ops broadcast their operands (``np.broadcast_shapes``);
   both operands share one element type, promotion is an explicit ``cast``;

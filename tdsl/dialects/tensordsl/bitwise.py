@@ -22,6 +22,7 @@ from tdsl.dialects.structured import (
     IntTensorConstr,
     ScalarOpBuilder,
     UnaryOp,
+    is_unsigned,
     scalar_constant,
 )
 from tdsl.dtypes import BOOL_DTYPE
@@ -179,7 +180,7 @@ class LeftShiftOp(ShiftOp):
 @irdl_op_definition
 class RightShiftOp(ShiftOp):
     """``lhs >> rhs`` element-wise on integers, broadcasting: arithmetic, keeping the sign
-    (``np.right_shift``).
+    (logical for unsigned integers; ``np.right_shift``).
 
     ```mlir
     %2 = tensordsl.right_shift %0, %1 : (tensor<8xi32>, tensor<8xi32>) -> tensor<8xi32>
@@ -194,6 +195,11 @@ class RightShiftOp(ShiftOp):
     def int_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         x, n = args
         ok = self.in_range(b, n)
+        if is_unsigned(x):  # logical: every bit shifted out is 0
+            zero = scalar_constant(b, 0, x.type)
+            count = b.insert(arith.SelectOp(ok, n, zero)).result
+            shifted = b.insert(arith.ShRUIOp(x, count)).result
+            return (b.insert(arith.SelectOp(ok, shifted, zero)).result,)
         top = scalar_constant(b, self.bits(x) - 1, x.type)
         count = b.insert(arith.SelectOp(ok, n, top)).result
         return (b.insert(arith.ShRSIOp(x, count)).result,)

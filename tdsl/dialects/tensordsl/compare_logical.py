@@ -43,6 +43,7 @@ from tdsl.dialects.structured import (
     UnaryOp,
     broadcast_shapes,
     element_type,
+    int_op,
     is_int,
     operand_value,
     scalar_constant,
@@ -444,8 +445,8 @@ class ClipOp(TernaryOp):
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         x, lo, hi = args
         if is_int(x.type):  # integers: no ties to tell apart, no nan
-            low = b.insert(arith.MaxSIOp(x, lo)).result
-            return (b.insert(arith.MinSIOp(low, hi)).result,)
+            low = int_op(b, arith.MaxSIOp, x, lo)
+            return (int_op(b, arith.MinSIOp, low, hi),)
         keeps = self.keep_ties is not None
         low = numpy_extremum(b, x, lo, larger=True, first_if_equal=keeps)
         return (numpy_extremum(b, low, hi, larger=False, first_if_equal=keeps),)

@@ -26,8 +26,11 @@ from tdsl.dialects.structured import (
     BinaryOp,
     ScalarOpBuilder,
     Workspace,
+    cmpi,
     element_type,
+    int_op,
     is_int,
+    is_unsigned,
     numpy_dtype,
     scalar_constant,
     tensor_shape,
@@ -184,7 +187,7 @@ class RemainderOp(BinaryOp):
         # of those cases is 1.
         a, d = args
         safe = safe_divisor(b, a, d)
-        m = b.insert(arith.RemSIOp(a, safe)).result
+        m = int_op(b, arith.RemSIOp, a, safe)
         moved = b.insert(arith.AddiOp(m, safe)).result
         return (b.insert(arith.SelectOp(floor_moves(b, m, safe), moved, m)).result,)
 
@@ -226,7 +229,7 @@ class FmodOp(BinaryOp):
     def int_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         # C's remainder (the dividend's sign); 0 for a zero divisor, as NumPy's
         a, d = args
-        return (b.insert(arith.RemSIOp(a, safe_divisor(b, a, d))).result,)
+        return (int_op(b, arith.RemSIOp, a, safe_divisor(b, a, d)),)
 
 
 @irdl_op_definition
@@ -251,8 +254,8 @@ class FloorDivideOp(BinaryOp):
     def int_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         a, d = args
         safe = safe_divisor(b, a, d)
-        q = b.insert(arith.DivSIOp(a, safe)).result
-        r = b.insert(arith.RemSIOp(a, safe)).result
+        q = int_op(b, arith.DivSIOp, a, safe)
+        r = int_op(b, arith.RemSIOp, a, safe)
         lowered = b.insert(arith.SubiOp(q, scalar_constant(b, 1, a.type))).result
         q = b.insert(arith.SelectOp(floor_moves(b, r, safe), lowered, q)).result
         zero = scalar_constant(b, 0, a.type)
@@ -296,20 +299,23 @@ def floor_moves(b: Builder, r: SSAValue, d: SSAValue) -> SSAValue:
     quotient is one less, and the floored remainder ``r + d``."""
     zero = scalar_constant(b, 0, r.type)
     nonzero = b.insert(arith.CmpiOp(r, zero, "ne")).result
-    r_neg = b.insert(arith.CmpiOp(r, zero, "slt")).result
-    d_neg = b.insert(arith.CmpiOp(d, zero, "slt")).result
+    r_neg = cmpi(b, r, zero, "slt")
+    d_neg = cmpi(b, d, zero, "slt")
     other_sign = b.insert(arith.XOrIOp(r_neg, d_neg)).result
     return b.insert(arith.AndIOp(nonzero, other_sign)).result
 
 
 def safe_divisor(b: Builder, a: SSAValue, d: SSAValue) -> SSAValue:
     """``d``, or 1 where an integer division by it would trap (``d == 0``, and
-    ``MIN / -1``, whose quotient overflows): native ``sdiv``/``srem`` never trap, and
-    the ops select NumPy's result for those cases (``a // 1`` is ``MIN // -1``'s)."""
+    ``MIN / -1`` of signed integers, whose quotient overflows): native ``sdiv``/``srem``
+    (``udiv``/``urem``) never trap, and the ops select NumPy's result for those cases
+    (``a // 1`` is ``MIN // -1``'s)."""
     t = a.type
     bits = t.bitwidth  # pyright: ignore[reportAttributeAccessIssue]
     zero = scalar_constant(b, 0, t)
     by_zero = b.insert(arith.CmpiOp(d, zero, "eq")).result
+    if is_unsigned(t):
+        return b.insert(arith.SelectOp(by_zero, scalar_constant(b, 1, t), d)).result
     lowest = b.insert(arith.CmpiOp(a, scalar_constant(b, -(1 << (bits - 1)), t), "eq")).result
     minus_one = b.insert(arith.CmpiOp(d, scalar_constant(b, -1, t), "eq")).result
     overflow = b.insert(arith.AndIOp(lowest, minus_one)).result
@@ -422,7 +428,7 @@ class MaximumOp(BinaryOp):
     NUMPY_UFUNC: ClassVar[str | None] = "maximum"
 
     def int_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
-        return (b.insert(arith.MaxSIOp(args[0], args[1])).result,)
+        return (int_op(b, arith.MaxSIOp, args[0], args[1]),)
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         if is_int(args[0].type):
@@ -445,7 +451,7 @@ class MinimumOp(BinaryOp):
     NUMPY_UFUNC: ClassVar[str | None] = "minimum"
 
     def int_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
-        return (b.insert(arith.MinSIOp(args[0], args[1])).result,)
+        return (int_op(b, arith.MinSIOp, args[0], args[1]),)
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         if is_int(args[0].type):

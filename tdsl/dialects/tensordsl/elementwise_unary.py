@@ -23,7 +23,9 @@ from tdsl.dialects.structured import (
     ScalarOpBuilder,
     UnaryOp,
     Workspace,
+    cmpi,
     element_type,
+    int_op,
     is_int,
     numpy_dtype,
     scalar_constant,
@@ -70,7 +72,7 @@ class ReluOp(UnaryOp, HasCanonicalizationPatternsInterface):
 
     def int_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         zero = scalar_constant(b, 0, args[0].type)
-        return (b.insert(arith.MaxSIOp(args[0], zero)).result,)
+        return (int_op(b, arith.MaxSIOp, args[0], zero),)
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         if is_int(args[0].type):
@@ -101,8 +103,8 @@ class SignOp(UnaryOp):
     def int_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         (x,) = args
         zero, one, minus = (scalar_constant(b, v, x.type) for v in (0, 1, -1))
-        pos = b.insert(arith.CmpiOp(x, zero, "sgt")).result
-        neg = b.insert(arith.CmpiOp(x, zero, "slt")).result
+        pos = cmpi(b, x, zero, "sgt")
+        neg = cmpi(b, x, zero, "slt")
         low = b.insert(arith.SelectOp(neg, minus, zero)).result
         return (b.insert(arith.SelectOp(pos, one, low)).result,)
 
@@ -278,7 +280,7 @@ class AbsOp(UnaryOp):
         (x,) = args
         zero = scalar_constant(b, 0, x.type)
         minus = b.insert(arith.SubiOp(zero, x)).result
-        neg = b.insert(arith.CmpiOp(x, zero, "slt")).result
+        neg = cmpi(b, x, zero, "slt")
         return (b.insert(arith.SelectOp(neg, minus, x)).result,)
 
 

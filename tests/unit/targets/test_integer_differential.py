@@ -1,5 +1,6 @@
 """Differential test of integer programs: random well-typed expressions over ``int32`` and
-``int64`` inputs (their extremes included), with integer literals (weak, NEP 50),
+``int64`` inputs, or ``uint8`` ones (with ``int32`` at times), their extremes included,
+with integer literals (weak, NEP 50),
 wrapping arithmetic, ``//`` and ``%`` by zero and by -1, shifts by counts outside
 ``[0, bits)``, bitwise ops, comparisons, ``where``, reductions, ``argmax``/``argmin``
 (of floats with nan too), integer ``matmul`` and ``astype`` from floats (nan and
@@ -51,12 +52,23 @@ UNARY = ["abs", "neg", "square", "sign", "invert", "copy"]
 REDUCTIONS = ["sum", "prod", "max", "min"]
 COMPARE = ["<", "<=", "==", "!=", ">=", ">"]
 LITERALS = ["0", "1", "-1", "2", "3", "7", "31", "63", "64", "-65", "100"]
+U8_LITERALS = ["0", "1", "2", "3", "7", "8", "9", "100", "255"]
+"""Literals of programs with ``uint8``: a negative one or one beyond 255 is an error
+there (NumPy 2's ``OverflowError``), tested on its own."""
+DTYPE_SETS = [("int32", "int64"), ("uint8",), ("uint8", "int32")]
+"""The dtypes of a program's integer inputs.  With ``uint8``, only ``max`` and ``min``
+reduce (a ``sum`` of ``uint8`` is NumPy's ``uint64``, which tdsl lacks)."""
 
 
 @dataclass
 class Generator:
     draw: st.DrawFn
+    dtypes: tuple[str, ...] = ("int32", "int64")
     inputs: dict[str, tuple[Shape, str]] = field(default_factory=dict[str, tuple[Shape, str]])
+
+    @property
+    def unsigned(self) -> bool:
+        return "uint8" in self.dtypes
 
     def dim(self) -> int:
         return self.draw(st.integers(1, 4))
@@ -76,18 +88,18 @@ class Generator:
     def integer(self, shape: Shape, depth: int) -> str:
         """An integer expression of ``shape``."""
         if depth == 0:
-            return self.leaf(shape, self.draw(st.sampled_from(["int32", "int64"])))
+            return self.leaf(shape, self.draw(st.sampled_from(self.dtypes)))
         kinds = ["leaf", "binary", "binary", "binary", "unary", "where"]
         kinds += ["reduce", "astype", "literal", "arg"] + (["matmul"] if shape else [])
         kind = self.draw(st.sampled_from(kinds))
         sub = depth - 1
         if kind == "leaf":
-            return self.leaf(shape, self.draw(st.sampled_from(["int32", "int64"])))
+            return self.leaf(shape, self.draw(st.sampled_from(self.dtypes)))
         if kind in ("binary", "literal"):
             op = self.draw(st.sampled_from(sorted(BINARY)))
             lhs = self.integer(shape, sub)
             rhs = (
-                self.draw(st.sampled_from(LITERALS))
+                self.draw(st.sampled_from(U8_LITERALS if self.unsigned else LITERALS))
                 if kind == "literal"
                 else self.integer(self.partner(shape), sub)
             )
@@ -110,7 +122,7 @@ class Generator:
             return f"where({cond}, {a}, {b})"
         if kind == "astype":
             floats = f"({self.leaf(shape, 'float64')} * {self.draw(st.sampled_from(['1', '1e9', '1e19']))})"
-            return f"astype({floats}, {self.draw(st.sampled_from(['int32', 'int64']))})"
+            return f"astype({floats}, {self.draw(st.sampled_from(self.dtypes))})"
         if kind == "matmul":
             k = self.dim()
             lhs = self.integer((*shape[:-1], k) if len(shape) > 1 else (k,), sub)
@@ -124,7 +136,7 @@ class Generator:
             if self.draw(st.booleans()):
                 values = f"({self.leaf(operand, 'float64')} * {values})"
             return f"{name}({values}, axis={position})"
-        name = self.draw(st.sampled_from(REDUCTIONS))
+        name = self.draw(st.sampled_from(REDUCTIONS[2:] if self.unsigned else REDUCTIONS))
         return f"{name}({self.integer(operand, sub)}, axis={position})"
 
     def compare(self, shape: Shape, depth: int) -> str:
@@ -142,7 +154,7 @@ class Case:
 
 @st.composite
 def cases(draw: st.DrawFn) -> Case:
-    generator = Generator(draw)
+    generator = Generator(draw, draw(st.sampled_from(DTYPE_SETS)))
     shape = tuple(generator.dim() for _ in range(draw(st.integers(0, 2))))
     text = generator.integer(shape, draw(st.integers(1, 4)))
     if draw(st.integers(0, 4)) == 0:  # a float result of integers: NumPy's promotion
@@ -185,6 +197,7 @@ NUMPY_NAMES: dict[str, Any] = {
     "astype": np.astype,
     "int32": np.int32,
     "int64": np.int64,
+    "uint8": np.uint8,
 }
 
 

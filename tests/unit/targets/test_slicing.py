@@ -175,7 +175,7 @@ def test_windows_allocate_nothing_beyond_the_output_and_budget(target: str, text
         ("x[0, 1, 2]", TdslTypeError, "too many indices for a tensor of rank 2: 3 were", 2),
         ("x[::0]", TdslSyntaxError, "slice step cannot be zero", 5),
         ("x[1.5]", TdslSyntaxError, "an index is an integer, not `1.5`", 3),
-        ("x[y]", TdslTypeError, "an array index is a tensor of int32 or int64", 3),
+        ("x[y]", TdslTypeError, "an array index is a tensor of int32, int64 or uint8", 3),
         ("x[..., 0, ...]", TdslSyntaxError, "only have a single ellipsis", 11),
         ("x[]", TdslSyntaxError, "an empty subscript", 2),
         ("x[0 1]", TdslSyntaxError, "expected `,` or `]` in the subscript opened at 1:2", 5),

@@ -85,15 +85,15 @@ def test_arguments_reach_the_function_unchanged(
     ("type_text", "args"),
     [
         ("tensor<2xi8>", ["--args", "dense<[1, 2]> : tensor<2xi8>"]),
-        ("tensor<2xui8>", ["--random-args", "0"]),
+        ("tensor<2xui16>", ["--random-args", "0"]),
         ("f32", ["--args", "2.5 : f32"]),
     ],
 )
 def test_only_float_tensors_can_be_passed(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, type_text: str, args: list[str]
 ) -> None:
-    # tdsl's ops and its interpreter compute on bool, f16, f32 and f64 tensors (and take
-    # i32 and i64 indices) only
+    # tdsl's ops and its interpreter compute on bool, f16, f32, f64, i32, i64 and ui8
+    # tensors only
     identity = (
         f"func.func @main(%x: {type_text}) -> {type_text} {{\n  func.return %x : {type_text}\n}}\n"
     )
@@ -127,7 +127,7 @@ def test_random_array_is_reproducible_and_typed() -> None:
     flags = random_array(np.random.default_rng(0), TensorType(i1, [5]))
     assert flags.dtype == np.bool_ and flags.shape == (5,)
     with pytest.raises(
-        DriverError, match="makes bool, f16, f32, f64, i32 or i64 tensors, not tensor<5xi8>"
+        DriverError, match="makes bool, f16, f32, f64, i32, i64 or ui8 tensors, not tensor<5xi8>"
     ):
         random_array(np.random.default_rng(0), TensorType(IntegerType(8), [5]))
 

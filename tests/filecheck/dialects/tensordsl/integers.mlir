@@ -4,7 +4,7 @@
 // RUN: tdsl-opt %s --fuse --tile -p tdsl-lower-to-loops | filecheck %s --check-prefix=LOOPS
 // RUN: tdsl-opt %s --fuse --tile -p tdsl-lower-to-loops,tdsl-convert-to-llvm | filecheck %s --check-prefix=LLVM
 
-// Integers (i32, i64) computed exactly: the ops that take them, and the bodies
+// Integers (i32, i64, ui8) computed exactly: the ops that take them, and the bodies
 // that never trap where NumPy gives a result (x // 0 is 0, MIN // -1 is MIN).
 
 func.func @arith(%a: tensor<4xi64>, %b: tensor<4xi64>) -> tensor<4xi64> {
@@ -77,3 +77,38 @@ func.func @convert(%x: tensor<4xf64>) -> tensor<4xi32> {
 // LOOPS:         arith.constant -2147483648 : i32
 // LOOPS-NEXT:    arith.select %[[IN]], %{{.*}}, %{{.*}} : i32
 // LLVM:          llvm.call_intrinsic "llvm.fptosi.sat.i32.f64"(%{{.*}}) : (f64) -> i32
+
+// -----
+
+func.func @unsigned(%a: tensor<4xui8>, %b: tensor<4xui8>) -> tensor<4xi1> {
+  %0 = tensordsl.floor_divide %a, %b : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  %1 = tensordsl.right_shift %0, %b : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+  %2 = tensordsl.less %1, %a : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xi1>
+  func.return %2 : tensor<4xi1>
+}
+
+// CHECK-LABEL: func.func @unsigned(
+// CHECK-NEXT: %0 = tensordsl.floor_divide %a, %b : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+// CHECK-NEXT: %1 = tensordsl.right_shift %0, %b : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+// CHECK-NEXT: %2 = tensordsl.less %1, %a : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xi1>
+// CHECK-GENERIC: "tensordsl.floor_divide"(%{{.*}}, %{{.*}}) : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+
+// uint8 (ui8): the bodies choose the unsigned ops by the operands' type (divui,
+// remui, shrui, cmpi ult; a zero divisor is 1, and no MIN / -1 case), and the loops
+// stage writes ui8 as i8 (arith.constant and LLVM take signless integers only).
+// LOOPS-LABEL: func.func @unsigned_g0(
+// LOOPS-SAME:    %a: memref<4xi8>, %b: memref<4xi8>, %out0: memref<4xi1>
+// LOOPS:         %[[ZERO:.*]] = arith.cmpi eq, %{{.*}}, %{{.*}} : i8
+// LOOPS-NEXT:    arith.constant 1 : i8
+// LOOPS-NEXT:    %[[SAFE:.*]] = arith.select %[[ZERO]], %{{.*}}, %{{.*}} : i8
+// LOOPS-NEXT:    arith.divui %{{.*}}, %[[SAFE]] : i8
+// LOOPS-NEXT:    arith.remui %{{.*}}, %[[SAFE]] : i8
+// LOOPS:         arith.cmpi ult, %{{.*}}, %{{.*}} : i8
+// LOOPS:         arith.shrui %{{.*}}, %{{.*}} : i8
+// LOOPS:         arith.cmpi ult, %{{.*}}, %{{.*}} : i8
+// LOOPS-NEXT:    memref.store %{{.*}}, %out0[%{{.*}}] : memref<4xi1>
+// LLVM-LABEL:    llvm.func @unsigned_g0(
+// LLVM:          llvm.udiv %{{.*}}, %{{.*}} : i8
+// LLVM:          llvm.urem %{{.*}}, %{{.*}} : i8
+// LLVM:          llvm.lshr %{{.*}}, %{{.*}} : i8
+// LLVM:          llvm.icmp "ult" %{{.*}}, %{{.*}} : i8
