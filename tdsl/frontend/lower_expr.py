@@ -370,6 +370,10 @@ class FunctionLowering(CallParams):
                 f"operands of {what} do not broadcast: {self.describe(a)} and {self.describe(b)}",
                 self.where(span),
             ) from None
+        if op_class is td.PowerOp:
+            power = self.integer_power(args, spans, span)
+            if power is not None:
+                return power
         if issubclass(op_class, td.LogicalOp):
             integers = [v for v in args if isinstance(v, TensorValue) and is_int(v.element)]
             if integers:  # `&`, `|` of integers: bitwise (logical_and's are booleans now)
@@ -378,6 +382,41 @@ class FunctionLowering(CallParams):
                 self.booleans(what, args, spans)
         lhs, rhs = self.unify(list(zip(args, spans, strict=True)), op_class, what, span)
         return self.emit(op_class(lhs.value, rhs.value), span)
+
+    def integer_power(
+        self, args: Sequence[Value], spans: tuple[Span, Span], span: Span
+    ) -> TensorValue | None:
+        """``a ** n`` of an integer tensor and an integer literal: NumPy's
+        integer power, exact and wrapping, by repeated squaring (``a ** 3`` is
+        ``a * a * a``, ``a ** 0`` ones); None for any other power.  A negative ``n`` is
+        NumPy's error; an integer exponent known only at run time is refused by
+        :meth:`unify` (NumPy's error would depend on its values)."""
+        a, n = args
+        if not isinstance(a, TensorValue) or not is_int(a.element):
+            return None  # booleans: NumPy's power of booleans is int8, not in the language
+        if not isinstance(n, LiteralValue) or not isinstance(n.value, int):
+            return None
+        if n.value < 0:
+            raise TdslTypeError(
+                f"integers to negative integer powers are not allowed, as in NumPy "
+                f"(`** {n.value}` of {self.describe(a)}): write a float exponent "
+                f"(`** {float(n.value)}`) or convert first, e.g. `astype(x, float64)`",
+                self.where(spans[1]),
+            )
+        square = a
+        if n.value == 0:
+            return self.emit(td.OnesLikeOp(square.value), span)
+        result: TensorValue | None = None
+        exponent = n.value
+        while True:
+            if exponent & 1:
+                product = square if result is None else td.MulOp(result.value, square.value)
+                result = product if isinstance(product, TensorValue) else self.emit(product, span)
+            exponent >>= 1
+            if not exponent:
+                assert result is not None
+                return result
+            square = self.emit(td.MulOp(square.value, square.value), span)
 
     def booleans(self, what: str, args: Sequence[Value], spans: Sequence[Span]) -> None:
         """Refuse a non-boolean operand of a logical operator (``&``, ``|``, ``~``)."""

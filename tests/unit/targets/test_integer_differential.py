@@ -1,6 +1,6 @@
 """Differential test of integer programs: random well-typed expressions over ``int32`` and
 ``int64`` inputs, or ``uint8`` ones (with ``int32`` at times), their extremes included,
-with integer literals (weak, NEP 50),
+with integer literals (weak, NEP 50) and powers by them,
 wrapping arithmetic, ``//`` and ``%`` by zero and by -1, shifts by counts outside
 ``[0, bits)``, bitwise ops, comparisons, ``where``, reductions, ``argmax``/``argmin``
 (of floats with nan too), integer ``matmul`` and ``astype`` from floats (nan and
@@ -90,7 +90,7 @@ class Generator:
         if depth == 0:
             return self.leaf(shape, self.draw(st.sampled_from(self.dtypes)))
         kinds = ["leaf", "binary", "binary", "binary", "unary", "where"]
-        kinds += ["reduce", "astype", "literal", "arg"] + (["matmul"] if shape else [])
+        kinds += ["reduce", "astype", "literal", "arg", "power"] + (["matmul"] if shape else [])
         kind = self.draw(st.sampled_from(kinds))
         sub = depth - 1
         if kind == "leaf":
@@ -116,6 +116,9 @@ class Generator:
             if name == "invert" and self.draw(st.booleans()):
                 return f"(~{operand})"
             return f"{name}({operand})"
+        if kind == "power":  # by a literal: NumPy's integer power, wrapping
+            exponent = self.draw(st.sampled_from(["0", "1", "2", "3", "5", "13"]))
+            return f"({self.integer(shape, sub)} ** {exponent})"
         if kind == "where":
             cond = self.compare(self.partner(shape), sub)
             a, b = self.integer(shape, sub), self.integer(self.partner(shape), sub)

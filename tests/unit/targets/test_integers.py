@@ -101,12 +101,16 @@ CASES: list[tuple[str, dict[str, Array]]] = [
     ("clip(a32, b32, 5)", {"a32": A32, "b32": B32}),
     ("logical_and(a, b) | logical_not(a32)", {"a": A64, "b": B64, "a32": A32}),
     ("logical_or(a > 3, b)", {"a": A64, "b": B64}),
+    ("a ** 3 - a ** 2", {"a": A64}),
+    ("a ** 0 + a ** 1 + power(a, 13)", {"a": A32}),
+    ("b ** 7", {"b": np.array([3, 200, 255, 0, 16, 5], np.uint8)}),
 ]
 
 NAMES = {
     **{f: getattr(np, f) for f in ("exp", "sum", "prod", "max", "min", "mean", "where")},
     **{f: getattr(np, f) for f in ("maximum", "minimum", "abs", "sign", "square", "floor")},
     "round": np.round,
+    "power": np.power,
     "argmax": np.argmax,
     "argmin": np.argmin,
     "cumsum": np.cumsum,
@@ -169,11 +173,8 @@ def test_a_large_integer_matmul_is_exact(target: str) -> None:
     ("text", "dtypes", "message"),
     [
         ("a + 3000000000", {"a": "int32"}, "the integer 3000000000 is out of bounds for int32"),
-        (
-            "a ** 2",
-            {"a": "int64"},
-            "`**` of integers (i64[4], int (the number 2)) is not supported",
-        ),
+        ("a ** b", {"a": "int64", "b": "int64"}, "`**` of integers (i64[4], i64[4]) is not"),
+        ("a ** -2", {"a": "int32"}, "integers to negative integer powers are not allowed"),
         ("x & a", {"a": "int64", "x": "float32"}, "`&` of floats"),
         ("a << 1.5", {"a": "int64"}, "`<<` of floats"),
     ],
