@@ -11,9 +11,11 @@ shape is static.  An integer out of range is an error at the index, as NumPy's
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
 from xdsl.ir import Operation
 
 from tdsl.dialects import tensordsl as td
@@ -228,43 +230,93 @@ def _gather(
     emit: Callable[[Operation, Span], TensorValue],
     where: Callable[[Span], SourceLocation],
 ) -> TensorValue:
-    """``a[idx]``, ``a[:, idx]``: a ``take`` along the axis of the one integer array, every
-    other item a whole axis (``:`` or ``...``)."""
+    """``a[idx]``, ``a[:, idx]``, ``a[i, j]``: a ``take`` along the axis of the integer
+    array, or of the adjacent axes of several (their dims merged, the index a row-major
+    flat index: NumPy's result where the arrays are adjacent), every other item a whole
+    axis (``:`` or ``...``)."""
     items = list(node.items)
-    (index,) = arrays if len(arrays) == 1 else (None,)
-    at = next(k for k, i in enumerate(items) if i.kind == "array")
+    ats = [k for k, i in enumerate(items) if i.kind == "array"]
     whole = all(
         i.kind == "ellipsis"
         or (i.kind == "slice" and i.start is None and i.stop is None and i.step in (None, 1))
         for k, i in enumerate(items)
-        if k != at
+        if k not in ats
     )
-    if index is None or not whole or any(i.kind == "ellipsis" for i in items[at + 1 :]):
+    adjacent = ats == list(range(ats[0], ats[0] + len(ats))) and len(arrays) == len(ats)
+    if not adjacent or not whole or any(i.kind == "ellipsis" for i in items[ats[-1] + 1 :]):
         raise TdslTypeError(
-            "indexing by an integer array takes one array and whole axes (`a[idx]`, "
-            "`a[:, idx]`): combine it with other indices in a second subscript",
+            "indexing by integer arrays takes arrays of adjacent axes and whole axes "
+            "(`a[idx]`, `a[:, idx]`, `a[i, j]`): combine them with other indices in a "
+            "second subscript",
             where(node.bracket_span),
         )
-    item = items[at]
-    if not isinstance(index, TensorValue) or index.element not in INT_TYPES.values():
-        raise TdslTypeError(
-            "an array index is a tensor of int32, int64 or uint8 (a gather); floats and booleans "
-            "are not indices",
-            where(item.span),
-        )
+    indices: list[TensorValue] = []
+    for k, index in zip(ats, arrays, strict=True):
+        if not isinstance(index, TensorValue) or index.element not in INT_TYPES.values():
+            raise TdslTypeError(
+                "an array index is a tensor of int32, int64 or uint8 (a gather); floats and "
+                "booleans are not indices",
+                where(items[k].span),
+            )
+        if is_unsigned(index.element):  # NumPy gathers by uint8 too: exactly, as int64
+            index = emit(td.CastOp(index.value, INT_TYPES["i64"]), items[k].span)
+        indices.append(index)
     ellipsis = next((k for k, i in enumerate(items) if i.kind == "ellipsis"), None)
     rank = len(value.shape)
-    axis = at if ellipsis is None else rank - (len(items) - at)
+    axis = ats[0] if ellipsis is None else rank - (len(items) - ats[0])
     used = sum(1 for i in items if i.kind != "ellipsis")
     if not 0 <= axis < rank or used > rank:
         raise TdslTypeError(
             f"too many indices for a tensor of rank {rank}: {used} were indexed",
             where(node.bracket_span),
         )
-    indices = index.value
-    if is_unsigned(index.element):  # NumPy gathers by uint8 too: exactly, as int64
-        indices = emit(td.CastOp(indices, INT_TYPES["i64"]), item.span).value
-    return emit(td.TakeOp(value.value, indices, axis), node.bracket_span)
+    if len(indices) == 1:
+        return emit(td.TakeOp(value.value, indices[0].value, axis), node.bracket_span)
+    return _gather_adjacent(node, value, indices, axis, emit, where)
+
+
+def _gather_adjacent(
+    node: Subscript,
+    value: TensorValue,
+    indices: Sequence[TensorValue],
+    axis: int,
+    emit: Callable[[Operation, Span], TensorValue],
+    where: Callable[[Span], SourceLocation],
+) -> TensorValue:
+    """``a[i, j]`` over the adjacent axes ``axis, axis + 1, ...``: each index checked and
+    wrapped along its own axis (a ``take`` of the positions ``0 .. n - 1`` of that axis,
+    so an index out of range is NumPy's ``IndexError``, naming that axis), combined
+    into a row-major flat index (broadcasting, as NumPy's index arrays do), and a
+    ``take`` of ``a`` with those axes merged."""
+    span = node.bracket_span
+    shapes = [i.shape for i in indices]
+    try:
+        combined: tuple[int, ...] = ()
+        for shape in shapes:
+            combined = td.broadcast_shapes(combined, shape)
+    except td.ShapeError:
+        shown = " ".join(str(tuple(s)) for s in shapes)
+        raise TdslTypeError(
+            f"shape mismatch: indexing arrays could not be broadcast together with shapes {shown}",
+            where(span),
+        ) from None
+    rank, extents = len(value.shape), value.shape[axis : axis + len(indices)]
+    flat: TensorValue | None = None
+    for k, (index, n) in enumerate(zip(indices, extents, strict=True)):
+        at = axis + k
+        positions = np.arange(n, dtype=np.int64).reshape([n if d == at else 1 for d in range(rank)])
+        table = emit(td.ConstantOp(td.dense_from_numpy(positions, INT_TYPES["i64"])), span)
+        wrapped = emit(td.TakeOp(table.value, index.value, at), span)
+        wrapped = emit(td.ReshapeOp(wrapped.value, index.shape), span)
+        if flat is not None:
+            stride = emit(td.ConstantOp(td.dense_from_numpy(np.array(n), INT_TYPES["i64"])), span)
+            scaled = emit(td.MulOp(flat.value, stride.value), span)
+            wrapped = emit(td.AddOp(scaled.value, wrapped.value), span)
+        flat = wrapped
+    assert flat is not None
+    merged = (*value.shape[:axis], math.prod(extents), *value.shape[axis + len(indices) :])
+    source = emit(td.ReshapeOp(value.value, merged), span)
+    return emit(td.TakeOp(source.value, flat.value, axis), span)
 
 
 def _pick(

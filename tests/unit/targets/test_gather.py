@@ -1,5 +1,6 @@
-"""Gathers: ``take(a, indices, axis)`` and ``a[indices]`` by an ``int32`` or ``int64``
-array (an embedding lookup), as NumPy's default: negative indices wrap, and an index
+"""Gathers: ``take(a, indices, axis)``, ``a[indices]`` by an ``int32``, ``int64`` or
+``uint8`` array (an embedding lookup) and ``a[i, j]`` by arrays of adjacent axes, as
+NumPy's default: negative indices wrap, and an index
 outside the axis is a ``TdslIndexError`` on every target (the native target reports it
 through an error flag and never reads outside ``a``)."""
 
@@ -25,6 +26,7 @@ T = np.array([3, -1, 0, 9, -10], np.int64)
 T32 = np.array([1, 3, -4, 0], np.int32)
 T2 = np.array([[1, 2], [9, -10]], np.int64)
 E = np.zeros(0, np.int64)
+X = RNG.standard_normal((10, 4, 3))
 
 CASES: list[tuple[str, dict[str, Array]]] = [
     ("w[t] * 2", {"w": W, "t": T}),
@@ -39,6 +41,12 @@ CASES: list[tuple[str, dict[str, Array]]] = [
     ("take(w, t, axis=0) @ w.T", {"w": W, "t": T}),
     ("w[e] + 1", {"w": W, "e": E}),
     ("(w > 0)[t]", {"w": W, "t": T}),
+    ("w[t, t32[:1]]", {"w": W, "t": T, "t32": T32}),
+    ("w[t2, t32[1:3]] * 2", {"w": W, "t2": T2, "t32": T32}),
+    ("x[t, t32, t32[::-1] % 3]", {"x": X, "t": T[:4], "t32": T32}),
+    ("x[:, t32[:2] % 4, t2 % 3]", {"x": X, "t32": T32, "t2": T2}),
+    ("x[..., t32, t32 % 3] + 1", {"x": X, "t32": T32}),
+    ("exp(x)[t, t32]", {"x": X, "t": T[:4], "t32": T32}),
 ]
 
 
@@ -63,6 +71,9 @@ def test_gathers_are_numpys(target: str, text: str, arrays: dict[str, Array]) ->
         ("w[t] * 2", np.array([3, 10, 0]), "index 10 is out of bounds for axis 0 with size 10"),
         ("w[t] * 2", np.array([-11, 0, 1]), "index -11 is out of bounds for axis 0 with size 10"),
         ("w[:, t]", np.array([0, 4, 9]), "index 4 is out of bounds for axis 1 with size 4"),
+        ("w[t, t % 4]", np.array([-11, 0, 1]), "index -11 is out of bounds for axis 0 with"),
+        ("w[t % 10, t]", np.array([0, 4, 9]), "index 4 is out of bounds for axis 1 with size 4"),
+        ("w[t % 10, t]", np.array([0, -5, 9]), "index -5 is out of bounds for axis 1 with"),
     ],
 )
 def test_an_index_out_of_range_is_an_index_error_on_every_target(
@@ -92,8 +103,14 @@ def test_take_prints_parses_and_round_trips() -> None:
             9,
         ),
         ("t ** t", TdslTypeError, "`**` of integers (i64[3], i64[3]) is not supported", 3),
-        ("w[t, t]", TdslTypeError, "indexing by an integer array takes one array", 2),
-        ("w[t, 1:]", TdslTypeError, "indexing by an integer array takes one array", 2),
+        ("w[t, 1:]", TdslTypeError, "indexing by integer arrays takes arrays of adjacent", 2),
+        ("w[t, :, t]", TdslTypeError, "indexing by integer arrays takes arrays of adjacent", 2),
+        (
+            "w[t, t2]",
+            TdslTypeError,
+            "shape mismatch: indexing arrays could not be broadcast together with shapes (3,) (2,)",
+            2,
+        ),
         ("w[t, :, :]", TdslTypeError, "too many indices for a tensor of rank 2: 3 were", 2),
         ("zeros(3, dtype=np.uint16)", TdslTypeError, "must name bool, float16", 10),
         ("w[]", TdslSyntaxError, "an empty subscript", 2),
@@ -105,8 +122,8 @@ def test_bad_gathers_are_located_errors(
     with pytest.raises(error) as info:
         to_tensordsl(
             text,
-            shapes={"w": (10, 4), "t": (3,), "f": (3,)},
-            dtypes={"t": "int64", "f": "f32", "w": "f32"},
+            shapes={"w": (10, 4), "t": (3,), "f": (3,), "t2": (2,)},
+            dtypes={"t": "int64", "f": "f32", "w": "f32", "t2": "int32"},
         )
     assert message in str(info.value)
     assert f"<expr>:1:{column}:" in str(info.value)
