@@ -8,7 +8,7 @@ keyword arguments, every op located at its source span.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 from xdsl.builder import Builder
@@ -80,6 +80,22 @@ WEAK: type[float] = float
 """The dtype that declares a weak scalar input (``dtypes={"s": float}``): a Python float."""
 WEAK_INT: type[int] = int
 """The dtype that declares a weak integer input (``dtypes={"n": int}``): a Python int."""
+
+
+BOOLEAN_FORMS: dict[type[Any], type[Any]] = {
+    td.AddOp: td.OrOp,
+    td.MaximumOp: td.OrOp,
+    td.MulOp: td.AndOp,
+    td.MinimumOp: td.AndOp,
+    td.MaxOp: td.AnyOp,
+    td.MinOp: td.AllOp,
+}
+"""What NumPy computes of booleans, keeping booleans: ``+`` and ``maximum`` are ``|``,
+``*`` and ``minimum`` are ``&``, ``max`` is ``any`` and ``min`` is ``all``."""
+
+
+def _is_bool(value: Value) -> bool:
+    return isinstance(value, TensorValue) and value.element == BOOL
 
 
 def _fold(op: str, a: int | float, b: int | float) -> int | float:
@@ -282,6 +298,12 @@ class FunctionLowering(CallParams):
                 return self.lookup(node)
             case Neg():
                 (arg,) = args
+                if _is_bool(arg):
+                    raise TdslTypeError(
+                        "the negative of booleans (`-`) is not supported, as in NumPy: use "
+                        "`~` or `logical_not`",
+                        self.where(node.span),
+                    )
                 if isinstance(arg, LiteralValue):
                     return LiteralValue(-arg.value, node.span)
                 if isinstance(arg, WeakValue):
@@ -370,6 +392,8 @@ class FunctionLowering(CallParams):
                 f"operands of {what} do not broadcast: {self.describe(a)} and {self.describe(b)}",
                 self.where(span),
             ) from None
+        if op_class in BOOLEAN_FORMS and all(_is_bool(v) for v in args):
+            op_class = BOOLEAN_FORMS[op_class]  # `+` of booleans is `|`, as in NumPy
         if op_class is td.PowerOp:
             power = self.integer_power(args, spans, span)
             if power is not None:
@@ -497,6 +521,10 @@ class FunctionLowering(CallParams):
         if issubclass(op, td.ArgReduction):
             return lower_arg_reduction(self, node, args, spans, self.params(node, info, args[0]))
         params = self.params(node, info, args[0] if args else None)
+        if op in BOOLEAN_FORMS and args and _is_bool(args[0]):
+            op = BOOLEAN_FORMS[op]  # `max` of booleans is `any`, as in NumPy
+        if op is td.AbsOp and args and _is_bool(args[0]):
+            return args[0]  # NumPy's absolute value of a boolean is itself
         if issubclass(op, td.CREATION):
             return lower_creation(self, node, args, spans, params)
         if op is td.Einsum:

@@ -4,13 +4,14 @@ spellings, on every target against NumPy, special values element by element
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
 import pytest
 from all_targets import TARGETS, run_on
 
-from tdsl.errors import TdslNameError, TdslSyntaxError
+from tdsl.errors import TdslNameError, TdslSyntaxError, TdslTypeError
 from tdsl.frontend import to_tensordsl
 from tdsl.jit import JITTensorKernel
 
@@ -201,3 +202,40 @@ def test_all_and_any_over_dask_chunks() -> None:
     for call in ("all", "any"):
         fn = jit.compile(f"{call}(x > -1, axis=1)", shapes={"x": x.shape})
         same(np.asarray(fn(x=chunked).compute()), getattr(np, call)(x > -1, axis=1))
+
+
+BOOL_M = np.random.default_rng(1).random((5, 4)) < 0.5
+BOOL_N = np.random.default_rng(2).random((5, 4)) < 0.5
+BOOL_M[0], BOOL_M[:, 1] = True, False  # a row all true, a column all false
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(
+    "text",
+    [
+        "m + n",
+        "m * n",
+        "maximum(m, n)",
+        "minimum(m, n)",
+        "max(m)",
+        "min(m, axis=0)",
+        "max(m, axis=1, keepdims=True)",
+        "min(m, axis=(0, 1))",
+        "abs(m)",
+        "max(m + n, axis=0) * minimum(m, n)",
+    ],
+)
+def test_arithmetic_of_booleans_keeps_booleans_as_numpy(target: str, text: str) -> None:
+    """``+``/``maximum`` of booleans are ``|``, ``*``/``minimum`` are ``&``, ``max`` is
+    ``any`` and ``min`` is ``all``, ``abs`` is the value: NumPy's booleans."""
+    names = {f: getattr(np, f) for f in ("maximum", "minimum", "max", "min", "abs")}
+    arrays = {k: v for k, v in {"m": BOOL_M, "n": BOOL_N}.items() if re.search(rf"\b{k}\b", text)}
+    want = np.asarray(eval(text, names, dict(arrays)))
+    got = run_on(target, 8, text, **arrays)
+    assert (got.dtype, got.shape) == (want.dtype, want.shape)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_the_negative_of_booleans_is_numpys_error() -> None:
+    with pytest.raises(TdslTypeError, match=r"<expr>:1:1: .*negative of booleans .* use `~`"):
+        to_tensordsl("-m", shapes={"m": (2,)}, dtypes={"m": "bool"})
