@@ -26,14 +26,15 @@ INT_DTYPES: dict[str, np.dtype[Any]] = {
     "i32": np.dtype(np.int32),
     "i64": np.dtype(np.int64),
     "u8": np.dtype(np.uint8),
+    "u64": np.dtype(np.uint64),
 }
 """Integers, by short name: values the language computes on exactly (wrapping on
-overflow, as NumPy does), and the indices of ``take`` (a gather).  ``u8`` is unsigned;
-its sums and products are NumPy's ``uint64``, which tdsl lacks (:func:`sum_dtype`)."""
+overflow, as NumPy does), and the indices of ``take`` (a gather).  ``u8`` and ``u64``
+are unsigned (``u64`` is what NumPy sums ``u8`` in, :func:`sum_dtype`)."""
 
 DTYPES: dict[str, np.dtype[Any]] = {"bool": BOOL_DTYPE, **FLOAT_DTYPES, **INT_DTYPES}
 """Every element dtype, by short name (``bool``, ``f16``, ``f32``, ``f64``, ``i32``,
-``i64``, ``u8``)."""
+``i64``, ``u8``, ``u64``)."""
 
 SHORT_NAMES: dict[str, str] = {dtype.name: short for short, dtype in DTYPES.items()}
 """NumPy dtype name (``float32``, ``bool``) -> short name (``f32``, ``bool``)."""

@@ -3,7 +3,7 @@ the dtype classes that annotate a ``@tdsl.function``'s parameters (``x: f32[4, 8
 a :class:`TensorSpec` at run time), and :func:`call`, which runs one function of the
 language eagerly.  :mod:`tdsl.lang` re-exports them.
 
-``f16``, ``f32``, ``f64``, ``i32``, ``i64``, ``u8`` and ``bool_`` type a parameter as a ``.tdsl``
+``f16``, ``f32``, ``f64``, ``i32``, ``i64``, ``u8``, ``u64`` and ``bool_`` type a parameter as a ``.tdsl``
 signature does: ``x: f32[64, 32]`` (``f32[()]`` is 0-d; ``bool_`` because
 Python's ``bool`` cannot be subscripted).  To a type checker each is an
 ``ndarray`` of that dtype; pyright accepts the integer subscript, mypy does
@@ -104,6 +104,13 @@ class u8(np.ndarray[Any, np.dtype[np.uint8]]):
         return _spec("u8", item)
 
 
+class u64(np.ndarray[Any, np.dtype[np.uint64]]):
+    """A uint64 parameter: ``t: u64[8]``."""
+
+    def __class_getitem__(cls, item: Any) -> Any:
+        return _spec("u64", item)
+
+
 class bool_(np.ndarray[Any, np.dtype[np.bool_]]):
     """A boolean parameter: ``m: bool_[4, 8]`` (``bool[4, 8]`` in a ``.tdsl`` file)."""
 
@@ -118,6 +125,7 @@ DTYPE_CLASSES: dict[str, type[Any]] = {
     "i32": i32,
     "i64": i64,
     "u8": u8,
+    "u64": u64,
     "bool_": bool_,
 }
 """The dtype names a parameter annotation may use, by their Python name."""

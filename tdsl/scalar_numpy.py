@@ -203,6 +203,7 @@ SCALAR_FUNCTIONS: dict[type[Operation], NumpyFunction] = {
     arith.MaxUIOp: np.maximum,
     arith.MinUIOp: np.minimum,
     arith.ShRUIOp: np.right_shift,
+    arith.BitcastOp: tdsl_convert,  # int64 <-> uint64 in bodies: the same bits (wraps)
     arith.ExtSIOp: tdsl_convert,
     arith.ExtUIOp: tdsl_convert,
     arith.TruncIOp: tdsl_convert,

@@ -49,8 +49,15 @@ FLOAT_TYPES: dict[str, FloatType] = {"f16": f16, "f32": f32, "f64": f64}
 
 UI8: IntegerType = IntegerType(8, SignednessAttr(Signedness.UNSIGNED))
 """``ui8``: the element type of ``uint8``."""
+UI64: IntegerType = IntegerType(64, SignednessAttr(Signedness.UNSIGNED))
+"""``ui64``: the element type of ``uint64`` (what NumPy sums ``uint8`` in)."""
 
-INT_TYPES: dict[str, IntegerType] = {"i32": IntegerType(32), "i64": IntegerType(64), "u8": UI8}
+INT_TYPES: dict[str, IntegerType] = {
+    "i32": IntegerType(32),
+    "i64": IntegerType(64),
+    "u8": UI8,
+    "u64": UI64,
+}
 """Short name -> xDSL integer element type (see :data:`tdsl.dtypes.INT_DTYPES`): a
 signless type is read as signed, ``ui8`` as unsigned; integer values, and the indices
 of ``take``.  ``arith`` takes both; an op of a body chooses its signed or unsigned form
@@ -70,19 +77,22 @@ FloatElementConstr = MessageConstraint(
 )
 BoolElementConstr = MessageConstraint(EqAttrConstraint(BOOL), "expected booleans (i1)")
 _INTS = (
-    EqAttrConstraint(INT_TYPES["i32"]) | EqAttrConstraint(INT_TYPES["i64"]) | EqAttrConstraint(UI8)
+    EqAttrConstraint(INT_TYPES["i32"])
+    | EqAttrConstraint(INT_TYPES["i64"])
+    | EqAttrConstraint(UI8)
+    | EqAttrConstraint(UI64)
 )
 _FLOATS = base(Float16Type) | base(Float32Type) | base(Float64Type)
-IntElementConstr = MessageConstraint(_INTS, "expected integers (i32, i64 or ui8)")
+IntElementConstr = MessageConstraint(_INTS, "expected integers (i32, i64, ui8 or ui64)")
 NumericElementConstr = MessageConstraint(
-    _FLOATS | _INTS, "tensordsl computes numbers as f16, f32, f64, i32, i64 or ui8"
+    _FLOATS | _INTS, "tensordsl computes numbers as f16, f32, f64, i32, i64, ui8 or ui64"
 )
 IntegralElementConstr = MessageConstraint(
-    EqAttrConstraint(BOOL) | _INTS, "expected booleans (i1) or integers (i32, i64, ui8)"
+    EqAttrConstraint(BOOL) | _INTS, "expected booleans (i1) or integers (i32, i64, ui8, ui64)"
 )
 ElementConstr = MessageConstraint(
     _FLOATS | EqAttrConstraint(BOOL) | _INTS,
-    "tensordsl computes on tensors of i1 (booleans), f16, f32, f64, i32, i64 or ui8",
+    "tensordsl computes on tensors of i1 (booleans), f16, f32, f64, i32, i64, ui8 or ui64",
 )
 StaticShapeConstr = MessageConstraint(
     ArrayOfConstraint(IntAttrConstraint.get(AtLeast(0))),
@@ -100,7 +110,7 @@ TensorConstr = TensorType.constr(ElementConstr, shape=StaticShapeConstr)
 
 
 def is_int(value: SSAValue | Attribute) -> bool:
-    """Whether a tensor value, tensor type or element type holds integers (i32, i64, ui8)."""
+    """Whether a tensor value, tensor type or element type holds integers (i32, i64, ui8, ui64)."""
     t = value.type if isinstance(value, SSAValue) else value
     if isinstance(t, TensorType):
         t = cast(TensorType[Attribute], t).get_element_type()
@@ -112,10 +122,14 @@ def is_unsigned(value: SSAValue | Attribute) -> bool:
     t = value.type if isinstance(value, SSAValue) else value
     if isinstance(t, TensorType):
         t = cast(TensorType[Attribute], t).get_element_type()
-    return t == UI8
+    return t in _UNSIGNED_SET
 
 
 _INT_SET = frozenset(INT_TYPES.values())
+INDEX_TYPES = frozenset({INT_TYPES["i32"], INT_TYPES["i64"], UI8})
+"""The element types of a gather's indices: not ``ui64``, whose values beyond ``2**63``
+have no ``int64`` to wrap as."""
+_UNSIGNED_SET = frozenset({UI8, UI64})
 
 UNSIGNED_OPS: dict[type[Operation], type[Operation]] = {
     arith.DivSIOp: arith.DivUIOp,
@@ -328,22 +342,41 @@ def convert_scalar(b: Builder, value: SSAValue, target: Attribute) -> SSAValue:
 
 def _to_int(b: Builder, value: SSAValue, target: IntegerType) -> SSAValue:
     """A scalar as the integer type ``target``: a boolean is 0 or 1, a narrower integer
-    is extended (with its sign, if signed), a wider one truncated (wrapping, as NumPy's
-    ``astype``), a float truncated towards zero (:func:`_float_to_int`); a float becomes
-    ``uint8`` through ``int32``, as NumPy's cast does on x86-64 (300.0 is 44, -1.0 255)."""
+    is extended (with its sign, if signed), a wider one truncated and one of the same
+    width reinterpreted (wrapping, as NumPy's ``astype``), a float truncated towards
+    zero (:func:`_float_to_int`, :func:`_float_to_unsigned`)."""
     source = value.type
-    if source == BOOL or (
-        is_unsigned(source) and cast(IntegerType, source).bitwidth < target.bitwidth
-    ):
-        return b.insert(arith.ExtUIOp(value, target)).result
     if not isinstance(source, IntegerType):
         if is_unsigned(target):
-            value = _float_to_int(b, value, INT_TYPES["i32"])
-            return b.insert(arith.TruncIOp(value, target)).result
+            return _float_to_unsigned(b, value, target)
         return _float_to_int(b, value, target)
-    if source.bitwidth < target.bitwidth:
+    width, bits = cast(IntegerType, source).bitwidth, target.bitwidth
+    if source == BOOL or (is_unsigned(source) and width < bits):
+        return b.insert(arith.ExtUIOp(value, target)).result
+    if width < bits:
         return b.insert(arith.ExtSIOp(value, target)).result
+    if width == bits:  # int64 <-> uint64: the same bits
+        return b.insert(arith.BitcastOp(value, target)).result
     return b.insert(arith.TruncIOp(value, target)).result
+
+
+def _float_to_unsigned(b: Builder, value: SSAValue, target: IntegerType) -> SSAValue:
+    """A float scalar as the unsigned ``target``, as NumPy's cast gives it on x86-64:
+    ``uint8`` through ``int32`` (300.0 is 44, -1.0 is 255, nan 0); ``uint64`` through
+    ``int64``, from ``x - 2**63`` with the top bit set again where ``x >= 2**63`` (-1.0
+    is ``2**64 - 1``, nan is ``2**63``, ``2**64`` is 0)."""
+    if target.bitwidth < 64:
+        narrow = _float_to_int(b, value, INT_TYPES["i32"])
+        return b.insert(arith.TruncIOp(narrow, target)).result
+    i64 = INT_TYPES["i64"]
+    half = scalar_constant(b, 2.0**63, value.type)
+    big = b.insert(arith.CmpfOp(value, half, "oge")).result
+    low = _float_to_int(b, value, i64)
+    high = _float_to_int(b, b.insert(arith.SubfOp(value, half)).result, i64)
+    top = scalar_constant(b, -(2**63), i64)
+    high = b.insert(arith.XOrIOp(high, top)).result
+    chosen = b.insert(arith.SelectOp(big, high, low)).result
+    return b.insert(arith.BitcastOp(chosen, target)).result
 
 
 def _float_to_int(b: Builder, value: SSAValue, target: IntegerType) -> SSAValue:

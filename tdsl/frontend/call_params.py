@@ -163,7 +163,7 @@ class CallParams:
         except TdslTypeError:
             raise TdslTypeError(
                 f"`dtype` of `{node.func}` must name bool, float16, float32, float64, int32, "
-                f"int64 or uint8 (np.float32, f32 or 'float32'), not "
+                f"int64, uint8 or uint64 (np.float32, f32 or 'float32'), not "
                 f"`{show_keyword_value(value)}`",
                 self.where(keyword.span),
             ) from None

@@ -20,7 +20,7 @@ def element_type_of(dtype: DTypeLike) -> Attribute:
     """The element type for a dtype spelled ``"f32"``, ``"float32"``, ``np.float32``, ...
 
     Raises :class:`TdslTypeError` for anything but bool, float16, float32, float64,
-    int32, int64 and uint8.
+    int32, int64, uint8 and uint64.
     """
     if isinstance(dtype, str) and dtype in ELEMENT_TYPES:
         return ELEMENT_TYPES[dtype]
@@ -29,7 +29,7 @@ def element_type_of(dtype: DTypeLike) -> Attribute:
     if short is None:
         raise TdslTypeError(
             f"unsupported dtype {_show_dtype(cast(Any, dtype))}; expected bool, float16, float32, "
-            "float64, int32, int64 or uint8 (also spelled f16, f32, f64, i32, i64, u8)"
+            "float64, int32, int64, uint8 or uint64 (also spelled f16, f32, f64, i32, i64, u8, u64)"
         )
     return ELEMENT_TYPES[short]
 

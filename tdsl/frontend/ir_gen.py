@@ -348,7 +348,7 @@ def parse_shape_spec(spec: str) -> tuple[str, tuple[int, ...], Attribute]:
         except TdslTypeError:
             raise TdslOptionError(
                 f"invalid shape spec `{spec}`: unknown dtype `{parts[-1]}` "
-                "(expected bool, f16, f32, f64, i32, i64 or u8)"
+                "(expected bool, f16, f32, f64, i32, i64, u8 or u64)"
             ) from None
         parts = parts[:-1]
     if not all(p.isdigit() and len(p) <= 18 for p in parts):

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from tdsl.dialects import tensordsl as td
-from tdsl.dialects.structured import INT_TYPES, is_unsigned
+from tdsl.dialects.structured import INDEX_TYPES, INT_TYPES, is_unsigned
 from tdsl.errors import TdslTypeError
 from tdsl.frontend.ast import Call, Span
 from tdsl.frontend.functions import FUNCTIONS
@@ -105,7 +105,7 @@ def lower_take(
     flattened, as NumPy)."""
     a = lowering.tensor(args[0], spans[0])
     indices = args[1]
-    if not isinstance(indices, TensorValue) or indices.element not in INT_TYPES.values():
+    if not isinstance(indices, TensorValue) or indices.element not in INDEX_TYPES:
         raise TdslTypeError(
             "the indices of `take` are a tensor of int32, int64 or uint8; floats and booleans are "
             "not indices",

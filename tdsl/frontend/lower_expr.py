@@ -98,6 +98,12 @@ def _is_bool(value: Value) -> bool:
     return isinstance(value, TensorValue) and value.element == BOOL
 
 
+def _mixes_uint64(args: Sequence[Value]) -> bool:
+    """Whether ``args`` hold a ``uint64`` tensor and a signed integer one."""
+    elements = {v.element for v in args if isinstance(v, TensorValue)}
+    return INT_TYPES["u64"] in elements and bool(elements & {INT_TYPES["i32"], INT_TYPES["i64"]})
+
+
 def _fold(op: str, a: int | float, b: int | float) -> int | float:
     """``a <op> b`` of two literals, as the op's NumPy ufunc computes them: integers in
     int64 (wrapping; ``/`` gives a float), floats in float64 (IEEE rules); never
@@ -392,6 +398,13 @@ class FunctionLowering(CallParams):
                 f"operands of {what} do not broadcast: {self.describe(a)} and {self.describe(b)}",
                 self.where(span),
             ) from None
+        if issubclass(op_class, td.CompareOp) and _mixes_uint64(args):
+            raise TdslTypeError(
+                f"{what} of uint64 and a signed integer ({self.describe(a)}, "
+                f"{self.describe(b)}) is not supported: NumPy compares them exactly, and "
+                "their common dtype is float64; convert one first, e.g. `astype(x, int64)`",
+                self.where(span),
+            )
         if op_class in BOOLEAN_FORMS and all(_is_bool(v) for v in args):
             op_class = BOOLEAN_FORMS[op_class]  # `+` of booleans is `|`, as in NumPy
         if op_class is td.PowerOp:

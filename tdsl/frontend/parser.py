@@ -225,7 +225,7 @@ class _Parser:
         dtype = dtype_tok.text
         if dtype not in DTYPES:
             hint = _DTYPE_ALIASES.get(dtype)
-            message = f"unknown dtype `{dtype}`; expected bool, f16, f32, f64, i32, i64 or u8"
+            message = f"unknown dtype `{dtype}`; expected bool, f16, f32, f64, i32, i64, u8 or u64"
             if hint is not None:
                 message += f" (did you mean `{hint}`?)"
             raise TdslTypeError(message, self.source.location(dtype_tok.span))

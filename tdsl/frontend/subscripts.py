@@ -19,7 +19,7 @@ import numpy as np
 from xdsl.ir import Operation
 
 from tdsl.dialects import tensordsl as td
-from tdsl.dialects.structured import INT_TYPES, is_unsigned
+from tdsl.dialects.structured import INDEX_TYPES, INT_TYPES, is_unsigned
 from tdsl.errors import SourceLocation, TdslTypeError
 from tdsl.frontend.ast import Expr, Index, Span, Subscript, TupleExpr
 from tdsl.frontend.lexer import Token, TokenKind
@@ -252,7 +252,7 @@ def _gather(
         )
     indices: list[TensorValue] = []
     for k, index in zip(ats, arrays, strict=True):
-        if not isinstance(index, TensorValue) or index.element not in INT_TYPES.values():
+        if not isinstance(index, TensorValue) or index.element not in INDEX_TYPES:
             raise TdslTypeError(
                 "an array index is a tensor of int32, int64 or uint8 (a gather); floats and "
                 "booleans are not indices",

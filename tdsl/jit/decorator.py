@@ -72,6 +72,7 @@ DTYPE_NAMES = {
     "i32": "i32",
     "i64": "i64",
     "u8": "u8",
+    "u64": "u64",
     "bool_": "bool",
     "bool": "bool",
 }

@@ -44,6 +44,7 @@ from tdsl.lang_types import (
     i32,
     i64,
     u8,
+    u64,
 )
 
 __all__ = [
@@ -58,6 +59,7 @@ __all__ = [
     "i32",
     "i64",
     "u8",
+    "u64",
 ]
 __all__ += elementwise.__all__
 __all__ += functions.__all__

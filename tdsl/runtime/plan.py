@@ -125,12 +125,13 @@ def read_plan(fn: func.FuncOp, roles_attr: str) -> FunctionPlan:
         DenseArrayBase,
         DenseIntOrFPElementsAttr,
         IntegerAttr,
+        IntegerType,
         MemRefType,
         StringAttr,
     )
     from xdsl.ir import Attribute, BlockArgument
 
-    from tdsl.backend.llvm.llvm_types import SIGNLESS_DTYPES
+    from tdsl.backend.llvm.llvm_types import UNSIGNED_ARGS_ATTR
     from tdsl.backend.llvm.loops_common import CONSTANTS_ATTR, SCRATCH_LIMIT_ATTR, VIEWS_ATTR
     from tdsl.backend.llvm.loops_gather import ERRORS_ATTR
     from tdsl.dialects.structured import element_dtype
@@ -152,11 +153,15 @@ def read_plan(fn: func.FuncOp, roles_attr: str) -> FunctionPlan:
         flat = cast(DenseArrayBase, found).get_values()
         for k in range(0, len(flat), 3):
             gathers[int(flat[k])] = (int(flat[k + 1]), int(flat[k + 2]))
+    found = fn.attributes.get(UNSIGNED_ARGS_ATTR)
+    unsigned = set(cast(DenseArrayBase, found).get_values()) if found is not None else set()
     args: list[_Arg] = []
     for role, arg in zip(roles, fn.body.block.args, strict=True):
         t = cast(MemRefType[Attribute], arg.type)
         element = t.get_element_type()
-        dtype = element_dtype(element) or SIGNLESS_DTYPES.get(element)
+        dtype = element_dtype(element)
+        if arg.index in unsigned:  # written signless by the loops stage
+            dtype = np.dtype(f"uint{cast(IntegerType, element).bitwidth}")
         assert dtype is not None
         data = None
         if role == "const":

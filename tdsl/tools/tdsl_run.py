@@ -70,7 +70,7 @@ def random_array(rng: np.random.Generator, arg_type: Attribute) -> Array:
     dtype = tensor_dtype(arg_type)
     if dtype is None:
         raise DriverError(
-            "error: --random-args makes bool, f16, f32, f64, i32, i64 or ui8 tensors, "
+            "error: --random-args makes bool, f16, f32, f64, i32, i64, ui8 or ui64 tensors, "
             f"not {arg_type}"
         )
     shape = tuple(cast(TensorType[Attribute], arg_type).get_shape())

@@ -286,7 +286,7 @@ class FloatCastToLLVM(RewritePattern):
         replace_op(rewriter, op, [insert(rewriter, new)])
 
 
-def _unsigned_to_float(rewriter: PatternRewriter, op: arith.UIToFPOp) -> SSAValue | None:
+def _unsigned_to_float(rewriter: PatternRewriter, op: arith.UIToFPOp) -> SSAValue:
     value = to_llvm(rewriter, op.input)
     t = op.result.type
     width = integer_width(value.type)
@@ -294,10 +294,21 @@ def _unsigned_to_float(rewriter: PatternRewriter, op: arith.UIToFPOp) -> SSAValu
         one = insert(rewriter, float_constant(1.0, t))
         zero = insert(rewriter, float_constant(0.0, t))
         return insert(rewriter, llvm.SelectOp(value, one, zero))
-    if width >= 64:
-        return None
-    wide = insert(rewriter, llvm.ZExtOp(value, i64))
-    return insert(rewriter, llvm.SIToFPOp(wide, t))
+    if width < 64:
+        wide = insert(rewriter, llvm.ZExtOp(value, i64))
+        return insert(rewriter, llvm.SIToFPOp(wide, t))
+    # a uint64 (LLVM's uitofp is not in xDSL's llvm dialect): below 2**63 it is its
+    # signed value; above, half of it with the lowest bit kept (sticky, so that the
+    # rounding is the same), converted and doubled, as compilers expand uitofp
+    zero = insert(rewriter, llvm.ConstantOp(IntegerAttr(0, i64), i64))
+    one = insert(rewriter, llvm.ConstantOp(IntegerAttr(1, i64), i64))
+    small = insert(rewriter, icmp(value, zero, "sge"))
+    half = insert(rewriter, llvm.LShrOp(value, one))
+    sticky = insert(rewriter, llvm.OrOp(half, insert(rewriter, llvm.AndOp(value, one))))
+    halved = insert(rewriter, llvm.SIToFPOp(sticky, t))
+    doubled = insert(rewriter, llvm.FAddOp(halved, halved))
+    direct = insert(rewriter, llvm.SIToFPOp(value, t))
+    return insert(rewriter, llvm.SelectOp(small, direct, doubled))
 
 
 ARITH_TO_LLVM_PATTERNS: tuple[RewritePattern, ...] = (

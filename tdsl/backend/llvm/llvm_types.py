@@ -16,12 +16,12 @@ removes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import cast
 
-import numpy as np
-from xdsl.dialects import arith, llvm
+from xdsl.dialects import arith, func, llvm
 from xdsl.dialects.builtin import (
     AnyFloat,
+    DenseArrayBase,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -174,14 +174,29 @@ class SignlessConstant(RewritePattern):
         rewriter.replace(op, arith.ConstantOp(IntegerAttr(signed, IntegerType(bits))))
 
 
-SIGNLESS_DTYPES: dict[Attribute, np.dtype[Any]] = {IntegerType(8): np.dtype(np.uint8)}
-"""What a signless element type of the loops stage that tdsl has only unsigned stands for
-(``i8`` is ``uint8``: tdsl has no ``int8``), for the runtime that reads its arguments."""
+UNSIGNED_ARGS_ATTR = "tdsl.unsigned_args"
+"""A function attribute: the positions of its memref arguments whose elements were
+unsigned (``ui8``, ``ui64``) before :func:`make_signless`, for the runtime that reads
+its arguments' dtypes."""
 
 
 def make_signless(module: ModuleOp) -> None:
     """Rewrite every unsigned integer type of ``module`` to its signless type
-    (:class:`UnsignedToSignless`)."""
+    (:class:`UnsignedToSignless`), recording which arguments of each function held
+    unsigned elements (:data:`UNSIGNED_ARGS_ATTR`)."""
+    for fn in module.ops:
+        if isinstance(fn, func.FuncOp) and fn.body.blocks:
+            elements = [
+                memref_element(a.type) if isa(a.type, MemRefType[Attribute]) else None
+                for a in fn.args
+            ]
+            unsigned = [
+                k
+                for k, e in enumerate(elements)
+                if isinstance(e, IntegerType) and not _signless(cast(Attribute, e))
+            ]
+            if unsigned:
+                fn.attributes[UNSIGNED_ARGS_ATTR] = DenseArrayBase.from_list(i64, unsigned)
     PatternRewriteWalker(
         GreedyRewritePatternApplier([SignlessConstant(), UnsignedToSignless(recursive=True)])
     ).rewrite_module(module)

@@ -162,7 +162,7 @@ CASES: list[tuple[str, Callable[[], Operation], str]] = [
     (
         "cast to boolean",
         lambda: unary(td.CastOp, t(4), t(4, element=i1)),
-        "tensordsl computes numbers as f16, f32, f64, i32, i64 or ui8",
+        "tensordsl computes numbers as f16, f32, f64, i32, i64, ui8 or ui64",
     ),
 ]
 

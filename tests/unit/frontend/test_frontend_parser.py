@@ -243,12 +243,12 @@ PROGRAM_ERRORS: list[tuple[str, type[TdslError], str]] = [
     (
         "def f(x: float32[2]):\n    return x\n",
         TdslTypeError,
-        "k.tdsl:1:10: error: unknown dtype `float32`; expected bool, f16, f32, f64, i32, i64 or u8 (did you mean `f32`?)\ndef f(x: float32[2]):\n         ^^^^^^^",
+        "k.tdsl:1:10: error: unknown dtype `float32`; expected bool, f16, f32, f64, i32, i64, u8 or u64 (did you mean `f32`?)\ndef f(x: float32[2]):\n         ^^^^^^^",
     ),
     (
         "def f(x: i8[2]):\n    return x\n",
         TdslTypeError,
-        "k.tdsl:1:10: error: unknown dtype `i8`; expected bool, f16, f32, f64, i32, i64 or u8\ndef f(x: i8[2]):\n         ^^",
+        "k.tdsl:1:10: error: unknown dtype `i8`; expected bool, f16, f32, f64, i32, i64, u8 or u64\ndef f(x: i8[2]):\n         ^^",
     ),
     (
         "def f(x: f32[-1]):\n    return x\n",

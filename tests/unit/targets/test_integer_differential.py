@@ -55,9 +55,10 @@ LITERALS = ["0", "1", "-1", "2", "3", "7", "31", "63", "64", "-65", "100"]
 U8_LITERALS = ["0", "1", "2", "3", "7", "8", "9", "100", "255"]
 """Literals of programs with ``uint8``: a negative one or one beyond 255 is an error
 there (NumPy 2's ``OverflowError``), tested on its own."""
-DTYPE_SETS = [("int32", "int64"), ("uint8",), ("uint8", "int32")]
-"""The dtypes of a program's integer inputs.  With ``uint8``, only ``max`` and ``min``
-reduce (a ``sum`` of ``uint8`` is NumPy's ``uint64``, which tdsl lacks)."""
+DTYPE_SETS = [("int32", "int64"), ("uint8",), ("uint64",), ("uint8", "uint64"), ("uint8", "int32")]
+"""The dtypes of a program's integer inputs.  Where unsigned and signed ones mix, only
+``max`` and ``min`` reduce: a ``sum`` of ``uint8`` is ``uint64``, which with a signed
+integer is ``float64`` (and compares with it only after a conversion)."""
 
 
 @dataclass
@@ -68,7 +69,11 @@ class Generator:
 
     @property
     def unsigned(self) -> bool:
-        return "uint8" in self.dtypes
+        return any(d.startswith("u") for d in self.dtypes)
+
+    @property
+    def mixed(self) -> bool:
+        return self.unsigned and not all(d.startswith("u") for d in self.dtypes)
 
     def dim(self) -> int:
         return self.draw(st.integers(1, 4))
@@ -138,8 +143,11 @@ class Generator:
             values = self.integer(operand, sub)
             if self.draw(st.booleans()):
                 values = f"({self.leaf(operand, 'float64')} * {values})"
-            return f"{name}({values}, axis={position})"
-        name = self.draw(st.sampled_from(REDUCTIONS[2:] if self.unsigned else REDUCTIONS))
+            index = f"{name}({values}, axis={position})"
+            if self.unsigned and not self.mixed:  # int64 with uint64 is float64: convert
+                return f"astype({index}, {self.draw(st.sampled_from(self.dtypes))})"
+            return index
+        name = self.draw(st.sampled_from(REDUCTIONS[2:] if self.mixed else REDUCTIONS))
         return f"{name}({self.integer(operand, sub)}, axis={position})"
 
     def compare(self, shape: Shape, depth: int) -> str:
@@ -181,8 +189,10 @@ def inputs(case: Case, names: tuple[str, ...], seed: int) -> list[Array]:
             )
         else:
             info = np.iinfo(dtype)
-            pool = np.array([info.min, info.max, info.min + 1, -1, 0, 1, 2**20], np.int64)
-            small = rng.integers(-9, 9, shape)
+            wrap = 1 << (8 * dtype.itemsize)  # -1 of an unsigned dtype is its largest
+            bounds = [info.min, info.max, info.min + 1, -1, 0, 1, 2**20]
+            pool = np.array([v % wrap if dtype.kind == "u" else v for v in bounds], dtype)
+            small = rng.integers(-9, 9, shape).astype(dtype)
             values = np.where(rng.random(shape) < 0.3, rng.choice(pool, shape), small)
         out.append(np.asarray(values).astype(dtype))
     return out
@@ -201,6 +211,7 @@ NUMPY_NAMES: dict[str, Any] = {
     "int32": np.int32,
     "int64": np.int64,
     "uint8": np.uint8,
+    "uint64": np.uint64,
 }
 
 

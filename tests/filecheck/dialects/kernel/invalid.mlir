@@ -308,7 +308,7 @@ kernel.yield %x : tensor<4xf32>
 ^bb0(%a: tensor<8xi16>):
   kernel.yield %a : tensor<8xi16>
 }
-// CHECK: tensordsl computes on tensors of i1 (booleans), f16, f32, f64, i32, i64 or ui8
+// CHECK: tensordsl computes on tensors of i1 (booleans), f16, f32, f64, i32, i64, ui8 or ui64
 
 // -----
 

@@ -4,7 +4,7 @@
 // RUN: tdsl-opt %s --fuse --tile -p tdsl-lower-to-loops | filecheck %s --check-prefix=LOOPS
 // RUN: tdsl-opt %s --fuse --tile -p tdsl-lower-to-loops,tdsl-convert-to-llvm | filecheck %s --check-prefix=LLVM
 
-// Integers (i32, i64, ui8) computed exactly: the ops that take them, and the bodies
+// Integers (i32, i64, ui8, ui64) computed exactly: the ops that take them, and the bodies
 // that never trap where NumPy gives a result (x // 0 is 0, MIN // -1 is MIN).
 
 func.func @arith(%a: tensor<4xi64>, %b: tensor<4xi64>) -> tensor<4xi64> {

@@ -40,7 +40,7 @@
 
 %a = "test.op"() : () -> tensor<4xbf16>
 %0 = "tensordsl.exp"(%a) : (tensor<4xbf16>) -> tensor<4xbf16>
-// CHECK: tensordsl computes numbers as f16, f32, f64, i32, i64 or ui8
+// CHECK: tensordsl computes numbers as f16, f32, f64, i32, i64, ui8 or ui64
 
 // -----
 
@@ -190,7 +190,7 @@
 
 %a = "test.op"() : () -> tensor<4x8xf32>
 %0 = tensordsl.cast %a : tensor<4x8xf32> -> tensor<4x8xi16>
-// CHECK: tensordsl computes numbers as f16, f32, f64, i32, i64 or ui8
+// CHECK: tensordsl computes numbers as f16, f32, f64, i32, i64, ui8 or ui64
 
 // -----
 
@@ -200,13 +200,13 @@
 // -----
 
 %0 = tensordsl.constant dense<1> : tensor<4xi8>
-// CHECK: tensordsl computes numbers as f16, f32, f64, i32, i64 or ui8
+// CHECK: tensordsl computes numbers as f16, f32, f64, i32, i64, ui8 or ui64
 
 // -----
 
 %a, %b = "test.op"() : () -> (tensor<4xf32>, tensor<4xf32>)
 %0 = tensordsl.left_shift %a, %b : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-// CHECK: expected integers (i32, i64 or ui8)
+// CHECK: expected integers (i32, i64, ui8 or ui64)
 
 // -----
 

@@ -1,10 +1,12 @@
-"""``uint8`` as a value: computed exactly with NumPy 2's results and promotion on every
-target (unsigned division, comparison, shifts and conversions, wrapping arithmetic), a
-gather by ``uint8`` indices, and NumPy's ``uint64`` sums refused with a located error
-(tdsl has no ``uint64``).  The reference is NumPy evaluating the same text."""
+"""``uint8`` and ``uint64`` as values: computed exactly with NumPy 2's results and
+promotion on every target (unsigned division, comparison, shifts and conversions,
+wrapping arithmetic; ``uint64`` sums of ``uint8``), a gather by ``uint8`` indices, and
+what NumPy does otherwise a located error.  The reference is NumPy evaluating the same
+text."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -23,6 +25,10 @@ B = np.array([100, 0, 3, 9, 7, 255, 8, 2], np.uint8)
 I32 = np.array([-5, 7, 300, -(2**31), 2**31 - 1, 1, 0, -1], np.int32)
 F = np.array([300.0, -1.0, np.nan, 255.9, -3.7, 1e10, -np.inf, 2.0**31])
 W = np.arange(512.0).reshape(256, 2)
+C = np.array([2**64 - 1, 2**63, 7, 0, 2**63 - 1, 3, 1, 2**40], np.uint64)
+D = np.array([2, 2**63 + 5, 0, 9, 1, 2**64 - 1, 3, 7], np.uint64)
+I64 = np.array([-1, 5, -(2**63), 2**63 - 1, 0, 3, 2, -7], np.int64)
+G = np.array([2.0**64, -1.0, np.nan, 2.0**63, 1.5e19, -5.0, np.inf, 0.5])
 
 CASES = [
     "a + b",
@@ -64,6 +70,26 @@ CASES = [
     "floor(a)",
     "w[a]",
     "take(w, a, axis=0)",
+    "sum(a) + prod(a[1:3])",
+    "cumsum(a) - cumprod(b)",
+    "sum(a, axis=0) + c",
+    "c + d",
+    "c - d * 3",
+    "c // d + c % d",
+    "c >> 60 | c << 3 ^ ~d",
+    "(c > d) & (c != 7)",
+    "maximum(c, d) - min(c) + argmax(d)",
+    "sum(c) + prod(d[:3])",
+    "c / d + mean(c)",
+    "c + j",
+    "astype(g, uint64)",
+    "astype(astype(g, float32), uint64)",
+    "astype(j, uint64) + astype(c, int64)",
+    "astype(c, float64) + astype(c, float32)",
+    "astype(c, uint8) + a",
+    "c ** 3",
+    "-c",
+    "where(c > d, c, d) @ c",
 ]
 
 NAMES: dict[str, Any] = {
@@ -72,26 +98,23 @@ NAMES: dict[str, Any] = {
     **{f: getattr(np, f) for f in ("argmax", "argmin", "clip", "fmod")},
     "relu": lambda x: np.maximum(x, 0),
     "astype": lambda x, d: x.astype(d),
-    **{d: getattr(np, d) for d in ("uint8", "int32", "float32")},
+    **{f: getattr(np, f) for f in ("sum", "prod", "cumsum", "cumprod")},
+    **{d: getattr(np, d) for d in ("uint8", "uint64", "int32", "int64", "float32", "float64")},
 }
-
-
-def _uses(text: str, name: str) -> bool:
-    import re
-
-    return re.search(rf"\b{name}\b", text) is not None
 
 
 @pytest.mark.parametrize("budget", [16, 10**6])
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("text", CASES)
-def test_uint8_is_numpys(target: str, text: str, budget: int) -> None:
-    arrays = {k: v for k, v in {"w": W, "a": A, "b": B, "i": I32, "f": F}.items() if _uses(text, k)}
+def test_unsigned_integers_are_numpys(target: str, text: str, budget: int) -> None:
+    named = {"w": W, "a": A, "b": B, "i": I32, "f": F, "c": C, "d": D, "j": I64, "g": G}
+    used = sorted((m.start(), k) for k in named if (m := re.search(rf"\b{k}\b", text)))
+    arrays = {k: named[k] for _, k in used}  # in the order the inputs appear
     with np.errstate(all="ignore"):
         want = np.asarray(eval(text, NAMES, dict(arrays)))
     got = run_on(target, budget, text, **arrays)
     assert (got.dtype, got.shape) == (want.dtype, want.shape)
-    if text == "var(a)":  # a float sum, added in another order than NumPy's
+    if text in ("var(a)", "c / d + mean(c)"):  # float sums, added in another order
         np.testing.assert_allclose(got, want, rtol=1e-13)
     else:
         np.testing.assert_array_equal(got, want)
@@ -100,15 +123,19 @@ def test_uint8_is_numpys(target: str, text: str, budget: int) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("sum(a)", "`sum` of uint8 (u8[8]) is not supported: NumPy's result is uint64"),
-        ("cumprod(a)", "`cumprod` of uint8 (u8[8]) is not supported: NumPy's result is uint64"),
         ("a + 256", "the integer 256 is out of bounds for uint8 ([0, 255])"),
+        ("c > j", "`>` of uint64 and a signed integer (u64[8], i64[8]) is not supported"),
+        ("w[c]", "an array index is a tensor of int32, int64 or uint8"),
         ("a - -1", "the integer -1 is out of bounds for uint8"),
     ],
 )
-def test_what_uint8_cannot_do_is_a_located_error(text: str, message: str) -> None:
+def test_what_unsigned_integers_cannot_do_is_a_located_error(text: str, message: str) -> None:
     with pytest.raises(TdslTypeError, match="1:") as err:
-        to_tensordsl(text, shapes={"a": (8,)}, dtypes={"a": "uint8"})
+        to_tensordsl(
+            text,
+            shapes={"a": (8,), "c": (8,), "j": (8,), "w": (256, 2)},
+            dtypes={"a": "uint8", "c": "uint64", "j": "int64"},
+        )
     assert message in str(err.value)
 
 
