@@ -429,6 +429,20 @@ def make_workloads(cfg: Config, only: Sequence[str] = ()) -> list[Workload]:
                     small=small,
                 )
             )
+            # uint8 images: levels (contrast, offset) saturated to [0, 255] in int32
+            out.append(
+                Workload(
+                    f"img_u8_{suffix}",
+                    "astype(clip(astype(img, int32) * 3 // 2 - 20, 0, 255), uint8)",
+                    f"u8 levels: clip(int32(img)*3//2 - 20, 0, 255) {suffix}",
+                    {"img": rng.integers(0, 256, sq, dtype=np.uint8)},
+                    lambda img: np.clip(img.astype(np.int32) * 3 // 2 - 20, 0, 255).astype(
+                        np.uint8
+                    ),
+                    numexpr=None,
+                    small=small,
+                )
+            )
         m, k, n = cfg.mm if not small else (size, size, size)
         out.append(
             Workload(
