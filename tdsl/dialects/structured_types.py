@@ -59,8 +59,8 @@ INT_TYPES: dict[str, IntegerType] = {
     "u64": UI64,
 }
 """Short name -> xDSL integer element type (see :data:`tdsl.dtypes.INT_DTYPES`): a
-signless type is read as signed, ``ui8`` as unsigned; integer values, and the indices
-of ``take``.  ``arith`` takes both; an op of a body chooses its signed or unsigned form
+signless type is read as signed, ``ui8`` and ``ui64`` as unsigned; integer values, and
+the indices of ``take`` (not ``ui64``: :data:`INDEX_TYPES`).  ``arith`` takes both; an op of a body chooses its signed or unsigned form
 by its operands' type (:func:`int_op`, :func:`cmpi`)."""
 
 ELEMENT_TYPES: dict[str, Attribute] = {"bool": BOOL, **FLOAT_TYPES, **INT_TYPES}
@@ -110,7 +110,8 @@ TensorConstr = TensorType.constr(ElementConstr, shape=StaticShapeConstr)
 
 
 def is_int(value: SSAValue | Attribute) -> bool:
-    """Whether a tensor value, tensor type or element type holds integers (i32, i64, ui8, ui64)."""
+    """Whether a tensor value, tensor type or element type holds integers (i32, i64,
+    ui8, ui64)."""
     t = value.type if isinstance(value, SSAValue) else value
     if isinstance(t, TensorType):
         t = cast(TensorType[Attribute], t).get_element_type()
@@ -118,7 +119,7 @@ def is_int(value: SSAValue | Attribute) -> bool:
 
 
 def is_unsigned(value: SSAValue | Attribute) -> bool:
-    """Whether a value or type holds unsigned integers (``ui8``)."""
+    """Whether a value or type holds unsigned integers (``ui8``, ``ui64``)."""
     t = value.type if isinstance(value, SSAValue) else value
     if isinstance(t, TensorType):
         t = cast(TensorType[Attribute], t).get_element_type()

@@ -27,7 +27,7 @@ from tdsl.dialects.structured import (
     is_int,
     numpy_dtype,
 )
-from tdsl.dtypes import promote, short_name
+from tdsl.dtypes import promote
 from tdsl.errors import SourceLocation, TdslIRError, TdslNameError, TdslTypeError
 from tdsl.frontend.arg_reductions import lower_arg_reduction
 from tdsl.frontend.ast import (
@@ -219,12 +219,6 @@ class FunctionLowering(CallParams):
             as_dtype = op.int_inputs_as(numpy_dtype(element))
             if as_dtype is None:
                 raise refused("integers", "convert first, e.g. `astype(x, float64)`")
-            if short_name(as_dtype) is None:  # a sum of uint8 is NumPy's uint64
-                raise refused(
-                    numpy_dtype(element).name,
-                    f"NumPy's result is {as_dtype}, which tdsl lacks; convert first, "
-                    "e.g. `astype(x, int64)`",
-                )
             element = element_of(as_dtype)
         if element == BOOL and op is not None:
             as_dtype = op.bool_inputs_as()
@@ -440,20 +434,19 @@ class FunctionLowering(CallParams):
                 f"(`** {float(n.value)}`) or convert first, e.g. `astype(x, float64)`",
                 self.where(spans[1]),
             )
-        square = a
         if n.value == 0:
-            return self.emit(td.OnesLikeOp(square.value), span)
+            return self.emit(td.OnesLikeOp(a.value), span)
         result: TensorValue | None = None
-        exponent = n.value
-        while True:
+        square, exponent = a, n.value  # square: a ** (2 ** k) for bit k of the exponent
+        while exponent:
             if exponent & 1:
-                product = square if result is None else td.MulOp(result.value, square.value)
-                result = product if isinstance(product, TensorValue) else self.emit(product, span)
+                mul = None if result is None else td.MulOp(result.value, square.value)
+                result = square if mul is None else self.emit(mul, span)
             exponent >>= 1
-            if not exponent:
-                assert result is not None
-                return result
-            square = self.emit(td.MulOp(square.value, square.value), span)
+            if exponent:
+                square = self.emit(td.MulOp(square.value, square.value), span)
+        assert result is not None
+        return result
 
     def booleans(self, what: str, args: Sequence[Value], spans: Sequence[Span]) -> None:
         """Refuse a non-boolean operand of a logical operator (``&``, ``|``, ``~``)."""
