@@ -146,9 +146,9 @@ def _signless(t: Attribute) -> bool:
 class UnsignedToSignless(TypeConversionPattern):
     """``ui8`` -> ``i8`` and ``ui64`` -> ``i64`` in every type (recursively:
     ``memref<4xui8>`` becomes ``memref<4xi8>``).  The ops of a body already say how they
-    read their integers
-    (``divui``, ``cmpi ult``, ``extui``, ``uitofp``), so the sign of a type tells nothing
-    more, and ``arith.constant`` and LLVM take signless integers only."""
+    read their integers (``divui``, ``cmpi ult``, ``extui``, ``uitofp``), so the sign of
+    a type tells nothing more, and ``arith.constant`` and LLVM take signless integers
+    only."""
 
     def convert_type(self, typ: Attribute, /) -> Attribute | None:
         if isinstance(typ, IntegerType) and not _signless(cast(Attribute, typ)):
