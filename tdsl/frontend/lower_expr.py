@@ -56,6 +56,7 @@ from tdsl.frontend.functions import (
     nearest_name,
 )
 from tdsl.frontend.joins import JOINS, SPLITS, lower_join, lower_split, lower_take
+from tdsl.frontend.mixed_compare import compare_mixed
 from tdsl.frontend.subscripts import lower_subscript
 from tdsl.frontend.values import LiteralValue, TensorValue, TupleValue, Value, WeakValue
 
@@ -393,12 +394,8 @@ class FunctionLowering(CallParams):
                 self.where(span),
             ) from None
         if issubclass(op_class, td.CompareOp) and _mixes_uint64(args):
-            raise TdslTypeError(
-                f"{what} of uint64 and a signed integer ({self.describe(a)}, "
-                f"{self.describe(b)}) is not supported: NumPy compares them exactly, and "
-                "their common dtype is float64; convert one first, e.g. `astype(x, int64)`",
-                self.where(span),
-            )
+            assert isinstance(a, TensorValue) and isinstance(b, TensorValue)
+            return compare_mixed(self, op_class, a, b, span)  # exact, not as float64
         if op_class in BOOLEAN_FORMS and all(_is_bool(v) for v in args):
             op_class = BOOLEAN_FORMS[op_class]  # `+` of booleans is `|`, as in NumPy
         if op_class is td.PowerOp:

@@ -127,7 +127,8 @@ def test_random_array_is_reproducible_and_typed() -> None:
     flags = random_array(np.random.default_rng(0), TensorType(i1, [5]))
     assert flags.dtype == np.bool_ and flags.shape == (5,)
     with pytest.raises(
-        DriverError, match="makes bool, f16, f32, f64, i32, i64, ui8 or ui64 tensors, not tensor<5xi8>"
+        DriverError,
+        match="makes bool, f16, f32, f64, i32, i64, ui8 or ui64 tensors, not tensor<5xi8>",
     ):
         random_array(np.random.default_rng(0), TensorType(IntegerType(8), [5]))
 
