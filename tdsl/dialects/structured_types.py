@@ -352,7 +352,7 @@ def _to_int(b: Builder, value: SSAValue, target: IntegerType) -> SSAValue:
             return _float_to_unsigned(b, value, target)
         return _float_to_int(b, value, target)
     width, bits = cast(IntegerType, source).bitwidth, target.bitwidth
-    if source == BOOL or (is_unsigned(source) and width < bits):
+    if source == BOOL or (is_unsigned(cast(Attribute, source)) and width < bits):
         return b.insert(arith.ExtUIOp(value, target)).result
     if width < bits:
         return b.insert(arith.ExtSIOp(value, target)).result

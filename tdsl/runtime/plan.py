@@ -154,7 +154,8 @@ def read_plan(fn: func.FuncOp, roles_attr: str) -> FunctionPlan:
         for k in range(0, len(flat), 3):
             gathers[int(flat[k])] = (int(flat[k + 1]), int(flat[k + 2]))
     found = fn.attributes.get(UNSIGNED_ARGS_ATTR)
-    unsigned = set(cast(DenseArrayBase, found).get_values()) if found is not None else set()
+    marked = cast("DenseArrayBase[IntegerType]", found).get_values() if found is not None else ()
+    unsigned = {int(k) for k in marked}
     args: list[_Arg] = []
     for role, arg in zip(roles, fn.body.block.args, strict=True):
         t = cast(MemRefType[Attribute], arg.type)
