@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from all_targets import TARGETS, run_on
+from round_trips import assert_round_trips
 
 from tdsl import lang
 from tdsl.errors import TdslTypeError
@@ -202,19 +203,7 @@ def test_integer_ops_print_parse_and_round_trip() -> None:
         assert f"tensordsl.{name}" in printed
     for name in ("invert", "bitwise_and", "bitwise_or"):
         assert f"tensordsl.{name}" in printed
-    from xdsl.context import Context
-    from xdsl.dialects.builtin import Builtin
-    from xdsl.dialects.func import Func
-    from xdsl.parser import Parser
-
-    from tdsl.dialects.tensordsl import TensorDSL
-
-    ctx = Context()
-    for dialect in (Builtin, Func, TensorDSL):
-        ctx.load_dialect(dialect)
-    parsed = Parser(ctx, printed).parse_module()
-    parsed.verify()
-    assert str(parsed) == printed
+    assert_round_trips(module)
 
 
 def test_lang_computes_integers_eagerly_as_numpy() -> None:

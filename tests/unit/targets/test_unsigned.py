@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 from all_targets import TARGETS, run_on
+from round_trips import assert_round_trips
 
 from tdsl import lang
 from tdsl.errors import TdslCallError, TdslTypeError
@@ -146,26 +147,7 @@ def test_uint8_prints_parses_and_round_trips() -> None:
     )
     printed = str(module)
     assert "tensor<8xui8>" in printed and "tensordsl.cast" in printed
-    import io
-
-    from xdsl.context import Context
-    from xdsl.dialects.builtin import Builtin
-    from xdsl.dialects.func import Func
-    from xdsl.parser import Parser
-    from xdsl.printer import Printer
-
-    from tdsl.dialects.tensordsl import TensorDSL
-
-    ctx = Context()
-    for dialect in (Builtin, Func, TensorDSL):
-        ctx.load_dialect(dialect)
-    parsed = Parser(ctx, printed).parse_module()
-    parsed.verify()
-    assert str(parsed) == printed
-    generic = io.StringIO()
-    Printer(generic, print_generic_format=True).print_op(parsed)
-    again = Parser(ctx, generic.getvalue()).parse_module()
-    assert str(again) == printed
+    assert_round_trips(module)
 
 
 def test_a_python_int_meets_uint8_as_numpy_2() -> None:
