@@ -106,7 +106,7 @@ class _GroupPlan:
         split = next((d for d in range(body.rank) if body.kinds[d] is IteratorType.PARALLEL), None)
         if split is not None and all(split in body.loop_dims(op) for op in body.ops):
             tiles[split] = min(tiles[split], max(1, -(-body.extents[split] // SPLIT_TILES)))
-        self.tiles = tuple(tiles)
+        self.tiles: tuple[int, ...] = tuple(tiles)
         self.level: dict[Operation, int] = {}
         self.blas: dict[Operation, int] = {}
         """2-D matmuls a BLAS call computes, to the output they write."""
