@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from tdsl.frontend import parse, to_tensordsl
     from tdsl.jit import CompiledKernel, JITTensorKernel, compile, jit_tensor
     from tdsl.jit.decorator import Function, function
+    from tdsl.jit.trace import Traced, trace
     from tdsl.transforms.fuse import explain_fusion, fuse, fusion_report
     from tdsl.transforms.tile import tile
 
@@ -73,6 +74,8 @@ _LAZY: dict[str, str] = {
     "jit_tensor": "tdsl.jit",
     "function": "tdsl.jit.decorator",
     "Function": "tdsl.jit.decorator",
+    "trace": "tdsl.jit.trace",
+    "Traced": "tdsl.jit.trace",
 }
 
 _SUBMODULES = frozenset({"lang"})
@@ -110,6 +113,7 @@ __all__ = [
     "TdslSyntaxError",
     "TdslTypeError",
     "TdslWarning",
+    "Traced",
     "compile",
     "emit_numpy",
     "explain_fusion",
@@ -121,4 +125,5 @@ __all__ = [
     "parse",
     "tile",
     "to_tensordsl",
+    "trace",
 ]

@@ -51,12 +51,19 @@ import inspect
 import io
 import textwrap
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from tdsl.defaults import DEFAULT_MEMORY_BUDGET
-from tdsl.errors import SourceLocation, TdslCallError, TdslError, TdslSyntaxError
+from tdsl.errors import (
+    SourceLocation,
+    TdslCallError,
+    TdslError,
+    TdslNameError,
+    TdslSyntaxError,
+)
 from tdsl.jit.api import JITTensorKernel, default_jit
 from tdsl.jit.calls import infer
 from tdsl.jit.compiled import CompiledKernel, type_str
@@ -232,6 +239,23 @@ def read_source(fn: Callable[..., Any]) -> _Source:
     )
 
 
+@contextmanager
+def _suggest_trace(name: str) -> Iterator[None]:
+    """A name or an attribute the language lacks (a module's function, a global
+    constant) gets a note: ``@tdsl.trace`` runs the body as Python and NumPy."""
+    try:
+        yield
+    except (TdslSyntaxError, TdslNameError) as err:
+        if "is not in the language" not in err.message and "unknown name" not in err.message:
+            raise
+        note = (
+            f"the body of a @tdsl.function is tdsl, not Python; to compile `{name}` as the "
+            "NumPy code it is (modules, globals, Python control flow), decorate it with "
+            "@tdsl.trace instead"
+        )
+        raise type(err)(err.message, err.location, note=note) from None
+
+
 class Function(Generic[P, R]):
     """A ``@tdsl.function``: callable like the Python function, compiled per call.
 
@@ -272,7 +296,8 @@ class Function(Generic[P, R]):
             for name in self.params
             for d in [self._source.declared.get(name)]
         }
-        parse(self._source.program(types), self.filename)
+        with _suggest_trace(self.name):
+            parse(self._source.program(types), self.filename)
 
     @property
     def kernels(self) -> tuple[CompiledKernel, ...]:
@@ -334,12 +359,13 @@ class Function(Generic[P, R]):
             kernel = self._kernels.get(key)
         if kernel is None:
             jit = self._jit or default_jit()
-            kernel = jit.compile(
-                self._source.program(types),
-                kernel=self.name,
-                filename=self.filename,
-                options=self._options,
-            )
+            with _suggest_trace(self.name):
+                kernel = jit.compile(
+                    self._source.program(types),
+                    kernel=self.name,
+                    filename=self.filename,
+                    options=self._options,
+                )
             with self._lock:
                 self._kernels[key] = kernel
         return kernel
@@ -362,6 +388,30 @@ class Function(Generic[P, R]):
 
     def __repr__(self) -> str:
         return f"<tdsl.function {self.name} of {self.filename}: {len(self.kernels)} kernel(s)>"
+
+
+def jit_options(
+    jit: JITTensorKernel | None,
+    memory_budget: int | None,
+    tile_size: int | None,
+    tile_sizes: Sequence[int],
+    threads: int | None,
+    target: str | None,
+) -> JitOptions | None:
+    """The options a decorator's keywords give (the others from ``jit``'s, or the
+    defaults); None when it gives none (the JIT's own options apply)."""
+    if (memory_budget, tile_size, threads, target) == (None, None, None, None) and not tile_sizes:
+        return None
+    base = jit.options if jit is not None else None
+    return JitOptions(
+        memory_budget
+        if memory_budget is not None
+        else (base.memory_budget if base else DEFAULT_MEMORY_BUDGET),
+        tile_size,
+        tuple(tile_sizes),
+        threads if threads is not None else (base.threads if base else default_threads()),
+        target if target is not None else (base.target if base else default_target()),
+    )
 
 
 @overload
@@ -398,18 +448,7 @@ def function(
     target=...)`` with those options (the others from ``jit``'s, or the defaults),
     and ``jit=`` with a given :class:`~tdsl.jit.JITTensorKernel` (and its cache).
     """
-    options: JitOptions | None = None
-    if (memory_budget, tile_size, threads, target) != (None, None, None, None) or tile_sizes:
-        base = jit.options if jit is not None else None
-        options = JitOptions(
-            memory_budget
-            if memory_budget is not None
-            else (base.memory_budget if base else DEFAULT_MEMORY_BUDGET),
-            tile_size,
-            tuple(tile_sizes),
-            threads if threads is not None else (base.threads if base else default_threads()),
-            target if target is not None else (base.target if base else default_target()),
-        )
+    options = jit_options(jit, memory_budget, tile_size, tile_sizes, threads, target)
 
     def decorate(f: Callable[P, R]) -> Function[P, R]:
         return Function(f, jit, options)
@@ -417,4 +456,4 @@ def function(
     return decorate if fn is None else decorate(fn)
 
 
-__all__ = ["Function", "function", "read_source"]
+__all__ = ["Function", "function", "jit_options", "read_source"]

@@ -62,24 +62,30 @@ def _balanced(extent: int, size: int) -> int:
     return -(-extent // -(-extent // size))
 
 
-def _recompute_volume(body: GroupBody, d: int) -> int:
-    """The iterations of the ops that do not run along parallel dim ``d``: each tile
-    along ``d`` computes them again."""
-    total = 0
+def _volumes(body: GroupBody) -> dict[Operation, int]:
+    """The iterations of each op of ``body`` (the product of its loop extents)."""
+    volumes: dict[Operation, int] = {}
     for op in body.ops:
-        if d not in body.loop_dims(op):
-            s = structured(op)
-            total += math.prod(s.loop_extents()) if s is not None else 0
-    return total
+        s = structured(op)
+        volumes[op] = math.prod(s.loop_extents()) if s is not None else 0
+    return volumes
 
 
 def _shrink_order(body: GroupBody, whole: set[int]) -> list[int]:
     """The dims to cut, first to last: in space order (the layout of the largest
     value, outermost first, so tiles stay contiguous), the dims preferred whole
     after the others, and last the parallel dims whose tiles recompute ops (least
-    recomputation first)."""
+    recomputation first: the iterations of the ops that do not run along the dim,
+    which each tile along it computes again)."""
     free = [d for d in range(body.rank) if d not in whole and body.extents[d] > 1]
-    again = {d: _recompute_volume(body, d) for d in free if not body.is_reduction(d)}
+    parallel = [d for d in free if not body.is_reduction(d)]
+    again = dict.fromkeys(parallel, 0)
+    if parallel:
+        for op, volume in _volumes(body).items():
+            dims = body.loop_dims(op)
+            for d in parallel:
+                if d not in dims:
+                    again[d] += volume
 
     def rank(d: int) -> tuple[int, int]:
         if again.get(d, 0) > 0:

@@ -1,0 +1,291 @@
+# pyright: reportUnknownVariableType=false, reportUnknownArgumentType=false
+# (a traced function takes and returns any nesting of Python values)
+"""``tdsl.trace``: a plain NumPy function compiled unchanged, like ``jax.jit``.
+
+```python
+import numpy as np
+import tdsl
+
+@tdsl.trace
+def mlp(x, w, b):
+    h = np.maximum(x @ w + b, 0)
+    return h / np.sqrt(h.shape[-1])
+
+y = mlp(x, w, b)                 # traced for these shapes and dtypes, compiled, run
+print(mlp.program(x, w, b))      # the .tdsl program the trace wrote
+kernel = mlp.compile(x, w, b)    # its CompiledKernel (.ir, .to_dot(), ...)
+```
+
+Per signature the function runs once, on :class:`~tdsl.jit.tracer.Tracer`
+arrays: NumPy hands each ufunc and array function called on them to tdsl
+(``__array_ufunc__``, ``__array_function__``), and each becomes one line of a
+``.tdsl`` program, typed by tdsl's frontend as it is recorded.  Python's own
+control flow runs then, on shapes and dtypes; what needs values is an error.  The
+program is compiled like any kernel (the JIT's cache keys it on its text) and
+called with the arguments' arrays.
+
+**The cache key** of a call is the function; the structure of its arguments
+(nested tuples, lists and dicts: a *pytree*); the shape and dtype of each array
+(NumPy arrays and NumPy scalars); the values of the ``static_argnames``
+arguments and of the Python scalars (``int``, ``float``, ``bool``) among the
+arguments, which the trace writes as literals (weak, as NumPy 2 types them: not
+yet run-time inputs, so a new value traces again); and the options.
+
+**Arrays the function reads from elsewhere** (a global, a closure, the result of
+``np.tri(n)``) become inputs of the kernel, named ``c1``, ``c2``..., never
+literals in its source: each call passes the array object the trace met, so its
+values are read at the call.
+"""
+
+from __future__ import annotations
+
+import inspect
+import keyword
+import re
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tdsl.errors import TdslCallError
+from tdsl.jit.api import JITTensorKernel, default_jit
+from tdsl.jit.compiled import CompiledKernel
+from tdsl.jit.decorator import jit_options
+from tdsl.jit.options import JitOptions
+from tdsl.jit.tracer import DTYPE_SPELLING, Trace, Tracer
+
+_SCALARS = (bool, int, float)
+
+
+def _identifier(text: str) -> str:
+    name = re.sub(r"\W", "_", text)
+    return name if name and not name[0].isdigit() else f"a_{name}"
+
+
+def _flatten(value: Any, path: str, leaves: list[tuple[str, Any]]) -> Any:
+    """The structure of ``value`` (arrays replaced by their index in ``leaves``)."""
+    if isinstance(value, tuple | list):
+        kind = "tuple" if isinstance(value, tuple) else "list"
+        items = tuple(_flatten(v, f"{path}_{i}", leaves) for i, v in enumerate(value))
+        return (kind, items)
+    if isinstance(value, dict):
+        keys = tuple(value)
+        items = tuple(_flatten(value[k], f"{path}_{k}", leaves) for k in keys)
+        return ("dict", keys, items)
+    if isinstance(value, np.ndarray | np.generic) and not isinstance(value, Tracer):
+        leaves.append((path, value))
+        return ("leaf", len(leaves) - 1)
+    if isinstance(value, _SCALARS) or value is None:
+        return ("const", type(value).__name__, value)
+    raise TdslCallError(
+        f"argument `{path}` is a {type(value).__name__}: a traced function takes NumPy "
+        "arrays and scalars, Python numbers, and tuples, lists and dicts of them (or make "
+        "it static: static_argnames=...)"
+    )
+
+
+def _rebuild(tree: Any, leaves: Sequence[Any]) -> Any:
+    kind = tree[0]
+    if kind == "leaf":
+        return leaves[tree[1]]
+    if kind == "const":
+        return tree[2]
+    if kind == "dict":
+        return {k: _rebuild(t, leaves) for k, t in zip(tree[1], tree[2], strict=True)}
+    items = [_rebuild(t, leaves) for t in tree[1]]
+    return tuple(items) if kind == "tuple" else items
+
+
+def _outputs(value: Any, found: list[Tracer]) -> Any:
+    """The structure of the function's result (tracers replaced by their index)."""
+    if isinstance(value, Tracer):
+        found.append(value)
+        return ("leaf", len(found) - 1)
+    if isinstance(value, tuple | list):
+        kind = "tuple" if isinstance(value, tuple) else "list"
+        return (kind, tuple(_outputs(v, found) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple(value), tuple(_outputs(v, found) for v in value.values()))
+    raise TdslCallError(
+        f"a traced function returned a {type(value).__name__}: it must return arrays "
+        "computed from its arguments (or tuples, lists and dicts of them)"
+    )
+
+
+@dataclass(frozen=True)
+class _Entry:
+    kernel: CompiledKernel
+    names: tuple[str, ...]
+    """The kernel's input of each array leaf of the arguments, in order."""
+    captured: tuple[tuple[str, np.ndarray[Any, Any]], ...]
+    result: Any
+    program: str
+
+
+class Traced:
+    """A function :func:`trace` compiles (see the module docstring): call it like the
+    function; :meth:`compile` gives the :class:`~tdsl.jit.CompiledKernel` of a call,
+    :meth:`program` its ``.tdsl`` program; ``kernels`` those compiled so far."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        static_argnames: Sequence[str] = (),
+        jit: JITTensorKernel | None = None,
+        options: JitOptions | None = None,
+    ) -> None:
+        self.python = fn
+        self.__wrapped__ = fn
+        self.__doc__ = fn.__doc__
+        self.signature = inspect.signature(fn)
+        unknown = [n for n in static_argnames if n not in self.signature.parameters]
+        if unknown:
+            raise TdslCallError(
+                f"static_argnames names `{unknown[0]}`, which is not a parameter of "
+                f"`{fn.__name__}` ({', '.join(self.signature.parameters)})"
+            )
+        self.static_argnames = tuple(static_argnames)
+        self._jit = jit
+        self._options = options
+        self._entries: dict[Any, _Entry] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def kernels(self) -> tuple[CompiledKernel, ...]:
+        with self._lock:
+            return tuple(e.kernel for e in self._entries.values())
+
+    def _key(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, list[Any]]:
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as err:
+            raise TdslCallError(f"`{self.python.__name__}`: {err}") from None
+        bound.apply_defaults()
+        static: list[tuple[str, Any]] = []
+        leaves: list[tuple[str, Any]] = []
+        trees: list[tuple[str, Any]] = []
+        for name, value in bound.arguments.items():
+            if name in self.static_argnames:
+                static.append((name, value))
+            else:
+                trees.append((name, _flatten(value, name, leaves)))
+        arrays = [np.asarray(v) for _, v in leaves]
+        types = tuple((a.shape, a.dtype.str) for a in arrays)
+        try:
+            key = (tuple(trees), types, tuple(static))
+            hash(key)
+        except TypeError:
+            raise TdslCallError(
+                "a static argument of a traced function must be hashable (its value is part "
+                "of the cache key)"
+            ) from None
+        return key, (bound, leaves), arrays
+
+    def _trace(
+        self, key: Any, bound: inspect.BoundArguments, leaves: list[tuple[str, Any]]
+    ) -> _Entry:
+        from tdsl.frontend.functions import FUNCTIONS
+
+        trace = Trace()
+        names: list[str] = []
+        tracers: list[Tracer] = []
+        for path, value in leaves:
+            array = np.asarray(value)
+            if array.dtype.name not in DTYPE_SPELLING:
+                raise TdslCallError(
+                    f"argument `{path}` is an array of {array.dtype}, which tdsl does not have "
+                    f"({', '.join(DTYPE_SPELLING)})"
+                )
+            name = _identifier(path)
+            while name in names or name in FUNCTIONS or keyword.iskeyword(name):
+                name = f"{name}_"
+            names.append(name)
+            tracers.append(trace.input(name, tuple(array.shape), array.dtype))
+        arguments: dict[str, Any] = {}
+        for name, tree in key[0]:
+            arguments[name] = _rebuild(tree, tracers)
+        arguments.update(dict(key[2]))
+        call = self.signature.bind_partial(**arguments)
+        result = self.python(*call.args, **call.kwargs)
+        outputs: list[Tracer] = []
+        structure = _outputs(result, outputs)
+        if not outputs:
+            raise TdslCallError(f"`{self.python.__name__}` returned no arrays")
+        kernel_name = _identifier(self.python.__name__)
+        if kernel_name in FUNCTIONS or keyword.iskeyword(kernel_name):
+            kernel_name = f"traced_{kernel_name}"
+        program = trace.program(kernel_name, outputs)
+        jit = self._jit or default_jit()
+        kernel = jit.compile(
+            program,
+            kernel=kernel_name,
+            filename=f"<trace of {self.python.__qualname__}>",
+            options=self._options,
+        )
+        return _Entry(kernel, tuple(names), tuple(trace.captured), structure, program)
+
+    def _entry(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_Entry, list[Any]]:
+        key, (bound, leaves), arrays = self._key(args, kwargs)
+        with self._lock:
+            entry = self._entries.get(key)
+        if entry is None:
+            entry = self._trace(key, bound, leaves)
+            with self._lock:
+                self._entries[key] = entry
+        return entry, arrays
+
+    def compile(self, *args: Any, **kwargs: Any) -> CompiledKernel:
+        """The :class:`~tdsl.jit.CompiledKernel` a call with these arguments runs."""
+        return self._entry(args, kwargs)[0].kernel
+
+    def program(self, *args: Any, **kwargs: Any) -> str:
+        """The ``.tdsl`` program the trace of a call with these arguments wrote."""
+        return self._entry(args, kwargs)[0].program
+
+    @property
+    def ir(self) -> Any:
+        """The IR of the kernel compiled last (see :attr:`CompiledKernel.ir`)."""
+        kernels = self.kernels
+        if not kernels:
+            raise TdslCallError("nothing is compiled yet: call the function, or `.compile(...)`")
+        return kernels[-1].ir
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        entry, arrays = self._entry(args, kwargs)
+        values = dict(zip(entry.names, arrays, strict=True))
+        values.update(entry.captured)
+        out = entry.kernel(**values)
+        results = list(out) if isinstance(out, tuple) else [out]
+        return _rebuild(entry.result, results)
+
+    def __repr__(self) -> str:
+        return f"<tdsl.trace of {self.python.__qualname__}: {len(self.kernels)} kernel(s)>"
+
+
+def trace(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    static_argnames: Sequence[str] | str = (),
+    jit: JITTensorKernel | None = None,
+    memory_budget: int | None = None,
+    tile_size: int | None = None,
+    tile_sizes: Sequence[int] = (),
+    threads: int | None = None,
+    target: str | None = None,
+) -> Any:
+    """Compile the NumPy function ``fn`` by tracing it (see the module docstring):
+    ``tdsl.trace(fn)``, ``@tdsl.trace`` or ``@tdsl.trace(static_argnames=..., ...)``,
+    with the options of ``@tdsl.function``."""
+    statics = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+    options = jit_options(jit, memory_budget, tile_size, tile_sizes, threads, target)
+
+    def decorate(f: Callable[..., Any]) -> Traced:
+        return Traced(f, statics, jit, options)
+
+    return decorate if fn is None else decorate(fn)
+
+
+__all__ = ["Traced", "trace"]

@@ -1,0 +1,579 @@
+# pyright: reportUnknownVariableType=false, reportUnknownArgumentType=false
+# pyright: reportUnknownMemberType=false
+# (NumPy's protocols hand this module any Python values: it inspects them at run time)
+"""The arrays :func:`tdsl.trace` runs a NumPy function on: :class:`Tracer`.
+
+A tracer stands for an array of a known shape and dtype whose values exist only
+when the compiled kernel runs.  NumPy hands every ufunc and array function called
+on one to it, through its own protocols (``__array_ufunc__``, NEP 13, and
+``__array_function__``, NEP 18); the operators come from NumPy's
+``NDArrayOperatorsMixin``, so ``a + b`` is ``np.add(a, b)`` as for an ndarray.
+Each call appends one line of tdsl to the :class:`Trace` (``v3 = exp(v2)``).
+
+Each line is typed when it is recorded, by tdsl's own frontend (a program of the
+one line, ~1 ms): the shape and dtype a tracer reports are the ones the kernel
+computes, and a call tdsl refuses is a :class:`~tdsl.errors.TdslError` at the line
+of the user's code that made it.  Nothing is computed: what needs values (``if
+x.sum() > 0``, ``float(t)``, ``np.asarray(t)``) is an error that says so.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NoReturn, cast
+
+import numpy as np
+
+from tdsl.errors import SourceLocation, TdslCallError, TdslError, TdslTypeError
+
+_TDSL_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
+
+DTYPE_SPELLING = {
+    "float16": "f16",
+    "float32": "f32",
+    "float64": "f64",
+    "int32": "i32",
+    "int64": "i64",
+    "uint8": "u8",
+    "uint64": "u64",
+    "bool": "bool",
+}
+"""NumPy's dtype names -> the language's, for the dtypes tdsl has."""
+
+UFUNC_OPERATORS = {
+    "add": "+",
+    "subtract": "-",
+    "multiply": "*",
+    "divide": "/",
+    "true_divide": "/",
+    "floor_divide": "//",
+    "remainder": "%",
+    "matmul": "@",
+    "bitwise_and": "&",
+    "bitwise_or": "|",
+    "bitwise_xor": "^",
+}
+"""Binary ufuncs written as the language's operators."""
+
+UFUNC_NAMES = {"negative": "neg", "absolute": "abs", "mod": "remainder", "conjugate": "conj"}
+"""Ufuncs whose language function has another name."""
+
+FUNCTION_NAMES = {"amax": "max", "amin": "min", "round_": "round", "around": "round"}
+"""Array functions whose language function has another name."""
+
+NO_VALUES = (
+    "a traced array has no values while tdsl traces the function (it stands for the "
+    "array the compiled kernel computes)"
+)
+
+
+def user_location() -> SourceLocation | None:
+    """Where the user's code is: the innermost frame outside tdsl and NumPy."""
+    frame = sys._getframe(1)  # pyright: ignore[reportPrivateUsage]
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not path.startswith((_TDSL_DIR, _NUMPY_DIR)) and not path.startswith("<frozen"):
+            text = linecache.getline(path, frame.f_lineno)
+            stripped = text.strip()
+            column = len(text) - len(text.lstrip()) + 1 if stripped else 1
+            return SourceLocation(
+                frame.f_code.co_filename,
+                frame.f_lineno,
+                column,
+                max(1, len(stripped)),
+                text.rstrip("\n") if stripped else None,
+            )
+        frame = frame.f_back
+    return None
+
+
+def trace_error(message: str, kind: type[TdslError] = TdslTypeError) -> NoReturn:
+    raise kind(message, user_location())
+
+
+def spell_dtype(dtype: Any) -> str:
+    """The language's name of a NumPy dtype (``float32``), or an error."""
+    try:
+        d = np.dtype(dtype)
+    except TypeError:
+        trace_error(f"`{dtype!r}` is not a dtype")
+    if d.name not in DTYPE_SPELLING:
+        trace_error(
+            f"dtype {d.name} is not in tdsl (it has {', '.join(DTYPE_SPELLING)})", TdslTypeError
+        )
+    return "bool_" if d.name == "bool" else d.name
+
+
+@dataclass
+class Trace:
+    """The program a traced function builds: its inputs, its lines, the arrays it
+    captured (extra inputs, read at each call)."""
+
+    inputs: list[tuple[str, tuple[int, ...], np.dtype[Any]]] = field(
+        default_factory=list[tuple[str, tuple[int, ...], np.dtype[Any]]]
+    )
+    lines: list[str] = field(default_factory=list[str])
+    captured: list[tuple[str, np.ndarray[Any, Any]]] = field(
+        default_factory=list[tuple[str, np.ndarray[Any, Any]]]
+    )
+    types: dict[str, tuple[tuple[int, ...], np.dtype[Any]]] = field(
+        default_factory=dict[str, tuple[tuple[int, ...], np.dtype[Any]]]
+    )
+    """The shape and dtype of each value of the program, by name."""
+    _count: int = 0
+
+    def fresh(self, prefix: str = "v") -> str:
+        self._count += 1
+        return f"{prefix}{self._count}"
+
+    def input(self, name: str, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Tracer:
+        self.inputs.append((name, shape, dtype))
+        self.types[name] = (shape, np.dtype(dtype))
+        return Tracer(self, name, shape, dtype)
+
+    def capture(self, array: np.ndarray[Any, Any]) -> Tracer:
+        """An array the function reads from outside its arguments: an extra input."""
+        for name, seen in self.captured:
+            if seen is array:
+                return Tracer(self, name, array.shape, array.dtype)
+        spell_dtype(array.dtype)
+        name = self.fresh("c")
+        self.captured.append((name, array))
+        self.types[name] = (tuple(array.shape), array.dtype)
+        return Tracer(self, name, tuple(array.shape), array.dtype)
+
+    def signature(self, names: Sequence[str]) -> str:
+        return ", ".join(f"{n}: {type_text(*self.types[n])}" for n in names)
+
+    def emit(self, expr: str, operands: Sequence[Tracer], results: int = 1) -> list[Tracer]:
+        """Record ``names = expr`` (``results`` names): typed by the frontend now, a
+        located error if tdsl refuses it."""
+        from xdsl.dialects import func
+
+        from tdsl.dialects.structured import numpy_dtype, tensor_shape
+        from tdsl.frontend import to_tensordsl
+
+        names = [self.fresh() for _ in range(results)]
+        used = list(dict.fromkeys(t.name for t in operands))
+        where = user_location()
+        check = (
+            f"def traced({self.signature(used)}):\n"
+            f"    {', '.join(names)} = {expr}\n"
+            f"    return {', '.join(names)}\n"
+        )
+        try:
+            module = to_tensordsl(check, filename="<trace>")
+        except TdslError as err:
+            raise type(err)(
+                f"{err.message} (in the traced line `{', '.join(names)} = {expr}`)",
+                where,
+                note=err.note,
+            ) from None
+        fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
+        outputs = fn.function_type.outputs.data
+        self.lines.append(f"{', '.join(names)} = {expr}")
+        tracers = [
+            Tracer(self, n, tensor_shape(t), numpy_dtype(t))
+            for n, t in zip(names, outputs, strict=True)
+        ]
+        for t in tracers:
+            self.types[t.name] = (t.shape, t.dtype)
+        return tracers
+
+    def program(self, name: str, outputs: Sequence[Tracer]) -> str:
+        """The ``.tdsl`` program of the trace, returning ``outputs``."""
+        names = [n for n, _, _ in self.inputs] + [n for n, _ in self.captured]
+        body = "".join(f"    {line}\n" for line in self.lines)
+        returned = ", ".join(t.name for t in outputs)
+        return f"def {name}({self.signature(names)}):\n{body}    return {returned}\n"
+
+
+def type_text(shape: Sequence[int], dtype: np.dtype[Any]) -> str:
+    return f"{DTYPE_SPELLING[np.dtype(dtype).name]}[{', '.join(str(d) for d in shape)}]"
+
+
+class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
+    """An array of a traced function (see the module docstring)."""
+
+    __array_priority__ = 1000
+
+    def __init__(self, trace: Trace, name: str, shape: tuple[int, ...], dtype: Any) -> None:
+        self._trace = trace
+        self.name = name
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+
+    # -- attributes -------------------------------------------------------------
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def T(self) -> Tracer:
+        return np.transpose(self)  # pyright: ignore[reportReturnType]
+
+    def __repr__(self) -> str:
+        return f"Tracer({self.name}: {type_text(self.shape, self.dtype)})"
+
+    # -- NumPy's protocols --------------------------------------------------------
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        name = ufunc.__name__
+        for key in ("out", "where"):
+            if key in kwargs:
+                trace_error(
+                    f"`{key}=` of `np.{name}` writes into an array in place, which a traced "
+                    "function cannot do: use the returned value"
+                    if key == "out"
+                    else f"`where=` of `np.{name}` leaves elements unset: use `np.where`"
+                )
+        if kwargs:
+            trace_error(f"`np.{name}` with `{'`, `'.join(kwargs)}` is not supported when traced")
+        if method == "reduce" and name in ("add", "multiply", "maximum", "minimum"):
+            reduction = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min"}
+            return np.__dict__[reduction[name]](*inputs)
+        if method != "__call__":
+            trace_error(f"`np.{name}.{method}` is not supported when traced")
+        trace = self._trace
+        args = [spell(trace, x) for x in inputs]
+        operands = [x for x in map(lambda v: as_operand(trace, v), inputs) if x is not None]
+        if name in UFUNC_OPERATORS and len(args) == 2:
+            expr = f"({args[0]} {UFUNC_OPERATORS[name]} {args[1]})"
+        else:
+            expr = f"{UFUNC_NAMES.get(name, name)}({', '.join(args)})"
+        return trace.emit(expr, operands)[0]
+
+    def __array_function__(
+        self, func: Callable[..., Any], types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        return call_function(self._trace, func, args, kwargs)
+
+    def __array__(self, *args: Any, **kwargs: Any) -> NoReturn:
+        trace_error(
+            f"`np.asarray` (or another conversion to an ndarray) of a traced array: {NO_VALUES}; "
+            "keep it a traced array, and call NumPy's functions on it"
+        )
+
+    # -- what needs values ----------------------------------------------------------
+
+    def _needs_values(self, what: str) -> NoReturn:
+        trace_error(
+            f"{what} of a traced array needs its values, and {NO_VALUES}: Python control flow "
+            "runs while tracing, on shapes and dtypes only; for a choice between values "
+            "use `np.where`",
+            TdslCallError,
+        )
+
+    def __bool__(self) -> NoReturn:
+        self._needs_values("`bool(...)` (an `if`, `while`, `and`, `or` or `not`)")
+
+    def __float__(self) -> NoReturn:
+        self._needs_values("`float(...)`")
+
+    def __int__(self) -> NoReturn:
+        self._needs_values("`int(...)`")
+
+    def __index__(self) -> NoReturn:
+        self._needs_values("using it as a Python integer (an index, a size)")
+
+    def __complex__(self) -> NoReturn:
+        self._needs_values("`complex(...)`")
+
+    def item(self, *args: Any) -> NoReturn:
+        self._needs_values("`.item()`")
+
+    def tolist(self) -> NoReturn:
+        self._needs_values("`.tolist()`")
+
+    def __len__(self) -> int:
+        if not self.shape:
+            trace_error("`len()` of a 0-d traced array (NumPy's error: len() of unsized object)")
+        return self.shape[0]
+
+    def __iter__(self) -> NoReturn:
+        trace_error(
+            "iterating over a traced array is not supported: index it (`x[i]` for a Python "
+            "int `i`), or use `np.split` / `np.unstack`-style calls that tdsl has (`np.split`)"
+        )
+
+    def __setitem__(self, key: Any, value: Any) -> NoReturn:
+        trace_error(
+            "assigning into a traced array (`t[i] = v`) updates it in place, which a traced "
+            "function cannot do: build the new array (`np.where`, `np.concatenate`)"
+        )
+
+    def __getitem__(self, key: Any) -> Tracer:
+        return subscript(self, key)
+
+    # -- methods: NumPy's functions ---------------------------------------------------
+
+    def sum(self, *args: Any, **kwargs: Any) -> Any:
+        return np.sum(self, *args, **kwargs)
+
+    def mean(self, *args: Any, **kwargs: Any) -> Any:
+        return np.mean(self, *args, **kwargs)
+
+    def max(self, *args: Any, **kwargs: Any) -> Any:
+        return np.max(self, *args, **kwargs)
+
+    def min(self, *args: Any, **kwargs: Any) -> Any:
+        return np.min(self, *args, **kwargs)
+
+    def prod(self, *args: Any, **kwargs: Any) -> Any:
+        return np.prod(self, *args, **kwargs)
+
+    def var(self, *args: Any, **kwargs: Any) -> Any:
+        return np.var(self, *args, **kwargs)
+
+    def std(self, *args: Any, **kwargs: Any) -> Any:
+        return np.std(self, *args, **kwargs)
+
+    def argmax(self, *args: Any, **kwargs: Any) -> Any:
+        return np.argmax(self, *args, **kwargs)
+
+    def argmin(self, *args: Any, **kwargs: Any) -> Any:
+        return np.argmin(self, *args, **kwargs)
+
+    def any(self, *args: Any, **kwargs: Any) -> Any:
+        return np.any(self, *args, **kwargs)
+
+    def all(self, *args: Any, **kwargs: Any) -> Any:
+        return np.all(self, *args, **kwargs)
+
+    def cumsum(self, *args: Any, **kwargs: Any) -> Any:
+        return np.cumsum(self, *args, **kwargs)
+
+    def clip(self, *args: Any, **kwargs: Any) -> Any:
+        return np.clip(self, *args, **kwargs)
+
+    def ravel(self) -> Any:
+        return np.ravel(self)
+
+    def copy(self) -> Any:
+        return np.copy(self)
+
+    def squeeze(self, *args: Any, **kwargs: Any) -> Any:
+        return np.squeeze(self, *args, **kwargs)
+
+    def swapaxes(self, *args: Any) -> Any:
+        return np.swapaxes(self, *args)
+
+    def transpose(self, *axes: Any) -> Any:
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], tuple | list)):
+            axes = () if axes[0] is None else tuple(axes[0])
+        return np.transpose(self, axes or None)
+
+    def reshape(self, *shape: Any, **kwargs: Any) -> Any:
+        if "order" in kwargs:
+            trace_error("`order=` is not supported when traced: tdsl's arrays are row-major")
+        if len(shape) == 1 and isinstance(shape[0], tuple | list):
+            shape = tuple(shape[0])
+        return np.reshape(self, shape)
+
+    def astype(self, dtype: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            trace_error(f"`astype` with `{'`, `'.join(kwargs)}` is not supported when traced")
+        return self._trace.emit(f"astype({self.name}, {spell_dtype(dtype)})", [self])[0]
+
+
+def as_operand(trace: Trace, value: Any) -> Tracer | None:
+    """The tracer ``value`` is (an ndarray is captured), or None for a Python value."""
+    if isinstance(value, Tracer):
+        if value._trace is not trace:  # pyright: ignore[reportPrivateUsage]
+            trace_error("a traced array of another traced call is used here")
+        return value
+    if isinstance(value, np.ndarray):
+        return trace.capture(value)
+    return None
+
+
+def spell(trace: Trace, value: Any) -> str:
+    """``value`` as tdsl source: a tracer's name, a captured array's, a literal."""
+    operand = as_operand(trace, value)
+    if operand is not None:
+        return operand.name
+    if isinstance(value, bool | np.bool_):
+        return "True" if value else "False"
+    if isinstance(value, np.generic):  # a NumPy scalar: strong, of its dtype
+        if not np.isfinite(value) if np.issubdtype(value.dtype, np.floating) else False:
+            trace_error(f"the constant {value!r} is not finite: tdsl's literals are finite")
+        text = repr(value.item())
+        return f"astype({text}, {spell_dtype(value.dtype)})"
+    if isinstance(value, int):
+        return repr(value)
+    if isinstance(value, float):
+        if not np.isfinite(value):
+            trace_error(
+                f"the constant {value!r} is not finite: tdsl's literals are finite (not yet: "
+                "inf and nan literals)"
+            )
+        return repr(value)
+    if isinstance(value, tuple | list):
+        parts = [spell(trace, v) for v in value]
+        return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
+    if value is None:
+        return "None"
+    if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
+        return spell_dtype(value)
+    trace_error(f"a value of type {type(value).__name__} ({value!r}) cannot be traced")
+
+
+# --------------------------------------------------------------------------- NumPy functions
+
+DATA_DEPENDENT = frozenset(
+    {"nonzero", "argwhere", "flatnonzero", "unique", "extract", "compress", "trim_zeros"}
+)
+"""Functions whose result's shape depends on the values (no kernel has a static one)."""
+
+
+def _operands(trace: Trace, values: Any) -> list[Tracer]:
+    """The tracers among ``values`` (nested in tuples, lists and dicts)."""
+    found: list[Tracer] = []
+    stack = [values]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, tuple | list):
+            stack.extend(reversed(v))
+        elif isinstance(v, dict):
+            stack.extend(reversed(list(v.values())))
+        else:
+            operand = as_operand(trace, v)
+            if operand is not None:
+                found.append(operand)
+    return found
+
+
+def _spell_arg(trace: Trace, value: Any) -> str:
+    if isinstance(value, str):
+        if '"' in value or "\\" in value or "\n" in value:
+            trace_error(f"the string {value!r} cannot be written in tdsl")
+        return f'"{value}"'
+    return spell(trace, value)
+
+
+def call_function(
+    trace: Trace, func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """``func(*args, **kwargs)`` of NumPy on tracers: its line of tdsl."""
+    module = getattr(func, "__module__", "") or ""
+    name = func.__name__
+    qualified = (
+        f"np.{name}"
+        if module in ("numpy", "numpy._core.fromnumeric")
+        else (f"{module.replace('numpy', 'np', 1)}.{name}" if module.startswith("numpy") else name)
+    )
+    if name in DATA_DEPENDENT or (name == "where" and len(args) + len(kwargs) == 1):
+        trace_error(
+            f"`{qualified}` gives an array whose shape depends on the values, and a compiled "
+            "kernel has static shapes: use `np.where(mask, x, y)` to choose between values",
+            TdslCallError,
+        )
+    for key in ("out", "where"):
+        if kwargs.get(key) is not None and not (key == "where" and kwargs[key] is True):
+            trace_error(
+                f"`{key}=` of `{qualified}` "
+                + (
+                    "writes into an array in place, which a traced function cannot do: use "
+                    "the returned value"
+                    if key == "out"
+                    else "leaves elements out: use `np.where` first"
+                )
+            )
+        kwargs.pop(key, None)
+    order = kwargs.pop("order", None)
+    if order not in (None, "C", "K", "A"):
+        trace_error(f"`order={order!r}` of `{qualified}`: tdsl's arrays are row-major (`'C'`)")
+    from tdsl.frontend.functions import FUNCTIONS
+
+    if module.startswith("numpy.") and not module.startswith(("numpy._core", "numpy.lib")):
+        known = False  # np.linalg, np.fft, np.random ...: not the language's
+    else:
+        name = FUNCTION_NAMES.get(name, name)
+        if name == "dot":
+            name = "matmul"
+        known = name in FUNCTIONS
+    if not known:
+        trace_error(
+            f"`{qualified}` is not supported by tdsl (see docs/from-numpy.md for the NumPy "
+            "functions a traced function may call)",
+            TdslCallError,
+        )
+    if name == "transpose" and len(args) == 2 and args[1] is None:
+        args = args[:1]
+    results = 1
+    if name in ("split", "array_split"):
+        sections = args[1] if len(args) > 1 else kwargs.get("indices_or_sections")
+        if isinstance(sections, int | np.integer):
+            results = int(sections)
+        elif isinstance(sections, tuple | list):
+            results = len(cast(Sequence[Any], sections)) + 1
+        else:
+            trace_error(f"`{qualified}` takes a number of sections or a sequence of indices")
+    parts = [_spell_arg(trace, a) for a in args]
+    parts += [f"{k}={_spell_arg(trace, v)}" for k, v in kwargs.items() if v is not None]
+    out = trace.emit(f"{name}({', '.join(parts)})", _operands(trace, (args, kwargs)), results)
+    return out if name in ("split", "array_split") else out[0]
+
+
+def _index_part(trace: Trace, item: Any) -> tuple[str, Tracer | None]:
+    if item is None:
+        return "None", None
+    if item is Ellipsis:
+        return "...", None
+    if isinstance(item, slice):
+        parts = ["" if p is None else spell(trace, p) for p in (item.start, item.stop, item.step)]
+        return ":".join(parts[:2]) + (f":{parts[2]}" if item.step is not None else ""), None
+    if isinstance(item, bool | np.bool_):
+        trace_error("indexing with a Python bool is not supported when traced")
+    if isinstance(item, int | np.integer):
+        return str(int(item)), None
+    if isinstance(item, range):  # the language's arange, not a constant array
+        made = trace.emit(f"arange({item.start}, {item.stop}, {item.step})", [])[0]
+        return made.name, made
+    if isinstance(item, list):
+        item = np.asarray(item)
+    operand = as_operand(trace, item)
+    if operand is None:
+        trace_error(f"a traced array cannot be indexed by {item!r}")
+    if operand.dtype == np.bool_:
+        trace_error(
+            "indexing by a boolean mask gives an array whose shape depends on the values, "
+            "and a compiled kernel has static shapes: use `np.where(mask, x, 0)` to keep "
+            "the shape",
+            TdslCallError,
+        )
+    return operand.name, operand
+
+
+def subscript(tracer: Tracer, key: Any) -> Tracer:
+    """``tracer[key]``: NumPy's basic indexing and integer-array gathers."""
+    trace = tracer._trace  # pyright: ignore[reportPrivateUsage]
+    items = key if isinstance(key, tuple) else (key,)
+    parts = [_index_part(trace, item) for item in items]
+    operands = [tracer, *(t for _, t in parts if t is not None)]
+    text = ", ".join(p for p, _ in parts) or "..."
+    return trace.emit(f"{tracer.name}[{text}]", operands)[0]
+
+
+__all__ = [
+    "DATA_DEPENDENT",
+    "Trace",
+    "Tracer",
+    "as_operand",
+    "call_function",
+    "spell",
+    "spell_dtype",
+    "subscript",
+    "trace_error",
+    "user_location",
+]

@@ -1,0 +1,301 @@
+"""``tdsl.trace``: plain NumPy functions compiled unchanged, checked against NumPy
+running the same function; each refused construct is one located error."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tdsl
+from tdsl.errors import TdslCallError, TdslError
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples"))
+from gpt2_numpy import gpt2, random_params
+
+RNG = np.random.default_rng(7)
+X = RNG.standard_normal((8, 4)).astype(np.float32)
+W = RNG.standard_normal((4, 3)).astype(np.float32)
+B = RNG.standard_normal(3).astype(np.float32)
+
+
+def mlp(x, w, b):
+    h = np.maximum(x @ w + b, 0)
+    return h / np.sqrt(h.shape[-1])
+
+
+def _same(got, expected, rtol: float = 2e-6, atol: float = 1e-12) -> None:
+    """NumPy's dtype and shape, and its values (to rounding on the native target)."""
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol)
+
+
+def test_a_numpy_function_runs_as_numpy_runs_it(jit_target: str) -> None:
+    """On each target (the suite's ``jit_target`` fixture sets the default)."""
+    traced = tdsl.trace(mlp)
+    # np.sqrt of an int is a float64 scalar: it promotes the f32 result, as in NumPy 2
+    _same(traced(X, W, B), mlp(X, W, B))
+    assert traced(X, W, B).dtype == np.float64
+    assert traced.kernels[0].target == jit_target
+
+
+def test_the_program_reads_back_to_the_same_kernel() -> None:
+    traced = tdsl.trace(mlp)
+    program = traced.program(X, W, B)
+    assert program.startswith("def mlp(x: f32[8, 4], w: f32[4, 3], b: f32[3]):")
+    again = tdsl.compile(program, kernel="mlp")
+    assert str(again.ir.module("tensordsl")) == str(traced.compile(X, W, B).ir.module("tensordsl"))
+    _same(again(x=X, w=W, b=B), mlp(X, W, B))
+
+
+def test_the_cache_key_is_structure_shapes_dtypes_and_static_values() -> None:
+    def scaled(x, k):
+        return x * k
+
+    traced = tdsl.trace(scaled, static_argnames="k")
+    traced(X, 2.0)
+    traced(X + 1, 2.0)  # new values, same key
+    assert len(traced.kernels) == 1
+    traced(X.astype(np.float64), 2.0)  # a new dtype
+    traced(X[:2], 2.0)  # a new shape
+    traced(X, 3.0)  # a new static value
+    assert len(traced.kernels) == 4
+    np.testing.assert_array_equal(traced(X, 3.0), X * 3.0)
+
+
+def test_python_control_flow_runs_at_trace_time() -> None:
+    def layers(x, ws, relu_last: bool):
+        for w in ws:
+            x = np.tanh(x @ w)
+        if relu_last:
+            x = np.maximum(x, 0)
+        return x
+
+    ws = [RNG.standard_normal((4, 4)).astype(np.float32) for _ in range(3)]
+    traced = tdsl.trace(layers, static_argnames=("relu_last",))
+    for flag in (False, True):
+        _same(traced(X, ws, flag), layers(X, ws, flag))
+
+
+def test_pytrees_in_and_out() -> None:
+    def fn(params, xs):
+        a, b = xs
+        return {"sum": a @ params["w"] + params["b"], "pair": (b.T, b.sum(axis=0))}
+
+    params = {"w": W, "b": B}
+    xs = (X, X[:, :2].copy())
+    got = tdsl.trace(fn)(params, xs)
+    expected = fn(params, xs)
+    _same(got["sum"], expected["sum"])
+    _same(got["pair"][0], expected["pair"][0])
+    _same(got["pair"][1], expected["pair"][1])
+
+
+CAPTURED = np.arange(3, dtype=np.float32)
+
+
+def test_a_captured_array_is_an_input_read_at_each_call() -> None:
+    def shifted(x):
+        return x @ W + CAPTURED
+
+    traced = tdsl.trace(shifted)
+    program = traced.program(X)
+    assert re.search(r"c\d+: f32\[3\]", program) and "0.0, 1.0" not in program
+    _same(traced(X), shifted(X))
+    CAPTURED[0] = 100.0  # read at the call, not baked in
+    try:
+        _same(traced(X), shifted(X))
+        assert len(traced.kernels) == 1
+    finally:
+        CAPTURED[0] = 0.0
+
+
+def test_shape_functions_become_inputs_or_ops() -> None:
+    def masked(x):
+        n = x.shape[0]
+        return np.where(np.tri(n, dtype=bool), x, 0.0) + np.arange(n)[:, None] * 0.5
+
+    x = RNG.standard_normal((5, 5)).astype(np.float32)
+    _same(tdsl.trace(masked)(x), masked(x))
+
+
+def test_numpy_dtypes_exactly() -> None:
+    def weak(x):
+        return x * 0.5 + 1  # Python numbers are weak: f32 stays f32
+
+    def strong(x):
+        return x * np.float32(0.5) + np.sqrt(2 / np.pi)  # a float64 scalar promotes
+
+    for fn in (weak, strong):
+        _same(tdsl.trace(fn)(X), fn(X))
+    assert tdsl.trace(weak)(X).dtype == np.float32
+    assert tdsl.trace(strong)(X).dtype == np.float64
+
+
+def test_methods_and_indexing() -> None:
+    def fn(x, idx):
+        y = x.reshape(4, 8).T.astype(np.float64)
+        return y[1:, ::2].mean(axis=0) + y.var() + y.max(axis=1)[idx].sum() + x[idx][:, 1:3].std()
+
+    idx = np.array([0, 2, 2, -1])
+    _same(tdsl.trace(fn)(X, idx), fn(X, idx))
+
+
+def test_gpt2_forward_in_picogpt_style() -> None:
+    params = random_params(64, 32, 32, 2, seed=3)
+    inputs = np.random.default_rng(2).integers(0, 64, 12)
+    forward = tdsl.trace(gpt2, static_argnames="n_head")
+    got = forward(inputs, **params, n_head=4)
+    expected = gpt2(inputs, **params, n_head=4)
+    # f32 matmuls and layer norms before the f64 scalar in gelu promotes: native loops
+    # sum in another order than BLAS, within f32 rounding of the sums
+    _same(got, expected, rtol=1e-5, atol=1e-7)
+    program = forward.program(inputs, **params, n_head=4)
+    for piece in ("split(", "hstack(", "var(", "transpose(wte", "wte[inputs]"):
+        assert piece in program
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def _line_of(fn, text: str) -> int:
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, line in enumerate(lines) if i and text in line)
+
+
+def svd(x):
+    return np.linalg.svd(x)
+
+
+def sort(x):
+    return np.sort(x)
+
+
+def branch(x):
+    if x.sum() > 0:
+        return x
+    return -x
+
+
+def to_float(x):
+    return x * float(x[0, 0])
+
+
+def to_int(x):
+    return x * int(x[0, 0])
+
+
+def to_bool(x):
+    return x if bool(x[0, 0]) else -x
+
+
+def length(x):
+    return x * len(x.sum())
+
+
+def iterate(x):
+    return sum(row for row in x)
+
+
+def item(x):
+    return x * x[0, 0].item()
+
+
+def as_array(x):
+    return np.asarray(x) + 1
+
+
+def assign(x):
+    x[0] = 1.0
+    return x
+
+
+def add_in_place(x):
+    x[0:2] += 1
+    return x
+
+
+def mask(x):
+    return x[x > 0]
+
+
+def nonzero(x):
+    return np.nonzero(x)
+
+
+def out_keyword(x):
+    return np.exp(x, out=np.empty_like(X))
+
+
+def where_keyword(x):
+    return np.exp(x, where=X > 0)
+
+
+def order_keyword(x):
+    return np.reshape(x, (4, 8), order="F")
+
+
+ERRORS = [
+    (svd, "np.linalg.svd", "np.linalg.svd` is not supported"),
+    (sort, "np.sort", "np.sort` is not supported"),
+    (branch, "if x.sum()", "bool(...)"),
+    (to_float, "float(", "float(...)"),
+    (to_int, "int(", "int(...)"),
+    (to_bool, "bool(", "bool(...)"),
+    (length, "len(", "len()` of a 0-d"),
+    (iterate, "for row", "iterating over a traced array"),
+    (item, ".item()", ".item()"),
+    (as_array, "np.asarray", "np.asarray"),
+    (assign, "x[0] = 1.0", "assigning into a traced array"),
+    (add_in_place, "+= 1", "out="),
+    (mask, "x[x > 0]", "boolean mask"),
+    (nonzero, "np.nonzero", "shape depends on the values"),
+    (out_keyword, "out=", "out=` of `np.exp"),
+    (where_keyword, "where=", "where=` of `np.exp"),
+    (order_keyword, "order=", "order='F'"),
+]
+
+
+@pytest.mark.parametrize(
+    ("fn", "line_text", "message"), ERRORS, ids=[e[0].__name__ for e in ERRORS]
+)
+def test_each_refused_construct_is_one_located_error(fn, line_text: str, message: str) -> None:
+    with pytest.raises(TdslError) as caught:
+        tdsl.trace(fn)(X)
+    err = caught.value
+    assert message in err.message, err.message
+    assert err.location is not None and err.location.file == __file__
+    assert err.location.line == _line_of(fn, line_text)
+
+
+def test_a_refused_line_is_tdsls_error_at_the_users_line() -> None:
+    def bad(x, w):
+        return x @ w  # (8, 4) @ (8, 4): NumPy's shape error too
+
+    with pytest.raises(TdslError) as caught:
+        tdsl.trace(bad)(X, X)
+    assert caught.value.location is not None and caught.value.location.line == _line_of(
+        bad, "x @ w"
+    )
+
+
+def test_a_python_object_argument_is_refused() -> None:
+    with pytest.raises(TdslCallError, match="static_argnames"):
+        tdsl.trace(mlp)(X, W, "b")
+
+
+def test_function_suggests_trace_for_python() -> None:
+    from tdsl.errors import TdslNameError
+
+    @tdsl.function
+    def uses_a_global(x):
+        return x + CAPTURED
+
+    with pytest.raises(TdslNameError) as caught:
+        uses_a_global(X)
+
+    assert "@tdsl.trace" in (caught.value.note or "")
