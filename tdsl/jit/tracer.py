@@ -397,6 +397,13 @@ def as_operand(trace: Trace, value: Any) -> Tracer | None:
     return None
 
 
+def _literal(value: Any) -> str:
+    """A Python number as a literal of the language (``inf``, ``(-inf)``, ``nan`` too)."""
+    if isinstance(value, float) and not np.isfinite(value):
+        return "nan" if np.isnan(value) else ("inf" if value > 0 else "(-inf)")
+    return repr(value)
+
+
 def spell(trace: Trace, value: Any) -> str:
     """``value`` as tdsl source: a tracer's name, a captured array's, a literal."""
     operand = as_operand(trace, value)
@@ -405,19 +412,9 @@ def spell(trace: Trace, value: Any) -> str:
     if isinstance(value, bool | np.bool_):
         return "True" if value else "False"
     if isinstance(value, np.generic):  # a NumPy scalar: strong, of its dtype
-        if not np.isfinite(value) if np.issubdtype(value.dtype, np.floating) else False:
-            trace_error(f"the constant {value!r} is not finite: tdsl's literals are finite")
-        text = repr(value.item())
-        return f"astype({text}, {spell_dtype(value.dtype)})"
-    if isinstance(value, int):
-        return repr(value)
-    if isinstance(value, float):
-        if not np.isfinite(value):
-            trace_error(
-                f"the constant {value!r} is not finite: tdsl's literals are finite (not yet: "
-                "inf and nan literals)"
-            )
-        return repr(value)
+        return f"astype({_literal(value.item())}, {spell_dtype(value.dtype)})"
+    if isinstance(value, int | float):
+        return _literal(value)
     if isinstance(value, tuple | list):
         parts = [spell(trace, v) for v in value]
         return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
@@ -503,9 +500,14 @@ def call_function(
             name = "matmul"
         known = name in FUNCTIONS
     if not known:
+        from tdsl.frontend.functions import NUMPY_MISSING
+
+        top = module == "numpy" or module.startswith(("numpy._core", "numpy.lib"))
+        why = NUMPY_MISSING.get(name) if top else None
         trace_error(
-            f"`{qualified}` is not supported by tdsl (see docs/from-numpy.md for the NumPy "
-            "functions a traced function may call)",
+            f"`{qualified}` is not supported by tdsl"
+            + (f": {why}" if why else "")
+            + " (docs/from-numpy.md lists the NumPy functions a traced function may call)",
             TdslCallError,
         )
     if name == "transpose" and len(args) == 2 and args[1] is None:

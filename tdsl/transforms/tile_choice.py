@@ -62,30 +62,26 @@ def _balanced(extent: int, size: int) -> int:
     return -(-extent // -(-extent // size))
 
 
-def _volumes(body: GroupBody) -> dict[Operation, int]:
-    """The iterations of each op of ``body`` (the product of its loop extents)."""
-    volumes: dict[Operation, int] = {}
+def _recomputed(body: GroupBody) -> dict[int, int]:
+    """Per parallel dim, the iterations of the ops that do not run along it: each tile
+    along it computes them again."""
+    again = {d: 0 for d in range(body.rank) if not body.is_reduction(d)}
     for op in body.ops:
         s = structured(op)
-        volumes[op] = math.prod(s.loop_extents()) if s is not None else 0
-    return volumes
+        volume = math.prod(s.loop_extents()) if s is not None else 0
+        dims = body.loop_dims(op)
+        for d in again:
+            if d not in dims:
+                again[d] += volume
+    return again
 
 
-def _shrink_order(body: GroupBody, whole: set[int]) -> list[int]:
+def _shrink_order(body: GroupBody, whole: set[int], again: dict[int, int]) -> list[int]:
     """The dims to cut, first to last: in space order (the layout of the largest
     value, outermost first, so tiles stay contiguous), the dims preferred whole
     after the others, and last the parallel dims whose tiles recompute ops (least
-    recomputation first: the iterations of the ops that do not run along the dim,
-    which each tile along it computes again)."""
+    recomputation first; ``again`` is :func:`_recomputed`)."""
     free = [d for d in range(body.rank) if d not in whole and body.extents[d] > 1]
-    parallel = [d for d in free if not body.is_reduction(d)]
-    again = dict.fromkeys(parallel, 0)
-    if parallel:
-        for op, volume in _volumes(body).items():
-            dims = body.loop_dims(op)
-            for d in parallel:
-                if d not in dims:
-                    again[d] += volume
 
     def rank(d: int) -> tuple[int, int]:
         if again.get(d, 0) > 0:
@@ -149,10 +145,18 @@ def _greedy(
     return None
 
 
+EXHAUSTIVE_WHOLE_SETS = 4
+"""Up to this many reduction dims, every set of them is tried whole."""
+
+
 def _whole_sets(body: GroupBody) -> list[set[int]]:
     """Sets of reduction dims to keep whole, fewest first: tilings the greedy order can miss."""
     red = [d for d in range(body.rank) if body.kinds[d] is not IteratorType.PARALLEL]
-    return [set(c) for n in range(1, len(red) + 1) for c in itertools.combinations(red, n)]
+    if len(red) <= EXHAUSTIVE_WHOLE_SETS:
+        return [set(c) for n in range(1, len(red) + 1) for c in itertools.combinations(red, n)]
+    # many reduction dims (independent rows fused side by side, as attention heads
+    # are): each alone, all but each, all; not the 2 ** n subsets
+    return [{d} for d in red] + [set(red) - {d} for d in red] + [set(red)]
 
 
 def choose_tiles(body: GroupBody, budget: int, tile_size: int | None = None) -> Tiling | None:
@@ -162,21 +166,22 @@ def choose_tiles(body: GroupBody, budget: int, tile_size: int | None = None) -> 
         for d in range(body.rank):
             if body.kinds[d] is IteratorType.PARALLEL and d not in body.prefer_whole:
                 start[d] = min(start[d], tile_size)
-    found = _greedy(body, budget, start, lambda: _shrink_order(body, set()))
+    again = _recomputed(body)
+    found = _greedy(body, budget, start, lambda: _shrink_order(body, set(), again))
     if found is not None:
         return found
     for whole in _whole_sets(body):
-        found = _greedy(body, budget, start, lambda whole=whole: _shrink_order(body, whole))
+        found = _greedy(body, budget, start, lambda whole=whole: _shrink_order(body, whole, again))
         if found is not None:
             return found
     return None
 
 
-def _smallest(body: GroupBody, whole: set[int]) -> Tiling | None:
+def _smallest(body: GroupBody, whole: set[int], again: dict[int, int]) -> Tiling | None:
     """Every dim outside ``whole`` cut to 1 where the schedule allows it, in shrink order."""
     tiles = _whole(body)
     found = _legal(body, tiles)
-    for d in _shrink_order(body, whole):
+    for d in _shrink_order(body, whole, again):
         trial = list(tiles)
         trial[d] = 1
         cut = _legal(body, trial)
@@ -197,8 +202,9 @@ def _legal(body: GroupBody, tiles: Sequence[int]) -> TileSchedule | None:
 def min_scratch(body: GroupBody) -> int | None:
     """The scratch of the smallest legal tile of ``body`` (None when no tiling is legal)."""
     best: int | None = None
+    again = _recomputed(body)
     for whole in [set[int](), *_whole_sets(body)]:
-        found = _smallest(body, whole)
+        found = _smallest(body, whole, again)
         if found is not None and (best is None or found.scratch.total < best):
             best = found.scratch.total
     return best

@@ -47,6 +47,7 @@ PAGES = (
     "README.md",
     "docs/adding-an-op.md",
     "docs/dask.md",
+    "docs/from-numpy.md",
     "docs/index.md",
     "docs/language.md",
     "docs/tools.md",
