@@ -99,6 +99,7 @@ def random_params(vocab: int, context: int, embed: int, layers: int, seed: int =
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--small", action="store_true", help="a small model, for a quick run")
+    parser.add_argument("--target", default=None, help="numpy, native or auto (the default)")
     args = parser.parse_args()
     vocab, embed, heads, tokens = (128, 64, 4, 16) if args.small else (4096, 768, 12, 64)
     params = random_params(vocab, 1024, embed, 2)
@@ -106,7 +107,7 @@ def main() -> None:
     # np.sqrt(2 / np.pi) in gelu is a float64 scalar: from the first gelu on, NumPy 2
     # computes in float64, converting each later f32 weight it multiplies (16 M
     # elements in all); the budget is set to hold them, as NumPy does
-    forward = tdsl.trace(gpt2, static_argnames="n_head", memory_budget=1 << 25)
+    forward = tdsl.trace(gpt2, static_argnames="n_head", memory_budget=1 << 25, target=args.target)
     start = time.perf_counter()
     kernel = forward.compile(inputs, **params, n_head=heads)
     took = time.perf_counter() - start
@@ -116,8 +117,10 @@ def main() -> None:
     logits = forward(inputs, **params, n_head=heads)
     expected = gpt2(inputs, **params, n_head=heads)
     print(f"logits {logits.shape} {logits.dtype}; NumPy's {expected.shape} {expected.dtype}")
-    print(f"max |difference| {np.max(np.abs(logits - expected)):.2e}")
-    print(f"next tokens: tdsl {np.argmax(logits, -1)[-5:]}, NumPy {np.argmax(expected, -1)[-5:]}")
+    scale = np.max(np.abs(expected))
+    print(f"max |difference| {np.max(np.abs(logits - expected)):.2e} (logits' scale {scale:.2e})")
+    agree = np.mean(np.argmax(logits, -1) == np.argmax(expected, -1))
+    print(f"greedy next tokens agree with NumPy's at {agree:.0%} of positions")
     times = {}
     for name, run in (("numpy", gpt2), ("tdsl", forward)):
         samples = []

@@ -112,3 +112,21 @@ __all__ = [
     "type_str",
     "wide_accumulator",
 ]
+
+
+DTYPE_ALIASES = {
+    "float16": "f16",
+    "float32": "f32",
+    "float64": "f64",
+    "half": "f16",
+    "float": "f32",
+    "double": "f64",
+    "int32": "i32",
+    "int64": "i64",
+    "uint8": "u8",
+}
+"""Other names of the language's dtypes, for a hint in a signature's error."""
+
+WEAK_PARAMS = {"float": False, "int": True}
+"""A signature's weak scalar parameters (``s: float``, ``n: int``): typed like a Python
+float or int given at run time (the value: whether it is an integer)."""

@@ -193,7 +193,8 @@ def walk(expr: Expr) -> Iterator[Expr]:
 
 @dataclass(frozen=True)
 class Param:
-    """A kernel argument ``name: dtype[d0, d1, ...]``; ``dtype`` is f16, f32 or f64."""
+    """A kernel argument ``name: dtype[d0, d1, ...]`` (a dtype of the language), or a
+    weak scalar ``name: float`` or ``name: int`` (``dtype`` ``float`` or ``int``, 0-d)."""
 
     name: str
     dtype: str

@@ -50,8 +50,19 @@ from xdsl.utils.exceptions import VerifyException
 
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.structured import ELEMENT_TYPES
+from tdsl.dtypes import WEAK_PARAMS
 from tdsl.errors import SourceLocation, TdslIRError, TdslNameError, TdslOptionError, TdslTypeError
-from tdsl.frontend.ast import Expression, Kernel, Name, Program, Return, Source, Span, walk
+from tdsl.frontend.ast import (
+    Expression,
+    Kernel,
+    Name,
+    Param,
+    Program,
+    Return,
+    Source,
+    Span,
+    walk,
+)
 from tdsl.frontend.dtype_names import DTypeLike, element_type_of
 from tdsl.frontend.functions import (
     CONSTANTS,
@@ -135,13 +146,22 @@ def _lower_kernel(source: Source, kernel: Kernel) -> func.FuncOp:
         values = statement.values if isinstance(statement, Return) else (statement.value,)
         for value in values:
             check_calls(source, value)
-    block = _block(
-        source,
-        [(p.name, ELEMENT_TYPES[p.dtype], p.shape, p.span) for p in kernel.params],
-    )
+
+    def element(p: Param) -> Attribute:  # a weak scalar is an f64 or i64 argument
+        return (
+            (i64 if WEAK_PARAMS[p.dtype] else f64)
+            if p.dtype in WEAK_PARAMS
+            else (ELEMENT_TYPES[p.dtype])
+        )
+
+    block = _block(source, [(p.name, element(p), p.shape, p.span) for p in kernel.params])
     lowering = FunctionLowering(source, block)
     for param, arg in zip(kernel.params, block.args, strict=True):
-        lowering.env[param.name] = TensorValue(arg, param.shape, ELEMENT_TYPES[param.dtype])
+        lowering.env[param.name] = (
+            WeakValue(arg, WEAK_PARAMS[param.dtype])
+            if param.dtype in WEAK_PARAMS
+            else TensorValue(arg, param.shape, ELEMENT_TYPES[param.dtype])
+        )
     for assign in kernel.body:
         value = lowering.lower(assign.value)
         if not assign.more:

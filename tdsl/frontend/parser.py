@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 
+from tdsl.dtypes import DTYPE_ALIASES, WEAK_PARAMS
 from tdsl.dtypes import DTYPES as ELEMENT_DTYPES
 from tdsl.errors import TdslSyntaxError, TdslTypeError
 from tdsl.frontend.ast import (
@@ -57,17 +58,6 @@ MAX_NESTING = 200
 DTYPES = tuple(ELEMENT_DTYPES)
 """The element types a kernel signature may name."""
 
-_DTYPE_ALIASES = {
-    "float16": "f16",
-    "float32": "f32",
-    "float64": "f64",
-    "half": "f16",
-    "float": "f32",
-    "double": "f64",
-    "int32": "i32",
-    "int64": "i64",
-    "uint8": "u8",
-}
 _KEYWORD_CONSTANTS: dict[str, bool | None] = {
     "true": True,
     "True": True,
@@ -223,8 +213,10 @@ class _Parser:
         self.advance()
         dtype_tok = self.expect_name("a dtype (f16, f32 or f64)")
         dtype = dtype_tok.text
+        if dtype in WEAK_PARAMS and not self.is_punct("["):  # a Python float or int
+            return Param(name_tok.text, dtype, (), name_tok.span.to(dtype_tok.span))
         if dtype not in DTYPES:
-            hint = _DTYPE_ALIASES.get(dtype)
+            hint = DTYPE_ALIASES.get(dtype)
             message = f"unknown dtype `{dtype}`; expected bool, f16, f32, f64, i32, i64, u8 or u64"
             if hint is not None:
                 message += f" (did you mean `{hint}`?)"

@@ -255,14 +255,18 @@ def build(request: Request, *, keep_object: bool = False) -> CompiledKernel:
 
 
 def _build(request: Request, keep_object: bool) -> CompiledKernel:
+    from tdsl.dtypes import WEAK_PARAMS
     from tdsl.frontend import Program, lower, parse
 
     source, shapes, dtypes, kernel, filename, options = request
 
     tree = parse(source, filename)
     name, arg_names = _signature_names(tree, kernel, shapes, dtypes)
+    weak_params: list[bool] | None = None
     if isinstance(tree, Program):
-        dtypes = None  # a program's signatures type it; a weak scalar is an expression's
+        dtypes = None  # a program's signatures type it, weak scalars (`s: float`) too
+        chosen = next(k for k in tree.kernels if k.name == name)
+        weak_params = [p.dtype in WEAK_PARAMS for p in chosen.params]
     module = lower(tree, shapes, cast(Any, dtypes))
     func_op = _pick_function(module, name)
     if len(module.body.block.ops) > 1:
@@ -271,7 +275,7 @@ def _build(request: Request, keep_object: bool) -> CompiledKernel:
 
         func_op.detach()
         module = ModuleOp([func_op])
-    weak = [_is_weak(arg_name, dtypes) for arg_name in arg_names]
+    weak = weak_params or [_is_weak(arg_name, dtypes) for arg_name in arg_names]
     return _compile_module(
         module,
         func_op,

@@ -54,9 +54,13 @@ from tdsl.jit.api import JITTensorKernel, default_jit
 from tdsl.jit.compiled import CompiledKernel
 from tdsl.jit.decorator import jit_options
 from tdsl.jit.options import JitOptions
-from tdsl.jit.tracer import DTYPE_SPELLING, Trace, Tracer
+from tdsl.jit.trace_names import DTYPE_SPELLING
+from tdsl.jit.tracer import Trace, Tracer
 
-_SCALARS = (bool, int, float)
+
+def _weak(value: Any) -> bool:
+    """A Python ``int`` or ``float`` (not a ``bool``): a weak scalar input."""
+    return isinstance(value, int | float) and not isinstance(value, bool | np.generic)
 
 
 def _identifier(text: str) -> str:
@@ -77,7 +81,10 @@ def _flatten(value: Any, path: str, leaves: list[tuple[str, Any]]) -> Any:
     if isinstance(value, np.ndarray | np.generic) and not isinstance(value, Tracer):
         leaves.append((path, value))
         return ("leaf", len(leaves) - 1)
-    if isinstance(value, _SCALARS) or value is None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        leaves.append((path, value))  # a weak scalar input
+        return ("leaf", len(leaves) - 1)
+    if isinstance(value, bool) or value is None:
         return ("const", type(value).__name__, value)
     raise TdslCallError(
         f"argument `{path}` is a {type(value).__name__}: a traced function takes NumPy "
@@ -171,8 +178,10 @@ class Traced:
                 static.append((name, value))
             else:
                 trees.append((name, _flatten(value, name, leaves)))
-        arrays = [np.asarray(v) for _, v in leaves]
-        types = tuple((a.shape, a.dtype.str) for a in arrays)
+        arrays = [v if _weak(v) else np.asarray(v) for _, v in leaves]
+        types = tuple(
+            ("weak", type(a).__name__) if _weak(a) else (a.shape, a.dtype.str) for a in arrays
+        )
         try:
             key = (tuple(trees), types, tuple(static))
             hash(key)
@@ -192,16 +201,19 @@ class Traced:
         names: list[str] = []
         tracers: list[Tracer] = []
         for path, value in leaves:
+            name = _identifier(path)
+            while name in names or name in FUNCTIONS or keyword.iskeyword(name):
+                name = f"{name}_"
+            names.append(name)
+            if _weak(value):
+                tracers.append(trace.weak_input(name, isinstance(value, int)))
+                continue
             array = np.asarray(value)
             if array.dtype.name not in DTYPE_SPELLING:
                 raise TdslCallError(
                     f"argument `{path}` is an array of {array.dtype}, which tdsl does not have "
                     f"({', '.join(DTYPE_SPELLING)})"
                 )
-            name = _identifier(path)
-            while name in names or name in FUNCTIONS or keyword.iskeyword(name):
-                name = f"{name}_"
-            names.append(name)
             tracers.append(trace.input(name, tuple(array.shape), array.dtype))
         arguments: dict[str, Any] = {}
         for name, tree in key[0]:

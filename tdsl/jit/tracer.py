@@ -19,94 +19,25 @@ x.sum() > 0``, ``float(t)``, ``np.asarray(t)``) is an error that says so.
 
 from __future__ import annotations
 
-import linecache
-import os
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn, cast
 
 import numpy as np
 
-from tdsl.errors import SourceLocation, TdslCallError, TdslError, TdslTypeError
-
-_TDSL_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
-
-DTYPE_SPELLING = {
-    "float16": "f16",
-    "float32": "f32",
-    "float64": "f64",
-    "int32": "i32",
-    "int64": "i64",
-    "uint8": "u8",
-    "uint64": "u64",
-    "bool": "bool",
-}
-"""NumPy's dtype names -> the language's, for the dtypes tdsl has."""
-
-UFUNC_OPERATORS = {
-    "add": "+",
-    "subtract": "-",
-    "multiply": "*",
-    "divide": "/",
-    "true_divide": "/",
-    "floor_divide": "//",
-    "remainder": "%",
-    "matmul": "@",
-    "bitwise_and": "&",
-    "bitwise_or": "|",
-    "bitwise_xor": "^",
-}
-"""Binary ufuncs written as the language's operators."""
-
-UFUNC_NAMES = {"negative": "neg", "absolute": "abs", "mod": "remainder", "conjugate": "conj"}
-"""Ufuncs whose language function has another name."""
-
-FUNCTION_NAMES = {"amax": "max", "amin": "min", "round_": "round", "around": "round"}
-"""Array functions whose language function has another name."""
-
-NO_VALUES = (
-    "a traced array has no values while tdsl traces the function (it stands for the "
-    "array the compiled kernel computes)"
+from tdsl.errors import TdslCallError, TdslError
+from tdsl.jit.trace_names import (
+    FUNCTION_NAMES,
+    NO_VALUES,
+    UFUNC_NAMES,
+    UFUNC_OPERATORS,
+    WEAK_ARITHMETIC,
+    literal,
+    spell_dtype,
+    trace_error,
+    type_text,
+    user_location,
 )
-
-
-def user_location() -> SourceLocation | None:
-    """Where the user's code is: the innermost frame outside tdsl and NumPy."""
-    frame = sys._getframe(1)  # pyright: ignore[reportPrivateUsage]
-    while frame is not None:
-        path = os.path.abspath(frame.f_code.co_filename)
-        if not path.startswith((_TDSL_DIR, _NUMPY_DIR)) and not path.startswith("<frozen"):
-            text = linecache.getline(path, frame.f_lineno)
-            stripped = text.strip()
-            column = len(text) - len(text.lstrip()) + 1 if stripped else 1
-            return SourceLocation(
-                frame.f_code.co_filename,
-                frame.f_lineno,
-                column,
-                max(1, len(stripped)),
-                text.rstrip("\n") if stripped else None,
-            )
-        frame = frame.f_back
-    return None
-
-
-def trace_error(message: str, kind: type[TdslError] = TdslTypeError) -> NoReturn:
-    raise kind(message, user_location())
-
-
-def spell_dtype(dtype: Any) -> str:
-    """The language's name of a NumPy dtype (``float32``), or an error."""
-    try:
-        d = np.dtype(dtype)
-    except TypeError:
-        trace_error(f"`{dtype!r}` is not a dtype")
-    if d.name not in DTYPE_SPELLING:
-        trace_error(
-            f"dtype {d.name} is not in tdsl (it has {', '.join(DTYPE_SPELLING)})", TdslTypeError
-        )
-    return "bool_" if d.name == "bool" else d.name
 
 
 @dataclass
@@ -125,6 +56,8 @@ class Trace:
         default_factory=dict[str, tuple[tuple[int, ...], np.dtype[Any]]]
     )
     """The shape and dtype of each value of the program, by name."""
+    weak: dict[str, str] = field(default_factory=dict[str, str])
+    """The weak scalar inputs, to ``float`` or ``int``."""
     _count: int = 0
 
     def fresh(self, prefix: str = "v") -> str:
@@ -135,6 +68,11 @@ class Trace:
         self.inputs.append((name, shape, dtype))
         self.types[name] = (shape, np.dtype(dtype))
         return Tracer(self, name, shape, dtype)
+
+    def weak_input(self, name: str, integer: bool) -> Tracer:
+        """A Python ``int`` or ``float`` argument: a weak 0-d input (``n: int``)."""
+        self.weak[name] = "int" if integer else "float"
+        return self.input(name, (), np.dtype(np.int64 if integer else np.float64))
 
     def capture(self, array: np.ndarray[Any, Any]) -> Tracer:
         """An array the function reads from outside its arguments: an extra input."""
@@ -148,7 +86,9 @@ class Trace:
         return Tracer(self, name, tuple(array.shape), array.dtype)
 
     def signature(self, names: Sequence[str]) -> str:
-        return ", ".join(f"{n}: {type_text(*self.types[n])}" for n in names)
+        return ", ".join(
+            f"{n}: {self.weak[n] if n in self.weak else type_text(*self.types[n])}" for n in names
+        )
 
     def emit(self, expr: str, operands: Sequence[Tracer], results: int = 1) -> list[Tracer]:
         """Record ``names = expr`` (``results`` names): typed by the frontend now, a
@@ -159,7 +99,7 @@ class Trace:
         from tdsl.frontend import to_tensordsl
 
         names = [self.fresh() for _ in range(results)]
-        used = list(dict.fromkeys(t.name for t in operands))
+        used = list(dict.fromkeys(n for t in operands for n in t.refs))
         where = user_location()
         check = (
             f"def traced({self.signature(used)}):\n"
@@ -193,22 +133,34 @@ class Trace:
         return f"def {name}({self.signature(names)}):\n{body}    return {returned}\n"
 
 
-def type_text(shape: Sequence[int], dtype: np.dtype[Any]) -> str:
-    return f"{DTYPE_SPELLING[np.dtype(dtype).name]}[{', '.join(str(d) for d in shape)}]"
-
-
 class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
     """An array of a traced function (see the module docstring)."""
 
     __array_priority__ = 1000
 
-    def __init__(self, trace: Trace, name: str, shape: tuple[int, ...], dtype: Any) -> None:
+    def __init__(
+        self,
+        trace: Trace,
+        name: str,
+        shape: tuple[int, ...],
+        dtype: Any,
+        refs: tuple[str, ...] = (),
+    ) -> None:
         self._trace = trace
         self.name = name
+        """The value in the program: a name, or the text of weak arithmetic (``(s + 1)``)."""
+        self.refs = refs or (name,)
+        """The names of the program it reads."""
         self.shape = tuple(int(d) for d in shape)
         self.dtype = np.dtype(dtype)
 
     # -- attributes -------------------------------------------------------------
+
+    @property
+    def weak(self) -> bool:
+        """Whether this is a weak scalar (a Python number given at run time, or Python's
+        arithmetic on such numbers): it takes the dtype of the arrays it meets."""
+        return all(n in self._trace.weak for n in self.refs)
 
     @property
     def ndim(self) -> int:
@@ -251,6 +203,19 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
             expr = f"({args[0]} {UFUNC_OPERATORS[name]} {args[1]})"
         else:
             expr = f"{UFUNC_NAMES.get(name, name)}({', '.join(args)})"
+        if name in WEAK_ARITHMETIC and all(t.weak for t in operands):
+            # Python's arithmetic on Python numbers gives a Python number: weak, written
+            # into the lines that use it (the frontend types it where it meets an array)
+            floats = (
+                name in ("divide", "true_divide")
+                or any(t.dtype.kind == "f" for t in operands)
+                or any(isinstance(x, float) for x in inputs)
+            )
+            if name == "negative":
+                expr = f"(-{args[0]})"
+            refs = tuple(dict.fromkeys(n for t in operands for n in t.refs))
+            dtype = np.float64 if floats else np.int64
+            return Tracer(trace, expr, (), dtype, refs)
         return trace.emit(expr, operands)[0]
 
     def __array_function__(
@@ -397,13 +362,6 @@ def as_operand(trace: Trace, value: Any) -> Tracer | None:
     return None
 
 
-def _literal(value: Any) -> str:
-    """A Python number as a literal of the language (``inf``, ``(-inf)``, ``nan`` too)."""
-    if isinstance(value, float) and not np.isfinite(value):
-        return "nan" if np.isnan(value) else ("inf" if value > 0 else "(-inf)")
-    return repr(value)
-
-
 def spell(trace: Trace, value: Any) -> str:
     """``value`` as tdsl source: a tracer's name, a captured array's, a literal."""
     operand = as_operand(trace, value)
@@ -412,9 +370,9 @@ def spell(trace: Trace, value: Any) -> str:
     if isinstance(value, bool | np.bool_):
         return "True" if value else "False"
     if isinstance(value, np.generic):  # a NumPy scalar: strong, of its dtype
-        return f"astype({_literal(value.item())}, {spell_dtype(value.dtype)})"
+        return f"astype({literal(value.item())}, {spell_dtype(value.dtype)})"
     if isinstance(value, int | float):
-        return _literal(value)
+        return literal(value)
     if isinstance(value, tuple | list):
         parts = [spell(trace, v) for v in value]
         return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
@@ -574,8 +532,5 @@ __all__ = [
     "as_operand",
     "call_function",
     "spell",
-    "spell_dtype",
     "subscript",
-    "trace_error",
-    "user_location",
 ]

@@ -1,0 +1,124 @@
+"""The names and errors of :mod:`tdsl.jit.tracer`: NumPy's names of the language's
+dtypes, ufuncs and functions, the user's line an error points at, literals."""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+import numpy as np
+
+from tdsl.errors import SourceLocation, TdslError, TdslTypeError
+
+_TDSL_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
+
+DTYPE_SPELLING = {
+    "float16": "f16",
+    "float32": "f32",
+    "float64": "f64",
+    "int32": "i32",
+    "int64": "i64",
+    "uint8": "u8",
+    "uint64": "u64",
+    "bool": "bool",
+}
+"""NumPy's dtype names -> the language's, for the dtypes tdsl has."""
+
+UFUNC_OPERATORS = {
+    "add": "+",
+    "subtract": "-",
+    "multiply": "*",
+    "divide": "/",
+    "true_divide": "/",
+    "floor_divide": "//",
+    "remainder": "%",
+    "matmul": "@",
+    "bitwise_and": "&",
+    "bitwise_or": "|",
+    "bitwise_xor": "^",
+}
+"""Binary ufuncs written as the language's operators."""
+
+WEAK_ARITHMETIC = frozenset(
+    {"add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "negative"}
+)
+"""Ufuncs whose result on Python numbers is a Python number (``power`` and ``remainder``
+of weak values are left to the frontend)."""
+
+UFUNC_NAMES = {"negative": "neg", "absolute": "abs", "mod": "remainder", "conjugate": "conj"}
+"""Ufuncs whose language function has another name."""
+
+FUNCTION_NAMES = {"amax": "max", "amin": "min", "round_": "round", "around": "round"}
+"""Array functions whose language function has another name."""
+
+NO_VALUES = (
+    "a traced array has no values while tdsl traces the function (it stands for the "
+    "array the compiled kernel computes)"
+)
+
+
+def user_location() -> SourceLocation | None:
+    """Where the user's code is: the innermost frame outside tdsl and NumPy."""
+    frame = sys._getframe(1)  # pyright: ignore[reportPrivateUsage]
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not path.startswith((_TDSL_DIR, _NUMPY_DIR)) and not path.startswith("<frozen"):
+            text = linecache.getline(path, frame.f_lineno)
+            stripped = text.strip()
+            column = len(text) - len(text.lstrip()) + 1 if stripped else 1
+            return SourceLocation(
+                frame.f_code.co_filename,
+                frame.f_lineno,
+                column,
+                max(1, len(stripped)),
+                text.rstrip("\n") if stripped else None,
+            )
+        frame = frame.f_back
+    return None
+
+
+def trace_error(message: str, kind: type[TdslError] = TdslTypeError) -> NoReturn:
+    raise kind(message, user_location())
+
+
+def spell_dtype(dtype: Any) -> str:
+    """The language's name of a NumPy dtype (``float32``), or an error."""
+    try:
+        d = np.dtype(dtype)
+    except TypeError:
+        trace_error(f"`{dtype!r}` is not a dtype")
+    if d.name not in DTYPE_SPELLING:
+        trace_error(
+            f"dtype {d.name} is not in tdsl (it has {', '.join(DTYPE_SPELLING)})", TdslTypeError
+        )
+    return "bool_" if d.name == "bool" else d.name
+
+
+def type_text(shape: Sequence[int], dtype: np.dtype[Any]) -> str:
+    return f"{DTYPE_SPELLING[np.dtype(dtype).name]}[{', '.join(str(d) for d in shape)}]"
+
+
+def literal(value: Any) -> str:
+    """A Python number as a literal of the language (``inf``, ``(-inf)``, ``nan`` too)."""
+    if isinstance(value, float) and not np.isfinite(value):
+        return "nan" if np.isnan(value) else ("inf" if value > 0 else "(-inf)")
+    return repr(value)
+
+
+__all__ = [
+    "DTYPE_SPELLING",
+    "FUNCTION_NAMES",
+    "NO_VALUES",
+    "UFUNC_NAMES",
+    "UFUNC_OPERATORS",
+    "WEAK_ARITHMETIC",
+    "literal",
+    "spell_dtype",
+    "trace_error",
+    "type_text",
+    "user_location",
+]
