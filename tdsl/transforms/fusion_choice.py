@@ -22,7 +22,7 @@ from tdsl.dialects.structured import (
 )
 from tdsl.dialects.tensordsl import ConcatenateOp, TakeOp
 from tdsl.transforms.fusion_planner import BlockPlan, plan_function
-from tdsl.transforms.fusion_scratch import group_min_scratch
+from tdsl.transforms.fusion_scratch import group_min_scratch, remembered_scratch
 
 # ---------------------------------------------------------------------------
 # A plan's memory: its scratch plus the values it materializes
@@ -202,6 +202,11 @@ def _partition(plans: Sequence[BlockPlan]) -> tuple[tuple[int, ...], ...]:
 def choose_plans(fn: func.FuncOp, memory_budget: int) -> tuple[list[BlockPlan], PlanMemory]:
     """The plans of ``fn``'s blocks for ``memory_budget`` and what they need (see above):
     the greedy plan at the budget when its need fits, else the plan of least need."""
+    with remembered_scratch():  # the planner asks again for groups under each budget
+        return _choose_plans(fn, memory_budget)
+
+
+def _choose_plans(fn: func.FuncOp, memory_budget: int) -> tuple[list[BlockPlan], PlanMemory]:
     name = fn.sym_name.data
     returned = _returned(fn)
     plans = plan_function(fn, memory_budget)

@@ -8,7 +8,9 @@ program position, the per-dtype bound with reuse built on it (``LiveBound``), an
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,6 +112,26 @@ def max_into(into: dict[np.dtype[Any], int], dtype: np.dtype[Any], n: int) -> No
         into[dtype] = n
 
 
+_MEMO: ContextVar[dict[tuple[tuple[int, ...], tuple[int, ...]], list[int | None]] | None] = (
+    ContextVar("tdsl_min_scratch_memo", default=None)
+)
+"""While :func:`remembered_scratch` runs: per group (its ops and outputs, by identity),
+the need of its smallest tile and of its decomposed copy's (computed once)."""
+
+_UNKNOWN = -1
+
+
+@contextmanager
+def remembered_scratch() -> Iterator[None]:
+    """Remember :func:`group_min_scratch` of each group while the IR stays as it is (the
+    fusion planner asks again for the same groups under each budget it tries)."""
+    token = _MEMO.set({})
+    try:
+        yield
+    finally:
+        _MEMO.reset(token)
+
+
 def group_min_scratch(
     ops: Sequence[Operation],
     outputs: Sequence[SSAValue],
@@ -124,18 +146,27 @@ def group_min_scratch(
     runs it over tiles of the rows.  ``body`` is ``analyze(ops, outputs)`` when
     the caller has it.
     """
-    if body is None:
-        body = analyze(ops, outputs)
-    if isinstance(body, Inconsistent):
-        return None
-    need = min_scratch(body)
-    if need is not None and budget is not None and need <= budget:
+    memo = _MEMO.get()
+    key = (tuple(map(id, ops)), tuple(map(id, outputs)))
+    known = memo.get(key) if memo is not None else None
+    if known is None:
+        if body is None:
+            body = analyze(ops, outputs)
+        known = [None if isinstance(body, Inconsistent) else min_scratch(body), _UNKNOWN]
+        if isinstance(body, Inconsistent):
+            known[1] = None
+        if memo is not None:
+            memo[key] = known
+    need = known[0]
+    if known[1] is None or (need is not None and budget is not None and need <= budget):
         return need
-    copy = decomposed_copy(ops, outputs)
-    if copy is None:
-        return need
-    copied = analyze(*copy)
-    split = None if isinstance(copied, Inconsistent) else min_scratch(copied)
+    if known[1] == _UNKNOWN:
+        copy = decomposed_copy(ops, outputs)
+        copied = None if copy is None else analyze(*copy)
+        known[1] = (
+            None if copied is None or isinstance(copied, Inconsistent) else min_scratch(copied)
+        )
+    split = known[1]
     if split is None:
         return need
     return split if need is None else min(need, split)
