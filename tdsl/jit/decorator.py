@@ -51,7 +51,7 @@ import inspect
 import io
 import textwrap
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, ParamSpec, TypeVar, overload
@@ -240,7 +240,7 @@ def read_source(fn: Callable[..., Any]) -> _Source:
 
 
 @contextmanager
-def _suggest_trace(name: str) -> Iterator[None]:
+def _suggest_trace(name: str) -> Generator[None]:
     """A name or an attribute the language lacks (a module's function, a global
     constant) gets a note: ``@tdsl.trace`` runs the body as Python and NumPy."""
     try:

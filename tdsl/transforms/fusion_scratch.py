@@ -8,7 +8,7 @@ program position, the per-dtype bound with reuse built on it (``LiveBound``), an
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -122,7 +122,7 @@ _UNKNOWN = -1
 
 
 @contextmanager
-def remembered_scratch() -> Iterator[None]:
+def remembered_scratch() -> Generator[None]:
     """Remember :func:`group_min_scratch` of each group while the IR stays as it is (the
     fusion planner asks again for the same groups under each budget it tries)."""
     token = _MEMO.set({})
