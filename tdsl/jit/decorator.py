@@ -23,8 +23,9 @@ file: a function typed at the REPL or given to ``python -c`` has none, and
 decorating it is a :class:`~tdsl.errors.TdslError` that says so.
 
 Each parameter is untyped, and then its shape and dtype come from each call
-(an array or a NumPy scalar; a Python number would be a weak scalar, which a
-kernel signature cannot declare: annotate such a parameter), or typed as in a
+(an array or a NumPy scalar; a Python number needs an annotation: ``s: float``
+or ``n: int`` makes it a weak scalar, typed as NumPy 2 types a Python number), or
+typed as in a
 ``.tdsl`` signature, in one of three spellings that are all valid Python:
 ``x: f32[4, 8]`` with ``f32`` from :mod:`tdsl.lang` (pyright checks it; mypy
 refuses integer subscripts), ``x: Annotated[Array, "f32[4, 8]"]`` (every type
@@ -57,6 +58,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from tdsl.defaults import DEFAULT_MEMORY_BUDGET
+from tdsl.dtypes import WEAK_PARAMS
 from tdsl.errors import (
     SourceLocation,
     TdslCallError,
@@ -127,6 +129,8 @@ def _annotation_type(node: ast.expr) -> str | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value.strip()
     name = _base_name(node)
+    if isinstance(node, ast.Name) and name in WEAK_PARAMS:  # a Python float or int: weak
+        return name
     if name in DTYPE_NAMES:
         return DTYPE_NAMES[name]
     if isinstance(node, ast.Subscript):
@@ -292,7 +296,7 @@ class Function(Generic[P, R]):
         from tdsl.frontend.parser import parse
 
         types = {
-            name: (d if d is not None and "[" in d else f"{d or 'f64'}[]")
+            name: (d if d is not None and ("[" in d or d in WEAK_PARAMS) else f"{d or 'f64'}[]")
             for name in self.params
             for d in [self._source.declared.get(name)]
         }
@@ -332,7 +336,7 @@ class Function(Generic[P, R]):
         types: dict[str, str] = {}
         for name in self.params:
             declared = self._source.declared.get(name)
-            if declared is not None and "[" in declared:
+            if declared is not None and ("[" in declared or declared in WEAK_PARAMS):
                 types[name] = declared
                 continue
             shape, dtype = infer(name, values[name])
@@ -340,8 +344,9 @@ class Function(Generic[P, R]):
                 raise TdslCallError(
                     f"argument `{name}` of `{self.name}` is a Python number: an untyped "
                     "parameter takes a NumPy array or scalar, whose shape and dtype the "
-                    f'kernel is compiled for; annotate it (`{name}: "f64[]"`) to pass '
-                    "Python numbers, converted to that dtype"
+                    f"kernel is compiled for; annotate it `{name}: float` (or `int`) to pass "
+                    "Python numbers as NumPy 2 types them (weak: `x * s` keeps x's dtype), "
+                    f'or `{name}: "f64[]"` to convert them to that dtype'
                 )
             spelled = type_str(dtype, shape)  # pyright: ignore[reportArgumentType]
             if declared is not None and not spelled.startswith(declared + "["):

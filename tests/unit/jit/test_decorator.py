@@ -137,6 +137,18 @@ def test_python_numbers_need_an_annotation(mod: ModuleType) -> None:
         mod.Holder.nested(x, 1.0)
 
 
+def test_a_float_or_int_annotation_is_a_weak_scalar(tmp_path: Path) -> None:
+    text = "import tdsl\n\n@tdsl.function\ndef f(x, s: float, n: int):\n    return x * s + n\n"
+    f = load(tmp_path, text, "weak").f
+    (x,) = arrays((3, 8), dtype=np.float32)
+    for s, n in ((2.5, 3), (-1.0, 7)):
+        got = f(x, s, n)
+        assert got.dtype == np.float32  # NumPy 2: a Python number takes x's dtype
+        np.testing.assert_array_equal(got, x * s + n)
+    assert len(f.kernels) == 1  # new values, one kernel
+    assert str(f.compile(x, 1.0, 1).signature).startswith("f(x: f32[3, 8], s: float, n: int)")
+
+
 def test_python_annotations_and_bare_dtypes(tmp_path: Path) -> None:
     text = (
         "import numpy as np\nimport tdsl\nfrom tdsl.lang import Array, f32, relu\n\n"
