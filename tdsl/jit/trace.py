@@ -26,10 +26,13 @@ called with the arguments' arrays.
 
 **The cache key** of a call is the function; the structure of its arguments
 (nested tuples, lists and dicts: a *pytree*); the shape and dtype of each array
-(NumPy arrays and NumPy scalars); the values of the ``static_argnames``
-arguments and of the Python scalars (``int``, ``float``, ``bool``) among the
-arguments, which the trace writes as literals (weak, as NumPy 2 types them: not
-yet run-time inputs, so a new value traces again); and the options.
+(NumPy arrays and NumPy scalars, and the arrays of other libraries kernels take,
+such as Dask's: the kernel then runs on them as any kernel does); whether each
+Python number among the arguments is an ``int`` or a ``float``, not its value: it
+is a weak 0-d input of the kernel (``s: float``), typed as NumPy 2 types a Python
+number where it meets an array, so a new value runs the same kernel; the values
+of the ``static_argnames`` arguments (and of Python bools and ``None``); and the
+options.
 
 **Arrays the function reads from elsewhere** (a global, a closure, the result of
 ``np.tri(n)``) become inputs of the kernel, named ``c1``, ``c2``..., never
@@ -49,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from tdsl.array_types import array_type_of
 from tdsl.errors import TdslCallError
 from tdsl.jit.api import JITTensorKernel, default_jit
 from tdsl.jit.compiled import CompiledKernel
@@ -78,7 +82,7 @@ def _flatten(value: Any, path: str, leaves: list[tuple[str, Any]]) -> Any:
         keys = tuple(value)
         items = tuple(_flatten(value[k], f"{path}_{k}", leaves) for k in keys)
         return ("dict", keys, items)
-    if isinstance(value, np.ndarray | np.generic) and not isinstance(value, Tracer):
+    if isinstance(value, np.ndarray | np.generic) or array_type_of([value]) is not None:
         leaves.append((path, value))
         return ("leaf", len(leaves) - 1)
     if isinstance(value, int | float) and not isinstance(value, bool):
@@ -91,6 +95,16 @@ def _flatten(value: Any, path: str, leaves: list[tuple[str, Any]]) -> Any:
         "arrays and scalars, Python numbers, and tuples, lists and dicts of them (or make "
         "it static: static_argnames=...)"
     )
+
+
+def _shape_dtype(path: str, value: Any) -> tuple[tuple[int, ...], np.dtype[Any]]:
+    """The shape and dtype of an array leaf (a NumPy array or scalar, or an array of a
+    registered library, whose values are not read)."""
+    registered = array_type_of([value])
+    if registered is not None:
+        return tuple(registered.shape(path, value)), np.dtype(value.dtype)
+    array = np.asarray(value)
+    return tuple(array.shape), array.dtype
 
 
 def _rebuild(tree: Any, leaves: Sequence[Any]) -> Any:
@@ -178,9 +192,9 @@ class Traced:
                 static.append((name, value))
             else:
                 trees.append((name, _flatten(value, name, leaves)))
-        arrays = [v if _weak(v) else np.asarray(v) for _, v in leaves]
+        arrays = [v for _, v in leaves]
         types = tuple(
-            ("weak", type(a).__name__) if _weak(a) else (a.shape, a.dtype.str) for a in arrays
+            ("weak", type(v).__name__) if _weak(v) else _shape_dtype(path, v) for path, v in leaves
         )
         try:
             key = (tuple(trees), types, tuple(static))
@@ -208,13 +222,13 @@ class Traced:
             if _weak(value):
                 tracers.append(trace.weak_input(name, isinstance(value, int)))
                 continue
-            array = np.asarray(value)
-            if array.dtype.name not in DTYPE_SPELLING:
+            shape, dtype = _shape_dtype(path, value)
+            if dtype.name not in DTYPE_SPELLING:
                 raise TdslCallError(
-                    f"argument `{path}` is an array of {array.dtype}, which tdsl does not have "
+                    f"argument `{path}` is an array of {dtype}, which tdsl does not have "
                     f"({', '.join(DTYPE_SPELLING)})"
                 )
-            tracers.append(trace.input(name, tuple(array.shape), array.dtype))
+            tracers.append(trace.input(name, shape, dtype))
         arguments: dict[str, Any] = {}
         for name, tree in key[0]:
             arguments[name] = _rebuild(tree, tracers)

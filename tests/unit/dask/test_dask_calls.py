@@ -346,3 +346,23 @@ def test_import_tdsl_never_imports_dask() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_traced_function_runs_on_dask_arrays() -> None:
+    """``tdsl.trace`` takes a Dask array as a leaf (its shape and dtype, not its values)
+    and runs the kernel on it as any kernel runs on Dask arrays; a NumPy array of the
+    same shape and dtype runs the same kernel."""
+    import tdsl
+
+    def centered(x, w, s):
+        h = np.maximum(x @ w, 0) * s
+        return h - h.mean(axis=-1, keepdims=True)
+
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((200, 16)), rng.standard_normal((16, 8))
+    traced = tdsl.trace(centered)
+    got = traced(da.from_array(x, chunks=(50, 16)), w, 0.5)
+    assert isinstance(got, da.Array)
+    np.testing.assert_allclose(got.compute(), centered(x, w, 0.5), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(traced(x, w, 0.5), centered(x, w, 0.5), rtol=1e-12, atol=1e-12)
+    assert len(traced.kernels) == 1
