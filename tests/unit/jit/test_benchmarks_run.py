@@ -32,7 +32,10 @@ def load(path: Path = BENCH, name: str = "tdsl_benchmarks_run") -> ModuleType:
     return module
 
 
-def test_benchmark_runs_on_tiny_sizes() -> None:
+def test_benchmark_runs_on_tiny_sizes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a cache on disk: the child process that measures Dask's memory loads the kernels
+    # this one compiled, instead of compiling them again
+    monkeypatch.setenv("TDSL_CACHE_DIR", str(tmp_path))
     bench = load()
     # one Dask chunking of the two: the same code, at half the cost
     cfg = dataclasses.replace(bench.Config.tiny(), dask_chunks=bench.Config.tiny().dask_chunks[:1])
