@@ -53,12 +53,12 @@ from typing import Any
 import numpy as np
 
 from tdsl.array_types import array_type_of
+from tdsl.dtypes import SHORT_NAMES
 from tdsl.errors import TdslCallError
 from tdsl.jit.api import JITTensorKernel, default_jit
 from tdsl.jit.compiled import CompiledKernel
 from tdsl.jit.decorator import jit_options
 from tdsl.jit.options import JitOptions
-from tdsl.jit.trace_names import DTYPE_SPELLING
 from tdsl.jit.tracer import Trace, Tracer
 
 
@@ -178,7 +178,9 @@ class Traced:
         with self._lock:
             return tuple(e.kernel for e in self._entries.values())
 
-    def _key(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, list[Any]]:
+    def _key(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Any, list[tuple[str, Any]], list[Any]]:
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as err:
@@ -204,17 +206,17 @@ class Traced:
                 "a static argument of a traced function must be hashable (its value is part "
                 "of the cache key)"
             ) from None
-        return key, (bound, leaves), arrays
+        return key, leaves, arrays
 
-    def _trace(
-        self, key: Any, bound: inspect.BoundArguments, leaves: list[tuple[str, Any]]
-    ) -> _Entry:
+    def _trace(self, key: Any, leaves: list[tuple[str, Any]]) -> _Entry:
+        """Trace the function for ``key`` (see :meth:`_key`: the trees, the leaves' types,
+        the static values), whose array leaves are ``leaves``."""
         from tdsl.frontend.functions import FUNCTIONS
 
         trace = Trace()
         names: list[str] = []
         tracers: list[Tracer] = []
-        for path, value in leaves:
+        for (path, value), kind in zip(leaves, key[1], strict=True):
             name = _identifier(path)
             while name in names or name in FUNCTIONS or keyword.iskeyword(name):
                 name = f"{name}_"
@@ -222,11 +224,11 @@ class Traced:
             if _weak(value):
                 tracers.append(trace.weak_input(name, isinstance(value, int)))
                 continue
-            shape, dtype = _shape_dtype(path, value)
-            if dtype.name not in DTYPE_SPELLING:
+            shape, dtype = kind
+            if dtype.name not in SHORT_NAMES:
                 raise TdslCallError(
                     f"argument `{path}` is an array of {dtype}, which tdsl does not have "
-                    f"({', '.join(DTYPE_SPELLING)})"
+                    f"({', '.join(SHORT_NAMES)})"
                 )
             tracers.append(trace.input(name, shape, dtype))
         arguments: dict[str, Any] = {}
@@ -253,11 +255,11 @@ class Traced:
         return _Entry(kernel, tuple(names), tuple(trace.captured), structure, program)
 
     def _entry(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_Entry, list[Any]]:
-        key, (bound, leaves), arrays = self._key(args, kwargs)
+        key, leaves, arrays = self._key(args, kwargs)
         with self._lock:
             entry = self._entries.get(key)
         if entry is None:
-            entry = self._trace(key, bound, leaves)
+            entry = self._trace(key, leaves)
             with self._lock:
                 self._entries[key] = entry
         return entry, arrays

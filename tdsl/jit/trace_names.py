@@ -6,27 +6,16 @@ from __future__ import annotations
 import linecache
 import os
 import sys
-from collections.abc import Sequence
 from typing import Any, NoReturn
 
 import numpy as np
 
+from tdsl.dtypes import SHORT_NAMES
 from tdsl.errors import SourceLocation, TdslError, TdslTypeError
 
 _TDSL_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
 
-DTYPE_SPELLING = {
-    "float16": "f16",
-    "float32": "f32",
-    "float64": "f64",
-    "int32": "i32",
-    "int64": "i64",
-    "uint8": "u8",
-    "uint64": "u64",
-    "bool": "bool",
-}
-"""NumPy's dtype names -> the language's, for the dtypes tdsl has."""
 
 UFUNC_OPERATORS = {
     "add": "+",
@@ -91,15 +80,11 @@ def spell_dtype(dtype: Any) -> str:
         d = np.dtype(dtype)
     except TypeError:
         trace_error(f"`{dtype!r}` is not a dtype")
-    if d.name not in DTYPE_SPELLING:
+    if d.name not in SHORT_NAMES:
         trace_error(
-            f"dtype {d.name} is not in tdsl (it has {', '.join(DTYPE_SPELLING)})", TdslTypeError
+            f"dtype {d.name} is not in tdsl (it has {', '.join(SHORT_NAMES)})", TdslTypeError
         )
     return "bool_" if d.name == "bool" else d.name
-
-
-def type_text(shape: Sequence[int], dtype: np.dtype[Any]) -> str:
-    return f"{DTYPE_SPELLING[np.dtype(dtype).name]}[{', '.join(str(d) for d in shape)}]"
 
 
 def literal(value: Any) -> str:
@@ -110,7 +95,6 @@ def literal(value: Any) -> str:
 
 
 __all__ = [
-    "DTYPE_SPELLING",
     "FUNCTION_NAMES",
     "NO_VALUES",
     "UFUNC_NAMES",
@@ -119,6 +103,5 @@ __all__ = [
     "literal",
     "spell_dtype",
     "trace_error",
-    "type_text",
     "user_location",
 ]

@@ -25,6 +25,7 @@ from typing import Any, NoReturn, cast
 
 import numpy as np
 
+from tdsl.dtypes import type_str
 from tdsl.errors import TdslCallError, TdslError
 from tdsl.jit.trace_names import (
     FUNCTION_NAMES,
@@ -35,7 +36,6 @@ from tdsl.jit.trace_names import (
     literal,
     spell_dtype,
     trace_error,
-    type_text,
     user_location,
 )
 
@@ -87,7 +87,8 @@ class Trace:
 
     def signature(self, names: Sequence[str]) -> str:
         return ", ".join(
-            f"{n}: {self.weak[n] if n in self.weak else type_text(*self.types[n])}" for n in names
+            f"{n}: {self.weak[n] if n in self.weak else type_str(self.types[n][1], self.types[n][0])}"
+            for n in names
         )
 
     def emit(self, expr: str, operands: Sequence[Tracer], results: int = 1) -> list[Tracer]:
@@ -175,7 +176,7 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
         return np.transpose(self)  # pyright: ignore[reportReturnType]
 
     def __repr__(self) -> str:
-        return f"Tracer({self.name}: {type_text(self.shape, self.dtype)})"
+        return f"Tracer({self.name}: {type_str(self.dtype, self.shape)})"
 
     # -- NumPy's protocols --------------------------------------------------------
 
