@@ -39,9 +39,11 @@ from tdsl.transforms.iteration_space import (
 
 
 def is_cloned_constant(op: Operation) -> bool:
-    """True for constants that are cloned into the groups using them (at most one element)."""
+    """True for constants that are cloned into the groups using them: those of one
+    element, which broadcast along every dim.  An empty one is an input like any
+    other constant (its dims of extent 0 run along the group's)."""
     value = constant_value(op)
-    return value is not None and value.size <= 1
+    return value is not None and value.size == 1
 
 
 def groupable(op: Operation) -> bool:

@@ -55,6 +55,8 @@ def array_expr(arr: np.ndarray) -> str:
     dt = dtype_expr(arr.dtype)
     if arr.ndim == 0:
         return f"np.array({scalar_expr(arr.reshape(-1)[0], arr.dtype)}, {dt})"
+    if arr.size == 0:
+        return f"np.empty({shape_expr(arr.shape)}, {dt})"
     flat = arr.reshape(-1)
     bits = flat.view(f"u{arr.dtype.itemsize}")
     if flat.size and bool(np.all(bits == bits[0])):

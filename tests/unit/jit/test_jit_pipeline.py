@@ -186,6 +186,29 @@ def test_empty_tensors(matches: Any) -> None:
     matches(jit("A @ W", A=a, W=np.ones((5, 3))), a @ np.ones((5, 3)))
 
 
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [
+        ("broadcast_to(x, (0,))", lambda x: np.broadcast_to(x, (0,))),
+        ("exp(broadcast_to(x, (0,)))", lambda x: np.exp(np.broadcast_to(x, (0,)))),
+        ("sum(broadcast_to(x, (0,)))", lambda x: np.sum(np.broadcast_to(x, (0,)))),
+        ("broadcast_to(x, (0, 3)) + 1", lambda x: np.broadcast_to(x, (0, 3)) + 1),
+        ("sum(broadcast_to(x, (2, 0)), axis=1)", lambda x: np.broadcast_to(x, (2, 0)).sum(1)),
+        (
+            "broadcast_to(concatenate((broadcast_to(x, (0,)), y), axis=0), (1,))",
+            lambda x: np.concatenate((np.broadcast_to(x, (0,)), 2 * x)),
+        ),
+    ],
+)
+def test_a_broadcast_to_zero_elements(expr: str, expected: Any, matches: Any) -> None:
+    # an empty constant broadcasts an operand to extent 0: it is a group input (its dims
+    # run along the group's), not cloned into the group as a one-element constant is
+    x = np.ones(1, np.float32)
+    y = 2 * x
+    inputs = {"x": x, "y": y} if "y" in expr else {"x": x}
+    matches(JITTensorKernel(memory_budget=64)(expr, **inputs), expected(x))
+
+
 def test_one_dimensional_tensors(rng: np.random.Generator, matches: Any) -> None:
     jit = JITTensorKernel(memory_budget=64)
     a, b = rng.standard_normal(100), rng.standard_normal(100)
