@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 STAGES: dict[str, str] = {
     "tdsl-fuse": "fused",
     "tdsl-tile": "tiled",
+    "tdsl-plan-loops": "planned",
     "tdsl-lower-to-loops": "loops",
     "tdsl-convert-to-llvm": "llvm",
 }

@@ -55,6 +55,12 @@ def _tile() -> type[ModulePass]:
     return TilePass
 
 
+def _plan_loops() -> type[ModulePass]:
+    from tdsl.backend.llvm.plan_loops import PlanLoopsPass
+
+    return PlanLoopsPass
+
+
 def _lower_to_loops() -> type[ModulePass]:
     from tdsl.backend.llvm.lower_to_loops import LowerToLoopsPass
 
@@ -102,6 +108,7 @@ TDSL_PASSES = {
     "tdsl-sink-views": _sink_views,
     "tdsl-fuse": _fuse,
     "tdsl-tile": _tile,
+    "tdsl-plan-loops": _plan_loops,
     "tdsl-lower-to-loops": _lower_to_loops,
     "tdsl-convert-to-llvm": _convert_to_llvm,
 }

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Sequence
-from typing import cast
+from typing import NamedTuple, cast
 
 from xdsl.dialects.builtin import (
     I64,
@@ -86,6 +86,15 @@ class TileOp(GroupOp):
     that the recorded sweeps and staged values can run, and that ``scratch`` is
     what they need, and the memory budget bounds its total.
 
+    ``loops tiles [...] stored [...] blas [...]`` (optional, written by
+    ``tdsl-plan-loops``) is the native target's plan of the group's loops, which
+    ``tdsl-lower-to-loops`` runs as recorded: the tile of each dim (reduction,
+    normalize and scan dims whole: the loops run along them element by element),
+    the values the loops keep in scratch for later loop nests (numbered in order
+    over the results of the body's ops that are not constants, after
+    ``tdsl-tile``'s decomposition of the ops it decomposes), and the positions
+    of the matmuls a BLAS call computes.  The other targets do not read it.
+
     ```mlir
     %y = kernel.tile(%x, %w, %b) group "g0" space [64, 256, 128] iterators ["parallel", "parallel", "reduction"] tiles [16, 256, 128] scratch [] sweeps [0, 0, 0]
         ins [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d1)>]
@@ -110,10 +119,14 @@ class TileOp(GroupOp):
     out_maps = prop_def(ArrayAttr[AffineMapAttr])
     sweeps = opt_prop_def(DenseArrayBase.constr(I64))
     staged = opt_prop_def(DenseArrayBase.constr(I64))
+    loops_tiles = opt_prop_def(DenseArrayBase.constr(I64))
+    loops_stored = opt_prop_def(DenseArrayBase.constr(I64))
+    loops_blas = opt_prop_def(DenseArrayBase.constr(I64))
 
     assembly_format = (
         "`(` $inputs `)` (`group` $group^)? `space` $space `iterators` $iterators "
         "`tiles` $tiles `scratch` $scratch (`sweeps` $sweeps^)? (`staged` $staged^)? "
+        "(`loops` `tiles` $loops_tiles^ `stored` $loops_stored `blas` $loops_blas)? "
         "`\\n` ` ` ` ` `ins` $in_maps `\\n` ` ` ` ` `outs` $out_maps "
         "attr-dict `:` functional-type($inputs, $outputs) $body"
     )
@@ -233,6 +246,27 @@ class TileOp(GroupOp):
     def staged_value(self) -> tuple[int, ...]:
         """The positions (among the ops that are not constants) of the staged ops."""
         return () if self.staged is None else self.staged.get_values()
+
+    @property
+    def loops_plan(self) -> LoopsPlan | None:
+        """The native loops' recorded plan (None: not planned yet)."""
+        if self.loops_tiles is None or self.loops_stored is None or self.loops_blas is None:
+            return None
+        return LoopsPlan(
+            self.loops_tiles.get_values(),
+            self.loops_stored.get_values(),
+            self.loops_blas.get_values(),
+        )
+
+    def record_loops_plan(self, plan: LoopsPlan | None) -> None:
+        """Record (None: drop) the native loops' plan."""
+        if plan is None:
+            for key in ("loops_tiles", "loops_stored", "loops_blas"):
+                self.properties.pop(key, None)
+            return
+        self.properties["loops_tiles"] = DenseArrayBase.from_list(i64, list(plan.tiles))
+        self.properties["loops_stored"] = DenseArrayBase.from_list(i64, list(plan.stored))
+        self.properties["loops_blas"] = DenseArrayBase.from_list(i64, list(plan.blas))
 
     @property
     def iterator_types(self) -> tuple[IteratorType, ...]:
@@ -404,6 +438,7 @@ class TileOp(GroupOp):
             for idx, (value, m) in enumerate(zip(values, maps, strict=True)):
                 dims = self._check_map(kind, idx, value.type, m.data)
                 arg_types.append(self.full_tile_type(value.type, dims))
+        self._verify_loops_plan()
         n_in = len(self.inputs)
         self.check_region_signature(arg_types[:n_in], arg_types[n_in:], "full-tile operand slices")
         self._verify_body()
@@ -448,6 +483,43 @@ class TileOp(GroupOp):
                 )
         return dims
 
+    def _verify_loops_plan(self) -> None:
+        """The native loops' plan, as far as it reads without lowering: all of it or none,
+        a tile per dim within its extent, the dims other than parallel ones whole, and
+        no value or matmul twice (``tdsl-lower-to-loops`` checks the rest)."""
+        given = [self.loops_tiles, self.loops_stored, self.loops_blas]
+        if any(g is None for g in given) and any(g is not None for g in given):
+            raise VerifyException(
+                f"'{self.name}' op records part of a loops plan: give `loops tiles [...] "
+                "stored [...] blas [...]` whole, or none of it"
+            )
+        plan = self.loops_plan
+        if plan is None:
+            return
+        space = self.space_value
+        if len(plan.tiles) != len(space):
+            raise VerifyException(
+                f"'{self.name}' op has {len(plan.tiles)} loops tiles for a {len(space)}-d "
+                "iteration space"
+            )
+        for d, (t, e, kind) in enumerate(zip(plan.tiles, space, self.iterator_types, strict=True)):
+            whole = max(e, 1)
+            if kind is not IteratorType.PARALLEL and t != whole:
+                raise VerifyException(
+                    f"'{self.name}' op loops tile {t} along d{d} must be {whole}: the loops "
+                    f"run along a {kind} dim whole"
+                )
+            if not 1 <= t <= whole:
+                raise VerifyException(
+                    f"'{self.name}' op loops tile {t} along d{d} must be between 1 and {whole}"
+                )
+        for name, values in (("stored", plan.stored), ("blas", plan.blas)):
+            if any(v < 0 for v in values) or len(set(values)) != len(values):
+                raise VerifyException(
+                    f"'{self.name}' op loops {name} {list(values)} must be distinct "
+                    "non-negative numbers"
+                )
+
     def _verify_body(self) -> None:
         ops, yielded = self.body_ops()
         for op in ops:
@@ -482,6 +554,16 @@ class TileOp(GroupOp):
             raise VerifyException(
                 f"'{self.name}' op records scratch {self.scratch} but its plan needs [{shown}]"
             )
+
+
+class LoopsPlan(NamedTuple):
+    """The native loops' plan of a ``kernel.tile`` (see its ``loops`` clause)."""
+
+    tiles: tuple[int, ...]
+    stored: tuple[int, ...]
+    """Values kept in scratch: indices over the results of the loops' body ops."""
+    blas: tuple[int, ...]
+    """Positions among the loops' body ops of the matmuls BLAS computes."""
 
 
 def _buffer_key(b: Buffer) -> tuple[str, int]:

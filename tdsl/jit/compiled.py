@@ -232,7 +232,7 @@ class CompiledKernel:
     ``-t`` argument that prints, after ``pipeline``, the code that runs:
     ``source`` or the LLVM IR), ``ir`` (stage name -> IR text for
     ``"tensordsl"``, ``"fused"`` and ``"tiled"``, and for a native kernel
-    ``"loops"`` and ``"llvm"``, printed on first access),
+    ``"planned"`` (the tiled IR with the loops' plan), ``"loops"`` and ``"llvm"``, printed on first access),
     ``groups`` (:class:`GroupInfo` per fusion group), ``filename`` (the name the
     source was compiled under), :meth:`to_dot` (the fusion plan as a Graphviz
     graph), ``try_call`` (given a dict

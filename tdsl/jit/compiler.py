@@ -4,11 +4,11 @@ The frontend (``parse`` and ``lower``, as ``to_tensordsl`` does), then the
 passes of :func:`tdsl.pipeline.pipeline_spec` through xDSL's ``PassPipeline``
 (``tdsl-fuse`` and ``tdsl-tile``, the registered pass classes ``tdsl-opt -p``
 runs), then the NumPy target, whose Python source is exec'd, and, for the
-native target, :data:`NATIVE_PASSES` (``tdsl-lower-to-loops`` and
-``tdsl-convert-to-llvm``) and llvmlite; never printing and re-parsing.  Of a
+native target, :data:`NATIVE_PASSES` (``tdsl-plan-loops``, ``tdsl-lower-to-loops``
+and ``tdsl-convert-to-llvm``) and llvmlite; never printing and re-parsing.  Of a
 program, only the chosen kernel is compiled.  :func:`build_ir` takes IR text
 instead of the language: ``tensordsl`` IR, re-typed for given argument shapes
-(:func:`retyped_function`), or fused or tiled IR, and runs the passes that are
+(:func:`~tdsl.jit.ir_input.retyped_function`), or fused or tiled IR, and runs the passes that are
 left and the same targets.
 
 ``target="auto"`` (:func:`_choose`) compiles natively unless native code cannot
@@ -37,7 +37,7 @@ import gc
 import math
 import threading
 import warnings
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -49,7 +49,6 @@ from tdsl.errors import (
     TdslLoopsBudgetWarning,
     TdslNameError,
     TdslNativeError,
-    TdslTypeError,
     plural,
 )
 from tdsl.jit.cache import Request
@@ -77,7 +76,13 @@ if TYPE_CHECKING:
 COMPILE_LOCK = threading.RLock()
 """Serializes every compilation in the process."""
 
-NATIVE_PASSES = "tdsl-lower-to-loops,tdsl-convert-to-llvm{noalias=true}"
+PLAN_PASS = "tdsl-plan-loops"
+"""The pass recording the native loops' plan in tiled IR (the ``planned`` stage)."""
+
+LOWER_PASSES = "tdsl-lower-to-loops,tdsl-convert-to-llvm{noalias=true}"
+"""The passes from the planned stage to the llvm dialect."""
+
+NATIVE_PASSES = f"{PLAN_PASS},{LOWER_PASSES}"
 """The passes from the tiled stage to the llvm dialect, as ``tdsl-opt -p`` spells them."""
 
 NATIVE_TARGET_SPEC = "llvm"
@@ -397,10 +402,12 @@ def _choose(
         with warnings.catch_warnings(record=options.target == "auto") as caught:
             if caught is not None:  # whatever the caller's filters say
                 warnings.simplefilter("always", TdslLoopsBudgetWarning)
-            # decided before any native pass runs: the loops lowering's own plan
-            looped = loop_matmuls(modules["tiled"]) if options.target == "auto" else 0
+            # the loops' plan is recorded first; auto reads it before lowering
+            planned = _run_pipeline(PLAN_PASS, modules["tiled"].clone(), Context(), None)
+            looped = loop_matmuls(planned["planned"]) if options.target == "auto" else 0
+            native: dict[str, ModuleOp] = {}
             if not looped:
-                native = _run_pipeline(NATIVE_PASSES, modules["tiled"].clone(), Context(), None)
+                native = _run_pipeline(LOWER_PASSES, planned["planned"].clone(), Context(), None)
         over = [w.message for w in caught or () if isinstance(w.message, TdslLoopsBudgetWarning)]
         for w in caught or ():  # the others reach the caller as they were
             if not isinstance(w.message, TdslLoopsBudgetWarning):
@@ -433,11 +440,13 @@ def _choose(
                 f"(${NO_FALLBACK_VARIABLE} is set): {reason}"
             ) from err
         return _Native(reason=reason, host_specific=True)
+    modules["planned"] = planned["planned"]
     modules["loops"] = native["loops"]
     modules["llvm"] = native["llvm"]
     function = program.functions[name]
-    # inputs that come strided (x.T, x[:, ::2]) run in variants compiled for their strides
-    function.variants = StridedVariants(modules["tiled"], function)
+    # inputs that come strided (x.T, x[:, ::2]) run in variants compiled for their
+    # strides, by the recorded plan
+    function.variants = StridedVariants(modules["planned"], function)
     return _Native(function, None, program.llvm_ir, host_specific=True)
 
 
@@ -447,7 +456,7 @@ def build_ir(
     """Compile the one ``func.func`` of a module of IR given as text.
 
     The IR is ``tensordsl`` IR, or IR of a later stage of the pipeline
-    (:func:`input_stage`): fused (``kernel.fused`` groups), where only
+    (:func:`~tdsl.jit.ir_input.input_stage`): fused (``kernel.fused`` groups), where only
     ``tdsl-tile`` runs, or tiled (``kernel.tile`` groups), where no pass runs and
     every target runs the plan the IR records, edited by hand or not.
 
@@ -466,6 +475,7 @@ def build_ir(
 
     from tdsl.dialects.kernel import Kernel
     from tdsl.dialects.tensordsl import TensorDSL
+    from tdsl.jit.ir_input import input_stage, retyped_function
 
     ctx = Context()
     for dialect in (Builtin, Func, TensorDSL, Kernel):
@@ -508,78 +518,6 @@ def build_ir(
         )
 
 
-def input_stage(func_op: FuncOp) -> str:
-    """The stage of the pipeline ``func_op`` is at: ``tiled`` when its computing ops are
-    in ``kernel.tile`` groups, ``fused`` when some are in ``kernel.fused`` groups still
-    (``tdsl-tile`` tiles those), ``tensordsl`` when none is in a group.  Raises a
-    :class:`TdslIRError` for a function that mixes grouped and ungrouped computing ops."""
-    from xdsl.dialects.func import ReturnOp
-
-    from tdsl.dialects.kernel import FusedOp, TileOp
-    from tdsl.dialects.structured import constant_value
-
-    grouped = {FusedOp: 0, TileOp: 0}
-    loose: list[str] = []
-    for op in func_op.body.block.ops:
-        if isinstance(op, FusedOp | TileOp):
-            grouped[type(op)] += 1
-        elif not isinstance(op, ReturnOp) and constant_value(op) is None:
-            loose.append(op.name)
-    if not grouped[FusedOp] and not grouped[TileOp]:
-        return "tensordsl"
-    if loose:
-        raise TdslIRError(
-            f"@{func_op.sym_name.data} has ops in kernel groups and '{loose[0]}' outside "
-            "them: give tensordsl IR (no groups), or IR that tdsl-fuse grouped"
-        )
-    return "fused" if grouped[FusedOp] else "tiled"
-
-
-def retyped_function(func_op: FuncOp, shapes: Sequence[tuple[int, ...]]) -> FuncOp:
-    """A copy of ``func_op`` for arguments of ``shapes``, each op re-typed by its own type
-    inference (constants are copied as they are).  Raises a :class:`TdslTypeError` for
-    shapes an op does not accept."""
-    from xdsl.dialects.builtin import TensorType
-    from xdsl.dialects.func import FuncOp, ReturnOp
-    from xdsl.ir import Block, Region, SSAValue
-
-    from tdsl.dialects.structured import constant_value, element_type
-    from tdsl.transforms.iteration_space import require_structured
-
-    inputs = func_op.function_type.inputs.data
-    if len(shapes) != len(inputs):
-        raise TdslTypeError(
-            f"{len(shapes)} shape(s) for the {len(inputs)} argument(s) of @{func_op.sym_name.data}"
-        )
-    block = Block(
-        arg_types=[
-            TensorType(element_type(t), shape) for t, shape in zip(inputs, shapes, strict=True)
-        ]
-    )
-    mapping: dict[SSAValue, SSAValue] = {}
-    for old, new in zip(func_op.args, block.args, strict=True):
-        new.name_hint = old.name_hint
-        mapping[old] = new
-    returned: list[SSAValue] = []
-    for op in func_op.body.block.ops:
-        if isinstance(op, ReturnOp):
-            returned = [mapping[v] for v in op.operands]
-            block.add_op(ReturnOp(*returned))
-            break
-        if constant_value(op) is not None:
-            new_op = op.clone()
-        else:
-            new_op = require_structured(op).retyped([mapping[v] for v in op.operands])
-        block.add_op(new_op)
-        for old, new in zip(op.results, new_op.results, strict=True):
-            mapping[old] = new
-    return FuncOp(
-        func_op.sym_name.data,
-        ([a.type for a in block.args], [v.type for v in returned]),
-        Region(block),
-    )
-
-
 def _is_weak(name: str, dtypes: object) -> bool:
     """Whether ``dtypes`` (normalized) declares expression input ``name`` a weak scalar."""
     from tdsl.frontend.ir_gen import WEAK, WEAK_INT
@@ -591,9 +529,10 @@ def _is_weak(name: str, dtypes: object) -> bool:
 __all__ = [
     "AUTO_MIN_ELEMENTS",
     "COMPILE_LOCK",
+    "LOWER_PASSES",
     "NATIVE_PASSES",
     "NATIVE_TARGET_SPEC",
+    "PLAN_PASS",
     "build",
     "build_ir",
-    "retyped_function",
 ]

@@ -151,9 +151,10 @@ def load_kernel(data: Mapping[str, Any], code: bytes, options: JitOptions) -> Co
         from tdsl.runtime.native import StridedVariants
 
         function = _native_function(data["native"], code, options.threads)
-        if "tiled" in modules:
-            # strided inputs run in variants compiled from the stored tiled IR
-            function.variants = StridedVariants(lambda: modules.module("tiled"), function)
+        stage = "planned" if "planned" in modules else "tiled"
+        if stage in modules:
+            # strided inputs run in variants compiled from the stored IR, by its loops plan
+            function.variants = StridedVariants(lambda: modules.module(stage), function)
     elif target == "numpy":
         from tdsl.backend.numpy.load import load_numpy
 

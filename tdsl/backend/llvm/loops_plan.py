@@ -14,6 +14,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from tdsl.backend.llvm.loops_choices import blas_output, output_staging
 from tdsl.backend.llvm.loops_common import (
     BLOCK,
     PACK_BYTES,
@@ -21,8 +22,6 @@ from tdsl.backend.llvm.loops_common import (
     RECOMPUTE_LIMIT,
     SPLIT_TILES,
     Storage,
-    _dim_set,
-    _holds_exactly,
     _is_contraction,
     _is_reduction,
     _is_scan,
@@ -32,6 +31,7 @@ from tdsl.backend.llvm.loops_common import (
 )
 from tdsl.dialects.kernel import TileOp
 from tdsl.dialects.kernel_plan import Dims, GroupBody, carried_dims, carry_dims, propagate_dims
+from tdsl.dialects.kernel_tile import LoopsPlan
 from tdsl.dialects.structured import (
     IteratorType,
     Scan,
@@ -42,7 +42,7 @@ from tdsl.dialects.structured import (
     reduction_of,
     tensor_shape,
 )
-from tdsl.errors import TdslLoopsBudgetWarning
+from tdsl.errors import TdslIRError, TdslLoopsBudgetWarning
 from tdsl.transforms.locations import op_location
 from tdsl.transforms.tile import decomposed_copy
 
@@ -113,27 +113,22 @@ class _GroupPlan:
         self.keep_long_chains = True
         """Whether values long chains would compute again are stored (see
         :meth:`_keep_long_chains`); not where their rows do not fit the tile's scratch."""
-        self._plan()
-        # the scratch of one tile stays within what the tile op records (the NumPy
-        # target's plan under the budget): halve the parallel tile that cuts the scratch
-        # most (the outermost of equals), until it fits or every one is 1
+        self.recorded = tile.loops_plan
+        """The plan ``tdsl-plan-loops`` recorded in the tile op, run as it is (None:
+        planned here, see :meth:`record`)."""
         limit = tile.scratch_value
-        scratch = self._fit(tiles, limit)
-        if scratch > limit and self.kept:
-            # over the limit with stored rows: without them (computed again: more code,
-            # less memory), unless the scratch is over it anyway (many accumulators) and
-            # the rows at most double it
-            kept_tiles = self.tiles
-            self.keep_long_chains = False
-            self.tiles = tuple(tiles)
+        if self.recorded is not None:
+            self.tiles = tuple(self.recorded.tiles)
             self._plan()
-            without = self._fit(tiles, limit)
-            if without > limit and scratch <= 2 * without:
-                self.keep_long_chains = True
-                self.tiles = kept_tiles
-                self._plan()
+        else:
+            self._plan()
+            self._choose_tiles(tiles, limit)
         scratch = self._scratch_elements()
-        if scratch > limit and scratch > self._scratch_at(tile.tiles_value):
+        if (
+            self.recorded is None
+            and scratch > limit
+            and scratch > self._scratch_at(tile.tiles_value)
+        ):
             # the loops still need more than the plan, because they take scan and
             # reduction dims whole where the plan cuts them to fit the budget (a value
             # they store spans such a dim; small differences of the two scratch models,
@@ -151,6 +146,39 @@ class _GroupPlan:
                 stacklevel=2,
             )
         self.tiled = [d for d in range(body.rank) if self.tiles[d] < self.extents[d]]
+
+    def _choose_tiles(self, tiles: Sequence[int], limit: int) -> None:
+        """Fit the parallel tiles (from ``tiles``) to the scratch the tile op records."""
+        # the scratch of one tile stays within what the tile op records (the NumPy
+        # target's plan under the budget): halve the parallel tile that cuts the scratch
+        # most (the outermost of equals), until it fits or every one is 1
+        scratch = self._fit(tiles, limit)
+        if scratch > limit and self.kept:
+            # over the limit with stored rows: without them (computed again: more code,
+            # less memory), unless the scratch is over it anyway (many accumulators) and
+            # the rows at most double it
+            kept_tiles = self.tiles
+            self.keep_long_chains = False
+            self.tiles = tuple(tiles)
+            self._plan()
+            without = self._fit(tiles, limit)
+            if without > limit and scratch <= 2 * without:
+                self.keep_long_chains = True
+                self.tiles = kept_tiles
+                self._plan()
+
+    def record(self) -> LoopsPlan:
+        """This plan as the tile op records it (see :class:`~tdsl.dialects.kernel.TileOp`)."""
+        values = {v: i for i, v in enumerate(self._values())}
+        return LoopsPlan(
+            self.tiles,
+            tuple(values[v] for v in self.stored),
+            tuple(sorted(self.body.position[op] for op in self.blas)),
+        )
+
+    def _values(self) -> list[SSAValue]:
+        """The values the recorded plan numbers: the results of the body's ops, in order."""
+        return [r for op in self.body.ops for r in op.results]
 
     def _fit(self, tiles: Sequence[int], limit: int) -> int:
         """Halve parallel tiles (from ``tiles``) until the scratch is within ``limit`` or
@@ -182,8 +210,10 @@ class _GroupPlan:
 
     def _plan(self) -> None:
         body = self.body
-        for op in body.ops:
-            k = self._blas_output(op)
+        if self.recorded is not None:
+            self.blas = self._recorded_blas(self.recorded.blas)
+        for op in body.ops if self.recorded is None else ():
+            k = blas_output(self.body, op)
             if k is not None and k not in self.blas.values():
                 self.blas[op] = k
         # a reduction yielded as it is (no finalization, same dtype) accumulates in its output
@@ -228,6 +258,7 @@ class _GroupPlan:
                 for r in self._sweep_readers(v)
             ):
                 self.stored.append(v)
+        needed = list(self.stored)
         for op in body.ops:
             level = 0
             for v in op.operands:
@@ -237,7 +268,10 @@ class _GroupPlan:
                 ready = 1 if _is_reduction(p) or v in self.stored else 0
                 level = max(level, self.level[p] + ready)
             self.level[op] = level
-        self._keep_long_chains()
+        if self.recorded is not None:
+            self._recorded_stored(self.recorded.stored, needed)
+        else:
+            self._keep_long_chains()
         self.slots, self.slot_values = self._slots()
         """Per stored value, its scratch slot (values whose reads are over share one)."""
         # a scan whose axis has extent 1 is in no space dim: each element is its own
@@ -252,8 +286,52 @@ class _GroupPlan:
         self.packed = self._packed()
         """Strided inputs read in blocks through a buffer (see :meth:`_packed`): to the
         dim they lie contiguous along, and the dim the loops run innermost."""
-        self.staged = self._staged() if self.hoistable() else {}
+        self.staged = output_staging(self) if self.hoistable() else {}
         """Values staged in an output slice (see :meth:`_staged`), to that output."""
+
+    def _recorded_blas(self, positions: Sequence[int]) -> dict[Operation, int]:
+        """The matmuls the recorded plan gives BLAS, to their outputs; a located error
+        for a position that is no such matmul."""
+        ops = self.body.ops
+        blas: dict[Operation, int] = {}
+        for i in positions:
+            k = blas_output(self.body, ops[i]) if 0 <= i < len(ops) else None
+            if k is None or k in blas.values():
+                raise TdslIRError(
+                    f"the loops plan gives BLAS op {i} of the group, which is "
+                    + ("not in its body" if not 0 <= i < len(ops) else f"'{ops[i].name}'")
+                    + ": BLAS computes only a 2-D f32 or f64 matmul of group inputs whose "
+                    "result one output's element-wise chain alone reads",
+                    op=self.tile,
+                )
+            blas[ops[i]] = k
+        return blas
+
+    def _recorded_stored(self, numbers: Sequence[int], needed: Sequence[SSAValue]) -> None:
+        """Store the values the recorded plan numbers, in its order; a located error for a
+        number that is no value, or a plan without one the loops need stored."""
+        values = self._values()
+        for i in numbers:
+            if not 0 <= i < len(values):
+                raise TdslIRError(
+                    f"the loops plan stores value {i}, and the group's ops compute "
+                    f"{len(values)} values (numbered from 0)",
+                    op=self.tile,
+                )
+        chosen = [values[i] for i in numbers]
+        missing = [v for v in needed if v not in chosen]
+        if missing:
+            index = values.index(missing[0])
+            producer = self.body.producer(missing[0])
+            raise TdslIRError(
+                f"the loops plan does not store value {index} "
+                f"('{producer.name if producer else '?'}'), "
+                "which the loops need stored (a matmul's computed operand, a staged value, "
+                f"or a scan read along more dims than its own): add {index} to `stored`",
+                op=self.tile,
+            )
+        self.stored = chosen
+        self.kept = [v for v in chosen if v not in needed]
 
     def _sweep_readers(self, value: SSAValue) -> list[Operation]:
         """The ops of the body that read ``value`` directly or through element-wise
@@ -344,113 +422,6 @@ class _GroupPlan:
                 last_read[index] = max(last, last_read[index])
             slots[v] = index
         return slots, firsts
-
-    def _staged(self) -> dict[SSAValue, int]:
-        """Element-wise values that a reduction reads in the sweep that computes them and
-        that an output's element-wise chain reads in a later sweep (softmax's
-        ``exp(x - max)``: summed, then divided by the sum): the first sweep also stores
-        each in its output's slice, and the later one reads it back instead of computing
-        it again.  Only where the sweeps of a row share hoisted loops (the row is still in
-        cache), and only when nothing but that chain reads the value after its sweep.
-        The output's element type must hold the value's exactly: the same, or a wider
-        float (an f32 ``exp`` in an f64 result is stored widened and read back
-        narrowed, which gives the same f32)."""
-        body = self.body
-        staged: dict[SSAValue, int] = {}
-        for p in body.ops:
-            if _is_reduction(p) or p in self.blas or len(p.results) != 1:
-                continue
-            v = p.results[0]
-            if v in self.stored:
-                continue
-            level = self.level[p]
-            readers = [u.operation for u in v.uses if u.operation in body.members]
-            if not any(_is_reduction(r) and self.level[r] == level for r in readers):
-                continue
-            point = _dim_set(body.dims[v])
-            chain: set[SSAValue] = set()
-            frontier = [v]
-            ok = True
-            while frontier and ok:
-                w = frontier.pop()
-                if w in chain:
-                    continue
-                chain.add(w)
-                for use in w.uses:
-                    user = use.operation
-                    if user not in body.members:
-                        continue
-                    if _is_reduction(user):
-                        # only v itself, and only in its own sweep
-                        ok = w is v and self.level[user] == level
-                    elif len(user.results) != 1 or _dim_set(body.dims[user.results[0]]) != point:
-                        ok = False
-                    else:
-                        frontier.append(user.results[0])
-                    if not ok:
-                        break
-            if not ok:
-                continue
-            outputs = [k for k, w in enumerate(body.outputs) if w in chain]
-            if len(outputs) != 1:
-                continue
-            k = outputs[0]
-            q = body.producer(body.outputs[k])
-            if (
-                q is None
-                or q is p
-                or self.level[q] <= level
-                or body.outputs.count(body.outputs[k]) != 1
-                or body.output_dims[k] != body.dims[v]
-                or not _holds_exactly(element_type(body.outputs[k]), element_type(v))
-                or k in self.blas.values()
-                or k in self.in_output.values()
-                or k in staged.values()
-            ):
-                continue
-            staged[v] = k
-        return staged
-
-    def _blas_output(self, op: Operation) -> int | None:
-        """The output a 2-D matmul on group inputs may write with BLAS, if any: the one
-        output whose element-wise chain alone reads it, point by point, and that holds
-        the matmul's element type."""
-        if not _is_contraction(op):
-            return None
-        body = self.body
-        a, b = op.operands
-        if len(tensor_shape(a)) != 2 or len(tensor_shape(b)) != 2:
-            return None
-        if body.producer(a) is not None or body.producer(b) is not None:
-            return None
-        if str(element_type(op.results[0])) not in ("f32", "f64"):
-            return None
-        result = op.results[0]
-        point = _dim_set(body.dims[result])
-        seen: set[SSAValue] = set()
-        frontier = [result]
-        while frontier:
-            v = frontier.pop()
-            if v in seen:
-                continue
-            seen.add(v)
-            if _dim_set(body.dims[v]) != point:
-                return None  # read along other dims (broadcast, reduced): not in place
-            for use in v.uses:
-                user = use.operation
-                if user not in body.members:
-                    continue
-                if _is_reduction(user) or len(user.results) != 1:
-                    return None
-                frontier.append(user.results[0])
-        outputs = [k for k, v in enumerate(body.outputs) if v in seen]
-        if (
-            len(outputs) != 1
-            or body.output_dims[outputs[0]] != body.dims[result]
-            or element_type(body.outputs[outputs[0]]) != element_type(result)
-        ):
-            return None  # (an f32 matmul whose chain is cast to an f64 output: not in place)
-        return outputs[0]
 
     # -- storage ------------------------------------------------------------------
 

@@ -41,7 +41,10 @@ computed again, unless that would compute more than :data:`RECOMPUTE_LIMIT` ops
 again (a long chain with a reduction every few ops): such a value is stored in
 scratch by the sweep that computes it (see ``_Group._keep_long_chains``), so
 neither the code nor the work grows with the square of the program's length;
-so is every value the ``kernel.tile`` records as ``staged``.
+so is every value the ``kernel.tile`` records as ``staged``.  These choices (the
+loops' tiles, the values stored, the matmuls BLAS computes) are the plan
+``tdsl-plan-loops`` records in each ``kernel.tile`` (:mod:`tdsl.backend.llvm.plan_loops`);
+this pass runs a recorded plan as it is, and plans the groups that have none first.
 A loop nest is one *sweep* over the elements:
 
 * a reduction accumulates into its accumulator (a ``scratch`` memref of one
@@ -146,6 +149,7 @@ from tdsl.backend.llvm.loops_patterns import (
     Lowering,
     ReturnToCopies,
 )
+from tdsl.backend.llvm.plan_loops import plan_loops
 from tdsl.dialects.kernel import FusedOp, TileOp
 from tdsl.dialects.op_interfaces import StridedView, row_major_strides
 from tdsl.dialects.structured import constant_value, tensor_shape
@@ -294,6 +298,7 @@ def lower_to_loops(
     IR it parses.)"""
     from xdsl.utils.exceptions import VerifyException
 
+    plan_loops(module)  # the groups without a recorded plan (tdsl-plan-loops) get one
     lowering = Lowering({k: list(v) for k, v in (strides or {}).items()})
     patterns: list[RewritePattern] = [FunctionToMemrefs(lowering)]
     patterns += [p(lowering) for p in OP_PATTERNS]
@@ -316,8 +321,8 @@ def lower_to_loops(
 
 def loop_matmuls(module: ModuleOp) -> int:
     """How many matmuls of the tiled ``module`` :func:`lower_to_loops` would compute
-    with loops (row-major inputs), not with a BLAS call: its plan of each group,
-    without building any loops."""
+    with loops (row-major inputs), not with a BLAS call: the plan each group records
+    (``tdsl-plan-loops``; planned here where none is), without building any loops."""
     count = 0
     for op in module.walk():
         if isinstance(op, TileOp):

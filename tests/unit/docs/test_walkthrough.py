@@ -50,6 +50,7 @@ PAGES = (
     "docs/from-numpy.md",
     "docs/index.md",
     "docs/language.md",
+    "docs/native.md",
     "docs/tools.md",
     "docs/walkthrough.md",
 )

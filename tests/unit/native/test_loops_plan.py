@@ -1,0 +1,247 @@
+"""The native loops' plan is recorded in each ``kernel.tile`` (``tdsl-plan-loops``), and
+``tdsl-lower-to-loops`` runs it as recorded: an edit of its tiles, of its stored values
+or of its BLAS calls changes the loops, the values stay NumPy's, and a plan the loops
+cannot run is a located error.
+
+The tiled IR below is what ``tdsl-tile`` records for ``e - max(e)`` with ``e = exp(x)``
+on 16x300 rows cut into tiles of 100 (the NumPy target's plan), and
+``relu(x @ w) + v`` whose matmul BLAS computes."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("llvmlite")
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import Builtin, ModuleOp
+from xdsl.dialects.func import Func
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import VerifyException
+
+from tdsl import JITTensorKernel
+from tdsl.backend.llvm.plan_loops import plan_loops
+from tdsl.dialects.kernel import Kernel
+from tdsl.dialects.tensordsl import TensorDSL
+from tdsl.errors import TdslIRError
+from tdsl.runtime.compile import native_unavailable_reason
+
+pytestmark = pytest.mark.skipif(
+    native_unavailable_reason() is not None, reason=str(native_unavailable_reason())
+)
+
+ROWS = """\
+func.func @main(%x: tensor<16x300xf64>) -> tensor<16x300xf64> {
+  %0 = kernel.tile(%x) group "g0" space [16, 300] iterators ["parallel", "reduction"] tiles [8, 100] scratch [memref<8xf64>, memref<800xf64>, memref<8xf64>] sweeps [1, 1, 3]
+    ins [affine_map<(d0, d1) -> (d0, d1)>]
+    outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<16x300xf64>) -> tensor<16x300xf64> {
+  ^bb0(%x1: tensor<8x100xf64>):
+    %1 = tensordsl.exp %x1 : tensor<8x100xf64>
+    %2 = tensordsl.max %1 axis = 1 keepdims : tensor<8x100xf64> -> tensor<8x1xf64>
+    %3 = tensordsl.sub %1, %2 : (tensor<8x100xf64>, tensor<8x1xf64>) -> tensor<8x100xf64>
+    kernel.yield %3 : tensor<8x100xf64>
+  }
+  func.return %0 : tensor<16x300xf64>
+}
+"""
+
+MATMUL = """\
+func.func @main(%x: tensor<256x48xf32>, %w: tensor<48x64xf32>, %v: tensor<256x64xf32>) -> tensor<256x64xf32> {
+  %0 = kernel.tile(%x, %w, %v) group "g0" space [256, 64, 48] iterators ["parallel", "parallel", "reduction"] tiles [256, 64, 48] scratch [] sweeps [0, 0, 0]
+    ins [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>]
+    outs [affine_map<(d0, d1, d2) -> (d0, d1)>] : (tensor<256x48xf32>, tensor<48x64xf32>, tensor<256x64xf32>) -> tensor<256x64xf32> {
+  ^bb0(%x1: tensor<256x48xf32>, %w1: tensor<48x64xf32>, %v1: tensor<256x64xf32>):
+    %1 = tensordsl.matmul %x1, %w1 : (tensor<256x48xf32>, tensor<48x64xf32>) -> tensor<256x64xf32>
+    %2 = tensordsl.relu %1 : tensor<256x64xf32>
+    %3 = tensordsl.add %2, %v1 : (tensor<256x64xf32>, tensor<256x64xf32>) -> tensor<256x64xf32>
+    kernel.yield %3 : tensor<256x64xf32>
+  }
+  func.return %0 : tensor<256x64xf32>
+}
+"""
+
+COMPUTED_OPERAND = """\
+func.func @main(%x: tensor<32x16xf32>, %w: tensor<16x8xf32>) -> tensor<32x8xf32> {
+  %0 = kernel.tile(%x, %w) group "g0" space [32, 8, 16] iterators ["parallel", "parallel", "reduction"] tiles [32, 8, 16] scratch [memref<512xf32>] sweeps [0, 0]
+    ins [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>]
+    outs [affine_map<(d0, d1, d2) -> (d0, d1)>] : (tensor<32x16xf32>, tensor<16x8xf32>) -> tensor<32x8xf32> {
+  ^bb0(%x1: tensor<32x16xf32>, %w1: tensor<16x8xf32>):
+    %1 = tensordsl.relu %x1 : tensor<32x16xf32>
+    %2 = tensordsl.matmul %1, %w1 : (tensor<32x16xf32>, tensor<16x8xf32>) -> tensor<32x8xf32>
+    kernel.yield %2 : tensor<32x8xf32>
+  }
+  func.return %0 : tensor<32x8xf32>
+}
+"""
+"""``relu(x) @ w``: the loops keep ``relu(x)`` in scratch for the matmul's loops."""
+
+Array = np.ndarray[Any, Any]
+
+
+def parse(text: str, verify: bool = True) -> ModuleOp:
+    ctx = Context()
+    for dialect in (Builtin, Func, TensorDSL, Kernel):
+        ctx.load_dialect(dialect)
+    module = Parser(ctx, text, "plan.mlir").parse_module()
+    if verify:
+        module.verify()
+    return module
+
+
+def planned(text: str) -> str:
+    """``text`` with the loops' plan ``tdsl-plan-loops`` records."""
+    module = parse(text)
+    plan_loops(module)
+    module.verify()
+    return str(module)
+
+
+def edit(text: str, old: str, new: str) -> str:
+    assert text.count(old) == 1, old
+    return text.replace(old, new)
+
+
+def rows_data() -> tuple[Array, Array]:
+    x = np.random.default_rng(0).uniform(-3, 3, (16, 300))
+    e = np.exp(x)
+    return x, e - e.max(axis=1, keepdims=True)
+
+
+def matmul_data() -> tuple[dict[str, Array], Array]:
+    rng = np.random.default_rng(1)
+    x, w, v = (rng.standard_normal(s).astype(np.float32) for s in [(256, 48), (48, 64), (256, 64)])
+    return {"x": x, "w": w, "v": v}, np.maximum(x @ w, 0) + v
+
+
+def group_scratch(loops: str) -> list[str]:
+    """The scratch memrefs of the group function of ``ROWS``' loops IR ``loops``: its
+    arguments after ``lo``, ``hi``, the input and the output."""
+    signature = re.search(r"func\.func @main_g0\((.*?)\)", loops)
+    assert signature is not None, loops
+    return re.findall(r"memref<[0-9x]+xf64>", signature.group(1))[2:]
+
+
+def test_the_plan_is_recorded_prints_parses_back_and_is_what_the_jit_runs() -> None:
+    text = planned(ROWS)
+    assert "loops tiles [1, 300] stored [] blas []" in text
+    assert str(parse(text)) == text
+    generic = parse(text)
+    from io import StringIO
+
+    from xdsl.printer import Printer
+
+    out = StringIO()
+    Printer(stream=out, print_generic_format=True).print_op(generic)
+    assert str(parse(out.getvalue())) == text
+    kernel = JITTensorKernel(target="native").compile_ir(ROWS)
+    assert kernel.ir["planned"] == text.rstrip("\n") or kernel.ir["planned"] == text
+    # a recorded plan is kept: planning planned IR again changes nothing
+    assert planned(text) == text
+    assert "loops tiles [4, 64, 48] stored [] blas [0]" in planned(MATMUL)
+
+
+def test_edited_loops_tiles_and_stored_values_are_what_the_loops_run() -> None:
+    x, want = rows_data()
+    text = planned(ROWS)
+    default = JITTensorKernel(target="native").compile_ir(text)
+    np.testing.assert_allclose(default(x), want, rtol=1e-13)
+    assert group_scratch(default.ir["loops"]) == ["memref<1x1xf64>"]  # the max's accumulator
+    # four rows per tile, and exp kept in scratch for the subtraction's sweep
+    edited = edit(text, "loops tiles [1, 300] stored []", "loops tiles [4, 300] stored [0]")
+    kernel = JITTensorKernel(target="native").compile_ir(edited)
+    assert "loops tiles [4, 300] stored [0]" in kernel.ir["planned"]
+    np.testing.assert_allclose(kernel(x), want, rtol=1e-13)
+    assert group_scratch(kernel.ir["loops"]) == ["memref<4x1xf64>", "memref<4x300xf64>"]
+
+
+def test_a_matmul_taken_from_blas_runs_as_loops() -> None:
+    args, want = matmul_data()
+    text = planned(MATMUL)
+    blas = JITTensorKernel(target="native").compile_ir(text)
+    assert "tdsl_matmul_" in blas.ir["loops"]
+    np.testing.assert_allclose(blas(**args), want, rtol=1e-5, atol=1e-5)
+    loops = JITTensorKernel(target="native").compile_ir(edit(text, "blas [0]", "blas []"))
+    assert "tdsl_matmul_" not in loops.ir["loops"]
+    np.testing.assert_allclose(loops(**args), want, rtol=1e-5, atol=1e-5)
+    # auto reads the recorded plan: a matmul in loops is the numpy target's to run
+    auto = JITTensorKernel(target="auto").compile_ir(edit(text, "blas [0]", "blas []"))
+    assert auto.target == "numpy" and "would run as compiled loops" in str(auto.target_reason)
+
+
+@pytest.mark.parametrize(
+    ("text", "old", "new", "message"),
+    [
+        (
+            ROWS,
+            "stored []",
+            "stored [7]",
+            "the loops plan stores value 7, and the group's ops compute 3 values",
+        ),
+        (
+            COMPUTED_OPERAND,
+            "stored [0]",
+            "stored []",
+            "the loops plan does not store value 0 ('tensordsl.relu'), which the loops need "
+            "stored (a matmul's computed operand",
+        ),
+        (
+            MATMUL,
+            "blas [0]",
+            "blas [1]",
+            "the loops plan gives BLAS op 1 of the group, which is 'tensordsl.relu'",
+        ),
+    ],
+)
+def test_a_plan_the_loops_cannot_run_is_a_located_error(
+    text: str, old: str, new: str, message: str
+) -> None:
+    edited = edit(planned(text), old, new)
+    with pytest.raises(TdslIRError) as info:
+        JITTensorKernel(target="native").compile_ir(edited)
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("loops tiles [1, 300]", "loops tiles [1, 100]", "loops tile 100 along d1 must be 300"),
+        ("loops tiles [1, 300]", "loops tiles [17, 300]", "must be between 1 and 16"),
+        ("loops tiles [1, 300]", "loops tiles [1]", "1 loops tiles for a 2-d iteration space"),
+        ("stored []", "stored [0, 0]", "loops stored [0, 0] must be distinct"),
+    ],
+)
+def test_an_inconsistent_loops_plan_is_refused_by_the_verifier(
+    old: str, new: str, message: str
+) -> None:
+    module = parse(edit(planned(ROWS), old, new), verify=False)
+    with pytest.raises(VerifyException, match=re.escape(message)):
+        module.verify()
+
+
+def test_tdsl_opt_prints_the_plan_and_locates_a_bad_edit(tmp_path: Path) -> None:
+    path = tmp_path / "rows.mlir"
+    path.write_text(ROWS)
+    done = subprocess.run(
+        [sys.executable, "-m", "tdsl.tools.tdsl_opt", str(path), "-p", "tdsl-plan-loops"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "loops tiles [1, 300] stored [] blas []" in done.stdout
+    path.write_text(edit(planned(ROWS), "loops tiles [1, 300]", "loops tiles [1, 100]"))
+    done = subprocess.run(
+        [sys.executable, "-m", "tdsl.tools.tdsl_opt", str(path), "-p", "tdsl-lower-to-loops"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert f"{path}:3:" in done.stderr and "must be 300" in done.stderr
