@@ -303,11 +303,13 @@ def test_function_suggests_trace_for_python() -> None:
     assert "@tdsl.trace" in (caught.value.note or "")
 
 
-def test_gpt2_at_full_size_matches_numpy(jit_target: str) -> None:
-    """picoGPT's forward pass at E=768, 12 heads, 2 layers, 4096 words, 64 tokens
-    (examples/gpt2_numpy.py), on each target: NumPy's dtype, its logits within 1e-3 of
-    their scale, its greedy next tokens at 98% of positions or more."""
-    params = random_params(4096, 1024, 768, 2)
+def test_gpt2_matches_numpy(jit_target: str) -> None:
+    """picoGPT's forward pass (examples/gpt2_numpy.py) at E=768, 12 heads, 4096 words,
+    64 tokens, with 2 layers on the numpy target and 1 natively (the native compile
+    takes about 4 s a layer here: ``python examples/gpt2_numpy.py --target native``
+    runs both layers), on each target: NumPy's dtype, its logits within 1e-3 of their
+    scale, its greedy next tokens at 98% of positions or more."""
+    params = random_params(4096, 1024, 768, 2 if jit_target == "numpy" else 1)
     inputs = np.random.default_rng(1).integers(0, 4096, 64)
     forward = tdsl.trace(gpt2, static_argnames="n_head", memory_budget=1 << 25)
     got = forward(inputs, **params, n_head=12)
