@@ -434,7 +434,7 @@ class Generator:
             operand = (*shape[:axis], shape[axis] * count + extra, *shape[axis + 1 :])
             pick = self.draw(st.integers(extra, count - 1))  # the parts of `shape`
             return f"{name}({self.float(operand, depth)}, {count}, axis={axis})[{pick}]"
-        if name == "stack" and shape[axis] <= 3:
+        if name == "stack" and 1 <= shape[axis] <= 3:  # (NumPy stacks at least one)
             part = (*shape[:axis], *shape[axis + 1 :])
             items = [self.float(part, depth) for _ in range(shape[axis])]
             return f"stack(({', '.join(items)},), axis={axis - rank if self.draw(st.booleans()) else axis})"
