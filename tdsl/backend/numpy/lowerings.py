@@ -329,18 +329,30 @@ def _extremum(
 
 @register(td.DivOp)
 def _divide(op: td.DivOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
+    # NumPy's quotients, bit for bit: a multiplication by the reciprocal only where that
+    # is exact (a constant divisor of powers of two whose reciprocals are finite)
     (a, b), (out,) = args, results
-    if not op.by_reciprocal(b.shape, out.shape):
-        g.ufunc("divide", a, b, out=out)
-        return
     value = g.constant_value(b)
-    if value is not None:
-        with np.errstate(divide="ignore"):
-            r = g.constant(np.reciprocal(value))
+    if value is not None and _exact_reciprocal(value):
+        g.ufunc("multiply", a, g.constant(np.reciprocal(value)), out=out)
     else:
-        r = g.workspace(0)
-        g.ufunc("reciprocal", b, out=r, note="divide by a broadcast operand: its reciprocal")
-    g.ufunc("multiply", a, r, out=out)
+        g.ufunc("divide", a, b, out=out)
+
+
+def _exact_reciprocal(value: np.ndarray[Any, Any]) -> bool:
+    """Whether every element of the float array ``value`` has an exact, finite reciprocal
+    (``x * (1 / d)`` is then ``x / d`` rounded once, for every ``x``)."""
+    if value.dtype.kind != "f" or value.size == 0:
+        return False
+    with np.errstate(all="ignore"):
+        r = np.reciprocal(value)
+        mantissa, _ = np.frexp(value)
+        return bool(
+            np.all(np.isfinite(r))
+            and np.all(r != 0)
+            and np.all(np.abs(mantissa) == 0.5)
+            and np.all(np.reciprocal(r) == value)
+        )
 
 
 @register(td.SigmoidOp)

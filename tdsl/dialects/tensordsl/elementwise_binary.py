@@ -25,13 +25,11 @@ from tdsl.dialects.structured import (
     BOOL,
     BinaryOp,
     ScalarOpBuilder,
-    Workspace,
     cmpi,
     element_type,
     int_op,
     is_int,
     is_unsigned,
-    numpy_dtype,
     scalar_constant,
     tensor_shape,
 )
@@ -113,23 +111,6 @@ class DivOp(BinaryOp, HasCanonicalizationPatternsInterface):
     OPERATOR: ClassVar[str | None] = "/"
     NUMPY_UFUNC: ClassVar[str | None] = "divide"
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = arith.DivfOp
-
-    @staticmethod
-    def by_reciprocal(divisor: Sequence[int], result: Sequence[int]) -> bool:
-        """Whether the numpy target divides by a broadcast operand as a multiplication by
-        its reciprocal (faster), which needs a workspace for the reciprocal."""
-        size = math.prod(result)
-        return math.prod(divisor) < size and size >= RECIPROCAL_MIN_SIZE
-
-    def numpy_workspace(
-        self,
-        operand_shapes: Sequence[tuple[int, ...]],
-        result_shapes: Sequence[tuple[int, ...]],
-        constant_operands: Sequence[bool],
-    ) -> tuple[Workspace, ...]:
-        if constant_operands[1] or not self.by_reciprocal(operand_shapes[1], result_shapes[0]):
-            return ()
-        return ((operand_shapes[1], numpy_dtype(self.result.type)),)
 
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:

@@ -47,15 +47,13 @@ func.func @soft(%x: tensor<4x8xf64>) -> tensor<4x8xf64> {
   func.return %0 : tensor<4x8xf64>
 }
 
-// sum(a * b, axis=1) is one einsum; on large arrays (here 256x128) a division
-// by a broadcast operand is a multiplication by its reciprocal (the divide's
-// workspace).
+// sum(a * b, axis=1) is one einsum; a division by a broadcast operand is a
+// division (NumPy's quotients, bit for bit), and a division by a constant whose
+// reciprocal is exact (here 1) a multiplication by it.
 // CHECK-LABEL: def rows(a, b, *, out=None):
 // CHECK:           # sum(a * b) along the last axis as one einsum
 // CHECK-NEXT:      np.einsum("ab,ab->a", a, b, out=t0_0f[..., 0])
-// CHECK-NEXT:      # divide by a broadcast operand: its reciprocal
-// CHECK-NEXT:      np.reciprocal(t0_0f, out=t1_1f)
-// CHECK-NEXT:      np.multiply(a, t1_1f, out=[[R:v[0-9]+]])
+// CHECK-NEXT:      np.divide(a, t0_0f, out=[[R:v[0-9]+]])
 // CHECK-NEXT:      np.multiply([[R]], [[ONE]], out=[[R]])
 func.func @rows(%a: tensor<256x128xf64>, %b: tensor<256x128xf64>) -> tensor<256x128xf64> {
   %one = tensordsl.constant dense<1.000000e+00> : tensor<f64>

@@ -26,7 +26,6 @@ from xdsl.ir import SSAValue
 
 from tdsl.backend.numpy.target import emit_numpy
 from tdsl.dialects import tensordsl as td
-from tdsl.dialects.tensordsl import RECIPROCAL_MIN_SIZE
 
 UNARY: list[tuple[type[td.UnaryOp], Callable[[np.ndarray], np.ndarray], float]] = [
     (td.ReluOp, lambda x: np.maximum(x, 0), -2),
@@ -111,9 +110,37 @@ def test_column_broadcast_division(dtype: Any, rows: int) -> None:
     module = plain(
         [ttype(a.shape, dtype), ttype(s.shape, dtype)], lambda x, y: td.DivOp(x, y).result
     )
-    # on large arrays, multiply by the reciprocal; on small ones one divide is faster
-    assert ("np.reciprocal" in emit_numpy(module)) == (a.size >= RECIPROCAL_MIN_SIZE)
-    check(run(module, a, s), a / s, dtype)
+    # NumPy's quotients bit for bit: a division, never a multiplication by a reciprocal
+    assert "np.reciprocal" not in emit_numpy(module)
+    np.testing.assert_array_equal(run(module, a, s), a / s)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize(
+    ("divisor", "multiplies"),
+    [(4.0, True), (0.125, True), (-2.0, True), (3.0, False), (0.1, False), (2.0**-149, False)],
+)
+def test_division_by_a_constant_multiplies_only_where_exact(
+    dtype: Any, divisor: float, multiplies: bool
+) -> None:
+    # x * (1/d) is x / d rounded once only where 1/d is exact and finite: a power of two
+    # whose reciprocal is a float of the dtype (2**-149's overflows in f16 and f32)
+    d = np.array(divisor, dtype)
+    exact = multiplies and bool(np.isfinite(np.reciprocal(d.astype(np.float64)).astype(dtype)))
+    if divisor == 2.0**-149 and dtype == np.float64:
+        exact = True
+    info = np.finfo(dtype)
+    specials = np.array(
+        [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -3.5, info.max, info.tiny, info.tiny / 8, 7e-3],
+        dtype,
+    )
+    a = np.concatenate([specials, rand((64,), dtype, 3)]).astype(dtype)
+    module = plain([ttype(a.shape, dtype)], lambda x: td.DivOp(x, const(divisor, dtype)).result)
+    assert ("np.multiply" in emit_numpy(module)) == exact
+    with np.errstate(all="ignore"):  # (the numpy target warns where NumPy warns)
+        want = a / d
+        got = run(module, a)
+    np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("stage", STAGES)
