@@ -685,12 +685,12 @@ def steady_compiles(runs: int, target: str = "numpy") -> list[float]:
 
 
 def scaling_terms(terms: int) -> list[str]:
-    """The terms of an expression of the compile-scaling family: ``exp(x0) * 1.0``
+    """The terms of an expression of the compile-scaling family: ``exp(x0) * 2.0``
     (three ops with its constant) every third term, ``relu(x1)`` otherwise, over four
     64x64 inputs; the terms are added (one op per ``+``)."""
     names = [f"x{i}" for i in range(4)]
     return [
-        f"exp({names[i % 4]}) * {i % 7 + 1}.0" if i % 3 == 0 else f"relu({names[i % 4]})"
+        f"exp({names[i % 4]}) * {i % 7 + 2}.0" if i % 3 == 0 else f"relu({names[i % 4]})"
         for i in range(terms)
     ]
 

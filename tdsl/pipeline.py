@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from xdsl.passes import ModulePass, PassPipeline
 
 STAGES: dict[str, str] = {
+    "canonicalize": "canonical",
     "tdsl-fuse": "fused",
     "tdsl-tile": "tiled",
     "tdsl-plan-loops": "planned",
@@ -40,7 +41,10 @@ def pipeline_spec(
     tile_sizes: Sequence[int] = (),
     start: str = "tensordsl",
 ) -> str:
-    """``tdsl-fuse{memory-budget=B},tdsl-tile{memory-budget=B ...}``: the ``-p`` argument.
+    """``canonicalize,tdsl-fuse{memory-budget=B},tdsl-tile{memory-budget=B ...}``: the
+    ``-p`` argument.  xDSL's ``canonicalize`` applies the ops' canonicalization
+    patterns first (``x * 1`` is ``x``, ``x ** 3`` is ``x * x * x``: see
+    :class:`~tdsl.dialects.tensordsl.elementwise_binary.PowerByConstant`).
 
     ``tile-size=`` and ``tile-sizes=`` are added to ``tdsl-tile`` only when set.
     The values are not checked here; the passes check them when they run.
@@ -53,7 +57,7 @@ def pipeline_spec(
     if tile_sizes:
         tile_options.append(f"tile-sizes={','.join(str(t) for t in tile_sizes)}")
     passes = [
-        f"tdsl-fuse{{memory-budget={memory_budget}}}",
+        f"canonicalize,tdsl-fuse{{memory-budget={memory_budget}}}",
         f"tdsl-tile{{{' '.join(tile_options)}}}",
     ]
     return ",".join(passes[INPUT_STAGES.index(start) :])
@@ -78,7 +82,17 @@ def build_pipeline(spec: str, callback: PipelineCallback | None = None) -> PassP
 
     from tdsl.universe import TDSL_PASSES
 
-    return PassPipeline.parse_spec(TDSL_PASSES, spec, callback)
+    return PassPipeline.parse_spec({**STANDARD_PASSES, **TDSL_PASSES}, spec, callback)
+
+
+def _canonicalize() -> type[ModulePass]:
+    from xdsl.transforms.canonicalize import CanonicalizePass
+
+    return CanonicalizePass
+
+
+STANDARD_PASSES = {"canonicalize": _canonicalize}
+"""The passes of xDSL's own that the standard pipeline runs."""
 
 
 __all__ = [

@@ -11,12 +11,13 @@ import math
 from collections.abc import Sequence
 from typing import ClassVar
 
+import numpy as np
 from xdsl.builder import Builder
 from xdsl.dialects import arith
 from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import Float16Type
 from xdsl.interfaces import HasCanonicalizationPatternsInterface
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 from xdsl.irdl import irdl_op_definition
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
@@ -30,11 +31,13 @@ from tdsl.dialects.structured import (
     int_op,
     is_int,
     is_unsigned,
+    numpy_dtype,
     scalar_constant,
     tensor_shape,
 )
-from tdsl.dialects.tensordsl.constant import forward_if_same_type, splat_constant
-from tdsl.dialects.tensordsl.elementwise_unary import numpy_extremum
+from tdsl.dialects.tensordsl.constant import ConstantOp, forward_if_same_type, splat_constant
+from tdsl.dialects.tensordsl.elementwise_math import SqrtOp
+from tdsl.dialects.tensordsl.elementwise_unary import ReciprocalOp, SquareOp, numpy_extremum
 
 RECIPROCAL_MIN_SIZE = 1 << 15
 """Below this many elements a broadcast division stays one ``np.divide``: the extra
@@ -114,11 +117,11 @@ class DivOp(BinaryOp, HasCanonicalizationPatternsInterface):
 
     @classmethod
     def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
-        return (DivOne(),)
+        return (DivOne(), DivByExactReciprocal())
 
 
 @irdl_op_definition
-class PowerOp(BinaryOp):
+class PowerOp(BinaryOp, HasCanonicalizationPatternsInterface):
     """``lhs ** rhs`` element-wise, broadcasting (``np.power``: ``nan`` for a negative base
     and a non-integer exponent, ``x ** 0`` is 1).
 
@@ -145,6 +148,10 @@ class PowerOp(BinaryOp):
             root = b.insert(xmath.SqrtOp(x)).result
             result = b.insert(arith.SelectOp(is_half, root, result)).result
         return (result,)
+
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        return (PowerByConstant(),)
 
 
 @irdl_op_definition
@@ -479,3 +486,87 @@ class DivOne(RewritePattern):
     def match_and_rewrite(self, op: DivOp, rewriter: PatternRewriter) -> None:
         if splat_constant(op.rhs) == 1.0:
             forward_if_same_type(op, op.lhs, rewriter)
+
+
+MAX_POWER = 8
+"""The largest ``|n|`` of an integer power that :class:`PowerByConstant` multiplies out."""
+
+
+class PowerByConstant(RewritePattern):
+    """Strength reduction of ``x ** c`` by a one-element constant ``c`` (where the result
+    keeps ``x``'s type): ``c = 0.5`` is ``sqrt(x)`` (f32 and f64), ``1`` is ``x``, ``-1`` is
+    ``reciprocal(x)`` (NumPy's own fast paths: the same values), and an integer ``n``
+    with ``2 <= |n| <= 8`` is multiplications by repeated squaring, of ``reciprocal(x)``
+    first for a negative ``n`` (``(1/x)**2`` keeps f32's 2.5e-39 at ``x = 2e19``, where
+    ``1/(x*x)`` overflows to 0).
+
+    The multiplications are a sanctioned deviation from NumPy's ``pow``, which
+    NumPy computes to within an ulp: for a float ``x``, the product is within
+    ``|n| - 1`` ulp of the exact power where the result is a normal number (each of
+    the ``|n| - 1`` roundings adds at most one unit of relative error 2**-p, and a
+    square doubles what its operand carries), and within ``2|n| - 1`` ulp for a
+    negative ``n`` (the reciprocal's rounding is raised to the ``|n|``-th power too).
+    So a result within that many ulp of the largest float may round to ``inf``, and
+    one in the subnormal range is off by at most as many of its ulp.  ``nan``,
+    ``±0`` and ``±inf`` give NumPy's results.  Integer powers are exact (they wrap as NumPy's
+    do).  ``x ** 2`` is ``square``, exactly as in NumPy."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: PowerOp, rewriter: PatternRewriter) -> None:
+        c = splat_constant(op.rhs)
+        x = op.lhs
+        if c is None or x.type != op.result.type:
+            return
+        floats = not is_int(x)
+        if c == 1:
+            rewriter.replace(op, [], [x])
+            return
+        new: list[Operation] = []
+        if c == 0.5 and str(element_type(x)) in ("f32", "f64"):  # (NumPy's f16 takes pow)
+            new.append(SqrtOp(x))
+        elif floats and c == -1:
+            new.append(ReciprocalOp(x))
+        elif c == int(c) and 2 <= abs(c) <= MAX_POWER and (c > 0 or floats):
+            base: SSAValue = x
+            if c < 0:
+                new.append(ReciprocalOp(x))
+                base = new[-1].results[0]
+            _power(base, int(abs(c)), new)
+        else:
+            return
+        rewriter.replace(op, new, [new[-1].results[0]])
+
+
+def _power(base: SSAValue, n: int, new: list[Operation]) -> SSAValue:
+    """``base ** n`` (``n >= 1``) by repeated squaring, its ops appended to ``new``: an
+    even power squares the half power, an odd one multiplies the one below by ``base``."""
+    if n == 1:
+        return base
+    if n % 2 == 0:
+        new.append(SquareOp(_power(base, n // 2, new)))
+    else:
+        new.append(MulOp(_power(base, n - 1, new), base))
+    return new[-1].results[0]
+
+
+class DivByExactReciprocal(RewritePattern):
+    """``x / c -> x * (1/c)`` for a one-element float constant ``c`` whose reciprocal is
+    exact and finite (a power of two): the product is the quotient, rounded once the
+    same way, for every ``x``."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: DivOp, rewriter: PatternRewriter) -> None:
+        c = splat_constant(op.rhs)
+        if c is None or is_int(op.rhs) or op.lhs.type != op.result.type or c in (0.0, 1.0):
+            return
+        dtype = numpy_dtype(op.rhs.type)
+        d = np.array(c, dtype)
+        with np.errstate(all="ignore"):
+            r = np.reciprocal(d)
+            if not (np.isfinite(r) and r != 0 and np.frexp(d)[0] in (0.5, -0.5)):
+                return
+            if np.reciprocal(r) != d:
+                return
+        constant = ConstantOp.splat(float(r), element_type(op.rhs), tensor_shape(op.rhs))
+        mul = MulOp(op.lhs, constant.result)
+        rewriter.replace(op, [constant, mul], [mul.result])

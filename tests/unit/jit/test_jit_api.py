@@ -288,12 +288,20 @@ def test_introspection(jit_target: str) -> None:
     fn = JITTensorKernel(memory_budget=4096).compile(MIXED, shapes=MIXED_SHAPES)
     assert fn.target == jit_target
     if jit_target == "native":
-        assert set(fn.ir) == {"tensordsl", "fused", "tiled", "planned", "loops", "llvm"}
+        assert set(fn.ir) == {
+            "tensordsl",
+            "canonical",
+            "fused",
+            "tiled",
+            "planned",
+            "loops",
+            "llvm",
+        }
         assert "scf.for" in fn.ir["loops"] and "llvm.func" in fn.ir["llvm"]
         assert fn.llvm_ir is not None and 'define void @"main"(' in fn.llvm_ir
         assert fn.target_reason is None
     else:
-        assert set(fn.ir) == {"tensordsl", "fused", "tiled"}
+        assert set(fn.ir) == {"tensordsl", "canonical", "fused", "tiled"}
         assert fn.llvm_ir is None and fn.target_reason == "target='numpy' was asked for"
     assert "tensordsl.matmul" in fn.ir["tensordsl"]
     assert "kernel.fused" in fn.ir["fused"]

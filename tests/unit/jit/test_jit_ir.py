@@ -86,12 +86,12 @@ def test_fused_and_tiled_ir_compile_from_their_stage(stage: str, matches: Any) -
 
     jit = JITTensorKernel(memory_budget=16, threads=1)
     whole = jit.compile_ir(IR)
-    assert list(whole.ir)[:3] == ["tensordsl", "fused", "tiled"]
+    assert list(whole.ir)[:4] == ["tensordsl", "canonical", "fused", "tiled"]
     kernel = jit.compile_ir(whole.ir[stage])
     # the passes that are left run: from tiled IR none, so the plan is the one given
     assert next(iter(kernel.ir)) == stage
     assert kernel.ir["tiled"] == whole.ir["tiled"]
-    skipped = {"fused": 1, "tiled": 2}[stage]  # tdsl-fuse, then tdsl-tile
+    skipped = {"fused": 2, "tiled": 3}[stage]  # canonicalize and tdsl-fuse, then tdsl-tile
     assert kernel.pipeline == ",".join(whole.pipeline.split(",")[skipped:])
     rng = np.random.default_rng(1)
     x = rng.standard_normal((4, 6)).astype(np.float32)

@@ -31,10 +31,10 @@ def run_tdsl_opt(capsys: pytest.CaptureFixture[str], args: list[str]) -> str:
 
 def test_pipeline_spec_is_what_a_user_types() -> None:
     assert pipeline_spec(1_000_000) == (
-        "tdsl-fuse{memory-budget=1000000},tdsl-tile{memory-budget=1000000}"
+        "canonicalize,tdsl-fuse{memory-budget=1000000},tdsl-tile{memory-budget=1000000}"
     )
     assert pipeline_spec(4096, 16, (8, 4)) == (
-        "tdsl-fuse{memory-budget=4096},tdsl-tile{memory-budget=4096 tile-size=16 tile-sizes=8,4}"
+        "canonicalize,tdsl-fuse{memory-budget=4096},tdsl-tile{memory-budget=4096 tile-size=16 tile-sizes=8,4}"
     )
     assert target_spec(2) == "numpy{threads=2}"
     fn = JITTensorKernel(memory_budget=4096, tile_size=16, threads=1, target="numpy").compile(MLP)
