@@ -222,7 +222,7 @@ class CompiledKernel:
     input), ``results`` (``(shape, dtype)`` per result), ``options``
     (:class:`JitOptions`), ``expression`` (the source text compiled),
     ``target`` (``"native"`` or ``"numpy"``: which code runs),
-    ``target_reason`` (why the numpy target runs, None when native code does),
+    ``target_reason`` (why this target runs: ``auto``'s reasons, or that it was asked for),
     ``fallback`` (that reason when a native failure caused it; also in the ``repr``),
     ``variant_failures`` (why strided variants failed to compile, by stride pattern),
     ``source`` (the NumPy target's generated Python, always produced),

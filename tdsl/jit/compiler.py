@@ -447,7 +447,30 @@ def _choose(
     # inputs that come strided (x.T, x[:, ::2]) run in variants compiled for their
     # strides, by the recorded plan
     function.variants = StridedVariants(modules["planned"], function)
-    return _Native(function, None, program.llvm_ir, host_specific=True)
+    return _Native(
+        function, _native_reason(options, largest, planned["planned"]), program.llvm_ir, True
+    )
+
+
+def _native_reason(options: JitOptions, largest: int, planned: ModuleOp) -> str:
+    """Why native code runs (``target_reason`` of a native kernel)."""
+    if options.target == "native":
+        return "target='native' was asked for"
+    from tdsl.dialects.kernel import TileOp
+
+    blas = sum(
+        len(plan.blas)
+        for op in planned.walk()
+        if isinstance(op, TileOp) and (plan := op.loops_plan) is not None
+    )
+    calls = {0: "it has no matmul", 1: "its matmul calls BLAS"}.get(
+        blas, f"its {blas} matmuls call BLAS"
+    )
+    return (
+        f"auto: native code runs here, the kernel is not small (its largest tensor has "
+        f"{plural(largest, 'element')}, {AUTO_MIN_ELEMENTS} or more), {calls}, and its "
+        "loops keep the memory budget"
+    )
 
 
 def build_ir(
