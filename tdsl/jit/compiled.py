@@ -300,6 +300,11 @@ class CompiledKernel:
         self.llvm_ir = llvm_ir
         self.filename = filename
         self.host_specific = host_specific
+        self.compile_time: dict[str, float] = {}
+        """Seconds per stage of the compile that made this kernel, in order: the
+        frontend, each pass (by its ``tdsl-opt -p`` name), the numpy target and, for
+        native code, the compile to machine code (:mod:`tdsl.jit.timing`); empty for a
+        kernel loaded from the cache on disk, which did not compile it."""
 
     @property
     def arg_names(self) -> tuple[str, ...]:

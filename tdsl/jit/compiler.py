@@ -219,19 +219,28 @@ def _run_pipeline(
     ``input_stage`` maps to ``module``).  ``input_stage=None`` leaves out the
     input (a pipeline continuing from a stage already kept).
     """
+    import time
+
+    from tdsl.jit.timing import record
+
     if not spec:
         return {} if input_stage is None else {input_stage: module}
     stages: dict[str, ModuleOp] = {}
+    started = [time.perf_counter()]
 
     def snapshot(
         previous: ModulePass | None, current: ModuleOp, upcoming: ModulePass | None
     ) -> None:
+        now = time.perf_counter()
+        if previous is not None:
+            record(previous.name, now - started[0])
         if previous is None:
             if input_stage is not None:
                 stages[input_stage] = current.clone()
             return
         name = STAGES.get(previous.name, previous.name)
         stages[name] = current if upcoming is None else current.clone()
+        started[0] = time.perf_counter()  # (the copy is not the next pass's time)
 
     build_pipeline(spec, snapshot).apply(ctx, module)
     return stages
@@ -255,24 +264,32 @@ def build(request: Request, *, keep_object: bool = False) -> CompiledKernel:
     ``keep_object`` keeps a native kernel's object file, for the cache on disk
     (see :mod:`tdsl.jit.entry`).
     """
-    with _collector_paused():
-        return _build(request, keep_object)
+    from tdsl.jit.timing import collecting, report
+
+    with _collector_paused(), collecting() as times:
+        kernel = _build(request, keep_object)
+    kernel.compile_time = dict(times)
+    report(f"{kernel.signature} for the {kernel.target} target", kernel.compile_time)
+    return kernel
 
 
 def _build(request: Request, keep_object: bool) -> CompiledKernel:
     from tdsl.dtypes import WEAK_PARAMS
     from tdsl.frontend import Program, lower, parse
+    from tdsl.jit.timing import stage
 
     source, shapes, dtypes, kernel, filename, options = request
 
-    tree = parse(source, filename)
+    with stage("frontend"):
+        tree = parse(source, filename)
     name, arg_names = _signature_names(tree, kernel, shapes, dtypes)
     weak_params: list[bool] | None = None
     if isinstance(tree, Program):
         dtypes = None  # a program's signatures type it, weak scalars (`s: float`) too
         chosen = next(k for k in tree.kernels if k.name == name)
         weak_params = [p.dtype in WEAK_PARAMS for p in chosen.params]
-    module = lower(tree, shapes, cast(Any, dtypes))
+    with stage("frontend"):
+        module = lower(tree, shapes, cast(Any, dtypes))
     func_op = _pick_function(module, name)
     if len(module.body.block.ops) > 1:
         # Only the chosen kernel goes down the pipeline (and shows in ``.ir``).
@@ -311,6 +328,7 @@ def _compile_module(
     from xdsl.context import Context
 
     from tdsl.backend.numpy.target import emit_numpy, load_numpy
+    from tdsl.jit.timing import stage
 
     name = func_op.sym_name.data
     weak_bounds = [
@@ -318,8 +336,9 @@ def _compile_module(
     ]
     spec = pipeline_spec(options.memory_budget, options.tile_size, options.tile_sizes, start)
     modules = _run_pipeline(spec, module, Context(), start)
-    python = emit_numpy(modules["tiled"], threads=options.threads)
-    functions = load_numpy(python)
+    with stage("numpy target"):
+        python = emit_numpy(modules["tiled"], threads=options.threads)
+        functions = load_numpy(python)
     if name not in functions:
         raise TdslError(f"the NumPy target produced no function `{name}`")  # pragma: no cover
     args = [
@@ -396,6 +415,7 @@ def _choose(
     from xdsl.context import Context
 
     from tdsl.backend.llvm.lower_to_loops import loop_matmuls
+    from tdsl.jit.timing import stage
     from tdsl.runtime.native import NativeProgram, StridedVariants
 
     try:
@@ -420,9 +440,10 @@ def _choose(
             )
         if over:  # auto keeps the memory promise: the numpy target runs the plan
             return _Native(reason=f"the native loops would break the budget: {over[0]}")
-        program = NativeProgram(
-            native["loops"], native["llvm"], options.threads, keep_object=keep_object
-        )
+        with stage("machine code (llvmlite)"):
+            program = NativeProgram(
+                native["loops"], native["llvm"], options.threads, keep_object=keep_object
+            )
     except Exception as err:
         if options.target == "native":
             raise
