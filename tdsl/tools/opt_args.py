@@ -58,6 +58,13 @@ def _is_passes_option(token: str) -> bool:
 
 PASS_PIPELINE = "--pass-pipeline"
 
+MLIR_OPT_ALIASES = {
+    "--mlir-print-ir-after-all": "print_ir_after_all",
+    "--mlir-print-ir-before-all": "print_ir_before_all",
+    "--mlir-timing": "time_passes",
+}
+"""mlir-opt's flags that tdsl-opt takes as its own (by ``dest``)."""
+
 
 def unanchor_pipeline(text: str) -> str:
     """The passes of an MLIR pipeline ``builtin.module(p1,p2{opt=v})``: ``p1,p2{opt=v}``.
@@ -342,6 +349,31 @@ class OptArguments(xDSLOptMain):
             metavar="PASS",
             help="print the IR after each run of PASS, on stderr (repeat for several passes)",
         )
+        arg_parser.add_argument(
+            "--print-ir-before-all",
+            action="store_true",
+            default=False,
+            help="print the IR before every pass, on stderr",
+        )
+        arg_parser.add_argument(
+            "--print-ir-before",
+            action="append",
+            default=[],
+            metavar="PASS",
+            help="print the IR before each run of PASS, on stderr (repeat for several passes)",
+        )
+        arg_parser.add_argument(
+            "--dump-pass-pipeline",
+            action="store_true",
+            default=False,
+            help="print the pass pipeline, as --pass-pipeline takes it, on stderr",
+        )
+        # mlir-opt's spellings of the same
+        for alias, dest in MLIR_OPT_ALIASES.items():
+            own = "--" + dest.replace("_", "-")
+            arg_parser.add_argument(
+                alias, dest=dest, action="store_true", default=False, help=f"the same as {own}"
+            )
         arg_parser.add_argument(
             "--expr",
             type=str,

@@ -71,7 +71,7 @@ from tdsl.tools.diagnostics import (
     run_tool,
     span_location,
 )
-from tdsl.tools.opt_args import check_options, pass_flag_aliases
+from tdsl.tools.opt_args import check_options, pass_flag_aliases, unanchor_pipeline
 from tdsl.tools.opt_io import OptIO, exact_mlir_target
 from tdsl.tools.timing import PhaseTimes
 from tdsl.universe import TDSL_DIALECTS, TDSL_FRONTENDS, TDSL_OPT_TARGETS, TDSL_PASSES
@@ -148,6 +148,16 @@ class TdslOptMain(OptIO):
     def setup_pipeline(self) -> None:
         """Build the pipeline; an unknown pass or a bad option is a user error."""
         spec: str = self.args.passes
+        if "builtin.module(" in spec:
+            nested = spec[spec.index("builtin.module(") :]
+            raise DriverError(
+                format_diagnostic(
+                    f"-p takes a list of passes, not the MLIR pipeline '{nested}'",
+                    None,
+                    note=f"give it as --pass-pipeline='{nested}', or as -p "
+                    f"'{unanchor_pipeline(nested)}'",
+                )
+            )
         try:
             pass_specs = list(parse_pipeline(spec))
         except ArgSpecParseError as err:
@@ -168,19 +178,29 @@ class TdslOptMain(OptIO):
         self._check_print_ir_after()
 
     def _check_print_ir_after(self) -> None:
-        """Each ``--print-ir-after`` names a registered pass (or a short name of one)."""
+        """Each ``--print-ir-after``/``--print-ir-before`` names a registered pass (or a
+        short name of one)."""
+        self._print_after = self._pass_names("--print-ir-after", self.args.print_ir_after)
+        self._print_before = self._pass_names("--print-ir-before", self.args.print_ir_before)
+        if self.args.dump_pass_pipeline:
+            specs = [_spec_text(p) for p in self.pipeline.passes]
+            sys.stderr.write(
+                f"Pass Manager with {len(specs)} passes:\nbuiltin.module({','.join(specs)})\n\n"
+            )
+
+    def _pass_names(self, flag: str, given: list[str]) -> frozenset[str]:
         aliases = pass_flag_aliases(self.available_passes)
         names: set[str] = set()
-        for name in self.args.print_ir_after:
+        for name in given:
             full = aliases.get(name, name)
             if full not in self.available_passes:
                 raise DriverError(
                     self._unknown_pass_message(name).replace(
-                        "error: unknown pass", "error: --print-ir-after: unknown pass", 1
+                        "error: unknown pass", f"error: {flag}: unknown pass", 1
                     )
                 )
             names.add(full)
-        self._print_after: frozenset[str] = frozenset(names)
+        return frozenset(names)
 
     def _prints_after(self, done: ModulePass) -> bool:
         args = self.args
@@ -188,12 +208,16 @@ class TdslOptMain(OptIO):
             args.print_ir_after_all or args.print_between_passes or done.name in self._print_after
         )
 
-    def _dump_ir(self, done: ModulePass, module: ModuleOp) -> None:
-        """MLIR's ``// -----// IR Dump After PASS //----- //`` and the IR, on stderr."""
+    def _prints_before(self, upcoming: ModulePass) -> bool:
+        return self.args.print_ir_before_all or upcoming.name in self._print_before
+
+    def _dump_ir(self, done: ModulePass, module: ModuleOp, when: str = "After") -> None:
+        """MLIR's ``// -----// IR Dump After PASS //----- //`` (or ``Before``) and the IR,
+        on stderr."""
         from tdsl.tools.mlir_target import ExactFloatPrinter
 
         stream = sys.stderr
-        stream.write(f"// -----// IR Dump After {_spec_text(done)} //----- //\n")
+        stream.write(f"// -----// IR Dump {when} {_spec_text(done)} //----- //\n")
         printer = ExactFloatPrinter(
             stream=stream,
             print_generic_format=self.args.print_op_generic,
@@ -245,6 +269,8 @@ class TdslOptMain(OptIO):
                     module.verify()
             if previous is not None and self._prints_after(previous):
                 self._dump_ir(previous, module)
+            if upcoming is not None and self._prints_before(upcoming):
+                self._dump_ir(upcoming, module, "Before")
             if upcoming is None:
                 position = 0  # the next chunk of --split-input-file runs the pipeline again
             self._phase = "pass"
