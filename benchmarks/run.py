@@ -1046,9 +1046,14 @@ def run_dask(cfg: Config, only: Sequence[str], say: Callable[[str], None]) -> li
                 f"{t.variant:<22} {_fmt_time(t.min):>10} {_fmt_time(t.median):>10} "
                 f"{_fmt_time(t.max):>10} {peaks[kind] / 2**20:>8.1f} MiB "
                 f"{dask_time.median / t.median:>13.2f}x, "
-                f"{peaks['dask'] / max(peaks[kind], 1):.2f}x less"
+                f"{_less_or_more(peaks['dask'] / max(peaks[kind], 1))}"
             )
     return rows
+
+
+def _less_or_more(ratio: float) -> str:
+    """A memory ratio (theirs / ours) in words: ``2.81x less`` or ``2.70x more``."""
+    return f"{ratio:.2f}x less" if ratio >= 1 else f"{1 / ratio:.2f}x more"
 
 
 # --------------------------------------------------------------------------- environment

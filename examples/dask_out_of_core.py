@@ -194,8 +194,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--small-rows", type=int, default=32768, help="rows where NumPy fits")
     parser.add_argument("--chunk-rows", type=int, default=4096, help="rows per chunk")
     parser.add_argument("--memory-limit", default="256MiB", help="memory limit of each worker")
-    parser.add_argument("--dir", help="where the .npy files go (default: a temporary directory)")
+    parser.add_argument(
+        "--dir", help="where the .npy files go, made if missing (default: a temporary directory)"
+    )
     args = parser.parse_args(argv)
+    if args.dir is not None:
+        os.makedirs(args.dir, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="tdsl-ooc-", dir=args.dir) as directory:
         print(
             f"x: f32[{args.rows}, {K}] on disk, {args.rows * K * 4 / 2**20:.0f} MiB; "

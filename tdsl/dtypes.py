@@ -40,6 +40,13 @@ SHORT_NAMES: dict[str, str] = {dtype.name: short for short, dtype in DTYPES.item
 """NumPy dtype name (``float32``, ``bool``) -> short name (``f32``, ``bool``)."""
 
 
+def supported_names() -> str:
+    """``bool, float16, float32, float64, int32, int64, uint8 or uint64``: every dtype tdsl
+    computes on, for error messages."""
+    names = [dtype.name for dtype in DTYPES.values()]
+    return ", ".join(names[:-1]) + " or " + names[-1]
+
+
 def promote(*dtypes: np.dtype[Any], weak: Sequence[type] = ()) -> np.dtype[Any]:
     """The dtype NumPy 2 computes ``dtypes`` in together with weak Python scalars of the
     kinds ``weak`` (``int``, ``float``): NEP 50, so ``int32`` with a Python int stays
@@ -109,6 +116,7 @@ __all__ = [
     "promote",
     "short_name",
     "sum_dtype",
+    "supported_names",
     "type_str",
     "wide_accumulator",
 ]

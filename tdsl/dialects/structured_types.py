@@ -35,7 +35,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import AtLeast, EqAttrConstraint, MessageConstraint, base
 from xdsl.utils.exceptions import VerifyException
 
-from tdsl.dtypes import BOOL_DTYPE, DTYPES, FLOAT_DTYPES, INT_DTYPES
+from tdsl.dtypes import BOOL_DTYPE, DTYPES, FLOAT_DTYPES, INT_DTYPES, supported_names
 from tdsl.errors import TdslTypeError
 
 FloatType = Float16Type | Float32Type | Float64Type
@@ -219,13 +219,11 @@ def element_dtype(element: Attribute) -> np.dtype[Any] | None:
 
 
 def element_of(dtype: np.dtype[Any]) -> Attribute:
-    """The element type of a NumPy dtype (bool, float16, float32, float64, int32, int64)."""
+    """The element type of a NumPy dtype tdsl computes on (:data:`tdsl.dtypes.DTYPES`)."""
     for name, candidate in DTYPES.items():
         if candidate == dtype:
             return ELEMENT_TYPES[name]
-    raise TdslTypeError(
-        f"tdsl computes on bool, float16, float32, float64, int32 and int64, not {dtype}"
-    )
+    raise TdslTypeError(f"tdsl computes on {supported_names()}, not {dtype}")
 
 
 def is_bool(value: SSAValue | Attribute) -> bool:

@@ -45,7 +45,7 @@ import numpy as np
 
 from tdsl.array_types import array_type_of
 from tdsl.dtypes import SHORT_NAMES as ELEMENT_NAMES
-from tdsl.dtypes import type_str
+from tdsl.dtypes import supported_names, type_str
 from tdsl.errors import TdslCallError
 
 if TYPE_CHECKING:
@@ -541,8 +541,7 @@ def infer(name: str, value: object) -> tuple[tuple[int, ...], object]:
 def _check_dtype(name: str, dtype: np.dtype[Any]) -> None:
     if dtype.name not in ELEMENT_NAMES:
         raise TdslCallError(
-            f"argument `{name}` has dtype {dtype}; tdsl computes on bool, float16, float32 or "
-            "float64"
+            f"argument `{name}` has dtype {dtype}; tdsl computes on {supported_names()}"
         )
     if not dtype.isnative:
         raise TdslCallError(

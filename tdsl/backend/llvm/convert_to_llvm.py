@@ -179,7 +179,8 @@ def _first_unconverted(module: ModuleOp) -> Operation | None:
 @dataclass(frozen=True)
 class ConvertToLLVMPass(ModulePass):
     """Lower loops-stage IR (func/scf/cf/arith/math/memref/tdslmath) to the ``llvm``
-    dialect with the ABI of this module's docstring."""
+    dialect: each function's memref arguments become bare pointers (the ABI is in
+    ``docs/native.md``)."""
 
     name = "tdsl-convert-to-llvm"
 
