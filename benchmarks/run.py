@@ -1053,7 +1053,9 @@ def run_dask(cfg: Config, only: Sequence[str], say: Callable[[str], None]) -> li
 
 def _less_or_more(ratio: float) -> str:
     """A memory ratio (theirs / ours) in words: ``2.81x less`` or ``2.70x more``."""
-    return f"{ratio:.2f}x less" if ratio >= 1 else f"{1 / ratio:.2f}x more"
+    if ratio >= 1:
+        return f"{ratio:.2f}x less"
+    return f"{1 / ratio:.2f}x more" if ratio > 0 else "n/a (plain Dask's peak too small)"
 
 
 # --------------------------------------------------------------------------- environment

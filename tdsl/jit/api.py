@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -23,12 +23,14 @@ from tdsl.jit.cache import (
 )
 from tdsl.jit.calls import infer
 from tdsl.jit.compiled import CompiledKernel
-from tdsl.jit.compiler import COMPILE_LOCK, build, build_ir
+from tdsl.jit.compiler import COMPILE_LOCK, build
 from tdsl.jit.options import CACHE_DIR_VARIABLE, JitOptions, default_target, default_threads
 from tdsl.jit.signature import check_request
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from xdsl.dialects.builtin import ModuleOp
 
     from tdsl.jit.disk_cache import DiskCache, DiskCacheInfo
 
@@ -150,7 +152,7 @@ class JITTensorKernel:
     def compile_ir(
         self,
         text: str,
-        shapes: Sequence[Sequence[int]] | None = None,
+        shapes: Sequence[Sequence[int]] | Mapping[str, Sequence[int]] | None = None,
         *,
         options: JitOptions | None = None,
     ) -> CompiledKernel:
@@ -159,7 +161,9 @@ class JITTensorKernel:
         The IR is ``tensordsl`` IR, or the IR ``tdsl-fuse`` or ``tdsl-tile`` gave
         (``tdsl-opt --fuse --tile`` prints it): the passes that are left run, so a
         plan edited by hand in tiled IR is the plan the kernel runs, on every
-        target and on Dask arrays.  ``shapes``, one per argument, re-types
+        target and on Dask arrays.  Its ops may be of any dialect an ``xdsl.universe``
+        entry point registers (a downstream project's).  ``shapes``, one per argument
+        or a dict by argument name (as :meth:`compile` takes them), re-types
         ``tensordsl`` IR first: each op takes the result types its type inference
         gives for the new operand shapes, so one text serves every shape its ops
         accept.  The pipeline is the one :meth:`compile` runs; ``options``
@@ -171,14 +175,38 @@ class JITTensorKernel:
             raise TdslOptionError(
                 f"text must be a str (tensordsl IR), got a value of type `{type(text).__name__}`"
             )
-        shape_key = (
-            None
-            if shapes is None
-            else tuple(shape_of(f"shapes[{i}]", s) for i, s in enumerate(shapes))
-        )
+        from tdsl.jit.ir_input import build_ir
+
+        shape_key = _shape_key(shapes)
         chosen = options or self.options
         key = ("ir", text, shape_key, chosen)
-        return self._cached(key, lambda: build_ir(text, shape_key, chosen))
+        return self._cached(key, lambda: build_ir(text, _shapes(shape_key), chosen))
+
+    def compile_module(
+        self,
+        module: ModuleOp,
+        shapes: Sequence[Sequence[int]] | Mapping[str, Sequence[int]] | None = None,
+        *,
+        options: JitOptions | None = None,
+    ) -> CompiledKernel:
+        """Compile the one function of ``module``, IR objects built or parsed in a context
+        of the caller's (with dialects of its own, whose ops implement the structured-op
+        interface), cached by the module's text; as :meth:`compile_ir` otherwise.  The
+        module is not changed.  (A kernel on Dask arrays ships its steps as IR text to
+        the workers, which parse it with the dialects ``xdsl.universe`` entry points
+        register: give a downstream dialect an entry point to run it on Dask.)"""
+        from xdsl.dialects.builtin import ModuleOp
+
+        from tdsl.jit.ir_input import build_module
+
+        if not isinstance(cast(object, module), ModuleOp):
+            raise TdslOptionError(
+                f"module must be an xDSL ModuleOp, got a value of type `{type(module).__name__}`"
+            )
+        shape_key = _shape_key(shapes)
+        chosen = options or self.options
+        key = ("ir", str(module), shape_key, chosen)
+        return self._cached(key, lambda: build_module(module, _shapes(shape_key), chosen))
 
     def _cached(self, key: object, make: Callable[[], CompiledKernel]) -> CompiledKernel:
         """The kernel cached under ``key``, made (once, under the compile lock) on a miss."""
@@ -376,3 +404,21 @@ def jit_tensor(
     compiled = jit.compile_normalized(source, norm_shapes, norm_dtypes, None, "<expr>", jit.options)
     check_request(compiled, given, None)
     return compiled(out=out, **values)
+
+
+def _shape_key(
+    shapes: Sequence[Sequence[int]] | Mapping[str, Sequence[int]] | None,
+) -> tuple[Any, ...] | None:
+    """``shapes`` checked and hashable: a tuple of shapes, or of (name, shape) pairs."""
+    if shapes is None:
+        return None
+    if isinstance(shapes, Mapping):
+        return tuple(("name", k, shape_of(f"shapes[{k!r}]", s)) for k, s in shapes.items())
+    return tuple(shape_of(f"shapes[{i}]", s) for i, s in enumerate(shapes))
+
+
+def _shapes(key: tuple[Any, ...] | None) -> Any:
+    """The shapes of a :func:`_shape_key`: a tuple, or a dict by name."""
+    if key and isinstance(key[0], tuple) and key[0][:1] == ("name",):
+        return {name: shape for _, name, shape in key}
+    return key

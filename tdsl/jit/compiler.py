@@ -45,7 +45,6 @@ import numpy as np
 
 from tdsl.errors import (
     TdslError,
-    TdslIRError,
     TdslLoopsBudgetWarning,
     TdslNameError,
     TdslNativeError,
@@ -494,74 +493,6 @@ def _native_reason(options: JitOptions, largest: int, planned: ModuleOp) -> str:
     )
 
 
-def build_ir(
-    text: str, shapes: tuple[tuple[int, ...], ...] | None, options: JitOptions
-) -> CompiledKernel:
-    """Compile the one ``func.func`` of a module of IR given as text.
-
-    The IR is ``tensordsl`` IR, or IR of a later stage of the pipeline
-    (:func:`~tdsl.jit.ir_input.input_stage`): fused (``kernel.fused`` groups), where only
-    ``tdsl-tile`` runs, or tiled (``kernel.tile`` groups), where no pass runs and
-    every target runs the plan the IR records, edited by hand or not.
-
-    With ``shapes`` (one per argument), a ``tensordsl`` function is first re-typed
-    for arguments of those shapes: each op keeps its properties and takes the
-    result types its own type inference gives, as ``tdsl-tile`` re-types a
-    group's body for a tile.  So one text serves every shape its ops accept.
-    The arguments are named as the text names them (``a0``, ``a1``, ... where
-    it does not, or names them twice); none is weak.
-    """
-    from xdsl.context import Context
-    from xdsl.dialects.builtin import Builtin, ModuleOp
-    from xdsl.dialects.func import Func, FuncOp
-    from xdsl.parser import Parser
-    from xdsl.utils.exceptions import ParseError, VerifyException
-
-    from tdsl.dialects.kernel import Kernel
-    from tdsl.dialects.tensordsl import TensorDSL
-    from tdsl.jit.ir_input import input_stage, retyped_function
-
-    ctx = Context()
-    for dialect in (Builtin, Func, TensorDSL, Kernel):
-        ctx.load_dialect(dialect)
-    try:
-        module = Parser(ctx, text, "<ir>").parse_module()
-        module.verify()
-    except (ParseError, VerifyException) as err:
-        raise TdslIRError(f"the IR does not parse or verify: {err}") from None
-    functions = [op for op in module.ops if isinstance(op, FuncOp)]
-    if len(functions) != 1 or len(module.body.block.ops) != 1:
-        raise TdslIRError(f"expected a module of one func.func, got {len(functions)} functions")
-    func_op = functions[0]
-    start = input_stage(func_op)
-    if shapes is not None:
-        if start != "tensordsl":
-            raise TdslIRError(
-                f"shapes re-type tensordsl IR, and this IR is {start} (its groups' tiles "
-                "and scratch are planned for the shapes it has): give tensordsl IR, or "
-                "leave out shapes"
-            )
-        func_op = retyped_function(func_op, shapes)
-        module = ModuleOp([func_op])
-        module.verify()
-    hints = [arg.name_hint for arg in func_op.args]
-    names = [h or f"a{i}" for i, h in enumerate(hints)]
-    if len(set(names)) != len(names) or OUT in names:
-        names = [f"a{i}" for i in range(len(names))]
-    with _collector_paused():
-        return _compile_module(
-            module,
-            func_op,
-            names,
-            [False] * len(names),
-            text,
-            "<ir>",
-            options,
-            program=False,
-            start=start,
-        )
-
-
 def _is_weak(name: str, dtypes: object) -> bool:
     """Whether ``dtypes`` (normalized) declares expression input ``name`` a weak scalar."""
     from tdsl.frontend.ir_gen import WEAK, WEAK_INT
@@ -578,5 +509,4 @@ __all__ = [
     "NATIVE_TARGET_SPEC",
     "PLAN_PASS",
     "build",
-    "build_ir",
 ]

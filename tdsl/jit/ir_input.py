@@ -1,15 +1,130 @@
-"""IR a user gives the JIT as text (:func:`tdsl.jit.compiler.build_ir`): the stage of
-the pipeline it is at, and a ``tensordsl`` function re-typed for new argument shapes."""
+"""IR a user gives the JIT: as text (:func:`build_ir`) or as a module of IR objects
+(:func:`build_module`, whose ops may come from any dialect), the stage of the pipeline
+it is at, and a ``tensordsl`` function re-typed for new argument shapes."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from tdsl.errors import TdslIRError, TdslTypeError
+from tdsl.jit.calls import OUT
+from tdsl.jit.compiled import CompiledKernel
+from tdsl.jit.compiler import _collector_paused, _compile_module  # pyright: ignore[reportPrivateUsage]
+from tdsl.jit.options import JitOptions
 
 if TYPE_CHECKING:
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import ModuleOp
     from xdsl.dialects.func import FuncOp
+
+Shapes = tuple[tuple[int, ...], ...] | Mapping[str, tuple[int, ...]]
+"""Argument shapes: one per argument in order, or by argument name."""
+
+
+def ir_context() -> Context:
+    """A context for IR text: builtin, func, tensordsl and kernel loaded, and every other
+    dialect xDSL's universes name (a downstream project's, through its
+    ``xdsl.universe`` entry point) registered, loaded when the text uses it."""
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import Builtin
+    from xdsl.dialects.func import Func
+    from xdsl.universe import Universe
+
+    from tdsl.dialects.kernel import Kernel
+    from tdsl.dialects.tensordsl import TensorDSL
+
+    ctx = Context()
+    for dialect in (Builtin, Func, TensorDSL, Kernel):
+        ctx.load_dialect(dialect)
+    for name, factory in Universe.get_multiverse().all_dialects.items():
+        if name not in ctx.registered_dialect_names:
+            ctx.register_dialect(name, factory)
+    return ctx
+
+
+def build_ir(text: str, shapes: Shapes | None, options: JitOptions) -> CompiledKernel:
+    """Compile the one ``func.func`` of a module of IR given as text (see
+    :func:`build_module`); its ops may come from any dialect an ``xdsl.universe``
+    entry point registers."""
+    from xdsl.parser import Parser
+    from xdsl.utils.exceptions import ParseError, VerifyException
+
+    try:
+        module = Parser(ir_context(), text, "<ir>").parse_module()
+        module.verify()
+    except (ParseError, VerifyException) as err:
+        raise TdslIRError(f"the IR does not parse or verify: {err}") from None
+    return build_module(module, shapes, options, text)
+
+
+def build_module(
+    module: ModuleOp, shapes: Shapes | None, options: JitOptions, text: str | None = None
+) -> CompiledKernel:
+    """Compile the one ``func.func`` of ``module`` (which is not changed).
+
+    The IR is ``tensordsl`` IR, or IR of a later stage of the pipeline
+    (:func:`input_stage`): fused (``kernel.fused`` groups), where only
+    ``tdsl-tile`` runs, or tiled (``kernel.tile`` groups), where no pass runs and
+    every target runs the plan the IR records, edited by hand or not.  Its ops
+    may be of any dialect whose ops implement the structured-op interface.
+
+    With ``shapes`` (one per argument, or by argument name), a ``tensordsl``
+    function is first re-typed for arguments of those shapes: each op keeps its
+    properties and takes the result types its own type inference gives, as
+    ``tdsl-tile`` re-types a group's body for a tile.  So one text serves every
+    shape its ops accept.  The arguments are named as the IR names them (``a0``,
+    ``a1``, ... where it does not, or names them twice); none is weak.
+    """
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.dialects.func import FuncOp
+
+    functions = [op for op in module.ops if isinstance(op, FuncOp)]
+    if len(functions) != 1 or len(module.body.block.ops) != 1:
+        raise TdslIRError(f"expected a module of one func.func, got {len(functions)} functions")
+    module = module.clone()
+    func_op = next(op for op in module.ops if isinstance(op, FuncOp))
+    start = input_stage(func_op)
+    hints = [arg.name_hint for arg in func_op.args]
+    names = [h or f"a{i}" for i, h in enumerate(hints)]
+    if len(set(names)) != len(names) or OUT in names:
+        names = [f"a{i}" for i in range(len(names))]
+    if shapes is not None:
+        if start != "tensordsl":
+            raise TdslIRError(
+                f"shapes re-type tensordsl IR, and this IR is {start} (its groups' tiles "
+                "and scratch are planned for the shapes it has): give tensordsl IR, or "
+                "leave out shapes"
+            )
+        func_op = retyped_function(func_op, _in_order(shapes, names))
+        module = ModuleOp([func_op])
+        module.verify()
+    with _collector_paused():
+        return _compile_module(
+            module,
+            func_op,
+            names,
+            [False] * len(names),
+            str(module) if text is None else text,
+            "<ir>",
+            options,
+            program=False,
+            start=start,
+        )
+
+
+def _in_order(shapes: Shapes, names: Sequence[str]) -> Sequence[tuple[int, ...]]:
+    """``shapes`` one per argument, in order (a mapping names every argument)."""
+    if not isinstance(shapes, Mapping):
+        return shapes
+    missing = [n for n in names if n not in shapes]
+    extra = [n for n in shapes if n not in names]
+    if missing or extra:
+        wrong = f"names `{extra[0]}`, which is no argument" if extra else f"lacks `{missing[0]}`"
+        raise TdslTypeError(
+            f"shapes {wrong}: the function's arguments are {', '.join(f'`{n}`' for n in names)}"
+        )
+    return [shapes[n] for n in names]
 
 
 def input_stage(func_op: FuncOp) -> str:
@@ -84,4 +199,4 @@ def retyped_function(func_op: FuncOp, shapes: Sequence[tuple[int, ...]]) -> Func
     )
 
 
-__all__ = ["input_stage", "retyped_function"]
+__all__ = ["Shapes", "build_ir", "build_module", "input_stage", "ir_context", "retyped_function"]
