@@ -300,3 +300,59 @@ def test_an_empty_module_loads_no_dialect_nor_numpy(tmp_path: Path) -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
     )
     assert result.stdout.splitlines() == ["builtin.module {", "}", "", "[]"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "before", "after"),
+    [
+        (["--print-ir-before-all"], ["tdsl-fuse", "tdsl-tile"], []),
+        (["--mlir-print-ir-before-all"], ["tdsl-fuse", "tdsl-tile"], []),
+        (["--print-ir-before", "tile"], ["tdsl-tile"], []),
+        (["--mlir-print-ir-after-all"], [], ["tdsl-fuse", "tdsl-tile"]),
+        (
+            ["--mlir-print-ir-before-all", "--print-ir-after", "tdsl-fuse"],
+            ["tdsl-fuse", "tdsl-tile"],
+            ["tdsl-fuse"],
+        ),
+    ],
+)
+def test_mlir_opt_spellings_print_the_ir_before_and_after_passes(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    flags: list[str],
+    before: list[str],
+    after: list[str],
+) -> None:
+    code, out, err = run(capsys, [write(tmp_path, "in.mlir", GOOD), "--fuse", "--tile", *flags])
+    assert code == 0 and "IR Dump" not in out
+    assert re.findall(r"// -----// IR Dump Before (\S+) //----- //", err) == before
+    assert re.findall(r"// -----// IR Dump After (\S+) //----- //", err) == after
+    if before[:1] == ["tdsl-fuse"]:  # before tdsl-fuse: the input, with no group yet
+        first = err.split("//----- //")[1].split("// -----//")[0]
+        assert "tensordsl." in first and "kernel." not in first
+
+
+def test_mlir_timing_and_dump_pass_pipeline(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = write(tmp_path, "in.mlir", GOOD)
+    code, _, err = run(capsys, [path, "--fuse", "--tile=tile-size=4", "--mlir-timing"])
+    assert code == 0 and "Execution time report" in err and "tdsl-tile{tile-size=4}" in err
+    code, _, err = run(capsys, [path, "--fuse", "--tile=tile-size=4", "--dump-pass-pipeline"])
+    assert code == 0
+    assert err.startswith("Pass Manager with 2 passes:\nbuiltin.module(tdsl-fuse,tdsl-tile{")
+    assert "tile-size=4" in err.splitlines()[1]
+
+
+def test_a_pass_pipeline_given_to_p_points_to_pass_pipeline(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = write(tmp_path, "in.mlir", GOOD)
+    code, out, err = run(capsys, [path, "-p", "builtin.module(tdsl-fuse,tdsl-tile)"])
+    assert code == 1 and not out and "Traceback" not in err
+    assert err.splitlines() == [
+        "error: -p takes a list of passes, not the MLIR pipeline "
+        "'builtin.module(tdsl-fuse,tdsl-tile)'",
+        "note: give it as --pass-pipeline='builtin.module(tdsl-fuse,tdsl-tile)', or as -p "
+        "'tdsl-fuse,tdsl-tile'",
+    ]
