@@ -363,6 +363,14 @@ class OptArguments(xDSLOptMain):
             help="print the IR before each run of PASS, on stderr (repeat for several passes)",
         )
         arg_parser.add_argument(
+            "--verify-expected-errors",
+            action="store_true",
+            default=False,
+            help="check the input's `// expected-error {{...}}` annotations, as "
+            "mlir-opt's -verify-diagnostics does: each error expected on its line, each "
+            "expectation met (exit 0), else each mismatch is an error",
+        )
+        arg_parser.add_argument(
             "--dump-pass-pipeline",
             action="store_true",
             default=False,

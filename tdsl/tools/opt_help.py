@@ -74,6 +74,7 @@ OPTION_ORDER = (
     "print_debuginfo",
     "split_input_file",
     "verify_diagnostics",
+    "verify_expected_errors",
 )
 """The order of the short help's options (by ``dest``); others (a subclass's) follow."""
 

@@ -92,6 +92,8 @@ class TdslOptMain(OptIO):
         self._reset_chunk_state(0)
         self._input_text = None
         self._times = None
+        self._reported: list[str] | None = None
+        """The errors of the chunk --verify-expected-errors is checking."""
         super().__init__(description, self._argv)
         if self.args.time_passes:
             self._times = PhaseTimes()
@@ -290,7 +292,10 @@ class TdslOptMain(OptIO):
                 if index > 0:
                     output_stream.write("// -----\n")
                 try:
-                    if not self._process_chunk(chunk, file_extension, offset, output_stream):
+                    if self.args.verify_expected_errors:
+                        if not self._check_chunk(chunk, file_extension, offset, output_stream):
+                            failed = True
+                    elif not self._process_chunk(chunk, file_extension, offset, output_stream):
                         failed = True
                 finally:
                     chunk.close()
@@ -312,6 +317,27 @@ class TdslOptMain(OptIO):
             raise SystemExit(1)
         if failed:
             raise SystemExit(1)
+
+    def _check_chunk(
+        self, chunk: IO[bytes], file_extension: str, offset: int, output: IO[str]
+    ) -> bool:
+        """``--verify-expected-errors``: process the chunk, and check the errors it gave
+        against its ``expected-error`` annotations (:mod:`tdsl.tools.expected`)."""
+        import io
+
+        from tdsl.tools.expected import expectations, mismatches
+
+        data = chunk.read()
+        expected = expectations(data.decode(errors="replace"), offset)
+        self._reported = []
+        try:
+            self._process_chunk(io.BytesIO(data), file_extension, offset, output)
+            wrong = mismatches(self.args.input_file or "-", expected, self._reported)
+        finally:
+            self._reported = None
+        for text in wrong:
+            print_error(text)
+        return not wrong
 
     def _process_chunk(
         self, chunk: IO[bytes], file_extension: str, offset: int, output: IO[str]
@@ -338,27 +364,34 @@ class TdslOptMain(OptIO):
             if self.args.parsing_diagnostics:
                 print(err)
                 return True
-            print_error(format_parse_error(err))
+            self._error(format_parse_error(err))
         except DiagnosticException as err:
             if self.args.verify_diagnostics:
                 print(err)
                 for note in getattr(err, "__notes__", ()):
                     print(note)
                 return True
-            print_error(self._format_diagnostic(err))
+            self._error(self._format_diagnostic(err))
         except TdslError as err:
             if self.args.verify_diagnostics:
                 print(err)
                 return True
-            print_error(self._format_tdsl_error(err))
+            self._error(self._format_tdsl_error(err))
         except DominanceError as err:
             if self.args.verify_diagnostics:
                 print(err.text)
                 return True
-            print_error(err.text)
+            self._error(err.text)
         except DriverError as err:
-            print_error(err.text)
+            self._error(err.text)
         return False
+
+    def _error(self, text: str) -> None:
+        """Report an error of a chunk: printed, or kept for --verify-expected-errors."""
+        if self._reported is not None:
+            self._reported.append(text)
+        else:
+            print_error(text)
 
     def _format_tdsl_error(self, err: TdslError) -> str:
         """A tdsl error, placed at its op's line in the input (with the source line) when

@@ -1,10 +1,13 @@
 // RUN: tdsl-opt %s --split-input-file --verify-diagnostics | filecheck %s
-// RUN: not tdsl-opt %s --split-input-file -p tdsl-lower-to-loops 2>&1 | filecheck %s --check-prefix=LOWER
+// RUN: tdsl-opt %s --split-input-file --verify-expected-errors -p tdsl-lower-to-loops
 
 // What the verifier refuses of a recorded loops plan (tdsl-plan-loops writes it
-// whole; a hand edit may not).
+// whole; a hand edit may not), and what tdsl-lower-to-loops refuses: each error
+// where the expected-error annotations say (--verify-expected-errors checks the
+// line and the message).
 
 func.func @main(%x: tensor<32x16xf32>, %w: tensor<16x8xf32>) -> tensor<32x8xf32> {
+  // expected-error@+1 {{loops tile 4 along d2 must be 16}}
   %0 = kernel.tile(%x, %w) group "g0" space [32, 8, 16] iterators ["parallel", "parallel", "reduction"] tiles [32, 8, 16] scratch [memref<512xf32>] sweeps [0, 0] loops tiles [1, 8, 4] stored [0] blas []
     ins [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>]
     outs [affine_map<(d0, d1, d2) -> (d0, d1)>] : (tensor<32x16xf32>, tensor<16x8xf32>) -> tensor<32x8xf32> {
@@ -16,11 +19,11 @@ func.func @main(%x: tensor<32x16xf32>, %w: tensor<16x8xf32>) -> tensor<32x8xf32>
   func.return %0 : tensor<32x8xf32>
 }
 // CHECK: 'kernel.tile' op loops tile 4 along d2 must be 16: the loops run along a reduction dim whole
-// LOWER: plan-loops-invalid.mlir:8:8: error: {{.*}}loops tile 4 along d2 must be 16
 
 // -----
 
 func.func @main(%x: tensor<32x16xf32>, %w: tensor<16x8xf32>) -> tensor<32x8xf32> {
+  // expected-error@+1 {{loops stored [1, 1] must be distinct}}
   %0 = kernel.tile(%x, %w) group "g0" space [32, 8, 16] iterators ["parallel", "parallel", "reduction"] tiles [32, 8, 16] scratch [memref<512xf32>] sweeps [0, 0] loops tiles [1, 8, 16] stored [1, 1] blas []
     ins [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>]
     outs [affine_map<(d0, d1, d2) -> (d0, d1)>] : (tensor<32x16xf32>, tensor<16x8xf32>) -> tensor<32x8xf32> {
@@ -32,12 +35,12 @@ func.func @main(%x: tensor<32x16xf32>, %w: tensor<16x8xf32>) -> tensor<32x8xf32>
   func.return %0 : tensor<32x8xf32>
 }
 // CHECK: 'kernel.tile' op loops stored [1, 1] must be distinct non-negative numbers
-// LOWER: plan-loops-invalid.mlir:24:8: error: {{.*}}loops stored [1, 1] must be distinct
 
 // -----
 
 // Verifies, but the loops need relu(x) stored: tdsl-lower-to-loops says so, at the op.
 func.func @main(%x: tensor<32x16xf32>, %w: tensor<16x8xf32>) -> tensor<32x8xf32> {
+  // expected-error@+1 {{the loops plan does not store value 0 ('tensordsl.relu'), which the loops need stored}}
   %0 = kernel.tile(%x, %w) group "g0" space [32, 8, 16] iterators ["parallel", "parallel", "reduction"] tiles [32, 8, 16] scratch [memref<512xf32>] sweeps [0, 0] loops tiles [1, 8, 16] stored [] blas []
     ins [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>]
     outs [affine_map<(d0, d1, d2) -> (d0, d1)>] : (tensor<32x16xf32>, tensor<16x8xf32>) -> tensor<32x8xf32> {
@@ -49,4 +52,3 @@ func.func @main(%x: tensor<32x16xf32>, %w: tensor<16x8xf32>) -> tensor<32x8xf32>
   func.return %0 : tensor<32x8xf32>
 }
 // CHECK: func.func @main
-// LOWER: plan-loops-invalid.mlir:41:8: error: the loops plan does not store value 0 ('tensordsl.relu'), which the loops need stored

@@ -356,3 +356,51 @@ def test_a_pass_pipeline_given_to_p_points_to_pass_pipeline(
         "note: give it as --pass-pipeline='builtin.module(tdsl-fuse,tdsl-tile)', or as -p "
         "'tdsl-fuse,tdsl-tile'",
     ]
+
+
+BAD_TILE = """\
+func.func @main(%a: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = tensordsl.relu %a : tensor<4x8xf32>
+  %1 = tensordsl.add %0, %a : (tensor<4x8xf32>, tensor<4x9xf32>) -> tensor<4x8xf32>
+  func.return %1 : tensor<4x8xf32>
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("annotation", "problems"),
+    [
+        ("  // expected-error@+1 {{operand}}\n", []),
+        ("  // expected-error@below {{operand}}\n", []),
+        (None, ["unexpected error"]),
+        ("  // expected-error@+1 {{no such message}}\n", ["unexpected error", "was not produced"]),
+        (
+            "  // expected-error@+2 {{operand}}\n",
+            ["unexpected error", "on line 5 was not produced"],
+        ),
+    ],
+)
+def test_verify_expected_errors_checks_mlir_opts_annotations(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    annotation: str | None,
+    problems: list[str],
+) -> None:
+    lines = BAD_TILE.splitlines(keepends=True)
+    text = "".join([*lines[:2], *([annotation] if annotation else []), *lines[2:]])
+    path = write(tmp_path, "bad.mlir", text)
+    code, _, err = run(capsys, [path, "--verify-expected-errors"])
+    assert code == (1 if problems else 0)
+    reported = err.strip().splitlines()
+    assert len(reported) == len(problems)
+    for line, problem in zip(reported, problems, strict=True):
+        assert line.startswith(f"{path}:") and problem in line
+
+
+def test_verify_expected_errors_wants_every_expectation_met(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    text = GOOD.replace("\n", "  // expected-error {{never}}\n", 1)
+    code, out, err = run(capsys, [write(tmp_path, "good.mlir", text), "--verify-expected-errors"])
+    assert code == 1 and "func.func" in out  # the output, as without the flag
+    assert 'expected error "never" on line 1 was not produced' in err
