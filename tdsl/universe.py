@@ -8,7 +8,8 @@ another public xDSL project also has a dialect named ``kernel``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import sys
+from typing import TYPE_CHECKING, Any
 
 from xdsl.universe import Universe
 
@@ -126,3 +127,28 @@ TDSL_UNIVERSE = Universe(
     all_targets=TDSL_TARGETS,
     all_frontends=TDSL_FRONTENDS,
 )
+
+
+def _join_xdsl_run() -> None:
+    """Give ``xdsl-run`` tdsl's interpreter functions: it registers a fixed list of
+    xDSL's own (``xdsl.interpreters.register_implementations``; no entry point names
+    interpreter functions), and it loads this module through the ``xdsl.universe``
+    entry point before it runs, so the hook is added to its runner then, in that
+    process only."""
+    run = sys.modules.get("xdsl.tools.xdsl_run")
+    main = getattr(run, "xDSLRunMain", None)
+    if main is None or getattr(main, "_tdsl_joined", False):
+        return
+    original = main.register_implementations
+
+    def register_implementations(self: Any, interpreter: Any) -> None:
+        original(self, interpreter)
+        from tdsl.interpreters.run import register_tdsl
+
+        register_tdsl(interpreter, interpreter.module)
+
+    main.register_implementations = register_implementations
+    main._tdsl_joined = True
+
+
+_join_xdsl_run()

@@ -36,6 +36,13 @@ def make_interpreter(module: ModuleOp) -> Interpreter:
     and every op of ``module`` that implements the structured-op interface."""
     interpreter = Interpreter(module)
     interpreter.register_implementations(FuncFunctions())
+    register_tdsl(interpreter, module)
+    return interpreter
+
+
+def register_tdsl(interpreter: Interpreter, module: ModuleOp) -> None:
+    """Give ``interpreter`` the tensordsl and kernel ops, and every op of ``module`` that
+    implements the structured-op interface (``func`` is the caller's)."""
     interpreter.register_implementations(TensorDSLFunctions())
     interpreter.register_implementations(KernelFunctions())
     known = set(TensorDSL.operations)
@@ -47,7 +54,6 @@ def make_interpreter(module: ModuleOp) -> Interpreter:
     if others:
         functions = structured_functions(sorted(others, key=lambda t: t.name))
         interpreter.register_implementations(functions())
-    return interpreter
 
 
 def find_function(module: ModuleOp, name: str) -> FuncOp:

@@ -248,3 +248,31 @@ def test_convert_to_llvm_of_two_results_is_a_located_error(
     err = capsys.readouterr().err
     assert err.startswith(f"{path}:1:1: error: tdsl-convert-to-llvm lowers loops-stage IR")
     assert "internal error" not in err
+
+
+def test_plain_xdsl_run_runs_tdsl_ir(tmp_path: Path) -> None:
+    # xDSL's own runner loads tdsl through the xdsl.universe entry point, which adds
+    # tdsl's interpreter functions to it (it registers a fixed list of xDSL's own)
+    import subprocess
+    import sys
+
+    path = tmp_path / "exp.mlir"
+    path.write_text(
+        "func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
+        "  %0 = tensordsl.exp %x : tensor<2xf32>\n"
+        "  %1 = tensordsl.softmax %0 : tensor<2xf32>\n"
+        "  func.return %1 : tensor<2xf32>\n"
+        "}\n"
+    )
+    runner = Path(sys.executable).parent / "xdsl-run"
+    done = subprocess.run(
+        [str(runner), str(path), "--verbose", "--args", "dense<[0.0, 1.0]> : tensor<2xf32>"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    e = np.exp(np.array([0.0, 1.0], np.float32))
+    want = np.exp(e - e.max()) / np.exp(e - e.max()).sum()
+    got = np.array(done.stdout.split("[")[1].split("]")[0].split(), np.float32)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
