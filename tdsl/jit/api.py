@@ -177,10 +177,7 @@ class JITTensorKernel:
             )
         from tdsl.jit.ir_input import build_ir
 
-        shape_key = _shape_key(shapes)
-        chosen = options or self.options
-        key = ("ir", text, shape_key, chosen)
-        return self._cached(key, lambda: build_ir(text, _shapes(shape_key), chosen))
+        return self._cached_ir(text, shapes, options, lambda s, o: build_ir(text, s, o))
 
     def compile_module(
         self,
@@ -203,10 +200,30 @@ class JITTensorKernel:
             raise TdslOptionError(
                 f"module must be an xDSL ModuleOp, got a value of type `{type(module).__name__}`"
             )
-        shape_key = _shape_key(shapes)
+        return self._cached_ir(
+            str(module), shapes, options, lambda s, o: build_module(module, s, o)
+        )
+
+    def _cached_ir(
+        self,
+        text: str,
+        shapes: Sequence[Sequence[int]] | Mapping[str, Sequence[int]] | None,
+        options: JitOptions | None,
+        build: Callable[[Any, JitOptions], CompiledKernel],
+    ) -> CompiledKernel:
+        """The kernel of IR ``text`` for ``shapes`` (checked; in order or by name) and
+        ``options`` (else this JIT's), cached; ``build`` makes it on a miss."""
+        checked: dict[str, tuple[int, ...]] | tuple[tuple[int, ...], ...] | None = None
+        shape_key: tuple[Any, ...] | None = None
+        if isinstance(shapes, Mapping):
+            checked = {k: shape_of(f"shapes[{k!r}]", s) for k, s in shapes.items()}
+            shape_key = ("by name", *sorted(checked.items()))
+        elif shapes is not None:
+            checked = tuple(shape_of(f"shapes[{i}]", s) for i, s in enumerate(shapes))
+            shape_key = checked
         chosen = options or self.options
-        key = ("ir", str(module), shape_key, chosen)
-        return self._cached(key, lambda: build_module(module, _shapes(shape_key), chosen))
+        key = ("ir", text, shape_key, chosen)
+        return self._cached(key, lambda: build(checked, chosen))
 
     def _cached(self, key: object, make: Callable[[], CompiledKernel]) -> CompiledKernel:
         """The kernel cached under ``key``, made (once, under the compile lock) on a miss."""
@@ -404,21 +421,3 @@ def jit_tensor(
     compiled = jit.compile_normalized(source, norm_shapes, norm_dtypes, None, "<expr>", jit.options)
     check_request(compiled, given, None)
     return compiled(out=out, **values)
-
-
-def _shape_key(
-    shapes: Sequence[Sequence[int]] | Mapping[str, Sequence[int]] | None,
-) -> tuple[Any, ...] | None:
-    """``shapes`` checked and hashable: a tuple of shapes, or of (name, shape) pairs."""
-    if shapes is None:
-        return None
-    if isinstance(shapes, Mapping):
-        return tuple(("name", k, shape_of(f"shapes[{k!r}]", s)) for k, s in shapes.items())
-    return tuple(shape_of(f"shapes[{i}]", s) for i, s in enumerate(shapes))
-
-
-def _shapes(key: tuple[Any, ...] | None) -> Any:
-    """The shapes of a :func:`_shape_key`: a tuple, or a dict by name."""
-    if key and isinstance(key[0], tuple) and key[0][:1] == ("name",):
-        return {name: shape for _, name, shape in key}
-    return key

@@ -268,7 +268,7 @@ def build(request: Request, *, keep_object: bool = False) -> CompiledKernel:
     with _collector_paused(), collecting() as times:
         kernel = _build(request, keep_object)
     kernel.compile_time = dict(times)
-    report(f"{kernel.signature} for the {kernel.target} target", kernel.compile_time)
+    report(lambda: f"{kernel.signature} for the {kernel.target} target", kernel.compile_time)
     return kernel
 
 

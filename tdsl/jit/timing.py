@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from contextvars import ContextVar
 
 LOGGER = logging.getLogger("tdsl")
@@ -57,14 +57,16 @@ def stage(name: str) -> Generator[None]:
         record(name, time.perf_counter() - start)
 
 
-def report(what: str, times: dict[str, float]) -> None:
-    """Log the whole of a compile of ``what``: at ``INFO`` when slow, with its slowest
-    stages, else at ``DEBUG``."""
+def report(what: Callable[[], str], times: dict[str, float]) -> None:
+    """Log the whole of a compile of ``what()``: at ``INFO`` when slow, with its slowest
+    stages, else at ``DEBUG`` (nothing is formatted unless the logger takes it)."""
     total = sum(times.values())
+    level = logging.INFO if total > SLOW_COMPILE_S else logging.DEBUG
+    if not LOGGER.isEnabledFor(level):
+        return
     slowest = sorted(times.items(), key=lambda kv: -kv[1])[:3]
     detail = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in slowest)
-    level = logging.INFO if total > SLOW_COMPILE_S else logging.DEBUG
-    LOGGER.log(level, "compiled %s in %.2f s (%s)", what, total, detail)
+    LOGGER.log(level, "compiled %s in %.2f s (%s)", what(), total, detail)
 
 
 __all__ = ["LOGGER", "SLOW_COMPILE_S", "collecting", "record", "report", "stage"]

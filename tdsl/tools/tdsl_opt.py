@@ -178,17 +178,17 @@ class TdslOptMain(OptIO):
             raise DriverError(format_diagnostic(f"invalid pass options: {err}", None)) from None
         self._check_target()
         self._check_print_ir_after()
+        if self.args.dump_pass_pipeline:
+            specs = [_spec_text(p) for p in self.pipeline.passes]
+            sys.stderr.write(
+                f"Pass Manager with {len(specs)} passes:\nbuiltin.module({','.join(specs)})\n\n"
+            )
 
     def _check_print_ir_after(self) -> None:
         """Each ``--print-ir-after``/``--print-ir-before`` names a registered pass (or a
         short name of one)."""
         self._print_after = self._pass_names("--print-ir-after", self.args.print_ir_after)
         self._print_before = self._pass_names("--print-ir-before", self.args.print_ir_before)
-        if self.args.dump_pass_pipeline:
-            specs = [_spec_text(p) for p in self.pipeline.passes]
-            sys.stderr.write(
-                f"Pass Manager with {len(specs)} passes:\nbuiltin.module({','.join(specs)})\n\n"
-            )
 
     def _pass_names(self, flag: str, given: list[str]) -> frozenset[str]:
         aliases = pass_flag_aliases(self.available_passes)

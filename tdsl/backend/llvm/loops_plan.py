@@ -212,10 +212,11 @@ class _GroupPlan:
         body = self.body
         if self.recorded is not None:
             self.blas = self._recorded_blas(self.recorded.blas)
-        for op in body.ops if self.recorded is None else ():
-            k = blas_output(self.body, op)
-            if k is not None and k not in self.blas.values():
-                self.blas[op] = k
+        else:
+            for op in body.ops:
+                k = blas_output(body, op)
+                if k is not None and k not in self.blas.values():
+                    self.blas[op] = k
         # a reduction yielded as it is (no finalization, same dtype) accumulates in its output
         self.in_output: dict[Operation, int] = {}
         for k, v in enumerate(body.outputs):

@@ -17,10 +17,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from xdsl.context import Context
-from xdsl.dialects.builtin import Builtin, ModuleOp
-from xdsl.dialects.func import Func
-from xdsl.parser import Parser
+from tiled_ir import EXP_MAX_SUB as TILED
+from tiled_ir import edit, parse
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import VerifyException
 
 import tdsl.dask  # noqa: F401  (Dask arrays go through the JIT's call path)
@@ -28,44 +27,11 @@ from tdsl import JITTensorKernel
 from tdsl.backend.numpy.target import emit_numpy, load_numpy
 from tdsl.dask.items import GroupPlan, Step
 from tdsl.dask.plan import plan_tile
-from tdsl.dialects.kernel import Kernel, TileOp
-from tdsl.dialects.tensordsl import TensorDSL
+from tdsl.dialects.kernel import TileOp
 from tdsl.interpreters.run import run_function
 from tdsl.runtime.compile import native_unavailable_reason
 
 Array = np.ndarray[Any, Any]
-
-TILED = """\
-func.func @main(%x: tensor<16x300xf64>) -> tensor<16x300xf64> {
-  %0 = kernel.tile(%x) group "g0" space [16, 300] iterators ["parallel", "reduction"] tiles [8, 100] scratch [memref<8xf64>, memref<800xf64>, memref<8xf64>] sweeps [1, 1, 3]
-    ins [affine_map<(d0, d1) -> (d0, d1)>]
-    outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<16x300xf64>) -> tensor<16x300xf64> {
-  ^bb0(%x1: tensor<8x100xf64>):
-    %1 = tensordsl.exp %x1 : tensor<8x100xf64>
-    %2 = tensordsl.max %1 axis = 1 keepdims : tensor<8x100xf64> -> tensor<8x1xf64>
-    %3 = tensordsl.sub %1, %2 : (tensor<8x100xf64>, tensor<8x1xf64>) -> tensor<8x100xf64>
-    kernel.yield %3 : tensor<8x100xf64>
-  }
-  func.return %0 : tensor<16x300xf64>
-}
-"""
-
-
-def parse(text: str, verify: bool = True) -> ModuleOp:
-    ctx = Context()
-    for dialect in (Builtin, Func, TensorDSL, Kernel):
-        ctx.load_dialect(dialect)
-    module = Parser(ctx, text, "plan.mlir").parse_module()
-    if verify:
-        module.verify()
-    return module
-
-
-def edit(text: str, *changes: tuple[str, str]) -> str:
-    for old, new in changes:
-        assert text.count(old) == 1, old
-        text = text.replace(old, new)
-    return text
 
 
 def tile_of(module: ModuleOp) -> TileOp:

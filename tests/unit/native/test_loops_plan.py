@@ -20,37 +20,18 @@ import pytest
 
 pytest.importorskip("llvmlite")
 
-from xdsl.context import Context
-from xdsl.dialects.builtin import Builtin, ModuleOp
-from xdsl.dialects.func import Func
-from xdsl.parser import Parser
+from tiled_ir import EXP_MAX_SUB as ROWS
+from tiled_ir import edit, parse
 from xdsl.utils.exceptions import VerifyException
 
 from tdsl import JITTensorKernel
 from tdsl.backend.llvm.plan_loops import plan_loops
-from tdsl.dialects.kernel import Kernel
-from tdsl.dialects.tensordsl import TensorDSL
 from tdsl.errors import TdslIRError
 from tdsl.runtime.compile import native_unavailable_reason
 
 pytestmark = pytest.mark.skipif(
     native_unavailable_reason() is not None, reason=str(native_unavailable_reason())
 )
-
-ROWS = """\
-func.func @main(%x: tensor<16x300xf64>) -> tensor<16x300xf64> {
-  %0 = kernel.tile(%x) group "g0" space [16, 300] iterators ["parallel", "reduction"] tiles [8, 100] scratch [memref<8xf64>, memref<800xf64>, memref<8xf64>] sweeps [1, 1, 3]
-    ins [affine_map<(d0, d1) -> (d0, d1)>]
-    outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<16x300xf64>) -> tensor<16x300xf64> {
-  ^bb0(%x1: tensor<8x100xf64>):
-    %1 = tensordsl.exp %x1 : tensor<8x100xf64>
-    %2 = tensordsl.max %1 axis = 1 keepdims : tensor<8x100xf64> -> tensor<8x1xf64>
-    %3 = tensordsl.sub %1, %2 : (tensor<8x100xf64>, tensor<8x1xf64>) -> tensor<8x100xf64>
-    kernel.yield %3 : tensor<8x100xf64>
-  }
-  func.return %0 : tensor<16x300xf64>
-}
-"""
 
 MATMUL = """\
 func.func @main(%x: tensor<256x48xf32>, %w: tensor<48x64xf32>, %v: tensor<256x64xf32>) -> tensor<256x64xf32> {
@@ -85,27 +66,12 @@ func.func @main(%x: tensor<32x16xf32>, %w: tensor<16x8xf32>) -> tensor<32x8xf32>
 Array = np.ndarray[Any, Any]
 
 
-def parse(text: str, verify: bool = True) -> ModuleOp:
-    ctx = Context()
-    for dialect in (Builtin, Func, TensorDSL, Kernel):
-        ctx.load_dialect(dialect)
-    module = Parser(ctx, text, "plan.mlir").parse_module()
-    if verify:
-        module.verify()
-    return module
-
-
 def planned(text: str) -> str:
     """``text`` with the loops' plan ``tdsl-plan-loops`` records."""
     module = parse(text)
     plan_loops(module)
     module.verify()
     return str(module)
-
-
-def edit(text: str, old: str, new: str) -> str:
-    assert text.count(old) == 1, old
-    return text.replace(old, new)
 
 
 def rows_data() -> tuple[Array, Array]:
@@ -154,7 +120,7 @@ def test_edited_loops_tiles_and_stored_values_are_what_the_loops_run() -> None:
     np.testing.assert_allclose(default(x), want, rtol=1e-13)
     assert group_scratch(default.ir["loops"]) == ["memref<1x1xf64>"]  # the max's accumulator
     # four rows per tile, and exp kept in scratch for the subtraction's sweep
-    edited = edit(text, "loops tiles [1, 300] stored []", "loops tiles [4, 300] stored [0]")
+    edited = edit(text, ("loops tiles [1, 300] stored []", "loops tiles [4, 300] stored [0]"))
     kernel = JITTensorKernel(target="native").compile_ir(edited)
     assert "loops tiles [4, 300] stored [0]" in kernel.ir["planned"]
     np.testing.assert_allclose(kernel(x), want, rtol=1e-13)
@@ -167,11 +133,11 @@ def test_a_matmul_taken_from_blas_runs_as_loops() -> None:
     blas = JITTensorKernel(target="native").compile_ir(text)
     assert "tdsl_matmul_" in blas.ir["loops"]
     np.testing.assert_allclose(blas(**args), want, rtol=1e-5, atol=1e-5)
-    loops = JITTensorKernel(target="native").compile_ir(edit(text, "blas [0]", "blas []"))
+    loops = JITTensorKernel(target="native").compile_ir(edit(text, ("blas [0]", "blas []")))
     assert "tdsl_matmul_" not in loops.ir["loops"]
     np.testing.assert_allclose(loops(**args), want, rtol=1e-5, atol=1e-5)
     # auto reads the recorded plan: a matmul in loops is the numpy target's to run
-    auto = JITTensorKernel(target="auto").compile_ir(edit(text, "blas [0]", "blas []"))
+    auto = JITTensorKernel(target="auto").compile_ir(edit(text, ("blas [0]", "blas []")))
     assert auto.target == "numpy" and "would run as compiled loops" in str(auto.target_reason)
 
 
@@ -202,7 +168,7 @@ def test_a_matmul_taken_from_blas_runs_as_loops() -> None:
 def test_a_plan_the_loops_cannot_run_is_a_located_error(
     text: str, old: str, new: str, message: str
 ) -> None:
-    edited = edit(planned(text), old, new)
+    edited = edit(planned(text), (old, new))
     with pytest.raises(TdslIRError) as info:
         JITTensorKernel(target="native").compile_ir(edited)
     assert message in str(info.value)
@@ -220,7 +186,7 @@ def test_a_plan_the_loops_cannot_run_is_a_located_error(
 def test_an_inconsistent_loops_plan_is_refused_by_the_verifier(
     old: str, new: str, message: str
 ) -> None:
-    module = parse(edit(planned(ROWS), old, new), verify=False)
+    module = parse(edit(planned(ROWS), (old, new)), verify=False)
     with pytest.raises(VerifyException, match=re.escape(message)):
         module.verify()
 
@@ -236,7 +202,7 @@ def test_tdsl_opt_prints_the_plan_and_locates_a_bad_edit(tmp_path: Path) -> None
     )
     assert done.returncode == 0, done.stderr
     assert "loops tiles [1, 300] stored [] blas []" in done.stdout
-    path.write_text(edit(planned(ROWS), "loops tiles [1, 300]", "loops tiles [1, 100]"))
+    path.write_text(edit(planned(ROWS), ("loops tiles [1, 300]", "loops tiles [1, 100]")))
     done = subprocess.run(
         [sys.executable, "-m", "tdsl.tools.tdsl_opt", str(path), "-p", "tdsl-lower-to-loops"],
         capture_output=True,
