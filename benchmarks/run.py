@@ -1301,7 +1301,14 @@ def run(cfg: Config, only: Sequence[str] = (), out: Any = sys.stdout) -> dict[st
     def say(text: str = "") -> None:
         print(text, file=out, flush=True)
 
-    results: dict[str, Any] = {"timings": {}, "small_keys": [], "memory": [], "config": asdict(cfg)}
+    results: dict[str, Any] = {
+        "timings": {},
+        "small_keys": [],
+        "exprs": {},
+        "auto_targets": {},
+        "memory": [],
+        "config": asdict(cfg),
+    }
 
     def version(module: Any) -> str:
         return "absent" if module is None else module.__version__
@@ -1339,11 +1346,14 @@ def run(cfg: Config, only: Sequence[str] = (), out: Any = sys.stdout) -> dict[st
             variants_of(w, cfg, peers), reps, cfg.small_batch_seconds if w.small else None
         )
         results["timings"][w.key] = timings
+        results["exprs"][w.key] = w.expr
         if w.small:
             results["small_keys"].append(w.key)
         eager = next(t for t in timings if t.kind == "eager")
         first = next(iter(w.kernels.values()))
         auto = w.kernels.get(("auto", default_threads()))
+        if auto is not None:
+            results["auto_targets"][w.key] = auto.target
         say()
         say(
             f"== {w.label}   ({len(first.groups)} group(s); {reps} interleaved samples"
@@ -1541,6 +1551,9 @@ def to_json(results: dict[str, Any], cfg: Config, mode: str) -> dict[str, Any]:
         "config": asdict(cfg),
         "environment": environment(),
         "workloads": workloads,
+        "exprs": results["exprs"],
+        "small_keys": results["small_keys"],
+        "auto_targets": results["auto_targets"],
         "memory": results["memory"],
         "dask": [
             {
@@ -1557,10 +1570,29 @@ def to_json(results: dict[str, Any], cfg: Config, mode: str) -> dict[str, Any]:
     }
 
 
+def _report() -> Any:
+    """``benchmarks/report.py``, this script's neighbour (also when a test loads this
+    file by path)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import report
+
+    return report
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, few repetitions")
     parser.add_argument("--json", metavar="PATH", help="write the results as JSON to PATH")
+    parser.add_argument(
+        "--markdown", metavar="PATH", help="write this run's tables to PATH (benchmarks/report.py)"
+    )
+    parser.add_argument(
+        "--plot",
+        metavar="PATH",
+        help="draw this run's speedups to PATH (.svg, .png; needs matplotlib: '.[plot]')",
+    )
     parser.add_argument(
         "--only",
         nargs="*",
@@ -1570,12 +1602,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "dask, ...)",
     )
     args = parser.parse_args(argv)
+    report = _report()
+    if args.plot:
+        report.require_matplotlib()  # before the run, not after it
     cfg = Config.quick() if args.quick else Config()
     results = run(cfg, args.only)
+    data = to_json(results, cfg, "quick" if args.quick else "full")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(to_json(results, cfg, "quick" if args.quick else "full"), f, indent=1)
+            json.dump(data, f, indent=1)
         print(f"\nwrote {args.json}")
+    report.write(data, args.markdown, args.plot)
     return 0
 
 

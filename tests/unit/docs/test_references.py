@@ -3,7 +3,10 @@ cite exist, and an example's comment matches what the compiler does with it."""
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import re
+import sys
 from pathlib import Path
 
 from tdsl.frontend import to_tensordsl
@@ -76,3 +79,27 @@ def test_gen_reference_leaves_unchanged_files_untouched(tmp_path: Path) -> None:
     assert main(["--docs", str(tmp_path)]) == 0
     assert lang_path().stat().st_mtime_ns == before
     assert (tmp_path / "passes.md").stat().st_mtime_ns == written
+
+
+def test_benchmark_tables_are_those_of_the_charted_run() -> None:
+    """docs/benchmarks.md's tables are what ``benchmarks/report.py`` makes of the run
+    whose JSON sits beside the chart (``docs/images/benchmarks.json``): a new run
+    updates the tables, the chart and the JSON together."""
+    spec = importlib.util.spec_from_file_location(
+        "tdsl_benchmarks_report", ROOT / "benchmarks" / "report.py"
+    )
+    assert spec is not None and spec.loader is not None
+    report = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = report
+    spec.loader.exec_module(report)
+    data = json.loads((ROOT / "docs" / "images" / "benchmarks.json").read_text())
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    large, small = report.split_workloads(data)
+    tables = [
+        report.table(data, large, report.large_columns(data["config"]["threads"])),
+        report.triad_table(data),
+        report.table(data, small, report.SMALL_COLUMNS),
+    ]
+    for t in tables:
+        assert t and t in page, t.splitlines()[2]
+    assert "](images/benchmarks.svg)" in page and (ROOT / "docs/images/benchmarks.svg").exists()

@@ -9,6 +9,7 @@ import json
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -62,6 +63,7 @@ def test_benchmark_runs_on_tiny_sizes(tmp_path: Path, monkeypatch: pytest.Monkey
     assert [row["ops"] for row in data["compile_scaling"]] == [
         bench.scaling_ops(row["terms"]) for row in data["compile_scaling"]
     ]
+    check_report(bench, data, tmp_path)
     if importlib.util.find_spec("dask") is not None:
         # tdsl on Dask against plain dask.array: every workload, each chunking, measured
         assert {(row["workload"], row["chunking"]) for row in data["dask"]} == {
@@ -75,6 +77,36 @@ def test_benchmark_runs_on_tiny_sizes(tmp_path: Path, monkeypatch: pytest.Monkey
             assert row["dask"]["median_s"] > 0
             assert set(row["peak_rss_bytes"]) == {*row["tdsl"], "dask"}
             assert all(v >= 0 for v in row["peak_rss_bytes"].values())
+
+
+def check_report(bench: ModuleType, data: dict[str, Any], tmp_path: Path) -> None:
+    """The tables and the chart of ``run.py --markdown/--plot`` show this run's medians."""
+    report = bench._report()
+    text = report.markdown(data)
+    large, small = report.split_workloads(data)
+    assert small == data["small_keys"] and large and set(large).isdisjoint(small)
+    for key in data["workloads"]:
+        rows = data["workloads"][key]
+        eager = next(r for r in rows if r["kind"] == "eager")
+        native = next(r for r in rows if r["kind"] == "compiled" and r["target"] == "native")
+        name = f"| `{data['exprs'][key]}` {report._shape_tag(key)} |"
+        (line,) = (line for line in text.splitlines() if line.startswith(name))
+        # eager's median, then a target's median with eager's over it: from the JSON
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert cells[1] == report.fmt_time(eager["median_s"])
+        ratio = eager["median_s"] / native["median_s"]
+        assert f"{report.fmt_time(native['median_s'])} ({ratio:.2f}x)" in cells
+        if key in small:
+            assert f", {data['auto_targets'][key]}" in line  # the target auto ran
+    # the chain into out= against the triad: a row per size and dtype that ran one
+    triads = [k for k, rows in data["workloads"].items() if {"triad"} & {r["kind"] for r in rows}]
+    assert triads and report.triad_table(data).count("\n") == len(triads) + 1
+    chart = tmp_path / "chart.svg"
+    report.plot(data, str(chart))
+    svg = chart.read_text()
+    assert svg.startswith("<?xml") and "tdsl native" in svg and "small arrays" in svg
+    report.plot(data, str(tmp_path / "again.svg"))  # the same data draws the same file
+    assert (tmp_path / "again.svg").read_text() == svg
 
 
 def test_cache_load_benchmark_runs_and_loads_without_xdsl() -> None:
