@@ -1,8 +1,12 @@
 // RUN: tdsl-opt %s --split-input-file --verify-diagnostics | filecheck %s
+// RUN: tdsl-opt %s --split-input-file --verify-expected-errors
 
 // Every verifier error of the kernel dialect.
+// The CHECK lines check each message whole; the expected-error annotations check
+// the line each error points at (--verify-expected-errors).
 
 %x = "test.op"() : () -> tensor<4xf32>
+// expected-error@+1 {{'kernel.fused' op memory budget 0 must be positive}}
 %0 = kernel.fused(%x) budget 0 : (tensor<4xf32>) -> tensor<4xf32> {
 ^bb0(%a: tensor<4xf32>):
   kernel.yield %a : tensor<4xf32>
@@ -12,6 +16,7 @@
 // -----
 
 %x = "test.op"() : () -> tensor<4xf32>
+// expected-error@+1 {{'kernel.fused' op body arguments}}
 %0 = kernel.fused(%x) : (tensor<4xf32>) -> tensor<4xf32> {
 ^bb0(%a: tensor<4xf64>):
   %c = tensordsl.cast %a : tensor<4xf64> -> tensor<4xf32>
@@ -25,6 +30,7 @@
 %x = "test.op"() : () -> tensor<4xf32>
 %0 = kernel.fused(%x) : (tensor<4xf32>) -> tensor<4xf32> {
 ^bb0(%a: tensor<4xf32>):
+  // expected-error@+1 {{'tensordsl.add' op operand #1 is defined outside the 'kernel.fused'}}
   %s = tensordsl.add %a, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   kernel.yield %s : tensor<4xf32>
 }
@@ -33,6 +39,7 @@
 // -----
 
 %x = "test.op"() : () -> tensor<4xf32>
+// expected-error@+1 {{'kernel.fused' op body arguments}}
 %0 = kernel.fused(%x) : (tensor<4xf32>) -> tensor<4xf32> {
 ^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
   kernel.yield %a : tensor<4xf32>
@@ -42,6 +49,7 @@
 // -----
 
 %x = "test.op"() : () -> tensor<4xf32>
+// expected-error@+1 {{'kernel.fused' op body must end in kernel.yield}}
 %0 = kernel.fused(%x) : (tensor<4xf32>) -> tensor<4xf32> {
 ^bb0(%a: tensor<4xf32>):
   "test.termop"() : () -> ()
@@ -53,6 +61,7 @@
 %x = "test.op"() : () -> tensor<4xf32>
 %0 = kernel.fused(%x) : (tensor<4xf32>) -> tensor<4xf32> {
 ^bb0(%a: tensor<4xf32>):
+  // expected-error@+1 {{Operation tensordsl.relu terminates block in single-block region but}}
   %1 = tensordsl.relu %a : tensor<4xf32>
 }
 // CHECK: Operation tensordsl.relu terminates block in single-block region but is not a terminator
@@ -60,6 +69,7 @@
 // -----
 
 %x = "test.op"() : () -> tensor<4xf32>
+// expected-error@+1 {{'kernel.fused' op body yields}}
 %0 = kernel.fused(%x) : (tensor<4xf32>) -> tensor<4xf64> {
 ^bb0(%a: tensor<4xf32>):
   kernel.yield %a : tensor<4xf32>
@@ -69,6 +79,7 @@
 // -----
 
 %x = "test.op"() : () -> tensor<4xf32>
+// expected-error@+1 {{'kernel.fused' op body yields}}
 %0, %1 = kernel.fused(%x) : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
 ^bb0(%a: tensor<4xf32>):
   kernel.yield %a : tensor<4xf32>
@@ -78,12 +89,14 @@
 // -----
 
 %x = "test.op"() : () -> tensor<4xf32>
+// expected-error@+1 {{'kernel.yield' expects parent op to be one of 'kernel.fused',}}
 kernel.yield %x : tensor<4xf32>
 // CHECK: 'kernel.yield' expects parent op to be one of 'kernel.fused', 'kernel.tile'
 
 // -----
 
 %x = "test.op"() : () -> tensor<8x4xf32>
+// expected-error@+1 {{'kernel.tile' op has 1 tile sizes for a 2-d iteration space}}
 %0 = kernel.tile(%x) space [8, 4] iterators ["parallel", "parallel"] tiles [2] scratch [] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
 ^bb0(%a: tensor<2x4xf32>):
   kernel.yield %a : tensor<2x4xf32>
@@ -93,6 +106,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8x4xf32>
+// expected-error@+1 {{'kernel.tile' op has 1 iterator kinds for a 2-d iteration space}}
 %0 = kernel.tile(%x) space [8, 4] iterators ["parallel"] tiles [2, 4] scratch [] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
 ^bb0(%a: tensor<2x4xf32>):
   kernel.yield %a : tensor<2x4xf32>
@@ -102,6 +116,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8xf32>
+// expected-error@+1 {{'kernel.tile' op iterator kind "sideways" must be "parallel",}}
 %0 = kernel.tile(%x) space [8] iterators ["sideways"] tiles [2] scratch [] ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
 ^bb0(%a: tensor<2xf32>):
   kernel.yield %a : tensor<2xf32>
@@ -111,6 +126,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8xf32>
+// expected-error@+1 {{'kernel.tile' op space extent -8 is negative}}
 %0 = kernel.tile(%x) space [-8] iterators ["parallel"] tiles [2] scratch [] ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
 ^bb0(%a: tensor<8xf32>):
   kernel.yield %a : tensor<8xf32>
@@ -120,6 +136,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8x4xf32>
+// expected-error@+1 {{'kernel.tile' op tile size 0 along d1 must be positive}}
 %0 = kernel.tile(%x) space [8, 4] iterators ["parallel", "parallel"] tiles [2, 0] scratch [] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
 ^bb0(%a: tensor<2x4xf32>):
   kernel.yield %a : tensor<2x4xf32>
@@ -129,6 +146,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8xf32>
+// expected-error@+1 {{'kernel.tile' op scratch buffer memref<?xf32> must be a 1-d memref of}}
 %0 = kernel.tile(%x) space [8] iterators ["parallel"] tiles [2] scratch [memref<?xf32>] ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
 ^bb0(%a: tensor<2xf32>):
   kernel.yield %a : tensor<2xf32>
@@ -138,6 +156,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8xf32>
+// expected-error@+1 {{'kernel.tile' op has 0 input maps for 1 operands}}
 %0 = kernel.tile(%x) space [8] iterators ["parallel"] tiles [2] scratch [] ins [] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
 ^bb0(%a: tensor<2xf32>):
   kernel.yield %a : tensor<2xf32>
@@ -147,6 +166,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8xf32>
+// expected-error@+1 {{'kernel.tile' op has 2 output maps for 1 results}}
 %0 = kernel.tile(%x) space [8] iterators ["parallel"] tiles [2] scratch [] ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
 ^bb0(%a: tensor<2xf32>):
   kernel.yield %a : tensor<2xf32>
@@ -157,6 +177,7 @@ kernel.yield %x : tensor<4xf32>
 
 // The constant 0 is for broadcast dims of extent 1: a whole dim is an iteration dim.
 %x = "test.op"() : () -> tensor<8x4xf32>
+// expected-error@+1 {{'kernel.tile' op operand #0}}
 %0 = kernel.tile(%x) space [8] iterators ["parallel"] tiles [2] scratch [] ins [affine_map<(d0) -> (d0, 0)>] outs [affine_map<(d0) -> (d0, 0)>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
 ^bb0(%a: tensor<2x4xf32>):
   kernel.yield %a : tensor<2x4xf32>
@@ -167,6 +188,7 @@ kernel.yield %x : tensor<4xf32>
 
 // A result must follow the dims its value runs along: a sum over d0 has none.
 %x = "test.op"() : () -> tensor<8x4xf32>
+// expected-error@+1 {{'kernel.tile' op iterators do not match its body, which needs}}
 %0 = kernel.tile(%x) space [8, 4] iterators ["reduction", "parallel"] tiles [8, 4] scratch [] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d1)>] : (tensor<8x4xf32>) -> tensor<4xf32> {
 ^bb0(%a: tensor<8x4xf32>):
   %s = tensordsl.sum %a axis = 1 : tensor<8x4xf32> -> tensor<8xf32>
@@ -178,6 +200,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8x8xf32>
+// expected-error@+1 {{'kernel.tile' op result #0 map}}
 %0 = kernel.tile(%x) space [8, 8] iterators ["parallel", "parallel"] tiles [8, 8] scratch [] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d1, d0)>] : (tensor<8x8xf32>) -> tensor<8x8xf32> {
 ^bb0(%a: tensor<8x8xf32>):
   %e = tensordsl.exp %a : tensor<8x8xf32>
@@ -189,6 +212,7 @@ kernel.yield %x : tensor<4xf32>
 
 // The recorded scratch must be what the recorded plan needs.
 %x = "test.op"() : () -> tensor<8x4xf32>
+// expected-error@+1 {{'kernel.tile' op records scratch [] but its plan needs [memref<8xf32>]}}
 %0 = kernel.tile(%x) space [8, 4] iterators ["parallel", "parallel"] tiles [2, 4] scratch [] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
 ^bb0(%a: tensor<2x4xf32>):
   %e = tensordsl.exp %a : tensor<2x4xf32>
@@ -202,6 +226,7 @@ kernel.yield %x : tensor<4xf32>
 
 // A softmax tile must hold whole rows.
 %x = "test.op"() : () -> tensor<8x4xf32>
+// expected-error@+1 {{'kernel.tile' op cannot run its recorded plan}}
 %0 = kernel.tile(%x) space [8, 4] iterators ["parallel", "normalize"] tiles [8, 2] scratch [] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
 ^bb0(%a: tensor<8x2xf32>):
   %s = tensordsl.softmax %a : tensor<8x2xf32>
@@ -212,6 +237,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8xf32>
+// expected-error@+1 {{'kernel.tile' op body holds 'test.op', which does not implement the}}
 %0 = kernel.tile(%x) space [8] iterators ["parallel"] tiles [2] scratch [] ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
 ^bb0(%a: tensor<2xf32>):
   %r = "test.op"(%a) : (tensor<2xf32>) -> tensor<2xf32>
@@ -222,6 +248,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8xf32>
+// expected-error@+1 {{'kernel.tile' op operand #0 map}}
 %0 = kernel.tile(%x) space [8] iterators ["parallel"] tiles [2] scratch [] ins [affine_map<(d0, d1) -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
 ^bb0(%a: tensor<2xf32>):
   kernel.yield %a : tensor<2xf32>
@@ -231,6 +258,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8xf32>
+// expected-error@+1 {{'kernel.tile' op operand #0 map}}
 %0 = kernel.tile(%x) space [8] iterators ["parallel"] tiles [2] scratch [] ins [affine_map<(d0)[s0] -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
 ^bb0(%a: tensor<2xf32>):
   kernel.yield %a : tensor<2xf32>
@@ -240,6 +268,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8xf32>
+// expected-error@+1 {{'kernel.tile' op operand #0}}
 %0 = kernel.tile(%x) space [8] iterators ["parallel"] tiles [2] scratch [] ins [affine_map<(d0) -> (d0 + 1)>] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
 ^bb0(%a: tensor<2xf32>):
   kernel.yield %a : tensor<2xf32>
@@ -249,6 +278,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8xf32>
+// expected-error@+1 {{'kernel.tile' op result #0 map}}
 %0 = kernel.tile(%x) space [8] iterators ["parallel"] tiles [2] scratch [] ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0, 0)>] : (tensor<8xf32>) -> tensor<8xf32> {
 ^bb0(%a: tensor<2xf32>):
   kernel.yield %a : tensor<2xf32>
@@ -258,6 +288,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<6xf32>
+// expected-error@+1 {{'kernel.tile' op operand #0}}
 %0 = kernel.tile(%x) space [8] iterators ["parallel"] tiles [2] scratch [] ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<6xf32>) -> tensor<8xf32> {
 ^bb0(%a: tensor<2xf32>):
   kernel.yield %a : tensor<2xf32>
@@ -267,6 +298,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8x4xf32>
+// expected-error@+1 {{'kernel.tile' op body arguments}}
 %0 = kernel.tile(%x) space [8, 4] iterators ["parallel", "parallel"] tiles [2, 4] scratch [] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
 ^bb0(%a: tensor<8x4xf32>):
   kernel.yield %a : tensor<8x4xf32>
@@ -276,6 +308,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8x4xf32>
+// expected-error@+1 {{'kernel.tile' op body yields}}
 %0 = kernel.tile(%x) space [8, 4] iterators ["parallel", "reduction"] tiles [2, 4] scratch [] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0)>] : (tensor<8x4xf32>) -> tensor<8xf32> {
 ^bb0(%a: tensor<2x4xf32>):
   %s = tensordsl.sum %a : tensor<2x4xf32> -> tensor<f32>
@@ -286,6 +319,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8xf32>
+// expected-error@+1 {{'kernel.tile' op body must end in kernel.yield}}
 %0 = kernel.tile(%x) space [8] iterators ["parallel"] tiles [2] scratch [] ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
 ^bb0(%a: tensor<2xf32>):
   "test.termop"() : () -> ()
@@ -295,6 +329,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8x8xf32>
+// expected-error@+1 {{'kernel.tile' op operand #0 map}}
 %0 = kernel.tile(%x) space [8] iterators ["parallel"] tiles [4] scratch [] ins [affine_map<(d0) -> (d0, d0)>] outs [affine_map<(d0) -> (d0, d0)>] : (tensor<8x8xf32>) -> tensor<8x8xf32> {
 ^bb0(%a: tensor<4x4xf32>):
   kernel.yield %a : tensor<4x4xf32>
@@ -304,6 +339,7 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8xi16>
+// expected-error@+1 {{'kernel.fused' op tensordsl computes on tensors of i1}}
 %0 = kernel.fused(%x) : (tensor<8xi16>) -> tensor<8xi16> {
 ^bb0(%a: tensor<8xi16>):
   kernel.yield %a : tensor<8xi16>
@@ -315,6 +351,7 @@ kernel.yield %x : tensor<4xf32>
 // A recorded plan that cannot run: the subtraction reads the max, ready only
 // after pass 1, so it cannot be in pass 1 itself.
 %x = "test.op"() : () -> tensor<16x300xf64>
+// expected-error@+1 {{'kernel.tile' op cannot run its recorded plan}}
 %0 = kernel.tile(%x) space [16, 300] iterators ["parallel", "reduction"] tiles [8, 100] scratch [] sweeps [1, 1, 1] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<16x300xf64>) -> tensor<16x300xf64> {
 ^bb0(%a: tensor<8x100xf64>):
   %1 = tensordsl.exp %a : tensor<8x100xf64>
@@ -329,6 +366,7 @@ kernel.yield %x : tensor<4xf32>
 // Only a value a pass computes tile by tile can be staged: not the max, which is
 // whole after its pass.
 %x = "test.op"() : () -> tensor<16x300xf64>
+// expected-error@+1 {{'kernel.tile' op cannot run its recorded plan}}
 %0 = kernel.tile(%x) space [16, 300] iterators ["parallel", "reduction"] tiles [8, 100] scratch [] sweeps [1, 1, 3] staged [1] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<16x300xf64>) -> tensor<16x300xf64> {
 ^bb0(%a: tensor<8x100xf64>):
   %1 = tensordsl.exp %a : tensor<8x100xf64>
