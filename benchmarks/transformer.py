@@ -7,7 +7,7 @@ target, jax.jit where installed, and the bare GEMMs of the same shapes::
     python benchmarks/transformer.py                    # every workload, 5 runs each
     python benchmarks/transformer.py --only attention   # workloads whose name has a word
     python benchmarks/transformer.py --json out.json
-    python benchmarks/transformer.py --budget 1000000      # tdsl's default memory budget
+    python benchmarks/transformer.py --budget 1000000   # a memory budget (default: tdsl's)
 
 Each (workload, approach) runs in a process of its own, with
 ``OPENBLAS_THREAD_TIMEOUT=1``: OpenBLAS's idle worker spins after a call and takes the
@@ -149,7 +149,7 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # (KiB on Linux)
 
 
-def child(workload: str, approach: str, repeat: int, budget: int) -> dict[str, Any]:
+def child(workload: str, approach: str, repeat: int, budget: int | None) -> dict[str, Any]:
     """Measure one approach on one workload, in this process."""
     fn, args, gemms = inputs(workload)
     compile_s = 0.0
@@ -224,9 +224,9 @@ def main() -> None:
     parser.add_argument(
         "--budget",
         type=int,
-        default=1 << 25,
-        help="tdsl's memory budget, elements (default 2**25: above every workload's "
-        "working set; tdsl's own default, 10**6, is below the block's and the MLP's)",
+        default=None,
+        help="tdsl's memory budget, elements (default: tdsl's own, 10**6 elements, or a "
+        "kernel's inputs' elements where no plan fits that)",
     )
     parser.add_argument("--child", nargs=2, metavar=("WORKLOAD", "APPROACH"))
     args = parser.parse_args()
@@ -249,8 +249,7 @@ def main() -> None:
                     approach,
                     "--repeat",
                     str(args.repeat),
-                    "--budget",
-                    str(args.budget),
+                    *(["--budget", str(args.budget)] if args.budget is not None else []),
                 ],
                 capture_output=True,
                 text=True,

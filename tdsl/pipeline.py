@@ -36,10 +36,11 @@ STAGES: dict[str, str] = {
 
 
 def pipeline_spec(
-    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    memory_budget: int | None = DEFAULT_MEMORY_BUDGET,
     tile_size: int | None = None,
     tile_sizes: Sequence[int] = (),
     start: str = "tensordsl",
+    fallback_budget: int | None = None,
 ) -> str:
     """``canonicalize,tdsl-fuse{memory-budget=B},tdsl-tile{memory-budget=B ...}``: the
     ``-p`` argument.  xDSL's ``canonicalize`` applies the ops' canonicalization
@@ -50,15 +51,23 @@ def pipeline_spec(
     The values are not checked here; the passes check them when they run.
     ``start`` is the stage the IR is at (:data:`INPUT_STAGES`): from ``fused`` IR
     only ``tdsl-tile`` runs, from ``tiled`` IR no pass (the spec is empty).
+
+    ``memory_budget=None`` is the JIT's default: ``tdsl-fuse`` plans at
+    :data:`DEFAULT_MEMORY_BUDGET`, or at ``fallback_budget`` (when given) for a function
+    no plan of that fits, and ``tdsl-tile`` tiles each group under the budget it
+    records.
     """
-    tile_options = [f"memory-budget={memory_budget}"]
+    fuse_options = [f"memory-budget={memory_budget or DEFAULT_MEMORY_BUDGET}"]
+    if memory_budget is None and fallback_budget is not None:
+        fuse_options.append(f"fallback-budget={fallback_budget}")
+    tile_options = [] if memory_budget is None else [f"memory-budget={memory_budget}"]
     if tile_size is not None:
         tile_options.append(f"tile-size={tile_size}")
     if tile_sizes:
         tile_options.append(f"tile-sizes={','.join(str(t) for t in tile_sizes)}")
     passes = [
-        f"canonicalize,tdsl-fuse{{memory-budget={memory_budget}}}",
-        f"tdsl-tile{{{' '.join(tile_options)}}}",
+        f"canonicalize,tdsl-fuse{{{' '.join(fuse_options)}}}",
+        f"tdsl-tile{{{' '.join(tile_options)}}}" if tile_options else "tdsl-tile",
     ]
     return ",".join(passes[INPUT_STAGES.index(start) :])
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-from tdsl.defaults import DEFAULT_MEMORY_BUDGET, positive_int
+from tdsl.defaults import positive_int
 from tdsl.errors import TdslOptionError
 from tdsl.jit.cache import (
     CacheInfo,
@@ -38,8 +38,10 @@ if TYPE_CHECKING:
 class JITTensorKernel:
     """Compiles tensor expressions to NumPy, with a cache of compiled kernels.
 
-    ``memory_budget`` (elements) bounds the scratch one fused kernel allocates at
-    a time, all threads together; ``tile_size`` caps tile sizes; ``tile_sizes``
+    ``memory_budget`` (elements) bounds what a call allocates beyond its outputs: the
+    values held between fused kernels and the scratch of one at a time, all threads
+    together (default: :data:`~tdsl.defaults.DEFAULT_MEMORY_BUDGET`, or the inputs'
+    elements for a kernel no plan of that fits); ``tile_size`` caps tile sizes; ``tile_sizes``
     fixes them; ``threads`` runs large tile loops on that many threads (default:
     one per core, at most 4; ``threads=1`` turns threads off); ``target`` is
     ``"native"`` (machine code through LLVM), ``"numpy"`` (generated NumPy code)
@@ -59,7 +61,7 @@ class JITTensorKernel:
 
     def __init__(
         self,
-        memory_budget: int = DEFAULT_MEMORY_BUDGET,
+        memory_budget: int | None = None,
         *,
         tile_size: int | None = None,
         tile_sizes: Sequence[int] = (),
@@ -87,7 +89,9 @@ class JITTensorKernel:
         self._last: dict[str, CompiledKernel] = {}
 
     @property
-    def memory_budget(self) -> int:
+    def memory_budget(self) -> int | None:
+        """The budget asked for (None: the default; a kernel's
+        :attr:`~CompiledKernel.memory_budget` is the one it was planned at)."""
         return self.options.memory_budget
 
     @property
@@ -338,7 +342,8 @@ class JITTensorKernel:
             extra += f", target={o.target!r}"
         if self._disk is not None:
             extra += f", cache_dir={self._disk.directory!r}"
-        return f"JITTensorKernel(memory_budget={o.memory_budget}, threads={o.threads}{extra})"
+        budget = "" if o.memory_budget is None else f"memory_budget={o.memory_budget}, "
+        return f"JITTensorKernel({budget}threads={o.threads}{extra})"
 
 
 @dataclass
@@ -375,7 +380,7 @@ def compile(
     *,
     kernel: str | None = None,
     filename: str = "<expr>",
-    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    memory_budget: int | None = None,
     tile_size: int | None = None,
     tile_sizes: Sequence[int] = (),
     threads: int | None = None,

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tdsl.defaults import DEFAULT_MEMORY_BUDGET
 from tdsl.dtypes import SHORT_NAMES, type_str
 from tdsl.errors import TdslError
 from tdsl.jit.calls import FELL_BACK_AT_CALL
@@ -329,17 +330,27 @@ class CompiledKernel:
         return target_spec(self.options.threads)
 
     @property
+    def memory_budget(self) -> int:
+        """The memory budget (elements) the kernel was planned at: the one asked for, or
+        with the default, :data:`~tdsl.defaults.DEFAULT_MEMORY_BUDGET` or, where no plan
+        fits that, the inputs' elements (:func:`~tdsl.defaults.default_fallback_budget`)."""
+        recorded = [g.budget for g in self.groups if g.budget is not None]
+        if recorded:
+            return max(recorded)
+        return self.options.memory_budget or DEFAULT_MEMORY_BUDGET
+
+    @property
     def fusion_report(self) -> FusionReport:
         """The fusion report of the fused IR (groups, their members, materialized values)."""
         from tdsl.transforms.fuse import fusion_report
 
-        return fusion_report(self._tensordsl("fusion_report"), self.options.memory_budget)
+        return fusion_report(self._tensordsl("fusion_report"), self.memory_budget)
 
     def explain(self) -> str:
         """Why the ops were grouped as they were: the fusion remarks, with source locations."""
         from tdsl.transforms.fuse import explain_fusion
 
-        return explain_fusion(self._tensordsl("explain()"), self.options.memory_budget)
+        return explain_fusion(self._tensordsl("explain()"), self.memory_budget)
 
     def _tensordsl(self, what: str) -> ModuleOp:
         """The tensordsl IR the kernel was fused from, which ``what`` reads."""
@@ -355,7 +366,7 @@ class CompiledKernel:
     @property
     def dot_target(self) -> str:
         """The ``tdsl-opt -t`` argument that prints :meth:`to_dot` after :attr:`pipeline`."""
-        return f"dot{{memory-budget={self.options.memory_budget}}}"
+        return f"dot{{memory-budget={self.memory_budget}}}"
 
     def to_dot(self) -> str:
         """The fusion plan of the compiled kernel as a Graphviz graph.
@@ -367,7 +378,7 @@ class CompiledKernel:
 
         return render_dot(
             self.ir.module("tiled"),
-            self.options.memory_budget,
+            self.memory_budget,
             sources={self.filename: self.expression},
         )
 
@@ -403,7 +414,7 @@ class CompiledKernel:
         fallback = self.fallback
         return (
             f"<CompiledKernel {self.signature}: {groups} group{'s' if groups != 1 else ''}, "
-            f"memory_budget={self.options.memory_budget}, threads={self.options.threads}, "
+            f"memory_budget={self.memory_budget}, threads={self.options.threads}, "
             f"target={self.target}"
             + ("" if fallback is None else f" (fell back: {fallback})")
             + ">"

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from tdsl.defaults import default_fallback_budget
 from tdsl.errors import (
     TdslError,
     TdslLoopsBudgetWarning,
@@ -333,7 +334,14 @@ def _compile_module(
     weak_bounds = [
         int_bounds(arg) if w else None for arg, w in zip(func_op.args, weak, strict=True)
     ]
-    spec = pipeline_spec(options.memory_budget, options.tile_size, options.tile_sizes, start)
+    inputs = sum(math.prod(_tensor_spec(t)[0]) for t in func_op.function_type.inputs.data)
+    spec = pipeline_spec(
+        options.memory_budget,
+        options.tile_size,
+        options.tile_sizes,
+        start,
+        default_fallback_budget(inputs),
+    )
     modules = _run_pipeline(spec, module, Context(), start)
     with stage("numpy target"):
         python = emit_numpy(modules["tiled"], threads=options.threads)

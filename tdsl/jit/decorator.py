@@ -57,7 +57,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
-from tdsl.defaults import DEFAULT_MEMORY_BUDGET
 from tdsl.dtypes import WEAK_PARAMS
 from tdsl.errors import (
     SourceLocation,
@@ -409,9 +408,7 @@ def jit_options(
         return None
     base = jit.options if jit is not None else None
     return JitOptions(
-        memory_budget
-        if memory_budget is not None
-        else (base.memory_budget if base else DEFAULT_MEMORY_BUDGET),
+        memory_budget if memory_budget is not None else (base.memory_budget if base else None),
         tile_size,
         tuple(tile_sizes),
         threads if threads is not None else (base.threads if base else default_threads()),

@@ -7,7 +7,6 @@ import os
 from dataclasses import dataclass, field
 
 from tdsl.defaults import (
-    DEFAULT_MEMORY_BUDGET,
     NO_FALLBACK_VARIABLE,
     check_memory_budget,
     no_fallback,
@@ -24,8 +23,10 @@ TARGETS = ("auto", "native", "numpy")
 class JitOptions:
     """The options a kernel is compiled with; part of the cache key."""
 
-    memory_budget: int = DEFAULT_MEMORY_BUDGET
-    """Elements of scratch one fused kernel may allocate at a time, all threads together."""
+    memory_budget: int | None = None
+    """Elements a call may allocate beyond its outputs, all threads together (None: the
+    default, :data:`~tdsl.defaults.DEFAULT_MEMORY_BUDGET`, or the inputs' elements
+    for a kernel no plan of that fits: :func:`~tdsl.defaults.default_fallback_budget`)."""
     tile_size: int | None = None
     """A cap on the tile size along every tiled dimension (None: only the budget decides)."""
     tile_sizes: tuple[int, ...] = ()
@@ -42,7 +43,8 @@ class JitOptions:
         # Normalized here (NumPy integers become ints, a list of tile sizes a
         # tuple) so that equal options make equal, hashable cache keys.
         set_ = object.__setattr__
-        set_(self, "memory_budget", check_memory_budget(self.memory_budget, "memory_budget"))
+        if self.memory_budget is not None:
+            set_(self, "memory_budget", check_memory_budget(self.memory_budget, "memory_budget"))
         set_(self, "threads", positive_int("threads", self.threads))
         if self.tile_size is not None:
             set_(self, "tile_size", positive_int("tile_size", self.tile_size))

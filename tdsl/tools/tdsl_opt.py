@@ -434,7 +434,9 @@ class TdslOptMain(OptIO):
         from tdsl.transforms.fuse import FusePass, explain_fusion
 
         if isinstance(upcoming, FusePass):
-            remarks = explain_fusion(module, upcoming.memory_budget, locate=self._locator.locate)
+            remarks = explain_fusion(
+                module, upcoming.memory_budget, self._locator.locate, upcoming.fallback_budget
+            )
             self._fusion_remarks = [*(self._fusion_remarks or []), remarks]
 
     def _explain_fusion(self, module: ModuleOp) -> None:

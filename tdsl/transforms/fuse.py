@@ -114,17 +114,25 @@ class FusePass(ModulePass):
     Where no plan fits, the plan of least memory is chosen, with a
     :class:`~tdsl.errors.TdslBudgetWarning` (see :func:`choose_plans`)."""
 
+    fallback_budget: int | None = None
+    """Where no plan of a function fits ``memory-budget``, plan it at this larger budget
+    instead, and record that on its groups; a warning only if no plan fits that either.
+    The JIT's default budget sets it (see :data:`tdsl.defaults.DEFAULT_MEMORY_BUDGET`):
+    the plan of least memory can have tiles too small to run fast."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_memory_budget(self.memory_budget)
+        if self.fallback_budget is not None:
+            check_memory_budget(self.fallback_budget, "fallback-budget")
         sink_views(op)
         for fn in walk_functions(op):
             replaced: dict[SSAValue, SSAValue] = {}
-            plans, memory = choose_plans(fn, self.memory_budget)
+            plans, memory = choose_plans(fn, self.memory_budget, self.fallback_budget)
             if not memory.fits:
                 warnings.warn(budget_warning(memory), TdslBudgetWarning, stacklevel=2)
-            scratch = None if memory.tile_budget == self.memory_budget else memory.tile_budget
+            scratch = None if memory.tile_budget == memory.budget else memory.tile_budget
             for plan in plans:
-                rewrite_block(plan, self.memory_budget, replaced, scratch)
+                rewrite_block(plan, memory.budget, replaced, scratch)
 
 
 def budget_warning(memory: PlanMemory) -> str:
@@ -376,7 +384,13 @@ class FusionReport:
             else:
                 summary += "; nothing materialized between groups"
             memory = self.function_memory(plan.function)
-            if memory is not None and not memory.fits and plan is self._last_plan(plan.function):
+            last = plan is self._last_plan(plan.function)
+            if memory is not None and memory.budget != self.memory_budget and last:
+                summary += (
+                    f"; no plan fits the memory budget of {self.memory_budget}: planned at the "
+                    f"fallback budget of {memory.budget}"
+                )
+            if memory is not None and not memory.fits and last:
                 summary += (
                     f"; no plan fits the memory budget of {memory.budget}: the plan of "
                     f"least memory runs, and it {memory.describe()}"
@@ -461,7 +475,9 @@ def _unfused_clone(
     return clone, originals, budget, tile_ops
 
 
-def fusion_report(module: ModuleOp, memory_budget: int | None = None) -> FusionReport:
+def fusion_report(
+    module: ModuleOp, memory_budget: int | None = None, fallback_budget: int | None = None
+) -> FusionReport:
     """The fusion decisions ``tdsl-fuse`` takes on ``module``, without changing it.
 
     On tensordsl IR this is the plan the pass applies.  Given IR that already
@@ -475,6 +491,7 @@ def fusion_report(module: ModuleOp, memory_budget: int | None = None) -> FusionR
     Tiled IR (``kernel.tile`` groups) is rebuilt on whole tensors the same way;
     ``kernel.tile`` records no budget, so the plan uses ``memory_budget`` or the
     default, and each group's remark gives the tiles and scratch the input records.
+    ``fallback_budget`` is the pass's option of that name.
     """
     originals: dict[Operation, Operation] = {}
     tile_ops: dict[Operation, TileOp] = {}
@@ -494,21 +511,24 @@ def fusion_report(module: ModuleOp, memory_budget: int | None = None) -> FusionR
     plans: list[BlockPlan] = []
     memory: list[PlanMemory] = []
     for fn in walk_functions(root):
-        chosen, need = choose_plans(fn, budget)
+        chosen, need = choose_plans(fn, budget, fallback_budget)
         plans.extend(chosen)
         memory.append(need)
     return FusionReport(budget, tuple(plans), root, originals, tile_ops, tuple(memory))
 
 
 def explain_fusion(
-    module: ModuleOp, memory_budget: int | None = None, locate: Locator | None = None
+    module: ModuleOp,
+    memory_budget: int | None = None,
+    locate: Locator | None = None,
+    fallback_budget: int | None = None,
 ) -> str:
     """The fusion report as compiler remarks (``file:line:col: remark: ...``).
 
     Each op is placed by ``locate`` when given, else by its ``loc(...)``
     location, else named by its SSA result and op name.
     """
-    return fusion_report(module, memory_budget).render(locate)
+    return fusion_report(module, memory_budget, fallback_budget).render(locate)
 
 
 __all__ = [

@@ -199,11 +199,21 @@ def _partition(plans: Sequence[BlockPlan]) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(sorted(id(op) for op in g.ops)) for plan in plans for g in plan.groups)
 
 
-def choose_plans(fn: func.FuncOp, memory_budget: int) -> tuple[list[BlockPlan], PlanMemory]:
+def choose_plans(
+    fn: func.FuncOp, memory_budget: int, fallback_budget: int | None = None
+) -> tuple[list[BlockPlan], PlanMemory]:
     """The plans of ``fn``'s blocks for ``memory_budget`` and what they need (see above):
-    the greedy plan at the budget when its need fits, else the plan of least need."""
+    the greedy plan at the budget when its need fits, else the plan of least need.
+
+    With a ``fallback_budget`` larger than ``memory_budget``, a function no plan of
+    ``memory_budget`` fits is planned at ``fallback_budget`` instead (the returned
+    memory's ``budget`` says which): the JIT's default, whose plans of least need can
+    have tiles too small to run fast (one row, one column of a hidden layer)."""
     with remembered_scratch():  # the planner asks again for groups under each budget
-        return _choose_plans(fn, memory_budget)
+        plans, memory = _choose_plans(fn, memory_budget)
+        if memory.fits or fallback_budget is None or fallback_budget <= memory_budget:
+            return plans, memory
+        return _choose_plans(fn, fallback_budget)
 
 
 def _choose_plans(fn: func.FuncOp, memory_budget: int) -> tuple[list[BlockPlan], PlanMemory]:

@@ -54,3 +54,17 @@ func.func @prologue(%x: tensor<8x16xf32>, %w: tensor<16x32xf32>) -> tensor<8x32x
 // WHY: remark: @prologue: 1 fusion group; nothing materialized between groups; no plan fits the memory budget of 2: the plan of least memory runs, and it needs 5 elements (5 of scratch at the smallest tiles, 0 materialized between groups)
 
 // ZERO: error: memory-budget must be a positive number of elements, not 0
+
+// A fallback budget (the JIT's default sets one: the elements of the inputs) is
+// where a function no plan of memory-budget fits is planned instead: the group is
+// the one of budget 4096, recorded with that budget, and no warning. Below the
+// least need (5) the fallback gets the plan of least memory, and the warning.
+// RUN: tdsl-opt %s -p 'tdsl-fuse{memory-budget=2 fallback-budget=4096}' 2>&1 | filecheck %s --check-prefix=FALLBACK
+// RUN: tdsl-opt %s -p 'tdsl-fuse{memory-budget=2 fallback-budget=4096}' --explain-fusion 2>&1 >/dev/null | filecheck %s --check-prefix=FALLBACK-WHY
+// RUN: tdsl-opt %s -p 'tdsl-fuse{memory-budget=2 fallback-budget=4}' 2>&1 | filecheck %s --check-prefix=FALLBACK-SMALL
+// FALLBACK-NOT: warning
+// FALLBACK: func.func @prologue(
+// FALLBACK-NEXT:    kernel.fused(%x, %w) group "g0" budget 4096 : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32> {
+// FALLBACK-WHY: remark: @prologue: 1 fusion group; nothing materialized between groups; no plan fits the memory budget of 2: planned at the fallback budget of 4096
+// FALLBACK-SMALL: warning: @prologue: no fusion plan fits the memory budget of 4 elements; the plan of least memory runs instead, and it needs 5 elements
+// FALLBACK-SMALL: kernel.fused(%x, %w) group "g0" budget 4 scratch 5

@@ -230,8 +230,13 @@ def test_explain_fusion_hook_gets_budget_and_locator(
 
     calls: list[tuple[int | None, SourceLocation | None]] = []
 
-    def explain(module: ModuleOp, budget: int | None = None, locate: object = None) -> str:
-        assert callable(locate)
+    def explain(
+        module: ModuleOp,
+        budget: int | None = None,
+        locate: object = None,
+        fallback: int | None = None,
+    ) -> str:
+        assert callable(locate) and fallback is None  # (none given)
         relu = next(op for op in module.walk() if isinstance(op, td.ReluOp))
         calls.append((budget, locate(relu)))
         return "remark: explained\n"
