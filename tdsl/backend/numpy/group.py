@@ -1,7 +1,8 @@
 """Code for one group: straight-line NumPy calls, or loops over tiles running its schedule.
 
 A group whose run has no loop (one tile) is emitted inline in the caller:
-scratch is allocated with ``np.empty``, then one NumPy call per instruction.
+scratch is allocated with ``np.empty``, then one NumPy call per instruction, then
+the scratch is deleted (one group's scratch at a time, as the memory promise counts).
 Otherwise it becomes a module-level function
 ``_<func>_<group>(lo, hi, inputs..., outputs...)`` that allocates its scratch
 once and loops: over the tiles of the parallel dims whose start along the
@@ -138,6 +139,11 @@ def _emit_straight(lowering: _Lowering, state: ModuleState, w: Writer, names: Na
         if code is not None:
             _emit(w, code.init + code.body + code.finalize, scope)
         _emit(w, lowering.copies.get(index, []), scope)
+    # the scratch is this group's alone: free it (and the views that hold it) before
+    # the next group allocates its own, as a group's function does when it returns
+    held = buffers + [line.split(" = ", 1)[0] for line in views.setup]
+    if held:
+        w.line(f"del {', '.join(held)}")
 
 
 def _by_index(lowering: _Lowering) -> list[tuple[int, _StepCode | None]]:

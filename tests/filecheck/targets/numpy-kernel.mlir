@@ -141,13 +141,14 @@ func.func @colsum(%a: tensor<64x300xf32>) -> tensor<300xf32> {
 
 
 // exp(x) - mean(exp(x), axis=0) in one tile: the mean reads exp(x) from the
-// output buffer, the subtraction runs in place.
+// output buffer, the subtraction runs in place; the scratch is freed after.
 // CHECK-LABEL: def centered(a, *, out=None):
 // CHECK:           np.exp(a, out=[[R:[a-z][a-z0-9_]*]])
 // CHECK-NEXT:      np.add.reduce([[R]], axis=0, keepdims=True, out=[[M:[a-z0-9_]+]])
 // CHECK-NEXT:      # mean
 // CHECK-NEXT:      np.divide([[M]], _C{{[0-9]+}}, out=[[M]])
 // CHECK-NEXT:      np.subtract([[R]], [[M]], out=[[R]])
+// CHECK-NEXT:      del t0, [[M]]
 // CHECK-NEXT:      return [[R]]
 func.func @centered(%a: tensor<64x30xf32>) -> tensor<64x30xf32> {
   %r = kernel.tile(%a) group "g5" space [64, 30] iterators ["reduction", "parallel"] tiles [64, 30] scratch [memref<30xf32>]

@@ -30,7 +30,8 @@ func.func @ew(%a: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
 }
 
 // softmax subtracts the row max and divides by the row sum; the two row
-// statistics share one scratch buffer (flat, viewed in their shape).
+// statistics share one scratch buffer (flat, viewed in their shape), freed after
+// the group (one group's scratch at a time).
 // CHECK-LABEL: def soft(x, *, out=None):
 // CHECK:           [[S:v[0-9]+]] = np.empty((4, 8), np.float64) if out is None else out[0]
 // CHECK-NEXT:      t0 = np.empty(4, np.float64)
@@ -41,6 +42,7 @@ func.func @ew(%a: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
 // CHECK-NEXT:      np.exp([[S]], out=[[S]])
 // CHECK-NEXT:      np.add.reduce([[S]], axis=1, keepdims=True, out=t0_0f)
 // CHECK-NEXT:      np.divide([[S]], t0_0f, out=[[S]])
+// CHECK-NEXT:      del t0, t0_0f
 // CHECK-NEXT:      return [[S]]
 func.func @soft(%x: tensor<4x8xf64>) -> tensor<4x8xf64> {
   %0 = tensordsl.softmax %x : tensor<4x8xf64>
