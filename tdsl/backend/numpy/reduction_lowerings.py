@@ -208,11 +208,10 @@ def _softmax(op: td.SoftmaxOp, g: TileGen, args: Sequence[Any], results: Sequenc
     g.ufunc("subtract", x, row, out=out)
     g.ufunc("exp", out, out=out)
     g.call(f"np.add.reduce({{0}}, {reduce})", out, out=row)
-    if math.prod(out.shape) < td.RECIPROCAL_MIN_SIZE:
-        g.ufunc("divide", out, row, out=out)
-    else:
-        g.ufunc("reciprocal", row, out=row)
-        g.ufunc("multiply", out, row, out=out)
+    # the quotient, as the op's reference divides: a multiplication by the sum's
+    # reciprocal was 1 ulp off NumPy's in about a quarter of the elements, and no
+    # faster here (f32, 64x4096: 48 us either way)
+    g.ufunc("divide", out, row, out=out)
 
 
 @register(td.LogSoftmaxOp)

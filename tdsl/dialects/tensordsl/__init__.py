@@ -113,7 +113,6 @@ from tdsl.dialects.tensordsl.contraction import (
 from tdsl.dialects.tensordsl.creation import *  # noqa: F403
 from tdsl.dialects.tensordsl.creation import CREATION
 from tdsl.dialects.tensordsl.elementwise_binary import *  # noqa: F403
-from tdsl.dialects.tensordsl.elementwise_binary import RECIPROCAL_MIN_SIZE
 from tdsl.dialects.tensordsl.elementwise_math import *  # noqa: F403
 from tdsl.dialects.tensordsl.elementwise_unary import *  # noqa: F403
 from tdsl.dialects.tensordsl.gather import *  # noqa: F403
@@ -239,7 +238,6 @@ __all__ = [
     "NO_FLOATS",
     "NUMPY_DTYPES",
     "OPS",
-    "RECIPROCAL_MIN_SIZE",
     "REDUCTION_OPS",
     "ROW_LOCAL_OPS",
     "SCAN_OPS",

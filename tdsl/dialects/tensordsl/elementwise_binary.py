@@ -39,10 +39,6 @@ from tdsl.dialects.tensordsl.constant import ConstantOp, forward_if_same_type, s
 from tdsl.dialects.tensordsl.elementwise_math import SqrtOp
 from tdsl.dialects.tensordsl.elementwise_unary import ReciprocalOp, SquareOp, numpy_extremum
 
-RECIPROCAL_MIN_SIZE = 1 << 15
-"""Below this many elements a broadcast division stays one ``np.divide``: the extra
-``np.reciprocal`` call costs more than multiplying saves (NumPy lowering)."""
-
 
 @irdl_op_definition
 class AddOp(BinaryOp, HasCanonicalizationPatternsInterface):
