@@ -75,9 +75,10 @@ SMALL_COLUMNS: list[tuple[str, Pick]] = [
 ]
 
 
-def fmt_time(seconds: float) -> str:
+def fmt_time(seconds: float, digits: int = 2) -> str:
+    """``1.23 s``, ``4.56 ms`` or ``7.8 us`` (``digits`` after the point in seconds)."""
     if seconds >= 1:
-        return f"{seconds:.2f} s"
+        return f"{seconds:.{digits}f} s"
     if seconds >= 1e-3:
         return f"{seconds * 1e3:.2f} ms"
     return f"{seconds * 1e6:.1f} us"

@@ -1288,11 +1288,7 @@ def evaluate_targets(results: dict[str, Any], cfg: Config) -> list[Target]:
 
 
 def _fmt_time(seconds: float) -> str:
-    if seconds >= 1:
-        return f"{seconds:.3f} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.2f} ms"
-    return f"{seconds * 1e6:.1f} us"
+    return str(_report().fmt_time(seconds, digits=3))
 
 
 def run(cfg: Config, only: Sequence[str] = (), out: Any = sys.stdout) -> dict[str, Any]:
