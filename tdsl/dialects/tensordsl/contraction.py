@@ -58,6 +58,7 @@ from tdsl.dialects.structured import (
     tensor_type,
 )
 from tdsl.dialects.structured_types import expect_shape, same_element_types, shape_error
+from tdsl.dialects.tensordsl.constant import ConstantOp, dense_from_numpy
 from tdsl.dtypes import BOOL_DTYPE, wide_accumulator
 
 
@@ -110,7 +111,9 @@ def _identity_maps(rank: int) -> tuple[AffineMap, ...]:
 
 
 @irdl_op_definition
-class CastOp(IRDLOperation, StructuredOpInterface, LanguageFunction):
+class CastOp(
+    IRDLOperation, StructuredOpInterface, LanguageFunction, HasCanonicalizationPatternsInterface
+):
     """Converts the element type to a float or integer type, keeping the shape
     (``x.astype(dtype)``: booleans become 0 and 1; integers narrow by wrapping; floats
     truncate towards zero, and nan, infinities and out-of-range values become the most
@@ -171,6 +174,32 @@ class CastOp(IRDLOperation, StructuredOpInterface, LanguageFunction):
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         return (convert_scalar(b, args[0], element_type(self.result)),)
+
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        return (CastOfConstant(),)
+
+
+class CastOfConstant(RewritePattern):
+    """``cast(c)`` of a one-element constant ``c`` is the constant cast, as ``astype``
+    casts it (the op's semantics): a weak scalar NumPy promotion casts (``x +
+    np.float32(1e-5)`` traces an f64 constant cast to f32) is then a constant the groups
+    clone, not an op each tile runs, and not an op along no dim, which kept the native
+    loops from splitting a group's rows over threads."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: CastOp, rewriter: PatternRewriter) -> None:
+        producer = op.input.owner
+        if not isinstance(producer, ConstantOp):
+            return
+        value = producer.as_numpy()
+        if value.size != 1:
+            return  # (a larger constant would be stored twice)
+        element = element_type(op.result)
+        with np.errstate(all="ignore"):
+            cast_value = value.astype(numpy_dtype(element))
+        constant = ConstantOp(dense_from_numpy(cast_value, element))
+        rewriter.replace(op, [constant], [constant.result])
 
 
 @irdl_op_definition

@@ -112,3 +112,25 @@ func.func @not_identities(%x: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>, t
   %4 = tensordsl.add %x, %m : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
   func.return %0, %1, %2, %3, %4 : tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>
 }
+
+// A cast of a one-element constant is the constant cast, as astype casts it: 1e-5
+// rounds to f32's nearest (printed as the shortest f32 text, 1e-05), nan becomes
+// int64's most negative; a constant of more elements keeps its cast (it would be
+// stored twice).
+// CHECK-LABEL: func.func @cast_of_constant(
+// CHECK-NEXT: [[E:%[a-z0-9_]+]] = tensordsl.constant dense<1.000000e-05> : tensor<f32>
+// CHECK-NEXT: [[A:%[a-z0-9_]+]] = tensordsl.add %x, [[E]] : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+// CHECK-NEXT: [[N:%[a-z0-9_]+]] = tensordsl.constant dense<-9223372036854775808> : tensor<i64>
+// CHECK-NEXT: [[W:%[a-z0-9_]+]] = tensordsl.constant dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf64>
+// CHECK-NEXT: [[C:%[a-z0-9_]+]] = tensordsl.cast [[W]] : tensor<2xf64> -> tensor<2xf32>
+// CHECK-NEXT: func.return [[A]], [[N]], [[C]]
+func.func @cast_of_constant(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<i64>, tensor<2xf32>) {
+  %e = tensordsl.constant dense<1.000000e-05> : tensor<f64>
+  %0 = tensordsl.cast %e : tensor<f64> -> tensor<f32>
+  %1 = tensordsl.add %x, %0 : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %n = tensordsl.constant dense<"0x000000000000F87F"> : tensor<f64>
+  %2 = tensordsl.cast %n : tensor<f64> -> tensor<i64>
+  %w = tensordsl.constant dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf64>
+  %3 = tensordsl.cast %w : tensor<2xf64> -> tensor<2xf32>
+  func.return %1, %2, %3 : tensor<4xf32>, tensor<i64>, tensor<2xf32>
+}
