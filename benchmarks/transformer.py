@@ -17,7 +17,9 @@ medians (and minima) of ``--repeat`` calls after one warm-up call; ``peak`` is t
 growth of the process's peak RSS over the calls, the first included (inputs and
 compiled code excluded; memory the process freed before is reused first, so this
 undercounts by up to what compiling left free);
-``err`` is the largest difference from eager NumPy relative to its largest value.
+``err`` is the largest difference from eager NumPy relative to its largest value;
+for tdsl, ``memory_budget`` is the budget the kernel was planned at (its inputs' size
+where no plan fits the default: see ``JITTensorKernel``) and ``groups`` its groups.
 """
 
 from __future__ import annotations
@@ -153,6 +155,7 @@ def child(workload: str, approach: str, repeat: int, budget: int | None) -> dict
     """Measure one approach on one workload, in this process."""
     fn, args, gemms = inputs(workload)
     compile_s = 0.0
+    planned: dict[str, Any] = {}
     if approach == "numpy":
         run: Callable[[], Any] = lambda: fn(*args)  # noqa: E731
     elif approach.startswith("tdsl-"):
@@ -160,8 +163,10 @@ def child(workload: str, approach: str, repeat: int, budget: int | None) -> dict
 
         traced = tdsl.trace(fn, target=approach.removeprefix("tdsl-"), memory_budget=budget)
         start = time.perf_counter()
-        traced.compile(*args)
+        kernel = traced.compile(*args)
         compile_s = time.perf_counter() - start
+        # the budget the kernel was planned at (the default's fallback shows here)
+        planned = {"memory_budget": kernel.memory_budget, "groups": len(kernel.groups)}
         run = lambda: traced(*args)  # noqa: E731
     elif approach == "jax":
         try:
@@ -193,6 +198,7 @@ def child(workload: str, approach: str, repeat: int, budget: int | None) -> dict
         "min_s": float(np.min(times)),
         "peak_mb": max(_peak_mb() - base, 0.0),
         "compile_s": compile_s,
+        **planned,
     }
     if approach != "gemms":
         want = fn(*args)  # (after the measurement: its temporaries would set the peak)
