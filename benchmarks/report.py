@@ -153,7 +153,8 @@ def triad_table(data: dict[str, Any]) -> str:
 
 
 def markdown(data: dict[str, Any]) -> str:
-    """Both tables of ``docs/benchmarks.md``, with the run's environment above them."""
+    """The tables of ``docs/benchmarks.md`` (large arrays, the chain against the triad,
+    64x64), with the run's environment above them."""
     large, small = split_workloads(data)
     env = data["environment"]
     threads = data["config"]["threads"]
@@ -177,22 +178,25 @@ def markdown(data: dict[str, Any]) -> str:
 
 # --------------------------------------------------------------------------- the chart
 
+
+def _default(target: str) -> Pick:
+    """A compiled kernel of ``target`` at the run's largest (the default) thread count."""
+
+    def pick(rows: list[Row]) -> Row | None:
+        return _one("compiled", target, _default_threads(rows))(rows)
+
+    return pick
+
+
 SERIES: list[tuple[str, Pick, str]] = [
-    ("tdsl native", _one("compiled", "native"), "#1f5fa8"),
-    ("tdsl numpy target", _one("compiled", "numpy"), "#6fa8dc"),
+    ("tdsl native", _default("native"), "#1f5fa8"),
+    ("tdsl numpy target", _default("numpy"), "#6fa8dc"),
     ("jax.jit", _one("jax"), "#e69138"),
     ("numba", _best("numba"), "#6aa84f"),
     ("numexpr", _best("numexpr"), "#999999"),
 ]
-"""The chart's bars per workload. A target's bar is its run at the default (largest)
-thread count: ``_one`` without threads takes the first row, so pick it explicitly."""
-
-
-def _series_pick(name: str, pick: Pick, rows: list[Row]) -> Row | None:
-    if name.startswith("tdsl"):
-        target = "native" if "native" in name else "numpy"
-        return _one("compiled", target, _default_threads(rows))(rows)
-    return pick(rows)
+"""The chart's bars per workload: tdsl's targets at the default thread count, the
+peers at their best."""
 
 
 def require_matplotlib() -> None:
@@ -244,7 +248,7 @@ def plot(data: dict[str, Any], path: str) -> None:
             for j, key in enumerate(keys):
                 rows = data["workloads"][key]
                 eager = next(r for r in rows if r["kind"] == "eager")
-                r = _series_pick(name, pick, rows)
+                r = pick(rows)
                 if r is not None:
                     ys.append(j + (i - (len(SERIES) - 1) / 2) * width)
                     xs.append(eager["median_s"] / r["median_s"])
