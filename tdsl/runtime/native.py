@@ -161,7 +161,17 @@ class NativeFunction:
             for i, a in enumerate(self.args)
             if a.role not in ("in", "out", "const", "view", "error") and i not in shared
         ]
-        self._shared = [(i, shared[i], self.args[i].shape, self.args[i].dtype) for i in shared]
+        self._shared = [
+            (
+                i,
+                shared[i],
+                shared[i] + math.prod(self.args[i].shape) * self.args[i].dtype.itemsize,
+                self.args[i].dtype,
+                self.args[i].shape,
+            )
+            for i in shared
+        ]
+        """Group scratch in the arena: (argument, first byte, end byte, dtype, shape)."""
         self._errors = [(i, a.error) for i, a in enumerate(self.args) if a.error is not None]
         self._views = [
             (i, a.view[0], a.view[1] * a.dtype.itemsize)
@@ -232,9 +242,8 @@ class NativeFunction:
             buffers[i] = np.empty(shape, dtype)
         if self._shared:  # the groups' scratch, in one arena: one group's at a time
             arena = np.empty(self._arena, np.uint8)
-            for i, offset, shape, dtype in self._shared:
-                size = math.prod(shape) * dtype.itemsize
-                buffers[i] = arena[offset : offset + size].view(dtype).reshape(shape)
+            for i, start, end, dtype, shape in self._shared:
+                buffers[i] = arena[start:end].view(dtype).reshape(shape)
         for i, data in self._consts:
             buffers[i] = data
         for i, _ in self._errors:

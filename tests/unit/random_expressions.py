@@ -128,19 +128,29 @@ NUMPY_REDUCE: dict[str, Callable[..., Any]] = {"sum": np.sum, "max": np.max, "me
 NUMPY_SCAN: dict[str, Callable[..., Any]] = {"cumsum": np.cumsum, "cumprod": np.cumprod}
 
 
-def evaluate(node: Node, env: dict[str, Array]) -> Value:
-    """NumPy's value of ``node``; literals stay Python floats (weak, NEP 50)."""
+def evaluate(
+    node: Node, env: dict[str, Array], seen: Callable[[Value], None] | None = None
+) -> Value:
+    """NumPy's value of ``node``; literals stay Python floats (weak, NEP 50).
+    ``seen``, if given, is called with the value of every node below and of ``node``."""
+    value = _evaluate(node, env, seen)
+    if seen is not None:
+        seen(value)
+    return value
+
+
+def _evaluate(node: Node, env: dict[str, Array], seen: Callable[[Value], None] | None) -> Value:
     match node:
         case Input(name=name):
             return env[name]
         case Lit(value=value):
             return value
         case Neg(operand=operand):
-            return np.negative(evaluate(operand, env))
+            return np.negative(evaluate(operand, env, seen))
         case Bin(op=op, lhs=lhs, rhs=rhs):
-            return NUMPY_BINARY[op](evaluate(lhs, env), evaluate(rhs, env))
+            return NUMPY_BINARY[op](evaluate(lhs, env, seen), evaluate(rhs, env, seen))
         case Call(func=name, args=args, axis=axis, keepdims=keepdims):
-            values = [evaluate(a, env) for a in args]
+            values = [evaluate(a, env, seen) for a in args]
             if name in NUMPY_UNARY:
                 return NUMPY_UNARY[name](values[0])
             if name in NUMPY_BINARY:
@@ -277,9 +287,25 @@ def cases(
 
 
 def reference(case: Case, env: dict[str, Array]) -> Array:
+    return reference_and_magnitude(case, env)[0]
+
+
+def reference_and_magnitude(case: Case, env: dict[str, Array]) -> tuple[Array, float]:
+    """NumPy's value of ``case``, and the largest finite magnitude of any value it
+    computes on the way (inputs included): a result that cancels (``a - b`` of two
+    values near 1) is off by the rounding of its operands, so its tolerance scales
+    with them, not with it."""
+    largest = [0.0]
+
+    def seen(value: Value) -> None:
+        finite = np.abs(np.asarray(value, dtype=np.float64))
+        finite = finite[np.isfinite(finite)]
+        if finite.size:
+            largest[0] = max(largest[0], float(finite.max()))
+
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return np.asarray(evaluate(case.tree, env))
+        return np.asarray(evaluate(case.tree, env, seen)), largest[0]
 
 
 NUMPY_OF = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
@@ -293,35 +319,6 @@ def random_inputs(case: Case, seed: int) -> dict[str, Array]:
     }
 
 
-def subtrees(node: Node) -> list[Node]:
-    """``node`` and every node below it."""
-    match node:
-        case Neg(operand=operand):
-            children: list[Node] = [operand]
-        case Bin(lhs=lhs, rhs=rhs):
-            children = [lhs, rhs]
-        case Call(args=args):
-            children = list(args)
-        case _:
-            children = []
-    return [node, *(n for c in children for n in subtrees(c))]
-
-
-def largest_magnitude(case: Case, env: dict[str, Array]) -> float:
-    """The largest finite magnitude of any value the expression computes on the way
-    (inputs included): a result that cancels (``a - b`` of two values near 1) is off
-    by the rounding of its operands, so its tolerance scales with them, not with it."""
-    found = 0.0
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        for node in subtrees(case.tree):
-            value = np.asarray(evaluate(node, env), dtype=np.float64)
-            finite = np.abs(value[np.isfinite(value)])
-            if finite.size:
-                found = max(found, float(finite.max()))
-    return found
-
-
 def check(case: Case, arrays: dict[str, Array], got: Any) -> None:
     """``got`` equals NumPy's value of ``case`` on ``arrays``: its dtype and shape, nan
     where NumPy has nan, and values within a tolerance of the narrowest input dtype
@@ -329,10 +326,9 @@ def check(case: Case, arrays: dict[str, Array], got: Any) -> None:
     in another order, and f16 values round once more or less on the way). The
     absolute tolerance scales with the largest value computed on the way: one f16
     ulp of 2 is 2e-3, which a result that cancels to near 0 keeps."""
-    want = reference(case, arrays)
+    want, scale = reference_and_magnitude(case, arrays)
     got = np.asarray(got)
     assert got.dtype == want.dtype and got.shape == want.shape, case.text
-    scale = largest_magnitude(case, arrays)
     narrowest = {case.dtypes[name] for name in case.order}
     rtol = 4e-3 if "f16" in narrowest else 1e-4 if "f32" in narrowest else 1e-9
     atol = (1e-3 * rtol if rtol == 1e-9 else rtol / 10) * max(1.0, scale)

@@ -141,7 +141,7 @@ def _emit_straight(lowering: _Lowering, state: ModuleState, w: Writer, names: Na
         _emit(w, lowering.copies.get(index, []), scope)
     # the scratch is this group's alone: free it (and the views that hold it) before
     # the next group allocates its own, as a group's function does when it returns
-    held = buffers + [line.split(" = ", 1)[0] for line in views.setup]
+    held = buffers + list(views.full.values())
     if held:
         w.line(f"del {', '.join(held)}")
 
