@@ -45,7 +45,7 @@ from tdsl.backend.llvm.llvm_types import (
     insert,
     integer_width,
     llvm_type,
-    negative_created_nan,
+    numpys_created_nan,
     replace_op,
     to_llvm,
 )
@@ -104,13 +104,14 @@ class FloatArithToLLVM(RewritePattern):
 
 class RemFToLLVM(RewritePattern):
     """``tdslmath.remf`` -> ``llvm.frem`` (C's ``fmod``); a nan it creates
-    (``fmod(inf, y)``, ``fmod(x, 0)``) is ``-nan``, NumPy's, however LLVM computes it."""
+    (``fmod(inf, y)``, ``fmod(x, 0)``) is NumPy's, however LLVM computes it."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tdslmath.RemFOp, rewriter: PatternRewriter) -> None:
         result = insert(rewriter, llvm.FRemOp(op.lhs, op.rhs))
         args = [op.lhs, op.rhs]
-        replace_op(rewriter, op, [negative_created_nan(rewriter, result, args, op.result.type)])
+        t = op.result.type
+        replace_op(rewriter, op, [numpys_created_nan(rewriter, result, args, t, "fmod")])
 
 
 class NegFToLLVM(RewritePattern):

@@ -47,6 +47,8 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.utils.hints import isa
 
+from tdsl.backend.llvm.numpy_nans import created_nan_negative
+
 FLOAT_TYPES = (Float16Type, Float32Type, Float64Type)
 
 
@@ -126,16 +128,19 @@ def insert(rewriter: PatternRewriter, op: Operation) -> SSAValue:
     return op.results[0]
 
 
-def negative_created_nan(
-    rewriter: PatternRewriter, result: SSAValue, args: list[SSAValue], t: Attribute
+def numpys_created_nan(
+    rewriter: PatternRewriter, result: SSAValue, args: list[SSAValue], t: Attribute, function: str
 ) -> SSAValue:
-    """``result``, with a nan that none of ``args`` was made ``-nan``: the nan NumPy's
-    loops and x86 create (the C library returns ``+nan`` for some domain errors)."""
+    """``result``, with a nan that none of ``args`` was made NumPy's nan for C library
+    ``function`` (the sign its loop gives on this CPU:
+    :func:`~tdsl.backend.llvm.numpy_nans.created_nan_negative`; the C library returns
+    ``+nan`` for some domain errors where NumPy's loops give ``-nan``, and the reverse)."""
     created = insert(rewriter, llvm.FCmpOp(result, result, "uno"))
     for a in args:
         ordered = insert(rewriter, llvm.FCmpOp(a, a, "ord"))
         created = insert(rewriter, llvm.AndOp(created, ordered))
-    nan = insert(rewriter, float_constant(float("-nan"), t))
+    negative = created_nan_negative(function, str(t))
+    nan = insert(rewriter, float_constant(float("-nan" if negative else "nan"), t))
     return insert(rewriter, llvm.SelectOp(created, nan, result))
 
 

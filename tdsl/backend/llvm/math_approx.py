@@ -67,6 +67,7 @@ from xdsl.dialects.utils import FastMathFlag
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
+from tdsl.backend.llvm.numpy_nans import created_nan_negative
 from tdsl.dialects import tdslmath
 
 _LN2 = Fraction(Decimal("0.69314718055994530941723212145817656807550013436026"))
@@ -362,9 +363,10 @@ class _Emitter:
     def log_specials(self, x: SSAValue, result: SSAValue, zero_at: float) -> SSAValue:
         """NumPy's ``log`` special cases around ``result`` (``log1p`` with ``zero_at=-1``)."""
         at = self.c(zero_at)
-        # NumPy's nan for an argument below the domain has the sign bit set (x86's
-        # default nan, which its loops make)
-        result = self.select(self.cmp("olt", x, at), self.c(float("-nan")), result)
+        # NumPy's nan for an argument below the domain: the sign its loop gives here
+        negative = created_nan_negative("log" if zero_at == 0.0 else "log1p", str(self.fmt.type))
+        nan = self.c(float("-nan" if negative else "nan"))
+        result = self.select(self.cmp("olt", x, at), nan, result)
         result = self.select(self.cmp("oeq", x, at), self.c(float("-inf")), result)
         inf = self.c(float("inf"))
         result = self.select(self.cmp("oeq", x, inf), inf, result)

@@ -11,13 +11,13 @@ declared in the module on first use).  ``tdslmath.hypot`` and
 ``tdslmath.nextafter`` call C's ``hypot``/``nextafter`` likewise.
 
 A nan that a library function creates from operands that are not nan (``log10(-1)``,
-``asin(2)``) is made ``-nan``: NumPy's (x86's default nan, which its own loops and
-the hardware produce; glibc returns ``+nan`` for some).  A nan operand's nan is
+``asin(2)``) is made NumPy's: the sign NumPy's own loop gives it on this CPU
+(:mod:`tdsl.backend.llvm.numpy_nans`; glibc's differs for some).  A nan operand's nan is
 passed through as the library returns it.
 
 The libm calls are not vectorized.  :mod:`tdsl.backend.llvm.math_approx` rewrites
-``exp``, ``log`` and their relatives into polynomial ``arith`` code first, when
-the pass asks for it.  f16 operands are expected to have been widened to f32
+``exp``, ``log`` and their relatives, and :mod:`tdsl.backend.llvm.math_erf` ``erf``,
+into polynomial ``arith`` code first, when the pass asks for it.  f16 operands are expected to have been widened to f32
 (:mod:`tdsl.backend.llvm.f16`); the library calls only match f32 and f64.
 """
 
@@ -31,7 +31,7 @@ from xdsl.rewriter import InsertPoint
 from xdsl.traits import SymbolTable
 
 from tdsl.backend.llvm.arith_to_llvm import float_suffix
-from tdsl.backend.llvm.llvm_types import float_constant, insert, negative_created_nan, replace_op
+from tdsl.backend.llvm.llvm_types import float_constant, insert, numpys_created_nan, replace_op
 from tdsl.dialects import tdslmath
 
 _UNARY_INTRINSIC_CALLS: dict[type[Operation], str] = {
@@ -131,13 +131,14 @@ class MathToLLVM(RewritePattern):
             call = llvm.CallIntrinsicOp(f"{intrinsic}.{float_suffix(t)}", args, [t])
             result = insert(rewriter, call)
             if kind in _CREATES_NAN_VIA_LIBM:
-                result = negative_created_nan(rewriter, result, args, t)
+                name = intrinsic.removeprefix("llvm.")
+                result = numpys_created_nan(rewriter, result, args, t, name)
         elif isinstance(op, math.CopySignOp | math.PowFOp):
             name = "llvm.copysign" if isinstance(op, math.CopySignOp) else "llvm.pow"
             call = llvm.CallIntrinsicOp(f"{name}.{float_suffix(t)}", args, [t])
             result = insert(rewriter, call)
             if isinstance(op, math.PowFOp):
-                result = negative_created_nan(rewriter, result, args, t)
+                result = numpys_created_nan(rewriter, result, args, t, "pow")
         elif isinstance(op, math.FmaOp):
             result = insert(rewriter, llvm.FMAOp(op.a, op.b, op.c))
         elif isinstance(op, math.RsqrtOp):
@@ -150,7 +151,7 @@ class MathToLLVM(RewritePattern):
                 return
             result = call_libm(rewriter, op, name, args, t)
             if not isinstance(op, tdslmath.NextAfterOp):
-                result = negative_created_nan(rewriter, result, args, t)
+                result = numpys_created_nan(rewriter, result, args, t, base)
         else:
             return
         replace_op(rewriter, op, [result])

@@ -10,7 +10,7 @@ with NumPy element by element:
 
 - the same nan positions, the same infinities (signs included);
 - where the drawn expression is one op on inputs without nan, every nan is one the
-  op creates: its sign bit is NumPy's (``-nan`` on x86);
+  op creates: its sign bit is NumPy's (on this CPU: see ``numpy_nans``);
 - expressions are trees of correctly rounded ops (``+ - * /``, ``sqrt``, ``abs``,
   ``floor``, ``maximum``, ``fmod``, ...), possibly ending with one inexact op
   (``exp``, ``power``, ...; only at the end, so that no later op amplifies its
@@ -175,8 +175,9 @@ NAN_CREATING = [
 def test_created_nans_have_numpys_sign(
     target: str, dtype: str, expr: str, values: list[float]
 ) -> None:
-    """An op that makes a nan from operands that are not nan gives NumPy's nan: on x86
-    ``-nan`` (``copysign(2, log(-1))`` is ``-2``), whichever function computes it."""
+    """An op that makes a nan from operands that are not nan gives NumPy's nan, whose
+    sign is what NumPy's loop makes on this CPU (``-nan`` mostly; ``+nan`` for an f64
+    ``log`` on AVX2), whichever function computes it."""
     x = np.array(values, DTYPES[dtype])
     with np.errstate(all="ignore"):
         want = np.asarray(eval(expr, {**{n: getattr(np, n) for n in dir(np)}, "x": x}))

@@ -1,0 +1,63 @@
+"""The sign of the nan NumPy creates, per function and float type, in this process.
+
+A function that makes a nan from operands that are not nan (``log(-1)``,
+``arcsin(2)``, ``fmod(1, 0)``) gives a nan whose sign bit NumPy does not specify:
+it is whatever the loop NumPy dispatches to on this CPU computes.  x86's default
+nan has the sign bit set, and so do NumPy's AVX-512 loops; its AVX2 loops make
+``+nan`` for an f64 ``log`` and ``log2``, and its ``log10``, ``arcsin`` and
+``arccos`` make ``+nan`` on either (NumPy 2.4, measured).  The native target gives
+NumPy's nan bit for bit, so it asks NumPy: :func:`created_nan_negative` runs the
+function once on an argument outside its domain and reads the sign.  Native code
+is compiled for the CPU it runs on (the disk cache keys it by the CPU's name and
+features), so the answer holds wherever the code runs.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+_PROBES: dict[str, tuple[Callable[..., Any], tuple[float, ...]]] = {
+    "exp": (lambda x: np.exp(x) * 0, (np.inf,)),
+    "exp2": (lambda x: np.exp2(x) * 0, (np.inf,)),
+    "log": (np.log, (-1.0,)),
+    "log2": (np.log2, (-1.0,)),
+    "log10": (np.log10, (-1.0,)),
+    "log1p": (np.log1p, (-2.0,)),
+    "sqrt": (np.sqrt, (-1.0,)),
+    "sin": (np.sin, (np.inf,)),
+    "cos": (np.cos, (np.inf,)),
+    "tan": (np.tan, (np.inf,)),
+    "asin": (np.arcsin, (2.0,)),
+    "acos": (np.arccos, (2.0,)),
+    "acosh": (np.arccosh, (0.5,)),
+    "atanh": (np.arctanh, (2.0,)),
+    "pow": (np.power, (-2.0, 0.5)),
+    "fmod": (np.fmod, (1.0, 0.0)),
+}
+"""Per function (C library names): NumPy's function and an argument outside its domain."""
+
+_TYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+
+
+@functools.cache
+def created_nan_negative(function: str, float_type: str) -> bool:
+    """Whether the nan NumPy's ``function`` creates on ``float_type`` (``f32``, ...)
+    has its sign bit set here (True, x86's default, for a function not probed)."""
+    probe = _PROBES.get(function)
+    dtype = _TYPES.get(float_type)
+    if probe is None or dtype is None:
+        return True
+    fn, args = probe
+    # a vector's worth, so that NumPy runs its SIMD loop where it has one
+    arrays = [np.full(32, a, dtype) for a in args]
+    with np.errstate(all="ignore"):
+        result = np.asarray(fn(*arrays))
+    signs = set(np.signbit(result[np.isnan(result)]).tolist())
+    return signs != {False}
+
+
+__all__ = ["created_nan_negative"]
