@@ -19,6 +19,11 @@ accuracy benchmark measures).
 - ``tanh(x) ~ x + x z T(z)`` on ``|x| <= 0.625`` and ``sinh(x) ~ x + x z S(z)`` on
   ``|x| <= 1``, ``z = x**2``: the small arguments, where the formulas through
   ``expm1`` lose accuracy.
+- ``erf(x) ~ x + x E(z)`` (``z = x**2``) on ``|x| <= 1.25`` (f32) or ``0.84375`` (f64),
+  ``erf(t) ~ erx + D(t - 1)`` on ``[0.84375, 1.25]`` (f64) and ``log(erfc(t)) ~ L(t)``
+  on ``1.25 <= t <= 4`` (f32) or ``6`` (f64), where ``erf`` rounds to 1 beyond:
+  :mod:`tdsl.backend.llvm.math_erf`, all evaluated in f64.  ``L``'s error is
+  weighted by ``erfc(t) / erf(t)``, its effect on ``erf = 1 - exp(L)``.
 """
 
 from __future__ import annotations
@@ -129,6 +134,58 @@ def odd_poly(name, func, bound, dtype, degree):
     return rounded, err
 
 
+def erf_small_poly(bound, degree):
+    """E with erf(x) = x + x E(x**2) on |x| <= bound (f64 coefficients), the error
+    relative to erf."""
+    bound = mp.mpf(bound)
+
+    def ratio(z):
+        x = mp.sqrt(z)
+        return mp.erf(x) / x if z != 0 else 2 / mp.sqrt(mp.pi)
+
+    coefficients = lsq_fit(lambda z: ratio(z) - 1, ratio, mp.mpf(0), bound**2, degree)
+    rounded = [mp.mpf(float(c)) for c in coefficients]
+    err = max_error(lambda z: ratio(z) - 1, ratio, lambda z: horner(rounded, z), 0, bound**2)
+    return rounded, err
+
+
+ERF_ONE = 0.845062911510467529297
+"""fdlibm's ``erx``: erf(1) to 24 bits."""
+
+
+def erf_mid_poly(degree):
+    """D with erf(t) = ERF_ONE + D(t - 1) on [0.84375, 1.25], the error relative to erf."""
+    lo, hi = mp.mpf("0.84375") - 1, mp.mpf("1.25") - 1
+
+    def target(s):
+        return mp.erf(s + 1) - mp.mpf(ERF_ONE)
+
+    def weight(s):
+        return mp.erf(s + 1)
+
+    coefficients = lsq_fit(target, weight, lo, hi, degree)
+    rounded = [mp.mpf(float(c)) for c in coefficients]
+    err = max_error(target, weight, lambda s: horner(rounded, s), lo, hi)
+    return rounded, err
+
+
+def erf_large_poly(top, degree):
+    """L with log(erfc(t)) = L(t) on [1.25, top], the error weighted by
+    erfc(t) / erf(t): the relative error it makes in erf = 1 - exp(L)."""
+
+    def weight(t):
+        return mp.erf(t) / mp.erfc(t)
+
+    def target(t):
+        return mp.log(mp.erfc(t))
+
+    lo, hi = mp.mpf("1.25"), mp.mpf(top)
+    coefficients = lsq_fit(target, weight, lo, hi, degree)
+    rounded = [mp.mpf(float(c)) for c in coefficients]
+    err = max_error(target, weight, lambda t: horner(rounded, t), lo, hi)
+    return rounded, err
+
+
 def main() -> None:
     for name, dtype, degree in (("f32", np.float32, 5), ("f64", np.float64, 10)):
         coefficients, err = expm1_poly(dtype, degree)
@@ -146,6 +203,17 @@ def main() -> None:
             coefficients, err = odd_poly(fname, func, bound, dtype, degree)
             print(f"{fname}_{name.upper()} = ({', '.join(repr(float(c)) for c in coefficients)})")
             print(f"    # max relative error {mp.nstr(err, 3)} (2**{mp.nstr(mp.log(err, 2), 4)})")
+    erf_fits = {
+        "ERF_E_F32": lambda: erf_small_poly("1.25", 8),
+        "ERF_L_F32": lambda: erf_large_poly("4", 7),
+        "ERF_E_F64": lambda: erf_small_poly("0.84375", 10),
+        "ERF_D_F64": lambda: erf_mid_poly(13),
+        "ERF_L_F64": lambda: erf_large_poly("6", 17),
+    }
+    for label, fit in erf_fits.items():
+        coefficients, err = fit()
+        print(f"{label} = ({', '.join(repr(float(c)) for c in coefficients)})")
+        print(f"    # max relative error {mp.nstr(err, 3)} (2**{mp.nstr(mp.log(err, 2), 4)})")
 
 
 if __name__ == "__main__":

@@ -2,14 +2,15 @@
 against eager NumPy, and the accuracy of the polynomial math functions.
 
     python benchmarks/native_loops.py speed [--size 2048] [--reps 15]
-    python benchmarks/native_loops.py accuracy [--stride 61] [--random 1000000]
+    python benchmarks/native_loops.py accuracy [--stride 61] [--random 1000000] [--only erf ...]
     python benchmarks/native_loops.py threads [--reps 7]
     python benchmarks/native_loops.py strided [--size 2048] [--reps 5]
 
 ``speed``: the compile time of a 10-op element-wise kernel (lowering, then
 llvmlite: parse, O3, MCJIT), and one thread's time on ``size x size`` f32 for
 ``relu(a) + b*c - d`` and ``sum(exp(a), axis=1)`` (median of ``reps`` runs,
-interleaved with NumPy's).
+interleaved with NumPy's); then ``erf`` of ``size * size`` f32 and f64 elements in
+``[-4, 4]``, the polynomial against the C library's (NumPy has none).
 
 ``threads``: where splitting a group's tiles over two threads starts to pay:
 JIT-compiled native kernels of ``relu(A)+B*C-D`` and ``sum(exp(A)*B, axis=1)``
@@ -23,13 +24,16 @@ view's strides against copying the view to a contiguous array first (the
 runtime's behaviour without variants), and against a contiguous ``A``.
 
 ``accuracy``: the maximum error in ulp of each approximation (``exp``, ``expm1``,
-``log``, ``log1p``, ``tanh``, ``sinh``, ``cosh``):
+``log``, ``log1p``, ``tanh``, ``sinh``, ``cosh``, ``erf``; ``--only`` picks some):
 
 - f32 over a dense sweep of the whole float32 range (every ``stride``-th bit
   pattern, both signs) against NumPy in float64, and over ``random`` inputs
   drawn from the function's interesting range;
 - f64 over the sweep's values with random low mantissa bits and over random
   inputs, against NumPy in long double (80-bit on x86-64).
+
+NumPy has no ``erf``: its reference is a long double series and continued fraction
+(``tests/unit/native/kernels.py``'s ``erf_reference``, within 2^-60).
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from native.kernels import (
     chain_2d,
     compile_function,
     elementwise_1d,
+    erf_reference,
     lower,
     row_sum_exp,
     ulp_error,
@@ -66,6 +71,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "tanh": np.tanh,
     "sinh": np.sinh,
     "cosh": np.cosh,
+    "erf": erf_reference,
 }
 
 TEN_OPS = """%a = arith.mulf %v0, %v1 : f32
@@ -119,6 +125,23 @@ def speed(size: int, reps: int) -> None:
         )
     np.testing.assert_allclose(out, np.maximum(a, 0) + b * c - d, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(sums, np.exp(a.astype(np.float64)).sum(axis=1), rtol=1e-4)
+    erf_speed(size * size, reps, rng)
+
+
+def erf_speed(n: int, reps: int, rng: np.random.Generator) -> None:
+    for dtype, t in ((np.float32, "f32"), (np.float64, "f64")):
+        x = rng.uniform(-4, 4, n).astype(dtype)
+        out = np.empty_like(x)
+        text = elementwise_1d(f"%r = math.erf %v0 : {t}", n, [t], t)
+        times: dict[bool, list[float]] = {True: [], False: []}
+        kernels = {approx: compile_function(text, approximate_math=approx) for approx in times}
+        for _ in range(reps):
+            for approx, kernel in kernels.items():
+                times[approx].append(timed(lambda k=kernel, x=x, out=out: k(x, out)))
+        poly, libm = (statistics.median(times[k]) * 1e3 for k in (True, False))
+        print(
+            f"erf {n} {t}: polynomial {poly:7.2f} ms, C library {libm:7.2f} ms ({libm / poly:.2f}x)"
+        )
 
 
 def random_inputs(name: str, dtype: Any, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -145,6 +168,7 @@ def _random_inputs(
             rng.random(n) < 0.5, rng.uniform(-1, 1, n) * spread, np.exp(rng.uniform(-30, big, n))
         ),
         "tanh": rng.uniform(-25, 25, n) * spread,
+        "erf": rng.uniform(-7, 7, n) * np.where(rng.random(n) < 0.5, 1.0, spread),
     }.get(name, np.where(rng.random(n) < 0.5, wide, wide * spread))
     return x.astype(dtype)
 
@@ -176,7 +200,7 @@ def worst(
     return top, at
 
 
-def accuracy(stride: int, random_n: int) -> None:
+def accuracy(stride: int, random_n: int, only: list[str] | None = None) -> None:
     chunk = 1 << 21
     rng = np.random.default_rng(1)
     count = 2 * len(range(0, 0x7F800000, stride))
@@ -184,7 +208,7 @@ def accuracy(stride: int, random_n: int) -> None:
     print(
         f"{'function':8s} {'f32 sweep':>18s} {'f32 random':>18s} {'f64 sweep':>18s} {'f64 random':>18s}"
     )
-    for name in FUNCTIONS:
+    for name in only or FUNCTIONS:
         cells: list[str] = []
         for dtype in (np.float32, np.float64):
 
@@ -277,6 +301,7 @@ def main(argv: list[str] | None = None) -> None:
     a = sub.add_parser("accuracy")
     a.add_argument("--stride", type=int, default=61)
     a.add_argument("--random", type=int, default=1_000_000)
+    a.add_argument("--only", nargs="+", choices=sorted(FUNCTIONS))
     t = sub.add_parser("threads")
     t.add_argument("--reps", type=int, default=7)
     st = sub.add_parser("strided")
@@ -290,7 +315,7 @@ def main(argv: list[str] | None = None) -> None:
     elif args.command == "strided":
         strided(args.size, args.reps)
     else:
-        accuracy(args.stride, args.random)
+        accuracy(args.stride, args.random, args.only)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ meant to be reusable by any xDSL project that lowers ``func``/``scf``/``cf``/
   one-to-one lowerings;
 - :mod:`tdsl.backend.llvm.f16`: f16 arithmetic computed in f32;
 - :mod:`tdsl.backend.llvm.math_approx`: ``exp``, ``log``, ``tanh`` and their
-  relatives as branch-free polynomial ``arith`` code LLVM vectorizes.
+  relatives as branch-free polynomial ``arith`` code LLVM vectorizes, and
+  :mod:`tdsl.backend.llvm.math_erf`: ``erf`` likewise.
 
 The pass that strings them together is
 :class:`tdsl.backend.llvm.convert_to_llvm.ConvertToLLVMPass`, whose docstring

@@ -53,11 +53,11 @@ results** (``contract`` fuses ``a * a - c`` into one rounding, so an overflow of
 explicitly.  ``nnan``, ``ninf`` and ``nsz`` are never accepted.
 ``maximumf``/``minimumf`` propagate nan.  f16 arithmetic runs in f32 with
 explicit conversions (:mod:`tdsl.backend.llvm.f16`).  With ``approximate-math=true``
-(the default) ``exp``, ``expm1``, ``log``, ``log1p``, ``tanh``, ``sinh`` and
-``cosh`` become branch-free polynomial code that LLVM vectorizes
-(:mod:`tdsl.backend.llvm.math_approx`, with its measured errors; only its own ops may
-contract into fused multiply-adds); other math functions call the C library
-(:mod:`tdsl.backend.llvm.math_to_llvm`).
+(the default) ``exp``, ``expm1``, ``log``, ``log1p``, ``tanh``, ``sinh``,
+``cosh`` and ``erf`` become branch-free polynomial code that LLVM vectorizes
+(:mod:`tdsl.backend.llvm.math_approx` and :mod:`tdsl.backend.llvm.math_erf`, with
+their measured errors; only their own ops may contract into fused multiply-adds);
+other math functions call the C library (:mod:`tdsl.backend.llvm.math_to_llvm`).
 
 Steps: the ``fastmath`` option's flags, if any; ``nextafter`` as integer code; f16 widened;
 math approximations; xDSL's ``convert-scf-to-cf``; then one greedy walk of all
@@ -100,6 +100,7 @@ from tdsl.backend.llvm.f16 import F16_PATTERNS
 from tdsl.backend.llvm.func_to_llvm import FUNC_TO_LLVM_PATTERNS
 from tdsl.backend.llvm.loops_common import VIEWS_ATTR
 from tdsl.backend.llvm.math_approx import APPROXIMATION_PATTERNS, EXACT_EXPANSION_PATTERNS
+from tdsl.backend.llvm.math_erf import ERF_PATTERNS
 from tdsl.backend.llvm.math_to_llvm import MATH_TO_LLVM_PATTERNS
 from tdsl.backend.llvm.memref_to_llvm import MEMREF_TO_LLVM_PATTERNS
 from tdsl.errors import TdslIRError, TdslOptionError
@@ -194,7 +195,7 @@ class ConvertToLLVMPass(ModulePass):
     only when NumPy's rounding, overflow and nan behavior need not be kept."""
 
     approximate_math: bool = True
-    """Expand exp, expm1, log, log1p, tanh, sinh, cosh into vectorizable polynomials
+    """Expand exp, expm1, log, log1p, tanh, sinh, cosh, erf into vectorizable polynomials
     (otherwise: libm calls)."""
 
     def _fast_math_flags(self) -> arith.FastMathFlagsAttr | None:
@@ -218,7 +219,7 @@ class ConvertToLLVMPass(ModulePass):
         _walk(EXACT_EXPANSION_PATTERNS, op)
         _walk(F16_PATTERNS, op)
         if self.approximate_math:
-            _walk(APPROXIMATION_PATTERNS, op)
+            _walk((*APPROXIMATION_PATTERNS, *ERF_PATTERNS), op)
         ConvertScfToCf().apply(ctx, op)
         _walk(
             (

@@ -14,7 +14,14 @@ pytest.importorskip("llvmlite")
 from tdsl.backend.llvm.math_approx import MAX_ULP_ERROR
 from tdsl.runtime.compile import host_info, native_unavailable_reason
 
-from .kernels import MLIR_TYPES, compile_function, elementwise_1d, ulp_error, unary_math
+from .kernels import (
+    MLIR_TYPES,
+    compile_function,
+    elementwise_1d,
+    erf_reference,
+    ulp_error,
+    unary_math,
+)
 
 pytestmark = pytest.mark.skipif(
     native_unavailable_reason() is not None, reason=str(native_unavailable_reason())
@@ -29,7 +36,7 @@ NUMPY: dict[str, Callable[..., Any]] = {
     "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
     "atan": np.arctan, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
     "absf": np.abs, "ceil": np.ceil, "floor": np.floor, "trunc": np.trunc,
-    "roundeven": np.rint, "rsqrt": lambda x: 1 / np.sqrt(x),
+    "roundeven": np.rint, "rsqrt": lambda x: 1 / np.sqrt(x), "erf": erf_reference,
 }  # fmt: skip
 
 
@@ -45,13 +52,15 @@ def inputs(name: str, dtype: Any) -> np.ndarray:
         "tanh": RNG.uniform(-25, 25, N) * spread,
         "sinh": RNG.uniform(-big - 3, big + 3, N) * spread,
         "cosh": RNG.uniform(-big - 3, big + 3, N) * spread,
+        "erf": RNG.uniform(-7, 7, N) * spread,
     }  # fmt: skip
     x = ranges.get(name, RNG.uniform(-3, 3, N) * spread)
     info = np.finfo(dtype)
     specials = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 2.0, float(info.max),
                 -float(info.max), float(info.tiny), -float(info.tiny), float(info.smallest_subnormal),
                 -float(info.smallest_subnormal), 1e-30, -1e-30, 88.72, 88.73, 89.5, -87.3, -103.9,
-                -104.0, 709.78, 709.79, 710.5, -745.1, -745.2, 9.0, 19.0, 0.625, 1.0 - 2**-20]  # fmt: skip
+                -104.0, 709.78, 709.79, 710.5, -745.1, -745.2, 9.0, 19.0, 0.625, 1.0 - 2**-20,
+                0.84375, -0.84375, 1.25, -1.25, 3.92, 4.0, 5.92, 6.0]  # fmt: skip
     x[: len(specials)] = specials
     with np.errstate(over="ignore"):
         return x.astype(dtype)
@@ -140,7 +149,7 @@ def test_binary_functions_match_numpy(name: str, dtype: Any) -> None:
         assert ulp_error(out, expected, dtype).max() <= 2, name
 
 
-@pytest.mark.parametrize("name", ["exp", "log", "tanh", "expm1", "sin", "sqrt"])
+@pytest.mark.parametrize("name", ["exp", "log", "tanh", "expm1", "sin", "sqrt", "erf"])
 def test_f16_math_within_one_f16_ulp_of_numpy(name: str) -> None:
     if not host_info().native_f16:
         pytest.skip("f16 needs F16C")
