@@ -442,8 +442,8 @@ def _choose(
         if looped:
             return _Native(
                 reason=f"{plural(looped, 'matmul')} would run as compiled loops, not BLAS "
-                "(an operand computed in its group, or a result read by more than an "
-                "element-wise epilogue), where the numpy target calls BLAS"
+                "(not f32 or f64, batched, or a right operand computed in its group), "
+                "where the numpy target calls BLAS"
             )
         if over:  # auto keeps the memory promise: the numpy target runs the plan
             return _Native(reason=f"the native loops would break the budget: {over[0]}")

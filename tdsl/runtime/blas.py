@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 
 _SYMBOL = re.compile(r"^tdsl_matmul_(f32|f64)_(\d+)x(\d+)x(\d+)$")
+_TILE_SYMBOL = re.compile(r"^tdsl_gemm_(f32|f64)_[0-9a-f]+$")
 
 # (symbol prefix, integer width) in order of preference: NumPy 2's bundled
 # OpenBLAS, NumPy 1's, then a system CBLAS with 32-bit integers
@@ -83,10 +84,10 @@ def matmul_shims(symbols: list[str], gemm: Gemm) -> str:
     lines: list[str] = []
     declared: set[str] = set()
     for name in symbols:
-        match = _SYMBOL.match(name)
+        match = _SYMBOL.match(name) or _TILE_SYMBOL.match(name)
         if match is None:
             raise ValueError(f"not a tdsl matmul symbol: {name}")
-        kind, m, k, n = match.group(1), *map(int, match.groups()[1:])
+        kind = match.group(1)
         scalar = "float" if kind == "f32" else "double"
         blas = gemm.symbols[kind]
         if blas not in declared:
@@ -95,6 +96,10 @@ def matmul_shims(symbols: list[str], gemm: Gemm) -> str:
                 f"declare void @{blas}(i32, i32, i32, {width}, {width}, {width}, {scalar}, ptr, "
                 f"{width}, ptr, {width}, {scalar}, ptr, {width})"
             )
+        if match.re is _TILE_SYMBOL:
+            lines += _tile_shim(name, blas, scalar, width)
+            continue
+        m, k, n = map(int, match.groups()[1:])
         one, zero = ("1.0", "0.0")
         lines += [
             f"define void @{name}(ptr noalias %a, ptr noalias %b, ptr noalias %c) {{",
@@ -106,6 +111,35 @@ def matmul_shims(symbols: list[str], gemm: Gemm) -> str:
             "}",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _tile_shim(name: str, blas: str, scalar: str, width: str) -> list[str]:
+    """``@tdsl_gemm_*(a, b, c, m, n, k, lda, ldb, ldc, a_off, b_off, c_off, trans_b)``:
+    ``C = A @ op(B)`` on the tile of ``m`` rows whose operands start ``*_off`` elements
+    into ``a``, ``b``, ``c`` (row strides ``ld*``); ``op(B)`` is ``B`` transposed where
+    ``trans_b`` is not 0.  Emitted by ``tdsl-lower-to-loops`` inside a group's loops."""
+    sizes = ("m", "n", "k", "lda", "ldb", "ldc")
+    params = ", ".join(f"i64 %{p}" for p in [*sizes, "aoff", "boff", "coff", "tb"])
+    lines = [f"define void @{name}(ptr %a, ptr %b, ptr %c, {params}) {{"]
+    for x in "abc":
+        lines.append(f"  %p{x} = getelementptr {scalar}, ptr %{x}, i64 %{x}off")
+    for p in sizes:
+        lines.append(
+            f"  %w{p} = trunc i64 %{p} to {width}"
+            if width != "i64"
+            else f"  %w{p} = add i64 %{p}, 0"
+        )
+    lines += [
+        "  %t = icmp ne i64 %tb, 0",
+        # CblasRowMajor = 101, CblasNoTrans = 111, CblasTrans = 112
+        "  %trans = select i1 %t, i32 112, i32 111",
+        f"  call void @{blas}(i32 101, i32 111, i32 %trans, {width} %wm, {width} %wn, "
+        f"{width} %wk, {scalar} 1.0, ptr %pa, {width} %wlda, ptr %pb, {width} %wldb, "
+        f"{scalar} 0.0, ptr %pc, {width} %wldc)",
+        "  ret void",
+        "}",
+    ]
+    return lines
 
 
 __all__ = ["Gemm", "find_gemm", "matmul_shims"]

@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 
 Array = np.ndarray[Any, Any]
 
-_DECLARE = re.compile(r'^declare [^\n]*@"?(tdsl_matmul_[A-Za-z0-9_]+)"?\(.*$', re.M)
+_DECLARE = re.compile(r'^declare [^\n]*@"?(tdsl_(?:matmul|gemm)_[A-Za-z0-9_]+)"?\(.*$', re.M)
 
 MIN_TILES_PER_THREAD = 2
 """A group's tiles are split over threads only when each thread gets at least this many."""
@@ -192,7 +192,7 @@ class NativeFunction:
 
     def _threads_for(self, call: _Call) -> int:
         """How many threads ``call`` may split its tiles over."""
-        if not call.group or self.threads <= 1:
+        if not call.group or call.serial or self.threads <= 1:
             return 1
         largest = max(
             (

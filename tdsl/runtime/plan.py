@@ -31,6 +31,9 @@ class _Call:
     """A group function: operands 0 and 1 are its tile range."""
     scratch_limit: int | None = None
     """For a group: the scratch (elements) its plan allows, all threads together."""
+    serial: bool = False
+    """A group whose loops call BLAS (which has threads of its own): one thread runs
+    its tiles."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,7 @@ class FunctionPlan:
                     [list(x) if isinstance(x, tuple) else x for x in c.operands],
                     c.group,
                     c.scratch_limit,
+                    c.serial,
                 ]
                 for c in self.calls
             ],
@@ -111,8 +115,9 @@ class FunctionPlan:
                 tuple(int(x) if isinstance(x, int) else (str(x[0]), int(x[1])) for x in operands),
                 bool(group),
                 None if limit is None else int(limit),
+                bool(rest[0]) if rest else False,
             )
-            for callee, operands, group, limit in data["calls"]
+            for callee, operands, group, limit, *rest in data["calls"]
         )
         return cls(str(data["name"]), args, calls)
 
@@ -132,7 +137,12 @@ def read_plan(fn: func.FuncOp, roles_attr: str) -> FunctionPlan:
     from xdsl.ir import Attribute, BlockArgument
 
     from tdsl.backend.llvm.llvm_types import UNSIGNED_ARGS_ATTR
-    from tdsl.backend.llvm.loops_common import CONSTANTS_ATTR, SCRATCH_LIMIT_ATTR, VIEWS_ATTR
+    from tdsl.backend.llvm.loops_common import (
+        CONSTANTS_ATTR,
+        SCRATCH_LIMIT_ATTR,
+        SERIAL_ATTR,
+        VIEWS_ATTR,
+    )
     from tdsl.backend.llvm.loops_gather import ERRORS_ATTR
     from tdsl.dialects.structured import element_dtype
     from tdsl.dialects.tensordsl import dense_to_numpy
@@ -203,6 +213,7 @@ def read_plan(fn: func.FuncOp, roles_attr: str) -> FunctionPlan:
                     cast(IntegerAttr[Any], limit).value.data
                     if isinstance(limit, IntegerAttr)
                     else None,
+                    SERIAL_ATTR in op.attributes,
                 )
             )
         elif not isinstance(op, arith.ConstantOp | func.ReturnOp):

@@ -1,21 +1,28 @@
-"""Two choices of the native loops' plan (:class:`~tdsl.backend.llvm.loops_plan._GroupPlan`):
-which matmuls a BLAS call computes (:func:`blas_output`), and which values a sweep
-also stores in an output's slice for a later sweep to read back (:func:`output_staging`)."""
+"""Choices of the native loops' plan (:class:`~tdsl.backend.llvm.loops_plan._GroupPlan`):
+which matmuls a BLAS call computes whole (:func:`blas_output`) or a tile at a time
+(:func:`tile_gemm`), which values a sweep also stores in an output's slice for a later
+sweep to read back (:func:`output_staging`), and which strided inputs are read in
+packed blocks (:func:`packed_inputs`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from xdsl.ir import Operation, SSAValue
 
 from tdsl.backend.llvm.loops_common import (  # pyright: ignore[reportPrivateUsage]
+    BLOCK,
+    PACK_BYTES,
     _dim_set,  # pyright: ignore[reportPrivateUsage]
     _holds_exactly,  # pyright: ignore[reportPrivateUsage]
     _is_contraction,  # pyright: ignore[reportPrivateUsage]
     _is_reduction,  # pyright: ignore[reportPrivateUsage]
+    _Packing,  # pyright: ignore[reportPrivateUsage]
 )
 from tdsl.dialects.kernel_plan import GroupBody
-from tdsl.dialects.structured import element_type, tensor_shape
+from tdsl.dialects.structured import element_type, numpy_dtype, tensor_shape
 
 if TYPE_CHECKING:
     from tdsl.backend.llvm.loops_plan import _GroupPlan  # pyright: ignore[reportPrivateUsage]
@@ -127,3 +134,97 @@ def blas_output(body: GroupBody, op: Operation) -> int | None:
     ):
         return None  # (an f32 matmul whose chain is cast to an f64 output: not in place)
     return outputs[0]
+
+
+def packed_inputs(plan: _GroupPlan) -> dict[SSAValue, _Packing]:
+    """The strided 2-D inputs to pack: each lies contiguous along one space dim
+    (``other``, a transpose's rows) while the loops run along another innermost
+    (``inner``, its row-major last dim).  Read as they lie, a block's elements fall
+    one per cache line (and, for a row length in bytes that is a multiple of 4 KiB,
+    all in one cache set); so a sweep over exactly these two dims runs in blocks
+    of :data:`BLOCK` along ``inner``, each first copied into a small buffer laid
+    out as the input lies (the copy reads and writes contiguously), which the
+    sweep then reads from cache.  Only where every read of the input is along
+    the same two dims, the buffer (a block by ``other``'s tile) fits
+    :data:`PACK_BYTES`, ``inner`` runs longer than a block, its elements lie a
+    cache line apart or more (not a broadcast), and the elements are at most 4
+    bytes or the row length aliases: f64 transposes with rows of other
+    lengths ran 1.2-2x slower packed here (``python benchmarks/native_loops.py
+    strided`` measures it)."""
+    body = plan.body
+    packed: dict[SSAValue, _Packing] = {}
+    for a in plan.strides:
+        reads = {
+            body.reads[(op, i)] for op in body.ops for i, w in enumerate(op.operands) if w is a
+        }
+        if len(reads) != 1:
+            continue
+        (dims,) = reads
+        if len(dims) != 2 or None in dims:
+            continue
+        other = plan.contiguous(a, dims)
+        inner = dims[-1]
+        if other is None or inner is None or other == inner or dims[0] == dims[1]:
+            continue  # (None: one element along both dims, as a 1x1 tile, or a broadcast)
+        size = numpy_dtype(a.type).itemsize
+        if plan.tiles[other] * BLOCK * size > PACK_BYTES or plan.tiles[inner] <= BLOCK:
+            continue
+        step = abs(plan.strides[a][dims.index(inner)]) * size  # bytes along inner
+        if step < 64 or (size > 4 and step % 4096):
+            continue  # (under a cache line apart, a broadcast: read as they lie)
+        packed[a] = _Packing(other, inner, dims)
+    return packed
+
+
+@dataclass(frozen=True)
+class TileGemm:
+    """A 2-D matmul ``C[i, j] = sum_k A[i, k] B[k, j]`` that a BLAS ``gemm`` computes
+    one tile at a time, inside the group's loops: ``A`` is a group input or a value
+    of the group (computed tile by tile and stored: a layernorm's, a softmax's), ``B``
+    a group input, or the transpose of one (``trans_b``: BLAS reads it transposed,
+    nothing is copied), and ``C`` one tile's rows in scratch, read by any op of a
+    later sweep (a softmax, a reduction, another matmul)."""
+
+    a: SSAValue
+    """The left operand, as the matmul reads it."""
+    b: SSAValue
+    """The group input the right operand is (or whose transpose it is)."""
+    trans_b: bool
+    rows: int
+    """The space dim of the result's rows (``i``)."""
+    cols: int
+    """The space dim of its columns (``j``)."""
+    inner: int
+    """The contraction's dim (``k``)."""
+
+
+def tile_gemm(body: GroupBody, op: Operation, args: Sequence[SSAValue]) -> TileGemm | None:
+    """How BLAS may compute ``op`` tile by tile (see :class:`TileGemm`), if it may: a
+    2-D f32 or f64 matmul whose right operand is one of the group inputs ``args`` (or
+    its transpose) and whose dims are three distinct space dims."""
+    if not _is_contraction(op) or len(op.operands) != 2:
+        return None
+    a, b = op.operands
+    result = op.results[0]
+    if len(tensor_shape(a)) != 2 or len(tensor_shape(b)) != 2:
+        return None
+    t = element_type(result)
+    if str(t) not in ("f32", "f64") or element_type(a) != t or element_type(b) != t:
+        return None
+    (i, j), (ai, k), (bk, bj) = body.dims[result], body.reads[(op, 0)], body.reads[(op, 1)]
+    if None in (i, j, k) or (ai, bk, bj) != (i, k, j) or len({i, j, k}) != 3:
+        return None
+    assert i is not None and j is not None and k is not None
+    trans_b = False
+    p = body.producer(b)
+    if p is not None:
+        # the transpose of an input, read as it lies (k.T in attention)
+        if p.name != "tensordsl.transpose" or len(p.operands) != 1:
+            return None
+        source = p.operands[0]
+        if source not in args or body.reads[(p, 0)] != (j, k):
+            return None
+        b, trans_b = source, True
+    elif b not in args:
+        return None
+    return TileGemm(a, b, trans_b, i, j, k)

@@ -56,9 +56,13 @@ class StridedBlasOperandError(TdslIRError):
 SPLIT_TILES = 64
 """The tiles a group's first parallel dim is cut into at least, for threads to share."""
 
+GEMM_SPLIT_TILES = 2
+"""The same for a group with matmuls BLAS computes a tile at a time (tall tiles keep
+BLAS efficient; two threads share two)."""
+
 BLOCK = 64
 """The elements along its innermost dim of a block of a packed strided input (see
-:meth:`_Group._packed`)."""
+:func:`~tdsl.backend.llvm.loops_choices.packed_inputs`)."""
 
 PACK_BYTES = 64 * 1024
 """The most bytes of one packed block's buffer (a stack array of the group function)."""
@@ -77,6 +81,9 @@ CONSTANTS_ATTR = "tdsl.constants"
 ``tensordsl.constant`` ops' values): the caller passes them, filled once."""
 
 SCRATCH_LIMIT_ATTR = "tdsl.scratch_limit"
+SERIAL_ATTR = "tdsl.serial"
+"""On a group's call: its loops call BLAS, whose own threads share the work, so the
+runtime runs its tiles on one thread (the two never both take the cores)."""
 """The attribute of a main function's call of a group: the scratch (elements) the group's
 ``kernel.tile`` records, which all the threads a runtime splits the group over share."""
 
@@ -246,7 +253,7 @@ class Storage:
 
 
 class _Packing(NamedTuple):
-    """How a strided input is read in blocks (see :meth:`_Group._packed`)."""
+    """How a strided input is read in blocks (see :func:`~tdsl.backend.llvm.loops_choices.packed_inputs`)."""
 
     other: int
     """The space dim it lies contiguous along."""

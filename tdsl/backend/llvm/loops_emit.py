@@ -5,15 +5,20 @@ scalar bodies, stores, each value computed once)."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Mapping, Sequence
+from typing import cast
 
-from xdsl.dialects import arith, memref
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects import arith, func, memref
+from xdsl.dialects.builtin import MemRefType
+from xdsl.ir import Attribute, Operation, SSAValue
 
+from tdsl.backend.llvm.loops_choices import TileGemm
 from tdsl.backend.llvm.loops_common import (
     BLOCK,
     Storage,
+    StridedBlasOperandError,
     _Code,
     _dim_set,
     _effect_values,
@@ -177,6 +182,7 @@ class _Group(_GroupPlan):
     ) -> None:
         """The group's loops over the tiles ``[lo, hi)`` of its outermost tiled dim."""
         body = self.body
+        self.gemm_symbols = {}
         storage: dict[SSAValue, Storage] = dict(zip(self.args, inputs, strict=True))
         buffers: dict[SSAValue, SSAValue] = {}
         for a, packing in self.packed.items():
@@ -240,7 +246,7 @@ class _Group(_GroupPlan):
         for level in range(top + 1):
             # accumulators start from the identity
             for op, where in accs.items():
-                if self.level[op] != level:
+                if self.level[op] != level or op in self.gemm:
                     continue
                 state = reduction_of(op).accumulator()
                 dims = _dim_set(body.dims[op.results[0]])
@@ -251,10 +257,14 @@ class _Group(_GroupPlan):
                     point.store(
                         inner.scalar(start, element_of(dt)), place, body.dims[op.results[0]]
                     )
+            # matmuls BLAS computes a tile at a time: their operands are ready
+            for op, g in self.gemm.items():
+                if self.level[op] == level:
+                    self._gemm_call(code, op, g, storage, accs[op], starts, ends)
             # the sweeps: one loop nest per set of dims, effects in program order
             sweeps: dict[tuple[int, ...], list[tuple[str, Operation | int | SSAValue]]] = {}
             for op in body.ops:
-                if self.level[op] == level and op in accs:
+                if self.level[op] == level and op in accs and op not in self.gemm:
                     sweeps.setdefault(_dim_set(body.loop_dims(op)), []).append(("acc", op))
             for v in self.stored:
                 p = body.producer(v)
@@ -346,6 +356,68 @@ class _Group(_GroupPlan):
                 inner, coords = code.nest(ranges(dims))
                 point = _Point(self, inner, {**hoisted, **coords}, starts, storage)
                 point.store(point.value(v, body.output_dims[k]), outputs[k], body.output_dims[k])
+
+    def _gemm_call(
+        self,
+        code: _Code,
+        op: Operation,
+        g: TileGemm,
+        storage: Mapping[SSAValue, Storage],
+        into: Storage,
+        starts: Mapping[int, SSAValue],
+        ends: Mapping[int, SSAValue],
+    ) -> None:
+        """A call computing this tile of matmul ``op`` (see :class:`TileGemm`) into
+        ``into``: ``@tdsl_gemm_<type>_<n>(A, B, C, m, n, k, lda, ldb, ldc, a_offset,
+        b_offset, c_offset, trans_b)``, which the runtime binds to BLAS's ``gemm``
+        (:func:`tdsl.runtime.blas.gemm_shims`)."""
+        body = self.body
+
+        def extent(d: int) -> SSAValue:
+            if d in starts:
+                return code.insert(arith.SubiOp(ends[d], starts[d]))
+            return code.index(self.extents[d])
+
+        def at(where: Storage, dims: Dims) -> tuple[SSAValue, SSAValue, SSAValue]:
+            """The memref, the offset of the tile's first element, the row stride."""
+            if where.origin or where.axes:
+                raise loops_bug("a BLAS operand read through a packed block", op)
+            t = cast(MemRefType[Attribute], where.ref.type)
+            strides = t.get_strides()
+            if len(strides) != 2 or strides[1] != 1 or strides[0] is None:
+                # (the runtime then calls the row-major variant on a copy)
+                raise StridedBlasOperandError(
+                    "tdsl-lower-to-loops: a strided input is the operand of a matmul BLAS "
+                    f"computes a tile at a time ({t}; BLAS reads contiguous rows): give it "
+                    "row-major",
+                    op=op,
+                )
+            offset: SSAValue = code.index(0)
+            if not where.tiled:
+                for d, stride in zip(dims, strides, strict=True):
+                    if d is not None and d in starts and stride:
+                        step = code.insert(arith.MuliOp(starts[d], code.index(stride)))
+                        offset = code.insert(arith.AddiOp(offset, step))
+            return where.ref, offset, code.index(strides[0])
+
+        (a, a_off, lda), (c, c_off, ldc) = (
+            at(storage[g.a], body.reads[(op, 0)]),
+            at(into, body.dims[op.results[0]]),
+        )
+        b_dims = (g.cols, g.inner) if g.trans_b else (g.inner, g.cols)
+        b, b_off, ldb = at(storage[g.b], b_dims)
+        element = element_type(op.results[0])
+        refs = [a, b, c]
+        if any(cast(MemRefType[Attribute], r.type).element_type != element for r in refs):
+            raise loops_bug(f"a BLAS matmul on {[str(r.type) for r in refs]}", op)
+        types = tuple(r.type for r in refs)
+        # one declaration per memref types (the shim ignores them: all are pointers)
+        digest = hashlib.sha1(" ".join(map(str, types)).encode()).hexdigest()[:12]
+        name = f"tdsl_gemm_{element}_{digest}"
+        self.gemm_symbols[name] = types
+        sizes = [extent(g.rows), extent(g.cols), code.index(self.extents[g.inner])]
+        args = [*refs, *sizes, lda, ldb, ldc, a_off, b_off, c_off, code.index(int(g.trans_b))]
+        code.b.insert(func.CallOp(name, args, []))
 
 
 class _Point:
@@ -453,7 +525,7 @@ class _Point:
             return convert_scalar(self.code.b, self.load(self.storage[v], dims), element_type(v))
         if v in self.storage:  # a BLAS result, a stored value, or a reduction's accumulator
             raw = self.load(self.storage[v], dims)
-            if p in group.blas or not _is_reduction(p):
+            if p in group.blas or p in group.gemm or not _is_reduction(p):
                 return raw
             more = [self.load(w, dims) for w in group.more_storage.get(p, ())]
             return reduction_of(p).scalar_finalize_state(self.code.b, [raw, *more], body.count(p))

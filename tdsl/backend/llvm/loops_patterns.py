@@ -36,6 +36,7 @@ from xdsl.dialects.builtin import (
     StridedLayoutAttr,
     StringAttr,
     TensorType,
+    UnitAttr,
     UnrealizedConversionCastOp,
     i64,
 )
@@ -47,6 +48,7 @@ from tdsl.backend.llvm.loops_common import (
     CONSTANTS_ATTR,
     ROLES_ATTR,
     SCRATCH_LIMIT_ATTR,
+    SERIAL_ATTR,
     VIEWS_ATTR,
     Storage,
     StridedBlasOperandError,
@@ -385,6 +387,8 @@ class TileToCall(_OpPattern):
             group = _Group(op, [_strides(a.type) for a in inputs])
         accs = [main.add(t, "scratch") for t in group.scratch_types()]
         main.add_function(_group_function(gname, group, inputs, outputs, accs))
+        for name, types in group.gemm_symbols.items():
+            main.declare(name, [*types, *[IndexType()] * 10])
         for mm, k in group.blas.items():
             _blas_call(main, op, mm, group, inputs, outputs[k])
         code = _Code(Builder(InsertPoint.before(op)))
@@ -397,6 +401,8 @@ class TileToCall(_OpPattern):
         # the scratch the plan allows this group: a runtime that splits its tiles over
         # threads (each with scratch of its own) stays within it
         call.attributes[SCRATCH_LIMIT_ATTR] = IntegerAttr(op.scratch_value, i64)
+        if group.gemm:
+            call.attributes[SERIAL_ATTR] = UnitAttr()
         for n, (k, dst) in enumerate(after.items()):
             main.copy(op, f"{gname}_unpack{n}", outputs[k], dst)
         main.replace(op, [after.get(k, o) for k, o in enumerate(outputs)])
@@ -407,6 +413,7 @@ def _blas_views(group: _Group, at: Sequence[BlockArgument], roles: Sequence[str]
     BLAS call reads and that are not row-major (a window of whole rows is)."""
     index = {a: i for i, a in enumerate(group.args)}
     read = {index[v] for mm in group.blas for v in mm.operands if v in index}
+    read |= {index[v] for g in group.gemm.values() for v in (g.a, g.b) if v in index}
     return sorted(i for i in read if roles[at[i].index] == "view" and _strides(at[i].type))
 
 

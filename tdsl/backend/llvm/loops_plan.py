@@ -14,10 +14,15 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from tdsl.backend.llvm.loops_choices import blas_output, output_staging
+from tdsl.backend.llvm.loops_choices import (
+    TileGemm,
+    blas_output,
+    output_staging,
+    packed_inputs,
+    tile_gemm,
+)
 from tdsl.backend.llvm.loops_common import (
-    BLOCK,
-    PACK_BYTES,
+    GEMM_SPLIT_TILES,
     RECOMPUTE_CAP,
     RECOMPUTE_LIMIT,
     SPLIT_TILES,
@@ -25,7 +30,6 @@ from tdsl.backend.llvm.loops_common import (
     _is_contraction,
     _is_reduction,
     _is_scan,
-    _Packing,
     _state_size,
     loops_bug,
 )
@@ -105,11 +109,21 @@ class _GroupPlan:
         # SPLIT_TILES tiles that threads can share (smaller tiles need less scratch)
         split = next((d for d in range(body.rank) if body.kinds[d] is IteratorType.PARALLEL), None)
         if split is not None and all(split in body.loop_dims(op) for op in body.ops):
-            tiles[split] = min(tiles[split], max(1, -(-body.extents[split] // SPLIT_TILES)))
+            # (matmuls BLAS computes a tile at a time want tall tiles: one per thread)
+            gemms = any(
+                blas_output(body, op) is None and tile_gemm(body, op, self.args) for op in body.ops
+            )
+            parts = GEMM_SPLIT_TILES if gemms else SPLIT_TILES
+            tiles[split] = min(tiles[split], max(1, -(-body.extents[split] // parts)))
         self.tiles: tuple[int, ...] = tuple(tiles)
         self.level: dict[Operation, int] = {}
         self.blas: dict[Operation, int] = {}
         """2-D matmuls a BLAS call computes, to the output they write."""
+        self.gemm: dict[Operation, TileGemm] = {}
+        """2-D matmuls BLAS computes one tile at a time, inside the loops."""
+        self.gemm_symbols: dict[str, tuple[Attribute, ...]] = {}
+        """The external functions the loops call for them (set by ``emit``): to the
+        memref types they take."""
         self.keep_long_chains = True
         """Whether values long chains would compute again are stored (see
         :meth:`_keep_long_chains`); not where their rows do not fit the tile's scratch."""
@@ -173,7 +187,7 @@ class _GroupPlan:
         return LoopsPlan(
             self.tiles,
             tuple(values[v] for v in self.stored),
-            tuple(sorted(self.body.position[op] for op in self.blas)),
+            tuple(sorted(self.body.position[op] for op in [*self.blas, *self.gemm])),
         )
 
     def _values(self) -> list[SSAValue]:
@@ -191,6 +205,8 @@ class _GroupPlan:
             for d in range(body.rank):
                 if body.kinds[d] is not IteratorType.PARALLEL or shrunk[d] <= 1:
                     continue
+                if any(d not in body.loop_dims(op) for op in self.gemm):
+                    continue  # each tile along d would call BLAS for all of a matmul again
                 trial = list(shrunk)
                 trial[d] = (trial[d] + 1) // 2
                 self.tiles = tuple(trial)
@@ -211,12 +227,15 @@ class _GroupPlan:
     def _plan(self) -> None:
         body = self.body
         if self.recorded is not None:
-            self.blas = self._recorded_blas(self.recorded.blas)
+            self.blas, self.gemm = self._recorded_blas(self.recorded.blas)
         else:
+            self.blas, self.gemm = {}, {}
             for op in body.ops:
                 k = blas_output(body, op)
                 if k is not None and k not in self.blas.values():
                     self.blas[op] = k
+                elif (g := tile_gemm(body, op, self.args)) is not None and self._gemm_reads(g):
+                    self.gemm[op] = g
         # a reduction yielded as it is (no finalization, same dtype) accumulates in its output
         self.in_output: dict[Operation, int] = {}
         for k, v in enumerate(body.outputs):
@@ -225,6 +244,7 @@ class _GroupPlan:
                 p is None
                 or not _is_reduction(p)
                 or p in self.blas
+                or p in self.gemm
                 or p in self.in_output
                 or body.outputs.count(v) != 1
                 or reduction_of(p).finalizes()
@@ -238,7 +258,13 @@ class _GroupPlan:
         # tile's worth), not recomputed for every column of its result
         self.stored: list[SSAValue] = []
         for op in body.ops:
-            if _is_contraction(op) and op not in self.blas:
+            if op in self.gemm:
+                # BLAS reads its left operand from one tile's rows in scratch
+                a = self.gemm[op].a
+                p = body.producer(a)
+                if p is not None and not _is_reduction(p) and a not in self.stored:
+                    self.stored.append(a)
+            elif _is_contraction(op) and op not in self.blas:
                 for v in op.operands:
                     p = body.producer(v)
                     if p is not None and not _is_reduction(p) and v not in self.stored:
@@ -284,29 +310,46 @@ class _GroupPlan:
         """Scans: each carries its running values in a ``scratch`` memref (its result's
         tile with the scan dims of extent 1), set to the identity before each sweep that
         computes it; the sweep's loops run along the scan dim in order."""
-        self.packed = self._packed()
-        """Strided inputs read in blocks through a buffer (see :meth:`_packed`): to the
+        self.packed = packed_inputs(self)
+        """Strided inputs read in blocks through a buffer (see :func:`~tdsl.backend.llvm.loops_choices.packed_inputs`): to the
         dim they lie contiguous along, and the dim the loops run innermost."""
         self.staged = output_staging(self) if self.hoistable() else {}
         """Values staged in an output slice (see :meth:`_staged`), to that output."""
 
-    def _recorded_blas(self, positions: Sequence[int]) -> dict[Operation, int]:
-        """The matmuls the recorded plan gives BLAS, to their outputs; a located error
-        for a position that is no such matmul."""
+    def _recorded_blas(
+        self, positions: Sequence[int]
+    ) -> tuple[dict[Operation, int], dict[Operation, TileGemm]]:
+        """The matmuls the recorded plan gives BLAS: those computed whole into an output
+        (to it), and those computed tile by tile; a located error for a position that
+        is neither."""
         ops = self.body.ops
         blas: dict[Operation, int] = {}
+        gemm: dict[Operation, TileGemm] = {}
         for i in positions:
             k = blas_output(self.body, ops[i]) if 0 <= i < len(ops) else None
-            if k is None or k in blas.values():
+            if k is not None and k not in blas.values():
+                blas[ops[i]] = k
+                continue
+            g = tile_gemm(self.body, ops[i], self.args) if 0 <= i < len(ops) else None
+            self.gemm = gemm
+            if g is None or ops[i] in gemm or not self._gemm_reads(g):
                 raise TdslIRError(
                     f"the loops plan gives BLAS op {i} of the group, which is "
                     + ("not in its body" if not 0 <= i < len(ops) else f"'{ops[i].name}'")
-                    + ": BLAS computes only a 2-D f32 or f64 matmul of group inputs whose "
-                    "result one output's element-wise chain alone reads",
+                    + ": BLAS computes only a 2-D f32 or f64 matmul whose right operand is a "
+                    "group input or its transpose",
                     op=self.tile,
                 )
-            blas[ops[i]] = k
-        return blas
+            gemm[ops[i]] = g
+        return blas, gemm
+
+    def _gemm_reads(self, g: TileGemm) -> bool:
+        """Whether BLAS can read ``g``'s left operand as its rows lie: an input, a value
+        stored for it, or the result of a matmul BLAS computed before (its rows in
+        scratch); not another reduction's accumulator (which a finalization, such as
+        a mean's division, would still have to turn into the value)."""
+        p = self.body.producer(g.a)
+        return p is None or not _is_reduction(p) or p in self.gemm
 
     def _recorded_stored(self, numbers: Sequence[int], needed: Sequence[SSAValue]) -> None:
         """Store the values the recorded plan numbers, in its order; a located error for a
@@ -509,49 +552,12 @@ class _GroupPlan:
             return None  # (a stride of 0 is a broadcast: along it, one element)
         return dims[min(axes, key=lambda i: (abs(strides[i]), -i))]
 
-    def _packed(self) -> dict[SSAValue, _Packing]:
-        """The strided 2-D inputs to pack: each lies contiguous along one space dim
-        (``other``, a transpose's rows) while the loops run along another innermost
-        (``inner``, its row-major last dim).  Read as they lie, a block's elements fall
-        one per cache line (and, for a row length in bytes that is a multiple of 4 KiB,
-        all in one cache set); so a sweep over exactly these two dims runs in blocks
-        of :data:`BLOCK` along ``inner``, each first copied into a small buffer laid
-        out as the input lies (the copy reads and writes contiguously), which the
-        sweep then reads from cache.  Only where every read of the input is along
-        the same two dims, the buffer (a block by ``other``'s tile) fits
-        :data:`PACK_BYTES`, ``inner`` runs longer than a block, its elements lie a
-        cache line apart or more (not a broadcast), and the elements are at most 4
-        bytes or the row length aliases: f64 transposes with rows of other
-        lengths ran 1.2-2x slower packed here (``python benchmarks/native_loops.py
-        strided`` measures it)."""
-        body = self.body
-        packed: dict[SSAValue, _Packing] = {}
-        for a in self.strides:
-            reads = {
-                body.reads[(op, i)] for op in body.ops for i, w in enumerate(op.operands) if w is a
-            }
-            if len(reads) != 1:
-                continue
-            (dims,) = reads
-            if len(dims) != 2 or None in dims:
-                continue
-            other = self.contiguous(a, dims)
-            inner = dims[-1]
-            if other is None or inner is None or other == inner or dims[0] == dims[1]:
-                continue  # (None: one element along both dims, as a 1x1 tile, or a broadcast)
-            size = numpy_dtype(a.type).itemsize
-            if self.tiles[other] * BLOCK * size > PACK_BYTES or self.tiles[inner] <= BLOCK:
-                continue
-            step = abs(self.strides[a][dims.index(inner)]) * size  # bytes along inner
-            if step < 64 or (size > 4 and step % 4096):
-                continue  # (under a cache line apart, a broadcast: read as they lie)
-            packed[a] = _Packing(other, inner, dims)
-        return packed
-
     def hoistable(self) -> list[int]:
         """The leading space dims (in order) all sweeps can share as outer loops: parallel,
         run along by every reduction and stored value, and no value's contiguous dim."""
         body = self.body
+        if self.gemm:
+            return []  # a BLAS call computes a whole tile's rows, not one row at a time
         last: set[int] = set()  # dims that are some 2-D (or more) value's contiguous one
         for dims in [*body.dims.values(), *body.output_dims]:
             if len([x for x in dims if x is not None]) >= 2 and dims[-1] is not None:

@@ -78,7 +78,7 @@ variants for NumPy views), a function reads them where they lie.  A 2-D input
 that lies contiguous along another dim than the loops' innermost (a
 transpose) is read in blocks: per block, a loop copies it along its
 contiguous dim into a stack buffer (``memref.alloca``, at most 64 KiB), which
-the sweep reads instead (see ``_Group._packed`` for when).
+the sweep reads instead (see ``loops_choices.packed_inputs`` for when).
 
 The output is ordinary upstream MLIR (``func``, ``scf``, ``arith``, ``math``,
 ``memref``), plus ``tdslmath`` for the three scalar functions xDSL's
@@ -327,7 +327,10 @@ def loop_matmuls(module: ModuleOp) -> int:
     for op in module.walk():
         if isinstance(op, TileOp):
             group = _Group(op)
-            count += sum(_is_contraction(o) and o not in group.blas for o in group.body.ops)
+            count += sum(
+                _is_contraction(o) and o not in group.blas and o not in group.gemm
+                for o in group.body.ops
+            )
     return count
 
 

@@ -257,17 +257,24 @@ def test_auto_keeps_matmuls_that_would_run_as_loops_on_the_numpy_target() -> Non
     if native_unavailable_reason() is not None:
         pytest.skip(str(native_unavailable_reason()))
     shapes = {"x": (256, 64), "w": (64, 128), "v": (128, 32), "b": (128,)}
-    # the second matmul reads relu(x @ w + b), computed in its group: loops, not BLAS
+    # f16 matmuls (BLAS has none): loops
     two = "relu(x @ w + b) @ v"
-    auto = JITTensorKernel(target="auto").compile(two, shapes, "f32")
+    auto = JITTensorKernel(target="auto").compile(two, shapes, "f16")
     assert auto.target == "numpy"
     assert auto.target_reason is not None and "2 matmuls would run as compiled loops" in (
         auto.target_reason
     )
     # decided from the loops lowering's plan, before any native pass ran
     assert "loops" not in auto.ir and "llvm" not in auto.ir
-    native = JITTensorKernel(target="native").compile(two, shapes, "f32")
+    native = JITTensorKernel(target="native").compile(two, shapes, "f16")
     assert native.target == "native" and "tdsl_matmul" not in native.ir["loops"]
+    assert "tdsl_gemm" not in native.ir["loops"]
+    # in f32 the second matmul reads relu(x @ w + b), computed in its group: BLAS
+    # computes both a tile of rows at a time, and auto runs native code
+    chained = JITTensorKernel(target="auto").compile(two, shapes, "f32")
+    assert chained.target == "native", chained.target_reason
+    assert "its 2 matmuls call BLAS" in (chained.target_reason or "")
+    assert chained.ir["loops"].count("func.call @tdsl_gemm_f32_") == 2
     # one matmul on inputs with an element-wise epilogue: a BLAS call, native code
     del shapes["v"]
     one = JITTensorKernel(target="auto").compile("relu(x @ w + b)", shapes, "f32")
@@ -278,9 +285,9 @@ def test_auto_keeps_matmuls_that_would_run_as_loops_on_the_numpy_target() -> Non
         "memory budget"
     )
     assert one.ir["loops"].count("func.call @tdsl_matmul_f32_256x64x128") == 1
-    # an f32 matmul widened to an f64 result is computed with loops too
+    # an f32 matmul widened to an f64 result: BLAS a tile at a time, into f32 scratch
     widened = JITTensorKernel(target="auto").compile(
         "s + relu(x @ w + b)", {**shapes, "s": ()}, {"x": "f32", "w": "f32", "b": "f32", "s": "f64"}
     )
-    assert widened.target == "numpy"
-    assert "1 matmul would run as compiled loops" in (widened.target_reason or "")
+    assert widened.target == "native", widened.target_reason
+    assert widened.ir["loops"].count("func.call @tdsl_gemm_f32_") == 1

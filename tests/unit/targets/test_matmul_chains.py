@@ -1,0 +1,156 @@
+"""Matmuls inside fused groups, at budgets from 64 elements to 10**6, on every
+compiled target, against NumPy.
+
+On the native target a 2-D f32/f64 matmul whose right operand is a group input (or
+its transpose: ``k.T`` in attention) is computed by BLAS a tile of rows at a time
+(``tdsl_gemm_*`` calls inside the group's loops), whatever computes its left operand
+(a layernorm, a softmax, another matmul) and whatever reads its result.  The tiles,
+and so the calls' row counts, offsets and strides, follow the budget; the last tile
+is short where the rows do not divide evenly.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+from all_targets import COMPILED_TARGETS
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tdsl import JITTensorKernel
+from tdsl.errors import TdslBudgetWarning
+
+Array = np.ndarray[Any, Any]
+
+BUDGETS = [64, 256, 4096, 100_000, 1_000_000]
+
+CHAINS: dict[str, tuple[str, Any]] = {
+    # a layernorm before the matmul, gelu's tanh between two matmuls (a GPT-2 MLP)
+    "mlp": (
+        "x + tanh((x - mean(x, axis=-1, keepdims=True)) * g @ w1 + b) @ w2",
+        lambda a: (
+            a["x"]
+            + np.tanh((a["x"] - a["x"].mean(axis=-1, keepdims=True)) * a["g"] @ a["w1"] + a["b"])
+            @ a["w2"]
+        ),
+    ),
+    # an attention head: the transpose of an input, a softmax between the matmuls
+    "attention": (
+        "softmax(q @ transpose(k) * 0.125 + m) @ v",
+        lambda a: _softmax(a["q"] @ a["k"].T * 0.125 + a["m"]) @ a["v"],
+    ),
+    # a matmul's result read by a reduction and a row-wise op
+    "reduced": (
+        "sum(exp(x @ w1), axis=-1, keepdims=True) * (x @ w1)",
+        lambda a: np.exp(a["x"] @ a["w1"]).sum(axis=-1, keepdims=True) * (a["x"] @ a["w1"]),
+    ),
+}
+
+
+def _softmax(x: Array) -> Array:
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def arrays(
+    name: str, rows: int, inner: int, hidden: int, dtype: Any, seed: int
+) -> dict[str, Array]:
+    rng = np.random.default_rng(seed)
+
+    def draw(*shape: int) -> Array:
+        return rng.standard_normal(shape).astype(dtype)
+
+    if name == "mlp":
+        return {
+            "x": draw(rows, inner),
+            "g": draw(inner),
+            "w1": draw(inner, hidden) / np.sqrt(inner).astype(dtype),
+            "b": draw(hidden),
+            "w2": draw(hidden, inner) / np.sqrt(hidden).astype(dtype),
+        }
+    if name == "attention":
+        keys = hidden
+        mask = np.where(np.tri(rows, keys, dtype=bool), 0, -1e9).astype(dtype)
+        return {"q": draw(rows, inner), "k": draw(keys, inner), "m": mask, "v": draw(keys, inner)}
+    return {"x": draw(rows, inner), "w1": draw(inner, hidden) / np.sqrt(inner).astype(dtype)}
+
+
+def run(target: str, budget: int, name: str, args: dict[str, Array]) -> Array:
+    kernel = JITTensorKernel(target=target, memory_budget=budget)
+    compiled = kernel.compile(
+        CHAINS[name][0],
+        {k: v.shape for k, v in args.items()},
+        {k: str(v.dtype).replace("float", "f") for k, v in args.items()},
+    )
+    return np.asarray(compiled(**args))
+
+
+@pytest.mark.parametrize("target", COMPILED_TARGETS)
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    name=st.sampled_from(sorted(CHAINS)),
+    rows=st.integers(1, 70),
+    inner=st.integers(1, 24),
+    hidden=st.integers(1, 80),
+    budget=st.sampled_from(BUDGETS),
+    double=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_matmul_chains_match_numpy_at_every_budget(
+    target: str, name: str, rows: int, inner: int, hidden: int, budget: int, double: bool, seed: int
+) -> None:
+    dtype = np.float64 if double else np.float32
+    args = arrays(name, rows, inner, hidden, dtype, seed)
+    with np.errstate(all="ignore"):
+        want = CHAINS[name][1](args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)
+        got = run(target, budget, name, args)
+    assert got.dtype == dtype
+    tol = 1e-10 if double else 2e-4
+    scale = max(1.0, float(np.abs(want).max(initial=0.0)))
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * scale)
+
+
+def test_native_calls_blas_a_tile_at_a_time() -> None:
+    """The attention head and the MLP call BLAS inside their group's loops (two
+    ``tdsl_gemm`` calls each), with the key's transpose read as it lies."""
+    pytest.importorskip("llvmlite")
+    from tdsl.runtime.compile import native_unavailable_reason
+
+    if native_unavailable_reason() is not None:
+        pytest.skip(str(native_unavailable_reason()))
+    for name in ("attention", "mlp"):
+        args = arrays(name, 96, 16, 64, np.float32, 0)
+        kernel = JITTensorKernel(target="native", memory_budget=4096).compile(
+            CHAINS[name][0], {k: v.shape for k, v in args.items()}, "f32"
+        )
+        assert len(kernel.groups) == 1, name
+        loops = kernel.ir["loops"]
+        assert loops.count("func.call @tdsl_gemm_f32_") == 2, name
+        assert "tdsl_matmul" not in loops
+        # the loops plan records both matmuls as BLAS's
+        assert "blas []" not in kernel.ir["planned"]
+
+
+@pytest.mark.parametrize("target", COMPILED_TARGETS)
+def test_strided_operands_of_a_tile_gemm(target: str) -> None:
+    """A transposed and a column-sliced argument (views, not copies) as the operands of
+    matmuls BLAS computes tile by tile: the native runtime copies them row-major."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((40, 12)).astype(np.float32)
+    wt = rng.standard_normal((30, 12)).astype(np.float32)  # w = wt.T: a strided view
+    v = rng.standard_normal((30, 16)).astype(np.float32)[:, ::2]
+    text = "relu(x * 2.0 @ w) @ v"
+    kernel = JITTensorKernel(target=target, memory_budget=600).compile(
+        text, {"x": x.shape, "w": (12, 30), "v": v.shape}, "f32"
+    )
+    got = kernel(x=x, w=wt.T, v=v)
+    np.testing.assert_allclose(got, np.maximum(x * 2 @ wt.T, 0) @ v, rtol=2e-5, atol=2e-5)
