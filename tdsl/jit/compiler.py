@@ -442,7 +442,7 @@ def _choose(
         if looped:
             return _Native(
                 reason=f"{plural(looped, 'matmul')} would run as compiled loops, not BLAS "
-                "(not f32 or f64, batched, or a right operand computed in its group), "
+                "(not f32 or f64, or a right operand computed in its group), "
                 "where the numpy target calls BLAS"
             )
         if over:  # auto keeps the memory promise: the numpy target runs the plan

@@ -178,12 +178,14 @@ def packed_inputs(plan: _GroupPlan) -> dict[SSAValue, _Packing]:
 
 @dataclass(frozen=True)
 class TileGemm:
-    """A 2-D matmul ``C[i, j] = sum_k A[i, k] B[k, j]`` that a BLAS ``gemm`` computes
-    one tile at a time, inside the group's loops: ``A`` is a group input or a value
-    of the group (computed tile by tile and stored: a layernorm's, a softmax's), ``B``
-    a group input, or the transpose of one (``trans_b``: BLAS reads it transposed,
-    nothing is copied), and ``C`` one tile's rows in scratch, read by any op of a
-    later sweep (a softmax, a reduction, another matmul)."""
+    """A matmul ``C[..., i, j] = sum_k A[..., i, k] B[..., k, j]`` that a BLAS ``gemm``
+    computes one tile at a time, inside the group's loops (one call per index of the
+    leading batch dims, an attention's heads): ``A`` is a group input or a value of
+    the group (computed tile by tile and stored: a layernorm's, a softmax's), ``B`` a
+    group input, batched as ``A`` or 2-D (the same matrix for every batch index), or
+    the transpose of one (``trans_b``: BLAS reads it transposed, nothing is copied),
+    and ``C`` one tile in scratch, read by any op of a later sweep (a softmax, a
+    reduction, another matmul)."""
 
     a: SSAValue
     """The left operand, as the matmul reads it."""
@@ -196,35 +198,56 @@ class TileGemm:
     """The space dim of its columns (``j``)."""
     inner: int
     """The contraction's dim (``k``)."""
+    batch: tuple[int | None, ...] = ()
+    """The space dims of the leading batch dims, outer to inner (None: extent 1)."""
+    b_batch: tuple[int | None, ...] = ()
+    """Those ``B`` runs along: ``batch``, or none (a 2-D ``B``)."""
+
+    def b_dims(self) -> tuple[int | None, ...]:
+        """The dims of ``B``'s input as it lies."""
+        pair = (self.cols, self.inner) if self.trans_b else (self.inner, self.cols)
+        return (*self.b_batch, *pair)
 
 
 def tile_gemm(body: GroupBody, op: Operation, args: Sequence[SSAValue]) -> TileGemm | None:
-    """How BLAS may compute ``op`` tile by tile (see :class:`TileGemm`), if it may: a
-    2-D f32 or f64 matmul whose right operand is one of the group inputs ``args`` (or
-    its transpose) and whose dims are three distinct space dims."""
+    """How BLAS may compute ``op`` tile by tile (see :class:`TileGemm`), if it may: an
+    f32 or f64 matmul whose right operand is one of the group inputs ``args`` (or its
+    transpose), whose dims are distinct space dims, and whose left operand has the
+    result's batch dims."""
     if not _is_contraction(op) or len(op.operands) != 2:
         return None
     a, b = op.operands
     result = op.results[0]
-    if len(tensor_shape(a)) != 2 or len(tensor_shape(b)) != 2:
+    rank = len(tensor_shape(result))
+    if rank < 2 or len(tensor_shape(a)) != rank or len(tensor_shape(b)) not in (2, rank):
         return None
     t = element_type(result)
     if str(t) not in ("f32", "f64") or element_type(a) != t or element_type(b) != t:
         return None
-    (i, j), (ai, k), (bk, bj) = body.dims[result], body.reads[(op, 0)], body.reads[(op, 1)]
-    if None in (i, j, k) or (ai, bk, bj) != (i, k, j) or len({i, j, k}) != 3:
-        return None
-    assert i is not None and j is not None and k is not None
+    c_dims, a_dims, b_read = body.dims[result], body.reads[(op, 0)], body.reads[(op, 1)]
+    *batch, i, j = c_dims
+    k = a_dims[-1]
+    b_batch = tuple(b_read[:-2])
+    named = [d for d in (*batch, i, j, k) if d is not None]
+    if (
+        None in (i, j, k)
+        or tuple(a_dims) != (*batch, i, k)
+        or tuple(b_read[-2:]) != (k, j)
+        or b_batch not in ((), tuple(batch))
+        or len(set(named)) != len(named)
+    ):
+        return None  # (a batch dim of extent 1 is in no space dim: None)
+    assert i is not None and j is not None
     trans_b = False
     p = body.producer(b)
     if p is not None:
-        # the transpose of an input, read as it lies (k.T in attention)
+        # the transpose of an input's last two axes, read as it lies (k.T in attention)
         if p.name != "tensordsl.transpose" or len(p.operands) != 1:
             return None
         source = p.operands[0]
-        if source not in args or body.reads[(p, 0)] != (j, k):
+        if source not in args or tuple(body.reads[(p, 0)]) != (*b_batch, j, k):
             return None
         b, trans_b = source, True
     elif b not in args:
         return None
-    return TileGemm(a, b, trans_b, i, j, k)
+    return TileGemm(a, b, trans_b, i, j, k, tuple(batch), b_batch)

@@ -378,13 +378,24 @@ class _Group(_GroupPlan):
                 return code.insert(arith.SubiOp(ends[d], starts[d]))
             return code.index(self.extents[d])
 
+        sizes = [extent(g.rows), extent(g.cols), code.index(self.extents[g.inner])]
+        # one call per index of the batch dims the tile spans
+        coords: dict[int, SSAValue] = {}
+        for d in (d for d in g.batch if d is not None):
+            lb, ub = (
+                (starts[d], ends[d])
+                if d in starts
+                else (code.index(0), code.index(self.extents[d]))
+            )
+            code, coords[d] = code.loop(lb, ub, code.index(1))
+
         def at(where: Storage, dims: Dims) -> tuple[SSAValue, SSAValue, SSAValue]:
             """The memref, the offset of the tile's first element, the row stride."""
             if where.origin or where.axes:
                 raise loops_bug("a BLAS operand read through a packed block", op)
             t = cast(MemRefType[Attribute], where.ref.type)
             strides = t.get_strides()
-            if len(strides) != 2 or strides[1] != 1 or strides[0] is None:
+            if len(strides) < 2 or strides[-1] != 1 or None in strides:
                 # (the runtime then calls the row-major variant on a copy)
                 raise StridedBlasOperandError(
                     "tdsl-lower-to-loops: a strided input is the operand of a matmul BLAS "
@@ -393,19 +404,26 @@ class _Group(_GroupPlan):
                     op=op,
                 )
             offset: SSAValue = code.index(0)
-            if not where.tiled:
-                for d, stride in zip(dims, strides, strict=True):
-                    if d is not None and d in starts and stride:
-                        step = code.insert(arith.MuliOp(starts[d], code.index(stride)))
-                        offset = code.insert(arith.AddiOp(offset, step))
-            return where.ref, offset, code.index(strides[0])
+            for d, stride in zip(dims, strides, strict=True):
+                if d is None or not stride:
+                    continue
+                if d in coords:  # a batch index: less the tile's start in a tile's buffer
+                    index = coords[d]
+                    if where.tiled and d in starts:
+                        index = code.insert(arith.SubiOp(index, starts[d]))
+                elif d in starts and not where.tiled:
+                    index = starts[d]
+                else:
+                    continue
+                step = code.insert(arith.MuliOp(index, code.index(cast(int, stride))))
+                offset = code.insert(arith.AddiOp(offset, step))
+            return where.ref, offset, code.index(cast(int, strides[-2]))
 
         (a, a_off, lda), (c, c_off, ldc) = (
             at(storage[g.a], body.reads[(op, 0)]),
             at(into, body.dims[op.results[0]]),
         )
-        b_dims = (g.cols, g.inner) if g.trans_b else (g.inner, g.cols)
-        b, b_off, ldb = at(storage[g.b], b_dims)
+        b, b_off, ldb = at(storage[g.b], g.b_dims())
         element = element_type(op.results[0])
         refs = [a, b, c]
         if any(cast(MemRefType[Attribute], r.type).element_type != element for r in refs):
@@ -415,7 +433,6 @@ class _Group(_GroupPlan):
         digest = hashlib.sha1(" ".join(map(str, types)).encode()).hexdigest()[:12]
         name = f"tdsl_gemm_{element}_{digest}"
         self.gemm_symbols[name] = types
-        sizes = [extent(g.rows), extent(g.cols), code.index(self.extents[g.inner])]
         args = [*refs, *sizes, lda, ldb, ldc, a_off, b_off, c_off, code.index(int(g.trans_b))]
         code.b.insert(func.CallOp(name, args, []))
 

@@ -42,6 +42,17 @@ CHAINS: dict[str, tuple[str, Any]] = {
         "softmax(q @ transpose(k) * 0.125 + m) @ v",
         lambda a: _softmax(a["q"] @ a["k"].T * 0.125 + a["m"]) @ a["v"],
     ),
+    # attention heads: batched matmuls (a call per head), the keys' transpose of the
+    # last two axes
+    "heads": (
+        "softmax(q @ swapaxes(k, -1, -2) * 0.125 + m) @ v",
+        lambda a: _softmax(a["q"] @ np.swapaxes(a["k"], -1, -2) * 0.125 + a["m"]) @ a["v"],
+    ),
+    # a batched left operand times one 2-D matrix for every batch index
+    "batched-weights": (
+        "relu(x * 2.0 @ w1) @ transpose(w1)",
+        lambda a: np.maximum(a["x"] * 2 @ a["w1"], 0) @ a["w1"].T,
+    ),
     # a matmul's result read by a reduction and a row-wise op
     "reduced": (
         "sum(exp(x @ w1), axis=-1, keepdims=True) * (x @ w1)",
@@ -75,6 +86,21 @@ def arrays(
         keys = hidden
         mask = np.where(np.tri(rows, keys, dtype=bool), 0, -1e9).astype(dtype)
         return {"q": draw(rows, inner), "k": draw(keys, inner), "m": mask, "v": draw(keys, inner)}
+    if name == "heads":
+        keys = hidden
+        mask = np.where(np.tri(rows, keys, dtype=bool), 0, -1e9).astype(dtype)
+        heads = 1 + seed % 3
+        return {
+            "q": draw(heads, rows, inner),
+            "k": draw(heads, keys, inner),
+            "m": mask,
+            "v": draw(heads, keys, inner),
+        }
+    if name == "batched-weights":
+        return {
+            "x": draw(1 + seed % 3, rows, inner),
+            "w1": draw(inner, hidden) / np.sqrt(inner).astype(dtype),
+        }
     return {"x": draw(rows, inner), "w1": draw(inner, hidden) / np.sqrt(inner).astype(dtype)}
 
 
@@ -120,14 +146,14 @@ def test_matmul_chains_match_numpy_at_every_budget(
 
 
 def test_native_calls_blas_a_tile_at_a_time() -> None:
-    """The attention head and the MLP call BLAS inside their group's loops (two
-    ``tdsl_gemm`` calls each), with the key's transpose read as it lies."""
+    """An attention head, the MLP and batched heads call BLAS inside their group's
+    loops (two ``tdsl_gemm`` calls each), with the keys' transpose read as it lies."""
     pytest.importorskip("llvmlite")
     from tdsl.runtime.compile import native_unavailable_reason
 
     if native_unavailable_reason() is not None:
         pytest.skip(str(native_unavailable_reason()))
-    for name in ("attention", "mlp"):
+    for name in ("attention", "mlp", "heads"):
         args = arrays(name, 96, 16, 64, np.float32, 0)
         kernel = JITTensorKernel(target="native", memory_budget=4096).compile(
             CHAINS[name][0], {k: v.shape for k, v in args.items()}, "f32"
