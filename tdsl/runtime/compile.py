@@ -9,7 +9,8 @@
         kernel = compiled.function("ew")         # a ctypes function pointer
         kernel(a.ctypes.data, b.ctypes.data, ...)
 
-:func:`compile_llvm` converts a module with xDSL's ``convert_module``, parses
+:func:`compile_llvm` converts a module with xDSL's ``convert_module`` (and gives its
+``sin``/``cos`` library calls vector variants: :mod:`tdsl.runtime.vector_math`), parses
 it with llvmlite, optimizes it at O3 with loop and SLP vectorization (LLVM's
 new pass manager) for the host CPU and its features, and loads it into an
 MCJIT engine.  The returned :class:`CompiledModule` owns the engine: the
@@ -54,6 +55,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tdsl.errors import TdslNativeError
+from tdsl.runtime.vector_math import with_vector_variants
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -265,17 +267,19 @@ class CompiledModule:
         return self._module
 
 
-def llvm_ir(module: ModuleOp) -> str:
+def llvm_ir(module: ModuleOp, *, vector_math: bool = True) -> str:
     """LLVM IR text of an ``llvm``-dialect module (xDSL's ``convert_module``), for the
-    host triple."""
+    host triple; with ``vector_math``, its C library ``sin``/``cos`` calls given
+    masked vector variants (:func:`tdsl.runtime.vector_math.with_vector_variants`)."""
     from xdsl.backend.llvm.convert import convert_module
 
     try:
-        return str(convert_module(module, fallback_target_triple=None))
+        text = str(convert_module(module, fallback_target_triple=None))
     except Exception as err:  # xDSL's converter or llvmlite's IR builder refusing the IR
         raise NativeCompileError(
             f"xDSL's LLVM IR conversion failed: {type(err).__name__}: {err}"
         ) from err
+    return with_vector_variants(text) if vector_math else text
 
 
 def compile_llvm(

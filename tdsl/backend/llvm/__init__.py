@@ -12,7 +12,9 @@ meant to be reusable by any xDSL project that lowers ``func``/``scf``/``cf``/
 - :mod:`tdsl.backend.llvm.f16`: f16 arithmetic computed in f32;
 - :mod:`tdsl.backend.llvm.math_approx`: ``exp``, ``log``, ``tanh`` and their
   relatives as branch-free polynomial ``arith`` code LLVM vectorizes, and
-  :mod:`tdsl.backend.llvm.math_erf`: ``erf`` likewise.
+  :mod:`tdsl.backend.llvm.math_erf`: ``erf`` likewise, and
+  :mod:`tdsl.backend.llvm.math_trig`: ``sin`` and ``cos``, with a C library call for
+  arguments beyond the expansion's domain.
 
 The pass that strings them together is
 :class:`tdsl.backend.llvm.convert_to_llvm.ConvertToLLVMPass`, whose docstring
