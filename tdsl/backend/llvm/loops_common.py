@@ -44,6 +44,11 @@ RECOMPUTE_LIMIT = 8
 """The most ops a sweep computes again for one value an earlier sweep computed; a value
 that would cost more is stored in scratch instead (see :meth:`_Group._keep_long_chains`)."""
 
+GEMM_RECOMPUTE_LIMIT = 2
+"""The same in a group with matmuls BLAS computes a tile at a time: its sweeps run over
+whole tiles (no row stays in cache from one sweep to the next), so a value such as
+softmax's ``exp`` is stored rather than computed again."""
+
 RECOMPUTE_CAP = 1 << 30
 """Where the cost count stops growing (shared operands count once per use)."""
 

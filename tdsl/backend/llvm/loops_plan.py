@@ -22,6 +22,7 @@ from tdsl.backend.llvm.loops_choices import (
     tile_gemm,
 )
 from tdsl.backend.llvm.loops_common import (
+    GEMM_RECOMPUTE_LIMIT,
     GEMM_SPLIT_TILES,
     RECOMPUTE_CAP,
     RECOMPUTE_LIMIT,
@@ -200,6 +201,7 @@ class _GroupPlan:
         body = self.body
         shrunk = list(tiles)
         scratch = self._scratch_elements()
+        last: int | None = None
         while scratch > limit:
             best: tuple[int, int] | None = None
             for d in range(body.rank):
@@ -217,6 +219,19 @@ class _GroupPlan:
                 break
             scratch, d = best
             shrunk[d] = (shrunk[d] + 1) // 2
+            last = d
+        if self.gemm and last is not None and scratch <= limit:
+            # BLAS is faster on taller tiles: the last dim halved takes the largest
+            # tile that still fits, not just the half
+            lo, hi = shrunk[last], min(2 * shrunk[last] - 1, tiles[last])
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                self.tiles = tuple(mid if k == last else t for k, t in enumerate(shrunk))
+                if (n := self._scratch_elements()) <= limit:
+                    lo, scratch = mid, n
+                else:
+                    hi = mid - 1
+            shrunk[last] = lo
         self.tiles = tuple(shrunk)
         if shrunk != list(tiles):
             self._plan()
@@ -417,7 +432,7 @@ class _GroupPlan:
                     and p in cost
                     and v not in self.stored
                     and self.level[p] < self.level[op]
-                    and cost[p] > RECOMPUTE_LIMIT
+                    and cost[p] > (GEMM_RECOMPUTE_LIMIT if self.gemm else RECOMPUTE_LIMIT)
                     and len(p.results) == 1
                     and not _is_scan(p)
                 ):

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from tdsl import JITTensorKernel
 from tdsl.errors import TdslBudgetWarning
+from tdsl.runtime.plan import FunctionPlan
 
 Array = np.ndarray[Any, Any]
 
@@ -164,6 +165,13 @@ def test_native_calls_blas_a_tile_at_a_time() -> None:
         assert "tdsl_matmul" not in loops
         # the loops plan records both matmuls as BLAS's
         assert "blas []" not in kernel.ir["planned"]
+        # BLAS has the threads: the runtime runs the group's tiles on one
+        assert "tdsl.serial" in loops
+        plan = kernel.function.plan  # pyright: ignore[reportAttributeAccessIssue]
+        assert [c.serial for c in plan.calls if c.group] == [True]
+        # and so does a kernel loaded from the cache on disk (the plan's data)
+        again = FunctionPlan.from_data(plan.to_data())
+        assert again == plan and [c.serial for c in again.calls if c.group] == [True]
 
 
 @pytest.mark.parametrize("target", COMPILED_TARGETS)
