@@ -42,6 +42,11 @@ import numpy as np
 from distributed import Client, LocalCluster
 
 from tdsl import JITTensorKernel
+
+TARGET = "numpy"
+"""The numpy target: ``auto`` would pick native code, and a worker that compiles and
+loads it (xDSL's passes, LLVM) takes about 200 MiB of its 256 MiB before any chunk,
+so Dask pauses it again and again (measured: the run did not finish in 10 minutes)."""
 from tdsl.dask import tasks
 
 K, N = 1024, 256
@@ -127,7 +132,7 @@ def run_dask(
     x = da.from_array(NpyFile(paths["x"], (rows, K), np.dtype(np.float32)), chunks=(chunk_rows, K))
     w, b = np.load(paths["w"]), np.load(paths["b"])
     if variant == "tdsl":
-        head = JITTensorKernel().compile(HEAD.format(rows=rows, k=K, n=N))
+        head = JITTensorKernel(target=TARGET).compile(HEAD.format(rows=rows, k=K, n=N))
         y, means = head(x, w, b)
     else:
         h = x @ w + b
@@ -205,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
             f"x: f32[{args.rows}, {K}] on disk, {args.rows * K * 4 / 2**20:.0f} MiB; "
             f"2 workers with memory_limit={args.memory_limit}; chunks of {args.chunk_rows} rows"
         )
-        head = JITTensorKernel().compile(HEAD.format(rows=args.rows, k=K, n=N))
+        head = JITTensorKernel(target=TARGET).compile(HEAD.format(rows=args.rows, k=K, n=N))
         reason = f" ({head.target_reason})" if head.target_reason else ""
         print(f"tdsl's kernel (and every task) runs the {head.target} target{reason}")
         print(f"{'x':>9}  {'variant':<13} {'time':>8}  peak RSS per process")
