@@ -42,12 +42,12 @@ import numpy as np
 from distributed import Client, LocalCluster
 
 from tdsl import JITTensorKernel
+from tdsl.dask import tasks
 
 TARGET = "numpy"
 """The numpy target: ``auto`` would pick native code, and a worker that compiles and
 loads it (xDSL's passes, LLVM) takes about 200 MiB of its 256 MiB before any chunk,
 so Dask pauses it again and again (measured: the run did not finish in 10 minutes)."""
-from tdsl.dask import tasks
 
 K, N = 1024, 256
 """Columns of ``x``; columns of ``w``."""
