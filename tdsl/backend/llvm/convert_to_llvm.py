@@ -59,8 +59,9 @@ explicit conversions (:mod:`tdsl.backend.llvm.f16`).  With ``approximate-math=tr
 their measured errors; only their own ops may contract into fused multiply-adds),
 and so do ``sin`` and ``cos`` up to ``|x| <= 2^28`` (f32) or ``2^20`` (f64), with a C
 library call in an ``scf.if`` beyond (:mod:`tdsl.backend.llvm.math_trig`; the
-runtime gives that call masked vector variants, :mod:`tdsl.runtime.vector_math`);
-other math functions call the C library (:mod:`tdsl.backend.llvm.math_to_llvm`).
+runtime gives that call masked vector variants, :mod:`tdsl.runtime.vector_math`),
+and ``pow``, computed in f64 by fdlibm's method without branches
+(:mod:`tdsl.backend.llvm.math_pow`); other math functions call the C library (:mod:`tdsl.backend.llvm.math_to_llvm`).
 
 Steps: the ``fastmath`` option's flags, if any; ``nextafter`` as integer code; f16 widened;
 math approximations; xDSL's ``convert-scf-to-cf``; then one greedy walk of all
@@ -105,6 +106,7 @@ from tdsl.backend.llvm.loops_common import VIEWS_ATTR
 from tdsl.backend.llvm.math_approx import APPROXIMATION_PATTERNS, EXACT_EXPANSION_PATTERNS
 from tdsl.backend.llvm.math_erf import ERF_PATTERNS
 from tdsl.backend.llvm.math_to_llvm import MATH_TO_LLVM_PATTERNS
+from tdsl.backend.llvm.math_pow import POW_PATTERNS
 from tdsl.backend.llvm.math_trig import TRIG_PATTERNS
 from tdsl.backend.llvm.memref_to_llvm import MEMREF_TO_LLVM_PATTERNS
 from tdsl.errors import TdslIRError, TdslOptionError
@@ -199,8 +201,8 @@ class ConvertToLLVMPass(ModulePass):
     only when NumPy's rounding, overflow and nan behavior need not be kept."""
 
     approximate_math: bool = True
-    """Expand exp, expm1, log, log1p, tanh, sinh, cosh, erf, sin, cos into vectorizable
-    polynomials (otherwise: libm calls)."""
+    """Expand exp, expm1, log, log1p, tanh, sinh, cosh, erf, sin, cos, pow into
+    vectorizable polynomials (otherwise: libm calls)."""
 
     def _fast_math_flags(self) -> arith.FastMathFlagsAttr | None:
         flags = (self.fastmath,) if isinstance(self.fastmath, str) else tuple(self.fastmath)
@@ -223,7 +225,7 @@ class ConvertToLLVMPass(ModulePass):
         _walk(EXACT_EXPANSION_PATTERNS, op)
         _walk(F16_PATTERNS, op)
         if self.approximate_math:
-            _walk((*APPROXIMATION_PATTERNS, *ERF_PATTERNS, *TRIG_PATTERNS), op)
+            _walk((*APPROXIMATION_PATTERNS, *ERF_PATTERNS, *TRIG_PATTERNS, *POW_PATTERNS), op)
         ConvertScfToCf().apply(ctx, op)
         _walk(
             (

@@ -188,3 +188,35 @@ def erf_reference(x: np.ndarray) -> np.ndarray:
         erfc = np.exp(-zl * zl) * (two_over_sqrt_pi / 2) / f
         value[fraction] = 1 - erfc
         return np.where(np.isnan(x), x, np.copysign(value, x))
+
+
+POW_SPECIALS = (0.0, -0.0, 1.0, -1.0, 2.5, -3.0, np.inf, -np.inf, np.nan, -np.nan, 1e-3, 7.0,
+                0.1, 0.5, -0.5, 3.0, -2.0, 1e-310, 1.5, 2.0**-149, -8.0, 1 / 3, 1e300, -1e300)  # fmt: skip
+"""Bases and exponents whose every pair :func:`pow_inputs` starts with."""
+
+POW_SETS = ("specials", "random", "near one", "subnormal results", "integers",
+            "negative bases", "overflow edges")  # fmt: skip
+
+
+def pow_inputs(dtype: Any, n: int, rng: np.random.Generator) -> dict[str, tuple[Any, Any]]:
+    """``(x, y)`` pairs for ``x ** y`` of ``dtype``, by :data:`POW_SETS` (``n`` each,
+    after the special values): results over the whole range, bases a few ulp from 1
+    with exponents large enough to reach the overflow and underflow edges, results in
+    the subnormal range, small integers to integer powers, negative bases to integer
+    powers, and exponents around the overflow and underflow thresholds."""
+    eps = float(np.finfo(dtype).eps)
+    small = -745.0 if dtype == np.float64 else -103.0
+    specials = np.array(POW_SPECIALS)
+    near = 1 + rng.integers(1, 1000, n) * eps * rng.choice([-0.5, 1.0], n)
+    sets = {
+        "specials": (np.repeat(specials, len(specials)), np.tile(specials, len(specials))),
+        "random": (np.exp(rng.uniform(-20, 20, n)) * rng.choice([-1, 1], n),
+                   np.where(rng.random(n) < 0.25, np.round(rng.uniform(-30, 30, n)), rng.uniform(-30, 30, n))),
+        "near one": (near, rng.uniform(-700, 700, n) / np.log(near.astype(dtype).astype(np.float64))),
+        "subnormal results": (np.exp(rng.uniform(small, small + 45, n)), rng.uniform(0.9, 1.1, n)),
+        "integers": (rng.integers(2, 50, n).astype(float), rng.integers(-20, 20, n).astype(float)),
+        "negative bases": (-np.exp(rng.uniform(-5, 5, n)), np.round(rng.uniform(-50, 50, n))),
+        "overflow edges": (rng.uniform(0.1, 10, n), rng.uniform(-1000, 1000, n)),
+    }  # fmt: skip
+    with np.errstate(over="ignore"):
+        return {k: (x.astype(dtype), y.astype(dtype)) for k, (x, y) in sets.items()}
