@@ -21,6 +21,7 @@ from typing import cast
 from xdsl.dialects import arith, func, llvm
 from xdsl.dialects.builtin import (
     AnyFloat,
+    ArrayAttr,
     DenseArrayBase,
     Float16Type,
     Float32Type,
@@ -36,7 +37,7 @@ from xdsl.dialects.builtin import (
     i8,
     i64,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Operation, ParametrizedAttribute, SSAValue
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
     PatternRewriter,
@@ -186,6 +187,39 @@ unsigned (``ui8``, ``ui64``) before :func:`make_signless`, for the runtime that 
 its arguments' dtypes."""
 
 
+def _unsigned_in(t: Attribute, seen: dict[Attribute, bool]) -> bool:
+    known = seen.get(t)
+    if known is None:
+        if isinstance(t, IntegerType):
+            known = not _signless(cast(Attribute, t))
+        elif isinstance(t, ParametrizedAttribute):
+            known = any(_unsigned_in(p, seen) for p in t.parameters)
+        elif isinstance(t, ArrayAttr):
+            known = any(_unsigned_in(p, seen) for p in cast(ArrayAttr[Attribute], t).data)
+        else:
+            known = False
+        seen[t] = known
+    return known
+
+
+def _mentions_unsigned(module: ModuleOp) -> bool:
+    """Whether a result, block argument or attribute of ``module`` has an unsigned
+    integer type in it (most modules have none: their walk is skipped)."""
+    seen: dict[Attribute, bool] = {}
+    for op in module.walk():
+        for t in op.result_types:
+            if _unsigned_in(t, seen):
+                return True
+        for a in (*op.properties.values(), *op.attributes.values()):
+            if _unsigned_in(a, seen):
+                return True
+        for region in op.regions:
+            for block in region.blocks:
+                if any(_unsigned_in(arg.type, seen) for arg in block.args):
+                    return True
+    return False
+
+
 def make_signless(module: ModuleOp) -> None:
     """Rewrite every unsigned integer type of ``module`` to its signless type
     (:class:`UnsignedToSignless`), recording which arguments of each function held
@@ -203,6 +237,8 @@ def make_signless(module: ModuleOp) -> None:
             ]
             if unsigned:
                 fn.attributes[UNSIGNED_ARGS_ATTR] = DenseArrayBase.from_list(i64, unsigned)
+    if not _mentions_unsigned(module):
+        return
     PatternRewriteWalker(
         GreedyRewritePatternApplier([SignlessConstant(), UnsignedToSignless(recursive=True)])
     ).rewrite_module(module)
