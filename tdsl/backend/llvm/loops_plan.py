@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from xdsl.dialects.builtin import (
     MemRefType,
@@ -249,7 +249,9 @@ class _GroupPlan:
                 k = blas_output(body, op)
                 if k is not None and k not in self.blas.values():
                     self.blas[op] = k
-                elif (g := tile_gemm(body, op, self.args)) is not None and self._gemm_reads(g):
+                elif (g := tile_gemm(body, op, self.args)) is not None and self._gemm_reads(
+                    g, self.gemm
+                ):
                     self.gemm[op] = g
         # a reduction yielded as it is (no finalization, same dtype) accumulates in its output
         self.in_output: dict[Operation, int] = {}
@@ -346,8 +348,7 @@ class _GroupPlan:
                 blas[ops[i]] = k
                 continue
             g = tile_gemm(self.body, ops[i], self.args) if 0 <= i < len(ops) else None
-            self.gemm = gemm
-            if g is None or ops[i] in gemm or not self._gemm_reads(g):
+            if g is None or ops[i] in gemm or not self._gemm_reads(g, gemm):
                 raise TdslIRError(
                     f"the loops plan gives BLAS op {i} of the group, which is "
                     + ("not in its body" if not 0 <= i < len(ops) else f"'{ops[i].name}'")
@@ -358,13 +359,13 @@ class _GroupPlan:
             gemm[ops[i]] = g
         return blas, gemm
 
-    def _gemm_reads(self, g: TileGemm) -> bool:
+    def _gemm_reads(self, g: TileGemm, before: Mapping[Operation, TileGemm]) -> bool:
         """Whether BLAS can read ``g``'s left operand as its rows lie: an input, a value
-        stored for it, or the result of a matmul BLAS computed before (its rows in
-        scratch); not another reduction's accumulator (which a finalization, such as
-        a mean's division, would still have to turn into the value)."""
+        stored for it, or the result of a matmul BLAS computes before (``before``: its
+        rows in scratch); not another reduction's accumulator (which a finalization,
+        such as a mean's division, would still have to turn into the value)."""
         p = self.body.producer(g.a)
-        return p is None or not _is_reduction(p) or p in self.gemm
+        return p is None or not _is_reduction(p) or p in before
 
     def _recorded_stored(self, numbers: Sequence[int], needed: Sequence[SSAValue]) -> None:
         """Store the values the recorded plan numbers, in its order; a located error for a
