@@ -76,6 +76,16 @@ def logsumexp(
     return _call("logsumexp", (x,), {"axis": axis, "keepdims": keepdims})
 
 
+def all(x: Operand, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Array:
+    """Whether every element over ``axis`` (all axes when absent) is true; ``all`` of no elements is true, as in NumPy."""
+    return _call("all", (x,), {"axis": axis, "keepdims": keepdims})
+
+
+def any(x: Operand, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Array:
+    """Whether some element over ``axis`` (all axes when absent) is true; ``any`` of no elements is false, as in NumPy."""
+    return _call("any", (x,), {"axis": axis, "keepdims": keepdims})
+
+
 def var(
     x: Operand, axis: int | tuple[int, ...] | None = None, keepdims: bool = False, ddof: float = 0.0
 ) -> Array:
@@ -88,16 +98,6 @@ def std(
 ) -> Array:
     """Standard deviation over ``axis`` (all axes when absent): the square root of the variance, with the same ``ddof`` (``np.std``)."""
     return _call("std", (x,), {"axis": axis, "keepdims": keepdims, "ddof": ddof})
-
-
-def all(x: Operand, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Array:
-    """Whether every element over ``axis`` (all axes when absent) is true; ``all`` of no elements is true, as in NumPy."""
-    return _call("all", (x,), {"axis": axis, "keepdims": keepdims})
-
-
-def any(x: Operand, axis: int | tuple[int, ...] | None = None, keepdims: bool = False) -> Array:
-    """Whether some element over ``axis`` (all axes when absent) is true; ``any`` of no elements is false, as in NumPy."""
-    return _call("any", (x,), {"axis": axis, "keepdims": keepdims})
 
 
 def cumsum(x: Operand, axis: int | None = None) -> Array:

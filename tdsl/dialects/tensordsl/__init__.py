@@ -86,6 +86,7 @@ from tdsl.dialects.tensordsl import (
     reshape,
     scans,
     slicing,
+    variance,
     views,
 )
 
@@ -121,11 +122,13 @@ from tdsl.dialects.tensordsl.joins import JOIN_FUNCTIONS
 from tdsl.dialects.tensordsl.normalize import *  # noqa: F403
 from tdsl.dialects.tensordsl.normalize import softmax_array
 from tdsl.dialects.tensordsl.reductions import *  # noqa: F403
-from tdsl.dialects.tensordsl.reductions import ChunkedReductionOp, LogicalReductionOp, VarianceOp
+from tdsl.dialects.tensordsl.reductions import ChunkedReductionOp, LogicalReductionOp
 from tdsl.dialects.tensordsl.reshape import *  # noqa: F403
 from tdsl.dialects.tensordsl.reshape import Ravel
 from tdsl.dialects.tensordsl.scans import *  # noqa: F403
 from tdsl.dialects.tensordsl.slicing import *  # noqa: F403
+from tdsl.dialects.tensordsl.variance import *  # noqa: F403
+from tdsl.dialects.tensordsl.variance import VarianceOp
 from tdsl.dialects.tensordsl.views import *  # noqa: F403
 from tdsl.dialects.tensordsl.views import VIEW_FUNCTIONS, expand_dims_shape, squeeze_shape
 from tdsl.dtypes import BOOL_DTYPE
@@ -140,6 +143,7 @@ FAMILY_MODULES: tuple[ModuleType, ...] = (
     contraction,
     normalize,
     reductions,
+    variance,
     arg_reductions,
     scans,
     views,
