@@ -22,6 +22,7 @@ from tdsl.backend.llvm.loops_choices import (
     tile_gemm,
 )
 from tdsl.backend.llvm.loops_common import (
+    BLOCK,
     GEMM_RECOMPUTE_LIMIT,
     GEMM_SPLIT_TILES,
     RECOMPUTE_CAP,
@@ -115,7 +116,10 @@ class _GroupPlan:
                 blas_output(body, op) is None and tile_gemm(body, op, self.args) for op in body.ops
             )
             parts = GEMM_SPLIT_TILES if gemms else SPLIT_TILES
-            tiles[split] = min(tiles[split], max(1, -(-body.extents[split] // parts)))
+            # the last dim (a column reduction's columns) is the loops' contiguous one:
+            # tiles narrower than BLOCK would read each cache line for a few lanes
+            least = min(BLOCK, body.extents[split]) if split == body.rank - 1 else 1
+            tiles[split] = min(tiles[split], max(least, -(-body.extents[split] // parts)))
         self.tiles: tuple[int, ...] = tuple(tiles)
         self.level: dict[Operation, int] = {}
         self.blas: dict[Operation, int] = {}
