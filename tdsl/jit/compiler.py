@@ -12,8 +12,10 @@ instead of the language: ``tensordsl`` IR, re-typed for given argument shapes
 left and the same targets.
 
 ``target="auto"`` (:func:`_choose`) compiles natively unless native code cannot
-run here or the kernel is small (no tensor of :data:`AUTO_MIN_ELEMENTS`
-elements), where the numpy target's lower call overhead wins; a native compile
+run here or :mod:`tdsl.jit.cost_model` predicts the numpy target faster (a call
+costs each target its own overhead, per NumPy call, per element computed and per
+transcendental element, with coefficients fitted by ``benchmarks/auto_cost.py``),
+or a matmul would run as loops, or the loops would break the budget; a native compile
 that fails with a :class:`~tdsl.errors.TdslError` falls back to the numpy
 target too, and so does one that fails with an internal error (a compiler bug,
 which ``target="native"`` raises as it is).  The reason is kept on the kernel
@@ -87,10 +89,6 @@ NATIVE_PASSES = f"{PLAN_PASS},{LOWER_PASSES}"
 
 NATIVE_TARGET_SPEC = "llvm"
 """The ``tdsl-opt -t`` argument that prints the LLVM IR of a native kernel."""
-
-AUTO_MIN_ELEMENTS = 1 << 14
-"""``target="auto"`` compiles natively only kernels with a tensor at least this large:
-below it a call costs about as much as the work (``benchmarks/run.py``'s 64x64 rows)."""
 
 
 def _tensor_spec(t: Attribute) -> tuple[tuple[int, ...], np.dtype[Any]]:
@@ -413,12 +411,21 @@ def _choose(
         if options.target == "native":
             raise TdslNativeError(f"native code cannot run here: {unavailable}")
         return _Native(reason=f"native code cannot run here: {unavailable}")
-    largest = max((math.prod(s) for s in shapes), default=0)
-    if options.target == "auto" and largest < AUTO_MIN_ELEMENTS:
-        return _Native(
-            reason=f"small kernel: its largest tensor has {plural(largest, 'element')}, under "
-            f"{AUTO_MIN_ELEMENTS}, where the numpy target's lower call overhead wins"
+    predicted = ""
+    if options.target == "auto":
+        from tdsl.jit.cost_model import features, predict
+
+        tiled = modules["tiled"]
+        numpy_s = predict(features(tiled, "numpy"), "numpy")
+        native_s = predict(features(tiled, "native"), "native")
+        predicted = (
+            f"{_seconds(native_s)} a call natively against {_seconds(numpy_s)} on the numpy target"
         )
+        if native_s >= numpy_s:
+            return _Native(
+                reason=f"the cost model (tdsl.jit.cost_model) predicts {predicted}, where the "
+                "numpy target is faster"
+            )
     from xdsl.context import Context
 
     from tdsl.backend.llvm.lower_to_loops import loop_matmuls
@@ -476,11 +483,15 @@ def _choose(
     # strides, by the recorded plan
     function.variants = StridedVariants(modules["planned"], function)
     return _Native(
-        function, _native_reason(options, largest, planned["planned"]), program.llvm_ir, True
+        function, _native_reason(options, predicted, planned["planned"]), program.llvm_ir, True
     )
 
 
-def _native_reason(options: JitOptions, largest: int, planned: ModuleOp) -> str:
+def _seconds(t: float) -> str:
+    return f"{t * 1e6:.3g} us" if t < 1e-3 else f"{t * 1e3:.3g} ms"
+
+
+def _native_reason(options: JitOptions, predicted: str, planned: ModuleOp) -> str:
     """Why native code runs (``target_reason`` of a native kernel)."""
     if options.target == "native":
         return "target='native' was asked for"
@@ -495,9 +506,8 @@ def _native_reason(options: JitOptions, largest: int, planned: ModuleOp) -> str:
         blas, f"its {blas} matmuls call BLAS"
     )
     return (
-        f"auto: native code runs here, the kernel is not small (its largest tensor has "
-        f"{plural(largest, 'element')}, {AUTO_MIN_ELEMENTS} or more), {calls}, and its "
-        "loops keep the memory budget"
+        f"auto: native code runs here, the cost model (tdsl.jit.cost_model) predicts "
+        f"{predicted}, {calls}, and its loops keep the memory budget"
     )
 
 
@@ -510,7 +520,6 @@ def _is_weak(name: str, dtypes: object) -> bool:
 
 
 __all__ = [
-    "AUTO_MIN_ELEMENTS",
     "COMPILE_LOCK",
     "LOWER_PASSES",
     "NATIVE_PASSES",

@@ -105,8 +105,8 @@ from tdsl.backend.llvm.func_to_llvm import FUNC_TO_LLVM_PATTERNS
 from tdsl.backend.llvm.loops_common import VIEWS_ATTR
 from tdsl.backend.llvm.math_approx import APPROXIMATION_PATTERNS, EXACT_EXPANSION_PATTERNS
 from tdsl.backend.llvm.math_erf import ERF_PATTERNS
-from tdsl.backend.llvm.math_to_llvm import MATH_TO_LLVM_PATTERNS
 from tdsl.backend.llvm.math_pow import POW_PATTERNS
+from tdsl.backend.llvm.math_to_llvm import MATH_TO_LLVM_PATTERNS
 from tdsl.backend.llvm.math_trig import TRIG_PATTERNS
 from tdsl.backend.llvm.memref_to_llvm import MEMREF_TO_LLVM_PATTERNS
 from tdsl.errors import TdslIRError, TdslOptionError

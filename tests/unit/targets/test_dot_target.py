@@ -115,7 +115,9 @@ def test_compiled_kernel_to_dot_is_the_target_text(
 ) -> None:
     path = tmp_path / "recompute.tdsl"
     path.write_text(RECOMPUTE)
-    kernel = tdsl.compile(RECOMPUTE, memory_budget=100, threads=1, filename=str(path))
+    kernel = tdsl.compile(
+        RECOMPUTE, memory_budget=100, threads=1, target="numpy", filename=str(path)
+    )
     dot = kernel.to_dot()
     command = [str(path), "-p", kernel.pipeline]
     assert opt(capsys, [*command, "-t", kernel.dot_target]) == dot

@@ -1,0 +1,244 @@
+"""Fit and check the cost model ``target="auto"`` chooses by (issue 20, item 5).
+
+    python benchmarks/auto_cost.py fit [--write] [--json FILE]
+    python benchmarks/auto_cost.py evaluate [--runs 3] [--json FILE]
+
+``fit`` times the FIT programs (element-wise chains, transcendental chains, softmax,
+row and column reductions, layernorm, a matmul with an epilogue) at sizes from 64 to 4M f32
+elements on the numpy target and natively (default threads, one process, the
+targets interleaved, the median of 5 batches of calls, each batch at least 2 ms),
+reads each kernel's counts (:func:`tdsl.jit.cost_model.features`), and fits each
+target's coefficients by least squares on relative error, dropping any that comes
+out negative.  ``--write`` writes them into ``tdsl/jit/cost_model.py``.
+
+``evaluate`` times the HELD_OUT programs (gelu, logsumexp, clip, column means,
+row normalization, erf, attention heads; none of them in the fit) ``runs`` times and
+reports, for each, what ``auto`` picks and its time over the better target's: the
+goal is at most 1.2 in every run.  It also reports the old rule (native from 16384
+elements on) over the same measurements.
+
+Both set ``OPENBLAS_THREAD_TIMEOUT=1`` before NumPy loads (an idle OpenBLAS worker
+spins and takes the second core from what runs next).
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "1")
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tdsl.jit import JITTensorKernel
+from tdsl.jit.cost_model import COEFFICIENTS, TERMS, Features, features, predict
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = ROOT / "tdsl" / "jit" / "cost_model.py"
+SIZES = [64, 256, 1024, 4096, 16384, 65536, 262144, 1 << 20, 1 << 22]
+
+# name -> (expression, inputs: name -> shape from (rows, cols))
+Shapes = Callable[[int, int], dict[str, tuple[int, ...]]]
+
+
+def _same(*names: str) -> Shapes:
+    return lambda r, c: dict.fromkeys(names, (r, c))
+
+
+FIT: dict[str, tuple[str, Shapes, int]] = {
+    "add": ("A + B", _same("A", "B"), 256),
+    "chain": ("relu(A) + B * C - D", _same("A", "B", "C", "D"), 512),
+    "exp": ("exp(A) * 2", _same("A"), 64),
+    "trig": ("tanh(A) * B + sin(A)", _same("A", "B"), 256),
+    "softmax": ("softmax(A)", _same("A"), 256),
+    "rowsum": ("sum(exp(A) * B, axis=1)", _same("A", "B"), 1024),
+    "layernorm": (
+        "(A - mean(A, axis=1, keepdims=True)) / sqrt(var(A, axis=1, keepdims=True) + 1e-5)",
+        _same("A"),
+        768,
+    ),
+    "mlp": ("relu(A @ W + b)", lambda r, c: {"A": (r, c), "W": (c, c), "b": (c,)}, 128),
+    "colsum": ("sum(A * 2, axis=0)", _same("A"), 320),
+    "colmax": ("max(exp(A), axis=0) + 1", _same("A"), 64),
+}
+HELD_OUT: dict[str, tuple[str, Shapes, int]] = {
+    "gelu": ("0.5 * A * (1 + tanh(0.7978846 * (A + 0.044715 * A * A * A)))", _same("A"), 384),
+    "logsumexp": ("log(sum(exp(A - max(A, axis=1, keepdims=True)), axis=1))", _same("A"), 128),
+    "clip": ("maximum(minimum(A, 1.0), -1.0) * B + C", _same("A", "B", "C"), 1000),
+    "colmean": ("mean(A * B, axis=0)", _same("A", "B"), 96),
+    "normalize": ("A / sum(A, axis=1, keepdims=True)", _same("A"), 2048),
+    "erf": ("erf(A) + A * B", _same("A", "B"), 200),
+    "attention": (
+        "softmax(Q @ K.T * 0.125) @ V",
+        lambda r, c: dict.fromkeys("QKV", (r, 64)),
+        64,
+    ),
+}
+
+
+def shapes_for(shapes: Shapes, cols: int, size: int, attention: bool) -> dict[str, tuple[int, ...]]:
+    if attention:  # S x S scores of about `size` elements
+        s = max(8, round(size**0.5))
+        return shapes(s, 64)
+    c = min(cols, size)
+    return shapes(max(1, size // c), c)
+
+
+def per_call(fn: Callable[[], object], rounds: int = 5) -> list[float]:
+    """Seconds per call of ``fn``, one figure per round (batches of at least 2 ms)."""
+    fn()
+    start = time.perf_counter()
+    fn()
+    once = max(time.perf_counter() - start, 1e-7)
+    reps = max(1, int(2e-3 / once))
+    out = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        out.append((time.perf_counter() - start) / reps)
+    return out
+
+
+def measure(programs: dict[str, tuple[str, Shapes, int]], sizes: list[int]) -> list[dict[str, Any]]:
+    rows = []
+    rng = np.random.default_rng(0)
+    for name, (expr, shapes, cols) in programs.items():
+        for size in sizes:
+            shp = shapes_for(shapes, cols, size, name == "attention")
+            names = sorted(shp)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                kernels = {
+                    t: JITTensorKernel(target=t).compile(expr, shp, "f32")
+                    for t in ("numpy", "native", "auto")
+                }
+            args = {n: rng.uniform(0.5, 1.5, shp[n]).astype(np.float32) for n in names}
+            times: dict[str, list[float]] = {"numpy": [], "native": []}
+            for _ in range(3):  # interleaved
+                for t in times:
+                    k = kernels[t]
+                    times[t] += per_call(lambda k=k, a=args: k(**a), rounds=2)
+            tiled = kernels["numpy"].ir.module("tiled")
+            row = {
+                "program": name,
+                "size": size,
+                "shapes": {n: list(s) for n, s in shp.items()},
+                "largest": max(int(np.prod(s)) for s in shp.values()),
+                "features": {t: features(tiled, t).vector()[1:] for t in ("numpy", "native")},
+                "numpy_s": statistics.median(times["numpy"]),
+                "native_s": statistics.median(times["native"]),
+                "auto": kernels["auto"].target,
+            }
+            rows.append(row)
+            print(
+                f"{name:10s} {size:8d}  numpy {row['numpy_s'] * 1e6:10.1f} us  "
+                f"native {row['native_s'] * 1e6:10.1f} us  auto: {row['auto']}",
+                flush=True,
+            )
+    return rows
+
+
+def fit(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per target, non-negative least squares on relative error."""
+    out: dict[str, dict[str, float]] = {}
+    for target in ("numpy", "native"):
+        x = np.array([Features(*r["features"][target]).vector() for r in rows])
+        t = np.array([r[f"{target}_s"] for r in rows])
+        keep = list(range(len(TERMS)))
+        while True:
+            a = x[:, keep] / t[:, None]
+            c, *_ = np.linalg.lstsq(a, np.ones(len(t)), rcond=None)
+            if (c >= 0).all():
+                break
+            keep.pop(int(np.argmin(c)))
+        coef = dict.fromkeys(TERMS, 0.0)
+        for k, v in zip(keep, c, strict=True):
+            coef[TERMS[k]] = float(f"{v:.4g}")
+        out[target] = coef
+    return out
+
+
+def write(coefficients: dict[str, dict[str, float]]) -> None:
+    text = MODEL.read_text()
+    body = "COEFFICIENTS: Mapping[str, Mapping[str, float]] = {\n"
+    for target, coef in coefficients.items():
+        body += f'    "{target}": {json.dumps(coef)},\n'
+    body += "}  # fmt: skip\n"
+    new = re.sub(
+        r"(# fitted by benchmarks/auto_cost.py \(begin\)\n).*?(# fitted by benchmarks/auto_cost.py \(end\))",
+        lambda m: m.group(1) + body + m.group(2),
+        text,
+        flags=re.S,
+    )
+    MODEL.write_text(new)
+    print(f"wrote {MODEL.relative_to(ROOT)}")
+
+
+def choice(row: dict[str, Any], coefficients: Any) -> str:
+    native = predict(Features(*row["features"]["native"]), "native", coefficients)
+    numpy = predict(Features(*row["features"]["numpy"]), "numpy", coefficients)
+    return "native" if native < numpy else "numpy"
+
+
+def slowdown(row: dict[str, Any], target: str) -> float:
+    return row[f"{target}_s"] / min(row["numpy_s"], row["native_s"])
+
+
+def report(rows: list[dict[str, Any]], coefficients: Any) -> None:
+    worst_model = worst_old = 0.0
+    for r in rows:
+        model = choice(r, coefficients)
+        old = "native" if r["largest"] >= 1 << 14 else "numpy"
+        sm, so = slowdown(r, model), slowdown(r, old)
+        worst_model, worst_old = max(worst_model, sm), max(worst_old, so)
+        flag = "  <-- over 1.2" if sm > 1.2 else ""
+        print(
+            f"{r['program']:10s} {r['size']:8d}  numpy/native {r['numpy_s'] / r['native_s']:6.2f}  "
+            f"model: {model:6s} {sm:5.2f}  (auto picked {r['auto']}; old rule {old:6s} {so:5.2f}){flag}"
+        )
+    print(f"worst: model {worst_model:.2f}x the better target, old rule {worst_old:.2f}x")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    f = sub.add_parser("fit")
+    f.add_argument("--write", action="store_true")
+    f.add_argument("--json")
+    e = sub.add_parser("evaluate")
+    e.add_argument("--runs", type=int, default=3)
+    e.add_argument("--json")
+    args = parser.parse_args(argv)
+    if args.command == "fit":
+        rows = measure(FIT, SIZES)
+        coefficients = fit(rows)
+        print(json.dumps(coefficients, indent=1))
+        report(rows, coefficients)
+        if args.write:
+            write(coefficients)
+        data: Any = {"rows": rows, "coefficients": coefficients}
+    else:
+        data = []
+        for run in range(args.runs):
+            print(f"run {run + 1} of {args.runs}")
+            rows = measure(HELD_OUT, SIZES)
+            report(rows, COEFFICIENTS)
+            data.append(rows)
+    if args.json:
+        Path(args.json).write_text(json.dumps(data, indent=1))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""The cost model ``target="auto"`` chooses by: its counts, and the choice following its
+predictions (the coefficients themselves are fitted by ``benchmarks/auto_cost.py``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tdsl.jit import JITTensorKernel, cost_model
+from tdsl.jit.cost_model import NUMPY_CALLS, Features, features, predict
+
+
+@pytest.fixture(autouse=True)
+def jit_target() -> str:
+    """These tests pick their targets themselves."""
+    return "numpy"
+
+
+def tiled(source: str, shapes: dict[str, tuple[int, ...]], **options: Any) -> Any:
+    return (
+        JITTensorKernel(target="numpy", **options).compile(source, shapes, "f32").ir.module("tiled")
+    )
+
+
+def test_counts_of_a_program_worked_out_by_hand() -> None:
+    # one group, one tile: exp (heavy), mul by a constant (free), the matmul's
+    # multiply-adds, a row sum (along the last axis) and a column mean (across)
+    module = tiled(
+        "sum(exp(A @ W) * 2, axis=1, keepdims=True) + mean(A, axis=0)",
+        {"A": (64, 32), "W": (32, 32)},
+    )
+    f = features(module, "native")
+    # ops: matmul (64x32), exp (64x32), mul (64x32), sum (64x1), mean (32), add (64x32)
+    assert f == Features(
+        calls=6,
+        work=3 * 64 * 32 + 64 + 32 + 64 * 32,
+        heavy=64 * 32,
+        flops=64 * 32 * 32,
+        across=64 * 32,
+    )
+
+
+def test_tiles_multiply_the_numpy_targets_calls() -> None:
+    whole = features(tiled("exp(A) + B", {"A": (64, 64), "B": (64, 64)}), "numpy")
+    tiles = features(
+        tiled("exp(A) + B", {"A": (64, 64), "B": (64, 64)}, tile_sizes=[16, 64]), "numpy"
+    )
+    assert whole.calls == 2 and tiles.calls == 2 * 4
+    assert whole.work == tiles.work == 2 * 64 * 64
+
+
+def test_the_numpy_target_counts_erf_as_the_numpy_calls_it_makes() -> None:
+    module = tiled("erf(A)", {"A": (8, 8)})
+    assert features(module, "numpy").calls == NUMPY_CALLS["tensordsl.erf"]
+    assert features(module, "numpy").work == NUMPY_CALLS["tensordsl.erf"] * 64
+    assert features(module, "native") == Features(calls=1, work=64, heavy=64, flops=0, across=0)
+
+
+def test_predictions_are_the_fitted_linear_model() -> None:
+    f = Features(calls=3, work=1000, heavy=10, flops=0, across=0)
+    c = cost_model.COEFFICIENTS["native"]
+    want = c["overhead"] + 3 * c["calls"] + 1000 * c["work"] + 10 * c["heavy"]
+    assert predict(f, "native") == pytest.approx(want)
+
+
+@pytest.mark.parametrize("faster", ["numpy", "native"])
+def test_auto_runs_the_target_the_model_predicts_faster(
+    faster: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tdsl.runtime.compile import native_unavailable_reason
+
+    if native_unavailable_reason() is not None:
+        pytest.skip(str(native_unavailable_reason()))
+    slow = {**dict.fromkeys(cost_model.TERMS, 0.0), "overhead": 1.0}
+    fast = dict.fromkeys(cost_model.TERMS, 0.0)
+    other = "native" if faster == "numpy" else "numpy"
+    monkeypatch.setattr(cost_model, "COEFFICIENTS", {faster: fast, other: slow})
+    source = f"exp(A) + {1 if faster == 'numpy' else 2}"  # not one cached kernel for both
+    kernel = JITTensorKernel(target="auto").compile(source, {"A": (4, 4)}, "f32")
+    assert kernel.target == faster, kernel.target_reason
+    reason = kernel.target_reason or ""
+    assert "the cost model (tdsl.jit.cost_model) predicts " in reason
+    if faster == "numpy":
+        assert reason.endswith("where the numpy target is faster")
+        assert "1e+03 ms a call natively against 0 us on the numpy target" in reason
+    else:
+        assert reason.startswith("auto: native code runs here")
+        assert "0 us a call natively against 1e+03 ms on the numpy target" in reason
