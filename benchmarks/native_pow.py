@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import functools
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "unit"))
 
-from native.kernels import MLIR_TYPES, compile_function, elementwise_1d, pow_inputs, ulp_error
+from native.kernels import (
+    MLIR_TYPES,
+    best_ms,
+    compile_function,
+    elementwise_1d,
+    pow_inputs,
+    ulp_error,
+)
 
 
 def kernel(dtype: Any, n: int, approximate: bool = True) -> Callable[..., None]:
@@ -69,15 +75,6 @@ def accuracy(n: int) -> None:
             )
 
 
-def _best(fn: Callable[[], object], reps: int) -> float:
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times) * 1e3
-
-
 def speed(size: int, reps: int) -> None:
     print(f"x ** y, {size} elements, one thread, best of {reps} (ms)")
     rng = np.random.default_rng(0)
@@ -91,7 +88,7 @@ def speed(size: int, reps: int) -> None:
             "C library": functools.partial(libm, x, y, out),
             "numpy": functools.partial(np.power, x, y, out=out),
         }
-        cells = {k: _best(run, reps) for k, run in runs.items()}
+        cells = {k: best_ms(run, reps) for k, run in runs.items()}
         vector = "vector.body" in expansion.compiled.optimized_ir  # type: ignore[attr-defined]
         print(
             f"{MLIR_TYPES[dtype]}: "

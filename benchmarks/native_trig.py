@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -44,7 +43,7 @@ from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriteWal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "unit"))
 
-from native.kernels import MLIR_TYPES, context, elementwise_1d, parse, ulp_error
+from native.kernels import MLIR_TYPES, best_ms, context, elementwise_1d, parse, ulp_error
 
 from tdsl.backend.llvm.convert_to_llvm import ConvertToLLVMPass
 from tdsl.backend.llvm.math_trig import DOMAIN, ExpandTrig
@@ -73,15 +72,6 @@ def compiled(name: str, dtype: Any, n: int, variant: str) -> tuple[Callable[...,
     return call, module_code
 
 
-def _best(fn: Callable[[], object], reps: int) -> float:
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times) * 1e3
-
-
 def speed(size: int, reps: int) -> None:
     print(f"{size} elements, one thread, best of {reps} (ms); numpy is np.sin/np.cos(x, out=)")
     print(f"{'':12s} {'|x| <=':>7s} " + " ".join(f"{v:>10s}" for v in (*VARIANTS, "numpy")))
@@ -92,8 +82,10 @@ def speed(size: int, reps: int) -> None:
             for span in (0.7, 100.0, 1e4, 1e9):
                 x = rng.uniform(-span, span, size).astype(dtype)
                 out = np.empty_like(x)
-                cells = [_best(lambda f=f, x=x, out=out: f(x, out), reps) for f, _ in fns.values()]
-                cells.append(_best(lambda r=ref, x=x, out=out: r(x, out=out), reps))
+                cells = [
+                    best_ms(lambda f=f, x=x, out=out: f(x, out), reps) for f, _ in fns.values()
+                ]
+                cells.append(best_ms(lambda r=ref, x=x, out=out: r(x, out=out), reps))
                 label = f"{MLIR_TYPES[dtype]} {name}"
                 print(f"{label:12s} {span:7.3g} " + " ".join(f"{c:10.2f}" for c in cells))
             vectorized = {v: "vector.body" in code.optimized_ir for v, (_, code) in fns.items()}

@@ -353,8 +353,7 @@ def _compile_module(
         )
     ]
     results = [_tensor_spec(t) for t in func_op.function_type.outputs.data]
-    shapes_seen = [a.shape for a in args] + [s for s, _ in results]
-    native = _choose(options, modules, name, shapes_seen, keep_object)
+    native = _choose(options, modules, name, keep_object)
     compiled = CompiledKernel(
         name=name,
         args=args,
@@ -393,7 +392,6 @@ def _choose(
     options: JitOptions,
     modules: dict[str, ModuleOp],
     name: str,
-    shapes: list[tuple[int, ...]],
     keep_object: bool = False,
 ) -> _Native:
     """Compile natively if ``options.target`` asks for it or ``auto`` finds it worth it.

@@ -236,15 +236,18 @@ class _Pow:
         # y = ±inf: 0 or inf by the sign of y and whether |x| < 1
         below_one = e.cmp("olt", ax, one)
         to_inf = e.select(e._op(arith.XOrIOp(negative_y, below_one)), zero, inf)
-        result = e.select(e.cmp("oeq", e.abs(y), inf), to_inf, result)
+        abs_y = e.abs(y)
+        infinite_y = e.cmp("oeq", abs_y, inf)
+        result = e.select(infinite_y, to_inf, result)
         # the sign: negative x to an odd integer power
-        integer = e.cmp("oeq", e._op(math.FloorOp(y)), y)
+        floor_y = e._op(math.FloorOp(y))
+        integer = e.cmp("oeq", floor_y, y)
         half_y = e.mul(y, e.c(0.5))
         odd = e._op(arith.AndIOp(integer, e.cmp("one", e._op(math.FloorOp(half_y)), half_y)))
         result = e.select(odd, e.copysign(result, x), result)
         # a finite negative x to a finite non-integer power
-        finite_y = e.cmp("olt", e.abs(y), inf)
-        not_integer = e.cmp("one", e._op(math.FloorOp(y)), y)
+        finite_y = e.cmp("olt", abs_y, inf)
+        not_integer = e.cmp("one", floor_y, y)
         invalid = e._op(
             arith.AndIOp(
                 e._op(arith.AndIOp(e.cmp("olt", x, zero), e.cmp("ogt", x, e.c(float("-inf"))))),
@@ -257,9 +260,7 @@ class _Pow:
         result = e.select(e.cmp("uno", x, x), e.select(odd, ax, x), result)
         result = e.select(e.cmp("uno", y, y), e.add(x, y), result)
         # 1 ** anything, (-1) ** ±inf, anything ** ±0
-        minus_one_to_inf = e._op(
-            arith.AndIOp(e.cmp("oeq", x, e.c(-1.0)), e.cmp("oeq", e.abs(y), inf))
-        )
+        minus_one_to_inf = e._op(arith.AndIOp(e.cmp("oeq", x, e.c(-1.0)), infinite_y))
         result = e.select(minus_one_to_inf, one, result)
         result = e.select(e.cmp("oeq", x, one), one, result)
         return e.select(e.cmp("oeq", y, zero), one, result)

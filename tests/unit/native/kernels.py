@@ -6,6 +6,7 @@ memrefs, ``scf.for`` loops, ``memref.load``/``store`` and scalar ``arith``/``mat
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -220,3 +221,13 @@ def pow_inputs(dtype: Any, n: int, rng: np.random.Generator) -> dict[str, tuple[
     }  # fmt: skip
     with np.errstate(over="ignore"):
         return {k: (x.astype(dtype), y.astype(dtype)) for k, (x, y) in sets.items()}
+
+
+def best_ms(fn: Callable[[], object], reps: int) -> float:
+    """The fastest of ``reps`` calls of ``fn``, in milliseconds (for the benchmarks)."""
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times) * 1e3
