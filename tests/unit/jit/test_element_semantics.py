@@ -25,6 +25,10 @@ from tdsl import JITTensorKernel
 
 Array = np.ndarray[Any, Any]
 
+# Every test names its path (interpreter, numpy or native) itself: the folder's default
+# target (``jit_target``) takes one value here, not both, whose two runs were the same.
+pytestmark = pytest.mark.parametrize("jit_target", ["numpy"], indirect=True)
+
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 

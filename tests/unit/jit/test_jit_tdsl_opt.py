@@ -12,6 +12,10 @@ from tdsl.jit import JITTensorKernel
 from tdsl.pipeline import pipeline_spec, target_spec
 from tdsl.tools.tdsl_opt import main as tdsl_opt
 
+# every test names its target: the folder's default target (``jit_target``) takes one
+# value here, not both, whose two runs were the same
+pytestmark = pytest.mark.parametrize("jit_target", ["numpy"], indirect=True)
+
 MLP = textwrap.dedent(
     """\
     def mlp(x: f32[64, 32], w: f32[32, 48], b: f32[48], c: f32[64, 48]):
