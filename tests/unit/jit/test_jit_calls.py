@@ -252,9 +252,16 @@ def test_out_when_the_result_is_an_input_or_a_view(jit: JITTensorKernel) -> None
     assert not any(np.shares_memory(o, x) for o in outs)
 
 
+_MLPS: dict[str, CompiledKernel] = {}
+
+
 @pytest.fixture
-def mlp() -> CompiledKernel:
-    return JITTensorKernel(threads=1).compile(MLP)
+def mlp(jit_target: str) -> CompiledKernel:
+    """``MLP`` compiled once per default target: the tests that take it only call it with
+    a bad ``out``, which it refuses before computing anything."""
+    if jit_target not in _MLPS:
+        _MLPS[jit_target] = JITTensorKernel(threads=1).compile(MLP)
+    return _MLPS[jit_target]
 
 
 def mlp_args() -> dict[str, np.ndarray[Any, Any]]:
