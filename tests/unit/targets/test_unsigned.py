@@ -106,9 +106,25 @@ NAMES: dict[str, Any] = {
 }
 
 
-@pytest.mark.parametrize("budget", [16, 10**6])
+TILED_AT_16 = {
+    "argmax(a) + argmin(a)",
+    "var(a)",
+    "maximum(c, d) - min(c) + argmax(d)",
+    "astype(j, uint64) + astype(c, int64)",
+    "(c < j) | (c == j) & (j >= c)",
+    "(c != i) ^ (i > c)",
+}
+"""The cases a budget of 16 elements plans otherwise than 10**6 (other tiled IR, on some
+target).  The inputs have 8 elements: the other cases' tiled IR, and so their code on
+every target, is the same at both budgets (compared when this list was written), and
+they run at 10**6 only."""
+
+
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("text", CASES)
+@pytest.mark.parametrize(
+    "text, budget",
+    [(text, b) for text in CASES for b in ((16, 10**6) if text in TILED_AT_16 else (10**6,))],
+)
 def test_unsigned_integers_are_numpys(target: str, text: str, budget: int) -> None:
     named = {"w": W, "a": A, "b": B, "i": I32, "f": F, "c": C, "d": D, "j": I64, "g": G}
     used = sorted((m.start(), k) for k in named if (m := re.search(rf"\b{k}\b", text)))
