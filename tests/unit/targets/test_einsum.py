@@ -47,10 +47,23 @@ CASES: list[tuple[str, tuple[Array, ...]]] = [
 ]
 
 
+PLANNED_OTHERWISE_AT_16 = {"bij,jk->bik", "bij,bkj->ik", "bij->jb"}
+"""The cases whose tiled IR at budget 16 differs from the one at 10**6 on some target.
+The operands are small (at most 144 elements): every other case has the same tiled IR,
+and so the same code on every target, at both budgets (compared case by case when this
+was written), and runs at 10**6 only."""
+
+
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("budget", [16, 10**6])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
-@pytest.mark.parametrize(("subscripts", "operands"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("subscripts", "operands", "budget"),
+    [
+        pytest.param(subscripts, operands, budget, id=f"{subscripts}-{budget}")
+        for subscripts, operands in CASES
+        for budget in ((16, 10**6) if subscripts in PLANNED_OTHERWISE_AT_16 else (10**6,))
+    ],
+)
 def test_einsum_is_numpys(
     target: str, budget: int, dtype: Any, subscripts: str, operands: tuple[Array, ...]
 ) -> None:

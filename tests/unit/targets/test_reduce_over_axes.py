@@ -34,13 +34,38 @@ def close(got: Array, want: Any, dtype: Any) -> None:
 CASES = [((0, 2), False), ((0, -1), True), ((2, 0, 1), False), ((1, 2), True), ((), False)]
 
 
+def budgets_and_dtypes(name: str, axes: tuple[int, ...]) -> list[tuple[int, Any]]:
+    """Budget 32 in each dtype, and 10**6 in f64.  On these 60 elements only var and std
+    over some axes are planned otherwise at 32 than at 10**6 (other tiled IR on some
+    target); every other case's f64 tiled IR, and so its code on every target, is the
+    same at both (compared case by case when this was written): it runs at 10**6 only in
+    f64, and at 32 in f16 and f32."""
+    f64_at_32 = name in ("var", "std") and axes != ()
+    return [
+        (32, np.float16),
+        (32, np.float32),
+        *([(32, np.float64)] if f64_at_32 else []),
+        (10**6, np.float64),
+    ]
+
+
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize(
-    "budget,dtype",
-    [(32, np.float16), (32, np.float32), (32, np.float64), (10**6, np.float64)],
+    "axes, keepdims, name, budget, dtype",
+    [
+        pytest.param(
+            axes,
+            keepdims,
+            name,
+            budget,
+            dtype,
+            id=f"{axes}-{keepdims}-{name}-{budget}-{np.dtype(dtype).name}",
+        )
+        for axes, keepdims in CASES
+        for name in ["sum", "mean", "max", "min", "prod", "var", "std"]
+        for budget, dtype in budgets_and_dtypes(name, axes)
+    ],
 )
-@pytest.mark.parametrize("name", ["sum", "mean", "max", "min", "prod", "var", "std"])
-@pytest.mark.parametrize("axes,keepdims", CASES)
 def test_a_reduction_over_axes_is_numpys(
     target: str, budget: int, dtype: Any, name: str, axes: tuple[int, ...], keepdims: bool
 ) -> None:
