@@ -70,9 +70,28 @@ def softmax0(u: Array) -> Array:
     return e / e.sum(axis=0, keepdims=True)
 
 
+PLANNED_OTHERWISE_AT_4 = {
+    "sum(expand_dims(a, 1) * b, axis=0)",
+    "max(z, (0, 2))",
+    "expand_dims(x > 0, 0)",
+    "sum(broadcast_to(b, (4, 5)), axis=0)",
+    "broadcast_to(x > 0, (2, 3, 4))",
+}
+"""The cases whose tiled IR at budget 4 differs from the one at 10**6 on some target.
+The inputs are small: every other case has the same tiled IR, and so the same code on
+every target, at both budgets (compared case by case when this was written), and runs
+at 10**6 only."""
+
+
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("budget", [4, 10**6])
-@pytest.mark.parametrize(("text", "arrays", "want"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("budget", "text", "arrays", "want"),
+    [
+        pytest.param(budget, *case, id=f"{budget}-{case[0]}")
+        for case in CASES
+        for budget in ((4, 10**6) if case[0] in PLANNED_OTHERWISE_AT_4 else (10**6,))
+    ],
+)
 def test_views_are_numpys(
     target: str, budget: int, text: str, arrays: dict[str, Array], want: Any
 ) -> None:

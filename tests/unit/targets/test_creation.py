@@ -78,9 +78,38 @@ def _softmax(v: Array) -> Array:
     return e / e.sum(axis=-1, keepdims=True)
 
 
+PLANNED_OTHERWISE_AT_8 = {
+    "x * tri(5, 7)",
+    "x + tri(5, 7, -2)",
+    "x * eye(5, 7, k=1)",
+    "x + eye(5, M=7)",
+    "tril(x)",
+    "triu(x, 2)",
+    "tril(s, -1) * 2",
+    "tril(x > 0, 1)",
+    "x * tri(5, 7, dtype=np.float32)",
+    "x * eye(5, 7, 1, f32)",
+    "where(tri(5, 7, dtype=bool), x, 0.0)",
+    "(x > 0) | full((5, 7), nan, bool)",
+    "arange(1, 9, 2) + eye(4, dtype=int32)",
+    "tril(reshape(arange(12), (3, 4)))",
+    "softmax(x + (1 - tri(5, 7)) * -1e10)",
+}
+"""The cases whose tiled IR at budget 8 differs from the one at 10**6 on some target.
+The inputs are small: every other case has the same tiled IR, and so the same code on
+every target, at both budgets (compared case by case when this was written), and runs
+at 10**6 only."""
+
+
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("budget", [8, 10**6])
-@pytest.mark.parametrize(("text", "arrays", "want"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("budget", "text", "arrays", "want"),
+    [
+        pytest.param(budget, *case, id=f"{budget}-{case[0]}")
+        for case in CASES
+        for budget in ((8, 10**6) if case[0] in PLANNED_OTHERWISE_AT_8 else (10**6,))
+    ],
+)
 def test_created_arrays_are_numpys(
     target: str, budget: int, text: str, arrays: dict[str, Array], want: Any
 ) -> None:

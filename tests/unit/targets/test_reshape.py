@@ -48,9 +48,26 @@ def _numpy(text: str, arrays: dict[str, Array]) -> Array:
     return np.asarray(eval(text, names, dict(arrays)))
 
 
+PLANNED_OTHERWISE_AT_8 = {
+    "reshape(x[:, ::2], (-1,))",
+    "reshape(x[::-1, 2:4], (3, 4))",
+    "reshape(x[::2], 24)",
+}
+"""The cases whose tiled IR at budget 8 differs from the one at 10**6 on some target.
+The inputs are small: every other case has the same tiled IR, and so the same code on
+every target, at both budgets (compared case by case when this was written), and runs
+at 10**6 only."""
+
+
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("budget", [8, 10**6])
-@pytest.mark.parametrize("text", CASES)
+@pytest.mark.parametrize(
+    ("budget", "text"),
+    [
+        pytest.param(budget, text, id=f"{budget}-{text}")
+        for text in CASES
+        for budget in ((8, 10**6) if text in PLANNED_OTHERWISE_AT_8 else (10**6,))
+    ],
+)
 def test_reshapes_are_numpys(target: str, budget: int, text: str) -> None:
     arrays = {"x": X, "w": W} if "w" in text else {"x": X}
     got = run_on(target, budget, text, **arrays)

@@ -74,9 +74,32 @@ def _numpy(text: str, arrays: dict[str, Array]) -> Array:
     return np.asarray(eval(text, names, dict(arrays)))
 
 
+PLANNED_OTHERWISE_AT_8 = {
+    "x[-1, ::-2]",
+    "x[::-1]",
+    "x[1:5, np.newaxis, ::3]",
+    "z[1, :, ::-1] + z[-1, ..., 0:1]",
+    "(x * 2 + 1)[::2, 1::3] - x[::2, :3]",
+    "sum(x[:, ::3], axis=1) + x[:, 0]",
+    "x[1:4] @ w[:, ::2]",
+    "relu(x[::2] @ w[::-1]) + 1",
+    "(v[2:8][::2])[1:]",
+}
+"""The cases whose tiled IR at budget 8 differs from the one at 10**6 on some target.
+The inputs are small: every other case has the same tiled IR, and so the same code on
+every target, at both budgets (compared case by case when this was written), and runs
+at 10**6 only."""
+
+
 @pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("budget", [8, 10**6])
-@pytest.mark.parametrize(("text", "arrays"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("budget", "text", "arrays"),
+    [
+        pytest.param(budget, *case, id=f"{budget}-{case[0]}")
+        for case in CASES
+        for budget in ((8, 10**6) if case[0] in PLANNED_OTHERWISE_AT_8 else (10**6,))
+    ],
+)
 def test_windows_are_numpys(target: str, budget: int, text: str, arrays: dict[str, Array]) -> None:
     got = run_on(target, budget, text, **arrays)
     expected = _numpy(text, arrays)
