@@ -1,6 +1,5 @@
 // RUN: tdsl-opt %s | filecheck %s
-// RUN: %roundtrip
-// RUN: %generic
+// RUN: %roundtrip-and-generic
 // RUN: tdsl-opt %s -t numpy | filecheck %s --check-prefix=NUMPY
 
 // A plan edited by hand: e = exp(x), then e - max(e) with the rows cut into

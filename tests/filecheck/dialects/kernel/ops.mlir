@@ -1,6 +1,5 @@
 // RUN: tdsl-opt %s | tdsl-opt | filecheck %s
-// RUN: %roundtrip
-// RUN: %generic
+// RUN: %roundtrip-and-generic
 
 // kernel.fused, kernel.tile and kernel.yield in custom syntax: custom -> custom,
 // generic -> custom, and the generic form itself.

@@ -1,6 +1,5 @@
 // RUN: tdsl-opt %s | tdsl-opt | filecheck %s
-// RUN: %roundtrip
-// RUN: %generic
+// RUN: %roundtrip-and-generic
 
 // The scalar ops of tdslmath, in custom and generic form, on each float type.
 

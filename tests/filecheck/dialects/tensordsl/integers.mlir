@@ -1,6 +1,5 @@
 // RUN: tdsl-opt %s | tdsl-opt | filecheck %s
-// RUN: %roundtrip
-// RUN: %generic
+// RUN: %roundtrip-and-generic
 // RUN: tdsl-opt %s --fuse --tile -p tdsl-lower-to-loops | filecheck %s --check-prefix=LOOPS
 // RUN: tdsl-opt %s --fuse --tile -p tdsl-lower-to-loops,tdsl-convert-to-llvm | filecheck %s --check-prefix=LLVM
 

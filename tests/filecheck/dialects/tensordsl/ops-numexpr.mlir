@@ -1,6 +1,5 @@
 // RUN: tdsl-opt %s | tdsl-opt | filecheck %s
-// RUN: %roundtrip
-// RUN: %generic
+// RUN: %roundtrip-and-generic
 
 // The ops of the numexpr and NumPy op set: every one in custom syntax (custom ->
 // custom, generic -> custom) and in generic form.

@@ -1,6 +1,5 @@
 // RUN: tdsl-opt %s | tdsl-opt | filecheck %s
-// RUN: %roundtrip
-// RUN: %generic
+// RUN: %roundtrip-and-generic
 
 // Every tensordsl op in its custom syntax: custom -> custom, generic -> custom,
 // and the generic form itself.  Covers every element type, 0-d and zero-size

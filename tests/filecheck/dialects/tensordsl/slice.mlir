@@ -1,6 +1,5 @@
 // RUN: tdsl-opt %s | tdsl-opt | filecheck %s
-// RUN: %roundtrip
-// RUN: %generic
+// RUN: %roundtrip-and-generic
 // RUN: tdsl-opt %s -p tdsl-sink-views | filecheck %s --check-prefix=SINK
 
 // slice: a strided window of its operand, an offset and a stride per axis (a

@@ -1,6 +1,5 @@
 // RUN: tdsl-opt %s | tdsl-opt | filecheck %s
-// RUN: %roundtrip
-// RUN: %generic
+// RUN: %roundtrip-and-generic
 // RUN: tdsl-opt %s --fuse --tile -p tdsl-lower-to-loops | filecheck %s --check-prefix=LOOPS
 
 // take: the elements of its operand at integer indices along `axis` (a gather).

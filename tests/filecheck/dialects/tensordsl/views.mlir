@@ -1,6 +1,5 @@
 // RUN: tdsl-opt %s | tdsl-opt | filecheck %s
-// RUN: %roundtrip
-// RUN: %generic
+// RUN: %roundtrip-and-generic
 
 // expand_dims and squeeze: views that add or drop axes of extent 1, their axes
 // recorded sorted and non-negative (custom -> custom, generic -> custom).
