@@ -140,6 +140,14 @@ class TileSchedule:
         return text
 
 
+def _runs_alike(body: GroupBody, op: Operation) -> bool:
+    """Whether ``op``'s operands run along its result's space dims (none broadcasts in the
+    group): what an op fusing it may take for granted, whatever the tile shapes (cut to 1
+    along a broadcast dim, a tile's operands have the product's shape)."""
+    result = body.dims.get(op.results[0])
+    return all(body.reads.get((op, i)) == result for i in range(len(op.operands)))
+
+
 def schedule(
     body: GroupBody,
     tiles: Sequence[int],
@@ -319,6 +327,7 @@ def compute_schedule(
                 and step_of[p] == step_of[op]
                 and not set(p.results) & outputs
                 and all(r.has_one_use() for r in p.results)
+                and _runs_alike(body, p)
             ):
                 fused[p] = op
     order = [d for d in range(body.rank)]

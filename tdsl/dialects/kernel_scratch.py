@@ -320,7 +320,8 @@ def compute_scratch_plan(sched: TileSchedule) -> ScratchPlan:
                 else:
                     accumulators[acc_op] = new_buffer(inst, acc_dtype)
                 more_accumulators[acc_op] = tuple(
-                    pool.take(math.prod(shape(inst[0])), dt) for dt in state.dtypes[1:]
+                    pool.take(math.prod(state.shape(i, shape(inst[0]))), dt)
+                    for i, dt in enumerate(state.dtypes[1:], 1)
                 )
             # and so do the running values of its scans
             for scan_op in sched.step(step).carrying:
@@ -352,9 +353,12 @@ def compute_scratch_plan(sched: TileSchedule) -> ScratchPlan:
         elif op in accumulators:
             accumulator = accumulators[op]
             state = reduction_of(op).accumulator()
-            size = math.prod(shape(op.results[0]))
-            partial = pool.take(size, state.dtypes[0])
-            more_partials = tuple(pool.take(size, dt) for dt in state.dtypes[1:])
+            result = shape(op.results[0])
+            partial = pool.take(math.prod(state.shape(0, result)), state.dtypes[0])
+            more_partials = tuple(
+                pool.take(math.prod(state.shape(i, result)), dt)
+                for i, dt in enumerate(state.dtypes[1:], 1)
+            )
             taken.extend((partial, *more_partials))
         else:
             for r in results:

@@ -260,6 +260,14 @@ class Decomposable(abc.ABC):
         default: an op whose instances decompose only sometimes says which)."""
         return True
 
+    def decompose_with_user(self) -> tuple[Operation, Operation] | None:
+        """A decomposition that takes the op's one user with it, tried before
+        :meth:`decompose`: the user, and the op (not yet inserted) that replaces both, on
+        the op's operands and the user's others.  None (the default) when there is none.
+        ``softmax``'s: a ``matmul`` contracting along its axis becomes ``softmax_matmul``,
+        whose key dim tiles with an online softmax."""
+        return None
+
 
 # ---------------------------------------------------------------------------
 # An op's own tiling: loop dims whose tiles carry a state, in order

@@ -104,11 +104,21 @@ class Accumulator:
     """Each component's dtype."""
     identities: tuple[float, ...]
     """Each component's start: the state of no elements."""
+    per_row: tuple[bool, ...] = ()
+    """Per component, whether it is one value per row of the result (the same along its
+    last dim, as ``softmax_matmul``'s running maximum and sum are): its buffers in a
+    target may then have the result's shape with the last dim 1.  Missing: False."""
 
     @property
     def size(self) -> int:
         """How many components the state has."""
         return len(self.dtypes)
+
+    def shape(self, component: int, result: tuple[int, ...]) -> tuple[int, ...]:
+        """The shape of a component's buffer for a result (tile) of shape ``result``."""
+        if component < len(self.per_row) and self.per_row[component] and result:
+            return (*result[:-1], 1)
+        return result
 
 
 Workspace = tuple[tuple[int, ...], np.dtype[Any]]

@@ -161,11 +161,15 @@ def group_min_scratch(
     if known[1] is None or (need is not None and budget is not None and need <= budget):
         return need
     if known[1] == _UNKNOWN:
-        copy = decomposed_copy(ops, outputs)
-        copied = None if copy is None else analyze(*copy)
-        known[1] = (
-            None if copied is None or isinstance(copied, Inconsistent) else min_scratch(copied)
-        )
+        splits = []
+        for with_users in (True, False):  # softmax with its matmul (flash), or alone
+            copy = decomposed_copy(ops, outputs, with_users=with_users)
+            copied = None if copy is None else analyze(*copy)
+            if copied is not None and not isinstance(copied, Inconsistent):
+                split_need = min_scratch(copied)
+                if split_need is not None:
+                    splits.append(split_need)
+        known[1] = min(splits, default=None)
     split = known[1]
     if split is None:
         return need

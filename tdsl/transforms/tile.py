@@ -42,6 +42,13 @@ small remainder.
 whole rows; when no tiling with whole rows fits (or explicit tile sizes cut a
 row), the group is tiled with such ops replaced by their decomposition
 (reductions and element-wise ops), which runs over tiles of the row in passes.
+A ``softmax`` whose one use is the left operand of a ``matmul`` along its axis
+(attention's ``softmax(q @ k.T * s + mask) @ v``) decomposes with that matmul
+into ``softmax_matmul``: flash attention's online softmax, one pass over tiles
+of the key dim carrying a running maximum, a running sum and a rescaled
+accumulator, never a row of scores.  That form is tried before the plain
+decomposition (whose passes would keep each row of the scores: a matmul is not
+computed twice), and the least need of the forms bounds the group.
 The decision is made on copies, part by part: a part that fits as written
 keeps its ops.
 

@@ -64,10 +64,12 @@ def _balanced(extent: int, size: int) -> int:
 
 def _recomputed(body: GroupBody) -> dict[int, int]:
     """Per parallel dim, the iterations of the ops that do not run along it: each tile
-    along it computes them again."""
+    along it computes them again (a view computes nothing)."""
     again = {d: 0 for d in range(body.rank) if not body.is_reduction(d)}
     for op in body.ops:
         s = structured(op)
+        if s is not None and s.is_view():
+            continue  # a view (the keys' transpose) computes nothing again
         volume = math.prod(s.loop_extents()) if s is not None else 0
         dims = body.loop_dims(op)
         for d in again:

@@ -32,9 +32,18 @@ def decomposed_copy(
     outputs: Sequence[SSAValue],
     inputs: Sequence[SSAValue] = (),
     copied: dict[SSAValue, SSAValue] | None = None,
+    *,
+    with_users: bool = False,
 ) -> tuple[list[Operation], list[SSAValue], list[SSAValue]] | None:
     """``ops`` copied into a detached block with every op that has a decomposition
-    replaced by it: (ops, outputs, inputs) of the copy, or None when nothing decomposes.
+    replaced by it: (ops, outputs, inputs) of the copy, or None when nothing decomposes
+    (with ``with_users``, None also when no op decomposes with its user).
+
+    ``with_users`` first replaces each op that decomposes with its one user (``softmax``
+    feeding a ``matmul``: ``softmax_matmul``, flash attention's online softmax) by the op
+    replacing both: ``tdsl-tile`` weighs that form and the plain one (the native loops,
+    which take key rows whole and call BLAS for the ``matmul``, and Dask take the plain
+    one).
 
     The copy's inputs are block arguments standing for ``inputs`` (in that
     order), then for the other values ``ops`` read from outside.  ``copied``, when
@@ -54,9 +63,13 @@ def decomposed_copy(
     for op in ops:
         block.add_op(op.clone(value_mapper=mapping))
     copied_outputs = [mapping[v] for v in outputs]
+    replaced = _decompose_with_users(block, copied_outputs) if with_users else {}
+    if with_users and not replaced:
+        return None
+    copied_outputs = [replaced.get(v, v) for v in copied_outputs]
     if copied is not None:
         copied.update(
-            (r, mapping[r])
+            (r, replaced.get(mapping[r], mapping[r]))
             for op in ops
             if not (isinstance(op, Decomposable) and op.decomposes())
             for r in op.results
@@ -70,6 +83,26 @@ def decomposed_copy(
             Rewriter.replace_op(op, new_ops, [value])
             copied_outputs = [value if v is op.results[0] else v for v in copied_outputs]
     return list(block.ops), copied_outputs, list(block.args)
+
+
+def _decompose_with_users(block: Block, outputs: Sequence[SSAValue]) -> dict[SSAValue, SSAValue]:
+    """Replace each op of ``block`` that decomposes with its one user (``softmax`` with the
+    ``matmul`` it feeds, :meth:`~tdsl.dialects.op_interfaces.Decomposable.decompose_with_user`)
+    by the op replacing both, unless the group yields the op's own result: the user's
+    results, to the new op's."""
+    replaced: dict[SSAValue, SSAValue] = {}
+    for op in list(block.ops):
+        if not isinstance(op, Decomposable) or any(r in outputs for r in op.results):
+            continue
+        fused = op.decompose_with_user()
+        if fused is None:
+            continue
+        user, new = fused
+        new.location = user.location
+        replaced.update(zip(user.results, new.results, strict=True))
+        Rewriter.replace_op(user, new)
+        Rewriter.erase_op(op)
+    return replaced
 
 
 def decompose_in_place(op: object, fused: FusedOp, rewriter: PatternRewriter) -> bool:

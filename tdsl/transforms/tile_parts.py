@@ -98,19 +98,26 @@ class GroupParts:
             return found
         return TilePart(list(seq), outputs, list(inputs), found)
 
-    def decomposed(self, part: TilePart) -> TilePart | None:
-        """``part`` with its row-normalizing ops replaced by their decomposition (copies)."""
+    def decomposed(self, part: TilePart) -> list[TilePart]:
+        """``part`` with its row-normalizing ops replaced by their decomposition (copies):
+        first the form where a ``softmax`` decomposes with the ``matmul`` it feeds (flash
+        attention's online softmax), if any, then the plain one."""
         if not any_decomposes(part.ops):
-            return None
-        copy = decomposed_copy(part.ops, part.outputs, part.inputs)
-        if copy is None:
-            return None
-        ops, outputs, args = copy
-        found = analyze(ops, outputs, args)
-        if isinstance(found, Inconsistent):
-            return None
-        origin = dict(zip(args, part.inputs, strict=True))
-        return TilePart(ops, outputs, args, found, origin=origin, replaces=list(part.outputs))
+            return []
+        forms: list[TilePart] = []
+        for with_users in (True, False):
+            copy = decomposed_copy(part.ops, part.outputs, part.inputs, with_users=with_users)
+            if copy is None:
+                continue
+            ops, outputs, args = copy
+            found = analyze(ops, outputs, args)
+            if isinstance(found, Inconsistent):
+                continue
+            origin = dict(zip(args, part.inputs, strict=True))
+            forms.append(
+                TilePart(ops, outputs, args, found, origin=origin, replaces=list(part.outputs))
+            )
+        return forms
 
     def fit(self, seq: Sequence[Operation]) -> TilePart | None:
         """``seq`` as one part with its tiling, as written or decomposed, or None if
@@ -119,10 +126,7 @@ class GroupParts:
         part = self.part(seq)
         if isinstance(part, Inconsistent):
             return None
-        forms = [part]
-        decomposed = self.decomposed(part)
-        if decomposed is not None:
-            forms.append(decomposed)
+        forms = [part, *self.decomposed(part)]
         sizes = self.options.tile_sizes
         if sizes:
             legal = [f for f in forms if _explicit_legal(f.body, sizes)]
@@ -143,10 +147,7 @@ class GroupParts:
         part = self.part(seq)
         if isinstance(part, Inconsistent):
             return 1 << 62
-        needs = [min_scratch(part.body)]
-        decomposed = self.decomposed(part)
-        if decomposed is not None:
-            needs.append(min_scratch(decomposed.body))
+        needs = [min_scratch(form.body) for form in [part, *self.decomposed(part)]]
         return min((n for n in needs if n is not None), default=1 << 62)
 
     def schedule_parts(self, seq: Sequence[Operation]) -> list[TilePart]:

@@ -300,11 +300,14 @@ class _Lowering:
         kind = "buffer" if acc_slot.kind == "buffer" else "output"
         accs = [Var(layout, state.dtypes[0], kind, final.tile, index=acc_slot.index)]
         partials = [Var(layout, state.dtypes[0], "buffer", final.tile, index=op_plan.partial)]
-        for dt, a, p in zip(
-            state.dtypes[1:], op_plan.more_accumulators, op_plan.more_partials, strict=True
+        for i, (dt, a, p) in enumerate(
+            zip(state.dtypes[1:], op_plan.more_accumulators, op_plan.more_partials, strict=True),
+            1,
         ):
-            accs.append(Var(layout, dt, "buffer", final.tile, index=a))
-            partials.append(Var(layout, dt, "buffer", final.tile, index=p))
+            tile = state.shape(i, final.tile)  # one column: a statistic of each row
+            part = layout if tile == final.tile else (*layout[:-1], Axis(1))
+            accs.append(Var(part, dt, "buffer", tile, index=a))
+            partials.append(Var(part, dt, "buffer", tile, index=p))
         for acc, start in zip(accs, state.identities, strict=True):
             identity = scalar_expr(start, np.dtype(acc.dtype))
             code.init.append(Instr(f"{{out}}[...] = {identity}", acc, (), f"{op.name}: accumulate"))

@@ -267,3 +267,114 @@ def _layernorm(op: td.LayerNormOp, g: TileGen, args: Sequence[Any], results: Seq
     g.ufunc("add", var, g.scalar(op.eps_value, var.dtype), out=var)
     g.ufunc("sqrt", var, out=var)
     g.ufunc("divide", out, var, out=out)
+
+
+# -- softmax_matmul: flash attention's online softmax ------------------------------------
+
+
+def tdsl_softmax_matmul_state(s, v, acc, shift, total, e, finite):  # type: ignore[no-untyped-def]
+    """The state of one tile of scores ``s`` and values ``v``: ``exp(s - shift) @ v`` into
+    ``acc``, the row maxima of ``s`` into ``shift`` and the sums of ``exp(s - shift)``
+    into ``total`` (one column each, or the first column of a wider buffer), through ``e`` (a buffer of ``s``'s shape).  The
+    maximum is clipped to finite values for the subtraction: a row of -inf gives the
+    empty state (-inf, 0, 0)."""
+    with np.errstate(all="ignore"):
+        m, t = shift[..., :1], total[..., :1]
+        row = (*s.shape[:-1], 1)
+        apart = m.shape != row  # the scores broadcast along a batch dim of v
+        if apart:
+            m, t = np.empty(row, m.dtype), np.empty(row, t.dtype)
+        np.maximum.reduce(s, axis=-1, keepdims=True, initial=-np.inf, out=m)
+        np.clip(m, -finite, finite, out=t)
+        np.subtract(s, t, out=e)
+        np.exp(e, out=e)
+        np.matmul(e, v, out=acc)
+        np.add.reduce(e, axis=-1, keepdims=True, out=t)
+        if apart:
+            shift[..., :1], total[..., :1] = m, t
+
+
+def tdsl_softmax_matmul_merge(acc, shift, total, p_acc, p_shift, p_total, top):  # type: ignore[no-untyped-def]
+    """Merge the state (p_acc, p_shift, p_total) into (acc, shift, total) (the statistics in
+    their first column, as :func:`tdsl_softmax_matmul_state` leaves them): both rescaled to
+    the larger maximum (``top``, a buffer of one column).  ``fmin(nan, 0)`` is 0, so a
+    maximum equal to an infinite one rescales by 1, not by nan.  The partial's buffers
+    are overwritten."""
+    with np.errstate(all="ignore"):
+        np.maximum(shift[..., :1], p_shift[..., :1], out=top)
+        for m, t, a in ((shift, total, acc), (p_shift, p_total, p_acc)):
+            m = m[..., :1]
+            np.subtract(m, top, out=m)
+            np.fmin(m, 0, out=m)
+            np.exp(m, out=m)
+            np.multiply(t[..., :1], m, out=t[..., :1])
+            np.multiply(a, m, out=a)
+        np.add(total[..., :1], p_total[..., :1], out=total[..., :1])
+        np.add(acc, p_acc, out=acc)
+        shift[..., :1] = top
+
+
+def _softmax_matmul_partial(
+    op: td.SoftmaxMatmulOp, g: TileGen, args: Sequence[Any], out: Sequence[Any]
+) -> None:
+    (s, v), (acc, shift, total) = args, out
+    name = g.function("tdsl_softmax_matmul_state", inspect.getsource(tdsl_softmax_matmul_state))
+    finite = float(np.finfo(acc.dtype).max)
+    g.call(
+        f"{name}({{0}}, {{1}}, {{out}}, {{2}}, {{3}}, {{4}}, {finite!r})",
+        s,
+        v,
+        shift,
+        total,
+        g.workspace(0),
+        out=acc,
+        note="softmax_matmul: the state (max, sum of exp(s - max), exp(s - max) @ v) of this tile",
+    )
+
+
+def _softmax_matmul_merge(
+    op: td.SoftmaxMatmulOp, g: TileGen, acc: Sequence[Any], partial: Sequence[Any]
+) -> None:
+    name = g.function("tdsl_softmax_matmul_merge", inspect.getsource(tdsl_softmax_matmul_merge))
+    g.call(
+        f"{name}({{out}}, {{0}}, {{1}}, {{2}}, {{3}}, {{4}}, {{5}})",
+        acc[1],
+        acc[2],
+        *partial,
+        g.workspace(1),
+        out=acc[0],
+    )
+
+
+def _softmax_matmul_finalize(
+    op: td.SoftmaxMatmulOp, g: TileGen, acc: Sequence[Any], out: Any, count: int
+) -> None:
+    a, _, total = acc
+    if count == 0:  # no keys: NumPy's product of empty probabilities, zeros
+        g.call("np.copyto({out}, 0)", out=out)
+        return
+    g.call(
+        "np.divide({0}, {1}[..., :1], out={out})",
+        a,
+        total,
+        out=out,
+        note="the weighted sum over the sum of weights",
+    )
+
+
+@register(td.SoftmaxMatmulOp)
+def _softmax_matmul(
+    op: td.SoftmaxMatmulOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]
+) -> None:
+    (out,) = results
+    if math.prod(out.shape) == 0:
+        return  # nothing to compute: the result is empty too
+    acc = out if out.dtype == g.workspace(1).dtype else g.workspace(3)
+    state = (acc, g.workspace(1), g.workspace(2))
+    _softmax_matmul_partial(op, g, args, state)
+    _softmax_matmul_finalize(op, g, state, out, args[0].shape[-1])
+
+
+PARTIALS[td.SoftmaxMatmulOp] = _softmax_matmul_partial
+MERGES[td.SoftmaxMatmulOp] = _softmax_matmul_merge
+FINALIZERS[td.SoftmaxMatmulOp] = _softmax_matmul_finalize

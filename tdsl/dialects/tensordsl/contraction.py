@@ -86,6 +86,31 @@ def matmul_shape(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
     return tuple(out)
 
 
+def matmul_loops(
+    a: Sequence[int], b: Sequence[int]
+) -> tuple[tuple[int, ...], tuple[int | None, ...], tuple[int | None, ...], tuple[int, ...]]:
+    """The loops of ``np.matmul`` on shapes ``a`` and ``b``: their extents (the batch dims,
+    the rows, the columns, the contraction last), then the loop dims of the lhs, the rhs
+    and the result."""
+    pa = (1, *a) if len(a) == 1 else tuple(a)
+    pb = (*b, 1) if len(b) == 1 else tuple(b)
+    batch = broadcast_shapes(pa[:-2], pb[:-2])
+    extents = list(batch)
+    rows = cols = None
+    if len(a) >= 2:
+        rows = len(extents)
+        extents.append(pa[-2])
+    if len(b) >= 2:
+        cols = len(extents)
+        extents.append(pb[-1])
+    k = len(extents)
+    extents.append(pa[-1])
+    lhs = (*broadcast_dims(pa[:-2], batch), *(() if rows is None else (rows,)), k)
+    rhs = (*broadcast_dims(pb[:-2], batch), k, *(() if cols is None else (cols,)))
+    out = (*range(len(batch)), *(d for d in (rows, cols) if d is not None))
+    return tuple(extents), lhs, rhs, out
+
+
 def transpose_shape(shape: Sequence[int], axes: Sequence[int] | None = None) -> tuple[int, ...]:
     """The shape of ``np.transpose(x, axes)`` (``axes`` None: reversed)."""
     if axes is None:
@@ -258,25 +283,7 @@ class MatmulOp(IRDLOperation, StructuredOpInterface, Reduction, Contraction, Lan
     def _loops(
         self,
     ) -> tuple[tuple[int, ...], tuple[int | None, ...], tuple[int | None, ...], tuple[int, ...]]:
-        """Loop extents, then the loop dims of the lhs, the rhs and the result."""
-        a, b = tensor_shape(self.lhs), tensor_shape(self.rhs)
-        pa = (1, *a) if len(a) == 1 else a
-        pb = (*b, 1) if len(b) == 1 else b
-        batch = broadcast_shapes(pa[:-2], pb[:-2])
-        extents = list(batch)
-        rows = cols = None
-        if len(a) >= 2:
-            rows = len(extents)
-            extents.append(pa[-2])
-        if len(b) >= 2:
-            cols = len(extents)
-            extents.append(pb[-1])
-        k = len(extents)
-        extents.append(pa[-1])
-        lhs = (*broadcast_dims(pa[:-2], batch), *(() if rows is None else (rows,)), k)
-        rhs = (*broadcast_dims(pb[:-2], batch), k, *(() if cols is None else (cols,)))
-        out = (*range(len(batch)), *(d for d in (rows, cols) if d is not None))
-        return tuple(extents), lhs, rhs, out
+        return matmul_loops(tensor_shape(self.lhs), tensor_shape(self.rhs))
 
     def loop_extents(self) -> tuple[int, ...]:
         return self._loops()[0]

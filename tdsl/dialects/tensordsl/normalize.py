@@ -3,33 +3,64 @@ result element needs its whole row along ``axis``.  Each decomposes into the red
 and element-wise ops of the other families (the passes a row longer than a tile runs),
 and the NumPy reference functions here (``softmax_array`` and its siblings) compute
 them whole.
+
+A ``softmax`` whose one use is the left operand of a ``matmul`` contracting along the
+normalized axis decomposes with it into ``softmax_matmul`` (attention's
+``softmax(q @ k.T) @ v``): one reduction over the key dim whose tuple accumulator is
+flash attention's online softmax, so that the key dim is tiled without keeping a row
+of scores.  The language has no function for it.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
+from xdsl.builder import Builder
+from xdsl.dialects import arith
+from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import Float64Type, FloatAttr, IntegerAttr, f64, i64
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.irdl import irdl_op_definition, prop_def
+from xdsl.ir.affine import AffineMap
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import Pure
 
 from tdsl.dialects.structured import (
+    Accumulator,
+    FloatTensorConstr,
+    IteratorType,
     Param,
+    Reduction,
     RowLocalOp,
+    ShapeError,
+    StructuredOpInterface,
     Workspace,
+    convert_scalar,
+    dims_map,
     element_type,
     normalize_axis,
     numpy_dtype,
     operand_value,
     row_stat_shape,
+    scalar_constant,
     tensor_shape,
+    tensor_type,
 )
+from tdsl.dialects.structured_types import expect_shape, same_element_types, shape_error
 from tdsl.dialects.tensordsl.constant import ConstantOp
+from tdsl.dialects.tensordsl.contraction import MatmulOp, matmul_loops, matmul_shape
 from tdsl.dialects.tensordsl.elementwise_binary import AddOp, DivOp, MulOp, SubOp
 from tdsl.dialects.tensordsl.elementwise_math import ExpOp, LogOp, SqrtOp
-from tdsl.dialects.tensordsl.reductions import MaxOp, MeanOp, SumOp
+from tdsl.dialects.tensordsl.reductions import MaxOp, MeanOp, SumOp, online_step
 from tdsl.dtypes import wide_accumulator
 
 
@@ -98,6 +129,24 @@ class SoftmaxOp(RowLocalOp):
         s = SumOp(e, axis, keepdims=True)
         y = DivOp(e, s)
         return [m, shifted, e, s, y], y.result
+
+    def decompose_with_user(self) -> tuple[Operation, Operation] | None:
+        # softmax(s) @ v along the last axis: one softmax_matmul, flash attention's online
+        # softmax (a float16 one keeps the passes: NumPy rounds its probabilities first)
+        shape = tensor_shape(self.result)
+        if len(shape) < 2 or self.axis_value != len(shape) - 1:
+            return None
+        if numpy_dtype(self.result.type) == np.float16:
+            return None
+        uses = list(self.result.uses)
+        if len(uses) != 1:
+            return None
+        user = uses[0].operation
+        if not isinstance(user, MatmulOp) or uses[0].index != 0:
+            return None
+        if len(tensor_shape(user.rhs)) < 2:
+            return None
+        return user, SoftmaxMatmulOp(self.input, user.rhs)
 
 
 def log_softmax_array(x: np.ndarray[Any, Any], axis: int) -> np.ndarray[Any, Any]:
@@ -241,3 +290,171 @@ class LayerNormOp(RowLocalOp):
         root = SqrtOp(shifted)
         y = DivOp(d, root)
         return [mu, d, sq, var, eps, shifted, root, y], y.result
+
+
+def softmax_matmul_shape(s: Sequence[int], v: Sequence[int]) -> tuple[int, ...]:
+    """The result shape of ``matmul(softmax(s), v)``, or :class:`ShapeError`: both
+    operands are matrices (with broadcasting batch dims), as attention's are."""
+    if len(s) < 2 or len(v) < 2:
+        raise ShapeError(f"softmax_matmul operands must have rank >= 2, not {len(s)} and {len(v)}")
+    return matmul_shape(s, v)
+
+
+def softmax_matmul_state(
+    s: np.ndarray[Any, Any], v: np.ndarray[Any, Any], dtype: np.dtype[Any]
+) -> tuple[np.ndarray[Any, Any], ...]:
+    """The state ``(acc, shift, total)`` of whole ``s`` and ``v`` in ``dtype``, each of the
+    result's shape: ``exp(s - shift) @ v``, the row maximum of ``s`` (clipped to finite
+    values for the subtraction, so a row of ``-inf`` gives the empty state) and the sum
+    of ``exp(s - shift)``."""
+    with np.errstate(all="ignore"):
+        wide = np.asarray(s, dtype=dtype)
+        shift = np.maximum.reduce(wide, axis=-1, keepdims=True, initial=-np.inf)
+        finite = np.finfo(dtype).max
+        e = np.exp(wide - np.clip(shift, -finite, finite))
+        total = np.add.reduce(e, axis=-1, keepdims=True)
+        acc = np.asarray(np.matmul(e, np.asarray(v, dtype=dtype)), dtype=dtype)
+    return (
+        acc,
+        np.broadcast_to(shift, acc.shape).astype(dtype),
+        np.broadcast_to(total, acc.shape).astype(dtype),
+    )
+
+
+@irdl_op_definition
+class SoftmaxMatmulOp(IRDLOperation, StructuredOpInterface, Reduction):
+    """``matmul(softmax(s, axis=-1), v)``, attention's ``softmax(q @ k.T) @ v`` after the
+    scores, as one reduction over the key dim (flash attention's online softmax).
+
+    Its loops are those of the ``matmul``: batch dims, the rows of ``s``, the columns of
+    ``v`` (``parallel``) and the key dim (``reduction``).  Its accumulator is a tuple:
+    the sum of ``exp(s - shift) * v``, the running maximum of the row of ``s`` (the
+    shift) and the sum of ``exp(s - shift)``, both sums rescaled when the maximum grows
+    (as ``logsumexp``'s); the result is the first sum over the second.  The maximum and
+    the second sum are one value per row, and the numpy target keeps them so.  Over tiles of the
+    key dim it keeps one state per result element, never a row of ``s``.  Both operands
+    have rank 2 or more; a float16 op accumulates in float32.  Its result equals
+    NumPy's ``softmax(s) @ v`` to rounding: it divides once per result element, after
+    the sum, where NumPy divides each probability.
+
+    ```mlir
+    %2 = tensordsl.softmax_matmul %0, %1 : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+    ```
+    """
+
+    name = "tensordsl.softmax_matmul"
+
+    scores = operand_def(FloatTensorConstr)
+    values = operand_def(FloatTensorConstr)
+    result = result_def(FloatTensorConstr)
+
+    assembly_format = (
+        "$scores `,` $values attr-dict `:` `(` type($scores) `,` type($values) `)` "
+        "`->` type($result)"
+    )
+    traits = traits_def(Pure())
+
+    def __init__(self, scores: SSAValue | Operation, values: SSAValue | Operation) -> None:
+        s, v = operand_value(self.name, scores), operand_value(self.name, values)
+        (result,) = self.infer_result_types([s.type, v.type])
+        super().__init__(operands=[s, v], result_types=[result])
+
+    def infer_result_types(self, operand_types: Sequence[Attribute]) -> tuple[Attribute, ...]:
+        s, v = operand_types
+        if element_type(s) != element_type(v):
+            raise ShapeError(
+                f"operands have different element types {element_type(s)} and {element_type(v)}"
+            )
+        shape = softmax_matmul_shape(tensor_shape(s), tensor_shape(v))
+        return (tensor_type(element_type(s), shape),)
+
+    def verify_(self) -> None:
+        same_element_types(self, (self.scores.type, self.values.type, self.result.type))
+        try:
+            shape = softmax_matmul_shape(tensor_shape(self.scores), tensor_shape(self.values))
+        except ShapeError as err:
+            raise shape_error(self, err, (self.scores.type, self.values.type)) from None
+        expect_shape(self, shape, self.result.type, "result")
+
+    # -- the structured-op interface -------------------------------------------------
+
+    def loop_extents(self) -> tuple[int, ...]:
+        return matmul_loops(tensor_shape(self.scores), tensor_shape(self.values))[0]
+
+    def iterator_types(self) -> tuple[IteratorType, ...]:
+        n = len(self.loop_extents())
+        return (IteratorType.PARALLEL,) * (n - 1) + (IteratorType.REDUCTION,)
+
+    def indexing_maps(self) -> tuple[AffineMap, ...]:
+        extents, s, v, out = matmul_loops(tensor_shape(self.scores), tensor_shape(self.values))
+        n = len(extents)
+        return (dims_map(n, s), dims_map(n, v), dims_map(n, out))
+
+    def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
+        s, v = args
+        with np.errstate(all="ignore"):
+            product = np.matmul(softmax_array(s, -1), v)
+        return (np.asarray(product, dtype=numpy_dtype(self.result.type)),)
+
+    def numpy_workspace(
+        self,
+        operand_shapes: Sequence[tuple[int, ...]],
+        result_shapes: Sequence[tuple[int, ...]],
+        constant_operands: Sequence[bool],
+    ) -> tuple[Workspace, ...]:
+        # exp(s - shift) of one tile (the scores' shape); two row statistics (the
+        # result's rows, one column): the state of a tile the op computes whole, the
+        # first also the larger maximum while merging a tile's state; and the weighted
+        # sum of a tile computed whole, unless the result holds it (not float16)
+        acc = self.accumulator_dtype()
+        out = result_shapes[0]
+        row = (*out[:-1], 1)
+        spaces = ((operand_shapes[0], acc), (row, acc), (row, acc))
+        if acc != numpy_dtype(self.result.type):
+            return (*spaces, (out, acc))
+        return spaces
+
+    # -- the reduction ---------------------------------------------------------------
+
+    def accumulator_dtype(self) -> np.dtype[Any]:
+        return wide_accumulator(numpy_dtype(self.result.type))
+
+    def accumulator(self) -> Accumulator:
+        dtype = self.accumulator_dtype()
+        # the weighted sum first: the result's shape (finalized in place); the running
+        # maximum and sum are one value per row
+        return Accumulator((dtype, dtype, dtype), (0.0, -math.inf, 0.0), (False, True, True))
+
+    def scalar_accumulate(
+        self, b: Builder, state: Sequence[SSAValue], args: Sequence[SSAValue]
+    ) -> tuple[SSAValue, ...]:
+        acc, shift, total = state
+        x, w = (convert_scalar(b, a, shift.type) for a in args)
+        one = scalar_constant(b, 1.0, shift.type)
+        shift, total, acc = online_step(b, shift, (total, acc), x, (one, w))
+        return acc, shift, total
+
+    def scalar_merge(
+        self, b: Builder, state: Sequence[SSAValue], other: Sequence[SSAValue]
+    ) -> tuple[SSAValue, ...]:
+        acc, shift, total = state
+        o_acc, o_shift, o_total = other
+        shift, total, acc = online_step(b, shift, (total, acc), o_shift, (o_total, o_acc))
+        return acc, shift, total
+
+    def scalar_finalize_state(self, b: Builder, state: Sequence[SSAValue], count: int) -> SSAValue:
+        acc, shift, total = state
+        if count == 0:  # no keys: the empty sum (NumPy's product of empty probabilities)
+            return convert_scalar(b, acc, element_type(self.result))
+        quotient = b.insert(arith.DivfOp(acc, total)).result
+        # a row whose maximum is infinite is nan, as softmax's (x - max: inf - inf)
+        magnitude = b.insert(xmath.AbsFOp(shift)).result
+        inf = scalar_constant(b, math.inf, shift.type)
+        infinite = b.insert(arith.CmpfOp(magnitude, inf, "oeq")).result
+        nan = scalar_constant(b, math.nan, shift.type)
+        value = b.insert(arith.SelectOp(infinite, nan, quotient)).result
+        return convert_scalar(b, value, element_type(self.result))
+
+    def evaluate_state(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
+        s, v = args
+        return softmax_matmul_state(s, v, self.accumulator_dtype())

@@ -218,16 +218,21 @@ class MeanOp(ChunkedReductionOp):
         return [scale, mean, *ops], result
 
 
-def _logsumexp_step(
-    b: Builder, shift: SSAValue, total: SSAValue, x: SSAValue, weight: SSAValue
-) -> tuple[SSAValue, SSAValue]:
-    """The state ``(shift, total)`` of ``logsumexp`` after taking ``x`` with weight
-    ``weight`` (its own sum of exponentials, relative to ``x``: 1 for one element).
+def online_step(
+    b: Builder,
+    shift: SSAValue,
+    totals: Sequence[SSAValue],
+    x: SSAValue,
+    weights: Sequence[SSAValue],
+) -> tuple[SSAValue, ...]:
+    """The online-softmax state ``(shift, *totals)`` after taking ``x`` with ``weights``
+    (sums of exponentials relative to ``x``, one per total: 1 for one element of
+    ``logsumexp``; ``softmax_matmul`` weighs its second total by a ``v`` element).
 
-    A larger ``x`` becomes the shift and the total is rescaled to it; otherwise ``x``'s
-    weight is rescaled to the shift.  One ``exp`` either way.  Equal values (two
+    A larger ``x`` becomes the shift and the totals are rescaled to it; otherwise the
+    weights are rescaled to the shift.  One ``exp`` either way.  Equal values (two
     infinities too) add their weights unscaled, so ``inf - inf`` never appears; a ``nan``
-    compares false and makes the total ``nan``."""
+    compares false and makes the totals ``nan``."""
     larger = b.insert(arith.CmpfOp(x, shift, "ogt")).result
     equal = b.insert(arith.CmpfOp(x, shift, "oeq")).result
     down = b.insert(arith.SubfOp(shift, x)).result  # <= 0 when x is larger
@@ -236,13 +241,14 @@ def _logsumexp_step(
     same = b.insert(arith.SelectOp(equal, zero, up)).result
     d = b.insert(arith.SelectOp(larger, down, same)).result
     e = b.insert(xmath.ExpOp(d)).result
-    rescaled = b.insert(arith.MulfOp(total, e)).result
-    grown = b.insert(arith.AddfOp(rescaled, weight)).result  # x larger: total * e + w
-    scaled = b.insert(arith.MulfOp(weight, e)).result
-    added = b.insert(arith.AddfOp(total, scaled)).result  # else: total + w * e
-    new_total = b.insert(arith.SelectOp(larger, grown, added)).result
-    new_shift = b.insert(arith.SelectOp(larger, x, shift)).result
-    return new_shift, new_total
+    out = [b.insert(arith.SelectOp(larger, x, shift)).result]
+    for total, weight in zip(totals, weights, strict=True):
+        rescaled = b.insert(arith.MulfOp(total, e)).result
+        grown = b.insert(arith.AddfOp(rescaled, weight)).result  # x larger: total * e + w
+        scaled = b.insert(arith.MulfOp(weight, e)).result
+        added = b.insert(arith.AddfOp(total, scaled)).result  # else: total + w * e
+        out.append(b.insert(arith.SelectOp(larger, grown, added)).result)
+    return tuple(out)
 
 
 def logsumexp_state(
@@ -299,13 +305,13 @@ class LogSumExpOp(ChunkedReductionOp):
     ) -> tuple[SSAValue, ...]:
         shift, total = state
         x = convert_scalar(b, args[0], shift.type)
-        return _logsumexp_step(b, shift, total, x, scalar_constant(b, 1.0, shift.type))
+        return online_step(b, shift, (total,), x, (scalar_constant(b, 1.0, shift.type),))
 
     def scalar_merge(
         self, b: Builder, state: Sequence[SSAValue], other: Sequence[SSAValue]
     ) -> tuple[SSAValue, ...]:
         shift, total = state
-        return _logsumexp_step(b, shift, total, other[0], other[1])
+        return online_step(b, shift, (total,), other[0], (other[1],))
 
     def scalar_finalize_state(self, b: Builder, state: Sequence[SSAValue], count: int) -> SSAValue:
         shift, total = state

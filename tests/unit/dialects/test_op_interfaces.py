@@ -119,7 +119,7 @@ def test_the_interfaces_are_what_they_were_split_from() -> None:
         "from_call",
     }
     assert members(Contraction) == {"materialized_operands", "recomputable", "prefer_whole_dims"}
-    assert members(Decomposable) == {"decompose", "decomposes"}
+    assert members(Decomposable) == {"decompose", "decomposes", "decompose_with_user"}
     assert members(Scan) == {"carried_loops", "evaluate_scan", "scalar_scan"}
     assert members(Reduction) == REDUCTION_MEMBERS
     assert members(PartialOps) == {"partial_ops", "finalize_ops"}

@@ -136,6 +136,16 @@ def _samples(op_class: type[Operation]) -> Sample | None:
             td.MatmulOp(value(a, e), value(b, e))
             for a, b in [((3, 4), (4, 5)), ((4,), (4, 5)), ((3, 4), (4,)), ((2, 3, 4), (4, 2))]
         ],
+        td.SoftmaxMatmulOp: lambda e: [
+            td.SoftmaxMatmulOp(value(a, e), value(b, e))
+            for a, b in [
+                ((3, 4), (4, 5)),
+                ((2, 3, 4), (4, 2)),
+                ((2, 3, 6), (2, 6, 5)),
+                ((3, 4), (2, 4, 5)),  # the scores broadcast along the values' batch dim
+                ((3, 0), (0, 2)),  # no keys: zeros, as NumPy's empty product
+            ]
+        ],
         td.TransposeOp: lambda e: [td.TransposeOp(value(s, e)) for s in [(3, 4), (2, 3, 4), (5,)]],
         td.ExpandDimsOp: lambda e: [
             td.ExpandDimsOp(value((3, 4), e), 0),

@@ -261,6 +261,7 @@ def test_op_groups_and_numpy_names() -> None:
         ),
         "tensordsl.cast",
         "tensordsl.matmul",
+        "tensordsl.softmax_matmul",
         "tensordsl.transpose",
         "tensordsl.where",
         "tensordsl.clip",

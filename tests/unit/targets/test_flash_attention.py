@@ -1,0 +1,191 @@
+"""Flash-style attention: ``softmax(q @ k.T * s + mask) @ v`` whose key rows do not fit
+the memory budget runs as one group whose key dim is tiled, with an online softmax
+(``tensordsl.softmax_matmul``: a running maximum, a running sum and a rescaled
+accumulator), on every target, against NumPy.
+
+The references are NumPy's own ``softmax(scores) @ v``; tdsl divides once per result
+element after the sum, so results agree to f32 (f64) rounding, not bit for bit.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+from all_targets import COMPILED_TARGETS, TARGETS, run_on
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from peak_memory import measure_peak, numpy_buffers
+
+from tdsl import JITTensorKernel
+from tdsl.errors import TdslBudgetWarning, TdslLoopsBudgetWarning
+
+Array = np.ndarray[Any, Any]
+
+MASKED = "softmax(q @ swapaxes(k, -1, -2) * 0.125 + mask) @ v"
+"""An attention head with its mask given (batch and head dims lead, when drawn)."""
+CAUSAL = "softmax(where(tri({n}, {m}, {off}) > 0, q @ swapaxes(k, -1, -2) * 0.125, -inf)) @ v"
+"""The causal mask built in the program from ``tri`` and ``where`` (2-D heads only)."""
+
+
+def softmax(x: Array) -> Array:
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def head(
+    lead: tuple[int, ...], rows: int, keys: int, d: int, dtype: Any, seed: int
+) -> dict[str, Array]:
+    rng = np.random.default_rng(seed)
+    q, k, v = (rng.standard_normal((*lead, n, d)).astype(dtype) for n in (rows, keys, keys))
+    mask = np.where(rng.random((rows, keys)) < 0.2, -1e9, 0.0).astype(dtype)
+    return {"q": q, "k": k, "mask": mask, "v": v}
+
+
+def want_masked(a: dict[str, Array]) -> Array:
+    scale = a["q"].dtype.type(0.125)
+    return softmax(a["q"] @ np.swapaxes(a["k"], -1, -2) * scale + a["mask"]) @ a["v"]
+
+
+def close(got: Array, want: Array, dtype: Any) -> None:
+    assert got.dtype == want.dtype and got.shape == want.shape
+    tol = 1e-11 if dtype == np.float64 else 3e-5
+    scale = max(1.0, float(np.abs(want).max(initial=0.0)))
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * scale)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@settings(
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    lead=st.sampled_from([(), (2,), (2, 3)]),
+    rows=st.integers(1, 24),
+    keys=st.integers(1, 160),
+    d=st.integers(1, 12),
+    budget=st.sampled_from([64, 256, 1000, 4096, 1_000_000]),
+    double=st.booleans(),
+    causal=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_attention_matches_numpy_at_every_budget(
+    target: str,
+    lead: tuple[int, ...],
+    rows: int,
+    keys: int,
+    d: int,
+    budget: int,
+    double: bool,
+    causal: bool,
+    seed: int,
+) -> None:
+    dtype = np.float64 if double else np.float32
+    a = head(lead, rows, keys, d, dtype, seed)
+    if causal:  # the mask from tri and where: rows see the keys up to their position
+        off = keys - rows
+        text = CAUSAL.format(n=rows, m=keys, off=off)
+        del a["mask"]
+        tri = np.tri(rows, keys, off, dtype=bool)
+        scale = dtype(0.125)
+        with np.errstate(all="ignore"):
+            want = softmax(np.where(tri, a["q"] @ np.swapaxes(a["k"], -1, -2) * scale, -np.inf))
+            want = want @ a["v"]
+    else:
+        text = MASKED
+        want = want_masked(a)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)
+        got = run_on(target, budget, text, **a)
+    close(got, want, dtype)
+
+
+def tiled(text: str, target: str, budget: int, a: dict[str, Array]) -> tuple[Any, str]:
+    kernel = JITTensorKernel(target=target, memory_budget=budget, threads=1).compile(
+        text, {n: x.shape for n, x in a.items()}, {n: x.dtype.name for n, x in a.items()}
+    )
+    return kernel, kernel.ir["tiled"]
+
+
+@pytest.mark.parametrize("target", COMPILED_TARGETS)
+@pytest.mark.parametrize("budget", [128, 384])
+def test_key_rows_longer_than_the_budget_run_online_within_it(target: str, budget: int) -> None:
+    """At S=512, a budget below one key row: the key dim is tiled (``softmax_matmul`` over
+    key tiles shorter than S), the plan fits the budget (no budget warning), and a call's
+    extra memory stays within budget * itemsize + 4 * S * d * itemsize.
+
+    The native loops take reduction dims whole (their own plan, issue 17's second
+    planner): they compute the online softmax a whole key row at a time and say so
+    (:class:`TdslLoopsBudgetWarning`), still within the bound."""
+    s, d = 512, 16
+    a = head((), s, s, d, np.float32, 0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        kernel, ir = tiled(MASKED, target, budget, a)
+    kinds = {type(w.message) for w in caught}
+    assert kinds <= ({TdslLoopsBudgetWarning} if target == "native" else set()), kinds
+    assert "tensordsl.softmax_matmul" in ir and "tensordsl.softmax " not in ir
+    (tiles,) = re.findall(r"tiles \[([^\]]*)\]", ir)
+    rows, _, keys, _ = (int(t) for t in tiles.split(","))
+    assert keys < s and rows * keys < budget
+    peak, got = measure_peak(lambda *xs: kernel(*xs), *a.values())
+    close(np.asarray(got), want_masked(a), np.float32)
+    extra = peak - got.nbytes
+    assert extra <= budget * 4 + 4 * s * d * 4 + numpy_buffers(1), extra
+
+
+def test_rows_that_fit_keep_the_softmax_and_its_matmul() -> None:
+    """Where a key row fits, the group runs as written: the matmul of the probabilities
+    stays a matmul (BLAS on both targets); the online softmax is for rows that do not."""
+    a = head((), 64, 64, 16, np.float32, 1)
+    _, ir = tiled(MASKED, "numpy", 1_000_000, a)
+    assert "tensordsl.softmax " in ir and "softmax_matmul" not in ir
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_special_values_are_numpys(target: str) -> None:
+    """A row masked entirely with -inf is nan (0/0), as NumPy's softmax makes it; a row
+    with +inf or nan is nan; -0.0 and huge finite scores are taken as NumPy takes them.
+    At budget 64 the 96 keys run in tiles, so the states of tiles merge."""
+    rows, keys, d = 6, 96, 4
+    a = head((), rows, keys, d, np.float32, 2)
+    mask = np.zeros((rows, keys), np.float32)
+    mask[0] = -np.inf  # nothing to attend to
+    mask[1, 50] = np.inf
+    mask[2, 7] = np.nan
+    mask[3, :] = -0.0
+    mask[4, 90] = 3e38  # one huge score: its tile's maximum, the others' weights vanish
+    mask[5, :48] = -np.inf  # the first key tiles empty, the later ones not
+    a["mask"] = mask
+    with np.errstate(all="ignore"):
+        want = want_masked(a)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)
+        got = run_on(target, 64, MASKED, **a)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    np.testing.assert_allclose(got[ok], want[ok], rtol=3e-5, atol=3e-5)
+
+
+def test_dask_arrays_chunked_along_the_query_rows() -> None:
+    """Query rows in chunks of 16, keys and values whole: each chunk runs the flash plan."""
+    da = pytest.importorskip("dask.array")
+    import tdsl.dask  # noqa: F401  (the JIT's call path takes Dask arrays)
+
+    s, d = 64, 8
+    a = head((), s, 300, d, np.float32, 3)
+    kernel, ir = tiled(MASKED, "numpy", 256, a)
+    assert "tensordsl.softmax_matmul" in ir
+    lazy = {
+        "q": da.from_array(a["q"], chunks=(16, d)),
+        "k": da.from_array(a["k"], chunks=a["k"].shape),
+        "mask": da.from_array(a["mask"], chunks=(16, 300)),
+        "v": da.from_array(a["v"], chunks=a["v"].shape),
+    }
+    got = kernel(**lazy)
+    assert isinstance(got, da.Array)
+    close(np.asarray(got.compute()), want_masked(a), np.float32)
