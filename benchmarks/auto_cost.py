@@ -4,8 +4,7 @@
     python benchmarks/auto_cost.py evaluate [--runs 3] [--json FILE]
 
 ``fit`` times the FIT programs (element-wise chains, transcendental chains, softmax,
-row and column reductions, layernorm, a matmul with an epilogue, two matmuls with
-``tanh`` between them) at sizes from 64 to 4M f32
+row and column reductions, layernorm, a matmul with an epilogue) at sizes from 64 to 4M f32
 elements on the numpy target and natively (default threads, one process, the
 targets interleaved, the median of 5 batches of calls, each batch at least 2 ms),
 reads each kernel's counts (:func:`tdsl.jit.cost_model.features`), and fits each
@@ -69,7 +68,6 @@ FIT: dict[str, tuple[str, Shapes, int]] = {
         768,
     ),
     "mlp": ("relu(A @ W + b)", lambda r, c: {"A": (r, c), "W": (c, c), "b": (c,)}, 128),
-    "mlp2": ("tanh(A @ W) @ W", lambda r, c: {"A": (r, c), "W": (c, c)}, 96),
     "colsum": ("sum(A * 2, axis=0)", _same("A"), 320),
     "colmax": ("max(exp(A), axis=0) + 1", _same("A"), 64),
 }
@@ -132,16 +130,12 @@ def measure(programs: dict[str, tuple[str, Shapes, int]], sizes: list[int]) -> l
                     k = kernels[t]
                     times[t] += per_call(lambda k=k, a=args: k(**a), rounds=2)
             tiled = kernels["numpy"].ir.module("tiled")
-            planned = kernels["native"].ir.module("planned")  # the loops' plans
             row = {
                 "program": name,
                 "size": size,
                 "shapes": {n: list(s) for n, s in shp.items()},
                 "largest": max(int(np.prod(s)) for s in shp.values()),
-                "features": {
-                    "numpy": features(tiled, "numpy").vector()[1:],
-                    "native": features(planned, "native").vector()[1:],
-                },
+                "features": {t: features(tiled, t).vector()[1:] for t in ("numpy", "native")},
                 "numpy_s": statistics.median(times["numpy"]),
                 "native_s": statistics.median(times["native"]),
                 "auto": kernels["auto"].target,

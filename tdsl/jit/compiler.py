@@ -409,35 +409,34 @@ def _choose(
         if options.target == "native":
             raise TdslNativeError(f"native code cannot run here: {unavailable}")
         return _Native(reason=f"native code cannot run here: {unavailable}")
+    predicted = ""
+    if options.target == "auto":
+        from tdsl.jit.cost_model import features, predict
+
+        tiled = modules["tiled"]
+        numpy_s = predict(features(tiled, "numpy"), "numpy")
+        native_s = predict(features(tiled, "native"), "native")
+        predicted = (
+            f"{_seconds(native_s)} a call natively against {_seconds(numpy_s)} on the numpy target"
+        )
+        if native_s >= numpy_s:
+            return _Native(
+                reason=f"the cost model (tdsl.jit.cost_model) predicts {predicted}, where the "
+                "numpy target is faster"
+            )
     from xdsl.context import Context
 
-    from tdsl.backend.llvm.lower_to_loops import group_loops
+    from tdsl.backend.llvm.lower_to_loops import loop_matmuls
     from tdsl.jit.timing import stage
     from tdsl.runtime.native import NativeProgram, StridedVariants
 
-    predicted = ""
     try:
         with warnings.catch_warnings(record=options.target == "auto") as caught:
             if caught is not None:  # whatever the caller's filters say
                 warnings.simplefilter("always", TdslLoopsBudgetWarning)
             # the loops' plan is recorded first; auto reads it before lowering
             planned = _run_pipeline(PLAN_PASS, modules["tiled"].clone(), Context(), None)
-            loops = group_loops(planned["planned"]) if options.target == "auto" else []
-            looped = sum(g.looped for g in loops)
-            if options.target == "auto" and not looped:
-                from tdsl.jit.cost_model import features, predict
-
-                numpy_s = predict(features(modules["tiled"], "numpy"), "numpy")
-                native_s = predict(features(planned["planned"], "native", loops), "native")
-                predicted = (
-                    f"{_seconds(native_s)} a call natively against {_seconds(numpy_s)} on "
-                    "the numpy target"
-                )
-                if native_s >= numpy_s:
-                    return _Native(
-                        reason=f"the cost model (tdsl.jit.cost_model) predicts {predicted}, "
-                        "where the numpy target is faster"
-                    )
+            looped = loop_matmuls(planned["planned"]) if options.target == "auto" else 0
             native: dict[str, ModuleOp] = {}
             if not looped:
                 native = _run_pipeline(LOWER_PASSES, planned["planned"].clone(), Context(), None)

@@ -7,12 +7,7 @@ in a few counts read off the tiled module (:func:`features`):
 - ``calls``: the NumPy calls the numpy target makes (each op of a group, once per
   tile of the group; a matmul's prologue and epilogue count as ops too; an op it
   computes with many calls, ``erf``, as that many, :data:`NUMPY_CALLS`: the
-  numpy target's cost hook), or for native code its loops' ops times their tiles
-  (the plan ``tdsl-plan-loops`` records, where the module has it: the native
-  target's cost hook, :func:`~tdsl.backend.llvm.lower_to_loops.group_loops`);
-- ``blas``: the BLAS calls (the numpy target: its matmuls once per tile; native code:
-  once per matmul it computes whole, once per tile for one it computes a tile at a
-  time);
+  numpy target's cost hook), or for native code the same count of ops and tiles;
 - ``work``: the elements all ops compute (the sum of their result sizes; ``erf`` on
   the numpy target again as many times as its calls);
 - ``heavy``: the elements of transcendental ops (``exp``, ``log``, ``tanh``,
@@ -38,17 +33,13 @@ may be a little off, never wrong in its results.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import astuple, dataclass, fields
-from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation
 
 from tdsl.dialects.structured import tensor_shape
-
-if TYPE_CHECKING:
-    from tdsl.backend.llvm.lower_to_loops import GroupLoops
 
 HEAVY_OPS = frozenset(
     f"tensordsl.{name}"
@@ -82,7 +73,6 @@ class Features:
     """The counts the model is linear in (see the module's documentation)."""
 
     calls: float
-    blas: float
     work: float
     heavy: float
     flops: float
@@ -109,39 +99,25 @@ def _flops(op: Operation) -> int:
     return _elements(op) * lhs.get_shape()[-1]
 
 
-def features(
-    tiled: ModuleOp, target: str, loops: Sequence[GroupLoops] | None = None
-) -> Features:
-    """The counts of ``tiled`` (a module at the ``tiled`` stage, or the ``planned`` one
-    for native code: its loops' plans, whose :func:`group_loops` may be given) for
-    ``target`` (``numpy``: with :data:`NUMPY_CALLS`)."""
+def features(tiled: ModuleOp, target: str) -> Features:
+    """The counts of ``tiled`` (a module at the ``tiled`` stage) for ``target``
+    (``numpy``: with :data:`NUMPY_CALLS`)."""
     from tdsl.dialects.kernel import TileOp
     from tdsl.dialects.structured import ReductionOp
 
-    calls = blas = work = heavy = flops = across = 0
-    groups = [op for op in tiled.walk() if isinstance(op, TileOp)]
-    if target != "native":
-        loops = None
-    elif loops is None and groups and all(t.loops_plan is not None for t in groups):
-        from tdsl.backend.llvm.lower_to_loops import group_loops
-
-        loops = group_loops(tiled)
-    for index, tile in enumerate(groups):
+    calls = work = heavy = flops = across = 0
+    for tile in tiled.walk():
+        if not isinstance(tile, TileOp):
+            continue
         space, sizes = tile.space_value, tile.tiles_value
         tiles = math.prod(-(-s // max(1, t)) for s, t in zip(space, sizes, strict=True))
-        if loops is not None:
-            calls += loops[index].ops * loops[index].tiles
-            blas += loops[index].blas_calls
         for op in tile.body.walk():
             if not op.name.startswith("tensordsl.") or not op.results or op.name in FREE_OPS:
                 continue
             # the body's types are a tile's: every count is per tile
             n = _elements(op) * tiles
             weight = NUMPY_CALLS.get(op.name, 1) if target == "numpy" else 1
-            if loops is None:
-                calls += tiles * weight
-                if target == "numpy" and op.name in MATMUL_OPS:
-                    blas += tiles
+            calls += tiles * weight
             work += n * weight
             if op.name in HEAVY_OPS:
                 heavy += n
@@ -153,13 +129,13 @@ def features(
                 rank = len(tensor_shape(op.input))
                 if any(a != rank - 1 for a in op.reduced_axes()):
                     across += math.prod(tensor_shape(op.input)) * tiles
-    return Features(calls, blas, work, heavy, flops, across)
+    return Features(calls, work, heavy, flops, across)
 
 
 # fitted by benchmarks/auto_cost.py (begin)
 COEFFICIENTS: Mapping[str, Mapping[str, float]] = {
-    "numpy": {"overhead": 8.969e-07, "calls": 1.597e-06, "blas": 0.0, "work": 1.839e-10, "heavy": 1.248e-09, "flops": 1.238e-11, "across": 2.831e-10},
-    "native": {"overhead": 7.17e-06, "calls": 5.3e-07, "blas": 0.0, "work": 8.224e-11, "heavy": 4.693e-10, "flops": 1.258e-11, "across": 2.169e-11},
+    "numpy": {"overhead": 8.969e-07, "calls": 1.597e-06, "work": 1.839e-10, "heavy": 1.248e-09, "flops": 1.238e-11, "across": 2.831e-10},
+    "native": {"overhead": 7.17e-06, "calls": 5.3e-07, "work": 8.224e-11, "heavy": 4.693e-10, "flops": 1.258e-11, "across": 2.169e-11},
 }  # fmt: skip
 # fitted by benchmarks/auto_cost.py (end)
 

@@ -87,7 +87,6 @@ dialects lack.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -320,45 +319,19 @@ def lower_to_loops(
         ) from None
 
 
-@dataclass(frozen=True)
-class GroupLoops:
-    """What the loops of one ``kernel.tile`` do per call, by the plan it records."""
-
-    tiles: int
-    """The loops' tiles (threads share them)."""
-    ops: int
-    """The ops the loops compute per tile (a decomposed op counts as its parts)."""
-    blas_calls: int
-    """The BLAS calls of a call: one per matmul computed whole, one per tile for a
-    matmul computed a tile at a time."""
-    looped: int
-    """The matmuls computed with loops, not BLAS."""
-
-
-def group_loops(module: ModuleOp) -> list[GroupLoops]:
-    """:class:`GroupLoops` of each ``kernel.tile`` of the tiled ``module``, in order (row-major
-    inputs): the plan each group records (``tdsl-plan-loops``; planned here where none
-    is), without building any loops."""
-    out: list[GroupLoops] = []
+def loop_matmuls(module: ModuleOp) -> int:
+    """How many matmuls of the tiled ``module`` :func:`lower_to_loops` would compute
+    with loops (row-major inputs), not with a BLAS call: the plan each group records
+    (``tdsl-plan-loops``; planned here where none is), without building any loops."""
+    count = 0
     for op in module.walk():
         if isinstance(op, TileOp):
             group = _Group(op)
-            tiles = math.prod(
-                -(-e // max(1, t)) for e, t in zip(group.extents, group.tiles, strict=True)
+            count += sum(
+                _is_contraction(o) and o not in group.blas and o not in group.gemm
+                for o in group.body.ops
             )
-            ops = list(group.body.ops)
-            looped = sum(
-                _is_contraction(o) and o not in group.blas and o not in group.gemm for o in ops
-            )
-            blas = len(group.blas) + len(group.gemm) * tiles
-            out.append(GroupLoops(tiles, len(ops), blas, looped))
-    return out
-
-
-def loop_matmuls(module: ModuleOp) -> int:
-    """How many matmuls of the tiled ``module`` :func:`lower_to_loops` would compute
-    with loops (row-major inputs), not with a BLAS call (see :func:`group_loops`)."""
-    return sum(g.looped for g in group_loops(module))
+    return count
 
 
 @dataclass(frozen=True)
@@ -376,8 +349,6 @@ __all__ = [
     "SCRATCH_LIMIT_ATTR",
     "LowerToLoopsPass",
     "Storage",
-    "GroupLoops",
-    "group_loops",
     "loop_matmuls",
     "lower_to_loops",
     "matmul_symbol",

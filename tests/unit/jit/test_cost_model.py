@@ -34,7 +34,6 @@ def test_counts_of_a_program_worked_out_by_hand() -> None:
     # ops: matmul (64x32), exp (64x32), mul (64x32), sum (64x1), mean (32), add (64x32)
     assert f == Features(
         calls=6,
-        blas=0,
         work=3 * 64 * 32 + 64 + 32 + 64 * 32,
         heavy=64 * 32,
         flops=64 * 32 * 32,
@@ -55,40 +54,13 @@ def test_the_numpy_target_counts_erf_as_the_numpy_calls_it_makes() -> None:
     module = tiled("erf(A)", {"A": (8, 8)})
     assert features(module, "numpy").calls == NUMPY_CALLS["tensordsl.erf"]
     assert features(module, "numpy").work == NUMPY_CALLS["tensordsl.erf"] * 64
-    assert features(module, "native") == Features(
-        calls=1, blas=0, work=64, heavy=64, flops=0, across=0
-    )
-
-
-def test_native_code_counts_its_loops_tiles_and_blas_calls() -> None:
-    """From the loops' plan (the ``planned`` stage): a matmul of a computed operand is a
-    BLAS call per tile of the loops, one of group inputs computed whole one call; the
-    numpy target counts its matmuls once per tile of the group."""
-    from tdsl.runtime.compile import native_unavailable_reason
-
-    if native_unavailable_reason() is not None:
-        pytest.skip(str(native_unavailable_reason()))
-    from tdsl.backend.llvm.lower_to_loops import group_loops
-
-    kernel = JITTensorKernel(target="native").compile(
-        "tanh(A @ W) @ W", {"A": (256, 64), "W": (64, 64)}, "f32"
-    )
-    planned = kernel.ir.module("planned")
-    (loops,) = group_loops(planned)
-    assert loops.tiles > 1 and loops.looped == 0
-    # the first matmul's operands are group inputs: computed whole or a tile at a time;
-    # the second's left operand is computed: a BLAS call per tile
-    assert loops.tiles + 1 <= loops.blas_calls <= 2 * loops.tiles
-    native = features(planned, "native")
-    assert native.blas == loops.blas_calls and native.calls == loops.ops * loops.tiles
-    numpy = features(kernel.ir.module("tiled"), "numpy")
-    assert numpy.blas == 2  # one tile on the numpy target: two np.matmul calls
+    assert features(module, "native") == Features(calls=1, work=64, heavy=64, flops=0, across=0)
 
 
 def test_predictions_are_the_fitted_linear_model() -> None:
-    f = Features(calls=3, blas=2, work=1000, heavy=10, flops=0, across=0)
+    f = Features(calls=3, work=1000, heavy=10, flops=0, across=0)
     c = cost_model.COEFFICIENTS["native"]
-    want = c["overhead"] + 3 * c["calls"] + 2 * c["blas"] + 1000 * c["work"] + 10 * c["heavy"]
+    want = c["overhead"] + 3 * c["calls"] + 1000 * c["work"] + 10 * c["heavy"]
     assert predict(f, "native") == pytest.approx(want)
 
 
