@@ -107,7 +107,8 @@ class Accumulator:
     per_row: tuple[bool, ...] = ()
     """Per component, whether it is one value per row of the result (the same along its
     last dim, as ``softmax_matmul``'s running maximum and sum are): its buffers in a
-    target may then have the result's shape with the last dim 1.  Missing: False."""
+    target may then have the result's shape with the last dim 1.  Missing: False.  The
+    first component is never one (a target may finalize the result into it)."""
 
     @property
     def size(self) -> int:
