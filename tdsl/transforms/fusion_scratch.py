@@ -23,7 +23,7 @@ from tdsl.transforms.iteration_space import (
     analyze,
 )
 from tdsl.transforms.tile_choice import min_scratch
-from tdsl.transforms.tile_decompose import decomposed_copy
+from tdsl.transforms.tile_decompose import decomposed_forms
 
 # ---------------------------------------------------------------------------
 # Rule 3 past the bound: buffers' live ranges
@@ -161,15 +161,9 @@ def group_min_scratch(
     if known[1] is None or (need is not None and budget is not None and need <= budget):
         return need
     if known[1] == _UNKNOWN:
-        splits = []
-        for with_users in (True, False):  # softmax with its matmul (flash), or alone
-            copy = decomposed_copy(ops, outputs, with_users=with_users)
-            copied = None if copy is None else analyze(*copy)
-            if copied is not None and not isinstance(copied, Inconsistent):
-                split_need = min_scratch(copied)
-                if split_need is not None:
-                    splits.append(split_need)
-        known[1] = min(splits, default=None)
+        bodies = [analyze(*copy) for copy in decomposed_forms(ops, outputs)]
+        splits = [min_scratch(b) for b in bodies if not isinstance(b, Inconsistent)]
+        known[1] = min((n for n in splits if n is not None), default=None)
     split = known[1]
     if split is None:
         return need

@@ -85,6 +85,16 @@ def decomposed_copy(
     return list(block.ops), copied_outputs, list(block.args)
 
 
+def decomposed_forms(
+    ops: Sequence[Operation], outputs: Sequence[SSAValue], inputs: Sequence[SSAValue] = ()
+) -> list[tuple[list[Operation], list[SSAValue], list[SSAValue]]]:
+    """The decomposed copies of ``ops`` ``tdsl-tile`` weighs (each as
+    :func:`decomposed_copy` gives it), first the one where a ``softmax`` decomposes with
+    the ``matmul`` it feeds (flash attention's online softmax), if any, then the plain one."""
+    forms = (decomposed_copy(ops, outputs, inputs, with_users=w) for w in (True, False))
+    return [form for form in forms if form is not None]
+
+
 def _decompose_with_users(block: Block, outputs: Sequence[SSAValue]) -> dict[SSAValue, SSAValue]:
     """Replace each op of ``block`` that decomposes with its one user (``softmax`` with the
     ``matmul`` it feeds, :meth:`~tdsl.dialects.op_interfaces.Decomposable.decompose_with_user`)

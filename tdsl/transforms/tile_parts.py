@@ -28,7 +28,7 @@ from tdsl.transforms.tile_choice import (
     min_scratch,
     try_tiles,
 )
-from tdsl.transforms.tile_decompose import any_decomposes, decomposed_copy
+from tdsl.transforms.tile_decompose import any_decomposes, decomposed_forms
 
 if TYPE_CHECKING:
     from tdsl.transforms.tile import TilePass
@@ -105,11 +105,7 @@ class GroupParts:
         if not any_decomposes(part.ops):
             return []
         forms: list[TilePart] = []
-        for with_users in (True, False):
-            copy = decomposed_copy(part.ops, part.outputs, part.inputs, with_users=with_users)
-            if copy is None:
-                continue
-            ops, outputs, args = copy
+        for ops, outputs, args in decomposed_forms(part.ops, part.outputs, part.inputs):
             found = analyze(ops, outputs, args)
             if isinstance(found, Inconsistent):
                 continue
