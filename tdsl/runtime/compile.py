@@ -12,7 +12,8 @@
 :func:`compile_llvm` converts a module with xDSL's ``convert_module`` (and gives its
 ``sin``/``cos`` library calls vector variants: :mod:`tdsl.runtime.vector_math`), parses
 it with llvmlite, optimizes it at O3 with loop and SLP vectorization (LLVM's
-new pass manager) for the host CPU and its features, and loads it into an
+new pass manager) for the host CPU and its features, without LLVM's loop unroller
+(see :func:`compile_llvm`), and loads it into an
 MCJIT engine.  The returned :class:`CompiledModule` owns the engine: the
 machine code lives as long as the object, and ``function`` hands out ctypes
 function pointers with the argument types of the ABI of
@@ -288,9 +289,16 @@ def compile_llvm(
     symbols: Mapping[str, int] | None = None,
     speed_level: int = 3,
     vectorize: bool = True,
+    unroll: bool = False,
     keep_object: bool = False,
 ) -> CompiledModule:
     """Compile an ``llvm``-dialect module or LLVM IR text for the host CPU.
+
+    ``unroll`` runs LLVM's loop unroller.  It is off by default: on the small,
+    constant trip counts of small arrays it unrolled whole loop nests (a 64x64 ``max``
+    reduction, which does not vectorize, became 6,600 lines of IR: 0.47 s of the
+    0.49 s compile), and on large arrays it bought nothing measurable (the vectorizer
+    interleaves its own loops: ``python benchmarks/compile_time.py unroll``).
 
     ``symbols`` binds external functions to addresses (see :func:`bind_symbols`);
     C math functions resolve without it.  ``keep_object`` generates an object
@@ -319,6 +327,7 @@ def compile_llvm(
     options = llvm.create_pipeline_tuning_options(speed_level=speed_level)
     options.loop_vectorization = vectorize
     options.slp_vectorization = vectorize
+    options.loop_unrolling = unroll
     builder = llvm.create_pass_builder(tm, options)
     builder.getModulePassManager().run(parsed, builder)
     if keep_object:

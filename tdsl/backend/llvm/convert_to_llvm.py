@@ -90,7 +90,6 @@ from xdsl.dialects.utils import FastMathFlag
 from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
     PatternRewriter,
     PatternRewriteWalker,
     RewritePattern,
@@ -100,6 +99,7 @@ from xdsl.transforms.convert_scf_to_cf import ConvertScfToCf
 from xdsl.transforms.reconcile_unrealized_casts import reconcile_unrealized_casts
 
 from tdsl.backend.llvm.arith_to_llvm import ARITH_TO_LLVM_PATTERNS
+from tdsl.backend.llvm.dispatch import TypeDispatchApplier
 from tdsl.backend.llvm.f16 import F16_PATTERNS
 from tdsl.backend.llvm.func_to_llvm import FUNC_TO_LLVM_PATTERNS
 from tdsl.backend.llvm.loops_common import VIEWS_ATTR
@@ -132,9 +132,9 @@ class DefaultFastMath(RewritePattern):
 
 
 def _walk(patterns: tuple[RewritePattern, ...], module: ModuleOp) -> None:
-    PatternRewriteWalker(
-        GreedyRewritePatternApplier(list(patterns), dce_enabled=False), apply_recursively=True
-    ).rewrite_module(module)
+    PatternRewriteWalker(TypeDispatchApplier(patterns), apply_recursively=True).rewrite_module(
+        module
+    )
 
 
 def _overlapping_args(module: ModuleOp) -> dict[str, set[int]]:

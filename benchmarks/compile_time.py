@@ -1,0 +1,140 @@
+"""Where the native target's compile time goes, and what LLVM's loop unroller buys.
+
+    python benchmarks/compile_time.py stages [--reps 3]
+    python benchmarks/compile_time.py unroll [--size 2048] [--reps 15]
+
+``stages``: each stage's time (``CompiledKernel.compile_time``) summed over a set of
+small programs like the tests' (64x64 f32), each compiled natively by a fresh JIT
+with no disk cache; the mean of ``reps`` rounds.
+
+``unroll``: for each workload, the native kernel compiled with and without LLVM's
+loop unroller (``tdsl.runtime.compile.compile_llvm(unroll=...)``; tdsl's default is
+without): the compile time, and the call time of both, interleaved in one process
+(medians of ``reps``).  Large workloads at ``size``, plus small ones whose constant
+trip counts the unroller unrolls whole.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import functools
+import os
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+os.environ["TDSL_CACHE_DIR"] = ""  # every compile compiles
+
+import numpy as np
+
+import tdsl.runtime.native as native_runtime
+from tdsl.jit.api import JITTensorKernel
+from tdsl.runtime.compile import compile_llvm
+
+Shapes = dict[str, tuple[int, ...]]
+
+SMALL: list[tuple[str, Shapes]] = [
+    ("relu(A) + B * C - D", {k: (64, 64) for k in "ABCD"}),
+    ("softmax(A, axis=0)", {"A": (64, 48)}),
+    ("sum(A * B) + max(C)", {k: (64, 64) for k in "ABC"}),
+    ("softmax(relu(A @ W + 1))", {"A": (64, 32), "W": (32, 48)}),
+    ("exp(A) * tanh(B) + log1p(abs(A)) - erf(B) + sin(A)", {"A": (64, 64), "B": (64, 64)}),
+    ("layernorm(A, axis=-1) * 2 + 1", {"A": (64, 64)}),
+]
+
+
+def large(n: int) -> dict[str, tuple[str, Shapes]]:
+    return {
+        "ew": ("relu(A) + B * C - D", {k: (n, n) for k in "ABCD"}),
+        "softmax": ("softmax(A)", {"A": (n, n)}),
+        "sumexp": ("sum(exp(A) * B, axis=1)", {"A": (n, n), "B": (n, n)}),
+        "max+sum": ("max(A, axis=1) + sum(A, axis=1)", {"A": (n, n)}),
+        "max cols": ("max(A, axis=0)", {"A": (n, n)}),
+        "layernorm": ("layernorm(A, axis=-1) * 2 + 1", {"A": (n, 768)}),
+        "gelu": ("0.5 * A * (1 + tanh(0.7978845 * (A + 0.044715 * A * A * A)))", {"A": (n, n)}),
+        "cumsum": ("cumsum(A, axis=1) * 2", {"A": (n, n)}),
+        "mlp": ("relu(A @ W + 1)", {"A": (512, 768), "W": (768, 768)}),
+        "looped matmul": ("A @ exp(B)", {"A": (256, 256), "B": (256, 256)}),
+        "attention": ("softmax(Q @ K.T * 0.125) @ V", {k: (1024, 64) for k in "QKV"}),
+        "small sum+max": ("sum(A * B) + max(C)", {k: (64, 64) for k in "ABC"}),
+        "tiny": ("relu(A) * B + 1", {"A": (8, 8), "B": (8, 8)}),
+    }
+
+
+def compile_native(expr: str, shapes: Shapes) -> Any:
+    return JITTensorKernel(target="native").compile(expr, shapes=shapes, dtypes=np.float32)
+
+
+def stages(reps: int) -> None:
+    compile_native(*SMALL[0])  # imports, LLVM's start
+    totals: collections.Counter[str] = collections.Counter()
+    start = time.perf_counter()
+    for _ in range(reps):
+        for expr, shapes in SMALL:
+            totals.update(compile_native(expr, shapes).compile_time)
+    wall = (time.perf_counter() - start) / reps
+    print(f"native compile of {len(SMALL)} small programs (64x64 f32), mean of {reps} rounds:")
+    for name, seconds in totals.most_common():
+        print(f"  {name:<32} {1e3 * seconds / reps:8.1f} ms")
+    print(f"  {'wall':<32} {1e3 * wall:8.1f} ms")
+
+
+def _with_unroll(unroll: bool, expr: str, shapes: Shapes) -> tuple[Any, float]:
+    original = native_runtime.compile_llvm
+    native_runtime.compile_llvm = functools.partial(compile_llvm, unroll=unroll)  # type: ignore[assignment]
+    try:
+        start = time.perf_counter()
+        kernel = compile_native(expr, shapes)
+        return kernel, time.perf_counter() - start
+    finally:
+        native_runtime.compile_llvm = original
+
+
+def unroll(size: int, reps: int) -> None:
+    rng = np.random.default_rng(0)
+    compile_native(*SMALL[0])
+    print(f"{'workload':<16} {'compile: unroll / not':>24} {'call: unroll / not (medians)':>34}")
+    for name, (expr, shapes) in large(size).items():
+        kernels: dict[bool, Any] = {}
+        compile_s: dict[bool, float] = {}
+        for flag in (True, False):
+            kernels[flag], compile_s[flag] = _with_unroll(flag, expr, shapes)
+        args = {n: rng.standard_normal(s).astype(np.float32) for n, s in shapes.items()}
+        times: dict[bool, list[float]] = {True: [], False: []}
+        for k in kernels.values():
+            k(**args)
+        for _ in range(reps):
+            for flag, k in kernels.items():
+                times[flag].append(_timed(lambda k=k, a=args: k(**a)))
+        a, b = (statistics.median(times[f]) * 1e3 for f in (True, False))
+        print(
+            f"{name:<16} {1e3 * compile_s[True]:9.1f} / {1e3 * compile_s[False]:7.1f} ms "
+            f"{a:14.3f} / {b:8.3f} ms ({a / b:.2f}x)"
+        )
+
+
+def _timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("stages")
+    p.add_argument("--reps", type=int, default=3)
+    p = sub.add_parser("unroll")
+    p.add_argument("--size", type=int, default=2048)
+    p.add_argument("--reps", type=int, default=15)
+    args = parser.parse_args()
+    if args.command == "stages":
+        stages(args.reps)
+    else:
+        unroll(args.size, args.reps)
+
+
+if __name__ == "__main__":
+    main()
