@@ -123,7 +123,25 @@ class Accumulator:
 
 
 Workspace = tuple[tuple[int, ...], np.dtype[Any]]
-"""A scratch buffer an op's NumPy lowering needs besides its results: shape and dtype."""
+"""A scratch buffer an op's NumPy lowering needs besides its results: shape and dtype.
+Its shape lines up with the result's tile (right-aligned, each dim the result's or 1),
+unless it is an :class:`OperandWorkspace`."""
+
+
+class OperandWorkspace(tuple[tuple[int, ...], np.dtype[Any]]):
+    """A :data:`Workspace` of the shape of operand ``operand``'s tile, laid out as that
+    operand (a reduction's element-wise step over its operand: ``logsumexp``'s ``exp``).
+    Said, not guessed from shapes: a tile of the scores of ``softmax_matmul`` can have the
+    shape of its result's tile (as many keys in a tile as the head has columns) and still
+    run along other dims."""
+
+    operand: int
+
+    def __new__(cls, shape: tuple[int, ...], dtype: np.dtype[Any], operand: int = 0):
+        self = super().__new__(cls, (shape, dtype))
+        self.operand = operand
+        return self
+
 
 ScalarOpBuilder = Callable[..., Operation]
 """A scalar op class used as a builder: ``arith.AddfOp(a, b)``, ``math.ExpOp(x)``."""

@@ -35,6 +35,7 @@ from tdsl.dialects.kernel_plan import (
     instance_of,
 )
 from tdsl.dialects.structured import (
+    OperandWorkspace,
     Scan,
     StructuredOpInterface,
     constant_value,
@@ -177,8 +178,8 @@ class _Lowering:
         args: Sequence[Var] = (),
     ) -> list[Var]:
         """The op's workspaces as vars: each lines up with its result's tile (right-aligned,
-        or 1), or is the shape of an operand's tile and takes that operand's layout (a
-        reduction's element-wise step over its operand: ``logsumexp``'s ``exp``)."""
+        or 1), or, an :class:`OperandWorkspace`, takes its operand's layout (a reduction's
+        element-wise step over its operand: ``logsumexp``'s ``exp``)."""
         body = self.body
         tiles = self.tiling.tiles
         reads = self.sched.reads(op)
@@ -189,9 +190,10 @@ class _Lowering:
         )
         out: list[Var] = []
         result_shape = self.tile_shape(result)
-        for (shape, dtype), buffer in zip(spaces, plan.workspaces, strict=True):
-            like = next((a for a in args if a.tile == tuple(shape)), None)
-            if like is not None and tuple(shape) != result_shape:
+        for space, buffer in zip(spaces, plan.workspaces, strict=True):
+            shape, dtype = space
+            if isinstance(space, OperandWorkspace):
+                like = args[space.operand]
                 out.append(Var(like.layout, dtype, "buffer", tuple(shape), index=buffer))
                 continue
             offset = len(result.layout) - len(shape)

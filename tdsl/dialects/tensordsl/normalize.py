@@ -38,6 +38,7 @@ from tdsl.dialects.structured import (
     Accumulator,
     FloatTensorConstr,
     IteratorType,
+    OperandWorkspace,
     Param,
     Reduction,
     RowLocalOp,
@@ -409,7 +410,7 @@ class SoftmaxMatmulOp(IRDLOperation, StructuredOpInterface, Reduction):
         acc = self.accumulator_dtype()
         out = result_shapes[0]
         row = (*out[:-1], 1)
-        spaces = ((operand_shapes[0], acc), (row, acc), (row, acc))
+        spaces = (OperandWorkspace(operand_shapes[0], acc), (row, acc), (row, acc))
         if acc != numpy_dtype(self.result.type):
             return (*spaces, (out, acc))
         return spaces

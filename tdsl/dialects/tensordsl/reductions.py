@@ -23,6 +23,7 @@ from tdsl.dialects.structured import (
     Accumulator,
     BinaryOp,
     Combiner,
+    OperandWorkspace,
     PartialOps,
     ReductionOp,
     ScalarOpBuilder,
@@ -340,7 +341,11 @@ class LogSumExpOp(ChunkedReductionOp):
         # the max while merging a tile's state into the accumulator; the state of a
         # tile the op computes whole
         acc = self.accumulator_dtype()
-        return ((operand_shapes[0], acc), (result_shapes[0], acc), (result_shapes[0], acc))
+        return (
+            OperandWorkspace(operand_shapes[0], acc),
+            (result_shapes[0], acc),
+            (result_shapes[0], acc),
+        )
 
 
 class LogicalReductionOp(ChunkedReductionOp, abc.ABC):

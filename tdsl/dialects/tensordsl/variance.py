@@ -24,6 +24,7 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 from tdsl.dialects.structured import (
     Accumulator,
     Combiner,
+    OperandWorkspace,
     Param,
     ReductionOp,
     ScalarOpBuilder,
@@ -186,7 +187,7 @@ class VarianceOp(ReductionOp, HasCanonicalizationPatternsInterface, abc.ABC):
         # the deviations of one tile (the operand's shape), and the state of a tile the
         # op computes whole (count, mean and squared deviations), the result's shape
         acc = self.accumulator_dtype()
-        return ((operand_shapes[0], acc), *(((result_shapes[0], acc),) * 3))
+        return (OperandWorkspace(operand_shapes[0], acc), *(((result_shapes[0], acc),) * 3))
 
 
 @irdl_op_definition

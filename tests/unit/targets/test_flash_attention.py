@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 from all_targets import COMPILED_TARGETS, TARGETS, run_on
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from peak_memory import measure_peak, numpy_buffers
 
@@ -73,6 +73,9 @@ def close(got: Array, want: Array, dtype: Any) -> None:
     causal=st.booleans(),
     seed=st.integers(0, 2**16),
 )
+# a tile of 3 keys, as many as the head's columns: the exp buffer (the scores' shape) once
+# took the result's layout, so the last tile of 2 keys met a buffer of 3
+@example(lead=(2, 3), rows=21, keys=122, d=3, budget=64, double=True, causal=True, seed=576)
 def test_attention_matches_numpy_at_every_budget(
     target: str,
     lead: tuple[int, ...],
