@@ -22,10 +22,10 @@ from typing import Any
 from xdsl.ir import Operation
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
-_Call = Callable[[Operation, PatternRewriter], None]
+_Call = Callable[[Operation, PatternRewriter], object]
 
 
-def _typed(pattern: RewritePattern) -> tuple[Any, Callable[..., None]] | None:
+def _typed(pattern: RewritePattern) -> tuple[Any, Callable[..., object]] | None:
     """The op type a pattern's ``op_type_rewrite_pattern`` checks and the function it
     wraps, or None when the pattern's method is not such a wrapper."""
     method = type(pattern).match_and_rewrite

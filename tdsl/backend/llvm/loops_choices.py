@@ -1,8 +1,9 @@
 """Choices of the native loops' plan (:class:`~tdsl.backend.llvm.loops_plan._GroupPlan`):
 which matmuls a BLAS call computes whole (:func:`blas_output`) or a tile at a time
 (:func:`tile_gemm`), which values a sweep also stores in an output's slice for a later
-sweep to read back (:func:`output_staging`), and which strided inputs are read in
-packed blocks (:func:`packed_inputs`)."""
+sweep to read back (:func:`output_staging`), which strided inputs are read in
+packed blocks (:func:`packed_inputs`), and which scratch slot holds each stored value
+(:func:`scratch_slots`)."""
 
 from __future__ import annotations
 
@@ -20,9 +21,10 @@ from tdsl.backend.llvm.loops_common import (  # pyright: ignore[reportPrivateUsa
     _is_contraction,  # pyright: ignore[reportPrivateUsage]
     _is_reduction,  # pyright: ignore[reportPrivateUsage]
     _Packing,  # pyright: ignore[reportPrivateUsage]
+    loops_bug,
 )
 from tdsl.dialects.kernel_plan import GroupBody
-from tdsl.dialects.structured import element_type, numpy_dtype, tensor_shape
+from tdsl.dialects.structured import element_type, numpy_dtype, reduction_of, tensor_shape
 
 if TYPE_CHECKING:
     from tdsl.backend.llvm.loops_plan import _GroupPlan  # pyright: ignore[reportPrivateUsage]
@@ -251,3 +253,65 @@ def tile_gemm(body: GroupBody, op: Operation, args: Sequence[SSAValue]) -> TileG
     elif b not in args:
         return None
     return TileGemm(a, b, trans_b, i, j, k, tuple(batch), b_batch)
+
+
+def scratch_slots(plan: _GroupPlan) -> tuple[dict[SSAValue, int], list[SSAValue]]:
+    """A scratch slot per stored value of ``plan``, and the first value of each slot (its
+    type is the slot's): a value stored in a sweep after the last sweep that reads
+    another of the same type and dims takes over that one's slot.  A matmul BLAS
+    computes a tile at a time may write into a slot the same way (recorded in
+    ``plan.shared``)."""
+    body = plan.body
+    slots: dict[SSAValue, int] = {}
+    firsts: list[SSAValue] = []
+    last_read: list[int] = []
+    """Per slot: the last sweep level that reads it."""
+    for v in plan.stored:
+        p = body.producer(v)
+        if p is None:
+            raise loops_bug("a stored value that no op of the group computes")
+        start = plan.level[p]
+        last = max(
+            (plan.level[u.operation] for u in v.uses if u.operation in body.members),
+            default=start,
+        )
+        index = next(
+            (
+                i
+                for i, w in enumerate(firsts)
+                if last_read[i] < start and w.type == v.type and body.dims[w] == body.dims[v]
+            ),
+            None,
+        )
+        if index is None:
+            index = len(firsts)
+            firsts.append(v)
+            last_read.append(last)
+        else:
+            last_read[index] = max(last, last_read[index])
+        slots[v] = index
+    # a matmul BLAS computes a tile at a time writes its tile into the slot of a
+    # value whose last reads came in earlier sweeps (an MLP's second matmul into the
+    # slot of the first one's left operand): its own buffer would take scratch that
+    # taller tiles, on which BLAS runs faster, can use
+    for op in plan.accumulators():
+        v = op.results[0]
+        if op not in plan.gemm or reduction_of(op).accumulator_dtype() != numpy_dtype(v.type):
+            continue
+        start = plan.level[op]
+        last = max(
+            (plan.level[u.operation] for u in v.uses if u.operation in body.members),
+            default=start,
+        )
+        index = next(
+            (
+                i
+                for i, w in enumerate(firsts)
+                if last_read[i] < start and w.type == v.type and body.dims[w] == body.dims[v]
+            ),
+            None,
+        )
+        if index is not None:
+            last_read[index] = max(last, last_read[index])
+            plan.shared[op] = index
+    return slots, firsts

@@ -197,6 +197,8 @@ class _Group(_GroupPlan):
         }
         for op, k in self.in_output.items():
             accs[op] = outputs[k]
+        for op, slot in self.shared.items():
+            accs[op] = Storage(accumulators[len(own) + slot], tiled=True)
         for op, where in accs.items():
             storage[op.results[0]] = where
         n_stored = len(own) + len(self.slot_values)

@@ -19,6 +19,7 @@ from tdsl.backend.llvm.loops_choices import (
     blas_output,
     output_staging,
     packed_inputs,
+    scratch_slots,
     tile_gemm,
 )
 from tdsl.backend.llvm.loops_common import (
@@ -62,6 +63,7 @@ class _GroupPlan:
         strides per input, None for row-major; missing ones are row-major)."""
         self.more_storage: dict[Operation, list[Storage]] = {}
         """Per tuple accumulator: its components after the first (set by :meth:`emit`)."""
+        self.shared: dict[Operation, int] = {}
         self.tile = tile
         body = tile.group_body()
         block = tile.body.block
@@ -119,7 +121,11 @@ class _GroupPlan:
             # the last dim (a column reduction's columns) is the loops' contiguous one:
             # tiles narrower than BLOCK would read each cache line for a few lanes
             least = min(BLOCK, body.extents[split]) if split == body.rank - 1 else 1
-            tiles[split] = min(tiles[split], max(least, -(-body.extents[split] // parts)))
+            most = max(least, -(-body.extents[split] // parts))
+            # (with such matmuls the loops start from the tallest tile and shrink it to the
+            # scratch the tile op records: their scratch model, not the NumPy target's,
+            # decides how tall a tile BLAS gets)
+            tiles[split] = most if gemms else min(tiles[split], most)
         self.tiles: tuple[int, ...] = tuple(tiles)
         self.level: dict[Operation, int] = {}
         self.blas: dict[Operation, int] = {}
@@ -235,7 +241,11 @@ class _GroupPlan:
                     lo, scratch = mid, n
                 else:
                     hi = mid - 1
-            shrunk[last] = lo
+            # and the tiles as even as that many allows (512 rows in 4 tiles of 128, not
+            # 3 of 137 and one of 101)
+            count = -(-self.extents[last] // lo)
+            shrunk[last] = -(-self.extents[last] // count)
+            scratch = self._scratch_at_tiles(shrunk)
         self.tiles = tuple(shrunk)
         if shrunk != list(tiles):
             self._plan()
@@ -320,7 +330,11 @@ class _GroupPlan:
             self._recorded_stored(self.recorded.stored, needed)
         else:
             self._keep_long_chains()
-        self.slots, self.slot_values = self._slots()
+        self.shared: dict[Operation, int] = {}
+        """Matmuls BLAS computes a tile at a time into a stored value's slot, to the slot
+        (set by :func:`~tdsl.backend.llvm.loops_choices.scratch_slots`): their result's
+        tile is not a buffer of its own."""
+        self.slots, self.slot_values = scratch_slots(self)
         """Per stored value, its scratch slot (values whose reads are over share one)."""
         # a scan whose axis has extent 1 is in no space dim: each element is its own
         # running value (computed from the identity, see _Point), and it carries nothing
@@ -452,41 +466,6 @@ class _GroupPlan:
                     total = min(total + cost[p], RECOMPUTE_CAP)
             cost[op] = total
 
-    def _slots(self) -> tuple[dict[SSAValue, int], list[SSAValue]]:
-        """A scratch slot per stored value, and the first value of each slot (its type is
-        the slot's): a value stored in a sweep after the last sweep that reads another
-        of the same type and dims takes over that one's slot."""
-        body = self.body
-        slots: dict[SSAValue, int] = {}
-        firsts: list[SSAValue] = []
-        last_read: list[int] = []
-        """Per slot: the last sweep level that reads it."""
-        for v in self.stored:
-            p = body.producer(v)
-            if p is None:
-                raise loops_bug("a stored value that no op of the group computes")
-            start = self.level[p]
-            last = max(
-                (self.level[u.operation] for u in v.uses if u.operation in body.members),
-                default=start,
-            )
-            index = next(
-                (
-                    i
-                    for i, w in enumerate(firsts)
-                    if last_read[i] < start and w.type == v.type and body.dims[w] == body.dims[v]
-                ),
-                None,
-            )
-            if index is None:
-                index = len(firsts)
-                firsts.append(v)
-                last_read.append(last)
-            else:
-                last_read[index] = max(last, last_read[index])
-            slots[v] = index
-        return slots, firsts
-
     # -- storage ------------------------------------------------------------------
 
     def tile_shape(self, value: SSAValue) -> tuple[int, ...]:
@@ -497,15 +476,28 @@ class _GroupPlan:
         )
 
     def accumulators(self) -> list[Operation]:
-        """The reductions that accumulate in scratch (not in their output)."""
+        """The reductions that accumulate in scratch of their own (not in their output,
+        nor, for a matmul BLAS computes a tile at a time, in a stored value's slot)."""
         return [
             op
             for op in self.body.ops
-            if _is_reduction(op) and op not in self.blas and op not in self.in_output
+            if _is_reduction(op)
+            and op not in self.blas
+            and op not in self.in_output
+            and op not in self.shared
         ]
 
     def _scratch_elements(self) -> int:
         return sum(math.prod(t.get_shape()) for t in self.scratch_types())
+
+    def _scratch_at_tiles(self, tiles: Sequence[int]) -> int:
+        """The loops' scratch at ``tiles``."""
+        kept = self.tiles
+        self.tiles = tuple(tiles)
+        try:
+            return self._scratch_elements()
+        finally:
+            self.tiles = kept
 
     def _scratch_at(self, plan_tiles: Sequence[int]) -> int:
         """The loops' scratch if their scan and reduction dims took the plan's tiles."""
