@@ -11,6 +11,7 @@ is short where the rows do not divide evenly.
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
 
@@ -188,3 +189,42 @@ def test_strided_operands_of_a_tile_gemm(target: str) -> None:
     )
     got = kernel(x=x, w=wt.T, v=v)
     np.testing.assert_allclose(got, np.maximum(x * 2 @ wt.T, 0) @ v, rtol=2e-5, atol=2e-5)
+
+
+def _gpt2_mlp(x: Array, w1: Array, b: Array, w2: Array) -> Array:
+    """picoGPT's MLP (its layer norm without gain and bias): gelu's tanh form."""
+    f32 = np.float32
+    n = (x - x.mean(axis=-1, keepdims=True)) / np.sqrt(x.var(axis=-1, keepdims=True) + f32(1e-5))
+    h = n @ w1 + b
+    gelu = f32(0.5) * h * (1 + np.tanh(f32(np.sqrt(2 / np.pi)) * (h + f32(0.044715) * h**3)))
+    return x + gelu @ w2
+
+
+def test_blas_tiles_are_as_tall_as_the_recorded_scratch_allows() -> None:
+    """A GPT-2 MLP's shapes (512 rows, 768 -> 3072 -> 768) at the default budget: the
+    second matmul BLAS computes a tile at a time writes its tile into the slot of the
+    first one's left operand (whose reads are over), so the loops' rows are taller than
+    the NumPy target's plan (103: BLAS runs faster on taller tiles), evenly cut, and
+    their scratch stays within what the tile op records under the budget."""
+    pytest.importorskip("llvmlite")
+    from tdsl import trace
+    from tdsl.backend.llvm.loops_plan import _GroupPlan  # pyright: ignore[reportPrivateUsage]
+    from tdsl.dialects.kernel import TileOp
+    from tdsl.runtime.compile import native_unavailable_reason
+
+    if native_unavailable_reason() is not None:
+        pytest.skip(str(native_unavailable_reason()))
+    a = arrays("mlp", 512, 768, 3072, np.float32, 0)
+    args = (a["x"], a["w1"], a["b"], a["w2"])
+    traced = trace(_gpt2_mlp, target="native", memory_budget=10**6)
+    kernel = traced.compile(*args)
+    (tile,) = [op for op in kernel.ir.module("tiled").walk() if isinstance(op, TileOp)]
+    plan = _GroupPlan(tile)
+    rows = plan.tiles[0]
+    assert len(plan.gemm) == 2 and len(plan.shared) == 1
+    assert rows > tile.tiles_value[0] and 512 % rows == 0, (rows, tile.tiles_value)
+    scratch = sum(math.prod(t.get_shape()) for t in plan.scratch_types())
+    assert scratch <= tile.scratch_value
+    assert f"loops tiles [{rows}, " in kernel.ir["planned"]
+    want = _gpt2_mlp(*args)
+    np.testing.assert_allclose(traced(*args), want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
