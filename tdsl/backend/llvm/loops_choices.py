@@ -266,11 +266,10 @@ def scratch_slots(plan: _GroupPlan) -> tuple[dict[SSAValue, int], list[SSAValue]
     firsts: list[SSAValue] = []
     last_read: list[int] = []
     """Per slot: the last sweep level that reads it."""
-    for v in plan.stored:
-        p = body.producer(v)
-        if p is None:
-            raise loops_bug("a stored value that no op of the group computes")
-        start = plan.level[p]
+
+    def free_slot(v: SSAValue, start: int) -> tuple[int | None, int]:
+        """A slot of ``v``'s type and dims whose reads are over before sweep ``start``
+        (or None), and the last sweep that reads ``v``."""
         last = max(
             (plan.level[u.operation] for u in v.uses if u.operation in body.members),
             default=start,
@@ -283,6 +282,13 @@ def scratch_slots(plan: _GroupPlan) -> tuple[dict[SSAValue, int], list[SSAValue]
             ),
             None,
         )
+        return index, last
+
+    for v in plan.stored:
+        p = body.producer(v)
+        if p is None:
+            raise loops_bug("a stored value that no op of the group computes")
+        index, last = free_slot(v, plan.level[p])
         if index is None:
             index = len(firsts)
             firsts.append(v)
@@ -298,19 +304,7 @@ def scratch_slots(plan: _GroupPlan) -> tuple[dict[SSAValue, int], list[SSAValue]
         v = op.results[0]
         if op not in plan.gemm or reduction_of(op).accumulator_dtype() != numpy_dtype(v.type):
             continue
-        start = plan.level[op]
-        last = max(
-            (plan.level[u.operation] for u in v.uses if u.operation in body.members),
-            default=start,
-        )
-        index = next(
-            (
-                i
-                for i, w in enumerate(firsts)
-                if last_read[i] < start and w.type == v.type and body.dims[w] == body.dims[v]
-            ),
-            None,
-        )
+        index, last = free_slot(v, plan.level[op])
         if index is not None:
             last_read[index] = max(last, last_read[index])
             plan.shared[op] = index

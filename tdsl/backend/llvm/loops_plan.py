@@ -501,15 +501,14 @@ class _GroupPlan:
 
     def _scratch_at(self, plan_tiles: Sequence[int]) -> int:
         """The loops' scratch if their scan and reduction dims took the plan's tiles."""
-        kept = self.tiles
-        self.tiles = tuple(
-            t if self.body.kinds[d] is IteratorType.PARALLEL else min(p, e)
-            for d, (t, p, e) in enumerate(zip(kept, plan_tiles, self.extents, strict=True))
+        return self._scratch_at_tiles(
+            [
+                t if self.body.kinds[d] is IteratorType.PARALLEL else min(p, e)
+                for d, (t, p, e) in enumerate(
+                    zip(self.tiles, plan_tiles, self.extents, strict=True)
+                )
+            ]
         )
-        try:
-            return self._scratch_elements()
-        finally:
-            self.tiles = kept
 
     def _scan_dims(self, op: Operation) -> set[int]:
         return carried_dims(self.body, op)
