@@ -64,6 +64,9 @@ class _GroupPlan:
         self.more_storage: dict[Operation, list[Storage]] = {}
         """Per tuple accumulator: its components after the first (set by :meth:`emit`)."""
         self.shared: dict[Operation, int] = {}
+        """Matmuls BLAS computes a tile at a time into a stored value's slot, to the slot
+        (set by :func:`~tdsl.backend.llvm.loops_choices.scratch_slots`): their result's
+        tile is not a buffer of its own."""
         self.tile = tile
         body = tile.group_body()
         block = tile.body.block
@@ -330,10 +333,7 @@ class _GroupPlan:
             self._recorded_stored(self.recorded.stored, needed)
         else:
             self._keep_long_chains()
-        self.shared: dict[Operation, int] = {}
-        """Matmuls BLAS computes a tile at a time into a stored value's slot, to the slot
-        (set by :func:`~tdsl.backend.llvm.loops_choices.scratch_slots`): their result's
-        tile is not a buffer of its own."""
+        self.shared = {}
         self.slots, self.slot_values = scratch_slots(self)
         """Per stored value, its scratch slot (values whose reads are over share one)."""
         # a scan whose axis has extent 1 is in no space dim: each element is its own
