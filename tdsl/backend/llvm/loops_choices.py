@@ -108,6 +108,8 @@ def blas_output(body: GroupBody, op: Operation) -> int | None:
         return None
     if body.producer(a) is not None or body.producer(b) is not None:
         return None
+    if a in body.constants or b in body.constants:
+        return None  # a constant is no input BLAS could be handed (it runs as loops)
     if str(element_type(op.results[0])) not in ("f32", "f64"):
         return None
     result = op.results[0]

@@ -228,3 +228,14 @@ def test_blas_tiles_are_as_tall_as_the_recorded_scratch_allows() -> None:
     assert f"loops tiles [{rows}, " in kernel.ir["planned"]
     want = _gpt2_mlp(*args)
     np.testing.assert_allclose(traced(*args), want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("text", ["matmul(zeros((3, 4)), x) + 1", "matmul(x.T, ones((4, 2)))"])
+@pytest.mark.parametrize("target", COMPILED_TARGETS)
+def test_a_constant_operand_of_a_matmul(target: str, text: str) -> None:
+    """A matmul of a constant (``zeros``, ``ones``) and an input: the native target runs
+    it as loops (a constant is no input it hands BLAS; it once raised a KeyError)."""
+    x = np.arange(12, dtype=np.float32).reshape(4, 3) / 7
+    kernel = JITTensorKernel(target=target, memory_budget=64).compile(text, {"x": x.shape}, "f32")
+    want = np.zeros((3, 4)) @ x + 1 if text.startswith("matmul(zeros") else x.T @ np.ones((4, 2))
+    np.testing.assert_allclose(kernel(x=x), want, rtol=1e-6)
