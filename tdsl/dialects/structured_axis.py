@@ -343,8 +343,18 @@ class RowLocalOp(IRDLOperation, StructuredOpInterface, Decomposable, LanguageFun
         rank = len(tensor_shape(self.input))
         return (identity_map(rank), identity_map(rank))
 
+    def decompose(self) -> tuple[list[Operation], SSAValue]:
+        """:meth:`decompose_rows`, except for rows of no elements: the result is the
+        (empty) operand, where the decomposition's row ``max`` would reduce zero
+        elements, which has no identity."""
+        if tensor_shape(self.input)[self.axis_value] == 0:
+            return [], self.input
+        return self.decompose_rows()
+
     @abc.abstractmethod
-    def decompose(self) -> tuple[list[Operation], SSAValue]: ...
+    def decompose_rows(self) -> tuple[list[Operation], SSAValue]:
+        """The op as ops without a ``normalize`` dim: reductions along the axis and
+        element-wise ops, and the value replacing the result."""
 
 
 def row_stat_shape(shape: Sequence[int], axis: int) -> tuple[int, ...]:

@@ -122,7 +122,7 @@ class SoftmaxOp(RowLocalOp):
     ) -> tuple[Workspace, ...]:
         return ((row_stat_shape(result_shapes[0], self.axis_value), self._stat_dtype()),)
 
-    def decompose(self) -> tuple[list[Operation], SSAValue]:
+    def decompose_rows(self) -> tuple[list[Operation], SSAValue]:
         axis = self.axis.value.data
         m = MaxOp(self.input, axis, keepdims=True)
         shifted = SubOp(self.input, m)
@@ -205,7 +205,7 @@ class LogSoftmaxOp(RowLocalOp):
             (stat, wide_accumulator(numpy_dtype(self.result.type))),
         )
 
-    def decompose(self) -> tuple[list[Operation], SSAValue]:
+    def decompose_rows(self) -> tuple[list[Operation], SSAValue]:
         axis = self.axis.value.data
         m = MaxOp(self.input, axis, keepdims=True)
         shifted = SubOp(self.input, m)
@@ -279,7 +279,7 @@ class LayerNormOp(RowLocalOp):
         wide = wide_accumulator(numpy_dtype(self.result.type))
         return ((stat, wide), (stat, wide))
 
-    def decompose(self) -> tuple[list[Operation], SSAValue]:
+    def decompose_rows(self) -> tuple[list[Operation], SSAValue]:
         axis = self.axis.value.data
         element = element_type(self.input)
         mu = MeanOp(self.input, axis, keepdims=True)

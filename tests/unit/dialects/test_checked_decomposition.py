@@ -48,7 +48,7 @@ class DropsItsLastOp(_Softmaxish):
 
     name = "ext.drops_its_last"
 
-    def decompose(self) -> tuple[list[Operation], SSAValue] | None:
+    def decompose_rows(self) -> tuple[list[Operation], SSAValue]:
         ops, value = self.softmax()
         return ops[:-1], value
 
@@ -59,7 +59,7 @@ class StillNormalizesOp(_Softmaxish):
 
     name = "ext.still_normalizes"
 
-    def decompose(self) -> tuple[list[Operation], SSAValue] | None:
+    def decompose_rows(self) -> tuple[list[Operation], SSAValue]:
         inner = td.SoftmaxOp(self.input, axis=-1)
         return [inner], inner.result
 
