@@ -51,6 +51,7 @@ import importlib
 import platform
 import struct
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -303,11 +304,44 @@ def compile_llvm(
     ``symbols`` binds external functions to addresses (see :func:`bind_symbols`);
     C math functions resolve without it.  ``keep_object`` generates an object
     file and runs that (kept as ``object_code``, for :func:`load_object`).
+
+    The same IR text with the same options compiles once per process: the
+    :data:`COMPILED_CACHE_SIZE` most recently used modules are kept and handed out
+    again (machine code is read-only, and symbols are bound process-wide, so the text
+    fixes what it calls).  Kernels that lower to the same IR, such as one expression
+    under two memory budgets that plan alike, share their code.
+
     Raises :class:`NativeCompileError` when llvmlite is missing, the IR does
     not parse or verify, or the module uses f16 on an x86 CPU without F16C.
     """
     llvm = _llvm()
     text = module if isinstance(module, str) else llvm_ir(module)
+    if symbols:
+        bind_symbols(symbols)
+    key = (text, speed_level, vectorize, unroll, keep_object)
+    with _LOCK:
+        found = _COMPILED.get(key)
+        if found is not None:
+            _COMPILED.move_to_end(key)
+            return found
+    compiled = _compile(llvm, text, speed_level, vectorize, unroll, keep_object)
+    with _LOCK:
+        _COMPILED[key] = compiled
+        while len(_COMPILED) > COMPILED_CACHE_SIZE:
+            _COMPILED.popitem(last=False)
+    return compiled
+
+
+COMPILED_CACHE_SIZE = 256
+"""How many compiled modules :func:`compile_llvm` keeps, the most recently used."""
+
+_COMPILED: OrderedDict[tuple[str, int, bool, bool, bool], CompiledModule] = OrderedDict()
+
+
+def _compile(
+    llvm: Any, text: str, speed_level: int, vectorize: bool, unroll: bool, keep_object: bool
+) -> CompiledModule:
+    """:func:`compile_llvm` without its cache."""
     info = host_info()
     if "half" in text and not info.native_f16:
         raise NativeCompileError(
@@ -315,8 +349,6 @@ def compile_llvm(
             "compiler-rt calls MCJIT cannot resolve"
         )
     tm = _target_machine()
-    if symbols:
-        bind_symbols(symbols)
     try:
         parsed = llvm.parse_assembly(text)
         parsed.verify()

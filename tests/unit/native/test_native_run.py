@@ -16,6 +16,7 @@ from tdsl.runtime.compile import (
     bind_symbols,
     compile_llvm,
     host_info,
+    llvm_ir,
     native_unavailable_reason,
 )
 
@@ -230,6 +231,34 @@ def test_threads_call_compiled_code_concurrently() -> None:
         t.join()
     for a, o in zip(arrays, outs, strict=True):
         np.testing.assert_allclose(o, np.exp(a.astype(np.float64)).sum(axis=1), rtol=1e-5)
+
+
+def test_the_same_ir_compiles_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tdsl.runtime import compile as native_compile
+
+    from .kernels import lower
+
+    text = llvm_ir(lower(chain_2d(3, 5)))
+    first = compile_llvm(text)
+    assert compile_llvm(text) is first  # the same text and options: the same code
+    assert compile_llvm(text, vectorize=False) is not first
+    assert compile_llvm(text + "\n; another module") is not first
+    # the cache keeps the most recently used modules only
+    monkeypatch.setattr(native_compile, "COMPILED_CACHE_SIZE", 3)
+    for k in range(3):
+        compile_llvm(text + f"\n; module {k}", speed_level=0, vectorize=False)
+    assert compile_llvm(text) is not first
+    # two kernels of one expression under budgets that plan alike share their code
+    from tdsl.jit import JITTensorKernel
+
+    a, b = (
+        JITTensorKernel(memory_budget=budget, target="native").compile(
+            "exp(x) * 2", {"x": (8,)}, {"x": "f32"}
+        )
+        for budget in (1 << 20, 1 << 21)
+    )
+    assert a.llvm_ir == b.llvm_ir
+    assert a.function.code.compiled is b.function.code.compiled
 
 
 def test_unknown_function_is_an_error() -> None:
