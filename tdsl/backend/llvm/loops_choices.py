@@ -24,7 +24,13 @@ from tdsl.backend.llvm.loops_common import (  # pyright: ignore[reportPrivateUsa
     loops_bug,
 )
 from tdsl.dialects.kernel_plan import GroupBody
-from tdsl.dialects.structured import element_type, numpy_dtype, reduction_of, tensor_shape
+from tdsl.dialects.structured import (
+    ElementwiseOp,
+    element_type,
+    numpy_dtype,
+    reduction_of,
+    tensor_shape,
+)
 
 if TYPE_CHECKING:
     from tdsl.backend.llvm.loops_plan import _GroupPlan  # pyright: ignore[reportPrivateUsage]
@@ -260,43 +266,85 @@ def tile_gemm(body: GroupBody, op: Operation, args: Sequence[SSAValue]) -> TileG
 def scratch_slots(plan: _GroupPlan) -> tuple[dict[SSAValue, int], list[SSAValue]]:
     """A scratch slot per stored value of ``plan``, and the first value of each slot (its
     type is the slot's): a value stored in a sweep after the last sweep that reads
-    another of the same type and dims takes over that one's slot.  A matmul BLAS
-    computes a tile at a time may write into a slot the same way (recorded in
-    ``plan.shared``)."""
+    another of the same type and dims takes over that one's slot, and so does a value
+    an element-wise op computes from that other one in the sweep that reads it last,
+    element by element, where nothing else reads it (``exp``'s tile divided by its row
+    sums, written in place).  A matmul BLAS computes a tile at a time may write into a
+    slot the same way (recorded in ``plan.shared``)."""
     body = plan.body
     slots: dict[SSAValue, int] = {}
     firsts: list[SSAValue] = []
     last_read: list[int] = []
     """Per slot: the last sweep level that reads it."""
+    holder: list[SSAValue] = []
+    """Per slot: the value stored in it last."""
 
-    def free_slot(v: SSAValue, start: int) -> tuple[int | None, int]:
-        """A slot of ``v``'s type and dims whose reads are over before sweep ``start``
-        (or None), and the last sweep that reads ``v``."""
-        last = max(
+    def last_level(v: SSAValue, start: int) -> int:
+        return max(
             (plan.level[u.operation] for u in v.uses if u.operation in body.members),
             default=start,
         )
+
+    def in_place(w: SSAValue, v: SSAValue, producer: Operation | None) -> bool:
+        """Whether ``producer`` computes ``v`` from ``w`` element by element, and no other
+        op reads ``w`` in its sweep or later: ``v`` may overwrite ``w`` as it goes."""
+        if producer is None or w in body.outputs or body.dims[w] != body.dims[v]:
+            return False
+        level = plan.level[producer]
+        if not isinstance(producer, ElementwiseOp) or any(
+            u.operation is not producer
+            for u in w.uses
+            if u.operation in body.members and plan.level[u.operation] >= level
+        ):
+            return False
+        return all(
+            body.reads[(producer, k)] == body.dims[w]
+            for k, operand in enumerate(producer.operands)
+            if operand is w
+        )
+
+    def free_slot(
+        v: SSAValue, start: int, producer: Operation | None = None
+    ) -> tuple[int | None, int]:
+        """A slot of ``v``'s type and dims whose reads are over before sweep ``start``, or
+        whose value ``producer`` overwrites in place in that sweep (or None), and the
+        last sweep that reads ``v``."""
+        last = last_level(v, start)
         index = next(
             (
                 i
                 for i, w in enumerate(firsts)
-                if last_read[i] < start and w.type == v.type and body.dims[w] == body.dims[v]
+                if w.type == v.type
+                and body.dims[w] == body.dims[v]
+                and (
+                    last_read[i] < start
+                    or (last_read[i] == start and in_place(holder[i], v, producer))
+                )
             ),
             None,
         )
         return index, last
 
+    producers: dict[SSAValue, Operation] = {}
     for v in plan.stored:
         p = body.producer(v)
         if p is None:
             raise loops_bug("a stored value that no op of the group computes")
-        index, last = free_slot(v, plan.level[p])
+        producers[v] = p
+    # in the order the sweeps store them: a slot is free once its last reader has run
+    for v in sorted(
+        plan.stored, key=lambda v: (plan.level[producers[v]], body.position[producers[v]])
+    ):
+        p = producers[v]
+        index, last = free_slot(v, plan.level[p], p)
         if index is None:
             index = len(firsts)
             firsts.append(v)
             last_read.append(last)
+            holder.append(v)
         else:
             last_read[index] = max(last, last_read[index])
+            holder[index] = v
         slots[v] = index
     # a matmul BLAS computes a tile at a time writes its tile into the slot of a
     # value whose last reads came in earlier sweeps (an MLP's second matmul into the
@@ -309,5 +357,6 @@ def scratch_slots(plan: _GroupPlan) -> tuple[dict[SSAValue, int], list[SSAValue]
         index, last = free_slot(v, plan.level[op])
         if index is not None:
             last_read[index] = max(last, last_read[index])
+            holder[index] = v
             plan.shared[op] = index
     return slots, firsts

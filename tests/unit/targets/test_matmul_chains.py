@@ -230,6 +230,49 @@ def test_blas_tiles_are_as_tall_as_the_recorded_scratch_allows() -> None:
     np.testing.assert_allclose(traced(*args), want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
+def _head(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    s = q @ k.T * np.float32(0.125)
+    e = np.exp(s - np.max(s, axis=-1, keepdims=True))
+    return (e / np.sum(e, axis=-1, keepdims=True)) @ v
+
+
+def _head_reading_exp_again(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    s = q @ k.T * np.float32(0.125)
+    e = np.exp(s - np.max(s, axis=-1, keepdims=True))
+    o = (e / np.sum(e, axis=-1, keepdims=True)) @ v
+    return (e * np.sum(o, axis=-1, keepdims=True)) @ v
+
+
+@pytest.mark.parametrize(("fn", "in_place"), [(_head, True), (_head_reading_exp_again, False)])
+def test_the_quotients_overwrite_the_exponentials_they_divide(fn: Any, in_place: bool) -> None:
+    """An attention head natively, at the default budget: the quotients of softmax
+    overwrite the tile of exponentials they are computed from (the division is their
+    last reader, element by element), so the loops keep one tile of scores, not two,
+    and take taller tiles.  Where another op reads the exponentials after the division
+    (scaled by row sums of the head's output), they keep their own buffer.  Both
+    compute NumPy's values."""
+    pytest.importorskip("llvmlite")
+    from tdsl import trace
+    from tdsl.backend.llvm.loops_plan import _GroupPlan  # pyright: ignore[reportPrivateUsage]
+    from tdsl.dialects.kernel import TileOp
+    from tdsl.runtime.compile import native_unavailable_reason
+
+    if native_unavailable_reason() is not None:
+        pytest.skip(str(native_unavailable_reason()))
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((512, 64)).astype(np.float32) for _ in range(3))
+    traced = trace(fn, target="native")
+    kernel = traced.compile(q, k, v)
+    (tile,) = [op for op in kernel.ir.module("tiled").walk() if isinstance(op, TileOp)]
+    plan = _GroupPlan(tile)
+    slot = {x.owner.name.split(".")[-1]: plan.slots[x] for x in plan.stored}
+    assert (slot["div"] == slot["exp"]) == in_place, plan.slots
+    scratch = sum(math.prod(t.get_shape()) for t in plan.scratch_types())
+    assert scratch <= tile.scratch_value
+    want = fn(q, k, v)
+    np.testing.assert_allclose(traced(q, k, v), want, rtol=2e-5, atol=2e-6 * np.abs(want).max())
+
+
 @pytest.mark.parametrize("text", ["matmul(zeros((3, 4)), x) + 1", "matmul(x.T, ones((4, 2)))"])
 @pytest.mark.parametrize("target", COMPILED_TARGETS)
 def test_a_constant_operand_of_a_matmul(target: str, text: str) -> None:
