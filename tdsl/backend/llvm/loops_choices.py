@@ -278,23 +278,38 @@ def scratch_slots(plan: _GroupPlan) -> tuple[dict[SSAValue, int], list[SSAValue]
     """Per slot: the last sweep level that reads it."""
     holder: list[SSAValue] = []
     """Per slot: the value stored in it last."""
+    stored = set(plan.stored)
 
-    def last_level(v: SSAValue, start: int) -> int:
-        return max(
-            (plan.level[u.operation] for u in v.uses if u.operation in body.members),
-            default=start,
-        )
+    def computed_until(u: Operation) -> int:
+        """The last sweep level that computes ``u`` (reads its operands): its own, or,
+        for an element-wise op whose result is not stored, also each level that needs
+        that result, where it is computed again."""
+        if _is_reduction(u) or u in plan.blas or u in plan.gemm:
+            return plan.level[u]
+        if all(r in stored for r in u.results):
+            return plan.level[u]
+        return max([plan.level[u], *(read_until[r] for r in u.results)])
+
+    read_until: dict[SSAValue, int] = {}
+    """Per value, the last sweep level that reads it (its users' levels, and the levels
+    where an element-wise user is computed again)."""
+    for op in reversed(body.ops):  # a value's users come after it
+        for r in op.results:
+            read_until[r] = max(
+                (computed_until(u.operation) for u in r.uses if u.operation in body.members),
+                default=plan.level[op],
+            )
 
     def in_place(w: SSAValue, v: SSAValue, producer: Operation | None) -> bool:
-        """Whether ``producer`` computes ``v`` from ``w`` element by element, and no other
-        op reads ``w`` in its sweep or later: ``v`` may overwrite ``w`` as it goes."""
+        """Whether ``producer`` computes ``v`` from ``w`` element by element, and nothing
+        else reads ``w`` in its sweep or later: ``v`` may overwrite ``w`` as it goes."""
         if producer is None or w in body.outputs or body.dims[w] != body.dims[v]:
             return False
         level = plan.level[producer]
         if not isinstance(producer, ElementwiseOp) or any(
-            u.operation is not producer
+            computed_until(u.operation) >= level
             for u in w.uses
-            if u.operation in body.members and plan.level[u.operation] >= level
+            if u.operation in body.members and u.operation is not producer
         ):
             return False
         return all(
@@ -309,7 +324,7 @@ def scratch_slots(plan: _GroupPlan) -> tuple[dict[SSAValue, int], list[SSAValue]
         """A slot of ``v``'s type and dims whose reads are over before sweep ``start``, or
         whose value ``producer`` overwrites in place in that sweep (or None), and the
         last sweep that reads ``v``."""
-        last = last_level(v, start)
+        last = max(start, read_until.get(v, start))
         index = next(
             (
                 i
