@@ -4,7 +4,7 @@ The frontend (``parse`` and ``lower``, as ``to_tensordsl`` does), then the
 passes of :func:`tdsl.pipeline.pipeline_spec` through xDSL's ``PassPipeline``
 (``tdsl-fuse`` and ``tdsl-tile``, the registered pass classes ``tdsl-opt -p``
 runs), then the NumPy target, whose Python source is exec'd, and, for the
-native target, :data:`NATIVE_PASSES` (``tdsl-plan-loops``, ``tdsl-lower-to-loops``
+native target, :func:`native_passes` (``tdsl-plan-loops``, ``tdsl-lower-to-loops``
 and ``tdsl-convert-to-llvm``) and llvmlite; never printing and re-parsing.  Of a
 program, only the chosen kernel is compiled.  :func:`build_ir` takes IR text
 instead of the language: ``tensordsl`` IR, re-typed for given argument shapes
@@ -78,14 +78,22 @@ if TYPE_CHECKING:
 COMPILE_LOCK = threading.RLock()
 """Serializes every compilation in the process."""
 
-PLAN_PASS = "tdsl-plan-loops"
-"""The pass recording the native loops' plan in tiled IR (the ``planned`` stage)."""
+
+def plan_pass(threads: int) -> str:
+    """The pass recording the native loops' plan in tiled IR (the ``planned`` stage),
+    for calls on ``threads`` threads."""
+    return "tdsl-plan-loops" if threads <= 1 else f"tdsl-plan-loops{{threads={threads}}}"
+
 
 LOWER_PASSES = "tdsl-lower-to-loops,tdsl-convert-to-llvm{noalias=true}"
 """The passes from the planned stage to the llvm dialect."""
 
-NATIVE_PASSES = f"{PLAN_PASS},{LOWER_PASSES}"
-"""The passes from the tiled stage to the llvm dialect, as ``tdsl-opt -p`` spells them."""
+
+def native_passes(threads: int) -> str:
+    """The passes from the tiled stage to the llvm dialect, as ``tdsl-opt -p`` spells
+    them, for calls on ``threads`` threads."""
+    return f"{plan_pass(threads)},{LOWER_PASSES}"
+
 
 NATIVE_TARGET_SPEC = "llvm"
 """The ``tdsl-opt -t`` argument that prints the LLVM IR of a native kernel."""
@@ -362,7 +370,9 @@ def _compile_module(
         expression=source,
         source=python,
         function=functions[name] if native.function is None else native.function,
-        pipeline=spec if native.function is None else ",".join(filter(None, [spec, NATIVE_PASSES])),
+        pipeline=spec
+        if native.function is None
+        else ",".join(filter(None, [spec, native_passes(options.threads)])),
         modules=modules,
         groups=_groups(modules.get("fused"), modules["tiled"], name),
         program=program,
@@ -435,7 +445,9 @@ def _choose(
             if caught is not None:  # whatever the caller's filters say
                 warnings.simplefilter("always", TdslLoopsBudgetWarning)
             # the loops' plan is recorded first; auto reads it before lowering
-            planned = _run_pipeline(PLAN_PASS, modules["tiled"].clone(), Context(), None)
+            planned = _run_pipeline(
+                plan_pass(options.threads), modules["tiled"].clone(), Context(), None
+            )
             looped = loop_matmuls(planned["planned"]) if options.target == "auto" else 0
             native: dict[str, ModuleOp] = {}
             if not looped:
@@ -520,8 +532,8 @@ def _is_weak(name: str, dtypes: object) -> bool:
 __all__ = [
     "COMPILE_LOCK",
     "LOWER_PASSES",
-    "NATIVE_PASSES",
     "NATIVE_TARGET_SPEC",
-    "PLAN_PASS",
     "build",
+    "native_passes",
+    "plan_pass",
 ]

@@ -18,7 +18,8 @@ import functools
 import glob
 import os
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 _SYMBOL = re.compile(r"^tdsl_matmul_(f32|f64)_(\d+)x(\d+)x(\d+)$")
 _TILE_SYMBOL = re.compile(r"^tdsl_gemm_(f32|f64)_[0-9a-f]+$")
@@ -41,6 +42,20 @@ class Gemm:
     addresses: dict[str, int]
     """symbol name -> its address."""
     int_bits: int
+    threads_local: Callable[[int], int] | None = field(default=None, compare=False)
+    """OpenBLAS's ``openblas_set_num_threads_local``: sets the threads BLAS calls from
+    the calling thread use, returns the previous count (None: not this BLAS)."""
+
+
+def _threads_local(lib: ctypes.CDLL) -> Callable[[int], int] | None:
+    """The library's ``openblas_set_num_threads_local``, if it has one."""
+    try:
+        fn = lib.openblas_set_num_threads_local
+    except AttributeError:
+        return None
+    fn.argtypes = [ctypes.c_int]
+    fn.restype = ctypes.c_int
+    return fn
 
 
 def _libraries() -> list[str]:
@@ -73,7 +88,7 @@ def find_gemm() -> Gemm | str:
             except AttributeError:
                 continue
             if all(addresses.values()):
-                return Gemm(names, addresses, bits)
+                return Gemm(names, addresses, bits, _threads_local(lib))
         tried.append(f"{path or 'the process'}: no CBLAS gemm symbol")
     return "no CBLAS gemm found (" + "; ".join(tried) + ")"
 

@@ -37,6 +37,7 @@ loading cached code never imports xDSL.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import ctypes
 import math
 import re
@@ -66,6 +67,11 @@ MIN_BYTES_PER_THREAD = 1 << 20
 target's rule too): handing tiles to a pool thread and waiting for it costs about
 60 us here, which a split repays from about 1 MiB per thread on (``python
 benchmarks/native_loops.py threads``)."""
+
+MIN_BLAS_BYTES_PER_THREAD = 1 << 18
+"""... or, for a group whose loops call BLAS, 256 KiB: its tiles go to threads, each
+running its BLAS calls alone, where BLAS would otherwise take both threads for its
+calls and leave the sweeps between them (a softmax's) to one."""
 
 
 class NativeCode:
@@ -192,8 +198,10 @@ class NativeFunction:
 
     def _threads_for(self, call: _Call) -> int:
         """How many threads ``call`` may split its tiles over."""
-        if not call.group or call.serial or self.threads <= 1:
+        if not call.group or self.threads <= 1:
             return 1
+        if call.serial and _blas_threads_local() is None:
+            return 1  # BLAS would run on every thread from each of them
         largest = max(
             (
                 math.prod(self.args[x].shape) * self.args[x].dtype.itemsize
@@ -202,9 +210,10 @@ class NativeFunction:
             ),
             default=0,
         )
-        threads = min(
-            self.threads, _tiles(call) // MIN_TILES_PER_THREAD, largest // MIN_BYTES_PER_THREAD
-        )
+        # (a BLAS group's work grows faster than its operands: a matrix product of
+        # 256 KiB operands is 2 * 256**3 operations, a third of a millisecond)
+        least = MIN_BLAS_BYTES_PER_THREAD if call.serial else MIN_BYTES_PER_THREAD
+        threads = min(self.threads, _tiles(call) // MIN_TILES_PER_THREAD, largest // least)
         # each thread past the first gets a copy of the group's scratch: all of them
         # stay within the scratch the plan allows (the memory budget's promise)
         scratch = sum(
@@ -298,17 +307,59 @@ class NativeFunction:
                     table[i] = _address(extra)
             jobs.append((start, stop, table))
         pool = self._pool()
-        futures = [
-            pool.submit(fn, start, stop, *(operand(x, table) for x in rest))
-            for start, stop, table in jobs[1:]
-        ]
-        start, stop, table = jobs[0]
-        try:
-            fn(start, stop, *(operand(x, table) for x in rest))
-        finally:
-            concurrent.futures.wait(futures)
+        # a BLAS group's threads each run their BLAS calls alone
+        with _ONE_BLAS_THREAD if call.serial else contextlib.nullcontext():
+            futures = [
+                pool.submit(fn, start, stop, *(operand(x, table) for x in rest))
+                for start, stop, table in jobs[1:]
+            ]
+            start, stop, table = jobs[0]
+            try:
+                fn(start, stop, *(operand(x, table) for x in rest))
+            finally:
+                concurrent.futures.wait(futures)
         for f in futures:
             f.result()
+
+
+def _blas_threads_local() -> Callable[[int], int] | None:
+    """OpenBLAS's thread-local thread count setter, or None (another BLAS, or none)."""
+    gemm = find_gemm()
+    return None if isinstance(gemm, str) else gemm.threads_local
+
+
+class _OneBlasThread:
+    """BLAS on one thread while any group shares its tiles among threads.
+
+    OpenBLAS's ``openblas_set_num_threads_local`` sets the count of its pthreads
+    build for the whole process (the count every thread's next call uses), so the
+    caller sets it, not each thread: the first of overlapping calls saves the count and
+    sets 1, the last one restores it (two threads setting and restoring it on their own
+    raced, and left BLAS on one thread for the rest of the process)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._before = 0
+
+    def __enter__(self) -> None:
+        set_threads = _blas_threads_local()
+        if set_threads is None:
+            raise NativeCompileError("no BLAS thread count to set: a BLAS group runs on one thread")
+        with self._lock:
+            if self._depth == 0:
+                self._before = set_threads(1)
+            self._depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        set_threads = _blas_threads_local()
+        with self._lock:
+            self._depth -= 1
+            if self._depth == 0 and set_threads is not None:
+                set_threads(self._before)
+
+
+_ONE_BLAS_THREAD = _OneBlasThread()
 
 
 MAX_VARIANTS = 8

@@ -32,8 +32,9 @@ class _Call:
     scratch_limit: int | None = None
     """For a group: the scratch (elements) its plan allows, all threads together."""
     serial: bool = False
-    """A group whose loops call BLAS (which has threads of its own): one thread runs
-    its tiles."""
+    """A group whose loops call BLAS (which has threads of its own): where its tiles are
+    shared among threads, each runs its BLAS calls alone (OpenBLAS's thread-local
+    count); where that cannot be set, one thread runs its tiles."""
 
 
 @dataclass(frozen=True)

@@ -58,9 +58,16 @@ class _GroupPlan:
     """The plan of the loops of one ``kernel.tile``: its tiles, its scratch, what it
     stores, packs and hoists (the code is :class:`~tdsl.backend.llvm.loops_emit._Group`)."""
 
-    def __init__(self, tile: TileOp, input_strides: Sequence[tuple[int, ...] | None] = ()) -> None:
+    def __init__(
+        self,
+        tile: TileOp,
+        input_strides: Sequence[tuple[int, ...] | None] = (),
+        *,
+        threads: int = 1,
+    ) -> None:
         """The loops of ``tile``, whose inputs come with ``input_strides`` (element
-        strides per input, None for row-major; missing ones are row-major)."""
+        strides per input, None for row-major; missing ones are row-major), for calls on
+        ``threads`` threads."""
         self.more_storage: dict[Operation, list[Storage]] = {}
         """Per tuple accumulator: its components after the first (set by :meth:`emit`)."""
         self.shared: dict[Operation, int] = {}
@@ -150,7 +157,10 @@ class _GroupPlan:
             self._plan()
         else:
             self._plan()
-            self._choose_tiles(tiles, limit)
+            # with BLAS calls, each thread runs tiles in a scratch of its own (BLAS on
+            # that thread alone): the tiles fit the recorded scratch that many times
+            share = threads if self.gemm and threads > 1 else 1
+            self._choose_tiles(tiles, limit // share)
         scratch = self._scratch_elements()
         if (
             self.recorded is None

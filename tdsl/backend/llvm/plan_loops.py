@@ -24,13 +24,17 @@ from xdsl.passes import ModulePass
 
 from tdsl.backend.llvm.loops_plan import _GroupPlan  # pyright: ignore[reportPrivateUsage]
 from tdsl.dialects.kernel import TileOp
+from tdsl.errors import TdslOptionError
 
 
-def plan_loops(module: ModuleOp) -> None:
-    """Record the loops' plan of every ``kernel.tile`` of ``module`` that has none."""
+def plan_loops(module: ModuleOp, threads: int = 1) -> None:
+    """Record the loops' plan of every ``kernel.tile`` of ``module`` that has none, for
+    calls on ``threads`` threads (a group whose loops call BLAS fits its tiles to its
+    scratch over ``threads``: each thread runs tiles in a scratch of its own, with BLAS on
+    that thread alone)."""
     for op in module.walk():
         if isinstance(op, TileOp) and op.loops_plan is None:
-            op.record_loops_plan(_GroupPlan(op).record())
+            op.record_loops_plan(_GroupPlan(op, threads=threads).record())
 
 
 @dataclass(frozen=True)
@@ -40,8 +44,16 @@ class PlanLoopsPass(ModulePass):
 
     name = "tdsl-plan-loops"
 
+    threads: int = 1
+    """The threads the kernel runs on: a group whose loops call BLAS takes tiles whose
+    scratch fits that many times over in what its tile op records, and its tiles are
+    shared among the threads, BLAS running on each alone (on one thread, BLAS would have
+    both and the element-wise sweeps between its calls one)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        plan_loops(op)
+        if self.threads < 1:
+            raise TdslOptionError(f"tdsl-plan-loops: threads={self.threads} must be at least 1")
+        plan_loops(op, self.threads)
 
 
 __all__ = ["PlanLoopsPass", "plan_loops"]

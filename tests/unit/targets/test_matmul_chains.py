@@ -203,9 +203,11 @@ def _gpt2_mlp(x: Array, w1: Array, b: Array, w2: Array) -> Array:
 def test_blas_tiles_are_as_tall_as_the_recorded_scratch_allows() -> None:
     """A GPT-2 MLP's shapes (512 rows, 768 -> 3072 -> 768) at the default budget: the
     second matmul BLAS computes a tile at a time writes its tile into the slot of the
-    first one's left operand (whose reads are over), so the loops' rows are taller than
-    the NumPy target's plan (103: BLAS runs faster on taller tiles), evenly cut, and
-    their scratch stays within what the tile op records under the budget."""
+    first one's left operand (whose reads are over), so on one thread the loops' rows
+    are taller than the NumPy target's plan (103: BLAS runs faster on taller tiles),
+    evenly cut, and their scratch stays within what the tile op records under the
+    budget.  On two threads, each runs tiles in a scratch of its own (both within the
+    budget), with BLAS on one thread while they do, and BLAS's count is restored."""
     pytest.importorskip("llvmlite")
     from tdsl import trace
     from tdsl.backend.llvm.loops_plan import _GroupPlan  # pyright: ignore[reportPrivateUsage]
@@ -216,18 +218,37 @@ def test_blas_tiles_are_as_tall_as_the_recorded_scratch_allows() -> None:
         pytest.skip(str(native_unavailable_reason()))
     a = arrays("mlp", 512, 768, 3072, np.float32, 0)
     args = (a["x"], a["w1"], a["b"], a["w2"])
-    traced = trace(_gpt2_mlp, target="native", memory_budget=10**6)
-    kernel = traced.compile(*args)
-    (tile,) = [op for op in kernel.ir.module("tiled").walk() if isinstance(op, TileOp)]
-    plan = _GroupPlan(tile)
-    rows = plan.tiles[0]
-    assert len(plan.gemm) == 2 and len(plan.shared) == 1
-    assert rows > tile.tiles_value[0] and 512 % rows == 0, (rows, tile.tiles_value)
-    scratch = sum(math.prod(t.get_shape()) for t in plan.scratch_types())
-    assert scratch <= tile.scratch_value
-    assert f"loops tiles [{rows}, " in kernel.ir["planned"]
     want = _gpt2_mlp(*args)
-    np.testing.assert_allclose(traced(*args), want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    for threads in (1, 2):
+        traced = trace(_gpt2_mlp, target="native", memory_budget=10**6, threads=threads)
+        kernel = traced.compile(*args)
+        (tile,) = [op for op in kernel.ir.module("tiled").walk() if isinstance(op, TileOp)]
+        plan = _GroupPlan(tile, threads=threads)
+        rows = plan.tiles[0]
+        assert len(plan.gemm) == 2 and len(plan.shared) == 1
+        assert 512 % rows == 0, rows
+        scratch = sum(math.prod(t.get_shape()) for t in plan.scratch_types())
+        # on two threads each has a scratch of its own, BLAS on that thread alone
+        assert scratch * threads <= tile.scratch_value
+        assert f"loops tiles [{rows}, " in kernel.ir["planned"]
+        assert kernel.function._threads == [threads]  # pyright: ignore[reportAttributeAccessIssue]
+        if threads == 1:
+            assert rows > tile.tiles_value[0], (rows, tile.tiles_value)
+        before = threadpool_counts()
+        np.testing.assert_allclose(traced(*args), want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+        assert threadpool_counts() == before  # BLAS's own threads are back
+
+
+def threadpool_counts() -> list[int]:
+    from tdsl.runtime.blas import find_gemm
+
+    gemm = find_gemm()
+    set_threads = None if isinstance(gemm, str) else gemm.threads_local
+    if set_threads is None:
+        return []
+    count = set_threads(1)
+    set_threads(count)
+    return [count]
 
 
 def _head(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
