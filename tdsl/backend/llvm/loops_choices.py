@@ -375,3 +375,25 @@ def scratch_slots(plan: _GroupPlan) -> tuple[dict[SSAValue, int], list[SSAValue]
             holder[index] = v
             plan.shared[op] = index
     return slots, firsts
+
+
+LOOPS_SCRATCH_SLACK = 4096
+"""Elements of scratch the loops may need beyond what a tile op records without saying
+so: their scratch model and the NumPy target's differ in small ways (an accumulator the
+plan keeps in its output)."""
+
+
+def over_budget(plan: _GroupPlan, scratch: int, limit: int) -> str | None:
+    """Why the loops' ``scratch`` (elements per tile) breaks the ``limit`` the tile op
+    records, or None where it keeps it (or breaks it by at most
+    :data:`LOOPS_SCRATCH_SLACK`, for the same reasons the plan would)."""
+    if scratch <= limit:
+        return None
+    if scratch > plan._scratch_at(plan.tile.tiles_value):  # pyright: ignore[reportPrivateUsage]
+        # a value they store spans a dim the plan cuts to fit the budget
+        return "the loops take scan and reduction dims whole, and this plan cuts one"
+    if scratch > limit + LOOPS_SCRATCH_SLACK:
+        # where no parallel dim is left to cut: a matmul's computed operand, which the
+        # plan reads back from an output, is stored whole
+        return "the loops store values the plan does not keep, such as a matmul's computed operand"
+    return None

@@ -18,6 +18,7 @@ from tdsl.backend.llvm.loops_choices import (
     TileGemm,
     blas_output,
     output_staging,
+    over_budget,
     packed_inputs,
     scratch_slots,
     tile_gemm,
@@ -162,24 +163,16 @@ class _GroupPlan:
             share = threads if self.gemm and threads > 1 else 1
             self._choose_tiles(tiles, limit // share)
         scratch = self._scratch_elements()
-        if (
-            self.recorded is None
-            and scratch > limit
-            and scratch > self._scratch_at(tile.tiles_value)
-        ):
-            # the loops still need more than the plan, because they take scan and
-            # reduction dims whole where the plan cuts them to fit the budget (a value
-            # they store spans such a dim; small differences of the two scratch models,
-            # an accumulator the plan keeps in the output, are not announced)
+        why = None if self.recorded is not None else over_budget(self, scratch, limit)
+        if why is not None:
             name = tile.group_name or "a group"
             where = op_location(tile)
             warnings.warn(
                 TdslLoopsBudgetWarning(
                     f"{'' if where is None else f'{where}: '}'{name}': the native loops need "
                     f"{scratch} elements of scratch per tile, more than the {limit} its plan "
-                    "records under the memory budget (the loops take scan and reduction dims "
-                    "whole, and this plan cuts one); the numpy target keeps the plan, or give "
-                    f"a budget of at least {scratch} elements"
+                    f"records under the memory budget ({why}); the numpy target keeps the "
+                    f"plan, or give a budget of at least {scratch} elements"
                 ),
                 stacklevel=2,
             )

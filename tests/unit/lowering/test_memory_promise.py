@@ -350,6 +350,35 @@ def test_native_announces_a_plan_its_loops_cannot_keep_and_auto_runs_numpy() -> 
     assert peak - got.nbytes <= 724 * 4 + numpy_buffers(1, 4)
 
 
+def test_native_announces_a_computed_matmul_operand_it_stores_whole() -> None:
+    """Found by the property test's random exploration: ``softmax(x, axis=0)`` is both a
+    result and ``matmul``'s left operand.  The plan keeps 362 elements (its column
+    statistics): the numpy target reads the operand back from the result.  The native
+    loops have no parallel dim left to cut and store the 362x362 operand whole (0.5 MB a
+    call); within a few thousand elements of the plan they said nothing, and they now
+    warn with the reason, as they do where a plan cuts a dim they take whole."""
+    native_or_skip()
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((362, 362)).astype(np.float32)
+    v = rng.standard_normal(362).astype(np.float32)
+    source = (
+        "def main(x: f32[362, 362], v: f32[362]):\n"
+        "    s = softmax(x, axis=0)\n"
+        "    return matmul(s, v), s\n"
+    )
+    with pytest.warns(TdslLoopsBudgetWarning, match="store values the plan does not keep"):
+        native = JITTensorKernel(memory_budget=362, target="native", threads=1).compile(source)
+    e = np.exp(x - x.max(axis=0))
+    s = e / e.sum(axis=0)
+    got = native(x, v)
+    np.testing.assert_allclose(got[1], s, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(got[0], s @ v, rtol=1e-4, atol=1e-5)
+    fn = JITTensorKernel(memory_budget=362, target="auto", threads=1).compile(source)
+    assert fn.target == "numpy"
+    peak, results = measure_peak(fn, x, v)
+    assert peak - sum(r.nbytes for r in results) <= 362 * 4 + numpy_buffers(1, 4)
+
+
 def test_auto_runs_numpy_where_the_native_loops_would_break_the_budget() -> None:
     native_or_skip()
     shapes = {"a": (128, 160), "b": (128, 160)}
