@@ -42,12 +42,14 @@ class Gemm:
     addresses: dict[str, int]
     """symbol name -> its address."""
     int_bits: int
-    threads_local: Callable[[int], int] | None = field(default=None, compare=False)
-    """OpenBLAS's ``openblas_set_num_threads_local``: sets the threads BLAS calls from
-    the calling thread use, returns the previous count (None: not this BLAS)."""
+    set_threads: Callable[[int], int] | None = field(default=None, compare=False)
+    """OpenBLAS's ``openblas_set_num_threads_local``: sets the threads BLAS calls use and
+    returns the previous count (None: not OpenBLAS).  Despite its name, in NumPy's
+    OpenBLAS (a pthreads build) the count is the whole process's, not the calling
+    thread's."""
 
 
-def _threads_local(lib: ctypes.CDLL) -> Callable[[int], int] | None:
+def _set_threads(lib: ctypes.CDLL) -> Callable[[int], int] | None:
     """The library's ``openblas_set_num_threads_local``, if it has one."""
     try:
         fn = lib.openblas_set_num_threads_local
@@ -88,7 +90,7 @@ def find_gemm() -> Gemm | str:
             except AttributeError:
                 continue
             if all(addresses.values()):
-                return Gemm(names, addresses, bits, _threads_local(lib))
+                return Gemm(names, addresses, bits, _set_threads(lib))
         tried.append(f"{path or 'the process'}: no CBLAS gemm symbol")
     return "no CBLAS gemm found (" + "; ".join(tried) + ")"
 

@@ -200,7 +200,7 @@ class NativeFunction:
         """How many threads ``call`` may split its tiles over."""
         if not call.group or self.threads <= 1:
             return 1
-        if call.serial and _blas_threads_local() is None:
+        if call.serial and _blas_thread_setter() is None:
             return 1  # BLAS would run on every thread from each of them
         largest = max(
             (
@@ -322,10 +322,11 @@ class NativeFunction:
             f.result()
 
 
-def _blas_threads_local() -> Callable[[int], int] | None:
-    """OpenBLAS's thread-local thread count setter, or None (another BLAS, or none)."""
+def _blas_thread_setter() -> Callable[[int], int] | None:
+    """What sets BLAS's thread count (:attr:`~tdsl.runtime.blas.Gemm.set_threads`), or
+    None (another BLAS, or none)."""
     gemm = find_gemm()
-    return None if isinstance(gemm, str) else gemm.threads_local
+    return None if isinstance(gemm, str) else gemm.set_threads
 
 
 class _OneBlasThread:
@@ -341,22 +342,23 @@ class _OneBlasThread:
         self._lock = threading.Lock()
         self._depth = 0
         self._before = 0
+        self._set: Callable[[int], int] = lambda count: count
 
     def __enter__(self) -> None:
-        set_threads = _blas_threads_local()
+        set_threads = _blas_thread_setter()
         if set_threads is None:
             raise NativeCompileError("no BLAS thread count to set: a BLAS group runs on one thread")
         with self._lock:
             if self._depth == 0:
+                self._set = set_threads
                 self._before = set_threads(1)
             self._depth += 1
 
     def __exit__(self, *exc: object) -> None:
-        set_threads = _blas_threads_local()
         with self._lock:
             self._depth -= 1
-            if self._depth == 0 and set_threads is not None:
-                set_threads(self._before)
+            if self._depth == 0:
+                self._set(self._before)
 
 
 _ONE_BLAS_THREAD = _OneBlasThread()

@@ -33,8 +33,9 @@ class _Call:
     """For a group: the scratch (elements) its plan allows, all threads together."""
     serial: bool = False
     """A group whose loops call BLAS (which has threads of its own): where its tiles are
-    shared among threads, each runs its BLAS calls alone (OpenBLAS's thread-local
-    count); where that cannot be set, one thread runs its tiles."""
+    shared among threads, each runs its BLAS calls on one thread (OpenBLAS's count is
+    set to 1 for the call); where that cannot be set, one thread runs its tiles (the
+    name is from when that was always so)."""
 
 
 @dataclass(frozen=True)

@@ -243,7 +243,7 @@ def threadpool_counts() -> list[int]:
     from tdsl.runtime.blas import find_gemm
 
     gemm = find_gemm()
-    set_threads = None if isinstance(gemm, str) else gemm.threads_local
+    set_threads = None if isinstance(gemm, str) else gemm.set_threads
     if set_threads is None:
         return []
     count = set_threads(1)
