@@ -39,6 +39,7 @@ import gc
 import math
 import threading
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
@@ -61,6 +62,7 @@ from tdsl.jit.compiled import (
     CompiledKernel,
     GroupInfo,
     int_bounds,
+    print_located,
     type_str,
 )
 from tdsl.jit.options import NO_FALLBACK_VARIABLE, JitOptions, no_fallback
@@ -250,6 +252,54 @@ def _run_pipeline(
 
     build_pipeline(spec, snapshot).apply(ctx, module)
     return stages
+
+
+LOWERED_CACHE_SIZE = 32
+"""How many native lowerings (:data:`LOWER_PASSES` on a planned module) a process keeps,
+the most recently used, by the planned module's text."""
+
+_LOWERED: OrderedDict[str, dict[str, ModuleOp]] = OrderedDict()
+_LOWERED_LOCK = threading.Lock()
+
+
+def _lower_planned(planned: ModuleOp) -> dict[str, ModuleOp]:
+    """The ``loops`` and ``llvm`` stages of ``planned`` (left unchanged): its
+    :data:`LOWER_PASSES`, run once per planned text (with source locations) in a process.
+
+    Kernels that plan alike (one expression under budgets that tile it alike, a kernel
+    compiled again by another JIT) share the modules, which nothing changes after the
+    compile (a strided variant lowers a copy).  A lowering that warned is not kept (each
+    compile gives its warnings); one remembered records its passes' times as the
+    lookup took.  Machine code has its own cache
+    (:func:`tdsl.runtime.compile.compile_llvm`).
+    """
+    import time
+
+    from xdsl.context import Context
+
+    from tdsl.jit.timing import record
+
+    started = time.perf_counter()
+    key = print_located(planned)
+    with _LOWERED_LOCK:
+        found = _LOWERED.get(key)
+        if found is not None:
+            _LOWERED.move_to_end(key)
+    if found is not None:
+        for name in LOWER_PASSES.split(","):
+            record(name.split("{")[0], (time.perf_counter() - started) / 2)
+        return found
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        lowered = _run_pipeline(LOWER_PASSES, planned.clone(), Context(), None)
+    for w in seen:  # to the caller as they were
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if not seen:
+        with _LOWERED_LOCK:
+            _LOWERED[key] = lowered
+            while len(_LOWERED) > LOWERED_CACHE_SIZE:
+                _LOWERED.popitem(last=False)
+    return lowered
 
 
 @contextlib.contextmanager
@@ -451,7 +501,7 @@ def _choose(
             looped = loop_matmuls(planned["planned"]) if options.target == "auto" else 0
             native: dict[str, ModuleOp] = {}
             if not looped:
-                native = _run_pipeline(LOWER_PASSES, planned["planned"].clone(), Context(), None)
+                native = _lower_planned(planned["planned"])
         over = [w.message for w in caught or () if isinstance(w.message, TdslLoopsBudgetWarning)]
         for w in caught or ():  # the others reach the caller as they were
             if not isinstance(w.message, TdslLoopsBudgetWarning):

@@ -259,6 +259,46 @@ def test_the_same_ir_compiles_once_per_process(monkeypatch: pytest.MonkeyPatch) 
     )
     assert a.llvm_ir == b.llvm_ir
     assert a.function.code.compiled is b.function.code.compiled
+    # ... and their lowering: the loops and llvm stages are the same modules, run once
+    assert a.ir.module("llvm") is b.ir.module("llvm")
+    assert a.ir.module("loops") is b.ir.module("loops")
+    assert a.ir.module("planned") is not b.ir.module("planned")  # each kernel's own plan
+    assert set(b.compile_time) >= {"tdsl-lower-to-loops", "tdsl-convert-to-llvm"}
+
+
+def test_a_lowering_that_warned_is_lowered_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lowering whose passes warned is not remembered: its warnings name the
+    kernel's source, and each compile gives them again."""
+    import warnings
+
+    from tdsl.jit import JITTensorKernel, compiler
+
+    def planned(source: str) -> Any:
+        kernel = JITTensorKernel(target="native").compile(source, {"x": (8,)}, {"x": "f32"})
+        return kernel.ir.module("planned")
+
+    quiet = planned("exp(x) * 3")
+    found = compiler._lower_planned(quiet)
+    assert compiler._lower_planned(quiet) is found  # no warning: remembered
+
+    class Noisy(UserWarning):
+        pass
+
+    real = compiler._run_pipeline
+
+    def noisy(*args: Any, **kwargs: Any) -> Any:
+        warnings.warn(Noisy("a lowering's warning"), stacklevel=1)
+        return real(*args, **kwargs)
+
+    loud = planned("exp(x) * 4")
+    monkeypatch.setattr(compiler, "_LOWERED", type(compiler._LOWERED)())  # forget it
+    monkeypatch.setattr(compiler, "_run_pipeline", noisy)
+    seen = []
+    for _ in range(2):  # each time: the warning, and a lowering of its own
+        with pytest.warns(Noisy, match="a lowering's warning"):
+            seen.append(compiler._lower_planned(loud))
+    assert seen[0] is not seen[1]
+    assert set(seen[0]) == {"loops", "llvm"}
 
 
 def test_unknown_function_is_an_error() -> None:
