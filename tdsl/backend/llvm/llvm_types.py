@@ -249,8 +249,10 @@ def make_signless(module: ModuleOp) -> None:
     unsigned elements (:data:`UNSIGNED_ARGS_ATTR`)."""
     for fn in module.ops:
         if isinstance(fn, func.FuncOp) and fn.body.blocks:
+            types: list[Attribute] = [a.type for a in fn.args]
             elements = [
-                memref_element(a.type) if isinstance(a.type, MemRefType) else None for a in fn.args
+                memref_element(cast(Attribute, t)) if isinstance(t, MemRefType) else None
+                for t in types
             ]
             unsigned = [
                 k
