@@ -96,6 +96,7 @@ def output_staging(plan: _GroupPlan) -> dict[SSAValue, int]:
             or not _holds_exactly(element_type(body.outputs[k]), element_type(v))
             or k in plan.blas.values()
             or k in plan.in_output.values()
+            or k in plan.stored_in_output.values()
             or k in staged.values()
         ):
             continue
@@ -264,7 +265,7 @@ def tile_gemm(body: GroupBody, op: Operation, args: Sequence[SSAValue]) -> TileG
 
 
 def scratch_slots(plan: _GroupPlan) -> tuple[dict[SSAValue, int], list[SSAValue]]:
-    """A scratch slot per stored value of ``plan``, and the first value of each slot (its
+    """A scratch slot per stored value of ``plan`` (but those kept in an output), and the first value of each slot (its
     type is the slot's): a value stored in a sweep after the last sweep that reads
     another of the same type and dims takes over that one's slot, and so does a value
     an element-wise op computes from that other one in the sweep that reads it last,
@@ -340,15 +341,16 @@ def scratch_slots(plan: _GroupPlan) -> tuple[dict[SSAValue, int], list[SSAValue]
         )
         return index, last
 
+    in_scratch = [v for v in plan.stored if v not in plan.stored_in_output]
     producers: dict[SSAValue, Operation] = {}
-    for v in plan.stored:
+    for v in in_scratch:
         p = body.producer(v)
         if p is None:
             raise loops_bug("a stored value that no op of the group computes")
         producers[v] = p
     # in the order the sweeps store them: a slot is free once its last reader has run
     for v in sorted(
-        plan.stored, key=lambda v: (plan.level[producers[v]], body.position[producers[v]])
+        in_scratch, key=lambda v: (plan.level[producers[v]], body.position[producers[v]])
     ):
         p = producers[v]
         index, last = free_slot(v, plan.level[p], p)
@@ -393,7 +395,6 @@ def over_budget(plan: _GroupPlan, scratch: int, limit: int) -> str | None:
         # a value they store spans a dim the plan cuts to fit the budget
         return "the loops take scan and reduction dims whole, and this plan cuts one"
     if scratch > limit + LOOPS_SCRATCH_SLACK:
-        # where no parallel dim is left to cut: a matmul's computed operand, which the
-        # plan reads back from an output, is stored whole
-        return "the loops store values the plan does not keep, such as a matmul's computed operand"
+        # where no parallel dim is left to cut, values are stored whole
+        return "the loops store values the plan does not keep"
     return None

@@ -272,7 +272,7 @@ class _Group(_GroupPlan):
                 p = body.producer(v)
                 if p is None:
                     raise loops_bug("a stored value that no op of the group computes")
-                if self.level[p] == level:
+                if self.level[p] == level and v not in self.stored_in_output:
                     sweeps.setdefault(_dim_set(body.dims[v]), []).append(("store", v))
             for v in self.staged:
                 p = body.producer(v)
@@ -342,7 +342,8 @@ class _Group(_GroupPlan):
             for v in self.stored:  # readable from the next sweep on
                 p = body.producer(v)
                 if p is not None and self.level[p] == level:
-                    storage[v] = Storage(stored[v], tiled=True)
+                    k = self.stored_in_output.get(v)
+                    storage[v] = Storage(stored[v], tiled=True) if k is None else outputs[k]
             for v, k in self.staged.items():  # read back from the output slice
                 p = body.producer(v)
                 if p is not None and self.level[p] == level:

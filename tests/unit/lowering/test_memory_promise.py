@@ -350,13 +350,13 @@ def test_native_announces_a_plan_its_loops_cannot_keep_and_auto_runs_numpy() -> 
     assert peak - got.nbytes <= 724 * 4 + numpy_buffers(1, 4)
 
 
-def test_native_announces_a_computed_matmul_operand_it_stores_whole() -> None:
+def test_native_keeps_a_computed_matmul_operand_that_is_a_result_in_the_result() -> None:
     """Found by the property test's random exploration: ``softmax(x, axis=0)`` is both a
     result and ``matmul``'s left operand.  The plan keeps 362 elements (its column
     statistics): the numpy target reads the operand back from the result.  The native
-    loops have no parallel dim left to cut and store the 362x362 operand whole (0.5 MB a
-    call); within a few thousand elements of the plan they said nothing, and they now
-    warn with the reason, as they do where a plan cuts a dim they take whole."""
+    loops, with no parallel dim left to cut, stored the 362x362 operand whole in scratch
+    (0.5 MB a call, beyond the budget); they now keep it in the result they write
+    anyway, and read it back from there."""
     native_or_skip()
     rng = np.random.default_rng(0)
     x = rng.standard_normal((362, 362)).astype(np.float32)
@@ -366,17 +366,25 @@ def test_native_announces_a_computed_matmul_operand_it_stores_whole() -> None:
         "    s = softmax(x, axis=0)\n"
         "    return matmul(s, v), s\n"
     )
-    with pytest.warns(TdslLoopsBudgetWarning, match="store values the plan does not keep"):
-        native = JITTensorKernel(memory_budget=362, target="native", threads=1).compile(source)
     e = np.exp(x - x.max(axis=0))
     s = e / e.sum(axis=0)
-    got = native(x, v)
-    np.testing.assert_allclose(got[1], s, rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(got[0], s @ v, rtol=1e-4, atol=1e-5)
-    fn = JITTensorKernel(memory_budget=362, target="auto", threads=1).compile(source)
-    assert fn.target == "numpy"
-    peak, results = measure_peak(fn, x, v)
-    assert peak - sum(r.nbytes for r in results) <= 362 * 4 + numpy_buffers(1, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TdslLoopsBudgetWarning)
+        native = JITTensorKernel(memory_budget=362, target="native", threads=1).compile(source)
+    # the group function's arguments: x and the result s are 362x362, no scratch is
+    (signature,) = [
+        line for line in native.ir["loops"].splitlines() if "func.func @main_g0(" in line
+    ]
+    assert signature.count("memref<362x362xf32>") == 2
+    for fn in (
+        native,
+        JITTensorKernel(memory_budget=362, target="auto", threads=1).compile(source),
+    ):
+        got = fn(x, v)
+        np.testing.assert_allclose(got[1], s, rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(got[0], s @ v, rtol=1e-4, atol=1e-5)
+        peak, results = measure_peak(fn, x, v)
+        assert peak - sum(r.nbytes for r in results) <= 362 * 4 + numpy_buffers(1, 4)
 
 
 def test_auto_runs_numpy_where_the_native_loops_would_break_the_budget() -> None:

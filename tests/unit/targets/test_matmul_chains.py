@@ -303,3 +303,57 @@ def test_a_constant_operand_of_a_matmul(target: str, text: str) -> None:
     kernel = JITTensorKernel(target=target, memory_budget=64).compile(text, {"x": x.shape}, "f32")
     want = np.zeros((3, 4)) @ x + 1 if text.startswith("matmul(zeros") else x.T @ np.ones((4, 2))
     np.testing.assert_allclose(kernel(x=x), want, rtol=1e-6)
+
+
+RESULTS_READ_BACK = {
+    # a matmul's left operand, computed a tile of rows at a time, that is also a result:
+    # BLAS reads it from the result (f32), the loops compute the matmul from it (f16)
+    "scaled": (
+        "def main(x: {t}[40, 24], w: {t}[24, 8]):\n    y = exp(x) * 2.0\n    return y @ w, y\n",
+        lambda x, w: ((y := np.exp(x) * x.dtype.type(2)) @ w, y),
+    ),
+    # normalized over its columns (the rows the loops would cut), then multiplied
+    "columns": (
+        "def main(x: {t}[40, 24], w: {t}[24, 8]):\n"
+        "    s = softmax(x, axis=0)\n    return matmul(s, w), s\n",
+        lambda x, w: ((s := _softmax(x.T).T) @ w, s),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", RESULTS_READ_BACK)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("budget", [64, 1_000_000])
+def test_a_stored_value_that_is_a_result_is_read_back_from_it(
+    name: str, dtype: Any, budget: int
+) -> None:
+    """A value the native loops store for a later sweep (a matmul's computed operand)
+    that the group also yields is kept in its result's slice, which its sweep writes
+    anyway, not in scratch too; later sweeps read it back from there."""
+    pytest.importorskip("llvmlite")
+    from tdsl.backend.llvm.loops_plan import _GroupPlan  # pyright: ignore[reportPrivateUsage]
+    from tdsl.dialects.kernel import TileOp
+    from tdsl.runtime.compile import native_unavailable_reason
+
+    if native_unavailable_reason() is not None:
+        pytest.skip(str(native_unavailable_reason()))
+    text, reference = RESULTS_READ_BACK[name]
+    t = "f32" if dtype == np.float32 else "f16"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)  # no fusion plan fits 64
+        kernel = JITTensorKernel(target="native", memory_budget=budget, threads=2).compile(
+            text.format(t=t)
+        )
+    plans = [_GroupPlan(op) for op in kernel.ir.module("planned").walk() if isinstance(op, TileOp)]
+    kept = [v for plan in plans for v in plan.stored_in_output]
+    assert kept, "no stored value kept in its result"
+    assert all(v not in plan.slots for plan in plans for v in plan.stored_in_output)
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((40, 24)) / 4).astype(dtype)
+    w = (rng.standard_normal((24, 8)) / 4).astype(dtype)
+    got = kernel(x, w)
+    want = reference(x.astype(np.float64), w.astype(np.float64))
+    tol = 2e-2 if dtype == np.float16 else 2e-5
+    for g, r in zip(got, want, strict=True):
+        assert g.dtype == dtype
+        np.testing.assert_allclose(g, r, rtol=tol, atol=tol * np.abs(r).max())
