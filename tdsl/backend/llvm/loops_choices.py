@@ -20,6 +20,7 @@ from tdsl.backend.llvm.loops_common import (  # pyright: ignore[reportPrivateUsa
     _holds_exactly,  # pyright: ignore[reportPrivateUsage]
     _is_contraction,  # pyright: ignore[reportPrivateUsage]
     _is_reduction,  # pyright: ignore[reportPrivateUsage]
+    _is_scan,  # pyright: ignore[reportPrivateUsage]
     _Packing,  # pyright: ignore[reportPrivateUsage]
     loops_bug,
 )
@@ -102,6 +103,27 @@ def output_staging(plan: _GroupPlan) -> dict[SSAValue, int]:
             continue
         staged[v] = k
     return staged
+
+
+def stored_in_outputs(plan: _GroupPlan) -> dict[SSAValue, int]:
+    """Per stored value of ``plan`` that the group yields as one output of its own dims
+    (not a reduction's, a scan's or BLAS's, and not accumulated in place), that output:
+    the value is kept in the output's slice, which the sweep computing it writes anyway,
+    and read back from there, not kept in scratch too."""
+    body = plan.body
+    found: dict[SSAValue, int] = {}
+    for v in plan.stored:
+        p = body.producer(v)
+        if p is None or _is_reduction(p) or _is_scan(p) or body.outputs.count(v) != 1:
+            continue
+        k = body.outputs.index(v)
+        if (
+            body.output_dims[k] == body.dims[v]
+            and k not in plan.blas.values()
+            and k not in plan.in_output.values()
+        ):
+            found[v] = k
+    return found
 
 
 def blas_output(body: GroupBody, op: Operation) -> int | None:

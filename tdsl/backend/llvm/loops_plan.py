@@ -21,6 +21,7 @@ from tdsl.backend.llvm.loops_choices import (
     over_budget,
     packed_inputs,
     scratch_slots,
+    stored_in_outputs,
     tile_gemm,
 )
 from tdsl.backend.llvm.loops_common import (
@@ -336,7 +337,7 @@ class _GroupPlan:
             self._recorded_stored(self.recorded.stored, needed)
         else:
             self._keep_long_chains()
-        self.stored_in_output = self._stored_in_outputs()
+        self.stored_in_output = stored_in_outputs(self)
         """Stored values that are outputs of the group: kept in their output's slice (the
         sweep that computes them writes it anyway), not in scratch; later sweeps read
         them back from there."""
@@ -417,24 +418,6 @@ class _GroupPlan:
             )
         self.stored = chosen
         self.kept = [v for v in chosen if v not in needed]
-
-    def _stored_in_outputs(self) -> dict[SSAValue, int]:
-        """Per stored value that the group yields as one output of its own dims (not a
-        reduction's, a scan's or BLAS's, and not accumulated in place), that output."""
-        body = self.body
-        found: dict[SSAValue, int] = {}
-        for v in self.stored:
-            p = body.producer(v)
-            if p is None or _is_reduction(p) or _is_scan(p) or body.outputs.count(v) != 1:
-                continue
-            k = body.outputs.index(v)
-            if (
-                body.output_dims[k] == body.dims[v]
-                and k not in self.blas.values()
-                and k not in self.in_output.values()
-            ):
-                found[v] = k
-        return found
 
     def _sweep_readers(self, value: SSAValue) -> list[Operation]:
         """The ops of the body that read ``value`` directly or through element-wise
