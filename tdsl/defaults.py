@@ -29,6 +29,13 @@ def default_fallback_budget(input_elements: int) -> int | None:
     return input_elements if input_elements > DEFAULT_MEMORY_BUDGET else None
 
 
+MIN_BLAS_BYTES_PER_THREAD = 1 << 18
+"""A group whose loops call BLAS splits its tiles over threads only where its largest
+operand has at least this many bytes per thread (256 KiB): its tiles go to threads, each
+running its BLAS calls alone, where BLAS would otherwise take both threads for its calls
+and leave the sweeps between them (a softmax's) to one.  The loops' plan fits its tiles
+to a thread's share of the scratch only then; the runtime splits by the same rule."""
+
 MAX_OPTION = 2**62
 """The largest integer option (a memory budget, a tile size, a thread count): IR
 keeps them as 64-bit integers, and no machine has more elements or threads."""

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from tdsl.defaults import MIN_BLAS_BYTES_PER_THREAD
 from tdsl.errors import TdslIndexError
 from tdsl.runtime.blas import find_gemm, matmul_shims
 from tdsl.runtime.compile import CompiledModule, NativeCompileError, compile_llvm, llvm_ir
@@ -67,11 +68,6 @@ MIN_BYTES_PER_THREAD = 1 << 20
 target's rule too): handing tiles to a pool thread and waiting for it costs about
 60 us here, which a split repays from about 1 MiB per thread on (``python
 benchmarks/native_loops.py threads``)."""
-
-MIN_BLAS_BYTES_PER_THREAD = 1 << 18
-"""... or, for a group whose loops call BLAS, 256 KiB: its tiles go to threads, each
-running its BLAS calls alone, where BLAS would otherwise take both threads for its
-calls and leave the sweeps between them (a softmax's) to one."""
 
 
 class NativeCode:
@@ -212,6 +208,7 @@ class NativeFunction:
         )
         # (a BLAS group's work grows faster than its operands: a matrix product of
         # 256 KiB operands is 2 * 256**3 operations, a third of a millisecond)
+        # (or, for a group whose loops call BLAS, MIN_BLAS_BYTES_PER_THREAD: its plan's rule)
         least = MIN_BLAS_BYTES_PER_THREAD if call.serial else MIN_BYTES_PER_THREAD
         threads = min(self.threads, _tiles(call) // MIN_TILES_PER_THREAD, largest // least)
         # each thread past the first gets a copy of the group's scratch: all of them

@@ -7,10 +7,12 @@ packed blocks (:func:`packed_inputs`), and which scratch slot holds each stored 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from tdsl.backend.llvm.loops_common import (  # pyright: ignore[reportPrivateUsage]
@@ -24,6 +26,7 @@ from tdsl.backend.llvm.loops_common import (  # pyright: ignore[reportPrivateUsa
     _Packing,  # pyright: ignore[reportPrivateUsage]
     loops_bug,
 )
+from tdsl.dialects.kernel import TileOp
 from tdsl.dialects.kernel_plan import GroupBody
 from tdsl.dialects.structured import (
     ElementwiseOp,
@@ -103,6 +106,15 @@ def output_staging(plan: _GroupPlan) -> dict[SSAValue, int]:
             continue
         staged[v] = k
     return staged
+
+
+def largest_bytes(tile: TileOp) -> int:
+    """The bytes of the largest operand, result or recorded scratch of ``tile`` (the
+    runtime's measure of whether a group's tiles are worth splitting over threads)."""
+    values = [v for v in (*tile.operands, *tile.results) if isinstance(v.type, TensorType)]
+    sizes = [math.prod(tensor_shape(v)) * numpy_dtype(v.type).itemsize for v in values]
+    itemsize = max((numpy_dtype(v.type).itemsize for v in values), default=1)
+    return max([tile.scratch_value * itemsize, *sizes])
 
 
 def stored_in_outputs(plan: _GroupPlan) -> dict[SSAValue, int]:

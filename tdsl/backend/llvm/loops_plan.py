@@ -17,6 +17,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from tdsl.backend.llvm.loops_choices import (
     TileGemm,
     blas_output,
+    largest_bytes,
     output_staging,
     over_budget,
     packed_inputs,
@@ -38,6 +39,7 @@ from tdsl.backend.llvm.loops_common import (
     _state_size,
     loops_bug,
 )
+from tdsl.defaults import MIN_BLAS_BYTES_PER_THREAD
 from tdsl.dialects.kernel import TileOp
 from tdsl.dialects.kernel_plan import Dims, GroupBody, carried_dims, carry_dims, propagate_dims
 from tdsl.dialects.kernel_tile import LoopsPlan
@@ -160,9 +162,10 @@ class _GroupPlan:
         else:
             self._plan()
             # with BLAS calls, each thread runs tiles in a scratch of its own (BLAS on
-            # that thread alone): the tiles fit the recorded scratch that many times
-            share = threads if self.gemm and threads > 1 else 1
-            self._choose_tiles(tiles, limit // share)
+            # that thread alone): the tiles fit the recorded scratch that many times,
+            # where the operands are large enough for the runtime to split them
+            share = min(threads, largest_bytes(tile) // MIN_BLAS_BYTES_PER_THREAD)
+            self._choose_tiles(tiles, limit // max(1, share) if self.gemm else limit)
         scratch = self._scratch_elements()
         why = None if self.recorded is not None else over_budget(self, scratch, limit)
         if why is not None:

@@ -357,3 +357,32 @@ def test_a_stored_value_that_is_a_result_is_read_back_from_it(
     for g, r in zip(got, want, strict=True):
         assert g.dtype == dtype
         np.testing.assert_allclose(g, r, rtol=tol, atol=tol * np.abs(r).max())
+
+
+@pytest.mark.parametrize("rows", [32, 128])
+def test_small_blas_groups_plan_their_tiles_for_the_threads_that_run_them(rows: int) -> None:
+    """An attention head of a few rows on two threads: its operands are too small for
+    the runtime to split its tiles over threads (MIN_BLAS_BYTES_PER_THREAD), so its plan
+    fits its tiles to the whole recorded scratch, as on one thread, not to half of it
+    (S=32 made twice the BLAS calls, on tiles of 4 rows instead of 8)."""
+    pytest.importorskip("llvmlite")
+    from tdsl.backend.llvm.loops_plan import _GroupPlan  # pyright: ignore[reportPrivateUsage]
+    from tdsl.defaults import MIN_BLAS_BYTES_PER_THREAD
+    from tdsl.dialects.kernel import TileOp
+    from tdsl.runtime.compile import native_unavailable_reason
+
+    if native_unavailable_reason() is not None:
+        pytest.skip(str(native_unavailable_reason()))
+    a = arrays("attention", rows, 64, rows, np.float32, 0)
+    plans = {}
+    for threads in (1, 2):
+        kernel = JITTensorKernel(target="native", threads=threads).compile(
+            CHAINS["attention"][0], {k: v.shape for k, v in a.items()}, "f32"
+        )
+        (tile,) = [op for op in kernel.ir.module("planned").walk() if isinstance(op, TileOp)]
+        assert tile.scratch_value * 4 < 2 * MIN_BLAS_BYTES_PER_THREAD  # small: no split
+        plans[threads] = _GroupPlan(tile, threads=threads).tiles
+        assert kernel.function._threads == [1]  # pyright: ignore[reportAttributeAccessIssue]
+        want = CHAINS["attention"][1](a)
+        np.testing.assert_allclose(kernel(**a), want, rtol=2e-5, atol=2e-6 * np.abs(want).max())
+    assert plans[1] == plans[2]
