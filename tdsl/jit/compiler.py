@@ -256,7 +256,7 @@ def _run_pipeline(
 
 LOWERED_CACHE_SIZE = 32
 """How many native lowerings (:data:`LOWER_PASSES` on a planned module) a process keeps,
-the most recently used, by the planned module's text."""
+the most recently used, by the planned module's text with its source locations."""
 
 _LOWERED: OrderedDict[str, dict[str, ModuleOp]] = OrderedDict()
 _LOWERED_LOCK = threading.Lock()
@@ -267,10 +267,10 @@ def _lower_planned(planned: ModuleOp) -> dict[str, ModuleOp]:
     :data:`LOWER_PASSES`, run once per planned text (with source locations) in a process.
 
     Kernels that plan alike (one expression under budgets that tile it alike, a kernel
-    compiled again by another JIT) share the modules, which nothing changes after the
-    compile (a strided variant lowers a copy).  A lowering that warned is not kept (each
-    compile gives its warnings); one remembered records its passes' times as the
-    lookup took.  Machine code has its own cache
+    compiled again by another JIT) lower once; each gets copies of the modules (a tenth
+    of the lowering's time), which it may change.  A lowering that warned is not kept
+    (each compile gives its warnings); one remembered records its passes' times as the
+    lookup and copy took.  Machine code has its own cache
     (:func:`tdsl.runtime.compile.compile_llvm`).
     """
     import time
@@ -286,9 +286,10 @@ def _lower_planned(planned: ModuleOp) -> dict[str, ModuleOp]:
         if found is not None:
             _LOWERED.move_to_end(key)
     if found is not None:
+        copies = {stage: module.clone() for stage, module in found.items()}
         for name in LOWER_PASSES.split(","):
             record(name.split("{")[0], (time.perf_counter() - started) / 2)
-        return found
+        return copies
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         lowered = _run_pipeline(LOWER_PASSES, planned.clone(), Context(), None)
@@ -296,7 +297,7 @@ def _lower_planned(planned: ModuleOp) -> dict[str, ModuleOp]:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if not seen:
         with _LOWERED_LOCK:
-            _LOWERED[key] = lowered
+            _LOWERED[key] = {stage: module.clone() for stage, module in lowered.items()}
             while len(_LOWERED) > LOWERED_CACHE_SIZE:
                 _LOWERED.popitem(last=False)
     return lowered

@@ -299,8 +299,8 @@ def tile_gemm(body: GroupBody, op: Operation, args: Sequence[SSAValue]) -> TileG
 
 
 def scratch_slots(plan: _GroupPlan) -> tuple[dict[SSAValue, int], list[SSAValue]]:
-    """A scratch slot per stored value of ``plan`` (but those kept in an output), and the first value of each slot (its
-    type is the slot's): a value stored in a sweep after the last sweep that reads
+    """A scratch slot per stored value of ``plan`` (but those kept in an output), and the
+    first value of each slot (its type is the slot's): a value stored in a sweep after the last sweep that reads
     another of the same type and dims takes over that one's slot, and so does a value
     an element-wise op computes from that other one in the sweep that reads it last,
     element by element, where nothing else reads it (``exp``'s tile divided by its row

@@ -259,11 +259,29 @@ def test_the_same_ir_compiles_once_per_process(monkeypatch: pytest.MonkeyPatch) 
     )
     assert a.llvm_ir == b.llvm_ir
     assert a.function.code.compiled is b.function.code.compiled
-    # ... and their lowering: the loops and llvm stages are the same modules, run once
-    assert a.ir.module("llvm") is b.ir.module("llvm")
-    assert a.ir.module("loops") is b.ir.module("loops")
-    assert a.ir.module("planned") is not b.ir.module("planned")  # each kernel's own plan
-    assert set(b.compile_time) >= {"tdsl-lower-to-loops", "tdsl-convert-to-llvm"}
+    # ... and their lowering, run once: each kernel has copies of its modules
+    from tdsl.jit import compiler
+
+    real = compiler._run_pipeline
+    lowerings: list[str] = []
+
+    def counted(spec: str, *args: Any, **kwargs: Any) -> Any:
+        if spec == compiler.LOWER_PASSES:
+            lowerings.append(spec)
+        return real(spec, *args, **kwargs)
+
+    monkeypatch.setattr(compiler, "_run_pipeline", counted)
+    c, d = (
+        JITTensorKernel(memory_budget=budget, target="native").compile(
+            "exp(x) * 5", {"x": (8,)}, {"x": "f32"}
+        )
+        for budget in (1 << 20, 1 << 21)
+    )
+    assert lowerings == [compiler.LOWER_PASSES]
+    for stage in ("loops", "llvm"):
+        assert c.ir.module(stage) is not d.ir.module(stage)
+        assert c.ir[stage] == d.ir[stage]
+    assert set(d.compile_time) >= {"tdsl-lower-to-loops", "tdsl-convert-to-llvm"}
 
 
 def test_a_lowering_that_warned_is_lowered_again(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -277,28 +295,29 @@ def test_a_lowering_that_warned_is_lowered_again(monkeypatch: pytest.MonkeyPatch
         kernel = JITTensorKernel(target="native").compile(source, {"x": (8,)}, {"x": "f32"})
         return kernel.ir.module("planned")
 
-    quiet = planned("exp(x) * 3")
-    found = compiler._lower_planned(quiet)
-    assert compiler._lower_planned(quiet) is found  # no warning: remembered
+    quiet, loud = planned("exp(x) * 3"), planned("exp(x) * 4")
+    monkeypatch.setattr(compiler, "_LOWERED", type(compiler._LOWERED)())  # forget them
+    real = compiler._run_pipeline
+    runs: list[str] = []
 
     class Noisy(UserWarning):
         pass
 
-    real = compiler._run_pipeline
-
-    def noisy(*args: Any, **kwargs: Any) -> Any:
-        warnings.warn(Noisy("a lowering's warning"), stacklevel=1)
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        runs.append("run")
+        if len(runs) > 1:  # the first lowering is quiet, the later ones warn
+            warnings.warn(Noisy("a lowering's warning"), stacklevel=1)
         return real(*args, **kwargs)
 
-    loud = planned("exp(x) * 4")
-    monkeypatch.setattr(compiler, "_LOWERED", type(compiler._LOWERED)())  # forget it
-    monkeypatch.setattr(compiler, "_run_pipeline", noisy)
-    seen = []
-    for _ in range(2):  # each time: the warning, and a lowering of its own
+    monkeypatch.setattr(compiler, "_run_pipeline", counted)
+    first = compiler._lower_planned(quiet)
+    again = compiler._lower_planned(quiet)  # no warning: remembered, and copied
+    assert len(runs) == 1 and again["llvm"] is not first["llvm"]
+    assert str(again["llvm"]) == str(first["llvm"])
+    for n in (2, 3):  # each time: the warning, and a lowering of its own
         with pytest.warns(Noisy, match="a lowering's warning"):
-            seen.append(compiler._lower_planned(loud))
-    assert seen[0] is not seen[1]
-    assert set(seen[0]) == {"loops", "llvm"}
+            assert set(compiler._lower_planned(loud)) == {"loops", "llvm"}
+        assert len(runs) == n
 
 
 def test_unknown_function_is_an_error() -> None:
