@@ -108,6 +108,37 @@ def output_staging(plan: _GroupPlan) -> dict[SSAValue, int]:
     return staged
 
 
+def accumulated_in_outputs(plan: _GroupPlan) -> dict[Operation, int]:
+    """The reductions of ``plan`` that accumulate in an output, to that output: each
+    yielded as it is (no finalization, same dtype), and each matmul BLAS computes a tile
+    at a time that an output's element-wise chain alone reads (its tile written into the
+    output, the chain in place over it: no tile of scratch for it; a lone ``q @ k.T``,
+    whose tile op records none, ran in tiles of one element)."""
+    body = plan.body
+    found: dict[Operation, int] = {}
+    for k, v in enumerate(body.outputs):
+        p = body.producer(v)
+        if (
+            p is None
+            or not _is_reduction(p)
+            or p in plan.blas
+            or p in plan.gemm
+            or p in found
+            or body.outputs.count(v) != 1
+            or reduction_of(p).finalizes()
+            or reduction_of(p).accumulator().size != 1
+            or reduction_of(p).accumulator_dtype() != numpy_dtype(v.type)
+            or body.output_dims[k] != body.dims[v]
+        ):
+            continue
+        found[p] = k
+    for op in plan.gemm:
+        k = epilogue_output(body, op)
+        if k is not None and k not in (*found.values(), *plan.blas.values()):
+            found[op] = k
+    return found
+
+
 def largest_bytes(tile: TileOp) -> int:
     """The bytes of the largest operand, result or recorded scratch of ``tile`` (the
     runtime's measure of whether a group's tiles are worth splitting over threads)."""
@@ -153,6 +184,13 @@ def blas_output(body: GroupBody, op: Operation) -> int | None:
         return None  # a constant is no input BLAS could be handed (it runs as loops)
     if str(element_type(op.results[0])) not in ("f32", "f64"):
         return None
+    return epilogue_output(body, op)
+
+
+def epilogue_output(body: GroupBody, op: Operation) -> int | None:
+    """The output ``op``'s result may be computed in, if any: the one output whose
+    element-wise chain alone reads the result, point by point, and that holds its
+    element type (the chain then runs in place over it)."""
     result = op.results[0]
     point = _dim_set(body.dims[result])
     seen: set[SSAValue] = set()

@@ -16,6 +16,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from tdsl.backend.llvm.loops_choices import (
     TileGemm,
+    accumulated_in_outputs,
     blas_output,
     largest_bytes,
     output_staging,
@@ -49,7 +50,6 @@ from tdsl.dialects.structured import (
     constant_value,
     element_of,
     element_type,
-    numpy_dtype,
     reduction_of,
     tensor_shape,
 )
@@ -277,24 +277,8 @@ class _GroupPlan:
                     g, self.gemm
                 ):
                     self.gemm[op] = g
-        # a reduction yielded as it is (no finalization, same dtype) accumulates in its output
-        self.in_output: dict[Operation, int] = {}
-        for k, v in enumerate(body.outputs):
-            p = body.producer(v)
-            if (
-                p is None
-                or not _is_reduction(p)
-                or p in self.blas
-                or p in self.gemm
-                or p in self.in_output
-                or body.outputs.count(v) != 1
-                or reduction_of(p).finalizes()
-                or reduction_of(p).accumulator().size != 1
-                or reduction_of(p).accumulator_dtype() != numpy_dtype(v.type)
-                or body.output_dims[k] != body.dims[v]
-            ):
-                continue
-            self.in_output[p] = k
+        self.in_output = accumulated_in_outputs(self)
+        """Reductions (and BLAS tile matmuls) accumulated in an output, to the output."""
         # operands a matmul in loops reads along its contraction are stored first (one
         # tile's worth), not recomputed for every column of its result
         self.stored: list[SSAValue] = []

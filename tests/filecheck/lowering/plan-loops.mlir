@@ -22,13 +22,14 @@ func.func @main(%x: tensor<32x16xf32>, %w: tensor<16x8xf32>) -> tensor<32x8xf32>
 // CHECK:      kernel.tile(%x, %w) group "g0" space [32, 8, 16] iterators ["parallel", "parallel", "reduction"] tiles [32, 8, 16] scratch [memref<512xf32>] sweeps [0, 0] loops tiles [16, 8, 16] stored [0] blas [1]
 // CHECK-NEXT:   ins [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>]
 
-// The group function's scratch is one tile of the product (16x8) and one of relu(x)
-// (16x16); the loops call BLAS's gemm on them, a tile of rows at a time: A, B, C,
-// then m, n, k, the three row strides, the three offsets and whether B is transposed.
-// LOOPS:      func.func @main_g0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<32x16xf32>, %{{.*}}: memref<16x8xf32>, %{{.*}}: memref<32x8xf32>, %{{.*}}: memref<16x8xf32>, %{{.*}}: memref<16x16xf32>)
-// LOOPS:      func.call @tdsl_gemm_f32_{{[0-9a-f]+}}(%{{.*}}, %w, %{{.*}}, {{.*}}) : (memref<16x16xf32>, memref<16x8xf32>, memref<16x8xf32>, index, index, index, index, index, index, index, index, index, index) -> ()
+// The group function's scratch is one tile of relu(x) (16x16); the loops call BLAS's
+// gemm on it, a tile of rows at a time, writing the product's rows into the result
+// (%out0: the product is the group's output): A, B, C, then m, n, k, the three row
+// strides, the three offsets and whether B is transposed.
+// LOOPS:      func.func @main_g0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<32x16xf32>, %{{.*}}: memref<16x8xf32>, %out0: memref<32x8xf32>, %{{.*}}: memref<16x16xf32>)
+// LOOPS:      func.call @tdsl_gemm_f32_{{[0-9a-f]+}}(%{{.*}}, %w, %out0, {{.*}}) : (memref<16x16xf32>, memref<16x8xf32>, memref<32x8xf32>, index, index, index, index, index, index, index, index, index, index) -> ()
 // LOOPS-NOT:  func.call @tdsl_matmul
-// LOOPS:      func.func private @tdsl_gemm_f32_{{[0-9a-f]+}}(memref<16x16xf32>, memref<16x8xf32>, memref<16x8xf32>, index, index, index, index, index, index, index, index, index, index)
+// LOOPS:      func.func private @tdsl_gemm_f32_{{[0-9a-f]+}}(memref<16x16xf32>, memref<16x8xf32>, memref<32x8xf32>, index, index, index, index, index, index, index, index, index, index)
 
 // In f16, which BLAS does not compute, the loops compute the matmul: rows in tiles
 // of one (threads share them), relu(x) kept in scratch, since the matmul's loops

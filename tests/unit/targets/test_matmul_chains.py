@@ -202,8 +202,8 @@ def _gpt2_mlp(x: Array, w1: Array, b: Array, w2: Array) -> Array:
 
 def test_blas_tiles_are_as_tall_as_the_recorded_scratch_allows() -> None:
     """A GPT-2 MLP's shapes (512 rows, 768 -> 3072 -> 768) at the default budget: the
-    second matmul BLAS computes a tile at a time writes its tile into the slot of the
-    first one's left operand (whose reads are over), so on one thread the loops' rows
+    second matmul BLAS computes a tile at a time writes its tile into the result (the
+    residual's addition runs in place over it), so on one thread the loops' rows
     are taller than the NumPy target's plan (103: BLAS runs faster on taller tiles),
     evenly cut, and their scratch stays within what the tile op records under the
     budget.  On two threads, each runs tiles in a scratch of its own (both within the
@@ -225,7 +225,8 @@ def test_blas_tiles_are_as_tall_as_the_recorded_scratch_allows() -> None:
         (tile,) = [op for op in kernel.ir.module("tiled").walk() if isinstance(op, TileOp)]
         plan = _GroupPlan(tile, threads=threads)
         rows = plan.tiles[0]
-        assert len(plan.gemm) == 2 and len(plan.shared) == 1
+        assert len(plan.gemm) == 2 and not plan.shared
+        assert [op for op in plan.gemm if op in plan.in_output] == [list(plan.gemm)[-1]]
         assert 512 % rows == 0, rows
         scratch = sum(math.prod(t.get_shape()) for t in plan.scratch_types())
         # on two threads each has a scratch of its own, BLAS on that thread alone
@@ -386,3 +387,38 @@ def test_small_blas_groups_plan_their_tiles_for_the_threads_that_run_them(rows: 
         want = CHAINS["attention"][1](a)
         np.testing.assert_allclose(kernel(**a), want, rtol=2e-5, atol=2e-6 * np.abs(want).max())
     assert plans[1] == plans[2]
+
+
+@pytest.mark.parametrize(
+    ("text", "reference"),
+    [
+        ("Q @ K.T", lambda q, k: q @ k.T),
+        ("matmul(Q, K.T) + 1", lambda q, k: q @ k.T + 1),
+        ("exp(Q @ transpose(K) * 0.125) * 2", lambda q, k: np.exp(q @ k.T * 0.125) * 2),
+    ],
+)
+def test_a_matmul_into_its_result_needs_no_scratch(text: str, reference: Any) -> None:
+    """A matmul BLAS computes a tile at a time (its right operand a transpose, computed
+    in the group) whose result only an output's element-wise chain reads writes its tiles
+    into that output, the chain in place over them.  Its tile op records no scratch (the
+    numpy target needs none), and the loops, which kept its tile in scratch, cut the
+    result into tiles of one element: a BLAS call per element, 120x slower than NumPy at
+    128x128, and what `auto` picked from 128x128 on."""
+    pytest.importorskip("llvmlite")
+    from tdsl.backend.llvm.loops_plan import _GroupPlan  # pyright: ignore[reportPrivateUsage]
+    from tdsl.dialects.kernel import TileOp
+    from tdsl.runtime.compile import native_unavailable_reason
+
+    if native_unavailable_reason() is not None:
+        pytest.skip(str(native_unavailable_reason()))
+    rng = np.random.default_rng(7)
+    q, k = (rng.standard_normal((96, 64)).astype(np.float32) for _ in range(2))
+    kernel = JITTensorKernel(target="native", threads=1).compile(
+        text, {"Q": q.shape, "K": k.shape}, "f32"
+    )
+    (tile,) = [op for op in kernel.ir.module("planned").walk() if isinstance(op, TileOp)]
+    plan = _GroupPlan(tile)
+    assert tile.scratch_value == 0 and plan.tiles[:2] == (96, 96)
+    assert list(plan.gemm) == list(plan.in_output)  # its tile written into the result
+    want = reference(q, k)
+    np.testing.assert_allclose(kernel(q, k), want, rtol=2e-5, atol=2e-5 * np.abs(want).max())
