@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import (
     AffineMapAttr,
     ArrayAttr,
     DenseArrayBase,
+    IntegerAttr,
     MemRefType,
     StringAttr,
     TensorType,
@@ -93,7 +94,9 @@ class TileOp(GroupOp):
     the values the loops keep in scratch for later loop nests (numbered in order
     over the results of the body's ops that are not constants, after
     ``tdsl-tile``'s decomposition of the ops it decomposes), and the positions
-    of the matmuls a BLAS call computes.  The other targets do not read it.
+    of the matmuls a BLAS call computes; ``limit N`` (optional) the scratch they use,
+    all threads together, where more than ``scratch`` (``tdsl-plan-loops{memory-budget=B}``
+    lets them use what the budget leaves).  The other targets do not read it.
 
     ```mlir
     %y = kernel.tile(%x, %w, %b) group "g0" space [64, 256, 128] iterators ["parallel", "parallel", "reduction"] tiles [16, 256, 128] scratch [] sweeps [0, 0, 0]
@@ -122,11 +125,13 @@ class TileOp(GroupOp):
     loops_tiles = opt_prop_def(DenseArrayBase.constr(I64))
     loops_stored = opt_prop_def(DenseArrayBase.constr(I64))
     loops_blas = opt_prop_def(DenseArrayBase.constr(I64))
+    loops_limit = opt_prop_def(IntegerAttr[I64])
 
     assembly_format = (
         "`(` $inputs `)` (`group` $group^)? `space` $space `iterators` $iterators "
         "`tiles` $tiles `scratch` $scratch (`sweeps` $sweeps^)? (`staged` $staged^)? "
         "(`loops` `tiles` $loops_tiles^ `stored` $loops_stored `blas` $loops_blas)? "
+        "(`limit` $loops_limit^)? "
         "`\\n` ` ` ` ` `ins` $in_maps `\\n` ` ` ` ` `outs` $out_maps "
         "attr-dict `:` functional-type($inputs, $outputs) $body"
     )
@@ -256,17 +261,22 @@ class TileOp(GroupOp):
             self.loops_tiles.get_values(),
             self.loops_stored.get_values(),
             self.loops_blas.get_values(),
+            None if self.loops_limit is None else self.loops_limit.value.data,
         )
 
     def record_loops_plan(self, plan: LoopsPlan | None) -> None:
         """Record (None: drop) the native loops' plan."""
         if plan is None:
-            for key in ("loops_tiles", "loops_stored", "loops_blas"):
+            for key in ("loops_tiles", "loops_stored", "loops_blas", "loops_limit"):
                 self.properties.pop(key, None)
             return
         self.properties["loops_tiles"] = DenseArrayBase.from_list(i64, list(plan.tiles))
         self.properties["loops_stored"] = DenseArrayBase.from_list(i64, list(plan.stored))
         self.properties["loops_blas"] = DenseArrayBase.from_list(i64, list(plan.blas))
+        if plan.limit is None:
+            self.properties.pop("loops_limit", None)
+        else:
+            self.properties["loops_limit"] = IntegerAttr(plan.limit, i64)
 
     @property
     def iterator_types(self) -> tuple[IteratorType, ...]:
@@ -495,7 +505,15 @@ class TileOp(GroupOp):
             )
         plan = self.loops_plan
         if plan is None:
+            if self.loops_limit is not None:
+                raise VerifyException(f"'{self.name}' op records a loops `limit` without a plan")
             return
+        if plan.limit is not None and plan.limit < self.scratch_value:
+            raise VerifyException(
+                f"'{self.name}' op loops limit {plan.limit} is less than the "
+                f"{self.scratch_value} elements of scratch its plan records (leave it out: "
+                "the loops then fit that)"
+            )
         space = self.space_value
         if len(plan.tiles) != len(space):
             raise VerifyException(
@@ -564,6 +582,9 @@ class LoopsPlan(NamedTuple):
     """Values kept in scratch: indices over the results of the loops' body ops."""
     blas: tuple[int, ...]
     """Positions among the loops' body ops of the matmuls BLAS computes."""
+    limit: int | None = None
+    """The scratch (elements, all threads together) the loops' tiles fit, where the
+    memory budget leaves them more than the tile op's ``scratch`` (None: that)."""
 
 
 def _buffer_key(b: Buffer) -> tuple[str, int]:

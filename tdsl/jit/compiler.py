@@ -39,7 +39,6 @@ import gc
 import math
 import threading
 import warnings
-from collections import OrderedDict
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
@@ -62,39 +61,28 @@ from tdsl.jit.compiled import (
     CompiledKernel,
     GroupInfo,
     int_bounds,
-    print_located,
     type_str,
 )
 from tdsl.jit.options import NO_FALLBACK_VARIABLE, JitOptions, no_fallback
-from tdsl.pipeline import STAGES, build_pipeline, pipeline_spec
+from tdsl.jit.stages import (
+    LOWER_PASSES,
+    fused_budget,
+    lower_planned,
+    native_passes,
+    plan_pass,
+    run_pipeline,
+)
+from tdsl.pipeline import pipeline_spec
 
 if TYPE_CHECKING:
-    from xdsl.context import Context
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.dialects.func import FuncOp
     from xdsl.ir import Attribute
-    from xdsl.passes import ModulePass
 
     from tdsl.frontend.ast import Expression, Program
 
 COMPILE_LOCK = threading.RLock()
 """Serializes every compilation in the process."""
-
-
-def plan_pass(threads: int) -> str:
-    """The pass recording the native loops' plan in tiled IR (the ``planned`` stage),
-    for calls on ``threads`` threads."""
-    return "tdsl-plan-loops" if threads <= 1 else f"tdsl-plan-loops{{threads={threads}}}"
-
-
-LOWER_PASSES = "tdsl-lower-to-loops,tdsl-convert-to-llvm{noalias=true}"
-"""The passes from the planned stage to the llvm dialect."""
-
-
-def native_passes(threads: int) -> str:
-    """The passes from the tiled stage to the llvm dialect, as ``tdsl-opt -p`` spells
-    them, for calls on ``threads`` threads."""
-    return f"{plan_pass(threads)},{LOWER_PASSES}"
 
 
 NATIVE_TARGET_SPEC = "llvm"
@@ -216,93 +204,6 @@ def _groups(fused: ModuleOp | None, tiled: ModuleOp, func_name: str) -> list[Gro
     return out
 
 
-def _run_pipeline(
-    spec: str, module: ModuleOp, ctx: Context, input_stage: str | None = "tensordsl"
-) -> dict[str, ModuleOp]:
-    """Run the passes of ``spec`` on ``module`` in place; the IR before and after each.
-
-    The result maps ``input_stage`` to a copy of the input and each pass's stage
-    name (:data:`tdsl.pipeline.STAGES`) to the IR it produced: a copy, except
-    after the last pass, whose module is ``module`` itself (and with no pass,
-    ``input_stage`` maps to ``module``).  ``input_stage=None`` leaves out the
-    input (a pipeline continuing from a stage already kept).
-    """
-    import time
-
-    from tdsl.jit.timing import record
-
-    if not spec:
-        return {} if input_stage is None else {input_stage: module}
-    stages: dict[str, ModuleOp] = {}
-    started = [time.perf_counter()]
-
-    def snapshot(
-        previous: ModulePass | None, current: ModuleOp, upcoming: ModulePass | None
-    ) -> None:
-        now = time.perf_counter()
-        if previous is not None:
-            record(previous.name, now - started[0])
-        if previous is None:
-            if input_stage is not None:
-                stages[input_stage] = current.clone()
-            return
-        name = STAGES.get(previous.name, previous.name)
-        stages[name] = current if upcoming is None else current.clone()
-        started[0] = time.perf_counter()  # (the copy is not the next pass's time)
-
-    build_pipeline(spec, snapshot).apply(ctx, module)
-    return stages
-
-
-LOWERED_CACHE_SIZE = 32
-"""How many native lowerings (:data:`LOWER_PASSES` on a planned module) a process keeps,
-the most recently used, by the planned module's text with its source locations."""
-
-_LOWERED: OrderedDict[str, dict[str, ModuleOp]] = OrderedDict()
-_LOWERED_LOCK = threading.Lock()
-
-
-def _lower_planned(planned: ModuleOp) -> dict[str, ModuleOp]:
-    """The ``loops`` and ``llvm`` stages of ``planned`` (left unchanged): its
-    :data:`LOWER_PASSES`, run once per planned text (with source locations) in a process.
-
-    Kernels that plan alike (one expression under budgets that tile it alike, a kernel
-    compiled again by another JIT) lower once; each gets copies of the modules (a tenth
-    of the lowering's time), which it may change.  A lowering that warned is not kept
-    (each compile gives its warnings); one remembered records its passes' times as the
-    lookup and copy took.  Machine code has its own cache
-    (:func:`tdsl.runtime.compile.compile_llvm`).
-    """
-    import time
-
-    from xdsl.context import Context
-
-    from tdsl.jit.timing import record
-
-    started = time.perf_counter()
-    key = print_located(planned)
-    with _LOWERED_LOCK:
-        found = _LOWERED.get(key)
-        if found is not None:
-            _LOWERED.move_to_end(key)
-    if found is not None:
-        copies = {stage: module.clone() for stage, module in found.items()}
-        for name in LOWER_PASSES.split(","):
-            record(name.split("{")[0], (time.perf_counter() - started) / 2)
-        return copies
-    with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter("always")
-        lowered = _run_pipeline(LOWER_PASSES, planned.clone(), Context(), None)
-    for w in seen:  # to the caller as they were
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    if not seen:
-        with _LOWERED_LOCK:
-            _LOWERED[key] = {stage: module.clone() for stage, module in lowered.items()}
-            while len(_LOWERED) > LOWERED_CACHE_SIZE:
-                _LOWERED.popitem(last=False)
-    return lowered
-
-
 @contextlib.contextmanager
 def _collector_paused() -> Generator[None]:
     """No cyclic garbage collection inside (see the module docstring)."""
@@ -399,7 +300,7 @@ def _compile_module(
         start,
         default_fallback_budget(inputs),
     )
-    modules = _run_pipeline(spec, module, Context(), start)
+    modules = run_pipeline(spec, module, Context(), start)
     with stage("numpy target"):
         python = emit_numpy(modules["tiled"], threads=options.threads)
         functions = load_numpy(python)
@@ -423,7 +324,18 @@ def _compile_module(
         function=functions[name] if native.function is None else native.function,
         pipeline=spec
         if native.function is None
-        else ",".join(filter(None, [spec, native_passes(options.threads)])),
+        else ",".join(
+            filter(
+                None,
+                [
+                    spec,
+                    native_passes(
+                        options.threads,
+                        (fused_budget(modules.get("fused")) or options.memory_budget),
+                    ),
+                ],
+            )
+        ),
         modules=modules,
         groups=_groups(modules.get("fused"), modules["tiled"], name),
         program=program,
@@ -496,13 +408,18 @@ def _choose(
             if caught is not None:  # whatever the caller's filters say
                 warnings.simplefilter("always", TdslLoopsBudgetWarning)
             # the loops' plan is recorded first; auto reads it before lowering
-            planned = _run_pipeline(
-                plan_pass(options.threads), modules["tiled"].clone(), Context(), None
+            planned = run_pipeline(
+                plan_pass(
+                    options.threads, (fused_budget(modules.get("fused")) or options.memory_budget)
+                ),
+                modules["tiled"].clone(),
+                Context(),
+                None,
             )
             looped = loop_matmuls(planned["planned"]) if options.target == "auto" else 0
             native: dict[str, ModuleOp] = {}
             if not looped:
-                native = _lower_planned(planned["planned"])
+                native = lower_planned(planned["planned"])
         over = [w.message for w in caught or () if isinstance(w.message, TdslLoopsBudgetWarning)]
         for w in caught or ():  # the others reach the caller as they were
             if not isinstance(w.message, TdslLoopsBudgetWarning):
@@ -585,6 +502,7 @@ __all__ = [
     "LOWER_PASSES",
     "NATIVE_TARGET_SPEC",
     "build",
+    "fused_budget",
     "native_passes",
     "plan_pass",
 ]

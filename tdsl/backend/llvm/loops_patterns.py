@@ -400,7 +400,7 @@ class TileToCall(_OpPattern):
         call = main.call(op, gname, [code.index(0), code.index(ntiles), *inputs, *outputs, *accs])
         # the scratch the plan allows this group: a runtime that splits its tiles over
         # threads (each with scratch of its own) stays within it
-        call.attributes[SCRATCH_LIMIT_ATTR] = IntegerAttr(op.scratch_value, i64)
+        call.attributes[SCRATCH_LIMIT_ATTR] = IntegerAttr(group.limit, i64)
         if group.gemm:
             call.attributes[SERIAL_ATTR] = UnitAttr()
         for n, (k, dst) in enumerate(after.items()):

@@ -68,10 +68,12 @@ class _GroupPlan:
         input_strides: Sequence[tuple[int, ...] | None] = (),
         *,
         threads: int = 1,
+        limit: int | None = None,
     ) -> None:
         """The loops of ``tile``, whose inputs come with ``input_strides`` (element
         strides per input, None for row-major; missing ones are row-major), for calls on
-        ``threads`` threads."""
+        ``threads`` threads, their tiles within ``limit`` elements of scratch where that
+        is more than the tile op records (a recorded plan keeps its own)."""
         self.more_storage: dict[Operation, list[Storage]] = {}
         """Per tuple accumulator: its components after the first (set by :meth:`emit`)."""
         self.shared: dict[Operation, int] = {}
@@ -155,7 +157,11 @@ class _GroupPlan:
         self.recorded = tile.loops_plan
         """The plan ``tdsl-plan-loops`` recorded in the tile op, run as it is (None:
         planned here, see :meth:`record`)."""
-        limit = tile.scratch_value
+        self.threads = threads
+        given = limit if self.recorded is None else self.recorded.limit
+        self.limit = limit = max(tile.scratch_value, given or 0)
+        """The scratch the loops' tiles fit (elements, all threads together): the tile
+        op's, or more where the memory budget leaves more (``limit``)."""
         if self.recorded is not None:
             self.tiles = tuple(self.recorded.tiles)
             self._plan()
@@ -209,7 +215,13 @@ class _GroupPlan:
             self.tiles,
             tuple(values[v] for v in self.stored),
             tuple(sorted(self.body.position[op] for op in [*self.blas, *self.gemm])),
+            # the scratch the loops use (a copy per thread), where more than the tile op's
+            used if (used := self._used()) > self.tile.scratch_value else None,
         )
+
+    def _used(self) -> int:
+        """The scratch all threads' copies take, within :attr:`limit`."""
+        return min(self.limit, self._scratch_elements() * self.threads)
 
     def _values(self) -> list[SSAValue]:
         """The values the recorded plan numbers: the results of the body's ops, in order."""

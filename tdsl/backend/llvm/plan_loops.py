@@ -16,25 +16,72 @@ is kept; ``tdsl-lower-to-loops`` plans the groups that have none.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
+from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
 from tdsl.backend.llvm.loops_plan import _GroupPlan  # pyright: ignore[reportPrivateUsage]
+from tdsl.defaults import check_memory_budget
 from tdsl.dialects.kernel import TileOp
+from tdsl.dialects.structured import tensor_shape
 from tdsl.errors import TdslOptionError
 
+LOOPS_MIN_SCRATCH = 1 << 16
+"""The scratch (elements, all threads) a group's loops may take where its tile op records
+less, if the budget leaves it: tiles of many rows (128 rows of 256 f32 for each of two
+threads), not tiles that outgrow the caches (attention's 1024-long score rows ran about
+20% slower in tiles of 205 rows than of 128: ``benchmarks/transformer.py``)."""
 
-def plan_loops(module: ModuleOp, threads: int = 1) -> None:
+
+def plan_loops(module: ModuleOp, threads: int = 1, memory_budget: int | None = None) -> None:
     """Record the loops' plan of every ``kernel.tile`` of ``module`` that has none, for
     calls on ``threads`` threads (a group whose loops call BLAS fits its tiles to its
     scratch over ``threads``: each thread runs tiles in a scratch of its own, with BLAS on
-    that thread alone)."""
-    for op in module.walk():
-        if isinstance(op, TileOp) and op.loops_plan is None:
-            op.record_loops_plan(_GroupPlan(op, threads=threads).record())
+    that thread alone).
+
+    With a ``memory_budget``, the loops of a function's groups may use what the values
+    it holds whole between groups leave of it (:func:`loops_allowance`), up to
+    :data:`LOOPS_MIN_SCRATCH`, where a tile op records less: the NumPy target's plan
+    records what it needs, and it needs less than the loops where it reads a value in
+    place that they keep a tile of (``softmax(x @ w)``'s product, ``transpose(x) @ w``'s
+    left operand: on no scratch their tiles were one row).  The plan records what they
+    use (``limit N``)."""
+    for fn in module.walk():
+        if not isinstance(fn, func.FuncOp):
+            continue
+        allowance = (
+            None
+            if memory_budget is None
+            else min(LOOPS_MIN_SCRATCH, loops_allowance(fn, memory_budget))
+        )
+        for op in fn.walk():
+            if isinstance(op, TileOp) and op.loops_plan is None:
+                plan = _GroupPlan(op, threads=threads, limit=allowance)
+                op.record_loops_plan(plan.record())
+
+
+def loops_allowance(fn: func.FuncOp, memory_budget: int) -> int:
+    """What ``memory_budget`` (elements) leaves a group's scratch in ``fn``: less the
+    elements of the values held whole between groups that ``fn`` does not return (the
+    results of its tile ops that it does not return as they are), as ``tdsl-fuse``
+    counts them."""
+    returned: set[SSAValue] = set()
+    for op in fn.walk():
+        if isinstance(op, func.ReturnOp):
+            returned.update(op.operands)
+    held = sum(
+        math.prod(tensor_shape(r))
+        for op in fn.walk()
+        if isinstance(op, TileOp)
+        for r in op.results
+        if r not in returned
+    )
+    return max(0, memory_budget - held)
 
 
 @dataclass(frozen=True)
@@ -50,10 +97,17 @@ class PlanLoopsPass(ModulePass):
     shared among the threads, BLAS running on each alone (on one thread, BLAS would have
     both and the element-wise sweeps between its calls one)."""
 
+    memory_budget: int | None = None
+    """The budget the kernel was planned under: its groups' loops may use what the values
+    held whole between groups leave of it, where that is more than a tile op's scratch
+    (see :func:`plan_loops`).  Without it they fit the tile op's scratch."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.threads < 1:
             raise TdslOptionError(f"tdsl-plan-loops: threads={self.threads} must be at least 1")
-        plan_loops(op, self.threads)
+        if self.memory_budget is not None:
+            check_memory_budget(self.memory_budget)
+        plan_loops(op, self.threads, self.memory_budget)
 
 
-__all__ = ["PlanLoopsPass", "plan_loops"]
+__all__ = ["LOOPS_MIN_SCRATCH", "PlanLoopsPass", "loops_allowance", "plan_loops"]

@@ -2,6 +2,7 @@
 // RUN: tdsl-opt %s -p tdsl-plan-loops | tdsl-opt -p tdsl-plan-loops | filecheck %s
 // RUN: tdsl-opt %s -p tdsl-plan-loops --print-op-generic | tdsl-opt | filecheck %s
 // RUN: tdsl-opt %s -p tdsl-plan-loops,tdsl-lower-to-loops | filecheck %s --check-prefix=LOOPS
+// RUN: tdsl-opt %s -p 'tdsl-plan-loops{memory-budget=100000}' --print-op-generic | tdsl-opt | filecheck %s --check-prefix=BUDGET
 
 // The native loops' plan of relu(x) @ w: the loops take the contraction dim d2
 // whole, cut the rows into two tiles (one per thread), keep relu(x) (value 0) in
@@ -50,3 +51,26 @@ func.func @half(%x: tensor<32x16xf16>, %w: tensor<16x8xf16>) -> tensor<32x8xf16>
 
 // LOOPS:      func.func @half_g0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<32x16xf16>, %{{.*}}: memref<16x8xf16>, %{{.*}}: memref<32x8xf16>, %{{.*}}: memref<1x16xf16>)
 // LOOPS-NOT:  func.call @tdsl_
+
+// A transpose's matmul: the numpy target reads x.T in place and records no scratch,
+// while the loops keep a tile of rows of it for BLAS.  Without a budget they fit no
+// scratch and take tiles of one row (a BLAS call per row); given the budget the
+// kernel was planned under, they may use what it leaves (nothing is held between
+// groups here), and the plan records what they use: one 16x16 tile (`limit 256`).
+func.func @tmm(%x: tensor<16x32xf32>, %w: tensor<16x8xf32>) -> tensor<32x8xf32> {
+  %0 = kernel.tile(%x, %w) group "g0" space [32, 8, 16] iterators ["parallel", "parallel", "reduction"] tiles [32, 8, 16] scratch [] sweeps [0, 0]
+    ins [affine_map<(d0, d1, d2) -> (d2, d0)>, affine_map<(d0, d1, d2) -> (d2, d1)>]
+    outs [affine_map<(d0, d1, d2) -> (d0, d1)>] : (tensor<16x32xf32>, tensor<16x8xf32>) -> tensor<32x8xf32> {
+  ^bb0(%x1: tensor<16x32xf32>, %w1: tensor<16x8xf32>):
+    %1 = tensordsl.transpose %x1 : tensor<16x32xf32> -> tensor<32x16xf32>
+    %2 = tensordsl.matmul %1, %w1 : (tensor<32x16xf32>, tensor<16x8xf32>) -> tensor<32x8xf32>
+    kernel.yield %2 : tensor<32x8xf32>
+  }
+  func.return %0 : tensor<32x8xf32>
+}
+
+// CHECK:      kernel.tile(%x, %w) group "g0" space [32, 8, 16] iterators ["parallel", "parallel", "reduction"] tiles [32, 8, 16] scratch [] sweeps [0, 0] loops tiles [1, 8, 16] stored [0] blas [1]
+// CHECK-NOT:  limit
+// BUDGET:     func.func @tmm
+// BUDGET:     kernel.tile(%x, %w) group "g0" space [32, 8, 16] iterators ["parallel", "parallel", "reduction"] tiles [32, 8, 16] scratch [] sweeps [0, 0] loops tiles [16, 8, 16] stored [0] blas [1] limit 256
+// LOOPS:      func.func @tmm_g0(

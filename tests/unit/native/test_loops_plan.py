@@ -181,6 +181,7 @@ def test_a_plan_the_loops_cannot_run_is_a_located_error(
         ("loops tiles [1, 300]", "loops tiles [17, 300]", "must be between 1 and 16"),
         ("loops tiles [1, 300]", "loops tiles [1]", "1 loops tiles for a 2-d iteration space"),
         ("stored []", "stored [0, 0]", "loops stored [0, 0] must be distinct"),
+        ("blas []", "blas [] limit 1", "loops limit 1 is less than the"),
     ],
 )
 def test_an_inconsistent_loops_plan_is_refused_by_the_verifier(

@@ -260,24 +260,24 @@ def test_the_same_ir_compiles_once_per_process(monkeypatch: pytest.MonkeyPatch) 
     assert a.llvm_ir == b.llvm_ir
     assert a.function.code.compiled is b.function.code.compiled
     # ... and their lowering, run once: each kernel has copies of its modules
-    from tdsl.jit import compiler
+    from tdsl.jit import stages
 
-    real = compiler._run_pipeline
+    real = stages.run_pipeline
     lowerings: list[str] = []
 
     def counted(spec: str, *args: Any, **kwargs: Any) -> Any:
-        if spec == compiler.LOWER_PASSES:
+        if spec == stages.LOWER_PASSES:
             lowerings.append(spec)
         return real(spec, *args, **kwargs)
 
-    monkeypatch.setattr(compiler, "_run_pipeline", counted)
+    monkeypatch.setattr(stages, "run_pipeline", counted)
     c, d = (
         JITTensorKernel(memory_budget=budget, target="native").compile(
             "exp(x) * 5", {"x": (8,)}, {"x": "f32"}
         )
         for budget in (1 << 20, 1 << 21)
     )
-    assert lowerings == [compiler.LOWER_PASSES]
+    assert lowerings == [stages.LOWER_PASSES]
     for stage in ("loops", "llvm"):
         assert c.ir.module(stage) is not d.ir.module(stage)
         assert c.ir[stage] == d.ir[stage]
@@ -289,15 +289,15 @@ def test_a_lowering_that_warned_is_lowered_again(monkeypatch: pytest.MonkeyPatch
     kernel's source, and each compile gives them again."""
     import warnings
 
-    from tdsl.jit import JITTensorKernel, compiler
+    from tdsl.jit import JITTensorKernel, stages
 
     def planned(source: str) -> Any:
         kernel = JITTensorKernel(target="native").compile(source, {"x": (8,)}, {"x": "f32"})
         return kernel.ir.module("planned")
 
     quiet, loud = planned("exp(x) * 3"), planned("exp(x) * 4")
-    monkeypatch.setattr(compiler, "_LOWERED", type(compiler._LOWERED)())  # forget them
-    real = compiler._run_pipeline
+    monkeypatch.setattr(stages, "_LOWERED", type(stages._LOWERED)())  # forget them
+    real = stages.run_pipeline
     runs: list[str] = []
 
     class Noisy(UserWarning):
@@ -309,14 +309,14 @@ def test_a_lowering_that_warned_is_lowered_again(monkeypatch: pytest.MonkeyPatch
             warnings.warn(Noisy("a lowering's warning"), stacklevel=1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(compiler, "_run_pipeline", counted)
-    first = compiler._lower_planned(quiet)
-    again = compiler._lower_planned(quiet)  # no warning: remembered, and copied
+    monkeypatch.setattr(stages, "run_pipeline", counted)
+    first = stages.lower_planned(quiet)
+    again = stages.lower_planned(quiet)  # no warning: remembered, and copied
     assert len(runs) == 1 and again["llvm"] is not first["llvm"]
     assert str(again["llvm"]) == str(first["llvm"])
     for n in (2, 3):  # each time: the warning, and a lowering of its own
         with pytest.warns(Noisy, match="a lowering's warning"):
-            assert set(compiler._lower_planned(loud)) == {"loops", "llvm"}
+            assert set(stages.lower_planned(loud)) == {"loops", "llvm"}
         assert len(runs) == n
 
 
