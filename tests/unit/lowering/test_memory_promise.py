@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from matches_numpy import assert_matches
 from peak_memory import measure_peak, numpy_buffers
@@ -113,6 +113,20 @@ def tiled_at(module: ModuleOp, budget: int) -> ModuleOp:
         return tile(fuse(module, budget))
 
 
+MAX_NUMPY_TILES = 200_000
+"""The most tiles (over all groups) a program the property test runs on the numpy target
+may take: each is an iteration of Python."""
+
+
+def numpy_tiles(tiled: ModuleOp) -> int:
+    """The tiles the numpy target runs for ``tiled`` (each group's tile count, summed)."""
+    return sum(
+        math.prod(-(-s // max(1, t)) for s, t in zip(op.space_value, op.tiles_value, strict=True))
+        for op in tiled.walk()
+        if isinstance(op, TileOp)
+    )
+
+
 def run_numpy(tiled: ModuleOp, arrays: list[Array], threads: int) -> tuple[int, tuple[Array, ...]]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(blocking, "THREAD_MIN_BYTES", 0)  # split small groups over threads too
@@ -160,6 +174,9 @@ def test_a_call_allocates_at_most_the_larger_of_the_budget_and_the_least_need(
     run = run_native if target == "native" else run_numpy
     module, arrays = program.module, program.arrays
     tiled = tiled_at(module, budget)
+    # the numpy target runs a Python loop per tile: a 362-wide matmul at budget 310 took
+    # tiles of one element (47 million of them, hours); such plans are left out
+    assume(target == "native" or numpy_tiles(tiled) <= MAX_NUMPY_TILES)
     with np.errstate(all="ignore"):
         want = run_function(module, "main", *arrays)
     with warnings.catch_warnings(record=True) as caught:
@@ -196,7 +213,10 @@ def test_a_call_allocates_at_most_the_larger_of_the_budget_and_the_least_need(
     if not fits:
         # a budget below the need allocates no more than a larger budget
         other = budget + larger
-        more, _ = run(tiled_at(module, other), arrays, threads)
+        larger_tiled = tiled_at(module, other)
+        if target == "numpy" and numpy_tiles(larger_tiled) > MAX_NUMPY_TILES:
+            return  # (see above)
+        more, _ = run(larger_tiled, arrays, threads)
         assert extra <= more + slack, (
             f"{target}: {extra} bytes at budget {budget} (below the need {need}), "
             f"{more} at budget {other}"
