@@ -322,20 +322,7 @@ def _compile_module(
         expression=source,
         source=python,
         function=functions[name] if native.function is None else native.function,
-        pipeline=spec
-        if native.function is None
-        else ",".join(
-            filter(
-                None,
-                [
-                    spec,
-                    native_passes(
-                        options.threads,
-                        (fused_budget(modules.get("fused")) or options.memory_budget),
-                    ),
-                ],
-            )
-        ),
+        pipeline=spec if native.passes is None else ",".join(filter(None, [spec, native.passes])),
         modules=modules,
         groups=_groups(modules.get("fused"), modules["tiled"], name),
         program=program,
@@ -359,6 +346,8 @@ class _Native:
     llvm_ir: str | None = None
     host_specific: bool = False
     """Whether the decision depends on the CPU (native code, or a failed native compile)."""
+    passes: str | None = None
+    """The passes from the tiled stage that made the native function (``tdsl-opt -p``)."""
 
 
 def _choose(
@@ -408,13 +397,9 @@ def _choose(
             if caught is not None:  # whatever the caller's filters say
                 warnings.simplefilter("always", TdslLoopsBudgetWarning)
             # the loops' plan is recorded first; auto reads it before lowering
+            budget = fused_budget(modules.get("fused")) or options.memory_budget
             planned = run_pipeline(
-                plan_pass(
-                    options.threads, (fused_budget(modules.get("fused")) or options.memory_budget)
-                ),
-                modules["tiled"].clone(),
-                Context(),
-                None,
+                plan_pass(options.threads, budget), modules["tiled"].clone(), Context(), None
             )
             looped = loop_matmuls(planned["planned"]) if options.target == "auto" else 0
             native: dict[str, ModuleOp] = {}
@@ -461,7 +446,11 @@ def _choose(
     # strides, by the recorded plan
     function.variants = StridedVariants(modules["planned"], function)
     return _Native(
-        function, _native_reason(options, predicted, planned["planned"]), program.llvm_ir, True
+        function,
+        _native_reason(options, predicted, planned["planned"]),
+        program.llvm_ir,
+        True,
+        native_passes(options.threads, budget),
     )
 
 
