@@ -435,6 +435,25 @@ def scratch_slots(plan: _GroupPlan) -> tuple[dict[SSAValue, int], list[SSAValue]
             last_read[index] = max(last, last_read[index])
             holder[index] = v
         slots[v] = index
+    # a matmul BLAS computes a tile at a time whose product only the element-wise chain
+    # to a stored value reads writes its tile into that value's slot, and the chain
+    # overwrites it in place (an MLP's gelu over its first matmul): one tile of the
+    # hidden layer's width in scratch, not two
+    for op in plan.accumulators():
+        if op not in plan.gemm or reduction_of(op).accumulator_dtype() != numpy_dtype(
+            op.results[0].type
+        ):
+            continue
+        index = next(
+            (
+                i
+                for v, i in slots.items()
+                if firsts[i] is v and computed_in_place(body, op.results[0], v, stored)
+            ),
+            None,
+        )
+        if index is not None:
+            plan.shared[op] = index
     # a matmul BLAS computes a tile at a time writes its tile into the slot of a
     # value whose last reads came in earlier sweeps (an MLP's second matmul into the
     # slot of the first one's left operand): its own buffer would take scratch that
@@ -449,6 +468,36 @@ def scratch_slots(plan: _GroupPlan) -> tuple[dict[SSAValue, int], list[SSAValue]
             holder[index] = v
             plan.shared[op] = index
     return slots, firsts
+
+
+def computed_in_place(body: GroupBody, w: SSAValue, v: SSAValue, stored: set[SSAValue]) -> bool:
+    """Whether the stored value ``v`` is computed from ``w`` element by element, so that it
+    may overwrite ``w`` as it goes: every op that reads ``w``, or reads what such an op
+    computes, is element-wise, reads those values at the element it computes, and
+    computes ``v`` or a value only such ops read (none stored, none an output), and ``w``
+    and ``v`` have one type and one set of dims."""
+    if w in body.outputs or w.type != v.type or body.dims[w] != body.dims[v]:
+        return False
+    dims = body.dims[v]
+    chain: set[SSAValue] = {w}
+    todo = [w]
+    found = False
+    while todo:
+        for use in todo.pop().uses:
+            op = use.operation
+            if op not in body.members or not isinstance(op, ElementwiseOp):
+                return False
+            if any(body.reads[(op, k)] != dims for k, x in enumerate(op.operands) if x in chain):
+                return False
+            for r in op.results:
+                if r is v:
+                    found = True
+                elif r in stored or r in body.outputs or body.dims[r] != dims:
+                    return False
+                elif r not in chain:
+                    chain.add(r)
+                    todo.append(r)
+    return found and v not in chain
 
 
 LOOPS_SCRATCH_SLACK = 4096

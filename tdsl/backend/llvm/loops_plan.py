@@ -69,11 +69,13 @@ class _GroupPlan:
         *,
         threads: int = 1,
         limit: int | None = None,
+        blas_limit: int | None = None,
     ) -> None:
         """The loops of ``tile``, whose inputs come with ``input_strides`` (element
         strides per input, None for row-major; missing ones are row-major), for calls on
         ``threads`` threads, their tiles within ``limit`` elements of scratch where that
-        is more than the tile op records (a recorded plan keeps its own)."""
+        is more than the tile op records, or within ``blas_limit`` where the loops call
+        BLAS a tile at a time (a recorded plan keeps its own)."""
         self.more_storage: dict[Operation, list[Storage]] = {}
         """Per tuple accumulator: its components after the first (set by :meth:`emit`)."""
         self.shared: dict[Operation, int] = {}
@@ -158,6 +160,8 @@ class _GroupPlan:
         """The plan ``tdsl-plan-loops`` recorded in the tile op, run as it is (None:
         planned here, see :meth:`record`)."""
         self.threads = threads
+        self.share = 1
+        """The threads that run this group's tiles, each in a scratch of its own."""
         given = limit if self.recorded is None else self.recorded.limit
         self.limit = limit = max(tile.scratch_value, given or 0)
         """The scratch the loops' tiles fit (elements, all threads together): the tile
@@ -167,11 +171,13 @@ class _GroupPlan:
             self._plan()
         else:
             self._plan()
+            if self.gemm and blas_limit is not None:
+                self.limit = limit = max(limit, blas_limit)
             # with BLAS calls, each thread runs tiles in a scratch of its own (BLAS on
             # that thread alone): the tiles fit the recorded scratch that many times,
             # where the operands are large enough for the runtime to split them
-            share = min(threads, largest_bytes(tile) // MIN_BLAS_BYTES_PER_THREAD)
-            self._choose_tiles(tiles, limit // max(1, share) if self.gemm else limit)
+            self.share = max(1, min(threads, largest_bytes(tile) // MIN_BLAS_BYTES_PER_THREAD))
+            self._choose_tiles(tiles, limit // self.share if self.gemm else limit)
         scratch = self._scratch_elements()
         why = None if self.recorded is not None else over_budget(self, scratch, limit)
         if why is not None:
@@ -263,9 +269,11 @@ class _GroupPlan:
                     lo, scratch = mid, n
                 else:
                     hi = mid - 1
-            # and the tiles as even as that many allows (512 rows in 4 tiles of 128, not
-            # 3 of 137 and one of 101)
+            # and the tiles as even as that many allows (4 of 128, not 3 of 137 and one of
+            # 101), as many for each thread (6 of 86 on two threads, not 5 of 103)
             count = -(-self.extents[last] // lo)
+            if count > 1:
+                count = -(-count // self.share) * self.share
             shrunk[last] = -(-self.extents[last] // count)
             scratch = self._scratch_at_tiles(shrunk)
         self.tiles = tuple(shrunk)
@@ -517,9 +525,6 @@ class _GroupPlan:
             ]
         )
 
-    def _scan_dims(self, op: Operation) -> set[int]:
-        return carried_dims(self.body, op)
-
     def carry_dims(self, op: Operation) -> Dims:
         """The dims of a scan's carry: its result's, the scan dims taken as extent 1."""
         return carry_dims(self.body, op)
@@ -584,7 +589,7 @@ class _GroupPlan:
         effects = [set(body.loop_dims(op)) for op in body.ops if _is_reduction(op)]
         effects += [set(body.dims[v]) for v in self.stored]
         # a scan's dim is never hoisted: its carry restarts before each sweep over it
-        scanned = {d for op in self.carries for d in self._scan_dims(op)}
+        scanned = {d for op in self.carries for d in carried_dims(self.body, op)}
         out: list[int] = []
         for d in range(body.rank):
             if body.kinds[d] is not IteratorType.PARALLEL or d in last or d in scanned:
