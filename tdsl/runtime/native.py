@@ -61,7 +61,9 @@ Array = np.ndarray[Any, Any]
 _DECLARE = re.compile(r'^declare [^\n]*@"?(tdsl_(?:matmul|gemm)_[A-Za-z0-9_]+)"?\(.*$', re.M)
 
 MIN_TILES_PER_THREAD = 2
-"""A group's tiles are split over threads only when each thread gets at least this many."""
+"""A group's tiles are split over threads only when each thread gets at least this many;
+one for a group whose loops call BLAS, whose plan cut its tiles for the threads (an
+attention head's 512 rows in two tiles of 256: 1.3 ms on one thread, BLAS taking both)."""
 
 MIN_BYTES_PER_THREAD = 1 << 20
 """... and at least this many bytes of the group's largest operand (1 MiB, the numpy
@@ -210,7 +212,8 @@ class NativeFunction:
         # 256 KiB operands is 2 * 256**3 operations, a third of a millisecond)
         # (or, for a group whose loops call BLAS, MIN_BLAS_BYTES_PER_THREAD: its plan's rule)
         least = MIN_BLAS_BYTES_PER_THREAD if call.serial else MIN_BYTES_PER_THREAD
-        threads = min(self.threads, _tiles(call) // MIN_TILES_PER_THREAD, largest // least)
+        each = 1 if call.serial else MIN_TILES_PER_THREAD
+        threads = min(self.threads, _tiles(call) // each, largest // least)
         # each thread past the first gets a copy of the group's scratch: all of them
         # stay within the scratch the plan allows (the memory budget's promise)
         scratch = sum(

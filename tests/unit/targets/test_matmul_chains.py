@@ -244,6 +244,33 @@ def test_blas_tiles_are_as_tall_as_the_budget_allows() -> None:
         assert threadpool_counts() == before  # BLAS's own threads are back
 
 
+def _head(q: Array, k: Array, v: Array) -> Array:
+    s = q @ k.T * np.float32(0.125)
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    return (e / e.sum(axis=-1, keepdims=True)) @ v
+
+
+def test_a_blas_group_in_one_tile_per_thread_runs_on_both() -> None:
+    """An attention head at S=512 fits its scratch twice in the default budget in two
+    tiles of 256 rows: each of two threads runs one, BLAS on that thread alone, and
+    together they stay within what the plan records (a streaming group needs two tiles
+    a thread before it splits; a BLAS group's plan cut its tiles for the threads)."""
+    pytest.importorskip("llvmlite")
+    from tdsl import trace
+    from tdsl.runtime.compile import native_unavailable_reason
+
+    if native_unavailable_reason() is not None:
+        pytest.skip(str(native_unavailable_reason()))
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((512, 64)).astype(np.float32) for _ in range(3))
+    traced = trace(_head, target="native", threads=2)
+    kernel = traced.compile(q, k, v)
+    assert "loops tiles [256, 64, 512, 64]" in kernel.ir["planned"]
+    assert kernel.function._threads == [2]  # pyright: ignore[reportAttributeAccessIssue]
+    want = _head(q, k, v)
+    np.testing.assert_allclose(traced(q, k, v), want, rtol=1e-5, atol=1e-6)
+
+
 def _chain(x: Array, w1: Array, b: Array, w2: Array) -> Array:
     h = np.maximum(x, 0) @ w1 + b
     return (np.tanh(h) * h) @ w2
