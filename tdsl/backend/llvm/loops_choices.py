@@ -438,7 +438,8 @@ def scratch_slots(plan: _GroupPlan) -> tuple[dict[SSAValue, int], list[SSAValue]
     # a matmul BLAS computes a tile at a time whose product only the element-wise chain
     # to a stored value reads writes its tile into that value's slot, and the chain
     # overwrites it in place (an MLP's gelu over its first matmul): one tile of the
-    # hidden layer's width in scratch, not two
+    # hidden layer's width in scratch, not two; one product a slot (SwiGLU's two
+    # products both reach the one value they multiply into)
     for op in plan.accumulators():
         if op not in plan.gemm or reduction_of(op).accumulator_dtype() != numpy_dtype(
             op.results[0].type
@@ -448,7 +449,9 @@ def scratch_slots(plan: _GroupPlan) -> tuple[dict[SSAValue, int], list[SSAValue]
             (
                 i
                 for v, i in slots.items()
-                if firsts[i] is v and computed_in_place(body, op.results[0], v, stored)
+                if firsts[i] is v
+                and i not in plan.shared.values()
+                and computed_in_place(body, op.results[0], v, stored)
             ),
             None,
         )

@@ -321,6 +321,41 @@ def test_a_tile_matmul_is_overwritten_only_where_nothing_else_reads_it(
         np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5 * np.abs(w).max())
 
 
+def _swiglu(x: Array, w1: Array, w2: Array, w3: Array) -> Array:
+    n = x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + np.float32(1e-5))
+    a = n @ w1
+    return ((a / (1 + np.exp(-a))) * (n @ w2)) @ w3
+
+
+@pytest.mark.parametrize("budget", [4096, None])
+def test_two_products_of_one_chain_do_not_share_its_slot(budget: int | None) -> None:
+    """SwiGLU multiplies two products element by element into the value the last matmul
+    reads: one of them may be overwritten in place, not both (both written into the one
+    slot, the result was off by 3.9)."""
+    pytest.importorskip("llvmlite")
+    from tdsl import trace
+    from tdsl.backend.llvm.loops_plan import _GroupPlan  # pyright: ignore[reportPrivateUsage]
+    from tdsl.dialects.kernel import TileOp
+    from tdsl.runtime.compile import native_unavailable_reason
+
+    if native_unavailable_reason() is not None:
+        pytest.skip(str(native_unavailable_reason()))
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((96, 40)).astype(np.float32)
+    w1, w2 = ((rng.standard_normal((40, 120)) / 7).astype(np.float32) for _ in range(2))
+    w3 = (rng.standard_normal((120, 40)) / 11).astype(np.float32)
+    traced = trace(_swiglu, target="native", memory_budget=budget, threads=2)
+    kernel = traced.compile(x, w1, w2, w3)
+    (plan,) = [
+        _GroupPlan(op, threads=2)
+        for op in kernel.ir.module("planned").walk()
+        if isinstance(op, TileOp)
+    ]
+    assert len(plan.gemm) == 3 and len(plan.shared) == 1
+    want = _swiglu(x, w1, w2, w3)
+    np.testing.assert_allclose(traced(x, w1, w2, w3), want, rtol=1e-5, atol=1e-5)
+
+
 def threadpool_counts() -> list[int]:
     from tdsl.runtime.blas import find_gemm
 
