@@ -55,6 +55,13 @@ CHAINS: dict[str, tuple[str, Any]] = {
         "relu(x * 2.0 @ w1) @ transpose(w1)",
         lambda a: np.maximum(a["x"] * 2 @ a["w1"], 0) @ a["w1"].T,
     ),
+    # two products multiplied element by element into a third matmul's operand (SwiGLU)
+    "swiglu": (
+        "((relu(x) @ w1) * tanh(relu(x) @ w2)) @ w3",
+        lambda a: (
+            ((np.maximum(a["x"], 0) @ a["w1"]) * np.tanh(np.maximum(a["x"], 0) @ a["w2"])) @ a["w3"]
+        ),
+    ),
     # a matmul's result read by a reduction and a row-wise op
     "reduced": (
         "sum(exp(x @ w1), axis=-1, keepdims=True) * (x @ w1)",
@@ -102,6 +109,13 @@ def arrays(
         return {
             "x": draw(1 + seed % 3, rows, inner),
             "w1": draw(inner, hidden) / np.sqrt(inner).astype(dtype),
+        }
+    if name == "swiglu":
+        return {
+            "x": draw(rows, inner),
+            "w1": draw(inner, hidden) / np.sqrt(inner).astype(dtype),
+            "w2": draw(inner, hidden) / np.sqrt(inner).astype(dtype),
+            "w3": draw(hidden, inner) / np.sqrt(hidden).astype(dtype),
         }
     return {"x": draw(rows, inner), "w1": draw(inner, hidden) / np.sqrt(inner).astype(dtype)}
 
