@@ -62,8 +62,10 @@ SPLIT_TILES = 64
 """The tiles a group's first parallel dim is cut into at least, for threads to share."""
 
 GEMM_SPLIT_TILES = 2
-"""The same for a group with matmuls BLAS computes a tile at a time (tall tiles keep
-BLAS efficient; two threads share two)."""
+"""The same, per thread that shares them, for a group with matmuls BLAS computes a tile
+at a time (tall tiles keep BLAS efficient).  Two per thread: one per thread would hold a
+whole value at once over the threads' scratch (a GPT-2 block's hidden layer, 512 rows in
+two tiles of 256), at the same speed (block 58.6 ms against 57.4 in one process)."""
 
 BLOCK = 64
 """The elements along its innermost dim of a block of a packed strided input (see

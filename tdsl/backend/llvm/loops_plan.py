@@ -130,12 +130,13 @@ class _GroupPlan:
         # the first parallel dim, when every op runs along it, is cut into at least
         # SPLIT_TILES tiles that threads can share (smaller tiles need less scratch)
         split = next((d for d in range(body.rank) if body.kinds[d] is IteratorType.PARALLEL), None)
+        share = max(1, min(threads, largest_bytes(tile) // MIN_BLAS_BYTES_PER_THREAD))
         if split is not None and all(split in body.loop_dims(op) for op in body.ops):
-            # (matmuls BLAS computes a tile at a time want tall tiles: one per thread)
+            # (matmuls BLAS computes a tile at a time want tall tiles: two per thread)
             gemms = any(
                 blas_output(body, op) is None and tile_gemm(body, op, self.args) for op in body.ops
             )
-            parts = GEMM_SPLIT_TILES if gemms else SPLIT_TILES
+            parts = GEMM_SPLIT_TILES * share if gemms else SPLIT_TILES
             # the last dim (a column reduction's columns) is the loops' contiguous one:
             # tiles narrower than BLOCK would read each cache line for a few lanes
             least = min(BLOCK, body.extents[split]) if split == body.rank - 1 else 1
@@ -173,10 +174,9 @@ class _GroupPlan:
             self._plan()
             if self.gemm and blas_limit is not None:
                 self.limit = limit = max(limit, blas_limit)
-            # with BLAS calls, each thread runs tiles in a scratch of its own (BLAS on
-            # that thread alone): the tiles fit the recorded scratch that many times,
-            # where the operands are large enough for the runtime to split them
-            self.share = max(1, min(threads, largest_bytes(tile) // MIN_BLAS_BYTES_PER_THREAD))
+            # with BLAS calls, each thread runs tiles in a scratch of its own (BLAS on that
+            # thread alone), where the operands are large enough for the runtime to split
+            self.share = share
             self._choose_tiles(tiles, limit // self.share if self.gemm else limit)
         scratch = self._scratch_elements()
         why = None if self.recorded is not None else over_budget(self, scratch, limit)
