@@ -440,11 +440,7 @@ def scratch_slots(plan: _GroupPlan) -> tuple[dict[SSAValue, int], list[SSAValue]
     # overwrites it in place (an MLP's gelu over its first matmul): one tile of the
     # hidden layer's width in scratch, not two; one product a slot (SwiGLU's two
     # products both reach the one value they multiply into)
-    for op in plan.accumulators():
-        if op not in plan.gemm or reduction_of(op).accumulator_dtype() != numpy_dtype(
-            op.results[0].type
-        ):
-            continue
+    for op in _slot_gemms(plan):
         index = next(
             (
                 i
@@ -461,16 +457,26 @@ def scratch_slots(plan: _GroupPlan) -> tuple[dict[SSAValue, int], list[SSAValue]
     # value whose last reads came in earlier sweeps (an MLP's second matmul into the
     # slot of the first one's left operand): its own buffer would take scratch that
     # taller tiles, on which BLAS runs faster, can use
-    for op in plan.accumulators():
+    for op in _slot_gemms(plan):
         v = op.results[0]
-        if op not in plan.gemm or reduction_of(op).accumulator_dtype() != numpy_dtype(v.type):
-            continue
         index, last = free_slot(v, plan.level[op])
         if index is not None:
             last_read[index] = max(last, last_read[index])
             holder[index] = v
             plan.shared[op] = index
     return slots, firsts
+
+
+def _slot_gemms(plan: _GroupPlan) -> list[Operation]:
+    """The matmuls BLAS computes a tile at a time that still accumulate in a buffer of
+    their own and could write a stored value's slot instead (their accumulator holds
+    their result's dtype)."""
+    return [
+        op
+        for op in plan.accumulators()
+        if op in plan.gemm
+        and reduction_of(op).accumulator_dtype() == numpy_dtype(op.results[0].type)
+    ]
 
 
 def computed_in_place(body: GroupBody, w: SSAValue, v: SSAValue, stored: set[SSAValue]) -> bool:

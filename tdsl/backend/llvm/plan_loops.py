@@ -32,10 +32,11 @@ from tdsl.dialects.structured import tensor_shape
 from tdsl.errors import TdslOptionError
 
 LOOPS_MIN_SCRATCH = 1 << 16
-"""The scratch (elements, all threads) a group's loops may take where its tile op records
-less, if the budget leaves it: tiles of many rows (128 rows of 256 f32 for each of two
-threads), not tiles that outgrow the caches (attention's 1024-long score rows ran about
-20% slower in tiles of 205 rows than of 128: ``benchmarks/transformer.py``)."""
+"""The scratch (elements, all threads) the loops of a group that calls no BLAS a tile at
+a time may take where its tile op records less, if the budget leaves it: tiles of many
+rows (128 rows of 256 f32 for each of two threads), not tiles that outgrow the caches.
+(Groups that call BLAS a tile at a time may take all the budget leaves, see
+:func:`plan_loops`.)"""
 
 
 def plan_loops(module: ModuleOp, threads: int = 1, memory_budget: int | None = None) -> None:
