@@ -16,7 +16,7 @@ from xdsl.builder import (
     _current_builder,  # pyright: ignore[reportPrivateUsage]
 )
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import FileLineColLoc, Float16Type, f32
+from xdsl.dialects.builtin import FileLineColLoc, Float16Type, StringAttr, f32
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
@@ -92,11 +92,32 @@ def element_body(op: Operation, b: Builder, args: Sequence[SSAValue]) -> tuple[S
     results = s.scalar_body(b, args)
     if not widen:
         return results
+    _mark_widened(results, set(args))
     out: list[SSAValue] = []
     for value, result in zip(results, op.results, strict=True):
         element = element_type(result)
         out.append(convert_scalar(b, value, element) if value.type != element else value)
     return tuple(out)
+
+
+WIDENED_FROM = "tdsl.widened_from"
+"""The attribute on a ``math`` op of a body widened from ``f16`` (``"f16"``): the op runs
+on ``f32``, and the nans NumPy gives it are ``f16``'s (a target that follows NumPy's nan
+signs asks about that type: :mod:`tdsl.backend.llvm.numpy_nans`)."""
+
+
+def _mark_widened(results: Sequence[SSAValue], args: set[SSAValue]) -> None:
+    """Set :data:`WIDENED_FROM` on the ``math`` ops computing ``results`` from ``args``."""
+    seen: set[Operation] = set()
+    todo = [v for v in results if v not in args]
+    while todo:
+        owner = todo.pop().owner
+        if not isinstance(owner, Operation) or owner in seen:
+            continue
+        seen.add(owner)
+        if owner.dialect_name() == "math":
+            owner.attributes[WIDENED_FROM] = StringAttr("f16")
+        todo.extend(v for v in owner.operands if v not in args)
 
 
 @dataclass(frozen=True)

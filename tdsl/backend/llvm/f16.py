@@ -24,12 +24,13 @@ spacing); :mod:`tdsl.backend.llvm.math_approx` rewrites it into bit steps first.
 from __future__ import annotations
 
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import Float16Type, Float64Type, IntegerAttr, f32, i32
+from xdsl.dialects.builtin import Float16Type, Float64Type, IntegerAttr, StringAttr, f32, i32
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import IRDLOperation
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from tdsl.dialects import tdslmath
+from tdsl.dialects.structured_bodies import WIDENED_FROM
 
 _WIDENED: tuple[type[Operation], ...] = (
     arith.AddfOp,
@@ -71,11 +72,14 @@ class WidenF16(RewritePattern):
                 rewriter.insert(ext)
                 operand = ext.result
             operands.append(operand)
+        attributes = dict(op.attributes)
+        if op.dialect_name() == "math":  # its nans are f16's (see WIDENED_FROM)
+            attributes[WIDENED_FROM] = StringAttr("f16")
         widened = type(op).build(
             operands=operands,
             result_types=[f32 if _is_f16(t) else t for t in op.result_types],
             properties=dict(op.properties),
-            attributes=dict(op.attributes),
+            attributes=attributes,
         )
         rewriter.insert(widened)
         results: list[SSAValue] = []

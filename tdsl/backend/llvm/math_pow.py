@@ -38,8 +38,9 @@ the sign of ``x`` for an odd integer ``y``, a finite negative ``x`` to an odd
 integer power is negative, to a non-integer power nan (with the sign NumPy's nan
 has here, :mod:`tdsl.backend.llvm.numpy_nans`), and a nan operand gives ``x + y``
 (the first nan's sign and payload, as the C library's ``x + y`` does), except that
-a nan ``x`` to an odd integer power loses its sign (the C library negates ``x * x``
-there).
+a nan ``x`` to an odd integer power loses its sign where NumPy's loops lose it (the
+C library computes ``x * x`` there; NumPy 2.4 keeps it: asked of NumPy, as
+:func:`~tdsl.backend.llvm.numpy_nans.odd_power_keeps_nan_sign`).
 
 Measured maximum errors (``python benchmarks/native_pow.py accuracy``, 10^6 pairs in
 each of seven sets, against NumPy in float64 for f32 and long double for f64):
@@ -56,7 +57,11 @@ from xdsl.ir import SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from tdsl.backend.llvm.math_approx import _Emitter, _Format
-from tdsl.backend.llvm.numpy_nans import created_nan_negative
+from tdsl.backend.llvm.numpy_nans import (
+    created_nan_negative,
+    numpy_type,
+    odd_power_keeps_nan_sign,
+)
 
 # fdlibm's: (3/2) (log(m / b) - 2 s - 2/3 s^3) / s^4 ~ L(s^2), and exp's P
 _L = (
@@ -217,8 +222,9 @@ class _Pow:
         result = self.exp2(e.select(outside, zero, p_h), e.select(outside, zero, p_l))
         return e.select(overflow, e.c(float("inf")), e.select(underflow, zero, result))
 
-    def pow(self, x: SSAValue, y: SSAValue, nan_negative: bool) -> SSAValue:
-        """``x ** y`` on f64 values, with C99's special cases."""
+    def pow(self, x: SSAValue, y: SSAValue, nan_negative: bool, odd_keeps_sign: bool) -> SSAValue:
+        """``x ** y`` on f64 values, with C99's special cases; a nan ``x`` to an odd
+        integer power keeps its sign where ``odd_keeps_sign``."""
         e = self.e
         ax = e.abs(x)
         inf = e.c(float("inf"))
@@ -255,9 +261,10 @@ class _Pow:
             )
         )
         result = e.select(invalid, e.c(float("-nan" if nan_negative else "nan")), result)
-        # a nan x to a power that is not nan: x's nan, positive for an odd y (the C
-        # library negates x * x); a nan y: x + y
-        result = e.select(e.cmp("uno", x, x), e.select(odd, ax, x), result)
+        # a nan x to a power that is not nan: x's nan, positive for an odd y where
+        # NumPy's loop computes x * x there (the C library's); a nan y: x + y
+        nan_x = x if odd_keeps_sign else e.select(odd, ax, x)
+        result = e.select(e.cmp("uno", x, x), nan_x, result)
         result = e.select(e.cmp("uno", y, y), e.add(x, y), result)
         # 1 ** anything, (-1) ** ±inf, anything ** ±0
         minus_one_to_inf = e._op(arith.AndIOp(e.cmp("oeq", x, e.c(-1.0)), infinite_y))
@@ -275,13 +282,15 @@ class ApproximatePow(RewritePattern):
         if not isinstance(t, Float32Type | Float64Type):
             return
         p = _Pow(rewriter, wide=isinstance(t, Float32Type))
-        nan_negative = created_nan_negative("pow", str(t))
+        nan_type = numpy_type(op)  # f16 widened to f32 keeps f16's nans
+        nan_negative = created_nan_negative("pow", nan_type)
+        keeps = odd_power_keeps_nan_sign(nan_type)
         if isinstance(t, Float32Type):
             x = p.e._op(arith.ExtFOp(op.lhs, f64))
             y = p.e._op(arith.ExtFOp(op.rhs, f64))
-            result = p.e._op(arith.TruncFOp(p.pow(x, y, nan_negative), t))
+            result = p.e._op(arith.TruncFOp(p.pow(x, y, nan_negative, keeps), t))
         else:
-            result = p.pow(op.lhs, op.rhs, nan_negative)
+            result = p.pow(op.lhs, op.rhs, nan_negative, keeps)
         rewriter.replace(op, [], [result])
 
 

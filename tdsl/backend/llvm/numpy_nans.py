@@ -19,6 +19,10 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from xdsl.dialects.builtin import StringAttr
+from xdsl.ir import Operation
+
+from tdsl.dialects.structured_bodies import WIDENED_FROM
 
 _PROBES: dict[str, tuple[Callable[..., Any], tuple[float, ...]]] = {
     "exp": (lambda x: np.exp(x) * 0, (np.inf,)),
@@ -43,6 +47,16 @@ _PROBES: dict[str, tuple[Callable[..., Any], tuple[float, ...]]] = {
 _TYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
 
 
+def numpy_type(op: Operation) -> str:
+    """The float type (``f16``, ``f32``, ``f64``) whose nans NumPy gives ``op``: the type
+    ``op`` was widened from (:data:`~tdsl.dialects.structured_bodies.WIDENED_FROM`, set
+    where a body or :mod:`tdsl.backend.llvm.f16` widens ``f16``), else its result's."""
+    widened = op.attributes.get(WIDENED_FROM)
+    if isinstance(widened, StringAttr):
+        return widened.data
+    return str(op.results[0].type)
+
+
 @functools.cache
 def created_nan_negative(function: str, float_type: str) -> bool:
     """Whether the nan NumPy's ``function`` creates on ``float_type`` (``f32``, ...)
@@ -60,4 +74,21 @@ def created_nan_negative(function: str, float_type: str) -> bool:
     return signs != {False}
 
 
-__all__ = ["created_nan_negative"]
+@functools.cache
+def odd_power_keeps_nan_sign(float_type: str) -> bool:
+    """Whether NumPy's ``x ** y`` of a nan ``x`` with its sign bit set to an odd integer
+    power keeps the sign here.  The C library's ``pow`` computes ``x * x`` there, which
+    clears it, and so did NumPy up to 2.3; NumPy 2.4's loops give ``x`` back (measured:
+    ``np.power(-nan, 3.0)`` is ``-nan``).  Other powers of a nan give ``x`` on both."""
+    dtype = _TYPES.get(float_type, np.float64)
+    x = np.full(32, -np.nan, dtype)
+    with np.errstate(all="ignore"):
+        result = np.asarray(np.power(x, np.full(32, 3.0, dtype)))
+    return bool(np.all(np.signbit(result)))
+
+
+__all__ = [
+    "created_nan_negative",
+    "numpy_type",
+    "odd_power_keeps_nan_sign",
+]
