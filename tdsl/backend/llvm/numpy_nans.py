@@ -78,8 +78,9 @@ def created_nan_negative(function: str, float_type: str) -> bool:
 def odd_power_keeps_nan_sign(float_type: str) -> bool:
     """Whether NumPy's ``x ** y`` of a nan ``x`` with its sign bit set to an odd integer
     power keeps the sign here.  The C library's ``pow`` computes ``x * x`` there, which
-    clears it, and so did NumPy up to 2.3; NumPy 2.4's loops give ``x`` back (measured:
-    ``np.power(-nan, 3.0)`` is ``-nan``).  Other powers of a nan give ``x`` on both."""
+    clears it; NumPy's AVX-512 loops give ``x`` back on f32 and f64 (measured with NumPy
+    2.2.6 to 2.4.6: ``np.power(-nan, 3.0)`` is ``-nan``, and ``+nan`` on f16, which NumPy
+    computes with the C library's ``powf``).  Other powers of a nan give ``x`` on both."""
     dtype = _TYPES.get(float_type, np.float64)
     x = np.full(32, -np.nan, dtype)
     with np.errstate(all="ignore"):

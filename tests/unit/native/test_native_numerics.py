@@ -190,9 +190,9 @@ def test_created_nans_have_numpys_sign(
 @pytest.mark.parametrize("dtype", ["f16", "f32", "f64"])
 def test_powers_of_a_nan_keep_numpys_sign(target: str, dtype: str) -> None:
     """``(-nan) ** y`` for odd, even and non-integer ``y``: the sign NumPy's loop gives
-    the nan, bit for bit.  It differs by version and type: NumPy 2.4 keeps the sign for
-    an odd ``y`` on f32 and f64 and clears it on f16 (through the C library's
-    ``x * x``), where NumPy 2.3 cleared it on all three."""
+    the nan, bit for bit.  It differs by CPU and type: NumPy's AVX-512 loops keep the
+    sign for an odd ``y`` on f32 and f64 and clear it on f16 (the C library's ``x * x``),
+    which clears it on all three."""
     t = DTYPES[dtype]
     y = np.array([3.0, -1.0, 7.0, 2.0, -2.0, 0.5, 1.0, 0.0], t)
     x = np.full(len(y), -np.nan, t)
