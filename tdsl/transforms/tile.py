@@ -46,9 +46,9 @@ A ``softmax`` whose one use is the left operand of a ``matmul`` along its axis
 (attention's ``softmax(q @ k.T * s + mask) @ v``) decomposes with that matmul
 into ``softmax_matmul``: flash attention's online softmax, one pass over tiles
 of the key dim carrying a running maximum, a running sum and a rescaled
-accumulator, never a row of scores.  That form is tried before the plain
-decomposition (whose passes would keep each row of the scores: a matmul is not
-computed twice), and the least need of the forms bounds the group.
+accumulator (float32 for float16), never a row of scores.  That form is tried
+before the plain decomposition (whose passes would keep each row of the scores:
+a matmul is not computed twice), and the least need of the forms bounds the group.
 The decision is made on copies, part by part: a part that fits as written
 keeps its ops.
 
