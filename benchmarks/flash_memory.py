@@ -2,6 +2,7 @@
 long it takes (issue 20, item 2: flash-style attention).
 
     python benchmarks/flash_memory.py [--sizes 1024 4096] [--budgets 256 4096 0] [--d 64]
+                                      [--dtype f32|f16]
 
 For each sequence length S, budget (0: the JIT's default) and compiled target, one
 attention head ``softmax(q @ k.T * 0.125 + mask) @ v`` (f32, ``d`` columns, a causal
@@ -9,7 +10,7 @@ mask given) is compiled and called: the table gives the tiles of its one group, 
 it runs the online softmax (``softmax_matmul``), the extra memory of a call beyond its
 output (tracemalloc's peak, NumPy's buffers included), the bound the issue sets
 (budget * 4 + 4 * S * d * 4 bytes), whether a budget warning was given, the largest
-difference from NumPy, and the best of three calls.
+difference from the exact result (float64), and the best of three calls.
 """
 
 from __future__ import annotations
@@ -40,15 +41,16 @@ def reference(q: Any, k: Any, mask: Any, v: Any) -> Any:
     return e / e.sum(axis=-1, keepdims=True) @ v
 
 
-def row(s: int, d: int, budget: int, target: str) -> str:
+def row(s: int, d: int, budget: int, target: str, dtype: str = "f32") -> str:
     rng = np.random.default_rng(0)
-    q, k, v = (rng.standard_normal((s, d), dtype=np.float32) for _ in range(3))
-    mask = np.triu(np.full((s, s), -1e10, np.float32), 1)
+    t = np.float16 if dtype == "f16" else np.float32
+    q, k, v = (rng.standard_normal((s, d), dtype=np.float32).astype(t) for _ in range(3))
+    mask = np.triu(np.full((s, s), -1e4 if dtype == "f16" else -1e10, t), 1)
     shapes = {"q": (s, d), "k": (s, d), "mask": (s, s), "v": (s, d)}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         kernel = JITTensorKernel(target=target, memory_budget=budget or None).compile(
-            TEXT, shapes, "f32"
+            TEXT, shapes, dtype
         )
     tiled = kernel.ir["tiled"]
     tiles = " ".join(re.findall(r"tiles \[([^\]]*)\]", tiled))
@@ -59,8 +61,10 @@ def row(s: int, d: int, budget: int, target: str) -> str:
         kernel(q, k, mask, v)
         best = min(best, time.perf_counter() - start)
     extra = (peak - out.nbytes) / 1024
+    # (the state is float32 for f16 too, and the budget counts elements)
     bound = (budget * 4 + 4 * s * d * 4) / 1024 if budget else float("nan")
-    error = float(np.abs(out - reference(q, k, mask, v)).max())
+    wide = [x.astype(np.float64) for x in (q, k, mask, v)]
+    error = float(np.abs(out.astype(np.float64) - reference(*wide)).max())
     warned = ",".join(sorted({type(w.message).__name__ for w in caught})) or "-"
     online = "yes" if "softmax_matmul" in tiled else "no"
     return (
@@ -74,6 +78,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1024, 4096])
     parser.add_argument("--budgets", type=int, nargs="+", default=[256, 4096, 0])
     parser.add_argument("--d", type=int, default=64)
+    parser.add_argument("--dtype", choices=["f32", "f16"], default="f32")
     args = parser.parse_args()
     targets = ["numpy"] + (["native"] if native_unavailable_reason() is None else [])
     print(
@@ -84,7 +89,7 @@ def main() -> None:
     for s in args.sizes:
         for budget in args.budgets:
             for target in targets:
-                print(row(s, args.d, budget, target), flush=True)
+                print(row(s, args.d, budget, target, args.dtype), flush=True)
 
 
 if __name__ == "__main__":

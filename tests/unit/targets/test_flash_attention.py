@@ -41,7 +41,8 @@ def head(
 ) -> dict[str, Array]:
     rng = np.random.default_rng(seed)
     q, k, v = (rng.standard_normal((*lead, n, d)).astype(dtype) for n in (rows, keys, keys))
-    mask = np.where(rng.random((rows, keys)) < 0.2, -1e9, 0.0).astype(dtype)
+    masked = -1e4 if dtype == np.float16 else -1e9  # (-1e9 overflows float16)
+    mask = np.where(rng.random((rows, keys)) < 0.2, masked, 0.0).astype(dtype)
     return {"q": q, "k": k, "mask": mask, "v": v}
 
 
@@ -116,16 +117,20 @@ def tiled(text: str, target: str, budget: int, a: dict[str, Array]) -> tuple[Any
 
 @pytest.mark.parametrize("target", COMPILED_TARGETS)
 @pytest.mark.parametrize("budget", [128, 384])
-def test_key_rows_longer_than_the_budget_run_online_within_it(target: str, budget: int) -> None:
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["f32", "f16"])
+def test_key_rows_longer_than_the_budget_run_online_within_it(
+    target: str, budget: int, dtype: Any
+) -> None:
     """At S=512, a budget below one key row: the key dim is tiled (``softmax_matmul`` over
     key tiles shorter than S), the plan fits the budget (no budget warning), and a call's
-    extra memory stays within budget * itemsize + 4 * S * d * itemsize.
+    extra memory stays within budget * itemsize + 4 * S * d * itemsize, the itemsize the
+    state's (float32 for float16: the budget counts elements).
 
     The native loops take reduction dims whole (their own plan, issue 17's second
     planner): they compute the online softmax a whole key row at a time and say so
     (:class:`TdslLoopsBudgetWarning`), still within the bound."""
     s, d = 512, 16
-    a = head((), s, s, d, np.float32, 0)
+    a = head((), s, s, d, dtype, 0)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         kernel, ir = tiled(MASKED, target, budget, a)
@@ -136,9 +141,38 @@ def test_key_rows_longer_than_the_budget_run_online_within_it(target: str, budge
     rows, _, keys, _ = (int(t) for t in tiles.split(","))
     assert keys < s and rows * keys < budget
     peak, got = measure_peak(lambda *xs: kernel(*xs), *a.values())
-    close(np.asarray(got), want_masked(a), np.float32)
+    if dtype == np.float16:
+        assert np.asarray(got).dtype == np.float16
+        within_numpys_error(np.asarray(got), a)
+    else:
+        close(np.asarray(got), want_masked(a), np.float32)
     extra = peak - got.nbytes
     assert extra <= budget * 4 + 4 * s * d * 4 + numpy_buffers(1), extra
+
+
+def within_numpys_error(got: Array, a: dict[str, Array]) -> None:
+    """``got`` (float16 attention of ``a``) is at least as close to the exact result
+    (float64) as NumPy's own float16 result, which rounds each probability to float16."""
+    wide = {n: x.astype(np.float64) for n, x in a.items()}
+    exact = want_masked(wide)
+    scale = max(1.0, float(np.abs(exact).max(initial=0.0)))
+    error = float(np.abs(got.astype(np.float64) - exact).max(initial=0.0)) / scale
+    numpys = float(np.abs(want_masked(a).astype(np.float64) - exact).max(initial=0.0)) / scale
+    assert error <= max(numpys, 1e-3), f"error {error:.3g}, NumPy's {numpys:.3g}"
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("budget", [64, 256, 4096, 1_000_000])
+def test_float16_attention_is_as_close_as_numpys(target: str, budget: int) -> None:
+    """float16 heads (batched, keys not a multiple of the tiles) at budgets from a few key
+    tiles to whole rows: online (float32 state) where rows do not fit, as written where
+    they do; never further from the exact result than NumPy's float16 computation."""
+    a = head((2,), 19, 203, 7, np.float16, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)
+        got = run_on(target, budget, MASKED, **a)
+    assert got.dtype == np.float16 and got.shape == (2, 19, 7)
+    within_numpys_error(got, a)
 
 
 def test_rows_that_fit_keep_the_softmax_and_its_matmul() -> None:
@@ -174,13 +208,14 @@ def test_special_values_are_numpys(target: str) -> None:
     np.testing.assert_allclose(got[ok], want[ok], rtol=3e-5, atol=3e-5)
 
 
-def test_dask_arrays_chunked_along_the_query_rows() -> None:
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["f32", "f16"])
+def test_dask_arrays_chunked_along_the_query_rows(dtype: Any) -> None:
     """Query rows in chunks of 16, keys and values whole: each chunk runs the flash plan."""
     da = pytest.importorskip("dask.array")
     import tdsl.dask  # noqa: F401  (the JIT's call path takes Dask arrays)
 
     s, d = 64, 8
-    a = head((), s, 300, d, np.float32, 3)
+    a = head((), s, 300, d, dtype, 3)
     kernel, ir = tiled(MASKED, "numpy", 256, a)
     assert "tensordsl.softmax_matmul" in ir
     lazy = {
@@ -191,4 +226,7 @@ def test_dask_arrays_chunked_along_the_query_rows() -> None:
     }
     got = kernel(**lazy)
     assert isinstance(got, da.Array)
-    close(np.asarray(got.compute()), want_masked(a), np.float32)
+    if dtype == np.float16:
+        within_numpys_error(np.asarray(got.compute()), a)
+    else:
+        close(np.asarray(got.compute()), want_masked(a), np.float32)
