@@ -2,7 +2,7 @@
 long it takes (issue 20, item 2: flash-style attention).
 
     python benchmarks/flash_memory.py [--sizes 1024 4096] [--budgets 256 4096 0] [--d 64]
-                                      [--dtype f32|f16]
+                                      [--dtype f32|f16] [--targets numpy native]
 
 For each sequence length S, budget (0: the JIT's default) and compiled target, one
 attention head ``softmax(q @ k.T * 0.125 + mask) @ v`` (f32, ``d`` columns, a causal
@@ -79,8 +79,10 @@ def main() -> None:
     parser.add_argument("--budgets", type=int, nargs="+", default=[256, 4096, 0])
     parser.add_argument("--d", type=int, default=64)
     parser.add_argument("--dtype", choices=["f32", "f16"], default="f32")
+    parser.add_argument("--targets", nargs="+", default=["numpy", "native"])
     args = parser.parse_args()
     targets = ["numpy"] + (["native"] if native_unavailable_reason() is None else [])
+    targets = [t for t in targets if t in args.targets]
     print(
         "| S | budget | target | tiles | online softmax | extra KiB | bound KiB | warning "
         "| max error | ms/call |"

@@ -17,10 +17,10 @@ from tdsl.backend.numpy.blocking import Run
 from tdsl.backend.numpy.layout import Axis, Layout, Tiling
 from tdsl.backend.numpy.lowerings import (
     lower_finalize,
-    lower_merge,
     lower_op,
     lower_partial,
     lower_scan,
+    lower_update,
     view_template,
 )
 from tdsl.backend.numpy.program import ConstPool, Instr, TileGen, Var
@@ -324,9 +324,8 @@ class _Lowering:
             (acc,), (partial,) = accs, partials
             lower_partial(op, gen, args, partial)
             gen.ufunc(combiner.ufunc, acc, partial, out=acc)
-        else:  # a tuple accumulator: the target's partial and merge of the state
-            lower_partial(op, gen, args, tuple(partials))
-            lower_merge(op, gen, tuple(accs), tuple(partials))
+        else:  # a tuple accumulator: the target's update of the state (or partial, merge)
+            lower_update(op, gen, args, tuple(accs), tuple(partials))
         code.body.extend(gen.instrs)
         acc = accs[0]
         same = acc.kind == final.kind and acc.index == final.index and acc.dtype == final.dtype

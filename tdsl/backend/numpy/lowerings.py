@@ -75,6 +75,15 @@ MergeLowering = Callable[[Any, TileGen, Sequence[Any], Sequence[Any]], None]
 """``merge(op, g, acc, partial)``: emit the merge of a tile's partial state into the
 accumulator, for a tuple accumulator (one var per component of each; ``acc`` updated)."""
 
+UpdateLowering = Callable[[Any, TileGen, Sequence[Any], Sequence[Any], Sequence[Any]], None]
+"""``update(op, g, args, acc, partial)``: emit taking one tile of ``args`` into the
+running state ``acc`` (a tuple accumulator) at once, with ``partial``'s buffers as
+scratch: what :data:`PARTIALS` then :data:`MERGES` compute, in fewer calls."""
+
+UPDATES: dict[type[Operation], UpdateLowering] = {}
+"""Op class -> how a tile is taken into its tuple accumulator in one step (optional: the
+partial and the merge otherwise; Dask still merges partials of chunks)."""
+
 SCANS: dict[type[Operation], ScanLowering] = {}
 """Op class -> how one tile of a scan along a tiled dim runs from its carry."""
 MERGES: dict[type[Operation], MergeLowering] = {}
@@ -194,6 +203,19 @@ def lower_merge(op: Operation, g: TileGen, acc: Sequence[Any], partial: Sequence
     if found is None:
         raise TdslIRError(f"numpy target: no merge lowering registered for '{op.name}'")
     found(op, g, acc, partial)
+
+
+def lower_update(
+    op: Operation, g: TileGen, args: Sequence[Any], acc: Sequence[Any], partial: Sequence[Any]
+) -> None:
+    """Emit taking one tile into ``acc`` (a tuple accumulator): the op's own update
+    (:data:`UPDATES`) where it has one, else its partial into ``partial`` and the merge."""
+    found: UpdateLowering | None = _registered(UPDATES, op)
+    if found is not None:
+        found(op, g, args, acc, partial)
+        return
+    lower_partial(op, g, args, tuple(partial))
+    lower_merge(op, g, acc, partial)
 
 
 def lower_finalize(op: Operation, g: TileGen, acc: Any, out: Any, count: int) -> None:
@@ -460,6 +482,7 @@ __all__ = [
     "FINALIZERS",
     "LOWERINGS",
     "PARTIALS",
+    "UPDATES",
     "FinalizeLowering",
     "Lowering",
     "PartialLowering",
@@ -467,6 +490,7 @@ __all__ = [
     "lower_finalize",
     "lower_op",
     "lower_partial",
+    "lower_update",
     "register",
 ]
 

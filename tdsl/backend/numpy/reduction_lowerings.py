@@ -17,6 +17,7 @@ from tdsl.backend.numpy.lowerings import (
     FINALIZERS,
     MERGES,
     PARTIALS,
+    UPDATES,
     register,
 )
 from tdsl.backend.numpy.program import TileGen
@@ -314,6 +315,62 @@ def tdsl_softmax_matmul_merge(acc, shift, total, p_acc, p_shift, p_total, top): 
         shift[..., :1] = top
 
 
+def tdsl_softmax_matmul_update(s, v, acc, shift, total, e, p_acc, p_total, top, finite):  # type: ignore[no-untyped-def]
+    """Take one tile of scores ``s`` and values ``v`` into the running state (acc, shift,
+    total), as :func:`tdsl_softmax_matmul_state` then :func:`tdsl_softmax_matmul_merge`
+    would, in fewer calls: the state rescaled to the larger maximum ``top`` (``fmin(nan,
+    0)`` is 0: a maximum equal to an infinite one rescales by 1), then ``exp(s - top)``
+    (``top`` clipped to finite values, so a row of -inf adds nothing) taken in, through
+    ``e`` (a buffer of ``s``'s shape) and the partial buffers ``p_acc``, ``p_total``."""
+    with np.errstate(all="ignore"):
+        m, t, pt = shift[..., :1], total[..., :1], p_total[..., :1]
+        np.maximum.reduce(s, axis=-1, keepdims=True, initial=-np.inf, out=pt)
+        np.maximum(m, pt, out=top)
+        np.subtract(m, top, out=m)
+        np.fmin(m, 0, out=m)
+        np.exp(m, out=m)
+        np.multiply(t, m, out=t)
+        np.multiply(acc, m, out=acc)
+        np.clip(top, -finite, finite, out=m)
+        np.subtract(s, m, out=e)
+        np.exp(e, out=e)
+        np.matmul(e, v, out=p_acc)
+        np.add(acc, p_acc, out=acc)
+        np.add.reduce(e, axis=-1, keepdims=True, out=pt)
+        np.add(t, pt, out=t)
+        np.copyto(m, top)
+
+
+def _softmax_matmul_update(
+    op: td.SoftmaxMatmulOp,
+    g: TileGen,
+    args: Sequence[Any],
+    acc: Sequence[Any],
+    partial: Sequence[Any],
+) -> None:
+    (s, v), (a, shift, total), (p_acc, _, p_total) = args, acc, partial
+    if tuple(s.shape[:-1]) != tuple(a.shape[:-1]):  # the scores broadcast along v's batch
+        _softmax_matmul_partial(op, g, args, partial)  # (their rows are not the state's)
+        _softmax_matmul_merge(op, g, acc, partial)
+        return
+    name = g.function("tdsl_softmax_matmul_update", inspect.getsource(tdsl_softmax_matmul_update))
+    finite = float(np.finfo(a.dtype).max)
+    g.call(
+        f"{name}({{0}}, {{1}}, {{out}}, {{2}}, {{3}}, {{4}}, {{5}}, {{6}}, {{7}}, {finite!r})",
+        s,
+        v,
+        shift,
+        total,
+        g.workspace(0),
+        p_acc,
+        p_total,
+        g.workspace(1),
+        out=a,
+        note="softmax_matmul: this tile taken into the state (max, sum of exp(s - max), "
+        "exp(s - max) @ v)",
+    )
+
+
 def _softmax_matmul_partial(
     op: td.SoftmaxMatmulOp, g: TileGen, args: Sequence[Any], out: Sequence[Any]
 ) -> None:
@@ -377,4 +434,5 @@ def _softmax_matmul(
 
 PARTIALS[td.SoftmaxMatmulOp] = _softmax_matmul_partial
 MERGES[td.SoftmaxMatmulOp] = _softmax_matmul_merge
+UPDATES[td.SoftmaxMatmulOp] = _softmax_matmul_update
 FINALIZERS[td.SoftmaxMatmulOp] = _softmax_matmul_finalize

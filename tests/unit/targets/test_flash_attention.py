@@ -108,6 +108,23 @@ def test_attention_matches_numpy_at_every_budget(
     close(got, want, dtype)
 
 
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("s_shape, v_shape", [((5, 70), (3, 70, 4)), ((2, 5, 70), (70, 4))])
+def test_scores_broadcast_against_the_values_run_online(
+    target: str, s_shape: tuple[int, ...], v_shape: tuple[int, ...]
+) -> None:
+    """``softmax(s) @ v`` where one of the two has a batch dim the other broadcasts along,
+    at a budget below a row: the online softmax over key tiles (whose rows are the
+    scores' or the state's, a tile's state then merged, not updated in place)."""
+    rng = np.random.default_rng(4)
+    a = {"s": rng.standard_normal(s_shape), "v": rng.standard_normal(v_shape)}
+    a = {n: x.astype(np.float32) for n, x in a.items()}
+    got = run_on(target, 64, "softmax(s) @ v", **a)
+    close(got, softmax(a["s"]) @ a["v"], np.float32)
+    if target != "interpreter":
+        assert "softmax_matmul" in tiled("softmax(s) @ v", target, 64, a)[1]
+
+
 def tiled(text: str, target: str, budget: int, a: dict[str, Array]) -> tuple[Any, str]:
     kernel = JITTensorKernel(target=target, memory_budget=budget, threads=1).compile(
         text, {n: x.shape for n, x in a.items()}, {n: x.dtype.name for n, x in a.items()}
