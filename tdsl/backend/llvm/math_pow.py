@@ -39,8 +39,8 @@ integer power is negative, to a non-integer power nan (with the sign NumPy's nan
 has here, :mod:`tdsl.backend.llvm.numpy_nans`), and a nan operand gives ``x + y``
 (the first nan's sign and payload, as the C library's ``x + y`` does), except that
 a nan ``x`` to an odd integer power loses its sign where NumPy's loops lose it (the
-C library computes ``x * x`` there; NumPy 2.4 keeps it: asked of NumPy, as
-:func:`~tdsl.backend.llvm.numpy_nans.odd_power_keeps_nan_sign`).
+C library computes ``x * x`` there; NumPy's AVX-512 loops keep it on f32 and f64:
+asked of NumPy, as :func:`~tdsl.backend.llvm.numpy_nans.odd_power_keeps_nan_sign`).
 
 Measured maximum errors (``python benchmarks/native_pow.py accuracy``, 10^6 pairs in
 each of seven sets, against NumPy in float64 for f32 and long double for f64):
