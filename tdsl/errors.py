@@ -112,6 +112,14 @@ class TdslIRError(TdslError):
     """IR that does not parse or verify."""
 
 
+def internal_error(what: str, op: object | None = None) -> TdslIRError:
+    """A broken internal invariant (a compiler bug, or IR that no pass of tdsl builds), as
+    an error a driver can report and locate at ``op``: never a bare ``assert``, which
+    vanishes under ``python -O`` and reaches a user without a location.  ``what`` says
+    where (a pass or a role) and what was expected."""
+    return TdslIRError(f"internal error: {what}", op=op)
+
+
 class TdslBudgetError(TdslError):
     """A computation that cannot be scheduled within the memory budget."""
 
@@ -165,5 +173,6 @@ __all__ = [
     "TdslTypeError",
     "TdslWarning",
     "format_diagnostic",
+    "internal_error",
     "plural",
 ]

@@ -23,6 +23,7 @@ from tdsl.dialects.structured import (
     numpy_dtype,
     reduction_of,
 )
+from tdsl.errors import internal_error
 
 
 @dataclass(frozen=True)
@@ -325,7 +326,12 @@ def compute_scratch_plan(sched: TileSchedule) -> ScratchPlan:
                 )
             # and so do the running values of its scans
             for scan_op in sched.step(step).carrying:
-                assert isinstance(scan_op, Scan)  # it carries a state: carried_dims
+                if not isinstance(scan_op, Scan):  # only a scan carries a state
+                    raise internal_error(
+                        f"scratch plan: '{scan_op.name}' carries a state along a tiled dim "
+                        "but is not a scan",
+                        op=scan_op,
+                    )
                 carries[(scan_op, step)] = pool.take(
                     math.prod(carry_shape(body, scan_op, tiles)),
                     scan_op.carried_loops()[0].dtype,

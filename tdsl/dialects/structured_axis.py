@@ -281,7 +281,6 @@ class ReductionOp(IRDLOperation, StructuredOpInterface, Reduction, LanguageFunct
         if self.reduced_axes():
             return super().scalar_body(b, args)
         acc = self.accumulator()
-        assert acc is not None
         start = [
             scalar_constant(b, x, element_of(dt))
             for x, dt in zip(acc.identities, acc.dtypes, strict=True)

@@ -85,7 +85,11 @@ def element_body(op: Operation, b: Builder, args: Sequence[SSAValue]) -> tuple[S
     rounds once rather than after each step.  The interpreter, the numpy target's derived
     lowering and the native loops all build bodies through here."""
     s = structured(op)
-    assert s is not None
+    if s is None:
+        raise TdslIRError(
+            f"'{op.name}' does not implement the structured-op interface: it has no scalar body",
+            op=op,
+        )
     widen = s.F16_IN_F32 and any(isinstance(a.type, Float16Type) for a in args)
     if widen:
         args = [convert_scalar(b, a, f32) if isinstance(a.type, Float16Type) else a for a in args]

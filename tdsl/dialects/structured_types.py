@@ -36,7 +36,7 @@ from xdsl.irdl import AtLeast, EqAttrConstraint, MessageConstraint, base
 from xdsl.utils.exceptions import VerifyException
 
 from tdsl.dtypes import BOOL_DTYPE, DTYPES, FLOAT_DTYPES, INT_DTYPES, supported_names
-from tdsl.errors import TdslTypeError
+from tdsl.errors import TdslTypeError, internal_error
 
 FloatType = Float16Type | Float32Type | Float64Type
 """The element types tdsl computes in."""
@@ -185,14 +185,18 @@ def fmt_shape(shape: Sequence[int]) -> str:
 def tensor_shape(value: SSAValue | Attribute) -> tuple[int, ...]:
     """The static shape of a tensor-typed value or type."""
     t = value.type if isinstance(value, SSAValue) else value
-    assert isinstance(t, TensorType)
+    if not isinstance(t, TensorType):
+        raise internal_error(f"the shape of a value of type {t}, where a tensor was expected")
     return tuple([d.data for d in cast(TensorType[Attribute], t).shape.data])
 
 
 def element_type(value: SSAValue | Attribute) -> Attribute:
     """The element type of a tensor-typed value or type."""
     t = value.type if isinstance(value, SSAValue) else value
-    assert isinstance(t, TensorType)
+    if not isinstance(t, TensorType):
+        raise internal_error(
+            f"the element type of a value of type {t}, where a tensor was expected"
+        )
     return cast(TensorType[Attribute], t).get_element_type()
 
 

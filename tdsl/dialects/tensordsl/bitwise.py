@@ -26,6 +26,7 @@ from tdsl.dialects.structured import (
     scalar_constant,
 )
 from tdsl.dtypes import BOOL_DTYPE
+from tdsl.errors import internal_error
 
 
 class BitwiseOp(BinaryOp):
@@ -33,7 +34,8 @@ class BitwiseOp(BinaryOp):
     op of each bit (``SCALAR_OP``) is the whole semantics."""
 
     def int_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
-        assert self.SCALAR_OP is not None  # every bitwise op names its arith op
+        if self.SCALAR_OP is None:  # every bitwise op names its arith op
+            raise internal_error(f"the bitwise op '{self.name}' names no arith op", op=self)
         return (b.insert(self.SCALAR_OP(args[0], args[1])).results[0],)
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
@@ -150,7 +152,8 @@ class ShiftOp(BinaryOp):
     @staticmethod
     def bits(value: SSAValue) -> int:
         t = value.type
-        assert isinstance(t, IntegerType)
+        if not isinstance(t, IntegerType):
+            raise internal_error(f"a shift by a count of type {t}, not an integer")
         return t.bitwidth
 
 

@@ -38,6 +38,7 @@ from tdsl.dialects.structured import (
 from tdsl.dialects.tensordsl.constant import ConstantOp, forward_if_same_type, splat_constant
 from tdsl.dialects.tensordsl.elementwise_math import SqrtOp
 from tdsl.dialects.tensordsl.elementwise_unary import ReciprocalOp, SquareOp, numpy_extremum
+from tdsl.errors import internal_error
 
 
 @irdl_op_definition
@@ -304,7 +305,8 @@ def safe_divisor(b: Builder, a: SSAValue, d: SSAValue) -> SSAValue:
     minus_one = b.insert(arith.CmpiOp(d, scalar_constant(b, -1, t), "eq")).result
     overflow = b.insert(arith.AndIOp(lowest, minus_one)).result
     bad = b.insert(arith.OrIOp(by_zero, overflow)).result
-    assert bad.type == BOOL
+    if bad.type != BOOL:
+        raise internal_error(f"the trap condition of an integer division is a {bad.type}, not i1")
     return b.insert(arith.SelectOp(bad, scalar_constant(b, 1, t), d)).result
 
 

@@ -17,6 +17,7 @@ from xdsl.ir import SSAValue
 from xdsl.irdl import irdl_op_definition
 
 from tdsl.dialects.structured import ScalarOpBuilder, UnaryOp
+from tdsl.errors import internal_error
 
 
 @irdl_op_definition
@@ -334,7 +335,8 @@ class RoundingOp(UnaryOp):
 
     @classmethod
     def takes_integers(cls) -> bool:
-        assert cls.NUMPY_UFUNC is not None  # every rounding is a NumPy ufunc
+        if cls.NUMPY_UFUNC is None:  # every rounding is a NumPy ufunc
+            raise internal_error(f"the rounding {cls.__name__} names no NumPy ufunc")
         return _keeps_integers(cls.NUMPY_UFUNC)
 
     def int_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:

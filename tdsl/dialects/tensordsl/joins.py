@@ -48,6 +48,7 @@ from tdsl.dialects.structured import (
     tensor_type,
 )
 from tdsl.dtypes import BOOL_DTYPE
+from tdsl.errors import internal_error
 
 
 def concatenate_shape(shapes: Sequence[Sequence[int]], axis: int) -> tuple[int, ...]:
@@ -111,7 +112,8 @@ class ConcatenateOp(IRDLOperation, LanguageFunction):
     @classmethod
     def from_call(cls, operands: Sequence[SSAValue], params: Mapping[str, object]) -> Operation:
         axis = params["axis"]
-        assert isinstance(axis, int)
+        if not isinstance(axis, int):
+            raise internal_error(f"'{cls.name}' takes an int `axis`, not {axis!r}")
         return cls(operands, axis)
 
     @property

@@ -45,6 +45,7 @@ from tdsl.dialects.structured import (
     tensor_type,
 )
 from tdsl.dtypes import BOOL_DTYPE
+from tdsl.errors import internal_error
 
 
 def reshape_shape(shape: Sequence[int], new: Sequence[int]) -> tuple[int, ...]:
@@ -131,7 +132,8 @@ class ReshapeOp(IRDLOperation, StridedView, LanguageFunction):
     def from_call(cls, operands: Sequence[SSAValue], params: Mapping[str, object]) -> Operation:
         (x,) = operands
         shape = params["shape"]
-        assert isinstance(shape, tuple)
+        if not isinstance(shape, tuple):
+            raise internal_error(f"'{cls.name}' takes a tuple `shape`, not {shape!r}")
         return cls(x, shape)
 
     def evaluate_view(self, array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:

@@ -51,6 +51,7 @@ from tdsl.dialects.structured import (
 from tdsl.dialects.structured_types import expect_shape
 from tdsl.dialects.tensordsl.contraction import TransposeOp
 from tdsl.dtypes import BOOL_DTYPE
+from tdsl.errors import internal_error
 
 
 def _axes(axes: int | Sequence[int], rank: int, what: str) -> tuple[int, ...]:
@@ -161,7 +162,8 @@ class ExpandDimsOp(_UnitAxesView):
 
     @classmethod
     def normalized(cls, shape: Sequence[int], axis: int | Sequence[int] | None) -> tuple[int, ...]:
-        assert axis is not None
+        if axis is None:
+            raise ShapeError("`expand_dims` needs an `axis`")
         n = 1 if isinstance(axis, int) else len(axis)
         return _axes(axis, len(shape) + n, "`axis` of `expand_dims`")
 
@@ -275,7 +277,8 @@ class SwapAxes(_TransposeSpelling):
         (x,) = operands
         perm = list(range(len(tensor_shape(x))))
         a, b = params["axis1"], params["axis2"]
-        assert isinstance(a, int) and isinstance(b, int)
+        if not isinstance(a, int) or not isinstance(b, int):
+            raise internal_error(f"`swapaxes` takes two int axes, not {a!r} and {b!r}")
         perm[a], perm[b] = perm[b], perm[a]
         return TransposeOp(x, perm)
 
