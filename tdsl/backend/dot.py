@@ -35,7 +35,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.utils.target import Target
 
-from tdsl.errors import SourceLocation, plural
+from tdsl.errors import SourceLocation, TdslIRError, plural
 from tdsl.transforms.fuse import FusionReport, fusion_report
 from tdsl.transforms.fusion_analysis import FusionGroup, UnfusedEdge
 from tdsl.transforms.locations import op_location
@@ -227,7 +227,8 @@ class _Renderer:
         out.append(f"  subgraph cluster_{prefix} {{")
         out.append(f"    label={_quote('@' + name)}; style=dashed; color=gray60;")
         block = fn.body.blocks.first
-        assert block is not None
+        if block is None:
+            raise TdslIRError(f"'func.func' @{name} has no body to draw", op=fn)
         for i, arg in enumerate(block.args):
             hint = arg.name_hint or f"arg{i}"
             label = f"{hint}: {_type_text(arg.type)}"

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from tdsl.errors import internal_error
 from tdsl.runtime.compile import NativeCompileError
 
 if TYPE_CHECKING:
@@ -175,7 +176,12 @@ def read_plan(fn: func.FuncOp, roles_attr: str) -> FunctionPlan:
         dtype = element_dtype(element)
         if arg.index in unsigned:  # written signless by the loops stage
             dtype = np.dtype(f"uint{cast(IntegerType, element).bitwidth}")
-        assert dtype is not None
+        if dtype is None:
+            raise internal_error(
+                f"native plan: argument {arg.index} of @{fn.sym_name.data} has the element "
+                f"type {element}, which has no NumPy dtype",
+                op=fn,
+            )
         data = None
         if role == "const":
             values = dense_to_numpy(cast(DenseIntOrFPElementsAttr, next(consts)))
@@ -200,9 +206,13 @@ def read_plan(fn: func.FuncOp, roles_attr: str) -> FunctionPlan:
                     operands.append(v.index)
                 else:
                     owner = v.owner
-                    assert isinstance(owner, arith.ConstantOp)
-                    value = owner.value
-                    assert isinstance(value, IntegerAttr)
+                    value = owner.value if isinstance(owner, arith.ConstantOp) else None
+                    if not isinstance(value, IntegerAttr):
+                        raise internal_error(
+                            f"native plan: an operand of the call to {op.callee} is neither "
+                            "an argument nor an integer arith.constant",
+                            op=op,
+                        )
                     operands.append(("const", cast(IntegerAttr[Any], value).value.data))
             name = op.callee.root_reference.data
             group = bool(op.arguments) and not isinstance(op.arguments[0], BlockArgument)

@@ -313,14 +313,15 @@ def tile_gemm(body: GroupBody, op: Operation, args: Sequence[SSAValue]) -> TileG
     b_batch = tuple(b_read[:-2])
     named = [d for d in (*batch, i, j, k) if d is not None]
     if (
-        None in (i, j, k)
+        i is None
+        or j is None
+        or k is None
         or tuple(a_dims) != (*batch, i, k)
         or tuple(b_read[-2:]) != (k, j)
         or b_batch not in ((), tuple(batch))
         or len(set(named)) != len(named)
     ):
         return None  # (a batch dim of extent 1 is in no space dim: None)
-    assert i is not None and j is not None
     trans_b = False
     p = body.producer(b)
     if p is not None:

@@ -69,6 +69,7 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewri
 
 from tdsl.backend.llvm.numpy_nans import created_nan_negative
 from tdsl.dialects import tdslmath
+from tdsl.errors import internal_error
 
 _LN2 = Fraction(Decimal("0.69314718055994530941723212145817656807550013436026"))
 _LOG2E = Fraction(Decimal("1.44269504088896340735992468100189213742664595415299"))
@@ -449,7 +450,8 @@ class ApproximateMath(RewritePattern):
 
 
 def _int_type(t: Attribute) -> IntegerType:
-    assert isinstance(t, Float16Type | Float32Type | Float64Type)
+    if not isinstance(t, Float16Type | Float32Type | Float64Type):
+        raise internal_error(f"convert-to-llvm: the bits of {t}, not a float type")
     return IntegerType(t.bitwidth)
 
 

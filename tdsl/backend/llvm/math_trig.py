@@ -48,6 +48,7 @@ from tdsl.backend.llvm.arith_to_llvm import float_suffix
 from tdsl.backend.llvm.math_approx import _Emitter, _Format
 from tdsl.backend.llvm.math_to_llvm import call_libm, libm_name
 from tdsl.backend.llvm.numpy_nans import created_nan_negative
+from tdsl.errors import TdslOptionError, internal_error
 
 _PI = Fraction(
     Decimal(
@@ -223,7 +224,8 @@ def _slow_path(
         called = call.results[0]
     else:
         name = libm_name(base, t)
-        assert name is not None
+        if name is None:
+            raise internal_error(f"convert-to-llvm: no C library {base} for {t}", op=op)
         called = call_libm(rewriter, op, name, [x], t)
     rewriter.insert(scf.YieldOp(called))
     rewriter.insertion_point = InsertPoint.at_end(else_block)
@@ -238,7 +240,10 @@ class ExpandTrig(RewritePattern):
     library (``slow_path``: one of :data:`SLOW_PATHS`)."""
 
     def __init__(self, slow_path: str = "libm") -> None:
-        assert slow_path in SLOW_PATHS, slow_path
+        if slow_path not in SLOW_PATHS:
+            raise TdslOptionError(
+                f"the slow path of sin and cos is one of {', '.join(SLOW_PATHS)}, not {slow_path!r}"
+            )
         self.slow_path = slow_path
 
     @op_type_rewrite_pattern

@@ -114,10 +114,10 @@ class LoadToLLVM(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: memref.LoadOp, rewriter: PatternRewriter) -> None:
-        if static_strides(op.memref.type) is None:
+        found = _element_pointer(rewriter, op.memref, op.indices)
+        if found is None:  # no static strides
             return
-        pointer, element = _element_pointer(rewriter, op.memref, op.indices) or (None, None)
-        assert pointer is not None and element is not None
+        pointer, element = found
         value = insert(rewriter, llvm.LoadOp(pointer, element))
         if is_bool(op.res.type):
             zero = insert(rewriter, llvm.ConstantOp(IntegerAttr(0, 8), element))
@@ -130,10 +130,10 @@ class StoreToLLVM(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: memref.StoreOp, rewriter: PatternRewriter) -> None:
-        if static_strides(op.memref.type) is None:
+        found = _element_pointer(rewriter, op.memref, op.indices)
+        if found is None:  # no static strides
             return
-        pointer, element = _element_pointer(rewriter, op.memref, op.indices) or (None, None)
-        assert pointer is not None and element is not None
+        pointer, element = found
         value = to_llvm(rewriter, op.value)
         if is_bool(op.value.type):
             value = insert(rewriter, llvm.ZExtOp(value, element))

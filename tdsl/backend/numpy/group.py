@@ -38,6 +38,7 @@ from tdsl.dialects.structured import (
     numpy_dtype,
 )
 from tdsl.dtypes import dtype_expr
+from tdsl.errors import internal_error
 
 
 def emit_group(group: GroupSource, state: ModuleState, w: Writer, names: Names) -> list[bool]:
@@ -251,7 +252,8 @@ def _emit_loops(lowering: _Lowering, state: ModuleState, w: Writer) -> None:
                 _emit(h, code.body if code is not None else [], scope_at(p_scope, "p"))
                 _emit(h, copies, scope_at(p_scope, "p"))
                 continue
-            assert code is not None
+            if code is None:
+                raise internal_error(f"numpy target: pass {index} of the schedule has no code")
             _emit(h, code.init, scope_at(p_scope, "p"))
             for d in sched.reduction_loops:
                 _loop_header(h, d, "0", str(space[d]), tiles[d], tiling)

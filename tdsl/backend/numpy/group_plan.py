@@ -45,7 +45,7 @@ from tdsl.dialects.structured import (
     structured,
     tensor_shape,
 )
-from tdsl.errors import TdslIRError
+from tdsl.errors import TdslIRError, internal_error
 
 
 @dataclass
@@ -152,15 +152,18 @@ class _Lowering:
             return Var(layout, dtype, "output", tile, index=slot.index)
         if slot.kind == "constant":
             owner = value.owner
-            assert isinstance(owner, Operation)
-            constant = constant_value(owner)
-            assert constant is not None
+            constant = constant_value(owner) if isinstance(owner, Operation) else None
+            if constant is None:
+                raise internal_error("numpy target: a constant slot holds no constant's value")
             return Var(layout, dtype, "const", tile, name=self.state.consts.add(constant))
         # a view of its operand
         owner = value.owner
-        assert isinstance(owner, Operation)
-        s = structured(owner)
-        assert s is not None
+        if not isinstance(owner, Operation):
+            raise internal_error("numpy target: a view of no op's result")
+        if structured(owner) is None:
+            raise TdslIRError(
+                f"'{owner.name}' does not implement the structured-op interface", op=owner
+            )
         template = view_template(owner)
         base = self.read(owner, 0, step)
         return Var(layout, dtype, "view", tile, base=base, template=template)
@@ -274,7 +277,8 @@ class _Lowering:
             ax if d is not None or ax.dim is None else Axis(1)
             for ax, d in zip(results[0].layout, dims, strict=True)
         )
-        assert isinstance(op, Scan)  # it carries a state along the tiled dim
+        if not isinstance(op, Scan):  # only a scan carries a state along a tiled dim
+            raise internal_error(f"numpy target: '{op.name}' carries a state but is no scan", op=op)
         loop = op.carried_loops()[0]
         carry = Var(
             layout, loop.dtype, "buffer", self.tiling.full_shape(layout), index=op_plan.carry
@@ -298,7 +302,8 @@ class _Lowering:
         acc_slot = op_plan.accumulator
         red = reduction_of(op)
         state = red.accumulator()
-        assert acc_slot is not None and state is not None
+        if acc_slot is None:
+            raise internal_error(f"numpy target: '{op.name}' has no accumulator slot", op=op)
         kind = "buffer" if acc_slot.kind == "buffer" else "output"
         accs = [Var(layout, state.dtypes[0], kind, final.tile, index=acc_slot.index)]
         partials = [Var(layout, state.dtypes[0], "buffer", final.tile, index=op_plan.partial)]

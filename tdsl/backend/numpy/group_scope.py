@@ -17,6 +17,7 @@ from tdsl.backend.numpy.group_plan import ModuleState
 from tdsl.backend.numpy.layout import Layout, Tiling
 from tdsl.backend.numpy.program import Instr, Var
 from tdsl.backend.numpy.source import Names, Writer, shape_expr
+from tdsl.errors import internal_error
 
 ZERO_BLOCK_LIMIT = 1 << 20
 """Largest zero block (elements) kept for ``relu``; ``np.zeros`` maps it lazily to the zero page."""
@@ -52,13 +53,15 @@ class _Scope:
         if v.kind == "buffer":
             return self.buffer_names(v.index, v.layout)
         if v.kind == "staged":
-            assert self.staged_names is not None, "a staged value outside a group's loops"
+            if self.staged_names is None:
+                raise internal_error("numpy target: a staged value outside a group's loops")
             return self.staged_names(v, self.scope)
         if v.kind == "const":
             return v.name
         if v.kind == "fill":
             return self.fill_names(v)
-        assert v.base is not None
+        if v.base is None:
+            raise internal_error(f"numpy target: a value of kind '{v.kind}' with no base value")
         return v.template.format(self.of(v.base))
 
 

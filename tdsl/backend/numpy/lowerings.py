@@ -43,7 +43,7 @@ from tdsl.dialects.structured import (
     body_of,
 )
 from tdsl.dtypes import FLOAT_DTYPES
-from tdsl.errors import TdslIRError
+from tdsl.errors import TdslIRError, internal_error
 from tdsl.scalar_numpy import (
     NumpyFunction,
     constant_array,
@@ -92,19 +92,22 @@ MERGES: dict[type[Operation], MergeLowering] = {}
 
 def _transpose_view(op: Operation) -> str:
     """``{0}.T`` for the reversal, else ``np.transpose({0}, perm)``."""
-    assert isinstance(op, td.TransposeOp)
+    if not isinstance(op, td.TransposeOp):
+        raise internal_error(f"numpy target: '{op.name}' lowered as a transpose", op=op)
     if op.perm is None:
         return "{0}.T"
     return f"np.transpose({{0}}, {op.permutation})"
 
 
 def _expand_dims_view(op: Operation) -> str:
-    assert isinstance(op, td.ExpandDimsOp)
+    if not isinstance(op, td.ExpandDimsOp):
+        raise internal_error(f"numpy target: '{op.name}' lowered as an expand_dims", op=op)
     return f"np.expand_dims({{0}}, {op.axes_value})"
 
 
 def _squeeze_view(op: Operation) -> str:
-    assert isinstance(op, td.SqueezeOp)
+    if not isinstance(op, td.SqueezeOp):
+        raise internal_error(f"numpy target: '{op.name}' lowered as a squeeze", op=op)
     return f"np.squeeze({{0}}, {op.axes_value})"
 
 
