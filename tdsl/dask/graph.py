@@ -36,7 +36,7 @@ from tdsl.dask.tasks import KernelSpec, combine_blocks, pass_block, run_block
 from tdsl.dialects.kernel import TileOp
 from tdsl.dialects.structured import constant_value, numpy_dtype, tensor_shape
 from tdsl.dialects.tensordsl import ConcatenateOp, ReshapeOp, SliceOp, TakeOp, check_indices
-from tdsl.errors import TdslCallError, TdslError
+from tdsl.errors import TdslCallError, TdslError, internal_error
 from tdsl.jit.calls import convert_argument
 from tdsl.jit.compiled import ELEMENT_NAMES, ArgSpec, CompiledKernel, type_str
 from tdsl.jit.compiler import COMPILE_LOCK
@@ -200,7 +200,11 @@ class _Graph:
         )
         if red.squeeze:
             result = da.squeeze(result, axis=red.squeeze)
-        assert result.chunks == red.chunks, (result.chunks, red.chunks)
+        if result.chunks != red.chunks:
+            raise internal_error(
+                f"dask: the reduction {red.name} gives the chunks {result.chunks}, "
+                f"where its plan expects {red.chunks}"
+            )
         self.env[red.value] = result
 
 
@@ -280,7 +284,8 @@ def call_dask(kernel: CompiledKernel, given: Sequence[Any], out: Any = None) -> 
         if const is None:  # pragma: no cover - the tiled stage groups every computing op
             raise TdslError(f"'{op.name}' is in no kernel.tile group")
         graph.held[op.results[0]] = const
-    assert isinstance(term, ReturnOp)
+    if not isinstance(term, ReturnOp):
+        raise internal_error(f"dask: @{kernel.name} ends in no func.return", op=func_op)
     results = tuple(graph.result(v) for v in term.operands)
     return results[0] if len(results) == 1 else results
 

@@ -88,6 +88,7 @@ from tdsl.dialects.structured import (
     structured,
     tensor_shape,
 )
+from tdsl.errors import internal_error
 from tdsl.transforms.iteration_space import Inconsistent, analyze, require_structured
 from tdsl.transforms.tile import decomposed_copy
 
@@ -266,7 +267,11 @@ class _Planner:
                 rest = compute[start + 1 :]
                 found = self.part(compute[start : start + 1], rest, reductions_whole=True)
                 found = found or self.part(compute[start : start + 1], rest, all_whole=True)
-                assert found is not None, f"cannot plan '{compute[start].name}' over one chunk"
+                if found is None:
+                    raise internal_error(
+                        f"dask: cannot plan '{compute[start].name}' over one chunk",
+                        op=compute[start],
+                    )
                 stop = start + 1
             parts.append(found)
             # later parts read this one's outputs with the chunks it gives them
@@ -315,14 +320,13 @@ class _Planner:
         if all_whole:
             whole.update(range(body.rank))
         chunks = choose_chunks(body, self.chunks_of, frozenset(whole))
-        follow = (
-            self.tile is not None
-            and not self.plan.decomposed
-            and len(seq) + len(constants) == len(self.ops)
+        follow = (  # the kernel.tile whose recorded plan this part follows, if any
+            self.tile
+            if not self.plan.decomposed and len(seq) + len(constants) == len(self.ops)
+            else None
         )
-        if follow:
-            assert self.tile is not None
-            recorded = self.tile.tiles_value
+        if follow is not None:
+            recorded = follow.tiles_value
             for d, extent in enumerate(body.extents):
                 # a reduction dim the plan cuts is cut, at its tiles if no chunks cut it
                 cut = body.is_reduction(d) and recorded[d] < extent
@@ -333,10 +337,9 @@ class _Planner:
             for c, extent in zip(chunks, body.extents, strict=True)
         ]
         sched: TileSchedule | None = None
-        if follow:
-            assert self.tile is not None
+        if follow is not None:
             try:
-                staged, sweeps = self.tile.recorded_plan(body)
+                staged, sweeps = follow.recorded_plan(body)
                 sched = schedule(body, tiles, staged, sweeps)
             except PlanError:
                 sched = None  # the chunks cut other dims than the plan: schedule them
@@ -418,7 +421,8 @@ class _Planner:
                         operands.append(inner[v])
                     elif v in body.constants:
                         const = v.owner
-                        assert isinstance(const, Operation)
+                        if not isinstance(const, Operation):
+                            raise internal_error("dask: a constant of a group that no op makes")
                         clone = const.clone()
                         block.add_op(clone)
                         inner[v] = clone.results[0]

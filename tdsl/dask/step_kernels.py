@@ -21,7 +21,7 @@ from tdsl.dialects.structured import (
     element_type,
     tensor_shape,
 )
-from tdsl.errors import TdslIRError
+from tdsl.errors import TdslIRError, internal_error
 
 
 def block_shape(value: SSAValue, dims: Dims, chunks: Sequence[tuple[int, ...]]) -> list[int]:
@@ -67,5 +67,6 @@ def acc_type(op: Operation) -> TensorType:
     """The type of ``op``'s partial of its whole operand."""
     scratch = Block(arg_types=[v.type for v in op.operands])
     t = partial_ops_of(op).partial_ops(list(scratch.args))[1].type
-    assert isinstance(t, TensorType)
+    if not isinstance(t, TensorType):
+        raise internal_error(f"dask: the partial of '{op.name}' is a {t}, not a tensor", op=op)
     return t  # pyright: ignore[reportUnknownVariableType]
