@@ -50,6 +50,7 @@ from tdsl.dialects.structured import (
     structured,
     tensor_shape,
 )
+from tdsl.errors import internal_error
 from tdsl.interpreters.scalar import ScalarFunction
 from tdsl.interpreters.tensordsl import evaluate
 
@@ -167,7 +168,10 @@ class _TileRun:
                     continue
                 if op in carries:  # a scan: this tile starts from the last one's values
                     s = structured(op)
-                    assert isinstance(s, Scan)
+                    if not isinstance(s, Scan):
+                        raise internal_error(
+                            f"interpreter: '{op.name}' carries a state but is no scan", op=op
+                        )
                     args = (self.read(v, window, local) for v in op.operands)
                     value, carries[op] = s.evaluate_scan(carries[op], *args)
                     local[op.results[0]] = value
@@ -183,7 +187,10 @@ class _TileRun:
                         if op in sched.staged:
                             self.stage(r, window, local)
         for op, acc in accs.items():
-            assert acc is not None
+            if acc is None:
+                raise internal_error(
+                    f"interpreter: '{op.name}' accumulated over no tile of its pass", op=op
+                )
             with np.errstate(all="ignore"):
                 value = _finalize(reduction_of(op), op, acc, sched.count(op))
             (result,) = op.results

@@ -51,6 +51,7 @@ from tdsl.dialects.structured import (
     structured,
     tensor_shape,
 )
+from tdsl.errors import internal_error
 from tdsl.interpreters.func import FuncFunctions
 from tdsl.scalar_numpy import SCALAR_FUNCTIONS, numpy_function
 
@@ -211,7 +212,8 @@ def _run_scan(
 ) -> Array:
     """A scan from its interface: the carry starts at the identity and takes each element
     along ``axis`` in order (``scalar_scan``); each running value is a result element."""
-    assert isinstance(op, Scan)
+    if not isinstance(op, Scan):
+        raise internal_error(f"interpreter: '{op.name}' run as a scan but is no scan", op=op)
     loop = op.carried_loops()[0]
     carry_element = element_of(loop.dtype)
     elements = [element_type(v.type) for v in op.operands]

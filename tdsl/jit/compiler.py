@@ -51,6 +51,7 @@ from tdsl.errors import (
     TdslLoopsBudgetWarning,
     TdslNameError,
     TdslNativeError,
+    internal_error,
     plural,
 )
 from tdsl.jit.cache import Request
@@ -94,7 +95,8 @@ def _tensor_spec(t: Attribute) -> tuple[tuple[int, ...], np.dtype[Any]]:
 
     from tdsl.dialects.tensordsl import numpy_dtype
 
-    assert isinstance(t, TensorType)
+    if not isinstance(t, TensorType):
+        raise internal_error(f"jit: a kernel argument or result of type {t}, not a tensor")
     tensor = cast(TensorType[Any], t)
     return tuple(tensor.get_shape()), numpy_dtype(tensor.element_type)
 

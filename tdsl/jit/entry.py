@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from tdsl.errors import internal_error
 from tdsl.jit.calls import fall_back_on_variant_failure, finish
 from tdsl.jit.compiled import LOCATED_STAGES, ArgSpec, CompiledKernel, GroupInfo, LazyIR
 from tdsl.jit.options import JitOptions
@@ -66,7 +67,8 @@ def kernel_entry(kernel: CompiledKernel) -> tuple[Data, bytes]:
     from tdsl.runtime.native import NativeFunction
 
     function = kernel.function
-    assert isinstance(function, NativeFunction)
+    if not isinstance(function, NativeFunction):
+        raise internal_error(f"jit: the native kernel `{kernel.name}` has no native function")
     compiled = function.code.compiled
     code = compiled.object_code
     if code is None:

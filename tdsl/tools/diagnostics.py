@@ -159,7 +159,6 @@ class LocatingParser(Parser):
     def input(self) -> Input[str]:
         """The text being parsed."""
         text_input = self.lexer.input
-        assert isinstance(text_input.content, str)
         return text_input  # pyright: ignore[reportReturnType]
 
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:

@@ -27,6 +27,8 @@ from pathlib import Path
 from xdsl.ir import Dialect
 from xdsl.irdl import IRDLOperation
 
+from tdsl.errors import internal_error
+
 
 def checkout_docs(package_dir: Path | None = None) -> Path | None:
     """The ``docs/`` folder of the source checkout holding ``package_dir`` (default: this
@@ -68,7 +70,8 @@ def _doc(obj: object) -> str:
 def _dialect_section(dialect: Dialect, module_doc: str) -> str:
     lines = [f"## `{dialect.name}`", "", inspect.cleandoc(module_doc), ""]
     for op in sorted(dialect.operations, key=lambda o: o.name):
-        assert issubclass(op, IRDLOperation)
+        if not issubclass(op, IRDLOperation):
+            raise internal_error(f"gen-reference: {op.__name__} of {dialect.name} is not IRDL")
         lines += [f"### `{op.name}`", "", _doc(op), ""]
     return "\n".join(lines)
 

@@ -59,7 +59,7 @@ from xdsl.utils.exceptions import (
 )
 from xdsl.utils.target import Target
 
-from tdsl.errors import TdslError, format_diagnostic
+from tdsl.errors import TdslError, format_diagnostic, internal_error
 from tdsl.tools.diagnostics import (
     DominanceError,
     DriverError,
@@ -301,8 +301,9 @@ class TdslOptMain(OptIO):
                     chunk.close()
                 if failed and not self.args.split_input_file:
                     break
-        except ShrinkException:
-            assert self.args.shrink
+        except ShrinkException as err:
+            if not self.args.shrink:
+                raise internal_error("tdsl-opt: a pass asked to shrink without --shrink") from err
             print("Success, can shrink")
             raise SystemExit(0) from None
         finally:
