@@ -73,7 +73,7 @@ from tdsl.defaults import DEFAULT_MEMORY_BUDGET, check_memory_budget
 from tdsl.dialects.kernel import FusedOp, TileOp, YieldOp
 from tdsl.dialects.structured import constant_value, structured, tensor_shape
 from tdsl.dialects.tensordsl import ReshapeOp, SliceOp, TakeOp
-from tdsl.errors import SourceLocation, TdslBudgetWarning, format_diagnostic, plural
+from tdsl.errors import SourceLocation, TdslBudgetWarning, TdslIRError, format_diagnostic, plural
 from tdsl.transforms.fusion_analysis import (
     BlockPlan,
     FusionGroup,
@@ -425,7 +425,8 @@ def _untile(
     values: dict[SSAValue, SSAValue] = dict(zip(block.args, tile_op.inputs, strict=True))
     source = originals.get(tile_op)
     term = block.last_op
-    assert isinstance(term, YieldOp)
+    if not isinstance(term, YieldOp):
+        raise TdslIRError(f"'{tile_op.name}' op body must end in kernel.yield", op=tile_op)
     for inner in list(block.ops):
         if inner is term:
             continue
@@ -466,7 +467,8 @@ def _unfused_clone(
             budget = fused.budget_value
         block = fused.body.block
         term = block.last_op
-        assert isinstance(term, YieldOp)
+        if not isinstance(term, YieldOp):
+            raise TdslIRError(f"'{fused.name}' op body must end in kernel.yield", op=fused)
         for res, value in zip(fused.results, term.values, strict=True):
             res.replace_all_uses_with(value)
         Rewriter.erase_op(term)

@@ -25,6 +25,7 @@ from tdsl.dialects.structured import (
     structured,
     tensor_shape,
 )
+from tdsl.errors import TdslIRError, internal_error
 from tdsl.transforms.fusion_scratch import LiveBound
 from tdsl.transforms.iteration_space import (
     DimVars,
@@ -269,7 +270,11 @@ class PartSpaces:
         pid = len(self._part_parent)
         self._part_parent[pid] = pid
         self._op_part[op] = pid
-        assert structured(op) is not None
+        if structured(op) is None:
+            raise TdslIRError(
+                f"'{op.name}' does not implement the structured-op interface: it cannot be fused",
+                op=op,
+            )
         part = FusionPart(pid, [op], {}, set(), [], set(self.users(op)), 0)
         for value, dims in (*zip(op.results, results, strict=True), *reads.items()):
             self._add_pairs(part, value, dims)
@@ -528,7 +533,8 @@ class PartSpaces:
     def _commit(self, m: PartMerge) -> FusionPart:
         """Move the smaller part into the larger one; returns the merged part."""
         small, large = m.small, m.large
-        assert small.diagonal is None and large.diagonal is None
+        if small.diagonal is not None or large.diagonal is not None:
+            raise internal_error("tdsl-fuse: committing a merge of a part with a diagonal")
         large.ops.extend(small.ops)
         self._part_parent[small.id] = large.id
         del self.parts[small.id]

@@ -29,6 +29,7 @@ from tdsl.dialects.structured import (
     structured,
     tensor_shape,
 )
+from tdsl.errors import internal_error
 from tdsl.transforms.fusion_parts import (
     FusionPart,
     PartMerge,
@@ -262,7 +263,8 @@ class FusionPlanner:
         """The position of the last read of ``value`` by the parts ``ids``; the end of the
         block when something else reads it."""
         owner = value.owner
-        assert isinstance(owner, Operation)
+        if not isinstance(owner, Operation):
+            raise internal_error("tdsl-fuse: the last read of a value no op of the block computes")
         last = self.index[owner]
         for reader in self._value_readers(value):
             if reader is None or self.spaces.part_id(reader) not in ids:
@@ -276,7 +278,8 @@ class FusionPlanner:
         first = self.spaces.results[op][0]
         if first.workspaces is None:
             s = structured(op)
-            assert s is not None
+            if s is None:
+                raise internal_error(f"tdsl-fuse: '{op.name}' in a part is not structured", op=op)
             results = [tensor_shape(r) for r in op.results]
             size = max(1, math.prod(results[0]))
 
@@ -310,8 +313,11 @@ class FusionPlanner:
                 at = self.index[op]
                 values = self.spaces.results[op]
                 for r, value in zip(op.results, values, strict=True):
-                    assert value.dtype is not None
                     dt = value.dtype
+                    if dt is None:
+                        raise internal_error(
+                            f"tdsl-fuse: result {r.index} of '{op.name}' has no dtype", op=op
+                        )
                     last = self._last_read(r, {part.id})
                     live.held[dt] = range_add(live.held.get(dt), 0, end, at, last, 1)
                     max_into(live.tile, dt, value.cost // 3)
@@ -360,9 +366,9 @@ class FusionPlanner:
                 continue
             last = self._last_read(v, ids)
             if last != end:
-                assert isinstance(v, OpResult)
-                dt = self.spaces.results[v.op][v.index].dtype
-                assert dt is not None
+                dt = self.spaces.results[v.op][v.index].dtype if isinstance(v, OpResult) else None
+                if dt is None:
+                    raise internal_error("tdsl-fuse: a value read across two parts has no dtype")
                 live.held[dt] = range_add(live.held[dt], 0, end, last + 1, end, -1)
         return live
 
@@ -465,7 +471,10 @@ class FusionPlanner:
             r for op in ops for r in op.results if self._used_outside(r, members.__contains__)
         ]
         body = analyze(ops, results)
-        assert not isinstance(body, Inconsistent), body.reason
+        if isinstance(body, Inconsistent):
+            raise internal_error(
+                f"tdsl-fuse: group {name} is inconsistent: {body.reason}", op=ops[0]
+            )
         return FusionGroup(
             name=name,
             function=self.function,
@@ -520,7 +529,8 @@ class FusionPlanner:
                 deps[v].discard(u)
                 if not deps[v]:
                     heapq.heappush(ready, (key(v), v))
-        assert len(out) == len(units), "fusion produced a cycle between groups"
+        if len(out) != len(units):
+            raise internal_error("tdsl-fuse: fusion produced a cycle between groups")
         return out
 
 

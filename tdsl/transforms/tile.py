@@ -92,7 +92,7 @@ from tdsl.dialects.structured import (
     constant_value,
     element_type,
 )
-from tdsl.errors import TdslBudgetError, TdslIRError, TdslOptionError
+from tdsl.errors import TdslBudgetError, TdslIRError, TdslOptionError, internal_error
 from tdsl.transforms.iteration_space import require_structured
 from tdsl.transforms.tile_choice import Tiling, choose_tiles, min_scratch, try_tiles
 from tdsl.transforms.tile_decompose import decompose_in_place, decomposed_copy
@@ -291,7 +291,10 @@ class TileGroups(RewritePattern):
         base = group.fused.group_name
         new_ops: list[Operation] = []
         for index, part in enumerate(parts):
-            assert part.tiling is not None
+            if part.tiling is None:
+                raise internal_error(
+                    f"tdsl-tile: part {index} of the group has no tiling", op=fused
+                )
             if part.origin is not None:
                 outer.update({a: outer.get(v, v) for a, v in part.origin.items()})
             name = base if base is None or len(parts) == 1 else f"{base}.{index}"

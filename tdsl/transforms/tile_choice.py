@@ -27,7 +27,7 @@ from tdsl.dialects.structured import (
     IteratorType,
     structured,
 )
-from tdsl.errors import TdslBudgetError, TdslOptionError, plural
+from tdsl.errors import TdslBudgetError, TdslOptionError, internal_error, plural
 from tdsl.transforms.locations import op_location
 
 # ---------------------------------------------------------------------------
@@ -142,7 +142,8 @@ def _greedy(
             if _fits(body, even, budget) is not None:
                 tiles = even
         found = _fits(body, tiles, budget)
-        assert found is not None
+        if found is None:
+            raise internal_error(f"tdsl-tile: the tile sizes {tiles} chosen to fit do not fit")
         return found
     return None
 

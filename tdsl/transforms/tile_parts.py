@@ -18,7 +18,7 @@ from tdsl.dialects.kernel import FusedOp
 from tdsl.dialects.kernel_plan import (
     GroupBody,
 )
-from tdsl.errors import TdslBudgetError, TdslIRError, plural
+from tdsl.errors import TdslBudgetError, TdslIRError, internal_error, plural
 from tdsl.transforms.iteration_space import Inconsistent, analyze
 from tdsl.transforms.locations import op_location
 from tdsl.transforms.tile_choice import (
@@ -162,7 +162,8 @@ class GroupParts:
             key = (max(self.need(seq[:k]), self.need(seq[k:])), abs(2 * k - len(seq)))
             if best is None or key < best[0]:
                 best = (key, k)
-        assert best is not None
+        if best is None:
+            raise internal_error(f"tdsl-tile: no cut of a run of {len(seq)} ops into two parts")
         k = best[1]
         return self.schedule_parts(seq[:k]) + self.schedule_parts(seq[k:])
 
