@@ -112,12 +112,14 @@ class TdslIRError(TdslError):
     """IR that does not parse or verify."""
 
 
-def internal_error(what: str, op: object | None = None) -> TdslIRError:
+def internal_error(
+    what: str, op: object | None = None, location: SourceLocation | None = None
+) -> TdslIRError:
     """A broken internal invariant (a compiler bug, or IR that no pass of tdsl builds), as
-    an error a driver can report and locate at ``op``: never a bare ``assert``, which
-    vanishes under ``python -O`` and reaches a user without a location.  ``what`` says
-    where (a pass or a role) and what was expected."""
-    return TdslIRError(f"internal error: {what}", op=op)
+    an error a driver can report and locate at ``op`` (or at ``location`` in source
+    text): never a bare ``assert``, which vanishes under ``python -O`` and reaches a user
+    without a location.  ``what`` says where (a pass or a role) and what was expected."""
+    return TdslIRError(f"internal error: {what}", location, op=op)
 
 
 class TdslBudgetError(TdslError):

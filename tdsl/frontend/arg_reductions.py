@@ -24,7 +24,7 @@ from xdsl.ir import Operation
 
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.structured import BOOL, is_int
-from tdsl.errors import TdslTypeError
+from tdsl.errors import TdslTypeError, internal_error
 from tdsl.frontend.ast import Call, Span
 from tdsl.frontend.values import TensorValue, Value
 
@@ -47,7 +47,11 @@ def lower_arg_reduction(
         x = lowering.emit(td.CastOp(x.value, i64), span)
     axis = params["axis"]
     keepdims = bool(params["keepdims"])
-    assert axis is None or isinstance(axis, int)
+    if axis is not None and not isinstance(axis, int):
+        raise internal_error(
+            f"frontend: `axis` of `{node.func}` is {axis!r}, not an integer",
+            location=lowering.where(node.span),
+        )
     rank = len(x.shape)
     if axis is not None:
         axis = axis % rank

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, cast
 from xdsl.dialects.builtin import f16, f32
 
 from tdsl.dialects import tensordsl as td
-from tdsl.errors import TdslTypeError
+from tdsl.errors import TdslTypeError, internal_error
 from tdsl.frontend.ast import Call, Span
 from tdsl.frontend.values import TensorValue, Value
 
@@ -89,7 +89,11 @@ def _variance(
     ``max(n - ddof, 0)``; ``std`` takes the square root."""
     span = node.span
     ddof = params.get("ddof", 0.0)
-    assert isinstance(ddof, float | int)
+    if not isinstance(ddof, float | int):
+        raise internal_error(
+            f"frontend: `ddof` of `{node.func}` is {ddof!r}, not a number",
+            location=lowering.where(span),
+        )
     count = math.prod(x.shape[a] for a in axes)
     mean = _nested(lowering, td.MeanOp, x, axes, True, node)
     deviation = lowering.emit(td.SubOp(x.value, mean.value), span)

@@ -12,7 +12,7 @@ from xdsl.ir import Attribute
 
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.structured import Param
-from tdsl.errors import SourceLocation, TdslTypeError
+from tdsl.errors import SourceLocation, TdslTypeError, internal_error
 from tdsl.frontend.ast import Call, Keyword, Span
 from tdsl.frontend.dtype_names import element_type_of
 from tdsl.frontend.functions import FunctionInfo, show_keyword_value
@@ -52,15 +52,20 @@ class CallParams:
                 )
             match param.kind:
                 case "int_axis" | "int_axes" | "new_axes":
-                    assert operand is not None
+                    operand = self.operand_for(node, param, operand)
                     params[param.name] = self.axes_param(node, operand, param)
                 case "axis" | "axes":
-                    assert operand is not None
+                    operand = self.operand_for(node, param, operand)
                     default = param.default
-                    assert default is None or isinstance(default, int)
+                    if default is not None and not isinstance(default, int):
+                        raise internal_error(
+                            f"frontend: the default `{param.name}` of `{info.name}` is "
+                            f"{default!r}, not an integer",
+                            location=self.where(node.span),
+                        )
                     params[param.name] = self.axis(node, operand, default, param.kind == "axes")
                 case "perm":
-                    assert operand is not None
+                    operand = self.operand_for(node, param, operand)
                     params[param.name] = self.permutation(node, operand)
                 case "bool":
                     params[param.name] = self.flag(node, param)
@@ -79,6 +84,16 @@ class CallParams:
                             self.where(keyword.span),
                         )
         return params
+
+    def operand_for(self, node: Call, param: Param, operand: Value | None) -> Value:
+        """The operand whose axes ``param`` names (every such function takes one: its
+        arity was checked before its parameters)."""
+        if operand is None:
+            raise internal_error(
+                f"frontend: `{param.name}` of `{node.func}` names axes of no operand",
+                location=self.where(node.span),
+            )
+        return operand
 
     def axis(
         self, node: Call, operand: Value, default: int | None, tuples: bool = False
@@ -113,7 +128,12 @@ class CallParams:
         return keyword.value
 
     def axes(self, node: Call, operand: Value, keyword: Keyword) -> tuple[int, ...]:
-        assert isinstance(keyword.value, tuple)
+        if not isinstance(keyword.value, tuple):
+            raise internal_error(
+                f"frontend: `axis` of `{node.func}` read as a tuple of axes, but it is "
+                f"`{show_keyword_value(keyword.value)}`",
+                location=self.where(keyword.span),
+            )
         rank = len(self.shape_of(operand))
         return self.checked_axes(node, keyword, keyword.value, rank, self.describe(operand))
 
@@ -271,7 +291,12 @@ class CallParams:
     def number(self, node: Call, param: Param) -> float:
         keyword = self.keyword(node, param.name)
         if keyword is None:
-            assert isinstance(param.default, float | int)
+            if not isinstance(param.default, float | int):
+                raise internal_error(
+                    f"frontend: the default `{param.name}` of `{node.func}` is "
+                    f"{param.default!r}, not a number",
+                    location=self.where(node.span),
+                )
             return float(param.default)
         if keyword.value is None or isinstance(keyword.value, bool | tuple | str):
             raise TdslTypeError(

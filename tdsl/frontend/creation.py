@@ -20,7 +20,7 @@ from xdsl.dialects.builtin import f64, i64
 
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.structured import BOOL, numpy_dtype
-from tdsl.errors import TdslTypeError
+from tdsl.errors import TdslTypeError, internal_error
 from tdsl.frontend.ast import Call, Span
 from tdsl.frontend.functions import FUNCTIONS
 from tdsl.frontend.values import LiteralValue, TensorValue, Value
@@ -119,7 +119,11 @@ def lower_broadcast_to(
     x = lowering.tensor(args[0], spans[0])
     params = lowering.params(node, FUNCTIONS[node.func], x)
     target = params["shape"]
-    assert isinstance(target, tuple)
+    if not isinstance(target, tuple):
+        raise internal_error(
+            f"frontend: `shape` of `{node.func}` is {target!r}, not a tuple",
+            location=lowering.where(node.span),
+        )
     try:
         ones_shape = td.broadcast_ones_shape(x.shape, target)
     except td.ShapeError as err:

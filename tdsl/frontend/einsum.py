@@ -29,7 +29,7 @@ from xdsl.ir import Operation
 
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.structured import BOOL
-from tdsl.errors import TdslTypeError
+from tdsl.errors import TdslTypeError, internal_error
 from tdsl.frontend.ast import Call, Span
 
 if TYPE_CHECKING:
@@ -41,7 +41,11 @@ def lower_einsum(
 ) -> TensorValue:
     """The ops of ``node``, an ``einsum`` call of ``args`` (see the module docstring)."""
     keyword = lowering.keyword(node, "subscripts")
-    assert keyword is not None and isinstance(keyword.value, str)
+    if keyword is None or not isinstance(keyword.value, str):  # params() checked it
+        raise internal_error(
+            "frontend: `einsum` lowered without string subscripts",
+            location=lowering.where(node.span),
+        )
     where = lowering.where(keyword.span)
 
     def fail(message: str) -> TdslTypeError:

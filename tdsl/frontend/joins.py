@@ -5,12 +5,12 @@ list of values, promoted to one dtype as ``np.concatenate`` does, written as
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.structured import INDEX_TYPES, INT_TYPES, is_unsigned
-from tdsl.errors import TdslTypeError
+from tdsl.errors import TdslTypeError, internal_error
 from tdsl.frontend.ast import Call, Span
 from tdsl.frontend.functions import FUNCTIONS
 from tdsl.frontend.values import TensorValue, TupleValue, Value
@@ -48,8 +48,7 @@ def lower_join(
                         "all the operands of `stack` must have one shape, got "
                         + ", ".join(td.fmt_shape(s) for s in sorted(shapes))
                     )
-                axis = params["axis"]
-                assert isinstance(axis, int)
+                axis = _int_axis(lowering, node, params)
                 axis = td.normalize_axis(axis, len(tensors[0].shape) + 1)
                 parts = [_expand(lowering, t, (axis,), node) for t in tensors]
             case "hstack":
@@ -62,12 +61,22 @@ def lower_join(
                 if 0 in ranks:
                     raise td.ShapeError("zero-dimensional arrays cannot be concatenated")
                 parts = tensors
-                axis = params["axis"]
-                assert isinstance(axis, int)
+                axis = _int_axis(lowering, node, params)
         op = td.ConcatenateOp([p.value for p in parts], axis)
     except td.ShapeError as err:
         raise TdslTypeError(err.message, lowering.where(node.span)) from None
     return lowering.emit(op, node.span)
+
+
+def _int_axis(lowering: FunctionLowering, node: Call, params: Mapping[str, object]) -> int:
+    """The ``axis`` parameter of a join or split (checked an integer by ``params()``)."""
+    axis = params["axis"]
+    if not isinstance(axis, int):
+        raise internal_error(
+            f"frontend: `axis` of `{node.func}` is {axis!r}, not an integer",
+            location=lowering.where(node.span),
+        )
+    return axis
 
 
 def lower_split(
@@ -79,8 +88,12 @@ def lower_split(
     tensor = lowering.tensor(value, spans[0])
     params = lowering.params(node, info, tensor)
     sections = params["indices_or_sections"]
-    axis = params["axis"]
-    assert isinstance(axis, int) and isinstance(sections, int | tuple)
+    axis = _int_axis(lowering, node, params)
+    if not isinstance(sections, int | tuple):
+        raise internal_error(
+            f"frontend: `indices_or_sections` of `{node.func}` is {sections!r}",
+            location=lowering.where(node.span),
+        )
     try:
         axis = td.normalize_axis(axis, len(tensor.shape))
         bounds = td.split_bounds(tensor.shape[axis], sections, node.func == "split")
@@ -119,7 +132,11 @@ def lower_take(
     if axis is None:
         source = lowering.emit(td.ReshapeOp(a.value, (-1,)), node.span)
         axis = 0
-    assert isinstance(axis, int)
+    if not isinstance(axis, int):
+        raise internal_error(
+            f"frontend: `axis` of `take` is {axis!r}, not an integer",
+            location=lowering.where(node.span),
+        )
     try:
         op = td.TakeOp(source.value, indices.value, axis)
     except td.ShapeError as err:

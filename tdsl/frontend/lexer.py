@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
-from tdsl.errors import TdslSyntaxError
+from tdsl.errors import TdslSyntaxError, internal_error
 from tdsl.frontend.ast import Source, Span
 
 
@@ -193,7 +193,11 @@ class _Lexer:
     def number(self, pos: int) -> int:
         """Lex the number at ``pos``; reject one that runs on into letters or dots."""
         match = _NUMBER_RE.match(self.text, pos)
-        assert match is not None  # called on a digit, or a dot followed by a digit
+        if match is None:  # called on a digit, or a dot followed by a digit
+            raise internal_error(
+                "lexer: a number lexed where none starts",
+                location=self.source.location(self.span(pos, pos + 1)),
+            )
         tail = _NUMBER_TAIL_RE.match(self.text, match.end())
         if tail is not None:
             whole = self.text[pos : tail.end()]

@@ -28,7 +28,7 @@ from tdsl.dialects.structured import (
     numpy_dtype,
 )
 from tdsl.dtypes import promote
-from tdsl.errors import SourceLocation, TdslIRError, TdslNameError, TdslTypeError
+from tdsl.errors import SourceLocation, TdslIRError, TdslNameError, TdslTypeError, internal_error
 from tdsl.frontend.arg_reductions import lower_arg_reduction
 from tdsl.frontend.ast import (
     BinOp,
@@ -318,7 +318,10 @@ class FunctionLowering(CallParams):
                 if isinstance(arg, TensorValue) and is_int(arg.element):
                     return self.emit(td.InvertOp(arg.value), node.span)
                 self.booleans("`~`", args, (node.operand.span,))
-                assert isinstance(arg, TensorValue)
+                if not isinstance(arg, TensorValue):  # booleans() refused it
+                    raise internal_error(
+                        "frontend: `~` of a non-tensor", location=self.where(node.span)
+                    )
                 return self.emit(td.NotOp(arg.value), node.span)
             case BinOp(op=op, lhs=lhs, rhs=rhs):
                 a, b = args
@@ -394,7 +397,10 @@ class FunctionLowering(CallParams):
                 self.where(span),
             ) from None
         if issubclass(op_class, td.CompareOp) and _mixes_uint64(args):
-            assert isinstance(a, TensorValue) and isinstance(b, TensorValue)
+            if not isinstance(a, TensorValue) or not isinstance(b, TensorValue):
+                raise internal_error(
+                    f"frontend: {what} of uint64 and a non-tensor", location=self.where(span)
+                )
             return compare_mixed(self, op_class, a, b, span)  # exact, not as float64
         if op_class in BOOLEAN_FORMS and all(_is_bool(v) for v in args):
             op_class = BOOLEAN_FORMS[op_class]  # `+` of booleans is `|`, as in NumPy
@@ -442,7 +448,10 @@ class FunctionLowering(CallParams):
             exponent >>= 1
             if exponent:
                 square = self.emit(td.MulOp(square.value, square.value), span)
-        assert result is not None
+        if result is None:  # the exponent is not 0: some bit of it is set
+            raise internal_error(
+                f"frontend: `**` {n.value} built no product", location=self.where(span)
+            )
         return result
 
     def booleans(self, what: str, args: Sequence[Value], spans: Sequence[Span]) -> None:
@@ -536,7 +545,10 @@ class FunctionLowering(CallParams):
             return reduce_over_axes(self, op, node, args[0], spans[0], params)
         if issubclass(op, td.ReductionOp):
             axis, keepdims = params["axis"], params["keepdims"]
-            assert axis is None or isinstance(axis, int)
+            if axis is not None and not isinstance(axis, int):
+                raise internal_error(
+                    f"frontend: `axis` of `{node.func}` is {axis!r}", location=self.where(node.span)
+                )
             try:
                 op.result_shape(self.shape_of(args[0]), axis, bool(keepdims))
             except td.ShapeError as err:

@@ -20,7 +20,7 @@ from xdsl.ir import Operation
 
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.structured import INDEX_TYPES, INT_TYPES, is_unsigned
-from tdsl.errors import SourceLocation, TdslTypeError
+from tdsl.errors import SourceLocation, TdslTypeError, internal_error
 from tdsl.frontend.ast import Expr, Index, Span, Subscript, TupleExpr
 from tdsl.frontend.lexer import Token, TokenKind
 from tdsl.frontend.values import TensorValue, TupleValue, Value
@@ -198,7 +198,10 @@ def lower_subscript(
             continue
         axis, n = len(windows), shape[len(windows)]
         if item.kind == "int":
-            assert item.start is not None
+            if item.start is None:
+                raise internal_error(
+                    "frontend: an integer index without its value", location=where(item.span)
+                )
             if not -n <= item.start < n:
                 raise TdslTypeError(
                     f"index {item.start} is out of bounds for axis {axis} with size {n}",
@@ -313,7 +316,8 @@ def _gather_adjacent(
             scaled = emit(td.MulOp(flat.value, stride.value), span)
             wrapped = emit(td.AddOp(scaled.value, wrapped.value), span)
         flat = wrapped
-    assert flat is not None
+    if flat is None:
+        raise internal_error("frontend: a gather of no index arrays", location=where(span))
     merged = (*value.shape[:axis], math.prod(extents), *value.shape[axis + len(indices) :])
     source = emit(td.ReshapeOp(value.value, merged), span)
     return emit(td.TakeOp(source.value, flat.value, axis), span)
