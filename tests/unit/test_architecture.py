@@ -257,3 +257,21 @@ def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
                         break
                 components.append(component)
     return components
+
+
+def test_no_assert_statement() -> None:
+    """No internal invariant is a bare ``assert``: it vanishes under ``python -O``, and a user
+    would see an ``AssertionError`` with no location.  A check raises a tdsl error instead
+    (``TdslIRError`` located at its op, or :func:`tdsl.errors.internal_error`)."""
+    found = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in sorted(modules().values())
+        for line in sorted(
+            node.lineno
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+            if isinstance(node, ast.Assert)
+        )
+    ]
+    assert not found, "assert statements under tdsl/ (raise a tdsl error instead):\n" + "\n".join(
+        found
+    )
