@@ -105,13 +105,19 @@ def element_body(op: Operation, b: Builder, args: Sequence[SSAValue]) -> tuple[S
 
 
 WIDENED_FROM = "tdsl.widened_from"
-"""The attribute on a ``math`` op of a body widened from ``f16`` (``"f16"``): the op runs
+"""The attribute on a ``math`` or ``tdslmath`` op of a body widened from ``f16``
+(``"f16"``): the op runs
 on ``f32``, and the nans NumPy gives it are ``f16``'s (a target that follows NumPy's nan
 signs asks about that type: :mod:`tdsl.backend.llvm.numpy_nans`)."""
 
 
+WIDENED_DIALECTS = ("math", "tdslmath")
+"""The dialects whose ops :data:`WIDENED_FROM` marks: those that can create a nan."""
+
+
 def _mark_widened(results: Sequence[SSAValue], args: set[SSAValue]) -> None:
-    """Set :data:`WIDENED_FROM` on the ``math`` ops computing ``results`` from ``args``."""
+    """Set :data:`WIDENED_FROM` on the ``math`` and ``tdslmath`` ops computing ``results``
+    from ``args``."""
     seen: set[Operation] = set()
     todo = [v for v in results if v not in args]
     while todo:
@@ -119,7 +125,7 @@ def _mark_widened(results: Sequence[SSAValue], args: set[SSAValue]) -> None:
         if not isinstance(owner, Operation) or owner in seen:
             continue
         seen.add(owner)
-        if owner.dialect_name() == "math":
+        if owner.dialect_name() in WIDENED_DIALECTS:
             owner.attributes[WIDENED_FROM] = StringAttr("f16")
         todo.extend(v for v in owner.operands if v not in args)
 

@@ -49,6 +49,7 @@ from tdsl.backend.llvm.llvm_types import (
     replace_op,
     to_llvm,
 )
+from tdsl.backend.llvm.numpy_nans import numpy_type
 from tdsl.dialects import tdslmath
 
 
@@ -111,7 +112,8 @@ class RemFToLLVM(RewritePattern):
         result = insert(rewriter, llvm.FRemOp(op.lhs, op.rhs))
         args = [op.lhs, op.rhs]
         t = op.result.type
-        replace_op(rewriter, op, [numpys_created_nan(rewriter, result, args, t, "fmod")])
+        nan = numpys_created_nan(rewriter, result, args, t, "fmod", numpy_type(op))
+        replace_op(rewriter, op, [nan])
 
 
 class NegFToLLVM(RewritePattern):

@@ -30,7 +30,7 @@ from xdsl.irdl import IRDLOperation
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from tdsl.dialects import tdslmath
-from tdsl.dialects.structured_bodies import WIDENED_FROM
+from tdsl.dialects.structured_bodies import WIDENED_DIALECTS, WIDENED_FROM
 
 _WIDENED: tuple[type[Operation], ...] = (
     arith.AddfOp,
@@ -73,7 +73,7 @@ class WidenF16(RewritePattern):
                 operand = ext.result
             operands.append(operand)
         attributes = dict(op.attributes)
-        if op.dialect_name() == "math":  # its nans are f16's (see WIDENED_FROM)
+        if op.dialect_name() in WIDENED_DIALECTS:  # its nans are f16's (see WIDENED_FROM)
             attributes[WIDENED_FROM] = StringAttr("f16")
         widened = type(op).build(
             operands=operands,

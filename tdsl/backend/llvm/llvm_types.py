@@ -130,17 +130,23 @@ def insert(rewriter: PatternRewriter, op: Operation) -> SSAValue:
 
 
 def numpys_created_nan(
-    rewriter: PatternRewriter, result: SSAValue, args: list[SSAValue], t: Attribute, function: str
+    rewriter: PatternRewriter,
+    result: SSAValue,
+    args: list[SSAValue],
+    t: Attribute,
+    function: str,
+    nan_type: str,
 ) -> SSAValue:
     """``result``, with a nan that none of ``args`` was made NumPy's nan for C library
     ``function`` (the sign its loop gives on this CPU:
     :func:`~tdsl.backend.llvm.numpy_nans.created_nan_negative`; the C library returns
-    ``+nan`` for some domain errors where NumPy's loops give ``-nan``, and the reverse)."""
+    ``+nan`` for some domain errors where NumPy's loops give ``-nan``, and the reverse),
+    asked about ``nan_type``: :func:`~tdsl.backend.llvm.numpy_nans.numpy_type` of the op."""
     created = insert(rewriter, llvm.FCmpOp(result, result, "uno"))
     for a in args:
         ordered = insert(rewriter, llvm.FCmpOp(a, a, "ord"))
         created = insert(rewriter, llvm.AndOp(created, ordered))
-    negative = created_nan_negative(function, str(t))
+    negative = created_nan_negative(function, nan_type)
     nan = insert(rewriter, float_constant(float("-nan" if negative else "nan"), t))
     return insert(rewriter, llvm.SelectOp(created, nan, result))
 

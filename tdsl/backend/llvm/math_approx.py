@@ -67,7 +67,7 @@ from xdsl.dialects.utils import FastMathFlag
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
-from tdsl.backend.llvm.numpy_nans import created_nan_negative
+from tdsl.backend.llvm.numpy_nans import created_nan_negative, numpy_type
 from tdsl.dialects import tdslmath
 from tdsl.errors import internal_error
 
@@ -370,11 +370,14 @@ class _Emitter:
         """``x`` where it is ±0 (keeps the sign of zero), else ``result``."""
         return self.select(self.cmp("oeq", x, self.c(0.0)), x, result)
 
-    def log_specials(self, x: SSAValue, result: SSAValue, zero_at: float) -> SSAValue:
-        """NumPy's ``log`` special cases around ``result`` (``log1p`` with ``zero_at=-1``)."""
+    def log_specials(
+        self, x: SSAValue, result: SSAValue, zero_at: float, nan_type: str
+    ) -> SSAValue:
+        """NumPy's ``log`` special cases around ``result`` (``log1p`` with ``zero_at=-1``),
+        its nan ``nan_type``'s (:func:`~tdsl.backend.llvm.numpy_nans.numpy_type`)."""
         at = self.c(zero_at)
         # NumPy's nan for an argument below the domain: the sign its loop gives here
-        negative = created_nan_negative("log" if zero_at == 0.0 else "log1p", str(self.fmt.type))
+        negative = created_nan_negative("log" if zero_at == 0.0 else "log1p", nan_type)
         nan = self.c(float("-nan" if negative else "nan"))
         result = self.select(self.cmp("olt", x, at), nan, result)
         result = self.select(self.cmp("oeq", x, at), self.c(float("-inf")), result)
@@ -391,12 +394,12 @@ def _expand(e: _Emitter, op: Operation, x: SSAValue) -> SSAValue | None:
         case math.ExpM1Op():
             return e.keep_nan(x, e.keep_tiny(x, e.expm1(x)))
         case math.LogOp():
-            return e.log_specials(x, e.log_positive(x), 0.0)
+            return e.log_specials(x, e.log_positive(x), 0.0, numpy_type(op))
         case math.Log1pOp():
             u = e.add(e.c(1.0), x)
             correction = e.div(e.sub(x, e.sub(u, e.c(1.0))), u)
             result = e.add(e.log_positive(u), correction)
-            return e.keep_zero(x, e.log_specials(x, result, -1.0))
+            return e.keep_zero(x, e.log_specials(x, result, -1.0, numpy_type(op)))
         case math.TanhOp():
             a = e.abs(x)
             clamped = e.clamp(a, 0.0, fmt.tanh_hi)

@@ -32,6 +32,7 @@ from xdsl.traits import SymbolTable
 
 from tdsl.backend.llvm.arith_to_llvm import float_suffix
 from tdsl.backend.llvm.llvm_types import float_constant, insert, numpys_created_nan, replace_op
+from tdsl.backend.llvm.numpy_nans import numpy_type
 from tdsl.dialects import tdslmath
 
 _UNARY_INTRINSIC_CALLS: dict[type[Operation], str] = {
@@ -132,13 +133,13 @@ class MathToLLVM(RewritePattern):
             result = insert(rewriter, call)
             if kind in _CREATES_NAN_VIA_LIBM:
                 name = intrinsic.removeprefix("llvm.")
-                result = numpys_created_nan(rewriter, result, args, t, name)
+                result = numpys_created_nan(rewriter, result, args, t, name, numpy_type(op))
         elif isinstance(op, math.CopySignOp | math.PowFOp):
             name = "llvm.copysign" if isinstance(op, math.CopySignOp) else "llvm.pow"
             call = llvm.CallIntrinsicOp(f"{name}.{float_suffix(t)}", args, [t])
             result = insert(rewriter, call)
             if isinstance(op, math.PowFOp):
-                result = numpys_created_nan(rewriter, result, args, t, "pow")
+                result = numpys_created_nan(rewriter, result, args, t, "pow", numpy_type(op))
         elif isinstance(op, math.FmaOp):
             result = insert(rewriter, llvm.FMAOp(op.a, op.b, op.c))
         elif isinstance(op, math.RsqrtOp):
@@ -151,7 +152,7 @@ class MathToLLVM(RewritePattern):
                 return
             result = call_libm(rewriter, op, name, args, t)
             if not isinstance(op, tdslmath.NextAfterOp):
-                result = numpys_created_nan(rewriter, result, args, t, base)
+                result = numpys_created_nan(rewriter, result, args, t, base, numpy_type(op))
         else:
             return
         replace_op(rewriter, op, [result])

@@ -47,7 +47,7 @@ from xdsl.rewriter import InsertPoint
 from tdsl.backend.llvm.arith_to_llvm import float_suffix
 from tdsl.backend.llvm.math_approx import _Emitter, _Format
 from tdsl.backend.llvm.math_to_llvm import call_libm, libm_name
-from tdsl.backend.llvm.numpy_nans import created_nan_negative
+from tdsl.backend.llvm.numpy_nans import created_nan_negative, numpy_type
 from tdsl.errors import TdslOptionError, internal_error
 
 _PI = Fraction(
@@ -263,7 +263,7 @@ class ExpandTrig(RewritePattern):
         if f32:
             fast = e._op(arith.TruncFOp(fast, t))
         a = e.abs(x)
-        negative = created_nan_negative("cos" if cosine else "sin", str(t))
+        negative = created_nan_negative("cos" if cosine else "sin", numpy_type(op))
         nan = e.c(float("-nan" if negative else "nan"))
         fast = e.select(e.cmp("oeq", a, e.c(float("inf"))), nan, fast)
         if not cosine:

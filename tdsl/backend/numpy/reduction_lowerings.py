@@ -341,6 +341,24 @@ def tdsl_softmax_matmul_update(s, v, acc, shift, total, e, p_acc, p_total, top, 
         np.copyto(m, top)
 
 
+def _call_helper(
+    g: TileGen,
+    helper: Any,
+    before: Sequence[Any],
+    out: Any,
+    after: Sequence[Any],
+    *constants: float,
+    note: str = "",
+) -> None:
+    """Emit a call of the module-level ``helper`` (its source added to the generated
+    module once) on ``before``, then ``out`` (written), then ``after`` and ``constants``."""
+    name = g.function(helper.__name__, inspect.getsource(helper))
+    slots = [f"{{{i}}}" for i in range(len(before) + len(after))]
+    where = len(before)
+    text = ", ".join([*slots[:where], "{out}", *slots[where:], *map(repr, constants)])
+    g.call(f"{name}({text})", *before, *after, out=out, note=note)
+
+
 def _softmax_matmul_update(
     op: td.SoftmaxMatmulOp,
     g: TileGen,
@@ -353,19 +371,14 @@ def _softmax_matmul_update(
         _softmax_matmul_partial(op, g, args, partial)  # (their rows are not the state's)
         _softmax_matmul_merge(op, g, acc, partial)
         return
-    name = g.function("tdsl_softmax_matmul_update", inspect.getsource(tdsl_softmax_matmul_update))
-    finite = float(np.finfo(a.dtype).max)
-    g.call(
-        f"{name}({{0}}, {{1}}, {{out}}, {{2}}, {{3}}, {{4}}, {{5}}, {{6}}, {{7}}, {finite!r})",
-        s,
-        v,
-        shift,
-        total,
-        g.workspace(0),
-        p_acc,
-        p_total,
-        g.workspace(1),
-        out=a,
+    after = (shift, total, g.workspace(0), p_acc, p_total, g.workspace(1))
+    _call_helper(
+        g,
+        tdsl_softmax_matmul_update,
+        (s, v),
+        a,
+        after,
+        float(np.finfo(a.dtype).max),
         note="softmax_matmul: this tile taken into the state (max, sum of exp(s - max), "
         "exp(s - max) @ v)",
     )
@@ -375,16 +388,13 @@ def _softmax_matmul_partial(
     op: td.SoftmaxMatmulOp, g: TileGen, args: Sequence[Any], out: Sequence[Any]
 ) -> None:
     (s, v), (acc, shift, total) = args, out
-    name = g.function("tdsl_softmax_matmul_state", inspect.getsource(tdsl_softmax_matmul_state))
-    finite = float(np.finfo(acc.dtype).max)
-    g.call(
-        f"{name}({{0}}, {{1}}, {{out}}, {{2}}, {{3}}, {{4}}, {finite!r})",
-        s,
-        v,
-        shift,
-        total,
-        g.workspace(0),
-        out=acc,
+    _call_helper(
+        g,
+        tdsl_softmax_matmul_state,
+        (s, v),
+        acc,
+        (shift, total, g.workspace(0)),
+        float(np.finfo(acc.dtype).max),
         note="softmax_matmul: the state (max, sum of exp(s - max), exp(s - max) @ v) of this tile",
     )
 
@@ -392,15 +402,8 @@ def _softmax_matmul_partial(
 def _softmax_matmul_merge(
     op: td.SoftmaxMatmulOp, g: TileGen, acc: Sequence[Any], partial: Sequence[Any]
 ) -> None:
-    name = g.function("tdsl_softmax_matmul_merge", inspect.getsource(tdsl_softmax_matmul_merge))
-    g.call(
-        f"{name}({{out}}, {{0}}, {{1}}, {{2}}, {{3}}, {{4}}, {{5}})",
-        acc[1],
-        acc[2],
-        *partial,
-        g.workspace(1),
-        out=acc[0],
-    )
+    after = (acc[1], acc[2], *partial, g.workspace(1))
+    _call_helper(g, tdsl_softmax_matmul_merge, (), acc[0], after)
 
 
 def _softmax_matmul_finalize(
