@@ -238,7 +238,11 @@ class IntegerCastToLLVM(RewritePattern):
     ``trunci`` -> ``trunc``; equal widths (``index`` and ``i64``) -> nothing."""
 
     @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+    def match_and_rewrite(
+        self,
+        op: arith.IndexCastOp | arith.ExtSIOp | arith.ExtUIOp | arith.TruncIOp,
+        rewriter: PatternRewriter,
+    ) -> None:
         match op:
             case arith.IndexCastOp() | arith.ExtSIOp():
                 signed = True
@@ -264,7 +268,16 @@ class FloatCastToLLVM(RewritePattern):
     ``i64``: ``zext`` then ``sitofp``); ``bitcast`` -> ``bitcast``."""
 
     @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+    def match_and_rewrite(
+        self,
+        op: arith.ExtFOp
+        | arith.TruncFOp
+        | arith.SIToFPOp
+        | arith.FPToSIOp
+        | arith.UIToFPOp
+        | arith.BitcastOp,
+        rewriter: PatternRewriter,
+    ) -> None:
         match op:
             case arith.ExtFOp():
                 new: Operation = llvm.FPExtOp(op.input, op.result.type)

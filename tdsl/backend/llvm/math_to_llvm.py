@@ -23,6 +23,8 @@ into polynomial ``arith`` code first, when the pass asks for it.  f16 operands a
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 from xdsl.dialects import llvm, math
 from xdsl.dialects.builtin import Float32Type, Float64Type, ModuleOp, SymbolRefAttr
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -117,12 +119,53 @@ _CREATES_NAN_VIA_LIBM = {math.ExpOp, math.Exp2Op, math.LogOp, math.Log2Op, math.
 """Intrinsics that LLVM turns into library calls (the others are exact instructions)."""
 
 
+LoweredMathOp: TypeAlias = (
+    math.AbsFOp
+    | math.SqrtOp
+    | math.CeilOp
+    | math.FloorOp
+    | math.ExpOp
+    | math.Exp2Op
+    | math.LogOp
+    | math.Log2Op
+    | math.SinOp
+    | math.CosOp
+    | math.TruncOp
+    | math.RoundEvenOp
+    | math.RoundOp
+    | math.CopySignOp
+    | math.PowFOp
+    | math.FmaOp
+    | math.RsqrtOp
+    | math.TanOp
+    | math.AsinOp
+    | math.AcosOp
+    | math.AtanOp
+    | math.SinhOp
+    | math.CoshOp
+    | math.TanhOp
+    | math.AsinhOp
+    | math.AcoshOp
+    | math.AtanhOp
+    | math.Log10Op
+    | math.Log1pOp
+    | math.ExpM1Op
+    | math.ErfOp
+    | math.CbrtOp
+    | math.Atan2Op
+    | tdslmath.HypotOp
+    | tdslmath.NextAfterOp
+)
+"""The ops :class:`MathToLLVM` lowers: the keys of the tables above, ``copysign``,
+``powf``, ``fma`` and ``rsqrt`` (its rewriter tries it on these alone)."""
+
+
 class MathToLLVM(RewritePattern):
     """Every ``math`` op above, and ``tdslmath.hypot``/``nextafter``, to an intrinsic
     or a C library call."""
 
     @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+    def match_and_rewrite(self, op: LoweredMathOp, rewriter: PatternRewriter) -> None:
         if not op.results:
             return
         kind = type(op)
