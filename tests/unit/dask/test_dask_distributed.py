@@ -27,8 +27,11 @@ distributed = pytest.importorskip("distributed")
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Any]:
+    # the scheduler's HTTP server on a free port (":0"): with the dashboard off (None) it
+    # still took 8787, and two test processes starting a cluster at once (pytest -n 2
+    # spreads this module's tests over both) failed with "Port 8787 is already in use"
     cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
     )
     with cluster, distributed.Client(cluster, set_as_default=False) as client:
         yield client
