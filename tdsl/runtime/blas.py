@@ -131,12 +131,13 @@ def matmul_shims(symbols: list[str], gemm: Gemm) -> str:
 
 
 def _tile_shim(name: str, blas: str, scalar: str, width: str) -> list[str]:
-    """``@tdsl_gemm_*(a, b, c, m, n, k, lda, ldb, ldc, a_off, b_off, c_off, trans_b)``:
-    ``C = A @ op(B)`` on the tile of ``m`` rows whose operands start ``*_off`` elements
-    into ``a``, ``b``, ``c`` (row strides ``ld*``); ``op(B)`` is ``B`` transposed where
-    ``trans_b`` is not 0.  Emitted by ``tdsl-lower-to-loops`` inside a group's loops."""
+    """``@tdsl_gemm_*(a, b, c, m, n, k, lda, ldb, ldc, a_off, b_off, c_off, trans_a,
+    trans_b)``: ``C = op(A) @ op(B)`` on the tile of ``m`` rows whose operands start
+    ``*_off`` elements into ``a``, ``b``, ``c`` (row strides ``ld*``); ``op(X)`` is ``X``
+    transposed where ``trans_x`` is not 0.  Emitted by ``tdsl-lower-to-loops`` inside a
+    group's loops."""
     sizes = ("m", "n", "k", "lda", "ldb", "ldc")
-    params = ", ".join(f"i64 %{p}" for p in [*sizes, "aoff", "boff", "coff", "tb"])
+    params = ", ".join(f"i64 %{p}" for p in [*sizes, "aoff", "boff", "coff", "ta", "tb"])
     lines = [f"define void @{name}(ptr %a, ptr %b, ptr %c, {params}) {{"]
     for x in "abc":
         lines.append(f"  %p{x} = getelementptr {scalar}, ptr %{x}, i64 %{x}off")
@@ -147,10 +148,12 @@ def _tile_shim(name: str, blas: str, scalar: str, width: str) -> list[str]:
             else f"  %w{p} = add i64 %{p}, 0"
         )
     lines += [
-        "  %t = icmp ne i64 %tb, 0",
         # CblasRowMajor = 101, CblasNoTrans = 111, CblasTrans = 112
+        "  %sa = icmp ne i64 %ta, 0",
+        "  %transa = select i1 %sa, i32 112, i32 111",
+        "  %t = icmp ne i64 %tb, 0",
         "  %trans = select i1 %t, i32 112, i32 111",
-        f"  call void @{blas}(i32 101, i32 111, i32 %trans, {width} %wm, {width} %wn, "
+        f"  call void @{blas}(i32 101, i32 %transa, i32 %trans, {width} %wm, {width} %wn, "
         f"{width} %wk, {scalar} 1.0, ptr %pa, {width} %wlda, ptr %pb, {width} %wldb, "
         f"{scalar} 0.0, ptr %pc, {width} %wldc)",
         "  ret void",

@@ -259,19 +259,26 @@ def packed_inputs(plan: _GroupPlan) -> dict[SSAValue, _Packing]:
     return packed
 
 
+TILE_GEMM_INDEX_ARGS = 11
+"""The ``index`` arguments of a tile's BLAS call after its three memrefs: ``m``, ``n``,
+``k``, ``lda``, ``ldb``, ``ldc``, the three offsets, ``trans_a`` and ``trans_b``."""
+
+
 @dataclass(frozen=True)
 class TileGemm:
     """A matmul ``C[..., i, j] = sum_k A[..., i, k] B[..., k, j]`` that a BLAS ``gemm``
     computes one tile at a time, inside the group's loops (one call per index of the
     leading batch dims, an attention's heads): ``A`` is a group input or a value of
-    the group (computed tile by tile and stored: a layernorm's, a softmax's), ``B`` a
-    group input, batched as ``A`` or 2-D (the same matrix for every batch index), or
-    the transpose of one (``trans_b``: BLAS reads it transposed, nothing is copied),
-    and ``C`` one tile in scratch, read by any op of a later sweep (a softmax, a
-    reduction, another matmul)."""
+    the group (computed tile by tile and stored: a layernorm's, a softmax's), or the
+    transpose of a group input's last two axes (``trans_a``: BLAS reads the input's
+    columns, nothing is copied: ``transpose(x) @ w``), ``B`` a group input, batched as
+    ``A`` or 2-D (the same matrix for every batch index), or the transpose of one
+    (``trans_b``: BLAS reads it transposed, nothing is copied), and ``C`` one tile in
+    scratch, read by any op of a later sweep (a softmax, a reduction, another matmul)."""
 
     a: SSAValue
-    """The left operand, as the matmul reads it."""
+    """The left operand, as the matmul reads it, or the group input whose transpose it
+    is (``trans_a``)."""
     b: SSAValue
     """The group input the right operand is (or whose transpose it is)."""
     trans_b: bool
@@ -285,6 +292,12 @@ class TileGemm:
     """The space dims of the leading batch dims, outer to inner (None: extent 1)."""
     b_batch: tuple[int | None, ...] = ()
     """Those ``B`` runs along: ``batch``, or none (a 2-D ``B``)."""
+    trans_a: bool = False
+
+    def a_dims(self) -> tuple[int | None, ...]:
+        """The dims of ``A`` (its input, where ``trans_a``) as it lies."""
+        pair = (self.inner, self.rows) if self.trans_a else (self.rows, self.inner)
+        return (*self.batch, *pair)
 
     def b_dims(self) -> tuple[int | None, ...]:
         """The dims of ``B``'s input as it lies."""
@@ -326,15 +339,30 @@ def tile_gemm(body: GroupBody, op: Operation, args: Sequence[SSAValue]) -> TileG
     p = body.producer(b)
     if p is not None:
         # the transpose of an input's last two axes, read as it lies (k.T in attention)
-        if p.name != "tensordsl.transpose" or len(p.operands) != 1:
-            return None
-        source = p.operands[0]
-        if source not in args or tuple(body.reads[(p, 0)]) != (*b_batch, j, k):
+        source = _transposed_input(body, p, args, (*b_batch, j, k))
+        if source is None:
             return None
         b, trans_b = source, True
     elif b not in args:
         return None
-    return TileGemm(a, b, trans_b, i, j, k, tuple(batch), b_batch)
+    trans_a = False
+    p = body.producer(a)
+    if p is not None and (source := _transposed_input(body, p, args, (*batch, k, i))):
+        a, trans_a = source, True  # read as it lies, not transposed into scratch
+    return TileGemm(a, b, trans_b, i, j, k, tuple(batch), b_batch, trans_a)
+
+
+def _transposed_input(
+    body: GroupBody, p: Operation, args: Sequence[SSAValue], dims: tuple[int | None, ...]
+) -> SSAValue | None:
+    """The group input ``p`` transposes, where ``p`` is a ``transpose`` of an input's last
+    two axes read along ``dims`` (the input's dims as it lies); else None."""
+    if p.name != "tensordsl.transpose" or len(p.operands) != 1:
+        return None
+    source = p.operands[0]
+    if source not in args or tuple(body.reads[(p, 0)]) != dims:
+        return None
+    return source
 
 
 def scratch_slots(plan: _GroupPlan) -> tuple[dict[SSAValue, int], list[SSAValue]]:

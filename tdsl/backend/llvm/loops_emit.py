@@ -372,7 +372,7 @@ class _Group(_GroupPlan):
     ) -> None:
         """A call computing this tile of matmul ``op`` (see :class:`TileGemm`) into
         ``into``: ``@tdsl_gemm_<type>_<n>(A, B, C, m, n, k, lda, ldb, ldc, a_offset,
-        b_offset, c_offset, trans_b)``, which the runtime binds to BLAS's ``gemm``
+        b_offset, c_offset, trans_a, trans_b)``, which the runtime binds to BLAS's ``gemm``
         (:func:`tdsl.runtime.blas.gemm_shims`)."""
         body = self.body
 
@@ -423,7 +423,7 @@ class _Group(_GroupPlan):
             return where.ref, offset, code.index(cast(int, strides[-2]))
 
         (a, a_off, lda), (c, c_off, ldc) = (
-            at(storage[g.a], body.reads[(op, 0)]),
+            at(storage[g.a], g.a_dims() if g.trans_a else body.reads[(op, 0)]),
             at(into, body.dims[op.results[0]]),
         )
         b, b_off, ldb = at(storage[g.b], g.b_dims())
@@ -436,7 +436,8 @@ class _Group(_GroupPlan):
         digest = hashlib.sha1(" ".join(map(str, types)).encode()).hexdigest()[:12]
         name = f"tdsl_gemm_{element}_{digest}"
         self.gemm_symbols[name] = types
-        args = [*refs, *sizes, lda, ldb, ldc, a_off, b_off, c_off, code.index(int(g.trans_b))]
+        flags = [code.index(int(g.trans_a)), code.index(int(g.trans_b))]
+        args = [*refs, *sizes, lda, ldb, ldc, a_off, b_off, c_off, *flags]
         code.b.insert(func.CallOp(name, args, []))
 
 

@@ -44,6 +44,7 @@ from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint
 
+from tdsl.backend.llvm.loops_choices import TILE_GEMM_INDEX_ARGS
 from tdsl.backend.llvm.loops_common import (
     CONSTANTS_ATTR,
     ROLES_ATTR,
@@ -388,7 +389,7 @@ class TileToCall(_OpPattern):
         accs = [main.add(t, "scratch") for t in group.scratch_types()]
         main.add_function(_group_function(gname, group, inputs, outputs, accs))
         for name, types in group.gemm_symbols.items():
-            main.declare(name, [*types, *[IndexType()] * 10])
+            main.declare(name, [*types, *[IndexType()] * TILE_GEMM_INDEX_ARGS])
         for mm, k in group.blas.items():
             _blas_call(main, op, mm, group, inputs, outputs[k])
         code = _Code(Builder(InsertPoint.before(op)))

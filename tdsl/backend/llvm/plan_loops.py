@@ -49,8 +49,8 @@ def plan_loops(module: ModuleOp, threads: int = 1, memory_budget: int | None = N
     it holds whole between groups leave of it (:func:`loops_allowance`), up to
     :data:`LOOPS_MIN_SCRATCH`, where a tile op records less: the NumPy target's plan
     records what it needs, and it needs less than the loops where it reads a value in
-    place that they keep a tile of (``softmax(x @ w)``'s product, ``transpose(x) @ w``'s
-    left operand: on no scratch their tiles were one row).  A group whose loops call
+    place that they keep a tile of (``softmax(x @ w)``'s product: on no scratch their
+    tiles were one row).  A group whose loops call
     BLAS a tile at a time may use all of that allowance: BLAS packs its right operand
     again on every call, and taller tiles make fewer calls (an MLP's 512 rows ran in 6
     tiles of 86 within its tile op's scratch, 1.25x the bare GEMMs' time, and in 4 of 128

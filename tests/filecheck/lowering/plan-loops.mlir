@@ -26,11 +26,11 @@ func.func @main(%x: tensor<32x16xf32>, %w: tensor<16x8xf32>) -> tensor<32x8xf32>
 // The group function's scratch is one tile of relu(x) (16x16); the loops call BLAS's
 // gemm on it, a tile of rows at a time, writing the product's rows into the result
 // (%out0: the product is the group's output): A, B, C, then m, n, k, the three row
-// strides, the three offsets and whether B is transposed.
+// strides, the three offsets, and whether A and B are transposed.
 // LOOPS:      func.func @main_g0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<32x16xf32>, %{{.*}}: memref<16x8xf32>, %out0: memref<32x8xf32>, %{{.*}}: memref<16x16xf32>)
-// LOOPS:      func.call @tdsl_gemm_f32_{{[0-9a-f]+}}(%{{.*}}, %w, %out0, {{.*}}) : (memref<16x16xf32>, memref<16x8xf32>, memref<32x8xf32>, index, index, index, index, index, index, index, index, index, index) -> ()
+// LOOPS:      func.call @tdsl_gemm_f32_{{[0-9a-f]+}}(%{{.*}}, %w, %out0, {{.*}}) : (memref<16x16xf32>, memref<16x8xf32>, memref<32x8xf32>, index, index, index, index, index, index, index, index, index, index, index) -> ()
 // LOOPS-NOT:  func.call @tdsl_matmul
-// LOOPS:      func.func private @tdsl_gemm_f32_{{[0-9a-f]+}}(memref<16x16xf32>, memref<16x8xf32>, memref<32x8xf32>, index, index, index, index, index, index, index, index, index, index)
+// LOOPS:      func.func private @tdsl_gemm_f32_{{[0-9a-f]+}}(memref<16x16xf32>, memref<16x8xf32>, memref<32x8xf32>, index, index, index, index, index, index, index, index, index, index, index)
 
 // In f16, which BLAS does not compute, the loops compute the matmul: rows in tiles
 // of one (threads share them), relu(x) kept in scratch, since the matmul's loops
@@ -53,10 +53,8 @@ func.func @half(%x: tensor<32x16xf16>, %w: tensor<16x8xf16>) -> tensor<32x8xf16>
 // LOOPS-NOT:  func.call @tdsl_
 
 // A transpose's matmul: the numpy target reads x.T in place and records no scratch,
-// while the loops keep a tile of rows of it for BLAS.  Without a budget they fit no
-// scratch and take tiles of one row (a BLAS call per row); given the budget the
-// kernel was planned under, they may use what it leaves (nothing is held between
-// groups here), and the plan records what they use: one 16x16 tile (`limit 256`).
+// and so do the loops: BLAS reads x's columns as they lie (its `trans_a`), a tile of
+// 16 of them per call, whatever the budget; nothing is stored.
 func.func @tmm(%x: tensor<16x32xf32>, %w: tensor<16x8xf32>) -> tensor<32x8xf32> {
   %0 = kernel.tile(%x, %w) group "g0" space [32, 8, 16] iterators ["parallel", "parallel", "reduction"] tiles [32, 8, 16] scratch [] sweeps [0, 0]
     ins [affine_map<(d0, d1, d2) -> (d2, d0)>, affine_map<(d0, d1, d2) -> (d2, d1)>]
@@ -69,8 +67,13 @@ func.func @tmm(%x: tensor<16x32xf32>, %w: tensor<16x8xf32>) -> tensor<32x8xf32> 
   func.return %0 : tensor<32x8xf32>
 }
 
-// CHECK:      kernel.tile(%x, %w) group "g0" space [32, 8, 16] iterators ["parallel", "parallel", "reduction"] tiles [32, 8, 16] scratch [] sweeps [0, 0] loops tiles [1, 8, 16] stored [0] blas [1]
+// CHECK:      kernel.tile(%x, %w) group "g0" space [32, 8, 16] iterators ["parallel", "parallel", "reduction"] tiles [32, 8, 16] scratch [] sweeps [0, 0] loops tiles [16, 8, 16] stored [] blas [1]
 // CHECK-NOT:  limit
 // BUDGET:     func.func @tmm
-// BUDGET:     kernel.tile(%x, %w) group "g0" space [32, 8, 16] iterators ["parallel", "parallel", "reduction"] tiles [32, 8, 16] scratch [] sweeps [0, 0] loops tiles [16, 8, 16] stored [0] blas [1] limit 256
-// LOOPS:      func.func @tmm_g0(
+// BUDGET:     kernel.tile(%x, %w) group "g0" space [32, 8, 16] iterators ["parallel", "parallel", "reduction"] tiles [32, 8, 16] scratch [] sweeps [0, 0] loops tiles [16, 8, 16] stored [] blas [1]
+// BUDGET-NOT: limit
+// A tile of rows of the product is BLAS's gemm with A transposed: A is %x itself (its
+// row stride 32, the tile's first column as offset; trans_a is the call's next-to-last
+// argument), and the group function has no scratch argument.
+// LOOPS:      func.func @tmm_g0(%lo: index, %hi: index, %x: memref<16x32xf32>, %w: memref<16x8xf32>, %out0: memref<32x8xf32>) {
+// LOOPS:        func.call @tdsl_gemm_f32_{{[0-9a-f]+}}(%x, %w, %out0, {{(%[0-9]+, )+}}%{{[0-9]+}}) : (memref<16x32xf32>, memref<16x8xf32>, memref<32x8xf32>, index, index, index, index, index, index, index, index, index, index, index) -> ()
