@@ -62,6 +62,11 @@ CHAINS: dict[str, tuple[str, Any]] = {
             ((np.maximum(a["x"], 0) @ a["w1"]) * np.tanh(np.maximum(a["x"], 0) @ a["w2"])) @ a["w3"]
         ),
     ),
+    # the transpose of an input as a left operand (BLAS reads it as it lies)
+    "transposed-left": (
+        "relu(transpose(x) @ w1 + 1.0) @ transpose(w1)",
+        lambda a: np.maximum(a["x"].T @ a["w1"] + 1, 0) @ a["w1"].T,
+    ),
     # a matmul's result read by a reduction and a row-wise op
     "reduced": (
         "sum(exp(x @ w1), axis=-1, keepdims=True) * (x @ w1)",
@@ -116,6 +121,11 @@ def arrays(
             "w1": draw(inner, hidden) / np.sqrt(inner).astype(dtype),
             "w2": draw(inner, hidden) / np.sqrt(inner).astype(dtype),
             "w3": draw(hidden, inner) / np.sqrt(hidden).astype(dtype),
+        }
+    if name == "transposed-left":
+        return {
+            "x": draw(inner, rows),
+            "w1": draw(inner, hidden) / np.sqrt(inner).astype(dtype),
         }
     return {"x": draw(rows, inner), "w1": draw(inner, hidden) / np.sqrt(inner).astype(dtype)}
 
