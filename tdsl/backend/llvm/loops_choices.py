@@ -293,6 +293,8 @@ class TileGemm:
     b_batch: tuple[int | None, ...] = ()
     """Those ``B`` runs along: ``batch``, or none (a 2-D ``B``)."""
     trans_a: bool = False
+    """``a`` is the group input whose last two axes the matmul's left operand transposes
+    (BLAS reads its columns)."""
 
     def a_dims(self) -> tuple[int | None, ...]:
         """The dims of ``A`` (its input, where ``trans_a``) as it lies."""
