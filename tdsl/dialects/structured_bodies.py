@@ -106,9 +106,8 @@ def element_body(op: Operation, b: Builder, args: Sequence[SSAValue]) -> tuple[S
 
 WIDENED_FROM = "tdsl.widened_from"
 """The attribute on a ``math`` or ``tdslmath`` op of a body widened from ``f16``
-(``"f16"``): the op runs
-on ``f32``, and the nans NumPy gives it are ``f16``'s (a target that follows NumPy's nan
-signs asks about that type: :mod:`tdsl.backend.llvm.numpy_nans`)."""
+(``"f16"``): the op runs on ``f32``, and the nans NumPy gives it are ``f16``'s (a target
+that follows NumPy's nan signs asks about that type: :mod:`tdsl.backend.llvm.numpy_nans`)."""
 
 
 WIDENED_DIALECTS = ("math", "tdslmath")

@@ -75,10 +75,11 @@ MergeLowering = Callable[[Any, TileGen, Sequence[Any], Sequence[Any]], None]
 """``merge(op, g, acc, partial)``: emit the merge of a tile's partial state into the
 accumulator, for a tuple accumulator (one var per component of each; ``acc`` updated)."""
 
-UpdateLowering = Callable[[Any, TileGen, Sequence[Any], Sequence[Any], Sequence[Any]], None]
+UpdateLowering = Callable[[Any, TileGen, Sequence[Any], Sequence[Any], Sequence[Any]], bool]
 """``update(op, g, args, acc, partial)``: emit taking one tile of ``args`` into the
 running state ``acc`` (a tuple accumulator) at once, with ``partial``'s buffers as
-scratch: what :data:`PARTIALS` then :data:`MERGES` compute, in fewer calls."""
+scratch: what :data:`PARTIALS` then :data:`MERGES` compute, in fewer calls.  False
+(nothing emitted) where it does not apply: the partial and the merge run instead."""
 
 UPDATES: dict[type[Operation], UpdateLowering] = {}
 """Op class -> how a tile is taken into its tuple accumulator in one step (optional: the
@@ -212,10 +213,10 @@ def lower_update(
     op: Operation, g: TileGen, args: Sequence[Any], acc: Sequence[Any], partial: Sequence[Any]
 ) -> None:
     """Emit taking one tile into ``acc`` (a tuple accumulator): the op's own update
-    (:data:`UPDATES`) where it has one, else its partial into ``partial`` and the merge."""
+    (:data:`UPDATES`) where it has one that applies, else its partial into ``partial``
+    and the merge."""
     found: UpdateLowering | None = _registered(UPDATES, op)
-    if found is not None:
-        found(op, g, args, acc, partial)
+    if found is not None and found(op, g, args, acc, partial):
         return
     lower_partial(op, g, args, tuple(partial))
     lower_merge(op, g, acc, partial)

@@ -365,12 +365,10 @@ def _softmax_matmul_update(
     args: Sequence[Any],
     acc: Sequence[Any],
     partial: Sequence[Any],
-) -> None:
+) -> bool:
     (s, v), (a, shift, total), (p_acc, _, p_total) = args, acc, partial
     if tuple(s.shape[:-1]) != tuple(a.shape[:-1]):  # the scores broadcast along v's batch
-        _softmax_matmul_partial(op, g, args, partial)  # (their rows are not the state's)
-        _softmax_matmul_merge(op, g, acc, partial)
-        return
+        return False  # (their rows are not the state's: the partial and the merge)
     after = (shift, total, g.workspace(0), p_acc, p_total, g.workspace(1))
     _call_helper(
         g,
@@ -382,6 +380,7 @@ def _softmax_matmul_update(
         note="softmax_matmul: this tile taken into the state (max, sum of exp(s - max), "
         "exp(s - max) @ v)",
     )
+    return True
 
 
 def _softmax_matmul_partial(
