@@ -1,8 +1,7 @@
 """``kernel.tile``: a fused group scheduled as loops over tiles of its iteration space,
 with the maps, iterator kinds and scratch buffers it records, how it is built from a
 plan (:meth:`TileOp.planned`), and the verifier that checks what it records against the
-schedule and scratch plan of its body (:mod:`tdsl.dialects.kernel_plan`).
-"""
+schedule and scratch plan of its body (:mod:`tdsl.dialects.kernel_plan`)."""
 
 from __future__ import annotations
 
@@ -90,10 +89,11 @@ class TileOp(GroupOp):
     ``loops tiles [...] stored [...] blas [...]`` (optional, written by
     ``tdsl-plan-loops``) is the native target's plan of the group's loops, which
     ``tdsl-lower-to-loops`` runs as recorded: the tile of each dim (reduction,
-    normalize and scan dims whole: the loops run along them element by element),
-    the values the loops keep in scratch for later loop nests (numbered in order
-    over the results of the body's ops that are not constants, after
-    ``tdsl-tile``'s decomposition of the ops it decomposes), and the positions
+    normalize and scan dims whole: the loops run along them element by element; a
+    reduction dim at most this op's tile, for attention's keys), the values the
+    loops keep in scratch for later loop nests (numbered in order over the results
+    of the body's ops that are not constants, after ``tdsl-tile``'s decomposition of
+    the ops it decomposes), and the positions
     of the matmuls a BLAS call computes; ``limit N`` (optional) the scratch they use,
     all threads together, where more than ``scratch`` (``tdsl-plan-loops{memory-budget=B}``
     lets them use what the budget leaves).  The other targets do not read it.
@@ -495,8 +495,9 @@ class TileOp(GroupOp):
 
     def _verify_loops_plan(self) -> None:
         """The native loops' plan, as far as it reads without lowering: all of it or none,
-        a tile per dim within its extent, the dims other than parallel ones whole, and
-        no value or matmul twice (``tdsl-lower-to-loops`` checks the rest)."""
+        a tile per dim within its extent, the dims other than parallel ones whole (a
+        reduction dim may take this op's tile: a ``softmax_matmul``'s keys), and no
+        value or matmul twice (``tdsl-lower-to-loops`` checks the rest)."""
         given = [self.loops_tiles, self.loops_stored, self.loops_blas]
         if any(g is None for g in given) and any(g is not None for g in given):
             raise VerifyException(
@@ -520,12 +521,15 @@ class TileOp(GroupOp):
                 f"'{self.name}' op has {len(plan.tiles)} loops tiles for a {len(space)}-d "
                 "iteration space"
             )
-        for d, (t, e, kind) in enumerate(zip(plan.tiles, space, self.iterator_types, strict=True)):
-            whole = max(e, 1)
-            if kind is not IteratorType.PARALLEL and t != whole:
+        tiles = zip(plan.tiles, space, self.iterator_types, self.tiles_value, strict=True)
+        for d, (t, e, kind, own) in enumerate(tiles):
+            whole = max(e, 1)  # (or, for attention's keys, in tiles within this op's)
+            cut = kind is IteratorType.REDUCTION and t <= min(own, whole)
+            if kind is not IteratorType.PARALLEL and t != whole and not cut:
+                shown = f"{whole}" if own >= whole else f"{whole} or at most {own}, its tile"
                 raise VerifyException(
-                    f"'{self.name}' op loops tile {t} along d{d} must be {whole}: the loops "
-                    f"run along a {kind} dim whole"
+                    f"'{self.name}' op loops tile {t} along d{d} must be {shown}: the loops "
+                    f"run along a {kind} dim whole, or a softmax_matmul's keys in its tiles"
                 )
             if not 1 <= t <= whole:
                 raise VerifyException(

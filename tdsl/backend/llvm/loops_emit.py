@@ -25,6 +25,7 @@ from tdsl.backend.llvm.loops_common import (
     _is_reduction,
     loops_bug,
 )
+from tdsl.backend.llvm.loops_flash import FlashBuffers, emit_flash_tile
 from tdsl.backend.llvm.loops_plan import _GroupPlan
 from tdsl.backend.llvm.loops_point import _Point
 from tdsl.dialects.kernel_plan import Dims
@@ -205,7 +206,8 @@ class _Group(_GroupPlan):
             for op, ref in zip(self.carries, accumulators[n_stored:n_carried], strict=True)
         }
         self.more_storage = {}
-        for (op, _), ref in zip(self.more_states(), accumulators[n_carried:], strict=True):
+        more = accumulators[n_carried : n_carried + len(self.more_states())]
+        for (op, _), ref in zip(self.more_states(), more, strict=True):
             self.more_storage.setdefault(op, []).append(Storage(ref, tiled=True))
         starts: dict[int, SSAValue] = {}
         ends: dict[int, SSAValue] = {}
@@ -231,24 +233,46 @@ class _Group(_GroupPlan):
             )
             code, hoisted[d] = code.loop(lb, ub, code.index(1))
 
-        def ranges(dims: Sequence[int]) -> list[tuple[int, SSAValue, SSAValue]]:
+        def ranges(
+            dims: Sequence[int], at: _Code | None = None
+        ) -> list[tuple[int, SSAValue, SSAValue]]:
+            c = code if at is None else at  # (constants where the nest is: in a key loop)
             return [
                 (d, starts[d], ends[d])
                 if d in starts
-                else (d, code.index(0), code.index(self.extents[d]))
+                else (d, c.index(0), c.index(self.extents[d]))
                 for d in dims
                 if d not in hoisted
             ]
 
-        top = max(self.level.values(), default=0)
-        for level in range(top + 1):
+        flash_buffers = accumulators[n_carried + len(self.more_states()) :]
+        key = next(iter(self.flash.values()), None)
+        flash = {
+            op: FlashBuffers(*flash_buffers[4 * i : 4 * i + 4]) for i, op in enumerate(self.flash)
+        }
+        # the levels of the ops along a flash op's key dim run twice: first what is not
+        # along it, then, in a loop over its key tiles, what is (see loops_flash)
+        along = [op for op in body.ops if key is not None and key in body.loop_dims(op)]
+        keyed = range(
+            min((self.level[op] for op in along), default=0),
+            max((self.level[op] for op in along), default=-1) + 1,
+        )
+
+        def on(dims: Sequence[int | None], part: bool | None) -> bool:
+            """Whether what runs along ``dims`` is in ``part`` (None: all; True: the
+            key tiles' part; False: the rest)."""
+            return part is None or part == (key in dims)
+
+        def run(level: int, code: _Code, part: bool | None) -> None:
             # accumulators start from the identity
             for op, where in accs.items():
                 if self.level[op] != level or op in self.gemm:
                     continue
+                if not on(body.dims[op.results[0]], part):
+                    continue
                 state = reduction_of(op).accumulator()
                 dims = _dim_set(body.dims[op.results[0]])
-                inner, coords = code.nest(ranges(dims))
+                inner, coords = code.nest(ranges(dims, code))
                 point = _Point(self, inner, {**hoisted, **coords}, starts, storage)
                 places = [where, *self.more_storage.get(op, ())]
                 for start, dt, place in zip(state.identities, state.dtypes, places, strict=True):
@@ -257,11 +281,13 @@ class _Group(_GroupPlan):
                     )
             # matmuls BLAS computes a tile at a time: their operands are ready
             for op, g in self.gemm.items():
-                if self.level[op] == level:
+                if self.level[op] == level and on(body.dims[op.results[0]], part):
                     self._gemm_call(code, op, g, storage, accs[op], starts, ends)
             # the sweeps: one loop nest per set of dims, effects in program order
             sweeps: dict[tuple[int, ...], list[tuple[str, Operation | int | SSAValue]]] = {}
             for op in body.ops:
+                if part and op in flash:
+                    continue  # (its key tile: emit_flash_tile)
                 if self.level[op] == level and op in accs and op not in self.gemm:
                     sweeps.setdefault(_dim_set(body.loop_dims(op)), []).append(("acc", op))
             for v in self.stored:
@@ -283,6 +309,8 @@ class _Group(_GroupPlan):
                 if (0 if p is None else self.level[p]) == level:
                     sweeps.setdefault(_dim_set(out_dims), []).append(("out", k))
             for dims, effects in sweeps.items():
+                if not on(dims, part):
+                    continue
                 touched: list[tuple[SSAValue, Dims]] = []
                 for _, what in effects:
                     if isinstance(what, Operation):
@@ -298,7 +326,7 @@ class _Group(_GroupPlan):
                         raise loops_bug(f"'{op.name}' carries running values but is no scan", op)
                     loop = op.carried_loops()[0]
                     cdims = self.carry_dims(op)
-                    inner, coords = code.nest(ranges(_dim_set(cdims)))
+                    inner, coords = code.nest(ranges(_dim_set(cdims), code))
                     point = _Point(self, inner, {**hoisted, **coords}, starts, storage, carries)
                     identity = inner.scalar(loop.start, element_of(loop.dtype))
                     point.store(identity, carries[op], cdims)
@@ -306,11 +334,11 @@ class _Group(_GroupPlan):
                 packs = self._packs_of_sweep(order, touched, effects)
                 if packs:
                     point = self._packed_nest(
-                        code, ranges(order), packs, buffers, hoisted, starts, storage
+                        code, ranges(order, code), packs, buffers, hoisted, starts, storage
                     )
                     point.carries = carries
                 else:
-                    inner, coords = code.nest(ranges(order))
+                    inner, coords = code.nest(ranges(order, code))
                     point = _Point(self, inner, {**hoisted, **coords}, starts, storage, carries)
                 for kind, what in effects:
                     if kind == "acc":
@@ -337,14 +365,16 @@ class _Group(_GroupPlan):
                         point.store(value, outputs[what], body.output_dims[what])
             for v in self.stored:  # readable from the next sweep on
                 p = body.producer(v)
-                if p is not None and self.level[p] == level:
+                if p is not None and self.level[p] == level and on(body.dims[v], part):
                     k = self.stored_in_output.get(v)
                     storage[v] = Storage(stored[v], tiled=True) if k is None else outputs[k]
             for v, k in self.staged.items():  # read back from the output slice
                 p = body.producer(v)
-                if p is not None and self.level[p] == level:
+                if p is not None and self.level[p] == level and on(body.dims[v], part):
                     storage[v] = outputs[k]
-            # reductions that are outputs: finalized from their accumulators
+
+        def finalize(level: int) -> None:
+            """The reductions of ``level`` that are outputs, from their accumulators."""
             for k, v in enumerate(body.outputs):
                 p = body.producer(v)
                 if p is None or p not in accs or self.level[p] != level:
@@ -355,6 +385,31 @@ class _Group(_GroupPlan):
                 inner, coords = code.nest(ranges(dims))
                 point = _Point(self, inner, {**hoisted, **coords}, starts, storage)
                 point.store(point.value(v, body.output_dims[k]), outputs[k], body.output_dims[k])
+
+        top = max(self.level.values(), default=0)
+        for level in range(top + 1):
+            if key is None or level not in keyed:
+                run(level, code, None)
+                finalize(level)
+            elif level == keyed.start:
+                for inner in keyed:
+                    run(inner, code, False)
+                step = code.index(self.tiles[key])
+                tiles, starts[key] = code.loop(code.index(0), code.index(self.extents[key]), step)
+                end = tiles.insert(arith.AddiOp(starts[key], step))
+                ends[key] = tiles.insert(arith.MinSIOp(end, tiles.index(self.extents[key])))
+                for inner in keyed:
+                    run(inner, tiles, True)
+                for op, r in self.flash.items():
+                    places = [accs[op], *self.more_storage.get(op, ())]
+
+                    def point(at: _Code, coords: dict[int, SSAValue]) -> _Point:
+                        return _Point(self, at, {**hoisted, **coords}, starts, storage)
+
+                    emit_flash_tile(body, point, tiles, op, r, flash[op], places, ranges)
+                del starts[key], ends[key]
+                for inner in keyed:
+                    finalize(inner)
 
     def _gemm_call(
         self,

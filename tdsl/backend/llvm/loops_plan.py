@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from tdsl.backend.llvm.loops_choices import (
+    LOOPS_SCRATCH_SLACK,
     TileGemm,
     accumulated_in_outputs,
     blas_output,
@@ -40,6 +41,8 @@ from tdsl.backend.llvm.loops_common import (
     _state_size,
     loops_bug,
 )
+from tdsl.backend.llvm.loops_flash import KEY_TILE, flash_keys, flash_types
+from tdsl.backend.llvm.loops_recorded import check_cut_dims, recorded_blas, recorded_stored
 from tdsl.defaults import MIN_BLAS_BYTES_PER_THREAD
 from tdsl.dialects.kernel import TileOp
 from tdsl.dialects.kernel_plan import Dims, GroupBody, carried_dims, carry_dims, propagate_dims
@@ -53,7 +56,7 @@ from tdsl.dialects.structured import (
     reduction_of,
     tensor_shape,
 )
-from tdsl.errors import TdslIRError, TdslLoopsBudgetWarning
+from tdsl.errors import TdslLoopsBudgetWarning
 from tdsl.transforms.locations import op_location
 from tdsl.transforms.tile import decomposed_copy
 
@@ -122,11 +125,16 @@ class _GroupPlan:
         """The element strides of the inputs that are not row-major."""
         self.body = body
         self.extents = body.extents
-        # parallel dims keep their tiles; reduction dims run whole (element loops)
+        self.flash = flash_keys(body, self.staged_values)
+        """``softmax_matmul`` ops run in the plan's tiles of their key dim, to that dim
+        (see :mod:`~tdsl.backend.llvm.loops_flash`)."""
+        # parallel dims keep their tiles; other dims run whole (element loops), but keys
         tiles = [
             min(t, e) if body.kinds[d] is IteratorType.PARALLEL else e
             for d, (t, e) in enumerate(zip(tile.tiles_value, body.extents, strict=True))
         ]
+        for r in self.flash.values():
+            tiles[r] = min(tile.tiles_value[r], body.extents[r], KEY_TILE)
         # the first parallel dim, when every op runs along it, is cut into at least
         # SPLIT_TILES tiles that threads can share (smaller tiles need less scratch)
         split = next((d for d in range(body.rank) if body.kinds[d] is IteratorType.PARALLEL), None)
@@ -169,6 +177,7 @@ class _GroupPlan:
         op's, or more where the memory budget leaves more (``limit``)."""
         if self.recorded is not None:
             self.tiles = tuple(self.recorded.tiles)
+            check_cut_dims(tile, body, self.tiles, self.flash)
             self._plan()
         else:
             self._plan()
@@ -192,7 +201,10 @@ class _GroupPlan:
                 ),
                 stacklevel=2,
             )
-        self.tiled = [d for d in range(body.rank) if self.tiles[d] < self.extents[d]]
+        keys = self.flash.values()  # (their tiles loop inside the level that reduces them)
+        self.tiled = [
+            d for d in range(body.rank) if self.extents[d] > self.tiles[d] and d not in keys
+        ]
 
     def _choose_tiles(self, tiles: Sequence[int], limit: int) -> None:
         """Fit the parallel tiles (from ``tiles``) to the scratch the tile op records."""
@@ -254,7 +266,16 @@ class _GroupPlan:
                 if n < scratch and (best is None or n < best[0]):
                     best = (n, d)
             if best is None:
-                break
+                # every parallel tile at its least: fewer keys per flash key tile, if any,
+                # where the state's rows alone do not take the slack over the limit (a
+                # tile of a few keys runs slowly: a BLAS call for each)
+                key = next((r for r in self.flash.values() if shrunk[r] > 1), None)
+                if key is None or scratch <= limit + LOOPS_SCRATCH_SLACK:
+                    break
+                shrunk[key] = (shrunk[key] + 1) // 2
+                self.tiles = tuple(shrunk)
+                scratch = self._scratch_elements()
+                continue
             scratch, d = best
             shrunk[d] = (shrunk[d] + 1) // 2
             last = d
@@ -286,7 +307,7 @@ class _GroupPlan:
     def _plan(self) -> None:
         body = self.body
         if self.recorded is not None:
-            self.blas, self.gemm = self._recorded_blas(self.recorded.blas)
+            self.blas, self.gemm = recorded_blas(self, self.recorded.blas)
         else:
             self.blas, self.gemm = {}, {}
             for op in body.ops:
@@ -341,7 +362,7 @@ class _GroupPlan:
                 level = max(level, self.level[p] + ready)
             self.level[op] = level
         if self.recorded is not None:
-            self._recorded_stored(self.recorded.stored, needed)
+            recorded_stored(self, self.recorded.stored, needed)
         else:
             self._keep_long_chains()
         self.stored_in_output = stored_in_outputs(self)
@@ -366,32 +387,6 @@ class _GroupPlan:
         self.staged = output_staging(self) if self.hoistable() else {}
         """Values staged in an output slice (see :meth:`_staged`), to that output."""
 
-    def _recorded_blas(
-        self, positions: Sequence[int]
-    ) -> tuple[dict[Operation, int], dict[Operation, TileGemm]]:
-        """The matmuls the recorded plan gives BLAS: those computed whole into an output
-        (to it), and those computed tile by tile; a located error for a position that
-        is neither."""
-        ops = self.body.ops
-        blas: dict[Operation, int] = {}
-        gemm: dict[Operation, TileGemm] = {}
-        for i in positions:
-            k = blas_output(self.body, ops[i]) if 0 <= i < len(ops) else None
-            if k is not None and k not in blas.values():
-                blas[ops[i]] = k
-                continue
-            g = tile_gemm(self.body, ops[i], self.args) if 0 <= i < len(ops) else None
-            if g is None or ops[i] in gemm or not self._gemm_reads(g, gemm):
-                raise TdslIRError(
-                    f"the loops plan gives BLAS op {i} of the group, which is "
-                    + ("not in its body" if not 0 <= i < len(ops) else f"'{ops[i].name}'")
-                    + ": BLAS computes only a 2-D f32 or f64 matmul whose right operand is a "
-                    "group input or its transpose",
-                    op=self.tile,
-                )
-            gemm[ops[i]] = g
-        return blas, gemm
-
     def _gemm_reads(self, g: TileGemm, before: Mapping[Operation, TileGemm]) -> bool:
         """Whether BLAS can read ``g``'s left operand as its rows lie: an input, a value
         stored for it, or the result of a matmul BLAS computes before (``before``: its
@@ -399,32 +394,6 @@ class _GroupPlan:
         such as a mean's division, would still have to turn into the value)."""
         p = self.body.producer(g.a)
         return p is None or not _is_reduction(p) or p in before
-
-    def _recorded_stored(self, numbers: Sequence[int], needed: Sequence[SSAValue]) -> None:
-        """Store the values the recorded plan numbers, in its order; a located error for a
-        number that is no value, or a plan without one the loops need stored."""
-        values = self._values()
-        for i in numbers:
-            if not 0 <= i < len(values):
-                raise TdslIRError(
-                    f"the loops plan stores value {i}, and the group's ops compute "
-                    f"{len(values)} values (numbered from 0)",
-                    op=self.tile,
-                )
-        chosen = [values[i] for i in numbers]
-        missing = [v for v in needed if v not in chosen]
-        if missing:
-            index = values.index(missing[0])
-            producer = self.body.producer(missing[0])
-            raise TdslIRError(
-                f"the loops plan does not store value {index} "
-                f"('{producer.name if producer else '?'}'), "
-                "which the loops need stored (a matmul's computed operand, a staged value, "
-                f"or a scan read along more dims than its own): add {index} to `stored`",
-                op=self.tile,
-            )
-        self.stored = chosen
-        self.kept = [v for v in chosen if v not in needed]
 
     def _sweep_readers(self, value: SSAValue) -> list[Operation]:
         """The ops of the body that read ``value`` directly or through element-wise
@@ -539,7 +508,7 @@ class _GroupPlan:
     def scratch_types(self) -> list[MemRefType[Attribute]]:
         """The scratch memrefs of one tile: each accumulator (its first component), then
         each stored value, then each scan's carry, then the further components of tuple
-        accumulators."""
+        accumulators, then the buffers of flash attention's key tiles."""
         types: list[MemRefType[Attribute]] = []
         for op in self.accumulators():
             types.append(
@@ -561,6 +530,8 @@ class _GroupPlan:
         for op, c in self.more_states():
             state = reduction_of(op).accumulator()
             types.append(MemRefType(element_of(state.dtypes[c]), self.tile_shape(op.results[0])))
+        for op, r in self.flash.items():
+            types += flash_types(self.body, op, r, self.tiles)
         return types
 
     def contiguous(self, v: SSAValue, dims: Dims) -> int | None:

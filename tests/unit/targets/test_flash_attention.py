@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from peak_memory import measure_peak, numpy_buffers
 
 from tdsl import JITTensorKernel
-from tdsl.errors import TdslBudgetWarning, TdslLoopsBudgetWarning
+from tdsl.errors import TdslBudgetWarning, TdslError
 
 Array = np.ndarray[Any, Any]
 
@@ -143,20 +143,23 @@ def test_key_rows_longer_than_the_budget_run_online_within_it(
     extra memory stays within budget * itemsize + 4 * S * d * itemsize, the itemsize the
     state's (float32 for float16: the budget counts elements).
 
-    The native loops take reduction dims whole (their own plan, issue 17's second
-    planner): they compute the online softmax a whole key row at a time and say so
-    (:class:`TdslLoopsBudgetWarning`), still within the bound."""
+    The native loops run the key dim in tiles too (``loops tiles``: at most the plan's
+    and :data:`~tdsl.backend.llvm.loops_flash.KEY_TILE`), within the scratch the plan
+    records: no :class:`TdslLoopsBudgetWarning`."""
     s, d = 512, 16
     a = head((), s, s, d, dtype, 0)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         kernel, ir = tiled(MASKED, target, budget, a)
     kinds = {type(w.message) for w in caught}
-    assert kinds <= ({TdslLoopsBudgetWarning} if target == "native" else set()), kinds
+    assert not kinds, kinds
     assert "tensordsl.softmax_matmul" in ir and "tensordsl.softmax " not in ir
     (tiles,) = re.findall(r"tiles \[([^\]]*)\]", ir)
     rows, _, keys, _ = (int(t) for t in tiles.split(","))
     assert keys < s and rows * keys < budget
+    if target == "native":
+        (loops,) = re.findall(r"loops tiles \[([^\]]*)\]", kernel.ir["planned"])
+        assert 1 <= int(loops.split(",")[2]) <= keys, loops
     peak, got = measure_peak(lambda *xs: kernel(*xs), *a.values())
     if dtype == np.float16:
         assert np.asarray(got).dtype == np.float16
@@ -165,6 +168,33 @@ def test_key_rows_longer_than_the_budget_run_online_within_it(
         close(np.asarray(got), want_masked(a), np.float32)
     extra = peak - got.nbytes
     assert extra <= budget * 4 + 4 * s * d * 4 + numpy_buffers(1), extra
+
+
+def test_the_native_loops_run_an_edited_key_tile() -> None:
+    """The native loops' key tile is part of the plan ``tdsl-plan-loops`` records: a hand
+    edit to 7 keys (a tile that does not divide the 300 keys) still runs the online
+    softmax, to NumPy's result; a tile larger than the tile op's own is refused by the
+    verifier with a located error."""
+    a = head((2,), 9, 300, 5, np.float32, 6)
+    kernel, _ = tiled(MASKED, "native", 256, a)
+    planned = kernel.ir["planned"]
+    (loops,) = re.findall(r"loops tiles \[([^\]]*)\]", planned)
+    (own,) = re.findall(r" tiles \[([^\]]*)\] scratch", planned)
+    tiles = [int(t) for t in loops.split(",")]
+    keys = int(own.split(",")[3])
+    assert tiles[3] <= keys < 300
+    for edit, ok in ((7, True), (keys + 1, False)):
+        text = planned.replace(
+            f"loops tiles [{loops}]",
+            "loops tiles [" + ", ".join(map(str, [*tiles[:3], edit, *tiles[4:]])) + "]",
+        )
+        if ok:
+            edited = JITTensorKernel(target="native").compile_ir(text)
+            assert f"loops tiles [{tiles[0]}, {tiles[1]}, {tiles[2]}, 7" in edited.ir["planned"]
+            close(np.asarray(edited(*a.values())), want_masked(a), np.float32)
+        else:
+            with pytest.raises(TdslError, match=rf"loops tile {edit} along d3 must be 300 or"):
+                JITTensorKernel(target="native").compile_ir(text)
 
 
 def within_numpys_error(got: Array, a: dict[str, Array]) -> None:

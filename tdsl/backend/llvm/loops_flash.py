@@ -1,0 +1,214 @@
+"""Flash attention in the native loops: a ``softmax_matmul`` whose key dim the loops run
+in tiles (the tile plan's, at most :data:`KEY_TILE`), with the online softmax's state
+carried from tile to tile.
+
+``tdsl-tile`` decomposes ``softmax(s) @ v`` into ``softmax_matmul`` where a key row
+does not fit the memory budget, and cuts its key dim (``tiles``).  The loops run that
+dim in the same tiles (``loops tiles``): per key tile, the ops feeding the scores (a
+BLAS call for ``q @ k.T``, the scale, the mask) compute one tile of them, then, per row
+of the tile,
+
+1. the tile's scores go to a buffer ``P`` and their maximum ``m`` (NaN-propagating,
+   ``-inf`` for a row of ``-inf``) to a row statistic;
+2. ``P`` becomes ``exp(P - clip(m))`` (the shift clipped to finite values, so a row of
+   ``-inf`` weighs nothing) and its sum ``l`` the other statistic;
+3. ``T = P @ v`` over the tile's keys (vectorized along ``v``'s columns);
+4. the tile's state ``(T, m, l)`` merges into the running one, one ``exp`` per result
+   element: ``softmax_matmul``'s own :meth:`scalar_merge`, the step the numpy target's
+   merge takes too.
+
+The result is finalized from the state after the last tile, as the op's
+``scalar_finalize_state`` says (``acc / total``, ``nan`` where the maximum is
+infinite).  An ``exp`` per score (not per score and value column, as the element loops
+of a reduction would take) and one pass over the keys: the scratch is a tile's scores,
+``P``, ``T`` and two statistics per row, within what the tile op records.
+
+A group qualifies where its key dim is reduced by this op alone and every op along it
+feeds the op (no output, scan or staged value along it): see :func:`flash_keys`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import NamedTuple, Protocol
+
+import numpy as np
+from xdsl.dialects import arith
+from xdsl.dialects import math as xmath
+from xdsl.dialects.builtin import MemRefType
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from tdsl.backend.llvm.loops_common import Storage, _Code, _is_reduction, _is_scan, loops_bug
+from tdsl.dialects.kernel_body import GroupBody
+from tdsl.dialects.kernel_plan import Dims
+from tdsl.dialects.structured import (
+    IteratorType,
+    convert_scalar,
+    element_of,
+    reduction_of,
+)
+from tdsl.dialects.tensordsl import SoftmaxMatmulOp
+
+KEY_TILE = 256
+"""The largest key tile the loops take (fewer keys where the plan's tile is smaller):
+their parallel tiles, fitted to the scratch after it, then hold several query rows,
+each tile of ``k`` and ``v`` read once for all of them.  On this machine's 2-core
+EPYC, S=4096, d=64 at budget 4096 took 700 ms with the plan's 1,366 keys, 85-107
+ms with 128 to 512 (``benchmarks/flash_memory.py``)."""
+
+
+def flash_keys(body: GroupBody, staged: Sequence[SSAValue] = ()) -> dict[Operation, int]:
+    """The ``softmax_matmul`` op of ``body`` (the first, if any) the loops run in tiles
+    of its key dim, to that dim: a reduction dim no other op reduces over, along which
+    every op feeds the op (each result read only along it), and no output, scan or
+    ``staged`` value runs."""
+    found: dict[Operation, int] = {}
+    for op in body.ops:
+        if not isinstance(op, SoftmaxMatmulOp):
+            continue
+        s_dims, v_dims = body.reads[(op, 0)], body.reads[(op, 1)]
+        r = s_dims[-1]
+        if (
+            r is None
+            or body.kinds[r] is not IteratorType.REDUCTION
+            or v_dims[-2] != r
+            or v_dims[-1] is None
+            or any(r in dims for dims in body.output_dims)
+            or any(r in body.dims[v] for v in staged)
+        ):
+            continue
+        if all(_feeds_along(body, p, op, r) for p in body.ops if p is not op):
+            found[op] = r
+    # (one per group: its levels' ops along the key dim run in the loop over key tiles)
+    return dict(list(found.items())[:1])
+
+
+def _feeds_along(body: GroupBody, p: Operation, op: Operation, r: int) -> bool:
+    """Whether ``p`` keeps to the rules of a key tile of ``op`` along dim ``r``: not
+    along it at all, or an op that neither reduces over it nor scans, whose results only
+    ops along it read."""
+    if r not in body.loop_dims(p):
+        return True
+    if _is_scan(p) or (_is_reduction(p) and any(r not in body.dims[x] for x in p.results)):
+        return False
+    for x in p.results:
+        if x in body.outputs:
+            return False
+        for use in x.uses:
+            u = use.operation
+            if u in body.members and u is not op and r not in body.loop_dims(u):
+                return False
+    return True
+
+
+def _stat_dims(s_dims: Dims, r: int) -> Dims:
+    """A row statistic's dims: the scores' with the key dim taken as extent 1."""
+    return tuple(None if d == r else d for d in s_dims)
+
+
+def flash_types(
+    body: GroupBody, op: Operation, r: int, tiles: Sequence[int]
+) -> list[MemRefType[Attribute]]:
+    """The buffers of ``op``'s key tiles at loops ``tiles``: ``P`` (a tile of scores),
+    ``T`` (a tile's weighted sum) and the row maximum and sum, in the accumulator's
+    dtype."""
+    acc = element_of(reduction_of(op).accumulator_dtype())
+    s_dims = body.reads[(op, 0)]
+
+    def shape(dims: Dims) -> list[int]:
+        return [1 if d is None else tiles[d] for d in dims]
+
+    stat = shape(_stat_dims(s_dims, r))
+    out = shape(body.dims[op.results[0]])
+    return [MemRefType(acc, shape(s_dims)), MemRefType(acc, out)] + [MemRefType(acc, stat)] * 2
+
+
+class FlashBuffers(NamedTuple):
+    """The buffers of :func:`flash_types`, as the group function receives them."""
+
+    p: SSAValue
+    t: SSAValue
+    top: SSAValue
+    total: SSAValue
+
+
+class At(Protocol):
+    """A point of a loop nest (:class:`~tdsl.backend.llvm.loops_point._Point`)."""
+
+    code: _Code
+
+    def value(self, v: SSAValue, dims: Dims) -> SSAValue: ...
+    def load(self, where: Storage, dims: Dims) -> SSAValue: ...
+    def store(self, value: SSAValue, where: Storage, dims: Dims) -> None: ...
+
+
+Ranges = Callable[[Sequence[int], _Code], list[tuple[int, SSAValue, SSAValue]]]
+
+
+def emit_flash_tile(
+    body: GroupBody,
+    point: Callable[[_Code, dict[int, SSAValue]], At],
+    code: _Code,
+    op: Operation,
+    r: int,
+    buffers: FlashBuffers,
+    state: Sequence[Storage],
+    ranges: Ranges,
+) -> None:
+    """One key tile of ``op`` (``code`` inside the loop over its key tiles, whose scores'
+    producers have run): steps 1 to 4 of the module's docstring, merging into the
+    ``state`` places (the accumulator, then its further components). ``point`` makes a
+    point at a nest's innermost code and coordinates; ``ranges`` gives a nest's dims'
+    ranges (the hoisted ones left out), constants at the given code."""
+    s, v = op.operands
+    s_dims, v_dims = body.reads[(op, 0)], body.reads[(op, 1)]
+    out_dims = body.dims[op.results[0]]
+    stat = _stat_dims(s_dims, r)
+    rows = [d for d in s_dims if d is not None and d != r]
+    col = v_dims[-1]
+    if col is None:
+        raise loops_bug("a softmax_matmul without value columns in tiles of its keys", op)
+    acc = element_of(reduction_of(op).accumulator_dtype())
+    p_buf, t_buf, top, total = (Storage(b, tiled=True) for b in buffers)
+    dtype = np.dtype(reduction_of(op).accumulator_dtype())
+    finite = float(np.finfo(dtype).max)
+
+    def nest(dims: Sequence[int]) -> At:
+        inner, coords = code.nest(ranges(dims, code))
+        return point(inner, coords)
+
+    # 1. the scores into P, their row maximum
+    at = nest(rows)
+    at.store(at.code.scalar(-math.inf, acc), top, stat)
+    at.store(at.code.scalar(0.0, acc), total, stat)
+    at = nest([*rows, r])
+    x = convert_scalar(at.code.b, at.value(s, s_dims), acc)
+    at.store(x, p_buf, s_dims)
+    m = at.load(top, stat)
+    at.store(at.code.insert(arith.MaximumfOp(m, x)), top, stat)
+    # 2. P = exp(P - clip(m)), then its row sum (a loop of its own: the exp vectorizes)
+    at = nest([*rows, r])
+    b = at.code
+    m = at.load(top, stat)
+    low = b.insert(arith.MaximumfOp(m, b.scalar(-finite, acc)))
+    shift = b.insert(arith.MinimumfOp(low, b.scalar(finite, acc)))
+    diff = b.insert(arith.SubfOp(at.load(p_buf, s_dims), shift))
+    at.store(b.insert(xmath.ExpOp(diff)), p_buf, s_dims)
+    at = nest([*rows, r])
+    grown = at.code.insert(arith.AddfOp(at.load(total, stat), at.load(p_buf, s_dims)))
+    at.store(grown, total, stat)
+    # 3. T = P @ v over the tile's keys, the columns innermost
+    at = nest([*rows, col])
+    at.store(at.code.scalar(0.0, acc), t_buf, out_dims)
+    at = nest([*rows, r, col])
+    w = convert_scalar(at.code.b, at.value(v, v_dims), acc)
+    product = at.code.insert(arith.MulfOp(at.load(p_buf, s_dims), w))
+    at.store(at.code.insert(arith.AddfOp(at.load(t_buf, out_dims), product)), t_buf, out_dims)
+    # 4. the tile's state merged into the running one
+    at = nest([*rows, col])
+    running = [at.load(place, out_dims) for place in state]
+    tile_state = [at.load(t_buf, out_dims), at.load(top, stat), at.load(total, stat)]
+    merged = reduction_of(op).scalar_merge(at.code.b, running, tile_state)
+    for value, place in zip(merged, state, strict=True):
+        at.store(value, place, out_dims)

@@ -1,0 +1,89 @@
+"""A loops plan recorded in a ``kernel.tile`` (``tdsl-plan-loops``, or a hand edit),
+read back for :class:`~tdsl.backend.llvm.loops_plan._GroupPlan`: the matmuls it gives
+BLAS, the values it stores and the dims it cuts, each with a located error where the
+loops cannot run it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from xdsl.ir import Operation, SSAValue
+
+from tdsl.backend.llvm.loops_choices import TileGemm, blas_output, tile_gemm
+from tdsl.dialects.kernel_body import GroupBody
+from tdsl.dialects.structured import IteratorType
+from tdsl.errors import TdslIRError
+
+if TYPE_CHECKING:
+    from tdsl.backend.llvm.loops_plan import _GroupPlan  # pyright: ignore[reportPrivateUsage]
+
+
+def recorded_blas(
+    plan: _GroupPlan, positions: Sequence[int]
+) -> tuple[dict[Operation, int], dict[Operation, TileGemm]]:
+    """The matmuls the recorded plan gives BLAS: those computed whole into an output
+    (to it), and those computed tile by tile; a located error for a position that
+    is neither."""
+    ops = plan.body.ops
+    blas: dict[Operation, int] = {}
+    gemm: dict[Operation, TileGemm] = {}
+    for i in positions:
+        k = blas_output(plan.body, ops[i]) if 0 <= i < len(ops) else None
+        if k is not None and k not in blas.values():
+            blas[ops[i]] = k
+            continue
+        g = tile_gemm(plan.body, ops[i], plan.args) if 0 <= i < len(ops) else None
+        reads = plan._gemm_reads  # pyright: ignore[reportPrivateUsage]
+        if g is None or ops[i] in gemm or not reads(g, gemm):
+            raise TdslIRError(
+                f"the loops plan gives BLAS op {i} of the group, which is "
+                + ("not in its body" if not 0 <= i < len(ops) else f"'{ops[i].name}'")
+                + ": BLAS computes only a 2-D f32 or f64 matmul whose right operand is a "
+                "group input or its transpose",
+                op=plan.tile,
+            )
+        gemm[ops[i]] = g
+    return blas, gemm
+
+
+def recorded_stored(plan: _GroupPlan, numbers: Sequence[int], needed: Sequence[SSAValue]) -> None:
+    """Store the values the recorded plan numbers, in its order; a located error for a
+    number that is no value, or a plan without one the loops need stored."""
+    values = plan._values()
+    for i in numbers:
+        if not 0 <= i < len(values):
+            raise TdslIRError(
+                f"the loops plan stores value {i}, and the group's ops compute "
+                f"{len(values)} values (numbered from 0)",
+                op=plan.tile,
+            )
+    chosen = [values[i] for i in numbers]
+    missing = [v for v in needed if v not in chosen]
+    if missing:
+        index = values.index(missing[0])
+        producer = plan.body.producer(missing[0])
+        raise TdslIRError(
+            f"the loops plan does not store value {index} "
+            f"('{producer.name if producer else '?'}'), "
+            "which the loops need stored (a matmul's computed operand, a staged value, "
+            f"or a scan read along more dims than its own): add {index} to `stored`",
+            op=plan.tile,
+        )
+    plan.stored = chosen
+    plan.kept = [v for v in chosen if v not in needed]
+
+
+def check_cut_dims(
+    tile: Operation, body: GroupBody, tiles: Sequence[int], flash: Mapping[Operation, int]
+) -> None:
+    """A located error where a recorded loops plan cuts a dim the loops run whole: any
+    but a parallel dim or the key dim of a ``softmax_matmul`` in :func:`flash_keys`."""
+    for d, (t, e) in enumerate(zip(tiles, body.extents, strict=True)):
+        if t < e and body.kinds[d] is not IteratorType.PARALLEL and d not in flash.values():
+            raise TdslIRError(
+                f"the loops plan cuts d{d} into tiles of {t}, a {body.kinds[d]} dim the loops "
+                "run whole (they cut only a softmax_matmul's key dim, where every op along "
+                f"it feeds that op): give {e}",
+                op=tile,
+            )
