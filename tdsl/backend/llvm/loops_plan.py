@@ -259,6 +259,8 @@ class _GroupPlan:
                     continue
                 if any(d not in body.loop_dims(op) for op in self.gemm):
                     continue  # each tile along d would call BLAS for all of a matmul again
+                if any(d not in body.reads[(op, 0)] for op in self.flash):
+                    continue  # each tile of value columns would compute the scores again
                 trial = list(shrunk)
                 trial[d] = (trial[d] + 1) // 2
                 self.tiles = tuple(trial)
