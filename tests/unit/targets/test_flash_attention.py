@@ -144,8 +144,8 @@ def test_key_rows_longer_than_the_budget_run_online_within_it(
     state's (float32 for float16: the budget counts elements).
 
     The native loops run the key dim in tiles too (``loops tiles``: at most the plan's
-    and :data:`~tdsl.backend.llvm.loops_flash.KEY_TILE`), within the scratch the plan
-    records: no :class:`TdslLoopsBudgetWarning`."""
+    and :data:`~tdsl.backend.llvm.loops_flash.KEY_TILE`; the value columns whole),
+    within the scratch the plan records: no :class:`TdslLoopsBudgetWarning`."""
     s, d = 512, 16
     a = head((), s, s, d, dtype, 0)
     with warnings.catch_warnings(record=True) as caught:
@@ -159,7 +159,10 @@ def test_key_rows_longer_than_the_budget_run_online_within_it(
     assert keys < s and rows * keys < budget
     if target == "native":
         (loops,) = re.findall(r"loops tiles \[([^\]]*)\]", kernel.ir["planned"])
-        assert 1 <= int(loops.split(",")[2]) <= keys, loops
+        # the keys in tiles; the value columns whole (a tile of them would compute the
+        # scores again)
+        _, columns, key_tile, _ = (int(t) for t in loops.split(","))
+        assert 1 <= key_tile <= keys and columns == d, loops
     peak, got = measure_peak(lambda *xs: kernel(*xs), *a.values())
     if dtype == np.float16:
         assert np.asarray(got).dtype == np.float16
