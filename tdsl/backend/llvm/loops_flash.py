@@ -84,6 +84,25 @@ def flash_keys(body: GroupBody, staged: Sequence[SSAValue] = ()) -> dict[Operati
     return dict(list(found.items())[:1])
 
 
+FLASH_ROWS = 16
+"""Fewer query rows than this in the tile op's tile, and more keys than
+:data:`KEY_TILE`: the loops take a ``softmax`` feeding a ``matmul`` as one
+``softmax_matmul`` (flash attention) though the tile plan keeps whole key rows.  With so
+few rows per tile, the plain form reads all of ``k`` and ``v`` again for each of them
+(S=4096, d=64 at budget 16384, 3 rows: 670 ms, against 200 on the numpy target)."""
+
+
+def prefers_flash(tiles: Sequence[int], body: GroupBody, staged: Sequence[SSAValue] = ()) -> bool:
+    """Whether the loops run ``body`` (decomposed with ``softmax_matmul``) as flash
+    attention, where the tile op's ``tiles`` hold fewer than :data:`FLASH_ROWS` rows of
+    more than :data:`KEY_TILE` keys."""
+    for op, r in flash_keys(body, staged).items():
+        rows = [d for d in body.reads[(op, 0)] if d is not None and d != r]
+        if body.extents[r] > KEY_TILE and math.prod(tiles[d] for d in rows) < FLASH_ROWS:
+            return True
+    return False
+
+
 def _feeds_along(body: GroupBody, p: Operation, op: Operation, r: int) -> bool:
     """Whether ``p`` keeps to the rules of a key tile of ``op`` along dim ``r``: not
     along it at all, or an op that neither reduces over it nor scans, whose results only

@@ -41,7 +41,7 @@ from tdsl.backend.llvm.loops_common import (
     _state_size,
     loops_bug,
 )
-from tdsl.backend.llvm.loops_flash import KEY_TILE, flash_keys, flash_types
+from tdsl.backend.llvm.loops_flash import KEY_TILE, flash_keys, flash_types, prefers_flash
 from tdsl.backend.llvm.loops_recorded import check_cut_dims, recorded_blas, recorded_stored
 from tdsl.defaults import MIN_BLAS_BYTES_PER_THREAD
 from tdsl.dialects.kernel import TileOp
@@ -93,25 +93,28 @@ class _GroupPlan:
         staged, _ = tile.recorded_plan(body)
         staged_ops = sorted(staged, key=body.position.__getitem__)
         copied: dict[SSAValue, SSAValue] = {}
-        copy = decomposed_copy(ops, list(yielded), list(block.args), copied)
+        copy = None
+        # a softmax feeding a matmul decomposes with it (flash attention) where the plan
+        # holds few whole key rows, or where a recorded plan cuts the keys
+        recorded = tile.loops_plan
+        cut = recorded is not None and any(
+            t < e and k is not IteratorType.PARALLEL
+            for t, e, k in zip(recorded.tiles, body.extents, body.kinds, strict=True)
+        )
+        if recorded is None or cut:
+            fused: dict[SSAValue, SSAValue] = {}
+            form = decomposed_copy(ops, list(yielded), list(block.args), fused, with_users=True)
+            if form is not None:
+                staged_there = [fused[r] for op in staged_ops for r in op.results if r in fused]
+                if cut or prefers_flash(
+                    tile.tiles_value, _copied_body(tile, body, form), staged_there
+                ):
+                    copy, copied = form, fused
+        if copy is None:
+            copy = decomposed_copy(ops, list(yielded), list(block.args), copied)
         if copy is not None:
-            new_ops, outputs, args = copy
-            rank = len(tile.space_value)
-            dims = propagate_dims(new_ops, dict(zip(args, tile.input_dims, strict=True)), rank)
-            body = GroupBody(
-                extents=body.extents,
-                kinds=body.kinds,
-                ops=tuple(op for op in new_ops if constant_value(op) is None),
-                dims=dims,
-                reads={(op, i): dims[v] for op in new_ops for i, v in enumerate(op.operands)},
-                outputs=tuple(outputs),
-                output_dims=body.output_dims,
-                constants=frozenset(
-                    r for op in new_ops if constant_value(op) is not None for r in op.results
-                ),
-                prefer_whole=body.prefer_whole,
-            )
-            self.args = list(args)
+            body = _copied_body(tile, body, copy)
+            self.args = list(copy[2])
         self.staged_values: list[SSAValue] = [
             copied.get(r, r) for op in staged_ops for r in op.results
         ]
@@ -571,3 +574,24 @@ class _GroupPlan:
                 break
             out.append(d)
         return out
+
+
+def _copied_body(
+    tile: TileOp, body: GroupBody, copy: tuple[list[Operation], list[SSAValue], list[SSAValue]]
+) -> GroupBody:
+    """The body of ``tile`` (``body``) as the loops run it: its decomposed ``copy``."""
+    new_ops, outputs, args = copy
+    dims = propagate_dims(new_ops, dict(zip(args, tile.input_dims, strict=True)), len(body.extents))
+    return GroupBody(
+        extents=body.extents,
+        kinds=body.kinds,
+        ops=tuple(op for op in new_ops if constant_value(op) is None),
+        dims=dims,
+        reads={(op, i): dims[v] for op in new_ops for i, v in enumerate(op.operands)},
+        outputs=tuple(outputs),
+        output_dims=body.output_dims,
+        constants=frozenset(
+            r for op in new_ops if constant_value(op) is not None for r in op.results
+        ),
+        prefer_whole=body.prefer_whole,
+    )

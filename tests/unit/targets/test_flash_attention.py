@@ -200,6 +200,32 @@ def test_the_native_loops_run_an_edited_key_tile() -> None:
                 JITTensorKernel(target="native").compile_ir(text)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["f32", "f16"])
+def test_native_loops_run_few_whole_rows_as_flash_attention(dtype: Any) -> None:
+    """Where the tile plan keeps whole key rows (600 keys) but only a few of them per
+    tile (3 rows at budget 2000), the native loops take the softmax and its matmul as one
+    ``softmax_matmul`` anyway and run its keys in tiles (the plain form would read all of
+    ``k`` and ``v`` again for every few rows): the plan records the key tile, the tiled
+    IR keeps the softmax, nothing warns, and the result is NumPy's; the recorded plan
+    lowers to the same loops when read back."""
+    a = head((), 64, 600, 16, dtype, 7)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        kernel, ir = tiled(MASKED, "native", 2000, a)
+    assert not caught, [str(w.message) for w in caught]
+    assert "tensordsl.softmax " in ir and "softmax_matmul" not in ir
+    (loops,) = re.findall(r"loops tiles \[([^\]]*)\]", kernel.ir["planned"])
+    rows, columns, keys, _ = (int(t) for t in loops.split(","))
+    assert rows < 16 and columns == 16 and keys <= 256, loops
+    got = np.asarray(kernel(*a.values()))
+    if dtype == np.float16:
+        within_numpys_error(got, a)
+    else:
+        close(got, want_masked(a), np.float32)
+    again = JITTensorKernel(target="native").compile_ir(kernel.ir["planned"])
+    assert again.ir["loops"] == kernel.ir["loops"]
+
+
 def within_numpys_error(got: Array, a: dict[str, Array]) -> None:
     """``got`` (float16 attention of ``a``) is at least as close to the exact result
     (float64) as NumPy's own float16 result, which rounds each probability to float16."""
