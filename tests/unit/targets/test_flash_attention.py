@@ -285,14 +285,16 @@ def test_special_values_are_numpys(target: str) -> None:
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["f32", "f16"])
-def test_dask_arrays_chunked_along_the_query_rows(dtype: Any) -> None:
-    """Query rows in chunks of 16, keys and values whole: each chunk runs the flash plan."""
+@pytest.mark.parametrize("target", COMPILED_TARGETS)
+def test_dask_arrays_chunked_along_the_query_rows(dtype: Any, target: str) -> None:
+    """Query rows in chunks of 16, keys and values whole: each chunk runs the flash plan
+    (natively, the loops' flash attention)."""
     da = pytest.importorskip("dask.array")
     import tdsl.dask  # noqa: F401  (the JIT's call path takes Dask arrays)
 
     s, d = 64, 8
     a = head((), s, 300, d, dtype, 3)
-    kernel, ir = tiled(MASKED, "numpy", 256, a)
+    kernel, ir = tiled(MASKED, target, 256, a)
     assert "tensordsl.softmax_matmul" in ir
     lazy = {
         "q": da.from_array(a["q"], chunks=(16, d)),
