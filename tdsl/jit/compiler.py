@@ -414,8 +414,7 @@ def _choose(
         if looped:
             return _Native(
                 reason=f"{plural(looped, 'matmul')} would run as compiled loops, not BLAS "
-                "(not f32 or f64, or a right operand computed in its group), "
-                "where the numpy target calls BLAS"
+                "(a right operand computed in its group), where the numpy target calls BLAS"
             )
         if over:  # auto keeps the memory promise: the numpy target runs the plan
             return _Native(reason=f"the native loops would break the budget: {over[0]}")
@@ -465,15 +464,19 @@ def _native_reason(options: JitOptions, predicted: str, planned: ModuleOp) -> st
     if options.target == "native":
         return "target='native' was asked for"
     from tdsl.dialects.kernel import TileOp
+    from tdsl.dialects.op_interfaces import Contraction
 
-    blas = sum(
-        len(plan.blas)
-        for op in planned.walk()
-        if isinstance(op, TileOp) and (plan := op.loops_plan) is not None
-    )
-    calls = {0: "it has no matmul", 1: "its matmul calls BLAS"}.get(
-        blas, f"its {blas} matmuls call BLAS"
-    )
+    tiles = [op for op in planned.walk() if isinstance(op, TileOp)]
+    blas = sum(len(plan.blas) for op in tiles if (plan := op.loops_plan) is not None)
+    matmuls = sum(isinstance(o, Contraction) for op in tiles for o in op.body_ops()[0])
+    calls = "it has no matmul"
+    if matmuls:
+        calls = f"BLAS computes {blas} of its {plural(matmuls, 'matmul')}"
+    if matmuls > blas:
+        calls += (
+            ", compiled loops the rest (float16 or integer ones, which NumPy computes "
+            "without BLAS too, or the online softmax's)"
+        )
     return (
         f"auto: native code runs here, the cost model (tdsl.jit.cost_model) predicts "
         f"{predicted}, {calls}, and its loops keep the memory budget"

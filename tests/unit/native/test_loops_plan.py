@@ -139,6 +139,7 @@ def test_a_matmul_taken_from_blas_runs_as_loops() -> None:
     # auto reads the recorded plan: a matmul in loops is the numpy target's to run
     auto = JITTensorKernel(target="auto").compile_ir(edit(text, ("blas [0]", "blas []")))
     assert auto.target == "numpy" and "would run as compiled loops" in str(auto.target_reason)
+    assert "loops" not in auto.ir and "llvm" not in auto.ir  # decided before they were built
 
 
 @pytest.mark.parametrize(
