@@ -260,11 +260,14 @@ def test_rows_that_fit_keep_the_softmax_and_its_matmul() -> None:
 
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_special_values_are_numpys(target: str) -> None:
+@pytest.mark.parametrize("keys, budget", [(96, 64), (300, 2000)])
+def test_special_values_are_numpys(target: str, keys: int, budget: int) -> None:
     """A row masked entirely with -inf is nan (0/0), as NumPy's softmax makes it; a row
     with +inf or nan is nan; -0.0 and huge finite scores are taken as NumPy takes them.
-    At budget 64 the 96 keys run in tiles, so the states of tiles merge."""
-    rows, keys, d = 6, 96, 4
+    At budget 64 the 96 keys run in tiles, so the states of tiles merge; at 2000 the
+    tile plan keeps 300 whole keys, and the native loops take them in tiles of 256 (few
+    rows: flash attention)."""
+    rows, d = 6, 4
     a = head((), rows, keys, d, np.float32, 2)
     mask = np.zeros((rows, keys), np.float32)
     mask[0] = -np.inf  # nothing to attend to
@@ -278,7 +281,7 @@ def test_special_values_are_numpys(target: str) -> None:
         want = want_masked(a)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TdslBudgetWarning)
-        got = run_on(target, 64, MASKED, **a)
+        got = run_on(target, budget, MASKED, **a)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     ok = ~np.isnan(want)
     np.testing.assert_allclose(got[ok], want[ok], rtol=3e-5, atol=3e-5)
