@@ -54,8 +54,9 @@ KEY_TILE = 256
 """The largest key tile the loops take (fewer keys where the plan's tile is smaller):
 their parallel tiles, fitted to the scratch after it, then hold several query rows,
 each tile of ``k`` and ``v`` read once for all of them.  On this machine's 2-core
-EPYC, S=4096, d=64 at budget 4096 took 700 ms with the plan's 1,366 keys, 85-107
-ms with 128 to 512 (``benchmarks/flash_memory.py``)."""
+EPYC, S=4096, d=64 at budget 4096 took 700 ms with the plan's 1,366 keys; with the
+tile capped at 64, 128, 256, 512 and 1024 keys, 95, 84, 107, 95 and 160 ms (one run
+each, by hand; ``benchmarks/flash_memory.py`` gives the figures at this cap)."""
 
 
 def flash_keys(body: GroupBody, staged: Sequence[SSAValue] = ()) -> dict[Operation, int]:
