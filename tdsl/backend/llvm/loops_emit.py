@@ -22,6 +22,7 @@ from tdsl.backend.llvm.loops_common import (
     _Code,
     _dim_set,
     _effect_values,
+    _is_contraction,
     _is_reduction,
     loops_bug,
 )
@@ -42,10 +43,16 @@ from tdsl.dialects.structured import (
 class _Group(_GroupPlan):
     """The loops of one ``kernel.tile``."""
 
-    def nest_order(self, dims: Sequence[int], values: Sequence[tuple[SSAValue, Dims]]) -> list[int]:
+    def nest_order(
+        self,
+        dims: Sequence[int],
+        values: Sequence[tuple[SSAValue, Dims]],
+        contracted: Sequence[int] = (),
+    ) -> list[int]:
         """The loop order of a nest over ``dims``: space order, except that the dim most of
         its values (weighted by size) run along as their last, contiguous dim goes
-        innermost."""
+        innermost; not a ``contracted`` dim (a matmul's, summed in order: innermost it
+        would not vectorize) where another dim is some value's contiguous one."""
         weight: dict[int, int] = {}
         for v, vdims in values:
             last = self.contiguous(v, vdims)
@@ -53,6 +60,8 @@ class _Group(_GroupPlan):
                 weight[last] = weight.get(last, 0) + math.prod(tensor_shape(v)) + 1
         if not weight:
             return list(dims)
+        if any(d not in contracted for d in weight):
+            weight = {d: w for d, w in weight.items() if d not in contracted}
         inner = max(weight, key=lambda d: (weight[d], d))
         return [d for d in dims if d != inner] + [inner]
 
@@ -330,7 +339,15 @@ class _Group(_GroupPlan):
                     point = _Point(self, inner, {**hoisted, **coords}, starts, storage, carries)
                     identity = inner.scalar(loop.start, element_of(loop.dtype))
                     point.store(identity, carries[op], cdims)
-                order = [d for d in self.nest_order(dims, touched) if d not in hoisted]
+                contracted = {
+                    d
+                    for kind, what in effects
+                    if kind == "acc" and isinstance(what, Operation) and _is_contraction(what)
+                    for d in set(body.loop_dims(what)) - set(body.dims[what.results[0]])
+                    if d is not None
+                }
+                order = self.nest_order(dims, touched, sorted(contracted))
+                order = [d for d in order if d not in hoisted]
                 packs = self._packs_of_sweep(order, touched, effects)
                 if packs:
                     point = self._packed_nest(

@@ -220,3 +220,29 @@ def test_tdsl_opt_prints_the_plan_and_locates_a_bad_edit(tmp_path: Path) -> None
     )
     assert done.returncode != 0 and "Traceback" not in done.stderr
     assert f"{path}:3:" in done.stderr and "the loops run whole" in done.stderr
+
+
+@pytest.mark.parametrize("dtype", ["f16", "i32"])
+def test_a_matmul_in_loops_runs_its_columns_innermost(dtype: str) -> None:
+    """A matmul the loops compute (float16 and integers: no BLAS) sums its products in
+    order, so its contraction innermost would not vectorize: the loop over the result's
+    columns runs innermost (a row of the accumulator, a row of ``v``), even where ``v``
+    has fewer columns than the contraction has terms (48 against 16 here)."""
+    kernel = JITTensorKernel(target="native").compile(
+        "relu(x) @ v", {"x": (64, 48), "v": (48, 16)}, dtype
+    )
+    group = kernel.ir["loops"].split("func.func @main_g0")[1]
+    lines = group.splitlines()
+    product = next(
+        i for i, line in enumerate(lines) if re.search(r"arith\.mul[fi] .*: [fi]32$", line)
+    )
+    loop = next(line for line in reversed(lines[:product]) if "scf.for" in line)
+    upper = re.search(r"to (%\w+) step", loop)
+    assert upper is not None, loop
+    constants = dict(re.findall(r"(%\w+) = arith.constant (\d+) : index", group))
+    assert constants[upper.group(1)] == "16", loop
+    rng = np.random.default_rng(0)
+    x, v = rng.integers(-4, 5, (64, 48)), rng.integers(-4, 5, (48, 16))
+    t = np.float16 if dtype == "f16" else np.int32
+    got = kernel(x.astype(t), v.astype(t))
+    np.testing.assert_array_equal(got, (np.maximum(x, 0) @ v).astype(t))
