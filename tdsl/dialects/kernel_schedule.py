@@ -38,7 +38,8 @@ class Step:
     index: int
     """Position in the schedule: stages have even indices, passes odd ones."""
     ops: tuple[Operation, ...]
-    """The ops it runs, in program order (a pass: on every reduction tile)."""
+    """The ops it runs (a pass: on every reduction tile), in program order but that a
+    value only one later op reads is computed just before it (:func:`_live_order`)."""
     recomputed: frozenset[Operation] = frozenset()
     """Ops of an earlier pass this pass computes again for its own ops."""
     accumulating: tuple[Operation, ...] = ()
@@ -273,7 +274,7 @@ def compute_schedule(
         own = by_step.get(index, [])
         if index % 2 == 0:
             if own:
-                steps.append(Step(index, tuple(own)))
+                steps.append(Step(index, _live_order(body, own)))
             continue
         again: set[Operation] = set()
         pending = list(own)
@@ -301,7 +302,7 @@ def compute_schedule(
                             f"than {recompute_limit} ops again (a long chain with a "
                             "reduction every few ops): keep the reduction dims whole"
                         )
-        ordered = tuple(sorted([*again, *own], key=body.position.__getitem__))
+        ordered = _live_order(body, sorted([*again, *own], key=body.position.__getitem__))
         if ordered:
             steps.append(
                 Step(
@@ -341,6 +342,56 @@ def compute_schedule(
         staged=staged,
         fused=fused,
     )
+
+
+def _live_order(body: GroupBody, ops: Sequence[Operation]) -> tuple[Operation, ...]:
+    """``ops`` (a step's, in program order) in the order a step runs them: each op whose
+    one result only one later op of the step reads (and the group does not yield) runs
+    just before that reader, its own such operands first (the largest tree of them
+    first), so that fewer tiles are live at once (gelu's ``0.5 * x``, read only by the
+    last product, no longer holds a buffer over the ``tanh`` chain).  Pure ops, each value computed once: only the schedule
+    moves.  An explicit stack, so no recursion depth depends on the program's length."""
+    members = set(ops)
+    outputs = set(body.outputs)
+
+    def reader(op: Operation) -> Operation | None:
+        if len(op.results) != 1 or op.results[0] in outputs:
+            return None
+        users = {u.operation for u in op.results[0].uses if u.operation in body.members}
+        if len(users) != 1:
+            return None
+        (user,) = users
+        return user if user in members else None
+
+    deferred = {op for op in ops if reader(op) is not None}
+    # each deferred op's tree of deferred operands (one reader each: a forest), sized in
+    # program order; the larger operand tree runs first, the smaller one's tile is then
+    # live for less
+    size: dict[Operation, int] = {}
+    for op in ops:
+        size[op] = 1 + sum(size[p] for v in op.operands if (p := v.owner) in deferred and p in size)
+    order: list[Operation] = []
+    done: set[Operation] = set()
+    for root in ops:
+        if root in deferred:
+            continue
+        stack: list[tuple[Operation, bool]] = [(root, False)]
+        while stack:
+            op, expanded = stack.pop()
+            if op in done:
+                continue
+            if expanded:
+                done.add(op)
+                order.append(op)
+                continue
+            stack.append((op, True))
+            pending = [p for v in op.operands if (p := v.owner) in deferred and p not in done]
+            # (the stack runs the last pushed first: the largest tree)
+            for p in sorted(dict.fromkeys(pending), key=lambda p: size[p]):
+                stack.append((p, False))
+    if len(order) != len(ops):  # (a deferred op whose reader is not in the step: none)
+        return tuple(ops)
+    return tuple(order)
 
 
 def _sink(

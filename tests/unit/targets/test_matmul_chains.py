@@ -229,8 +229,9 @@ def test_blas_tiles_are_as_tall_as_the_budget_allows() -> None:
     matmul BLAS computes a tile at a time writes its tile into the slot of gelu's output,
     which gelu overwrites in place, and the second writes its tile into the result (the
     residual's addition runs in place over it), so one row takes 768 + 3072 elements of
-    scratch, and two for the layer norm.  The loops' tiles use what the budget allows, not only the NumPy target's
-    plan (103 rows: BLAS runs faster on taller tiles, which it packs its weights for
+    scratch, and two for the layer norm.  The loops' tiles use what the budget allows, at
+    least the NumPy target's plan (128 rows since its schedule runs gelu's ``0.5 * x``
+    late, 103 before: BLAS runs faster on taller tiles, which it packs its weights for
     fewer times), evenly cut, as many for each thread.  On two threads, each runs tiles
     in a scratch of its own (both within the budget), with BLAS on one thread while they
     do, and BLAS's count is restored."""
@@ -262,7 +263,7 @@ def test_blas_tiles_are_as_tall_as_the_budget_allows() -> None:
         assert scratch == rows * (768 + 3072 + 2)  # and the layer norm's two row statistics
         # on two threads each has a scratch of its own, BLAS on that thread alone
         assert scratch * threads <= 10**6
-        assert rows > tiled.tiles_value[0], (rows, tiled.tiles_value)
+        assert rows >= tiled.tiles_value[0], (rows, tiled.tiles_value)
         assert kernel.function._threads == [threads]  # pyright: ignore[reportAttributeAccessIssue]
         before = threadpool_counts()
         np.testing.assert_allclose(traced(*args), want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
