@@ -26,7 +26,7 @@ from tdsl.backend.llvm.loops_common import (
     _is_reduction,
     loops_bug,
 )
-from tdsl.backend.llvm.loops_flash import FlashBuffers, emit_flash_tile
+from tdsl.backend.llvm.loops_flash import FLASH_BLAS_ROWS, FlashBuffers, emit_flash_tile
 from tdsl.backend.llvm.loops_plan import _GroupPlan
 from tdsl.backend.llvm.loops_point import _Point
 from tdsl.dialects.kernel_plan import Dims
@@ -423,7 +423,12 @@ class _Group(_GroupPlan):
                     def point(at: _Code, coords: dict[int, SSAValue]) -> _Point:
                         return _Point(self, at, {**hoisted, **coords}, starts, storage)
 
-                    emit_flash_tile(body, point, tiles, op, r, flash[op], places, ranges)
+                    def blas(at: _Code, op: Operation = op, r: int = r) -> bool:
+                        return self._flash_blas(
+                            at, op, r, flash[op], storage, starts, ends, hoisted
+                        )
+
+                    emit_flash_tile(body, point, tiles, op, r, flash[op], places, ranges, blas)
                 del starts[key], ends[key]
                 for inner in keyed:
                     finalize(inner)
@@ -495,8 +500,78 @@ class _Group(_GroupPlan):
             at(into, body.dims[op.results[0]]),
         )
         b, b_off, ldb = at(storage[g.b], g.b_dims())
-        element = element_type(op.results[0])
-        refs = [a, b, c]
+        flags = (int(g.trans_a), int(g.trans_b))
+        self.blas_call(code, op, (a, b, c), sizes, (lda, ldb, ldc), (a_off, b_off, c_off), flags)
+
+    def _flash_blas(
+        self,
+        code: _Code,
+        op: Operation,
+        r: int,
+        buffers: FlashBuffers,
+        storage: Mapping[SSAValue, Storage],
+        starts: Mapping[int, SSAValue],
+        ends: Mapping[int, SSAValue],
+        hoisted: Mapping[int, SSAValue],
+    ) -> bool:
+        """``T = P @ v`` of a flash key tile by BLAS, where it can and its tiles hold at
+        least :data:`FLASH_BLAS_ROWS` rows (f32 or f64 2-D scores whose rows are not
+        hoisted, ``v`` a row-major input): whether it did."""
+        body = self.body
+        s_dims, v_dims = body.reads[(op, 0)], body.reads[(op, 1)]
+        v = op.operands[1]
+        where = storage.get(v)
+        row, col = s_dims[0], v_dims[-1]
+        if (
+            len(s_dims) != 2
+            or row is None
+            or col is None
+            or row in hoisted
+            or self.tiles[row] < FLASH_BLAS_ROWS
+            or tuple(v_dims) != (r, col)
+            or body.producer(v) is not None
+            or where is None
+            or where.tiled
+            or where.origin
+            or where.axes
+            or str(element_type(v)) not in ("f32", "f64")
+            or cast(MemRefType[Attribute], buffers.p.type).element_type != element_type(v)
+        ):
+            return False
+        strides = cast(MemRefType[Attribute], where.ref.type).get_strides()
+        if len(strides) != 2 or strides[-1] != 1 or strides[0] is None:
+            return False
+
+        def extent(d: int) -> SSAValue:
+            if d in starts:
+                return code.insert(arith.SubiOp(ends[d], starts[d]))
+            return code.index(self.extents[d])
+
+        ldb = code.index(cast(int, strides[0]))
+        b_off = code.insert(arith.MuliOp(starts[r], ldb))
+        if col in starts:
+            b_off = code.insert(arith.AddiOp(b_off, starts[col]))
+        lda = code.index(cast(MemRefType[Attribute], buffers.p.type).get_shape()[1])
+        ldc = code.index(cast(MemRefType[Attribute], buffers.t.type).get_shape()[1])
+        zero = code.index(0)
+        sizes = (extent(row), extent(col), extent(r))
+        refs = (buffers.p, where.ref, buffers.t)
+        self.blas_call(code, op, refs, sizes, (lda, ldb, ldc), (zero, b_off, zero))
+        return True
+
+    def blas_call(
+        self,
+        code: _Code,
+        op: Operation,
+        refs: Sequence[SSAValue],
+        sizes: Sequence[SSAValue],
+        strides: Sequence[SSAValue],
+        offsets: Sequence[SSAValue],
+        flags: tuple[int, int] = (0, 0),
+    ) -> None:
+        """``C = A @ B`` of the memrefs ``refs`` (A, B, C) by BLAS: ``sizes`` m, n, k, the
+        row ``strides`` and element ``offsets`` of each, ``flags`` transposing A and B."""
+        element = cast(MemRefType[Attribute], refs[2].type).element_type
         if any(cast(MemRefType[Attribute], r.type).element_type != element for r in refs):
             raise loops_bug(f"a BLAS matmul on {[str(r.type) for r in refs]}", op)
         types = tuple(r.type for r in refs)
@@ -504,6 +579,5 @@ class _Group(_GroupPlan):
         digest = hashlib.sha1(" ".join(map(str, types)).encode()).hexdigest()[:12]
         name = f"tdsl_gemm_{element}_{digest}"
         self.gemm_symbols[name] = types
-        flags = [code.index(int(g.trans_a)), code.index(int(g.trans_b))]
-        args = [*refs, *sizes, lda, ldb, ldc, a_off, b_off, c_off, *flags]
+        args = [*refs, *sizes, *strides, *offsets, *(code.index(f) for f in flags)]
         code.b.insert(func.CallOp(name, args, []))

@@ -12,7 +12,8 @@ of the tile,
    ``-inf`` for a row of ``-inf``) to a row statistic;
 2. ``P`` becomes ``exp(P - clip(m))`` (the shift clipped to finite values, so a row of
    ``-inf`` weighs nothing) and its sum ``l`` the other statistic;
-3. ``T = P @ v`` over the tile's keys (vectorized along ``v``'s columns);
+3. ``T = P @ v`` over the tile's keys: a BLAS call where the scores are 2-D and ``v`` an
+   f32 or f64 input, else loops vectorized along ``v``'s columns;
 4. the tile's state ``(T, m, l)`` merges into the running one, one ``exp`` per result
    element: ``softmax_matmul``'s own :meth:`scalar_merge`, the step the numpy target's
    merge takes too.
@@ -91,6 +92,13 @@ FLASH_ROWS = 16
 ``softmax_matmul`` (flash attention) though the tile plan keeps whole key rows.  With so
 few rows per tile, the plain form reads all of ``k`` and ``v`` again for each of them
 (S=4096, d=64 at budget 16384, 3 rows: 670 ms, against 200 on the numpy target)."""
+
+
+FLASH_BLAS_ROWS = 8
+"""Key tiles of at least this many query rows compute ``exp(s - max) @ v`` by BLAS;
+fewer rows, by vectorized loops, which a BLAS call per key tile does not beat (S=4096,
+d=64: at budget 65536, 15 rows a tile, 85 -> 64 ms by BLAS; at 4096, 3 rows, 95 -> 133
+ms)."""
 
 
 def prefers_flash(tiles: Sequence[int], body: GroupBody, staged: Sequence[SSAValue] = ()) -> bool:
@@ -175,10 +183,12 @@ def emit_flash_tile(
     buffers: FlashBuffers,
     state: Sequence[Storage],
     ranges: Ranges,
+    blas: Callable[[_Code], bool] | None = None,
 ) -> None:
     """One key tile of ``op`` (``code`` inside the loop over its key tiles, whose scores'
     producers have run): steps 1 to 4 of the module's docstring, merging into the
-    ``state`` places (the accumulator, then its further components). ``point`` makes a
+    ``state`` places (the accumulator, then its further components); step 3 by BLAS
+    where ``blas`` (given the key tile's code) emits it. ``point`` makes a
     point at a nest's innermost code and coordinates; ``ranges`` gives a nest's dims'
     ranges (the hoisted ones left out), constants at the given code."""
     s, v = op.operands
@@ -218,13 +228,16 @@ def emit_flash_tile(
     at = nest([*rows, r])
     grown = at.code.insert(arith.AddfOp(at.load(total, stat), at.load(p_buf, s_dims)))
     at.store(grown, total, stat)
-    # 3. T = P @ v over the tile's keys, the columns innermost
-    at = nest([*rows, col])
-    at.store(at.code.scalar(0.0, acc), t_buf, out_dims)
-    at = nest([*rows, r, col])
-    w = convert_scalar(at.code.b, at.value(v, v_dims), acc)
-    product = at.code.insert(arith.MulfOp(at.load(p_buf, s_dims), w))
-    at.store(at.code.insert(arith.AddfOp(at.load(t_buf, out_dims), product)), t_buf, out_dims)
+    # 3. T = P @ v over the tile's keys: BLAS where ``blas`` can, else loops with the
+    # columns innermost
+    if blas is None or not blas(code):
+        at = nest([*rows, col])
+        at.store(at.code.scalar(0.0, acc), t_buf, out_dims)
+        at = nest([*rows, r, col])
+        w = convert_scalar(at.code.b, at.value(v, v_dims), acc)
+        product = at.code.insert(arith.MulfOp(at.load(p_buf, s_dims), w))
+        total_t = at.code.insert(arith.AddfOp(at.load(t_buf, out_dims), product))
+        at.store(total_t, t_buf, out_dims)
     # 4. the tile's state merged into the running one
     at = nest([*rows, col])
     running = [at.load(place, out_dims) for place in state]

@@ -402,7 +402,7 @@ class TileToCall(_OpPattern):
         # the scratch the plan allows this group: a runtime that splits its tiles over
         # threads (each with scratch of its own) stays within it
         call.attributes[SCRATCH_LIMIT_ATTR] = IntegerAttr(group.limit, i64)
-        if group.gemm:
+        if group.gemm or group.gemm_symbols:  # (flash attention's p @ v too)
             call.attributes[SERIAL_ATTR] = UnitAttr()
         for n, (k, dst) in enumerate(after.items()):
             main.copy(op, f"{gname}_unpack{n}", outputs[k], dst)

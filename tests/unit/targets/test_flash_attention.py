@@ -226,6 +226,22 @@ def test_native_loops_run_few_whole_rows_as_flash_attention(dtype: Any) -> None:
     assert again.ir["loops"] == kernel.ir["loops"]
 
 
+@pytest.mark.parametrize("budget, blas_calls", [(2000, 1), (8000, 2)])
+def test_native_flash_tiles_of_enough_rows_give_p_at_v_to_blas(
+    budget: int, blas_calls: int
+) -> None:
+    """A flash key tile of at least ``FLASH_BLAS_ROWS`` (8) query rows computes its
+    ``exp(s - max) @ v`` by BLAS (a second ``tdsl_gemm`` call beside ``q @ k.T``'s);
+    fewer rows (3 at budget 2000), by loops. Both give NumPy's result."""
+    a = head((), 64, 600, 16, np.float32, 8)
+    kernel, _ = tiled(MASKED, "native", budget, a)
+    (loops,) = re.findall(r"loops tiles \[([^\]]*)\]", kernel.ir["planned"])
+    rows = int(loops.split(",")[0])
+    assert (rows >= 8) == (blas_calls == 2), loops
+    assert kernel.ir["loops"].count("func.call @tdsl_gemm") == blas_calls
+    close(np.asarray(kernel(*a.values())), want_masked(a), np.float32)
+
+
 def within_numpys_error(got: Array, a: dict[str, Array]) -> None:
     """``got`` (float16 attention of ``a``) is at least as close to the exact result
     (float64) as NumPy's own float16 result, which rounds each probability to float16."""
