@@ -199,9 +199,9 @@ def emit_flash_tile(
     col = v_dims[-1]
     if col is None:
         raise loops_bug("a softmax_matmul without value columns in tiles of its keys", op)
-    acc = element_of(reduction_of(op).accumulator_dtype())
+    dtype = reduction_of(op).accumulator_dtype()
+    acc = element_of(dtype)
     p_buf, t_buf, top, total = (Storage(b, tiled=True) for b in buffers)
-    dtype = np.dtype(reduction_of(op).accumulator_dtype())
     finite = float(np.finfo(dtype).max)
 
     def nest(dims: Sequence[int]) -> At:

@@ -94,6 +94,7 @@ class _GroupPlan:
         staged_ops = sorted(staged, key=body.position.__getitem__)
         copied: dict[SSAValue, SSAValue] = {}
         copy = None
+        chosen: GroupBody | None = None
         # a softmax feeding a matmul decomposes with it (flash attention) where the plan
         # holds few whole key rows, or where a recorded plan cuts the keys
         recorded = tile.loops_plan
@@ -106,14 +107,13 @@ class _GroupPlan:
             form = decomposed_copy(ops, list(yielded), list(block.args), fused, with_users=True)
             if form is not None:
                 staged_there = [fused[r] for op in staged_ops for r in op.results if r in fused]
-                if cut or prefers_flash(
-                    tile.tiles_value, _copied_body(tile, body, form), staged_there
-                ):
-                    copy, copied = form, fused
+                candidate = _copied_body(tile, body, form)
+                if cut or prefers_flash(tile.tiles_value, candidate, staged_there):
+                    copy, copied, chosen = form, fused, candidate
         if copy is None:
             copy = decomposed_copy(ops, list(yielded), list(block.args), copied)
         if copy is not None:
-            body = _copied_body(tile, body, copy)
+            body = chosen or _copied_body(tile, body, copy)
             self.args = list(copy[2])
         self.staged_values: list[SSAValue] = [
             copied.get(r, r) for op in staged_ops for r in op.results
