@@ -132,12 +132,14 @@ def matmul_shims(symbols: list[str], gemm: Gemm) -> str:
 
 def _tile_shim(name: str, blas: str, scalar: str, width: str) -> list[str]:
     """``@tdsl_gemm_*(a, b, c, m, n, k, lda, ldb, ldc, a_off, b_off, c_off, trans_a,
-    trans_b)``: ``C = op(A) @ op(B)`` on the tile of ``m`` rows whose operands start
-    ``*_off`` elements into ``a``, ``b``, ``c`` (row strides ``ld*``); ``op(X)`` is ``X``
-    transposed where ``trans_x`` is not 0.  Emitted by ``tdsl-lower-to-loops`` inside a
-    group's loops."""
+    trans_b, acc)``: ``C = op(A) @ op(B)`` on the tile of ``m`` rows whose operands start
+    ``*_off`` elements into ``a``, ``b``, ``c`` (row strides ``ld*``), or ``C += op(A) @
+    op(B)`` where ``acc`` is not 0 (a matmul whose contraction the loops run in tiles);
+    ``op(X)`` is ``X`` transposed where ``trans_x`` is not 0.  Emitted by
+    ``tdsl-lower-to-loops`` inside a group's loops."""
     sizes = ("m", "n", "k", "lda", "ldb", "ldc")
-    params = ", ".join(f"i64 %{p}" for p in [*sizes, "aoff", "boff", "coff", "ta", "tb"])
+    flags = ("ta", "tb", "acc")
+    params = ", ".join(f"i64 %{p}" for p in [*sizes, "aoff", "boff", "coff", *flags])
     lines = [f"define void @{name}(ptr %a, ptr %b, ptr %c, {params}) {{"]
     for x in "abc":
         lines.append(f"  %p{x} = getelementptr {scalar}, ptr %{x}, i64 %{x}off")
@@ -153,9 +155,11 @@ def _tile_shim(name: str, blas: str, scalar: str, width: str) -> list[str]:
         "  %transa = select i1 %sa, i32 112, i32 111",
         "  %t = icmp ne i64 %tb, 0",
         "  %trans = select i1 %t, i32 112, i32 111",
+        "  %sacc = icmp ne i64 %acc, 0",
+        f"  %beta = select i1 %sacc, {scalar} 1.0, {scalar} 0.0",
         f"  call void @{blas}(i32 101, i32 %transa, i32 %trans, {width} %wm, {width} %wn, "
         f"{width} %wk, {scalar} 1.0, ptr %pa, {width} %wlda, ptr %pb, {width} %wldb, "
-        f"{scalar} 0.0, ptr %pc, {width} %wldc)",
+        f"{scalar} %beta, ptr %pc, {width} %wldc)",
         "  ret void",
         "}",
     ]

@@ -27,9 +27,10 @@ from tdsl.backend.llvm.loops_common import (  # pyright: ignore[reportPrivateUsa
     loops_bug,
 )
 from tdsl.dialects.kernel import TileOp
-from tdsl.dialects.kernel_plan import GroupBody
+from tdsl.dialects.kernel_plan import GroupBody, propagate_dims
 from tdsl.dialects.structured import (
     ElementwiseOp,
+    constant_value,
     element_type,
     numpy_dtype,
     reduction_of,
@@ -259,9 +260,10 @@ def packed_inputs(plan: _GroupPlan) -> dict[SSAValue, _Packing]:
     return packed
 
 
-TILE_GEMM_INDEX_ARGS = 11
+TILE_GEMM_INDEX_ARGS = 12
 """The ``index`` arguments of a tile's BLAS call after its three memrefs: ``m``, ``n``,
-``k``, ``lda``, ``ldb``, ``ldc``, the three offsets, ``trans_a`` and ``trans_b``."""
+``k``, ``lda``, ``ldb``, ``ldc``, the three offsets, ``trans_a``, ``trans_b`` and
+``acc`` (not 0: add the product to ``C``)."""
 
 
 @dataclass(frozen=True)
@@ -559,3 +561,25 @@ def over_budget(plan: _GroupPlan, scratch: int, limit: int) -> str | None:
         # where no parallel dim is left to cut, values are stored whole
         return "the loops store values the plan does not keep"
     return None
+
+
+def copied_body(
+    tile: TileOp, body: GroupBody, copy: tuple[list[Operation], list[SSAValue], list[SSAValue]]
+) -> GroupBody:
+    """The body of ``tile`` (``body``) as the loops run it: its decomposed ``copy`` (new
+    ops, outputs, inputs)."""
+    new_ops, outputs, args = copy
+    dims = propagate_dims(new_ops, dict(zip(args, tile.input_dims, strict=True)), len(body.extents))
+    return GroupBody(
+        extents=body.extents,
+        kinds=body.kinds,
+        ops=tuple(op for op in new_ops if constant_value(op) is None),
+        dims=dims,
+        reads={(op, i): dims[v] for op in new_ops for i, v in enumerate(op.operands)},
+        outputs=tuple(outputs),
+        output_dims=body.output_dims,
+        constants=frozenset(
+            r for op in new_ops if constant_value(op) is not None for r in op.results
+        ),
+        prefer_whole=body.prefer_whole,
+    )

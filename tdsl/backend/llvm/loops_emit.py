@@ -255,7 +255,7 @@ class _Group(_GroupPlan):
             ]
 
         flash_buffers = accumulators[n_carried + len(self.more_states()) :]
-        key = next(iter(self.flash.values()), None)
+        key = next(iter([*self.flash.values(), *self.split.values()]), None)
         flash = {
             op: FlashBuffers(*flash_buffers[4 * i : 4 * i + 4]) for i, op in enumerate(self.flash)
         }
@@ -289,9 +289,13 @@ class _Group(_GroupPlan):
                         inner.scalar(start, element_of(dt)), place, body.dims[op.results[0]]
                     )
             # matmuls BLAS computes a tile at a time: their operands are ready
+            # (a matmul whose contraction runs in tiles: in the key loop, adding each
+            # tile's product after the first)
             for op, g in self.gemm.items():
-                if self.level[op] == level and on(body.dims[op.results[0]], part):
-                    self._gemm_call(code, op, g, storage, accs[op], starts, ends)
+                dims = body.loop_dims(op) if op in self.split else body.dims[op.results[0]]
+                if self.level[op] == level and on(dims, part):
+                    add = starts[g.inner] if op in self.split else None
+                    self._gemm_call(code, op, g, storage, accs[op], starts, ends, add)
             # the sweeps: one loop nest per set of dims, effects in program order
             sweeps: dict[tuple[int, ...], list[tuple[str, Operation | int | SSAValue]]] = {}
             for op in body.ops:
@@ -442,11 +446,13 @@ class _Group(_GroupPlan):
         into: Storage,
         starts: Mapping[int, SSAValue],
         ends: Mapping[int, SSAValue],
+        add: SSAValue | None = None,
     ) -> None:
         """A call computing this tile of matmul ``op`` (see :class:`TileGemm`) into
         ``into``: ``@tdsl_gemm_<type>_<n>(A, B, C, m, n, k, lda, ldb, ldc, a_offset,
-        b_offset, c_offset, trans_a, trans_b)``, which the runtime binds to BLAS's ``gemm``
-        (:func:`tdsl.runtime.blas.gemm_shims`)."""
+        b_offset, c_offset, trans_a, trans_b, acc)``, which the runtime binds to BLAS's
+        ``gemm`` (:func:`tdsl.runtime.blas.matmul_shims`); it adds the product to ``into``
+        where ``add`` is not 0 (a tile of its contraction after the first)."""
         body = self.body
 
         def extent(d: int) -> SSAValue:
@@ -454,7 +460,7 @@ class _Group(_GroupPlan):
                 return code.insert(arith.SubiOp(ends[d], starts[d]))
             return code.index(self.extents[d])
 
-        sizes = [extent(g.rows), extent(g.cols), code.index(self.extents[g.inner])]
+        sizes = [extent(g.rows), extent(g.cols), extent(g.inner)]
         # one call per index of the batch dims the tile spans
         coords: dict[int, SSAValue] = {}
         for d in (d for d in g.batch if d is not None):
@@ -501,7 +507,8 @@ class _Group(_GroupPlan):
         )
         b, b_off, ldb = at(storage[g.b], g.b_dims())
         flags = (int(g.trans_a), int(g.trans_b))
-        self.blas_call(code, op, (a, b, c), sizes, (lda, ldb, ldc), (a_off, b_off, c_off), flags)
+        offsets = (a_off, b_off, c_off)
+        self.blas_call(code, op, (a, b, c), sizes, (lda, ldb, ldc), offsets, flags, add)
 
     def _flash_blas(
         self,
@@ -568,9 +575,11 @@ class _Group(_GroupPlan):
         strides: Sequence[SSAValue],
         offsets: Sequence[SSAValue],
         flags: tuple[int, int] = (0, 0),
+        accumulate: SSAValue | None = None,
     ) -> None:
         """``C = A @ B`` of the memrefs ``refs`` (A, B, C) by BLAS: ``sizes`` m, n, k, the
-        row ``strides`` and element ``offsets`` of each, ``flags`` transposing A and B."""
+        row ``strides`` and element ``offsets`` of each, ``flags`` transposing A and B;
+        ``C += A @ B`` where ``accumulate`` (an index) is not 0."""
         element = cast(MemRefType[Attribute], refs[2].type).element_type
         if any(cast(MemRefType[Attribute], r.type).element_type != element for r in refs):
             raise loops_bug(f"a BLAS matmul on {[str(r.type) for r in refs]}", op)
@@ -579,5 +588,6 @@ class _Group(_GroupPlan):
         digest = hashlib.sha1(" ".join(map(str, types)).encode()).hexdigest()[:12]
         name = f"tdsl_gemm_{element}_{digest}"
         self.gemm_symbols[name] = types
-        args = [*refs, *sizes, *strides, *offsets, *(code.index(f) for f in flags)]
+        acc = code.index(0) if accumulate is None else accumulate
+        args = [*refs, *sizes, *strides, *offsets, *(code.index(f) for f in flags), acc]
         code.b.insert(func.CallOp(name, args, []))

@@ -80,7 +80,7 @@ def flash_keys(body: GroupBody, staged: Sequence[SSAValue] = ()) -> dict[Operati
             or any(r in body.dims[v] for v in staged)
         ):
             continue
-        if all(_feeds_along(body, p, op, r) for p in body.ops if p is not op):
+        if all(feeds_along(body, p, op, r) for p in body.ops if p is not op):
             found[op] = r
     # (one per group: its levels' ops along the key dim run in the loop over key tiles)
     return dict(list(found.items())[:1])
@@ -112,7 +112,7 @@ def prefers_flash(tiles: Sequence[int], body: GroupBody, staged: Sequence[SSAVal
     return False
 
 
-def _feeds_along(body: GroupBody, p: Operation, op: Operation, r: int) -> bool:
+def feeds_along(body: GroupBody, p: Operation, op: Operation, r: int) -> bool:
     """Whether ``p`` keeps to the rules of a key tile of ``op`` along dim ``r``: not
     along it at all, or an op that neither reduces over it nor scans, whose results only
     ops along it read."""

@@ -19,6 +19,7 @@ from tdsl.backend.llvm.loops_choices import (
     TileGemm,
     accumulated_in_outputs,
     blas_output,
+    copied_body,
     largest_bytes,
     output_staging,
     over_budget,
@@ -42,15 +43,20 @@ from tdsl.backend.llvm.loops_common import (
     loops_bug,
 )
 from tdsl.backend.llvm.loops_flash import KEY_TILE, flash_keys, flash_types, prefers_flash
-from tdsl.backend.llvm.loops_recorded import check_cut_dims, recorded_blas, recorded_stored
+from tdsl.backend.llvm.loops_recorded import (
+    check_cut_dims,
+    check_split,
+    recorded_blas,
+    recorded_stored,
+)
+from tdsl.backend.llvm.loops_split import contraction_keys, cut_contractions, fit_contraction
 from tdsl.defaults import MIN_BLAS_BYTES_PER_THREAD
 from tdsl.dialects.kernel import TileOp
-from tdsl.dialects.kernel_plan import Dims, GroupBody, carried_dims, carry_dims, propagate_dims
+from tdsl.dialects.kernel_plan import Dims, GroupBody, carried_dims, carry_dims
 from tdsl.dialects.kernel_tile import LoopsPlan
 from tdsl.dialects.structured import (
     IteratorType,
     Scan,
-    constant_value,
     element_of,
     element_type,
     reduction_of,
@@ -107,13 +113,13 @@ class _GroupPlan:
             form = decomposed_copy(ops, list(yielded), list(block.args), fused, with_users=True)
             if form is not None:
                 staged_there = [fused[r] for op in staged_ops for r in op.results if r in fused]
-                candidate = _copied_body(tile, body, form)
+                candidate = copied_body(tile, body, form)
                 if cut or prefers_flash(tile.tiles_value, candidate, staged_there):
                     copy, copied, chosen = form, fused, candidate
         if copy is None:
             copy = decomposed_copy(ops, list(yielded), list(block.args), copied)
         if copy is not None:
-            body = chosen or _copied_body(tile, body, copy)
+            body = chosen or copied_body(tile, body, copy)
             self.args = list(copy[2])
         self.staged_values: list[SSAValue] = [
             copied.get(r, r) for op in staged_ops for r in op.results
@@ -131,6 +137,9 @@ class _GroupPlan:
         self.flash = flash_keys(body, self.staged_values)
         """``softmax_matmul`` ops run in the plan's tiles of their key dim, to that dim
         (see :mod:`~tdsl.backend.llvm.loops_flash`)."""
+        self.split = {} if self.flash else contraction_keys(body, self.args, self.staged_values)
+        """A matmul whose contraction the loops run in tiles, to that dim (a key dim as a
+        flash op's is: :mod:`~tdsl.backend.llvm.loops_split`)."""
         # parallel dims keep their tiles; other dims run whole (element loops), but keys
         tiles = [
             min(t, e) if body.kinds[d] is IteratorType.PARALLEL else e
@@ -138,6 +147,7 @@ class _GroupPlan:
         ]
         for r in self.flash.values():
             tiles[r] = min(tile.tiles_value[r], body.extents[r], KEY_TILE)
+        cutting = cut_contractions(self.split, body.extents, tile.tiles_value, tiles)
         # the first parallel dim, when every op runs along it, is cut into at least
         # SPLIT_TILES tiles that threads can share (smaller tiles need less scratch)
         split = next((d for d in range(body.rank) if body.kinds[d] is IteratorType.PARALLEL), None)
@@ -147,7 +157,8 @@ class _GroupPlan:
             gemms = any(
                 blas_output(body, op) is None and tile_gemm(body, op, self.args) for op in body.ops
             )
-            parts = GEMM_SPLIT_TILES * share if gemms else SPLIT_TILES
+            # (or one per thread where the contraction runs in tiles: as much scratch)
+            parts = SPLIT_TILES if not gemms else share if cutting else GEMM_SPLIT_TILES * share
             # the last dim (a column reduction's columns) is the loops' contiguous one:
             # tiles narrower than BLOCK would read each cache line for a few lanes
             least = min(BLOCK, body.extents[split]) if split == body.rank - 1 else 1
@@ -180,7 +191,7 @@ class _GroupPlan:
         op's, or more where the memory budget leaves more (``limit``)."""
         if self.recorded is not None:
             self.tiles = tuple(self.recorded.tiles)
-            check_cut_dims(tile, body, self.tiles, self.flash)
+            check_cut_dims(tile, body, self.tiles, {**self.flash, **self.split})
             self._plan()
         else:
             self._plan()
@@ -190,6 +201,8 @@ class _GroupPlan:
             # thread alone), where the operands are large enough for the runtime to split
             self.share = share
             self._choose_tiles(tiles, limit // self.share if self.gemm else limit)
+        self.split = {op: r for op, r in self.split.items() if self.tiles[r] < self.extents[r]}
+        check_split(self)
         scratch = self._scratch_elements()
         why = None if self.recorded is not None else over_budget(self, scratch, limit)
         if why is not None:
@@ -204,7 +217,7 @@ class _GroupPlan:
                 ),
                 stacklevel=2,
             )
-        keys = self.flash.values()  # (their tiles loop inside the level that reduces them)
+        keys = [*self.flash.values(), *self.split.values()]  # (looped inside their level)
         self.tiled = [
             d for d in range(body.rank) if self.extents[d] > self.tiles[d] and d not in keys
         ]
@@ -253,6 +266,8 @@ class _GroupPlan:
         every one is 1; the scratch it comes to."""
         body = self.body
         shrunk = list(tiles)
+        fit_contraction(self.split, self.extents, shrunk, limit, self._scratch_at_tiles)
+        self.tiles = tuple(shrunk)
         scratch = self._scratch_elements()
         last: int | None = None
         while scratch > limit:
@@ -574,24 +589,3 @@ class _GroupPlan:
                 break
             out.append(d)
         return out
-
-
-def _copied_body(
-    tile: TileOp, body: GroupBody, copy: tuple[list[Operation], list[SSAValue], list[SSAValue]]
-) -> GroupBody:
-    """The body of ``tile`` (``body``) as the loops run it: its decomposed ``copy``."""
-    new_ops, outputs, args = copy
-    dims = propagate_dims(new_ops, dict(zip(args, tile.input_dims, strict=True)), len(body.extents))
-    return GroupBody(
-        extents=body.extents,
-        kinds=body.kinds,
-        ops=tuple(op for op in new_ops if constant_value(op) is None),
-        dims=dims,
-        reads={(op, i): dims[v] for op in new_ops for i, v in enumerate(op.operands)},
-        outputs=tuple(outputs),
-        output_dims=body.output_dims,
-        constants=frozenset(
-            r for op in new_ops if constant_value(op) is not None for r in op.results
-        ),
-        prefer_whole=body.prefer_whole,
-    )

@@ -75,15 +75,31 @@ def recorded_stored(plan: _GroupPlan, numbers: Sequence[int], needed: Sequence[S
 
 
 def check_cut_dims(
-    tile: Operation, body: GroupBody, tiles: Sequence[int], flash: Mapping[Operation, int]
+    tile: Operation, body: GroupBody, tiles: Sequence[int], keys: Mapping[Operation, int]
 ) -> None:
     """A located error where a recorded loops plan cuts a dim the loops run whole: any
-    but a parallel dim or the key dim of a ``softmax_matmul`` in :func:`flash_keys`."""
+    but a parallel dim or a key dim of ``keys``: the key dim of a ``softmax_matmul``
+    (:func:`~tdsl.backend.llvm.loops_flash.flash_keys`) or a matmul's contraction
+    (:func:`~tdsl.backend.llvm.loops_split.contraction_keys`)."""
     for d, (t, e) in enumerate(zip(tiles, body.extents, strict=True)):
-        if t < e and body.kinds[d] is not IteratorType.PARALLEL and d not in flash.values():
+        if t < e and body.kinds[d] is not IteratorType.PARALLEL and d not in keys.values():
             raise TdslIRError(
                 f"the loops plan cuts d{d} into tiles of {t}, a {body.kinds[d]} dim the loops "
-                "run whole (they cut only a softmax_matmul's key dim, where every op along "
-                f"it feeds that op): give {e}",
+                "run whole (they cut only a softmax_matmul's key dim, or the contraction of a "
+                "matmul BLAS computes a tile at a time, where every op along it feeds that "
+                f"op): give {e}",
                 op=tile,
+            )
+
+
+def check_split(plan: _GroupPlan) -> None:
+    """A located error where the plan cuts a matmul's contraction (``plan.split``) but
+    does not give the matmul BLAS: the loops add its tiles' products by BLAS calls only."""
+    for op, r in plan.split.items():
+        if op not in plan.gemm:
+            n = plan.body.position[op]
+            raise TdslIRError(
+                f"the loops plan cuts d{r}, the contraction of '{op.name}' (op {n} of the "
+                f"group), but does not give it BLAS: add {n} to `blas`, or give d{r} whole",
+                op=plan.tile,
             )

@@ -65,7 +65,8 @@ cast to an f64 result) too: the result's columns innermost, never its contractio
 (summed in order, it would not vectorize; float16 ``relu(x @ w + b) @ v`` at
 512x768x768x256 took 304 ms so, 31 ms now).  Tile sizes along reduction dims are
 ignored (element loops need no tile buffers along them), but attention's keys
-(:mod:`~tdsl.backend.llvm.loops_flash`).
+(:mod:`~tdsl.backend.llvm.loops_flash`) and the contraction of a matmul BLAS computes
+a tile at a time, adding each tile's product (:mod:`~tdsl.backend.llvm.loops_split`).
 
 The scratch of one tile (accumulators and stored values) stays within the
 scratch the ``kernel.tile`` records, the NumPy target's plan under the

@@ -28,9 +28,9 @@ func.func @main(%x: tensor<32x16xf32>, %w: tensor<16x8xf32>) -> tensor<32x8xf32>
 // (%out0: the product is the group's output): A, B, C, then m, n, k, the three row
 // strides, the three offsets, and whether A and B are transposed.
 // LOOPS:      func.func @main_g0(%{{.*}}: index, %{{.*}}: index, %{{.*}}: memref<32x16xf32>, %{{.*}}: memref<16x8xf32>, %out0: memref<32x8xf32>, %{{.*}}: memref<16x16xf32>)
-// LOOPS:      func.call @tdsl_gemm_f32_{{[0-9a-f]+}}(%{{.*}}, %w, %out0, {{.*}}) : (memref<16x16xf32>, memref<16x8xf32>, memref<32x8xf32>, index, index, index, index, index, index, index, index, index, index, index) -> ()
+// LOOPS:      func.call @tdsl_gemm_f32_{{[0-9a-f]+}}(%{{.*}}, %w, %out0, {{.*}}) : (memref<16x16xf32>, memref<16x8xf32>, memref<32x8xf32>, index, index, index, index, index, index, index, index, index, index, index, index) -> ()
 // LOOPS-NOT:  func.call @tdsl_matmul
-// LOOPS:      func.func private @tdsl_gemm_f32_{{[0-9a-f]+}}(memref<16x16xf32>, memref<16x8xf32>, memref<32x8xf32>, index, index, index, index, index, index, index, index, index, index, index)
+// LOOPS:      func.func private @tdsl_gemm_f32_{{[0-9a-f]+}}(memref<16x16xf32>, memref<16x8xf32>, memref<32x8xf32>, index, index, index, index, index, index, index, index, index, index, index, index)
 
 // In f16, which BLAS does not compute, the loops compute the matmul: rows in tiles
 // of one (threads share them), relu(x) kept in scratch, since the matmul's loops
@@ -76,4 +76,4 @@ func.func @tmm(%x: tensor<16x32xf32>, %w: tensor<16x8xf32>) -> tensor<32x8xf32> 
 // row stride 32, the tile's first column as offset; trans_a is the call's next-to-last
 // argument), and the group function has no scratch argument.
 // LOOPS:      func.func @tmm_g0(%lo: index, %hi: index, %x: memref<16x32xf32>, %w: memref<16x8xf32>, %out0: memref<32x8xf32>) {
-// LOOPS:        func.call @tdsl_gemm_f32_{{[0-9a-f]+}}(%x, %w, %out0, {{(%[0-9]+, )+}}%{{[0-9]+}}) : (memref<16x32xf32>, memref<16x8xf32>, memref<32x8xf32>, index, index, index, index, index, index, index, index, index, index, index) -> ()
+// LOOPS:        func.call @tdsl_gemm_f32_{{[0-9a-f]+}}(%x, %w, %out0, {{(%[0-9]+, )+}}%{{[0-9]+}}) : (memref<16x32xf32>, memref<16x8xf32>, memref<32x8xf32>, index, index, index, index, index, index, index, index, index, index, index, index) -> ()

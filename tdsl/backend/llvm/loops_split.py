@@ -1,0 +1,118 @@
+"""A matmul's contraction in tiles, in the native loops: in a GPT-2 MLP,
+``gelu(x @ w1 + b1) @ w2``, the hidden dim (the second matmul's contraction) runs in
+tiles, each tile of the hidden layer computed and then added into the result by BLAS
+(``C += A @ B``: the tile ``gemm`` call's ``acc`` argument, not 0 after the first tile).
+
+Without it the loops cut only the rows of such a group, in at least two tiles per
+thread (:data:`~tdsl.backend.llvm.loops_common.GEMM_SPLIT_TILES`: one per thread would
+hold the whole hidden layer over the threads' scratch). BLAS is slower on those shorter
+tiles: ``python benchmarks/mlp_gemm_tiles.py`` (T=512, E=768, hidden 3072, f32, two
+threads, BLAS on each alone) measured the MLP's two GEMMs in 27.2 ms as tiles of 128
+rows by the whole hidden layer, 24.8 ms as tiles of 256 rows by 1536 hidden columns (the
+same scratch), and 25.4 ms whole with BLAS on both threads; the native MLP took 27.9 ms
+and its bare chain ``(x @ w1) @ w2`` 27.7 ms, so the time over the GEMMs was the tiles'
+shape, not the epilogue.
+
+A matmul qualifies (:func:`contraction_keys`) where BLAS computes it a tile at a time,
+its left operand is computed in the group, and its contraction is a reduction dim that
+no other op reduces over, along which every op feeds it (no output, scan or staged
+value runs along it): the rule of a flash key tile
+(:func:`~tdsl.backend.llvm.loops_flash.feeds_along`). Where the contraction has at
+least :data:`CONTRACTION_MIN` elements, the plan takes one tile of rows per thread and
+the contraction in :data:`CONTRACTION_TILES` tiles, or more where the scratch needs
+(:func:`fit_contraction`); a recorded plan may cut a qualifying contraction into any
+tiles. The emission is the flash key loop's: what runs along the dim runs in a loop
+over its tiles, the rest before and after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from xdsl.ir import Operation, SSAValue
+
+from tdsl.backend.llvm.loops_choices import tile_gemm
+from tdsl.backend.llvm.loops_common import _is_reduction  # pyright: ignore[reportPrivateUsage]
+from tdsl.backend.llvm.loops_flash import feeds_along
+from tdsl.dialects.kernel_body import GroupBody
+from tdsl.dialects.structured import IteratorType
+
+CONTRACTION_TILES = 2
+"""The tiles a qualifying matmul's contraction runs in (each thread's tile of rows then
+holds half of its rows of the hidden layer, as two tiles of half the rows did)."""
+
+CONTRACTION_MIN = 512
+"""The shortest contraction the loops cut: a tile of fewer than 256 is a short BLAS call."""
+
+
+def contraction_keys(
+    body: GroupBody, args: Sequence[SSAValue], staged: Sequence[SSAValue] = ()
+) -> dict[Operation, int]:
+    """The matmul of ``body`` (the first, if any) whose contraction the loops may run in
+    tiles, to that dim (see the module's text); ``args`` are the group's inputs."""
+    for op in body.ops:
+        g = tile_gemm(body, op, args)
+        if g is None:
+            continue
+        r = g.inner
+        left = body.producer(g.a)
+        if (
+            left is None  # (an input's columns in tiles would save nothing)
+            or g.trans_a
+            or body.kinds[r] is not IteratorType.REDUCTION
+            # (BLAS reads it as it lies: not a reduction's accumulator, but a matmul's)
+            or (_is_reduction(left) and tile_gemm(body, left, args) is None)
+            or any(r in dims for dims in body.output_dims)
+            or any(r in body.dims[v] for v in staged)
+        ):
+            continue
+        if all(feeds_along(body, p, op, r) for p in body.ops if p is not op):
+            return {op: r}
+    return {}
+
+
+def cut_contractions(
+    split: Mapping[Operation, int], extents: Sequence[int], own: Sequence[int], tiles: list[int]
+) -> bool:
+    """Cut the contractions of ``split`` of at least :data:`CONTRACTION_MIN` into
+    :data:`CONTRACTION_TILES` tiles (of ``tiles``, in place; within the tile op's ``own``
+    tiles): whether any is cut."""
+    cut = False
+    for r in split.values():
+        if extents[r] >= CONTRACTION_MIN:
+            tiles[r] = min(own[r], -(-extents[r] // CONTRACTION_TILES))
+            cut = True
+    return cut
+
+
+def fit_contraction(
+    split: Mapping[Operation, int],
+    extents: Sequence[int],
+    tiles: list[int],
+    limit: int,
+    scratch_at: Callable[[Sequence[int]], int],
+) -> None:
+    """Cut the contractions of ``split`` into more tiles (of ``tiles``, in place), down
+    to tiles of half :data:`CONTRACTION_MIN`, until the scratch (``scratch_at``) fits
+    ``limit``: before any row tile is halved, since BLAS keeps its speed on tiles of
+    256 rows by 768 hidden columns (24.9 ms in ``benchmarks/mlp_gemm_tiles.py``) and
+    loses it on 128 rows (26.3 ms by 1536)."""
+    for r in split.values():
+        if tiles[r] >= extents[r]:
+            continue
+        count = -(-extents[r] // tiles[r])
+        while scratch_at(tiles) > limit:
+            smaller = -(-extents[r] // (count + 1))
+            if smaller < CONTRACTION_MIN // 2:
+                break
+            count += 1
+            tiles[r] = smaller
+
+
+__all__ = [
+    "CONTRACTION_MIN",
+    "CONTRACTION_TILES",
+    "contraction_keys",
+    "cut_contractions",
+    "fit_contraction",
+]
