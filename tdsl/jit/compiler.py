@@ -460,26 +460,38 @@ def _seconds(t: float) -> str:
 
 
 def _native_reason(options: JitOptions, predicted: str, planned: ModuleOp) -> str:
-    """Why native code runs (``target_reason`` of a native kernel)."""
+    """Why native code runs (``target_reason`` of a native kernel): with the matmuls
+    BLAS computes and how the loops compute the others."""
     if options.target == "native":
         return "target='native' was asked for"
-    from tdsl.dialects.kernel import TileOp
-    from tdsl.dialects.op_interfaces import Contraction
+    from tdsl.backend.llvm.loops_flash import FLASH_BLAS_ROWS
+    from tdsl.backend.llvm.lower_to_loops import matmul_kinds
 
-    tiles = [op for op in planned.walk() if isinstance(op, TileOp)]
-    blas = sum(len(plan.blas) for op in tiles if (plan := op.loops_plan) is not None)
-    matmuls = sum(isinstance(o, Contraction) for op in tiles for o in op.body_ops()[0])
+    kinds = matmul_kinds(planned)
+    matmuls = sum(kinds.values())
     calls = "it has no matmul"
     if matmuls:
-        calls = f"BLAS computes {blas} of its {plural(matmuls, 'matmul')}"
-    if matmuls > blas:
-        calls += (
-            ", compiled loops the rest (float16 or integer ones, which NumPy computes "
-            "without BLAS too, or the online softmax's)"
+        calls = f"BLAS computes {kinds['blas']} of its {plural(matmuls, 'matmul')}"
+    rest = []
+    if kinds["flash"]:
+        rest.append(
+            "the online softmax's `exp(s - max) @ v` runs a key tile at a time (by BLAS "
+            f"where a tile holds {FLASH_BLAS_ROWS} rows or more)"
         )
+    if kinds["narrow"]:
+        rest.append(
+            f"{plural(kinds['narrow'], 'float16 or integer matmul')} run as compiled loops "
+            "(NumPy has no BLAS for them either)"
+        )
+    if kinds["loops"]:
+        rest.append(f"{plural(kinds['loops'], 'float32 or float64 matmul')} as compiled loops")
+    if rest:
+        calls += "; " + "; ".join(rest) + ";"
+    else:
+        calls += ","
     return (
         f"auto: native code runs here, the cost model (tdsl.jit.cost_model) predicts "
-        f"{predicted}, {calls}, and its loops keep the memory budget"
+        f"{predicted}, {calls} and its loops keep the memory budget"
     )
 
 

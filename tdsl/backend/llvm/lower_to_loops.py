@@ -323,24 +323,39 @@ def lower_to_loops(
         ) from None
 
 
+def matmul_kinds(module: ModuleOp) -> dict[str, int]:
+    """How the native loops of the tiled ``module`` compute its matmuls, by the plan each
+    group records (``tdsl-plan-loops``; planned here where none is), without building any
+    loops: ``blas`` (a BLAS call, whole or a tile at a time), ``flash`` (an online
+    softmax's ``exp(s - max) @ v``, a key tile at a time), ``narrow`` (float16 or integer
+    ones: loops, as NumPy's own are) and ``loops`` (f32 or f64 ones the loops compute:
+    a right operand computed in the group, or a result wider than the matmul)."""
+    kinds = dict.fromkeys(("blas", "flash", "narrow", "loops"), 0)
+    for op in module.walk():
+        if not isinstance(op, TileOp):
+            continue
+        group = _Group(op)
+        for o in group.body.ops:
+            if o in group.flash:
+                kinds["flash"] += 1
+            elif not _is_contraction(o):
+                continue
+            elif o in group.blas or o in group.gemm:
+                kinds["blas"] += 1
+            elif str(element_type(o.results[0])) in ("f32", "f64"):
+                kinds["loops"] += 1
+            else:
+                kinds["narrow"] += 1
+    return kinds
+
+
 def loop_matmuls(module: ModuleOp) -> int:
     """How many f32 or f64 matmuls of the tiled ``module`` :func:`lower_to_loops` would
-    compute with loops (row-major inputs), not with a BLAS call: the plan each group
-    records (``tdsl-plan-loops``; planned here where none is), without building any
-    loops.  (NumPy calls BLAS for those two types only: its float16 and integer matmuls
-    are loops of its own, slower than the native ones, 13x at 256x64x128 in float16.)"""
-    count = 0
-    for op in module.walk():
-        if isinstance(op, TileOp):
-            group = _Group(op)
-            count += sum(
-                _is_contraction(o)
-                and o not in group.blas
-                and o not in group.gemm
-                and str(element_type(o.results[0])) in ("f32", "f64")
-                for o in group.body.ops
-            )
-    return count
+    compute with loops (row-major inputs), not with a BLAS call (see
+    :func:`matmul_kinds`).  (NumPy calls BLAS for those two types only: its float16 and
+    integer matmuls are loops of its own, slower than the native ones, 13x at 256x64x128
+    in float16.)"""
+    return matmul_kinds(module)["loops"]
 
 
 @dataclass(frozen=True)
@@ -360,6 +375,7 @@ __all__ = [
     "Storage",
     "loop_matmuls",
     "lower_to_loops",
+    "matmul_kinds",
     "matmul_symbol",
     "memref_of",
 ]

@@ -327,3 +327,21 @@ def test_dask_arrays_chunked_along_the_query_rows(dtype: Any, target: str) -> No
         within_numpys_error(np.asarray(got.compute()), a)
     else:
         close(np.asarray(got.compute()), want_masked(a), np.float32)
+
+
+def test_auto_says_how_the_loops_run_the_online_softmax() -> None:
+    """Under ``auto``, a native head whose keys run in tiles says so in its
+    ``target_reason``: BLAS computes ``q @ k.T``, and the online softmax's
+    ``exp(s - max) @ v`` runs a key tile at a time (it said "compiled loops the rest")."""
+    from tdsl.runtime.compile import native_unavailable_reason
+
+    if native_unavailable_reason() is not None:
+        pytest.skip(str(native_unavailable_reason()))
+    a = head((), 64, 600, 16, np.float32, 9)
+    kernel, _ = tiled(MASKED, "auto", 2000, a)
+    assert kernel.target == "native", kernel.target_reason
+    assert (
+        "BLAS computes 1 of its 2 matmuls; the online softmax's `exp(s - max) @ v` runs a "
+        "key tile at a time (by BLAS where a tile holds 8 rows or more);"
+    ) in (kernel.target_reason or "")
+    close(np.asarray(kernel(*a.values())), want_masked(a), np.float32)
