@@ -472,7 +472,7 @@ def _native_reason(options: JitOptions, predicted: str, planned: ModuleOp) -> st
     calls = "it has no matmul"
     if matmuls:
         calls = f"BLAS computes {kinds['blas']} of its {plural(matmuls, 'matmul')}"
-    rest = []
+    rest: list[str] = []
     if kinds["flash"]:
         rest.append(
             "the online softmax's `exp(s - max) @ v` runs a key tile at a time (by BLAS "

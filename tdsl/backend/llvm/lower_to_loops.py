@@ -330,7 +330,7 @@ def matmul_kinds(module: ModuleOp) -> dict[str, int]:
     softmax's ``exp(s - max) @ v``, a key tile at a time), ``narrow`` (float16 or integer
     ones: loops, as NumPy's own are) and ``loops`` (f32 or f64 ones the loops compute:
     a right operand computed in the group, or a result wider than the matmul)."""
-    kinds = dict.fromkeys(("blas", "flash", "narrow", "loops"), 0)
+    kinds: dict[str, int] = dict.fromkeys(("blas", "flash", "narrow", "loops"), 0)
     for op in module.walk():
         if not isinstance(op, TileOp):
             continue
