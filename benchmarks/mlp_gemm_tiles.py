@@ -7,9 +7,10 @@ Two tables, each from ``rounds`` interleaved rounds (median of ``reps`` calls ea
 after a warm-up call), f32, T=512, E=768, hidden 4E=3072:
 
 1. tdsl's native target (``tdsl.trace``, default budget) on the whole MLP
-   ``x + gelu(layer_norm(x) @ wfc + bfc) @ wpr + bpr`` and on its bare chain
-   ``(x @ wfc) @ wpr``, with the native loops tiles of each, beside the two GEMMs of
-   the same shapes in NumPy (whole, BLAS on every thread). If the chain costs what
+   ``x + gelu(layer_norm(x) @ wfc + bfc) @ wpr + bpr``, on its bare chain
+   ``(x @ wfc) @ wpr`` and on a GPT-2 block's tail (attention's output projection
+   and residual, then the MLP: ``mlp(x + a @ wo + bo)``), with the native loops tiles
+   of each, beside the two GEMMs of the MLP in NumPy (whole, BLAS on every thread). If the chain costs what
    the MLP costs, the epilogue (layernorm, gelu, biases, residual) is not where the
    time goes.
 2. The same two GEMMs as NumPy calls in tiles, in the ways the native loops could
@@ -92,6 +93,12 @@ def _tiled(
     return split
 
 
+def _tail(
+    x: Any, a: Any, wo: Any, bo: Any, g: Any, b: Any, wfc: Any, bfc: Any, wpr: Any, bpr: Any
+) -> Any:
+    return mlp(x + a @ wo + bo, g, b, wfc, bfc, wpr, bpr)
+
+
 def _loops_tiles(traced: Any) -> str:
     return ", ".join(re.findall(r"loops tiles \[[^\]]*\]", traced.ir["planned"]))
 
@@ -110,13 +117,22 @@ def main() -> None:
     x, _, _, wfc, _, wpr, _ = mlp_args
     native_mlp = tdsl.trace(mlp, target="native")
     native_chain = tdsl.trace(lambda x, wfc, wpr: (x @ wfc) @ wpr, target="native")
+    # a GPT-2 block's tail: attention's output projection and residual, then the MLP
+    # (more kept per row than the MLP alone: its loops take shorter row tiles)
+    _, block_args, _ = inputs("block")
+    wo, bo, g2, b2, wfc2, bfc2, wpr2, bpr2 = block_args[5:]
+    attended = np.random.default_rng(1).standard_normal((T, E)).astype(np.float32)
+    tail_args = [x, attended, wo, bo, g2, b2, wfc2, bfc2, wpr2, bpr2]
+    native_tail = tdsl.trace(_tail, target="native")
     native_mlp(*mlp_args)
     native_chain(x, wfc, wpr)
+    native_tail(*tail_args)
     hidden = np.empty((T, H), np.float32)
     out = np.empty((T, E), np.float32)
     first: dict[str, Callable[[], Any]] = {
         "tdsl native: MLP": lambda: native_mlp(*mlp_args),
         "tdsl native: (x @ wfc) @ wpr": lambda: native_chain(x, wfc, wpr),
+        "tdsl native: a block's tail, mlp(x + a @ wo + bo)": lambda: native_tail(*tail_args),
         "NumPy: the two GEMMs whole": lambda: (
             np.matmul(x, wfc, out=hidden),
             np.matmul(hidden, wpr, out=out),
@@ -128,7 +144,7 @@ def main() -> None:
             _tiled(x, wfc, wpr, out, r, h, pool),
             1,
         )
-        for r, h in ((128, 3072), (256, 1536), (256, 768), (128, 1536))
+        for r, h in ((128, 3072), (256, 1536), (256, 768), (256, 384), (256, 256), (128, 1536))
     }
     second.update(
         {
@@ -156,7 +172,10 @@ def main() -> None:
             row = ", ".join(f"{t:.1f}" for t in ts)
             print(f"| {name} | {row} | {statistics.median(ts):.1f} |")
 
-    print(f"native loops tiles: MLP {_loops_tiles(native_mlp)}; chain {_loops_tiles(native_chain)}")
+    print(
+        f"native loops tiles: MLP {_loops_tiles(native_mlp)}; chain "
+        f"{_loops_tiles(native_chain)}; tail {_loops_tiles(native_tail)}"
+    )
     print()
     show(list(first))
     print()

@@ -23,7 +23,7 @@ from xdsl.dialects.utils import FastMathFlag
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
-from tdsl.dialects.kernel_plan import Dims, GroupBody
+from tdsl.dialects.kernel_plan import Dims, GroupBody, carried_dims
 from tdsl.dialects.op_interfaces import row_major_strides
 from tdsl.dialects.structured import (
     BOOL,
@@ -287,3 +287,30 @@ def _effect_values(
         else:
             values.append(what)
     return values
+
+
+def hoistable_dims(
+    body: GroupBody,
+    stored: Sequence[SSAValue],
+    carries: Sequence[Operation],
+    packed: Sequence[int] = (),
+) -> list[int]:
+    """The leading space dims (in order) all sweeps of ``body``'s loops can share as outer
+    loops: parallel, run along by every reduction and ``stored`` value, no value's
+    contiguous dim (nor the outer dim of a ``packed`` input's blocks), and no dim a scan
+    of ``carries`` carries along (its carry restarts before each sweep over it)."""
+    last: set[int] = set(packed)  # dims that are some 2-D (or more) value's contiguous one
+    for dims in [*body.dims.values(), *body.output_dims]:
+        if len([x for x in dims if x is not None]) >= 2 and dims[-1] is not None:
+            last.add(dims[-1])
+    effects = [set(body.loop_dims(op)) for op in body.ops if _is_reduction(op)]
+    effects += [set(body.dims[v]) for v in stored]
+    scanned = {d for op in carries for d in carried_dims(body, op)}
+    out: list[int] = []
+    for d in range(body.rank):
+        if body.kinds[d] is not IteratorType.PARALLEL or d in last or d in scanned:
+            break
+        if any(d not in e for e in effects):
+            break
+        out.append(d)
+    return out

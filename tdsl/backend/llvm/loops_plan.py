@@ -40,6 +40,7 @@ from tdsl.backend.llvm.loops_common import (
     _is_reduction,
     _is_scan,
     _state_size,
+    hoistable_dims,
     loops_bug,
 )
 from tdsl.backend.llvm.loops_flash import KEY_TILE, flash_keys, flash_types, prefers_flash
@@ -49,7 +50,12 @@ from tdsl.backend.llvm.loops_recorded import (
     recorded_blas,
     recorded_stored,
 )
-from tdsl.backend.llvm.loops_split import contraction_keys, cut_contractions, fit_contraction
+from tdsl.backend.llvm.loops_split import (
+    contraction_keys,
+    cut_contractions,
+    fit_contraction,
+    larger_blas_tiles,
+)
 from tdsl.defaults import MIN_BLAS_BYTES_PER_THREAD
 from tdsl.dialects.kernel import TileOp
 from tdsl.dialects.kernel_plan import Dims, GroupBody, carried_dims, carry_dims
@@ -228,6 +234,18 @@ class _GroupPlan:
         # target's plan under the budget): halve the parallel tile that cuts the scratch
         # most (the outermost of equals), until it fits or every one is 1
         scratch = self._fit(tiles, limit)
+        if self.split:
+            # or the contraction in its first tiles and the rows halved instead, where
+            # that gives BLAS the larger tiles (a GPT-2 block's tail at budget 10**6: 128
+            # rows by 1536 of the hidden dim, not 128 by 256)
+            cut, self.tiles = self.tiles, tuple(tiles)
+            self._plan()
+            other = self._fit(tiles, limit, contraction=False)
+            if other <= limit and larger_blas_tiles(self.tiles, cut, self.split, self.gemm):
+                scratch = other
+            else:
+                self.tiles = cut
+                self._plan()
         if scratch > limit and self.kept:
             # over the limit with stored rows: without them (computed again: more code,
             # less memory), unless the scratch is over it anyway (many accumulators) and
@@ -261,12 +279,14 @@ class _GroupPlan:
         """The values the recorded plan numbers: the results of the body's ops, in order."""
         return [r for op in self.body.ops for r in op.results]
 
-    def _fit(self, tiles: Sequence[int], limit: int) -> int:
-        """Halve parallel tiles (from ``tiles``) until the scratch is within ``limit`` or
-        every one is 1; the scratch it comes to."""
+    def _fit(self, tiles: Sequence[int], limit: int, contraction: bool = True) -> int:
+        """Halve parallel tiles (from ``tiles``; after cutting a contraction in more tiles,
+        with ``contraction``) until the scratch is within ``limit`` or every one is 1; the
+        scratch it comes to."""
         body = self.body
         shrunk = list(tiles)
-        fit_contraction(self.split, self.extents, shrunk, limit, self._scratch_at_tiles)
+        if contraction:
+            fit_contraction(self.split, self.extents, shrunk, limit, self._scratch_at_tiles)
         self.tiles = tuple(shrunk)
         scratch = self._scratch_elements()
         last: int | None = None
@@ -567,25 +587,8 @@ class _GroupPlan:
         return dims[min(axes, key=lambda i: (abs(strides[i]), -i))]
 
     def hoistable(self) -> list[int]:
-        """The leading space dims (in order) all sweeps can share as outer loops: parallel,
-        run along by every reduction and stored value, and no value's contiguous dim."""
-        body = self.body
+        """The leading space dims (in order) all sweeps can share as outer loops."""
         if self.gemm:
             return []  # a BLAS call computes a whole tile's rows, not one row at a time
-        last: set[int] = set()  # dims that are some 2-D (or more) value's contiguous one
-        for dims in [*body.dims.values(), *body.output_dims]:
-            if len([x for x in dims if x is not None]) >= 2 and dims[-1] is not None:
-                last.add(dims[-1])
-        last.update(p.other for p in self.packed.values())  # packed in blocks
-        effects = [set(body.loop_dims(op)) for op in body.ops if _is_reduction(op)]
-        effects += [set(body.dims[v]) for v in self.stored]
-        # a scan's dim is never hoisted: its carry restarts before each sweep over it
-        scanned = {d for op in self.carries for d in carried_dims(self.body, op)}
-        out: list[int] = []
-        for d in range(body.rank):
-            if body.kinds[d] is not IteratorType.PARALLEL or d in last or d in scanned:
-                break
-            if any(d not in e for e in effects):
-                break
-            out.append(d)
-        return out
+        others = [p.other for p in self.packed.values()]  # (packed in blocks)
+        return hoistable_dims(self.body, self.stored, self.carries, others)

@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from xdsl.ir import Operation, SSAValue
 
-from tdsl.backend.llvm.loops_choices import tile_gemm
+from tdsl.backend.llvm.loops_choices import TileGemm, tile_gemm
 from tdsl.backend.llvm.loops_common import _is_reduction  # pyright: ignore[reportPrivateUsage]
 from tdsl.backend.llvm.loops_flash import feeds_along
 from tdsl.dialects.kernel_body import GroupBody
@@ -109,10 +109,28 @@ def fit_contraction(
             tiles[r] = smaller
 
 
+def larger_blas_tiles(
+    a: Sequence[int],
+    b: Sequence[int],
+    split: Mapping[Operation, int],
+    gemm: Mapping[Operation, TileGemm],
+) -> bool:
+    """Whether loops ``a`` give the BLAS calls of the matmuls of ``split`` (their tile
+    gemms, ``gemm``: rows by contraction) larger tiles than ``b`` do: a larger shorter
+    side, then a larger area (128 rows by 1536 of the contraction over 128 by 256)."""
+
+    def size(t: Sequence[int]) -> tuple[int, int]:
+        sides = [(t[gemm[op].rows], t[r]) for op, r in split.items() if op in gemm]
+        return min((min(s) for s in sides), default=0), sum(x * y for x, y in sides)
+
+    return size(a) > size(b)
+
+
 __all__ = [
     "CONTRACTION_MIN",
     "CONTRACTION_TILES",
     "contraction_keys",
     "cut_contractions",
     "fit_contraction",
+    "larger_blas_tiles",
 ]
