@@ -46,6 +46,7 @@ import inspect
 import keyword
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -235,7 +236,8 @@ class Traced:
         for name, tree in key[0]:
             arguments[name] = _rebuild(tree, tracers)
         arguments.update(dict(key[2]))
-        call = self.signature.bind_partial(**arguments)
+        # (as bound: a *args parameter's tuple and a **kwargs one's dict spread again)
+        call = inspect.BoundArguments(self.signature, OrderedDict(arguments))
         result = self.python(*call.args, **call.kwargs)
         outputs: list[Tracer] = []
         structure = _outputs(result, outputs)

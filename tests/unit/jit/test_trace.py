@@ -111,6 +111,24 @@ def test_pytrees_in_and_out() -> None:
     _same(got["pair"][1], expected["pair"][1])
 
 
+def test_star_args_and_keyword_args() -> None:
+    """A function with ``*args`` and ``**kwargs`` is called as it was (it raised
+    ``TypeError: got an unexpected keyword argument 'rest'``: the traced call passed
+    ``*rest`` as a keyword)."""
+
+    def fn(x, *rest, scale=2.0, **named):
+        out = x * scale
+        for r in rest:
+            out = out + r
+        for v in named.values():
+            out = out - v
+        return out
+
+    traced = tdsl.trace(fn)
+    _same(traced(X, X, X, scale=3.0, d=X * 2), fn(X, X, X, scale=3.0, d=X * 2))
+    _same(traced(X), fn(X))
+
+
 CAPTURED = np.arange(3, dtype=np.float32)
 
 
