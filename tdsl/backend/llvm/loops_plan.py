@@ -234,7 +234,7 @@ class _GroupPlan:
         # target's plan under the budget): halve the parallel tile that cuts the scratch
         # most (the outermost of equals), until it fits or every one is 1
         scratch = self._fit(tiles, limit)
-        if self.split:
+        if any(self.tiles[r] < tiles[r] for r in self.split.values()):
             # or the contraction in its first tiles and the rows halved instead, where
             # that gives BLAS the larger tiles (a GPT-2 block's tail at budget 10**6: 128
             # rows by 1536 of the hidden dim, not 128 by 256)
