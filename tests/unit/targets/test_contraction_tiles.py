@@ -142,3 +142,19 @@ def test_the_plan_gives_blas_the_larger_tiles() -> None:
     tiles, space = _loops_tiles(planned), _space(planned)
     assert tiles[space.index(h)] == 1536 and tiles[0] == 128, (tiles, space)
     _close(np.asarray(traced(*args)), _tail(*args))
+
+
+def test_on_dask_arrays_chunked_along_the_rows() -> None:
+    """The MLP on a Dask array of rows (chunks of 32): each chunk's native kernel runs
+    the hidden dim (600) in tiles, and the result is NumPy's."""
+    dask = pytest.importorskip("dask")
+    import dask.array as da
+
+    a = arrays("mlp", 96, 32, 600, np.float32, 4)
+    _compile(a)  # (skips where native code cannot run)
+    jit = JITTensorKernel(target="native")
+    chunk = jit.compile(TEXT, {**{k: v.shape for k, v in a.items()}, "x": (32, 32)}, "f32")
+    assert _loops_tiles(chunk.ir["planned"])[_space(chunk.ir["planned"]).index(600)] == 300
+    with dask.config.set(scheduler="threads"):
+        got = jit(TEXT, **{**a, "x": da.from_array(a["x"], chunks=(32, 32))}).compute()
+    _close(np.asarray(got), CHAINS["mlp"][1](a))
