@@ -39,7 +39,7 @@ import gc
 import math
 import threading
 import warnings
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -390,7 +390,7 @@ def _choose(
             )
     from xdsl.context import Context
 
-    from tdsl.backend.llvm.lower_to_loops import loop_matmuls
+    from tdsl.backend.llvm.lower_to_loops import matmul_kinds
     from tdsl.jit.timing import stage
     from tdsl.runtime.native import NativeProgram, StridedVariants
 
@@ -403,7 +403,9 @@ def _choose(
             planned = run_pipeline(
                 plan_pass(options.threads, budget), modules["tiled"].clone(), Context(), None
             )
-            looped = loop_matmuls(planned["planned"]) if options.target == "auto" else 0
+            # (how the loops compute each matmul: read once, for the choice and the reason)
+            kinds = matmul_kinds(planned["planned"]) if options.target == "auto" else {}
+            looped = kinds.get("loops", 0)
             native: dict[str, ModuleOp] = {}
             if not looped:
                 native = lower_planned(planned["planned"])
@@ -448,7 +450,7 @@ def _choose(
     function.variants = StridedVariants(modules["planned"], function)
     return _Native(
         function,
-        _native_reason(options, predicted, planned["planned"]),
+        _native_reason(options, predicted, kinds),
         program.llvm_ir,
         True,
         native_passes(options.threads, budget),
@@ -459,15 +461,13 @@ def _seconds(t: float) -> str:
     return f"{t * 1e6:.3g} us" if t < 1e-3 else f"{t * 1e3:.3g} ms"
 
 
-def _native_reason(options: JitOptions, predicted: str, planned: ModuleOp) -> str:
+def _native_reason(options: JitOptions, predicted: str, kinds: Mapping[str, int]) -> str:
     """Why native code runs (``target_reason`` of a native kernel): with the matmuls
     BLAS computes and how the loops compute the others."""
     if options.target == "native":
         return "target='native' was asked for"
     from tdsl.backend.llvm.loops_flash import FLASH_BLAS_ROWS
-    from tdsl.backend.llvm.lower_to_loops import matmul_kinds
 
-    kinds = matmul_kinds(planned)
     matmuls = sum(kinds.values())
     calls = "it has no matmul"
     if matmuls:

@@ -455,12 +455,7 @@ class _Group(_GroupPlan):
         where ``add`` is not 0 (a tile of its contraction after the first)."""
         body = self.body
 
-        def extent(d: int) -> SSAValue:
-            if d in starts:
-                return code.insert(arith.SubiOp(ends[d], starts[d]))
-            return code.index(self.extents[d])
-
-        sizes = [extent(g.rows), extent(g.cols), extent(g.inner)]
+        sizes = [self._extent(code, d, starts, ends) for d in (g.rows, g.cols, g.inner)]
         # one call per index of the batch dims the tile spans
         coords: dict[int, SSAValue] = {}
         for d in (d for d in g.batch if d is not None):
@@ -549,11 +544,6 @@ class _Group(_GroupPlan):
         if len(strides) != 2 or strides[-1] != 1 or strides[0] is None:
             return False
 
-        def extent(d: int) -> SSAValue:
-            if d in starts:
-                return code.insert(arith.SubiOp(ends[d], starts[d]))
-            return code.index(self.extents[d])
-
         ldb = code.index(cast(int, strides[0]))
         b_off = code.insert(arith.MuliOp(starts[r], ldb))
         if col in starts:
@@ -561,10 +551,18 @@ class _Group(_GroupPlan):
         lda = code.index(cast(MemRefType[Attribute], buffers.p.type).get_shape()[1])
         ldc = code.index(cast(MemRefType[Attribute], buffers.t.type).get_shape()[1])
         zero = code.index(0)
-        sizes = (extent(row), extent(col), extent(r))
+        sizes = [self._extent(code, d, starts, ends) for d in (row, col, r)]
         refs = (buffers.p, where.ref, buffers.t)
         self.blas_call(code, op, refs, sizes, (lda, ldb, ldc), (zero, b_off, zero))
         return True
+
+    def _extent(
+        self, code: _Code, d: int, starts: Mapping[int, SSAValue], ends: Mapping[int, SSAValue]
+    ) -> SSAValue:
+        """The extent of dim ``d`` in the current tile (``ends - starts``), or whole."""
+        if d in starts:
+            return code.insert(arith.SubiOp(ends[d], starts[d]))
+        return code.index(self.extents[d])
 
     def blas_call(
         self,

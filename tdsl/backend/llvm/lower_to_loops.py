@@ -328,8 +328,10 @@ def matmul_kinds(module: ModuleOp) -> dict[str, int]:
     group records (``tdsl-plan-loops``; planned here where none is), without building any
     loops: ``blas`` (a BLAS call, whole or a tile at a time), ``flash`` (an online
     softmax's ``exp(s - max) @ v``, a key tile at a time), ``narrow`` (float16 or integer
-    ones: loops, as NumPy's own are) and ``loops`` (f32 or f64 ones the loops compute:
-    a right operand computed in the group, or a result wider than the matmul)."""
+    ones: loops, as NumPy's own are, slower than the native ones: 13x at 256x64x128 in
+    float16) and ``loops`` (f32 or f64 ones the loops compute: a right operand computed
+    in the group, or a result wider than the matmul; NumPy calls BLAS for those, so
+    ``auto`` runs the numpy target where there is one)."""
     kinds: dict[str, int] = dict.fromkeys(("blas", "flash", "narrow", "loops"), 0)
     for op in module.walk():
         if not isinstance(op, TileOp):
@@ -349,15 +351,6 @@ def matmul_kinds(module: ModuleOp) -> dict[str, int]:
     return kinds
 
 
-def loop_matmuls(module: ModuleOp) -> int:
-    """How many f32 or f64 matmuls of the tiled ``module`` :func:`lower_to_loops` would
-    compute with loops (row-major inputs), not with a BLAS call (see
-    :func:`matmul_kinds`).  (NumPy calls BLAS for those two types only: its float16 and
-    integer matmuls are loops of its own, slower than the native ones, 13x at 256x64x128
-    in float16.)"""
-    return matmul_kinds(module)["loops"]
-
-
 @dataclass(frozen=True)
 class LowerToLoopsPass(ModulePass):
     """Lower ``kernel.tile`` groups to loops on memrefs in upstream dialects."""
@@ -373,7 +366,6 @@ __all__ = [
     "SCRATCH_LIMIT_ATTR",
     "LowerToLoopsPass",
     "Storage",
-    "loop_matmuls",
     "lower_to_loops",
     "matmul_kinds",
     "matmul_symbol",
