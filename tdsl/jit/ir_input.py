@@ -130,19 +130,20 @@ def _in_order(shapes: Shapes, names: Sequence[str]) -> Sequence[tuple[int, ...]]
 def input_stage(func_op: FuncOp) -> str:
     """The stage of the pipeline ``func_op`` is at: ``tiled`` when its computing ops are
     in ``kernel.tile`` groups, ``fused`` when some are in ``kernel.fused`` groups still
-    (``tdsl-tile`` tiles those), ``tensordsl`` when none is in a group.  Raises a
-    :class:`TdslIRError` for a function that mixes grouped and ungrouped computing ops."""
-    from xdsl.dialects.func import ReturnOp
-
+    (``tdsl-tile`` tiles those), ``tensordsl`` when none is in a group.  The ops
+    ``tdsl-fuse`` leaves between groups (constants, windows such as
+    ``tensordsl.slice``, joins such as ``tensordsl.concatenate``: ops it does not
+    group) may stand beside groups.  Raises a :class:`TdslIRError` for a function that
+    mixes grouped and ungrouped computing ops."""
     from tdsl.dialects.kernel import FusedOp, TileOp
-    from tdsl.dialects.structured import constant_value
+    from tdsl.transforms.fusion_parts import groupable
 
     grouped = {FusedOp: 0, TileOp: 0}
     loose: list[str] = []
     for op in func_op.body.block.ops:
         if isinstance(op, FusedOp | TileOp):
             grouped[type(op)] += 1
-        elif not isinstance(op, ReturnOp) and constant_value(op) is None:
+        elif groupable(op):
             loose.append(op.name)
     if not grouped[FusedOp] and not grouped[TileOp]:
         return "tensordsl"

@@ -113,3 +113,36 @@ def test_ir_mixing_groups_and_loose_ops_is_refused() -> None:
     )
     with pytest.raises(TdslIRError, match=r"has ops in kernel groups and 'tensordsl\.exp' outside"):
         jit.compile_ir(loose)
+
+
+WINDOWS = """\
+def main(h: f32[8, 12]):
+    a = softmax(h[:, 0:3] @ transpose(h[:, 3:6]))
+    b = softmax(h[:, 6:9] @ transpose(h[:, 9:12]))
+    return concatenate((a @ h[:, 0:3], b @ h[:, 6:9]), axis=1)
+"""
+
+
+@pytest.mark.parametrize("stage", ["fused", "tiled", "planned"])
+def test_windows_and_joins_between_groups_compile_from_their_stage(
+    stage: str, jit_target: str, matches: Any
+) -> None:
+    """tdsl-fuse leaves windows (``tensordsl.slice``) and joins (``tensordsl.concatenate``)
+    between its groups; IR at a later stage holds them beside the groups, and compiles
+    (it was refused: "has ops in kernel groups and 'tensordsl.slice' outside them")."""
+    if stage == "planned" and jit_target == "numpy":
+        pytest.skip("the loops' plan is the native target's stage")
+    jit = JITTensorKernel(threads=1)
+    whole = jit.compile(WINDOWS)
+    text = whole.ir[stage]
+    assert "tensordsl.slice" in text and "tensordsl.concatenate" in text
+    kernel = jit.compile_ir(text)
+    h = np.random.default_rng(2).standard_normal((8, 12)).astype(np.float32)
+
+    def softmax(s: Any) -> Any:
+        e = np.exp(s - s.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    a = softmax(h[:, 0:3] @ h[:, 3:6].T)
+    b = softmax(h[:, 6:9] @ h[:, 9:12].T)
+    matches(kernel(h), np.concatenate((a @ h[:, 0:3], b @ h[:, 6:9]), axis=1))
