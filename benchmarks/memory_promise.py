@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from tdsl.jit import JITTensorKernel
+from tdsl.runtime.workspace import release_workspaces
 
 CASES: dict[str, tuple[str, dict[str, Any]]] = {
     "11 maximum(0.25, a/a*b@(a-c))": (
@@ -48,6 +49,7 @@ def arrays(spec: dict[str, Any]) -> dict[str, Any]:
 
 def peak(fn: Any, args: dict[str, Any]) -> tuple[int, Any]:
     fn(**args)
+    release_workspaces()  # the call allocates its workspace, as a first call does
     tracemalloc.start()
     try:
         tracemalloc.reset_peak()

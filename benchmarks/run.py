@@ -57,6 +57,7 @@ from tdsl.dtypes import DTYPES
 from tdsl.jit import CompiledKernel, JITTensorKernel
 from tdsl.jit.options import default_threads
 from tdsl.runtime.compile import native_unavailable_reason
+from tdsl.runtime.workspace import release_workspaces
 
 try:
     import numexpr  # pyright: ignore[reportMissingTypeStubs]
@@ -254,6 +255,7 @@ def extra_memory(fn: Callable[[], Any]) -> int:
     """Peak bytes ``fn()`` allocates beyond its results (tracemalloc sees NumPy's buffers).
     The caller collects garbage first (a collection takes 0.2 s in a large heap)."""
     fn()  # warm: lazily created thread pools and scratch caches are not per-call costs
+    release_workspaces()  # but the workspace a native call uses is counted, kept or not
     tracemalloc.start()
     try:
         tracemalloc.reset_peak()

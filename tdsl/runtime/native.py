@@ -52,6 +52,7 @@ from tdsl.errors import TdslIndexError
 from tdsl.runtime.blas import find_gemm, matmul_shims
 from tdsl.runtime.compile import CompiledModule, NativeCompileError, compile_llvm, llvm_ir
 from tdsl.runtime.plan import FunctionPlan, _Call, read_plan
+from tdsl.runtime.workspace import Workspace, WorkspaceLayout
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -108,39 +109,6 @@ def _address(a: Array) -> int:
         return a.ctypes.data
 
 
-ARENA_ALIGN = 64
-"""Byte alignment of each group scratch buffer in the arena (a cache line, and what
-AVX-512 loads prefer)."""
-
-
-def _scratch_arena(args: Sequence[Any], calls: Sequence[_Call]) -> tuple[int, dict[int, int]]:
-    """The bytes of one arena that holds every group's scratch, and each scratch
-    argument's offset in it: the groups run one after the other, and a group's scratch
-    lives only while its call runs, so the scratch of different groups shares memory
-    (the memory promise counts one group's scratch at a time; each in a buffer of its
-    own, a GPT-2 block's scratch came to 10 MiB past its budget). A scratch argument
-    no group call or more than one names keeps a buffer of its own."""
-    owners: dict[int, list[int]] = {}
-    for n, call in enumerate(calls):
-        for x in call.operands:
-            if isinstance(x, int) and args[x].role == "scratch":
-                owners.setdefault(x, []).append(n)
-    by_call: dict[int, list[int]] = {}
-    for i, names in owners.items():
-        if len(set(names)) == 1:
-            by_call.setdefault(names[0], []).append(i)
-    offsets: dict[int, int] = {}
-    arena = 0
-    for members in by_call.values():
-        at = 0
-        for i in members:
-            offsets[i] = at
-            size = math.prod(args[i].shape) * args[i].dtype.itemsize
-            at += -(-size // ARENA_ALIGN) * ARENA_ALIGN
-        arena = max(arena, at)
-    return arena, offsets
-
-
 class NativeFunction:
     """One compiled ``func.func``: call it like the NumPy target's generated function."""
 
@@ -159,23 +127,6 @@ class NativeFunction:
         self._pool = code.pool
         self._inputs = [(i, a.dtype) for i, a in enumerate(self.args) if a.role == "in"]
         self._outputs = [(i, a.shape, a.dtype) for i, a in enumerate(self.args) if a.role == "out"]
-        self._arena, shared = _scratch_arena(self.args, self.calls)
-        self._temps = [
-            (i, a.shape, a.dtype)
-            for i, a in enumerate(self.args)
-            if a.role not in ("in", "out", "const", "view", "error") and i not in shared
-        ]
-        self._shared = [
-            (
-                i,
-                shared[i],
-                shared[i] + math.prod(self.args[i].shape) * self.args[i].dtype.itemsize,
-                self.args[i].dtype,
-                self.args[i].shape,
-            )
-            for i in shared
-        ]
-        """Group scratch in the arena: (argument, first byte, end byte, dtype, shape)."""
         self._errors = [(i, a.error) for i, a in enumerate(self.args) if a.error is not None]
         self._views = [
             (i, a.view[0], a.view[1] * a.dtype.itemsize)
@@ -183,11 +134,12 @@ class NativeFunction:
             if a.view is not None
         ]
         self._consts = [(i, a.data) for i, a in enumerate(self.args) if a.data is not None]
-        self._scratch = [i for i, a in enumerate(self.args) if a.role == "scratch"]
         # the most threads each group call may use (1: the call runs on the caller's)
         self._threads = [self._threads_for(c) for c in self.calls]
         # the main function runs the calls itself unless some group's tiles split over threads
         self._split = any(t > 1 for t in self._threads)
+        self.workspace = Workspace(WorkspaceLayout(self.args, self.calls, self._threads))
+        """The values passed between groups and the groups' scratch, kept between calls."""
         self.variants: Callable[[Sequence[Array]], Callable[..., Any] | None] | None = None
         """Where an input is not C-contiguous: the variant compiled for the inputs'
         strides, or None (the input is then copied); see :class:`StridedVariants`."""
@@ -247,24 +199,25 @@ class NativeFunction:
                 if given is not None:
                     copies.append((buffers[i], given))
             results.append(given if given is not None else buffers[i])
-        for i, shape, dtype in self._temps:
-            buffers[i] = np.empty(shape, dtype)
-        if self._shared:  # the groups' scratch, in one arena: one group's at a time
-            arena = np.empty(self._arena, np.uint8)
-            for i, start, end, dtype, shape in self._shared:
-                buffers[i] = arena[start:end].view(dtype).reshape(shape)
         for i, data in self._consts:
             buffers[i] = data
         for i, _ in self._errors:
             buffers[i] = np.zeros(2, np.int64)
         pointers = [0 if b is None else _address(b) for b in buffers]
-        for i, source, offset in self._views:  # windows of other arguments, in order
-            pointers[i] = pointers[source] + offset
-        if self._split:
-            for call, threads in zip(self.calls, self._threads, strict=True):
-                self._run(call, threads, buffers, pointers)
-        else:
-            self.main(*pointers)
+        workspace = self.workspace.take()
+        try:
+            base = workspace[1]
+            for i, offset in self.workspace.layout.slots:
+                pointers[i] = base + offset
+            for i, source, offset in self._views:  # windows of other arguments, in order
+                pointers[i] = pointers[source] + offset
+            if self._split:
+                for n, threads in enumerate(self._threads):
+                    self._run(n, threads, base, pointers)
+            else:
+                self.main(*pointers)
+        finally:
+            self.workspace.give(workspace)
         for i, (axis, extent) in self._errors:  # a gather met an index out of range
             flag, index = (int(v) for v in buffers[i])
             if flag:
@@ -277,7 +230,9 @@ class NativeFunction:
             return None
         return results[0] if len(results) == 1 else tuple(results)
 
-    def _run(self, call: _Call, threads: int, buffers: list[Any], pointers: list[int]) -> None:
+    def _run(self, n: int, threads: int, base: int, pointers: list[int]) -> None:
+        """Make call ``n`` on ``threads`` threads, in the workspace at ``base``."""
+        call = self.calls[n]
         fn = self.functions[call.callee]
 
         def operand(x: int | tuple[str, int], table: Sequence[int]) -> int:
@@ -294,17 +249,15 @@ class NativeFunction:
         # each thread its own scratch (a group's scratch holds one tile's values)
         chunk = -(-(hi - lo) // threads)
         jobs: list[tuple[int, int, list[int]]] = []
-        keep: list[Array] = []
+        copies = self.workspace.layout.extra[n]
         for t in range(threads):
             start, stop = lo + t * chunk, min(hi, lo + (t + 1) * chunk)
             if start >= stop:
                 break
             table = list(pointers)
             if t > 0:
-                for i in self._scratch:
-                    extra = np.empty_like(buffers[i])
-                    keep.append(extra)  # alive until the calls return
-                    table[i] = _address(extra)
+                for i, offset in copies[t - 1].items():
+                    table[i] = base + offset
             jobs.append((start, stop, table))
         pool = self._pool()
         # a BLAS group's threads each run their BLAS calls alone

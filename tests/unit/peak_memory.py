@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from tdsl.runtime.workspace import release_workspaces
+
 
 def numpy_buffers(threads: int, itemsize: int = 4) -> int:
     """Bytes NumPy's buffered iterator may allocate for the ufunc calls in flight.
@@ -23,8 +25,10 @@ def numpy_buffers(threads: int, itemsize: int = 4) -> int:
 
 def measure_peak(fn: Any, *arrays: np.ndarray) -> tuple[int, Any]:
     """``fn(*arrays)``'s peak of traced memory above what was allocated before the
-    call (its results included), and its results."""
+    call (its results included), and its results.  The call allocates all it uses, as a
+    first call does: native functions' kept workspaces are released first."""
     fn(*arrays)  # warm up: the constant blocks exist, the thread pool is running
+    release_workspaces()
     tracemalloc.start()
     try:
         tracemalloc.reset_peak()

@@ -15,6 +15,7 @@ import pytest
 from tdsl.defaults import DEFAULT_MEMORY_BUDGET, default_fallback_budget
 from tdsl.errors import TdslBudgetWarning
 from tdsl.jit import JITTensorKernel
+from tdsl.runtime.workspace import release_workspaces
 
 # relu(w) is a matmul's right operand computed in the program: it is held whole,
 # 1024 * 1025 elements, more than the default budget.
@@ -31,6 +32,7 @@ def arrays() -> dict[str, np.ndarray]:
 def extra_bytes(kernel: object, args: dict[str, np.ndarray]) -> int:
     """Peak bytes a call allocates beyond its result (tracemalloc sees NumPy's arrays)."""
     kernel(**args)  # type: ignore[operator]  # warm: lazy imports, thread pools
+    release_workspaces()  # and the call allocates its workspace, as a first one does
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
