@@ -9,7 +9,12 @@ in the group that reads it:
 - ``slice(f(a, b))`` -> ``f(slice(a), slice(b))`` for an element-wise ``f`` whose
   every use is a slice (each computes its own window: ``y[:, 1:] - y[:, :-1]`` of
   ``y = exp(x)`` computes ``exp`` twice per element, in one group, and holds nothing).
-  An operand that broadcasts along an axis keeps that axis whole (extent 1);
+  An operand that broadcasts along an axis keeps that axis whole (extent 1).
+  Not where an operand of ``f``'s shape is the result of an op that is not
+  element-wise (a matmul's product): that operand is held whole all the same, and
+  ``f`` is best computed once, as its group's epilogue.  (Sunk, a GPT-2 block's
+  ``(x @ w + b)[:, k]`` windows, its q, k and v per head, took their bias in 24 more
+  groups, two materialized values per head.)
 - ``slice(slice(x))`` -> ``slice(x)``: one window;
 - ``reshape(f(a, b))`` -> ``f(reshape(a), reshape(b))`` likewise, where every operand
   of ``f`` has its result's shape (or none: a 0-d operand stays as it is);
@@ -42,7 +47,7 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-from tdsl.dialects.structured import tensor_shape
+from tdsl.dialects.structured import structured, tensor_shape
 from tdsl.dialects.structured_elementwise import ElementwiseOp
 from tdsl.dialects.tensordsl import ConcatenateOp, ReshapeOp, SliceOp, TakeOp
 
@@ -80,6 +85,15 @@ def _sink(
         return
     if not all(isinstance(use.operation, type(op)) for use in producer.results[0].uses):
         return
+    full = tensor_shape(producer.results[0])
+    if any(
+        tensor_shape(v) == full
+        and isinstance(v.owner, Operation)
+        and structured(v.owner) is not None
+        and not isinstance(v.owner, ElementwiseOp)
+        for v in producer.operands
+    ):
+        return  # held whole all the same: ``f`` is its group's epilogue, computed once
     operands: list[SSAValue] = []
     for v in producer.operands:
         inner = view_of(v)

@@ -55,6 +55,7 @@ from tdsl.backend.llvm.loops_split import (
     cut_contractions,
     fit_contraction,
     larger_blas_tiles,
+    runs_along,
 )
 from tdsl.defaults import MIN_BLAS_BYTES_PER_THREAD
 from tdsl.dialects.kernel import TileOp
@@ -158,13 +159,16 @@ class _GroupPlan:
         # SPLIT_TILES tiles that threads can share (smaller tiles need less scratch)
         split = next((d for d in range(body.rank) if body.kinds[d] is IteratorType.PARALLEL), None)
         share = max(1, min(threads, largest_bytes(tile) // MIN_BLAS_BYTES_PER_THREAD))
-        if split is not None and all(split in body.loop_dims(op) for op in body.ops):
+        along = split is not None and all(split in body.loop_dims(op) for op in body.ops)
+        # (where only transposes BLAS reads in place do not, one tile per thread at most)
+        if split is not None and (along or runs_along(body, split, self.args)):
             # (matmuls BLAS computes a tile at a time want tall tiles: two per thread)
-            gemms = any(
+            gemms = along and any(
                 blas_output(body, op) is None and tile_gemm(body, op, self.args) for op in body.ops
             )
             # (or one per thread where the contraction runs in tiles: as much scratch)
             parts = SPLIT_TILES if not gemms else share if cutting else GEMM_SPLIT_TILES * share
+            parts = parts if along else share
             # the last dim (a column reduction's columns) is the loops' contiguous one:
             # tiles narrower than BLOCK would read each cache line for a few lanes
             least = min(BLOCK, body.extents[split]) if split == body.rank - 1 else 1

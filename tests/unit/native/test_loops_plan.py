@@ -246,3 +246,27 @@ def test_a_matmul_in_loops_runs_its_columns_innermost(dtype: str) -> None:
     t = np.float16 if dtype == "f16" else np.int32
     got = kernel(x.astype(t), v.astype(t))
     np.testing.assert_array_equal(got, (np.maximum(x, 0) @ v).astype(t))
+
+
+HEAD_OF_WINDOWS = """\
+def head(h: f32[512, 192], m: f32[512, 512]):
+    return softmax(h[:, 0:64] @ transpose(h[:, 64:128]) * 0.125 + m) @ h[:, 128:192]
+"""
+
+
+def test_a_head_of_windows_shares_its_rows_among_threads() -> None:
+    """The transpose of a group input that BLAS reads as it lies (``k.T``, ``k`` a window
+    of a qkv product) computes nothing in the loops, so it does not keep a head's rows in
+    one tile: at a budget that holds them all, they still go to the two threads."""
+    kernel = JITTensorKernel(target="native", threads=2, memory_budget=10**7).compile(
+        HEAD_OF_WINDOWS
+    )
+    rows = int(re.search(r"loops tiles \[(\d+),", kernel.ir["planned"]).group(1))  # type: ignore[union-attr]
+    assert rows <= 256
+    rng = np.random.default_rng(8)
+    h = rng.standard_normal((512, 192)).astype(np.float32)
+    m = np.triu(np.full((512, 512), -1e10, np.float32), 1)
+    s = h[:, 0:64] @ h[:, 64:128].T * np.float32(0.125) + m
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    want = e / e.sum(axis=1, keepdims=True) @ h[:, 128:192]
+    np.testing.assert_allclose(kernel(h, m), want, rtol=2e-5, atol=2e-6)

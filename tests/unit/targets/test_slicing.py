@@ -263,3 +263,30 @@ def test_a_window_a_matmul_reads_is_counted_where_native_copies_it() -> None:
         "%0 (tensor<64x32xf64>, 2048 elements): copied row-major for the matmul that reads "
         "it (a BLAS call on the native target)"
     ) in cols
+
+
+QKV = """\
+def f(x: f32[16, 8], w: f32[8, 12], b: f32[12]):
+    h = x @ w + b
+    return softmax(h[:, 0:4] @ transpose(h[:, 4:8])) @ h[:, 8:12]
+"""
+
+
+@pytest.mark.parametrize("target", COMPILED_TARGETS)
+def test_windows_of_a_matmuls_epilogue_leave_it_in_the_matmuls_group(target: str) -> None:
+    """``(x @ w + b)[:, 4:8]``: the product is held whole all the same, so the bias is
+    added once, in its group, and the windows read the sum in place (sunk onto the
+    product and the bias, a GPT-2 block's k and v became 24 groups of their own)."""
+    module = fuse(to_tensordsl(QKV), memory_budget=10**6)
+    groups = [op for op in module.walk() if op.name == "kernel.fused"]
+    assert len(groups) == 2
+    slices = [op for op in module.walk() if isinstance(op, td.SliceOp)]
+    assert slices and all(op.input.owner is groups[0] for op in slices)
+    rng = np.random.default_rng(4)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((16, 8), (8, 12), (12,)))
+    h = x @ w + b
+    s = h[:, 0:4] @ h[:, 4:8].T
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    want = e / e.sum(axis=1, keepdims=True) @ h[:, 8:12]
+    got = JITTensorKernel(target=target, threads=2).compile(QKV)(x, w, b)
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
