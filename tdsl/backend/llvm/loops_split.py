@@ -126,16 +126,6 @@ def larger_blas_tiles(
     return size(a) > size(b)
 
 
-__all__ = [
-    "CONTRACTION_MIN",
-    "CONTRACTION_TILES",
-    "contraction_keys",
-    "cut_contractions",
-    "fit_contraction",
-    "larger_blas_tiles",
-]
-
-
 def runs_along(body: GroupBody, d: int, args: Sequence[SSAValue]) -> bool:
     """Whether every op of ``body`` runs along dim ``d``, but the transposes of group
     inputs that BLAS reads as they lie (``k.T`` of an attention head whose ``k`` is a
@@ -153,3 +143,14 @@ def runs_along(body: GroupBody, d: int, args: Sequence[SSAValue]) -> bool:
         if not all(tile_gemm(body, use.operation, args) is not None for use in p.results[0].uses):
             in_place.discard(p)
     return all(d in body.loop_dims(op) or op in in_place for op in body.ops)
+
+
+__all__ = [
+    "CONTRACTION_MIN",
+    "CONTRACTION_TILES",
+    "contraction_keys",
+    "cut_contractions",
+    "fit_contraction",
+    "larger_blas_tiles",
+    "runs_along",
+]
