@@ -204,9 +204,9 @@ class NativeFunction:
         for i, _ in self._errors:
             buffers[i] = np.zeros(2, np.int64)
         pointers = [0 if b is None else _address(b) for b in buffers]
-        workspace = self.workspace.take()
+        workspace = self.workspace.take() if self.workspace.layout.nbytes else None
         try:
-            base = workspace[1]
+            base = 0 if workspace is None else workspace[1]
             for i, offset in self.workspace.layout.slots:
                 pointers[i] = base + offset
             for i, source, offset in self._views:  # windows of other arguments, in order
@@ -217,7 +217,8 @@ class NativeFunction:
             else:
                 self.main(*pointers)
         finally:
-            self.workspace.give(workspace)
+            if workspace is not None:
+                self.workspace.give(workspace)
         for i, (axis, extent) in self._errors:  # a gather met an index out of range
             flag, index = (int(v) for v in buffers[i])
             if flag:
