@@ -20,8 +20,9 @@ So a call's buffers are the same bytes as when each was allocated on its own, no
 Allocating them on every call cost more than the work in a fresh process: a buffer
 above glibc's ``mmap`` threshold (128 KiB until a larger block has been freed) is
 mapped for the call and unmapped after it, so each call faulted its pages in again. A
-GPT-2 block on inputs created in f32 took 5,488 page faults per call and 64 ms, 48 ms
-where the process had freed a large array before (``benchmarks/workspace.py``).  So a
+GPT-2 block on inputs created in f32 took 5,596 page faults per call and 63.5 ms; with
+its workspace kept, 2 and 47.6 ms (``python benchmarks/workspace.py``, one run at each
+commit).  So a
 function keeps its workspace between calls (:class:`Workspace`), one per call in
 flight, if it is at most :data:`RETAIN_MAX` bytes: memory a kernel holds while it
 exists, as it holds its code.  :func:`release_workspaces` frees the kept ones (a call
