@@ -23,8 +23,8 @@ mapped for the call and unmapped after it, so each call faulted its pages in aga
 GPT-2 block on inputs created in f32 took 5,596 page faults per call and 63.5 ms; with
 its workspace kept, 2 and 47.6 ms (``python benchmarks/workspace.py``, one run at each
 commit).  So a
-function keeps its workspace between calls (:class:`Workspace`), one per call in
-flight, if it is at most :data:`RETAIN_MAX` bytes: memory a kernel holds while it
+function keeps its workspace between calls (:class:`Workspace`), as many as calls have
+been in flight at once, if it is at most :data:`RETAIN_MAX` bytes: memory a kernel holds while it
 exists, as it holds its code.  :func:`release_workspaces` frees the kept ones (a call
 then allocates its workspace again).
 """
@@ -146,12 +146,18 @@ class Workspace:
         self.layout = layout
         self._spare: list[tuple[np.ndarray[Any, Any], int]] = []
         self._lock = threading.Lock()
+        self._busy = 0
+        self._most = 0
+        """The most calls in flight at once so far: as many workspaces are kept (Dask's
+        threads call one kernel on their chunks at once)."""
         _KEPT.add(self)
 
     def take(self) -> tuple[np.ndarray[Any, Any], int]:
         """A workspace (the array that owns its memory) and its first byte's address,
         aligned to :data:`ALIGN`."""
         with self._lock:
+            self._busy += 1
+            self._most = max(self._most, self._busy)
             if self._spare:
                 return self._spare.pop()
         memory = np.empty(self.layout.nbytes + ALIGN, np.uint8)
@@ -159,16 +165,15 @@ class Workspace:
         return memory, address + (-address) % ALIGN
 
     def give(self, workspace: tuple[np.ndarray[Any, Any], int]) -> None:
-        """Keep ``workspace`` for the next call, if it is small enough and no other is
-        kept."""
-        if self.layout.nbytes > RETAIN_MAX:
-            return
+        """Keep ``workspace`` for a next call, if it is small enough and fewer are kept
+        than calls have been in flight at once."""
         with self._lock:
-            if not self._spare:
+            self._busy -= 1
+            if self.layout.nbytes <= RETAIN_MAX and len(self._spare) < self._most:
                 self._spare.append(workspace)
 
     def kept(self) -> list[np.ndarray[Any, Any]]:
-        """The workspace kept for the next call (none, or one), as bytes."""
+        """The workspaces kept for next calls, as bytes."""
         with self._lock:
             return [memory for memory, _ in self._spare]
 
