@@ -170,11 +170,16 @@ def test_a_call_allocates_its_workspace_unless_one_is_kept(monkeypatch: Any) -> 
     function = _native(traced)
     ws.release_workspaces()
     assert function.workspace.kept() == []
+    # (the rest a call allocates, Python's objects and the threads' futures among
+    # them, varies by a few KiB between calls)
+    slack = 64 << 10
+    nbytes = function.workspace.layout.nbytes
+    assert nbytes > 4 * slack
     first = _peak(lambda: traced(*args))
     again = _peak(lambda: traced(*args))
-    assert first - again >= function.workspace.layout.nbytes, (first, again)
+    assert first - again >= nbytes - slack, (first, again, nbytes)
     ws.release_workspaces()
-    assert _peak(lambda: traced(*args)) >= first - 4096
+    assert _peak(lambda: traced(*args)) >= first - slack
     # a workspace over RETAIN_MAX is not kept: each call allocates its own
     monkeypatch.setattr(ws, "RETAIN_MAX", function.workspace.layout.nbytes - 1)
     ws.release_workspaces()
