@@ -140,6 +140,7 @@ class NativeFunction:
         self._split = any(t > 1 for t in self._threads)
         self.workspace = Workspace(WorkspaceLayout(self.args, self.calls, self._threads))
         """The values passed between groups and the groups' scratch, kept between calls."""
+        self._slots = self.workspace.layout.slots
         self.variants: Callable[[Sequence[Array]], Callable[..., Any] | None] | None = None
         """Where an input is not C-contiguous: the variant compiled for the inputs'
         strides, or None (the input is then copied); see :class:`StridedVariants`."""
@@ -204,10 +205,10 @@ class NativeFunction:
         for i, _ in self._errors:
             buffers[i] = np.zeros(2, np.int64)
         pointers = [0 if b is None else _address(b) for b in buffers]
-        workspace = self.workspace.take() if self.workspace.layout.nbytes else None
+        workspace = self.workspace.take() if self._slots else None
         try:
             base = 0 if workspace is None else workspace[1]
-            for i, offset in self.workspace.layout.slots:
+            for i, offset in self._slots:
                 pointers[i] = base + offset
             for i, source, offset in self._views:  # windows of other arguments, in order
                 pointers[i] = pointers[source] + offset

@@ -35,9 +35,12 @@ import math
 import threading
 import weakref
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from tdsl.runtime.plan import _Arg, _Call  # pyright: ignore[reportPrivateUsage]
 
 ALIGN = 64
 """Byte alignment of each slot (a cache line, and what AVX-512 loads prefer)."""
@@ -45,20 +48,6 @@ ALIGN = 64
 RETAIN_MAX = 64 << 20
 """The largest workspace (bytes) a function keeps for its next call; a larger one is
 allocated for each call and freed after it."""
-
-
-class _ArgLike(Protocol):
-    @property
-    def role(self) -> str: ...
-    @property
-    def shape(self) -> tuple[int, ...]: ...
-    @property
-    def dtype(self) -> np.dtype[Any]: ...
-
-
-class _CallLike(Protocol):
-    @property
-    def operands(self) -> tuple[int | tuple[str, int], ...]: ...
 
 
 def _aligned(size: int) -> int:
@@ -69,7 +58,7 @@ class WorkspaceLayout:
     """Where each buffer of a call lies in its workspace (byte offsets)."""
 
     def __init__(
-        self, args: Sequence[_ArgLike], calls: Sequence[_CallLike], threads: Sequence[int]
+        self, args: Sequence[_Arg], calls: Sequence[_Call], threads: Sequence[int]
     ) -> None:
         """The layout for a function of ``args`` whose main function makes ``calls``,
         call ``n`` splitting its tiles over ``threads[n]`` threads."""
@@ -116,15 +105,12 @@ class WorkspaceLayout:
         for n, call in enumerate(calls):
             if threads[n] <= 1:
                 continue
-            size, offsets = strides.get(n, (0, {}))
-            own = [
-                i
-                for i in dict.fromkeys(x for x in call.operands[2:] if isinstance(x, int))
-                if args[i].role == "scratch" and i not in offsets
-            ]
-            for i in own:
-                offsets = {**offsets, i: size}
-                size += _aligned(nbytes(i))
+            size, shared_offsets = strides.get(n, (0, {}))
+            offsets = dict(shared_offsets)
+            for i in dict.fromkeys(x for x in call.operands[2:] if isinstance(x, int)):
+                if args[i].role == "scratch" and i not in offsets:
+                    offsets[i] = size
+                    size += _aligned(nbytes(i))
             self.extra[n] = [
                 {i: extra_start + t * size + off for i, off in offsets.items()}
                 for t in range(threads[n] - 1)

@@ -130,18 +130,15 @@ def runs_along(body: GroupBody, d: int, args: Sequence[SSAValue]) -> bool:
     """Whether every op of ``body`` runs along dim ``d``, but the transposes of group
     inputs that BLAS reads as they lie (``k.T`` of an attention head whose ``k`` is a
     window of a qkv product): they compute nothing in the loops."""
-    in_place: set[Operation] = set()
-    for op in body.ops:
-        gemm = tile_gemm(body, op, args)
-        if gemm is None:
-            continue
-        for read, operand in ((gemm.trans_a, op.operands[0]), (gemm.trans_b, op.operands[1])):
-            p = body.producer(operand)
-            if read and p is not None:
-                in_place.add(p)
-    for p in list(in_place):
-        if not all(tile_gemm(body, use.operation, args) is not None for use in p.results[0].uses):
-            in_place.discard(p)
+    gemms = {op: g for op in body.ops if (g := tile_gemm(body, op, args)) is not None}
+    in_place = {
+        p
+        for op, g in gemms.items()
+        for read, operand in ((g.trans_a, op.operands[0]), (g.trans_b, op.operands[1]))
+        if read
+        and (p := body.producer(operand)) is not None
+        and all(use.operation in gemms for use in p.results[0].uses)
+    }
     return all(d in body.loop_dims(op) or op in in_place for op in body.ops)
 
 
