@@ -3,13 +3,16 @@
     python benchmarks/auto_cost.py fit [--write] [--json FILE]
     python benchmarks/auto_cost.py evaluate [--runs 3] [--json FILE]
 
-``fit`` times the FIT programs (element-wise chains, transcendental chains, softmax,
+``fit`` first times each function of HEAVY (``f(A)``, or ``f(A, B)``) on a million
+f32 elements on both targets, against ``A * 0.5`` (``A * B``): a function's cost per
+element over that of ``exp`` is its weight in the model's ``heavy`` count
+(:data:`tdsl.jit.cost_model.HEAVY_COST`).  It then times the FIT programs (element-wise chains, transcendental chains, softmax,
 row and column reductions, layernorm, a matmul with an epilogue) at sizes from 64 to 4M f32
 elements on the numpy target and natively (default threads, one process, the
 targets interleaved, the median of 5 batches of calls, each batch at least 2 ms),
 reads each kernel's counts (:func:`tdsl.jit.cost_model.features`), and fits each
 target's coefficients by least squares on relative error, dropping any that comes
-out negative.  ``--write`` writes them into ``tdsl/jit/cost_model.py``.
+out negative.  ``--write`` writes both into ``tdsl/jit/cost_model.py``.
 
 ``evaluate`` times the HELD_OUT programs (gelu, logsumexp, clip, column means,
 row normalization, erf, attention heads; none of them in the fit) ``runs`` times and
@@ -40,8 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from tdsl.jit import JITTensorKernel
-from tdsl.jit.cost_model import COEFFICIENTS, TERMS, Features, features, predict
+from tdsl.jit import JITTensorKernel, cost_model
+from tdsl.jit.cost_model import NUMPY_CALLS, TERMS, Features, features, predict
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "tdsl" / "jit" / "cost_model.py"
@@ -70,6 +73,8 @@ FIT: dict[str, tuple[str, Shapes, int]] = {
     "mlp": ("relu(A @ W + b)", lambda r, c: {"A": (r, c), "W": (c, c), "b": (c,)}, 128),
     "colsum": ("sum(A * 2, axis=0)", _same("A"), 320),
     "colmax": ("max(exp(A), axis=0) + 1", _same("A"), 64),
+    "minmax": ("maximum(A, B) - minimum(A, C) * 2", _same("A", "B", "C"), 700),
+    "select": ("where(A > B, A, B * C)", _same("A", "B", "C"), 300),
 }
 HELD_OUT: dict[str, tuple[str, Shapes, int]] = {
     "gelu": ("0.5 * A * (1 + tanh(0.7978846 * (A + 0.044715 * A * A * A)))", _same("A"), 384),
@@ -84,6 +89,61 @@ HELD_OUT: dict[str, tuple[str, Shapes, int]] = {
         64,
     ),
 }
+
+
+# op -> (program, the range its inputs are drawn from)
+HEAVY: dict[str, tuple[str, tuple[float, float]]] = {
+    **{
+        f: (f"{f}(A)", (0.1, 0.9))
+        for f in (
+            "exp", "expm1", "log", "log2", "log10", "log1p", "tanh", "sinh", "cosh",
+            "sin", "cos", "tan", "arcsin", "arccos", "arctan", "arcsinh", "arctanh", "erf",
+            "sigmoid",
+        )
+    },
+    "arccosh": ("arccosh(A)", (1.1, 1.9)),
+    "power": ("A ** B", (0.1, 0.9)),
+    "arctan2": ("arctan2(A, B)", (0.1, 0.9)),
+    "hypot": ("hypot(A, B)", (0.1, 0.9)),
+    "logaddexp": ("logaddexp(A, B)", (0.1, 0.9)),
+}  # fmt: skip
+"""The functions whose cost per element ``fit`` measures (the ``heavy`` weights)."""
+
+
+def measure_heavy(size: int = 1 << 20) -> dict[str, dict[str, float]]:
+    """Per target, each HEAVY function's seconds per element over ``exp``'s, both over
+    a plain multiplication's (the numpy target's ops in NUMPY_CALLS: 0)."""
+    rng = np.random.default_rng(1)
+    shape = (size // 1024, 1024)
+    seconds: dict[str, dict[str, float]] = {"numpy": {}, "native": {}}
+    programs = {**HEAVY, "unary": ("A * 0.5", (0.1, 0.9)), "binary": ("A * B", (0.1, 0.9))}
+    for name, (expr, (lo, hi)) in programs.items():
+        names = [n for n in "AB" if n in expr]
+        args = {n: rng.uniform(lo, hi, shape).astype(np.float32) for n in names}
+        kernels = {
+            t: JITTensorKernel(target=t).compile(expr, dict.fromkeys(names, shape), "f32")
+            for t in seconds
+        }
+        times: dict[str, list[float]] = {t: [] for t in seconds}
+        for _ in range(3):  # interleaved
+            for t, k in kernels.items():
+                times[t] += per_call(lambda k=k, a=args: k(**a), rounds=2)
+        for t in seconds:
+            seconds[t][name] = statistics.median(times[t])
+    weights: dict[str, dict[str, float]] = {}
+    for t, s in seconds.items():
+        exp = s["exp"] - s["unary"]
+        weights[t] = {}
+        for name, (expr, _) in HEAVY.items():
+            op = f"tensordsl.{name}"
+            base = s["binary" if "B" in expr else "unary"]
+            w = 0.0 if t == "numpy" and op in NUMPY_CALLS else max(0.05, (s[name] - base) / exp)
+            weights[t][op] = float(f"{w:.3g}")
+        print(
+            f"{t:6s} " + " ".join(f"{n.split('.')[1]} {w:.2f}" for n, w in weights[t].items()),
+            flush=True,
+        )
+    return weights
 
 
 def shapes_for(shapes: Shapes, cols: int, size: int, attention: bool) -> dict[str, tuple[int, ...]]:
@@ -149,32 +209,53 @@ def measure(programs: dict[str, tuple[str, Shapes, int]], sizes: list[int]) -> l
     return rows
 
 
+def nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The x >= 0 that minimizes |a x - b| (Lawson and Hanson's active set method, on
+    columns scaled to unit norm)."""
+    norms = np.linalg.norm(a, axis=0)
+    norms[norms == 0] = 1.0
+    a = a / norms
+    n = a.shape[1]
+    free = np.zeros(n, dtype=bool)
+    x = np.zeros(n)
+    for _ in range(3 * n):
+        w = a.T @ (b - a @ x)
+        if free.all() or w[~free].max() <= 1e-10:
+            break
+        free[int(np.argmax(np.where(free, -np.inf, w)))] = True
+        while True:
+            z = np.zeros(n)
+            z[free] = np.linalg.lstsq(a[:, free], b, rcond=None)[0]
+            if (z[free] > 0).all():
+                x = z
+                break
+            shrink = free & (z <= 0)
+            step = np.min(x[shrink] / (x[shrink] - z[shrink]))
+            x = x + step * (z - x)
+            free &= x > 1e-12
+            x[~free] = 0.0
+    return x / norms
+
+
 def fit(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """Per target, non-negative least squares on relative error."""
     out: dict[str, dict[str, float]] = {}
     for target in ("numpy", "native"):
         x = np.array([Features(*r["features"][target]).vector() for r in rows])
         t = np.array([r[f"{target}_s"] for r in rows])
-        keep = list(range(len(TERMS)))
-        while True:
-            a = x[:, keep] / t[:, None]
-            c, *_ = np.linalg.lstsq(a, np.ones(len(t)), rcond=None)
-            if (c >= 0).all():
-                break
-            keep.pop(int(np.argmin(c)))
-        coef = dict.fromkeys(TERMS, 0.0)
-        for k, v in zip(keep, c, strict=True):
-            coef[TERMS[k]] = float(f"{v:.4g}")
-        out[target] = coef
+        c = nnls(x / t[:, None], np.ones(len(t)))
+        out[target] = {name: float(f"{v:.4g}") for name, v in zip(TERMS, c, strict=True)}
     return out
 
 
-def write(coefficients: dict[str, dict[str, float]]) -> None:
+def write(heavy: dict[str, dict[str, float]], coefficients: dict[str, dict[str, float]]) -> None:
     text = MODEL.read_text()
-    body = "COEFFICIENTS: Mapping[str, Mapping[str, float]] = {\n"
-    for target, coef in coefficients.items():
-        body += f'    "{target}": {json.dumps(coef)},\n'
-    body += "}  # fmt: skip\n"
+    body = ""
+    for name, table in (("HEAVY_COST", heavy), ("COEFFICIENTS", coefficients)):
+        body += f"{name}: Mapping[str, Mapping[str, float]] = {{\n"
+        for target, values in table.items():
+            body += f'    "{target}": {json.dumps(values)},\n'
+        body += "}  # fmt: skip\n"
     new = re.sub(
         r"(# fitted by benchmarks/auto_cost.py \(begin\)\n).*?(# fitted by benchmarks/auto_cost.py \(end\))",
         lambda m: m.group(1) + body + m.group(2),
@@ -221,19 +302,21 @@ def main(argv: list[str] | None = None) -> None:
     e.add_argument("--json")
     args = parser.parse_args(argv)
     if args.command == "fit":
+        heavy = measure_heavy()
+        cost_model.HEAVY_COST = heavy  # the FIT rows' counts weigh by the new figures
         rows = measure(FIT, SIZES)
         coefficients = fit(rows)
         print(json.dumps(coefficients, indent=1))
         report(rows, coefficients)
         if args.write:
-            write(coefficients)
-        data: Any = {"rows": rows, "coefficients": coefficients}
+            write(heavy, coefficients)
+        data: Any = {"rows": rows, "heavy": heavy, "coefficients": coefficients}
     else:
         data = []
         for run in range(args.runs):
             print(f"run {run + 1} of {args.runs}")
             rows = measure(HELD_OUT, SIZES)
-            report(rows, COEFFICIENTS)
+            report(rows, cost_model.COEFFICIENTS)
             data.append(rows)
     if args.json:
         Path(args.json).write_text(json.dumps(data, indent=1))

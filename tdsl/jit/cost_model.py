@@ -4,30 +4,39 @@
 than the numpy target (:func:`tdsl.jit.compiler._choose`).  The prediction is linear
 in a few counts read off the tiled module (:func:`features`):
 
-- ``calls``: the NumPy calls the numpy target makes (each op of a group, once per
-  tile of the group; a matmul's prologue and epilogue count as ops too; an op it
-  computes with many calls, ``erf``, as that many, :data:`NUMPY_CALLS`: the
-  numpy target's cost hook), or for native code the same count of ops and tiles;
-- ``work``: the elements all ops compute (the sum of their result sizes; ``erf`` on
-  the numpy target again as many times as its calls);
-- ``heavy``: the elements of transcendental ops (``exp``, ``log``, ``tanh``,
-  ``sin``, ``erf``, ``power``, ...), which cost a polynomial each (``softmax_matmul``:
-  an ``exp`` per score);
+- ``calls``: the element-wise NumPy calls the numpy target makes, once per tile of
+  their group (a matmul's prologue and epilogue count too), or for native code the
+  loop nests of the same ops and tiles;
+- ``reductions``: the same for reductions and scans (a NumPy ``reduce`` or ``einsum``
+  call costs several times an element-wise one);
+- ``products``: the same for matmuls (a BLAS call);
+- ``work``: the elements all ops compute (the sum of their result sizes, each op's
+  once per NumPy call it makes on the numpy target);
+- ``heavy``: the elements of transcendental ops (``exp``, ``log``, ``tanh``, ``sin``,
+  ``erf``, ``power``, ...), each weighted by what that function costs per element on
+  the target against its ``exp`` (:data:`HEAVY_COST`: NumPy's SIMD ``sin`` is cheap
+  where native code's is not);
 - ``flops``: the matmuls' multiply-adds;
 - ``across``: the elements reduced along an axis that is not the last (a column
   sum), which the targets walk differently from rows.
 
 Constants are no ops here: the numpy target passes them to the ops that use them.
 
-Each target's time is ``c . (1, calls, work, heavy, flops, across)`` with its own
-coefficients (:data:`COEFFICIENTS`, in seconds per unit).  They are fitted, not
-chosen: ``python benchmarks/auto_cost.py fit`` times a set of programs at sizes from
-64 to 4M elements on both targets, fits each target's coefficients to the medians
-by least squares on relative error (no coefficient negative), and writes them
-here; ``python benchmarks/auto_cost.py evaluate`` checks the choice on programs it
-was not fitted on.  The coefficients depend on the machine: these are this
-project's machine's (a 2-core AMD EPYC without AVX-512), and on another the choice
-may be a little off, never wrong in its results.
+The targets' cost hooks are two tables: :data:`NUMPY_CALLS`, the NumPy calls the
+numpy target makes for an op it computes with several (``softmax``: a ``max`` and a
+``sum`` reduction and three element-wise calls; ``erf``: 571), and
+:data:`HEAVY_COST`, each transcendental function's cost per element on each target.
+
+Each target's time is ``c . (1, calls, reductions, products, work, heavy, flops,
+across)`` with its own coefficients (:data:`COEFFICIENTS`, in seconds per unit).
+They are fitted, not chosen: ``python benchmarks/auto_cost.py fit`` times each
+function of :data:`HEAVY_COST` on a million elements on both targets, times a set of
+programs at sizes from 64 to 4M elements on both targets, fits each target's
+coefficients to the medians by least squares on relative error (no coefficient
+negative), and writes both tables here; ``python benchmarks/auto_cost.py evaluate``
+checks the choice on programs it was not fitted on.  The figures depend on the
+machine: these are this project's machine's (a 2-core AMD EPYC with AVX-512), and
+on another the choice may be a little off, never wrong in its results.
 """
 
 from __future__ import annotations
@@ -44,10 +53,10 @@ from tdsl.dialects.structured import tensor_shape
 HEAVY_OPS = frozenset(
     f"tensordsl.{name}"
     for name in (
-        "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "tanh", "sinh", "cosh",
-        "sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "arcsinh", "arccosh",
+        "exp", "expm1", "log", "log2", "log10", "log1p", "tanh", "sinh", "cosh", "sin",
+        "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "arcsinh", "arccosh",
         "arctanh", "erf", "power", "sigmoid", "softmax", "log_softmax", "logaddexp",
-        "logaddexp2", "logsumexp", "gelu", "silu", "softplus", "hypot", "cbrt",
+        "logsumexp", "hypot",
     )
 )  # fmt: skip
 """Ops whose elements cost a transcendental function each (``softmax`` an ``exp``)."""
@@ -62,10 +71,27 @@ result."""
 
 FREE_OPS = frozenset({"tensordsl.constant"})
 
-NUMPY_CALLS = {"tensordsl.erf": 571}
-"""The numpy target's cost hook: ops it computes with many NumPy calls, to how many
-(``tdsl.scalar_numpy.tdsl_erf``: 79 series steps of 4 calls, 120 continued-fraction
-steps of 2, and 15 more), each over all the op's elements.  Every other op is one."""
+NUMPY_CALLS: Mapping[str, tuple[int, int]] = {
+    "tensordsl.erf": (571, 0),
+    "tensordsl.softmax": (3, 2),
+    "tensordsl.log_softmax": (4, 2),
+    "tensordsl.logsumexp": (5, 2),
+    "tensordsl.layernorm": (6, 2),
+    "tensordsl.mean": (1, 1),
+    "tensordsl.sigmoid": (7, 0),
+    "tensordsl.logaddexp": (11, 0),
+    "tensordsl.clip": (8, 0),
+    "tensordsl.where": (2, 0),
+}
+"""The numpy target's cost hook: ops it computes with several NumPy calls, to how
+many element-wise calls and how many reductions, each over all the op's elements
+(``erf``: ``tdsl.scalar_numpy.tdsl_erf``'s 79 series steps of 4 calls, 120
+continued-fraction steps of 2, and 15 more; ``logsumexp``: its two helpers' ``max``,
+``clip``, subtract, ``exp``, ``sum``, ``log`` and add; ``softmax``: ``max``, subtract,
+``exp``, ``sum``, divide).  Any other op is one call: a reduction (:class:`ReductionOp`) or
+scan one reduction, a matmul one product, anything else one element-wise call.
+``tests/unit/jit/test_cost_model.py`` checks them against the code the numpy target
+generates."""
 
 
 @dataclass(frozen=True)
@@ -73,13 +99,16 @@ class Features:
     """The counts the model is linear in (see the module's documentation)."""
 
     calls: float
+    reductions: float
+    products: float
     work: float
     heavy: float
     flops: float
     across: float
 
     def vector(self) -> tuple[float, ...]:
-        """``(1, calls, work, heavy, flops, across)``: the model's terms."""
+        """``(1, calls, reductions, products, work, heavy, flops, across)``: the
+        model's terms."""
         return (1.0, *astuple(self))
 
 
@@ -99,13 +128,27 @@ def _flops(op: Operation) -> int:
     return _elements(op) * lhs.get_shape()[-1]
 
 
+def _calls(op: Operation, target: str) -> tuple[int, int, int]:
+    """The element-wise calls, reductions and products ``op`` makes on ``target``."""
+    from tdsl.dialects.structured import ReductionOp, ScanOp
+
+    if target == "numpy" and op.name in NUMPY_CALLS:
+        return (*NUMPY_CALLS[op.name], 0)
+    if op.name in MATMUL_OPS:
+        return (0, 0, 1)
+    if isinstance(op, ReductionOp | ScanOp):
+        return (0, 1, 0)
+    return (1, 0, 0)
+
+
 def features(tiled: ModuleOp, target: str) -> Features:
     """The counts of ``tiled`` (a module at the ``tiled`` stage) for ``target``
-    (``numpy``: with :data:`NUMPY_CALLS`)."""
+    (``numpy`` or ``native``: their hooks :data:`NUMPY_CALLS` and :data:`HEAVY_COST`)."""
     from tdsl.dialects.kernel import TileOp
     from tdsl.dialects.structured import ReductionOp
 
-    calls = work = heavy = flops = across = 0
+    cost = HEAVY_COST.get(target, {})
+    calls = reductions = products = work = heavy = flops = across = 0.0
     for tile in tiled.walk():
         if not isinstance(tile, TileOp):
             continue
@@ -116,26 +159,36 @@ def features(tiled: ModuleOp, target: str) -> Features:
                 continue
             # the body's types are a tile's: every count is per tile
             n = _elements(op) * tiles
-            weight = NUMPY_CALLS.get(op.name, 1) if target == "numpy" else 1
-            calls += tiles * weight
-            work += n * weight
+            ew, red, prod = _calls(op, target)
+            calls += tiles * ew
+            reductions += tiles * red
+            products += tiles * prod
+            work += n * max(1, ew + red)
             if op.name in HEAVY_OPS:
-                heavy += n
+                heavy += n * cost.get(op.name, 1.0)
             if op.name in SCORE_OPS:
-                heavy += math.prod(tensor_shape(op.operands[0])) * tiles
+                scores = math.prod(tensor_shape(op.operands[0])) * tiles
+                heavy += scores * cost.get("tensordsl.exp", 1.0)
             if op.name in MATMUL_OPS:
                 flops += _flops(op) * tiles
             if isinstance(op, ReductionOp):
                 rank = len(tensor_shape(op.input))
                 if any(a != rank - 1 for a in op.reduced_axes()):
                     across += math.prod(tensor_shape(op.input)) * tiles
-    return Features(calls, work, heavy, flops, across)
+    return Features(calls, reductions, products, work, heavy, flops, across)
 
 
+# HEAVY_COST: per target, a transcendental op's cost per element against the target's
+# `exp` (an op not listed: 1; the numpy target's ops in NUMPY_CALLS: 0, their calls
+# count them); COEFFICIENTS: per target, seconds per unit of each of TERMS
 # fitted by benchmarks/auto_cost.py (begin)
+HEAVY_COST: Mapping[str, Mapping[str, float]] = {
+    "numpy": {"tensordsl.exp": 1.0, "tensordsl.expm1": 0.413, "tensordsl.log": 0.24, "tensordsl.log2": 0.161, "tensordsl.log10": 0.795, "tensordsl.log1p": 0.87, "tensordsl.tanh": 0.504, "tensordsl.sinh": 0.43, "tensordsl.cosh": 0.311, "tensordsl.sin": 1.09, "tensordsl.cos": 1.33, "tensordsl.tan": 0.866, "tensordsl.arcsin": 0.4, "tensordsl.arccos": 2.11, "tensordsl.arctan": 1.2, "tensordsl.arcsinh": 2.07, "tensordsl.arctanh": 1.1, "tensordsl.erf": 0.0, "tensordsl.sigmoid": 0.0, "tensordsl.arccosh": 2.02, "tensordsl.power": 2.05, "tensordsl.arctan2": 1.86, "tensordsl.hypot": 15.9, "tensordsl.logaddexp": 0.0},
+    "native": {"tensordsl.exp": 1.0, "tensordsl.expm1": 0.819, "tensordsl.log": 1.01, "tensordsl.log2": 14.7, "tensordsl.log10": 42.8, "tensordsl.log1p": 1.75, "tensordsl.tanh": 1.12, "tensordsl.sinh": 3.11, "tensordsl.cosh": 1.97, "tensordsl.sin": 5.2, "tensordsl.cos": 5.87, "tensordsl.tan": 57.2, "tensordsl.arcsin": 41.7, "tensordsl.arccos": 59.5, "tensordsl.arctan": 56.0, "tensordsl.arcsinh": 110.0, "tensordsl.arctanh": 126.0, "tensordsl.erf": 10.8, "tensordsl.sigmoid": 1.62, "tensordsl.arccosh": 96.5, "tensordsl.power": 19.9, "tensordsl.arctan2": 114.0, "tensordsl.hypot": 18.2, "tensordsl.logaddexp": 5.7},
+}  # fmt: skip
 COEFFICIENTS: Mapping[str, Mapping[str, float]] = {
-    "numpy": {"overhead": 8.969e-07, "calls": 1.597e-06, "work": 1.839e-10, "heavy": 1.248e-09, "flops": 1.238e-11, "across": 2.831e-10},
-    "native": {"overhead": 7.17e-06, "calls": 5.3e-07, "work": 8.224e-11, "heavy": 4.693e-10, "flops": 1.258e-11, "across": 2.169e-11},
+    "numpy": {"overhead": 2.816e-07, "calls": 7.4e-07, "reductions": 2.138e-06, "products": 2.445e-06, "work": 1.78e-10, "heavy": 2.875e-10, "flops": 1.432e-11, "across": 1.304e-10},
+    "native": {"overhead": 3.902e-06, "calls": 2.741e-07, "reductions": 0.0, "products": 1.723e-06, "work": 7.362e-11, "heavy": 2.003e-10, "flops": 1.371e-11, "across": 0.0},
 }  # fmt: skip
 # fitted by benchmarks/auto_cost.py (end)
 

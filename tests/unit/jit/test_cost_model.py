@@ -3,12 +3,21 @@ predictions (the coefficients themselves are fitted by ``benchmarks/auto_cost.py
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
 from tdsl.jit import JITTensorKernel, cost_model
-from tdsl.jit.cost_model import NUMPY_CALLS, Features, features, predict
+from tdsl.jit.cost_model import (
+    FREE_OPS,
+    HEAVY_COST,
+    HEAVY_OPS,
+    NUMPY_CALLS,
+    Features,
+    features,
+    predict,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -33,12 +42,18 @@ def test_counts_of_a_program_worked_out_by_hand() -> None:
     f = features(module, "native")
     # ops: matmul (64x32), exp (64x32), mul (64x32), sum (64x1), mean (32), add (64x32)
     assert f == Features(
-        calls=6,
+        calls=3,
+        reductions=2,
+        products=1,
         work=3 * 64 * 32 + 64 + 32 + 64 * 32,
-        heavy=64 * 32,
+        heavy=64 * 32 * HEAVY_COST["native"].get("tensordsl.exp", 1.0),
         flops=64 * 32 * 32,
         across=64 * 32,
     )
+    # the numpy target's mean is a sum and a division: two calls over its 32 elements
+    g = features(module, "numpy")
+    assert (g.calls, g.reductions, g.products) == (4, 2, 1)
+    assert g.work == f.work + 32
 
 
 def test_tiles_multiply_the_numpy_targets_calls() -> None:
@@ -52,15 +67,73 @@ def test_tiles_multiply_the_numpy_targets_calls() -> None:
 
 def test_the_numpy_target_counts_erf_as_the_numpy_calls_it_makes() -> None:
     module = tiled("erf(A)", {"A": (8, 8)})
-    assert features(module, "numpy").calls == NUMPY_CALLS["tensordsl.erf"]
-    assert features(module, "numpy").work == NUMPY_CALLS["tensordsl.erf"] * 64
-    assert features(module, "native") == Features(calls=1, work=64, heavy=64, flops=0, across=0)
+    calls, reductions = NUMPY_CALLS["tensordsl.erf"]
+    assert (features(module, "numpy").calls, features(module, "numpy").reductions) == (571, 0)
+    assert features(module, "numpy").work == (calls + reductions) * 64
+    assert features(module, "native") == Features(
+        calls=1,
+        reductions=0,
+        products=0,
+        work=64,
+        heavy=64 * HEAVY_COST["native"].get("tensordsl.erf", 1.0),
+        flops=0,
+        across=0,
+    )
+
+
+# each op the numpy target computes with several NumPy calls, as the language writes it
+SEVERAL_CALLS = {
+    "tensordsl.softmax": "softmax(A)",
+    "tensordsl.log_softmax": "log_softmax(A)",
+    "tensordsl.layernorm": "layernorm(A)",
+    "tensordsl.mean": "mean(A, axis=1)",
+    "tensordsl.sigmoid": "sigmoid(A)",
+    "tensordsl.logaddexp": "logaddexp(A, B)",
+    "tensordsl.clip": "clip(A, 0.25, 0.75)",
+    "tensordsl.where": "where(A, B, B)",
+}
+
+
+@pytest.mark.parametrize("op", sorted(SEVERAL_CALLS))
+def test_the_numpy_targets_hook_counts_the_calls_its_code_makes(op: str) -> None:
+    # the calls in the generated code of the op alone: a reduce, einsum or accumulate is
+    # a reduction, any other NumPy or helper call an element-wise one
+    source = SEVERAL_CALLS[op]
+    names = sorted(set(re.findall(r"\b[AB]\b", source)))
+    types = {n: "bool" if n == "A" and op == "tensordsl.where" else "f32" for n in names}
+    kernel = JITTensorKernel(target="numpy").compile(source, dict.fromkeys(names, (8, 16)), types)
+    tiled = kernel.ir.module("tiled").walk()
+    ops = [o.name for o in tiled if o.name.startswith("tensordsl.") and o.name not in FREE_OPS]
+    assert ops == [op]
+    main = kernel.source.split("def main")[1]
+    lines = [x.strip() for x in main.splitlines()]
+    calls = [x for x in lines if re.match(r"(np\.\w|tdsl_)", x) and not x.startswith("np.empty")]
+    reductions = [x for x in calls if re.search(r"\.reduce\(|\.accumulate\(|np\.einsum\(", x)]
+    assert NUMPY_CALLS[op] == (len(calls) - len(reductions), len(reductions)), calls
+
+
+def test_each_target_weighs_its_heavy_functions_against_its_exp() -> None:
+    for target in ("numpy", "native"):
+        assert set(HEAVY_COST[target]) <= HEAVY_OPS
+        assert HEAVY_COST[target]["tensordsl.exp"] == 1.0
+        assert all(w >= 0 for w in HEAVY_COST[target].values())
+    # the numpy target's erf counts as its 571 calls, not again as heavy elements
+    assert HEAVY_COST["numpy"]["tensordsl.erf"] == 0.0
 
 
 def test_predictions_are_the_fitted_linear_model() -> None:
-    f = Features(calls=3, work=1000, heavy=10, flops=0, across=0)
+    f = Features(calls=3, reductions=2, products=1, work=1000, heavy=10, flops=50, across=7)
     c = cost_model.COEFFICIENTS["native"]
-    want = c["overhead"] + 3 * c["calls"] + 1000 * c["work"] + 10 * c["heavy"]
+    want = (
+        c["overhead"]
+        + 3 * c["calls"]
+        + 2 * c["reductions"]
+        + 1 * c["products"]
+        + 1000 * c["work"]
+        + 10 * c["heavy"]
+        + 50 * c["flops"]
+        + 7 * c["across"]
+    )
     assert predict(f, "native") == pytest.approx(want)
 
 
