@@ -372,7 +372,8 @@ def make_calls(kernel: CompiledKernel) -> tuple[Callable[..., Any], Callable[...
         "_tdsl_M": MISSING,
         "_tdsl_NO": NotImplemented,
         "_tdsl_nd": np.ndarray,
-        "_tdsl_fn": kernel.function,
+        # (a native function's `direct`: the same call without a method's indirection)
+        "_tdsl_fn": getattr(kernel.function, "direct", kernel.function),
         "_tdsl_k": kernel,
         "_tdsl_slow": call_checked,
         "_tdsl_out": call_with_out,

@@ -51,6 +51,7 @@ from tdsl.defaults import MIN_BLAS_BYTES_PER_THREAD
 from tdsl.errors import TdslIndexError
 from tdsl.runtime.blas import find_gemm, matmul_shims
 from tdsl.runtime.compile import CompiledModule, NativeCompileError, compile_llvm, llvm_ir
+from tdsl.runtime.fast_call import fast_call
 from tdsl.runtime.plan import FunctionPlan, _Call, read_plan
 from tdsl.runtime.workspace import Workspace, WorkspaceLayout
 
@@ -134,6 +135,11 @@ class NativeFunction:
             if a.view is not None
         ]
         self._consts = [(i, a.data) for i, a in enumerate(self.args) if a.data is not None]
+        self._pointers = [0] * len(self.args)
+        """Each call's pointers before its arrays': the constants' addresses (their data
+        is this function's, read-only and never moved)."""
+        for i, data in self._consts:
+            self._pointers[i] = _address(data)
         # the most threads each group call may use (1: the call runs on the caller's)
         self._threads = [self._threads_for(c) for c in self.calls]
         # the main function runs the calls itself unless some group's tiles split over threads
@@ -146,6 +152,9 @@ class NativeFunction:
         strides, or None (the input is then copied); see :class:`StridedVariants`."""
         self.trusted = False
         """A variant: its caller has checked that the inputs have its strides."""
+        self.direct = fast_call(self, _address)
+        """This call as a plain function (one Python call less): what the JIT's kernels
+        call."""
 
     def _threads_for(self, call: _Call) -> int:
         """How many threads ``call`` may split its tiles over."""
@@ -179,32 +188,41 @@ class NativeFunction:
         return max(1, threads)
 
     def __call__(self, *arrays: Array, out: Sequence[Array] | None = None) -> Any:
+        return self.direct(*arrays, out=out)
+
+    def _general(self, *arrays: Array, out: Sequence[Array] | None = None) -> Any:
+        """Any call: what :mod:`tdsl.runtime.fast_call` runs in straight lines for the
+        common case, and every other (inputs to copy or to run a strided variant on,
+        an ``out``)."""
         if len(arrays) != len(self._inputs):
             raise TypeError(f"{self.name} takes {len(self._inputs)} arrays, got {len(arrays)}")
-        buffers: list[Any] = [None] * len(self.args)
+        # (the pointers start as the constants' addresses; the arrays stay alive in
+        # `arrays`, `copied`, `results`, `copies` and `errors` until the call returns)
+        pointers = self._pointers.copy()
+        copied: list[Array] = []
         for (i, dtype), a in zip(self._inputs, arrays, strict=True):
             if not (a.flags.c_contiguous and a.dtype == dtype) and not self.trusted:
                 variant = None if self.variants is None else self.variants(arrays)
                 if variant is not None:
                     return variant(*arrays, out=out)
                 a = np.ascontiguousarray(a, dtype=dtype)
-            buffers[i] = a
+                copied.append(a)
+            pointers[i] = _address(a)
         results: list[Array] = []
         copies: list[tuple[Array, Array]] = []
         for k, (i, shape, dtype) in enumerate(self._outputs):
             given = None if out is None else out[k]
             if given is not None and given.flags.c_contiguous:
-                buffers[i] = given
+                buffer = given
             else:
-                buffers[i] = np.empty(shape, dtype)
+                buffer = np.empty(shape, dtype)
                 if given is not None:
-                    copies.append((buffers[i], given))
-            results.append(given if given is not None else buffers[i])
-        for i, data in self._consts:
-            buffers[i] = data
-        for i, _ in self._errors:
-            buffers[i] = np.zeros(2, np.int64)
-        pointers = [0 if b is None else _address(b) for b in buffers]
+                    copies.append((buffer, given))
+            pointers[i] = _address(buffer)
+            results.append(given if given is not None else buffer)
+        errors = [np.zeros(2, np.int64) for _ in self._errors]
+        for (i, _), flags in zip(self._errors, errors, strict=True):
+            pointers[i] = _address(flags)
         workspace = self.workspace.take() if self._slots else None
         try:
             base = 0 if workspace is None else workspace[1]
@@ -220,8 +238,9 @@ class NativeFunction:
         finally:
             if workspace is not None:
                 self.workspace.give(workspace)
-        for i, (axis, extent) in self._errors:  # a gather met an index out of range
-            flag, index = (int(v) for v in buffers[i])
+        for (_, (axis, extent)), flags in zip(self._errors, errors, strict=True):
+            # a gather met an index out of range
+            flag, index = (int(v) for v in flags)
             if flag:
                 raise TdslIndexError(
                     f"index {index} is out of bounds for axis {axis} with size {extent}"
