@@ -1,6 +1,6 @@
 """Fit and check the cost model ``target="auto"`` chooses by (issue 20, item 5).
 
-    python benchmarks/auto_cost.py fit [--write] [--json FILE]
+    python benchmarks/auto_cost.py fit [--passes 1] [--write] [--json FILE]
     python benchmarks/auto_cost.py evaluate [--runs 3] [--json FILE]
 
 ``fit`` first times each function of HEAVY (``f(A)``, or ``f(A, B)``) on a million
@@ -10,9 +10,9 @@ element over that of ``exp`` is its weight in the model's ``heavy`` count
 row and column reductions, layernorm, a matmul with an epilogue) at sizes from 64 to 4M f32
 elements on the numpy target and natively (default threads, one process, the
 targets interleaved, the median of 5 batches of calls, each batch at least 2 ms),
-reads each kernel's counts (:func:`tdsl.jit.cost_model.features`), and fits each
-target's coefficients by least squares on relative error, dropping any that comes
-out negative.  ``--write`` writes both into ``tdsl/jit/cost_model.py``.
+``passes`` times over (each row's median over them), reads each kernel's counts
+(:func:`tdsl.jit.cost_model.features`), and fits each
+target's coefficients by non-negative least squares on relative error.  ``--write`` writes both into ``tdsl/jit/cost_model.py``.
 
 ``evaluate`` times the HELD_OUT programs (gelu, logsumexp, clip, column means,
 row normalization, erf, attention heads; none of them in the fit) ``runs`` times and
@@ -112,7 +112,10 @@ HEAVY: dict[str, tuple[str, tuple[float, float]]] = {
 
 def measure_heavy(size: int = 1 << 20) -> dict[str, dict[str, float]]:
     """Per target, each HEAVY function's seconds per element over ``exp``'s, both over
-    a plain multiplication's (the numpy target's ops in NUMPY_CALLS: 0)."""
+    a plain multiplication's (the numpy target's ops in NUMPY_CALLS: 0).  Where ``exp``
+    measures no slower than the multiplication (on a million elements native ``exp``
+    streams at memory speed, and one fit's noise put it below: every weight came out
+    at its floor), it stops rather than write such weights."""
     rng = np.random.default_rng(1)
     shape = (size // 1024, 1024)
     seconds: dict[str, dict[str, float]] = {"numpy": {}, "native": {}}
@@ -133,6 +136,11 @@ def measure_heavy(size: int = 1 << 20) -> dict[str, dict[str, float]]:
     weights: dict[str, dict[str, float]] = {}
     for t, s in seconds.items():
         exp = s["exp"] - s["unary"]
+        if exp <= 0.05 * s["unary"]:
+            raise SystemExit(
+                f"{t}: exp measured no slower than a multiplication ({s['exp'] * 1e6:.1f} "
+                f"against {s['unary'] * 1e6:.1f} us): the machine is too noisy, run again"
+            )
         weights[t] = {}
         for name, (expr, _) in HEAVY.items():
             op = f"tensordsl.{name}"
@@ -237,6 +245,17 @@ def nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return x / norms
 
 
+def merged(passes: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """One row per program and size: each target's median time over the passes."""
+    out = []
+    for same in zip(*passes, strict=True):
+        row = dict(same[0])
+        for target in ("numpy", "native"):
+            row[f"{target}_s"] = statistics.median(r[f"{target}_s"] for r in same)
+        out.append(row)
+    return out
+
+
 def fit(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """Per target, non-negative least squares on relative error."""
     out: dict[str, dict[str, float]] = {}
@@ -295,6 +314,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     f = sub.add_parser("fit")
+    f.add_argument("--passes", type=int, default=1)
     f.add_argument("--write", action="store_true")
     f.add_argument("--json")
     e = sub.add_parser("evaluate")
@@ -304,7 +324,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "fit":
         heavy = measure_heavy()
         cost_model.HEAVY_COST = heavy  # the FIT rows' counts weigh by the new figures
-        rows = measure(FIT, SIZES)
+        rows = merged([measure(FIT, SIZES) for _ in range(args.passes)])
         coefficients = fit(rows)
         print(json.dumps(coefficients, indent=1))
         report(rows, coefficients)
