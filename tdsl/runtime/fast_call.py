@@ -8,6 +8,12 @@ small kernel takes under 1 us.  :func:`fast_call` writes the common case (every 
 C-contiguous and of its dtype, no ``out``) for one function as a Python function with
 no loops: each argument's address is one expression, the constants' are literals.  Any
 other call goes to the general method, which computes the same.
+
+An array's address is read from the array object itself (:func:`data_address`: NumPy's
+``PyArrayObject`` keeps its data pointer right after the object header), 0.14 us
+against the buffer protocol's 0.4 us, and 1 us for a read-only array; the module
+checks that layout on a few arrays when it loads, and without it the call takes the
+buffer protocol's way.
 """
 
 # pyright: reportPrivateUsage=false
@@ -15,6 +21,8 @@ other call goes to the general method, which computes the same.
 
 from __future__ import annotations
 
+import ctypes
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -26,9 +34,38 @@ if TYPE_CHECKING:
     from tdsl.runtime.native import NativeFunction
 
 
+_HEADER = object.__basicsize__
+"""The bytes of a Python object's header, which ``PyArrayObject``'s data pointer follows."""
+
+_pointer_at = ctypes.c_void_p.from_address
+
+
+def data_address(a: np.ndarray[Any, Any]) -> int:
+    """The address of ``a``'s data, read from the array object (``a`` an ndarray)."""
+    return _pointer_at(id(a) + _HEADER).value or 0
+
+
+def _layout_holds() -> bool:
+    """Whether :func:`data_address` gives ``ctypes.data`` on arrays of several kinds
+    (only asked of CPython, where an object's id is its address)."""
+    if sys.implementation.name != "cpython":
+        return False
+    base = np.arange(12.0)
+    base.flags.writeable = False
+    samples = [np.empty((3, 4), np.float32), base, base[3:], base[::2], np.empty(0)]
+    return all(data_address(a) == a.ctypes.data for a in samples)
+
+
+LAYOUT_HOLDS = _layout_holds()
+"""Whether the generated calls read an array's address from the array object."""
+
+
 def fast_call(fn: NativeFunction, address: Callable[[Any], int]) -> Callable[..., Any]:
-    """``fn``'s call, straight-line for C-contiguous inputs of its dtypes and no ``out``
-    (``address``: an array's data address); any other call runs ``fn._general``."""
+    """``fn``'s call, straight-line for C-contiguous ndarray inputs of its dtypes and no
+    ``out`` (``address``: an array's data address, where :data:`LAYOUT_HOLDS` is false);
+    any other call runs ``fn._general``."""
+    if LAYOUT_HOLDS:
+        address = data_address
     env: dict[str, Any] = {
         "general": fn._general,
         "empty": np.empty,
@@ -39,12 +76,13 @@ def fast_call(fn: NativeFunction, address: Callable[[Any], int]) -> Callable[...
         "main": fn.main,
         "run": fn._run,
         "IndexError_": TdslIndexError,
+        "ND": np.ndarray,
     }
     inputs = [f"a{k}" for k in range(len(fn._inputs))]
     checks: list[str] = []
     for k, (_, dtype) in enumerate(fn._inputs):
         env[f"D{k}"] = dtype
-        checks.append(f"a{k}.flags.c_contiguous and a{k}.dtype == D{k}")
+        checks.append(f"a{k}.__class__ is ND and a{k}.flags.c_contiguous and a{k}.dtype == D{k}")
     body: list[str] = [
         "def call(*arrays, out=None):",
         f"    if out is not None or len(arrays) != {len(inputs)}:",

@@ -15,7 +15,7 @@ import tdsl
 from tdsl.errors import TdslIndexError
 from tdsl.runtime import native
 from tdsl.runtime.compile import native_unavailable_reason
-from tdsl.runtime.fast_call import fast_call
+from tdsl.runtime.fast_call import LAYOUT_HOLDS, data_address, fast_call
 from tdsl.runtime.native import NativeFunction
 
 pytestmark = pytest.mark.skipif(
@@ -138,6 +138,22 @@ def test_only_the_common_call_takes_the_straight_line(
     with pytest.raises(TypeError, match="arrays, got"):
         direct(*args, args[0])
     assert taken == ["general"] * 3
+    # an ndarray subclass (its own layout may differ): the general call too
+    _same(direct(args[0].view(Sub), *args[1:]), want)
+    assert taken == ["general"] * 4
+
+
+class Sub(np.ndarray):
+    """A subclass of ndarray that adds nothing."""
+
+
+def test_an_arrays_address_is_read_from_the_array_object() -> None:
+    assert LAYOUT_HOLDS  # CPython with NumPy's PyArrayObject layout
+    base = np.arange(24.0).reshape(4, 6)
+    frozen = base.copy()
+    frozen.flags.writeable = False
+    for a in (base, base[1:], base[:, 2:], base.T, frozen, frozen[2:], np.empty((0, 3))):
+        assert data_address(a) == a.ctypes.data
 
 
 def test_an_index_out_of_range_raises_the_same_error_on_both_calls() -> None:
