@@ -29,8 +29,10 @@ convention and external linkage (internal for a defined private function):
 
 With ``noalias=true`` every ``ptr`` argument of a defined function is marked
 ``noalias``: the caller promises that no two memref arguments overlap (tdsl's
-inputs, outputs and scratch never do), but for a function's ``view`` arguments
-(``tdsl.views``: windows of another argument) and the arguments they lie in.  LLVM needs that, or runtime overlap
+inputs, outputs and values between groups never do), but for a function's ``view``
+arguments (``tdsl.views``: windows of another argument) and the arguments they lie
+in, and the ``scratch`` arguments of a function that calls several groups (they
+share the runtime's scratch arena).  LLVM needs that, or runtime overlap
 checks, to vectorize.  A single argument can be marked in the input instead,
 with MLIR's argument attribute ``{llvm.noalias}`` on the ``func.func``.
 
@@ -82,6 +84,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     DictionaryAttr,
     ModuleOp,
+    StringAttr,
     TensorType,
     UnitAttr,
     UnrealizedConversionCastOp,
@@ -102,7 +105,7 @@ from tdsl.backend.llvm.arith_to_llvm import ARITH_TO_LLVM_PATTERNS
 from tdsl.backend.llvm.dispatch import TypeDispatchApplier
 from tdsl.backend.llvm.f16 import F16_PATTERNS
 from tdsl.backend.llvm.func_to_llvm import FUNC_TO_LLVM_PATTERNS
-from tdsl.backend.llvm.loops_common import VIEWS_ATTR
+from tdsl.backend.llvm.loops_common import ROLES_ATTR, VIEWS_ATTR
 from tdsl.backend.llvm.math_approx import APPROXIMATION_PATTERNS, EXACT_EXPANSION_PATTERNS
 from tdsl.backend.llvm.math_erf import ERF_PATTERNS
 from tdsl.backend.llvm.math_pow import POW_PATTERNS
@@ -153,15 +156,32 @@ def reconcile_casts(module: ModuleOp) -> None:
 
 def _overlapping_args(module: ModuleOp) -> dict[str, set[int]]:
     """Per function, the memref arguments that may overlap others: its ``view`` arguments
-    (``tdsl.views``: windows of other arguments) and the arguments they lie in."""
+    (``tdsl.views``: windows of other arguments) and the arguments they lie in, and, in a
+    function whose ``tdsl.arg_roles`` name several ``scratch`` arguments, those: the
+    runtime lays every group's scratch in one arena the groups take in turn
+    (:mod:`tdsl.runtime.workspace`), so two groups' scratch arguments of the function
+    that calls them share bytes.  (Marked ``noalias`` there, LLVM inlined both groups
+    and moved one group's store to its scratch past the other's: an int64 ``ones_like``
+    tile overwrote a column max before the max was read.)"""
     found: dict[str, set[int]] = {}
     for fn in module.ops:
-        views = fn.attributes.get(VIEWS_ATTR) if isinstance(fn, func.FuncOp) else None
-        if isinstance(fn, func.FuncOp) and isinstance(views, DenseArrayBase):
+        if not isinstance(fn, func.FuncOp):
+            continue
+        views = fn.attributes.get(VIEWS_ATTR)
+        if isinstance(views, DenseArrayBase):
             flat = views.get_values()
             found[fn.sym_name.data] = {
                 int(flat[k + j]) for k in range(0, len(flat), 3) for j in (0, 1)
             }
+        roles = fn.attributes.get(ROLES_ATTR)
+        if isinstance(roles, ArrayAttr):
+            shared = {
+                i
+                for i, role in enumerate(roles.data)
+                if isinstance(role, StringAttr) and role.data == "scratch"
+            }
+            if len(shared) > 1:
+                found.setdefault(fn.sym_name.data, set()).update(shared)
     return found
 
 
