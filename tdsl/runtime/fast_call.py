@@ -9,11 +9,11 @@ C-contiguous and of its dtype, no ``out``) for one function as a Python function
 no loops: each argument's address is one expression, the constants' are literals.  Any
 other call goes to the general method, which computes the same.
 
-An array's address is read from the array object itself (:func:`data_address`: NumPy's
-``PyArrayObject`` keeps its data pointer right after the object header), 0.14 us
-against the buffer protocol's 0.4 us, and 1 us for a read-only array; the module
-checks that layout on a few arrays when it loads, and without it the call takes the
-buffer protocol's way.
+:func:`data_address` reads an array's address from the array object itself (NumPy's
+``PyArrayObject`` keeps its data pointer right after the object header): 0.14 us,
+against the buffer protocol's 0.4 us and 1 us for a read-only array.  The module
+checks that layout on a few arrays when it loads (:data:`LAYOUT_HOLDS`);
+:mod:`tdsl.runtime.native` takes every address that way where it holds.
 """
 
 # pyright: reportPrivateUsage=false
@@ -57,15 +57,19 @@ def _layout_holds() -> bool:
 
 
 LAYOUT_HOLDS = _layout_holds()
-"""Whether the generated calls read an array's address from the array object."""
+"""Whether :func:`data_address` may read an array's address from the array object."""
+
+
+def index_error(index: int, axis: int, extent: int) -> TdslIndexError:
+    """The error of a gather that met ``index`` on an ``axis`` of ``extent`` (both
+    calls raise it)."""
+    return TdslIndexError(f"index {index} is out of bounds for axis {axis} with size {extent}")
 
 
 def fast_call(fn: NativeFunction, address: Callable[[Any], int]) -> Callable[..., Any]:
     """``fn``'s call, straight-line for C-contiguous ndarray inputs of its dtypes and no
-    ``out`` (``address``: an array's data address, where :data:`LAYOUT_HOLDS` is false);
-    any other call runs ``fn._general``."""
-    if LAYOUT_HOLDS:
-        address = data_address
+    ``out`` (``address``: an array's data address); any other call runs
+    ``fn._general``."""
     env: dict[str, Any] = {
         "general": fn._general,
         "empty": np.empty,
@@ -75,7 +79,7 @@ def fast_call(fn: NativeFunction, address: Callable[[Any], int]) -> Callable[...
         "workspace": fn.workspace,
         "main": fn.main,
         "run": fn._run,
-        "IndexError_": TdslIndexError,
+        "index_error": index_error,
         "ND": np.ndarray,
     }
     inputs = [f"a{k}" for k in range(len(fn._inputs))]
@@ -134,10 +138,7 @@ def fast_call(fn: NativeFunction, address: Callable[[Any], int]) -> Callable[...
         body.append("        workspace.give(space)")
     for k, (_, (axis, extent)) in enumerate(fn._errors):
         body.append(f"    if e{k}[0]:")
-        body.append(
-            f"        raise IndexError_(f'index {{int(e{k}[1])}} is out of bounds for axis "
-            f"{axis} with size {extent}')"
-        )
+        body.append(f"        raise index_error(int(e{k}[1]), {axis}, {extent})")
     if not results:
         body.append("    return None")
     elif len(results) == 1:

@@ -48,10 +48,9 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from tdsl.defaults import MIN_BLAS_BYTES_PER_THREAD
-from tdsl.errors import TdslIndexError
 from tdsl.runtime.blas import find_gemm, matmul_shims
 from tdsl.runtime.compile import CompiledModule, NativeCompileError, compile_llvm, llvm_ir
-from tdsl.runtime.fast_call import fast_call
+from tdsl.runtime.fast_call import LAYOUT_HOLDS, data_address, fast_call, index_error
 from tdsl.runtime.plan import FunctionPlan, _Call, read_plan
 from tdsl.runtime.workspace import Workspace, WorkspaceLayout
 
@@ -101,13 +100,18 @@ class NativeCode:
         return NativeFunction(plan, self)
 
 
-def _address(a: Array) -> int:
+def _buffer_address(a: Array) -> int:
     """The address of ``a``'s data: through the buffer protocol when writable (3x faster
     than ``a.ctypes.data``), else ``a.ctypes.data``."""
     try:
         return ctypes.addressof(ctypes.c_char.from_buffer(cast(Any, a)))
     except (TypeError, ValueError):  # read-only, or empty
         return a.ctypes.data
+
+
+_address: Callable[[Array], int] = data_address if LAYOUT_HOLDS else _buffer_address
+"""The address of an ndarray's data: read from the array object where NumPy's layout
+allows (:data:`tdsl.runtime.fast_call.LAYOUT_HOLDS`), else through the buffer protocol."""
 
 
 class NativeFunction:
@@ -242,9 +246,7 @@ class NativeFunction:
             # a gather met an index out of range
             flag, index = (int(v) for v in flags)
             if flag:
-                raise TdslIndexError(
-                    f"index {index} is out of bounds for axis {axis} with size {extent}"
-                )
+                raise index_error(index, axis, extent)
         for buffer, given in copies:
             np.copyto(given, buffer)
         if not results:
