@@ -39,15 +39,13 @@ from tdsl.transforms.fusion_parts import (
 )
 from tdsl.transforms.fusion_scratch import (
     LiveBound,
+    group_body,
     group_min_scratch,
     max_into,
     merge_nodes,
     range_add,
 )
-from tdsl.transforms.iteration_space import (
-    Inconsistent,
-    analyze,
-)
+from tdsl.transforms.iteration_space import Inconsistent
 
 # ---------------------------------------------------------------------------
 # Planning
@@ -470,7 +468,7 @@ class FusionPlanner:
         results = [
             r for op in ops for r in op.results if self._used_outside(r, members.__contains__)
         ]
-        body = analyze(ops, results)
+        body = group_body(ops, results)
         if isinstance(body, Inconsistent):
             raise internal_error(
                 f"tdsl-fuse: group {name} is inconsistent: {body.reason}", op=ops[0]

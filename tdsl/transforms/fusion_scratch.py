@@ -118,18 +118,39 @@ _MEMO: ContextVar[dict[tuple[tuple[int, ...], tuple[int, ...]], list[int | None]
 """While :func:`remembered_scratch` runs: per group (its ops and outputs, by identity),
 the need of its smallest tile and of its decomposed copy's (computed once)."""
 
+_BODIES: ContextVar[
+    dict[tuple[tuple[int, ...], tuple[int, ...]], GroupBody | Inconsistent] | None
+] = ContextVar("tdsl_group_body_memo", default=None)
+"""While :func:`remembered_scratch` runs: per group, its iteration space (``analyze``)."""
+
 _UNKNOWN = -1
 
 
 @contextmanager
 def remembered_scratch() -> Generator[None]:
-    """Remember :func:`group_min_scratch` of each group while the IR stays as it is (the
-    fusion planner asks again for the same groups under each budget it tries)."""
+    """Remember :func:`group_min_scratch` and :func:`group_body` of each group while the
+    IR stays as it is (the fusion planner asks again for the same groups under each
+    budget it tries)."""
     token = _MEMO.set({})
+    bodies = _BODIES.set({})
     try:
         yield
     finally:
+        _BODIES.reset(bodies)
         _MEMO.reset(token)
+
+
+def group_body(ops: Sequence[Operation], outputs: Sequence[SSAValue]) -> GroupBody | Inconsistent:
+    """``analyze(ops, outputs)``, once per group while :func:`remembered_scratch` runs (a
+    :class:`GroupBody` is frozen: the plans of every budget tried may share it)."""
+    memo = _BODIES.get()
+    if memo is None:
+        return analyze(ops, outputs)
+    key = (tuple(map(id, ops)), tuple(map(id, outputs)))
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = analyze(ops, outputs)
+    return found
 
 
 def group_min_scratch(
@@ -151,7 +172,7 @@ def group_min_scratch(
     known = memo.get(key) if memo is not None else None
     if known is None:
         if body is None:
-            body = analyze(ops, outputs)
+            body = group_body(ops, outputs)
         known = [None if isinstance(body, Inconsistent) else min_scratch(body), _UNKNOWN]
         if isinstance(body, Inconsistent):
             known[1] = None
