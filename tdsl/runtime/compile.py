@@ -127,7 +127,18 @@ def host_info() -> HostInfo:
 
 
 def native_unavailable_reason() -> str | None:
-    """Why native code cannot run in this process, or None when it can."""
+    """Why native code cannot run in this process, or None when it can (found once: a
+    target machine for the host is made to find it)."""
+    with _LOCK:
+        if "unavailable" in _STATE:
+            return _STATE["unavailable"]
+    reason = _unavailable_reason()
+    with _LOCK:
+        _STATE["unavailable"] = reason
+    return reason
+
+
+def _unavailable_reason() -> str | None:
     machine = platform.machine()
     if machine not in SUPPORTED_MACHINES:
         return f"unsupported machine '{machine}' (native code is built for x86_64 and aarch64)"
