@@ -226,6 +226,8 @@ def _choose_plans(fn: func.FuncOp, memory_budget: int) -> tuple[list[BlockPlan],
         return plans, best
     chosen = plans
     seen = {_partition(plans)}
+    # the least budget whose plan the budget did not shape: larger ones plan alike
+    free_at = None if any(p.budget_refused for p in plans) else memory_budget
     # past 3x all the program's elements the budget refuses no merge
     cap = 3 * sum(
         math.prod(tensor_shape(r))
@@ -236,9 +238,11 @@ def _choose_plans(fn: func.FuncOp, memory_budget: int) -> tuple[list[BlockPlan],
     for b in PLAN_BUDGETS:
         if b == memory_budget:
             continue
-        if b > 4 * cap + 16:
+        if b > 4 * cap + 16 or (free_at is not None and b > free_at):
             break
         candidate = plan_function(fn, b)
+        if not any(p.budget_refused for p in candidate):
+            free_at = b
         key = _partition(candidate)
         if key in seen:
             continue

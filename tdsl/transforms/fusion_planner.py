@@ -125,6 +125,10 @@ class BlockPlan:
     (topological) order, close to program order."""
     dead: tuple[Operation, ...] = ()
     """Ops whose results nothing uses: the pass erases them."""
+    budget_refused: bool = False
+    """Whether rule 3 (the memory budget) refused a merge.  When it did not, every larger
+    budget plans the same groups: the budget enters the greedy grouping only through
+    that rule, whose test is monotone in the budget."""
 
 
 class FusionPlanner:
@@ -134,6 +138,7 @@ class FusionPlanner:
         self.block = block
         self.function = function
         self.budget = budget
+        self.budget_refused = False
         self.taken = taken
         self.ops = list(block.ops)
         self.index = {op: i for i, op in enumerate(self.ops)}
@@ -199,6 +204,7 @@ class FusionPlanner:
         need = group_min_scratch(ops, self._outputs(ops, ids), self.budget)
         if need is not None and need <= self.budget:
             return None
+        self.budget_refused = True
         shown = "no legal tile" if need is None else f"{need} elements of scratch"
         return (
             f"the fused group would need {shown} at its smallest tile, over the memory "
@@ -441,7 +447,13 @@ class FusionPlanner:
         unfused.sort(key=lambda e: (self.index[e.consumer], e.operand))
         dead = tuple(op for op in self.ops if op in self.dead)
         return BlockPlan(
-            self.function, self.block, tuple(groups), tuple(unfused), tuple(order), dead
+            self.function,
+            self.block,
+            tuple(groups),
+            tuple(unfused),
+            tuple(order),
+            dead,
+            self.budget_refused,
         )
 
     def _names(self) -> Iterator[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from typing import Any
 
@@ -750,3 +751,46 @@ func.func @main(%A: tensor<8x8xf32>) -> tensor<8x8xf32> {
     found = analyze([exp, total, add], [add.results[0]])
     assert isinstance(found, Inconsistent)
     assert found.reason.startswith("inconsistent iteration space: two dimensions of a 8x8 value")
+
+
+PLANNED = {
+    "softmax-matmul": ("tanh(softmax(A) @ B)", {"A": (40, 300), "B": (300, 30)}),
+    "attention": (
+        "softmax(q @ transpose(k) * 0.125 + m) @ v",
+        {"q": (64, 16), "k": (64, 16), "m": (64, 64), "v": (64, 16)},
+    ),
+    "mlp": (
+        "x + tanh(layernorm(x) @ w1 + b1) @ w2",
+        {"x": (32, 48), "w1": (48, 192), "b1": (192,), "w2": (192, 48)},
+    ),
+    "chain": ("(A @ B) @ C", {"A": (30, 40), "B": (40, 50), "C": (50, 20)}),
+}
+"""Programs whose plans the budget shapes at small budgets (reductions, scans and
+element-wise chains tile down to a few elements: no budget refuses their merges)."""
+
+
+@pytest.mark.parametrize("name", sorted(PLANNED))
+def test_a_plan_the_budget_did_not_shape_is_the_plan_of_every_larger_budget(name: str) -> None:
+    """The search for the plan of least memory (``choose_plans``) stops at the first
+    budget whose plan the budget refused no merge of (``BlockPlan.budget_refused``): every
+    larger budget plans the same groups.  The flag is set exactly when an unfused edge
+    says the budget refused it."""
+    from tdsl.frontend import to_tensordsl
+
+    source, shapes = PLANNED[name]
+    (main,) = [op for op in to_tensordsl(source, shapes).walk() if isinstance(op, FuncOp)]
+
+    def partition(budget: int) -> tuple[list[list[int]], bool]:
+        plans = plan_function(main, budget)
+        refused = any(p.budget_refused for p in plans)
+        said = any("over the memory budget" in e.reason for p in plans for e in p.unfused)
+        assert refused == said
+        return [[id(op) for op in g.ops] for p in plans for g in p.groups], refused
+
+    budgets = [4**k for k in range(1, 12)]
+    plans = [partition(b) for b in budgets]
+    assert plans[0][1], "the smallest budget shapes the plan"
+    assert not plans[-1][1], "the largest does not"
+    for (groups, refused), later in itertools.pairwise(plans):
+        if not refused:
+            assert later == (groups, False)
