@@ -37,6 +37,10 @@ from tdsl.transforms.fusion_scratch import group_min_scratch, remembered_scratch
 # of a budget B is the greedy plan at B when its need fits B; else, among the
 # greedy plans at the budgets of :data:`PLAN_BUDGETS` (a fixed ladder, so that
 # every budget below the need considers the same plans), the one of least need.
+# The ladder is climbed from the bottom and left at the first budget whose greedy
+# plan the budget refused no merge of (``BlockPlan.budget_refused``): the budget
+# enters the grouping only through rule 3, whose test is monotone in it, so every
+# larger budget plans the same groups.
 
 PLAN_BUDGETS = tuple(16 * 4**k for k in range(16))
 """The budgets whose greedy plans are considered when the plan of the budget does not fit
