@@ -2,6 +2,7 @@
 
     python benchmarks/compile_time.py stages [--reps 3]
     python benchmarks/compile_time.py unroll [--size 2048] [--reps 15]
+    python benchmarks/compile_time.py transformer [--target numpy] [--reps 1]
 
 ``stages``: each stage's time (``CompiledKernel.compile_time``) summed over a set of
 small programs like the tests' (64x64 f32), each compiled natively by a fresh JIT
@@ -12,6 +13,11 @@ loop unroller (``tdsl.runtime.compile.compile_llvm(unroll=...)``; tdsl's default
 without): the compile time, and the call time of both, interleaved in one process
 (medians of ``reps``).  Large workloads at ``size``, plus small ones whose constant
 trip counts the unroller unrolls whole.
+
+``transformer``: each workload of ``benchmarks/transformer.py`` (the GPT-2 MLP,
+attention heads, the block) traced with ``tdsl.trace`` and compiled on ``target`` by a
+fresh trace: the whole compile and its ``tdsl-fuse`` stage, the medians of ``reps``.
+Run it with ``PYTHONPATH`` at another checkout to compare two versions.
 """
 
 from __future__ import annotations
@@ -115,6 +121,32 @@ def unroll(size: int, reps: int) -> None:
         )
 
 
+def transformer(target: str, reps: int) -> None:
+    import sys
+    from pathlib import Path
+
+    import tdsl
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import transformer as workloads  # benchmarks/transformer.py
+
+    print(f"tdsl from {Path(tdsl.__file__).parent}, target {target}, medians of {reps}")
+    for name in workloads.WORKLOADS:
+        fn, args, _ = workloads.inputs(name)
+        whole: list[float] = []
+        fuse: list[float] = []
+        for _ in range(reps):
+            traced = tdsl.trace(fn, target=target)
+            start = time.perf_counter()
+            traced.compile(*args)
+            whole.append(time.perf_counter() - start)
+            fuse.append(sum(k.compile_time.get("tdsl-fuse", 0.0) for k in traced.kernels))
+        print(
+            f"  {name:<16} compile {statistics.median(whole):6.2f} s, "
+            f"tdsl-fuse {statistics.median(fuse):6.2f} s"
+        )
+
+
 def _timed(fn: Callable[[], object]) -> float:
     start = time.perf_counter()
     fn()
@@ -129,9 +161,14 @@ def main() -> None:
     p = sub.add_parser("unroll")
     p.add_argument("--size", type=int, default=2048)
     p.add_argument("--reps", type=int, default=15)
+    p = sub.add_parser("transformer")
+    p.add_argument("--target", choices=("numpy", "native", "auto"), default="numpy")
+    p.add_argument("--reps", type=int, default=1)
     args = parser.parse_args()
     if args.command == "stages":
         stages(args.reps)
+    elif args.command == "transformer":
+        transformer(args.target, args.reps)
     else:
         unroll(args.size, args.reps)
 
