@@ -48,7 +48,8 @@ from dataclasses import astuple, dataclass, fields
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Operation
 
-from tdsl.dialects.structured import tensor_shape
+from tdsl.dialects.kernel import TileOp
+from tdsl.dialects.structured import ReductionOp, ScanOp, tensor_shape
 
 HEAVY_OPS = frozenset(
     f"tensordsl.{name}"
@@ -117,8 +118,7 @@ TERMS = ("overhead", *(f.name for f in fields(Features)))
 
 
 def _elements(op: Operation) -> int:
-    types = [r.type for r in op.results if isinstance(r.type, TensorType)]
-    return sum(math.prod(t.get_shape()) for t in types)
+    return sum(math.prod(tensor_shape(r)) for r in op.results if isinstance(r.type, TensorType))
 
 
 def _flops(op: Operation) -> int:
@@ -130,8 +130,6 @@ def _flops(op: Operation) -> int:
 
 def _calls(op: Operation, target: str) -> tuple[int, int, int]:
     """The element-wise calls, reductions and products ``op`` makes on ``target``."""
-    from tdsl.dialects.structured import ReductionOp, ScanOp
-
     if target == "numpy" and op.name in NUMPY_CALLS:
         return (*NUMPY_CALLS[op.name], 0)
     if op.name in MATMUL_OPS:
@@ -144,9 +142,6 @@ def _calls(op: Operation, target: str) -> tuple[int, int, int]:
 def features(tiled: ModuleOp, target: str) -> Features:
     """The counts of ``tiled`` (a module at the ``tiled`` stage) for ``target``
     (``numpy`` or ``native``: their hooks :data:`NUMPY_CALLS` and :data:`HEAVY_COST`)."""
-    from tdsl.dialects.kernel import TileOp
-    from tdsl.dialects.structured import ReductionOp
-
     cost = HEAVY_COST.get(target, {})
     calls = reductions = products = work = heavy = flops = across = 0.0
     for tile in tiled.walk():

@@ -180,22 +180,18 @@ def choose_tiles(body: GroupBody, budget: int, tile_size: int | None = None) -> 
     return None
 
 
-def _smallest(
-    body: GroupBody,
-    whole: set[int],
-    again: dict[int, int],
-    legal: Callable[[tuple[int, ...]], TileSchedule | None],
-) -> tuple[tuple[int, ...], TileSchedule] | None:
-    """Every dim outside ``whole`` cut to 1 where the schedule allows it, in shrink order:
-    the tiles and their schedule (``legal`` gives a tiling's schedule or None)."""
-    tiles = tuple(_whole(body))
-    found = legal(tiles)
+def _smallest(body: GroupBody, whole: set[int], again: dict[int, int]) -> Tiling | None:
+    """Every dim outside ``whole`` cut to 1 where the schedule allows it, in shrink order."""
+    tiles = _whole(body)
+    found = _legal(body, tiles)
     for d in _shrink_order(body, whole, again):
-        trial = (*tiles[:d], 1, *tiles[d + 1 :])
-        cut = legal(trial)
+        trial = list(tiles)
+        trial[d] = 1
+        cut = _legal(body, trial)
         if cut is not None:
             tiles, found = trial, cut
-    return None if found is None else (tiles, found)
+    # only the last legal tiling's scratch is wanted
+    return None if found is None else Tiling(tuple(tiles), found, plan_scratch(found))
 
 
 def _legal(body: GroupBody, tiles: Sequence[int]) -> TileSchedule | None:
@@ -207,24 +203,14 @@ def _legal(body: GroupBody, tiles: Sequence[int]) -> TileSchedule | None:
 
 
 def min_scratch(body: GroupBody) -> int | None:
-    """The scratch of the smallest legal tile of ``body`` (None when no tiling is legal).
-
-    The sets of dims kept whole often cut to the same tiles: each tiling is scheduled,
-    and each smallest one planned, once."""
-    schedules: dict[tuple[int, ...], TileSchedule | None] = {}
-
-    def legal(tiles: tuple[int, ...]) -> TileSchedule | None:
-        if tiles not in schedules:
-            schedules[tiles] = _legal(body, tiles)
-        return schedules[tiles]
-
-    needs: dict[tuple[int, ...], int] = {}
+    """The scratch of the smallest legal tile of ``body`` (None when no tiling is legal)."""
+    best: int | None = None
     again = _recomputed(body)
     for whole in [set[int](), *_whole_sets(body)]:
-        found = _smallest(body, whole, again, legal)
-        if found is not None and found[0] not in needs:
-            needs[found[0]] = plan_scratch(found[1]).total
-    return min(needs.values(), default=None)
+        found = _smallest(body, whole, again)
+        if found is not None and (best is None or found.scratch.total < best):
+            best = found.scratch.total
+    return best
 
 
 def explicit_tiles(
