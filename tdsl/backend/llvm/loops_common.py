@@ -58,6 +58,20 @@ class StridedBlasOperandError(TdslIRError):
     row-major array instead of compiling a variant for its strides (no failure)."""
 
 
+def blas_rows(t: MemRefType[Attribute]) -> bool:
+    """Whether BLAS can read the last two dims of ``t`` in place as a row-major matrix:
+    contiguous rows a leading dimension apart that is at least a row's length (a
+    broadcast view's row stride is 0 and an overlapping window's is shorter; BLAS
+    refuses such a call and computes nothing)."""
+    strides = t.get_strides()
+    return (
+        len(strides) >= 2
+        and strides[-1] == 1
+        and strides[-2] is not None
+        and strides[-2] >= max(1, t.get_shape()[-1])
+    )
+
+
 SPLIT_TILES = 64
 """The tiles a group's first parallel dim is cut into at least, for threads to share."""
 

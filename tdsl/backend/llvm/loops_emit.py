@@ -24,6 +24,7 @@ from tdsl.backend.llvm.loops_common import (
     _effect_values,
     _is_contraction,
     _is_reduction,
+    blas_rows,
     loops_bug,
 )
 from tdsl.backend.llvm.loops_flash import FLASH_BLAS_ROWS, FlashBuffers, emit_flash_tile
@@ -472,12 +473,12 @@ class _Group(_GroupPlan):
                 raise loops_bug("a BLAS operand read through a packed block", op)
             t = cast(MemRefType[Attribute], where.ref.type)
             strides = t.get_strides()
-            if len(strides) < 2 or strides[-1] != 1 or None in strides:
+            if None in strides or not blas_rows(t):
                 # (the runtime then calls the row-major variant on a copy)
                 raise StridedBlasOperandError(
                     "tdsl-lower-to-loops: a strided input is the operand of a matmul BLAS "
-                    f"computes a tile at a time ({t}; BLAS reads contiguous rows): give it "
-                    "row-major",
+                    f"computes a tile at a time ({t}; BLAS reads rows a leading dimension "
+                    "apart, no less than a row's length): give it row-major",
                     op=op,
                 )
             offset: SSAValue = code.index(0)
@@ -540,8 +541,9 @@ class _Group(_GroupPlan):
             or cast(MemRefType[Attribute], buffers.p.type).element_type != element_type(v)
         ):
             return False
-        strides = cast(MemRefType[Attribute], where.ref.type).get_strides()
-        if len(strides) != 2 or strides[-1] != 1 or strides[0] is None:
+        v_type = cast(MemRefType[Attribute], where.ref.type)
+        strides = v_type.get_strides()
+        if len(strides) != 2 or not blas_rows(v_type):
             return False
 
         ldb = code.index(cast(int, strides[0]))

@@ -444,6 +444,30 @@ def test_strided_inputs_run_in_variants_without_copies() -> None:
     assert len(variants.compiled) == 3
 
 
+@pytest.mark.parametrize("m, n", [(3, 4), (17, 33)])
+def test_rows_that_repeat_or_overlap_reach_blas_copied(m: int, n: int) -> None:
+    """BLAS reads a matrix's rows a leading dimension apart, at least a row's length: a
+    broadcast view (row stride 0) or an overlapping window is copied for the call.  Read
+    in place, ``A.T @ A`` of a broadcast row made BLAS refuse the call ("parameter number
+    8 had an illegal value") and return an output it never wrote (found by fuzzing
+    ``tdsl.trace``)."""
+    from tdsl.jit import JITTensorKernel
+
+    row = np.arange(n + m, dtype=np.float32)
+    views = {
+        "broadcast row": np.broadcast_to(row[:n], (m, n)),
+        "overlapping rows": np.lib.stride_tricks.as_strided(row, (m, n), (4, 4)),
+    }
+    jit = JITTensorKernel(target="native")
+    for what, a in views.items():
+        assert not a.flags.c_contiguous
+        for text, want in [
+            ("matmul(transpose(A), A)", a.T @ a),
+            ("matmul(A, transpose(A))", a @ a.T),
+        ]:
+            np.testing.assert_array_equal(jit(text, A=a), want, err_msg=f"{what}: {text}")
+
+
 @pytest.mark.parametrize("budget", [16, 4096, 1_000_000])
 @pytest.mark.parametrize("shape", [(2, 1), (3, 5), (64, 300)])
 def test_softmax_of_f32_into_an_f64_result(shape: tuple[int, int], budget: int) -> None:
