@@ -64,12 +64,10 @@ def blas_rows(t: MemRefType[Attribute]) -> bool:
     broadcast view's row stride is 0 and an overlapping window's is shorter; BLAS
     refuses such a call and computes nothing)."""
     strides = t.get_strides()
-    return (
-        len(strides) >= 2
-        and strides[-1] == 1
-        and strides[-2] is not None
-        and strides[-2] >= max(1, t.get_shape()[-1])
-    )
+    if strides is None or len(strides) < 2:
+        return False
+    row, step = strides[-2], strides[-1]
+    return step == 1 and row is not None and row >= max(1, t.get_shape()[-1])
 
 
 SPLIT_TILES = 64
