@@ -115,6 +115,8 @@ def _sink_whole(
     result's shape), each made anew by ``make``, or 0-d (kept as it is)."""
     producer = op.input.owner
     full = tensor_shape(op.input)
+    if not full:
+        return  # a 0-d result's operands are all 0-d: none would be made anew
     if isinstance(producer, Operation) and all(
         tensor_shape(v) in (full, ()) for v in producer.operands
     ):

@@ -76,6 +76,21 @@ def test_reshapes_are_numpys(target: str, budget: int, text: str) -> None:
     np.testing.assert_allclose(got, expected, rtol=2e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(
+    "text", ["reshape(z + 1, (1, 1))", "ravel(exp(z))", "reshape(z * z, (-1,))", "ravel(z)"]
+)
+def test_reshapes_of_a_0d_value_have_numpys_shape(target: str, text: str) -> None:
+    """A computed 0-d value reshaped: ``tdsl-sink-views`` once sank the reshape onto the
+    0-d operands of ``z + 1``, each left as it was, and so replaced the ``(1, 1)`` result
+    by a 0-d one on every target (found by fuzzing ``tdsl.trace``)."""
+    z = np.array(1.5, np.float32)
+    got = run_on(target, 10**6, text, z=z)
+    expected = _numpy(text, {"z": z})
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
 def test_reshape_prints_and_the_report_names_a_copy_with_its_size() -> None:
     module = to_tensordsl("reshape(x, (4, -1))", shapes={"x": (3, 8)})
     assert "tensordsl.reshape %x : tensor<3x8xf64> -> tensor<4x6xf64>" in str(module)

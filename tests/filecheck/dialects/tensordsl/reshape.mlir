@@ -42,3 +42,16 @@ func.func @copied(%a: tensor<4x6xf32>) -> tensor<12xf32> {
 // LOOPS-LABEL: func.func @copied(
 // LOOPS-SAME: tdsl.arg_roles = ["in", "out", "view", "tmp", "view"], tdsl.views = array<i64: 2, 0, 1, 4, 3, 0>
 // LOOPS-NEXT: func.call @copied_pack0(%0, %1) : (memref<4x3xf32, strided<[6, 1]>>, memref<4x3xf32>) -> ()
+
+// A reshape of a 0-d element-wise result stays where it is: its operands are 0-d,
+// and none would take the result's shape.
+func.func @of_0d(%a: tensor<f32>, %b: tensor<f32>) -> tensor<1x1xf32> {
+  %0 = tensordsl.add %a, %b : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %1 = tensordsl.reshape %0 : tensor<f32> -> tensor<1x1xf32>
+  func.return %1 : tensor<1x1xf32>
+}
+
+// SINK-LABEL: func.func @of_0d(
+// SINK-NEXT: [[S:%[a-z0-9_]+]] = tensordsl.add {{%[a-z0-9_]+}}, {{%[a-z0-9_]+}} : (tensor<f32>, tensor<f32>) -> tensor<f32>
+// SINK-NEXT: [[R:%[a-z0-9_]+]] = tensordsl.reshape [[S]] : tensor<f32> -> tensor<1x1xf32>
+// SINK-NEXT: func.return [[R]] : tensor<1x1xf32>
