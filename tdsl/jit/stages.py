@@ -86,12 +86,40 @@ def run_pipeline(
             if input_stage is not None:
                 stages[input_stage] = current.clone()
             return
+        check_results(current, previous.name)
         name = STAGES.get(previous.name, previous.name)
         stages[name] = current if upcoming is None else current.clone()
         started[0] = time.perf_counter()  # (the copy is not the next pass's time)
 
     build_pipeline(spec, snapshot).apply(ctx, module)
     return stages
+
+
+def check_results(module: ModuleOp, pass_name: str) -> None:
+    """Raise an internal error unless each ``func.func`` of ``module`` returns what its
+    signature says, after pass ``pass_name``.  The JIT checks this after every pass, where
+    verifying the whole module would cost as much as some passes: a rewrite that puts a
+    value of another type in a result's place is then an error at the ``func.return``,
+    not a result of the wrong shape (``reshape(h + 1, (1, 1))`` of a 0-d ``h`` once
+    returned a 0-d array)."""
+    from xdsl.dialects import func
+
+    from tdsl.errors import internal_error
+
+    for fn in module.ops:
+        if not isinstance(fn, func.FuncOp) or not fn.body.blocks:
+            continue
+        ret = fn.body.blocks[-1].last_op
+        if not isinstance(ret, func.ReturnOp):
+            continue
+        got = [a.type for a in ret.arguments]
+        want = list(fn.function_type.outputs.data)
+        if got != want:
+            raise internal_error(
+                f"{pass_name}: @{fn.sym_name.data} returns ({', '.join(map(str, got))}) "
+                f"where its signature says ({', '.join(map(str, want))})",
+                op=ret,
+            )
 
 
 LOWERED_CACHE_SIZE = 32

@@ -297,3 +297,26 @@ def test_auto_keeps_matmuls_that_would_run_as_loops_on_the_numpy_target() -> Non
     )
     assert widened.target == "native", widened.target_reason
     assert widened.ir["loops"].count("func.call @tdsl_gemm_f32_") == 1
+
+
+def test_a_pass_that_changes_a_result_type_is_an_internal_error_at_the_return() -> None:
+    """The JIT checks after every pass that each function returns what its signature says
+    (a whole-module verify would cost as much as some passes)."""
+    from xdsl.dialects import func
+
+    from tdsl.errors import TdslIRError
+    from tdsl.frontend import to_tensordsl
+    from tdsl.jit.stages import check_results
+
+    module = to_tensordsl("reshape(z + 1, (1, 1))", shapes={"z": ()}, dtypes={"z": "f32"})
+    check_results(module, "tdsl-fuse")  # as built
+    ret = next(op for op in module.walk() if isinstance(op, func.ReturnOp))
+    reshape = ret.arguments[0].owner
+    ret.operands = [reshape.operands[0]]  # what a wrong rewrite left: the 0-d sum
+    with pytest.raises(TdslIRError) as caught:
+        check_results(module, "tdsl-fuse")
+    assert caught.value.message == (
+        "internal error: tdsl-fuse: @main returns (tensor<f32>) where its signature says "
+        "(tensor<1x1xf32>)"
+    )
+    assert caught.value.op is ret  # a driver places it where the return was
