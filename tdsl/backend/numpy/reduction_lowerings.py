@@ -254,20 +254,22 @@ def _layernorm(op: td.LayerNormOp, g: TileGen, args: Sequence[Any], results: Seq
         note=f"layernorm along axis {axis}: (x - mean) / sqrt(var + eps)",
     )
     g.ufunc("divide", mean, n, out=mean)
-    g.ufunc("subtract", x, mean, out=out)
+    # the deviations, in the result (float16: in a float32 buffer, rounded once at the end)
+    d = out if not wide else g.workspace(2)
+    g.ufunc("subtract", x, mean, out=d)
     # the sum of squared deviations as one einsum (no temporary)
     letters = "abcdefghijklmnopqrstuvwxyz"[: len(out.shape)]
     kept = letters.replace(letters[axis], "")
     row = ", ".join([":"] * axis + ["0", "..."])  # a view, also when 0-d
     g.call(
-        f'np.einsum("{letters},{letters}->{kept}", {{0}}, {{0}}, out={{out}}[{row}]{wide})',
-        out,
+        f'np.einsum("{letters},{letters}->{kept}", {{0}}, {{0}}, out={{out}}[{row}])',
+        d,
         out=var,
     )
     g.ufunc("divide", var, n, out=var)
     g.ufunc("add", var, g.scalar(op.eps_value, var.dtype), out=var)
     g.ufunc("sqrt", var, out=var)
-    g.ufunc("divide", out, var, out=out)
+    g.ufunc("divide", d, var, out=out)
 
 
 # -- softmax_matmul: flash attention's online softmax ------------------------------------

@@ -21,7 +21,7 @@ import numpy as np
 from xdsl.builder import Builder
 from xdsl.dialects import arith
 from xdsl.dialects import math as xmath
-from xdsl.dialects.builtin import Float64Type, FloatAttr, IntegerAttr, f64, i64
+from xdsl.dialects.builtin import Float16Type, Float64Type, FloatAttr, IntegerAttr, f32, f64, i64
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.ir.affine import AffineMap
 from xdsl.irdl import (
@@ -58,7 +58,7 @@ from tdsl.dialects.structured import (
 )
 from tdsl.dialects.structured_types import expect_shape, same_element_types, shape_error
 from tdsl.dialects.tensordsl.constant import ConstantOp
-from tdsl.dialects.tensordsl.contraction import MatmulOp, matmul_loops, matmul_shape
+from tdsl.dialects.tensordsl.contraction import CastOp, MatmulOp, matmul_loops, matmul_shape
 from tdsl.dialects.tensordsl.elementwise_binary import AddOp, DivOp, MulOp, SubOp
 from tdsl.dialects.tensordsl.elementwise_math import ExpOp, LogOp, SqrtOp
 from tdsl.dialects.tensordsl.reductions import MaxOp, MeanOp, SumOp, online_step
@@ -67,6 +67,26 @@ from tdsl.dtypes import wide_accumulator
 
 def _axis_attr(axis: int) -> Attribute:
     return IntegerAttr(axis, i64)
+
+
+def _widened(ops: list[Operation], value: SSAValue) -> SSAValue:
+    """``value`` in float32 when it is float16 (the cast appended to ``ops``), else itself:
+    a decomposition computes a float16 row's statistics in float32, as the op does."""
+    if not isinstance(element_type(value), Float16Type):
+        return value
+    cast = CastOp(value, f32)
+    ops.append(cast)
+    return cast.result
+
+
+def _narrowed(ops: list[Operation], value: SSAValue, like: SSAValue) -> SSAValue:
+    """``value`` cast back to the element type of ``like`` where :func:`_widened` widened
+    it (the cast appended to ``ops``): the one rounding of a float16 result."""
+    if element_type(value) == element_type(like):
+        return value
+    cast = CastOp(value, element_type(like))
+    ops.append(cast)
+    return cast.result
 
 
 def softmax_array(x: np.ndarray[Any, Any], axis: int) -> np.ndarray[Any, Any]:
@@ -127,9 +147,12 @@ class SoftmaxOp(RowLocalOp):
         m = MaxOp(self.input, axis, keepdims=True)
         shifted = SubOp(self.input, m)
         e = ExpOp(shifted)
-        s = SumOp(e, axis, keepdims=True)
-        y = DivOp(e, s)
-        return [m, shifted, e, s, y], y.result
+        ops: list[Operation] = [m, shifted, e]
+        wide = _widened(ops, e.result)  # float16: the sum and the quotient in float32
+        s = SumOp(wide, axis, keepdims=True)
+        y = DivOp(wide, s)
+        ops += [s, y]
+        return ops, _narrowed(ops, y.result, self.input)
 
     def decompose_with_user(self) -> tuple[Operation, Operation] | None:
         # softmax(s) @ v along the last axis: one softmax_matmul, flash attention's online
@@ -208,10 +231,13 @@ class LogSoftmaxOp(RowLocalOp):
         m = MaxOp(self.input, axis, keepdims=True)
         shifted = SubOp(self.input, m)
         e = ExpOp(shifted)
-        s = SumOp(e, axis, keepdims=True)
+        ops: list[Operation] = [m, shifted, e]
+        s = SumOp(_widened(ops, e.result), axis, keepdims=True)  # float16: in float32
         lg = LogOp(s)
-        y = SubOp(shifted, lg)
-        return [m, shifted, e, s, lg, y], y.result
+        ops += [s, lg]
+        y = SubOp(_widened(ops, shifted.result), lg)
+        ops.append(y)
+        return ops, _narrowed(ops, y.result, self.input)
 
 
 def layernorm_array(x: np.ndarray[Any, Any], axis: int, eps: float) -> np.ndarray[Any, Any]:
@@ -274,21 +300,27 @@ class LayerNormOp(RowLocalOp):
         constant_operands: Sequence[bool],
     ) -> tuple[Workspace, ...]:
         stat = row_stat_shape(result_shapes[0], self.axis_value)
-        wide = wide_accumulator(numpy_dtype(self.result.type))
-        return ((stat, wide), (stat, wide))
+        dtype = numpy_dtype(self.result.type)
+        wide = wide_accumulator(dtype)
+        if wide == dtype:
+            return ((stat, wide), (stat, wide))
+        # float16: the deviations too are float32, rounded once in the quotient
+        return ((stat, wide), (stat, wide), (result_shapes[0], wide))
 
     def decompose_rows(self) -> tuple[list[Operation], SSAValue]:
         axis = self.axis.value.data
-        element = element_type(self.input)
-        mu = MeanOp(self.input, axis, keepdims=True)
-        d = SubOp(self.input, mu)
+        ops: list[Operation] = []
+        x = _widened(ops, self.input)  # float16 computes in float32 and rounds once
+        mu = MeanOp(x, axis, keepdims=True)
+        d = SubOp(x, mu)
         sq = MulOp(d, d)
         var = MeanOp(sq, axis, keepdims=True)
-        eps = ConstantOp.splat(self.eps_value, element)
+        eps = ConstantOp.splat(self.eps_value, element_type(x))
         shifted = AddOp(var, eps)
         root = SqrtOp(shifted)
         y = DivOp(d, root)
-        return [mu, d, sq, var, eps, shifted, root, y], y.result
+        ops += [mu, d, sq, var, eps, shifted, root, y]
+        return ops, _narrowed(ops, y.result, self.input)
 
 
 def softmax_matmul_shape(s: Sequence[int], v: Sequence[int]) -> tuple[int, ...]:

@@ -196,5 +196,38 @@ def test_f16_sums_and_means_in_the_interpreter(
         assert got.dtype == np.float16 and got == np.float16(want)
 
 
+_F16_RNG = np.random.default_rng(16)
+F16_ROWS: list[tuple[str, Array]] = [
+    # 300 ** 2 overflows float16: squared there, the variance is inf and every value 0
+    ("layernorm(A)", np.tile(np.array([300, -300, 1, 0], np.float16), (4, 8))),
+    # 70,000 exps of 0 overflow a float16 sum: each value is 1/70000, not 0
+    ("softmax(A)", np.zeros((1, 70_000), np.float16)),
+    ("log_softmax(A)", np.zeros((1, 70_000), np.float16)),
+    # a float16 sum rounded before the division rounds a fifth of the quotients twice
+    ("softmax(A)", (_F16_RNG.standard_normal((8, 64)) * 3).astype(np.float16)),
+    ("log_softmax(A)", (_F16_RNG.standard_normal((8, 64)) * 3).astype(np.float16)),
+    ("layernorm(A)", (_F16_RNG.standard_normal((8, 64)) * 100).astype(np.float16)),
+]
+
+
+@pytest.mark.parametrize("budget", [16, 1_000_000])
+@pytest.mark.parametrize(("expr", "a"), F16_ROWS, ids=[f"{c[0]}-{c[1].shape}" for c in F16_ROWS])
+def test_f16_row_statistics_are_float32_as_the_op_says(expr: str, a: Array, budget: int) -> None:
+    """A float16 ``softmax``, ``log_softmax`` or ``layernorm`` keeps its row statistics
+    in float32 and rounds once (``tdsl.lang``, the ops' one semantics), on every target
+    at every budget.  Their decomposition, which the native loops always run and the
+    numpy target runs for rows longer than the budget, once computed them in float16
+    (found by fuzzing the native target)."""
+    import tdsl.lang
+
+    want = getattr(tdsl.lang, expr.split("(")[0])(a)
+    with np.errstate(all="ignore"):
+        got = JITTensorKernel(memory_budget=budget)(expr, A=a)
+    assert got.dtype == np.float16 and np.isfinite(got).all()
+    # sums in another order may round a rare quotient the other way, by one ulp
+    np.testing.assert_allclose(got, want, rtol=1e-3, atol=6e-8)
+    assert np.mean(got != want) < 0.01
+
+
 def explain_tiles(module: ModuleOp) -> str:
     return "; ".join(op.schedule().describe() for op in module.walk() if isinstance(op, TileOp))
