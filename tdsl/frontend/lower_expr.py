@@ -12,7 +12,7 @@ from typing import Any, cast
 
 import numpy as np
 from xdsl.builder import Builder
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr, f64, i64
+from xdsl.dialects.builtin import FileLineColLoc, Float16Type, IntAttr, StringAttr, f64, i64
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
@@ -330,6 +330,18 @@ class FunctionLowering(CallParams):
                     return LiteralValue(_fold(op, a.value, b.value), node.span)
                 if arithmetic and not isinstance(a, TensorValue) and not isinstance(b, TensorValue):
                     return self.weak(OPERATOR_OPS[op], args, (lhs.span, rhs.span), node.op_span)
+                if (
+                    op == "**"
+                    and isinstance(a, TensorValue)
+                    and isinstance(a.element, Float16Type)
+                    and isinstance(b, LiteralValue)
+                    and isinstance(b.value, float)
+                    and b.value == 0.5
+                ):
+                    # NumPy's `**` takes sqrt for a Python float 0.5 (`sqrt(-0) = -0`,
+                    # `sqrt(-inf) = nan`), float16 too, where its `power` (and so
+                    # tensordsl.power) computes pow
+                    return self.emit(td.SqrtOp(a.value), node.op_span)
                 return self.binary(
                     OPERATOR_OPS[op], f"`{op}`", args, (lhs.span, rhs.span), node.op_span
                 )
@@ -573,6 +585,9 @@ class FunctionLowering(CallParams):
             (arg,) = args
             if isinstance(arg, TensorValue) and is_int(arg.element):
                 return arg  # an integer is its own rounding, and stays an integer
+            if not isinstance(arg, TensorValue) and self.weak_kind(arg) is int:
+                # a Python int too: NumPy's `np.round(3)` is `np.int64(3)`, a strong scalar
+                return self.tensor(arg, spans[0])
         # literals and weak scalars take the element type of the tensors they meet
         # (``clip(x, 0, 6)`` of a float32 ``x`` is float32), as with operators
         unified = self.unify(list(zip(args, spans, strict=True)), op, f"`{info.name}`", node.span)

@@ -219,6 +219,15 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
             return Tracer(trace, expr, (), dtype, refs)
         return trace.emit(expr, operands)[0]
 
+    def __pow__(self, other: Any) -> Any:
+        # NumPy's `**` takes sqrt for a Python float 0.5, float16 too, where `np.power`
+        # computes pow (`sqrt(-0) = -0`, `pow(-0, 0.5) = 0`): the operator, as written
+        if type(other) is float and other == 0.5 and self.dtype == np.float16:
+            operand = as_operand(self._trace, self)
+            expr = f"({spell(self._trace, self)} ** 0.5)"
+            return self._trace.emit(expr, [] if operand is None else [operand])[0]
+        return np.power(self, other)
+
     def __array_function__(
         self, func: Callable[..., Any], types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:

@@ -246,6 +246,26 @@ def test_power_of_one_half_is_numpys(target: str, dtype: str) -> None:
     assert same_bits(run(target, "power(x, 0.5)", x=x), want)
 
 
+@pytest.mark.parametrize("target", ["numpy", pytest.param("native", marks=NATIVE)])
+@pytest.mark.parametrize("dtype", ["f16", "f32", "f64"])
+def test_the_operator_to_one_half_is_numpys(target: str, dtype: str) -> None:
+    """NumPy's ``**`` takes ``sqrt`` for a Python float 0.5 in every float dtype, float16
+    too, where ``np.power`` of float16 computes ``pow``; so does a traced function (found
+    by fuzzing: float16 ``x ** 0.5`` gave ``pow``'s ``inf`` for ``-inf`` and ``+0`` for
+    ``-0``)."""
+    import tdsl
+
+    x = np.array([-INF, -0.0, 0.0, 3.0, -2.0, INF], DTYPES[dtype])
+    with np.errstate(all="ignore"):
+        want = x**0.5
+        assert same_bits(run(target, "x ** 0.5", x=x), want)
+        traced = tdsl.trace(lambda x: x**0.5, target=target)
+        assert same_bits(traced(x), want)
+        if dtype == "f16":  # and np.power keeps pow, traced too
+            power = tdsl.trace(lambda x: np.power(x, 0.5), target=target)
+            assert same_bits(power(x), np.power(x, 0.5))
+
+
 # --------------------------------------------------------------------------- the property
 
 

@@ -77,6 +77,8 @@ CASES: list[tuple[str, dict[str, Array]]] = [
     ("sign(a) * square(a)", {"a": A32}),
     ("relu(a)", {"a": A64}),
     ("floor(a) + round(a)", {"a": A32}),
+    # NumPy's np.round(3) is np.int64(3), a strong int64 (it was a float64)
+    ("round(3) + a + floor(-2)", {"a": A32}),
     ("astype(x, int32)", {"x": F}),
     ("astype(x, int64)", {"x": F}),
     ("astype(a, float32)", {"a": A64}),
