@@ -42,6 +42,8 @@ def reduce_over_axes(
     x = lowering.tensor(operand, span)
     if issubclass(op, td.LogicalReductionOp):
         x = lowering.truth(x, span)
+    else:  # integers and booleans as over one axis (`mean` and `var` of integers: float64)
+        (x,) = lowering.unify([(x, span)], op, f"`{node.func}`", node.span)
     shape = x.shape
     if op.NEEDS_ELEMENTS and any(shape[a] == 0 for a in axes):
         shown = ", ".join(str(a) for a in axes)
