@@ -446,23 +446,35 @@ class MinimumOp(BinaryOp):
         return (numpy_extremum(b, args[0], args[1], larger=False, first_if_equal=f16),)
 
 
+def _is_identity_zero(value: SSAValue, negative: bool) -> bool:
+    """Whether ``value`` is a splat zero that adding (``negative``: -0.0) or subtracting
+    (+0.0) leaves every float as it is: ``-0.0 + 0.0`` is ``+0.0``, so only ``x + -0.0``
+    and ``x - 0.0`` are ``x`` for floats (any zero for integers)."""
+    c = splat_constant(value)
+    if c != 0.0 or c is None:
+        return False
+    return is_int(value) or (math.copysign(1.0, c) < 0) == negative
+
+
 class AddZero(RewritePattern):
-    """``x + 0 -> x`` and ``0 + x -> x`` where the shape is preserved."""
+    """``x + 0 -> x`` and ``0 + x -> x`` where the shape is preserved: integers, or a
+    float zero of negative sign (``-0.0 + 0.0`` is ``+0.0``, NumPy's too)."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: AddOp, rewriter: PatternRewriter) -> None:
-        if splat_constant(op.rhs) == 0.0:
+        if _is_identity_zero(op.rhs, negative=True):
             forward_if_same_type(op, op.lhs, rewriter)
-        elif splat_constant(op.lhs) == 0.0:
+        elif _is_identity_zero(op.lhs, negative=True):
             forward_if_same_type(op, op.rhs, rewriter)
 
 
 class SubZero(RewritePattern):
-    """``x - 0 -> x`` where the shape is preserved."""
+    """``x - 0 -> x`` where the shape is preserved: integers, or a float zero of positive
+    sign (``x - -0.0`` is ``x + 0.0``)."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: SubOp, rewriter: PatternRewriter) -> None:
-        if splat_constant(op.rhs) == 0.0:
+        if _is_identity_zero(op.rhs, negative=False):
             forward_if_same_type(op, op.lhs, rewriter)
 
 

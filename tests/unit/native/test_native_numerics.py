@@ -531,3 +531,16 @@ def test_special_values_match_numpy_element_by_element(target: str, case: Case) 
         )
         got = np.asarray(kernel(**case.arrays))
         compare(got, want, case, target)
+
+
+@pytest.mark.parametrize("target", ["numpy", pytest.param("native", marks=NATIVE)])
+@pytest.mark.parametrize(
+    "expr", ["x + 0.0", "0 + x", "x - (-0.0)", "x + (-0.0)", "x - 0.0", "x + 0"]
+)
+def test_adding_a_zero_keeps_numpys_sign_of_zero(target: str, expr: str) -> None:
+    """``-0.0 + 0.0`` is ``+0.0``: only ``x + -0.0`` and ``x - 0.0`` are ``x`` for every
+    float, and the canonicalization folds those alone (it folded ``x + 0.0`` too, and
+    ``-0.0`` came back where NumPy gives ``+0.0``; found by fuzzing ``tdsl.trace``)."""
+    for dtype in DTYPES.values():
+        x = np.array([-0.0, 0.0, 1.0, -INF, np.nan], dtype)
+        assert same_bits(run(target, expr, x=x), eval(expr, {"x": x})), (expr, dtype)

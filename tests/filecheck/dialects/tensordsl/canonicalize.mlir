@@ -34,16 +34,20 @@ func.func @neg_of_neg(%x: tensor<3xf16>) -> (tensor<3xf16>, tensor<3xf16>) {
   func.return %1, %2 : tensor<3xf16>, tensor<3xf16>
 }
 
+// x + -0.0 is x for every float (x + 0.0 is not: -0.0 + 0.0 is +0.0), and x + 0 for
+// every integer.
 // CHECK-LABEL: func.func @add_zero(
-// CHECK-SAME: [[X:%[a-z0-9_]+]]: tensor<4x8xf32>)
-// CHECK-NEXT: func.return [[X]], [[X]], [[X]] : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
-func.func @add_zero(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
-  %z = tensordsl.constant dense<0.0> : tensor<f32>
-  %zz = tensordsl.constant dense<0.0> : tensor<4x8xf32>
+// CHECK-SAME: [[X:%[a-z0-9_]+]]: tensor<4x8xf32>, [[I:%[a-z0-9_]+]]: tensor<4xi32>)
+// CHECK-NEXT: func.return [[X]], [[X]], [[X]], [[I]] : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xi32>
+func.func @add_zero(%x: tensor<4x8xf32>, %i: tensor<4xi32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xi32>) {
+  %z = tensordsl.constant dense<-0.0> : tensor<f32>
+  %zz = tensordsl.constant dense<-0.0> : tensor<4x8xf32>
+  %iz = tensordsl.constant dense<0> : tensor<i32>
   %0 = tensordsl.add %x, %z : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
   %1 = tensordsl.add %z, %x : (tensor<f32>, tensor<4x8xf32>) -> tensor<4x8xf32>
   %2 = tensordsl.add %x, %zz : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
-  func.return %0, %1, %2 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+  %3 = tensordsl.add %i, %iz : (tensor<4xi32>, tensor<i32>) -> tensor<4xi32>
+  func.return %0, %1, %2, %3 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xi32>
 }
 
 // CHECK-LABEL: func.func @sub_zero(
@@ -89,28 +93,35 @@ func.func @add_zero_that_broadcasts(%x: tensor<8xf32>) -> (tensor<4x8xf32>, tens
   func.return %0, %1 : tensor<4x8xf32>, tensor<4x8xf32>
 }
 
-// Near misses that are not identities: 0 - x, 1 / x, x * 0, x + 1, x + [0, 1].
+// Near misses that are not identities: 0 - x, 1 / x, x * 0, x + 1, x + [0, 1], and,
+// for a float, x + 0.0 and x - -0.0 (each +0.0 where x is -0.0).
 // CHECK-LABEL: func.func @not_identities(
 // CHECK-SAME: [[X:%[a-z0-9_]+]]: tensor<2xf32>)
 // CHECK-DAG: [[Z:%[a-z0-9_]+]] = tensordsl.constant dense<0.000000e+00> : tensor<f32>
 // CHECK-DAG: [[O:%[a-z0-9_]+]] = tensordsl.constant dense<1.000000e+00> : tensor<f32>
 // CHECK-DAG: [[M:%[a-z0-9_]+]] = tensordsl.constant dense<[0.000000e+00, 1.000000e+00]> : tensor<2xf32>
+// CHECK-DAG: [[N:%[a-z0-9_]+]] = tensordsl.constant dense<-0.000000e+00> : tensor<f32>
 // CHECK: tensordsl.sub [[Z]], [[X]]
 // CHECK-NEXT: tensordsl.div [[O]], [[X]]
 // CHECK-NEXT: tensordsl.mul [[X]], [[Z]]
 // CHECK-NEXT: tensordsl.add [[X]], [[O]]
 // CHECK-NEXT: tensordsl.add [[X]], [[M]]
+// CHECK-NEXT: tensordsl.add [[X]], [[Z]]
+// CHECK-NEXT: tensordsl.sub [[X]], [[N]]
 // CHECK-NEXT: func.return
-func.func @not_identities(%x: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) {
+func.func @not_identities(%x: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) {
   %z = tensordsl.constant dense<0.0> : tensor<f32>
   %o = tensordsl.constant dense<1.0> : tensor<f32>
   %m = tensordsl.constant dense<[0.0, 1.0]> : tensor<2xf32>
+  %n = tensordsl.constant dense<-0.0> : tensor<f32>
   %0 = tensordsl.sub %z, %x : (tensor<f32>, tensor<2xf32>) -> tensor<2xf32>
   %1 = tensordsl.div %o, %x : (tensor<f32>, tensor<2xf32>) -> tensor<2xf32>
   %2 = tensordsl.mul %x, %z : (tensor<2xf32>, tensor<f32>) -> tensor<2xf32>
   %3 = tensordsl.add %x, %o : (tensor<2xf32>, tensor<f32>) -> tensor<2xf32>
   %4 = tensordsl.add %x, %m : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
-  func.return %0, %1, %2, %3, %4 : tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>
+  %5 = tensordsl.add %x, %z : (tensor<2xf32>, tensor<f32>) -> tensor<2xf32>
+  %6 = tensordsl.sub %x, %n : (tensor<2xf32>, tensor<f32>) -> tensor<2xf32>
+  func.return %0, %1, %2, %3, %4, %5, %6 : tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>
 }
 
 // A cast of a one-element constant is the constant cast, as astype casts it: 1e-5
