@@ -35,8 +35,19 @@ UFUNC_OPERATORS = {
 WEAK_ARITHMETIC = frozenset(
     {"add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "negative"}
 )
-"""Ufuncs whose result on Python numbers is a Python number (``power`` and ``remainder``
-of weak values are left to the frontend)."""
+"""Ufuncs whose result on Python numbers is a Python number."""
+
+WEAK_OPERATORS = {
+    "power": "**",
+    "remainder": "%",
+    "left_shift": "<<",
+    "right_shift": ">>",
+}
+"""Python's other binary operators on Python numbers, a Python number too (``d ** 0.5``
+of a Python int ``d`` is a Python float, weak: ``q / d ** 0.5`` stays float32), written
+as the language's operators, which it computes on weak values as NumPy does (``**`` of
+two integers excepted: the language refuses it, so it stays ``power``; so are ``&``,
+``|`` and ``^``, which the language refuses on weak integers)."""
 
 UFUNC_NAMES = {"negative": "neg", "absolute": "abs", "mod": "remainder", "conjugate": "conj"}
 """Ufuncs whose language function has another name."""
@@ -100,6 +111,7 @@ __all__ = [
     "UFUNC_NAMES",
     "UFUNC_OPERATORS",
     "WEAK_ARITHMETIC",
+    "WEAK_OPERATORS",
     "literal",
     "spell_dtype",
     "trace_error",

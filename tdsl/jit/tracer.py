@@ -33,6 +33,7 @@ from tdsl.jit.trace_names import (
     UFUNC_NAMES,
     UFUNC_OPERATORS,
     WEAK_ARITHMETIC,
+    WEAK_OPERATORS,
     literal,
     spell_dtype,
     trace_error,
@@ -204,16 +205,19 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
             expr = f"({args[0]} {UFUNC_OPERATORS[name]} {args[1]})"
         else:
             expr = f"{UFUNC_NAMES.get(name, name)}({', '.join(args)})"
-        if name in WEAK_ARITHMETIC and all(t.weak for t in operands):
+        floats = (
+            name in ("divide", "true_divide")
+            or any(t.dtype.kind == "f" for t in operands)
+            or any(isinstance(x, float) for x in inputs)
+        )
+        weak_operator = name in WEAK_OPERATORS and (floats or name != "power")
+        if (name in WEAK_ARITHMETIC or weak_operator) and all(t.weak for t in operands):
             # Python's arithmetic on Python numbers gives a Python number: weak, written
             # into the lines that use it (the frontend types it where it meets an array)
-            floats = (
-                name in ("divide", "true_divide")
-                or any(t.dtype.kind == "f" for t in operands)
-                or any(isinstance(x, float) for x in inputs)
-            )
             if name == "negative":
                 expr = f"(-{args[0]})"
+            elif weak_operator:
+                expr = f"({args[0]} {WEAK_OPERATORS[name]} {args[1]})"
             refs = tuple(dict.fromkeys(n for t in operands for n in t.refs))
             dtype = np.float64 if floats else np.int64
             return Tracer(trace, expr, (), dtype, refs)

@@ -83,6 +83,20 @@ def test_python_numbers_are_weak_inputs_not_constants() -> None:
     _same(tdsl.trace(lambda x, s: x * np.exp(s))(X, 0.5), X * np.exp(0.5))
 
 
+def test_pythons_other_operators_on_python_numbers_stay_weak() -> None:
+    """``**``, ``%`` and shifts of Python numbers give a Python number,
+    weak: attention's ``q / d ** 0.5`` of a Python int ``d`` stays float32 (it was
+    float64: the tracer wrote NumPy's ``power``, a float64 scalar; found by fuzzing)."""
+
+    def fn(x, d, s, n):
+        return x / d**0.5 + x * s**2 + x * (n % 3) + x * (s % 0.75) + x * (n << 2)
+
+    traced = tdsl.trace(fn)
+    for d, s, n in ((64, 1.5, 5), (2, -0.25, 11)):
+        _same(traced(X, d, s, n), fn(X, d, s, n))
+    assert "(d ** 0.5)" in traced.program(X, 64, 1.5, 5)
+
+
 def test_python_control_flow_runs_at_trace_time() -> None:
     def layers(x, ws, relu_last: bool):
         for w in ws:
