@@ -495,7 +495,10 @@ def call_function(
             trace_error(f"`{qualified}` takes a number of sections or a sequence of indices")
     parts = [_spell_arg(trace, a) for a in args]
     parts += [f"{k}={_spell_arg(trace, v)}" for k, v in kwargs.items() if v is not None]
-    out = trace.emit(f"{name}({', '.join(parts)})", _operands(trace, (args, kwargs)), results)
+    expr = f"{name}({', '.join(parts)})"
+    if name in ("split", "array_split") and results == 1:
+        expr += "[0]"  # one part (picoGPT's heads at n_head=1): the tuple's item, not the tuple
+    out = trace.emit(expr, _operands(trace, (args, kwargs)), results)
     return out if name in ("split", "array_split") else out[0]
 
 

@@ -97,6 +97,17 @@ def test_pythons_other_operators_on_python_numbers_stay_weak() -> None:
     assert "(d ** 0.5)" in traced.program(X, 64, 1.5, 5)
 
 
+def test_a_split_into_one_part_is_a_tuple_of_one() -> None:
+    """picoGPT splits heads with ``np.split(x, n_head, axis=-1)``: at ``n_head=1`` the one
+    part was bound as the tuple itself, a located error (found by fuzzing)."""
+
+    def fn(x):
+        (a,) = np.split(x, 1, axis=-1)
+        return a * 2 + np.array_split(x, 1)[0] + np.split(x, [])[0]
+
+    _same(tdsl.trace(fn)(X), fn(X))
+
+
 def test_python_control_flow_runs_at_trace_time() -> None:
     def layers(x, ws, relu_last: bool):
         for w in ws:
