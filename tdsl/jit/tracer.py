@@ -335,6 +335,52 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
     def clip(self, *args: Any, **kwargs: Any) -> Any:
         return np.clip(self, *args, **kwargs)
 
+    def cumprod(self, *args: Any, **kwargs: Any) -> Any:
+        return np.cumprod(self, *args, **kwargs)
+
+    def round(self, *args: Any, **kwargs: Any) -> Any:
+        return np.round(self, *args, **kwargs)
+
+    def __pos__(self) -> Tracer:
+        return self  # NumPy's `+x` is a copy: the same values
+
+    def dot(self, other: Any) -> Any:
+        return np.dot(self, other)
+
+    def conj(self) -> Any:
+        return np.conjugate(self)
+
+    conjugate = conj
+
+    def flatten(self) -> Any:
+        return np.ravel(self)  # a new array either way: tdsl's values are never shared
+
+    @property
+    def mT(self) -> Any:
+        return np.swapaxes(self, -1, -2)
+
+    @property
+    def real(self) -> Tracer:
+        return self  # tdsl's dtypes are real
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    def __getattr__(self, name: str) -> NoReturn:
+        # an ndarray attribute no method above gives: tdsl's error at the user's line, not
+        # an AttributeError from inside the tracer (NumPy's probes, `__array_*__`, get one)
+        if not name.startswith("_") and hasattr(np.ndarray, name):
+            trace_error(
+                f"`x.{name}` of an array is not supported when traced "
+                "(docs/from-numpy.md lists what a traced function may call)"
+            )
+        raise AttributeError(name)
+
     def ravel(self) -> Any:
         return np.ravel(self)
 

@@ -108,6 +108,20 @@ def test_a_split_into_one_part_is_a_tuple_of_one() -> None:
     _same(tdsl.trace(fn)(X), fn(X))
 
 
+def test_more_ndarray_methods_and_a_located_error_for_the_rest() -> None:
+    """``x.round()``, ``x.cumprod()``, ``x.dot()``, ``x.flatten()``, ``x.mT``... run as
+    NumPy's functions; an ndarray attribute tdsl lacks is a located ``TdslError``, not an
+    ``AttributeError`` from inside the tracer (found by fuzzing)."""
+
+    def fn(x):
+        y = x.round() + x.cumprod(0) + x.dot(x.T) @ x + x.conj() + x.mT.T + x.real
+        return +y.flatten() * (x.itemsize + x.nbytes)
+
+    _same(tdsl.trace(fn)(X), fn(X), rtol=1e-5)
+    with pytest.raises(TdslError, match=r"`x.tofile` of an array is not supported when traced"):
+        tdsl.trace(lambda x: x.tofile("f"))(X)
+
+
 def test_python_control_flow_runs_at_trace_time() -> None:
     def layers(x, ws, relu_last: bool):
         for w in ws:
