@@ -495,7 +495,8 @@ class _Group(_GroupPlan):
                     continue
                 step = code.insert(arith.MuliOp(index, code.index(cast(int, stride))))
                 offset = code.insert(arith.AddiOp(offset, step))
-            return where.ref, offset, code.index(cast(int, strides[-2]))
+            # (an empty matrix's row stride may be 0; BLAS wants at least 1 and reads nothing)
+            return where.ref, offset, code.index(max(1, cast(int, strides[-2])))
 
         (a, a_off, lda), (c, c_off, ldc) = (
             at(storage[g.a], g.a_dims() if g.trans_a else body.reads[(op, 0)]),
@@ -546,7 +547,7 @@ class _Group(_GroupPlan):
         if len(strides) != 2 or not blas_rows(v_type):
             return False
 
-        ldb = code.index(cast(int, strides[0]))
+        ldb = code.index(max(1, cast(int, strides[0])))
         b_off = code.insert(arith.MuliOp(starts[r], ldb))
         if col in starts:
             b_off = code.insert(arith.AddiOp(b_off, starts[col]))

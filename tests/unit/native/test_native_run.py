@@ -468,6 +468,22 @@ def test_rows_that_repeat_or_overlap_reach_blas_copied(m: int, n: int) -> None:
             np.testing.assert_array_equal(jit(text, A=a), want, err_msg=f"{what}: {text}")
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.float32])
+def test_a_product_over_an_empty_contraction_is_zeros(dtype: Any) -> None:
+    """``x.T @ x`` of a ``(0, 3)`` ``x``: BLAS called over an empty contraction, whose
+    operand's row stride is 0, with a leading dimension of 1 (the native compile refused
+    it after the leading dimension was checked; found by fuzzing)."""
+    from tdsl.jit import JITTensorKernel
+
+    x = np.zeros((0, 3), dtype)
+    text = "transpose(astype(x, float64)) @ astype(x, float64)"
+    for _ in range(3):
+        junk = np.full((3, 3), 12345.0)  # memory a result left unwritten would show
+        del junk
+        got = JITTensorKernel(target="native")(text, x=x)
+        np.testing.assert_array_equal(got, np.zeros((3, 3)))
+
+
 @pytest.mark.parametrize("budget", [16, 4096, 1_000_000])
 @pytest.mark.parametrize("shape", [(2, 1), (3, 5), (64, 300)])
 def test_softmax_of_f32_into_an_f64_result(shape: tuple[int, int], budget: int) -> None:
