@@ -6,7 +6,8 @@ from __future__ import annotations
 import linecache
 import os
 import sys
-from typing import Any, NoReturn
+from collections.abc import Sequence
+from typing import Any, NoReturn, cast
 
 import numpy as np
 
@@ -48,6 +49,29 @@ of a Python int ``d`` is a Python float, weak: ``q / d ** 0.5`` stays float32), 
 as the language's operators, which it computes on weak values as NumPy does (``**`` of
 two integers excepted: the language refuses it, so it stays ``power``; so are ``&``,
 ``|`` and ``^``, which the language refuses on weak integers)."""
+
+STRONG_NUMBERS = frozenset({"concatenate", "stack", "hstack", "vstack"})
+"""NumPy functions that convert the Python numbers among their arrays with
+``np.asarray``: strong float64/int64 (``np.hstack([y, 1.0])`` of a float32 ``y`` is
+float64), unlike a ufunc's, which are weak; ``np.clip``'s first argument too."""
+
+
+def strong_numbers(name: str, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``args`` of NumPy's function ``name`` with the Python numbers it makes arrays of
+    (see :data:`STRONG_NUMBERS`) as NumPy scalars, which a trace spells strong."""
+
+    def strong(v: Any) -> Any:
+        if getattr(v, "weak", False) is True:  # a traced Python number given at run time
+            return v.astype(v.dtype)
+        return np.asarray(v)[()] if isinstance(v, int | float) and not isinstance(v, bool) else v
+
+    if name in STRONG_NUMBERS and args and isinstance(args[0], tuple | list):
+        items: list[Any] = [strong(v) for v in cast(Sequence[Any], args[0])]
+        return (tuple(items) if isinstance(args[0], tuple) else items, *args[1:])
+    if name == "clip" and args:
+        return (strong(args[0]), *args[1:])
+    return args
+
 
 UFUNC_NAMES = {"negative": "neg", "absolute": "abs", "mod": "remainder", "conjugate": "conj"}
 """Ufuncs whose language function has another name."""
@@ -114,6 +138,7 @@ __all__ = [
     "WEAK_OPERATORS",
     "literal",
     "spell_dtype",
+    "strong_numbers",
     "trace_error",
     "user_location",
 ]

@@ -36,6 +36,7 @@ from tdsl.jit.trace_names import (
     WEAK_OPERATORS,
     literal,
     spell_dtype,
+    strong_numbers,
     trace_error,
     user_location,
 )
@@ -372,8 +373,7 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
         return self.size * self.dtype.itemsize
 
     def __getattr__(self, name: str) -> NoReturn:
-        # an ndarray attribute no method above gives: tdsl's error at the user's line, not
-        # an AttributeError from inside the tracer (NumPy's probes, `__array_*__`, get one)
+        # an ndarray attribute not above: tdsl's error (NumPy's `__array_*__` probes: none)
         if not name.startswith("_") and hasattr(np.ndarray, name):
             trace_error(
                 f"`x.{name}` of an array is not supported when traced "
@@ -528,6 +528,7 @@ def call_function(
             + " (docs/from-numpy.md lists the NumPy functions a traced function may call)",
             TdslCallError,
         )
+    args = strong_numbers(name, args)
     if name == "transpose" and len(args) == 2 and args[1] is None:
         args = args[:1]
     results = 1

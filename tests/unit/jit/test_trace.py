@@ -122,6 +122,22 @@ def test_more_ndarray_methods_and_a_located_error_for_the_rest() -> None:
         tdsl.trace(lambda x: x.tofile("f"))(X)
 
 
+def test_python_numbers_a_numpy_function_makes_arrays_of_are_strong() -> None:
+    """``np.hstack``/``np.stack``/``np.vstack``/``np.concatenate`` and ``np.clip``'s first
+    argument convert Python numbers with ``np.asarray``: float64 or int64, strong (tdsl
+    kept them weak, float32 and uint8 results; found by fuzzing)."""
+    y = np.arange(3, dtype=np.float32)
+    u = np.arange(3, dtype=np.uint8)
+    cases = [
+        (lambda y, s: np.hstack([y, 1.0, s]), (y, 0.5)),
+        (lambda y, s: np.stack([s, y[0]]), (y, 0.5)),
+        (lambda u, n: np.vstack([n, u[:1]]), (u, 7)),
+        (lambda y, s: np.clip(0.5, y[:, None], 2.0) + np.maximum(s, y), (y, 0.25)),
+    ]
+    for fn, args in cases:
+        _same(tdsl.trace(fn)(*args), fn(*args))
+
+
 def test_python_control_flow_runs_at_trace_time() -> None:
     def layers(x, ws, relu_last: bool):
         for w in ws:
