@@ -536,7 +536,7 @@ class PowerByConstant(RewritePattern):
             new.append(SqrtOp(x))
         elif floats and c == -1:
             new.append(ReciprocalOp(x))
-        elif c == int(c) and 2 <= abs(c) <= MAX_POWER and (c > 0 or floats):
+        elif math.isfinite(c) and c == int(c) and 2 <= abs(c) <= MAX_POWER and (c > 0 or floats):
             base: SSAValue = x
             if c < 0:
                 new.append(ReciprocalOp(x))

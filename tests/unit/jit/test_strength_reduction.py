@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import tdsl
 from tdsl import JITTensorKernel
 
 Array = np.ndarray[Any, Any]
@@ -113,6 +114,15 @@ def test_other_powers_and_divisions_are_left_alone(expr: str) -> None:
     kernel = JITTensorKernel().compile(expr, shapes)
     op = "tensordsl.div" if "/" in expr else "tensordsl.power"
     assert op in kernel.ir["canonical"]
+
+
+def test_an_infinite_or_nan_exponent_is_numpys_power() -> None:
+    """``x ** inf`` is ``power``: the rewrite asked ``int(inf)`` and raised an
+    ``OverflowError`` from inside the compiler (found by fuzzing ``tdsl.trace``)."""
+    x = np.array([0.5, 1.0, 2.0, -3.0, 0.0, -0.0, np.nan], np.float32)
+    for fn in (lambda x: x**np.inf, lambda x: np.power(x, -np.inf), lambda x: x ** float("nan")):
+        with np.errstate(all="ignore"):
+            np.testing.assert_array_equal(tdsl.trace(fn)(x), fn(x))
 
 
 def test_integer_powers_stay_exact() -> None:
