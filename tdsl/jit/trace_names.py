@@ -122,6 +122,15 @@ def spell_dtype(dtype: Any) -> str:
     return "bool_" if d.name == "bool" else d.name
 
 
+def bool_operand(value: Any) -> str | None:
+    """A Python or NumPy bool as an operand of the language (which writes ``True`` only as
+    a keyword's value): a strong bool, as NumPy's ``x * True`` and ``m & True`` compute
+    it (a bool never widens the other operand); None for any other value."""
+    if isinstance(value, bool | np.bool_):
+        return f"astype({1 if value else 0}, bool)"
+    return None
+
+
 def literal(value: Any) -> str:
     """A Python number as a literal of the language (``inf``, ``(-inf)``, ``nan`` too)."""
     if isinstance(value, float) and not np.isfinite(value):
@@ -136,6 +145,7 @@ __all__ = [
     "UFUNC_OPERATORS",
     "WEAK_ARITHMETIC",
     "WEAK_OPERATORS",
+    "bool_operand",
     "literal",
     "spell_dtype",
     "strong_numbers",

@@ -34,6 +34,7 @@ from tdsl.jit.trace_names import (
     UFUNC_OPERATORS,
     WEAK_ARITHMETIC,
     WEAK_OPERATORS,
+    bool_operand,
     literal,
     spell_dtype,
     strong_numbers,
@@ -200,7 +201,7 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
         if method != "__call__":
             trace_error(f"`np.{name}.{method}` is not supported when traced")
         trace = self._trace
-        args = [spell(trace, x) for x in inputs]
+        args = [bool_operand(x) or spell(trace, x) for x in inputs]
         operands = [x for x in map(lambda v: as_operand(trace, v), inputs) if x is not None]
         if name in UFUNC_OPERATORS and len(args) == 2:
             expr = f"({args[0]} {UFUNC_OPERATORS[name]} {args[1]})"
@@ -353,9 +354,6 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
 
     conjugate = conj
 
-    def flatten(self) -> Any:
-        return np.ravel(self)  # a new array either way: tdsl's values are never shared
-
     @property
     def mT(self) -> Any:
         return np.swapaxes(self, -1, -2)
@@ -383,6 +381,8 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
 
     def ravel(self) -> Any:
         return np.ravel(self)
+
+    flatten = ravel  # a new array either way: tdsl's values are never shared
 
     def copy(self) -> Any:
         return np.copy(self)
@@ -540,7 +540,7 @@ def call_function(
             results = len(cast(Sequence[Any], sections)) + 1
         else:
             trace_error(f"`{qualified}` takes a number of sections or a sequence of indices")
-    parts = [_spell_arg(trace, a) for a in args]
+    parts = [(name == "where" and bool_operand(a)) or _spell_arg(trace, a) for a in args]
     parts += [f"{k}={_spell_arg(trace, v)}" for k, v in kwargs.items() if v is not None]
     expr = f"{name}({', '.join(parts)})"
     if name in ("split", "array_split") and results == 1:

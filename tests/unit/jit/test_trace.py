@@ -138,6 +138,20 @@ def test_python_numbers_a_numpy_function_makes_arrays_of_are_strong() -> None:
         _same(tdsl.trace(fn)(*args), fn(*args))
 
 
+def test_a_python_bool_operand_is_a_bool() -> None:
+    """``x * True``, ``m & True``, ``np.where(m, x, True)``: the tracer wrote ``True``,
+    which the language reads only as a keyword's value (found by fuzzing)."""
+    m = X > 0
+    cases = [
+        (lambda x, s: x * s, (X, True)),
+        (lambda m: (m & True) | np.logical_or(m, False), (m,)),
+        (lambda m, x: np.where(m, x, True), (m, X)),
+        (lambda m: m.sum(axis=0, keepdims=True), (m,)),
+    ]
+    for fn, args in cases:
+        _same(tdsl.trace(fn)(*args), fn(*args))
+
+
 def test_python_control_flow_runs_at_trace_time() -> None:
     def layers(x, ws, relu_last: bool):
         for w in ws:
