@@ -338,9 +338,8 @@ class FunctionLowering(CallParams):
                     and isinstance(b.value, float)
                     and b.value == 0.5
                 ):
-                    # NumPy's `**` takes sqrt for a Python float 0.5 (`sqrt(-0) = -0`,
-                    # `sqrt(-inf) = nan`), float16 too, where its `power` (and so
-                    # tensordsl.power) computes pow
+                    # NumPy's `**` takes sqrt for a Python float 0.5, float16 too, where its
+                    # `power` (tensordsl.power) computes pow: `sqrt(-0) = -0`, `pow(-0) = 0`
                     return self.emit(td.SqrtOp(a.value), node.op_span)
                 return self.binary(
                     OPERATOR_OPS[op], f"`{op}`", args, (lhs.span, rhs.span), node.op_span
@@ -549,6 +548,8 @@ class FunctionLowering(CallParams):
             op = BOOLEAN_FORMS[op]  # `max` of booleans is `any`, as in NumPy
         if op is td.AbsOp and args and _is_bool(args[0]):
             return args[0]  # NumPy's absolute value of a boolean is itself
+        if op is td.InvertOp and args and _is_bool(args[0]) and isinstance(args[0], TensorValue):
+            return self.emit(td.NotOp(args[0].value), node.span)  # np.invert of booleans: not
         if issubclass(op, td.CREATION):
             return lower_creation(self, node, args, spans, params)
         if op is td.Einsum:

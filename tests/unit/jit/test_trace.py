@@ -147,6 +147,7 @@ def test_a_python_bool_operand_is_a_bool() -> None:
         (lambda m: (m & True) | np.logical_or(m, False), (m,)),
         (lambda m, x: np.where(m, x, True), (m, X)),
         (lambda m: m.sum(axis=0, keepdims=True), (m,)),
+        (lambda m, x: np.where(~m, 0.0, x) + np.invert(m), (m, X)),  # not, as NumPy's
     ]
     for fn, args in cases:
         _same(tdsl.trace(fn)(*args), fn(*args))
