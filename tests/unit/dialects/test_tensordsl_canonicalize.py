@@ -63,8 +63,8 @@ def returns_arguments(module: ModuleOp) -> list[int | None]:
     return [args.index(v) if v in args else None for v in ret.operands]
 
 
-def zero(shape: Sequence[int] = ()) -> td.ConstantOp:
-    return td.ConstantOp.splat(0.0, F32, shape)
+def zero(shape: Sequence[int] = (), sign: float = 1.0) -> td.ConstantOp:
+    return td.ConstantOp.splat(0.0 * sign, F32, shape)
 
 
 def one(shape: Sequence[int] = ()) -> td.ConstantOp:
@@ -79,10 +79,19 @@ CASES: list[tuple[str, Sequence[Attribute], Body, list[str], list[int | None]]] 
     ("neg(neg)", [X], lambda x: td.NegOp(td.NegOp(x)), [], [0]),
     ("neg(neg(neg))", [X], lambda x: td.NegOp(td.NegOp(td.NegOp(x))), ["tensordsl.neg"], [None]),
     ("transpose(transpose)", [X], lambda x: td.TransposeOp(td.TransposeOp(x)), [], [0]),
-    ("x+0", [X], lambda x: td.AddOp(x, zero()), [], [0]),
-    ("0+x", [X], lambda x: td.AddOp(zero((8,)), x), [], [0]),
-    ("x+zeros", [X], lambda x: td.AddOp(x, zero((4, 8))), [], [0]),
+    # x + -0.0 and x - 0.0 are x for every float; x + 0.0 and x - -0.0 are +0.0 at x = -0.0
+    ("x+(-0)", [X], lambda x: td.AddOp(x, zero(sign=-1.0)), [], [0]),
+    ("-0+x", [X], lambda x: td.AddOp(zero((8,), -1.0), x), [], [0]),
+    ("x+(-zeros)", [X], lambda x: td.AddOp(x, zero((4, 8), -1.0)), [], [0]),
     ("x-0", [X], lambda x: td.SubOp(x, zero((1, 8))), [], [0]),
+    ("x+0", [X], lambda x: td.AddOp(x, zero()), ["tensordsl.constant", "tensordsl.add"], [None]),
+    (
+        "x-(-0)",
+        [X],
+        lambda x: td.SubOp(x, zero(sign=-1.0)),
+        ["tensordsl.constant", "tensordsl.sub"],
+        [None],
+    ),
     ("x*1", [X], lambda x: td.MulOp(x, one()), [], [0]),
     ("1*x", [X], lambda x: td.MulOp(one((4, 1)), x), [], [0]),
     ("x/1", [X], lambda x: td.DivOp(x, one()), [], [0]),
