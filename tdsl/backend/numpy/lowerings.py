@@ -401,7 +401,11 @@ def _sigmoid(op: td.SigmoidOp, g: TileGen, args: Sequence[Any], results: Sequenc
 
 
 def _matmul_partial(op: td.MatmulOp, g: TileGen, args: Sequence[Any], out: Any) -> None:
-    g.call("np.matmul({0}, {1}, out={out})", *args, out=out)
+    # a float16 tile's product into its float32 accumulator is computed in float32: NumPy's
+    # float16 matmul adds in float32 and rounds once, and a partial rounded to float16
+    # overflows where the whole sum does not (products of 300 * +-300 cancelling)
+    wide = "" if out.dtype == args[0].dtype else f", dtype=np.{out.dtype.name}"
+    g.call(f"np.matmul({{0}}, {{1}}, out={{out}}{wide})", *args, out=out)
 
 
 PARTIALS[td.MatmulOp] = _matmul_partial

@@ -310,8 +310,13 @@ class MatmulOp(IRDLOperation, StructuredOpInterface, Reduction, Contraction, Lan
         return wide_accumulator(numpy_dtype(self.result.type))
 
     def evaluate_partial(self, *args: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        # in the accumulator's type: a float16 partial rounded to float16 first overflows
+        # where the whole sum does not (products of 300 * +-300 cancelling)
+        wide = self.accumulator_dtype()
         with np.errstate(all="ignore"):
-            return np.asarray(np.matmul(args[0], args[1]), dtype=self.accumulator_dtype())
+            if args[0].dtype != wide:
+                return np.asarray(np.matmul(args[0], args[1], dtype=wide), dtype=wide)
+            return np.asarray(np.matmul(args[0], args[1]), dtype=wide)
 
     def scalar_combine(self, b: Builder, acc: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
         x, y = (convert_scalar(b, v, acc.type) for v in args)

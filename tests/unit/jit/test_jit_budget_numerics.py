@@ -229,5 +229,25 @@ def test_f16_row_statistics_are_float32_as_the_op_says(expr: str, a: Array, budg
     assert np.mean(got != want) < 0.01
 
 
+@pytest.mark.parametrize("target", ["interpreter", "numpy"])
+@pytest.mark.parametrize("budget", [16, 1_000_000])
+def test_an_f16_matmul_tiled_along_its_contraction_adds_in_f32(target: str, budget: int) -> None:
+    """Each tile's product into the float32 accumulator is computed in float32, as NumPy's
+    float16 matmul adds: rounded to float16 first, a tile's 8 * 90000 - 90000 overflowed
+    and the result was nan where NumPy gives 300 (found by fuzzing; the native loops,
+    tested by the autouse target too, already added in float32)."""
+    from all_targets import run_on
+
+    v = np.full(17, 300.0, np.float16)
+    b = np.full((17, 2), 300.0, np.float16)
+    b[8:16] *= -1
+    b[16] = 1.0
+    want = np.maximum(v, 0) @ b
+    np.testing.assert_array_equal(want, [300, 300])
+    np.testing.assert_array_equal(run_on(target, budget, "relu(v) @ b", v=v, b=b), want)
+    got = JITTensorKernel(memory_budget=budget)("relu(v) @ b", v=v, b=b)
+    np.testing.assert_array_equal(got, want)
+
+
 def explain_tiles(module: ModuleOp) -> str:
     return "; ".join(op.schedule().describe() for op in module.walk() if isinstance(op, TileOp))
