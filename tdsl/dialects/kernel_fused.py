@@ -32,7 +32,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from tdsl.dialects.kernel_plan import Buffer
-from tdsl.dialects.structured import TensorConstr, dims_map, element_of
+from tdsl.dialects.structured import TensorConstr, dims_map, element_of, numpy_dtype
 
 
 @dataclass(frozen=True)
@@ -212,3 +212,9 @@ def dim_map(num_dims: int, dims: Sequence[int | None]) -> AffineMapAttr:
 def buffer_type(buffer: Buffer) -> MemRefType:
     """A scratch buffer as recorded on ``kernel.tile``: ``memref<4096xf32>``."""
     return MemRefType(element_of(buffer.dtype), [buffer.elements])
+
+
+def memref_buffer(t: MemRefType) -> Buffer:
+    """The scratch buffer ``kernel.tile`` records as ``t`` (:func:`buffer_type`'s inverse;
+    the verifier checks that ``t`` is one)."""
+    return Buffer(numpy_dtype(t.get_element_type()), t.get_shape()[0])

@@ -25,7 +25,7 @@ from xdsl.ir.affine import AffineMap
 from xdsl.irdl import irdl_op_definition, opt_prop_def, prop_def
 from xdsl.utils.exceptions import VerifyException
 
-from tdsl.dialects.kernel_fused import GroupOp, buffer_type
+from tdsl.dialects.kernel_fused import GroupOp, buffer_type, memref_buffer
 from tdsl.dialects.kernel_plan import (
     Buffer,
     Dims,
@@ -40,8 +40,8 @@ from tdsl.dialects.kernel_plan import (
 from tdsl.dialects.structured import (
     IteratorType,
     constant_value,
+    element_dtype,
     map_dims,
-    numpy_dtype,
     structured,
     tensor_shape,
 )
@@ -284,9 +284,7 @@ class TileOp(GroupOp):
 
     @property
     def scratch_buffers(self) -> tuple[Buffer, ...]:
-        return tuple(
-            Buffer(numpy_dtype(m.get_element_type()), m.get_shape()[0]) for m in self.scratch.data
-        )
+        return tuple(map(memref_buffer, self.scratch.data))
 
     @property
     def scratch_value(self) -> int:
@@ -426,9 +424,11 @@ class TileOp(GroupOp):
                     f"'{self.name}' op tile size {size} along d{i} must be positive"
                 )
         for m in self.scratch.data:
-            if len(m.get_shape()) != 1 or m.get_shape()[0] < 0:
+            shape, dtype = m.get_shape(), element_dtype(m.get_element_type())
+            if len(shape) != 1 or shape[0] < 0 or dtype is None:
                 raise VerifyException(
-                    f"'{self.name}' op scratch buffer {m} must be a 1-d memref of static size"
+                    f"'{self.name}' op scratch buffer {m} must be a 1-d memref of static size "
+                    "and of a tensor element type (memref<4096xf32>)"
                 )
         if len(self.in_maps.data) != len(self.inputs):
             raise VerifyException(

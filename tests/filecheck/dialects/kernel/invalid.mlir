@@ -151,7 +151,7 @@ kernel.yield %x : tensor<4xf32>
 ^bb0(%a: tensor<2xf32>):
   kernel.yield %a : tensor<2xf32>
 }
-// CHECK: 'kernel.tile' op scratch buffer memref<?xf32> must be a 1-d memref of static size
+// CHECK: 'kernel.tile' op scratch buffer memref<?xf32> must be a 1-d memref of static size and of a tensor element type (memref<4096xf32>)
 
 // -----
 
@@ -221,6 +221,33 @@ kernel.yield %x : tensor<4xf32>
   kernel.yield %s : tensor<2x4xf32>
 }
 // CHECK: 'kernel.tile' op records scratch [] but its plan needs [memref<8xf32>]
+
+// -----
+
+// A scratch buffer is a 1-d memref of static size, of a type tdsl computes on.
+%x = "test.op"() : () -> tensor<8x4xf32>
+// expected-error@+1 {{'kernel.tile' op scratch buffer memref<8xbf16> must be a 1-d memref}}
+%0 = kernel.tile(%x) space [8, 4] iterators ["parallel", "parallel"] tiles [2, 4] scratch [memref<8xbf16>] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
+^bb0(%a: tensor<2x4xf32>):
+  %e = tensordsl.exp %a : tensor<2x4xf32>
+  %t = tensordsl.tanh %a : tensor<2x4xf32>
+  %s = tensordsl.add %e, %t : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  kernel.yield %s : tensor<2x4xf32>
+}
+// CHECK: 'kernel.tile' op scratch buffer memref<8xbf16> must be a 1-d memref of static size and of a tensor element type (memref<4096xf32>)
+
+// -----
+
+%x = "test.op"() : () -> tensor<8x4xf32>
+// expected-error@+1 {{'kernel.tile' op scratch buffer memref<2x4xf32> must be a 1-d memref}}
+%0 = kernel.tile(%x) space [8, 4] iterators ["parallel", "parallel"] tiles [2, 4] scratch [memref<2x4xf32>] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
+^bb0(%a: tensor<2x4xf32>):
+  %e = tensordsl.exp %a : tensor<2x4xf32>
+  %t = tensordsl.tanh %a : tensor<2x4xf32>
+  %s = tensordsl.add %e, %t : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  kernel.yield %s : tensor<2x4xf32>
+}
+// CHECK: 'kernel.tile' op scratch buffer memref<2x4xf32> must be a 1-d memref of static size and of a tensor element type (memref<4096xf32>)
 
 // -----
 
