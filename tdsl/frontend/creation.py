@@ -38,7 +38,27 @@ def lower_creation(
     spans: Sequence[Span],
     params: Mapping[str, Any],
 ) -> Value:
-    """The ops of ``node``, a call of a creation function (see the module docstring)."""
+    """The ops of ``node``, a call of a creation function (see the module docstring).
+
+    Their values are built while compiling (constants, index vectors): a size NumPy
+    cannot allocate here (``zeros((10**11, 10**11))``) is an error at the call."""
+    try:
+        return _lower_creation(lowering, node, args, spans, params)
+    except (MemoryError, ValueError, OverflowError) as err:
+        raise TdslTypeError(
+            f"`{node.func}`: its values are built while compiling, and NumPy cannot build "
+            f"them here ({type(err).__name__}: {err})",
+            lowering.where(node.span),
+        ) from None
+
+
+def _lower_creation(
+    lowering: FunctionLowering,
+    node: Call,
+    args: Sequence[Value],
+    spans: Sequence[Span],
+    params: Mapping[str, Any],
+) -> Value:
     span = node.span
     element = params.get("dtype") or f64
     dtype = numpy_dtype(element)

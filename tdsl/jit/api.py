@@ -73,7 +73,10 @@ class JITTensorKernel:
         self.options = JitOptions(
             memory_budget,
             tile_size,
-            tuple(tile_sizes),
+            # (JitOptions refuses what is no sequence, with a TdslOptionError)
+            tuple(tile_sizes)
+            if isinstance(cast(object, tile_sizes), Sequence)
+            else cast(Any, tile_sizes),
             default_threads() if threads is None else threads,
             default_target() if target is None else target,
         )
@@ -131,7 +134,7 @@ class JITTensorKernel:
         """
         norm_shapes, norm_dtypes = normalize(shapes, dtypes)
         compiled = self.compile_normalized(
-            source, norm_shapes, norm_dtypes, kernel, filename, options or self.options
+            source, norm_shapes, norm_dtypes, kernel, filename, self._chosen(options)
         )
         check_request(compiled, norm_shapes, dtypes)
         return compiled
@@ -225,9 +228,20 @@ class JITTensorKernel:
         elif shapes is not None:
             checked = tuple(shape_of(f"shapes[{i}]", s) for i, s in enumerate(shapes))
             shape_key = checked
-        chosen = options or self.options
+        chosen = self._chosen(options)
         key = ("ir", text, shape_key, chosen)
         return self._cached(key, lambda: build(checked, chosen))
+
+    def _chosen(self, options: object) -> JitOptions:
+        """``options`` (a :class:`JitOptions`) for one kernel, else this JIT's."""
+        if options is None:
+            return self.options
+        if not isinstance(options, JitOptions):
+            raise TdslOptionError(
+                f"options must be a tdsl.jit.JitOptions (or None: this JIT's), got a "
+                f"value of type `{type(options).__name__}`"
+            )
+        return options
 
     def _cached(self, key: object, make: Callable[[], CompiledKernel]) -> CompiledKernel:
         """The kernel cached under ``key``, made (once, under the compile lock) on a miss."""

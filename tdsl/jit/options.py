@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from tdsl.defaults import (
     NO_FALLBACK_VARIABLE,
@@ -48,6 +50,12 @@ class JitOptions:
         set_(self, "threads", positive_int("threads", self.threads))
         if self.tile_size is not None:
             set_(self, "tile_size", positive_int("tile_size", self.tile_size))
+        sizes = cast(object, self.tile_sizes)  # (what a caller gave, typed or not)
+        if not isinstance(sizes, Sequence) or isinstance(sizes, str):
+            raise TdslOptionError(
+                f"tile_sizes must be a sequence of positive integers, one per dim of a group's "
+                f"iteration space (e.g. (64, 128)), got {self.tile_sizes!r}"
+            )
         set_(self, "tile_sizes", tuple(positive_int("tile_sizes", t) for t in self.tile_sizes))
         if self.target not in TARGETS:
             choices = ", ".join(f"{t!r}" for t in TARGETS)

@@ -264,12 +264,19 @@ def test_source_errors_propagate() -> None:
         {"threads": 0},
         {"tile_size": 0},
         {"tile_sizes": (4, 0)},
+        {"tile_sizes": 5},  # not a sequence (was a raw TypeError; found by fuzzing)
         {"cache_size": 0},
     ],
 )
 def test_bad_options(kwargs: dict[str, Any]) -> None:
     with pytest.raises(TdslOptionError):
         JITTensorKernel(**kwargs)
+
+
+def test_options_of_one_kernel_must_be_jit_options() -> None:
+    # (an int was a raw AttributeError from inside the cache key; found by fuzzing)
+    with pytest.raises(TdslOptionError, match=r"options must be a tdsl\.jit\.JitOptions"):
+        JITTensorKernel().compile("x + 1", {"x": (3,)}, options=5)  # type: ignore[arg-type]
 
 
 def test_bad_shapes_argument() -> None:

@@ -148,6 +148,10 @@ def test_a_mask_stores_its_indices_and_a_splat_one_value() -> None:
         ("zeros(3, dtype=uint16)", TdslTypeError, "`dtype` of `zeros` must name bool"),
         ("tri(3, dtype=x)", TdslTypeError, "not `x`"),
         ("arange(3, dtype=bool)", TdslTypeError, "`arange`: arange() is only supported for"),
+        # values NumPy cannot allocate (raw MemoryError and ValueError; found by fuzzing)
+        ("tri(99999999999)", TdslTypeError, "`tri`: its values are built while compiling"),
+        ("zeros((99999999999, 99999999999))", TdslTypeError, "NumPy cannot build them here"),
+        ("arange(0, 1e12)", TdslTypeError, "`arange`: its values are built while compiling"),
     ],
 )
 def test_bad_creations_are_located_errors(text: str, error: type[TdslError], message: str) -> None:
