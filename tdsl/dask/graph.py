@@ -271,6 +271,11 @@ def call_dask(kernel: CompiledKernel, given: Sequence[Any], out: Any = None) -> 
                 graph.held[op.result] = op.evaluate(graph.held[op.input], graph.held[op.indices])
             else:
                 source, indices = (graph.result(v) for v in (op.input, op.indices))
+                if (
+                    op.indices not in graph.held
+                ):  # known when computed: checked then, block by block
+                    check = (_checked_indices, op.extent, op.axis_value)
+                    indices = indices.map_blocks(*check, dtype=indices.dtype)
                 graph.env[op.result] = da.take(source, indices, axis=op.axis_value)
             continue
         if isinstance(op, ConcatenateOp):  # Dask's own concatenate
@@ -311,6 +316,14 @@ def _function(kernel: CompiledKernel) -> FuncOp:
         if isinstance(op, FuncOp) and op.sym_name.data == kernel.name:
             return op
     raise TdslError(f"kernel `{kernel.name}` has no function in its tiled IR")  # pragma: no cover
+
+
+def _checked_indices(block: Any, extent: int, axis: int) -> Any:
+    """``block`` of a gather's indices, or a :class:`~tdsl.errors.TdslIndexError` for its
+    first index outside the axis, as NumPy words it (Dask's take, given one, failed with
+    an ``IndexError`` about a chunk: "index 0 is out of bounds for axis 0 with size 0")."""
+    check_indices(block, extent, axis)
+    return block
 
 
 __all__ = ["call_dask", "chunk_options"]

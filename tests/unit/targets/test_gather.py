@@ -148,6 +148,12 @@ def test_dask_gathers_through_its_own_take() -> None:
     np.testing.assert_allclose(got.compute(), np.exp(w)[t] * 2, rtol=1e-12)
     with pytest.raises(TdslIndexError, match="index 64 is out of bounds"):
         fn(da.from_array(w, chunks=(16, 8)), np.array([0, 64, 1, 2, 3]))
+    # indices in a Dask array are checked when computed (Dask's take, given an index
+    # out of range, raised an IndexError about a chunk; found by fuzzing)
+    chunked = da.from_array(t, chunks=2)
+    np.testing.assert_allclose(fn(w, chunked).compute(), np.exp(w)[t] * 2, rtol=1e-12)
+    with pytest.raises(TdslIndexError, match="index 64 is out of bounds for axis 0 with size 64"):
+        fn(w, da.from_array(np.array([0, 1, 64, 2, 3]), chunks=2)).compute(scheduler="sync")
 
 
 @pytest.mark.skipif(native_unavailable_reason() is not None, reason="no native")
