@@ -271,9 +271,8 @@ def call_dask(kernel: CompiledKernel, given: Sequence[Any], out: Any = None) -> 
                 graph.held[op.result] = op.evaluate(graph.held[op.input], graph.held[op.indices])
             else:
                 source, indices = (graph.result(v) for v in (op.input, op.indices))
-                if (
-                    op.indices not in graph.held
-                ):  # known when computed: checked then, block by block
+                # indices known only when computed are checked then, block by block
+                if op.indices not in graph.held:
                     check = (_checked_indices, op.extent, op.axis_value)
                     indices = indices.map_blocks(*check, dtype=indices.dtype)
                 graph.env[op.result] = da.take(source, indices, axis=op.axis_value)

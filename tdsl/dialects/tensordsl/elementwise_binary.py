@@ -451,7 +451,7 @@ def _is_identity_zero(value: SSAValue, negative: bool) -> bool:
     (+0.0) leaves every float as it is: ``-0.0 + 0.0`` is ``+0.0``, so only ``x + -0.0``
     and ``x - 0.0`` are ``x`` for floats (any zero for integers)."""
     c = splat_constant(value)
-    if c != 0.0 or c is None:
+    if c is None or c != 0.0:
         return False
     return is_int(value) or (math.copysign(1.0, c) < 0) == negative
 
