@@ -32,7 +32,7 @@ from io import StringIO
 from typing import Any
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
+from xdsl.dialects.builtin import FileLineColLoc, ModuleOp, TensorType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.parser import Parser
 from xdsl.traits import IsolatedFromAbove
@@ -364,6 +364,18 @@ def format_op_error(
         if len(notes) > 1:
             text += "\n" + "\n".join(notes[1:])
     return text
+
+
+def find_huge_extent(root: Operation) -> tuple[Operation, str] | None:
+    """The first op with a tensor operand or result whose extent is beyond int64 (which
+    parses, and failed in the passes as an internal error), and what to say of it."""
+    limit = 2**63 - 1
+    for op in root.walk():
+        for value in (*op.operands, *op.results):
+            t = value.type
+            if isinstance(t, TensorType) and any(d > limit for d in t.get_shape()):
+                return op, f"'{op.name}' op has a tensor of type {t}: an extent beyond int64"
+    return None
 
 
 def find_use_before_def(root: Operation) -> tuple[Operation, int, str] | None:

@@ -6,6 +6,7 @@ frontend, and prints the resulting program with the chosen target (``mlir`` exac
 
 from __future__ import annotations
 
+import struct
 import sys
 from contextlib import nullcontext
 from io import BytesIO
@@ -24,6 +25,7 @@ from tdsl.tools.diagnostics import (
     DriverError,
     LocatingParser,
     OpLocator,
+    find_huge_extent,
     find_use_before_def,
     format_op_error,
 )
@@ -140,7 +142,13 @@ class OptIO(OptArguments):
         self._parser = parser
         self._locator = OpLocator(parser.op_spans, start_offset, name, self._input_text)
         no_implicit = frontend.no_implicit_module or self.args.no_implicit_module
-        module = parser.parse_module(not no_implicit)
+        try:
+            module = parser.parse_module(not no_implicit)
+        except (struct.error, OverflowError) as err:  # xDSL packs an integer it never checked
+            parser.raise_error(f"an integer before this is out of range for its type ({err})")
+        huge = find_huge_extent(module)
+        if huge is not None:
+            raise DriverError(format_op_error(huge[0], huge[1], self._locator))
         misuse = find_use_before_def(module)
         if misuse is not None:
             op, index, problem = misuse

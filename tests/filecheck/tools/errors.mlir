@@ -14,6 +14,17 @@
 // UNKNOWN-OP-NEXT: {{^}}  %0 = tensordsl.frobnicate %a : tensor<4xf32>{{$}}
 // UNKNOWN-OP-NEXT: {{^}}       ^^^^^^^^^^^^^^^^^^^^{{$}}
 
+// An integer beyond its type's width: located where xDSL's parser stood (it packed the
+// number unchecked: an internal error), and a tensor extent beyond int64 (it parsed, and
+// the passes failed with an internal error).
+// RUN: not tdsl-opt %S/Inputs/huge-integer.mlir 2>&1 | filecheck %s --check-prefix=HUGE-INT
+// HUGE-INT-NOT: Traceback
+// HUGE-INT: huge-integer.mlir:2:116: error: an integer before this is out of range for its type
+// RUN: not tdsl-opt %S/Inputs/huge-extent.mlir --fuse --tile 2>&1 | filecheck %s --check-prefix=HUGE-DIM
+// HUGE-DIM-NOT: Traceback
+// HUGE-DIM:      huge-extent.mlir:2:8: error: 'tensordsl.relu' op has a tensor of type tensor<99999999999999999999xf32>: an extent beyond int64
+// HUGE-DIM-NEXT: {{^}}  %0 = tensordsl.relu %a : tensor<99999999999999999999xf32>{{$}}
+
 // RUN: not tdsl-opt %S/Inputs/does-not-exist.mlir 2>&1 | filecheck %s --check-prefix=MISSING
 // MISSING-NOT: Traceback
 // MISSING: error: cannot read '{{.*}}does-not-exist.mlir': No such file or directory
