@@ -49,13 +49,13 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from tdsl.array_types import array_type_of
 from tdsl.dtypes import SHORT_NAMES
-from tdsl.errors import TdslCallError
+from tdsl.errors import TdslCallError, TdslOptionError
 from tdsl.jit.api import JITTensorKernel, default_jit
 from tdsl.jit.compiled import CompiledKernel
 from tdsl.jit.decorator import jit_options
@@ -309,7 +309,14 @@ def trace(
     """Compile the NumPy function ``fn`` by tracing it (see the module docstring):
     ``tdsl.trace(fn)``, ``@tdsl.trace`` or ``@tdsl.trace(static_argnames=..., ...)``,
     with the options of ``@tdsl.function``."""
-    statics = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+    names = cast(object, static_argnames)  # (what a caller gave, typed or not)
+    if not isinstance(names, str) and not (
+        isinstance(names, Sequence) and all(isinstance(n, str) for n in names)
+    ):
+        raise TdslOptionError(
+            f"static_argnames must be a parameter name or a sequence of them, got {names!r}"
+        )
+    statics = (names,) if isinstance(names, str) else tuple(cast(Sequence[str], names))
     options = jit_options(jit, memory_budget, tile_size, tile_sizes, threads, target)
 
     def decorate(f: Callable[..., Any]) -> Traced:

@@ -153,6 +153,12 @@ def test_a_python_bool_operand_is_a_bool() -> None:
         _same(tdsl.trace(fn)(*args), fn(*args))
 
 
+def test_static_argnames_must_name_parameters() -> None:
+    # (an int was a raw TypeError; found by fuzzing)
+    with pytest.raises(tdsl.TdslOptionError, match="static_argnames must be a parameter name"):
+        tdsl.trace(lambda x: x, static_argnames=5)  # type: ignore[arg-type]
+
+
 def test_python_control_flow_runs_at_trace_time() -> None:
     def layers(x, ws, relu_last: bool):
         for w in ws:
