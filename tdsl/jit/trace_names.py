@@ -122,6 +122,17 @@ def spell_dtype(dtype: Any) -> str:
     return "bool_" if d.name == "bool" else d.name
 
 
+def numpy_call(name: str, args: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
+    """NumPy's function ``name`` on ``args`` as a trace writes it: the Python numbers it
+    makes arrays of strong (:func:`strong_numbers`), and ``np.clip`` with one bound
+    ``None`` (``np.clip(x, 0, None)``) as the one ``maximum`` or ``minimum`` it is (the
+    language's ``clip`` takes both bounds)."""
+    args = strong_numbers(name, args)
+    if name == "clip" and len(args) == 3 and (args[1] is None) != (args[2] is None):
+        return ("maximum", args[:2]) if args[2] is None else ("minimum", (args[0], args[2]))
+    return name, args
+
+
 def bool_operand(value: Any) -> str | None:
     """A Python or NumPy bool as an operand of the language (which writes ``True`` only as
     a keyword's value): a strong bool, as NumPy's ``x * True`` and ``m & True`` compute
@@ -147,6 +158,7 @@ __all__ = [
     "WEAK_OPERATORS",
     "bool_operand",
     "literal",
+    "numpy_call",
     "spell_dtype",
     "strong_numbers",
     "trace_error",

@@ -36,8 +36,8 @@ from tdsl.jit.trace_names import (
     WEAK_OPERATORS,
     bool_operand,
     literal,
+    numpy_call,
     spell_dtype,
-    strong_numbers,
     trace_error,
     user_location,
 )
@@ -528,7 +528,7 @@ def call_function(
             + " (docs/from-numpy.md lists the NumPy functions a traced function may call)",
             TdslCallError,
         )
-    args = strong_numbers(name, args)
+    name, args = numpy_call(name, args)
     if name == "transpose" and len(args) == 2 and args[1] is None:
         args = args[:1]
     results = 1

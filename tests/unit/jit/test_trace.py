@@ -159,6 +159,15 @@ def test_static_argnames_must_name_parameters() -> None:
         tdsl.trace(lambda x: x, static_argnames=5)  # type: ignore[arg-type]
 
 
+def test_clip_with_one_bound_none_is_numpys() -> None:
+    """``np.clip(x, 0, None)`` (a ReLU as written in plain NumPy) and ``x.clip(None, 1)``:
+    ``None`` was written as a name, an unknown-name error (found by fuzzing)."""
+    x = np.array([-1.0, 0.5, np.nan, 3.0, -0.0], np.float32)
+    for fn in (lambda x: np.clip(x, 0, None), lambda x: x.clip(None, 1) * 2):
+        np.testing.assert_array_equal(tdsl.trace(fn)(x), fn(x))
+        assert tdsl.trace(fn)(x).dtype == fn(x).dtype
+
+
 def test_python_control_flow_runs_at_trace_time() -> None:
     def layers(x, ws, relu_last: bool):
         for w in ws:
