@@ -73,10 +73,7 @@ class JITTensorKernel:
         self.options = JitOptions(
             memory_budget,
             tile_size,
-            # (JitOptions refuses what is no sequence, with a TdslOptionError)
-            tuple(tile_sizes)
-            if isinstance(cast(object, tile_sizes), Sequence)
-            else cast(Any, tile_sizes),
+            cast(tuple[int, ...], tile_sizes),  # JitOptions checks it, makes a tuple
             default_threads() if threads is None else threads,
             default_target() if target is None else target,
         )
