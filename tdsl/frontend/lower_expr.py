@@ -560,7 +560,7 @@ class FunctionLowering(CallParams):
             axis, keepdims = params["axis"], params["keepdims"]
             if axis is not None and not isinstance(axis, int):
                 raise internal_error(
-                    f"frontend: `axis` of `{node.func}` is {axis!r}", location=self.where(node.span)
+                    f"frontend: `axis` of `{node.func}` is {axis!r}", None, self.where(node.span)
                 )
             try:
                 op.result_shape(self.shape_of(args[0]), axis, bool(keepdims))
@@ -574,9 +574,7 @@ class FunctionLowering(CallParams):
             flat = self.tensor(args[0], spans[0])  # NumPy scans the flattened tensor
             args = [self.emit(td.ReshapeOp(flat.value, (-1,)), spans[0])]
         if op is td.CastOp:
-            (arg,) = args
-            element = params["dtype"]
-            tensor = self.tensor(arg, spans[0])
+            element, tensor = params["dtype"], self.tensor(args[0], spans[0])
             if element == BOOL:
                 return self.truth(tensor, spans[0])
             if element == tensor.element:
@@ -587,10 +585,12 @@ class FunctionLowering(CallParams):
             if isinstance(arg, TensorValue) and is_int(arg.element):
                 return arg  # an integer is its own rounding, and stays an integer
             if not isinstance(arg, TensorValue) and self.weak_kind(arg) is int:
-                # a Python int too: NumPy's `np.round(3)` is `np.int64(3)`, a strong scalar
-                return self.tensor(arg, spans[0])
+                return self.tensor(arg, spans[0])  # `np.round(3)`: a strong np.int64(3)
+        if op is td.ClipOp and args and not isinstance(args[0], TensorValue):
+            args = [self.tensor(args[0], spans[0]), *args[1:]]
         # literals and weak scalars take the element type of the tensors they meet
-        # (``clip(x, 0, 6)`` of a float32 ``x`` is float32), as with operators
+        # (``clip(x, 0, 6)`` of a float32 ``x`` is float32), as with operators; not the
+        # first of ``clip``: ``np.clip(2, x, 3)`` makes an array of it (float64 or int64)
         unified = self.unify(list(zip(args, spans, strict=True)), op, f"`{info.name}`", node.span)
         operands = [t.value for t in unified]
         try:

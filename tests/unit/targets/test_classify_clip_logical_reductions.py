@@ -92,6 +92,21 @@ def test_clip_is_numpys_with_special_values_and_bounds(
 
 
 @pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(
+    ("text", "first"), [("clip(2, x, 2.5)", 2), ("clip(2.5, x, u)", 2.5), ("clip(2, u, 3)", 2)]
+)
+def test_a_number_clipped_is_an_array_of_numpys_dtype(target: str, text: str, first: Any) -> None:
+    # np.clip makes an array of its first argument (int64 or float64), so a Python number
+    # there is strong, where the bounds stay weak (found by fuzzing: float32 before)
+    x = np.array([1.0, 3.0, -np.inf], dtype=np.float32)
+    u = np.array([1, 3, 250], dtype=np.uint8)
+    used = {k: v for k, v in {"x": x, "u": u}.items() if re.search(rf"\b{k}\b", text)}
+    _, lo, hi = (v.strip() for v in text[5:-1].split(","))
+    want = np.clip(first, *(used[b] if b in used else eval(b) for b in (lo, hi)))
+    same(run(target, 1_000_000, text, **used), want)
+
+
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("budget", BUDGETS)
 @pytest.mark.parametrize(
     "call,axis,keepdims",
