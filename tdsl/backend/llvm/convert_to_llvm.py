@@ -105,7 +105,7 @@ from tdsl.backend.llvm.arith_to_llvm import ARITH_TO_LLVM_PATTERNS
 from tdsl.backend.llvm.dispatch import TypeDispatchApplier
 from tdsl.backend.llvm.f16 import F16_PATTERNS
 from tdsl.backend.llvm.func_to_llvm import FUNC_TO_LLVM_PATTERNS
-from tdsl.backend.llvm.loops_common import ROLES_ATTR, VIEWS_ATTR
+from tdsl.backend.llvm.loops_common import ROLES, ROLES_ATTR, VIEWS_ATTR
 from tdsl.backend.llvm.math_approx import APPROXIMATION_PATTERNS, EXACT_EXPANSION_PATTERNS
 from tdsl.backend.llvm.math_erf import ERF_PATTERNS
 from tdsl.backend.llvm.math_pow import POW_PATTERNS
@@ -285,10 +285,12 @@ class ConvertToLLVMPass(ModulePass):
 def _check_signatures(module: ModuleOp) -> None:
     """Every function must be loops-stage (no tensors: those are what
     ``tdsl-lower-to-loops`` turns into memref arguments) and return at most one
-    scalar; else an error at the function."""
+    scalar, and its ``tdsl.arg_roles``, if any, name one known role per argument; else
+    an error at the function."""
     for fn in module.ops:
         if not isinstance(fn, func.FuncOp):
             continue
+        _check_roles(fn)
         inputs, outputs = fn.function_type.inputs.data, fn.function_type.outputs.data
         tensors: list[Attribute] = [t for t in (*inputs, *outputs) if isinstance(t, TensorType)]
         if tensors:
@@ -305,6 +307,23 @@ def _check_signatures(module: ModuleOp) -> None:
                 "arguments)",
                 op=fn,
             )
+
+
+def _check_roles(fn: func.FuncOp) -> None:
+    roles = fn.attributes.get(ROLES_ATTR)
+    if roles is None:
+        return
+    names = roles.data if isinstance(roles, ArrayAttr) else ()
+    strings = [r.data for r in names if isinstance(r, StringAttr)]
+    count = len(fn.function_type.inputs.data)
+    if len(strings) != len(names) or len(strings) != count or not set(strings) <= set(ROLES):
+        bad = next((r for r in strings if r not in ROLES), None)
+        what = f"names the unknown role '{bad}'" if bad else f"is {roles}"
+        raise TdslIRError(
+            f"tdsl-convert-to-llvm: {ROLES_ATTR} of @{fn.sym_name.data} {what}; expected one "
+            f"role per argument ({count}), each one of {', '.join(ROLES)}",
+            op=fn,
+        )
 
 
 def _unsupported_note(op: Operation) -> str:

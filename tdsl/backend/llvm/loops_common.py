@@ -89,8 +89,12 @@ PACK_BYTES = 64 * 1024
 """The most bytes of one packed block's buffer (a stack array of the group function)."""
 
 ROLES_ATTR = "tdsl.arg_roles"
-"""The function attribute naming each argument's role (``in``, ``out``, ``tmp``, ``scratch``,
-``const``, ``view``)."""
+"""The function attribute naming each argument's role (one of :data:`ROLES`)."""
+
+ROLES = ("in", "out", "tmp", "scratch", "const", "view", "error")
+"""The roles of a main function's arguments: an input, a result, an intermediate between
+groups, a group's scratch, a constant, a window of another argument, a gather's error
+flag."""
 
 VIEWS_ATTR = "tdsl.views"
 """The function attribute of its ``view`` arguments: per view, its argument, the argument
