@@ -6,7 +6,7 @@ from __future__ import annotations
 import linecache
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn, cast
 
 import numpy as np
@@ -130,7 +130,21 @@ def numpy_call(name: str, args: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
     args = strong_numbers(name, args)
     if name == "clip" and len(args) == 3 and (args[1] is None) != (args[2] is None):
         return ("maximum", args[:2]) if args[2] is None else ("minimum", (args[0], args[2]))
+    if name == "transpose" and len(args) == 2 and args[1] is None:
+        return name, args[:1]
     return name, args
+
+
+def split_results(name: str, qualified: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> int:
+    """How many arrays NumPy's function ``name`` returns: the parts of a split, else one."""
+    if name not in ("split", "array_split"):
+        return 1
+    sections: Any = args[1] if len(args) > 1 else kwargs.get("indices_or_sections")
+    if isinstance(sections, int | np.integer):
+        return int(cast(int, sections))
+    if isinstance(sections, tuple | list):
+        return len(cast(Sequence[Any], sections)) + 1
+    trace_error(f"`{qualified}` takes a number of sections or a sequence of indices")
 
 
 def bool_operand(value: Any) -> str | None:
@@ -160,6 +174,7 @@ __all__ = [
     "literal",
     "numpy_call",
     "spell_dtype",
+    "split_results",
     "strong_numbers",
     "trace_error",
     "user_location",

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, cast
+from typing import Any, NoReturn
 
 import numpy as np
 
 from tdsl.dtypes import type_str
 from tdsl.errors import TdslCallError, TdslError
+from tdsl.jit.trace_compose import COMPOSED
 from tdsl.jit.trace_names import (
     FUNCTION_NAMES,
     NO_VALUES,
@@ -38,6 +39,7 @@ from tdsl.jit.trace_names import (
     literal,
     numpy_call,
     spell_dtype,
+    split_results,
     trace_error,
     user_location,
 )
@@ -508,6 +510,8 @@ def call_function(
     order = kwargs.pop("order", None)
     if order not in (None, "C", "K", "A"):
         trace_error(f"`order={order!r}` of `{qualified}`: tdsl's arrays are row-major (`'C'`)")
+    if name in COMPOSED and (module == "numpy" or module.startswith(("numpy._core", "numpy.lib"))):
+        return COMPOSED[name](*args, **kwargs)  # NumPy calls that come back here
     from tdsl.frontend.functions import FUNCTIONS
 
     if module.startswith("numpy.") and not module.startswith(("numpy._core", "numpy.lib")):
@@ -529,17 +533,7 @@ def call_function(
             TdslCallError,
         )
     name, args = numpy_call(name, args)
-    if name == "transpose" and len(args) == 2 and args[1] is None:
-        args = args[:1]
-    results = 1
-    if name in ("split", "array_split"):
-        sections = args[1] if len(args) > 1 else kwargs.get("indices_or_sections")
-        if isinstance(sections, int | np.integer):
-            results = int(sections)
-        elif isinstance(sections, tuple | list):
-            results = len(cast(Sequence[Any], sections)) + 1
-        else:
-            trace_error(f"`{qualified}` takes a number of sections or a sequence of indices")
+    results = split_results(name, qualified, args, kwargs)
     parts = [(name == "where" and bool_operand(a)) or _spell_arg(trace, a) for a in args]
     parts += [f"{k}={_spell_arg(trace, v)}" for k, v in kwargs.items() if v is not None]
     expr = f"{name}({', '.join(parts)})"

@@ -1,0 +1,257 @@
+"""NumPy functions a traced function may call that the language has no function for,
+written as the NumPy calls they stand for (each a few lines of the language).
+
+Each runs while tracing, on :class:`~tdsl.jit.tracer.Tracer` arrays: its NumPy calls
+come back through the tracer as the language's functions (``np.repeat(x, 2, axis=0)``
+is an ``expand_dims``, a ``broadcast_to`` and a ``reshape``), so it computes what
+NumPy's function computes, dtypes included.  Its static arguments (counts, axes,
+shifts, pad widths) must be Python numbers; an argument NumPy refuses is refused with
+NumPy's reason, located at the user's line.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+import numpy as np
+
+from tdsl.jit.trace_names import trace_error
+
+
+def _count(value: Any, what: str) -> int:
+    """``value`` as a static non-negative count."""
+    try:
+        count = operator.index(value)
+    except TypeError:
+        trace_error(f"{what} must be a Python int when traced (a count known when compiling)")
+    if count < 0:
+        trace_error(f"{what} must not be negative, got {count}")
+    return count
+
+
+def _axis(axis: Any, ndim: int, what: str) -> int:
+    """``axis`` of an array of ``ndim`` dims, as NumPy normalizes it."""
+    try:
+        index = operator.index(axis)
+    except TypeError:
+        trace_error(f"the axis of {what} must be a Python int, got {axis!r}")
+    if not -ndim <= index < ndim:
+        trace_error(f"axis {index} of {what} is out of bounds for an array of {ndim} dims")
+    return index % ndim
+
+
+def _ints(value: Any, what: str) -> tuple[int, ...]:
+    """An int or a sequence of ints, as a tuple (not checked for sign)."""
+    items: Sequence[Any] = (
+        cast(Sequence[Any], value) if isinstance(value, tuple | list) else (value,)
+    )
+    try:
+        return tuple(operator.index(v) for v in items)
+    except TypeError:
+        trace_error(f"{what} must be Python ints when traced, got {value!r}")
+
+
+def repeat(a: Any, repeats: Any, axis: Any = None) -> Any:
+    """``np.repeat`` by one count: each element ``repeats`` times along ``axis``."""
+    count = _count(repeats, "the count of `np.repeat`")
+    if axis is None:
+        a, axis = np.ravel(a), 0
+    k = _axis(axis, a.ndim, "`np.repeat`")
+    shape = tuple(a.shape)
+    spread = np.broadcast_to(np.expand_dims(a, k + 1), (*shape[: k + 1], count, *shape[k + 1 :]))
+    return np.reshape(spread, (*shape[:k], shape[k] * count, *shape[k + 1 :]))
+
+
+def tile(A: Any, reps: Any) -> Any:
+    """``np.tile``: ``A`` repeated ``reps`` times along each dim (a dim of each kind per
+    dim, broadcast, then merged)."""
+    counts = _ints(reps, "the counts of `np.tile`")
+    if any(c < 0 for c in counts):
+        trace_error(f"the counts of `np.tile` must not be negative, got {reps!r}")
+    rank = max(A.ndim, len(counts))
+    shape = (1,) * (rank - A.ndim) + tuple(A.shape)
+    counts = (1,) * (rank - len(counts)) + counts
+    pairs = np.reshape(A, tuple(x for s in shape for x in (1, s)))
+    sizes = zip(counts, shape, strict=True)
+    spread = np.broadcast_to(pairs, tuple(x for c, s in sizes for x in (c, s)))
+    return np.reshape(spread, tuple(c * s for c, s in zip(counts, shape, strict=True)))
+
+
+def outer(a: Any, b: Any) -> Any:
+    """``np.outer``: the product of each element of ``a`` with each of ``b``, flattened."""
+    return np.multiply(np.expand_dims(np.ravel(a), 1), np.expand_dims(np.ravel(b), 0))
+
+
+_NO_VALUE: Any = object()
+"""``prepend`` and ``append`` of :func:`diff` not given."""
+
+
+def _ndim(value: Any) -> int:
+    """The dims of an array, a traced one too (whose ``np.ndim`` is not traced)."""
+    return int(value.ndim) if hasattr(value, "ndim") else int(np.ndim(value))
+
+
+def _along(k: int, ndim: int, part: slice) -> tuple[slice, ...]:
+    """The index of ``part`` along dim ``k`` of ``ndim`` dims, the whole of the others."""
+    return tuple(part if d == k else slice(None) for d in range(ndim))
+
+
+def diff(
+    a: Any, n: Any = 1, axis: Any = -1, prepend: Any = _NO_VALUE, append: Any = _NO_VALUE
+) -> Any:
+    """``np.diff``: ``n`` times the differences of neighbours along ``axis`` (``!=`` of
+    booleans), after joining ``prepend`` and ``append`` (a scalar spans the other dims)."""
+    count = _count(n, "the order `n` of `np.diff`")
+    if count == 0:
+        return a
+    if a.ndim == 0:
+        trace_error("`np.diff` requires an input of at least one dimension")
+    k = _axis(axis, a.ndim, "`np.diff`")
+    parts: list[Any] = []
+    for extra in (prepend, a, append):
+        if extra is _NO_VALUE:
+            continue
+        if extra is not a and _ndim(extra) == 0:
+            shape = list(a.shape)
+            shape[k] = 1
+            extra = np.broadcast_to(extra, tuple(shape))
+        parts.append(extra)
+    if len(parts) > 1:
+        a = np.concatenate(parts, axis=k)
+    op = np.not_equal if a.dtype == np.bool_ else np.subtract
+    for _ in range(count):
+        a = op(a[_along(k, a.ndim, slice(1, None))], a[_along(k, a.ndim, slice(None, -1))])
+    return a
+
+
+def ptp(a: Any, axis: Any = None, out: Any = None, keepdims: Any = False) -> Any:
+    """``np.ptp``: the maximum less the minimum."""
+    if out is not None:
+        trace_error("`out=` of `np.ptp` writes into an array in place: use the returned value")
+    return np.subtract(
+        np.max(a, axis=axis, keepdims=keepdims), np.min(a, axis=axis, keepdims=keepdims)
+    )
+
+
+def flip(m: Any, axis: Any = None) -> Any:
+    """``np.flip``: the elements in reverse order along ``axis`` (every axis for None)."""
+    every = range(m.ndim)
+    named = _ints(axis, "the axes of `np.flip`") if axis is not None else every
+    axes = {_axis(x, m.ndim, "`np.flip`") for x in named}
+    return m[tuple(slice(None, None, -1) if d in axes else slice(None) for d in range(m.ndim))]
+
+
+def flipud(m: Any) -> Any:
+    if m.ndim < 1:
+        trace_error("`np.flipud` requires an input of at least one dimension")
+    return flip(m, 0)
+
+
+def fliplr(m: Any) -> Any:
+    if m.ndim < 2:
+        trace_error("`np.fliplr` requires an input of at least two dimensions")
+    return flip(m, 1)
+
+
+def roll(a: Any, shift: Any, axis: Any = None) -> Any:
+    """``np.roll``: the elements moved ``shift`` places along ``axis`` (of the flattened
+    array for None), those past the end coming round to the start."""
+    if axis is None:
+        return np.reshape(roll(np.ravel(a), shift, 0), a.shape)
+    shifts, axes = _ints(shift, "the shifts of `np.roll`"), _ints(axis, "the axes of `np.roll`")
+    if len(shifts) == 1:
+        shifts *= len(axes)
+    if len(axes) == 1:
+        axes *= len(shifts)
+    if len(shifts) != len(axes):
+        trace_error("`np.roll`: `shift` and `axis` must have the same length")
+    for s, x in zip(shifts, axes, strict=True):
+        k = _axis(x, a.ndim, "`np.roll`")
+        extent = a.shape[k]
+        cut = extent - s % extent if extent else 0
+        if extent and cut != extent:
+            head, tail = slice(cut, None), slice(None, cut)
+            a = np.concatenate([a[_along(k, a.ndim, head)], a[_along(k, a.ndim, tail)]], axis=k)
+    return a
+
+
+def count_nonzero(a: Any, axis: Any = None, *, keepdims: Any = False) -> Any:
+    """``np.count_nonzero``: how many elements are not zero (nan is not zero), an int64
+    (a 0-d int64 array where NumPy gives a Python int, as for every 0-d result)."""
+    return np.sum(np.not_equal(a, 0), axis=axis, keepdims=keepdims)
+
+
+def nan_to_num(
+    x: Any, copy: Any = True, nan: Any = 0.0, posinf: Any = None, neginf: Any = None
+) -> Any:
+    """``np.nan_to_num``: nan as ``nan``, infinities as ``posinf``/``neginf`` (the dtype's
+    largest finite values by default); integers and booleans as they are."""
+    if x.dtype.kind not in "fc":
+        return x
+    info = np.finfo(x.dtype)
+    big = float(info.max) if posinf is None else posinf
+    small = float(info.min) if neginf is None else neginf
+    kept = cast(Any, np.where(np.isnan(x), nan, x))
+    return np.where(kept == np.inf, big, np.where(kept == -np.inf, small, kept))
+
+
+def isclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan: Any = False) -> Any:
+    """``np.isclose``, as NumPy 2 computes it: ``b`` in its dtype's float (float64 for
+    integers), then ``|a - b| <= atol + rtol * |b|`` where ``b`` is finite, or ``a == b``."""
+    kind = getattr(b, "dtype", None)
+    if kind is not None:
+        b = b.astype(np.result_type(kind, 1.0))
+    elif isinstance(b, int):
+        b = float(b)
+    # (NumPy's own expression: Python's `abs` keeps a Python number weak)
+    result = (abs(a - b) <= atol + rtol * abs(b)) & np.isfinite(b) | (a == b)
+    if equal_nan:
+        result = result | (np.isnan(a) & np.isnan(b))
+    return result
+
+
+def pad(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> Any:
+    """``np.pad`` in its ``constant`` mode: the array between slabs of
+    ``constant_values`` (0 by default), of the array's dtype."""
+    if mode != "constant":
+        trace_error(f"`np.pad` with mode={mode!r}: a traced function pads with constants only")
+    value = kwargs.pop("constant_values", 0)
+    if kwargs:
+        trace_error(f"`np.pad` with `{'`, `'.join(kwargs)}` is not supported when traced")
+    if _ndim(value) != 0:
+        trace_error("`constant_values` of `np.pad` must be one number when traced")
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=object), (array.ndim, 2))
+    for k in range(array.ndim):
+        before, after = (_count(w, "a width of `np.pad`") for w in widths[k])
+        slabs: dict[str, Any] = {}
+        for side, width in (("before", before), ("after", after)):
+            shape = list(array.shape)
+            shape[k] = width
+            if width:  # (an array made here is an input of the kernel: only what is needed)
+                slabs[side] = np.full(tuple(shape), value, dtype=array.dtype)
+        if slabs:
+            parts = [p for p in (slabs.get("before"), array, slabs.get("after")) if p is not None]
+            array = np.concatenate(parts, axis=k)
+    return array
+
+
+COMPOSED: dict[str, Callable[..., Any]] = {
+    "repeat": repeat,
+    "tile": tile,
+    "outer": outer,
+    "diff": diff,
+    "ptp": ptp,
+    "flip": flip,
+    "flipud": flipud,
+    "fliplr": fliplr,
+    "roll": roll,
+    "count_nonzero": count_nonzero,
+    "nan_to_num": nan_to_num,
+    "isclose": isclose,
+    "pad": pad,
+}
+"""NumPy's functions (by name, in ``np``) that a trace writes as the calls above."""
+
+__all__ = ["COMPOSED"]

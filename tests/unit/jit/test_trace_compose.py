@@ -1,0 +1,151 @@
+"""NumPy functions the language lacks that a traced function may call: ``tdsl.trace``
+writes each as the NumPy calls it stands for (``tdsl/jit/trace_compose.py``).  Each
+equals NumPy element by element (nan, infinities and the sign of zero in place),
+dtype and shape included, on each target; a bad argument is a located error."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tdsl
+from tdsl.errors import TdslError
+
+Array = np.ndarray[Any, Any]
+
+rng = np.random.default_rng(0)
+X = rng.standard_normal((6, 8)).astype(np.float32)
+X[0, 0], X[1, 1], X[2, 2], X[3, 3], X[3, 4] = np.nan, np.inf, -np.inf, 0.0, -0.0
+V = rng.standard_normal(8).astype(np.float32)
+I = np.arange(-6, 6, dtype=np.int32).reshape(3, 4)  # noqa: E741
+B = rng.standard_normal((3, 5)) > 0
+H = np.array([1.0, -0.0, 65504.0, -2.5], dtype=np.float16)
+
+# several results per traced function: one compile for each group
+GROUPS: dict[str, tuple[Callable[..., Any], tuple[Array, ...]]] = {
+    "repeat and tile": (
+        lambda x, i, b, v: (
+            np.repeat(x, 2),
+            np.repeat(x, 3, axis=0),
+            np.repeat(x, 2, axis=-1),
+            np.repeat(x, 0, axis=1),
+            np.repeat(i, 2, axis=1),
+            np.repeat(b, 2, axis=0),
+            np.tile(v, (2, 1)),
+            np.tile(x, 2),
+            np.tile(x, (2, 1, 3)),
+            np.tile(i, (1, 2)),
+        ),
+        (X, I, B, V),
+    ),
+    "outer, diff and ptp": (
+        lambda x, i, b, v, h: (
+            np.outer(v, v),
+            np.outer(x[:2], x[0]),
+            np.outer(i, v),
+            np.diff(x),
+            np.diff(x, axis=0),
+            np.diff(x, n=2),
+            np.diff(b),
+            np.diff(i, axis=0),
+            np.diff(x, prepend=0.0),
+            np.diff(x, axis=0, append=x[:1]),
+            np.diff(h),
+            np.ptp(x),
+            np.ptp(x, axis=0),
+            np.ptp(i, axis=1, keepdims=True),
+        ),
+        (X, I, B, V, H),
+    ),
+    "flip and roll": (
+        lambda x, v: (
+            np.flip(x),
+            np.flip(x, 1),
+            np.flipud(x),
+            np.fliplr(x),
+            np.flip(x, (0, 1)),
+            np.roll(x, 3),
+            np.roll(x, -2, axis=1),
+            np.roll(x, (1, 9), axis=(0, 1)),
+            np.roll(v, 11),
+        ),
+        (X, V),
+    ),
+    "counts, nan_to_num, isclose and pad": (
+        lambda x, i, b, v, h: (
+            np.count_nonzero(x),
+            np.count_nonzero(x, axis=0),
+            np.count_nonzero(b, axis=1, keepdims=True),
+            np.count_nonzero(i, axis=(0, 1)),
+            np.nan_to_num(x),
+            np.nan_to_num(x, nan=-1.0, posinf=9.0, neginf=-9.0),
+            np.nan_to_num(h / 0),
+            np.nan_to_num(i),
+            np.isclose(x, x + 1e-6),
+            np.isclose(x, v, rtol=0.5),
+            np.isclose(x, x, equal_nan=True),
+            np.isclose(x, 0.5, atol=1.0),
+            np.isclose(i, 1),
+            np.pad(x, 1),
+            np.pad(x, ((1, 2), (0, 3)), constant_values=7.5),
+            np.pad(i, (2, 0)),
+            np.pad(v, (3, 1), constant_values=-1),
+        ),
+        (X, I, B, V, H),
+    ),
+}
+
+
+def same(got: Any, want: Any) -> None:
+    got, want = np.asarray(got), np.asarray(want)
+    assert (got.dtype, got.shape) == (want.dtype, want.shape)
+    assert np.array_equal(got, want, equal_nan=want.dtype.kind == "f"), (got, want)
+    if want.dtype.kind == "f":
+        numbers = ~np.isnan(want)
+        assert np.array_equal(np.signbit(got[numbers]), np.signbit(want[numbers]))
+
+
+@pytest.mark.parametrize("group", GROUPS)
+def test_composed_functions_are_numpys(jit_target: str, group: str) -> None:
+    fn, args = GROUPS[group]
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        want = fn(*args)
+        traced = tdsl.trace(fn)
+        got = traced(*args)
+    assert traced.kernels[0].target == jit_target
+    assert len(got) == len(want)
+    for k, (g, w) in enumerate(zip(got, want, strict=True)):
+        try:
+            same(g, w)
+        except AssertionError as err:
+            raise AssertionError(f"result {k} of {group}") from err
+
+
+@pytest.mark.parametrize(
+    ("fn", "message"),
+    [
+        (lambda x: np.repeat(x, [1, 2, 1], axis=0), "count of `np.repeat` must be a Python int"),
+        (lambda x: np.repeat(x, -1), "count of `np.repeat` must not be negative"),
+        (lambda x: np.repeat(x, 2, axis=2), "axis 2 of `np.repeat` is out of bounds"),
+        (lambda x: np.tile(x, (-1, 2)), "counts of `np.tile` must not be negative"),
+        (lambda x: np.roll(x, 1, axis=5), "axis 5 of `np.roll` is out of bounds"),
+        (lambda x: np.roll(x, (1, 2, 3), axis=(0, 1)), "must have the same length"),
+        (lambda x: np.pad(x, 1, mode="edge"), "pads with constants only"),
+        (lambda x: np.pad(x, -1), "a width of `np.pad` must not be negative"),
+        (lambda x: np.pad(x, 1, constant_values=(1, 2)), "must be one number"),
+        (lambda x: np.diff(x.sum()), "at least one dimension"),
+        (lambda x: np.diff(x, n=-1), "order `n` of `np.diff` must not be negative"),
+        (lambda x: np.flip(x, 3), "axis 3 of `np.flip` is out of bounds"),
+        (lambda x: np.fliplr(x[0]), "at least two dimensions"),
+    ],
+)
+def test_bad_arguments_are_located_errors(fn: Callable[..., Any], message: str) -> None:
+    with pytest.raises(TdslError, match=message) as caught:
+        tdsl.trace(fn)(np.ones((3, 4), np.float32))
+    assert caught.value.location is not None
+    assert caught.value.location.file == __file__
