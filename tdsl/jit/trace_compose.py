@@ -237,21 +237,73 @@ def pad(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> An
     return array
 
 
+def take_along_axis(arr: Any, indices: Any, axis: Any) -> Any:
+    """``np.take_along_axis``: ``arr`` gathered along ``axis`` by ``indices`` (of the
+    same dims), as NumPy builds it: an integer-array index per dim (an ``arange`` along
+    each other dim), so an index out of range is the gather's ``IndexError``."""
+    if axis is None:
+        if _ndim(indices) != 1:
+            trace_error("`np.take_along_axis` with axis=None takes 1-d indices")
+        arr, axis = np.ravel(arr), 0
+    k = _axis(axis, arr.ndim, "`np.take_along_axis`")
+    if _ndim(indices) != arr.ndim:
+        trace_error("`indices` and `arr` of `np.take_along_axis` must have the same dims")
+    index: list[Any] = []
+    for d, extent in enumerate(cast(tuple[int, ...], arr.shape)):
+        shape = tuple(-1 if e == d else 1 for e in range(arr.ndim))
+        index.append(indices if d == k else np.reshape(np.arange(extent), shape))
+    return arr[tuple(index)]
+
+
+def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: Any = False) -> Any:
+    """``np.linalg.norm`` of vectors (``ord`` None, 2, 1, inf, -inf, 0) and the
+    Frobenius norm of matrices (``ord`` None or ``'fro'``), as sums, maxima and square
+    roots (the 2-norm of a whole array is a square root of a sum of squares, where NumPy
+    takes a dot product: equal but for rounding, as any sum in another order)."""
+    if x.dtype.kind not in "f":
+        x = x.astype(np.float64)  # (NumPy's norm is of floats)
+    axes = _ints(axis, "the axes of `np.linalg.norm`") if axis is not None else None
+    matrix = (axes is None and x.ndim == 2) or (axes is not None and len(axes) == 2)
+    if matrix and ord in (None, "fro"):
+        return np.sqrt(np.sum(x * x, axis=axes, keepdims=keepdims))
+    if matrix or (axes is None and ord is not None and x.ndim != 1):
+        trace_error(
+            f"`np.linalg.norm` with ord={ord!r} of a matrix is not supported when traced "
+            "(vector norms, and the Frobenius norm of a matrix, are)"
+        )
+    if ord is None or ord == 2:
+        return np.sqrt(np.sum(x * x, axis=axes, keepdims=keepdims))
+    if ord == np.inf:
+        return np.max(np.abs(x), axis=axes, keepdims=keepdims)
+    if ord == -np.inf:
+        return np.min(np.abs(x), axis=axes, keepdims=keepdims)
+    if ord == 1:
+        return np.sum(np.abs(x), axis=axes, keepdims=keepdims)
+    if ord == 0:
+        return np.sum(np.not_equal(x, 0), axis=axes, keepdims=keepdims).astype(x.dtype)
+    if isinstance(ord, int | float) and not isinstance(ord, bool):
+        total = np.sum(np.abs(x) ** ord, axis=axes, keepdims=keepdims)
+        return total ** np.reciprocal(ord, dtype=x.dtype)  # (NumPy's root, in x's dtype)
+    trace_error(f"`np.linalg.norm` with ord={ord!r} is not supported when traced")
+
+
 COMPOSED: dict[str, Callable[..., Any]] = {
-    "repeat": repeat,
-    "tile": tile,
-    "outer": outer,
-    "diff": diff,
-    "ptp": ptp,
-    "flip": flip,
-    "flipud": flipud,
-    "fliplr": fliplr,
-    "roll": roll,
-    "count_nonzero": count_nonzero,
-    "nan_to_num": nan_to_num,
-    "isclose": isclose,
-    "pad": pad,
+    "np.repeat": repeat,
+    "np.tile": tile,
+    "np.outer": outer,
+    "np.diff": diff,
+    "np.ptp": ptp,
+    "np.flip": flip,
+    "np.flipud": flipud,
+    "np.fliplr": fliplr,
+    "np.roll": roll,
+    "np.count_nonzero": count_nonzero,
+    "np.nan_to_num": nan_to_num,
+    "np.isclose": isclose,
+    "np.pad": pad,
+    "np.take_along_axis": take_along_axis,
+    "np.linalg.norm": norm,
 }
-"""NumPy's functions (by name, in ``np``) that a trace writes as the calls above."""
+"""NumPy's functions (by their name under ``np``) that a trace writes as the calls above."""
 
 __all__ = ["COMPOSED"]

@@ -510,8 +510,8 @@ def call_function(
     order = kwargs.pop("order", None)
     if order not in (None, "C", "K", "A"):
         trace_error(f"`order={order!r}` of `{qualified}`: tdsl's arrays are row-major (`'C'`)")
-    if name in COMPOSED and (module == "numpy" or module.startswith(("numpy._core", "numpy.lib"))):
-        return COMPOSED[name](*args, **kwargs)  # NumPy calls that come back here
+    if qualified in COMPOSED:
+        return COMPOSED[qualified](*args, **kwargs)  # NumPy calls that come back here
     from tdsl.frontend.functions import FUNCTIONS
 
     if module.startswith("numpy.") and not module.startswith(("numpy._core", "numpy.lib")):

@@ -97,7 +97,35 @@ GROUPS: dict[str, tuple[Callable[..., Any], tuple[Array, ...]]] = {
         ),
         (X, I, B, V, H),
     ),
+    "take_along_axis and norm": (
+        lambda x, i, t, idx, rows, flat, n: (
+            np.take_along_axis(x, idx, axis=1),
+            np.take_along_axis(x, rows, 0),
+            np.take_along_axis(x, flat, None),
+            np.take_along_axis(x, np.argmax(x, axis=1, keepdims=True), axis=-1),
+            np.linalg.norm(n),
+            np.linalg.norm(n, axis=0),
+            np.linalg.norm(n, axis=1, keepdims=True),
+            np.linalg.norm(x, np.inf, axis=1),
+            np.linalg.norm(x, -np.inf, axis=1),
+            np.linalg.norm(n, 0, axis=1),
+            np.linalg.norm(n, "fro"),
+            np.linalg.norm(t, axis=(1, 2)),
+            np.linalg.norm(i, axis=1),
+        ),
+        (
+            X,
+            I,
+            np.arange(24.0).reshape(2, 3, 4),
+            rng.integers(-8, 8, (6, 3)),
+            rng.integers(0, 6, (2, 8)),
+            rng.integers(0, 48, 5),
+            rng.integers(-4, 5, (2, 8)).astype(np.float32),
+        ),
+    ),
 }
+"""(The norms' sums are of small integers, which any order adds exactly: NumPy's
+pairwise sum and a dot product for the whole array give the same bits.)"""
 
 
 def same(got: Any, want: Any) -> None:
@@ -142,6 +170,8 @@ def test_composed_functions_are_numpys(jit_target: str, group: str) -> None:
         (lambda x: np.diff(x, n=-1), "order `n` of `np.diff` must not be negative"),
         (lambda x: np.flip(x, 3), "axis 3 of `np.flip` is out of bounds"),
         (lambda x: np.fliplr(x[0]), "at least two dimensions"),
+        (lambda x: np.linalg.norm(x, 2), "ord=2 of a matrix is not supported"),
+        (lambda x: np.take_along_axis(x, np.zeros(3, int), 1), "must have the same dims"),
     ],
 )
 def test_bad_arguments_are_located_errors(fn: Callable[..., Any], message: str) -> None:
