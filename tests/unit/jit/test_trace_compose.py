@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tdsl
 from tdsl.errors import TdslError
@@ -179,3 +181,64 @@ def test_bad_arguments_are_located_errors(fn: Callable[..., Any], message: str) 
         tdsl.trace(fn)(np.ones((3, 4), np.float32))
     assert caught.value.location is not None
     assert caught.value.location.file == __file__
+
+
+@st.composite
+def compositions(draw: st.DrawFn) -> tuple[str, Callable[..., Any], Array]:
+    """One composed function with drawn static arguments, and an input of a drawn shape
+    (extents from 0) and dtype, with special values among its floats."""
+    rank = draw(st.integers(1, 3))
+    shape = tuple(draw(st.lists(st.integers(0, 4), min_size=rank, max_size=rank)))
+    dtype = draw(st.sampled_from([np.float32, np.float64, np.int32, np.bool_]))
+    values = np.array([0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan, 3.0, 7.0])
+    seed = draw(st.integers(0, 2**16))
+    chosen = np.random.default_rng(seed).choice(values, size=shape)
+    if dtype is np.bool_:
+        x = chosen > 0
+    elif dtype is np.int32:
+        x = np.where(np.isfinite(chosen), chosen, 5).astype(np.int32)
+    else:
+        x = chosen.astype(dtype)
+    axis = draw(st.integers(-rank, rank - 1))
+    n = draw(st.integers(0, 3))
+    kind = draw(st.sampled_from(["repeat", "tile", "roll", "diff", "pad", "flip", "take"]))
+    if kind == "repeat":
+        return kind, lambda a: np.repeat(a, n, axis=axis), x
+    if kind == "tile":
+        reps = tuple(draw(st.lists(st.integers(0, 2), min_size=1, max_size=3)))
+        return f"tile {reps}", lambda a: np.tile(a, reps), x
+    if kind == "roll":
+        shift = draw(st.integers(-6, 6))
+        return f"roll {shift} {axis}", lambda a: np.roll(a, shift, axis=axis), x
+    if kind == "diff":
+        if dtype is np.bool_ or shape[axis] == 0:
+            return kind, lambda a: np.diff(a, n=n, axis=axis), x
+        return kind, lambda a: np.diff(a, n=n, axis=axis, prepend=-1), x
+    if kind == "pad":
+        widths = tuple((draw(st.integers(0, 2)), draw(st.integers(0, 2))) for _ in shape)
+        return f"pad {widths}", lambda a: np.pad(a, widths), x
+    if kind == "flip":
+        return kind, lambda a: np.flip(a, axis), x
+    rows = draw(st.integers(0, 3))
+    index_shape = tuple(rows if d == axis % rank else s for d, s in enumerate(shape))
+    k = shape[axis]
+    index = np.random.default_rng(seed).integers(-k, k, size=index_shape) if k else None
+    if index is None:
+        return "flip", lambda a: np.flip(a), x
+    return "take", lambda a: np.take_along_axis(a, index, axis), x
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(compositions())
+def test_any_composition_is_numpys(case: tuple[str, Any, Array]) -> None:
+    """Each composed function, with any static arguments, on any shape (empty ones too)
+    and dtype, equals NumPy element by element."""
+    name, fn, x = case
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        want = fn(x)
+        got = tdsl.trace(fn)(x)
+    try:
+        same(got, want)
+    except AssertionError as err:
+        raise AssertionError(f"{name} of {x.dtype}{x.shape}") from err
