@@ -177,6 +177,7 @@ class _GroupPlan:
             # scratch the tile op records: their scratch model, not the NumPy target's,
             # decides how tall a tile BLAS gets)
             tiles[split] = most if gemms else min(tiles[split], most)
+        tiles = [max(1, t) for t in tiles]  # (a dim of extent 0: tile 1, as the tile op's)
         self.tiles: tuple[int, ...] = tuple(tiles)
         self.level: dict[Operation, int] = {}
         self.blas: dict[Operation, int] = {}

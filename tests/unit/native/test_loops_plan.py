@@ -270,3 +270,35 @@ def test_a_head_of_windows_shares_its_rows_among_threads() -> None:
     e = np.exp(s - s.max(axis=1, keepdims=True))
     want = e / e.sum(axis=1, keepdims=True) @ h[:, 128:192]
     np.testing.assert_allclose(kernel(h, m), want, rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize(
+    "body", ["exp(a)", "sum(a, axis=1)", "softmax(a)", "relu(a @ b) + 1", "cumsum(a, axis=1)"]
+)
+@pytest.mark.parametrize("shapes", [((3, 0), (0, 2)), ((0, 4), (4, 2)), ((3, 4), (4, 0))])
+def test_a_dim_of_extent_zero_is_planned_in_tiles_of_one(
+    body: str, shapes: tuple[tuple[int, int], tuple[int, int]]
+) -> None:
+    """An empty dim's loops tile is 1, as its tile op's is: the planned IR verifies (it
+    recorded 0, which the verifier refuses; found by fuzzing), and the loops compute
+    NumPy's empty or zero result."""
+    (m, k), (_, n) = shapes
+    source = f"def main(a: f32[{m}, {k}], b: f32[{k}, {n}]):\n    return {body}\n"
+    import tdsl
+
+    module = tdsl.tile(tdsl.fuse(tdsl.to_tensordsl(source)))
+    plan_loops(module)
+    module.verify()
+    a = np.ones((m, k), np.float32)
+    b = np.ones((k, n), np.float32)
+    got = JITTensorKernel(target="native").compile(source)(a=a, b=b)
+    want = {
+        "exp(a)": np.exp(a),
+        "sum(a, axis=1)": a.sum(axis=1),
+        "softmax(a)": a,  # (empty, or rows of 0 elements)
+        "relu(a @ b) + 1": np.maximum(a @ b, 0) + 1,
+        "cumsum(a, axis=1)": np.cumsum(a, axis=1),
+    }[body]
+    if body == "softmax(a)" and a.size:
+        want = np.exp(a) / np.exp(a).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(got, want, rtol=1e-6)  # (native exp: within 1 ulp)
