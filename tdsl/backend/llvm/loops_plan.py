@@ -215,7 +215,8 @@ class _GroupPlan:
         self.split = {op: r for op, r in self.split.items() if self.tiles[r] < self.extents[r]}
         check_split(self)
         scratch = self._scratch_elements()
-        why = None if self.recorded is not None else over_budget(self, scratch, limit)
+        empty = 0 in self.extents  # (computes nothing: no scratch is used)
+        why = None if self.recorded is not None or empty else over_budget(self, scratch, limit)
         if why is not None:
             name = tile.group_name or "a group"
             where = op_location(tile)

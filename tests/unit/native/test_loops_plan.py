@@ -302,3 +302,19 @@ def test_a_dim_of_extent_zero_is_planned_in_tiles_of_one(
     if body == "softmax(a)" and a.size:
         want = np.exp(a) / np.exp(a).sum(axis=1, keepdims=True)
     np.testing.assert_allclose(got, want, rtol=1e-6)  # (native exp: within 1 ulp)
+
+
+def test_an_empty_group_plans_without_a_budget_warning() -> None:
+    """A group with an empty dim computes nothing, so it needs no scratch: no warning
+    that its loops need more than the plan records (an attention of 0 keys warned)."""
+    import warnings
+
+    import tdsl
+
+    source = "def main(a: f32[0, 0], b: f32[0, 0]):\n    return softmax(a @ b) @ transpose(b)\n"
+    module = tdsl.tile(tdsl.fuse(tdsl.to_tensordsl(source)))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        plan_loops(module)
+    assert not seen, [str(w.message) for w in seen]
+    module.verify()
