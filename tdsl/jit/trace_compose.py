@@ -287,6 +287,28 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: Any = False) -> An
     trace_error(f"`np.linalg.norm` with ord={ord!r} is not supported when traced")
 
 
+def _with_dtype(name: str, exact_mean: bool = False) -> Callable[..., Any]:
+    """NumPy's ``name`` reduction (or scan) with a ``dtype=``: of the input cast to it, the
+    result in it (an integer sum accumulates in int64 in the language; its value cast to
+    a narrower integer is the one NumPy's wrapping sum gives).  Without ``dtype=``:
+    NotImplemented (the language's function, as written)."""
+
+    def reduce(a: Any, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
+        if dtype is None:
+            return NotImplemented
+        wanted = np.dtype(dtype)
+        if (exact_mean and wanted.kind != "f") or (wanted == np.float16 and exact_mean):
+            trace_error(
+                f"`np.{name}` with dtype={wanted.name} is not supported when traced (NumPy "
+                "divides in that dtype): float32 and float64 are"
+            )
+        cast_in = a.astype(wanted) if hasattr(a, "astype") else np.asarray(a, wanted)
+        result = getattr(np, name)(cast_in, *args, **kwargs)
+        return result if result.dtype == wanted else result.astype(wanted)
+
+    return reduce
+
+
 COMPOSED: dict[str, Callable[..., Any]] = {
     "np.repeat": repeat,
     "np.tile": tile,
@@ -303,7 +325,10 @@ COMPOSED: dict[str, Callable[..., Any]] = {
     "np.pad": pad,
     "np.take_along_axis": take_along_axis,
     "np.linalg.norm": norm,
+    **{f"np.{n}": _with_dtype(n) for n in ("sum", "prod", "cumsum", "cumprod")},
+    "np.mean": _with_dtype("mean", exact_mean=True),
 }
-"""NumPy's functions (by their name under ``np``) that a trace writes as the calls above."""
+"""NumPy's functions (by their name under ``np``) that a trace writes as the calls above
+(one that returns NotImplemented leaves the call to the language)."""
 
 __all__ = ["COMPOSED"]

@@ -342,6 +342,9 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
     def cumprod(self, *args: Any, **kwargs: Any) -> Any:
         return np.cumprod(self, *args, **kwargs)
 
+    def repeat(self, *args: Any, **kwargs: Any) -> Any:
+        return np.repeat(self, *args, **kwargs)
+
     def round(self, *args: Any, **kwargs: Any) -> Any:
         return np.round(self, *args, **kwargs)
 
@@ -510,8 +513,11 @@ def call_function(
     order = kwargs.pop("order", None)
     if order not in (None, "C", "K", "A"):
         trace_error(f"`order={order!r}` of `{qualified}`: tdsl's arrays are row-major (`'C'`)")
-    if qualified in COMPOSED:
-        return COMPOSED[qualified](*args, **kwargs)  # NumPy calls that come back here
+    if (
+        qualified in COMPOSED
+        and (done := COMPOSED[qualified](*args, **kwargs)) is not NotImplemented
+    ):
+        return done  # (NumPy calls that came back here)
     from tdsl.frontend.functions import FUNCTIONS
 
     if module.startswith("numpy.") and not module.startswith(("numpy._core", "numpy.lib")):

@@ -125,6 +125,27 @@ GROUPS: dict[str, tuple[Callable[..., Any], tuple[Array, ...]]] = {
             rng.integers(-4, 5, (2, 8)).astype(np.float32),
         ),
     ),
+    "reductions with dtype= and .repeat": (
+        lambda x, u, i, b: (
+            np.sum(x, dtype=np.float64),
+            np.sum(u, axis=1, dtype=np.uint8),
+            (i * 100000).sum(dtype=np.int32),
+            np.prod(i[:, :3] * 50, axis=1, dtype=np.uint8),
+            np.cumsum(u, axis=0, dtype=np.uint8),
+            np.cumprod(i, axis=1, dtype=np.float64),
+            np.mean(i, dtype=np.float32),
+            x.mean(axis=1, keepdims=True, dtype=np.float64),
+            np.sum(b, axis=0, dtype=bool),
+            np.prod(b, axis=1, dtype=bool),
+            x.repeat(2, axis=1),
+        ),
+        (
+            np.nan_to_num(X, posinf=3.0, neginf=-3.0),
+            rng.integers(0, 255, (5, 7)).astype(np.uint8),
+            rng.integers(-9, 9, (5, 7)).astype(np.int32),
+            rng.standard_normal((5, 7)) > 0,
+        ),
+    ),
 }
 """(The norms' sums are of small integers, which any order adds exactly: NumPy's
 pairwise sum and a dot product for the whole array give the same bits.)"""
@@ -174,6 +195,8 @@ def test_composed_functions_are_numpys(jit_target: str, group: str) -> None:
         (lambda x: np.fliplr(x[0]), "at least two dimensions"),
         (lambda x: np.linalg.norm(x, 2), "ord=2 of a matrix is not supported"),
         (lambda x: np.take_along_axis(x, np.zeros(3, int), 1), "must have the same dims"),
+        (lambda x: np.mean(x, dtype=np.float16), "dtype=float16 is not supported"),
+        (lambda x: np.mean(x, dtype=np.int32), "dtype=int32 is not supported"),
     ],
 )
 def test_bad_arguments_are_located_errors(fn: Callable[..., Any], message: str) -> None:
