@@ -309,6 +309,57 @@ def _with_dtype(name: str, exact_mean: bool = False) -> Callable[..., Any]:
     return reduce
 
 
+def _floats(x: Any) -> Any:
+    """``x`` as a float ufunc loop takes it (NumPy's ``e``, ``f``, ``d`` loops: a ``uint8``
+    or a bool in float16, an ``int32`` in float64)."""
+    if x.dtype.kind == "f":
+        return x
+    return x.astype(np.result_type(x.dtype, np.float16))
+
+
+def _truth(x: Any) -> Any:
+    """``x`` as booleans, as NumPy's logical functions read it (not zero: nan too)."""
+    if not hasattr(x, "dtype"):
+        return np.bool_(x)
+    return x if x.dtype == np.bool_ else np.not_equal(x, 0)
+
+
+def fabs(x: Any) -> Any:
+    """``np.fabs``: the absolute value, of floats."""
+    return np.abs(_floats(x))
+
+
+def rint(x: Any) -> Any:
+    """``np.rint``: to the nearest integer, ties to even, of floats."""
+    return cast(Any, np.round(_floats(x)))
+
+
+def positive(x: Any) -> Any:
+    """``np.positive`` (``+x``): the same values; NumPy refuses booleans."""
+    if x.dtype == np.bool_:
+        trace_error("`np.positive` (unary `+`) of booleans is not supported, as in NumPy")
+    return x
+
+
+def signbit(x: Any) -> Any:
+    """``np.signbit``: whether the sign bit is set (``-0.0`` and a negative nan too)."""
+    return np.less(np.copysign(1.0, _floats(x)), 0)
+
+
+def _logical(name: str) -> Callable[..., Any]:
+    """NumPy's logical function ``name`` of any operands: of their truth.  Of booleans
+    alone: NotImplemented (the language's function; ``xor``: ``!=``)."""
+    xor = name == "logical_xor"
+
+    def logical(*operands: Any) -> Any:
+        if not xor and all(getattr(v, "dtype", None) == np.bool_ for v in operands):
+            return NotImplemented
+        truths = [_truth(v) for v in operands]
+        return np.not_equal(*truths) if xor else getattr(np, name)(*truths)
+
+    return logical
+
+
 COMPOSED: dict[str, Callable[..., Any]] = {
     "np.repeat": repeat,
     "np.tile": tile,
@@ -327,6 +378,12 @@ COMPOSED: dict[str, Callable[..., Any]] = {
     "np.linalg.norm": norm,
     **{f"np.{n}": _with_dtype(n) for n in ("sum", "prod", "cumsum", "cumprod")},
     "np.mean": _with_dtype("mean", exact_mean=True),
+    # ufuncs (their tracer's __array_ufunc__ asks)
+    "np.fabs": fabs,
+    "np.rint": rint,
+    "np.positive": positive,
+    "np.signbit": signbit,
+    **{f"np.{n}": _logical(n) for n in ("logical_and", "logical_or", "logical_xor", "logical_not")},
 }
 """NumPy's functions (by their name under ``np``) that a trace writes as the calls above
 (one that returns NotImplemented leaves the call to the language)."""

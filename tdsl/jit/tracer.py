@@ -202,6 +202,9 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
             return np.__dict__[reduction[name]](*inputs)
         if method != "__call__":
             trace_error(f"`np.{name}.{method}` is not supported when traced")
+        composed = COMPOSED.get(f"np.{name}")  # (a ufunc written as others)
+        if composed and (done := composed(*inputs)) is not NotImplemented:
+            return done
         trace = self._trace
         args = [bool_operand(x) or spell(trace, x) for x in inputs]
         operands = [x for x in map(lambda v: as_operand(trace, v), inputs) if x is not None]
@@ -347,9 +350,6 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
 
     def round(self, *args: Any, **kwargs: Any) -> Any:
         return np.round(self, *args, **kwargs)
-
-    def __pos__(self) -> Tracer:
-        return self  # NumPy's `+x` is a copy: the same values
 
     def dot(self, other: Any) -> Any:
         return np.dot(self, other)

@@ -146,6 +146,34 @@ GROUPS: dict[str, tuple[Callable[..., Any], tuple[Array, ...]]] = {
             rng.standard_normal((5, 7)) > 0,
         ),
     ),
+    "ufuncs of the language's functions": (
+        lambda x, i, u, b: (
+            np.fabs(x),
+            np.fabs(i),
+            np.fabs(u),
+            np.rint(x),
+            np.rint(i),
+            +x,
+            np.positive(i),
+            np.signbit(x),
+            np.signbit(i),
+            np.signbit(b),
+            np.logical_and(x, i),
+            np.logical_or(x, 0.0),
+            np.logical_xor(b, x),
+            np.logical_xor(b, b),
+            np.logical_not(x),
+            np.logical_not(b),
+        ),
+        (
+            np.array([-2.5, -1.5, -0.5, -0.0, 0.0, 0.5, 1.5, 2.5, np.nan, -np.nan, np.inf, -1])
+            .astype(np.float32)
+            .reshape(3, 4),
+            np.arange(-6, 6, dtype=np.int32).reshape(3, 4),
+            np.arange(12, dtype=np.uint8).reshape(3, 4),
+            np.arange(12).reshape(3, 4) % 3 == 0,
+        ),
+    ),
 }
 """(The norms' sums are of small integers, which any order adds exactly: NumPy's
 pairwise sum and a dot product for the whole array give the same bits.)"""
@@ -197,6 +225,7 @@ def test_composed_functions_are_numpys(jit_target: str, group: str) -> None:
         (lambda x: np.take_along_axis(x, np.zeros(3, int), 1), "must have the same dims"),
         (lambda x: np.mean(x, dtype=np.float16), "dtype=float16 is not supported"),
         (lambda x: np.mean(x, dtype=np.int32), "dtype=int32 is not supported"),
+        (lambda x: +(x > 0), r"`np.positive` \(unary `\+`\) of booleans"),
     ],
 )
 def test_bad_arguments_are_located_errors(fn: Callable[..., Any], message: str) -> None:
