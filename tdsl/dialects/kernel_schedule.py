@@ -251,7 +251,7 @@ def compute_schedule(
         if looped[op] != (ready % 2 == 1):  # passes are the odd steps, stages the even ones
             ready += 1
         if sweeps is not None:
-            ready = _recorded_sweep(op, sweeps[op], ready, looped[op], on_tiled)
+            ready = _recorded_sweep(op, sweeps[op], ready, looped[op], on_tiled, len(body.ops))
         step_of[op] = ready
     if sweeps is None:
         _sink(body, step_of, looped, accumulating)
@@ -269,8 +269,7 @@ def compute_schedule(
     by_step: dict[int, list[Operation]] = {}
     for op in body.ops:
         by_step.setdefault(step_of[op], []).append(op)
-    last = max(step_of.values(), default=0)
-    for index in range(last + 1):
+    for index in sorted(by_step):  # (the sweeps no op runs in run nothing)
         own = by_step.get(index, [])
         if index % 2 == 0:
             if own:
@@ -413,8 +412,16 @@ def _sink(
             step_of[op] = min(readers)
 
 
-def _recorded_sweep(op: Operation, given: int, ready: int, looped: bool, on_tiled: set[int]) -> int:
-    """``given``, the recorded step of ``op``, when the op can run there."""
+def _recorded_sweep(
+    op: Operation, given: int, ready: int, looped: bool, on_tiled: set[int], ops: int
+) -> int:
+    """``given``, the recorded step of ``op``, when the op can run there (and is one a
+    plan of ``ops`` ops can need: each op starts at most two sweeps after the last)."""
+    if given > 2 * ops:
+        raise PlanError(
+            f"'{op.name}' is recorded in sweep {given}, past the last a plan of {ops} ops "
+            f"can need ({2 * ops})"
+        )
     if given < ready:
         raise PlanError(
             f"'{op.name}' is recorded in sweep {given}, but what it reads is ready only in "

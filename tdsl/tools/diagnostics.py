@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+import struct
 import sys
 import warnings
 from collections.abc import Callable
@@ -201,6 +202,14 @@ class LocatingParser(Parser):
                 name_span = self._name_stack[-1]
                 self.failure_span = name_span if name_span is not None else self._as_str(start)
             raise
+        except (ParseError, TdslError, OverflowError, struct.error):
+            raise  # (an integer xDSL packed unchecked: the reader locates it where it stood)
+        except Exception as err:
+            # xDSL's parsers raise a few plain exceptions (a dense value of an i65 or f80,
+            # a memref.load with one index too many): one located error at the op
+            span = self._name_stack[-1] or self._as_str(start)
+            why = str(err) or type(err).__name__
+            raise ParseError(span, f"'{span.text}' cannot be parsed: {why}") from None
         finally:
             name_span = self._name_stack.pop()
         self.op_spans[op] = name_span if name_span is not None else self._as_str(start)
@@ -233,6 +242,17 @@ class LocatingParser(Parser):
 # --------------------------------------------------------------------------- #
 
 
+def verify_module(module: ModuleOp) -> None:
+    """Verify ``module``; an op verifier of xDSL's that raises a plain ``Exception``
+    (``memref.load``'s for a wrong index count) raises a ``VerifyException`` too."""
+    try:
+        module.verify()
+    except DiagnosticException:
+        raise
+    except Exception as err:
+        raise VerifyException(str(err) or type(err).__name__) from None
+
+
 def find_verify_failure(root: Operation) -> tuple[Operation, Exception] | None:
     """The first operation under ``root`` (innermost first) that does not verify.
 
@@ -249,11 +269,11 @@ def find_verify_failure(root: Operation) -> tuple[Operation, Exception] | None:
             if not block.ops:
                 try:
                     block.verify()
-                except VerifyException as err:
+                except Exception as err:  # (a VerifyException, or a plain one of xDSL's)
                     return root, err
     try:
         root.verify(verify_nested_ops=False)
-    except VerifyException as err:
+    except Exception as err:
         return root, err
     return None
 

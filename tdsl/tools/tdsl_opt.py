@@ -70,6 +70,7 @@ from tdsl.tools.diagnostics import (
     print_error,
     run_tool,
     span_location,
+    verify_module,
 )
 from tdsl.tools.opt_args import check_options, pass_flag_aliases, unanchor_pipeline
 from tdsl.tools.opt_io import OptIO, exact_mlir_target
@@ -268,7 +269,7 @@ class TdslOptMain(OptIO):
             self._pass = previous
             if not self.args.disable_verify:
                 with times.phase("verifier") if times is not None else nullcontext():
-                    module.verify()
+                    verify_module(module)
             if previous is not None and self._prints_after(previous):
                 self._dump_ir(previous, module)
             if upcoming is not None and self._prints_before(upcoming):

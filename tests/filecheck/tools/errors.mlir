@@ -25,6 +25,18 @@
 // HUGE-DIM:      huge-extent.mlir:2:8: error: 'tensordsl.relu' op has a tensor of type tensor<99999999999999999999xf32>: an extent beyond int64
 // HUGE-DIM-NEXT: {{^}}  %0 = tensordsl.relu %a : tensor<99999999999999999999xf32>{{$}}
 
+// xDSL's parsers and verifiers that raise plain exceptions (a dense value of an i65,
+// which xDSL cannot pack; memref.load's verifier for a wrong index count): located
+// errors, not internal ones.
+// RUN: not tdsl-opt %S/Inputs/odd-width-constant.mlir 2>&1 | filecheck %s --check-prefix=ODD-WIDTH
+// ODD-WIDTH-NOT: internal error
+// ODD-WIDTH:      odd-width-constant.mlir:2:9: error: 'tensordsl.constant' cannot be parsed: Format not implemented for i65
+// ODD-WIDTH-NEXT: {{^}}  %1 = "tensordsl.constant"() <{value = dense<1> : tensor<i65>}> : () -> tensor<i64>{{$}}
+// RUN: not tdsl-opt %S/Inputs/load-index-count.mlir --convert-to-llvm 2>&1 | filecheck %s --check-prefix=LOAD-INDEX
+// LOAD-INDEX-NOT: internal error
+// LOAD-INDEX:      load-index-count.mlir:3:8: error: 'memref.load' op expected an index for each dimension
+// LOAD-INDEX-NEXT: {{^}}  %v = memref.load %a[%c0, %c0] : memref<3xi64>{{$}}
+
 // RUN: not tdsl-opt %S/Inputs/does-not-exist.mlir 2>&1 | filecheck %s --check-prefix=MISSING
 // MISSING-NOT: Traceback
 // MISSING: error: cannot read '{{.*}}does-not-exist.mlir': No such file or directory

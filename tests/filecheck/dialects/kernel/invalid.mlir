@@ -390,6 +390,19 @@ kernel.yield %x : tensor<4xf32>
 
 // -----
 
+// A sweep past the last a plan can need (a plan of n ops needs at most 2n): refused at
+// once, where the schedule counted up to it (sweeps [1099511627776] hung tdsl-opt).
+%x = "test.op"() : () -> tensor<4xf32>
+// expected-error@+1 {{'kernel.tile' op cannot run its recorded plan}}
+%0 = kernel.tile(%x) space [4] iterators ["parallel"] tiles [4] scratch [] sweeps [1099511627776] ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<4xf32>) -> tensor<4xf32> {
+^bb0(%a: tensor<4xf32>):
+  %1 = tensordsl.relu %a : tensor<4xf32>
+  kernel.yield %1 : tensor<4xf32>
+}
+// CHECK: 'kernel.tile' op cannot run its recorded plan: 'tensordsl.relu' is recorded in sweep 1099511627776, past the last a plan of 1 ops can need (2)
+
+// -----
+
 // Only a value a pass computes tile by tile can be staged: not the max, which is
 // whole after its pass.
 %x = "test.op"() : () -> tensor<16x300xf64>
