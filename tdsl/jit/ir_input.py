@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from tdsl.errors import TdslIRError, TdslTypeError
+from tdsl.errors import TdslError, TdslIRError, TdslTypeError
 from tdsl.jit.calls import OUT
 from tdsl.jit.compiled import CompiledKernel
 from tdsl.jit.compiler import _collector_paused, _compile_module  # pyright: ignore[reportPrivateUsage]
@@ -55,6 +55,11 @@ def build_ir(text: str, shapes: Shapes | None, options: JitOptions) -> CompiledK
         module.verify()
     except (ParseError, VerifyException) as err:
         raise TdslIRError(f"the IR does not parse or verify: {err}") from None
+    except TdslError:
+        raise
+    except Exception as err:  # a plain one of xDSL's (an i65 dense value, memref.load's)
+        why = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+        raise TdslIRError(f"the IR does not parse or verify: {why}") from None
     return build_module(module, shapes, options, text)
 
 
