@@ -144,6 +144,30 @@ class _Entry:
     captured: tuple[tuple[str, np.ndarray[Any, Any]], ...]
     result: Any
     program: str
+    errstate: dict[str, str]
+    """What the function's own ``np.errstate`` set for its lines (see :func:`_own_errstate`),
+    set around each call: none for most functions."""
+
+
+_LENIENT = ("ignore", "log", "call", "print", "warn", "raise")
+"""NumPy's error modes from the most lenient: where a function's lines traced under
+different modes, the most lenient of them holds for the kernel."""
+
+
+def _own_errstate(outside: dict[str, str], lines: list[dict[str, str]]) -> dict[str, str]:
+    """The floating-point error modes the kernel of a function must run with: per kind
+    (``divide``, ``over``, ``under``, ``invalid``), where some line of the function was
+    traced under another mode than the caller's (``outside``: a ``with np.errstate``
+    in the function), the most lenient of its lines' modes.  The numpy target raises
+    NumPy's warnings in the kernel, as one op; a warning NumPy would not give, in a
+    line the function silenced, would otherwise reach the caller (an error under
+    ``-W error``)."""
+    own: dict[str, str] = {}
+    for kind, mode in outside.items():
+        seen = {line[kind] for line in lines}
+        if seen and seen != {mode}:
+            own[kind] = min(seen, key=lambda m: _LENIENT.index(m) if m in _LENIENT else 0)
+    return own
 
 
 class Traced:
@@ -238,6 +262,7 @@ class Traced:
         arguments.update(dict(key[2]))
         # (as bound: a *args parameter's tuple and a **kwargs one's dict spread again)
         call = inspect.BoundArguments(self.signature, OrderedDict(arguments))
+        outside = {k: str(v) for k, v in np.geterr().items()}
         result = self.python(*call.args, **call.kwargs)
         outputs: list[Tracer] = []
         structure = _outputs(result, outputs)
@@ -254,7 +279,8 @@ class Traced:
             filename=f"<trace of {self.python.__qualname__}>",
             options=self._options,
         )
-        return _Entry(kernel, tuple(names), tuple(trace.captured), structure, program)
+        errstate = _own_errstate(outside, trace.errstates)
+        return _Entry(kernel, tuple(names), tuple(trace.captured), structure, program, errstate)
 
     def _entry(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_Entry, list[Any]]:
         key, leaves, arrays = self._key(args, kwargs)
@@ -286,7 +312,13 @@ class Traced:
         entry, arrays = self._entry(args, kwargs)
         values = dict(zip(entry.names, arrays, strict=True))
         values.update(entry.captured)
-        out = entry.kernel(**values)
+        if entry.errstate:
+            with np.errstate(
+                **cast(Any, entry.errstate)
+            ):  # (the function's own, see _own_errstate)
+                out = entry.kernel(**values)
+        else:
+            out = entry.kernel(**values)
         results = list(out) if isinstance(out, tuple) else [out]
         return _rebuild(entry.result, results)
 

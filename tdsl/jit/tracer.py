@@ -50,13 +50,11 @@ class Trace:
     """The program a traced function builds: its inputs, its lines, the arrays it
     captured (extra inputs, read at each call)."""
 
-    inputs: list[tuple[str, tuple[int, ...], np.dtype[Any]]] = field(
-        default_factory=list[tuple[str, tuple[int, ...], np.dtype[Any]]]
-    )
+    inputs: list[tuple[str, tuple[int, ...], np.dtype[Any]]] = field(default_factory=list)
     lines: list[str] = field(default_factory=list[str])
-    captured: list[tuple[str, np.ndarray[Any, Any]]] = field(
-        default_factory=list[tuple[str, np.ndarray[Any, Any]]]
-    )
+    errstates: list[dict[str, str]] = field(default_factory=list[dict[str, str]])
+    """``np.geterr()`` as each line was traced, in order (the function's ``np.errstate``)."""
+    captured: list[tuple[str, np.ndarray[Any, Any]]] = field(default_factory=list)
     types: dict[str, tuple[tuple[int, ...], np.dtype[Any]]] = field(
         default_factory=dict[str, tuple[tuple[int, ...], np.dtype[Any]]]
     )
@@ -123,6 +121,7 @@ class Trace:
         fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
         outputs = fn.function_type.outputs.data
         self.lines.append(f"{', '.join(names)} = {expr}")
+        self.errstates.append({k: str(v) for k, v in np.geterr().items()})
         tracers = [
             Tracer(self, n, tensor_shape(t), numpy_dtype(t))
             for n, t in zip(names, outputs, strict=True)

@@ -7,6 +7,7 @@ import inspect
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -424,3 +425,31 @@ def test_gpt2_matches_numpy(jit_target: str) -> None:
     program = forward.program(inputs, **params, n_head=12)
     for piece in ("split(", "hstack(", "var(", "transpose(wte", "wte[inputs]", "arange(0, 64, 1)"):
         assert piece in program
+
+
+def _silenced_log(x: Any) -> Any:
+    y = x * 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.log(y)
+    return z + 1
+
+
+def _plain_log(x: Any) -> Any:
+    return np.log(x) + 1
+
+
+def test_a_functions_own_errstate_holds_for_its_kernel(jit_target: str) -> None:
+    """A function that silences NumPy's warnings for a line (``with np.errstate``) gives
+    none compiled either (the numpy target warned where NumPy did not: an error under
+    ``-W error``, as this suite runs); one that does not warns as NumPy does."""
+    x = np.array([0.0, 1.0, -1.0], np.float32)
+    traced = tdsl.trace(_silenced_log)
+    got = traced(x)  # (pytest turns any warning into an error)
+    np.testing.assert_array_equal(got, _silenced_log(x))
+    plain = tdsl.trace(_plain_log)
+    if jit_target == "numpy":
+        with pytest.warns(RuntimeWarning) as seen:
+            plain(x)
+        assert any("divide by zero" in str(w.message) for w in seen)
+    with np.errstate(all="ignore"):  # (the caller's errstate holds for the rest)
+        np.testing.assert_array_equal(plain(x), _plain_log(x))
