@@ -334,6 +334,26 @@ def rint(x: Any) -> Any:
     return cast(Any, np.round(_floats(x)))
 
 
+def round_(a: Any, decimals: Any = 0, out: Any = None) -> Any:
+    """``np.round`` to ``decimals`` places, as NumPy computes it: ``rint(a * 10**d) /
+    10**d`` (for negative ``d``, ``rint(a / 10**-d) * 10**-d``), the power of ten a
+    Python float (weak: float32 stays float32).  Zero places: NotImplemented (the
+    language's ``round``); integers to places: themselves."""
+    places = _ints(decimals, "`decimals` of `np.round`")[0]
+    if out is not None:
+        trace_error("`out=` of `np.round` writes into an array in place: use the returned value")
+    if places == 0:
+        return NotImplemented
+    if a.dtype.kind in "iub":
+        if places > 0:
+            return a
+        trace_error("`np.round` of integers to negative decimals is not supported when traced")
+    scale = 10.0 ** abs(places)
+    if places > 0:
+        return np.divide(cast(Any, np.round(np.multiply(a, scale))), scale)
+    return np.multiply(cast(Any, np.round(np.divide(a, scale))), scale)
+
+
 def positive(x: Any) -> Any:
     """``np.positive`` (``+x``): the same values; NumPy refuses booleans."""
     if x.dtype == np.bool_:
@@ -378,6 +398,8 @@ COMPOSED: dict[str, Callable[..., Any]] = {
     "np.linalg.norm": norm,
     **{f"np.{n}": _with_dtype(n) for n in ("sum", "prod", "cumsum", "cumprod")},
     "np.mean": _with_dtype("mean", exact_mean=True),
+    "np.round": round_,
+    "np.around": round_,
     # ufuncs (their tracer's __array_ufunc__ asks)
     "np.fabs": fabs,
     "np.rint": rint,

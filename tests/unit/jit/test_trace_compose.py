@@ -164,6 +164,11 @@ GROUPS: dict[str, tuple[Callable[..., Any], tuple[Array, ...]]] = {
             np.logical_xor(b, b),
             np.logical_not(x),
             np.logical_not(b),
+            np.round(x, 2),
+            np.round(x, -1),
+            np.around(x.astype(np.float64) * 1.005, 3),
+            x.round(1),
+            np.round(i, 2),
         ),
         (
             np.array([-2.5, -1.5, -0.5, -0.0, 0.0, 0.5, 1.5, 2.5, np.nan, -np.nan, np.inf, -1])
@@ -226,6 +231,7 @@ def test_composed_functions_are_numpys(jit_target: str, group: str) -> None:
         (lambda x: np.mean(x, dtype=np.float16), "dtype=float16 is not supported"),
         (lambda x: np.mean(x, dtype=np.int32), "dtype=int32 is not supported"),
         (lambda x: +(x > 0), r"`np.positive` \(unary `\+`\) of booleans"),
+        (lambda x: np.round(x.astype(np.int32), -1), "integers to negative decimals"),
     ],
 )
 def test_bad_arguments_are_located_errors(fn: Callable[..., Any], message: str) -> None:
