@@ -11,6 +11,7 @@ NumPy's reason, located at the user's line.
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any, cast
@@ -334,6 +335,41 @@ def rint(x: Any) -> Any:
     return cast(Any, np.round(_floats(x)))
 
 
+def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
+    """``np.tensordot``, as NumPy computes it: each operand transposed and reshaped to a
+    matrix (its free dims, then the summed ones; the summed, then the free), one matrix
+    product, reshaped to the free dims of ``a`` then of ``b``."""
+    if isinstance(axes, tuple | list):
+        pair = cast(Sequence[Any], axes)
+        if len(pair) != 2:
+            trace_error("`axes` of `np.tensordot` is a count or a pair of axis lists")
+        along_a, along_b = (list(_ints(x, "the axes of `np.tensordot`")) for x in pair)
+    else:
+        n = _count(axes, "`axes` of `np.tensordot`")
+        along_a, along_b = list(range(-n, 0)), list(range(n))
+    if len(along_a) != len(along_b):
+        trace_error("`np.tensordot`: the two lists of axes must be as long")
+    along_a = [_axis(x, a.ndim, "`np.tensordot`") for x in along_a]
+    along_b = [_axis(x, b.ndim, "`np.tensordot`") for x in along_b]
+    if any(a.shape[x] != b.shape[y] for x, y in zip(along_a, along_b, strict=True)):
+        trace_error("`np.tensordot`: the summed axes of the two operands differ in length")
+    free_a = [d for d in range(a.ndim) if d not in along_a]
+    free_b = [d for d in range(b.ndim) if d not in along_b]
+    summed = math.prod(a.shape[x] for x in along_a)
+    left = np.reshape(np.transpose(a, free_a + along_a), (-1, summed))
+    right = np.reshape(np.transpose(b, along_b + free_b), (summed, -1))
+    shape = [a.shape[d] for d in free_a] + [b.shape[d] for d in free_b]
+    return np.reshape(np.matmul(left, right), tuple(shape))
+
+
+def inner(a: Any, b: Any) -> Any:
+    """``np.inner``: the sum over the last axes of both (a product of a 0-d operand)."""
+    if _ndim(a) == 0 or _ndim(b) == 0:  # (a Python number is an array: strong, as NumPy's)
+        a, b = (v if hasattr(v, "dtype") else np.asarray(v) for v in (a, b))
+        return np.multiply(a, b)
+    return tensordot(a, b, ([-1], [-1]))
+
+
 def round_(a: Any, decimals: Any = 0, out: Any = None) -> Any:
     """``np.round`` to ``decimals`` places, as NumPy computes it: ``rint(a * 10**d) /
     10**d`` (for negative ``d``, ``rint(a / 10**-d) * 10**-d``), the power of ten a
@@ -398,6 +434,8 @@ COMPOSED: dict[str, Callable[..., Any]] = {
     "np.linalg.norm": norm,
     **{f"np.{n}": _with_dtype(n) for n in ("sum", "prod", "cumsum", "cumprod")},
     "np.mean": _with_dtype("mean", exact_mean=True),
+    "np.tensordot": tensordot,
+    "np.inner": inner,
     "np.round": round_,
     "np.around": round_,
     # ufuncs (their tracer's __array_ufunc__ asks)

@@ -300,3 +300,33 @@ def test_any_composition_is_numpys(case: tuple[str, Any, Array]) -> None:
         same(got, want)
     except AssertionError as err:
         raise AssertionError(f"{name} of {x.dtype}{x.shape}") from err
+
+
+def test_tensordot_and_inner_are_numpys_to_rounding(jit_target: str) -> None:
+    """``np.tensordot`` (a count of axes, pairs of axis lists, 0 for the outer product)
+    and ``np.inner``, as one matrix product of the operands reshaped as NumPy reshapes
+    them: NumPy's values to float32 rounding (its products sum in another order), its
+    shapes and dtypes."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    b = rng.standard_normal((4, 5, 2)).astype(np.float32)
+    c = rng.standard_normal((6, 5)).astype(np.float32)
+    v = rng.standard_normal(5).astype(np.float32)
+
+    def fn(a: Any, b: Any, c: Any, v: Any) -> Any:
+        return (
+            np.tensordot(a, b),
+            np.tensordot(a, b, axes=([2, 1], [1, 0])),
+            np.tensordot(a, c, axes=([2], [1])),
+            np.tensordot(c, v, axes=1),
+            np.tensordot(v, v, axes=0),
+            np.inner(c, v),
+            np.inner(a, c),
+            np.inner(v, 2.0),
+        )
+
+    for got, want in zip(tdsl.trace(fn)(a, b, c, v), fn(a, b, c, v), strict=True):
+        assert (got.dtype, got.shape) == (want.dtype, want.shape)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(TdslError, match="summed axes of the two operands differ"):
+        tdsl.trace(lambda a, c: np.tensordot(a, c, axes=([1], [1])))(a, c)
