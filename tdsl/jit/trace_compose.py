@@ -416,6 +416,38 @@ def _logical(name: str) -> Callable[..., Any]:
     return logical
 
 
+_UFUNC_METHODS = {
+    ("add", "reduce"): "sum",
+    ("multiply", "reduce"): "prod",
+    ("maximum", "reduce"): "max",
+    ("minimum", "reduce"): "min",
+    ("logical_and", "reduce"): "all",
+    ("logical_or", "reduce"): "any",
+    ("add", "accumulate"): "cumsum",
+    ("multiply", "accumulate"): "cumprod",
+}
+"""The ufunc methods a trace writes as NumPy's functions."""
+
+
+def ufunc_method(name: str, method: str, inputs: Sequence[Any], kwargs: dict[str, Any]) -> Any:
+    """``np.<name>.<method>(*inputs, **kwargs)``: ``np.add.reduce`` is ``np.sum`` along
+    ``axis`` (0 by default, as for every ufunc's ``reduce``; None for all axes),
+    ``np.add.accumulate`` is ``np.cumsum`` along it, and so on."""
+    function = _UFUNC_METHODS.get((name, method))
+    if function is None or len(inputs) != 1:
+        trace_error(f"`np.{name}.{method}` is not supported when traced")
+    known: set[str] = {"axis", "dtype"} | ({"keepdims"} if method == "reduce" else set())
+    extra = [k for k in kwargs if k not in known]
+    if extra:
+        trace_error(
+            f"`np.{name}.{method}` with `{'`, `'.join(extra)}` is not supported when traced"
+        )
+    kwargs = {"axis": 0, **kwargs}
+    if kwargs.get("dtype") is None:
+        kwargs.pop("dtype", None)
+    return getattr(np, function)(inputs[0], **kwargs)
+
+
 COMPOSED: dict[str, Callable[..., Any]] = {
     "np.repeat": repeat,
     "np.tile": tile,
@@ -448,4 +480,4 @@ COMPOSED: dict[str, Callable[..., Any]] = {
 """NumPy's functions (by their name under ``np``) that a trace writes as the calls above
 (one that returns NotImplemented leaves the call to the language)."""
 
-__all__ = ["COMPOSED"]
+__all__ = ["COMPOSED", "ufunc_method"]

@@ -27,7 +27,7 @@ import numpy as np
 
 from tdsl.dtypes import type_str
 from tdsl.errors import TdslCallError, TdslError
-from tdsl.jit.trace_compose import COMPOSED
+from tdsl.jit.trace_compose import COMPOSED, ufunc_method
 from tdsl.jit.trace_names import (
     FUNCTION_NAMES,
     NO_VALUES,
@@ -194,13 +194,10 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
                     if key == "out"
                     else f"`where=` of `np.{name}` leaves elements unset: use `np.where`"
                 )
+        if method != "__call__":  # (`np.add.reduce`: a sum along axis 0, ...)
+            return ufunc_method(name, method, inputs, kwargs)
         if kwargs:
             trace_error(f"`np.{name}` with `{'`, `'.join(kwargs)}` is not supported when traced")
-        if method == "reduce" and name in ("add", "multiply", "maximum", "minimum"):
-            reduction = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min"}
-            return np.__dict__[reduction[name]](*inputs)
-        if method != "__call__":
-            trace_error(f"`np.{name}.{method}` is not supported when traced")
         composed = COMPOSED.get(f"np.{name}")  # (a ufunc written as others)
         if composed and (done := composed(*inputs)) is not NotImplemented:
             return done

@@ -146,6 +146,21 @@ GROUPS: dict[str, tuple[Callable[..., Any], tuple[Array, ...]]] = {
             rng.standard_normal((5, 7)) > 0,
         ),
     ),
+    "ufunc methods": (
+        lambda x, b: (
+            np.add.reduce(x),
+            np.maximum.reduce(x, axis=1),
+            np.add.reduce(x, axis=None),
+            np.multiply.reduce(x, 0, keepdims=True),
+            np.add.accumulate(x),
+            np.multiply.accumulate(x, axis=1),
+            np.logical_and.reduce(b, axis=1),
+            np.logical_or.reduce(b),
+            np.add.reduce(b, dtype=np.int32),
+            np.minimum.reduce(x, axis=(0, 1)),
+        ),
+        (np.arange(12.0).reshape(3, 4), np.arange(12).reshape(3, 4) > 3),
+    ),
     "ufuncs of the language's functions": (
         lambda x, i, u, b: (
             np.fabs(x),
@@ -232,6 +247,8 @@ def test_composed_functions_are_numpys(jit_target: str, group: str) -> None:
         (lambda x: np.mean(x, dtype=np.int32), "dtype=int32 is not supported"),
         (lambda x: +(x > 0), r"`np.positive` \(unary `\+`\) of booleans"),
         (lambda x: np.round(x.astype(np.int32), -1), "integers to negative decimals"),
+        (lambda x: np.add.reduce(x, initial=1.0), "`np.add.reduce` with `initial`"),
+        (lambda x: np.maximum.accumulate(x), "`np.maximum.accumulate` is not supported"),
     ],
 )
 def test_bad_arguments_are_located_errors(fn: Callable[..., Any], message: str) -> None:
