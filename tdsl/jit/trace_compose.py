@@ -370,6 +370,27 @@ def inner(a: Any, b: Any) -> Any:
     return tensordot(a, b, ([-1], [-1]))
 
 
+def concatenate(arrays: Any, axis: Any = 0, **kwargs: Any) -> Any:
+    """``np.concatenate`` with ``axis=None``: of the arrays flattened (the language's
+    ``concatenate`` has no such axis; an explicit None was dropped as a default before,
+    which joined along axis 0).  Any other call: NotImplemented (the language's)."""
+    if axis is not None:
+        return NotImplemented
+    return np.concatenate([np.ravel(a) for a in arrays], 0, **kwargs)
+
+
+def clip(a: Any, *bounds: Any, **kwargs: Any) -> Any:
+    """``np.clip`` with a bound named (``a_min=``/``a_max=``, or NumPy 2.1's ``min=``
+    and ``max=``): as given by position.  Bounds by position: NotImplemented."""
+    names = [k for k in ("a_min", "a_max", "min", "max") if k in kwargs]
+    if not names:
+        return NotImplemented
+    given = list(bounds) + [None] * (2 - len(bounds))
+    for k in names:
+        given[0 if k in ("a_min", "min") else 1] = kwargs.pop(k)
+    return np.clip(a, *given[:2], **kwargs)
+
+
 def round_(a: Any, decimals: Any = 0, out: Any = None) -> Any:
     """``np.round`` to ``decimals`` places, as NumPy computes it: ``rint(a * 10**d) /
     10**d`` (for negative ``d``, ``rint(a / 10**-d) * 10**-d``), the power of ten a
@@ -466,6 +487,8 @@ COMPOSED: dict[str, Callable[..., Any]] = {
     "np.linalg.norm": norm,
     **{f"np.{n}": _with_dtype(n) for n in ("sum", "prod", "cumsum", "cumprod")},
     "np.mean": _with_dtype("mean", exact_mean=True),
+    "np.concatenate": concatenate,
+    "np.clip": clip,
     "np.tensordot": tensordot,
     "np.inner": inner,
     "np.round": round_,

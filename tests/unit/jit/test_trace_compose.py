@@ -146,6 +146,19 @@ GROUPS: dict[str, tuple[Callable[..., Any], tuple[Array, ...]]] = {
             rng.standard_normal((5, 7)) > 0,
         ),
     ),
+    "named clip bounds and concatenate(axis=None)": (
+        lambda x, y: (
+            np.clip(x, a_min=-0.5, a_max=0.5),
+            np.clip(x, min=-0.5, max=0.5),
+            np.clip(x, -0.5, a_max=0.5),
+            np.clip(x, max=0.1),
+            x.clip(min=0),
+            np.concatenate([x, y], axis=None),
+            np.concatenate((x, y.T[:3]), axis=None),
+            np.concatenate([x, y], axis=-2),
+        ),
+        (X[3:], rng.standard_normal((2, 8)).astype(np.float32)),
+    ),
     "ufunc methods": (
         lambda x, b: (
             np.add.reduce(x),
