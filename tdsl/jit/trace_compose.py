@@ -391,6 +391,48 @@ def clip(a: Any, *bounds: Any, **kwargs: Any) -> Any:
     return np.clip(a, *given[:2], **kwargs)
 
 
+def _like(a: Any, dtype: Any, shape: Any, what: str) -> tuple[Any, np.dtype[Any]]:
+    """Ones of ``a``'s shape in ``dtype`` (``a``'s by default), for a ``*_like``."""
+    if shape is not None:
+        trace_error(f"`shape=` of `np.{what}` is not supported when traced")
+    wanted = np.dtype(a.dtype if dtype is None else dtype)
+    # (the language's ones_like takes numbers: of booleans, ones of a uint8 copy)
+    ones = np.ones_like(a if a.dtype != np.bool_ else a.astype(np.uint8))
+    return (ones if ones.dtype == wanted else ones.astype(wanted)), wanted
+
+
+def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, **kw: Any) -> Any:
+    """``np.full_like``: ``fill_value`` cast to the dtype (as NumPy casts it), times ones
+    of ``a``'s shape (nan, infinities and -0.0 kept)."""
+    ones, wanted = _like(a, dtype, shape, "full_like")
+    if hasattr(fill_value, "shape") and not isinstance(fill_value, np.ndarray):
+        value = fill_value.astype(wanted)  # (a traced value)
+    else:
+        with np.errstate(all="ignore"):
+            value: Any = np.asarray(cast(Any, fill_value)).astype(wanted)
+    return np.logical_and(ones, value) if wanted == np.bool_ else np.multiply(ones, value)
+
+
+def zeros_like(a: Any, dtype: Any = None, shape: Any = None, **kw: Any) -> Any:
+    """``np.zeros_like`` (and ``np.empty_like``, whose values NumPy leaves unset)."""
+    return full_like(a, 0, dtype, shape)
+
+
+def ones_like(a: Any, dtype: Any = None, shape: Any = None, **kw: Any) -> Any:
+    """``np.ones_like`` with ``dtype=``: ones cast; without it: NotImplemented."""
+    if dtype is None and shape is None and a.dtype != np.bool_:
+        return NotImplemented
+    return _like(a, dtype, shape, "ones_like")[0]
+
+
+def einsum(*operands: Any, optimize: Any = False, **kwargs: Any) -> Any:
+    """``np.einsum`` with ``optimize=`` (the order NumPy contracts in, which the values
+    do not depend on but for rounding): without it.  Without: NotImplemented."""
+    if optimize is False:
+        return NotImplemented
+    return np.einsum(*operands, **kwargs)
+
+
 def round_(a: Any, decimals: Any = 0, out: Any = None) -> Any:
     """``np.round`` to ``decimals`` places, as NumPy computes it: ``rint(a * 10**d) /
     10**d`` (for negative ``d``, ``rint(a / 10**-d) * 10**-d``), the power of ten a
@@ -487,6 +529,11 @@ COMPOSED: dict[str, Callable[..., Any]] = {
     "np.linalg.norm": norm,
     **{f"np.{n}": _with_dtype(n) for n in ("sum", "prod", "cumsum", "cumprod")},
     "np.mean": _with_dtype("mean", exact_mean=True),
+    "np.full_like": full_like,
+    "np.zeros_like": zeros_like,
+    "np.empty_like": zeros_like,
+    "np.ones_like": ones_like,
+    "np.einsum": einsum,
     "np.concatenate": concatenate,
     "np.clip": clip,
     "np.tensordot": tensordot,

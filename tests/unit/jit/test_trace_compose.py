@@ -159,6 +159,31 @@ GROUPS: dict[str, tuple[Callable[..., Any], tuple[Array, ...]]] = {
         ),
         (X[3:], rng.standard_normal((2, 8)).astype(np.float32)),
     ),
+    "zeros_like, ones_like, full_like": (
+        lambda x, i, b, h: (
+            np.zeros_like(x),
+            np.zeros_like(i),
+            np.zeros_like(b),
+            np.zeros_like(x, dtype=np.int64),
+            np.ones_like(x, dtype=np.int32),
+            np.ones_like(b),
+            np.full_like(x, 2.5),
+            np.full_like(i, 2.7),
+            np.full_like(x, np.nan),
+            np.full_like(x, -0.0),
+            np.full_like(b, 3),
+            np.full_like(h, 1e6),
+            np.full_like(x, -np.inf, dtype=np.float64),
+            np.full_like(i, 7, dtype=np.uint8),
+            np.full_like(x, x.max()),
+        ),
+        (
+            X[3:],
+            np.arange(12, dtype=np.int32).reshape(3, 4),
+            np.arange(12).reshape(3, 4) > 4,
+            H,
+        ),
+    ),
     "ufunc methods": (
         lambda x, b: (
             np.add.reduce(x),
@@ -350,6 +375,7 @@ def test_tensordot_and_inner_are_numpys_to_rounding(jit_target: str) -> None:
             np.tensordot(a, c, axes=([2], [1])),
             np.tensordot(c, v, axes=1),
             np.tensordot(v, v, axes=0),
+            np.einsum("ij,jk->ik", c, c.T, optimize=True),
             np.inner(c, v),
             np.inner(a, c),
             np.inner(v, 2.0),
@@ -360,3 +386,11 @@ def test_tensordot_and_inner_are_numpys_to_rounding(jit_target: str) -> None:
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     with pytest.raises(TdslError, match="summed axes of the two operands differ"):
         tdsl.trace(lambda a, c: np.tensordot(a, c, axes=([1], [1])))(a, c)
+
+
+def test_empty_like_is_an_array_of_its_shape_and_dtype() -> None:
+    """``np.empty_like`` leaves its values unset in NumPy (they are zeros here): only its
+    shape and dtype are NumPy's to compare."""
+    b = np.arange(6).reshape(2, 3) > 2
+    got = tdsl.trace(lambda b: np.empty_like(b, dtype=np.float32))(b)
+    assert (got.dtype, got.shape) == (np.float32, (2, 3))
