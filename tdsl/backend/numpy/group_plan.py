@@ -223,7 +223,9 @@ class _Lowering:
             for op in step.ops:
                 s = structured(op)
                 if s is None:
-                    raise TdslIRError(f"numpy target: cannot emit '{op.name}' inside a group")
+                    raise TdslIRError(
+                        f"numpy target: cannot emit '{op.name}' inside a group", op=op
+                    )
                 if s.is_view() or op in sched.fused:
                     continue  # a view, or computed by the op that fuses it
                 args = [

@@ -116,7 +116,7 @@ def whole_body(
             dims.setdefault(v, (None,) * len(td.tensor_shape(v)))
             reads[(op, i)] = dims[v]
         if constant_value(op) is None and structured(op) is None:
-            raise TdslIRError(f"numpy target: cannot emit '{op.name}' in a group")
+            raise TdslIRError(f"numpy target: cannot emit '{op.name}' in a group", op=op)
     constants = frozenset(r for op in ops if constant_value(op) is not None for r in op.results)
     return GroupBody(
         extents=(),
@@ -201,7 +201,7 @@ class _FunctionEmitter:
                 elif structured(op) is not None or constant_value(op) is not None:
                     pending.append(op)
                 else:
-                    raise TdslIRError(f"numpy target: cannot emit '{op.name}' in a function")
+                    raise TdslIRError(f"numpy target: cannot emit '{op.name}' in a function", op=op)
         return self.w
 
     def view(self, op: td.SliceOp | td.ReshapeOp) -> None:
@@ -367,6 +367,13 @@ def emit_module(module: ModuleOp, threads: int = 1) -> str:
     state.names.reserve("np", "concurrent", "threading", "TDSL_FUNCTIONS")
     functions: list[tuple[str, str]] = []
     bodies = Writer()
+    for op in module.ops:
+        if not isinstance(op, func.FuncOp):  # (llvm.func: IR past the numpy target's)
+            raise TdslIRError(
+                f"numpy target: cannot emit '{op.name}': it takes tensordsl IR, fused or "
+                "tiled (func.func of tensors)",
+                op=op,
+            )
     for op in module.walk():
         if not isinstance(op, func.FuncOp):
             continue
