@@ -444,6 +444,14 @@ def find_use_before_def(root: Operation) -> tuple[Operation, int, str] | None:
     return None
 
 
+def first_line(message: str) -> tuple[str, str | None]:
+    """A message's first line, and the rest (the lines xDSL's constraints add,
+    "Underlying verification failure: ..."), which follow the source line as a note."""
+    first, *more = message.strip().splitlines() or [""]
+    rest = "\n".join(line for line in more if line.strip())
+    return first, rest or None
+
+
 def format_verify_error(
     err: DiagnosticException,
     module: Operation | None,
@@ -460,7 +468,11 @@ def format_verify_error(
             found = None
     if found is not None:
         op, op_err = found
-        return format_op_error(op, str(op_err), locator, note=note)
+        # (one line of error: the lines xDSL's constraints add, "Underlying verification
+        # failure: ...", follow the source line as a note)
+        first, details = first_line(str(op_err))
+        joined = "\n".join(n for n in (details, note) if n) or None
+        return format_op_error(op, first, locator, note=joined)
     return format_diagnostic(str(err).strip(), None, note=note)
 
 

@@ -64,6 +64,7 @@ from tdsl.tools.diagnostics import (
     DominanceError,
     DriverError,
     OpLocator,
+    first_line,
     format_arg_spec_error,
     format_parse_error,
     format_verify_error,
@@ -414,10 +415,11 @@ class TdslOptMain(OptIO):
             parser = self._parser
             if parser is not None and parser.failure_span is not None:
                 span = parser.failure_span
-                message = str(err).strip()
+                message, details = first_line(str(err))
                 if span.text not in message:
                     message = f"'{span.text}' op {message}"
-                return format_diagnostic(message, span_location(span, self._locator.line_offset))
+                location = span_location(span, self._locator.line_offset)
+                return format_diagnostic(message, location, note=details)
             return format_diagnostic(str(err).strip(), None)
         if self._phase == "verify" and isinstance(err, VerifyException):
             note = (

@@ -37,6 +37,14 @@
 // LOAD-INDEX:      load-index-count.mlir:3:8: error: 'memref.load' op expected an index for each dimension
 // LOAD-INDEX-NEXT: {{^}}  %v = memref.load %a[%c0, %c0] : memref<3xi64>{{$}}
 
+// An error of xDSL's type constraints is one line, the source line and its caret; the
+// line xDSL adds ("Underlying verification failure") follows as a note.
+// RUN: not tdsl-opt %S/Inputs/constraint-error.mlir 2>&1 | filecheck %s --check-prefix=CONSTRAINT
+// CONSTRAINT:      constraint-error.mlir:2:8: error: 'tensordsl.relu' op tensordsl computes numbers as f16, f32, f64, i32, i64, ui8 or ui64
+// CONSTRAINT-NEXT: {{^}}  %0 = tensordsl.relu %a : tensor<4xi1>{{$}}
+// CONSTRAINT-NEXT: {{^}}       ^^^^^^^^^^^^^^{{$}}
+// CONSTRAINT-NEXT: note: Underlying verification failure: Expected one of i32, i64, ui64, ui8, but got i1
+
 // RUN: not tdsl-opt %S/Inputs/does-not-exist.mlir 2>&1 | filecheck %s --check-prefix=MISSING
 // MISSING-NOT: Traceback
 // MISSING: error: cannot read '{{.*}}does-not-exist.mlir': No such file or directory
