@@ -444,6 +444,37 @@ def find_use_before_def(root: Operation) -> tuple[Operation, int, str] | None:
     return None
 
 
+def emit_checked(emit: Callable[[ModuleOp], Any], module: ModuleOp, locator: OpLocator) -> Any:
+    """``emit(module)`` (a target, or the passes); where it fails with a plain exception
+    and an op of ``module`` does not print (an enum property out of the range its
+    printer knows, which xDSL's verifiers accept: ``llvm.fcmp`` with predicate 64, on
+    which the LLVM conversion fails too), a located error at that op."""
+    try:
+        return emit(module)
+    except (TdslError, DiagnosticException, DriverError):
+        raise
+    except Exception as err:
+        culprit = _unprintable_op(module)
+        if culprit is None:
+            raise
+        op, why = culprit
+        message = f"'{op.name}' has a property out of its range (its printer fails: {why})"
+        raise DriverError(format_op_error(op, message, locator)) from err
+
+
+def _unprintable_op(module: ModuleOp) -> tuple[Operation, str] | None:
+    """The innermost op of ``module`` that its printer fails on, and why."""
+    from xdsl.printer import Printer
+
+    ops = [op for op in module.walk() if op is not module]
+    for op in sorted(ops, key=lambda o: len(o.regions) > 0):  # ops without regions first
+        try:
+            Printer(stream=StringIO()).print_op(op)
+        except Exception as err:
+            return op, f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+    return None
+
+
 def first_line(message: str) -> tuple[str, str | None]:
     """A message's first line, and the rest (the lines xDSL's constraints add,
     "Underlying verification failure: ..."), which follow the source line as a note."""

@@ -64,6 +64,7 @@ from tdsl.tools.diagnostics import (
     DominanceError,
     DriverError,
     OpLocator,
+    emit_checked,
     first_line,
     format_arg_spec_error,
     format_parse_error,
@@ -354,11 +355,11 @@ class TdslOptMain(OptIO):
             _collect_from_now_on()
             if module is not None:
                 self._module = module
-                self.apply_passes(module)
+                emit_checked(self.apply_passes, module, self._locator)
                 self._phase = "emit"
                 self._explain_fusion(module)
                 with self._timed(f"target ({parse_spec(self.args.target).name})"):
-                    text = self.output_resulting_program(module)
+                    text = emit_checked(self.output_resulting_program, module, self._locator)
                 output.write(text)
             output.flush()
             return True

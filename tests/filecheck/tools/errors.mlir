@@ -45,6 +45,13 @@
 // CONSTRAINT-NEXT: {{^}}       ^^^^^^^^^^^^^^{{$}}
 // CONSTRAINT-NEXT: note: Underlying verification failure: Expected one of i32, i64, ui64, ui8, but got i1
 
+// An enum property out of its range (arith.cmpf's predicate 99), which xDSL's verifier
+// accepts and its printer and the LLVM conversion fail on: located at the op.
+// RUN: not tdsl-opt %S/Inputs/enum-out-of-range.mlir 2>&1 | filecheck %s --check-prefix=ENUM
+// RUN: not tdsl-opt %S/Inputs/enum-out-of-range.mlir --convert-to-llvm 2>&1 | filecheck %s --check-prefix=ENUM
+// ENUM-NOT:   internal error
+// ENUM:      enum-out-of-range.mlir:2:9: error: 'arith.cmpf' has a property out of its range (its printer fails: IndexError: list index out of range)
+
 // RUN: not tdsl-opt %S/Inputs/does-not-exist.mlir 2>&1 | filecheck %s --check-prefix=MISSING
 // MISSING-NOT: Traceback
 // MISSING: error: cannot read '{{.*}}does-not-exist.mlir': No such file or directory
