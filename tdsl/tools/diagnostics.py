@@ -454,25 +454,17 @@ def emit_checked(emit: Callable[[ModuleOp], Any], module: ModuleOp, locator: OpL
     except (TdslError, DiagnosticException, DriverError):
         raise
     except Exception as err:
-        culprit = _unprintable_op(module)
-        if culprit is None:
-            raise
-        op, why = culprit
-        message = f"'{op.name}' has a property out of its range (its printer fails: {why})"
-        raise DriverError(format_op_error(op, message, locator)) from err
+        from xdsl.printer import Printer
 
-
-def _unprintable_op(module: ModuleOp) -> tuple[Operation, str] | None:
-    """The innermost op of ``module`` that its printer fails on, and why."""
-    from xdsl.printer import Printer
-
-    ops = [op for op in module.walk() if op is not module]
-    for op in sorted(ops, key=lambda o: len(o.regions) > 0):  # ops without regions first
-        try:
-            Printer(stream=StringIO()).print_op(op)
-        except Exception as err:
-            return op, f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
-    return None
+        ops = [op for op in module.walk() if op is not module]
+        for op in sorted(ops, key=lambda o: len(o.regions) > 0):  # the innermost first
+            try:
+                Printer(stream=StringIO()).print_op(op)
+            except Exception as bad:
+                why = f"{type(bad).__name__}: {bad}" if str(bad) else type(bad).__name__
+                message = f"'{op.name}' has a property out of its range (its printer fails: {why})"
+                raise DriverError(format_op_error(op, message, locator)) from err
+        raise
 
 
 def first_line(message: str) -> tuple[str, str | None]:
