@@ -308,14 +308,20 @@ class _Emitter:
     def exp(self, x: SSAValue, scale: int = 0) -> SSAValue:
         """``exp(x) * 2^scale`` (scale -1 or 0) for any ``x``, nan included."""
         fmt = self.fmt
-        n, r = self.reduce(self.clamp(x, fmt.exp_lo, fmt.exp_hi - scale))
+        # Below exp_lo the result is 0.  Those lanes compute exp(0) instead and are
+        # zeroed at the end: computed at exp_lo, their last product underflows, and
+        # an underflowing multiplication takes a microcode assist on x86 (a masked
+        # attention row, half of whose scores are -1e10, ran its exp 2x slower).
+        under = self.cmp("olt", x, self.c(fmt.exp_lo))
+        clamped = self.select(under, self.c(0.0), self.clamp(x, fmt.exp_lo, fmt.exp_hi - scale))
+        n, r = self.reduce(clamped)
         if scale:
             n = self.iadd(n, self.ci(scale))
         p = self.add(self.c(1.0), self.expm1_reduced(r))
         half = self._op(arith.ShRSIOp(n, self.ci(1)))
         rest = self.isub(n, half)
         result = self.mul(self.mul(p, self.pow2(half)), self.pow2(rest))
-        return self.keep_nan(x, result)
+        return self.keep_nan(x, self.select(under, self.c(0.0), result))
 
     def expm1(self, x: SSAValue) -> SSAValue:
         """``expm1(x)`` for ``x`` not nan; -0 gives +0 (callers fix the sign)."""

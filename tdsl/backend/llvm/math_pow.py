@@ -262,10 +262,15 @@ class _Pow:
         )
         result = e.select(invalid, e.c(float("-nan" if nan_negative else "nan")), result)
         # a nan x to a power that is not nan: x's nan, positive for an odd y where
-        # NumPy's loop computes x * x there (the C library's); a nan y: x + y
+        # NumPy's loop computes x * x there (the C library's); a nan y: x + y, which
+        # on x86 is the first nan operand, quieted.  Written as that choice: LLVM may
+        # commute an `fadd`, which turned nan ** nan's sign into the other operand's.
+        is_nan_x = e.cmp("uno", x, x)
         nan_x = x if odd_keeps_sign else e.select(odd, ax, x)
-        result = e.select(e.cmp("uno", x, x), nan_x, result)
-        result = e.select(e.cmp("uno", y, y), e.add(x, y), result)
+        result = e.select(is_nan_x, nan_x, result)
+        quiet = e.ci(1 << (e.fmt.mantissa - 1))
+        first_nan = e.from_bits(e._op(arith.OrIOp(e.bits(e.select(is_nan_x, x, y)), quiet)))
+        result = e.select(e.cmp("uno", y, y), first_nan, result)
         # 1 ** anything, (-1) ** ±inf, anything ** ±0
         minus_one_to_inf = e._op(arith.AndIOp(e.cmp("oeq", x, e.c(-1.0)), infinite_y))
         result = e.select(minus_one_to_inf, one, result)

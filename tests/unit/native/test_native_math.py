@@ -62,7 +62,7 @@ def inputs(name: str, dtype: Any) -> np.ndarray:
     specials = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 2.0, float(info.max),
                 -float(info.max), float(info.tiny), -float(info.tiny), float(info.smallest_subnormal),
                 -float(info.smallest_subnormal), 1e-30, -1e-30, 88.72, 88.73, 89.5, -87.3, -103.9,
-                -104.0, 709.78, 709.79, 710.5, -745.1, -745.2, 9.0, 19.0, 0.625, 1.0 - 2**-20,
+                -104.0, -104.0001, -1e10, -746.0, -746.5, 709.78, 709.79, 710.5, -745.1, -745.2, 9.0, 19.0, 0.625, 1.0 - 2**-20,
                 0.84375, -0.84375, 1.25, -1.25, 3.92, 4.0, 5.92, 6.0]  # fmt: skip
     x[: len(specials)] = specials
     with np.errstate(over="ignore"):
