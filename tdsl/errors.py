@@ -12,6 +12,7 @@ renders the compiler way::
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,25 @@ def internal_error(
     text): never a bare ``assert``, which vanishes under ``python -O`` and reaches a user
     without a location.  ``what`` says where (a pass or a role) and what was expected."""
     return TdslIRError(f"internal error: {what}", location, op=op)
+
+
+def unprintable_op(root: Any) -> tuple[Any, str] | None:
+    """The innermost op under ``root`` (an xDSL operation) whose printer fails, and why:
+    an enum property out of the range its printer knows, which xDSL's verifiers accept
+    (``llvm.fcmp`` with predicate 64) and on which its printers and conversions fail
+    with plain exceptions.  None when every op prints.  (What locates such a failure.)"""
+    from io import StringIO
+
+    from xdsl.printer import Printer
+
+    ops = [op for op in root.walk() if op is not root]
+    for op in sorted(ops, key=lambda o: len(o.regions) > 0):  # the innermost first
+        try:
+            Printer(stream=StringIO()).print_op(op)
+        except Exception as bad:
+            why = f"{type(bad).__name__}: {bad}" if str(bad) else type(bad).__name__
+            return op, f"'{op.name}' has a property out of its range (its printer fails: {why})"
+    return None
 
 
 class TdslBudgetError(TdslError):

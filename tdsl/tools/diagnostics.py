@@ -46,7 +46,13 @@ from xdsl.utils.exceptions import (
 )
 from xdsl.utils.lexer import Input, Span
 
-from tdsl.errors import SourceLocation, TdslError, TdslWarning, format_diagnostic
+from tdsl.errors import (
+    SourceLocation,
+    TdslError,
+    TdslWarning,
+    format_diagnostic,
+    unprintable_op,
+)
 
 EXIT_USER_ERROR = 1
 """Exit status for an error in the input, the options or the pipeline."""
@@ -454,16 +460,9 @@ def emit_checked(emit: Callable[[ModuleOp], Any], module: ModuleOp, locator: OpL
     except (TdslError, DiagnosticException, DriverError):
         raise
     except Exception as err:
-        from xdsl.printer import Printer
-
-        ops = [op for op in module.walk() if op is not module]
-        for op in sorted(ops, key=lambda o: len(o.regions) > 0):  # the innermost first
-            try:
-                Printer(stream=StringIO()).print_op(op)
-            except Exception as bad:
-                why = f"{type(bad).__name__}: {bad}" if str(bad) else type(bad).__name__
-                message = f"'{op.name}' has a property out of its range (its printer fails: {why})"
-                raise DriverError(format_op_error(op, message, locator)) from err
+        found = unprintable_op(module)
+        if found is not None:
+            raise DriverError(format_op_error(found[0], found[1], locator)) from err
         raise
 
 

@@ -17,7 +17,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.target import Target
 
-from tdsl.errors import TdslIRError, TdslOptionError
+from tdsl.errors import TdslIRError, TdslOptionError, unprintable_op
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,9 @@ class LLVMTarget(Target):
         try:
             text = str(convert_module(module, fallback_target_triple=self.triple or None))
         except Exception as err:  # xDSL's converter or llvmlite's IR builder refusing it
+            found = unprintable_op(module)
+            if found is not None:
+                raise TdslIRError(f"-t llvm: {found[1]}", op=found[0]) from None
             raise TdslIRError(
                 f"-t llvm: xDSL's LLVM IR conversion failed: {type(err).__name__}: {err}"
             ) from None

@@ -52,6 +52,13 @@
 // ENUM-NOT:   internal error
 // ENUM:      enum-out-of-range.mlir:2:9: error: 'arith.cmpf' has a property out of its range (its printer fails: IndexError: list index out of range)
 
+// The same in an llvm.func printed by -t llvm (llvm.fcmp's predicate 64), where xDSL's
+// conversion to LLVM IR fails on it.
+// RUN: not tdsl-opt %S/Inputs/llvm-enum-out-of-range.mlir -t llvm 2>&1 | filecheck %s --check-prefix=LLVM-ENUM
+// LLVM-ENUM-NOT: conversion failed
+// LLVM-ENUM:     llvm-enum-out-of-range.mlir:2:9: error: -t llvm: 'llvm.fcmp' has a property out of its range (its printer fails: IndexError: tuple index out of range)
+// LLVM-ENUM-NEXT: {{^}}  %c = "llvm.fcmp"
+
 // RUN: not tdsl-opt %S/Inputs/does-not-exist.mlir 2>&1 | filecheck %s --check-prefix=MISSING
 // MISSING-NOT: Traceback
 // MISSING: error: cannot read '{{.*}}does-not-exist.mlir': No such file or directory
