@@ -55,6 +55,7 @@ from tdsl.frontend.functions import (
     name_list,
     nearest_name,
 )
+from tdsl.frontend.integer_power import integer_power
 from tdsl.frontend.joins import JOINS, SPLITS, lower_join, lower_split, lower_take
 from tdsl.frontend.mixed_compare import compare_mixed
 from tdsl.frontend.subscripts import lower_subscript
@@ -254,7 +255,14 @@ class FunctionLowering(CallParams):
         self, op_class: type[td.BinaryOp], args: Sequence[Value], spans: Sequence[Span], span: Span
     ) -> WeakValue:
         """``a <op> b`` of weak values and literals: computed in int64 or float64, as
-        NumPy computes Python scalars, still weak."""
+        NumPy computes Python scalars, still weak (a weak int to a literal int power:
+        Python's int, or float for a negative exponent)."""
+        a, n = args
+        if op_class is td.PowerOp and isinstance(n, LiteralValue) and isinstance(n.value, int):
+            if n.value < 0:
+                args = [a, LiteralValue(float(n.value), n.span)]
+            elif power := integer_power(self, args, (spans[0], spans[1]), span):
+                return WeakValue(power.value, True)
         what = f"`{op_class.OPERATOR}`"
         a, b = self.unify(list(zip(args, spans, strict=True)), op_class, what, span)
         result = self.emit(op_class(a.value, b.value), span)
@@ -416,7 +424,7 @@ class FunctionLowering(CallParams):
         if op_class in BOOLEAN_FORMS and all(_is_bool(v) for v in args):
             op_class = BOOLEAN_FORMS[op_class]  # `+` of booleans is `|`, as in NumPy
         if op_class is td.PowerOp:
-            power = self.integer_power(args, spans, span)
+            power = integer_power(self, args, spans, span)
             if power is not None:
                 return power
         if issubclass(op_class, td.LogicalOp):
@@ -427,43 +435,6 @@ class FunctionLowering(CallParams):
                 self.booleans(what, args, spans)
         lhs, rhs = self.unify(list(zip(args, spans, strict=True)), op_class, what, span)
         return self.emit(op_class(lhs.value, rhs.value), span)
-
-    def integer_power(
-        self, args: Sequence[Value], spans: tuple[Span, Span], span: Span
-    ) -> TensorValue | None:
-        """``a ** n`` of an integer tensor and an integer literal: NumPy's
-        integer power, exact and wrapping, by repeated squaring (``a ** 3`` is
-        ``a * a * a``, ``a ** 0`` ones); None for any other power.  A negative ``n`` is
-        NumPy's error; an integer exponent known only at run time is refused by
-        :meth:`unify` (NumPy's error would depend on its values)."""
-        a, n = args
-        if not isinstance(a, TensorValue) or not is_int(a.element):
-            return None  # booleans: NumPy's power of booleans is int8, not in the language
-        if not isinstance(n, LiteralValue) or not isinstance(n.value, int):
-            return None
-        if n.value < 0:
-            raise TdslTypeError(
-                f"integers to negative integer powers are not allowed, as in NumPy "
-                f"(`** {n.value}` of {self.describe(a)}): write a float exponent "
-                f"(`** {float(n.value)}`) or convert first, e.g. `astype(x, float64)`",
-                self.where(spans[1]),
-            )
-        if n.value == 0:
-            return self.emit(td.OnesLikeOp(a.value), span)
-        result: TensorValue | None = None
-        square, exponent = a, n.value  # square: a ** (2 ** k) for bit k of the exponent
-        while exponent:
-            if exponent & 1:
-                mul = None if result is None else td.MulOp(result.value, square.value)
-                result = square if mul is None else self.emit(mul, span)
-            exponent >>= 1
-            if exponent:
-                square = self.emit(td.MulOp(square.value, square.value), span)
-        if result is None:  # the exponent is not 0: some bit of it is set
-            raise internal_error(
-                f"frontend: `**` {n.value} built no product", location=self.where(span)
-            )
-        return result
 
     def booleans(self, what: str, args: Sequence[Value], spans: Sequence[Span]) -> None:
         """Refuse a non-boolean operand of a logical operator (``&``, ``|``, ``~``)."""

@@ -38,6 +38,21 @@ WEAK_ARITHMETIC = frozenset(
 )
 """Ufuncs whose result on Python numbers is a Python number."""
 
+WEAK_OPERATOR_METHODS = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "truediv": np.true_divide,
+    "floordiv": np.floor_divide,
+    "mod": np.remainder,
+    "pow": np.power,
+    "lshift": np.left_shift,
+    "rshift": np.right_shift,
+}
+"""Python's binary operators (``__add__``, ``__radd__``) and the ufuncs they are: on
+Python numbers a Python number (weak), where the ufunc called by name gives a NumPy
+scalar (strong)."""
+
 WEAK_OPERATORS = {
     "power": "**",
     "remainder": "%",
@@ -170,6 +185,7 @@ __all__ = [
     "UFUNC_OPERATORS",
     "WEAK_ARITHMETIC",
     "WEAK_OPERATORS",
+    "WEAK_OPERATOR_METHODS",
     "bool_operand",
     "literal",
     "numpy_call",

@@ -34,6 +34,7 @@ from tdsl.jit.trace_names import (
     UFUNC_NAMES,
     UFUNC_OPERATORS,
     WEAK_ARITHMETIC,
+    WEAK_OPERATOR_METHODS,
     WEAK_OPERATORS,
     bool_operand,
     literal,
@@ -61,6 +62,8 @@ class Trace:
     """The shape and dtype of each value of the program, by name."""
     weak: dict[str, str] = field(default_factory=dict[str, str])
     """The weak scalar inputs, to ``float`` or ``int``."""
+    operator: bool = False
+    """Whether the next ufunc is a Python operator's (``s + 1``, not ``np.add(s, 1)``)."""
     _count: int = 0
 
     def fresh(self, prefix: str = "v") -> str:
@@ -186,6 +189,7 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         name = ufunc.__name__
+        operator, self._trace.operator = self._trace.operator, False
         for key in ("out", "where"):
             if key in kwargs:
                 trace_error(
@@ -213,8 +217,9 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
             or any(t.dtype.kind == "f" for t in operands)
             or any(isinstance(x, float) for x in inputs)
         )
-        weak_operator = name in WEAK_OPERATORS and (floats or name != "power")
-        if (name in WEAK_ARITHMETIC or weak_operator) and all(t.weak for t in operands):
+        weak_operator = name in WEAK_OPERATORS
+        weak = (name in WEAK_ARITHMETIC or weak_operator) and operator
+        if weak and all(t.weak for t in operands):
             # Python's arithmetic on Python numbers gives a Python number: weak, written
             # into the lines that use it (the frontend types it where it meets an array)
             if name == "negative":
@@ -233,7 +238,17 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
             operand = as_operand(self._trace, self)
             expr = f"({spell(self._trace, self)} ** 0.5)"
             return self._trace.emit(expr, [] if operand is None else [operand])[0]
+        self._trace.operator = True
         return np.power(self, other)
+
+    def __neg__(self) -> Any:
+        self._trace.operator = True
+        return np.negative(self)
+
+    def __round__(self, ndigits: int | None = None) -> Any:
+        if not self.shape:  # Python's int (or NumPy scalar) of a value
+            trace_error(f"`round()` of a 0-d traced value ({NO_VALUES}): use `np.round(x)`")
+        return np.round(self, ndigits or 0)  # ndarray's
 
     def __array_function__(
         self, func: Callable[..., Any], types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -299,54 +314,6 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
 
     # -- methods: NumPy's functions ---------------------------------------------------
 
-    def sum(self, *args: Any, **kwargs: Any) -> Any:
-        return np.sum(self, *args, **kwargs)
-
-    def mean(self, *args: Any, **kwargs: Any) -> Any:
-        return np.mean(self, *args, **kwargs)
-
-    def max(self, *args: Any, **kwargs: Any) -> Any:
-        return np.max(self, *args, **kwargs)
-
-    def min(self, *args: Any, **kwargs: Any) -> Any:
-        return np.min(self, *args, **kwargs)
-
-    def prod(self, *args: Any, **kwargs: Any) -> Any:
-        return np.prod(self, *args, **kwargs)
-
-    def var(self, *args: Any, **kwargs: Any) -> Any:
-        return np.var(self, *args, **kwargs)
-
-    def std(self, *args: Any, **kwargs: Any) -> Any:
-        return np.std(self, *args, **kwargs)
-
-    def argmax(self, *args: Any, **kwargs: Any) -> Any:
-        return np.argmax(self, *args, **kwargs)
-
-    def argmin(self, *args: Any, **kwargs: Any) -> Any:
-        return np.argmin(self, *args, **kwargs)
-
-    def any(self, *args: Any, **kwargs: Any) -> Any:
-        return np.any(self, *args, **kwargs)
-
-    def all(self, *args: Any, **kwargs: Any) -> Any:
-        return np.all(self, *args, **kwargs)
-
-    def cumsum(self, *args: Any, **kwargs: Any) -> Any:
-        return np.cumsum(self, *args, **kwargs)
-
-    def clip(self, *args: Any, **kwargs: Any) -> Any:
-        return np.clip(self, *args, **kwargs)
-
-    def cumprod(self, *args: Any, **kwargs: Any) -> Any:
-        return np.cumprod(self, *args, **kwargs)
-
-    def repeat(self, *args: Any, **kwargs: Any) -> Any:
-        return np.repeat(self, *args, **kwargs)
-
-    def round(self, *args: Any, **kwargs: Any) -> Any:
-        return np.round(self, *args, **kwargs)
-
     def dot(self, other: Any) -> Any:
         return np.dot(self, other)
 
@@ -410,6 +377,36 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
         if kwargs:
             trace_error(f"`astype` with `{'`, `'.join(kwargs)}` is not supported when traced")
         return self._trace.emit(f"astype({self.name}, {spell_dtype(dtype)})", [self])[0]
+
+
+def _numpy_method(function: Callable[..., Any]) -> Callable[..., Any]:
+    def method(self: Tracer, *args: Any, **kwargs: Any) -> Any:
+        return function(self, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = function.__name__
+    return method
+
+
+def _operator(ufunc: np.ufunc, reflected: bool) -> Callable[..., Any]:
+    """``x + y`` (``ufunc`` the mixin's ``np.add``), marked as an operator: Python's
+    operators on Python numbers give Python numbers (weak), NumPy's ufuncs on them NumPy
+    scalars (strong: ``np.power(s, 2)`` of a Python int is an int64)."""
+
+    def method(self: Tracer, other: Any) -> Any:
+        self._trace.operator = True  # pyright: ignore[reportPrivateUsage]
+        return ufunc(other, self) if reflected else ufunc(self, other)
+
+    return method
+
+
+# x.sum(...) is np.sum(x, ...), as for an ndarray
+for _name in ("sum", "mean", "max", "min", "prod", "var", "std", "argmax", "argmin", "any",
+              "all", "cumsum", "clip", "cumprod", "repeat", "round"):  # fmt: skip
+    setattr(Tracer, _name, _numpy_method(getattr(np, _name)))
+for _name, _ufunc in WEAK_OPERATOR_METHODS.items():
+    if _name != "pow":  # (Tracer.__pow__: float16's `** 0.5`)
+        setattr(Tracer, f"__{_name}__", _operator(_ufunc, reflected=False))
+    setattr(Tracer, f"__r{_name}__", _operator(_ufunc, reflected=True))
 
 
 def as_operand(trace: Trace, value: Any) -> Tracer | None:

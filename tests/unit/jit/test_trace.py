@@ -98,6 +98,31 @@ def test_pythons_other_operators_on_python_numbers_stay_weak() -> None:
     assert "(d ** 0.5)" in traced.program(X, 64, 1.5, 5)
 
 
+def test_an_int_to_an_int_power_is_pythons_and_numpys_ufuncs_are_strong(jit_target: str) -> None:
+    """``n ** 2`` of a Python int ``n`` is a Python int, weak: ``x * n ** 2`` keeps
+    ``x``'s dtype (it was refused: the tracer wrote NumPy's ``power``, and the language
+    refused ``power`` of a weak int); ``n ** -2`` is a float, as in Python.  A ufunc
+    called by name on Python numbers (``np.power(n, 2)``, ``np.add(s, 1)``) gives a
+    NumPy scalar, strong (the tracer kept it weak: float32 where NumPy gives float64)."""
+    xi = np.arange(1, 9, dtype=np.int32).reshape(8, 1)
+
+    def fn(x, n, s):
+        return x * n**2 + x * n**0 - n**3 + x * n**-2 + x * (s**2 - -s)
+
+    def by_name(x, n, s):
+        return x * np.power(n, 2) + x * np.add(s, 1) - np.negative(s) * x
+
+    for x in (X, xi):
+        for n, s in ((3, 2.5), (-7, -0.5), (0, 0.0)):
+            with np.errstate(divide="ignore"):  # 0 ** -2 (Python's error; NumPy's inf)
+                if n:
+                    _same(tdsl.trace(fn)(x, n, s), fn(x, n, s), rtol=1e-15)
+                _same(tdsl.trace(by_name)(x, n, s), by_name(x, n, s))
+    with pytest.raises(TdslError, match=r"`round\(\)` of a 0-d traced value"):
+        tdsl.trace(lambda x, s: x * round(s))(X, 2.5)
+    _same(tdsl.trace(lambda x: round(x, 1))(X), np.round(X, 1))  # an array's: NumPy's
+
+
 def test_a_split_into_one_part_is_a_tuple_of_one() -> None:
     """picoGPT splits heads with ``np.split(x, n_head, axis=-1)``: at ``n_head=1`` the one
     part was bound as the tuple itself, a located error (found by fuzzing)."""

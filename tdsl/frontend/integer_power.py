@@ -1,0 +1,61 @@
+"""NumPy's integer power of an integer tensor (or a Python int) and an integer literal:
+exact and wrapping, by repeated squaring."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from xdsl.dialects.builtin import i64
+
+from tdsl.dialects import tensordsl as td
+from tdsl.dialects.structured import is_int
+from tdsl.errors import TdslTypeError, internal_error
+from tdsl.frontend.ast import Span
+from tdsl.frontend.values import LiteralValue, TensorValue, Value, WeakValue
+
+if TYPE_CHECKING:
+    from tdsl.frontend.lower_expr import FunctionLowering
+
+
+def integer_power(
+    lowering: FunctionLowering, args: Sequence[Value], spans: tuple[Span, Span], span: Span
+) -> TensorValue | None:
+    """``a ** n`` of an integer tensor and an integer literal: NumPy's
+    integer power, exact and wrapping, by repeated squaring (``a ** 3`` is
+    ``a * a * a``, ``a ** 0`` ones); None for any other power.  A negative ``n`` is
+    NumPy's error; an integer exponent known only at run time is refused by
+    ``FunctionLowering.unify`` (NumPy's error would depend on its values)."""
+    a, n = args
+    if isinstance(a, WeakValue) and a.integer:
+        a = TensorValue(a.value, (), i64)  # (`np.power` of a Python int: int64)
+    if not isinstance(a, TensorValue) or not is_int(a.element):
+        return None  # booleans: NumPy's power of booleans is int8, not in the language
+    if not isinstance(n, LiteralValue) or not isinstance(n.value, int):
+        return None
+    if n.value < 0:
+        raise TdslTypeError(
+            f"integers to negative integer powers are not allowed, as in NumPy "
+            f"(`** {n.value}` of {lowering.describe(a)}): write a float exponent "
+            f"(`** {float(n.value)}`) or convert first, e.g. `astype(x, float64)`",
+            lowering.where(spans[1]),
+        )
+    if n.value == 0:
+        return lowering.emit(td.OnesLikeOp(a.value), span)
+    result: TensorValue | None = None
+    square, exponent = a, n.value  # square: a ** (2 ** k) for bit k of the exponent
+    while exponent:
+        if exponent & 1:
+            mul = None if result is None else td.MulOp(result.value, square.value)
+            result = square if mul is None else lowering.emit(mul, span)
+        exponent >>= 1
+        if exponent:
+            square = lowering.emit(td.MulOp(square.value, square.value), span)
+    if result is None:  # the exponent is not 0: some bit of it is set
+        raise internal_error(
+            f"frontend: `**` {n.value} built no product", location=lowering.where(span)
+        )
+    return result
+
+
+__all__ = ["integer_power"]
