@@ -436,6 +436,15 @@ class FunctionLowering(CallParams):
         lhs, rhs = self.unify(list(zip(args, spans, strict=True)), op_class, what, span)
         return self.emit(op_class(lhs.value, rhs.value), span)
 
+    def check_elements(self, op: Any, node: Call, shape: tuple[int, ...], axis: Any) -> None:
+        """Refuse ``op`` (``max``, ``min``) over ``axis`` (None, an int or a tuple) of
+        ``shape`` where it reduces zero elements, as :meth:`result_shape` does."""
+        for one in axis if isinstance(axis, tuple) else (axis,):
+            try:
+                op.result_shape(shape, one, False)
+            except td.ShapeError as err:
+                raise TdslTypeError(err.message, self.where(node.span)) from None
+
     def booleans(self, what: str, args: Sequence[Value], spans: Sequence[Span]) -> None:
         """Refuse a non-boolean operand of a logical operator (``&``, ``|``, ``~``)."""
         for value, at in zip(args, spans, strict=True):
@@ -516,6 +525,8 @@ class FunctionLowering(CallParams):
             return lower_arg_reduction(self, node, args, spans, self.params(node, info, args[0]))
         params = self.params(node, info, args[0] if args else None)
         if op in BOOLEAN_FORMS and args and _is_bool(args[0]):
+            if op.NEEDS_ELEMENTS:  # `max` of no booleans is NumPy's error, `any`'s False
+                self.check_elements(op, node, self.shape_of(args[0]), params["axis"])
             op = BOOLEAN_FORMS[op]  # `max` of booleans is `any`, as in NumPy
         if op is td.AbsOp and args and _is_bool(args[0]):
             return args[0]  # NumPy's absolute value of a boolean is itself

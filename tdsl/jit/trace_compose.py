@@ -192,6 +192,10 @@ def nan_to_num(
     if x.dtype.kind not in "fc":
         return x
     info = np.finfo(x.dtype)
+    # (NumPy writes them into x's dtype: a NumPy float64 replacement keeps float32)
+    nan, posinf, neginf = (
+        v.astype(x.dtype) if hasattr(v, "dtype") else v for v in (nan, posinf, neginf)
+    )
     big = float(info.max) if posinf is None else posinf
     small = float(info.min) if neginf is None else neginf
     kept = cast(Any, np.where(np.isnan(x), nan, x))
@@ -223,6 +227,12 @@ def pad(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> An
         trace_error(f"`np.pad` with `{'`, `'.join(kwargs)}` is not supported when traced")
     if _ndim(value) != 0:
         trace_error("`constant_values` of `np.pad` must be one number when traced")
+    if hasattr(value, "shape") and not isinstance(value, np.ndarray | np.generic):
+        trace_error(
+            "`constant_values` of `np.pad` must be a number when traced, not a traced value"
+        )
+    with np.errstate(all="ignore"):  # (NumPy assigns it: -1 in uint8 is 255, 300 is 44)
+        fill = np.asarray(value).astype(array.dtype)
     widths = np.broadcast_to(np.asarray(pad_width, dtype=object), (array.ndim, 2))
     for k in range(array.ndim):
         before, after = (_count(w, "a width of `np.pad`") for w in widths[k])
@@ -231,7 +241,7 @@ def pad(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> An
             shape = list(array.shape)
             shape[k] = width
             if width:  # (an array made here is an input of the kernel: only what is needed)
-                slabs[side] = np.full(tuple(shape), value, dtype=array.dtype)
+                slabs[side] = np.full(tuple(shape), fill, dtype=array.dtype)
         if slabs:
             parts = [p for p in (slabs.get("before"), array, slabs.get("after")) if p is not None]
             array = np.concatenate(parts, axis=k)
@@ -356,16 +366,25 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
     free_a = [d for d in range(a.ndim) if d not in along_a]
     free_b = [d for d in range(b.ndim) if d not in along_b]
     summed = math.prod(a.shape[x] for x in along_a)
-    left = np.reshape(np.transpose(a, free_a + along_a), (-1, summed))
-    right = np.reshape(np.transpose(b, along_b + free_b), (summed, -1))
+    rows, columns = (math.prod(x.shape[d] for d in f) for x, f in ((a, free_a), (b, free_b)))
+    left = np.reshape(np.transpose(a, free_a + along_a), (rows, summed))
+    right = np.reshape(np.transpose(b, along_b + free_b), (summed, columns))
     shape = [a.shape[d] for d in free_a] + [b.shape[d] for d in free_b]
     return np.reshape(np.matmul(left, right), tuple(shape))
+
+
+def _strong(v: Any) -> Any:
+    """``v`` as ``np.asarray`` makes it: a Python number (or a traced Python-number
+    argument, weak) a float64/int64 array."""
+    if not hasattr(v, "dtype"):
+        return np.asarray(v)
+    return v.astype(v.dtype) if getattr(v, "weak", False) else v
 
 
 def inner(a: Any, b: Any) -> Any:
     """``np.inner``: the sum over the last axes of both (a product of a 0-d operand)."""
     if _ndim(a) == 0 or _ndim(b) == 0:  # (a Python number is an array: strong, as NumPy's)
-        a, b = (v if hasattr(v, "dtype") else np.asarray(v) for v in (a, b))
+        a, b = (_strong(v) for v in (a, b))
         return np.multiply(a, b)
     return tensordot(a, b, ([-1], [-1]))
 
@@ -376,7 +395,18 @@ def concatenate(arrays: Any, axis: Any = 0, **kwargs: Any) -> Any:
     which joined along axis 0).  Any other call: NotImplemented (the language's)."""
     if axis is not None:
         return NotImplemented
-    return np.concatenate([np.ravel(a) for a in arrays], 0, **kwargs)
+    arrays = list(arrays)
+    numbers = [not hasattr(a, "dtype") or getattr(a, "weak", False) for a in arrays]
+    # (stand-ins for NumPy's weak promotion: a Python int or float of the same kind)
+    kinds = [(a if not hasattr(a, "dtype") else a.dtype.type(0).item()) if n else a.dtype
+             for a, n in zip(arrays, numbers, strict=True)]  # fmt: skip
+    common = np.result_type(*kinds)
+    with np.errstate(all="ignore"):  # (300 in uint8 is 44, as NumPy's cast)
+        parts = [
+            np.ravel(a).astype(common) if n else np.ravel(a)
+            for a, n in zip(arrays, numbers, strict=True)
+        ]
+    return np.concatenate(parts, 0, **kwargs)
 
 
 def clip(a: Any, *bounds: Any, **kwargs: Any) -> Any:
@@ -433,6 +463,20 @@ def einsum(*operands: Any, optimize: Any = False, **kwargs: Any) -> Any:
     return np.einsum(*operands, **kwargs)
 
 
+def _power_of_ten(n: int) -> float:
+    """NumPy's ``power_of_ten``, ``np.round``'s scale: exact up to 1e8, then 1e9 times
+    10.0 once a step, each product rounded (its 1e23 is not Python's ``10.0 ** 23``),
+    inf past 1e308."""
+    if n < 9:
+        return 10.0**n
+    scale = 1e9
+    for _ in range(n - 9):
+        scale *= 10.0
+        if scale == math.inf:
+            break
+    return scale
+
+
 def round_(a: Any, decimals: Any = 0, out: Any = None) -> Any:
     """``np.round`` to ``decimals`` places, as NumPy computes it: ``rint(a * 10**d) /
     10**d`` (for negative ``d``, ``rint(a / 10**-d) * 10**-d``), the power of ten a
@@ -447,7 +491,7 @@ def round_(a: Any, decimals: Any = 0, out: Any = None) -> Any:
         if places > 0:
             return a
         trace_error("`np.round` of integers to negative decimals is not supported when traced")
-    scale = 10.0 ** abs(places)
+    scale = _power_of_ten(abs(places))
     if places > 0:
         return np.divide(cast(Any, np.round(np.multiply(a, scale))), scale)
     return np.multiply(cast(Any, np.round(np.divide(a, scale))), scale)
@@ -477,38 +521,6 @@ def _logical(name: str) -> Callable[..., Any]:
         return np.not_equal(*truths) if xor else getattr(np, name)(*truths)
 
     return logical
-
-
-_UFUNC_METHODS = {
-    ("add", "reduce"): "sum",
-    ("multiply", "reduce"): "prod",
-    ("maximum", "reduce"): "max",
-    ("minimum", "reduce"): "min",
-    ("logical_and", "reduce"): "all",
-    ("logical_or", "reduce"): "any",
-    ("add", "accumulate"): "cumsum",
-    ("multiply", "accumulate"): "cumprod",
-}
-"""The ufunc methods a trace writes as NumPy's functions."""
-
-
-def ufunc_method(name: str, method: str, inputs: Sequence[Any], kwargs: dict[str, Any]) -> Any:
-    """``np.<name>.<method>(*inputs, **kwargs)``: ``np.add.reduce`` is ``np.sum`` along
-    ``axis`` (0 by default, as for every ufunc's ``reduce``; None for all axes),
-    ``np.add.accumulate`` is ``np.cumsum`` along it, and so on."""
-    function = _UFUNC_METHODS.get((name, method))
-    if function is None or len(inputs) != 1:
-        trace_error(f"`np.{name}.{method}` is not supported when traced")
-    known: set[str] = {"axis", "dtype"} | ({"keepdims"} if method == "reduce" else set())
-    extra = [k for k in kwargs if k not in known]
-    if extra:
-        trace_error(
-            f"`np.{name}.{method}` with `{'`, `'.join(extra)}` is not supported when traced"
-        )
-    kwargs = {"axis": 0, **kwargs}
-    if kwargs.get("dtype") is None:
-        kwargs.pop("dtype", None)
-    return getattr(np, function)(inputs[0], **kwargs)
 
 
 COMPOSED: dict[str, Callable[..., Any]] = {
@@ -550,4 +562,4 @@ COMPOSED: dict[str, Callable[..., Any]] = {
 """NumPy's functions (by their name under ``np``) that a trace writes as the calls above
 (one that returns NotImplemented leaves the call to the language)."""
 
-__all__ = ["COMPOSED", "ufunc_method"]
+__all__ = ["COMPOSED"]

@@ -27,7 +27,7 @@ import numpy as np
 
 from tdsl.dtypes import type_str
 from tdsl.errors import TdslCallError, TdslError
-from tdsl.jit.trace_compose import COMPOSED, ufunc_method
+from tdsl.jit.trace_compose import COMPOSED
 from tdsl.jit.trace_names import (
     FUNCTION_NAMES,
     NO_VALUES,
@@ -44,6 +44,7 @@ from tdsl.jit.trace_names import (
     trace_error,
     user_location,
 )
+from tdsl.jit.trace_ufuncs import ufunc_method
 
 
 @dataclass

@@ -394,3 +394,57 @@ def test_empty_like_is_an_array_of_its_shape_and_dtype() -> None:
     b = np.arange(6).reshape(2, 3) > 2
     got = tdsl.trace(lambda b: np.empty_like(b, dtype=np.float32))(b)
     assert (got.dtype, got.shape) == (np.float32, (2, 3))
+
+
+def test_the_fuzzers_cases_are_numpys(jit_target: str) -> None:
+    """Found by an independent fuzzer of ``tdsl.trace``, each was another value, dtype or
+    a raw exception: ``np.round`` to 23 places (NumPy's power of ten is 1e9 times 10.0,
+    rounded each step: not ``10.0 ** 23``) and to 400 (a raw ``OverflowError``); a pad
+    value out of the dtype's range (NumPy casts it: -1 is 255 in uint8); ``np.tensordot``
+    and ``np.inner`` summing an axis of length 0; ``np.nan_to_num`` with a NumPy float64
+    replacement (float32 stays float32); ``np.maximum.reduce``/``np.logical_or.reduce``
+    with ``dtype=``; ``np.inner`` of a Python-number argument (an array: strong) and
+    ``np.concatenate(axis=None)`` of a Python number (weak, as NumPy 2 joins it)."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(16)
+    x[:4] = [0.1, -0.0, np.inf, np.nan]
+    u = np.arange(4, dtype=np.uint8)
+    f = X[0, 1:].copy()
+    e = np.ones((3, 0), np.float32)
+
+    def fn(x: Any, u: Any, f: Any, e: Any, s: Any, n: Any) -> Any:
+        return (
+            np.round(x, 23),
+            np.round(x, 9),
+            np.round(x, -12),
+            np.round(x, 400),
+            np.round(x, -400),
+            np.pad(u, 1, constant_values=-1),
+            np.pad(u, (2, 0), constant_values=300),
+            np.pad(f, 1, constant_values=2.7),
+            np.tensordot(e, np.ones((0, 4), np.float32), axes=1),
+            np.inner(e, e),
+            np.nan_to_num(f, nan=np.float64(2.5), posinf=np.float64(1e300), neginf=np.array(-3.0)),
+            np.maximum.reduce(u, dtype=np.float64),
+            np.minimum.reduce(f, dtype=np.float64),
+            np.logical_or.reduce(f, dtype=bool),
+            np.inner(u, n),
+            np.inner(f, s),
+            np.concatenate([u, 3], axis=None),
+            np.concatenate([f, 0.1, u], axis=None),
+            np.concatenate([u, n, 300], axis=None),
+        )
+
+    with np.errstate(all="ignore"):
+        want = fn(x, u, f, e, 0.5, 3)
+        got = tdsl.trace(fn)(x, u, f, e, 0.5, 3)
+    for k, (g, w) in enumerate(zip(got, want, strict=True)):
+        try:
+            same(g, w)
+        except AssertionError as err:
+            raise AssertionError(f"result {k}") from err
+    with pytest.raises(TdslError, match="dtype=float64: NumPy has no such loop"):
+        tdsl.trace(lambda f: np.logical_and.reduce(f, dtype=np.float64))(f)
+    for empty in (lambda b: np.max(b), lambda b: np.min(b, axis=0), lambda b: np.ptp(b)):
+        with pytest.raises(TdslError, match="reduces zero elements, and it has no identity"):
+            tdsl.trace(empty)(np.zeros((0, 3), bool))  # NumPy: "zero-size array to reduction"
