@@ -555,6 +555,14 @@ class FunctionLowering(CallParams):
         if issubclass(op, td.ScanOp) and params["axis"] is None and len(self.shape_of(args[0])) > 1:
             flat = self.tensor(args[0], spans[0])  # NumPy scans the flattened tensor
             args = [self.emit(td.ReshapeOp(flat.value, (-1,)), spans[0])]
+        shaped: tuple[int, ...] | None = None  # (the result reshaped to it)
+        if op is td.ProdOp and params["axis"] is None and len(self.shape_of(args[0])) > 1:
+            # NumPy multiplies in memory order, the flattened tensor's: the order its
+            # tiles keep (a product over tiles of several dims would reassociate)
+            flat = self.tensor(args[0], spans[0])
+            args = [self.emit(td.ReshapeOp(flat.value, (-1,)), spans[0])]
+            shaped = (1,) * len(flat.shape) if params["keepdims"] else None
+            params = {**params, "axis": 0, "keepdims": False}
         if op is td.CastOp:
             element, tensor = params["dtype"], self.tensor(args[0], spans[0])
             if element == BOOL:
@@ -579,4 +587,7 @@ class FunctionLowering(CallParams):
             built = op.from_call(operands, params)
         except td.ShapeError as err:
             raise TdslTypeError(err.message, self.where(node.span)) from None
-        return self.emit(built, node.span)
+        result = self.emit(built, node.span)
+        return (
+            result if shaped is None else self.emit(td.ReshapeOp(result.value, shaped), node.span)
+        )

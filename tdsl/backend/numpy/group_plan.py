@@ -24,7 +24,9 @@ from tdsl.backend.numpy.lowerings import (
     view_template,
 )
 from tdsl.backend.numpy.program import ConstPool, Instr, TileGen, Var
+from tdsl.backend.numpy.reduction_lowerings import lower_running_product
 from tdsl.backend.numpy.source import FillPool, Names, Writer, scalar_expr
+from tdsl.dialects import tensordsl as td
 from tdsl.dialects.kernel_plan import (
     GroupBody,
     Instance,
@@ -329,8 +331,16 @@ class _Lowering:
         combiner = red.combiner()
         if combiner is not None:
             (acc,), (partial,) = accs, partials
-            lower_partial(op, gen, args, partial)
-            gen.ufunc(combiner.ufunc, acc, partial, out=acc)
+            x = args[0]
+            if (
+                isinstance(op, td.ProdOp)
+                and op.axis_value is not None
+                and x.tile[op.axis_value % len(x.tile)] < self.sched.count(op)
+            ):
+                lower_running_product(op, gen, args, acc)  # NumPy multiplies in order
+            else:
+                lower_partial(op, gen, args, partial)
+                gen.ufunc(combiner.ufunc, acc, partial, out=acc)
         else:  # a tuple accumulator: the target's update of the state (or partial, merge)
             lower_update(op, gen, args, tuple(accs), tuple(partials))
         code.body.extend(gen.instrs)
