@@ -95,22 +95,21 @@ class ArgSpec:
 
 
 def int_bounds(arg: Any) -> tuple[int, int] | None:
-    """The range of the narrowest integer type a weak integer argument is converted to
-    (``tensordsl.cast`` of it to ``i32``), where NumPy 2 checks a Python int; None when
-    it meets none narrower than int64."""
+    """The range a weak integer argument must lie in: what every integer type it is
+    converted to (``tensordsl.cast`` of it to ``i32``, ``ui64``) holds, where NumPy 2
+    checks a Python int (-1 does not fit uint64 either); None when that is int64's."""
     from tdsl.dialects import tensordsl as td
     from tdsl.dialects.structured import is_int, numpy_dtype
 
-    widths = [
-        numpy_dtype(use.operation.result.type)
+    ranges = [
+        np.iinfo(numpy_dtype(use.operation.result.type))
         for use in arg.uses
         if isinstance(use.operation, td.CastOp) and is_int(use.operation.result.type)
     ]
-    narrow = [d for d in widths if d.itemsize < 8]
-    if not narrow:
-        return None
-    info = np.iinfo(min(narrow, key=lambda d: d.itemsize))
-    return int(info.min), int(info.max)
+    int64 = np.iinfo(np.int64)
+    low = max([int(r.min) for r in ranges] + [int(int64.min)])
+    high = min([int(r.max) for r in ranges] + [int(int64.max)])
+    return None if (low, high) == (int64.min, int64.max) else (low, high)
 
 
 LOCATED_STAGES = ("tensordsl", "tiled")

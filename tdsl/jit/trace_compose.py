@@ -85,13 +85,17 @@ def outer(a: Any, b: Any) -> Any:
     return np.multiply(np.expand_dims(np.ravel(a), 1), np.expand_dims(np.ravel(b), 0))
 
 
-_NO_VALUE: Any = object()
-"""``prepend`` and ``append`` of :func:`diff` not given."""
+_NO_VALUE: Any = object()  # (`prepend` and `append` of `diff` not given)
 
 
 def _ndim(value: Any) -> int:
     """The dims of an array, a traced one too (whose ``np.ndim`` is not traced)."""
     return int(value.ndim) if hasattr(value, "ndim") else int(np.ndim(value))
+
+
+def _array(value: Any) -> Any:
+    """``value`` as NumPy's functions make an array of it (a list, a number: strong)."""
+    return value if hasattr(value, "ndim") else np.asarray(value)
 
 
 def _along(k: int, ndim: int, part: slice) -> tuple[slice, ...]:
@@ -105,6 +109,7 @@ def diff(
     """``np.diff``: ``n`` times the differences of neighbours along ``axis`` (``!=`` of
     booleans), after joining ``prepend`` and ``append`` (a scalar spans the other dims)."""
     count = _count(n, "the order `n` of `np.diff`")
+    a = _array(a)
     if count == 0:
         return a
     if a.ndim == 0:
@@ -190,7 +195,7 @@ def nan_to_num(
     """``np.nan_to_num``: nan as ``nan``, infinities as ``posinf``/``neginf`` (the dtype's
     largest finite values by default); integers and booleans as they are."""
     if x.dtype.kind not in "fc":
-        return x
+        return _strong(x)
     info = np.finfo(x.dtype)
     # (NumPy writes them into x's dtype: a NumPy float64 replacement keeps float32)
     nan, posinf, neginf = (
@@ -206,11 +211,11 @@ def isclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan: Any
     """``np.isclose``, as NumPy 2 computes it: ``b`` in its dtype's float (float64 for
     integers), then ``|a - b| <= atol + rtol * |b|`` where ``b`` is finite, or ``a == b``."""
     kind = getattr(b, "dtype", None)
-    if kind is not None:
+    if getattr(b, "weak", False) or isinstance(b, int):  # a Python number: Python's float
+        b = b * 1.0 if isinstance(b, int) or b.dtype.kind != "f" else b
+    elif kind is not None:
         b = b.astype(np.result_type(kind, 1.0))
-    elif isinstance(b, int):
-        b = float(b)
-    # (NumPy's own expression: Python's `abs` keeps a Python number weak)
+    # (NumPy's expression; its `abs` of a Python number is weak, here strong: no weak abs)
     result = (abs(a - b) <= atol + rtol * abs(b)) & np.isfinite(b) | (a == b)
     if equal_nan:
         result = result | (np.isnan(a) & np.isnan(b))
@@ -233,7 +238,14 @@ def pad(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> An
         )
     with np.errstate(all="ignore"):  # (NumPy assigns it: -1 in uint8 is 255, 300 is 44)
         fill = np.asarray(value).astype(array.dtype)
-    widths = np.broadcast_to(np.asarray(pad_width, dtype=object), (array.ndim, 2))
+    array = _strong(array)
+    try:
+        widths = np.broadcast_to(np.asarray(pad_width, dtype=object), (array.ndim, 2))
+    except ValueError:
+        trace_error(
+            f"`pad_width` of `np.pad` must be a (before, after) pair for each of the "
+            f"{array.ndim} dims, or one pair or number for all, got {pad_width!r}"
+        )
     for k in range(array.ndim):
         before, after = (_count(w, "a width of `np.pad`") for w in widths[k])
         slabs: dict[str, Any] = {}
@@ -273,6 +285,8 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: Any = False) -> An
     takes a dot product: equal but for rounding, as any sum in another order)."""
     if x.dtype.kind not in "f":
         x = x.astype(np.float64)  # (NumPy's norm is of floats)
+    if isinstance(ord, np.generic):
+        ord = ord.item()  # (NumPy's `absx **= ord` keeps x's dtype)
     axes = _ints(axis, "the axes of `np.linalg.norm`") if axis is not None else None
     matrix = (axes is None and x.ndim == 2) or (axes is not None and len(axes) == 2)
     if matrix and ord in (None, "fro"):
@@ -359,6 +373,7 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
         along_a, along_b = list(range(-n, 0)), list(range(n))
     if len(along_a) != len(along_b):
         trace_error("`np.tensordot`: the two lists of axes must be as long")
+    a, b = _array(a), _array(b)
     along_a = [_axis(x, a.ndim, "`np.tensordot`") for x in along_a]
     along_b = [_axis(x, b.ndim, "`np.tensordot`") for x in along_b]
     if any(a.shape[x] != b.shape[y] for x, y in zip(along_a, along_b, strict=True)):
@@ -386,7 +401,7 @@ def inner(a: Any, b: Any) -> Any:
     if _ndim(a) == 0 or _ndim(b) == 0:  # (a Python number is an array: strong, as NumPy's)
         a, b = (_strong(v) for v in (a, b))
         return np.multiply(a, b)
-    return tensordot(a, b, ([-1], [-1]))
+    return tensordot(_array(a), _array(b), ([-1], [-1]))
 
 
 def concatenate(arrays: Any, axis: Any = 0, **kwargs: Any) -> Any:
@@ -431,10 +446,29 @@ def _like(a: Any, dtype: Any, shape: Any, what: str) -> tuple[Any, np.dtype[Any]
     return (ones if ones.dtype == wanted else ones.astype(wanted)), wanted
 
 
+def _check_fill(value: Any, shape: tuple[int, ...], dtype: np.dtype[Any]) -> None:
+    """Refuse what NumPy refuses to fill an array of ``shape`` and ``dtype`` with: a
+    value of a shape that does not broadcast to it, a Python int out of its range."""
+    given = tuple(value.shape) if hasattr(value, "shape") else np.shape(value)
+    try:
+        fits = np.broadcast_shapes(given, shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        trace_error(
+            f"the fill value of `np.full_like` (shape {given}) does not broadcast to {shape}"
+        )
+    if isinstance(value, int) and dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if not info.min <= value <= info.max:
+            trace_error(f"the fill value {value} of `np.full_like` is out of bounds for {dtype}")
+
+
 def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, **kw: Any) -> Any:
     """``np.full_like``: ``fill_value`` cast to the dtype (as NumPy casts it), times ones
     of ``a``'s shape (nan, infinities and -0.0 kept)."""
     ones, wanted = _like(a, dtype, shape, "full_like")
+    _check_fill(fill_value, tuple(a.shape), wanted)
     if hasattr(fill_value, "shape") and not isinstance(fill_value, np.ndarray):
         value = fill_value.astype(wanted)  # (a traced value)
     else:
@@ -489,7 +523,7 @@ def round_(a: Any, decimals: Any = 0, out: Any = None) -> Any:
         return NotImplemented
     if a.dtype.kind in "iub":
         if places > 0:
-            return a
+            return _strong(a)
         trace_error("`np.round` of integers to negative decimals is not supported when traced")
     scale = _power_of_ten(abs(places))
     if places > 0:
@@ -501,7 +535,7 @@ def positive(x: Any) -> Any:
     """``np.positive`` (``+x``): the same values; NumPy refuses booleans."""
     if x.dtype == np.bool_:
         trace_error("`np.positive` (unary `+`) of booleans is not supported, as in NumPy")
-    return x
+    return _strong(x)
 
 
 def signbit(x: Any) -> Any:

@@ -448,3 +448,47 @@ def test_the_fuzzers_cases_are_numpys(jit_target: str) -> None:
     for empty in (lambda b: np.max(b), lambda b: np.min(b, axis=0), lambda b: np.ptp(b)):
         with pytest.raises(TdslError, match="reduces zero elements, and it has no identity"):
             tdsl.trace(empty)(np.zeros((0, 3), bool))  # NumPy: "zero-size array to reduction"
+
+
+def test_the_fuzzers_second_cases_are_numpys(jit_target: str) -> None:
+    """The same fuzzer's later finds: lists and Python numbers as operands of
+    ``np.tensordot``, ``np.inner`` and ``np.diff`` (a raw ``AttributeError``); what returns
+    a Python-number argument unchanged (``np.round(n, 1)``, ``np.nan_to_num(n)``,
+    ``np.positive(n)``, ``np.pad(s, 0)``) is strong, as NumPy's; ``np.linalg.norm`` with a
+    NumPy scalar ``ord`` keeps float32; ``np.isclose(x, s)`` of a Python number compares in
+    x's dtype (it was float64); bad pad widths and fills are located errors."""
+    f = np.array([1.0, 1e8, -2.0, 3.0], np.float32)
+    u = np.arange(4, dtype=np.uint8)
+
+    def fn(f: Any, u: Any, n: Any, s: Any) -> Any:
+        return (
+            np.tensordot(f, 2.0, axes=0),
+            np.tensordot(f, [1.0, 2.0, 3.0, 4.0], axes=1),
+            np.inner(f, [1.0, 2.0, 3.0, 4.0]),
+            np.diff([1.0, 4.0, 9.0], prepend=f[:1]),
+            np.round(n, 1) * u,
+            np.nan_to_num(n) * f,
+            np.positive(n) * u,
+            np.pad(s, 0) * f,
+            np.linalg.norm(f, ord=np.float64(3)),
+            np.linalg.norm(f, ord=np.int64(1)),
+            np.isclose(f, n, rtol=0, atol=0),
+            np.isclose(f, s),
+        )
+
+    with np.errstate(all="ignore"):
+        want = fn(f, u, 100000001, 3.0)
+        got = tdsl.trace(fn)(f, u, 100000001, 3.0)
+    for k, (g, w) in enumerate(zip(got, want, strict=True)):
+        assert (np.asarray(g).dtype, np.shape(g)) == (np.asarray(w).dtype, np.shape(w)), k
+        np.testing.assert_allclose(g, w, rtol=1e-6, err_msg=f"result {k}")
+    bad = [
+        (lambda f: np.pad(f, ((1, 2), (3, 4))), "must be a \\(before, after\\) pair for each"),
+        (lambda f: np.full_like(f, np.ones((2, 4))), "does not broadcast to \\(4,\\)"),
+        (lambda f: np.full_like(f, 300, dtype=np.uint8), "300 .* out of bounds for uint8"),
+    ]
+    for fn_bad, message in bad:
+        with pytest.raises(TdslError, match=message):
+            tdsl.trace(fn_bad)(f)
+    with pytest.raises(TdslError, match=r"a Python int in \[0, 9223372036854775807\]"):
+        tdsl.trace(lambda x, s: x + s)(np.arange(3, dtype=np.uint64), -1)  # NumPy: OverflowError
