@@ -143,7 +143,7 @@ def _has_partials(op: Operation) -> bool:
 
 def must_be_whole(body: GroupBody) -> frozenset[int]:
     """Space dims that take one chunk: reduced by an op without partial ops (a matmul's
-    contraction), or scanned (``cumsum``'s axis: a chunk would need the running values
+    contraction) or whose partials would reorder it (``prod``), or scanned (``cumsum``'s axis: a chunk would need the running values
     of the chunks before it, which the graph does not carry yet)."""
     whole: set[int] = set()
     for op in body.ops:
@@ -155,8 +155,8 @@ def must_be_whole(body: GroupBody) -> frozenset[int]:
             for d, kind in zip(body.loop_dims(op), kinds, strict=True)
             if d is not None and kind is IteratorType.REDUCTION
         ]
-        if reduced and not _has_partials(op):
-            whole.update(reduced)
+        if reduced and (not _has_partials(op) or getattr(op, "ORDERED", False)):
+            whole.update(reduced)  # (a product: NumPy's order, not a tree of partials)
     return frozenset(whole)
 
 

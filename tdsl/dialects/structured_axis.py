@@ -92,6 +92,10 @@ class ReductionOp(IRDLOperation, StructuredOpInterface, Reduction, LanguageFunct
     and means: the native target marks their accumulator ``reassoc`` so that LLVM
     vectorizes them, with an error bound like pairwise summation's).  Other reductions
     combine in order and give NumPy's results, overflow, underflow and nan included."""
+    ORDERED: ClassVar[bool] = False
+    """Combining partial results of parts would change it (a product: ``1e30 * 1e30 *
+    1e-30`` is inf, ``1e30 * (1e30 * 1e-30)`` 1e30): tiles continue its running value in
+    order, and Dask takes its reduced dims whole rather than combining chunks' partials."""
     NEEDS_ELEMENTS: ClassVar[bool] = False
     """Reducing nothing is an error (the reduction has no identity NumPy accepts)."""
     FUNCTION: ClassVar[str | None]

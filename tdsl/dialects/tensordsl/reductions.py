@@ -160,6 +160,7 @@ class ProdOp(ChunkedReductionOp):
 
     name = "tensordsl.prod"
     FUNCTION: ClassVar[str | None] = "prod"
+    ORDERED: ClassVar[bool] = True
     NUMPY_UFUNC: ClassVar[str] = "multiply"
     IDENTITY: ClassVar[float] = 1.0
     INTEGERS: ClassVar[bool] = True

@@ -44,3 +44,26 @@ def test_products_are_numpys_bit_for_bit(jit_target: str, budget: int | None) ->
     for k, (g, w) in enumerate(zip(got, want, strict=True)):
         assert (g.dtype, g.shape) == (w.dtype, w.shape), k
         assert np.array_equal(g, w, equal_nan=True), (k, g, w)
+
+
+def test_products_over_dask_chunks_are_numpys() -> None:
+    """Dask chunks cutting a product's axis: the axis is rechunked whole (as a scan's),
+    not reduced as a tree of the chunks' products, which gave nan for inf."""
+    da = pytest.importorskip("dask.array")
+    rng = np.random.default_rng(2)
+    y = (1 + rng.standard_normal((6, 40)) * 0.3).astype(np.float32)
+    big = np.array([[1e30] * 15 + [1e-30] * 15, [1e-30] * 15 + [1e30] * 15])
+    functions = (
+        lambda y: np.prod(np.abs(y), axis=1),
+        lambda y: np.prod(np.abs(y), axis=0),
+        lambda y: np.prod(np.abs(y)),
+    )
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        for array in (y, big):
+            for chunks in ((2, 10), (1, 7)):
+                for fn in functions:
+                    got = np.asarray(tdsl.trace(fn)(da.from_array(array, chunks=chunks)))
+                    want = fn(array)
+                    assert (got.dtype, got.shape) == (want.dtype, want.shape)
+                    assert np.array_equal(got, want), (chunks, got, want)
