@@ -12,54 +12,22 @@ NumPy's reason, located at the user's line.
 from __future__ import annotations
 
 import math
-import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, cast
 
 import numpy as np
 
+from tdsl.jit.trace_args import as_array, ndim_of, static_axis, static_count, static_ints, strong
+from tdsl.jit.trace_linalg import inner, norm, tensordot
 from tdsl.jit.trace_names import trace_error
-
-
-def _count(value: Any, what: str) -> int:
-    """``value`` as a static non-negative count."""
-    try:
-        count = operator.index(value)
-    except TypeError:
-        trace_error(f"{what} must be a Python int when traced (a count known when compiling)")
-    if count < 0:
-        trace_error(f"{what} must not be negative, got {count}")
-    return count
-
-
-def _axis(axis: Any, ndim: int, what: str) -> int:
-    """``axis`` of an array of ``ndim`` dims, as NumPy normalizes it."""
-    try:
-        index = operator.index(axis)
-    except TypeError:
-        trace_error(f"the axis of {what} must be a Python int, got {axis!r}")
-    if not -ndim <= index < ndim:
-        trace_error(f"axis {index} of {what} is out of bounds for an array of {ndim} dims")
-    return index % ndim
-
-
-def _ints(value: Any, what: str) -> tuple[int, ...]:
-    """An int or a sequence of ints, as a tuple (not checked for sign)."""
-    items: Sequence[Any] = (
-        cast(Sequence[Any], value) if isinstance(value, tuple | list) else (value,)
-    )
-    try:
-        return tuple(operator.index(v) for v in items)
-    except TypeError:
-        trace_error(f"{what} must be Python ints when traced, got {value!r}")
 
 
 def repeat(a: Any, repeats: Any, axis: Any = None) -> Any:
     """``np.repeat`` by one count: each element ``repeats`` times along ``axis``."""
-    count = _count(repeats, "the count of `np.repeat`")
+    count = static_count(repeats, "the count of `np.repeat`")
     if axis is None:
         a, axis = np.ravel(a), 0
-    k = _axis(axis, a.ndim, "`np.repeat`")
+    k = static_axis(axis, a.ndim, "`np.repeat`")
     shape = tuple(a.shape)
     spread = np.broadcast_to(np.expand_dims(a, k + 1), (*shape[: k + 1], count, *shape[k + 1 :]))
     return np.reshape(spread, (*shape[:k], shape[k] * count, *shape[k + 1 :]))
@@ -68,7 +36,7 @@ def repeat(a: Any, repeats: Any, axis: Any = None) -> Any:
 def tile(A: Any, reps: Any) -> Any:
     """``np.tile``: ``A`` repeated ``reps`` times along each dim (a dim of each kind per
     dim, broadcast, then merged)."""
-    counts = _ints(reps, "the counts of `np.tile`")
+    counts = static_ints(reps, "the counts of `np.tile`")
     if any(c < 0 for c in counts):
         trace_error(f"the counts of `np.tile` must not be negative, got {reps!r}")
     rank = max(A.ndim, len(counts))
@@ -88,16 +56,6 @@ def outer(a: Any, b: Any) -> Any:
 _NO_VALUE: Any = object()  # (`prepend` and `append` of `diff` not given)
 
 
-def _ndim(value: Any) -> int:
-    """The dims of an array, a traced one too (whose ``np.ndim`` is not traced)."""
-    return int(value.ndim) if hasattr(value, "ndim") else int(np.ndim(value))
-
-
-def _array(value: Any) -> Any:
-    """``value`` as NumPy's functions make an array of it (a list, a number: strong)."""
-    return value if hasattr(value, "ndim") else np.asarray(value)
-
-
 def _along(k: int, ndim: int, part: slice) -> tuple[slice, ...]:
     """The index of ``part`` along dim ``k`` of ``ndim`` dims, the whole of the others."""
     return tuple(part if d == k else slice(None) for d in range(ndim))
@@ -108,18 +66,18 @@ def diff(
 ) -> Any:
     """``np.diff``: ``n`` times the differences of neighbours along ``axis`` (``!=`` of
     booleans), after joining ``prepend`` and ``append`` (a scalar spans the other dims)."""
-    count = _count(n, "the order `n` of `np.diff`")
-    a = _array(a)
+    count = static_count(n, "the order `n` of `np.diff`")
+    a = as_array(a)
     if count == 0:
         return a
     if a.ndim == 0:
         trace_error("`np.diff` requires an input of at least one dimension")
-    k = _axis(axis, a.ndim, "`np.diff`")
+    k = static_axis(axis, a.ndim, "`np.diff`")
     parts: list[Any] = []
     for extra in (prepend, a, append):
         if extra is _NO_VALUE:
             continue
-        if extra is not a and _ndim(extra) == 0:
+        if extra is not a and ndim_of(extra) == 0:
             shape = list(a.shape)
             shape[k] = 1
             extra = np.broadcast_to(extra, tuple(shape))
@@ -144,8 +102,8 @@ def ptp(a: Any, axis: Any = None, out: Any = None, keepdims: Any = False) -> Any
 def flip(m: Any, axis: Any = None) -> Any:
     """``np.flip``: the elements in reverse order along ``axis`` (every axis for None)."""
     every = range(m.ndim)
-    named = _ints(axis, "the axes of `np.flip`") if axis is not None else every
-    axes = {_axis(x, m.ndim, "`np.flip`") for x in named}
+    named = static_ints(axis, "the axes of `np.flip`") if axis is not None else every
+    axes = {static_axis(x, m.ndim, "`np.flip`") for x in named}
     return m[tuple(slice(None, None, -1) if d in axes else slice(None) for d in range(m.ndim))]
 
 
@@ -166,7 +124,10 @@ def roll(a: Any, shift: Any, axis: Any = None) -> Any:
     array for None), those past the end coming round to the start."""
     if axis is None:
         return np.reshape(roll(np.ravel(a), shift, 0), a.shape)
-    shifts, axes = _ints(shift, "the shifts of `np.roll`"), _ints(axis, "the axes of `np.roll`")
+    shifts, axes = (
+        static_ints(shift, "the shifts of `np.roll`"),
+        static_ints(axis, "the axes of `np.roll`"),
+    )
     if len(shifts) == 1:
         shifts *= len(axes)
     if len(axes) == 1:
@@ -174,7 +135,7 @@ def roll(a: Any, shift: Any, axis: Any = None) -> Any:
     if len(shifts) != len(axes):
         trace_error("`np.roll`: `shift` and `axis` must have the same length")
     for s, x in zip(shifts, axes, strict=True):
-        k = _axis(x, a.ndim, "`np.roll`")
+        k = static_axis(x, a.ndim, "`np.roll`")
         extent = a.shape[k]
         cut = extent - s % extent if extent else 0
         if extent and cut != extent:
@@ -195,7 +156,7 @@ def nan_to_num(
     """``np.nan_to_num``: nan as ``nan``, infinities as ``posinf``/``neginf`` (the dtype's
     largest finite values by default); integers and booleans as they are."""
     if x.dtype.kind not in "fc":
-        return _strong(x)
+        return strong(x)
     info = np.finfo(x.dtype)
     # (NumPy writes them into x's dtype: a NumPy float64 replacement keeps float32)
     nan, posinf, neginf = (
@@ -230,7 +191,7 @@ def pad(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> An
     value = kwargs.pop("constant_values", 0)
     if kwargs:
         trace_error(f"`np.pad` with `{'`, `'.join(kwargs)}` is not supported when traced")
-    if _ndim(value) != 0:
+    if ndim_of(value) != 0:
         trace_error("`constant_values` of `np.pad` must be one number when traced")
     if hasattr(value, "shape") and not isinstance(value, np.ndarray | np.generic):
         trace_error(
@@ -238,7 +199,7 @@ def pad(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> An
         )
     with np.errstate(all="ignore"):  # (NumPy assigns it: -1 in uint8 is 255, 300 is 44)
         fill = np.asarray(value).astype(array.dtype)
-    array = _strong(array)
+    array = strong(array)
     try:
         widths = np.broadcast_to(np.asarray(pad_width, dtype=object), (array.ndim, 2))
     except ValueError:
@@ -247,7 +208,7 @@ def pad(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> An
             f"{array.ndim} dims, or one pair or number for all, got {pad_width!r}"
         )
     for k in range(array.ndim):
-        before, after = (_count(w, "a width of `np.pad`") for w in widths[k])
+        before, after = (static_count(w, "a width of `np.pad`") for w in widths[k])
         slabs: dict[str, Any] = {}
         for side, width in (("before", before), ("after", after)):
             shape = list(array.shape)
@@ -265,51 +226,17 @@ def take_along_axis(arr: Any, indices: Any, axis: Any) -> Any:
     same dims), as NumPy builds it: an integer-array index per dim (an ``arange`` along
     each other dim), so an index out of range is the gather's ``IndexError``."""
     if axis is None:
-        if _ndim(indices) != 1:
+        if ndim_of(indices) != 1:
             trace_error("`np.take_along_axis` with axis=None takes 1-d indices")
         arr, axis = np.ravel(arr), 0
-    k = _axis(axis, arr.ndim, "`np.take_along_axis`")
-    if _ndim(indices) != arr.ndim:
+    k = static_axis(axis, arr.ndim, "`np.take_along_axis`")
+    if ndim_of(indices) != arr.ndim:
         trace_error("`indices` and `arr` of `np.take_along_axis` must have the same dims")
     index: list[Any] = []
     for d, extent in enumerate(cast(tuple[int, ...], arr.shape)):
         shape = tuple(-1 if e == d else 1 for e in range(arr.ndim))
         index.append(indices if d == k else np.reshape(np.arange(extent), shape))
     return arr[tuple(index)]
-
-
-def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: Any = False) -> Any:
-    """``np.linalg.norm`` of vectors (``ord`` None, 2, 1, inf, -inf, 0) and the
-    Frobenius norm of matrices (``ord`` None or ``'fro'``), as sums, maxima and square
-    roots (the 2-norm of a whole array is a square root of a sum of squares, where NumPy
-    takes a dot product: equal but for rounding, as any sum in another order)."""
-    if x.dtype.kind not in "f":
-        x = x.astype(np.float64)  # (NumPy's norm is of floats)
-    if isinstance(ord, np.generic):
-        ord = ord.item()  # (NumPy's `absx **= ord` keeps x's dtype)
-    axes = _ints(axis, "the axes of `np.linalg.norm`") if axis is not None else None
-    matrix = (axes is None and x.ndim == 2) or (axes is not None and len(axes) == 2)
-    if matrix and ord in (None, "fro"):
-        return np.sqrt(np.sum(x * x, axis=axes, keepdims=keepdims))
-    if matrix or (axes is None and ord is not None and x.ndim != 1):
-        trace_error(
-            f"`np.linalg.norm` with ord={ord!r} of a matrix is not supported when traced "
-            "(vector norms, and the Frobenius norm of a matrix, are)"
-        )
-    if ord is None or ord == 2:
-        return np.sqrt(np.sum(x * x, axis=axes, keepdims=keepdims))
-    if ord == np.inf:
-        return np.max(np.abs(x), axis=axes, keepdims=keepdims)
-    if ord == -np.inf:
-        return np.min(np.abs(x), axis=axes, keepdims=keepdims)
-    if ord == 1:
-        return np.sum(np.abs(x), axis=axes, keepdims=keepdims)
-    if ord == 0:
-        return np.sum(np.not_equal(x, 0), axis=axes, keepdims=keepdims).astype(x.dtype)
-    if isinstance(ord, int | float) and not isinstance(ord, bool):
-        total = np.sum(np.abs(x) ** ord, axis=axes, keepdims=keepdims)
-        return total ** np.reciprocal(ord, dtype=x.dtype)  # (NumPy's root, in x's dtype)
-    trace_error(f"`np.linalg.norm` with ord={ord!r} is not supported when traced")
 
 
 def _with_dtype(name: str, exact_mean: bool = False) -> Callable[..., Any]:
@@ -357,51 +284,6 @@ def fabs(x: Any) -> Any:
 def rint(x: Any) -> Any:
     """``np.rint``: to the nearest integer, ties to even, of floats."""
     return cast(Any, np.round(_floats(x)))
-
-
-def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
-    """``np.tensordot``, as NumPy computes it: each operand transposed and reshaped to a
-    matrix (its free dims, then the summed ones; the summed, then the free), one matrix
-    product, reshaped to the free dims of ``a`` then of ``b``."""
-    if isinstance(axes, tuple | list):
-        pair = cast(Sequence[Any], axes)
-        if len(pair) != 2:
-            trace_error("`axes` of `np.tensordot` is a count or a pair of axis lists")
-        along_a, along_b = (list(_ints(x, "the axes of `np.tensordot`")) for x in pair)
-    else:
-        n = _count(axes, "`axes` of `np.tensordot`")
-        along_a, along_b = list(range(-n, 0)), list(range(n))
-    if len(along_a) != len(along_b):
-        trace_error("`np.tensordot`: the two lists of axes must be as long")
-    a, b = _array(a), _array(b)
-    along_a = [_axis(x, a.ndim, "`np.tensordot`") for x in along_a]
-    along_b = [_axis(x, b.ndim, "`np.tensordot`") for x in along_b]
-    if any(a.shape[x] != b.shape[y] for x, y in zip(along_a, along_b, strict=True)):
-        trace_error("`np.tensordot`: the summed axes of the two operands differ in length")
-    free_a = [d for d in range(a.ndim) if d not in along_a]
-    free_b = [d for d in range(b.ndim) if d not in along_b]
-    summed = math.prod(a.shape[x] for x in along_a)
-    rows, columns = (math.prod(x.shape[d] for d in f) for x, f in ((a, free_a), (b, free_b)))
-    left = np.reshape(np.transpose(a, free_a + along_a), (rows, summed))
-    right = np.reshape(np.transpose(b, along_b + free_b), (summed, columns))
-    shape = [a.shape[d] for d in free_a] + [b.shape[d] for d in free_b]
-    return np.reshape(np.matmul(left, right), tuple(shape))
-
-
-def _strong(v: Any) -> Any:
-    """``v`` as ``np.asarray`` makes it: a Python number (or a traced Python-number
-    argument, weak) a float64/int64 array."""
-    if not hasattr(v, "dtype"):
-        return np.asarray(v)
-    return v.astype(v.dtype) if getattr(v, "weak", False) else v
-
-
-def inner(a: Any, b: Any) -> Any:
-    """``np.inner``: the sum over the last axes of both (a product of a 0-d operand)."""
-    if _ndim(a) == 0 or _ndim(b) == 0:  # (a Python number is an array: strong, as NumPy's)
-        a, b = (_strong(v) for v in (a, b))
-        return np.multiply(a, b)
-    return tensordot(_array(a), _array(b), ([-1], [-1]))
 
 
 def concatenate(arrays: Any, axis: Any = 0, **kwargs: Any) -> Any:
@@ -516,14 +398,14 @@ def round_(a: Any, decimals: Any = 0, out: Any = None) -> Any:
     10**d`` (for negative ``d``, ``rint(a / 10**-d) * 10**-d``), the power of ten a
     Python float (weak: float32 stays float32).  Zero places: NotImplemented (the
     language's ``round``); integers to places: themselves."""
-    places = _ints(decimals, "`decimals` of `np.round`")[0]
+    places = static_ints(decimals, "`decimals` of `np.round`")[0]
     if out is not None:
         trace_error("`out=` of `np.round` writes into an array in place: use the returned value")
     if places == 0:
         return NotImplemented
     if a.dtype.kind in "iub":
         if places > 0:
-            return _strong(a)
+            return strong(a)
         trace_error("`np.round` of integers to negative decimals is not supported when traced")
     scale = _power_of_ten(abs(places))
     if places > 0:
@@ -535,7 +417,7 @@ def positive(x: Any) -> Any:
     """``np.positive`` (``+x``): the same values; NumPy refuses booleans."""
     if x.dtype == np.bool_:
         trace_error("`np.positive` (unary `+`) of booleans is not supported, as in NumPy")
-    return _strong(x)
+    return strong(x)
 
 
 def signbit(x: Any) -> Any:
