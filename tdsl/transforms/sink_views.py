@@ -71,6 +71,24 @@ def _operand_window(
     return tuple(w[0] for w in window), tuple(w[1] for w in window), tuple(w[2] for w in window)
 
 
+DUPLICATES = 64
+"""The most element-wise ops one sink may copy (an op with ``n`` views of its result is
+copied ``n`` times, with the element-wise ops it reads through other sunk views)."""
+
+
+def _cone(op: Operation) -> int:
+    """The element-wise ops ``op`` reads through element-wise ops and views, counted per
+    path (as sinking copies them), up to ``DUPLICATES + 1``."""
+    count, stack = 0, [op]
+    while stack and count <= DUPLICATES:
+        top = stack.pop()
+        count += isinstance(top, ElementwiseOp)
+        for v in top.operands:
+            if isinstance(v.owner, ElementwiseOp | SliceOp | ReshapeOp | TakeOp):
+                stack.append(v.owner)
+    return count
+
+
 def _sink(
     op: SliceOp | ReshapeOp | TakeOp,
     rewriter: PatternRewriter,
@@ -94,6 +112,10 @@ def _sink(
         for v in producer.operands
     ):
         return  # held whole all the same: ``f`` is its group's epilogue, computed once
+    uses = producer.results[0].uses.get_length()
+    if uses > 1 and uses * _cone(producer) > DUPLICATES:
+        return  # held whole: each view would copy the ops it reads (``x[1:] - x[:-1]``
+        # ten times over would copy 2**10 of them)
     operands: list[SSAValue] = []
     for v in producer.operands:
         inner = view_of(v)
