@@ -26,6 +26,10 @@ in the group that reads it:
   view, but it reads its operand whole: ``exp(w)[t]`` computes ``exp`` of the rows
   gathered only).
 
+A sink copies ``f`` once per view, with the element-wise ops it reads through views
+sunk before: at most :data:`DUPLICATES` ops in all (``x = x[1:] - x[:-1]`` repeated
+would copy 2**n); beyond, ``f`` is computed once and held whole between groups.
+
 ``tdsl-fuse`` applies them before it plans, so windows of arguments are all that
 remain in the common case; the pass runs them alone.
 """
