@@ -293,6 +293,9 @@ def concatenate(arrays: Any, axis: Any = 0, **kwargs: Any) -> Any:
     if axis is not None:
         return NotImplemented
     arrays = list(arrays)
+    arrays = [
+        a if isinstance(a, int | float) or hasattr(a, "dtype") else np.asarray(a) for a in arrays
+    ]
     numbers = [not hasattr(a, "dtype") or getattr(a, "weak", False) for a in arrays]
     # (stand-ins for NumPy's weak promotion: a Python int or float of the same kind)
     kinds = [(a if not hasattr(a, "dtype") else a.dtype.type(0).item()) if n else a.dtype

@@ -433,6 +433,7 @@ def test_the_fuzzers_cases_are_numpys(jit_target: str) -> None:
             np.concatenate([u, 3], axis=None),
             np.concatenate([f, 0.1, u], axis=None),
             np.concatenate([u, n, 300], axis=None),
+            np.concatenate([u, [3, 4], 5], axis=None),  # (a list: an array, strong)
         )
 
     with np.errstate(all="ignore"):
