@@ -103,7 +103,10 @@ def flip(m: Any, axis: Any = None) -> Any:
     """``np.flip``: the elements in reverse order along ``axis`` (every axis for None)."""
     every = range(m.ndim)
     named = static_ints(axis, "the axes of `np.flip`") if axis is not None else every
-    axes = {static_axis(x, m.ndim, "`np.flip`") for x in named}
+    listed = [static_axis(x, m.ndim, "`np.flip`") for x in named]
+    axes = set(listed)
+    if len(axes) != len(listed):
+        trace_error(f"`np.flip`: repeated axis in {axis!r}, as NumPy refuses")
     return m[tuple(slice(None, None, -1) if d in axes else slice(None) for d in range(m.ndim))]
 
 
@@ -315,6 +318,9 @@ def clip(a: Any, *bounds: Any, **kwargs: Any) -> Any:
     names = [k for k in ("a_min", "a_max", "min", "max") if k in kwargs]
     if not names:
         return NotImplemented
+    old_names = [k for k in ("a_min", "a_max") if k in kwargs]
+    if old_names and len(bounds) + len(old_names) < 2:  # (NumPy's TypeError)
+        trace_error("`np.clip` with `a_min=` or `a_max=` takes both: give None for no bound")
     given = list(bounds) + [None] * (2 - len(bounds))
     for k in names:
         given[0 if k in ("a_min", "min") else 1] = kwargs.pop(k)

@@ -37,6 +37,11 @@ def ufunc_method(name: str, method: str, inputs: Sequence[Any], kwargs: dict[str
             f"`np.{name}.{method}` with `{'`, `'.join(extra)}` is not supported when traced"
         )
     kwargs = {"axis": 0, **kwargs}
+    if method == "accumulate" and kwargs["axis"] is None and getattr(inputs[0], "ndim", 1) > 1:
+        trace_error(
+            f"`np.{name}.accumulate` with axis=None of an array of several dims: "
+            "NumPy's accumulate takes one axis"
+        )
     dtype = kwargs.pop("dtype", None)
     operand = inputs[0]
     if dtype is not None and function in ("max", "min", "any", "all"):

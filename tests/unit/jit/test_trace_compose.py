@@ -287,6 +287,9 @@ def test_composed_functions_are_numpys(jit_target: str, group: str) -> None:
         (lambda x: np.round(x.astype(np.int32), -1), "integers to negative decimals"),
         (lambda x: np.add.reduce(x, initial=1.0), "`np.add.reduce` with `initial`"),
         (lambda x: np.maximum.accumulate(x), "`np.maximum.accumulate` is not supported"),
+        (lambda x: np.add.accumulate(x, axis=None), "accumulate takes one axis"),
+        (lambda x: np.flip(x, (0, -2)), r"repeated axis in \(0, -2\)"),
+        (lambda x: np.clip(x, a_min=1), "takes both: give None for no bound"),
     ],
 )
 def test_bad_arguments_are_located_errors(fn: Callable[..., Any], message: str) -> None:
