@@ -1,11 +1,12 @@
 """Reductions over a tuple of axes (``sum(x, axis=(0, 2))``), as NumPy reads them, written
 as reductions over one axis each: the language's ops reduce one axis (or all).
 
-``sum``, ``max``, ``min``, ``prod``, ``mean``, ``logsumexp``, ``all`` and ``any`` over
+``sum``, ``max``, ``min``, ``mean``, ``logsumexp``, ``all`` and ``any`` over
 several axes are the same reduction nested, one axis at a time (the last axis first, so
 that the others keep their positions without ``keepdims``); float16 operands of a
 reduction that accumulates in float32 are converted once, before, and the result once,
-after, so nothing rounds to float16 in between.  ``var`` and ``std`` are NumPy's own
+after, so nothing rounds to float16 in between.  ``prod`` is over the reduced axes moved last
+and merged, in NumPy's (memory) order.  ``var`` and ``std`` are NumPy's own
 two-pass formula: ``sum((x - mean(x)) ** 2) / max(n - ddof, 0)`` (and its square root),
 with ``n`` the number of elements reduced.  An empty tuple reduces nothing: the operand
 (compared with zero for ``all``/``any``; a variance of zeros, as NumPy's).
@@ -73,9 +74,34 @@ def _nested(
     keepdims: bool,
     node: Call,
 ) -> TensorValue:
+    if op.ORDERED and len(axes) > 1:
+        return _in_memory_order(lowering, op, x, axes, keepdims, node)
     for axis in sorted(axes, reverse=True):
         x = lowering.emit(op(x.value, axis, keepdims), node.span)
     return x
+
+
+def _in_memory_order(
+    lowering: FunctionLowering,
+    op: type[td.ReductionOp],
+    x: TensorValue,
+    axes: Sequence[int],
+    keepdims: bool,
+    node: Call,
+) -> TensorValue:
+    """``prod`` over several axes as NumPy multiplies, in memory order: over the reduced
+    axes moved last (in their order) and merged into one, nested products would be
+    another product (``1e30 * 1e30 * 1e-30`` is inf, ``1e30 * (1e30 * 1e-30)`` 1e30)."""
+    span = node.span
+    kept = [a for a in range(len(x.shape)) if a not in axes]
+    order = [*kept, *sorted(axes)]
+    moved = x if order == sorted(order) else lowering.emit(td.TransposeOp(x.value, order), span)
+    merged = lowering.emit(td.ReshapeOp(moved.value, [x.shape[a] for a in kept] + [-1]), span)
+    result = lowering.emit(op(merged.value, -1, False), span)
+    if keepdims:
+        shape = [1 if a in axes else n for a, n in enumerate(x.shape)]
+        result = lowering.emit(td.ReshapeOp(result.value, shape), span)
+    return result
 
 
 def _variance(

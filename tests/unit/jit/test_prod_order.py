@@ -3,7 +3,8 @@ or not: NumPy's product is sequential (the running product times each element in
 in memory order for a product of every axis), and a product is not associative.  The
 numpy target multiplied each tile's product into the running one: up to 31 ulp off, and
 fifteen 1e30 and fifteen 1e-30 in tiles of 15 gave inf * 0 = nan where NumPy gives inf
-(found by fuzzing ``tdsl.trace``)."""
+(found by fuzzing ``tdsl.trace``).  Over several axes the product was nested, one axis
+at a time: the last ulp off (found by a second fuzzer)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,9 @@ def test_products_are_numpys_bit_for_bit(jit_target: str, budget: int | None) ->
             np.prod(a[0, 0]),
             np.prod(np.abs(big), axis=1),
             np.prod(np.abs(big)),
+            np.prod(a, axis=(0, 2)),
+            np.prod(a.astype(np.float64), axis=(2, 0), keepdims=True),
+            np.prod(np.abs(big), axis=(0, 1)),
             np.prod(a.astype(np.float16), axis=-1),
             np.prod(y > 1, axis=-1),
         )
