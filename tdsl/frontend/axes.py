@@ -59,6 +59,8 @@ def reduce_over_axes(
         x = lowering.emit(td.CastOp(x.value, f32), node.span)
     if issubclass(op, td.VarianceOp):
         result = _variance(lowering, op, x, axes, keepdims, params, node)
+    elif op.ORDERED and len(axes) > 1:
+        result = _in_memory_order(lowering, op, x, axes, keepdims, node.span)
     else:
         result = _nested(lowering, op, x, axes, keepdims, node)
     if wide:
@@ -74,8 +76,6 @@ def _nested(
     keepdims: bool,
     node: Call,
 ) -> TensorValue:
-    if op.ORDERED and len(axes) > 1:
-        return _in_memory_order(lowering, op, x, axes, keepdims, node)
     for axis in sorted(axes, reverse=True):
         x = lowering.emit(op(x.value, axis, keepdims), node.span)
     return x
@@ -87,12 +87,11 @@ def _in_memory_order(
     x: TensorValue,
     axes: Sequence[int],
     keepdims: bool,
-    node: Call,
+    span: Span,
 ) -> TensorValue:
     """``prod`` over several axes as NumPy multiplies, in memory order: over the reduced
     axes moved last (in their order) and merged into one, nested products would be
     another product (``1e30 * 1e30 * 1e-30`` is inf, ``1e30 * (1e30 * 1e-30)`` 1e30)."""
-    span = node.span
     kept = [a for a in range(len(x.shape)) if a not in axes]
     order = [*kept, *sorted(axes)]
     moved = x if order == sorted(order) else lowering.emit(td.TransposeOp(x.value, order), span)

@@ -312,8 +312,10 @@ class _Emitter:
         # zeroed at the end: computed at exp_lo, their last product underflows, and
         # an underflowing multiplication takes a microcode assist on x86 (a masked
         # attention row, half of whose scores are -1e10, ran its exp 2x slower).
+        hi = fmt.exp_hi - scale
         under = self.cmp("olt", x, self.c(fmt.exp_lo))
-        clamped = self.select(under, self.c(0.0), self.clamp(x, fmt.exp_lo, fmt.exp_hi - scale))
+        capped = self.select(self.cmp("ogt", x, self.c(hi)), self.c(hi), x)
+        clamped = self.select(under, self.c(0.0), capped)  # (nan stays nan: ordered compares)
         n, r = self.reduce(clamped)
         if scale:
             n = self.iadd(n, self.ci(scale))
