@@ -241,6 +241,34 @@ def call_generic(kernel: CompiledKernel, args: Sequence[Any], kwargs: Mapping[st
     return call_checked(kernel, given, args[len(names) :], extra, out)
 
 
+def keyword_call(
+    kernel: CompiledKernel,
+    given: Sequence[Any],
+    more: Sequence[Any],
+    extra: Mapping[str, Any],
+    out: Any,
+    names: tuple[str, ...],
+) -> Any:
+    """A call of the generated ``__call__`` with keyword arguments (``extra``) beside the
+    positional ones (``given``, ``MISSING`` past the last one given, and ``more``) of a
+    kernel whose inputs are ``names``.
+
+    (``__call__`` itself tries ``try_call`` when every input comes by name.)  Inputs
+    given some by position, the others by name, once each, take the fast ``try_call``;
+    anything else (an unknown name, a value given both ways, extra positional values,
+    values that do not fit exactly) goes through :func:`call_generic`, which raises the
+    precise error or converts."""
+    positional = [value for value in given if value is not MISSING]
+    if positional and not more:
+        values = dict(zip(names, positional, strict=False))  # (given: the first inputs)
+        values.update(extra)
+        if len(values) == len(extra) + len(positional):  # no name given twice
+            found = kernel.try_call(values, out)
+            if found is not NotImplemented:
+                return found
+    return call_generic(kernel, [*positional, *more], extra if out is None else {**extra, OUT: out})
+
+
 def _name_list(names: Sequence[str]) -> str:
     return ", ".join(f"`{n}`" for n in names) if names else "none"
 
@@ -349,9 +377,10 @@ def make_calls(kernel: CompiledKernel) -> tuple[Callable[..., Any], Callable[...
     of values by name, and ``out``) runs the kernel if the values fit exactly
     and returns ``NotImplemented`` otherwise: the one-shot ``jit(...)`` path,
     which has its values in a dict already.  With ``out`` given, both check it
-    (:func:`call_with_out`) after the operands pass.  Python itself binds
-    positional and keyword arguments; a value passed both ways makes Python
-    raise its usual ``TypeError``.
+    (:func:`call_with_out`) after the operands pass.  The inputs are positional-only
+    parameters: keyword arguments arrive in a dict, which :func:`keyword_call` binds (a
+    value passed both ways is then a :class:`~tdsl.errors.TdslCallError`, not Python's
+    ``TypeError``).
     """
     names = kernel.arg_names
     if not _fast_names_ok(names):
@@ -376,6 +405,8 @@ def make_calls(kernel: CompiledKernel) -> tuple[Callable[..., Any], Callable[...
         "_tdsl_fn": getattr(kernel.function, "direct", kernel.function),
         "_tdsl_k": kernel,
         "_tdsl_slow": call_checked,
+        "_tdsl_kw": keyword_call,
+        "_tdsl_names": tuple(names),
         "_tdsl_out": call_with_out,
         # the inputs' names are locals of the generated code and may shadow builtins
         "_tdsl_len": len,
@@ -430,7 +461,17 @@ def make_calls(kernel: CompiledKernel) -> tuple[Callable[..., Any], Callable[...
         f"    return _tdsl_out(_tdsl_k, ({args}{',' if len(operands) == 1 else ''}), {OUT})\n"
     )
     code = (
-        f"def __call__(_tdsl_self, {params}*_tdsl_more, {OUT}=None, **_tdsl_extra):\n"
+        f"def __call__(_tdsl_self, {params}/, *_tdsl_more, {OUT}=None, **_tdsl_extra):\n"
+        f"    if _tdsl_extra:\n"
+        + (
+            f"        if {names[0]} is _tdsl_M and not _tdsl_more:\n"  # every input by name
+            f"            _tdsl_r = _try(_tdsl_extra, {OUT})\n"
+            f"            if _tdsl_r is not _tdsl_NO:\n"
+            f"                return _tdsl_r\n"
+            if names
+            else ""
+        )
+        + f"        return _tdsl_kw(_tdsl_self, {given}, _tdsl_more, _tdsl_extra, {OUT}, _tdsl_names)\n"
         f"    if ({condition}):\n"
         f"        return _tdsl_slow(_tdsl_self, {given}, _tdsl_more, _tdsl_extra, {OUT})\n"
         f"{run}"

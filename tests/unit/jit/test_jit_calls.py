@@ -174,6 +174,35 @@ def test_one_shot_scalar_errors(jit: JITTensorKernel, value: Any, pattern: str) 
         jit("A * s", A=np.ones(2), s=value)
 
 
+def test_arguments_bind_by_position_and_name_as_python_binds_them(
+    jit: JITTensorKernel, matches: Any
+) -> None:
+    A = array(np.float32)
+    fn = jit.compile("A * s - B", {"A": (3, 4), "B": (3, 4)}, {"A": "f32", "B": "f32", "s": float})
+    assert fn.arg_names == ("A", "s", "B")
+    want = A * np.float32(2.5) - A
+    for args, kwargs in [
+        ((A, 2.5, A), {}),
+        ((A,), {"s": 2.5, "B": A}),
+        ((A, 2.5), {"B": A}),
+        ((), {"B": A, "A": A, "s": 2.5}),
+    ]:
+        matches(fn(*args, **kwargs), want)
+        out = np.empty_like(A)
+        assert fn(*args, **kwargs, out=out) is out
+        matches(out, want)
+    # a value given both ways (once a raw TypeError from Python's own binding)
+    for args, kwargs, name in [((A, 2.5), {"s": 1.0, "B": A}, "s"), ((A,), {"A": A}, "A")]:
+        with pytest.raises(TdslCallError, match=rf"got two values for argument `{name}`"):
+            fn(*args, **kwargs)
+    with pytest.raises(TdslCallError, match="takes 3 arguments"):
+        fn(A, 2.5, A, A)
+    with pytest.raises(TdslCallError, match="unexpected argument `C`"):
+        fn(A, 2.5, B=A, C=A)
+    with pytest.raises(TdslCallError, match="`s` of kernel `main` is a weak scalar"):
+        fn(A, B=A, s=np.float32(2))
+
+
 def test_a_numpy_integer_scalar_is_a_strong_integer_input(jit: JITTensorKernel) -> None:
     for a in (np.ones(2), np.arange(3, dtype=np.int32)):
         got = jit("A * s", A=a, s=np.int64(3))
