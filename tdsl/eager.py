@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from tdsl.jit.calls import infer
+from tdsl.jit.arg_inference import infer
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp

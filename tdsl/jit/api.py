@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from tdsl.defaults import positive_int
 from tdsl.errors import TdslOptionError
+from tdsl.jit.arg_inference import infer
 from tdsl.jit.cache import (
     CacheInfo,
     DTypesLike,
@@ -21,7 +22,6 @@ from tdsl.jit.cache import (
     normalize,
     shape_of,
 )
-from tdsl.jit.calls import infer
 from tdsl.jit.compiled import CompiledKernel
 from tdsl.jit.compiler import COMPILE_LOCK, build
 from tdsl.jit.options import CACHE_DIR_VARIABLE, JitOptions, default_target, default_threads

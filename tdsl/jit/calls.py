@@ -44,8 +44,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from tdsl.array_types import array_type_of
-from tdsl.dtypes import SHORT_NAMES as ELEMENT_NAMES
-from tdsl.dtypes import supported_names, type_str
+from tdsl.dtypes import type_str
 from tdsl.errors import TdslCallError
 
 if TYPE_CHECKING:
@@ -62,7 +61,7 @@ OUT = "out"
 
 _FLOAT64 = np.dtype(np.float64)
 _INT64 = np.dtype(np.int64)
-_INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
+INT64_MIN, INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
 _MAX_FLOAT = sys.float_info.max
 
 
@@ -88,16 +87,16 @@ def _is_array(value: object) -> bool:
     return isinstance(value, np.ndarray)
 
 
-def _is_numpy_scalar(value: object) -> bool:
+def is_numpy_scalar(value: object) -> bool:
     return isinstance(value, np.generic)
 
 
-def _scalar_dtype(value: object) -> np.dtype[Any]:
+def scalar_dtype(value: object) -> np.dtype[Any]:
     """The dtype of a NumPy scalar."""
     return cast("np.generic[Any]", value).dtype
 
 
-def _is_python_number(value: object) -> bool:
+def is_python_number(value: object) -> bool:
     """A Python ``int`` or ``float`` (or subclass), not a ``bool``."""
     return isinstance(value, int | float) and not isinstance(value, bool | np.bool_)
 
@@ -114,7 +113,7 @@ def convert_argument(kernel: CompiledKernel, spec: ArgSpec, value: Any) -> Array
         hint = f" (np.bool_({value!r}))" if spec.dtype == np.bool_ and not spec.weak else ""
         raise TdslCallError(f"{where} is a Python bool ({value!r}): expected {spec.expected}{hint}")
     if spec.weak and spec.dtype == _INT64:
-        low, high = spec.bounds or (_INT64_MIN, _INT64_MAX)
+        low, high = spec.bounds or (INT64_MIN, INT64_MAX)
         if not isinstance(value, int) or not low <= value <= high:
             if isinstance(value, int):
                 raise TdslCallError(
@@ -126,7 +125,7 @@ def convert_argument(kernel: CompiledKernel, spec: ArgSpec, value: Any) -> Array
             )
         return np.array(value, _INT64)
     if spec.weak:
-        if not _is_python_number(value):
+        if not is_python_number(value):
             raise TdslCallError(
                 f"{where} is a weak scalar: expected {spec.expected}, got {describe(value)}"
             )
@@ -135,9 +134,9 @@ def convert_argument(kernel: CompiledKernel, spec: ArgSpec, value: Any) -> Array
         except OverflowError:
             raise TdslCallError(f"{where} is too large for a float: {_show_big(value)}") from None
     if not spec.shape:
-        if _is_numpy_scalar(value) and _scalar_dtype(value) == spec.dtype:
+        if is_numpy_scalar(value) and scalar_dtype(value) == spec.dtype:
             return np.asarray(value)
-        if _is_python_number(value):
+        if is_python_number(value):
             try:
                 return np.array(value, spec.dtype)
             except OverflowError:
@@ -167,12 +166,12 @@ def _show_big(value: object) -> str:
 def _fits(spec: ArgSpec, value: Any) -> bool:
     """Whether ``value`` is what a one-shot call would compile ``spec`` for (no conversion)."""
     if spec.weak and spec.dtype == _INT64:
-        low, high = spec.bounds or (_INT64_MIN, _INT64_MAX)
+        low, high = spec.bounds or (INT64_MIN, INT64_MAX)
         return type(value) is int and low <= value <= high
     if spec.weak:
         return type(value) is float or (type(value) is int and -_MAX_FLOAT <= value <= _MAX_FLOAT)
-    if not spec.shape and _is_numpy_scalar(value):
-        return _scalar_dtype(value) == spec.dtype
+    if not spec.shape and is_numpy_scalar(value):
+        return scalar_dtype(value) == spec.dtype
     return (
         isinstance(value, np.ndarray)
         and cast(Array, value).shape == spec.shape
@@ -425,7 +424,7 @@ def make_calls(kernel: CompiledKernel) -> tuple[Callable[..., Any], Callable[...
         namespace[f"_tdsl_d{i}"] = spec.dtype
         n = spec.name
         if spec.weak and spec.dtype == _INT64:
-            low, high = spec.bounds or (_INT64_MIN, _INT64_MAX)
+            low, high = spec.bounds or (INT64_MIN, INT64_MAX)
             namespace[f"_tdsl_lo{i}"], namespace[f"_tdsl_hi{i}"] = low, high
             checks.append(
                 f"({n}.__class__ is not _tdsl_int or not _tdsl_lo{i} <= {n} <= _tdsl_hi{i})"
@@ -539,59 +538,6 @@ def fall_back_on_variant_failure(
     variants.fallback = fallback
 
 
-# --------------------------------------------------------------------------- one-shot calls
-
-
-def infer(name: str, value: object) -> tuple[tuple[int, ...], object]:
-    """The shape and dtype a one-shot call compiles argument ``name`` for.
-
-    An array: its shape and dtype (float16/32/64, native byte order).  A NumPy
-    scalar: a 0-d input of its dtype.  A Python ``int`` or ``float``: a weak
-    0-d input (dtype ``int`` or ``float``, see :data:`tdsl.frontend.ir_gen.WEAK`; an
-    int beyond int64 is a weak float).
-    Anything else, a ``bool`` included, is a TdslCallError.
-    """
-    if isinstance(value, np.ndarray):
-        dtype = cast(Array, value).dtype
-        _check_dtype(name, dtype)
-        return cast(Array, value).shape, dtype
-    foreign = array_type_of((value,))
-    if foreign is not None:
-        shape = foreign.shape(name, value)
-        dtype = np.dtype(cast(Any, value).dtype)
-        _check_dtype(name, dtype)
-        return shape, dtype
-    if isinstance(value, bool):
-        # (a NumPy bool is a 0-d bool input, below; a Python bool is not a weak number)
-        raise TdslCallError(
-            f"argument `{name}` is a Python bool ({value!r}): pass np.bool_({value!r}) or a "
-            f"bool array for a boolean input, or a number ({float(value)!r})"
-        )
-    if _is_numpy_scalar(value):
-        dtype = _scalar_dtype(value)
-        _check_dtype(name, dtype)
-        return (), dtype
-    if isinstance(value, int) and _INT64_MIN <= value <= _INT64_MAX:
-        return (), int  # a weak integer, as NumPy 2 types a Python int (NEP 50)
-    if _is_python_number(value):
-        return (), float  # a Python float, or an int beyond int64 (as a float)
-    raise TdslCallError(
-        f"argument `{name}` must be a NumPy array or a Python int or float, got {describe(value)}"
-    )
-
-
-def _check_dtype(name: str, dtype: np.dtype[Any]) -> None:
-    if dtype.name not in ELEMENT_NAMES:
-        raise TdslCallError(
-            f"argument `{name}` has dtype {dtype}; tdsl computes on {supported_names()}"
-        )
-    if not dtype.isnative:
-        raise TdslCallError(
-            f"argument `{name}` has non-native byte order ({dtype.str}); convert it with "
-            f"`.astype(np.{dtype.name})`"
-        )
-
-
 __all__ = [
     "MISSING",
     "OUT",
@@ -601,6 +547,5 @@ __all__ = [
     "convert_argument",
     "describe",
     "finish",
-    "infer",
     "make_calls",
 ]

@@ -66,7 +66,7 @@ from tdsl.errors import (
     TdslSyntaxError,
 )
 from tdsl.jit.api import JITTensorKernel, default_jit
-from tdsl.jit.calls import infer
+from tdsl.jit.arg_inference import infer
 from tdsl.jit.compiled import CompiledKernel, type_str
 from tdsl.jit.options import JitOptions, default_target, default_threads
 
