@@ -246,6 +246,13 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
         self._trace.operator = True
         return np.negative(self)
 
+    def __pos__(self) -> Any:
+        # Python's `+` of a Python number is that number (weak), where `np.positive`
+        # makes a NumPy scalar of it
+        if self.weak and self.dtype != np.bool_:
+            return self
+        return np.positive(self)
+
     def __round__(self, ndigits: int | None = None) -> Any:
         if not self.shape:  # Python's int (or NumPy scalar) of a value
             trace_error(f"`round()` of a 0-d traced value ({NO_VALUES}): use `np.round(x)`")

@@ -96,6 +96,12 @@ def test_pythons_other_operators_on_python_numbers_stay_weak() -> None:
     for d, s, n in ((64, 1.5, 5), (2, -0.25, 11)):
         _same(traced(X, d, s, n), fn(X, d, s, n))
     assert "(d ** 0.5)" in traced.program(X, 64, 1.5, 5)
+    # unary `+` of a Python number is that number (it was np.positive's float64 scalar)
+    unary = tdsl.trace(lambda x, s, n: x * +s + +x * +(n * 2))
+    by_name = tdsl.trace(lambda x, s: x * np.positive(s))  # a NumPy scalar: strong
+    for s, n in ((2.5, 3), (-0.5, -2)):
+        _same(unary(X, s, n), X * +s + +X * +(n * 2))
+        _same(by_name(X, s), X * np.positive(s))
 
 
 def test_an_int_to_an_int_power_is_pythons_and_numpys_ufuncs_are_strong(jit_target: str) -> None:
