@@ -72,6 +72,10 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: Any = False) -> An
     if ord is None or ord == 2:
         return np.sqrt(np.sum(x * x, axis=axes, keepdims=keepdims))
     if ord == np.inf:
+        # (NumPy's is a max from 0, its `initial`: of an empty vector, 0, the sum below)
+        reduced = x.shape if axes is None else [x.shape[a] for a in axes]
+        if 0 in reduced:
+            return np.sum(np.abs(x), axis=axes, keepdims=keepdims)
         return np.max(np.abs(x), axis=axes, keepdims=keepdims)
     if ord == -np.inf:
         return np.min(np.abs(x), axis=axes, keepdims=keepdims)

@@ -125,6 +125,18 @@ GROUPS: dict[str, tuple[Callable[..., Any], tuple[Array, ...]]] = {
             rng.integers(-4, 5, (2, 8)).astype(np.float32),
         ),
     ),
+    "norms of empty vectors": (
+        # (ord=inf is NumPy's max from 0: 0 of an empty vector; it was refused)
+        lambda e, z: (
+            np.linalg.norm(e, np.inf),
+            np.linalg.norm(z, np.inf, axis=0),
+            np.linalg.norm(z.T, np.inf, axis=-1, keepdims=True),
+            np.linalg.norm(e),
+            np.linalg.norm(z, 1, axis=0),
+            np.linalg.norm(e, 0),
+        ),
+        (np.zeros(0, np.float32), np.zeros((0, 3))),
+    ),
     "reductions with dtype= and .repeat": (
         lambda x, u, i, b: (
             np.sum(x, dtype=np.float64),
