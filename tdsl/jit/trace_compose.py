@@ -314,16 +314,27 @@ def concatenate(arrays: Any, axis: Any = 0, **kwargs: Any) -> Any:
 
 def clip(a: Any, *bounds: Any, **kwargs: Any) -> Any:
     """``np.clip`` with a bound named (``a_min=``/``a_max=``, or NumPy 2.1's ``min=``
-    and ``max=``): as given by position.  Bounds by position: NotImplemented."""
+    and ``max=``): as given by position.  A Python-int bound of an integer array beyond
+    the dtype on its own side (a lower one below its least value, an upper one above its
+    greatest) bounds nothing, as in NumPy 2, and is left out (one beyond the other side is
+    the language's error, as NumPy's).  Otherwise, bounds by position: NotImplemented."""
     names = [k for k in ("a_min", "a_max", "min", "max") if k in kwargs]
-    if not names:
-        return NotImplemented
     old_names = [k for k in ("a_min", "a_max") if k in kwargs]
     if old_names and len(bounds) + len(old_names) < 2:  # (NumPy's TypeError)
         trace_error("`np.clip` with `a_min=` or `a_max=` takes both: give None for no bound")
     given = list(bounds) + [None] * (2 - len(bounds))
     for k in names:
         given[0 if k in ("a_min", "min") else 1] = kwargs.pop(k)
+    dropped = False
+    if getattr(a, "dtype", np.dtype(np.float64)).kind in "iu" and not getattr(a, "weak", True):
+        info = np.iinfo(a.dtype)
+        for side, bound in enumerate(given[:2]):
+            if type(bound) is int and (bound < info.min if side == 0 else bound > info.max):
+                given[side], dropped = None, True
+    if not names and not dropped:
+        return NotImplemented
+    if given[0] is None and given[1] is None and dropped:
+        return a  # (NumPy's copy: a traced value is never written in place)
     return np.clip(a, *given[:2], **kwargs)
 
 

@@ -171,6 +171,24 @@ GROUPS: dict[str, tuple[Callable[..., Any], tuple[Array, ...]]] = {
         ),
         (X[3:], rng.standard_normal((2, 8)).astype(np.float32)),
     ),
+    "clip of integers by Python ints beyond their dtype": (
+        # (a bound beyond the dtype on its own side bounds nothing, as in NumPy 2; it
+        # was refused as out of bounds)
+        lambda u, w, i: (
+            np.clip(u, -5, None),
+            np.clip(u, -5, 300),
+            np.clip(u, 3, 300),
+            np.clip(w, -1, 2**64 + 5),
+            np.clip(w, 7, 2**64),
+            np.clip(i, -(2**63) - 1, 5),
+            np.clip(i, min=-(2**70)),
+        ),
+        (
+            np.arange(12, dtype=np.uint8),
+            np.array([0, 5, 9, 2**64 - 1], dtype=np.uint64),
+            np.arange(-6, 6, dtype=np.int64),
+        ),
+    ),
     "zeros_like, ones_like, full_like": (
         lambda x, i, b, h: (
             np.zeros_like(x),
@@ -302,6 +320,7 @@ def test_composed_functions_are_numpys(jit_target: str, group: str) -> None:
         (lambda x: np.add.accumulate(x, axis=None), "accumulate takes one axis"),
         (lambda x: np.flip(x, (0, -2)), r"repeated axis in \(0, -2\)"),
         (lambda x: np.clip(x, a_min=1), "takes both: give None for no bound"),
+        (lambda x: np.clip(x.astype(np.uint8), None, -1), "-1 is out of bounds for uint8"),
     ],
 )
 def test_bad_arguments_are_located_errors(fn: Callable[..., Any], message: str) -> None:
