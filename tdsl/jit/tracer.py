@@ -247,8 +247,7 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
         return np.negative(self)
 
     def __pos__(self) -> Any:
-        # Python's `+` of a Python number is that number (weak), where `np.positive`
-        # makes a NumPy scalar of it
+        # (Python's `+` of a Python number is that number, weak; np.positive's is strong)
         if self.weak and self.dtype != np.bool_:
             return self
         return np.positive(self)
