@@ -248,7 +248,7 @@ def _fill(code: _Code, op: Operation, ref: SSAValue) -> None:
         raise loops_bug(f"'{op.name}' filled as a splat constant, but it is none", op)
     flat = data.reshape(-1)
     shape = tensor_shape(op.results[0])
-    value = float(flat[0]) if flat.size else 0.0
+    value = flat[0].item() if flat.size else 0  # (an integer exactly, beyond 2**53 too)
     inner, coords = code.nest([(d, code.index(0), code.index(e)) for d, e in enumerate(shape)])
     x = inner.scalar(value, element_type(op.results[0]))
     inner.b.insert(memref.StoreOp.get(x, ref, [coords[d] for d in range(len(shape))]))

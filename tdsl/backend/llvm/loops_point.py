@@ -123,7 +123,8 @@ class _Point:
                     "a constant of more than one element inside a group (tdsl-tile hoists them)",
                     owner if isinstance(owner, Operation) else None,
                 )
-            return self.code.scalar(float(data.reshape(())), element_type(v))
+            # (.item(): an integer exactly, beyond 2**53 too; float() rounded it)
+            return self.code.scalar(data.reshape(()).item(), element_type(v))
         if p is None:
             return self.load(self.storage[v], dims)
         if v in group.staged and v in self.storage:  # staged in an output, maybe widened

@@ -107,6 +107,9 @@ CASES: list[tuple[str, dict[str, Array]]] = [
     ("a ** 3 - a ** 2", {"a": A64}),
     ("a ** 0 + a ** 1 + power(a, 13)", {"a": A32}),
     ("b ** 7", {"b": np.array([3, 200, 255, 0, 16, 5], np.uint8)}),
+    # literals beyond 2**53, exact (the native loops rounded them through float64)
+    ("a + 9007199254740993", {"a": A64}),
+    ("where(a > 0, 9223372036854775807, a) - (a > 9223372036854775806)", {"a": A64}),
 ]
 
 NAMES = {

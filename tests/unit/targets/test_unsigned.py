@@ -93,6 +93,9 @@ CASES = [
     "where(c > d, c, d) @ c",
     "(c < j) | (c == j) & (j >= c)",
     "(c != i) ^ (i > c)",
+    # literals beyond 2**53, exact (the native loops rounded them through float64)
+    "c + 18446744073709551615",
+    "c // 9223372036854775809 + (c == 18446744073709551614)",
 ]
 
 NAMES: dict[str, Any] = {
