@@ -341,7 +341,7 @@ def _fill_splat(g: NumpyTileBuilder, value: NumpyValue, out: NumpyValue) -> Nump
     constant = g.constant_value(value)
     if constant is None or constant.size != 1 or value.shape == out.shape:
         return value
-    return g.fill(out, float(constant.reshape(())))
+    return g.fill(out, constant.reshape(()).item())  # (an integer exactly, beyond 2**53)
 
 
 @register(td.MaximumOp, td.MinimumOp)

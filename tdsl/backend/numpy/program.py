@@ -208,7 +208,8 @@ class TileGen:
 
     def fill(self, like: Any, value: float) -> Var:
         v: Var = like
-        return Var(v.layout, v.dtype, "fill", v.tile, fill_value=float(value))
+        # (a Python int or float, not float(): an integer beyond 2**53 stays exact)
+        return Var(v.layout, v.dtype, "fill", v.tile, fill_value=np.asarray(value).item())
 
     def workspace(self, index: int) -> Var:
         if not 0 <= index < len(self._workspaces):

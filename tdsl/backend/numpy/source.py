@@ -156,6 +156,9 @@ class FillPool:
         default_factory=dict[tuple[tuple[int, ...], str, str], str]
     )
 
+    values: dict[str, float] = field(default_factory=dict[str, float])
+    """Each block's value (a Python int, float or bool: an integer exact beyond 2**53)."""
+
     def add(self, shape: tuple[int, ...], dtype: np.dtype[np.floating], value: float) -> str:
         key = (shape, dtype.str, repr(value))
         name = self.blocks.get(key)
@@ -163,11 +166,12 @@ class FillPool:
             prefix = "_Z" if key[2] == "0.0" else "_F"
             name = f"{prefix}{len(self.blocks)}"
             self.blocks[key] = name
+            self.values[name] = value
         return name
 
     def definitions(self) -> Iterator[str]:
         for (shape, dt, text), name in self.blocks.items():
-            dtype, value = np.dtype(dt), float(text)
+            dtype, value = np.dtype(dt), self.values[name]
             if text == "0.0":
                 yield f"{name} = np.zeros({shape_expr(shape)}, {dtype_expr(dtype)})"
             else:

@@ -110,6 +110,8 @@ CASES: list[tuple[str, dict[str, Array]]] = [
     # literals beyond 2**53, exact (the native loops rounded them through float64)
     ("a + 9007199254740993", {"a": A64}),
     ("where(a > 0, 9223372036854775807, a) - (a > 9223372036854775806)", {"a": A64}),
+    # (the numpy target's constant block for maximum: a raw OverflowError, rounded up)
+    ("maximum(a, 9223372036854775806) - minimum(a, -9223372036854775807)", {"a": A64}),
 ]
 
 NAMES = {

@@ -96,6 +96,7 @@ CASES = [
     # literals beyond 2**53, exact (the native loops rounded them through float64)
     "c + 18446744073709551615",
     "c // 9223372036854775809 + (c == 18446744073709551614)",
+    "maximum(c, 18446744073709551614) - minimum(d, 9007199254740993)",
 ]
 
 NAMES: dict[str, Any] = {
