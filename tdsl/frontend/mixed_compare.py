@@ -1,4 +1,13 @@
-"""Comparisons of ``uint64`` with signed integers, exact as NumPy's.
+"""Comparisons of integers that NumPy makes exactly, and booleans meeting a Python int.
+
+- An integer tensor compared with a Python-int literal beyond its dtype
+  (``x < 2**40`` of an ``int32`` ``x``): NumPy 2 compares the values (where arithmetic
+  with such a literal is its ``OverflowError``); every element gives the same answer,
+  written as a comparison with the dtype's bound (:func:`compare_beyond`).
+- ``&`` and ``|`` of booleans and a Python int: the booleans as ``int64``, as NumPy 2
+  computes them (:func:`booleans_with_int`).
+
+Comparisons of ``uint64`` with signed integers, exact as NumPy's.
 
 Their common dtype is ``float64`` (``np.result_type(uint64, int64)``), which cannot
 tell ``2**63`` from ``2**63 - 1``; NumPy compares the two exactly.  So does tdsl:
@@ -10,12 +19,15 @@ comparison and an ``and``/``or`` with the sign.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from tdsl.dialects import tensordsl as td
-from tdsl.dialects.structured import INT_TYPES
+from tdsl.dialects.structured import BOOL, INT_TYPES, numpy_dtype
 from tdsl.frontend.ast import Span
-from tdsl.frontend.values import TensorValue
+from tdsl.frontend.values import LiteralValue, TensorValue, Value, WeakValue
 
 if TYPE_CHECKING:
     from tdsl.frontend.lower_expr import FunctionLowering
@@ -66,4 +78,56 @@ def compare_mixed(
     return lowering.emit(td.AndOp(kept.value, compared.value), span)
 
 
-__all__ = ["compare_mixed"]
+def compare_beyond(
+    lowering: FunctionLowering,
+    op: type[td.CompareOp],
+    what: str,
+    args: Sequence[Value],
+    spans: tuple[Span, Span],
+    span: Span,
+) -> TensorValue | None:
+    """``x <op> c`` (either way round) of an integer tensor ``x`` and a Python-int literal
+    ``c`` beyond ``x``'s dtype, as NumPy 2 computes it; None for any other operands."""
+    x, c = args
+    if isinstance(x, LiteralValue):
+        x, c, op = c, x, MIRRORED[op]
+    if not (isinstance(x, TensorValue) and isinstance(c, LiteralValue) and type(c.value) is int):
+        return None
+    dtype = numpy_dtype(x.element)
+    if dtype.kind not in "iu":
+        return None
+    info = np.iinfo(dtype)
+    if info.min <= c.value <= info.max:
+        return None
+    if c.value < info.min:
+        holds = WHERE_NEGATIVE[op]
+    else:  # above every value of x
+        holds = op in (td.LessOp, td.LessEqualOp, td.NotEqualOp)
+    # every element the same: `x <= max` is true, `x > max` false
+    bound = LiteralValue(int(info.max), c.span)
+    return lowering.binary(td.LessEqualOp if holds else td.GreaterOp, what, [x, bound], spans, span)
+
+
+def booleans_with_int(
+    lowering: FunctionLowering, args: Sequence[Value], spans: Sequence[Span]
+) -> list[Value] | None:
+    """The operands of ``&``/``|`` of booleans and a Python int (a literal or a weak
+    input) with the booleans as ``int64``, NumPy 2's dtype for them; else None."""
+
+    def python_int(v: Value) -> bool:
+        return (isinstance(v, LiteralValue) and type(v.value) is int) or (
+            isinstance(v, WeakValue) and v.integer
+        )
+
+    booleans = [v for v in args if isinstance(v, TensorValue) and v.element == BOOL]
+    ints = [v for v in args if python_int(v)]
+    if not booleans or not ints or len(booleans) + len(ints) != len(args):
+        return None
+    i64 = INT_TYPES["i64"]
+    return [
+        lowering.to_element(v, i64, at) if isinstance(v, TensorValue) else v
+        for v, at in zip(args, spans, strict=True)
+    ]
+
+
+__all__ = ["booleans_with_int", "compare_beyond", "compare_mixed"]

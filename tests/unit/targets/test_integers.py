@@ -112,6 +112,11 @@ CASES: list[tuple[str, dict[str, Array]]] = [
     ("where(a > 0, 9223372036854775807, a) - (a > 9223372036854775806)", {"a": A64}),
     # (the numpy target's constant block for maximum: a raw OverflowError, rounded up)
     ("maximum(a, 9223372036854775806) - minimum(a, -9223372036854775807)", {"a": A64}),
+    # a Python int beyond the dtype in a comparison: NumPy 2 compares exactly (refused)
+    ("(a < 1099511627776) & (a != -2147483649) | (1099511627776 <= a)", {"a": A32}),
+    ("(a > -9223372036854775809) ^ (a == 9223372036854775808)", {"a": A64}),
+    # `&`, `|` of booleans and a Python int: int64, as in NumPy 2 (refused)
+    ("((a > 0) | 1) + ((a < 0) & 3)", {"a": A64}),
 ]
 
 NAMES = {
