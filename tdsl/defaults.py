@@ -49,6 +49,10 @@ def positive_int(name: str, value: object, what: str = "integer") -> int:
         number = operator.index(cast(Any, value))
     except TypeError:
         number = 0
+    if isinstance(value, float) and value.is_integer() and value >= 1:  # (1e5)
+        raise TdslOptionError(
+            f"{name} must be a positive {what}, an int, not the float {value!r}: write {int(value)}"
+        )
     if isinstance(value, bool) or number < 1:
         raise TdslOptionError(f"{name} must be a positive {what}, not {value!r}")
     if number > MAX_OPTION:

@@ -33,13 +33,13 @@ def infer(name: str, value: object) -> tuple[tuple[int, ...], object]:
     """
     if isinstance(value, np.ndarray):
         dtype = cast(Array, value).dtype
-        _check_dtype(name, dtype)
+        check_dtype(name, dtype)
         return cast(Array, value).shape, dtype
     foreign = array_type_of((value,))
     if foreign is not None:
         shape = foreign.shape(name, value)
         dtype = np.dtype(cast(Any, value).dtype)
-        _check_dtype(name, dtype)
+        check_dtype(name, dtype)
         return shape, dtype
     if isinstance(value, bool):
         # (a NumPy bool is a 0-d bool input, below; a Python bool is not a weak number)
@@ -49,7 +49,7 @@ def infer(name: str, value: object) -> tuple[tuple[int, ...], object]:
         )
     if is_numpy_scalar(value):
         dtype = scalar_dtype(value)
-        _check_dtype(name, dtype)
+        check_dtype(name, dtype)
         return (), dtype
     if isinstance(value, int) and INT64_MIN <= value <= INT64_MAX:
         return (), int  # a weak integer, as NumPy 2 types a Python int (NEP 50)
@@ -60,7 +60,8 @@ def infer(name: str, value: object) -> tuple[tuple[int, ...], object]:
     )
 
 
-def _check_dtype(name: str, dtype: np.dtype[Any]) -> None:
+def check_dtype(name: str, dtype: np.dtype[Any]) -> None:
+    """Refuse an argument of a dtype tdsl does not compute on, or in non-native byte order."""
     if dtype.name not in ELEMENT_NAMES:
         raise TdslCallError(
             f"argument `{name}` has dtype {dtype}; tdsl computes on {supported_names()}"
@@ -72,4 +73,4 @@ def _check_dtype(name: str, dtype: np.dtype[Any]) -> None:
         )
 
 
-__all__ = ["infer"]
+__all__ = ["check_dtype", "infer"]

@@ -57,6 +57,7 @@ from tdsl.array_types import array_type_of
 from tdsl.dtypes import SHORT_NAMES
 from tdsl.errors import TdslCallError, TdslOptionError
 from tdsl.jit.api import JITTensorKernel, default_jit
+from tdsl.jit.arg_inference import check_dtype
 from tdsl.jit.compiled import CompiledKernel
 from tdsl.jit.decorator import jit_options
 from tdsl.jit.options import JitOptions
@@ -255,6 +256,7 @@ class Traced:
                     f"argument `{path}` is an array of {dtype}, which tdsl does not have "
                     f"({', '.join(SHORT_NAMES)})"
                 )
+            check_dtype(path, dtype)  # (byte order)
             tracers.append(trace.input(name, shape, dtype))
         arguments: dict[str, Any] = {}
         for name, tree in key[0]:

@@ -390,6 +390,16 @@ def test_one_shot_refuses_non_native_byte_order() -> None:
     with pytest.raises(TdslCallError, match=r"argument `A` has non-native byte order"):
         jit("relu(A)", A=swapped)
     np.testing.assert_array_equal(jit("relu(A)", A=swapped.astype(np.float64)), [0, 1, 2, 3])
+    # a traced function's argument too (it was a parse error of the dtype, `>`)
+    with pytest.raises(TdslCallError, match=r"argument `q` has non-native byte order \(>f8\)"):
+        tdsl.trace(lambda q: q * 2)(swapped)
+
+
+def test_a_float_budget_is_refused_saying_an_int_is_needed() -> None:
+    with pytest.raises(TdslOptionError, match=r"an int, not the float 100000.0: write 100000"):
+        JITTensorKernel(memory_budget=1e5)
+    with pytest.raises(TdslOptionError, match=r"must be a positive number of elements, not 0.5"):
+        JITTensorKernel(memory_budget=0.5)
 
 
 def test_input_names_may_shadow_builtins() -> None:
