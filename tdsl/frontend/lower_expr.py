@@ -57,7 +57,7 @@ from tdsl.frontend.functions import (
 )
 from tdsl.frontend.integer_power import integer_power
 from tdsl.frontend.joins import JOINS, SPLITS, lower_join, lower_split, lower_take
-from tdsl.frontend.mixed_compare import booleans_with_int, compare_beyond, compare_mixed
+from tdsl.frontend.mixed_compare import booleans_with_int, compare_mixed, compare_python_int
 from tdsl.frontend.subscripts import lower_subscript
 from tdsl.frontend.values import LiteralValue, TensorValue, TupleValue, Value, WeakValue
 
@@ -422,9 +422,9 @@ class FunctionLowering(CallParams):
                 )
             return compare_mixed(self, op_class, a, b, span)  # exact, not as float64
         if issubclass(op_class, td.CompareOp) and (
-            beyond := compare_beyond(self, op_class, what, args, spans, span)
+            exact := compare_python_int(self, op_class, what, args, spans, span)
         ):
-            return beyond  # (a Python int beyond the dtype: exact, as NumPy 2)
+            return exact  # (a Python int beyond the dtype: exact, as NumPy 2)
         if op_class in BOOLEAN_FORMS and all(_is_bool(v) for v in args):
             op_class = BOOLEAN_FORMS[op_class]  # `+` of booleans is `|`, as in NumPy
         if op_class is td.PowerOp:

@@ -4,6 +4,8 @@
   (``x < 2**40`` of an ``int32`` ``x``): NumPy 2 compares the values (where arithmetic
   with such a literal is its ``OverflowError``); every element gives the same answer,
   written as a comparison with the dtype's bound (:func:`compare_beyond`).
+- The same with a weak integer input, whose value is known only at run time: the
+  comparison is made in ``int64`` (:func:`compare_weak_int`).
 - ``&`` and ``|`` of booleans and a Python int: the booleans as ``int64``, as NumPy 2
   computes them (:func:`booleans_with_int`).
 
@@ -108,6 +110,45 @@ def compare_beyond(
     return lowering.binary(td.LessEqualOp if holds else td.GreaterOp, what, [x, bound], spans, span)
 
 
+def compare_weak_int(
+    lowering: FunctionLowering,
+    op: type[td.CompareOp],
+    args: Sequence[Value],
+    span: Span,
+) -> TensorValue | None:
+    """``x <op> s`` (either way round) of an ``int32`` or ``uint8`` tensor ``x`` and a
+    weak integer input ``s``: compared in ``int64`` (exactly, as NumPy 2 compares a
+    Python int beyond ``x``'s dtype), not with ``s`` cast to ``x``'s dtype, which would
+    make a value beyond it a call error; None for other operands.  (``uint64`` keeps
+    the cast: a negative ``s`` is a call error there, the cast bounding the input.)"""
+    x, s = args
+    if isinstance(x, WeakValue):
+        x, s, op = s, x, MIRRORED[op]
+    if not (isinstance(x, TensorValue) and isinstance(s, WeakValue) and s.integer):
+        return None
+    dtype = numpy_dtype(x.element)
+    if dtype.kind not in "iu" or dtype.itemsize == 8:
+        return None
+    i64 = INT_TYPES["i64"]
+    wide = TensorValue(s.value, (), i64)
+    return lowering.emit(op(lowering.to_element(x, i64, span).value, wide.value), span)
+
+
+def compare_python_int(
+    lowering: FunctionLowering,
+    op: type[td.CompareOp],
+    what: str,
+    args: Sequence[Value],
+    spans: tuple[Span, Span],
+    span: Span,
+) -> TensorValue | None:
+    """An integer tensor compared with a Python int, a literal beyond its dtype or a weak
+    input, exactly as NumPy 2 compares them; None for other operands."""
+    return compare_beyond(lowering, op, what, args, spans, span) or compare_weak_int(
+        lowering, op, args, span
+    )
+
+
 def booleans_with_int(
     lowering: FunctionLowering, args: Sequence[Value], spans: Sequence[Span]
 ) -> list[Value] | None:
@@ -130,4 +171,10 @@ def booleans_with_int(
     ]
 
 
-__all__ = ["booleans_with_int", "compare_beyond", "compare_mixed"]
+__all__ = [
+    "booleans_with_int",
+    "compare_beyond",
+    "compare_mixed",
+    "compare_python_int",
+    "compare_weak_int",
+]

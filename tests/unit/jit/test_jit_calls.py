@@ -99,6 +99,21 @@ def test_a_python_int_is_a_weak_integer_as_in_numpy_2(jit: JITTensorKernel) -> N
     np.testing.assert_array_equal(jit("t * n", t=wide, n=2**40), wide * 2**40)
 
 
+def test_a_python_int_beyond_the_dtype_compares_exactly(jit: JITTensorKernel) -> None:
+    """NumPy 2 compares an integer array with a Python int beyond its dtype (where
+    arithmetic with it is an OverflowError): so does tdsl, given at run time or written
+    (it was a call error, and a literal a compile error)."""
+    t = np.array([7, -7, 2**31 - 1, -(2**31)], np.int32)
+    u = np.array([0, 255, 7, 1], np.uint8)
+    text = "(x < n) & (n != x) | (x >= n) ^ (x == n)"
+    for x, n in ((t, 2**40), (t, -(2**31) - 1), (u, -1), (u, 300), (u, 200)):
+        kernel = jit.compile(text, {"x": x.shape}, {"x": x.dtype, "n": int})
+        np.testing.assert_array_equal(kernel(x, n), eval(text, {}, {"x": x, "n": n}))
+        np.testing.assert_array_equal(jit(f"x <= {n}", x=x), x <= n)  # a literal
+    with pytest.raises(TdslCallError, match=r"in \[0, 255\], got 300"):
+        jit.compile("x + n", {"x": (4,)}, {"x": "u8", "n": int})(u, 300)  # arithmetic
+
+
 def test_a_weak_scalar_takes_the_dtype_of_each_tensor_it_meets(
     jit: JITTensorKernel, matches: Any
 ) -> None:
