@@ -317,7 +317,8 @@ def clip(a: Any, *bounds: Any, **kwargs: Any) -> Any:
     and ``max=``): as given by position.  A Python-int bound of an integer array beyond
     the dtype on its own side (a lower one below its least value, an upper one above its
     greatest) bounds nothing, as in NumPy 2, and is left out (one beyond the other side is
-    the language's error, as NumPy's).  Otherwise, bounds by position: NotImplemented."""
+    the language's error, as NumPy's).  A Python bool bound of numbers is 0 or 1.
+    Otherwise, bounds by position: NotImplemented."""
     names = [k for k in ("a_min", "a_max", "min", "max") if k in kwargs]
     old_names = [k for k in ("a_min", "a_max") if k in kwargs]
     if old_names and len(bounds) + len(old_names) < 2:  # (NumPy's TypeError)
@@ -326,6 +327,13 @@ def clip(a: Any, *bounds: Any, **kwargs: Any) -> Any:
     for k in names:
         given[0 if k in ("a_min", "min") else 1] = kwargs.pop(k)
     dropped = False
+    if any(type(b) is bool for b in given[:2]):
+        if getattr(a, "dtype", None) == np.bool_:  # (NumPy's clip: minimum of maximum)
+            low, high = given[:2]
+            done = a if low is None else np.maximum(a, low)
+            return done if high is None else np.minimum(done, high)
+        dropped = True  # a Python bool bound of numbers: 0 or 1
+        given = [int(b) if type(b) is bool else b for b in given]
     if getattr(a, "dtype", np.dtype(np.float64)).kind in "iu" and not getattr(a, "weak", True):
         info = np.iinfo(a.dtype)
         for side, bound in enumerate(given[:2]):

@@ -189,6 +189,23 @@ GROUPS: dict[str, tuple[Callable[..., Any], tuple[Array, ...]]] = {
             np.arange(-6, 6, dtype=np.int64),
         ),
     ),
+    "clip by Python bools": (
+        # (a bool bound is 0 or 1 of numbers, and clips booleans; it was spelled `True`,
+        # an unknown name; found by a fuzzer)
+        lambda i, f, b: (
+            np.clip(i, 0, True),
+            np.clip(i, False, 3),
+            np.clip(f, True, None),
+            np.clip(b, False, True),
+            np.clip(b, True, None),
+            np.clip(b, None, False),
+        ),
+        (
+            np.array([0, 1, -1, 5], np.int32),
+            np.array([0.5, -2.0, 3.0], np.float32),
+            np.array([True, False]),
+        ),
+    ),
     "zeros_like, ones_like, full_like": (
         lambda x, i, b, h: (
             np.zeros_like(x),
