@@ -137,11 +137,16 @@ def spell_dtype(dtype: Any) -> str:
     return "bool_" if d.name == "bool" else d.name
 
 
-def numpy_call(name: str, args: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
+def numpy_call(
+    name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[str, tuple[Any, ...]]:
     """NumPy's function ``name`` on ``args`` as a trace writes it: the Python numbers it
     makes arrays of strong (:func:`strong_numbers`), and ``np.clip`` with one bound
     ``None`` (``np.clip(x, 0, None)``) as the one ``maximum`` or ``minimum`` it is (the
-    language's ``clip`` takes both bounds)."""
+    language's ``clip`` takes both bounds).  An int ``keepdims`` in ``kwargs`` (NumPy
+    takes its truth: ``keepdims=1``) becomes the bool the language takes."""
+    if type(kwargs.get("keepdims")) in (int, np.bool_):
+        kwargs["keepdims"] = bool(kwargs["keepdims"])
     args = strong_numbers(name, args)
     if name == "clip" and len(args) == 3 and (args[1] is None) != (args[2] is None):
         return ("maximum", args[:2]) if args[2] is None else ("minimum", (args[0], args[2]))

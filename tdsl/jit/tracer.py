@@ -538,7 +538,7 @@ def call_function(
             + " (docs/from-numpy.md lists the NumPy functions a traced function may call)",
             TdslCallError,
         )
-    name, args = numpy_call(name, args)
+    name, args = numpy_call(name, args, kwargs)
     results = split_results(name, qualified, args, kwargs)
     parts = [(name == "where" and bool_operand(a)) or _spell_arg(trace, a) for a in args]
     parts += [f"{k}={_spell_arg(trace, v)}" for k, v in kwargs.items() if v is not None]

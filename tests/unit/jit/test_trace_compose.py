@@ -189,6 +189,16 @@ GROUPS: dict[str, tuple[Callable[..., Any], tuple[Array, ...]]] = {
             np.arange(-6, 6, dtype=np.int64),
         ),
     ),
+    "keepdims given as an int": (
+        # (NumPy takes its truth; the trace wrote `keepdims=1`, which the language refuses)
+        lambda x: (
+            np.sum(x, axis=1, keepdims=1),
+            np.max(x, keepdims=0),
+            x.mean(axis=0, keepdims=1),
+            np.argmax(x, axis=0, keepdims=np.True_),
+        ),
+        (X,),
+    ),
     "clip by Python bools": (
         # (a bool bound is 0 or 1 of numbers, and clips booleans; it was spelled `True`,
         # an unknown name; found by a fuzzer)
