@@ -197,7 +197,7 @@ GROUPS: dict[str, tuple[Callable[..., Any], tuple[Array, ...]]] = {
             x.mean(axis=0, keepdims=1),
             np.argmax(x, axis=0, keepdims=np.True_),
         ),
-        (X,),
+        (np.arange(-12.0, 12.0, dtype=np.float32).reshape(4, 6),),  # (sums exact in any order)
     ),
     "clip by Python bools": (
         # (a bool bound is 0 or 1 of numbers, and clips booleans; it was spelled `True`,
