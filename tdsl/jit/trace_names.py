@@ -137,6 +137,14 @@ def spell_dtype(dtype: Any) -> str:
     return "bool_" if d.name == "bool" else d.name
 
 
+ZERO_D_AXIS = frozenset(
+    {"sum", "prod", "max", "min", "amax", "amin", "any", "all", "argmax", "argmin", "cumsum"}
+    | {"cumprod"}
+)
+"""NumPy's functions that take ``axis=0`` (or ``-1``) of a 0-d array as its whole (not
+a tuple; not ``mean``, ``var``, ``std``: NumPy's ``AxisError``)."""
+
+
 def numpy_call(
     name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[str, tuple[Any, ...]]:
@@ -147,6 +155,12 @@ def numpy_call(
     takes its truth: ``keepdims=1``) becomes the bool the language takes."""
     if type(kwargs.get("keepdims")) in (int, np.bool_):
         kwargs["keepdims"] = bool(kwargs["keepdims"])
+    if name in ZERO_D_AXIS and args and getattr(args[0], "ndim", None) == 0:
+        # NumPy's reductions and scans take axis 0 or -1 of a 0-d array: its one element
+        axis = kwargs.get("axis", args[1] if len(args) > 1 else None)
+        if type(axis) is int and axis in (0, -1):
+            kwargs.pop("axis", None)
+            args = args[:1] + (None,) * (len(args) > 1) + args[2:]
     args = strong_numbers(name, args)
     if name == "clip" and len(args) == 3 and (args[1] is None) != (args[2] is None):
         return ("maximum", args[:2]) if args[2] is None else ("minimum", (args[0], args[2]))

@@ -189,6 +189,19 @@ GROUPS: dict[str, tuple[Callable[..., Any], tuple[Array, ...]]] = {
             np.arange(-6, 6, dtype=np.int64),
         ),
     ),
+    "axis 0 or -1 of a 0-d array": (
+        # (NumPy's reductions and scans take it as the whole array; it was refused)
+        lambda s, i: (
+            np.sum(s, axis=0),
+            np.max(s, axis=-1),
+            np.argmax(i, axis=0),
+            np.cumsum(i, axis=0),
+            np.cumprod(s, -1),
+            i.min(axis=0),
+            np.all(s, axis=0),
+        ),
+        (np.array(5.5, np.float32), np.array(-3, np.int32)),
+    ),
     "keepdims given as an int": (
         # (NumPy takes its truth; the trace wrote `keepdims=1`, which the language refuses)
         lambda x: (
@@ -348,6 +361,7 @@ def test_composed_functions_are_numpys(jit_target: str, group: str) -> None:
         (lambda x: np.flip(x, (0, -2)), r"repeated axis in \(0, -2\)"),
         (lambda x: np.clip(x, a_min=1), "takes both: give None for no bound"),
         (lambda x: np.clip(x.astype(np.uint8), None, -1), "-1 is out of bounds for uint8"),
+        (lambda x: np.mean(x[0, 0], axis=0), "axis 0 is out of range for `mean`"),  # (NumPy's)
     ],
 )
 def test_bad_arguments_are_located_errors(fn: Callable[..., Any], message: str) -> None:
