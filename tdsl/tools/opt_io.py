@@ -41,8 +41,15 @@ def _decode_text(data: bytes, name: str) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
+        # where: its line and column, the line as far as it reads, a caret
+        start = data.rfind(b"\n", 0, err.start) + 1
+        end = data.find(b"\n", err.start)
+        line = data[start : len(data) if end < 0 else end].decode("utf-8", "replace")
+        column = len(data[start : err.start].decode("utf-8", "replace")) + 1
+        row = data.count(b"\n", 0, err.start) + 1
         raise DriverError(
-            f"error: {name}: not a text file (invalid UTF-8 at byte {err.start})"
+            f"{name}:{row}:{column}: error: not a text file "
+            f"(invalid UTF-8 byte 0x{data[err.start]:02x})\n{line}\n{' ' * (column - 1)}^"
         ) from None
     if "\x00" in text:
         raise DriverError(f"error: {name}: not a text file (contains NUL bytes)")

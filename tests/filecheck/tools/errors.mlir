@@ -74,7 +74,7 @@
 // RUN: printf 'func.func @f() {\n\377\376\n}\n' > %t.binary.mlir
 // RUN: not tdsl-opt %t.binary.mlir 2>&1 | filecheck %s --check-prefix=BINARY
 // BINARY-NOT: Traceback
-// BINARY: error: {{.*}}binary.mlir: not a text file (invalid UTF-8 at byte 17)
+// BINARY: binary.mlir:2:1: error: not a text file (invalid UTF-8 byte 0xff)
 
 // RUN: not tdsl-opt %S/Inputs/not-ir.txt 2>&1 | filecheck %s --check-prefix=EXTENSION
 // EXTENSION-NOT: Traceback

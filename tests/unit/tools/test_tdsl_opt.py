@@ -331,7 +331,7 @@ def test_undefined_value_points_at_its_use(
         (
             "binary.mlir",
             b"\x89PNG\r\n\x1a\n\xff",
-            "error: {path}: not a text file (invalid UTF-8 at byte 0)",
+            "{path}:1:1: error: not a text file (invalid UTF-8 byte 0x89)",
         ),
         ("nul.mlir", b"func\x00", "error: {path}: not a text file (contains NUL bytes)"),
         (
@@ -350,6 +350,15 @@ def test_bad_files(
 ) -> None:
     path = write(tmp_path, name, content)
     assert_clean_error(run_main(capsys, [path]), message.format(path=path))
+
+
+def test_invalid_utf8_is_located(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The line and column of the first byte that is not UTF-8, with a caret (the error
+    gave only a byte offset)."""
+    path = write(tmp_path, "bad.tdsl", b"def f(x: f32[4]):\n    return x * \xc3\xa9\xff + 1\n")
+    outcome = run_main(capsys, [path])
+    assert_clean_error(outcome, f"{path}:2:17: error: not a text file (invalid UTF-8 byte 0xff)")
+    assert outcome.err.splitlines()[1:3] == ["    return x * \u00e9\ufffd + 1", " " * 16 + "^"]
 
 
 def test_missing_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
