@@ -466,7 +466,9 @@ class ScanOp(IRDLOperation, StructuredOpInterface, Scan, LanguageFunction, abc.A
     def evaluate(self, *args: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], ...]:
         (x,) = args
         dtype = numpy_dtype(self.result.type)
-        x = np.asarray(x).reshape(tensor_shape(self.result))
+        x, shape = np.asarray(x), tensor_shape(self.result)
+        if x.ndim != len(shape):  # (not the result's shape: a partial tile is smaller)
+            x = x.reshape(shape)
         with np.errstate(all="ignore"):
             value = self._ufunc().accumulate(x, axis=self.axis_value, dtype=dtype)
         return (as_array(value, dtype),)

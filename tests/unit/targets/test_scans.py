@@ -302,3 +302,20 @@ def test_a_scan_read_through_an_element_wise_op_restarts_for_every_broadcast_col
         text = "cumsum(x0, axis=0) * 2 + x2"
         want = np.cumsum(x0, axis=0) * 2 + x2
         np.testing.assert_array_equal(_call(target, budget, text, x0=x0, x2=x2), want)
+
+
+@pytest.mark.parametrize("fn", ["cumsum", "cumprod"])
+@pytest.mark.parametrize(("shape", "axis", "tiles"), [((6, 5), 0, (6, 2)), ((5, 6), 1, (2, 6))])
+def test_the_interpreter_scans_a_partial_tile(
+    fn: str, shape: tuple[int, int], axis: int, tiles: tuple[int, int]
+) -> None:
+    """A scan whose dim runs whole, in the last tile of the other dim, which the extent
+    leaves narrower (the interpreter reshaped it to a whole tile: NumPy's ValueError;
+    found by fuzzing `tdsl-run`)."""
+    from tdsl.interpreters.run import run_function
+
+    module = to_tensordsl(f"{fn}(a, axis={axis})", shapes={"a": shape}, dtypes={"a": "f64"})
+    tiled = tile(fuse(module), tile_sizes=tiles)
+    a = np.random.default_rng(1).standard_normal(shape)
+    (got,) = run_function(tiled, "main", a)
+    np.testing.assert_array_equal(got, getattr(np, fn)(a, axis=axis))
