@@ -56,6 +56,28 @@ def _decode_text(data: bytes, name: str) -> str:
     return text
 
 
+def unterminated_string(text: str) -> int | None:
+    """The offset of the first ``"`` in MLIR ``text`` whose string does not end on its
+    line (outside ``//`` comments), else None.  (xDSL's lexer tries such a string in a
+    number of ways that doubles with each character after the quote: a minute at 30.)"""
+    offset = 0
+    for line in text.split("\n"):
+        opened, k = None, 0
+        while k < len(line):
+            c = line[k]
+            if opened is None and line.startswith("//", k):
+                break
+            if c == '"':
+                opened = k if opened is None else None
+            elif c == "\\" and opened is not None:
+                k += 1  # (an escaped character)
+            k += 1
+        if opened is not None:
+            return offset + opened
+        offset += len(line) + 1
+    return None
+
+
 def exact_mlir_target() -> type[Target]:
     """The ``mlir`` target, which prints floats exactly (loaded when first used)."""
     from tdsl.tools.mlir_target import ExactMLIRTarget
@@ -145,6 +167,14 @@ class OptIO(OptArguments):
             return super().parse_chunk(chunk, file_extension, start_offset)
         frontend = MLIRFrontend.from_spec(spec)
         text = chunk.read().decode("utf-8")
+        quote = unterminated_string(text)
+        if quote is not None:  # (start_offset: the chunk's first line in the input)
+            start, end = text.rfind("\n", 0, quote) + 1, text.find("\n", quote)
+            row, column = start_offset + text.count("\n", 0, quote) + 1, quote - start + 1
+            raise DriverError(
+                f"{name}:{row}:{column}: error: this string does not end on its line: close it "
+                f'with `"`\n{text[start : None if end < 0 else end]}\n{" " * (column - 1)}^'
+            )
         parser = LocatingParser(self.ctx, text, name)
         self._parser = parser
         self._locator = OpLocator(parser.op_spans, start_offset, name, self._input_text)

@@ -76,6 +76,12 @@
 // BINARY-NOT: Traceback
 // BINARY: binary.mlir:2:1: error: not a text file (invalid UTF-8 byte 0xff)
 
+// A string left open: at its quote, at once (xDSL's lexer took minutes on such a line).
+// RUN: printf 'func.func @f() {\n  "test.op"() {note = "open string left here and on and on} : () -> ()\n}\n' > %t.open.mlir
+// RUN: not tdsl-opt %t.open.mlir 2>&1 | filecheck %s --check-prefix=OPEN
+// OPEN-NOT: Traceback
+// OPEN: open.mlir:2:23: error: this string does not end on its line: close it with `"`
+
 // RUN: not tdsl-opt %S/Inputs/not-ir.txt 2>&1 | filecheck %s --check-prefix=EXTENSION
 // EXTENSION-NOT: Traceback
 // EXTENSION: error: {{.*}}not-ir.txt: unknown file extension '.txt' (known: {{.*}}.mlir{{.*}}); choose a frontend with -f

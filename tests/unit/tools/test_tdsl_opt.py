@@ -361,6 +361,22 @@ def test_invalid_utf8_is_located(capsys: pytest.CaptureFixture[str], tmp_path: P
     assert outcome.err.splitlines()[1:3] == ["    return x * \u00e9\ufffd + 1", " " * 16 + "^"]
 
 
+def test_a_string_left_open_is_located_at_once(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A string that does not end on its line: at its quote, in any chunk, at once (xDSL's
+    lexer took time doubling with each character after the quote: minutes at 30; found by
+    fuzzing).  Quotes in comments and escaped ones are no strings."""
+    good = GOOD.replace("tensordsl.relu %a", 'tensordsl.relu %a {note = "a // b \\" c"}')
+    bad = GOOD.replace("tensordsl.relu %a", 'tensordsl.relu %a {note = "an open string left}')
+    path = write(tmp_path, "open.mlir", f'{good}// -----\n// " a quote\n{bad}')
+    outcome = run_main(capsys, [path, "--split-input-file"])
+    row = f"{good}// -----\n// a\n".count("\n") + 2
+    first = f'{path}:{row}:34: error: this string does not end on its line: close it with `"`'
+    assert_clean_error(outcome, first)
+    assert outcome.err.splitlines()[2] == " " * 33 + "^"
+
+
 def test_missing_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = str(tmp_path / "nope.mlir")
     assert_clean_error(
