@@ -112,7 +112,10 @@ def span_location(span: Span[str] | Span[bytes], line_offset: int = 0) -> Source
 
 def format_parse_error(err: ParseError, line_offset: int = 0) -> str:
     """Render a parser error as ``file:line:col: error: msg`` with the source line."""
-    text = format_diagnostic(err.msg, span_location(err.span, line_offset))
+    msg = err.msg.replace(  # (xDSL's lexer leaves this placeholder unfilled)
+        "suffix identifier after {first_char}", "a name after `#` or `!` (a comment is `//`)"
+    )
+    text = format_diagnostic(msg, span_location(err.span, line_offset))
     if isinstance(err, MultipleSpansParseError):
         if err.ref_text:
             text += f"\nnote: {err.ref_text.strip()}"

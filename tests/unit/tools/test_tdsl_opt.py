@@ -377,6 +377,14 @@ def test_a_string_left_open_is_located_at_once(
     assert outcome.err.splitlines()[2] == " " * 33 + "^"
 
 
+def test_a_hash_comment_is_explained(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """(xDSL's message printed its placeholder, `{first_char}`; found by fuzzing.)"""
+    path = write(tmp_path, "hash.mlir", f"# a comment in the wrong syntax\n{GOOD}")
+    outcome = run_main(capsys, [path])
+    message = "error: Expected a name after `#` or `!` (a comment is `//`)"
+    assert_clean_error(outcome, f"{path}:1:1: {message}")
+
+
 def test_missing_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = str(tmp_path / "nope.mlir")
     assert_clean_error(
