@@ -257,6 +257,18 @@ def _usage_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
     parser.exit(1, f"{parser.prog}: error: {message}\n")
 
 
+def _target_given(argv: list[str]) -> str | None:
+    """The (last) target ``argv`` names with ``-t``/``--target`` (argparse's own error
+    for an unknown one is its usage and every choice), without its ``{options}``."""
+    found: str | None = None
+    for k, arg in enumerate(argv):
+        if arg in ("-t", "--target") and k + 1 < len(argv):
+            found = argv[k + 1]
+        elif arg.startswith("--target="):
+            found = arg.split("=", 1)[1]
+    return None if found is None else found.split("{", 1)[0]
+
+
 def check_options(kind: str, name: str, cls: type, given: list[str]) -> None:
     """Raise a DriverError naming an option that the pass or target ``cls`` does not have."""
     if not dataclasses.is_dataclass(cls):
@@ -434,6 +446,15 @@ class OptArguments(xDSLOptMain):
             value_options=value_options,
             reserved_options=reserved,
         )
+        target = _target_given(self._argv)
+        if target is not None and target not in self.available_targets:
+            close = difflib.get_close_matches(target, list(self.available_targets), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise DriverError(
+                format_diagnostic(
+                    f"unknown target '{target}'{hint}", None, note="`tdsl-opt --help` lists them"
+                )
+            )
         unknown = unknown_long_options(self._argv, reserved, value_options)
         if unknown:
             flags = [*reserved, *(f"--{name}" for name in [*self.available_passes, *aliases])]

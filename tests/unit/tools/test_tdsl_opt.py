@@ -415,6 +415,9 @@ def test_unreadable_output(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
             "error: unknown pass 'canonicalise'; did you mean 'canonicalize'?",
         ),
         (["--fsue"], "error: unknown option '--fsue'; did you mean '--fuse'?"),
+        # (argparse's error was its whole usage and every choice; found by fuzzing)
+        (["-t", "numpi"], "error: unknown target 'numpi'; did you mean 'numpy'?"),
+        (["--target=zzz{threads=1}"], "error: unknown target 'zzz'"),
         (["--cse=bogus=1"], "error: pass 'cse' has no option 'bogus'"),
         (
             ["--tile=tile-szie=3"],
