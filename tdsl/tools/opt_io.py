@@ -241,6 +241,13 @@ class OptIO(OptArguments):
         from tdsl.backend.dot import DotTarget, render_dot
 
         target = DotTarget.from_spec(spec)
+        dialects = {op.name.partition(".")[0] for op in prog.walk() if op is not prog}
+        if not dialects & {"tensordsl", "kernel"} and dialects - {"builtin", "func"}:
+            lowered = next(op for op in prog.walk() if op.dialect_name() in dialects - {"func"})
+            raise DriverError(  # (a graph of nothing, printed, was exit 0)
+                f"error: target 'dot' draws tensordsl and kernel ops, and this IR has none "
+                f"(it has '{lowered.name}'): print it before --lower-to-loops"
+            )
         sources: dict[str, str] = {}
         if self.args.expr is not None:
             sources["<expr>"] = self.args.expr

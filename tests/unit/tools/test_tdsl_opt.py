@@ -385,6 +385,18 @@ def test_a_hash_comment_is_explained(capsys: pytest.CaptureFixture[str], tmp_pat
     assert_clean_error(outcome, f"{path}:1:1: {message}")
 
 
+def test_dot_of_lowered_ir_is_an_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """(It printed an empty graph and exited 0; found by fuzzing.)"""
+    path = write(tmp_path, "in.mlir", GOOD)
+    lowered = [path, "--fuse", "--tile", "--lower-to-loops", "--convert-to-llvm", "-t", "dot"]
+    assert_clean_error(
+        run_main(capsys, lowered),
+        "error: target 'dot' draws tensordsl and kernel ops, and this IR has none (it has "
+        "'llvm.func'): print it before --lower-to-loops",
+    )
+    assert run_main(capsys, [path, "--fuse", "--tile", "-t", "dot"]).code == 0
+
+
 def test_missing_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = str(tmp_path / "nope.mlir")
     assert_clean_error(
