@@ -3,9 +3,9 @@
 - An integer tensor compared with a Python-int literal beyond its dtype
   (``x < 2**40`` of an ``int32`` ``x``): NumPy 2 compares the values (where arithmetic
   with such a literal is its ``OverflowError``); every element gives the same answer,
-  written as a comparison with the dtype's bound (:func:`compare_beyond`).
+  written as a comparison with the dtype's bound (:func:`compare_python_int`).
 - The same with a weak integer input, whose value is known only at run time: the
-  comparison is made in ``int64`` (:func:`compare_weak_int`).
+  comparison is made in ``int64`` (the same function).
 - ``&`` and ``|`` of booleans and a Python int: the booleans as ``int64``, as NumPy 2
   computes them (:func:`booleans_with_int`).
 
@@ -80,60 +80,6 @@ def compare_mixed(
     return lowering.emit(td.AndOp(kept.value, compared.value), span)
 
 
-def compare_beyond(
-    lowering: FunctionLowering,
-    op: type[td.CompareOp],
-    what: str,
-    args: Sequence[Value],
-    spans: tuple[Span, Span],
-    span: Span,
-) -> TensorValue | None:
-    """``x <op> c`` (either way round) of an integer tensor ``x`` and a Python-int literal
-    ``c`` beyond ``x``'s dtype, as NumPy 2 computes it; None for any other operands."""
-    x, c = args
-    if isinstance(x, LiteralValue):
-        x, c, op = c, x, MIRRORED[op]
-    if not (isinstance(x, TensorValue) and isinstance(c, LiteralValue) and type(c.value) is int):
-        return None
-    dtype = numpy_dtype(x.element)
-    if dtype.kind not in "iu":
-        return None
-    info = np.iinfo(dtype)
-    if info.min <= c.value <= info.max:
-        return None
-    if c.value < info.min:
-        holds = WHERE_NEGATIVE[op]
-    else:  # above every value of x
-        holds = op in (td.LessOp, td.LessEqualOp, td.NotEqualOp)
-    # every element the same: `x <= max` is true, `x > max` false
-    bound = LiteralValue(int(info.max), c.span)
-    return lowering.binary(td.LessEqualOp if holds else td.GreaterOp, what, [x, bound], spans, span)
-
-
-def compare_weak_int(
-    lowering: FunctionLowering,
-    op: type[td.CompareOp],
-    args: Sequence[Value],
-    span: Span,
-) -> TensorValue | None:
-    """``x <op> s`` (either way round) of an ``int32`` or ``uint8`` tensor ``x`` and a
-    weak integer input ``s``: compared in ``int64`` (exactly, as NumPy 2 compares a
-    Python int beyond ``x``'s dtype), not with ``s`` cast to ``x``'s dtype, which would
-    make a value beyond it a call error; None for other operands.  (``uint64`` keeps
-    the cast: a negative ``s`` is a call error there, the cast bounding the input.)"""
-    x, s = args
-    if isinstance(x, WeakValue):
-        x, s, op = s, x, MIRRORED[op]
-    if not (isinstance(x, TensorValue) and isinstance(s, WeakValue) and s.integer):
-        return None
-    dtype = numpy_dtype(x.element)
-    if dtype.kind not in "iu" or dtype.itemsize == 8:
-        return None
-    i64 = INT_TYPES["i64"]
-    wide = TensorValue(s.value, (), i64)
-    return lowering.emit(op(lowering.to_element(x, i64, span).value, wide.value), span)
-
-
 def compare_python_int(
     lowering: FunctionLowering,
     op: type[td.CompareOp],
@@ -142,11 +88,37 @@ def compare_python_int(
     spans: tuple[Span, Span],
     span: Span,
 ) -> TensorValue | None:
-    """An integer tensor compared with a Python int, a literal beyond its dtype or a weak
-    input, exactly as NumPy 2 compares them; None for other operands."""
-    return compare_beyond(lowering, op, what, args, spans, span) or compare_weak_int(
-        lowering, op, args, span
-    )
+    """``x <op> c`` (either way round) of an integer tensor ``x`` and a Python int ``c``
+    exactly, as NumPy 2 compares them; None for other operands (and where the usual
+    cast of ``c`` to ``x``'s dtype is exact).
+
+    - A literal beyond ``x``'s dtype: every element gives the same answer, written as a
+      comparison with the dtype's bound (``x <= max`` is true, ``x > max`` false).
+    - A weak integer input and an ``int32`` or ``uint8`` ``x``: compared in ``int64``, not
+      with ``c`` cast to ``x``'s dtype, which would make a value beyond it a call error.
+      (``uint64`` and ``int64`` keep the cast: a value beyond them is a call error, the
+      cast bounding the input.)"""
+    x, c = args
+    if not isinstance(x, TensorValue):
+        x, c, op = c, x, MIRRORED[op]
+    if not isinstance(x, TensorValue) or (dtype := numpy_dtype(x.element)).kind not in "iu":
+        return None
+    if isinstance(c, LiteralValue) and type(c.value) is int:
+        info = np.iinfo(dtype)
+        if info.min <= c.value <= info.max:
+            return None
+        if c.value < info.min:
+            holds = WHERE_NEGATIVE[op]
+        else:  # above every value of x
+            holds = op in (td.LessOp, td.LessEqualOp, td.NotEqualOp)
+        bound = LiteralValue(int(info.max), c.span)
+        compare = td.LessEqualOp if holds else td.GreaterOp
+        return lowering.binary(compare, what, [x, bound], spans, span)
+    if isinstance(c, WeakValue) and c.integer and dtype.itemsize < 8:
+        i64 = INT_TYPES["i64"]
+        wide = TensorValue(c.value, (), i64)
+        return lowering.emit(op(lowering.to_element(x, i64, span).value, wide.value), span)
+    return None
 
 
 def booleans_with_int(
@@ -171,10 +143,4 @@ def booleans_with_int(
     ]
 
 
-__all__ = [
-    "booleans_with_int",
-    "compare_beyond",
-    "compare_mixed",
-    "compare_python_int",
-    "compare_weak_int",
-]
+__all__ = ["booleans_with_int", "compare_mixed", "compare_python_int"]
