@@ -83,6 +83,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
     DictionaryAttr,
+    Float16Type,
     ModuleOp,
     StringAttr,
     TensorType,
@@ -98,7 +99,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
-from xdsl.transforms.convert_scf_to_cf import ConvertScfToCf
+from xdsl.transforms.convert_scf_to_cf import ForLowering, IfLowering, SwitchLowering
 from xdsl.transforms.reconcile_unrealized_casts import ReconcileUnrealizedCastsPattern
 
 from tdsl.backend.llvm.arith_to_llvm import ARITH_TO_LLVM_PATTERNS
@@ -112,6 +113,7 @@ from tdsl.backend.llvm.math_pow import POW_PATTERNS
 from tdsl.backend.llvm.math_to_llvm import MATH_TO_LLVM_PATTERNS
 from tdsl.backend.llvm.math_trig import TRIG_PATTERNS
 from tdsl.backend.llvm.memref_to_llvm import MEMREF_TO_LLVM_PATTERNS
+from tdsl.dialects.tdslmath import NextAfterOp
 from tdsl.errors import TdslIRError, TdslOptionError
 
 ALLOWED_FAST_MATH = ("reassoc", "contract", "arcp", "afn")
@@ -138,6 +140,42 @@ def _walk(patterns: tuple[RewritePattern, ...], module: ModuleOp) -> None:
     PatternRewriteWalker(TypeDispatchApplier(patterns), apply_recursively=True).rewrite_module(
         module
     )
+
+
+SCF_TO_CF_PATTERNS: tuple[RewritePattern, ...] = (SwitchLowering(), IfLowering(), ForLowering())
+"""xDSL's ``convert-scf-to-cf`` patterns, in its order (applied by :func:`_walk`: only to
+the ``scf`` ops, and without the dead-code erasure its pass does on every op; LLVM
+removes dead code)."""
+
+
+@dataclass(frozen=True)
+class _Present:
+    """What a module holds that the steps before the main walk rewrite: each of those walks
+    visits every op, so one scan decides which of them can act at all."""
+
+    next_after: bool
+    """A ``tdslmath.nextafter`` (:data:`EXACT_EXPANSION_PATTERNS`)."""
+    f16: bool
+    """An f16 value, an op's result or a block's argument (:data:`F16_PATTERNS`)."""
+    math: bool
+    """An op of the ``math`` dialect (the approximations)."""
+
+    @staticmethod
+    def scan(module: ModuleOp) -> _Present:
+        next_after = f16 = has_math = False
+        for op in module.walk():
+            if isinstance(op, NextAfterOp):
+                next_after = True
+            elif op.dialect_name() == "math":
+                has_math = True
+            if not f16:
+                f16 = any(isinstance(t, Float16Type) for t in op.result_types) or any(
+                    isinstance(a.type, Float16Type)
+                    for region in op.regions
+                    for block in region.blocks
+                    for a in block.args
+                )
+        return _Present(next_after, f16, has_math)
 
 
 def reconcile_casts(module: ModuleOp) -> None:
@@ -256,11 +294,14 @@ class ConvertToLLVMPass(ModulePass):
         flags = self._fast_math_flags()
         if flags is not None:
             _walk((DefaultFastMath(flags),), op)
-        _walk(EXACT_EXPANSION_PATTERNS, op)
-        _walk(F16_PATTERNS, op)
-        if self.approximate_math:
+        present = _Present.scan(op)
+        if present.next_after:
+            _walk(EXACT_EXPANSION_PATTERNS, op)
+        if present.f16:
+            _walk(F16_PATTERNS, op)
+        if self.approximate_math and present.math:
             _walk((*APPROXIMATION_PATTERNS, *ERF_PATTERNS, *TRIG_PATTERNS, *POW_PATTERNS), op)
-        ConvertScfToCf().apply(ctx, op)
+        _walk(SCF_TO_CF_PATTERNS, op)
         _walk(
             (
                 *FUNC_TO_LLVM_PATTERNS,
