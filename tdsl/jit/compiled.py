@@ -116,6 +116,10 @@ LOCATED_STAGES = ("tensordsl", "tiled")
 """The stages whose IR the fusion report, ``explain()`` and ``to_dot()`` read: a
 stored kernel keeps them with their source locations too."""
 
+SHARED_STAGES = ("loops", "llvm")
+"""The stages kernels that plan alike share (:func:`tdsl.jit.stages.lower_planned`): read,
+never changed, and copied for whoever asks for their IR objects."""
+
 COMPILE_FAILED = "the native compile failed"
 """How ``target_reason`` begins when ``target="auto"`` fell back to the numpy target
 because the native compile failed."""
@@ -159,8 +163,11 @@ class LazyIR(Mapping[str, str]):
         return f"<IR stages {', '.join(self._stages)}>"
 
     def module(self, stage: str) -> ModuleOp:
-        """The IR of ``stage`` (parsed from the stored text on first use)."""
+        """The IR of ``stage`` (parsed from the stored text on first use); a copy for the
+        :data:`SHARED_STAGES`, which other kernels may hold too."""
         module = self._modules.get(stage)
+        if module is not None and stage in SHARED_STAGES:
+            return module.clone()
         if module is None:
             if stage not in self._stages:
                 raise KeyError(stage)
@@ -172,7 +179,7 @@ class LazyIR(Mapping[str, str]):
         """The text of ``stage`` with each op's source location (``loc(...)``)."""
         text = self._located.get(stage)
         if text is None:
-            text = print_located(self.module(stage))
+            text = print_located(self._modules.get(stage) or self.module(stage))
             self._located[stage] = text
         return text
 
@@ -424,6 +431,7 @@ __all__ = [
     "COMPILE_FAILED",
     "ELEMENT_NAMES",
     "LOCATED_STAGES",
+    "SHARED_STAGES",
     "ArgSpec",
     "CompiledKernel",
     "GroupInfo",
