@@ -227,6 +227,7 @@ class FunctionToMemrefs(RewritePattern):
                     views.extend((at, dest[op.result], offset))
                 parts[op].append(at)
         new = func.FuncOp(name, (types, []))
+        new.location = fn.location  # (where a later error about the function points)
         new.attributes[ROLES_ATTR] = ArrayAttr([StringAttr(r) for r in roles])
         if views:
             new.attributes[VIEWS_ATTR] = DenseArrayBase.from_list(i64, views)

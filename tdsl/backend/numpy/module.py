@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import MemRefType, ModuleOp
 from xdsl.ir import Operation, SSAValue
 
 from tdsl.backend.numpy.group import GroupSource, ModuleState, emit_group
@@ -372,6 +372,15 @@ def emit_module(module: ModuleOp, threads: int = 1) -> str:
             raise TdslIRError(
                 f"numpy target: cannot emit '{op.name}': it takes tensordsl IR, fused or "
                 "tiled (func.func of tensors)",
+                op=op,
+            )
+        if any(isinstance(t, MemRefType) for t in op.function_type.inputs.data):
+            raise TdslIRError(
+                f"numpy target: @{op.sym_name.data} is loops-stage IR (memref arguments, "
+                "after tdsl-lower-to-loops); the numpy target takes tensordsl IR, fused or "
+                "tiled (func.func of tensors)",
+                note="drop --lower-to-loops for -t numpy, or compile the loops natively: "
+                "--convert-to-llvm -t llvm",
                 op=op,
             )
     for op in module.walk():

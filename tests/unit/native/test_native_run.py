@@ -674,3 +674,28 @@ def test_threads_share_the_scratch_the_plan_allows(budget: int) -> None:
     x = np.random.default_rng(0).standard_normal((4096, 512))
     want = x - x.mean(axis=1, keepdims=True) + x.max(axis=1, keepdims=True)
     np.testing.assert_allclose(kernel(x=x), want, rtol=1e-12, atol=1e-12)
+
+
+def test_the_lowered_function_keeps_the_source_location_of_the_kernel() -> None:
+    """An error about a loops-stage function (the numpy target given one) points at the
+    kernel's ``def`` in the source, as every error about the tensordsl function does."""
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import FileLineColLoc
+
+    from tdsl.backend.llvm.lower_to_loops import lower_to_loops
+    from tdsl.backend.numpy.target import emit_numpy
+    from tdsl.errors import TdslIRError
+    from tdsl.frontend import to_tensordsl
+    from tdsl.transforms.fuse import fuse
+    from tdsl.transforms.tile import tile
+
+    source = "# a comment\ndef k(a: f32[4, 4]):\n    return relu(a) + 1\n"
+    module = tile(fuse(to_tensordsl(source, filename="k.tdsl")))
+    lower_to_loops(module)
+    (fn,) = (op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "k")
+    loc = fn.location
+    assert isinstance(loc, FileLineColLoc)
+    assert (loc.filename.data, loc.line.data, loc.column.data) == ("k.tdsl", 2, 1)
+    with pytest.raises(TdslIRError, match="@k is loops-stage IR") as caught:
+        emit_numpy(module)
+    assert caught.value.op is fn
