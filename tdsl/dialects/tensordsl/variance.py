@@ -107,6 +107,12 @@ class VarianceOp(ReductionOp, HasCanonicalizationPatternsInterface, abc.ABC):
         "`:` type($input) `->` type($result)"
     )
 
+    @classmethod
+    def bool_inputs_as(cls) -> np.dtype[Any] | None:
+        """NumPy's ``var`` and ``std`` of booleans: of their 0s and 1s, in float64 (its
+        mean of booleans is float64, and so is the deviation from it)."""
+        return np.dtype(np.float64)
+
     def __init__(
         self,
         input: SSAValue | Operation,

@@ -108,12 +108,17 @@ def test_all_and_any_over_axes_are_numpys(
         "mean(i > 3, axis=(0, 2))",
         "sum(i > 3, axis=(0, 2))",
         "max(i > 3, axis=(1, 2))",
+        "var(i > 3, axis=(0, 2))",
+        "std(i % 3 == 0, axis=(1, 2), keepdims=True, ddof=1)",
+        "var(i > 3)",
+        "std(i > 3, axis=1)",
     ],
 )
 def test_integers_and_booleans_over_axes_are_numpys(target: str, text: str) -> None:
     """Over a tuple of axes, integers and booleans convert as over one axis: ``mean`` and
     ``var`` of integers are float64 (they were refused by ``tensordsl.mean``'s verifier,
-    found by fuzzing), a sum of int32 or of booleans is int64."""
+    found by fuzzing), a sum of int32 or of booleans is int64, ``var`` and ``std`` of
+    booleans float64 (they were refused)."""
     i = np.arange(-7, 17, dtype=np.int32).reshape(2, 3, 4)
     got = run_on(target, 10**6, text, i=i)
     names = {"mean": np.mean, "var": np.var, "std": np.std, "sum": np.sum, "prod": np.prod}
