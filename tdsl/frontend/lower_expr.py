@@ -220,7 +220,8 @@ class FunctionLowering(CallParams):
         if is_int(element) and op is not None:
             as_dtype = op.int_inputs_as(numpy_dtype(element))
             if as_dtype is None:
-                raise refused("integers", "convert first, e.g. `astype(x, float64)`")
+                advice = "convert first, e.g. `astype(x, float64)`"
+                raise refused("integers", getattr(op, "INTEGERS_ADVICE", advice))
             element = element_of(as_dtype)
         if element == BOOL and op is not None:
             as_dtype = op.bool_inputs_as()

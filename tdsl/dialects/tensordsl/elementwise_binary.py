@@ -131,6 +131,12 @@ class PowerOp(BinaryOp, HasCanonicalizationPatternsInterface):
     FUNCTION: ClassVar[str | None] = "power"
     OPERATOR: ClassVar[str | None] = "**"
     NUMPY_UFUNC: ClassVar[str | None] = "power"
+    INTEGERS_ADVICE: ClassVar[str] = (
+        "NumPy's power of integers (or its error, for a negative exponent) depends on an "
+        "exponent known only at call time here: write an integer literal exponent "
+        "(`x ** 3`), a float (`2.0 ** n`), or convert first, e.g. `astype(x, float64)`"
+    )
+    """What the frontend says where integers meet here (it refuses them)."""
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         """``pow``, except that NumPy computes ``x ** 0.5`` as ``sqrt(x)`` when the

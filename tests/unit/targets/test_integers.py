@@ -192,6 +192,16 @@ def test_a_large_integer_matmul_is_exact(target: str) -> None:
         ("a << 1.5", {"a": "int64"}, "`<<` of floats"),
     ],
 )
+@pytest.mark.parametrize("text", ["x * 2 ** n", "x * 2 ** -n", "x ** (n ** n)"])
+def test_a_power_of_integers_by_a_run_time_exponent_says_what_to_write(text: str) -> None:
+    """NumPy's ``2 ** n`` of Python ints is an int, or a float for a negative ``n``, and
+    ``np.power`` of integer arrays an error there: it depends on ``n``'s value."""
+    with pytest.raises(TdslTypeError, match="1:") as err:
+        to_tensordsl(text, shapes={"x": (4,)}, dtypes={"x": "float32", "n": int})
+    assert "depends on an exponent known only at call time" in str(err.value)
+    assert "`2.0 ** n`" in str(err.value)
+
+
 def test_what_integers_cannot_do_is_a_located_error(
     text: str, dtypes: dict[str, str], message: str
 ) -> None:
