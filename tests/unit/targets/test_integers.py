@@ -182,16 +182,6 @@ def test_a_large_integer_matmul_is_exact(target: str) -> None:
     np.testing.assert_array_equal(run_on(target, 2**10, "a @ b", a=a, b=b), a @ b)
 
 
-@pytest.mark.parametrize(
-    ("text", "dtypes", "message"),
-    [
-        ("a + 3000000000", {"a": "int32"}, "the integer 3000000000 is out of bounds for int32"),
-        ("a ** b", {"a": "int64", "b": "int64"}, "`**` of integers (i64[4], i64[4]) is not"),
-        ("a ** -2", {"a": "int32"}, "integers to negative integer powers are not allowed"),
-        ("x & a", {"a": "int64", "x": "float32"}, "`&` of floats"),
-        ("a << 1.5", {"a": "int64"}, "`<<` of floats"),
-    ],
-)
 @pytest.mark.parametrize("text", ["x * 2 ** n", "x * 2 ** -n", "x ** (n ** n)"])
 def test_a_power_of_integers_by_a_run_time_exponent_says_what_to_write(text: str) -> None:
     """NumPy's ``2 ** n`` of Python ints is an int, or a float for a negative ``n``, and
@@ -202,6 +192,16 @@ def test_a_power_of_integers_by_a_run_time_exponent_says_what_to_write(text: str
     assert "`2.0 ** n`" in str(err.value)
 
 
+@pytest.mark.parametrize(
+    ("text", "dtypes", "message"),
+    [
+        ("a + 3000000000", {"a": "int32"}, "the integer 3000000000 is out of bounds for int32"),
+        ("a ** b", {"a": "int64", "b": "int64"}, "`**` of integers (i64[4], i64[4]) is not"),
+        ("a ** -2", {"a": "int32"}, "integers to negative integer powers are not allowed"),
+        ("x & a", {"a": "int64", "x": "float32"}, "`&` of floats"),
+        ("a << 1.5", {"a": "int64"}, "`<<` of floats"),
+    ],
+)
 def test_what_integers_cannot_do_is_a_located_error(
     text: str, dtypes: dict[str, str], message: str
 ) -> None:
