@@ -467,6 +467,45 @@ def _logical(name: str) -> Callable[..., Any]:
     return logical
 
 
+def _nan_reduction(name: str) -> Callable[..., Any]:
+    """NumPy's ``nan{name}``: ``name`` over the elements that are not nan (integers and
+    booleans have none: ``name`` itself).  A sum counts nan as 0 and a product as 1 (of
+    none: 0 and 1, as NumPy's); a max or min of a slice of nan only is nan, and a mean
+    divides the sum by the count in float64 and rounds to the dtype, as NumPy's (nan
+    for no elements).  ``nanmax`` and ``nanmin`` take no ``dtype``, as NumPy's."""
+
+    def over(a: Any, axis: Any, dtype: Any, out: Any, keepdims: Any) -> Any:
+        if out is not None:
+            trace_error(
+                f"`out=` of `np.nan{name}` writes into an array in place: use the returned value"
+            )
+        a = as_array(a) if dtype is None else as_array(a).astype(dtype)
+        if a.dtype.kind != "f":
+            return getattr(np, name)(a, axis=axis, keepdims=keepdims)
+        nan = np.isnan(a)
+        if name in ("max", "min"):
+            bound = -np.inf if name == "max" else np.inf
+            value = getattr(np, name)(np.where(nan, bound, a), axis=axis, keepdims=keepdims)
+            return np.where(np.all(nan, axis=axis, keepdims=keepdims), np.nan, value)
+        if name == "prod":
+            return np.prod(np.where(nan, 1, a), axis=axis, keepdims=keepdims)
+        total = np.sum(np.where(nan, 0, a), axis=axis, keepdims=keepdims)
+        if name == "sum":
+            return total
+        count = np.sum(np.logical_not(nan), axis=axis, keepdims=keepdims)
+        return np.divide(total, count).astype(a.dtype)
+
+    def extreme(a: Any, axis: Any = None, out: Any = None, keepdims: Any = False) -> Any:
+        return over(a, axis, None, out, keepdims)
+
+    def reduce(
+        a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False
+    ) -> Any:
+        return over(a, axis, dtype, out, keepdims)
+
+    return extreme if name in ("max", "min") else reduce
+
+
 COMPOSED: dict[str, Callable[..., Any]] = {
     "np.repeat": repeat,
     "np.tile": tile,
@@ -483,6 +522,7 @@ COMPOSED: dict[str, Callable[..., Any]] = {
     "np.pad": pad,
     "np.take_along_axis": take_along_axis,
     "np.linalg.norm": norm,
+    **{f"np.nan{n}": _nan_reduction(n) for n in ("sum", "prod", "max", "min", "mean")},
     **{f"np.{n}": _with_dtype(n) for n in ("sum", "prod", "cumsum", "cumprod")},
     "np.mean": _with_dtype("mean", exact_mean=True),
     "np.full_like": full_like,

@@ -302,9 +302,47 @@ GROUPS: dict[str, tuple[Callable[..., Any], tuple[Array, ...]]] = {
             np.arange(12).reshape(3, 4) % 3 == 0,
         ),
     ),
+    "nan reductions": (
+        lambda n, i, b, h: (
+            np.nansum(n),
+            np.nansum(n, axis=1),
+            np.nansum(n, axis=0, keepdims=True),
+            np.nansum(n, dtype=np.float64),
+            np.nansum(i, axis=1),
+            np.nansum(b),
+            np.nanprod(n, axis=1),
+            np.nanprod(i, 0),
+            np.nanmax(n, axis=1),
+            np.nanmax(n, 0, None, True),
+            np.nanmax(n),
+            np.nanmax(i, axis=0),
+            np.nanmax(b, axis=1),
+            np.nanmin(n, axis=1),
+            np.nanmin(n.T, axis=-1),
+            np.nanmin(h),
+            np.nanmean(n, axis=1),
+            np.nanmean(n),
+            np.nanmean(n, axis=0, dtype=np.float64),
+            np.nanmean(i, axis=1),
+            np.nanmean(b),
+        ),
+        (
+            # small integers (exact sums and products in any order), nan (a row of
+            # nothing else), infinities and -0
+            np.array(
+                [[np.nan] * 6, [1, np.nan, -2, 3, 0, 2], [-0.0, -0.0, np.nan, 1, -3, 2]]
+                + [[np.inf, 2, -1, np.nan, 3, -2], [2, -2, 1, 1, -1, 3]],
+                dtype=np.float32,
+            ),
+            np.arange(-6, 6, dtype=np.int32).reshape(3, 4),
+            np.arange(12).reshape(3, 4) % 3 == 0,
+            np.array([np.nan, -0.0, 2.5, np.nan], dtype=np.float16),
+        ),
+    ),
 }
 """(The norms' sums are of small integers, which any order adds exactly: NumPy's
-pairwise sum and a dot product for the whole array give the same bits.)"""
+pairwise sum and a dot product for the whole array give the same bits; so are the nan
+reductions'.)"""
 
 
 def same(got: Any, want: Any) -> None:
