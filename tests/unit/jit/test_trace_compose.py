@@ -330,8 +330,13 @@ GROUPS: dict[str, tuple[Callable[..., Any], tuple[Array, ...]]] = {
             # small integers (exact sums and products in any order), nan (a row of
             # nothing else), infinities and -0
             np.array(
-                [[np.nan] * 6, [1, np.nan, -2, 3, 0, 2], [-0.0, -0.0, np.nan, 1, -3, 2]]
-                + [[np.inf, 2, -1, np.nan, 3, -2], [2, -2, 1, 1, -1, 3]],
+                [
+                    [np.nan] * 6,
+                    [1, np.nan, -2, 3, 0, 2],
+                    [-0.0, -0.0, np.nan, 1, -3, 2],
+                    [np.inf, 2, -1, np.nan, 3, -2],
+                    [2, -2, 1, 1, -1, 3],
+                ],
                 dtype=np.float32,
             ),
             np.arange(-6, 6, dtype=np.int32).reshape(3, 4),
