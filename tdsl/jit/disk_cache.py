@@ -152,8 +152,10 @@ class DiskCache:
             os.close(fd)
             os.unlink(probe)
         except OSError as err:
+            why = "it is a file, not a folder" if os.path.isfile(directory) else None
             raise TdslOptionError(
-                f"cannot use cache_dir '{directory}' for compiled kernels: {err.strerror or err}",
+                f"cannot use cache_dir '{directory}' for compiled kernels: "
+                f"{why or err.strerror or err}",
                 note=f"give a writable folder as cache_dir= (or ${CACHE_DIR_VARIABLE}), "
                 "or cache_dir=False for no cache on disk",
             ) from None
@@ -169,7 +171,11 @@ class DiskCache:
     def clear(self) -> None:
         """Delete every entry file and temporary file in the folder (a write in
         progress elsewhere then fails, with a warning)."""
-        for name in os.listdir(self.directory):
+        try:
+            names = os.listdir(self.directory)
+        except FileNotFoundError:  # removed since (by hand, a cleaner): nothing to delete
+            return
+        for name in names:
             if name.endswith(SUFFIX) or name.startswith(".tmp-"):
                 with contextlib.suppress(OSError):
                     os.unlink(os.path.join(self.directory, name))

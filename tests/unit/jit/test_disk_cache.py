@@ -479,6 +479,8 @@ def test_a_folder_that_cannot_be_written_is_an_option_error(tmp_path: Path) -> N
     blocker.write_text("not a folder")
     with pytest.raises(tdsl.TdslOptionError, match=r"cannot use cache_dir '.*a-file/cache'"):
         JITTensorKernel(cache_dir=blocker / "cache")
+    with pytest.raises(tdsl.TdslOptionError, match=r"a-file' .*: it is a file, not a folder"):
+        JITTensorKernel(cache_dir=blocker)  # (the system says only "File exists")
     with pytest.raises(tdsl.TdslOptionError, match="cache_dir must be a folder path"):
         JITTensorKernel(cache_dir=True)
 
@@ -508,6 +510,10 @@ def test_cache_clear_with_disk_deletes_the_entries(tmp_path: Path) -> None:
     assert len(entries(tmp_path)) == 1
     jit.cache_clear(disk=True)
     assert entries(tmp_path) == [] and (tmp_path / "keep.txt").exists()
+    (tmp_path / "keep.txt").unlink()
+    tmp_path.rmdir()  # removed since, by hand or a cleaner: nothing to delete
+    jit.cache_clear(disk=True)
+    assert not tmp_path.exists()
 
 
 def test_software_versions_are_read_without_importing(tmp_path: Path) -> None:
