@@ -48,6 +48,7 @@ JIT calls do.  The decorated object's :meth:`Function.compile` returns the
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import io
 import textwrap
@@ -63,6 +64,7 @@ from tdsl.errors import (
     TdslCallError,
     TdslError,
     TdslNameError,
+    TdslOptionError,
     TdslSyntaxError,
 )
 from tdsl.jit.api import JITTensorKernel, default_jit
@@ -284,8 +286,7 @@ class Function(Generic[P, R]):
         self.name = self._source.name
         self.filename = self._source.filename
         self.params = self._source.params
-        self.__doc__ = fn.__doc__
-        self.__wrapped__ = fn
+        functools.update_wrapper(self, fn, updated=())  # __name__, __doc__, __wrapped__ ...
         self._jit = jit
         self._options = options
         self._kernels: dict[tuple[str, ...], CompiledKernel] = {}
@@ -393,6 +394,11 @@ class Function(Generic[P, R]):
     def __repr__(self) -> str:
         return f"<tdsl.function {self.name} of {self.filename}: {len(self.kernels)} kernel(s)>"
 
+    def __reduce__(self) -> str:
+        """Pickled by reference, as a function is: by its module and qualified name (so
+        a worker process imports it; its kernels are not pickled)."""
+        return self.__qualname__
+
 
 def jit_options(
     jit: JITTensorKernel | None,
@@ -403,7 +409,14 @@ def jit_options(
     target: str | None,
 ) -> JitOptions | None:
     """The options a decorator's keywords give (the others from ``jit``'s, or the
-    defaults); None when it gives none (the JIT's own options apply)."""
+    defaults); None when it gives none (the JIT's own options apply).  A ``jit`` that is
+    not a :class:`~tdsl.jit.JITTensorKernel` is an error here, when decorating."""
+    if jit is not None and not isinstance(jit, JITTensorKernel):  # pyright: ignore[reportUnnecessaryIsInstance]
+        hint = f"; for a target, give target={jit!r}" if isinstance(jit, str) else ""
+        raise TdslOptionError(
+            "jit= must be a tdsl.JITTensorKernel (or None: the default JIT), got "
+            f"{type(jit).__name__} {jit!r}{hint}"
+        )
     if (memory_budget, tile_size, threads, target) == (None, None, None, None) and not tile_sizes:
         return None
     base = jit.options if jit is not None else None

@@ -42,6 +42,7 @@ values are read at the call.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import keyword
 import re
@@ -183,15 +184,18 @@ class Traced:
         jit: JITTensorKernel | None = None,
         options: JitOptions | None = None,
     ) -> None:
+        if not callable(fn):
+            raise TdslCallError(f"tdsl.trace takes a function, got {type(fn).__name__} {fn!r}")
         self.python = fn
-        self.__wrapped__ = fn
-        self.__doc__ = fn.__doc__
+        functools.update_wrapper(self, fn, updated=())  # __name__, __doc__, __wrapped__ ...
+        self.name = _name_of(fn)
+        """The function's name (a partial's: of the function it wraps)."""
         self.signature = inspect.signature(fn)
         unknown = [n for n in static_argnames if n not in self.signature.parameters]
         if unknown:
             raise TdslCallError(
                 f"static_argnames names `{unknown[0]}`, which is not a parameter of "
-                f"`{fn.__name__}` ({', '.join(self.signature.parameters)})"
+                f"`{self.name}` ({', '.join(self.signature.parameters)})"
             )
         self.static_argnames = tuple(static_argnames)
         self._jit = jit
@@ -210,7 +214,7 @@ class Traced:
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as err:
-            raise TdslCallError(f"`{self.python.__name__}`: {err}") from None
+            raise TdslCallError(f"`{self.name}`: {err}") from None
         bound.apply_defaults()
         static: list[tuple[str, Any]] = []
         leaves: list[tuple[str, Any]] = []
@@ -269,8 +273,8 @@ class Traced:
         outputs: list[Tracer] = []
         structure = _outputs(result, outputs)
         if not outputs:
-            raise TdslCallError(f"`{self.python.__name__}` returned no arrays")
-        kernel_name = _identifier(self.python.__name__)
+            raise TdslCallError(f"`{self.name}` returned no arrays")
+        kernel_name = _identifier(self.name.rsplit(".", 1)[-1])
         if kernel_name in FUNCTIONS or keyword.iskeyword(kernel_name):
             kernel_name = f"traced_{kernel_name}"
         program = trace.program(kernel_name, outputs)
@@ -278,7 +282,7 @@ class Traced:
         kernel = jit.compile(
             program,
             kernel=kernel_name,
-            filename=f"<trace of {self.python.__qualname__}>",
+            filename=f"<trace of {self.name}>",
             options=self._options,
         )
         errstate = _own_errstate(outside, trace.errstates)
@@ -325,7 +329,21 @@ class Traced:
         return _rebuild(entry.result, results)
 
     def __repr__(self) -> str:
-        return f"<tdsl.trace of {self.python.__qualname__}: {len(self.kernels)} kernel(s)>"
+        return f"<tdsl.trace of {self.name}: {len(self.kernels)} kernel(s)>"
+
+    def __reduce__(self) -> str:
+        """Pickled by reference, as a function is: by its module and qualified name (so
+        a worker process imports it; its kernels are not pickled)."""
+        return self.__qualname__
+
+
+def _name_of(fn: Callable[..., Any]) -> str:
+    """``fn``'s qualified name; a partial's is the wrapped function's (any other callable
+    without one: its type's)."""
+    while isinstance(fn, functools.partial):
+        fn = cast(Callable[..., Any], fn.func)
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    return name if isinstance(name, str) else type(fn).__name__
 
 
 def trace(

@@ -4,6 +4,7 @@ per call through the JIT's cache."""
 from __future__ import annotations
 
 import importlib.util
+import pickle
 import sys
 import textwrap
 from pathlib import Path
@@ -14,7 +15,13 @@ import numpy as np
 import pytest
 
 import tdsl
-from tdsl.errors import TdslCallError, TdslError, TdslNameError, TdslSyntaxError
+from tdsl.errors import (
+    TdslCallError,
+    TdslError,
+    TdslNameError,
+    TdslOptionError,
+    TdslSyntaxError,
+)
 
 MODULE = '''\
 from typing import Annotated
@@ -203,3 +210,32 @@ def test_unreadable_source_says_so() -> None:
     )
     with pytest.raises(TdslError, match=r"cannot read the source of `f` \(defined in <typed>\)"):
         exec(compile(code, "<typed>", "exec"), namespace)
+
+
+def test_a_decorated_function_is_named_and_pickled_as_the_function(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As numba's and jax.jit's: its name, module and docstring are the function's, and
+    it pickles by reference (a worker process imports it), its kernels left out."""
+    mod = load(tmp_path, MODULE, "user_kernels_pickled")
+    monkeypatch.setitem(sys.modules, "user_kernels_pickled", mod)
+    named = (mod.layer.__name__, mod.layer.__qualname__, mod.layer.__module__)
+    assert named == ("layer", "layer", "user_kernels_pickled")
+    assert mod.Holder.nested.__qualname__ == "Holder.nested"
+    mod.layer(*arrays((3, 8), (8, 4), (4,)))
+    assert pickle.loads(pickle.dumps(mod.layer)) is mod.layer
+    assert pickle.loads(pickle.dumps(mod.Holder.nested)) is mod.Holder.nested
+
+
+@pytest.mark.parametrize(
+    ("jit", "message"),
+    [
+        (3, "jit= must be a tdsl.JITTensorKernel (or None: the default JIT), got int 3"),
+        ("numpy", "got str 'numpy'; for a target, give target='numpy'"),
+    ],
+)
+def test_a_jit_that_is_not_one_is_an_error_when_decorating(jit: Any, message: str) -> None:
+    for decorator in (tdsl.function, tdsl.trace):
+        with pytest.raises(TdslOptionError) as err:
+            decorator(jit=jit)
+        assert message in str(err.value)

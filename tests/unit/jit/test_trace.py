@@ -3,7 +3,9 @@ running the same function; each refused construct is one located error."""
 
 from __future__ import annotations
 
+import functools
 import inspect
+import pickle
 import re
 import sys
 from pathlib import Path
@@ -484,3 +486,28 @@ def test_a_functions_own_errstate_holds_for_its_kernel(jit_target: str) -> None:
         assert any("divide by zero" in str(w.message) for w in seen)
     with np.errstate(all="ignore"):  # (the caller's errstate holds for the rest)
         np.testing.assert_array_equal(plain(x), _plain_log(x))
+
+
+@tdsl.trace
+def _twice(x: Any) -> Any:
+    """Twice x."""
+    return x * 2.0
+
+
+def test_a_traced_function_is_named_and_pickled_as_the_function() -> None:
+    assert (_twice.__name__, _twice.__doc__, _twice.__module__) == ("_twice", "Twice x.", __name__)
+    np.testing.assert_array_equal(_twice(np.arange(3.0)), np.arange(3.0) * 2)
+    assert pickle.loads(pickle.dumps(_twice)) is _twice
+
+
+def test_a_partial_traces_as_its_function_and_a_non_function_is_an_error() -> None:
+    def scale(x: Any, s: Any) -> Any:
+        return x * s
+
+    halved = tdsl.trace(functools.partial(scale, s=0.5))
+    x = np.arange(4, dtype=np.float32)
+    got = halved(x)
+    assert got.dtype == np.float32 and np.array_equal(got, x * 0.5)
+    assert "scale" in repr(halved)
+    with pytest.raises(TdslCallError, match=r"tdsl\.trace takes a function, got int 3"):
+        tdsl.trace(3)  # pyright: ignore[reportArgumentType]
