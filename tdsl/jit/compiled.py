@@ -415,6 +415,19 @@ class CompiledKernel:
         variants = getattr(self.function, "variants", None)
         return dict(getattr(variants, "failures", {}))
 
+    def __reduce__(self) -> Any:
+        """A kernel holds machine code and generated functions, which do not pickle: say
+        so, and what to send to another process instead."""
+        from tdsl.errors import TdslCallError
+
+        raise TdslCallError(
+            f"a compiled kernel ({self.signature}) does not pickle: it holds machine code "
+            "and generated functions",
+            note="send the @tdsl.function or tdsl.trace function (it pickles by name), or "
+            "the source, and compile it there; with a cache on disk ($TDSL_CACHE_DIR) "
+            "that compile is a load",
+        )
+
     def __repr__(self) -> str:
         groups = len(self.groups)
         fallback = self.fallback

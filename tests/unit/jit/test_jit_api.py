@@ -407,3 +407,12 @@ def test_input_names_may_shadow_builtins() -> None:
     a = np.arange(4.0) - 2
     for _ in range(2):  # the second call takes the one-shot fast path
         np.testing.assert_array_equal(jit("relu(len) + abs", len=a, abs=a), np.maximum(a, 0) + a)
+
+
+def test_a_compiled_kernel_does_not_pickle_and_says_what_to_send_instead() -> None:
+    import pickle
+
+    kernel = tdsl.compile("relu(A) + 1", shapes={"A": (3,)})
+    with pytest.raises(tdsl.TdslCallError, match="does not pickle") as err:
+        pickle.dumps(kernel)
+    assert "send the @tdsl.function or tdsl.trace function" in str(err.value)
