@@ -140,6 +140,12 @@ def convert_argument(kernel: CompiledKernel, spec: ArgSpec, value: Any) -> Array
             try:
                 return np.array(value, spec.dtype)
             except OverflowError:
+                if spec.dtype.kind in "iu" and isinstance(value, int):
+                    info = np.iinfo(spec.dtype)
+                    raise TdslCallError(
+                        f"{where} is {type_str(spec.dtype, ())}: the Python int "
+                        f"{_show_big(value)} does not fit in [{info.min}, {info.max}]"
+                    ) from None
                 raise TdslCallError(
                     f"{where} is too large for a float: {_show_big(value)}"
                 ) from None

@@ -189,6 +189,20 @@ def test_one_shot_scalar_errors(jit: JITTensorKernel, value: Any, pattern: str) 
         jit("A * s", A=np.ones(2), s=value)
 
 
+@pytest.mark.parametrize(
+    ("dtype", "value", "bounds"),
+    [("i32", 2**40, "[-2147483648, 2147483647]"), ("u8", -1, "[0, 255]"), ("u8", 300, "[0, 255]")],
+)
+def test_a_python_int_beyond_a_0d_integer_input_says_its_range(
+    jit: JITTensorKernel, dtype: str, value: int, bounds: str
+) -> None:
+    """(It said "too large for a float", of -1 too.)"""
+    kernel = jit.compile("x * 2", {"x": ()}, dtype)
+    with pytest.raises(TdslCallError) as err:
+        kernel(value)
+    assert f"is {dtype}[]: the Python int {value} does not fit in {bounds}" in str(err.value)
+
+
 def test_arguments_bind_by_position_and_name_as_python_binds_them(
     jit: JITTensorKernel, matches: Any
 ) -> None:
