@@ -26,7 +26,9 @@ def default_fallback_budget(input_elements: int) -> int | None:
     leaves room for real tiles; the inputs are a scale of what eager NumPy allocates
     too (that block: 7.7 million elements of inputs; a call allocates 27 MiB beyond
     its output, eager NumPy 31 MiB)."""
-    return input_elements if input_elements > DEFAULT_MEMORY_BUDGET else None
+    if input_elements <= DEFAULT_MEMORY_BUDGET:
+        return None
+    return min(input_elements, MAX_OPTION)  # (many inputs of the largest arrays: capped)
 
 
 MIN_BLAS_BYTES_PER_THREAD = 1 << 18

@@ -8,6 +8,7 @@ no dtypes and ``"f64"``.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -107,7 +108,18 @@ def shape_of(name: str, shape: object) -> tuple[int, ...]:
         raise TdslOptionError(
             f"the shape of `{name}` must be a sequence of non-negative integers, got {shape!r}"
         )
-    return tuple(int(d) for d in dims)
+    sizes = tuple(int(d) for d in dims)
+    if math.prod(sizes) > MAX_ELEMENTS:
+        raise TdslOptionError(
+            f"the shape of `{name}`, {sizes}, has {math.prod(sizes)} elements: more than an "
+            f"array can have (2**{MAX_ELEMENTS.bit_length() - 1}, whose bytes NumPy can count)"
+        )
+    return sizes
+
+
+MAX_ELEMENTS = 1 << 59
+"""The most elements an input may have: 8-byte elements then fill 2**62 bytes, within
+NumPy's largest size."""
 
 
 def normalize(

@@ -416,3 +416,15 @@ def test_a_compiled_kernel_does_not_pickle_and_says_what_to_send_instead() -> No
     with pytest.raises(tdsl.TdslCallError, match="does not pickle") as err:
         pickle.dumps(kernel)
     assert "send the @tdsl.function or tdsl.trace function" in str(err.value)
+
+
+def test_a_shape_of_more_elements_than_an_array_can_have_names_the_input() -> None:
+    """(It was an error about the ``fallback-budget`` option, which no one had given.)"""
+    with pytest.raises(tdsl.TdslOptionError) as err:
+        tdsl.compile("A * 2.0", shapes={"A": (2**40, 2**40)})
+    assert "the shape of `A`, (1099511627776, 1099511627776), has 1208925819614629174706176" in (
+        str(err.value)
+    )
+    # a program's declared shapes as large: the default budget is capped, not refused
+    kernel = tdsl.compile("def k(A: f32[1099511627776, 1099511627776]):\n    return A * 2.0\n")
+    assert kernel.signature.startswith("k(A: f32[1099511627776, 1099511627776])")
