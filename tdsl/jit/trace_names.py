@@ -145,6 +145,27 @@ ZERO_D_AXIS = frozenset(
 a tuple; not ``mean``, ``var``, ``std``: NumPy's ``AxisError``)."""
 
 
+STATIC_KEYWORDS = frozenset({"axis", "axes", "shape", "newshape", "keepdims", "ddof", "k", "n"})
+"""Arguments of NumPy's functions that must be Python values (a trace writes them into
+the program), by keyword."""
+
+STATIC_SECOND = ZERO_D_AXIS | {"mean", "var", "std", "reshape", "expand_dims", "squeeze"}
+"""NumPy's functions whose second positional argument is such a value (an axis, a shape)."""
+
+
+def check_static(value: Any) -> None:
+    """Raise the error of a traced value (an array, or a weak scalar argument) used as a
+    Python int (``operator.index``, :meth:`Tracer.__index__`'s) where ``value`` (nested in
+    tuples and lists) holds one: a slice bound, an axis or a shape must be static."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, tuple | list):
+            stack.extend(cast(Sequence[Any], v))
+        elif hasattr(v, "_trace") and hasattr(v, "__index__"):  # a Tracer
+            v.__index__()
+
+
 def numpy_call(
     name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[str, tuple[Any, ...]]:
@@ -153,6 +174,9 @@ def numpy_call(
     ``None`` (``np.clip(x, 0, None)``) as the one ``maximum`` or ``minimum`` it is (the
     language's ``clip`` takes both bounds).  An int ``keepdims`` in ``kwargs`` (NumPy
     takes its truth: ``keepdims=1``) becomes the bool the language takes."""
+    check_static([v for k, v in kwargs.items() if k in STATIC_KEYWORDS])
+    if name in STATIC_SECOND and len(args) > 1:
+        check_static(args[1])
     if type(kwargs.get("keepdims")) in (int, np.bool_):
         kwargs["keepdims"] = bool(kwargs["keepdims"])
     if name in ZERO_D_AXIS and args and getattr(args[0], "ndim", None) == 0:

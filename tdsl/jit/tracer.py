@@ -37,6 +37,7 @@ from tdsl.jit.trace_names import (
     WEAK_OPERATOR_METHODS,
     WEAK_OPERATORS,
     bool_operand,
+    check_static,
     literal,
     numpy_call,
     spell_dtype,
@@ -268,8 +269,6 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
             "keep it a traced array, and call NumPy's functions on it"
         )
 
-    # -- what needs values ----------------------------------------------------------
-
     def _needs_values(self, what: str) -> NoReturn:
         trace_error(
             f"{what} of a traced array needs its values, and {NO_VALUES}: Python control flow "
@@ -288,7 +287,10 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
         self._needs_values("`int(...)`")
 
     def __index__(self) -> NoReturn:
-        self._needs_values("using it as a Python integer (an index, a size)")
+        self._needs_values(
+            "using it as a Python integer (an index, a size, an axis, a slice bound; an "
+            "argument used so must be static: `static_argnames=...`)"
+        )
 
     def __complex__(self) -> NoReturn:
         self._needs_values("`complex(...)`")
@@ -555,6 +557,7 @@ def _index_part(trace: Trace, item: Any) -> tuple[str, Tracer | None]:
     if item is Ellipsis:
         return "...", None
     if isinstance(item, slice):
+        check_static([item.start, item.stop, item.step])
         parts = ["" if p is None else spell(trace, p) for p in (item.start, item.stop, item.step)]
         return ":".join(parts[:2]) + (f":{parts[2]}" if item.step is not None else ""), None
     if isinstance(item, bool | np.bool_):
@@ -589,12 +592,4 @@ def subscript(tracer: Tracer, key: Any) -> Tracer:
     return trace.emit(f"{tracer.name}[{text}]", operands)[0]
 
 
-__all__ = [
-    "DATA_DEPENDENT",
-    "Trace",
-    "Tracer",
-    "as_operand",
-    "call_function",
-    "spell",
-    "subscript",
-]
+__all__ = ["DATA_DEPENDENT", "Trace", "Tracer", "as_operand", "call_function", "spell", "subscript"]

@@ -511,3 +511,27 @@ def test_a_partial_traces_as_its_function_and_a_non_function_is_an_error() -> No
     assert "scale" in repr(halved)
     with pytest.raises(TdslCallError, match=r"tdsl\.trace takes a function, got int 3"):
         tdsl.trace(3)  # pyright: ignore[reportArgumentType]
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x, n: x[:n] * 2.0,
+        lambda x, n: x[n::2],
+        lambda x, n: x.reshape(n, -1),
+        lambda x, n: np.reshape(x, (n, -1)),
+        lambda x, n: np.sum(x, axis=n),
+        lambda x, n: np.sum(x, n),
+        lambda x, n: np.expand_dims(x, n),
+        lambda x, n: np.roll(x, n),
+    ],
+)
+def test_a_traced_int_as_a_bound_size_or_axis_says_to_make_it_static(fn: Any) -> None:
+    """(A slice bound, a shape or an axis were written into the program as the traced
+    name, and the program's parser said `expected an integer ... found n`.)"""
+    x = np.arange(12.0).reshape(4, 3)
+    with pytest.raises(TdslCallError) as err:
+        tdsl.trace(fn)(x, 1)
+    assert "an argument used so must be static: `static_argnames=...`" in str(err.value)
+    assert "test_trace.py" in str(err.value)  # at the user's line
+    np.testing.assert_array_equal(tdsl.trace(fn, static_argnames="n")(x, 1), fn(x, 1))
