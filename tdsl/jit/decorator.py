@@ -174,6 +174,11 @@ def _header_end(source: str, def_line: int) -> int:
 
 def read_source(fn: Callable[..., Any]) -> _Source:
     """Read ``fn``'s parameters, annotations and body from its source file."""
+    if not inspect.isfunction(fn):
+        raise TdslCallError(
+            f"@tdsl.function takes a function defined with `def`, got {type(fn).__name__} "
+            f"{fn!r}" + ("; to trace NumPy code, use tdsl.trace" if callable(fn) else "")
+        )
     name = getattr(fn, "__name__", repr(fn))
     filename = getattr(getattr(fn, "__code__", None), "co_filename", "<unknown>")
     try:

@@ -239,3 +239,13 @@ def test_a_jit_that_is_not_one_is_an_error_when_decorating(jit: Any, message: st
         with pytest.raises(TdslOptionError) as err:
             decorator(jit=jit)
         assert message in str(err.value)
+
+
+def test_what_is_not_a_def_function_is_refused_as_such() -> None:
+    """(3 and np.exp were "typed at the REPL"; a traced function's repr was parsed as
+    its `def` line.)"""
+    traced = tdsl.trace(lambda x: x * 2.0)
+    for obj, tail in [(3, "got int 3"), (np.exp, "use tdsl.trace"), (traced, "got Traced")]:
+        with pytest.raises(TdslCallError, match="takes a function defined with `def`") as err:
+            tdsl.function(obj)  # pyright: ignore[reportArgumentType, reportCallIssue]
+        assert tail in str(err.value)
