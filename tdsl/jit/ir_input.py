@@ -194,7 +194,18 @@ def retyped_function(func_op: FuncOp, shapes: Sequence[tuple[int, ...]]) -> Func
         if constant_value(op) is not None:
             new_op = op.clone()
         else:
-            new_op = require_structured(op).retyped([mapping[v] for v in op.operands])
+            try:
+                new_op = require_structured(op).retyped([mapping[v] for v in op.operands])
+            except TdslTypeError as err:  # (a ShapeError: it names no argument)
+                given = ", ".join(
+                    f"%{a.name_hint or i} {shape}"
+                    for i, (a, shape) in enumerate(zip(func_op.args, shapes, strict=True))
+                )
+                raise TdslTypeError(
+                    f"@{func_op.sym_name.data} for the shapes given ({given}): '{op.name}' "
+                    f"cannot take them: {err.message}",
+                    op=op,
+                ) from None
         block.add_op(new_op)
         for old, new in zip(op.results, new_op.results, strict=True):
             mapping[old] = new

@@ -77,7 +77,13 @@ I65_IR = """func.func @main(%a: tensor<4xi64>) -> tensor<4xi64> {
         ("builtin.module {\n}", None, TdslIRError, "one func.func, got 0"),
         (IR, [(4, 6)], TdslTypeError, "1 shape(s) for the 2 argument(s) of @main"),
         (IR, [(4, 6), (5, 3)], TdslTypeError, "inner dimensions"),
-        (IR, [(6,), (6, 3)], TdslTypeError, "axis 1 is out of range for rank 1"),
+        (
+            IR,
+            [(6,), (6, 3)],
+            TdslTypeError,
+            "@main for the shapes given (%x (6,), %w (6, 3)): 'tensordsl.mean' cannot take "
+            "them: axis 1 is out of range for rank 1",
+        ),
         # (xDSL cannot pack an i65 dense value: its parser raises NotImplementedError)
         (I65_IR, None, TdslIRError, "does not parse or verify: NotImplementedError"),
     ],
