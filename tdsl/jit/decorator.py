@@ -392,6 +392,15 @@ class Function(Generic[P, R]):
             result = last.try_call(values, None)
             if result is not NotImplemented:
                 return result
+        from tdsl.jit.trace import traced_values
+
+        if traced_values(args, kwargs):
+            raise TdslCallError(
+                f"`{self.name}` (a @tdsl.function, whose body is tdsl) is called inside a "
+                "traced function, which takes NumPy code only: call it outside, or write it "
+                "with NumPy and decorate it with @tdsl.trace (a traced function called inside "
+                "another joins its trace)"
+            )
         kernel = self._kernel(values)
         self._last = kernel
         return kernel(**values)

@@ -249,3 +249,10 @@ def test_what_is_not_a_def_function_is_refused_as_such() -> None:
         with pytest.raises(TdslCallError, match="takes a function defined with `def`") as err:
             tdsl.function(obj)  # pyright: ignore[reportArgumentType, reportCallIssue]
         assert tail in str(err.value)
+
+
+def test_a_tdsl_function_inside_a_traced_function_says_what_to_do(mod: ModuleType) -> None:
+    traced = tdsl.trace(lambda x: mod.scale(x, 2.0)[0] + 1.0)
+    with pytest.raises(TdslCallError, match="is called inside a traced function") as err:
+        traced(np.ones(3))
+    assert "decorate it with @tdsl.trace" in str(err.value)

@@ -535,3 +535,18 @@ def test_a_traced_int_as_a_bound_size_or_axis_says_to_make_it_static(fn: Any) ->
     assert "an argument used so must be static: `static_argnames=...`" in str(err.value)
     assert "test_trace.py" in str(err.value)  # at the user's line
     np.testing.assert_array_equal(tdsl.trace(fn, static_argnames="n")(x, 1), fn(x, 1))
+
+
+@tdsl.trace
+def _inner(x: Any) -> Any:
+    return np.maximum(x, 0) * 2.0
+
+
+def test_a_traced_function_called_inside_another_joins_its_trace() -> None:
+    """As jax.jit's: one kernel of both (the inner one was refused: "argument `x` is a
+    Tracer")."""
+    outer = tdsl.trace(lambda x: _inner(x) + 1.0)
+    x = np.linspace(-1, 1, 6).reshape(2, 3)
+    np.testing.assert_array_equal(outer(x), np.maximum(x, 0) * 2.0 + 1.0)
+    assert len(outer.kernels) == 1 and _inner.kernels == ()
+    assert "maximum" in outer.program(x)
