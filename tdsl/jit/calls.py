@@ -115,6 +115,12 @@ def convert_argument(kernel: CompiledKernel, spec: ArgSpec, value: Any) -> Array
     if spec.weak and spec.dtype == _INT64:
         low, high = spec.bounds or (INT64_MIN, INT64_MAX)
         if not isinstance(value, int) or not low <= value <= high:
+            if isinstance(value, int) and (low, high) == (0, INT64_MAX) and value <= 2**64 - 1:
+                raise TdslCallError(  # (a uint64 operand: NumPy 2 computes it in uint64)
+                    f"{where} is a weak integer, passed as int64: {_show_big(value)} does not "
+                    "fit (NumPy 2 computes it in uint64 here): declare it a uint64 input "
+                    "(`u64[]`) and pass np.uint64 values"
+                )
             if isinstance(value, int):
                 raise TdslCallError(
                     f"{where} is a weak integer: expected {spec.expected}, got "

@@ -516,3 +516,15 @@ def test_jit_tensor_infers_or_takes_shapes(matches: Any) -> None:
         jit_tensor("relu(A) + B", {"A": (4,), "B": (4,), "C": (4,)}, A=a, B=b)
     with pytest.raises(TdslCallError, match=r"unexpected argument `C`"):
         jit_tensor("relu(A) + B", {"A": (4,), "B": (4,)}, A=a, B=b, C=b)
+
+
+def test_a_weak_int_beyond_int64_for_a_uint64_operand_says_what_to_declare(
+    jit: JITTensorKernel,
+) -> None:
+    """(It said NumPy 2 raises OverflowError, which it does not: it computes in uint64.)"""
+    kernel = jit.compile("A + s", {"A": (3,), "s": ()}, {"A": "u64", "s": int})
+    with pytest.raises(TdslCallError, match="passed as int64: 9223372036854775808 does not fit"):
+        kernel(np.ones(3, np.uint64), 2**63)
+    strong = jit.compile("A + s", {"A": (3,), "s": ()}, {"A": "u64", "s": "u64"})
+    got = strong(np.ones(3, np.uint64), np.uint64(2**63))
+    assert got.dtype == np.uint64 and (got == np.ones(3, np.uint64) + 2**63).all()
