@@ -104,6 +104,10 @@ class SumOp(ChunkedReductionOp):
         shape = tensor_shape(mul.result)
         if not shape or tensor_shape(mul.lhs) != shape or tensor_shape(mul.rhs) != shape:
             return None
+        if numpy_dtype(mul.result.type) != self.accumulator_dtype():
+            # an einsum in the accumulator's dtype would compute the products there too:
+            # a float16 product never rounds (nor overflows) to float16, an int32 never wraps
+            return None
         return mul if self.reduced_axes() == (len(shape) - 1,) else None
 
 

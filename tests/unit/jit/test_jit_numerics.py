@@ -307,3 +307,23 @@ def test_a_reduction_of_a_zero_d_operand(func: str, dtype: Any) -> None:
     s = np.array(-2.5, dtype)
     got = JITTensorKernel()(f"x * {func}(s)", x=x, s=s)
     np.testing.assert_array_equal(got, x * getattr(np, func)(s))
+
+
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_a_float16_sum_of_products_rounds_each_product_to_float16(
+    jit_target: str, keepdims: bool
+) -> None:
+    """NumPy's ``sum(x * y, axis=-1)`` of float16 adds float16 products: 300 * 300
+    overflows to inf and ``inf + -inf`` is nan.  (The numpy target computed it as one
+    einsum in float32, whose products never rounded to float16: 0.  Found by fuzzing.)"""
+    x = np.array([[300, 300], [0.1, 3.0]], np.float16)
+    y = np.array([[300, -300], [0.3, 7.0]], np.float16)
+    kernel = JITTensorKernel(target=jit_target).compile(
+        f"sum(x * y, axis=1, keepdims={keepdims})",
+        {"x": (2, 2), "y": (2, 2)},
+        {"x": "f16", "y": "f16"},
+    )
+    with np.errstate(over="ignore", invalid="ignore"):  # (NumPy's warnings, as NumPy's)
+        got, want = kernel(x, y), np.sum(x * y, axis=1, keepdims=keepdims)
+    assert got.dtype == want.dtype and np.isnan(got.flat[0])
+    np.testing.assert_array_equal(got, want)
