@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import operator
 from collections.abc import Sequence
 from typing import Any, cast
@@ -275,7 +276,7 @@ def call_dask(kernel: CompiledKernel, given: Sequence[Any], out: Any = None) -> 
                 if op.indices not in graph.held:
                     check = (_checked_indices, op.extent, op.axis_value)
                     indices = indices.map_blocks(*check, dtype=indices.dtype)
-                graph.env[op.result] = da.take(source, indices, axis=op.axis_value)
+                graph.env[op.result] = _take(source, indices, op.axis_value)
             continue
         if isinstance(op, ConcatenateOp):  # Dask's own concatenate
             if all(v in graph.held for v in op.inputs):
@@ -294,10 +295,23 @@ def call_dask(kernel: CompiledKernel, given: Sequence[Any], out: Any = None) -> 
     return results[0] if len(results) == 1 else results
 
 
+def _take(source: DaskArray, indices: DaskArray, axis: int) -> DaskArray:
+    """NumPy's ``take`` on Dask arrays: Dask's, which takes a 1-D index array only; a
+    multi-dimensional one (a batch of tokens) is taken flat, in one chunk, and its dims
+    restored (index arrays are small beside what they gather)."""
+    if indices.ndim == 1:
+        return da.take(source, indices, axis=axis)
+    flat = da.take(source, indices.rechunk(-1).ravel(), axis=axis).rechunk({axis: -1})
+    shape = (*source.shape[:axis], *indices.shape, *source.shape[axis + 1 :])
+    return flat.reshape(shape)
+
+
 def _reshape(kernel: CompiledKernel, array: DaskArray, op: ReshapeOp) -> DaskArray:
     """Dask's reshape of ``array``, or a :class:`TdslCallError` where its chunks do not
     allow one (Dask reshapes by merging or splitting whole dimensions only)."""
     shape = tensor_shape(op.result)
+    if math.prod(shape) == 0:  # (Dask's reshape of no elements fails in functools.reduce)
+        return da.zeros(shape, dtype=array.dtype)
     try:
         return da.reshape(array, shape)
     except (NotImplementedError, ValueError) as err:

@@ -156,6 +156,23 @@ def test_dask_gathers_through_its_own_take() -> None:
         fn(w, da.from_array(np.array([0, 1, 64, 2, 3]), chunks=2)).compute(scheduler="sync")
 
 
+@pytest.mark.parametrize(("text", "axis"), [("take(x, t, axis=1)", 1), ("x[t]", 0)])
+def test_dask_gathers_by_a_multi_dimensional_index_array(text: str, axis: int) -> None:
+    """(Dask's take takes 1-D indices only: it raised NotImplementedError, or a bare
+    AssertionError for ``x[t]``; found by fuzzing.)"""
+    da = pytest.importorskip("dask.array")
+    x = np.arange(20, dtype=np.float32).reshape(5, 4)
+    t = np.array([[1, 2], [3, 0]])
+    fn = JITTensorKernel(target="numpy").compile(
+        text, shapes={"x": (5, 4), "t": (2, 2)}, dtypes={"x": "f32", "t": "int64"}
+    )
+    want = np.take(x, t, axis=axis)
+    for args in [(x, da.from_array(t, chunks=(1, 2))), (da.from_array(x, chunks=(2, 2)), t)]:
+        got = fn(*args)
+        assert isinstance(got, da.Array)
+        np.testing.assert_array_equal(got.compute(scheduler="sync"), want)
+
+
 @pytest.mark.skipif(native_unavailable_reason() is not None, reason="no native")
 def test_native_gather_never_reads_outside_its_operand() -> None:
     # indices far outside the axis: the loops read index 0 instead, and report

@@ -244,6 +244,20 @@ def test_dask_slices_through_its_own_slicing() -> None:
         np.testing.assert_allclose(got.compute(), fn(x), rtol=1e-12)
 
 
+def test_dask_reshapes_an_empty_window() -> None:
+    """(Dask's reshape of no elements raised a TypeError from functools.reduce; found by
+    fuzzing.)"""
+    da = pytest.importorskip("dask.array")
+    for text, shape, chunks, want in [
+        ("reshape(x[1:], (-1, 1)) + 1", (1, 3), (1, 2), (0, 1)),
+        ("ravel(x[:, 5:])", (3, 4), (2, 2), (0,)),
+    ]:
+        x = RNG.standard_normal(shape).astype(np.float32)
+        fn = JITTensorKernel(target="numpy").compile(text, shapes={"x": shape}, dtypes="f32")
+        got = fn(da.from_array(x, chunks=chunks)).compute(scheduler="sync")
+        assert got.shape == want == fn(x).shape and got.dtype == np.float32
+
+
 @pytest.mark.parametrize(
     "target",
     COMPILED_TARGETS,
