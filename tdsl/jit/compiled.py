@@ -149,6 +149,8 @@ class LazyIR(Mapping[str, str]):
     def __getitem__(self, stage: str) -> str:
         text = self._text.get(stage)
         if text is None:
+            if stage not in self._modules:
+                raise KeyError(f"no IR stage {stage!r}; the stages: {', '.join(self._stages)}")
             text = str(self._modules[stage])
             self._text[stage] = text
         return text

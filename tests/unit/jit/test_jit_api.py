@@ -428,3 +428,9 @@ def test_a_shape_of_more_elements_than_an_array_can_have_names_the_input() -> No
     # a program's declared shapes as large: the default budget is capped, not refused
     kernel = tdsl.compile("def k(A: f32[1099511627776, 1099511627776]):\n    return A * 2.0\n")
     assert kernel.signature.startswith("k(A: f32[1099511627776, 1099511627776])")
+
+
+def test_an_unknown_ir_stage_lists_the_stages() -> None:
+    kernel = tdsl.compile("relu(A) + 1", shapes={"A": (3,)}, target="numpy")
+    with pytest.raises(KeyError, match=r"no IR stage 'nope'; the stages: tensordsl, .*tiled"):
+        kernel.ir["nope"]
