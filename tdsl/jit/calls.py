@@ -115,7 +115,8 @@ def convert_argument(kernel: CompiledKernel, spec: ArgSpec, value: Any) -> Array
     if spec.weak and spec.dtype == _INT64:
         low, high = spec.bounds or (INT64_MIN, INT64_MAX)
         if not isinstance(value, int) or not low <= value <= high:
-            if isinstance(value, int) and (low, high) == (0, INT64_MAX) and value <= 2**64 - 1:
+            unsigned = (low, high) == (0, INT64_MAX)  # (a uint64 operand's bounds)
+            if isinstance(value, int) and unsigned and INT64_MAX < value < 2**64:
                 raise TdslCallError(  # (a uint64 operand: NumPy 2 computes it in uint64)
                     f"{where} is a weak integer, passed as int64: {_show_big(value)} does not "
                     "fit (NumPy 2 computes it in uint64 here): declare it a uint64 input "

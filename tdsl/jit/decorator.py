@@ -71,6 +71,7 @@ from tdsl.jit.api import JITTensorKernel, default_jit
 from tdsl.jit.arg_inference import infer
 from tdsl.jit.compiled import CompiledKernel, type_str
 from tdsl.jit.options import JitOptions, default_target, default_threads
+from tdsl.jit.trace_names import holds_traced
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -392,9 +393,7 @@ class Function(Generic[P, R]):
             result = last.try_call(values, None)
             if result is not NotImplemented:
                 return result
-        from tdsl.jit.trace import traced_values
-
-        if traced_values(args, kwargs):
+        if holds_traced(args, kwargs):
             raise TdslCallError(
                 f"`{self.name}` (a @tdsl.function, whose body is tdsl) is called inside a "
                 "traced function, which takes NumPy code only: call it outside, or write it "

@@ -62,6 +62,7 @@ from tdsl.jit.arg_inference import check_dtype
 from tdsl.jit.compiled import CompiledKernel
 from tdsl.jit.decorator import jit_options
 from tdsl.jit.options import JitOptions
+from tdsl.jit.trace_names import holds_traced
 from tdsl.jit.tracer import Trace, Tracer
 
 
@@ -315,7 +316,7 @@ class Traced:
         return kernels[-1].ir
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if traced_values(args, kwargs):  # called inside another traced function: inlined
+        if holds_traced(args, kwargs):  # called inside another traced function: inlined
             return self.python(*args, **kwargs)
         entry, arrays = self._entry(args, kwargs)
         values = dict(zip(entry.names, arrays, strict=True))
@@ -337,21 +338,6 @@ class Traced:
         """Pickled by reference, as a function is: by its module and qualified name (so
         a worker process imports it; its kernels are not pickled)."""
         return self.__qualname__
-
-
-def traced_values(*values: Any) -> bool:
-    """Whether ``values`` (nested in tuples, lists and dicts) hold a traced value: the
-    call is then part of another function's trace, which the Python function joins."""
-    stack = list(values)
-    while stack:
-        v = stack.pop()
-        if isinstance(v, Tracer):
-            return True
-        if isinstance(v, tuple | list):
-            stack.extend(cast(Any, v))
-        elif isinstance(v, dict):
-            stack.extend(cast(Any, v).values())
-    return False
 
 
 def _name_of(fn: Callable[..., Any]) -> str:
@@ -394,4 +380,4 @@ def trace(
     return decorate if fn is None else decorate(fn)
 
 
-__all__ = ["Traced", "trace", "traced_values"]
+__all__ = ["Traced", "trace"]

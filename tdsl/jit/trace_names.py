@@ -153,6 +153,25 @@ STATIC_SECOND = ZERO_D_AXIS | {"mean", "var", "std", "reshape", "expand_dims", "
 """NumPy's functions whose second positional argument is such a value (an axis, a shape)."""
 
 
+def _traced(value: Any) -> bool:
+    return hasattr(value, "_trace") and hasattr(value, "__index__")  # a Tracer
+
+
+def holds_traced(*values: Any) -> bool:
+    """Whether ``values`` (nested in tuples, lists and dicts) hold a traced value: a call
+    with one is part of a trace (a traced function's, called inside another's)."""
+    stack = list(values)
+    while stack:
+        v = stack.pop()
+        if isinstance(v, tuple | list):
+            stack.extend(cast(Sequence[Any], v))
+        elif isinstance(v, dict):
+            stack.extend(cast(dict[Any, Any], v).values())
+        elif _traced(v):
+            return True
+    return False
+
+
 def check_static(value: Any) -> None:
     """Raise the error of a traced value (an array, or a weak scalar argument) used as a
     Python int (``operator.index``, :meth:`Tracer.__index__`'s) where ``value`` (nested in
@@ -162,7 +181,7 @@ def check_static(value: Any) -> None:
         v = stack.pop()
         if isinstance(v, tuple | list):
             stack.extend(cast(Sequence[Any], v))
-        elif hasattr(v, "_trace") and hasattr(v, "__index__"):  # a Tracer
+        elif _traced(v):
             v.__index__()
 
 
