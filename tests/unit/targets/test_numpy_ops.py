@@ -214,7 +214,9 @@ def test_row_reductions_tiled(dtype: Any, keepdims: bool) -> None:
         [t, t], body, space=[11, 6], tiles=[4, 6], in_dims=[(0, 1)] * 2, out_dims=out_dims * 3
     )
     source = emit_numpy(module)
-    assert "np.einsum" in source
+    # the sum of products is one einsum, but for float16, whose products an einsum in the
+    # float32 accumulator would never round to float16
+    assert ("np.einsum" in source) == (dtype != np.float16)
     want = (
         np.sum(np.exp(x) * y, axis=1, keepdims=keepdims),
         np.max(x, axis=1, keepdims=keepdims),
