@@ -10,7 +10,7 @@ import numpy as np
 
 from tdsl.defaults import DEFAULT_MEMORY_BUDGET
 from tdsl.dtypes import SHORT_NAMES, type_str
-from tdsl.errors import TdslError
+from tdsl.errors import TdslCallError, TdslError
 from tdsl.jit.calls import FELL_BACK_AT_CALL
 from tdsl.jit.options import JitOptions
 from tdsl.pipeline import target_spec
@@ -181,7 +181,8 @@ class LazyIR(Mapping[str, str]):
         """The text of ``stage`` with each op's source location (``loc(...)``)."""
         text = self._located.get(stage)
         if text is None:
-            text = print_located(self._modules.get(stage) or self.module(stage))
+            module = self._modules.get(stage)  # (a shared stage's own, not a copy)
+            text = print_located(self.module(stage) if module is None else module)
             self._located[stage] = text
         return text
 
@@ -420,8 +421,6 @@ class CompiledKernel:
     def __reduce__(self) -> Any:
         """A kernel holds machine code and generated functions, which do not pickle: say
         so, and what to send to another process instead."""
-        from tdsl.errors import TdslCallError
-
         raise TdslCallError(
             f"a compiled kernel ({self.signature}) does not pickle: it holds machine code "
             "and generated functions",
