@@ -47,6 +47,7 @@ import inspect
 import keyword
 import re
 import threading
+import types
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -330,6 +331,11 @@ class Traced:
             out = entry.kernel(**values)
         results = list(out) if isinstance(out, tuple) else [out]
         return _rebuild(entry.result, results)
+
+    def __get__(self, instance: object, owner: type | None = None) -> Any:
+        """As a method, bound to ``instance`` as a function is: ``instance`` is the first
+        argument (name it in ``static_argnames`` unless it is an array)."""
+        return self if instance is None else types.MethodType(self, instance)
 
     def __repr__(self) -> str:
         return f"<tdsl.trace of {self.name}: {len(self.kernels)} kernel(s)>"

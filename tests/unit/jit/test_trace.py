@@ -500,6 +500,34 @@ def test_a_traced_function_is_named_and_pickled_as_the_function() -> None:
     assert pickle.loads(pickle.dumps(_twice)) is _twice
 
 
+class _Scaler:
+    """A class whose methods are traced, as jax.jit's are."""
+
+    def __init__(self, scale: float) -> None:
+        self.scale = scale
+
+    @tdsl.trace
+    def doubled(self, x: Any) -> Any:
+        return x * 2
+
+    @tdsl.trace(static_argnames=("self",))
+    def scaled(self, x: Any) -> Any:
+        return x * self.scale
+
+
+def test_a_traced_method_binds_its_instance_as_a_function_does() -> None:
+    x = np.arange(4, dtype=np.float32)
+    half, third = _Scaler(0.5), _Scaler(1 / 3)
+    # the instance is the first argument: static, it keys the kernel (each its own)
+    assert np.array_equal(half.scaled(x), x * np.float32(0.5))
+    assert np.array_equal(third.scaled(x), x * np.float32(1 / 3))
+    assert np.array_equal(_Scaler.scaled(half, x), x * np.float32(0.5))
+    assert _Scaler.__dict__["scaled"] is _Scaler.scaled  # from the class: unbound
+    # not static, it is an argument like any other: refused, saying what to do
+    with pytest.raises(TdslCallError, match=r"argument `self` is a _Scaler.*static_argnames"):
+        half.doubled(x)
+
+
 def test_a_partial_traces_as_its_function_and_a_non_function_is_an_error() -> None:
     def scale(x: Any, s: Any) -> Any:
         return x * s
