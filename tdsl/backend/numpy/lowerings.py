@@ -316,10 +316,23 @@ def _relu(op: td.ReluOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]
 def _neg(op: td.NegOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
     # NumPy 2.4's np.negative computed in place is wrong on a view whose stride is
     # 16 bytes (f32) or 64 bytes (f64), as a remainder tile's column slice of a
-    # scratch buffer can be; multiplying by -1 negates exactly (signed zeros too), and
-    # by the largest unsigned integer (-1, wrapped) an unsigned one.
+    # scratch buffer can be.  A float's sign bit is flipped instead, as np.negative
+    # does (a nan's too: multiplying by -1 kept a nan's sign), at the same speed;
+    # an integer is multiplied by -1 (by the largest unsigned integer, -1 wrapped, an
+    # unsigned one), which wraps as np.negative does.
     dtype = results[0].dtype
-    minus_one = int(np.iinfo(dtype).max) if dtype.kind == "u" else -1.0
+    if dtype.kind == "f":
+        bits = np.dtype(f"u{dtype.itemsize}")
+        sign = g.scalar(1 << (8 * dtype.itemsize - 1), bits)
+        g.call(
+            f"np.bitwise_xor({{0}}.view(np.{bits}), {{1}}, out={{out}}.view(np.{bits}))",
+            args[0],
+            sign,
+            out=results[0],
+            note="-x: the sign bit flipped",
+        )
+        return
+    minus_one = int(np.iinfo(dtype).max) if dtype.kind == "u" else -1
     g.ufunc("multiply", args[0], g.scalar(minus_one, dtype), out=results[0])
 
 

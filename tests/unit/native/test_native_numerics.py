@@ -188,6 +188,22 @@ def test_created_nans_have_numpys_sign(
 
 @pytest.mark.parametrize("target", ["numpy", pytest.param("native", marks=NATIVE)])
 @pytest.mark.parametrize("dtype", ["f16", "f32", "f64"])
+def test_negation_flips_the_sign_bit_of_every_value_as_numpy_does(target: str, dtype: str) -> None:
+    """``-x`` is NumPy's ``negative``: the sign bit flipped, a nan's too (the numpy
+    target multiplied by -1, which kept a nan's sign), in a tile of a fused group and
+    on a strided input as on a whole one."""
+    t = DTYPES[dtype]
+    x = np.array([np.nan, -np.nan, 0.0, -0.0, np.inf, -np.inf, 1.0, -2.5], t)
+    x = np.concatenate([x, np.finfo(t).smallest_subnormal * np.array([1, -1], t)])
+    grid = np.tile(x, (3, 1))
+    for budget, value in ((None, x), (None, x[::-3]), (4, grid), (4, grid[:, ::2].T)):
+        for expr, want in (("-x", -value), ("-(x * 1)", -(value * 1))):
+            got = np.asarray(JITTensorKernel(target=target, memory_budget=budget)(expr, x=value))
+            assert same_bits(got, want), f"{expr} ({budget}): {target} {got}"
+
+
+@pytest.mark.parametrize("target", ["numpy", pytest.param("native", marks=NATIVE)])
+@pytest.mark.parametrize("dtype", ["f16", "f32", "f64"])
 def test_powers_of_a_nan_keep_numpys_sign(target: str, dtype: str) -> None:
     """``(-nan) ** y`` for odd, even and non-integer ``y``: the sign NumPy's loop gives
     the nan, bit for bit.  It differs by CPU and type: NumPy's AVX-512 loops keep the
