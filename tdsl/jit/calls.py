@@ -104,6 +104,22 @@ def is_python_number(value: object) -> bool:
 # --------------------------------------------------------------------------- arguments
 
 
+def unlike_an_array(value: object) -> str | None:
+    """What makes ``value``, a NumPy array subclass, compute otherwise than an array (as
+    the rest of an error message), or None: tdsl would drop a mask or a matrix's products."""
+    if isinstance(value, np.ma.MaskedArray):
+        return (
+            "is a numpy.ma.MaskedArray: tdsl computes on plain arrays and would ignore its "
+            "mask; pass `x.filled(...)` (or `np.asarray(x)`, its data)"
+        )
+    if isinstance(value, np.matrix):
+        return (
+            "is a numpy.matrix, whose `*` and `**` are matrix products: tdsl computes on "
+            "plain arrays; pass `np.asarray(x)`"
+        )
+    return None
+
+
 def convert_argument(kernel: CompiledKernel, spec: ArgSpec, value: Any) -> Array:
     """``value`` as the array the generated code takes for ``spec``, or TdslCallError."""
     where = f"argument `{spec.name}` of kernel `{kernel.name}`"
@@ -159,6 +175,9 @@ def convert_argument(kernel: CompiledKernel, spec: ArgSpec, value: Any) -> Array
     expected = type_str(spec.dtype, spec.shape)
     if not isinstance(value, np.ndarray):
         raise TdslCallError(f"{where} must be a NumPy array of {expected}, got {describe(value)}")
+    unlike = unlike_an_array(cast(object, value))
+    if unlike is not None:
+        raise TdslCallError(f"{where} {unlike}")
     array = cast(Array, value)
     if array.shape != spec.shape:
         raise TdslCallError(
@@ -189,6 +208,7 @@ def _fits(spec: ArgSpec, value: Any) -> bool:
         isinstance(value, np.ndarray)
         and cast(Array, value).shape == spec.shape
         and cast(Array, value).dtype == spec.dtype
+        and not isinstance(value, np.ma.MaskedArray | np.matrix)
     )
 
 
@@ -561,4 +581,5 @@ __all__ = [
     "describe",
     "finish",
     "make_calls",
+    "unlike_an_array",
 ]

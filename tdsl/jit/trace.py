@@ -60,6 +60,7 @@ from tdsl.dtypes import SHORT_NAMES
 from tdsl.errors import TdslCallError, TdslOptionError
 from tdsl.jit.api import JITTensorKernel, default_jit
 from tdsl.jit.arg_inference import check_dtype
+from tdsl.jit.calls import unlike_an_array
 from tdsl.jit.compiled import CompiledKernel
 from tdsl.jit.decorator import jit_options
 from tdsl.jit.options import JitOptions
@@ -80,13 +81,16 @@ def _identifier(text: str) -> str:
 def _flatten(value: Any, path: str, leaves: list[tuple[str, Any]]) -> Any:
     """The structure of ``value`` (arrays replaced by their index in ``leaves``)."""
     if isinstance(value, tuple | list):
-        kind = "tuple" if isinstance(value, tuple) else "list"
+        kind = _sequence_kind(value)
         items = tuple(_flatten(v, f"{path}_{i}", leaves) for i, v in enumerate(value))
         return (kind, items)
     if isinstance(value, dict):
         keys = tuple(value)
         items = tuple(_flatten(value[k], f"{path}_{k}", leaves) for k in keys)
         return ("dict", keys, items)
+    unlike = unlike_an_array(value)
+    if unlike is not None:
+        raise TdslCallError(f"argument `{path}` {unlike}")
     if isinstance(value, np.ndarray | np.generic) or array_type_of([value]) is not None:
         leaves.append((path, value))
         return ("leaf", len(leaves) - 1)
@@ -100,6 +104,23 @@ def _flatten(value: Any, path: str, leaves: list[tuple[str, Any]]) -> Any:
         "arrays and scalars, Python numbers, and tuples, lists and dicts of them (or make "
         "it static: static_argnames=...)"
     )
+
+
+def _typed(value: Any) -> Any:
+    """The types in ``value`` (static arguments), nested in tuples: ``1``, ``1.0``,
+    ``True`` and ``np.float64(1)`` are equal and hash alike, but NumPy types what they
+    meet differently, so each is a kernel of its own."""
+    if isinstance(value, tuple | list):
+        return (type(value), tuple(_typed(v) for v in cast(tuple[Any, ...], value)))
+    return type(value)
+
+
+def _sequence_kind(value: tuple[Any, ...] | list[Any]) -> Any:
+    """How a sequence of the arguments or the result is rebuilt: ``"list"``, ``"tuple"``,
+    or a named tuple's class (rebuilt from its fields)."""
+    if isinstance(value, list):
+        return "list"
+    return type(value) if hasattr(type(value), "_fields") else "tuple"
 
 
 def _shape_dtype(path: str, value: Any) -> tuple[tuple[int, ...], np.dtype[Any]]:
@@ -121,7 +142,9 @@ def _rebuild(tree: Any, leaves: Sequence[Any]) -> Any:
     if kind == "dict":
         return {k: _rebuild(t, leaves) for k, t in zip(tree[1], tree[2], strict=True)}
     items = [_rebuild(t, leaves) for t in tree[1]]
-    return tuple(items) if kind == "tuple" else items
+    if kind == "list":
+        return items
+    return tuple(items) if kind == "tuple" else kind(*items)  # (a named tuple's class)
 
 
 def _outputs(value: Any, found: list[Tracer]) -> Any:
@@ -130,8 +153,7 @@ def _outputs(value: Any, found: list[Tracer]) -> Any:
         found.append(value)
         return ("leaf", len(found) - 1)
     if isinstance(value, tuple | list):
-        kind = "tuple" if isinstance(value, tuple) else "list"
-        return (kind, tuple(_outputs(v, found) for v in value))
+        return (_sequence_kind(value), tuple(_outputs(v, found) for v in value))
     if isinstance(value, dict):
         return ("dict", tuple(value), tuple(_outputs(v, found) for v in value.values()))
     raise TdslCallError(
@@ -217,7 +239,8 @@ class Traced:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as err:
             raise TdslCallError(f"`{self.name}`: {err}") from None
-        bound.apply_defaults()
+        # (defaults not passed stay the function's own: constants of the trace, as in
+        # jax.jit, not inputs; a default used as an axis or a size needs no static_argnames)
         static: list[tuple[str, Any]] = []
         leaves: list[tuple[str, Any]] = []
         trees: list[tuple[str, Any]] = []
@@ -231,7 +254,7 @@ class Traced:
             ("weak", type(v).__name__) if _weak(v) else _shape_dtype(path, v) for path, v in leaves
         )
         try:
-            key = (tuple(trees), types, tuple(static))
+            key = (tuple(trees), types, tuple(static), _typed(static))
             hash(key)
         except TypeError:
             raise TdslCallError(
@@ -243,14 +266,16 @@ class Traced:
     def _trace(self, key: Any, leaves: list[tuple[str, Any]]) -> _Entry:
         """Trace the function for ``key`` (see :meth:`_key`: the trees, the leaves' types,
         the static values), whose array leaves are ``leaves``."""
-        from tdsl.frontend.functions import FUNCTIONS
+        from tdsl.frontend.functions import CONSTANTS, FUNCTIONS
 
         trace = Trace()
         names: list[str] = []
         tracers: list[Tracer] = []
         for (path, value), kind in zip(leaves, key[1], strict=True):
             name = _identifier(path)
-            while name in names or name in FUNCTIONS or keyword.iskeyword(name):
+            while (
+                name in names or name in FUNCTIONS or name in CONSTANTS or keyword.iskeyword(name)
+            ):
                 name = f"{name}_"
             names.append(name)
             if _weak(value):

@@ -69,8 +69,12 @@ class Trace:
     _count: int = 0
 
     def fresh(self, prefix: str = "v") -> str:
-        self._count += 1
-        return f"{prefix}{self._count}"
+        """A new name, never an input's (a parameter may be named ``v1``)."""
+        while True:
+            self._count += 1
+            name = f"{prefix}{self._count}"
+            if name not in self.types:
+                return name
 
     def input(self, name: str, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Tracer:
         self.inputs.append((name, shape, dtype))

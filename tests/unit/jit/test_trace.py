@@ -578,3 +578,92 @@ def test_a_traced_function_called_inside_another_joins_its_trace() -> None:
     np.testing.assert_array_equal(outer(x), np.maximum(x, 0) * 2.0 + 1.0)
     assert len(outer.kernels) == 1 and _inner.kernels == ()
     assert "maximum" in outer.program(x)
+
+
+# --------------------------------------------------------------------------- found by fuzzing
+
+
+def test_parameters_named_like_the_programs_own_names_keep_their_values() -> None:
+    """A parameter named as the trace names its values (``v1``), its captured arrays
+    (``c1``) or a constant of the language (``nan``, ``inf``) is that parameter: the
+    program's names step around it (``x * 3 + v1`` gave ``x * 3 + x * 3``)."""
+    w = np.full((2,), 10.0)
+    x, y = np.array([1.0, -2.0]), np.array([5.0, 6.0])
+    cases = [
+        (lambda v1, x: x * 3 + v1, (np.ones(2), np.ones(2))),
+        (lambda v1, v2: (v1 @ v2) / np.sqrt(v1 @ v1), (x, y)),
+        (lambda c1: c1 + w, (x,)),
+        (lambda nan, x: np.where(x > 0, x, np.nan) + nan, (y, x)),
+        (lambda inf, pi: np.minimum(inf, np.inf) * pi + np.pi, (x, y)),
+    ]
+    for fn, args in cases:
+        want = fn(*args)
+        np.testing.assert_array_equal(tdsl.trace(fn)(*args), want)
+
+
+def test_static_arguments_of_equal_values_and_other_types_are_kernels_of_their_own() -> None:
+    x = np.array([1, 2, 3], np.int32)
+    scaled = tdsl.trace(lambda x, s: x * s, static_argnames="s")
+    for s in (1, 1.0, np.float64(1.0), True, (1,), (1.0,)):
+        got, want = (
+            scaled(x, s if not isinstance(s, tuple) else s[0]),
+            x * (s if not isinstance(s, tuple) else s[0]),
+        )
+        assert got.dtype == want.dtype and np.array_equal(got, want), s
+    assert len(scaled.kernels) == 4  # int, float, np.float64, bool
+
+
+def test_defaults_not_passed_are_constants_of_the_trace() -> None:
+    """As in jax.jit: ``axis=-1`` needs no static_argnames, a default dtype or keyword of
+    a NumPy function traced as it is is not an input."""
+
+    def softmax(x: Any, axis: int = -1, scale: float = 1.0) -> Any:
+        e = np.exp((x - x.max(axis=axis, keepdims=True)) * scale)
+        return e / e.sum(axis=axis, keepdims=True)
+
+    x = np.arange(8.0).reshape(2, 4)
+    traced = tdsl.trace(softmax)
+    np.testing.assert_allclose(traced(x), softmax(x), rtol=1e-12)
+    np.testing.assert_allclose(traced(x, scale=0.5), softmax(x, scale=0.5), rtol=1e-12)
+    with pytest.raises(TdslCallError, match="static_argnames"):
+        traced(x, 0)  # passed, an axis is an argument like any other: it must be static
+    np.testing.assert_allclose(tdsl.trace(np.exp)(x), np.exp(x), rtol=1e-12)
+
+
+def test_named_tuples_go_in_and_come_out_as_themselves() -> None:
+    import collections
+
+    Pair = collections.namedtuple("Pair", "a b")
+
+    def f(p: Any) -> Any:
+        return Pair(p.a + p.b, p.a * p.b)
+
+    p = Pair(np.ones(3), np.full(3, 2.0))
+    got = tdsl.trace(f)(p)
+    assert type(got) is Pair
+    np.testing.assert_array_equal(got.a, p.a + p.b)
+    np.testing.assert_array_equal(got.b, p.a * p.b)
+
+
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (np.ma.masked_array(np.ones(3), mask=[0, 1, 0]), r"MaskedArray: .*ignore its mask"),
+        ("matrix", r"numpy\.matrix, whose `\*` and `\*\*` are matrix products"),
+    ],
+)
+def test_arrays_that_compute_otherwise_are_refused_not_read_as_plain_arrays(
+    value: Any, message: str
+) -> None:
+    if isinstance(value, str):  # (made here: NumPy warns that np.matrix is deprecated)
+        with pytest.warns(PendingDeprecationWarning):
+            value = np.matrix(np.ones((2, 2)))
+    with pytest.raises(TdslCallError, match="argument `x` is a .*" + message):
+        tdsl.trace(lambda x: x * x)(value)
+    jit = tdsl.JITTensorKernel()
+    with pytest.raises(TdslCallError, match="argument `x` of kernel `main` is a .*" + message):
+        jit("x * x", x=value)
+    kernel = jit.compile("x * x", {"x": value.shape})
+    for call in (lambda: kernel(value), lambda: kernel(x=value)):  # (the fast path too)
+        with pytest.raises(TdslCallError, match=message):
+            call()
