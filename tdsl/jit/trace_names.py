@@ -149,6 +149,10 @@ STATIC_KEYWORDS = frozenset({"axis", "axes", "shape", "newshape", "keepdims", "d
 """Arguments of NumPy's functions that must be Python values (a trace writes them into
 the program), by keyword."""
 
+STATIC_REST = frozenset(
+    {"swapaxes", "moveaxis", "transpose", "split", "array_split", "broadcast_to"}
+)
+"""Functions whose arguments after the first are all axes, shapes or sections."""
 STATIC_SECOND = ZERO_D_AXIS | {"mean", "var", "std", "reshape", "expand_dims", "squeeze"}
 """NumPy's functions whose second positional argument is such a value (an axis, a shape)."""
 
@@ -185,6 +189,19 @@ def check_static(value: Any) -> None:
             v.__index__()
 
 
+def static_ints(value: Any) -> Any:
+    """``value`` (checked by :func:`check_static`) with its NumPy integers as Python ints,
+    nested in tuples and lists, as a slice bound, an axis or a shape takes them
+    (``x.reshape(n, np.prod(x.shape[1:]))``); other values unchanged."""
+    check_static(value)
+    if isinstance(value, tuple | list):
+        items = [static_ints(v) for v in cast(Sequence[Any], value)]
+        return tuple(items) if isinstance(value, tuple) else items
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
 def numpy_call(
     name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[str, tuple[Any, ...]]:
@@ -193,9 +210,12 @@ def numpy_call(
     ``None`` (``np.clip(x, 0, None)``) as the one ``maximum`` or ``minimum`` it is (the
     language's ``clip`` takes both bounds).  An int ``keepdims`` in ``kwargs`` (NumPy
     takes its truth: ``keepdims=1``) becomes the bool the language takes."""
-    check_static([v for k, v in kwargs.items() if k in STATIC_KEYWORDS])
-    if name in STATIC_SECOND and len(args) > 1:
-        check_static(args[1])
+    for k in STATIC_KEYWORDS & kwargs.keys():
+        kwargs[k] = static_ints(kwargs[k])
+    if name in STATIC_REST:
+        args = (args[0], *(static_ints(a) for a in args[1:]))
+    elif name in STATIC_SECOND and len(args) > 1:
+        args = (args[0], static_ints(args[1]), *args[2:])
     if type(kwargs.get("keepdims")) in (int, np.bool_):
         kwargs["keepdims"] = bool(kwargs["keepdims"])
     if name in ZERO_D_AXIS and args and getattr(args[0], "ndim", None) == 0:
@@ -253,6 +273,7 @@ __all__ = [
     "numpy_call",
     "spell_dtype",
     "split_results",
+    "static_ints",
     "strong_numbers",
     "trace_error",
     "user_location",

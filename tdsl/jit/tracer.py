@@ -37,11 +37,11 @@ from tdsl.jit.trace_names import (
     WEAK_OPERATOR_METHODS,
     WEAK_OPERATORS,
     bool_operand,
-    check_static,
     literal,
     numpy_call,
     spell_dtype,
     split_results,
+    static_ints,
     trace_error,
     user_location,
 )
@@ -561,8 +561,8 @@ def _index_part(trace: Trace, item: Any) -> tuple[str, Tracer | None]:
     if item is Ellipsis:
         return "...", None
     if isinstance(item, slice):
-        check_static([item.start, item.stop, item.step])
-        parts = ["" if p is None else spell(trace, p) for p in (item.start, item.stop, item.step)]
+        bounds = static_ints([item.start, item.stop, item.step])
+        parts = ["" if p is None else spell(trace, p) for p in bounds]
         return ":".join(parts[:2]) + (f":{parts[2]}" if item.step is not None else ""), None
     if isinstance(item, bool | np.bool_):
         trace_error("indexing with a Python bool is not supported when traced")

@@ -667,3 +667,25 @@ def test_arrays_that_compute_otherwise_are_refused_not_read_as_plain_arrays(
     for call in (lambda: kernel(value), lambda: kernel(x=value)):  # (the fast path too)
         with pytest.raises(TdslCallError, match=message):
             call()
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: x.reshape(x.shape[0], np.prod(x.shape[1:])),  # the flatten idiom
+        lambda x: x[: np.int64(1)],
+        lambda x: x[:, :: np.int8(2)],
+        lambda x: np.sum(x, axis=np.int64(1)),
+        lambda x: np.mean(x, np.int32(2)),
+        lambda x: np.swapaxes(x, np.int32(0), 1),
+        lambda x: np.moveaxis(x, np.int64(0), -1),
+        lambda x: np.transpose(x, (np.int64(2), 1, 0)),
+        lambda x: np.split(x, np.int64(2), axis=np.int64(2))[1],
+        lambda x: np.expand_dims(x, np.int64(0)),
+        lambda x: x * np.int32(3),  # an operand stays a strong NumPy scalar
+    ],
+)
+def test_numpy_integers_as_sizes_bounds_and_axes_are_ints(fn: Any) -> None:
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    got, want = tdsl.trace(fn)(x), fn(x)
+    assert got.dtype == want.dtype and np.array_equal(got, want)
