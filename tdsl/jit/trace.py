@@ -48,6 +48,7 @@ import keyword
 import re
 import threading
 import types
+import unicodedata
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -74,8 +75,22 @@ def _weak(value: Any) -> bool:
 
 
 def _identifier(text: str) -> str:
-    name = re.sub(r"\W", "_", text)
+    """``text`` (a parameter's path) as a name of the language, whose names are ASCII:
+    accents dropped, a Greek letter spelled (``θ`` is ``theta``), anything else ``_``."""
+    name = "".join(
+        c if c.isascii() else _ascii_letter(c)
+        for c in unicodedata.normalize("NFKD", text)
+        if not unicodedata.combining(c)
+    )
+    name = re.sub(r"\W", "_", name)
     return name if name and not name[0].isdigit() else f"a_{name}"
+
+
+def _ascii_letter(c: str) -> str:
+    word = unicodedata.name(c, "").rsplit(" ", 1)[-1].lower()
+    return (
+        word if word.isascii() and word.isalpha() and "LETTER" in unicodedata.name(c, "") else "_"
+    )
 
 
 def _flatten(value: Any, path: str, leaves: list[tuple[str, Any]]) -> Any:

@@ -689,3 +689,13 @@ def test_numpy_integers_as_sizes_bounds_and_axes_are_ints(fn: Any) -> None:
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     got, want = tdsl.trace(fn)(x), fn(x)
     assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+def test_parameters_with_names_beyond_ascii_are_traced() -> None:
+    def sgd(θ: Any, grad: Any, theta: Any, 日本: Any, 中国: Any) -> Any:
+        return θ - 0.5 * grad + theta * 日本 - 中国
+
+    args = [np.arange(3.0) + k for k in range(5)]
+    traced = tdsl.trace(sgd)
+    np.testing.assert_array_equal(traced(*args), sgd(*args))
+    assert "theta_" in traced.program(*args)  # θ is theta, the parameter theta steps aside
