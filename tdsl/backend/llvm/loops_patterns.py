@@ -370,15 +370,16 @@ class TileToCall(_OpPattern):
         after: dict[int, BlockArgument] = {}
         """Outputs BLAS computes in a ``tmp`` argument first: to their strided slices."""
         roles = main.roles
+        # (planned once: a plan is linear in the group's ops, and a join's parts can be
+        # hundreds of strided outputs)
+        group = _Group(op, [_strides(a.type) for a in inputs])
         for k, r in enumerate(op.outputs):  # BLAS writes row-major outputs only
             if roles[outputs[k].index] == "view" and _strides(outputs[k].type) != (
                 row_major_strides(tensor_shape(r))
             ):
-                probe = _Group(op, [_strides(a.type) for a in inputs])
-                if k in probe.blas.values():
+                if k in group.blas.values():
                     after[k] = outputs[k]
                     outputs[k] = main.add(memref_of(r.type), "tmp")
-        group = _Group(op, [_strides(a.type) for a in inputs])
         read = _blas_views(group, inputs, main.roles)
         for n, i in enumerate(read):  # a BLAS call reads row-major arrays: copy views first
             dst = main.add(memref_of(op.inputs[i].type), "tmp")
