@@ -202,6 +202,25 @@ def static_ints(value: Any) -> Any:
     return value
 
 
+def ufunc_operand(name: str, value: Any) -> Any:
+    """An operand of ufunc ``name`` as NumPy takes it: a list or tuple of numbers is the
+    array ``np.asarray`` makes of it (``img * [0.299, 0.587, 0.114]``: a float64 array,
+    strong), captured as a constant input; ``None`` is an error, as in NumPy."""
+    if isinstance(value, list | tuple):
+        if holds_traced(value):
+            trace_error(
+                f"a {type(value).__name__} holding traced arrays is an operand of `np.{name}`: "
+                "make it one array first (`np.stack`, `np.array` is not traced)"
+            )
+        try:
+            return np.asarray(value)
+        except ValueError:
+            trace_error(f"a ragged {type(value).__name__} is not an operand of `np.{name}`")
+    if value is None:
+        trace_error(f"None is not an operand of `np.{name}` (NumPy cannot compute it either)")
+    return value
+
+
 def numpy_call(
     name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[str, tuple[Any, ...]]:
@@ -225,6 +244,8 @@ def numpy_call(
             kwargs.pop("axis", None)
             args = args[:1] + (None,) * (len(args) > 1) + args[2:]
     args = strong_numbers(name, args)
+    if name == "clip" and len(args) == 3 and args[1] is None and args[2] is None:
+        return "copy", args[:1]  # (NumPy 2 clips to no bound: the array, copied)
     if name == "clip" and len(args) == 3 and (args[1] is None) != (args[2] is None):
         return ("maximum", args[:2]) if args[2] is None else ("minimum", (args[0], args[2]))
     if name == "transpose" and len(args) == 2 and args[1] is None:
@@ -276,5 +297,6 @@ __all__ = [
     "static_ints",
     "strong_numbers",
     "trace_error",
+    "ufunc_operand",
     "user_location",
 ]

@@ -43,6 +43,7 @@ from tdsl.jit.trace_names import (
     split_results,
     static_ints,
     trace_error,
+    ufunc_operand,
     user_location,
 )
 from tdsl.jit.trace_ufuncs import ufunc_method
@@ -70,11 +71,10 @@ class Trace:
 
     def fresh(self, prefix: str = "v") -> str:
         """A new name, never an input's (a parameter may be named ``v1``)."""
-        while True:
+        self._count += 1
+        while f"{prefix}{self._count}" in self.types:
             self._count += 1
-            name = f"{prefix}{self._count}"
-            if name not in self.types:
-                return name
+        return f"{prefix}{self._count}"
 
     def input(self, name: str, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Tracer:
         self.inputs.append((name, shape, dtype))
@@ -208,6 +208,7 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
             return ufunc_method(name, method, inputs, kwargs)
         if kwargs:
             trace_error(f"`np.{name}` with `{'`, `'.join(kwargs)}` is not supported when traced")
+        inputs = tuple(ufunc_operand(name, x) for x in inputs)
         composed = COMPOSED.get(f"np.{name}")  # (a ufunc written as others)
         if composed and (done := composed(*inputs)) is not NotImplemented:
             return done

@@ -374,12 +374,10 @@ class TileToCall(_OpPattern):
         # hundreds of strided outputs)
         group = _Group(op, [_strides(a.type) for a in inputs])
         for k, r in enumerate(op.outputs):  # BLAS writes row-major outputs only
-            if roles[outputs[k].index] == "view" and _strides(outputs[k].type) != (
-                row_major_strides(tensor_shape(r))
-            ):
-                if k in group.blas.values():
-                    after[k] = outputs[k]
-                    outputs[k] = main.add(memref_of(r.type), "tmp")
+            strided = _strides(outputs[k].type) != row_major_strides(tensor_shape(r))
+            if roles[outputs[k].index] == "view" and strided and k in group.blas.values():
+                after[k] = outputs[k]
+                outputs[k] = main.add(memref_of(r.type), "tmp")
         read = _blas_views(group, inputs, main.roles)
         for n, i in enumerate(read):  # a BLAS call reads row-major arrays: copy views first
             dst = main.add(memref_of(op.inputs[i].type), "tmp")

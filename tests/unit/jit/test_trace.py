@@ -699,3 +699,23 @@ def test_parameters_with_names_beyond_ascii_are_traced() -> None:
     traced = tdsl.trace(sgd)
     np.testing.assert_array_equal(traced(*args), sgd(*args))
     assert "theta_" in traced.program(*args)  # θ is theta, the parameter theta steps aside
+
+
+def test_lists_of_numbers_are_arrays_and_none_is_no_operand() -> None:
+    """As NumPy takes them: ``img * [0.299, 0.587, 0.114]`` multiplies by a float64 array
+    (the result is float64), ``np.clip(x, None, None)`` copies; ``x + None`` is an error,
+    and so is a list of traced arrays as an operand (NumPy would stack it)."""
+    img = np.arange(12, dtype=np.float32).reshape(4, 3)
+    cases = [
+        lambda x: x * [0.299, 0.587, 0.114],
+        lambda x: np.add(x, (1, 2, 3)),
+        lambda x: np.maximum([[0, 1, 5]], x),
+        lambda x: np.clip(x, None, None),
+    ]
+    for fn in cases:
+        got, want = tdsl.trace(fn)(img), fn(img)
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+    with pytest.raises(TdslError, match="None is not an operand of `np.add`"):
+        tdsl.trace(lambda x: x + None)(img)
+    with pytest.raises(TdslError, match="a list holding traced arrays is an operand"):
+        tdsl.trace(lambda x, y: x + y)(img, [img, img])
