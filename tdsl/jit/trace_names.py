@@ -243,6 +243,11 @@ def numpy_call(
         if type(axis) is int and axis in (0, -1):
             kwargs.pop("axis", None)
             args = args[:1] + (None,) * (len(args) > 1) + args[2:]
+    if name == "take" and len(args) > 1 and type(args[1]) is int:
+        # (an index NumPy takes as a 0-d index array: the axis goes, as x[:, 2] drops it)
+        args = (args[0], np.int64(args[1]), *args[2:])
+    elif name == "take" and len(args) > 1 and isinstance(args[1], list | tuple):
+        args = (args[0], ufunc_operand(name, args[1]), *args[2:])  # (the array NumPy makes)
     args = strong_numbers(name, args)
     if name == "clip" and len(args) == 3 and args[1] is None and args[2] is None:
         return "copy", args[:1]  # (NumPy 2 clips to no bound: the array, copied)

@@ -715,7 +715,22 @@ def test_lists_of_numbers_are_arrays_and_none_is_no_operand() -> None:
     for fn in cases:
         got, want = tdsl.trace(fn)(img), fn(img)
         assert got.dtype == want.dtype and np.array_equal(got, want)
-    with pytest.raises(TdslError, match="None is not an operand of `np.add`"):
+    with pytest.raises(TdslError, match=r"None is not an operand of `np\.add`"):
         tdsl.trace(lambda x: x + None)(img)
     with pytest.raises(TdslError, match="a list holding traced arrays is an operand"):
         tdsl.trace(lambda x, y: x + y)(img, [img, img])
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: np.take(x, 2, axis=1),  # the axis goes, as x[:, 2] drops it
+        lambda x: np.take(x, -1),
+        lambda x: np.take(x, [1, 2], axis=0),
+        lambda x: np.take(x, [[0, 1], [2, 3]], axis=1),
+    ],
+)
+def test_take_by_a_python_int_or_list_is_numpys(fn: Any) -> None:
+    x = np.arange(24.0).reshape(4, 6)
+    got, want = tdsl.trace(fn)(x), fn(x)
+    assert got.shape == want.shape and np.array_equal(got, want)
