@@ -6,10 +6,11 @@ frontend, and prints the resulting program with the chosen target (``mlir`` exac
 
 from __future__ import annotations
 
+import os
 import struct
 import sys
 from contextlib import nullcontext
-from io import BytesIO
+from io import BytesIO, StringIO
 from typing import IO, Any
 
 # Only what every run needs is imported here: ``tdsl-opt`` starts as fast as
@@ -146,11 +147,33 @@ class OptIO(OptArguments):
         return chunks, extension
 
     def prepare_output(self) -> IO[str]:
+        """Standard output, or for ``-o FILE`` a buffer :meth:`finish_output` writes to
+        ``FILE`` when the run succeeds: a failed run leaves ``FILE`` as it was, as
+        mlir-opt does (it may be the input).  An unwritable ``FILE`` is an error now."""
+        path = self.args.output_file
+        if not path:
+            return sys.stdout
         try:
-            return super().prepare_output()
+            existed = os.path.lexists(path)
+            with open(path, "a"):  # (writable? appending nothing changes no byte)
+                pass
+            if not existed:
+                os.unlink(path)
         except OSError as err:
-            reason = err.strerror or str(err)
-            raise DriverError(f"error: cannot write '{self.args.output_file}': {reason}") from None
+            raise DriverError(f"error: cannot write '{path}': {err.strerror or err}") from None
+        return StringIO()
+
+    def finish_output(self, output: IO[str], succeeded: bool) -> None:
+        """Write ``-o``'s buffer to its file if the run ``succeeded``; else leave it."""
+        if output is sys.stdout or not isinstance(output, StringIO):
+            return
+        path = self.args.output_file
+        if succeeded and path:
+            try:
+                with open(path, "w") as file:
+                    file.write(output.getvalue())
+            except OSError as err:
+                raise DriverError(f"error: cannot write '{path}': {err.strerror or err}") from None
 
     def parse_chunk(
         self, chunk: IO[bytes], file_extension: str, start_offset: int = 0

@@ -290,6 +290,7 @@ class TdslOptMain(OptIO):
         chunks, file_extension = self.prepare_input()
         output_stream = self.prepare_output()
         failed = False
+        finished = False
         try:
             for index, (chunk, offset) in enumerate(chunks):
                 if index > 0:
@@ -304,14 +305,14 @@ class TdslOptMain(OptIO):
                     chunk.close()
                 if failed and not self.args.split_input_file:
                     break
+            finished = True
         except ShrinkException as err:
             if not self.args.shrink:
                 raise internal_error("tdsl-opt: a pass asked to shrink without --shrink") from err
             print("Success, can shrink")
             raise SystemExit(0) from None
         finally:
-            if output_stream is not sys.stdout:
-                output_stream.close()
+            self.finish_output(output_stream, finished and not failed)
             if self._times is not None:
                 sys.stdout.flush()
                 sys.stderr.write(self._times.report())

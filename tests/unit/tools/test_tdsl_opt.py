@@ -197,6 +197,29 @@ def test_output_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None
     assert "func.func @main" in target.read_text()
 
 
+@pytest.mark.parametrize("same", [True, False], ids=["the-input", "another-file"])
+def test_a_failed_run_leaves_the_output_file_as_it_was(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, same: bool
+) -> None:
+    """As mlir-opt: the ``-o`` file is written only by a run that succeeds; a failed run
+    emptied it, the input itself when ``-o`` named it (``tdsl-opt bad.mlir -o bad.mlir``)."""
+    bad = "func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  %0 = nope\n}\n"
+    path = write(tmp_path, "bad.mlir", bad)
+    target = Path(path) if same else tmp_path / "out.mlir"
+    if not same:
+        target.write_text("keep\n")
+    before = target.read_bytes()
+    outcome = run_main(capsys, [path, "-o", str(target)])
+    assert outcome.code == 1 and "error" in outcome.err
+    assert target.read_bytes() == before
+    missing = tmp_path / "new.mlir"
+    assert run_main(capsys, [path, "-o", str(missing)]).code == 1
+    assert not missing.exists()  # (nor is a file made)
+    good = write(tmp_path, "good.mlir", GOOD)
+    assert run_main(capsys, [good, "-o", str(target)]).code == 0
+    assert "func.func @main" in target.read_text()
+
+
 def test_expression_is_lowered(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["--expr", "relu(A)+B", "--shape", "A=4x4xf32", "--shape", "B=4xf32"]
     outcome = run_main(capsys, args)
