@@ -46,6 +46,7 @@ from tdsl.backend.llvm.loops_common import (
 from tdsl.backend.llvm.loops_flash import KEY_TILE, flash_keys, flash_types, prefers_flash
 from tdsl.backend.llvm.loops_recorded import (
     check_cut_dims,
+    check_recorded_scratch,
     check_split,
     recorded_blas,
     recorded_stored,
@@ -191,15 +192,13 @@ class _GroupPlan:
         """Whether values long chains would compute again are stored (see
         :meth:`_keep_long_chains`); not where their rows do not fit the tile's scratch."""
         self.recorded = tile.loops_plan
-        """The plan ``tdsl-plan-loops`` recorded in the tile op, run as it is (None:
-        planned here, see :meth:`record`)."""
+        """The plan ``tdsl-plan-loops`` recorded, run as it is (None: planned here)."""
         self.threads = threads
         self.share = 1
         """The threads that run this group's tiles, each in a scratch of its own."""
         given = limit if self.recorded is None else self.recorded.limit
         self.limit = limit = max(tile.scratch_value, given or 0)
-        """The scratch the loops' tiles fit (elements, all threads together): the tile
-        op's, or more where the memory budget leaves more (``limit``)."""
+        """The scratch the loops' tiles fit (elements, all threads): the tile op's, or more."""
         if self.recorded is not None:
             self.tiles = tuple(self.recorded.tiles)
             check_cut_dims(tile, body, self.tiles, {**self.flash, **self.split})
@@ -216,6 +215,7 @@ class _GroupPlan:
         check_split(self)
         scratch = self._scratch_elements()
         empty = 0 in self.extents  # (computes nothing: no scratch is used)
+        check_recorded_scratch(self, scratch, limit, empty)
         why = None if self.recorded is not None or empty else over_budget(self, scratch, limit)
         if why is not None:
             name = tile.group_name or "a group"

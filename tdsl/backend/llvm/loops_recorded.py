@@ -10,7 +10,12 @@ from typing import TYPE_CHECKING
 
 from xdsl.ir import Operation, SSAValue
 
-from tdsl.backend.llvm.loops_choices import TileGemm, blas_output, tile_gemm
+from tdsl.backend.llvm.loops_choices import (
+    LOOPS_SCRATCH_SLACK,
+    TileGemm,
+    blas_output,
+    tile_gemm,
+)
 from tdsl.dialects.kernel_body import GroupBody
 from tdsl.dialects.structured import IteratorType
 from tdsl.errors import TdslIRError
@@ -103,3 +108,26 @@ def check_split(plan: _GroupPlan) -> None:
                 f"group), but does not give it BLAS: add {n} to `blas`, or give d{r} whole",
                 op=plan.tile,
             )
+
+
+def check_recorded_scratch(plan: _GroupPlan, scratch: int, limit: int, empty: bool) -> None:
+    """A recorded plan whose parallel tiles need more scratch (``scratch``, per tile) than
+    the tile op records (``limit``: its scratch, or its plan's ``limit``), where smaller
+    ones would fit, breaks the budget: a located error (an edited ``loops tiles``; the
+    planner halves them until they fit).  An ``empty`` group computes nothing.  As for the
+    planner's own plans, :data:`LOOPS_SCRATCH_SLACK` elements beyond ``limit`` are allowed
+    (the loops' scratch model and the NumPy target's differ in small accumulators)."""
+    if plan.recorded is None or empty or scratch <= limit + LOOPS_SCRATCH_SLACK:
+        return
+    kinds = plan.body.kinds
+    least = plan._scratch_at_tiles(  # pyright: ignore[reportPrivateUsage]
+        [1 if k is IteratorType.PARALLEL else t for k, t in zip(kinds, plan.tiles, strict=True)]
+    )
+    if least <= limit:
+        raise TdslIRError(
+            f"'{plan.tile.name}' op loops tiles {list(plan.tiles)} need {scratch} elements of "
+            f"scratch per tile, more than the {limit} the plan records (its scratch, or its "
+            f"`limit`): take smaller parallel tiles, or record `limit {scratch}` if the "
+            "memory budget allows it",
+            op=plan.tile,
+        )

@@ -318,3 +318,23 @@ def test_an_empty_group_plans_without_a_budget_warning() -> None:
         plan_loops(module)
     assert not seen, [str(w.message) for w in seen]
     module.verify()
+
+
+def test_edited_loops_tiles_beyond_the_recorded_scratch_are_a_located_error() -> None:
+    """Parallel tiles edited larger than the scratch the tile op records (and the budget)
+    allow, where smaller ones fit, are refused where the loops are lowered (they ran,
+    keeping 256 rows of 1000 elements under a budget of 4096); the planner's own slack
+    (:data:`LOOPS_SCRATCH_SLACK`) is allowed an edit too."""
+    from tdsl.backend.llvm.loops_choices import LOOPS_SCRATCH_SLACK
+
+    jit = JITTensorKernel(target="native", memory_budget=4096)
+    kernel = jit.compile("exp(x) - max(exp(x), axis=1, keepdims=True)", {"x": (256, 1000)})
+    text = kernel.ir["planned"]
+    found = re.search(r"loops tiles \[(\d+), 1000\] stored \[\]", text)
+    assert found is not None and int(found.group(1)) * 1000 <= 4096 + LOOPS_SCRATCH_SLACK
+    # exp kept in scratch: a tile of 4 rows fits, of 256 rows (256,256 elements) does not
+    fits = text.replace(found.group(0), f"loops tiles [{found.group(1)}, 1000] stored [0]")
+    assert JITTensorKernel(target="native").compile_ir(fits).target == "native"
+    edited = text.replace(found.group(0), "loops tiles [256, 1000] stored [0]")
+    with pytest.raises(TdslIRError, match=r"loops tiles \[256, 1000\] need 256256 elements"):
+        JITTensorKernel(target="native").compile_ir(edited)
