@@ -24,6 +24,13 @@ def element_type_of(dtype: DTypeLike) -> Attribute:
     """
     if isinstance(dtype, str) and dtype in ELEMENT_TYPES:
         return ELEMENT_TYPES[dtype]
+    if isinstance(dtype, str) and dtype in _BYTE_CODES:
+        bits = f"int{8 * int(dtype[1])}"
+        raise TdslTypeError(
+            f"dtype `{dtype}` is ambiguous: NumPy's code for {bits} ({dtype[1]} bytes), where "
+            "tdsl's names count bits (`u8` is uint8) as MLIR's do; write the name "
+            f"(`{bits}`) or its bits (`i{8 * int(dtype[1])}`)"
+        )
     resolved = _numpy_dtype(dtype)
     short = None if resolved is None else SHORT_NAMES.get(resolved.name)
     if short is None:
@@ -32,6 +39,11 @@ def element_type_of(dtype: DTypeLike) -> Attribute:
             "float64, int32, int64, uint8 or uint64 (also spelled f16, f32, f64, i32, i64, u8, u64)"
         )
     return ELEMENT_TYPES[short]
+
+
+_BYTE_CODES = frozenset({"i4", "i8"})
+"""NumPy's codes by bytes of the integers tdsl has, which read as widths in bits (``i8``:
+int64 to NumPy, an 8-bit integer to MLIR; ``u8`` is tdsl's uint8)."""
 
 
 def _is_dtype_class(dtype: object) -> bool:

@@ -304,3 +304,14 @@ def test_lower_expression_cli() -> None:
         lower_expression_cli("A", ["A=4", "A=5"])
     with pytest.raises(TdslError, match="no shape given for input `B`"):
         lower_expression_cli("A + B", ["A=4"])
+
+
+@pytest.mark.parametrize(("code", "name"), [("i8", "int64"), ("i4", "int32")])
+def test_numpys_integer_codes_by_bytes_are_refused_as_ambiguous(code: str, name: str) -> None:
+    """``i8`` is int64 to NumPy and an 8-bit integer to MLIR (tdsl's ``u8`` is uint8): it
+    was taken as int64 without a word."""
+    with pytest.raises(TdslTypeError, match=rf"`{code}` is ambiguous: NumPy's code for {name}"):
+        element_type_of(code)
+    with pytest.raises(TdslTypeError, match="ambiguous"):
+        to_tensordsl("A", shapes={"A": (2,)}, dtypes=code)
+    assert element_type_of(np.dtype(code)) == element_type_of(name)  # a NumPy dtype is one
