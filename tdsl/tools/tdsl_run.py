@@ -76,11 +76,16 @@ def random_array(rng: np.random.Generator, arg_type: Attribute) -> Array:
     shape = tuple(cast(TensorType[Attribute], arg_type).get_shape())
     if any(dim < 0 for dim in shape):
         raise DriverError(f"error: --random-args needs static shapes, got {arg_type}")
-    if dtype == np.bool_:
-        return rng.random(size=shape) < 0.5
-    if dtype.kind in "iu":
-        return np.zeros(shape, dtype)
-    return rng.standard_normal(size=shape).astype(dtype)
+    try:
+        if dtype == np.bool_:
+            return rng.random(size=shape) < 0.5
+        if dtype.kind in "iu":
+            return np.zeros(shape, dtype)
+        return rng.standard_normal(size=shape).astype(dtype)
+    except (MemoryError, ValueError) as err:  # ("array is too big" for a huge shape)
+        raise DriverError(
+            f"error: out of memory: --random-args cannot make a {arg_type} ({err})"
+        ) from None
 
 
 def find_function(module: ModuleOp, symbol: str | None) -> FuncOp:

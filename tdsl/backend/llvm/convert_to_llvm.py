@@ -208,6 +208,16 @@ def _overlapping_args(module: ModuleOp) -> dict[str, set[int]]:
         views = fn.attributes.get(VIEWS_ATTR)
         if isinstance(views, DenseArrayBase):
             flat = views.get_values()
+            count = len(fn.function_type.inputs.data)
+            if len(flat) % 3 or any(
+                not 0 <= int(flat[k + j]) < count for k in range(0, len(flat), 3) for j in (0, 1)
+            ):
+                raise TdslIRError(
+                    f"tdsl-convert-to-llvm: `{VIEWS_ATTR}` of @{fn.sym_name.data} must be "
+                    f"triples (view, base, offset) of argument numbers below {count} and an "
+                    f"offset, got {list(flat)}",
+                    op=fn,
+                )
             found[fn.sym_name.data] = {
                 int(flat[k + j]) for k in range(0, len(flat), 3) for j in (0, 1)
             }

@@ -202,3 +202,16 @@ def test_each_conversion_pattern_names_the_ops_it_rewrites() -> None:
         *math_to_llvm._LIBM_BINARY,
     }
     assert tables <= set(typing.get_args(math_to_llvm.LoweredMathOp))
+
+
+@pytest.mark.parametrize("views", ["99, 1, 0, 0", "77, 0, 0"])
+def test_views_that_are_not_triples_of_arguments_are_a_located_error(views: str) -> None:
+    """``tdsl.views`` edited to a length that is no multiple of 3 (an IndexError), or to
+    an argument the function does not have (taken without a word)."""
+    text = f"""
+func.func @k(%a: memref<4xf32>, %b: memref<2xf32, strided<[2]>>) attributes {{tdsl.arg_roles = ["in", "view"], tdsl.views = array<i64: {views}>}} {{
+  func.return
+}}
+"""
+    with pytest.raises(TdslIRError, match=r"`tdsl.views` of @k must be triples"):
+        lower(text)

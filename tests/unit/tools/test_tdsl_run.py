@@ -276,3 +276,9 @@ def test_plain_xdsl_run_runs_tdsl_ir(tmp_path: Path) -> None:
     want = np.exp(e - e.max()) / np.exp(e - e.max()).sum()
     got = np.array(done.stdout.split("[")[1].split("]")[0].split(), np.float32)
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_random_args_too_large_to_make_are_a_driver_error() -> None:
+    """(An internal ValueError, "array is too big", exit 2.)"""
+    with pytest.raises(DriverError, match=r"out of memory: --random-args cannot make a tensor"):
+        random_array(np.random.default_rng(0), TensorType(f32, [4_000_000_000] * 2))
