@@ -187,6 +187,8 @@ class OptIO(OptArguments):
         name = self.get_input_name()
         if spec.name != "mlir":
             self._locator = OpLocator({}, 0, name, self._input_text)
+            if start_offset:  # (a later part of --split-input-file: its lines are the file's)
+                chunk = BytesIO(b"\n" * start_offset + chunk.read())
             return super().parse_chunk(chunk, file_extension, start_offset)
         frontend = MLIRFrontend.from_spec(spec)
         text = chunk.read().decode("utf-8")

@@ -723,3 +723,15 @@ def test_convert_to_llvm_of_two_results_is_a_located_error(
     lowered = run_main(capsys, [path, "--fuse", "--tile", "--lower-to-loops", "--convert-to-llvm"])
     assert lowered.code == 0, lowered.err
     assert "llvm.func @k(%a: !llvm.ptr, %out0: !llvm.ptr, %out1: !llvm.ptr)" in lowered.out
+
+
+def test_split_tdsl_parts_report_the_lines_of_the_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """An error in a later part of a ``.tdsl`` file split by ``--split-input-file`` is at
+    its line in the file (it was at its line in the part), as for ``.mlir`` files."""
+    text = "def main(x: f32[4]):\n    return x * 2.0\n// -----\ndef main(x: f32[4]):\n    return x[9]\n"
+    outcome = run_main(capsys, [write(tmp_path, "parts.tdsl", text), "--split-input-file"])
+    assert outcome.code == 1
+    assert f"{tmp_path / 'parts.tdsl'}:5:14: error: index 9 is out of bounds" in outcome.err
+    assert "func.func @main" in outcome.out  # (the first part's IR)
