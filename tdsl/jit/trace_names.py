@@ -221,6 +221,24 @@ def ufunc_operand(name: str, value: Any) -> Any:
     return value
 
 
+def ufunc_inputs(name: str, inputs: tuple[Any, ...], composed: bool) -> tuple[Any, ...]:
+    """The operands of NumPy's ufunc ``name`` (see :func:`ufunc_operand`), once the
+    ufunc is known to be one the trace can write (the language's, an operator, or
+    ``composed`` of others): else an error naming NumPy's ufunc, not a misspelling of a
+    function the language has (``np.fmax`` is not ``max``, ``np.frexp`` not ``exp``)."""
+    from tdsl.frontend.functions import FUNCTIONS, NUMPY_MISSING
+
+    known = composed or name in UFUNC_OPERATORS or UFUNC_NAMES.get(name, name) in FUNCTIONS
+    if not known:
+        why = NUMPY_MISSING.get(name, "the language has no such function")
+        label = f"`np.{name}`" if hasattr(np, name) else f"the ufunc `{name}`"
+        trace_error(
+            f"{label} is not supported when traced ({why}; docs/from-numpy.md lists what "
+            "a traced function may call)"
+        )
+    return tuple(ufunc_operand(name, x) for x in inputs)
+
+
 def numpy_call(
     name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[str, tuple[Any, ...]]:
@@ -302,6 +320,7 @@ __all__ = [
     "static_ints",
     "strong_numbers",
     "trace_error",
+    "ufunc_inputs",
     "ufunc_operand",
     "user_location",
 ]

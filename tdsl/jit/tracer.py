@@ -43,7 +43,7 @@ from tdsl.jit.trace_names import (
     split_results,
     static_ints,
     trace_error,
-    ufunc_operand,
+    ufunc_inputs,
     user_location,
 )
 from tdsl.jit.trace_ufuncs import ufunc_method
@@ -208,8 +208,8 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
             return ufunc_method(name, method, inputs, kwargs)
         if kwargs:
             trace_error(f"`np.{name}` with `{'`, `'.join(kwargs)}` is not supported when traced")
-        inputs = tuple(ufunc_operand(name, x) for x in inputs)
         composed = COMPOSED.get(f"np.{name}")  # (a ufunc written as others)
+        inputs = ufunc_inputs(name, inputs, composed is not None)
         if composed and (done := composed(*inputs)) is not NotImplemented:
             return done
         trace = self._trace

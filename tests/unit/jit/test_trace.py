@@ -734,3 +734,18 @@ def test_take_by_a_python_int_or_list_is_numpys(fn: Any) -> None:
     x = np.arange(24.0).reshape(4, 6)
     got, want = tdsl.trace(fn)(x), fn(x)
     assert got.shape == want.shape and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    "fn, name",
+    [
+        (lambda x: np.fmax(x, 0.0), "`np.fmax`"),  # (was "did you mean `max`?")
+        (lambda x: np.frexp(x), "`np.frexp`"),  # (was "did you mean `exp`?")
+        (lambda x: np.spacing(x), "`np.spacing`"),  # (was "did you mean `arcsin`?")
+        (np.frompyfunc(lambda v: v * 2, 1, 1), "the ufunc `<lambda> (vectorized)`"),
+    ],
+)
+def test_a_numpy_ufunc_the_language_lacks_is_named_not_mistaken(fn: Any, name: str) -> None:
+    with pytest.raises(TdslError, match=re.escape(f"{name} is not supported when traced")) as err:
+        tdsl.trace(fn)(np.linspace(-1, 1, 6))
+    assert "did you mean" not in err.value.message
