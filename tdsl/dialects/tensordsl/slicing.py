@@ -16,6 +16,7 @@ them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -48,10 +49,11 @@ from tdsl.dialects.structured import (
 
 def window_of(extent: int, index: slice) -> tuple[int, int, int]:
     """NumPy's window of a Python ``slice`` along an axis of ``extent``: its first index,
-    its step and its length (an empty window starts at 0 with step 1)."""
+    its step and its length (an empty window starts at 0 with step 1, a window of one
+    element has step 1: ``x[1::2**62]`` reads one row, whatever its step)."""
     start, stop, step = index.indices(extent)
     size = len(range(start, stop, step))
-    return (start, step, size) if size else (0, 1, 0)
+    return (start, step if size > 1 else 1, size) if size else (0, 1, 0)
 
 
 def check_window(
@@ -66,6 +68,11 @@ def check_window(
     for axis, (n, o, s, k) in enumerate(zip(shape, offsets, steps, sizes, strict=True)):
         if s == 0:
             return f"has stride 0 along axis {axis}; a stride is nonzero"
+        if abs(s) * math.prod(shape[axis + 1 :]) >= 2**63:
+            return (
+                f"has stride {s} along axis {axis}, whose step in elements does not fit in "
+                "int64 (a window of one element along an axis takes stride 1)"
+            )
         if k == 0:
             if (o, s) != (0, 1):
                 return f"has an empty axis {axis} with offset {o} and stride {s}: write 0 and 1"

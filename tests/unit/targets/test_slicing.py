@@ -322,3 +322,24 @@ def test_windows_of_a_matmuls_epilogue_leave_it_in_the_matmuls_group(target: str
     want = e / e.sum(axis=1, keepdims=True) @ h[:, 8:12]
     got = JITTensorKernel(target=target, threads=2).compile(QKV)(x, w, b)
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_a_window_of_one_element_takes_any_step_and_a_step_beyond_int64_is_refused(
+    target: str,
+) -> None:
+    """``x[1::2**62]`` reads one row as NumPy does (its step, times the row's length, did
+    not fit in int64: the LLVM conversion failed with no location); a slice op written
+    with such a step is a located verifier error."""
+    x = np.arange(10.0).reshape(2, 5)
+    for expr, want in (("x[1::4611686018427387904]", x[1:2]), ("x[:, 1::2**62]", x[:, 1:2])):
+        got = run_on(target, 1_000_000, expr.replace("2**62", "4611686018427387904"), x=x)
+        np.testing.assert_array_equal(got, want)
+    text = """
+func.func @main(%a: tensor<2x5xf64>) -> tensor<1x5xf64> {
+  %0 = tensordsl.slice %a offsets [1, 0] strides [-9223372036854775808, 1] : tensor<2x5xf64> -> tensor<1x5xf64>
+  func.return %0 : tensor<1x5xf64>
+}
+"""
+    with pytest.raises(TdslError, match=r"stride -9223372036854775808 along axis 0, whose step"):
+        JITTensorKernel(target="numpy").compile_ir(text)
