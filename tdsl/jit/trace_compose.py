@@ -339,11 +339,24 @@ def clip(a: Any, *bounds: Any, **kwargs: Any) -> Any:
         for side, bound in enumerate(given[:2]):
             if type(bound) is int and (bound < info.min if side == 0 else bound > info.max):
                 given[side], dropped = None, True
-    if not names and not dropped:
+    if not names and not dropped and len(bounds) == 2:
         return NotImplemented
     if given[0] is None and given[1] is None and dropped:
         return a  # (NumPy's copy: a traced value is never written in place)
     return np.clip(a, *given[:2], **kwargs)
+
+
+def copy(a: Any, *args: Any, **kwargs: Any) -> Any:
+    """``np.copy`` (``x.copy()``): the value itself, as a traced value is never written in
+    place (the language's ``copy`` takes no booleans)."""
+    return a
+
+
+def conjugate(x: Any) -> Any:
+    """``np.conj`` of integers: the value itself, of its dtype (the language's ``conj``
+    takes floats); of floats, the language's (NotImplemented; of booleans NumPy gives
+    int8, which tdsl lacks: the language's error)."""
+    return x if x.dtype.kind in "iu" else NotImplemented
 
 
 def _like(a: Any, dtype: Any, shape: Any, what: str) -> tuple[Any, np.dtype[Any]]:
@@ -532,6 +545,8 @@ COMPOSED: dict[str, Callable[..., Any]] = {
     "np.einsum": einsum,
     "np.concatenate": concatenate,
     "np.clip": clip,
+    "np.copy": copy,
+    "np.conjugate": conjugate,
     "np.tensordot": tensordot,
     "np.inner": inner,
     "np.round": round_,

@@ -749,3 +749,20 @@ def test_a_numpy_ufunc_the_language_lacks_is_named_not_mistaken(fn: Any, name: s
     with pytest.raises(TdslError, match=re.escape(f"{name} is not supported when traced")) as err:
         tdsl.trace(fn)(np.linspace(-1, 1, 6))
     assert "did you mean" not in err.value.message
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: x.clip(0),  # (the language's clip takes both bounds)
+        lambda x: x.clip(max=1),
+        lambda x: (x > 0).copy(),  # (the language's copy takes no booleans)
+        lambda x: np.copy(x),
+        lambda x: np.conj(x.astype(np.int64)),  # (the language's conj takes floats)
+        lambda x: np.conjugate(x),
+    ],
+)
+def test_numpy_methods_with_defaults_the_language_spells_otherwise(fn: Any) -> None:
+    x = np.array([-2.0, -0.5, 0.0, 3.0], np.float32)
+    got, want = tdsl.trace(fn)(x), fn(x)
+    assert got.dtype == want.dtype and np.array_equal(got, want)
