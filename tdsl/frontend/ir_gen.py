@@ -389,7 +389,15 @@ def lower_expression_cli(expr: str, shape_specs: list[str]) -> ModuleOp:
             raise TdslOptionError(f"input `{name}` is given more than one shape")
         shapes[name] = shape
         dtypes[name] = dtype_name(element)
-    return to_tensordsl(expr, shapes=shapes, dtypes=dtypes)
+    module = to_tensordsl(expr, shapes=shapes, dtypes=dtypes)
+    used = [a.name_hint for fn in module.ops if isinstance(fn, func.FuncOp) for a in fn.args]
+    unused = [name for name in shapes if name not in used]
+    if unused:  # (a misspelled name would be taken without a word)
+        inputs = ", ".join(f"`{n}`" for n in used if n) or "none"
+        raise TdslNameError(
+            f"--shape names `{unused[0]}`, which the expression does not use (its inputs: {inputs})"
+        )
+    return module
 
 
 __all__ = [

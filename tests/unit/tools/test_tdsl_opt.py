@@ -735,3 +735,13 @@ def test_split_tdsl_parts_report_the_lines_of_the_file(
     assert outcome.code == 1
     assert f"{tmp_path / 'parts.tdsl'}:5:14: error: index 9 is out of bounds" in outcome.err
     assert "func.func @main" in outcome.out  # (the first part's IR)
+
+
+def test_a_shape_for_a_name_the_expression_does_not_use_is_an_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """As the JIT's ``shapes=``: a misspelled ``--shape`` was taken without a word."""
+    outcome = run_main(capsys, ["--expr", "x + 1", "--shape", "x=4xf32", "--shape", "y=4xf32"])
+    assert_clean_error(
+        outcome, "error: --shape names `y`, which the expression does not use (its inputs: `x`)"
+    )
