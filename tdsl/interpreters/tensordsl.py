@@ -110,12 +110,13 @@ def attr_to_numpy(attr: Attribute, type_attr: Attribute | None = None) -> Array:
     dense = cast(DenseIntOrFPElementsAttr[Any], attr)
     if type_attr is not None and dense.type != type_attr:
         raise TdslCallError(f"argument {attr} does not have the expected type {type_attr}")
-    if element_dtype(dense.get_element_type()) is None or dense.get_element_type() == BOOL:
+    if element_dtype(dense.get_element_type()) is None:
         raise TdslCallError(
-            f"argument {attr} has element type {dense.get_element_type()}; "
-            "tdsl tensors are f16, f32 or f64 (i32 or i64 for indices)"
+            f"argument {attr} has element type {dense.get_element_type()}; tdsl tensors are "
+            "i1 (bool), f16, f32, f64, i32, i64, ui8 or ui64"
         )
-    return dense_to_numpy(dense)
+    value = dense_to_numpy(dense)
+    return value.astype(np.bool_) if dense.get_element_type() == BOOL else value
 
 
 @register_impls

@@ -282,3 +282,16 @@ def test_random_args_too_large_to_make_are_a_driver_error() -> None:
     """(An internal ValueError, "array is too big", exit 2.)"""
     with pytest.raises(DriverError, match=r"out of memory: --random-args cannot make a tensor"):
         random_array(np.random.default_rng(0), TensorType(f32, [4_000_000_000] * 2))
+
+
+def test_boolean_arguments_can_be_passed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """docs/tools.md says booleans go in ``--args`` as ``tensor<..xi1>``; they were refused
+    ("tdsl tensors are f16, f32 or f64")."""
+    text = "def main(b: bool[2], x: f32[2]):\n    return where(b, x, -x)\n"
+    args = "dense<[true, false]> : tensor<2xi1>, dense<[1.0, 2.0]> : tensor<2xf32>"
+    code, out, err = run(capsys, [program(tmp_path, text, "where.tdsl"), "--args", args])
+    assert code == 0, err
+    (got,) = parse_results(out)
+    np.testing.assert_array_equal(got, np.array([1.0, -2.0], np.float32))
