@@ -11,6 +11,7 @@ import dataclasses
 import difflib
 import functools
 import sys
+import typing
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Literal, NoReturn
 
@@ -269,13 +270,25 @@ def _target_given(argv: list[str]) -> str | None:
     return None if found is None else found.split("{", 1)[0]
 
 
-def check_options(kind: str, name: str, cls: type, given: list[str]) -> None:
-    """Raise a DriverError naming an option that the pass or target ``cls`` does not have."""
+def check_options(kind: str, name: str, cls: type, given: Mapping[str, tuple[object, ...]]) -> None:
+    """Raise a DriverError naming an option that the pass or target ``cls`` does not have,
+    or an integer option given something else (xDSL's message shows Python's reprs)."""
     if not dataclasses.is_dataclass(cls):
         return
     known = [f.name.replace("_", "-") for f in dataclasses.fields(cls)]
-    for option in given:
+    hints = typing.get_type_hints(cls)
+    for option, values in given.items():
         if option.replace("_", "-") in known:
+            wanted = hints.get(option.replace("-", "_"))
+            if wanted in (int, int | None) and any(type(v) is not int for v in values):
+                shown = ", ".join(str(v) for v in values)
+                raise DriverError(
+                    format_diagnostic(
+                        f"option '{option}' of {kind} '{name}' takes an integer, not `{shown}`",
+                        None,
+                        note=_integer_note(values),
+                    )
+                )
             continue
         close = difflib.get_close_matches(option.replace("_", "-"), known, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
@@ -286,6 +299,18 @@ def check_options(kind: str, name: str, cls: type, given: list[str]) -> None:
                 note=f"the options of '{name}' are: {', '.join(known) if known else 'none'}",
             )
         )
+
+
+def _integer_note(values: tuple[object, ...]) -> str | None:
+    """``1e6`` is written ``1000000``."""
+    for v in values:
+        try:
+            number = float(str(v))
+        except ValueError:
+            continue
+        if number.is_integer() and type(v) is not bool:
+            return f"write {int(number)}"
+    return None
 
 
 class OptArguments(xDSLOptMain):

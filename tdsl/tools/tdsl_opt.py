@@ -39,7 +39,7 @@ import gc
 import inspect
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from typing import IO, cast
 
@@ -142,7 +142,7 @@ class TdslOptMain(OptIO):
         if entry is None or inspect.signature(entry).parameters:
             return  # argparse has checked the name; legacy targets take no options
         target_cls = cast(Callable[[], type[Target]], entry)()
-        check_options("target", spec.name, target_cls, list(spec.parameters))
+        check_options("target", spec.name, target_cls, spec.parameters)
         try:
             target_cls.from_spec(spec)
         except (ValueError, TypeError) as err:
@@ -170,7 +170,7 @@ class TdslOptMain(OptIO):
         for pass_spec in pass_specs:
             if pass_spec.name not in self.available_passes:
                 raise DriverError(self._unknown_pass_message(pass_spec.name))
-            self._check_pass_options(pass_spec.name, list(pass_spec.parameters))
+            self._check_pass_options(pass_spec.name, pass_spec.parameters)
         try:
             self.pipeline = PassPipeline.parse_spec(
                 self.available_passes, spec, self._pipeline_callback()
@@ -239,7 +239,7 @@ class TdslOptMain(OptIO):
         repeat = earlier.count(spec)
         return spec if repeat == 0 else f"{spec} (run {repeat + 1})"
 
-    def _check_pass_options(self, name: str, given: list[str]) -> None:
+    def _check_pass_options(self, name: str, given: Mapping[str, tuple[object, ...]]) -> None:
         """An option the pass does not have is named as the user spelled it."""
         check_options("pass", name, self.available_passes[name](), given)
 

@@ -102,7 +102,7 @@
 
 // RUN: not tdsl-opt %s -t 'numpy{threads=abc}' 2>&1 | filecheck %s --check-prefix=TARGET-OPTION
 // TARGET-OPTION-NOT: internal error
-// TARGET-OPTION: error: invalid options for target 'numpy': Incompatible types: given ('abc',), expected <class 'int'>
+// TARGET-OPTION: error: option 'threads' of target 'numpy' takes an integer, not `abc`
 
 // RUN: not tdsl-opt %s -t 'numpy{thread=2}' 2>&1 | filecheck %s --check-prefix=TARGET-NEAR
 // TARGET-NEAR: error: target 'numpy' has no option 'thread'; did you mean 'threads'?

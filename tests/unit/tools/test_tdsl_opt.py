@@ -460,7 +460,7 @@ def test_unreadable_output(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
         ),
         (
             ["--tile=tile-size=1.5"],
-            "error: invalid pass options: Incompatible types: given (1.5,), expected int | None",
+            "error: option 'tile-size' of pass 'tdsl-tile' takes an integer, not `1.5`",
         ),
         (["-p", "cse{"], "pass-pipeline:1:5: error: Expected argument name here"),
         (["-p", "cse,,dce"], "pass-pipeline:1:5: error: Expected pass name here"),
@@ -745,3 +745,30 @@ def test_a_shape_for_a_name_the_expression_does_not_use_is_an_error(
     assert_clean_error(
         outcome, "error: --shape names `y`, which the expression does not use (its inputs: `x`)"
     )
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--fuse=memory-budget=abc"],
+            "option 'memory-budget' of pass 'tdsl-fuse' takes an integer, not `abc`",
+        ),
+        (
+            ["--fuse=memory-budget=1e6"],
+            "option 'memory-budget' of pass 'tdsl-fuse' takes an integer, not `1e6`",
+        ),
+        (
+            ["-t", "numpy{threads=two}"],
+            "option 'threads' of target 'numpy' takes an integer, not `two`",
+        ),
+    ],
+)
+def test_an_integer_option_given_something_else_is_named(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, flags: list[str], message: str
+) -> None:
+    """(xDSL's message: "Incompatible types: given ('abc',), expected <class 'int'>".)"""
+    outcome = run_main(capsys, [write(tmp_path, "in.mlir", GOOD), *flags])
+    assert_clean_error(outcome, f"error: {message}")
+    if "1e6" in message:
+        assert "note: write 1000000" in outcome.err
