@@ -273,6 +273,16 @@ def numpy_call(
         return ("maximum", args[:2]) if args[2] is None else ("minimum", (args[0], args[2]))
     if name == "transpose" and len(args) == 2 and args[1] is None:
         return name, args[:1]
+    from tdsl.frontend.functions import FUNCTIONS
+
+    info = FUNCTIONS.get(name)
+    bad = [k for k, v in kwargs.items() if v is not None and info and k not in info.keywords]
+    if info is not None and bad:  # (NumPy's own keywords the language lacks)
+        takes = ", ".join(f"`{k}=`" for k in info.keywords) or "no keywords"
+        trace_error(
+            f"`np.{name}` with `{bad[0]}=` is not supported when traced (the language's "
+            f"`{name}` takes {takes})"
+        )
     return name, args
 
 

@@ -766,3 +766,18 @@ def test_numpy_methods_with_defaults_the_language_spells_otherwise(fn: Any) -> N
     x = np.array([-2.0, -0.5, 0.0, 3.0], np.float32)
     got, want = tdsl.trace(fn)(x), fn(x)
     assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    "fn, message",
+    [
+        (lambda x: np.take(x, [0, 1], axis=1, mode="clip"), "`np.take` with `mode=`"),
+        (lambda x: np.concatenate([x, x], casting="same_kind"), "`np.concatenate` with `casting=`"),
+        (lambda x: np.var(x, mean=x.mean(keepdims=True)), "`np.var` with `mean=`"),
+    ],
+)
+def test_a_numpy_keyword_the_language_lacks_is_named(fn: Any, message: str) -> None:
+    """(It was an error about the language's grammar: "a string is not a value of `mode`".)"""
+    x = np.arange(6.0).reshape(2, 3)
+    with pytest.raises(TdslError, match=re.escape(message) + " is not supported when traced"):
+        tdsl.trace(fn)(x)
