@@ -249,6 +249,15 @@ def _with_dtype(name: str, exact_mean: bool = False) -> Callable[..., Any]:
     NotImplemented (the language's function, as written)."""
 
     def reduce(a: Any, *args: Any, dtype: Any = None, **kwargs: Any) -> Any:
+        if len(args) > 1:  # NumPy's positional (axis, dtype, out, ...): by name
+            if dtype is not None or any(v is not None for v in args[2:]):
+                trace_error(
+                    f"`np.{name}` with more than its axis and dtype by position is not "
+                    "supported when traced: name the others (`keepdims=`)"
+                )
+            if args[1] is not None:
+                kwargs["dtype"] = args[1]
+            return getattr(np, name)(a, args[0], **kwargs)
         if dtype is None:
             return NotImplemented
         wanted = np.dtype(dtype)

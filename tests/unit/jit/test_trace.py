@@ -781,3 +781,19 @@ def test_a_numpy_keyword_the_language_lacks_is_named(fn: Any, message: str) -> N
     x = np.arange(6.0).reshape(2, 3)
     with pytest.raises(TdslError, match=re.escape(message) + " is not supported when traced"):
         tdsl.trace(fn)(x)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: x.mean(0, np.float64),  # (was "`mean` takes 2 positional arguments")
+        lambda x: np.cumsum(x, 0, np.float64),
+        lambda x: np.sum(x, 1, None),
+        lambda x: x.sum(0, np.int64),
+        lambda x: np.prod(x, None, np.float64),
+    ],
+)
+def test_a_reductions_dtype_given_by_position_is_numpys(fn: Any) -> None:
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    got, want = tdsl.trace(fn)(x), fn(x)
+    assert got.dtype == want.dtype and np.array_equal(got, want)
