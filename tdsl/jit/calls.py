@@ -208,7 +208,7 @@ def _fits(spec: ArgSpec, value: Any) -> bool:
         isinstance(value, np.ndarray)
         and cast(Array, value).shape == spec.shape
         and cast(Array, value).dtype == spec.dtype
-        and not isinstance(value, np.ma.MaskedArray | np.matrix)
+        and (type(value) is np.ndarray or unlike_an_array(value) is None)
     )
 
 
