@@ -343,6 +343,12 @@ _ONE_BLAS_THREAD = _OneBlasThread()
 MAX_VARIANTS = 8
 """Stride patterns a function compiles variants for; further ones are copied."""
 
+MIN_VARIANT_BYTES = 1 << 16
+"""Strided inputs of fewer bytes than this, together, are copied rather than given a
+variant: copying 64 KiB takes microseconds, compiling a variant about 100 ms (the
+time of some ten thousand such copies), so small views (a ``x[::2]`` of 100 elements,
+a Dask block of a small array) run at once and compile nothing."""
+
 
 class StridedVariants:
     """Variants of one function of a tiled module that read each input with the strides
@@ -350,7 +356,8 @@ class StridedVariants:
     first call with those strides (``tdsl-lower-to-loops`` with strided memref inputs),
     at most :data:`MAX_VARIANTS` of them.  An input whose strides are negative or not a
     multiple of its item size, or that a BLAS call would read, gets no variant (it is
-    copied, as without variants).
+    copied, as without variants); nor do strided inputs of fewer than
+    :data:`MIN_VARIANT_BYTES` together (copied: cheaper than a compile).
 
     A strided operand of a BLAS call gets no variant (it is copied).  A variant whose
     compile fails otherwise (a compiler bug: an internal error, or IR the lowering
@@ -380,6 +387,7 @@ class StridedVariants:
 
     def __call__(self, arrays: Sequence[Array]) -> Callable[..., Any] | None:
         key: list[tuple[int, ...] | None] = []
+        strided = 0
         for a, dtype in zip(arrays, self._dtypes, strict=True):
             if a.dtype != dtype:
                 return None
@@ -389,6 +397,9 @@ class StridedVariants:
                 return None
             else:
                 key.append(tuple(s // a.itemsize for s in a.strides))
+                strided += a.nbytes
+        if strided < MIN_VARIANT_BYTES:
+            return None  # copied: cheaper than a compile
         frozen = tuple(key)
         with self._lock:
             if frozen not in self._made:
@@ -513,6 +524,7 @@ class NativeProgram:
 
 __all__ = [
     "MAX_VARIANTS",
+    "MIN_VARIANT_BYTES",
     "FunctionPlan",
     "NativeCode",
     "NativeFunction",

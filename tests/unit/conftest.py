@@ -33,3 +33,13 @@ def no_fallback(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
         monkeypatch.setenv(NO_FALLBACK_VARIABLE, "1")
     else:
         monkeypatch.delenv(NO_FALLBACK_VARIABLE, raising=False)
+
+
+@pytest.fixture
+def variants_at_any_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Strided inputs of any size get their variant compiled (the runtime copies those
+    under :data:`tdsl.runtime.native.MIN_VARIANT_BYTES` instead), so that the tests of
+    variants can run them on small arrays."""
+    import tdsl.runtime.native
+
+    monkeypatch.setattr(tdsl.runtime.native, "MIN_VARIANT_BYTES", 0)

@@ -597,7 +597,7 @@ def test_no_limit_and_bad_sizes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 
 def test_a_loaded_native_kernel_reads_strided_inputs_in_variants(
-    tmp_path: Path, jit_target: str
+    tmp_path: Path, jit_target: str, variants_at_any_size: None
 ) -> None:
     """A native kernel loaded from disk compiles its strided variants from the stored
     tiled IR (parsed when the first strided input comes), as a compiled one does; a

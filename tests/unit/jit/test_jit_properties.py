@@ -24,7 +24,11 @@ from tdsl.runtime.compile import native_unavailable_reason
 # the tests name their targets (JITS): the folder's default target (``jit_target``)
 # takes one value here, not both, whose two runs were the same (the same examples
 # under CI=1)
-pytestmark = pytest.mark.parametrize("jit_target", ["numpy"], indirect=True)
+pytestmark = [
+    pytest.mark.parametrize("jit_target", ["numpy"], indirect=True),
+    # (strided inputs get their variants however small: the views run in variants)
+    pytest.mark.usefixtures("variants_at_any_size"),
+]
 
 TARGETS = ("numpy",) if native_unavailable_reason() is not None else ("numpy", "native")
 JITS = {

@@ -18,9 +18,13 @@ from tdsl.runtime.compile import native_unavailable_reason
 from tdsl.runtime.fast_call import LAYOUT_HOLDS, data_address, fast_call
 from tdsl.runtime.native import NativeFunction
 
-pytestmark = pytest.mark.skipif(
-    native_unavailable_reason() is not None, reason=str(native_unavailable_reason())
-)
+pytestmark = [
+    pytest.mark.skipif(
+        native_unavailable_reason() is not None, reason=str(native_unavailable_reason())
+    ),
+    # (strided inputs get their variants however small: these tests run variants)
+    pytest.mark.usefixtures("variants_at_any_size"),
+]
 
 F32 = np.float32
 

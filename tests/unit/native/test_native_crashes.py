@@ -15,9 +15,13 @@ from shallow_stack import shallow_stack
 import tdsl
 from tdsl.runtime.compile import native_unavailable_reason
 
-pytestmark = pytest.mark.skipif(
-    native_unavailable_reason() is not None, reason=str(native_unavailable_reason())
-)
+pytestmark = [
+    pytest.mark.skipif(
+        native_unavailable_reason() is not None, reason=str(native_unavailable_reason())
+    ),
+    # (strided inputs get their variants however small: these tests run variants)
+    pytest.mark.usefixtures("variants_at_any_size"),
+]
 
 WHERE = "where(a | (b < 1.5), 1.0, 0.0)"
 WHERE_SHAPES = {"a": (170, 13, 16), "b": (13, 16)}

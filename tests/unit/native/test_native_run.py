@@ -22,9 +22,13 @@ from tdsl.runtime.compile import (
 
 from .kernels import chain_2d, compile_function, elementwise_1d, row_sum_exp
 
-pytestmark = pytest.mark.skipif(
-    native_unavailable_reason() is not None, reason=str(native_unavailable_reason())
-)
+pytestmark = [
+    pytest.mark.skipif(
+        native_unavailable_reason() is not None, reason=str(native_unavailable_reason())
+    ),
+    # (strided inputs get their variants however small: these tests run variants)
+    pytest.mark.usefixtures("variants_at_any_size"),
+]
 
 RNG = np.random.default_rng(7)
 
@@ -454,6 +458,32 @@ def test_strided_inputs_run_in_variants_without_copies() -> None:
     # negative strides get no variant: copied, still right
     np.testing.assert_allclose(kernel(A=x.T[::-1], B=b), want(x.T[::-1], b), rtol=2e-6, atol=1e-7)
     assert len(variants.compiled) == 3
+
+
+def test_small_strided_inputs_are_copied_rather_than_compiled_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Strided inputs of fewer than MIN_VARIANT_BYTES together are copied (microseconds)
+    rather than given a variant (a compile of about 100 ms); from that size on they get
+    their variant, counted over all strided inputs of the call."""
+    from tdsl.jit import JITTensorKernel
+    from tdsl.runtime import native
+
+    monkeypatch.setattr(native, "MIN_VARIANT_BYTES", 1 << 16)  # the default
+    kernel = JITTensorKernel(target="native").compile(
+        "relu(A) + B", dict.fromkeys("AB", (64, 128)), "f32"
+    )
+    rng = np.random.default_rng(4)
+    # 64x128 f32 views: 32 KiB each
+    a = rng.standard_normal((128, 64)).astype(np.float32).T
+    b = rng.standard_normal((128, 64)).astype(np.float32).T
+    c = rng.standard_normal((64, 128)).astype(np.float32)
+    variants = kernel.function.variants
+    assert variants is not None
+    np.testing.assert_array_equal(kernel(A=a, B=c), np.maximum(a, 0) + c)
+    assert variants.compiled == []  # 32 KiB strided: copied
+    np.testing.assert_array_equal(kernel(A=a, B=b), np.maximum(a, 0) + b)
+    assert variants.compiled == [((1, 64), (1, 64))]  # 64 KiB strided: a variant
 
 
 @pytest.mark.parametrize("m, n", [(3, 4), (17, 33)])
