@@ -15,7 +15,7 @@ import numpy as np
 from xdsl.builder import Builder
 from xdsl.dialects import arith
 from xdsl.dialects import math as xmath
-from xdsl.dialects.builtin import Float16Type
+from xdsl.dialects.builtin import Float16Type, f32
 from xdsl.interfaces import HasCanonicalizationPatternsInterface
 from xdsl.ir import Operation, SSAValue
 from xdsl.irdl import irdl_op_definition
@@ -36,6 +36,7 @@ from tdsl.dialects.structured import (
     tensor_shape,
 )
 from tdsl.dialects.tensordsl.constant import ConstantOp, forward_if_same_type, splat_constant
+from tdsl.dialects.tensordsl.contraction import CastOp
 from tdsl.dialects.tensordsl.elementwise_math import SqrtOp
 from tdsl.dialects.tensordsl.elementwise_unary import ReciprocalOp, SquareOp, numpy_extremum
 from tdsl.errors import internal_error
@@ -523,7 +524,11 @@ class PowerByConstant(RewritePattern):
     square doubles what its operand carries), and within ``2|n| - 1`` ulp for a
     negative ``n`` (the reciprocal's rounding is raised to the ``|n|``-th power too).
     So a result within that many ulp of the largest float may round to ``inf``, and
-    one in the subnormal range is off by at most as many of its ulp.  ``nan``,
+    one in the subnormal range is off by at most as many of its ulp.  An f16 ``x`` is
+    multiplied out in f32 and rounded to f16 once, as NumPy computes its f16 ``pow``
+    (in f32): the result is NumPy's, or one f16 ulp from it where the f32 product and
+    NumPy's f32 ``pow`` round to either side of an f16 tie; f16's subnormals do not
+    flush to 0 as products rounded at each step to f16 would.  ``nan``,
     ``±0`` and ``±inf`` give NumPy's results.  Integer powers are exact (they wrap as NumPy's
     do).  ``x ** 2`` is ``square``, exactly as in NumPy."""
 
@@ -544,10 +549,16 @@ class PowerByConstant(RewritePattern):
             new.append(ReciprocalOp(x))
         elif math.isfinite(c) and c == int(c) and 2 <= abs(c) <= MAX_POWER and (c > 0 or floats):
             base: SSAValue = x
-            if c < 0:
-                new.append(ReciprocalOp(x))
+            half = isinstance(element_type(x), Float16Type)
+            if half:  # (in f32, rounded once to f16, as NumPy's f16 pow is)
+                new.append(CastOp(x, f32))
                 base = new[-1].results[0]
-            _power(base, int(abs(c)), new)
+            if c < 0:
+                new.append(ReciprocalOp(base))
+                base = new[-1].results[0]
+            result = _power(base, int(abs(c)), new)
+            if half:
+                new.append(CastOp(result, element_type(x)))
         else:
             return
         rewriter.replace(op, new, [new[-1].results[0]])

@@ -78,6 +78,21 @@ def test_integer_powers_are_products_within_the_stated_bound(dtype: Any, n: int)
     assert np.all(np.abs(got[small].astype(exact.dtype) - exact[small]) <= (bound + 1) * smallest)
 
 
+@pytest.mark.parametrize("n", [3, 5, -2, -3])
+def test_f16_powers_are_multiplied_in_f32_and_rounded_once(n: int) -> None:
+    """An f16 power is multiplied out in f32 and rounded to f16 once, as NumPy computes
+    f16 ``pow``: over every f16 value it is NumPy's (products rounded to f16 at each
+    step flushed ``0.003101 ** 3`` to 0 where NumPy gives the smallest subnormal)."""
+    x = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+    kernel = JITTensorKernel().compile(f"x ** {n}", {"x": x.shape}, "f16")
+    assert "tensordsl.power" not in kernel.ir["canonical"]
+    with np.errstate(all="ignore"):
+        got, want = kernel(x=x), x**n
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    np.testing.assert_array_equal(got[~nan].view(np.uint16), want[~nan].view(np.uint16))
+
+
 def test_a_negative_power_takes_the_reciprocal_first() -> None:
     # (1/x)**2 keeps f32's 2.5e-39 at x = 2e19, where 1/(x*x) overflows to 0
     x = np.array([2e19, -2e19], np.float32)

@@ -28,6 +28,20 @@ func.func @inverse_seventh(%x: tensor<4xf64>) -> tensor<4xf64> {
   func.return %0 : tensor<4xf64>
 }
 
+// An f16 power is multiplied out in f32 and rounded to f16 once, as NumPy's f16 pow.
+// CHECK-LABEL: func.func @half_inverse_cube
+// CHECK-NEXT:    %0 = tensordsl.cast %x : tensor<4xf16> -> tensor<4xf32>
+// CHECK-NEXT:    %1 = tensordsl.reciprocal %0 : tensor<4xf32>
+// CHECK-NEXT:    %2 = tensordsl.square %1 : tensor<4xf32>
+// CHECK-NEXT:    %3 = tensordsl.mul %2, %1 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT:    %4 = tensordsl.cast %3 : tensor<4xf32> -> tensor<4xf16>
+// CHECK-NEXT:    func.return %4
+func.func @half_inverse_cube(%x: tensor<4xf16>) -> tensor<4xf16> {
+  %c = tensordsl.constant dense<-3.000000e+00> : tensor<f16>
+  %0 = tensordsl.power %x, %c : (tensor<4xf16>, tensor<f16>) -> tensor<4xf16>
+  func.return %0 : tensor<4xf16>
+}
+
 // CHECK-LABEL: func.func @root
 // CHECK-NEXT:    %0 = tensordsl.sqrt %x : tensor<4xf32>
 func.func @root(%x: tensor<4xf32>) -> tensor<4xf32> {
