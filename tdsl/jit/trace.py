@@ -45,6 +45,7 @@ from __future__ import annotations
 import functools
 import inspect
 import keyword
+import math
 import re
 import threading
 import types
@@ -122,11 +123,16 @@ def _flatten(value: Any, path: str, leaves: list[tuple[str, Any]]) -> Any:
 
 
 def _typed(value: Any) -> Any:
-    """The types in ``value`` (static arguments), nested in tuples: ``1``, ``1.0``,
-    ``True`` and ``np.float64(1)`` are equal and hash alike, but NumPy types what they
-    meet differently, so each is a kernel of its own."""
+    """The types in ``value`` (static arguments), nested in tuples, lists and
+    frozensets: ``1``, ``1.0``, ``True`` and ``np.float64(1)`` are equal and hash alike,
+    but NumPy types what they meet differently, so each is a kernel of its own; so is
+    each sign of a float (``0.0 == -0.0``, but ``np.copysign`` tells them apart)."""
     if isinstance(value, tuple | list):
         return (type(value), tuple(_typed(v) for v in cast(tuple[Any, ...], value)))
+    if isinstance(value, frozenset):
+        return (type(value), frozenset(_typed(v) for v in cast(frozenset[Any], value)))
+    if isinstance(value, float | np.floating):  # (0.0 == -0.0, but copysign tells them apart)
+        return (type(value), math.copysign(1.0, value) < 0)
     return type(value)
 
 

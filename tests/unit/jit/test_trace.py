@@ -70,6 +70,22 @@ def test_the_cache_key_is_structure_shapes_dtypes_and_static_values() -> None:
     np.testing.assert_array_equal(traced(X, 3.0), X * 3.0)
 
 
+def test_static_values_equal_in_python_but_not_to_numpy_are_kernels_of_their_own() -> None:
+    """``0.0 == -0.0`` and ``frozenset({1}) == frozenset({1.0})``, but NumPy's results
+    differ: each is a kernel of its own (they shared one, the second call's result
+    stale; found by fuzzing)."""
+    signed = tdsl.trace(lambda x, k: np.copysign(x, k), static_argnames="k")
+    signed(X, 0.0)
+    np.testing.assert_array_equal(signed(X, -0.0), np.copysign(X, -0.0))
+    nested = tdsl.trace(lambda x, k: np.copysign(x, k[0]), static_argnames="k")
+    nested(X, (0.0,))
+    np.testing.assert_array_equal(nested(X, (-0.0,)), np.copysign(X, -0.0))
+    ints = np.arange(3)
+    summed = tdsl.trace(lambda x, k: x * sum(k), static_argnames="k")
+    assert summed(ints, frozenset({1})).dtype == np.int64
+    _same(summed(ints, frozenset({1.0})), ints * 1.0)
+
+
 def test_python_numbers_are_weak_inputs_not_constants() -> None:
     def fn(x, s, n):
         return x * (s + 1) - n * 2
