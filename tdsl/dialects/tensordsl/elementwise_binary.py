@@ -359,6 +359,7 @@ class LogaddexpOp(BinaryOp):
 
     name = "tensordsl.logaddexp"
     FUNCTION: ClassVar[str | None] = "logaddexp"
+    NUMPY_UFUNC: ClassVar[str | None] = "logaddexp"
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
         # NumPy's npy_logaddexp: the larger plus log1p(exp(-|x - y|)); nan stays nan

@@ -88,7 +88,6 @@ SEVERAL_CALLS = {
     "tensordsl.layernorm": "layernorm(A)",
     "tensordsl.mean": "mean(A, axis=1)",
     "tensordsl.sigmoid": "sigmoid(A)",
-    "tensordsl.logaddexp": "logaddexp(A, B)",
     "tensordsl.clip": "clip(A, 0.25, 0.75)",
     "tensordsl.where": "where(A, B, B)",
 }

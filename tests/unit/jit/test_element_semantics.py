@@ -217,6 +217,24 @@ def test_new_ops_fused_and_tiled(name: str, dtype: Any, target: str, budget: int
     )
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=["f16", "f32", "f64"])
+def test_the_numpy_target_calls_numpys_logaddexp(dtype: Any) -> None:
+    """Where ``logaddexp``'s result is near 0 its two terms cancel, and the body's
+    NumPy ``exp``/``log1p`` calls were 2048 ulp of the result from ``np.logaddexp``
+    (whose C library functions differ in the last bit); the numpy target calls NumPy's
+    function, so it gives NumPy's values bit for bit, special values included."""
+    rng = np.random.default_rng(7)
+    x = -rng.uniform(0, 0.1, 2000)
+    y = np.log(-np.expm1(x)) + rng.uniform(-1e-3, 1e-3, 2000)  # exp(x) + exp(y) near 1
+    special = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e300]
+    with np.errstate(all="ignore"):  # (1e300 is inf in f16 and f32)
+        a = np.concatenate([x, np.repeat(special, len(special))]).astype(dtype)
+        b = np.concatenate([y, np.tile(special, len(special))]).astype(dtype)
+        got = np.asarray(JITTensorKernel(target="numpy")("logaddexp(a, b)", a=a, b=b))
+        want = np.logaddexp(a, b)
+    np.testing.assert_array_equal(got, want)
+
+
 EXACT: dict[str, tuple[Callable[..., Array], tuple[str, ...]]] = {
     "a + b": (np.add, ("f", "f")),
     "a - b": (np.subtract, ("f", "f")),
