@@ -340,7 +340,8 @@ def _check_out(kernel: CompiledKernel, arrays: Sequence[Array], out: Any) -> tup
     for i, (value, (shape, dtype)) in enumerate(zip(outs, results, strict=True)):
         if isinstance(value, np.ndarray):
             array = cast(Array, value)
-            if array.shape == shape and array.dtype == dtype and array.flags.writeable:
+            fits = array.shape == shape and array.dtype == dtype and array.flags.writeable
+            if fits and not _overlaps_itself(array):
                 continue
         expected = type_str(dtype, shape)
         what = f"{label(i)} of kernel `{kernel.name}`"
@@ -357,7 +358,8 @@ def _check_out(kernel: CompiledKernel, arrays: Sequence[Array], out: Any) -> tup
             raise TdslCallError(
                 f"{what} has the wrong dtype: expected {expected}, got {describe(array)}"
             )
-        raise TdslCallError(f"{what} is read-only")
+        problem = "may overlap itself (a broadcast or as_strided view): use an np.empty array"
+        raise TdslCallError(f"{what} {'is read-only' if not array.flags.writeable else problem}")
     for i, value in enumerate(outs):
         for spec, array in zip(kernel.args, arrays, strict=True):
             if np.shares_memory(value, array):
@@ -372,6 +374,17 @@ def _check_out(kernel: CompiledKernel, arrays: Sequence[Array], out: Any) -> tup
                     "each result needs its own"
                 )
     return outs
+
+
+def _overlaps_itself(a: Array) -> bool:
+    """Whether elements of ``a`` may share memory: its dims by stride, each must step
+    past all those before it (NumPy's quick test; a few exotic layouts fail it too)."""
+    span = a.itemsize
+    for stride, n in sorted((abs(s), n) for s, n in zip(a.strides, a.shape, strict=True) if n > 1):
+        if stride < span:
+            return True
+        span += stride * (n - 1)
+    return False
 
 
 def call_with_out(kernel: CompiledKernel, arrays: Sequence[Array], out: Any) -> Any:

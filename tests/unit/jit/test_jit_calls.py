@@ -363,6 +363,14 @@ def f32(*shape: int) -> np.ndarray[Any, Any]:
             lambda a: (np.frombuffer(bytes(960), np.float32).reshape(40, 6), f32(40, 6)),
             r"`out\[0\]` of kernel `mlp` is read-only",
         ),
+        (  # rows that overlap: no array of results (it was accepted; found by fuzzing)
+            lambda a: (np.lib.stride_tricks.as_strided(f32(60), (40, 6), (4, 4)), f32(40, 6)),
+            r"`out\[0\]` of kernel `mlp` may overlap itself \(a broadcast or as_strided view\)",
+        ),
+        (
+            lambda a: (f32(40, 6), np.broadcast_to(f32(6), (40, 6))),
+            r"`out\[1\]` of kernel `mlp` is read-only",  # (NumPy makes broadcasts read-only)
+        ),
     ],
 )
 def test_bad_out_says_what_was_expected(mlp: CompiledKernel, make_out: Any, pattern: str) -> None:
