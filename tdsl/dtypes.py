@@ -36,6 +36,10 @@ DTYPES: dict[str, np.dtype[Any]] = {"bool": BOOL_DTYPE, **FLOAT_DTYPES, **INT_DT
 """Every element dtype, by short name (``bool``, ``f16``, ``f32``, ``f64``, ``i32``,
 ``i64``, ``u8``, ``u64``)."""
 
+AMBIGUOUS_CODES = frozenset({"i4", "i8"})
+"""NumPy's codes by bytes of the integers tdsl has, which read as widths in bits (``i8``:
+int64 to NumPy, an 8-bit integer to MLIR; ``u8`` is tdsl's uint8): refused as dtypes."""
+
 SHORT_NAMES: dict[str, str] = {dtype.name: short for short, dtype in DTYPES.items()}
 """NumPy dtype name (``float32``, ``bool``) -> short name (``f32``, ``bool``)."""
 
@@ -106,6 +110,7 @@ def dtype_expr(dtype: np.dtype[Any]) -> str:
 
 
 __all__ = [
+    "AMBIGUOUS_CODES",
     "BOOL_DTYPE",
     "DTYPES",
     "FLOAT_DTYPES",

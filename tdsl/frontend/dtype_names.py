@@ -9,7 +9,7 @@ import numpy as np
 from xdsl.ir import Attribute
 
 from tdsl.dialects.structured import ELEMENT_TYPES
-from tdsl.dtypes import SHORT_NAMES
+from tdsl.dtypes import AMBIGUOUS_CODES, SHORT_NAMES
 from tdsl.errors import TdslTypeError
 
 DTypeLike: TypeAlias = str | np.dtype[Any] | type[Any]
@@ -24,7 +24,7 @@ def element_type_of(dtype: DTypeLike) -> Attribute:
     """
     if isinstance(dtype, str) and dtype in ELEMENT_TYPES:
         return ELEMENT_TYPES[dtype]
-    if isinstance(dtype, str) and dtype in _BYTE_CODES:
+    if isinstance(dtype, str) and dtype in AMBIGUOUS_CODES:
         bits = f"int{8 * int(dtype[1])}"
         raise TdslTypeError(
             f"dtype `{dtype}` is ambiguous: NumPy's code for {bits} ({dtype[1]} bytes), where "
@@ -39,11 +39,6 @@ def element_type_of(dtype: DTypeLike) -> Attribute:
             "float64, int32, int64, uint8 or uint64 (also spelled f16, f32, f64, i32, i64, u8, u64)"
         )
     return ELEMENT_TYPES[short]
-
-
-_BYTE_CODES = frozenset({"i4", "i8"})
-"""NumPy's codes by bytes of the integers tdsl has, which read as widths in bits (``i8``:
-int64 to NumPy, an 8-bit integer to MLIR; ``u8`` is tdsl's uint8)."""
 
 
 def _is_dtype_class(dtype: object) -> bool:

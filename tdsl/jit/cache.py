@@ -16,7 +16,7 @@ from typing import Any, NamedTuple, TypeAlias, cast
 
 import numpy as np
 
-from tdsl.dtypes import DTYPES
+from tdsl.dtypes import AMBIGUOUS_CODES, DTYPES
 from tdsl.errors import TdslOptionError
 from tdsl.jit.compiled import ELEMENT_NAMES, CompiledKernel
 from tdsl.jit.options import JitOptions
@@ -86,8 +86,8 @@ def dtype_key(dtype: object) -> object:
     """
     if dtype is float or dtype is int:
         return dtype
-    if isinstance(dtype, str) and dtype in DTYPES:
-        return dtype
+    if isinstance(dtype, str) and (dtype in DTYPES or dtype in AMBIGUOUS_CODES):
+        return dtype  # (the frontend refuses `i8`, NumPy's int64 and MLIR's 8-bit integer)
     try:
         name = np.dtype(cast(Any, dtype)).name
     except (TypeError, ValueError):

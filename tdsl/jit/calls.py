@@ -184,8 +184,10 @@ def convert_argument(kernel: CompiledKernel, spec: ArgSpec, value: Any) -> Array
             f"{where} has the wrong shape: expected {expected}, got {describe(array)}"
         )
     if array.dtype != spec.dtype:
+        u8 = spec.dtype == np.uint8 and array.dtype == np.uint64  # (NumPy's code `u8`)
         raise TdslCallError(
             f"{where} has the wrong dtype: expected {expected}, got {describe(array)}"
+            + (" (tdsl's `u8` is uint8; NumPy's code `u8` is tdsl's `u64`)" if u8 else "")
         )
     return np.asarray(array)
 

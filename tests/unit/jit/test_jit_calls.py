@@ -536,3 +536,15 @@ def test_a_weak_int_beyond_int64_for_a_uint64_operand_says_what_to_declare(
     strong = jit.compile("A + s", {"A": (3,), "s": ()}, {"A": "u64", "s": "u64"})
     got = strong(np.ones(3, np.uint64), np.uint64(2**63))
     assert got.dtype == np.uint64 and (got == np.ones(3, np.uint64) + 2**63).all()
+
+
+def test_numpys_byte_codes_that_read_as_bits_are_refused_or_explained() -> None:
+    """``i8`` is int64 to NumPy and an 8-bit integer to MLIR: refused, as in the frontend
+    (``jit.compile`` took it as int64).  ``u8`` is tdsl's uint8, NumPy's uint64: a call
+    with uint64 says so (found by fuzzing)."""
+    jit = JITTensorKernel()
+    with pytest.raises(TdslTypeError, match=r"dtype `i8` is ambiguous: NumPy's code for int64"):
+        jit.compile("A + 1", {"A": (3,)}, "i8")
+    kernel = jit.compile("A + 1", {"A": (3,)}, "u8")
+    with pytest.raises(TdslCallError, match=r"got u64\[3\] \(tdsl's `u8` is uint8; NumPy's"):
+        kernel(A=np.arange(3, dtype=np.uint64))
