@@ -308,7 +308,12 @@ def bool_operand(value: Any) -> str | None:
 
 
 def literal(value: Any) -> str:
-    """A Python number as a literal of the language (``inf``, ``(-inf)``, ``nan`` too)."""
+    """A Python or NumPy number as a literal of the language (``inf``, ``(-inf)``, ``nan``
+    too); a ``uint64`` beyond int64 as the int64 of its bits, which ``astype(...,
+    uint64)`` gives back (the literal is an int64)."""
+    if isinstance(value, np.generic):
+        big = isinstance(value, np.uint64) and int(value) >> 63
+        value = int(value) - (1 << 64) if big else value.item()
     if isinstance(value, float) and not np.isfinite(value):
         return "nan" if np.isnan(value) else ("inf" if value > 0 else "(-inf)")
     return repr(value)

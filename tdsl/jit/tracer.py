@@ -442,7 +442,7 @@ def spell(trace: Trace, value: Any) -> str:
     if isinstance(value, bool | np.bool_):
         return "True" if value else "False"
     if isinstance(value, np.generic):  # a NumPy scalar: strong, of its dtype
-        return f"astype({literal(value.item())}, {spell_dtype(value.dtype)})"
+        return f"astype({literal(value)}, {spell_dtype(value.dtype)})"
     if isinstance(value, int | float):
         return literal(value)
     if isinstance(value, tuple | list):

@@ -813,3 +813,18 @@ def test_a_reductions_dtype_given_by_position_is_numpys(fn: Any) -> None:
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     got, want = tdsl.trace(fn)(x), fn(x)
     assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+def test_uint64_scalars_beyond_int64_are_numpys() -> None:
+    """A ``np.uint64`` scalar beyond int64 was written as an int64 literal and refused
+    ("out of bounds for int64, as in NumPy 2", which NumPy 2 computes; found by
+    fuzzing): it is the int64 of its bits, cast back."""
+    x = np.arange(4, dtype=np.uint64)
+    for fn in (
+        lambda x: x + np.uint64(2**64 - 1),  # wraps, as NumPy's
+        lambda x: np.maximum(x, np.uint64(2**63 + 5)),
+        lambda x: np.where(x > 1, np.uint64(2**64 - 2), x),
+    ):
+        got, want = tdsl.trace(fn)(x), fn(x)
+        assert got.dtype == want.dtype == np.uint64
+        np.testing.assert_array_equal(got, want)
