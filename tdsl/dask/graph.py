@@ -88,6 +88,10 @@ def _check_dask(kernel: CompiledKernel, spec: ArgSpec, value: DaskArray) -> Dask
         raise TdslCallError(
             f"{where} has the wrong dtype: expected {expected}, got {_describe(value)}"
         )
+    sizes = cast(tuple[tuple[int, ...], ...], value.chunks)
+    if any(0 in dim for dim, n in zip(sizes, value.shape, strict=True) if n):
+        # (empty blocks, which Dask's slicing leaves: a `max` of one has no identity)
+        value = value.rechunk(tuple(tuple(c for c in dim if c) or dim for dim in sizes))
     return value
 
 
