@@ -11,6 +11,10 @@ renders the compiler way::
 
 from __future__ import annotations
 
+import contextlib
+import warnings
+from collections.abc import Generator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -178,6 +182,38 @@ class TdslCacheWarning(TdslWarning):
     """A compiled kernel could not be written to the JIT's cache on disk (it still runs)."""
 
 
+_COLLECTING: ContextVar[tuple[tuple[list[TdslWarning], tuple[type[TdslWarning], ...]], ...]] = (
+    ContextVar("tdsl_collecting_warnings", default=())
+)
+
+
+def warn(warning: TdslWarning, stacklevel: int = 2) -> None:
+    """Give ``warning`` as :func:`warnings.warn` does, and add it to the lists of the
+    :func:`collecting_warnings` blocks this thread (or task) is in, any of which may hold
+    it back.  Unlike ``warnings.catch_warnings``, collecting changes no process-wide
+    filter: a compile in one thread neither sees nor swallows another thread's warnings."""
+    held = False
+    for seen, hold in _COLLECTING.get():
+        seen.append(warning)
+        held = held or isinstance(warning, hold)
+    if not held:
+        warnings.warn(warning, stacklevel=stacklevel + 1)
+
+
+@contextlib.contextmanager
+def collecting_warnings(
+    hold: tuple[type[TdslWarning], ...] = (),
+) -> Generator[list[TdslWarning]]:
+    """The tdsl warnings :func:`warn` gives in this thread (or task) inside the block,
+    whatever the warning filters say; those of the classes ``hold`` are not given."""
+    seen: list[TdslWarning] = []
+    token = _COLLECTING.set((*_COLLECTING.get(), (seen, hold)))
+    try:
+        yield seen
+    finally:
+        _COLLECTING.reset(token)
+
+
 __all__ = [
     "SourceLocation",
     "TdslBudgetError",
@@ -194,7 +230,9 @@ __all__ = [
     "TdslSyntaxError",
     "TdslTypeError",
     "TdslWarning",
+    "collecting_warnings",
     "format_diagnostic",
     "internal_error",
     "plural",
+    "warn",
 ]

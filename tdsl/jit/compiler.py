@@ -38,7 +38,6 @@ import contextlib
 import gc
 import math
 import threading
-import warnings
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
@@ -51,6 +50,7 @@ from tdsl.errors import (
     TdslLoopsBudgetWarning,
     TdslNameError,
     TdslNativeError,
+    collecting_warnings,
     internal_error,
     plural,
 )
@@ -395,9 +395,9 @@ def _choose(
     from tdsl.runtime.native import NativeProgram, StridedVariants
 
     try:
-        with warnings.catch_warnings(record=options.target == "auto") as caught:
-            if caught is not None:  # whatever the caller's filters say
-                warnings.simplefilter("always", TdslLoopsBudgetWarning)
+        # (auto holds back the loops' budget warnings: they are its reason to fall back)
+        held = (TdslLoopsBudgetWarning,) if options.target == "auto" else ()
+        with collecting_warnings(held) as caught:
             # the loops' plan is recorded first; auto reads it before lowering
             budget = fused_budget(modules.get("fused")) or options.memory_budget
             planned = run_pipeline(
@@ -409,10 +409,7 @@ def _choose(
             native: dict[str, ModuleOp] = {}
             if not looped:
                 native = lower_planned(planned["planned"])
-        over = [w.message for w in caught or () if isinstance(w.message, TdslLoopsBudgetWarning)]
-        for w in caught or ():  # the others reach the caller as they were
-            if not isinstance(w.message, TdslLoopsBudgetWarning):
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        over = [w for w in caught if held and isinstance(w, TdslLoopsBudgetWarning)]
         if looped:
             return _Native(
                 reason=f"{plural(looped, 'matmul')} would run as compiled loops, not BLAS "

@@ -9,10 +9,10 @@ target's passes after the tiled stage (as ``tdsl-opt -p`` spells them), and
 from __future__ import annotations
 
 import threading
-import warnings
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
+from tdsl.errors import collecting_warnings
 from tdsl.jit.compiled import print_located
 from tdsl.pipeline import STAGES, build_pipeline
 
@@ -159,11 +159,8 @@ def lower_planned(planned: ModuleOp) -> dict[str, ModuleOp]:
         for name in LOWER_PASSES.split(","):
             record(name.split("{")[0], (time.perf_counter() - started) / 2)
         return dict(found)
-    with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter("always")
+    with collecting_warnings() as seen:  # (given to the caller as they come)
         lowered = run_pipeline(LOWER_PASSES, planned.clone(), Context(), None)
-    for w in seen:  # to the caller as they were
-        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if not seen:
         with _LOWERED_LOCK:
             _LOWERED[key] = dict(lowered)

@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import io
 import math
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -73,7 +72,14 @@ from tdsl.defaults import DEFAULT_MEMORY_BUDGET, check_memory_budget
 from tdsl.dialects.kernel import FusedOp, TileOp, YieldOp
 from tdsl.dialects.structured import constant_value, structured, tensor_shape
 from tdsl.dialects.tensordsl import ReshapeOp, SliceOp, TakeOp
-from tdsl.errors import SourceLocation, TdslBudgetWarning, TdslIRError, format_diagnostic, plural
+from tdsl.errors import (
+    SourceLocation,
+    TdslBudgetWarning,
+    TdslIRError,
+    format_diagnostic,
+    plural,
+    warn,
+)
 from tdsl.transforms.fusion_analysis import (
     BlockPlan,
     FusionGroup,
@@ -129,7 +135,7 @@ class FusePass(ModulePass):
             replaced: dict[SSAValue, SSAValue] = {}
             plans, memory = choose_plans(fn, self.memory_budget, self.fallback_budget)
             if not memory.fits:
-                warnings.warn(budget_warning(memory), TdslBudgetWarning, stacklevel=2)
+                warn(TdslBudgetWarning(budget_warning(memory)))
             scratch = None if memory.tile_budget == memory.budget else memory.tile_budget
             for plan in plans:
                 rewrite_block(plan, memory.budget, replaced, scratch)

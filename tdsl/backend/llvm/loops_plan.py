@@ -6,7 +6,6 @@ inputs and hoistable dims; :mod:`tdsl.backend.llvm.loops_emit` builds the code."
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Mapping, Sequence
 
 from xdsl.dialects.builtin import (
@@ -70,7 +69,7 @@ from tdsl.dialects.structured import (
     reduction_of,
     tensor_shape,
 )
-from tdsl.errors import TdslLoopsBudgetWarning
+from tdsl.errors import TdslLoopsBudgetWarning, warn
 from tdsl.transforms.locations import op_location
 from tdsl.transforms.tile import decomposed_copy
 
@@ -220,7 +219,7 @@ class _GroupPlan:
         if why is not None:
             name = tile.group_name or "a group"
             where = op_location(tile)
-            warnings.warn(
+            warn(
                 TdslLoopsBudgetWarning(
                     f"{'' if where is None else f'{where}: '}'{name}': the native loops need "
                     f"{scratch} elements of scratch per tile, more than the {limit} its plan "
