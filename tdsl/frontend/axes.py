@@ -95,7 +95,9 @@ def _in_memory_order(
     kept = [a for a in range(len(x.shape)) if a not in axes]
     order = [*kept, *sorted(axes)]
     moved = x if order == sorted(order) else lowering.emit(td.TransposeOp(x.value, order), span)
-    merged = lowering.emit(td.ReshapeOp(moved.value, [x.shape[a] for a in kept] + [-1]), span)
+    # (the merged extent written out: a reshape of zero elements cannot infer a -1)
+    merged_shape = [x.shape[a] for a in kept] + [math.prod(x.shape[a] for a in axes)]
+    merged = lowering.emit(td.ReshapeOp(moved.value, merged_shape), span)
     result = lowering.emit(op(merged.value, -1, False), span)
     if keepdims:
         shape = [1 if a in axes else n for a, n in enumerate(x.shape)]

@@ -159,3 +159,19 @@ def test_bad_axes_are_located_errors(text: str, error: type[Exception], message:
     with pytest.raises(error) as info:
         to_tensordsl(text, shapes={"x": (3, 4, 5), "z": (0, 2, 3)})
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(
+    "text, shape",
+    [("prod(x, axis=(0, 2), keepdims=true)", (2, 0, 0)), ("prod(x, axis=(1, 2))", (0, 4, 5))],
+)
+def test_a_product_over_axes_of_zero_elements_is_numpys(
+    target: str, text: str, shape: tuple[int, ...]
+) -> None:
+    """The merged axes' extent is written out: a reshape of zero elements to ``(0, -1)``
+    cannot infer it, and the product failed to compile (found by fuzzing)."""
+    x = np.ones(shape, np.float32)
+    keepdims = "keepdims" in text
+    axes = (0, 2) if keepdims else (1, 2)
+    close(run(target, 32, text, x), np.prod(x, axis=axes, keepdims=keepdims), np.float32)
