@@ -99,6 +99,12 @@ class JITTensorKernel:
         return self.options.threads
 
     @property
+    def cache_size(self) -> int:
+        """How many kernels this JIT keeps in memory (the least recently used go first);
+        a traced function keeps as many of its own (:class:`tdsl.trace`)."""
+        return self._kernels.maxsize
+
+    @property
     def cache_dir(self) -> Path | None:
         """The folder of the cache on disk, or None when there is none."""
         from pathlib import Path

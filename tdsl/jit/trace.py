@@ -220,7 +220,8 @@ def _own_errstate(outside: dict[str, str], lines: list[dict[str, str]]) -> dict[
 class Traced:
     """A function :func:`trace` compiles (see the module docstring): call it like the
     function; :meth:`compile` gives the :class:`~tdsl.jit.CompiledKernel` of a call,
-    :meth:`program` its ``.tdsl`` program; ``kernels`` those compiled so far."""
+    :meth:`program` its ``.tdsl`` program; ``kernels`` those it keeps (as many as its JIT's
+    ``cache_size``; the least recently called go first)."""
 
     def __init__(
         self,
@@ -245,7 +246,7 @@ class Traced:
         self.static_argnames = tuple(static_argnames)
         self._jit = jit
         self._options = options
-        self._entries: dict[Any, _Entry] = {}
+        self._entries: OrderedDict[Any, _Entry] = OrderedDict()
         self._lock = threading.Lock()
 
     @property
@@ -340,10 +341,15 @@ class Traced:
         key, leaves, arrays = self._key(args, kwargs)
         with self._lock:
             entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
         if entry is None:
             entry = self._trace(key, leaves)
+            keep = (self._jit or default_jit()).cache_size  # (as many as its JIT keeps)
             with self._lock:
                 self._entries[key] = entry
+                while len(self._entries) > keep:  # the least recently called go first
+                    self._entries.popitem(last=False)
         return entry, arrays
 
     def compile(self, *args: Any, **kwargs: Any) -> CompiledKernel:

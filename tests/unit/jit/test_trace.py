@@ -828,3 +828,13 @@ def test_uint64_scalars_beyond_int64_are_numpys() -> None:
         got, want = tdsl.trace(fn)(x), fn(x)
         assert got.dtype == want.dtype == np.uint64
         np.testing.assert_array_equal(got, want)
+
+
+def test_a_traced_function_keeps_as_many_kernels_as_its_jit() -> None:
+    """A traced function kept every kernel it compiled, one per signature, without bound
+    (500 shapes: +750 MB; found by fuzzing); it keeps its JIT's ``cache_size``, the least
+    recently called dropped first."""
+    traced = tdsl.trace(lambda x: x * 2, jit=tdsl.JITTensorKernel(cache_size=3))
+    for n in (1, 2, 3, 1, 4, 5):  # (1 called again: 2 is the least recent)
+        np.testing.assert_array_equal(traced(np.ones(n)), np.full(n, 2.0))
+    assert sorted(k.args[0].shape for k in traced.kernels) == [(1,), (4,), (5,)]
