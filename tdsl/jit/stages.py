@@ -139,7 +139,8 @@ def lower_planned(planned: ModuleOp) -> dict[str, ModuleOp]:
     them after the lowering (a kernel prints them and compiles the llvm one; its
     :meth:`~tdsl.jit.compiled.LazyIR.module` hands out a copy of a shared stage), so they
     are not copied, in or out (copying them took 4 ms of a 100 ms native compile).  A
-    lowering that warned is not kept (each compile gives its warnings); one remembered
+    lowering that gave a tdsl warning (:func:`tdsl.errors.warn`, collected in this
+    thread) is not kept (each compile gives its warnings); one remembered
     records its passes' times as the lookup took.  Machine code has its own cache
     (:func:`tdsl.runtime.compile.compile_llvm`).
     """
