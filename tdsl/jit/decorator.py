@@ -53,6 +53,7 @@ import inspect
 import io
 import textwrap
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Generator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -295,7 +296,7 @@ class Function(Generic[P, R]):
         functools.update_wrapper(self, fn, updated=())  # __name__, __doc__, __wrapped__ ...
         self._jit = jit
         self._options = options
-        self._kernels: dict[tuple[str, ...], CompiledKernel] = {}
+        self._kernels: OrderedDict[tuple[str, ...], CompiledKernel] = OrderedDict()
         self._last: CompiledKernel | None = None
         self._lock = threading.Lock()
         # parse once now, so a syntax error shows at decoration, not at the first call
@@ -311,7 +312,8 @@ class Function(Generic[P, R]):
 
     @property
     def kernels(self) -> tuple[CompiledKernel, ...]:
-        """The kernels compiled for this function so far, one per signature."""
+        """The kernels this function keeps, one per signature: as many as its JIT's
+        ``cache_size`` (the least recently called go first)."""
         with self._lock:
             return tuple(self._kernels.values())
 
@@ -368,6 +370,8 @@ class Function(Generic[P, R]):
         key = tuple(types[name] for name in self.params)
         with self._lock:
             kernel = self._kernels.get(key)
+            if kernel is not None:
+                self._kernels.move_to_end(key)
         if kernel is None:
             jit = self._jit or default_jit()
             with _suggest_trace(self.name):
@@ -379,6 +383,8 @@ class Function(Generic[P, R]):
                 )
             with self._lock:
                 self._kernels[key] = kernel
+                while len(self._kernels) > jit.cache_size:  # (the least recently called)
+                    self._kernels.popitem(last=False)
         return kernel
 
     def compile(self, *args: Any, **kwargs: Any) -> CompiledKernel:

@@ -256,3 +256,23 @@ def test_a_tdsl_function_inside_a_traced_function_says_what_to_do(mod: ModuleTyp
     with pytest.raises(TdslCallError, match="is called inside a traced function") as err:
         traced(np.ones(3))
     assert "decorate it with @tdsl.trace" in str(err.value)
+
+
+def test_a_function_keeps_as_many_kernels_as_its_jit(tmp_path: Path) -> None:
+    """It kept every kernel it compiled, one per signature, without bound (found by
+    fuzzing); it keeps its JIT's ``cache_size``, the least recently called dropped."""
+    source = """
+import tdsl
+from tdsl.lang import *
+
+JIT = tdsl.JITTensorKernel(cache_size=2)
+
+
+@tdsl.function(jit=JIT)
+def double(x):
+    return x * 2
+"""
+    module = load(tmp_path, source, "kept_kernels")
+    for n in (1, 2, 1, 3):  # (1 called again: 2 is the least recent)
+        np.testing.assert_array_equal(module.double(np.ones(n)), np.full(n, 2.0))
+    assert sorted(k.args[0].shape for k in module.double.kernels) == [(1,), (3,)]
