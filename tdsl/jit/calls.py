@@ -379,11 +379,11 @@ def _check_out(kernel: CompiledKernel, arrays: Sequence[Array], out: Any) -> tup
 
 
 def _overlaps_itself(a: Array) -> bool:
-    """Whether elements of ``a`` may share memory: its dims by stride, each must step
-    past all those before it (NumPy's quick test; a few exotic layouts fail it too)."""
+    """Whether elements of ``a`` may share memory: each dim by stride must step past those
+    before it (NumPy's quick test; exotic layouts fail it too; an empty array shares none)."""
     span = a.itemsize
     for stride, n in sorted((abs(s), n) for s, n in zip(a.strides, a.shape, strict=True) if n > 1):
-        if stride < span:
+        if stride < span and a.size:
             return True
         span += stride * (n - 1)
     return False

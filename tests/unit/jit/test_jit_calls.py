@@ -548,3 +548,12 @@ def test_numpys_byte_codes_that_read_as_bits_are_refused_or_explained() -> None:
     kernel = jit.compile("A + 1", {"A": (3,)}, "u8")
     with pytest.raises(TdslCallError, match=r"got u64\[3\] \(tdsl's `u8` is uint8; NumPy's"):
         kernel(A=np.arange(3, dtype=np.uint64))
+
+
+@pytest.mark.parametrize("shape", [(0, 4), (2, 0, 3)])
+def test_an_empty_out_is_accepted(shape: tuple[int, ...]) -> None:
+    """NumPy may give an array of no elements zero strides: it shares no memory, and the
+    overlap test refused it (found by fuzzing)."""
+    kernel = JITTensorKernel().compile("A * 2", {"A": shape}, "f32")
+    out = np.empty(shape, np.float32)
+    assert kernel(A=np.empty(shape, np.float32), out=out) is out
