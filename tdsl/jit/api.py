@@ -77,7 +77,9 @@ class JITTensorKernel:
             default_threads() if threads is None else threads,
             default_target() if target is None else target,
         )
-        self._kernels = KernelCache(positive_int("cache_size", cache_size))
+        self._kernels: KernelCache[CompiledKernel] = KernelCache(
+            positive_int("cache_size", cache_size)
+        )
         self._disk: DiskCache | None = None
         if cache_dir is not False and (cache_dir is not None or os.environ.get(CACHE_DIR_VARIABLE)):
             # the module (hashlib, json) is imported only for a cache on disk

@@ -12,13 +12,13 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple, TypeAlias, cast
+from typing import Any, Generic, NamedTuple, TypeAlias, TypeVar, cast
 
 import numpy as np
 
 from tdsl.dtypes import AMBIGUOUS_CODES, DTYPES
 from tdsl.errors import TdslOptionError
-from tdsl.jit.compiled import ELEMENT_NAMES, CompiledKernel
+from tdsl.jit.compiled import ELEMENT_NAMES
 from tdsl.jit.options import JitOptions
 
 ShapesLike: TypeAlias = Mapping[str, Sequence[int] | int]
@@ -45,17 +45,21 @@ class CacheInfo(NamedTuple):
     currsize: int
 
 
-class KernelCache:
-    """A small thread-safe LRU map; counts hits and (optionally) misses."""
+V = TypeVar("V")
+
+
+class KernelCache(Generic[V]):
+    """A small thread-safe LRU map (of kernels, or of what holds them); counts hits and
+    (optionally) misses."""
 
     def __init__(self, maxsize: int) -> None:
         self.maxsize = maxsize
         self.lock = threading.Lock()
-        self.data: OrderedDict[Any, CompiledKernel] = OrderedDict()
+        self.data: OrderedDict[Any, V] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
-    def get(self, key: Any) -> CompiledKernel | None:
+    def get(self, key: Any) -> V | None:
         with self.lock:
             kernel = self.data.get(key)
             if kernel is not None:
@@ -63,12 +67,20 @@ class KernelCache:
                 self.hits += 1
             return kernel
 
-    def put(self, key: Any, kernel: CompiledKernel) -> None:
+    def put(self, key: Any, kernel: V, maxsize: int | None = None) -> None:
+        """Keep ``kernel`` under ``key``, the least recently used going first past
+        ``maxsize`` (given: from now on; a traced function keeps its JIT's size)."""
         with self.lock:
+            if maxsize is not None:
+                self.maxsize = maxsize
             self.data[key] = kernel
             self.data.move_to_end(key)
             while len(self.data) > self.maxsize:
                 self.data.popitem(last=False)
+
+    def values(self) -> tuple[V, ...]:
+        with self.lock:
+            return tuple(self.data.values())
 
     def clear(self) -> None:
         with self.lock:

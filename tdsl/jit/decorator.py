@@ -52,8 +52,6 @@ import functools
 import inspect
 import io
 import textwrap
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Generator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -70,6 +68,7 @@ from tdsl.errors import (
 )
 from tdsl.jit.api import JITTensorKernel, default_jit
 from tdsl.jit.arg_inference import infer
+from tdsl.jit.cache import KernelCache
 from tdsl.jit.compiled import CompiledKernel, type_str
 from tdsl.jit.options import JitOptions, default_target, default_threads
 from tdsl.jit.trace_names import holds_traced
@@ -296,9 +295,8 @@ class Function(Generic[P, R]):
         functools.update_wrapper(self, fn, updated=())  # __name__, __doc__, __wrapped__ ...
         self._jit = jit
         self._options = options
-        self._kernels: OrderedDict[tuple[str, ...], CompiledKernel] = OrderedDict()
+        self._kernels: KernelCache[CompiledKernel] = KernelCache(1)  # (sized by its JIT)
         self._last: CompiledKernel | None = None
-        self._lock = threading.Lock()
         # parse once now, so a syntax error shows at decoration, not at the first call
         from tdsl.frontend.parser import parse
 
@@ -314,8 +312,7 @@ class Function(Generic[P, R]):
     def kernels(self) -> tuple[CompiledKernel, ...]:
         """The kernels this function keeps, one per signature: as many as its JIT's
         ``cache_size`` (the least recently called go first)."""
-        with self._lock:
-            return tuple(self._kernels.values())
+        return self._kernels.values()
 
     def _values(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         if not kwargs and len(args) == len(self.params):
@@ -368,10 +365,7 @@ class Function(Generic[P, R]):
     def _kernel(self, values: dict[str, Any]) -> CompiledKernel:
         types = self._types(values)
         key = tuple(types[name] for name in self.params)
-        with self._lock:
-            kernel = self._kernels.get(key)
-            if kernel is not None:
-                self._kernels.move_to_end(key)
+        kernel = self._kernels.get(key)
         if kernel is None:
             jit = self._jit or default_jit()
             with _suggest_trace(self.name):
@@ -381,10 +375,8 @@ class Function(Generic[P, R]):
                     filename=self.filename,
                     options=self._options,
                 )
-            with self._lock:
-                self._kernels[key] = kernel
-                while len(self._kernels) > jit.cache_size:  # (the least recently called)
-                    self._kernels.popitem(last=False)
+            # (as many as its JIT keeps, the least recently called going first)
+            self._kernels.put(key, kernel, jit.cache_size)
         return kernel
 
     def compile(self, *args: Any, **kwargs: Any) -> CompiledKernel:

@@ -47,7 +47,6 @@ import inspect
 import keyword
 import math
 import re
-import threading
 import types
 import unicodedata
 from collections import OrderedDict
@@ -62,6 +61,7 @@ from tdsl.dtypes import SHORT_NAMES
 from tdsl.errors import TdslCallError, TdslOptionError
 from tdsl.jit.api import JITTensorKernel, default_jit
 from tdsl.jit.arg_inference import check_dtype
+from tdsl.jit.cache import KernelCache
 from tdsl.jit.calls import unlike_an_array
 from tdsl.jit.compiled import CompiledKernel
 from tdsl.jit.decorator import jit_options
@@ -246,13 +246,11 @@ class Traced:
         self.static_argnames = tuple(static_argnames)
         self._jit = jit
         self._options = options
-        self._entries: OrderedDict[Any, _Entry] = OrderedDict()
-        self._lock = threading.Lock()
+        self._entries: KernelCache[_Entry] = KernelCache(1)  # (sized by its JIT: _entry)
 
     @property
     def kernels(self) -> tuple[CompiledKernel, ...]:
-        with self._lock:
-            return tuple(e.kernel for e in self._entries.values())
+        return tuple(e.kernel for e in self._entries.values())
 
     def _key(
         self, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -339,17 +337,11 @@ class Traced:
 
     def _entry(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_Entry, list[Any]]:
         key, leaves, arrays = self._key(args, kwargs)
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None:
-                self._entries.move_to_end(key)
+        entry = self._entries.get(key)
         if entry is None:
             entry = self._trace(key, leaves)
-            keep = (self._jit or default_jit()).cache_size  # (as many as its JIT keeps)
-            with self._lock:
-                self._entries[key] = entry
-                while len(self._entries) > keep:  # the least recently called go first
-                    self._entries.popitem(last=False)
+            # (as many as its JIT keeps, the least recently called going first)
+            self._entries.put(key, entry, (self._jit or default_jit()).cache_size)
         return entry, arrays
 
     def compile(self, *args: Any, **kwargs: Any) -> CompiledKernel:
