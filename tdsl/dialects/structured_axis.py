@@ -164,8 +164,8 @@ class ReductionOp(IRDLOperation, StructuredOpInterface, Reduction, LanguageFunct
             if reduced == 0:
                 where = "all axes" if axis is None else f"axis {axis}"
                 raise ShapeError(
-                    f"`{cls.FUNCTION}` over {where} of a {fmt_shape(shape)} tensor reduces "
-                    "zero elements, and it has no identity"
+                    f"`{cls.FUNCTION}` over {where} of a tensor of shape {tuple(shape)} "
+                    "reduces zero elements, and it has no identity"
                 )
         return out
 

@@ -249,9 +249,9 @@
 // -----
 
 %a = "test.op"() : () -> tensor<0x3xf32>
-// expected-error@+1 {{'tensordsl.max' op `max` over axis 0 of a 0x3 tensor reduces zero}}
+// expected-error@+1 {{'tensordsl.max' op `max` over axis 0 of a tensor of shape (0, 3) reduces zero}}
 %0 = tensordsl.max %a axis = 0 : tensor<0x3xf32> -> tensor<3xf32>
-// CHECK: 'tensordsl.max' op `max` over axis 0 of a 0x3 tensor reduces zero elements, and it has no identity (tensor<0x3xf32>)
+// CHECK: 'tensordsl.max' op `max` over axis 0 of a tensor of shape (0, 3) reduces zero elements, and it has no identity (tensor<0x3xf32>)
 
 // -----
 
