@@ -92,11 +92,19 @@ def storage_type(element: Attribute) -> Attribute:
 
 
 def to_llvm(rewriter: PatternRewriter, value: SSAValue) -> SSAValue:
-    """``value`` with its LLVM type: itself, or a cast inserted at the rewriter's
-    insertion point."""
+    """``value`` with its LLVM type: itself, the value a cast made it from (an op
+    already converted casts its LLVM result back to the type its users expect), or a
+    cast inserted at the rewriter's insertion point."""
     target = llvm_type(value.type)
     if target == value.type:
         return value
+    made = value.owner
+    if (
+        isinstance(made, UnrealizedConversionCastOp)
+        and len(made.inputs) == 1
+        and made.inputs[0].type == target
+    ):
+        return made.inputs[0]
     cast, result = UnrealizedConversionCastOp.cast_one(value, target)
     rewriter.insert(cast)
     return result

@@ -215,3 +215,25 @@ func.func @k(%a: memref<4xf32>, %b: memref<2xf32, strided<[2]>>) attributes {{td
 """
     with pytest.raises(TdslIRError, match=r"`tdsl.views` of @k must be triples"):
         lower(text)
+
+
+def test_a_converted_value_is_read_through_the_cast_back_not_cast_again() -> None:
+    # an op the conversion has rewritten leaves its LLVM result cast back to the old type
+    # for users not yet converted; a user converted later reads the LLVM value itself
+    from xdsl.dialects.builtin import IndexType, UnrealizedConversionCastOp, i64
+    from xdsl.ir import Block
+    from xdsl.pattern_rewriter import PatternRewriter
+
+    from tdsl.backend.llvm.llvm_types import to_llvm
+
+    block = Block(arg_types=[i64, IndexType()])
+    back, index_value = UnrealizedConversionCastOp.cast_one(block.args[0], IndexType())
+    block.add_op(back)
+    anchor = UnrealizedConversionCastOp.cast_one(block.args[1], i64)[0]
+    block.add_op(anchor)
+    rewriter = PatternRewriter(anchor)
+    assert to_llvm(rewriter, index_value) is block.args[0]
+    # a value of the old type that no cast made is cast, once
+    fresh = to_llvm(rewriter, block.args[1])
+    assert fresh.type == i64 and isinstance(fresh.owner, UnrealizedConversionCastOp)
+    assert len(block.ops) == 3
