@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
 from xdsl.dialects.builtin import i64
 
 from tdsl.dialects import tensordsl as td
-from tdsl.dialects.structured import is_int
+from tdsl.dialects.structured import is_int, numpy_dtype
 from tdsl.errors import TdslTypeError, internal_error
 from tdsl.frontend.ast import Span
 from tdsl.frontend.values import LiteralValue, TensorValue, Value, WeakValue
@@ -38,6 +39,14 @@ def integer_power(
             f"integers to negative integer powers are not allowed, as in NumPy "
             f"(`** {n.value}` of {lowering.describe(a)}): write a float exponent "
             f"(`** {float(n.value)}`) or convert first, e.g. `astype(x, float64)`",
+            lowering.where(spans[1]),
+        )
+    info = np.iinfo(numpy_dtype(a.element))
+    if n.value > info.max:  # (NumPy 2 converts the Python int to the tensor's dtype)
+        raise TdslTypeError(
+            f"the integer {n.value} is out of bounds for {info.dtype} ([{info.min}, "
+            f"{info.max}]), as in NumPy 2: write a float exponent or convert first, e.g. "
+            "`astype(x, float64)`",
             lowering.where(spans[1]),
         )
     if n.value == 0:

@@ -28,7 +28,7 @@ from tdsl.dialects.structured import (
     numpy_dtype,
 )
 from tdsl.dtypes import promote
-from tdsl.errors import SourceLocation, TdslIRError, TdslNameError, TdslTypeError, internal_error
+from tdsl.errors import SourceLocation, TdslNameError, TdslTypeError, internal_error
 from tdsl.frontend.arg_reductions import lower_arg_reduction
 from tdsl.frontend.ast import (
     BinOp,
@@ -57,6 +57,7 @@ from tdsl.frontend.functions import (
 )
 from tdsl.frontend.integer_power import integer_power
 from tdsl.frontend.joins import JOINS, SPLITS, lower_join, lower_split, lower_take
+from tdsl.frontend.literals import fold
 from tdsl.frontend.mixed_compare import booleans_with_int, compare_mixed, compare_python_int
 from tdsl.frontend.subscripts import lower_subscript
 from tdsl.frontend.values import LiteralValue, TensorValue, TupleValue, Value, WeakValue
@@ -106,25 +107,6 @@ def _mixes_uint64(args: Sequence[Value]) -> bool:
     return INT_TYPES["u64"] in elements and bool(elements & {INT_TYPES["i32"], INT_TYPES["i64"]})
 
 
-def _fold(op: str, a: int | float, b: int | float) -> int | float:
-    """``a <op> b`` of two literals, as the op's NumPy ufunc computes them: integers in
-    int64 (wrapping; ``/`` gives a float), floats in float64 (IEEE rules); never
-    ZeroDivisionError (``1 // 0`` is 0, as NumPy's)."""
-    name = OPERATOR_OPS[op].NUMPY_UFUNC
-    if name is None:  # every operator's op names its NumPy counterpart
-        raise TdslIRError(f"cannot fold the literals of '{op}': its op names no NumPy ufunc")
-    exact = isinstance(a, int) and isinstance(b, int)
-    kind = np.int64 if exact else np.float64
-    with np.errstate(all="ignore"):
-        try:
-            value = getattr(np, name)(kind(a), kind(b))
-        except OverflowError:  # an integer literal beyond int64
-            value = getattr(np, name)(np.float64(a), np.float64(b))
-        except ValueError:  # an integer to a negative integer power: Python's float
-            value = getattr(np, name)(np.float64(a), np.float64(b))
-    return int(value) if np.dtype(value.dtype).kind == "i" else float(value)
-
-
 class FunctionLowering(CallParams):
     """Lowers the expressions of one function body into one block."""
 
@@ -171,8 +153,16 @@ class FunctionLowering(CallParams):
                     )
                 data = np.array(value.value, dtype=dtype)
             else:
-                with np.errstate(over="ignore"):
-                    data = np.array(value.value, dtype=np.float64).astype(dtype)
+                try:
+                    with np.errstate(over="ignore"):
+                        data = np.array(value.value, dtype=np.float64).astype(dtype)
+                except OverflowError:  # an int beyond float64's range
+                    raise TdslTypeError(
+                        f"an integer of {len(str(abs(value.value)))} digits is too large to "
+                        f"convert to {dtype}, "
+                        "as in NumPy (OverflowError): write it as a float (`1e400` is inf)",
+                        self.where(value.span),
+                    ) from None
             return self.emit(td.ConstantOp(td.dense_from_numpy(data, element)), value.span)
         if isinstance(value, WeakValue):
             value = TensorValue(value.value, (), i64 if value.integer else f64)
@@ -336,7 +326,13 @@ class FunctionLowering(CallParams):
                 a, b = args
                 arithmetic = not issubclass(OPERATOR_OPS[op], td.CompareOp | td.LogicalOp)
                 if arithmetic and isinstance(a, LiteralValue) and isinstance(b, LiteralValue):
-                    return LiteralValue(_fold(op, a.value, b.value), node.span)
+                    try:
+                        return LiteralValue(fold(op, a.value, b.value), node.span)
+                    except OverflowError as err:
+                        raise TdslTypeError(
+                            f"`{op}` of these literals gives a number too large: {err}",
+                            self.where(node.span),
+                        ) from None
                 if arithmetic and not isinstance(a, TensorValue) and not isinstance(b, TensorValue):
                     return self.weak(OPERATOR_OPS[op], args, (lhs.span, rhs.span), node.op_span)
                 if (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,7 @@ from tdsl.dialects import tensordsl as td
 from tdsl.errors import TdslError, TdslOptionError, TdslTypeError
 from tdsl.frontend import Expression, Program, lower, lower_expression_cli, parse, to_tensordsl
 from tdsl.frontend.ir_gen import element_type_of, parse_shape_spec
+from tdsl.jit import JITTensorKernel
 
 NUMPY_OF = {f16: np.float16, f32: np.float32, f64: np.float64}
 
@@ -201,6 +203,47 @@ def test_lone_literal_is_float64_and_division_by_zero_is_inf() -> None:
     assert isinstance(const, td.ConstantOp)
     assert const.result.type == TensorType(f64, [])
     assert np.isposinf(const.as_numpy())
+
+
+@pytest.mark.parametrize(
+    ("expr", "dtype"),
+    [
+        ("A + 2**63", "f64"),  # int64 arithmetic would wrap it to -2**63
+        ("A * 10**20", "f64"),
+        ("A + (1 << 70)", "f64"),
+        ("A * 2**100", "f64"),
+        ("A - (-(2**63))", "f64"),
+        ("A + 3**40 - (9223372036854775807 + 1)", "f64"),
+        ("A + 2**63", "u64"),  # 9223372036854775808 fits uint64
+        ("A + -2**63", "i64"),
+        ("A + (-7) // 2 * ((-7) % 2) + (5 ^ 3) + (-16 >> 2)", "i64"),
+    ],
+)
+def test_integer_literal_arithmetic_is_exact_as_pythons(expr: str, dtype: str) -> None:
+    # NumPy meets the result as a Python int, which Python computed exactly
+    a = np.array([1, 2], dtype=np.dtype({"f64": "float64", "u64": "uint64", "i64": "int64"}[dtype]))
+    kernel = JITTensorKernel(target="numpy").compile(expr, {"A": (2,)}, dtype)
+    got, want = kernel(A=a), eval(expr, {"A": a})
+    assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    ("expr", "dtype", "message"),
+    [
+        ("A + 2**62 * 2", "i64", "9223372036854775808 is out of bounds for int64"),
+        ("A * 10**400", "f64", "an integer of 401 digits is too large to convert to float64"),
+        ("A * (10**400 * 1.5)", "f64", "`*` of these literals gives a number too large"),
+        ("A + 2**100000", "f64", "2 ** 100000 has more than 4096 bits"),
+        ("A ** 2**70", "i64", "1180591620717411303424 is out of bounds for int64"),
+        ("A ** 300", "u8", "300 is out of bounds for uint8"),
+    ],
+)
+def test_integer_literals_numpy_refuses_are_located_errors(
+    expr: str, dtype: str, message: str
+) -> None:
+    with pytest.raises(TdslTypeError, match=re.escape(message)) as caught:
+        to_tensordsl(expr, shapes={"A": (2,)}, dtypes=dtype)
+    assert "<expr>:1:" in str(caught.value)
 
 
 def test_overflowing_literal_in_float16_is_inf() -> None:

@@ -1,0 +1,74 @@
+"""Arithmetic between literals, folded at compile time as NumPy computes Python
+scalars: integers exactly, as Python ints (NumPy meets them as such: ``x + 2**63``
+adds 9223372036854775808 to a float array), floats in float64."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tdsl.errors import TdslIRError
+from tdsl.frontend.functions import OPERATOR_OPS
+
+_EXACT_BITS = 4096
+"""The widest integer literal arithmetic folds to (far beyond any dtype's range)."""
+
+
+def _fold_ints(op: str, a: int, b: int) -> int | float | None:
+    """``a <op> b`` of two integer literals, exact as Python computes them (NumPy meets
+    them as Python ints: ``x + 2**63`` adds 9223372036854775808), with NumPy's ``0`` for
+    a zero divisor; None where the op is not exact integer arithmetic (``/``, a
+    negative power or shift: computed as before)."""
+    match op:
+        case "+":
+            return a + b
+        case "-":
+            return a - b
+        case "*":
+            return a * b
+        case "//":
+            return 0 if b == 0 else a // b
+        case "%":
+            return 0 if b == 0 else a % b
+        case "^":
+            return a ^ b
+        case "**" if b >= 0:
+            if abs(a) > 1 and b * max(a.bit_length() - 1, 1) > _EXACT_BITS:
+                raise OverflowError(f"{a} ** {b} has more than {_EXACT_BITS} bits")
+            return a**b
+        case "<<" if b >= 0:
+            if a and b + a.bit_length() > _EXACT_BITS:
+                raise OverflowError(f"{a} << {b} has more than {_EXACT_BITS} bits")
+            return a << b
+        case ">>" if b >= 0:
+            return a >> b
+        case _:
+            return None
+
+
+def fold(op: str, a: int | float, b: int | float) -> int | float:
+    """``a <op> b`` of two literals, as NumPy computes Python scalars: integers exactly
+    (Python ints; a zero divisor gives 0, as NumPy's, never ZeroDivisionError; ``/``
+    gives a float), floats in float64 (IEEE rules).  An integer too large for a float
+    where a float is needed raises :class:`OverflowError`, as NumPy does."""
+    name = OPERATOR_OPS[op].NUMPY_UFUNC
+    if name is None:  # every operator's op names its NumPy counterpart
+        raise TdslIRError(f"cannot fold the literals of '{op}': its op names no NumPy ufunc")
+    if isinstance(a, int) and isinstance(b, int):
+        exact = _fold_ints(op, a, b)
+        if exact is not None:
+            return exact
+    exact_ints = isinstance(a, int) and isinstance(b, int)
+    with np.errstate(all="ignore"):
+        try:
+            if not exact_ints:
+                raise OverflowError
+            value = getattr(np, name)(np.int64(a), np.int64(b))
+        except (OverflowError, ValueError):
+            # a float operand, an integer beyond int64, or an integer to a negative
+            # integer power: float64, as Python's float (an int beyond float64's range
+            # raises OverflowError here, as NumPy's conversion does)
+            value = getattr(np, name)(np.float64(a), np.float64(b))
+    return int(value) if np.dtype(value.dtype).kind == "i" else float(value)
+
+
+__all__ = ["fold"]
