@@ -101,6 +101,15 @@ def _is_bool(value: Value) -> bool:
     return isinstance(value, TensorValue) and value.element == BOOL
 
 
+def _is_integer(value: Value) -> bool:
+    """Whether ``value`` is an integer: a tensor, a Python int literal or a weak int."""
+    if isinstance(value, TensorValue):
+        return is_int(value.element)
+    if isinstance(value, LiteralValue):
+        return type(value.value) is int
+    return isinstance(value, WeakValue) and value.integer
+
+
 def _mixes_uint64(args: Sequence[Value]) -> bool:
     """Whether ``args`` hold a ``uint64`` tensor and a signed integer one."""
     elements = {v.element for v in args if isinstance(v, TensorValue)}
@@ -508,7 +517,7 @@ class FunctionLowering(CallParams):
         op = info.op
         if issubclass(op, td.LogicalOp | td.NotOp):  # NumPy's truth of a number: nonzero
             args = [
-                self.truth(a, at) if isinstance(a, TensorValue) and is_int(a.element) else a
+                self.truth(a, at) if _is_integer(a) else a
                 for a, at in zip(args, spans, strict=True)
             ]
         if issubclass(op, td.BinaryOp):

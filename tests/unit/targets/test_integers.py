@@ -117,6 +117,13 @@ CASES: list[tuple[str, dict[str, Array]]] = [
     ("(a > -9223372036854775809) ^ (a == 9223372036854775808)", {"a": A64}),
     # `&`, `|` of booleans and a Python int: int64, as in NumPy 2 (refused)
     ("((a > 0) | 1) + ((a < 0) & 3)", {"a": A64}),
+    # logical_and/logical_or of a Python int take its truth, not its bits (they were
+    # `&`/`|` of the int: `logical_or(b, 1000)` gave 1000 and 1001)
+    ("logical_or(a > 3, 1000) ^ logical_and(a > 0, 2)", {"a": A64}),
+    (
+        "logical_and(a32, 4) | logical_or(0, b) | logical_and(a > 0, -1)",
+        {"a32": A32, "b": B64, "a": A64},
+    ),
 ]
 
 NAMES = {
