@@ -2,7 +2,7 @@
 
 The rules (one consistent iteration space per group, operands an op reads
 from memory, the memory budget at the smallest legal tile, no cycles between
-groups) live in :mod:`tdsl.transforms.fusion_analysis`; this module applies its
+groups, no group of empty and non-empty results) live in :mod:`tdsl.transforms.fusion_analysis`; this module applies its
 plan to the IR and renders the same plan as a report, so the pass and
 ``--explain-fusion`` can never disagree.
 

@@ -35,7 +35,10 @@ a legal group when
    each pass of a long chain with a reduction every few ops would compute the
    whole chain before it again, quadratic in its length);
 4. merging it creates no cycle between groups: no path leaves the group and
-   comes back.
+   comes back;
+5. its ops' results all have zero elements, or none of them has: a group iterates
+   over its space, and over a zero-size extent it runs no iteration, so a 0-d value
+   that also feeds an op over an empty axis would not be computed.
 
 Planning is greedy and deterministic, in program order: each op joins the
 groups of its operands' producers (first operand first) when the union is

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.dialects import func
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, Operation, OpResult, SSAValue
 from xdsl.traits import IsTerminator
 
@@ -146,6 +147,8 @@ class FusionPlanner:
         self.dead = self._dead()
         self.spaces = PartSpaces(self.users)
         self._readers: dict[SSAValue, list[Operation | None]] = {}
+        self.empty = {op for op in self.ops if _has_empty_result(op)}
+        """The ops with a result of zero elements (rule 5; usually none)."""
 
     def _dead(self) -> set[Operation]:
         """Groupable ops (and constants) whose results nothing live uses."""
@@ -170,7 +173,7 @@ class FusionPlanner:
 
     def _extra(self, upto: int) -> Callable[[PartMerge, set[int]], str | None]:
         def check(merge: PartMerge, ids: set[int]) -> str | None:
-            return self._budget(merge, ids) or self._cycle(merge, ids, upto)
+            return self._empty(merge) or self._budget(merge, ids) or self._cycle(merge, ids, upto)
 
         return check
 
@@ -192,6 +195,18 @@ class FusionPlanner:
             if user not in self.dead and not inside(user):
                 return True
         return False
+
+    def _empty(self, merge: PartMerge) -> str | None:
+        """Rule 5: ops with a result of zero elements run apart from ops whose results have
+        some. A group iterates over the zero-size extent and runs no iteration, so the
+        loops would not compute its other results (a 0-d value that also feeds an op over
+        an empty axis)."""
+        if not self.empty:
+            return None
+        kinds = {op in self.empty for op in merge.ops()}
+        if len(kinds) < 2:
+            return None
+        return "one of the ops has a result of zero elements and the other does not"
 
     def _budget(self, merge: PartMerge, ids: set[int]) -> str | None:
         """Rule 3: the smallest legal tile must fit the budget."""
@@ -542,6 +557,11 @@ class FusionPlanner:
         if len(out) != len(units):
             raise internal_error("tdsl-fuse: fusion produced a cycle between groups")
         return out
+
+
+def _has_empty_result(op: Operation) -> bool:
+    """Whether a tensor result of ``op`` has zero elements."""
+    return any(isinstance(r.type, TensorType) and 0 in tensor_shape(r.type) for r in op.results)
 
 
 def plan_block(

@@ -611,3 +611,19 @@ def test_the_fuzzers_second_cases_are_numpys(jit_target: str) -> None:
             tdsl.trace(fn_bad)(f)
     with pytest.raises(TdslError, match=r"a Python int in \[0, 9223372036854775807\]"):
         tdsl.trace(lambda x, s: x + s)(np.arange(3, dtype=np.uint64), -1)  # NumPy: OverflowError
+
+
+@pytest.mark.parametrize("shape", [(0,), (3, 0), (0, 3)])
+def test_a_value_that_also_feeds_an_op_over_an_empty_axis_is_computed(
+    jit_target: str, shape: tuple[int, ...]
+) -> None:
+    # v fed `a + v` over the empty axis in one group: the native loops ran no iteration
+    # of it and returned v's buffer unwritten (2.0 for 6.0, found by fuzzing)
+    def fn(a: Any, s: Any) -> Any:
+        v = np.where(s > 0, s, -s) * 2
+        return v, a + v, a.sum(axis=-1) + v
+
+    a, s = np.zeros(shape, np.float32), np.array(-3.0, np.float32)
+    for g, w in zip(tdsl.trace(fn)(a, s), fn(a, s), strict=True):
+        assert (np.asarray(g).dtype, np.shape(g)) == (np.asarray(w).dtype, np.shape(w))
+        np.testing.assert_array_equal(g, w)
