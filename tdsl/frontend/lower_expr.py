@@ -101,13 +101,12 @@ def _is_bool(value: Value) -> bool:
     return isinstance(value, TensorValue) and value.element == BOOL
 
 
-def _is_integer(value: Value) -> bool:
-    """Whether ``value`` is an integer: a tensor, a Python int literal or a weak int."""
+def _is_number(value: Value) -> bool:
+    """Whether ``value`` is a number, not a boolean: an integer or float tensor, a
+    literal or a weak scalar."""
     if isinstance(value, TensorValue):
-        return is_int(value.element)
-    if isinstance(value, LiteralValue):
-        return type(value.value) is int
-    return isinstance(value, WeakValue) and value.integer
+        return value.element != BOOL
+    return isinstance(value, LiteralValue | WeakValue)
 
 
 def _mixes_uint64(args: Sequence[Value]) -> bool:
@@ -323,6 +322,11 @@ class FunctionLowering(CallParams):
                 return self.matmul("`@`", args, (node.lhs.span, node.rhs.span), node.op_span)
             case Invert():
                 (arg,) = args
+                if isinstance(arg, LiteralValue) and type(arg.value) is int:
+                    return LiteralValue(~arg.value, node.span)  # Python's: ~1 is -2
+                if isinstance(arg, WeakValue) and arg.integer:
+                    inverted = self.emit(td.InvertOp(arg.value), node.span)
+                    return WeakValue(inverted.value, True)
                 if isinstance(arg, TensorValue) and is_int(arg.element):
                     return self.emit(td.InvertOp(arg.value), node.span)
                 self.booleans("`~`", args, (node.operand.span,))
@@ -340,6 +344,12 @@ class FunctionLowering(CallParams):
                     except OverflowError as err:
                         raise TdslTypeError(
                             f"`{op}` of these literals gives a number too large: {err}",
+                            self.where(node.span),
+                        ) from None
+                    except TypeError:  # NumPy's ufunc refuses floats (`>>`, `<<`, `^`)
+                        raise TdslTypeError(
+                            f"`{op}` takes integers, as in NumPy, not a float: "
+                            f"`{a.value!r} {op} {b.value!r}`",
                             self.where(node.span),
                         ) from None
                 if arithmetic and not isinstance(a, TensorValue) and not isinstance(b, TensorValue):
@@ -517,8 +527,7 @@ class FunctionLowering(CallParams):
         op = info.op
         if issubclass(op, td.LogicalOp | td.NotOp):  # NumPy's truth of a number: nonzero
             args = [
-                self.truth(a, at) if _is_integer(a) else a
-                for a, at in zip(args, spans, strict=True)
+                self.truth(a, at) if _is_number(a) else a for a, at in zip(args, spans, strict=True)
             ]
         if issubclass(op, td.BinaryOp):
             return self.binary(op, f"`{info.name}`", args, (spans[0], spans[1]), node.span)

@@ -236,6 +236,9 @@ def test_integer_literal_arithmetic_is_exact_as_pythons(expr: str, dtype: str) -
         ("A + 2**100000", "f64", "2 ** 100000 has more than 4096 bits"),
         ("A ** 2**70", "i64", "1180591620717411303424 is out of bounds for int64"),
         ("A ** 300", "u8", "300 is out of bounds for uint8"),
+        # NumPy's shifts and xor refuse floats (a raw TypeError of the fold)
+        ("A + (3.25 >> 5)", "f64", "`>>` takes integers, as in NumPy, not a float: `3.25 >> 5`"),
+        ("A + (2.5 ^ 1)", "f64", "`^` takes integers, as in NumPy, not a float"),
     ],
 )
 def test_integer_literals_numpy_refuses_are_located_errors(

@@ -124,6 +124,11 @@ CASES: list[tuple[str, dict[str, Array]]] = [
         "logical_and(a32, 4) | logical_or(0, b) | logical_and(a > 0, -1)",
         {"a32": A32, "b": B64, "a": A64},
     ),
+    # `~` of a Python int is Python's (~1 is -2; it was refused as "not an integer"), and
+    # the logical functions take a float's truth, nan included (logical_not(x) failed
+    # to verify)
+    ("a32 + ~1 - ~(-8)", {"a32": A32}),
+    ("logical_not(x) ^ logical_and(x, 2.5) | logical_or(0.0, x > 1)", {"x": F}),
 ]
 
 NAMES = {
