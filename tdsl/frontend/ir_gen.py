@@ -72,17 +72,9 @@ from tdsl.frontend.functions import (
     name_list,
     nearest_name,
 )
-from tdsl.frontend.lower_expr import (
-    WEAK,
-    WEAK_INT,
-    FunctionLowering,
-    TensorValue,
-    WeakValue,
-    dtype_name,
-    format_type,
-)
+from tdsl.frontend.lower_expr import WEAK, WEAK_INT, FunctionLowering
 from tdsl.frontend.parser import MAX_DIM, parse
-from tdsl.frontend.values import TupleValue
+from tdsl.frontend.values import TensorValue, TupleValue, WeakValue, dtype_name, format_type
 
 # --------------------------------------------------------------------------- functions and modules
 

@@ -20,7 +20,6 @@ from xdsl.utils.exceptions import VerifyException
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.structured import (
     BOOL,
-    ELEMENT_TYPES,
     INT_TYPES,
     LanguageFunction,
     element_of,
@@ -60,21 +59,18 @@ from tdsl.frontend.joins import JOINS, SPLITS, lower_join, lower_split, lower_ta
 from tdsl.frontend.literals import fold
 from tdsl.frontend.mixed_compare import booleans_with_int, compare_mixed, compare_python_int
 from tdsl.frontend.subscripts import lower_subscript
-from tdsl.frontend.values import LiteralValue, TensorValue, TupleValue, Value, WeakValue
-
-
-def dtype_name(element: Attribute) -> str:
-    """``f16``, ``f32`` or ``f64``."""
-    for name, candidate in ELEMENT_TYPES.items():
-        if element == candidate:
-            return name
-    raise AssertionError(f"not a tensordsl element type: {element}")
-
-
-def format_type(element: Attribute, shape: Sequence[int]) -> str:
-    """A type in the language's own syntax: ``f32[4, 8]``, ``f64[]``."""
-    return f"{dtype_name(element)}[{', '.join(str(d) for d in shape)}]"
-
+from tdsl.frontend.values import (
+    LiteralValue,
+    TensorValue,
+    TupleValue,
+    Value,
+    WeakValue,
+    dtype_name,
+    format_type,
+    is_bool,
+    is_number,
+    mixes_uint64,
+)
 
 # --------------------------------------------------------------------------- values
 
@@ -95,24 +91,6 @@ BOOLEAN_FORMS: dict[type[Any], type[Any]] = {
 }
 """What NumPy computes of booleans, keeping booleans: ``+`` and ``maximum`` are ``|``,
 ``*`` and ``minimum`` are ``&``, ``max`` is ``any`` and ``min`` is ``all``."""
-
-
-def _is_bool(value: Value) -> bool:
-    return isinstance(value, TensorValue) and value.element == BOOL
-
-
-def _is_number(value: Value) -> bool:
-    """Whether ``value`` is a number, not a boolean: an integer or float tensor, a
-    literal or a weak scalar."""
-    if isinstance(value, TensorValue):
-        return value.element != BOOL
-    return isinstance(value, LiteralValue | WeakValue)
-
-
-def _mixes_uint64(args: Sequence[Value]) -> bool:
-    """Whether ``args`` hold a ``uint64`` tensor and a signed integer one."""
-    elements = {v.element for v in args if isinstance(v, TensorValue)}
-    return INT_TYPES["u64"] in elements and bool(elements & {INT_TYPES["i32"], INT_TYPES["i64"]})
 
 
 class FunctionLowering(CallParams):
@@ -306,7 +284,7 @@ class FunctionLowering(CallParams):
                 return self.lookup(node)
             case Neg():
                 (arg,) = args
-                if _is_bool(arg):
+                if is_bool(arg):
                     raise TdslTypeError(
                         "the negative of booleans (`-`) is not supported, as in NumPy: use "
                         "`~` or `logical_not`",
@@ -431,7 +409,7 @@ class FunctionLowering(CallParams):
                 f"operands of {what} do not broadcast: {self.describe(a)} and {self.describe(b)}",
                 self.where(span),
             ) from None
-        if issubclass(op_class, td.CompareOp) and _mixes_uint64(args):
+        if issubclass(op_class, td.CompareOp) and mixes_uint64(args):
             if not isinstance(a, TensorValue) or not isinstance(b, TensorValue):
                 raise internal_error(
                     f"frontend: {what} of uint64 and a non-tensor", location=self.where(span)
@@ -441,7 +419,7 @@ class FunctionLowering(CallParams):
             exact := compare_python_int(self, op_class, what, args, spans, span)
         ):
             return exact  # (a Python int beyond the dtype: exact, as NumPy 2)
-        if op_class in BOOLEAN_FORMS and all(_is_bool(v) for v in args):
+        if op_class in BOOLEAN_FORMS and all(is_bool(v) for v in args):
             op_class = BOOLEAN_FORMS[op_class]  # `+` of booleans is `|`, as in NumPy
         if op_class is td.PowerOp:
             power = integer_power(self, args, spans, span)
@@ -527,7 +505,7 @@ class FunctionLowering(CallParams):
         op = info.op
         if issubclass(op, td.LogicalOp | td.NotOp):  # NumPy's truth of a number: nonzero
             args = [
-                self.truth(a, at) if _is_number(a) else a for a, at in zip(args, spans, strict=True)
+                self.truth(a, at) if is_number(a) else a for a, at in zip(args, spans, strict=True)
             ]
         if issubclass(op, td.BinaryOp):
             return self.binary(op, f"`{info.name}`", args, (spans[0], spans[1]), node.span)
@@ -544,13 +522,13 @@ class FunctionLowering(CallParams):
         if issubclass(op, td.ArgReduction):
             return lower_arg_reduction(self, node, args, spans, self.params(node, info, args[0]))
         params = self.params(node, info, args[0] if args else None)
-        if op in BOOLEAN_FORMS and args and _is_bool(args[0]):
+        if op in BOOLEAN_FORMS and args and is_bool(args[0]):
             if op.NEEDS_ELEMENTS:  # `max` of no booleans is NumPy's error, `any`'s False
                 self.check_elements(op, node, self.shape_of(args[0]), params["axis"])
             op = BOOLEAN_FORMS[op]  # `max` of booleans is `any`, as in NumPy
-        if op is td.AbsOp and args and _is_bool(args[0]):
+        if op is td.AbsOp and args and is_bool(args[0]):
             return args[0]  # NumPy's absolute value of a boolean is itself
-        if op is td.InvertOp and args and _is_bool(args[0]) and isinstance(args[0], TensorValue):
+        if op is td.InvertOp and args and is_bool(args[0]) and isinstance(args[0], TensorValue):
             return self.emit(td.NotOp(args[0].value), node.span)  # np.invert of booleans: not
         if issubclass(op, td.CREATION):
             return lower_creation(self, node, args, spans, params)

@@ -4,11 +4,13 @@ known at run time, or a tuple of them (a join's operands)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
 from xdsl.ir import Attribute, SSAValue
 
+from tdsl.dialects.structured import BOOL, ELEMENT_TYPES, INT_TYPES
 from tdsl.frontend.ast import Span
 
 
@@ -55,4 +57,47 @@ class TupleValue:
 Value: TypeAlias = TensorValue | LiteralValue | WeakValue | TupleValue
 
 
-__all__ = ["LiteralValue", "TensorValue", "TupleValue", "Value", "WeakValue"]
+def dtype_name(element: Attribute) -> str:
+    """The language's name of an element type: ``f16``, ``f32``, ``i64``, ``bool``..."""
+    for name, candidate in ELEMENT_TYPES.items():
+        if element == candidate:
+            return name
+    raise AssertionError(f"not a tensordsl element type: {element}")
+
+
+def format_type(element: Attribute, shape: Sequence[int]) -> str:
+    """A type in the language's own syntax: ``f32[4, 8]``, ``f64[]``."""
+    return f"{dtype_name(element)}[{', '.join(str(d) for d in shape)}]"
+
+
+def is_bool(value: Value) -> bool:
+    """Whether ``value`` is a boolean tensor."""
+    return isinstance(value, TensorValue) and value.element == BOOL
+
+
+def is_number(value: Value) -> bool:
+    """Whether ``value`` is a number, not a boolean: an integer or float tensor, a
+    literal or a weak scalar."""
+    if isinstance(value, TensorValue):
+        return value.element != BOOL
+    return isinstance(value, LiteralValue | WeakValue)
+
+
+def mixes_uint64(args: Sequence[Value]) -> bool:
+    """Whether ``args`` hold a ``uint64`` tensor and a signed integer one."""
+    elements = {v.element for v in args if isinstance(v, TensorValue)}
+    return INT_TYPES["u64"] in elements and bool(elements & {INT_TYPES["i32"], INT_TYPES["i64"]})
+
+
+__all__ = [
+    "LiteralValue",
+    "TensorValue",
+    "TupleValue",
+    "Value",
+    "WeakValue",
+    "dtype_name",
+    "format_type",
+    "is_bool",
+    "is_number",
+    "mixes_uint64",
+]
