@@ -184,7 +184,7 @@ def read_plan(fn: func.FuncOp, roles_attr: str) -> FunctionPlan:
             )
         data = None
         if role == "const":
-            values = dense_to_numpy(cast(DenseIntOrFPElementsAttr, next(consts)))
+            values = dense_to_numpy(cast(DenseIntOrFPElementsAttr, next(consts)), dtype)
             data = np.ascontiguousarray(values, dtype).reshape(tuple(t.get_shape()))
             data.flags.writeable = False
         args.append(

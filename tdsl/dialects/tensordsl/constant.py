@@ -153,9 +153,13 @@ def dense_to_text(attr: DenseIntOrFPElementsAttr) -> str:
     return f'dense<"0x{values.tobytes().hex().upper()}"> : {attr.type}'
 
 
-def dense_to_numpy(attr: DenseIntOrFPElementsAttr) -> np.ndarray[Any, Any]:
-    """The contents of a dense float attribute as a NumPy array."""
-    dtype = numpy_dtype(attr.get_element_type())
+def dense_to_numpy(
+    attr: DenseIntOrFPElementsAttr, dtype: np.dtype[Any] | None = None
+) -> np.ndarray[Any, Any]:
+    """The contents of a dense attribute as a NumPy array, of ``dtype`` if given (the
+    bits of a signless ``i8`` the loops stage made of a ``ui8``, read as ``uint8``)."""
+    if dtype is None:
+        dtype = numpy_dtype(attr.get_element_type())
     shape = tuple(attr.get_shape())
     flat = np.frombuffer(attr.data.data, dtype=dtype)
     if flat.size == 1 and int(np.prod(shape)) != 1:

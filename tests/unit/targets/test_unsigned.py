@@ -32,6 +32,10 @@ I64 = np.array([-1, 5, -(2**63), 2**63 - 1, 0, 3, 2, -7], np.int64)
 G = np.array([2.0**64, -1.0, np.nan, 2.0**63, 1.5e19, -5.0, np.inf, 0.5])
 
 CASES = [
+    # uint8 constants in the native loops' plan: their i8 bits were read with no dtype
+    # (a raw KeyError; found by fuzzing), values past 127 included
+    "arange(125, 133, dtype=uint8) + a",
+    "take(arange(120, 136, 2, dtype=uint8), a % 8) - (a < arange(8, dtype=uint8))",
     "a + b",
     "a - b",
     "a * b",
@@ -103,7 +107,7 @@ CASES = [
 NAMES: dict[str, Any] = {
     **{f: getattr(np, f) for f in ("exp", "max", "min", "mean", "var", "where", "take")},
     **{f: getattr(np, f) for f in ("maximum", "minimum", "abs", "sign", "square", "floor")},
-    **{f: getattr(np, f) for f in ("argmax", "argmin", "clip", "fmod")},
+    **{f: getattr(np, f) for f in ("argmax", "argmin", "clip", "fmod", "arange")},
     "relu": lambda x: np.maximum(x, 0),
     "astype": lambda x, d: x.astype(d),
     **{f: getattr(np, f) for f in ("sum", "prod", "cumsum", "cumprod")},
