@@ -547,7 +547,7 @@ def call_function(
         )
     name, args = numpy_call(name, args, kwargs)
     results = split_results(name, qualified, args, kwargs)
-    parts = [(name == "where" and bool_operand(a)) or _spell_arg(trace, a) for a in args]
+    parts = [bool_operand(a) or _spell_arg(trace, a) for a in args]  # (np.clip(x, True, 5))
     parts += [f"{k}={_spell_arg(trace, v)}" for k, v in kwargs.items() if v is not None]
     expr = f"{name}({', '.join(parts)})"
     if name in ("split", "array_split") and results == 1:

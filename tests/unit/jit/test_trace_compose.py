@@ -627,3 +627,17 @@ def test_a_value_that_also_feeds_an_op_over_an_empty_axis_is_computed(
     for g, w in zip(tdsl.trace(fn)(a, s), fn(a, s), strict=True):
         assert (np.asarray(g).dtype, np.shape(g)) == (np.asarray(w).dtype, np.shape(w))
         np.testing.assert_array_equal(g, w)
+
+
+def test_a_numpy_bool_given_by_position_is_an_operand(jit_target: str) -> None:
+    # `np.clip(x, np.True_, 5)` was written `clip(x, True, 5)`, which the language reads as
+    # an unknown name `True` (found by fuzzing)
+    x = np.array([0, 2, 9], np.uint8)
+
+    def fn(x: Any, b: Any) -> Any:
+        return np.clip(x, np.True_, 5), np.clip(x, np.False_, 5), np.clip(b, b, 3)
+
+    b = np.array([True, False])
+    for g, w in zip(tdsl.trace(fn)(x, b), fn(x, b), strict=True):
+        assert (np.asarray(g).dtype, np.shape(g)) == (np.asarray(w).dtype, np.shape(w))
+        np.testing.assert_array_equal(g, w)
