@@ -286,6 +286,24 @@ def _finish(module: ModuleOp) -> None:
                 raise loops_bug(f"'{op.name}' was left unlowered in @{fn.sym_name.data}", op)
 
 
+def _check_group_names(module: ModuleOp) -> None:
+    """Each group of a function lowers to a function named after both: two groups of one
+    function with one name are a located error (their loops would share a name)."""
+    for fn in module.walk():
+        if not isinstance(fn, func.FuncOp):
+            continue
+        seen: set[str] = set()
+        for op in fn.walk():
+            if isinstance(op, TileOp) and (name := op.group_name) is not None:
+                if name in seen:
+                    raise TdslIRError(
+                        f"tdsl-lower-to-loops: two groups of @{fn.sym_name.data} are named "
+                        f"'{name}': rename one (each lowers to a function named after it)",
+                        op=op,
+                    )
+                seen.add(name)
+
+
 def lower_to_loops(
     module: ModuleOp, strides: Mapping[str, Sequence[tuple[int, ...] | None]] | None = None
 ) -> None:
@@ -303,6 +321,7 @@ def lower_to_loops(
     IR it parses.)"""
     from xdsl.utils.exceptions import VerifyException
 
+    _check_group_names(module)
     plan_loops(module)  # the groups without a recorded plan (tdsl-plan-loops) get one
     lowering = Lowering({k: list(v) for k, v in (strides or {}).items()})
     patterns: list[RewritePattern] = [FunctionToMemrefs(lowering)]

@@ -338,3 +338,24 @@ def test_edited_loops_tiles_beyond_the_recorded_scratch_are_a_located_error() ->
     edited = text.replace(found.group(0), "loops tiles [256, 1000] stored [0]")
     with pytest.raises(TdslIRError, match=r"loops tiles \[256, 1000\] need 256256 elements"):
         JITTensorKernel(target="native").compile_ir(edited)
+
+
+def test_two_groups_of_one_name_are_a_located_error() -> None:
+    # both lowered to @main_g0: an internal error, unlocated (found by fuzzing)
+    from tdsl.backend.llvm.lower_to_loops import lower_to_loops
+
+    group = (
+        'kernel.tile(%{a}) group "g0" space [{n}] iterators ["parallel"] tiles [{n}] scratch [] '
+        "sweeps [0] ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0)>] : "
+        "(tensor<{n}xf32>) -> tensor<{n}xf32> {{\n"
+        "  ^bb0(%v: tensor<{n}xf32>):\n    %r = tensordsl.relu %v : tensor<{n}xf32>\n"
+        "    kernel.yield %r : tensor<{n}xf32>\n  }}"
+    )
+    module = parse(
+        "func.func @main(%x: tensor<4xf32>, %y: tensor<8xf32>) -> (tensor<4xf32>, tensor<8xf32>) {\n"
+        f"  %0 = {group.format(a='x', n=4)}\n  %1 = {group.format(a='y', n=8)}\n"
+        "  func.return %0, %1 : tensor<4xf32>, tensor<8xf32>\n}\n"
+    )
+    with pytest.raises(TdslIRError, match="two groups of @main are named 'g0'") as caught:
+        lower_to_loops(module)
+    assert caught.value.op is not None
