@@ -206,7 +206,12 @@ class OptIO(OptArguments):
         no_implicit = frontend.no_implicit_module or self.args.no_implicit_module
         try:
             module = parser.parse_module(not no_implicit)
-        except (struct.error, OverflowError) as err:  # xDSL packs an integer it never checked
+        except (struct.error, OverflowError) as err:  # xDSL packs a number it never checked
+            if "float" in str(err):
+                parser.raise_error(
+                    f"a float before this is out of range for its type ({err}): f16 holds "
+                    "up to 65504, f32 up to about 3.4e38"
+                )
             parser.raise_error(f"an integer before this is out of range for its type ({err})")
         huge = find_huge_extent(module)
         if huge is not None:

@@ -20,6 +20,9 @@
 // RUN: not tdsl-opt %S/Inputs/huge-integer.mlir 2>&1 | filecheck %s --check-prefix=HUGE-INT
 // HUGE-INT-NOT: Traceback
 // HUGE-INT: huge-integer.mlir:2:116: error: an integer before this is out of range for its type
+// RUN: not tdsl-opt %S/Inputs/huge-float.mlir 2>&1 | filecheck %s --check-prefix=HUGE-FLOAT
+// HUGE-FLOAT-NOT: Traceback
+// HUGE-FLOAT: huge-float.mlir:3:3: error: a float before this is out of range for its type ({{.*}}): f16 holds up to 65504, f32 up to about 3.4e38
 // RUN: not tdsl-opt %S/Inputs/huge-extent.mlir --fuse --tile 2>&1 | filecheck %s --check-prefix=HUGE-DIM
 // HUGE-DIM-NOT: Traceback
 // HUGE-DIM:      huge-extent.mlir:2:8: error: 'tensordsl.relu' op has a tensor of type tensor<99999999999999999999xf32>: an extent beyond int64
