@@ -275,6 +275,9 @@ class Storage:
     axes: tuple[int, ...] = ()
     """The memref's axes, as positions in the dims it is read along (default: those
     dims in order)."""
+    final: bool = False
+    """It holds the value itself (a stored reduction's, finalized), not an accumulator's
+    state to finish."""
 
 
 class _Packing(NamedTuple):

@@ -389,7 +389,9 @@ class _Group(_GroupPlan):
                 p = body.producer(v)
                 if p is not None and self.level[p] == level and on(body.dims[v], part):
                     k = self.stored_in_output.get(v)
-                    storage[v] = Storage(stored[v], tiled=True) if k is None else outputs[k]
+                    storage[v] = (
+                        Storage(stored[v], tiled=True, final=True) if k is None else outputs[k]
+                    )
             for v, k in self.staged.items():  # read back from the output slice
                 p = body.producer(v)
                 if p is not None and self.level[p] == level and on(body.dims[v], part):

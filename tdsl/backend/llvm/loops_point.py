@@ -131,7 +131,7 @@ class _Point:
             return convert_scalar(self.code.b, self.load(self.storage[v], dims), element_type(v))
         if v in self.storage:  # a BLAS result, a stored value, or a reduction's accumulator
             raw = self.load(self.storage[v], dims)
-            if p in group.blas or p in group.gemm or not _is_reduction(p):
+            if self.storage[v].final or p in group.blas or p in group.gemm or not _is_reduction(p):
                 return raw
             more = [self.load(w, dims) for w in group.more_storage.get(p, ())]
             return reduction_of(p).scalar_finalize_state(self.code.b, [raw, *more], body.count(p))

@@ -359,3 +359,29 @@ def test_two_groups_of_one_name_are_a_located_error() -> None:
     with pytest.raises(TdslIRError, match="two groups of @main are named 'g0'") as caught:
         lower_to_loops(module)
     assert caught.value.op is not None
+
+
+def test_a_stored_mean_is_read_as_it_was_stored() -> None:
+    # `stored [0]` kept the finished mean, and its reader divided it by the count again
+    # (native results 2.46 and -6.19 where NumPy has 0; found by fuzzing)
+    if native_unavailable_reason() is not None:
+        pytest.skip(str(native_unavailable_reason()))
+    text = (
+        "func.func @main(%x: tensor<2x8xf32>) -> tensor<2xf32> {\n"
+        '  %0 = kernel.tile(%x) group "g0" space [2, 8] iterators ["parallel", "reduction"] '
+        "tiles [1, 2] scratch [memref<1xf32>, memref<2xf32>, memref<1xf32>] sweeps [1, 3, 3] "
+        "loops tiles [1, 8] stored [0] blas []\n"
+        "    ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0)>] : "
+        "(tensor<2x8xf32>) -> tensor<2xf32> {\n"
+        "  ^bb0(%x_1: tensor<1x2xf32>):\n"
+        "    %1 = tensordsl.mean %x_1 axis = 1 keepdims : tensor<1x2xf32> -> tensor<1x1xf32>\n"
+        "    %2 = tensordsl.sub %x_1, %1 : (tensor<1x2xf32>, tensor<1x1xf32>) -> tensor<1x2xf32>\n"
+        "    %3 = tensordsl.sum %2 axis = 1 : tensor<1x2xf32> -> tensor<1xf32>\n"
+        "    kernel.yield %3 : tensor<1xf32>\n  }\n"
+        "  func.return %0 : tensor<2xf32>\n}\n"
+    )
+    x = np.arange(16, dtype=np.float32).reshape(2, 8) * 3 + 1
+    kernel = JITTensorKernel(target="native", threads=1).compile_ir(text)
+    assert "stored [0]" in kernel.ir["planned"]
+    want = np.sum(x - np.mean(x, axis=1, keepdims=True), axis=1)
+    np.testing.assert_allclose(kernel(x), want, atol=1e-4)
