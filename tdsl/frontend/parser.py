@@ -177,7 +177,9 @@ class _Parser:
 
     def parse_kernel(self) -> Kernel:
         def_tok = self.advance()
-        name_tok = self.expect_name("a kernel name after `def`")
+        name_tok = self.expect_name(
+            "a kernel name after `def` (a keyword: it cannot name an input)"
+        )
         self.expect_punct("(", f"after the kernel name `{name_tok.text}`")
         params: list[Param] = []
         while not self.is_punct(")"):

@@ -339,7 +339,7 @@ PROGRAM_ERRORS: list[tuple[str, type[TdslError], str]] = [
     (
         "def (x: f32[2]):\n    return x\n",
         TdslSyntaxError,
-        "k.tdsl:1:5: error: expected a kernel name after `def`, found `(`\ndef (x: f32[2]):\n    ^",
+        "k.tdsl:1:5: error: expected a kernel name after `def` (a keyword: it cannot name an input), found `(`\ndef (x: f32[2]):\n    ^",
     ),
 ]
 
