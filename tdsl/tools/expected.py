@@ -57,6 +57,34 @@ def expectations(text: str, line_offset: int) -> list[Expected]:
     return found
 
 
+_MENTION = re.compile(r"//\s*expected-error")
+
+
+def malformed(path: str, text: str, line_offset: int) -> list[str]:
+    """Errors for the ``expected-error`` annotations of a chunk (first line ``line_offset
+    + 1``) that are not well formed (no ``{{...}}``, a bad ``@`` offset) or point before
+    the file's first line: each would otherwise be ignored, and its test pass."""
+    out: list[str] = []
+    for index, source in enumerate(text.splitlines(), start=1):
+        line = line_offset + index
+        good = {m.start() for m in _ANNOTATION.finditer(source)}
+        for mention in _MENTION.finditer(source):
+            column = mention.start() + 1
+            if mention.start() not in good:
+                out.append(
+                    f"{path}:{line}:{column}: error: malformed annotation: write "
+                    "`// expected-error {{TEXT}}` or `// expected-error@+N {{TEXT}}` "
+                    "(also @-N, @above, @below)"
+                )
+        for e in expectations(source, line - 1):
+            if e.line < 1:
+                out.append(
+                    f"{path}:{line}: error: the annotation expects an error on line {e.line}, "
+                    "before the file's first line"
+                )
+    return out
+
+
 def mismatches(path: str, expected: Sequence[Expected], reported: Sequence[str]) -> list[str]:
     """Errors for each reported error no annotation expects and each annotation no error
     met (each report is a diagnostic as ``tdsl-opt`` prints it)."""

@@ -330,9 +330,14 @@ class TdslOptMain(OptIO):
         against its ``expected-error`` annotations (:mod:`tdsl.tools.expected`)."""
         import io
 
-        from tdsl.tools.expected import expectations, mismatches
+        from tdsl.tools.expected import expectations, malformed, mismatches
 
         data = chunk.read()
+        bad = malformed(self.args.input_file or "-", data.decode(errors="replace"), offset)
+        for text in bad:
+            print_error(text)
+        if bad:
+            return False
         expected = expectations(data.decode(errors="replace"), offset)
         self._reported = []
         try:

@@ -404,3 +404,25 @@ def test_verify_expected_errors_wants_every_expectation_met(
     code, out, err = run(capsys, [write(tmp_path, "good.mlir", text), "--verify-expected-errors"])
     assert code == 1 and "func.func" in out  # the output, as without the flag
     assert 'expected error "never" on line 1 was not produced' in err
+
+
+@pytest.mark.parametrize(
+    ("annotation", "problem"),
+    [
+        ("// expected-error@+1 {{never closed\n", ":2:1: error: malformed annotation"),
+        ("// expected-error@+x {{text}}\n", ":2:1: error: malformed annotation"),
+        (
+            "// expected-error@-99 {{text}}\n",
+            ":2: error: the annotation expects an error on line -97",
+        ),
+    ],
+)
+def test_a_malformed_expectation_is_an_error_not_ignored(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, annotation: str, problem: str
+) -> None:
+    # ignored, it let a test with a typo in its annotation pass (exit 0; found by fuzzing)
+    lines = GOOD.splitlines(keepends=True)
+    text = "".join([lines[0], annotation, *lines[1:]])
+    path = write(tmp_path, "typo.mlir", text)
+    code, _, err = run(capsys, [path, "--verify-expected-errors"])
+    assert code == 1 and f"{path}{problem}" in err
