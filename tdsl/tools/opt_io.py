@@ -129,6 +129,11 @@ class OptIO(OptArguments):
         self._input_text = _decode_text(data, name)
         if not self._input_text.strip():
             raise DriverError(f"{name}:1:1: error: the input is empty")
+        if extension == "mlir" and not any(
+            line.strip() and not line.strip().startswith("//")
+            for line in self._input_text.splitlines()
+        ):
+            raise DriverError(f"{name}:1:1: error: the input has only comments, no IR")
         frontend = self.args.frontend
         if frontend is None and extension not in self.available_frontends:
             known = ", ".join(f".{ext}" for ext in self.available_frontends)

@@ -351,6 +351,12 @@ def test_undefined_value_points_at_its_use(
     [
         ("empty.mlir", "", "{path}:1:1: error: the input is empty"),
         ("blank.mlir", "  \n\n", "{path}:1:1: error: the input is empty"),
+        # (xDSL's "Could not parse entire input!" at a blank line past the end; found by fuzzing)
+        (
+            "comments.mlir",
+            "// a note\n  // another\n\n",
+            "{path}:1:1: error: the input has only comments, no IR",
+        ),
         (
             "binary.mlir",
             b"\x89PNG\r\n\x1a\n\xff",
