@@ -280,8 +280,12 @@ class OptIO(OptArguments):
         if not dialects & {"tensordsl", "kernel"} and dialects - {"builtin", "func"}:
             lowered = next(op for op in prog.walk() if op.dialect_name() in dialects - {"func"})
             raise DriverError(  # (a graph of nothing, printed, was exit 0)
-                f"error: target 'dot' draws tensordsl and kernel ops, and this IR has none "
-                f"(it has '{lowered.name}'): print it before --lower-to-loops"
+                format_op_error(
+                    lowered,
+                    "target 'dot' draws tensordsl and kernel ops, and this IR has none (it "
+                    f"has '{lowered.name}'): print it before --lower-to-loops",
+                    self._locator,
+                )
             )
         sources: dict[str, str] = {}
         if self.args.expr is not None:

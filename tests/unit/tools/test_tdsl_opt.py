@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import types
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -424,6 +425,13 @@ def test_dot_of_lowered_ir_is_an_error(capsys: pytest.CaptureFixture[str], tmp_p
         "'llvm.func'): print it before --lower-to-loops",
     )
     assert run_main(capsys, [path, "--fuse", "--tile", "-t", "dot"]).code == 0
+    # read from a file, the first such op is located (it had no line: found by fuzzing)
+    loops = str(tmp_path / "loops.mlir")
+    assert run_main(capsys, [path, "--fuse", "--tile", "--lower-to-loops", "-o", loops]).code == 0
+    outcome = run_main(capsys, [loops, "-t", "dot"])
+    assert outcome.code == 1 and re.search(
+        rf"{re.escape(loops)}:\d+:\d+: error: target 'dot'", outcome.err
+    )
 
 
 def test_missing_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
