@@ -13,7 +13,7 @@ _EXACT_BITS = 4096
 """The widest integer literal arithmetic folds to (far beyond any dtype's range)."""
 
 
-def _fold_ints(op: str, a: int, b: int) -> int | float | None:
+def _fold_ints(op: str, a: int, b: int) -> int | None:
     """``a <op> b`` of two integer literals, exact as Python computes them (NumPy meets
     them as Python ints: ``x + 2**63`` adds 9223372036854775808), with NumPy's ``0`` for
     a zero divisor; None where the op is not exact integer arithmetic (``/``, a
@@ -53,20 +53,19 @@ def fold(op: str, a: int | float, b: int | float) -> int | float:
     name = OPERATOR_OPS[op].NUMPY_UFUNC
     if name is None:  # every operator's op names its NumPy counterpart
         raise TdslIRError(f"cannot fold the literals of '{op}': its op names no NumPy ufunc")
-    if isinstance(a, int) and isinstance(b, int):
+    ints = isinstance(a, int) and isinstance(b, int)
+    if ints:
         exact = _fold_ints(op, a, b)
         if exact is not None:
             return exact
-    exact_ints = isinstance(a, int) and isinstance(b, int)
     with np.errstate(all="ignore"):
-        try:
-            if not exact_ints:
-                raise OverflowError
-            value = getattr(np, name)(np.int64(a), np.int64(b))
-        except (OverflowError, ValueError):
-            # a float operand, an integer beyond int64, or an integer to a negative
-            # integer power: float64, as Python's float (an int beyond float64's range
-            # raises OverflowError here, as NumPy's conversion does)
+        if ints:  # (`/`, a negative shift)
+            try:
+                value = getattr(np, name)(np.int64(a), np.int64(b))
+            except (OverflowError, ValueError):  # beyond int64, or a negative power
+                value = getattr(np, name)(np.float64(a), np.float64(b))
+        else:  # float64 (an int beyond its range: OverflowError, as NumPy's conversion;
+            # a float shift or xor: NumPy's TypeError)
             value = getattr(np, name)(np.float64(a), np.float64(b))
     return int(value) if np.dtype(value.dtype).kind == "i" else float(value)
 
