@@ -52,8 +52,15 @@ def _decode_text(data: bytes, name: str) -> str:
             f"{name}:{row}:{column}: error: not a text file "
             f"(invalid UTF-8 byte 0x{data[err.start]:02x})\n{line}\n{' ' * (column - 1)}^"
         ) from None
-    if "\x00" in text:
-        raise DriverError(f"error: {name}: not a text file (contains NUL bytes)")
+    nul = text.find("\x00")
+    if nul >= 0:  # where, as for a bad byte (the line shown without its NULs)
+        start, end = text.rfind("\n", 0, nul) + 1, text.find("\n", nul)
+        row, column = text.count("\n", 0, nul) + 1, nul - start + 1
+        line = text[start : len(text) if end < 0 else end].replace("\x00", " ")
+        raise DriverError(
+            f"{name}:{row}:{column}: error: not a text file (a NUL byte)\n{line}\n"
+            f"{' ' * (column - 1)}^"
+        )
     return text
 
 

@@ -363,7 +363,7 @@ def test_undefined_value_points_at_its_use(
             b"\x89PNG\r\n\x1a\n\xff",
             "{path}:1:1: error: not a text file (invalid UTF-8 byte 0x89)",
         ),
-        ("nul.mlir", b"func\x00", "error: {path}: not a text file (contains NUL bytes)"),
+        ("nul.mlir", b"// x\nfunc\x00", "{path}:2:5: error: not a text file (a NUL byte)"),
         (
             "notes.txt",
             "hello",
