@@ -172,34 +172,15 @@ class LocatingParser(Parser):
         return text_input  # pyright: ignore[reportReturnType]
 
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        from tdsl.tools.parse_errors import clearer
+
         try:
             return super().parse_module(allow_implicit_module)
         except ParseError as err:
-            # xDSL reports undefined values at the end of the input; point at a use.
-            if err.msg.startswith("values used but not defined") and (
-                use := self._first_undefined_use()
-            ):
-                name, span = use
-                raise ParseError(span, f"use of undefined value '%{name}'") from None
+            better = clearer(self, err)
+            if better is not None:
+                raise better from None
             raise
-
-    def _first_undefined_use(self) -> tuple[str, Span[str]] | None:
-        text = self.input.content
-        best: tuple[str, Span[str]] | None = None
-        for name, references in self.forward_ssa_references.items():
-            pattern = re.compile("%" + re.escape(name) + r"(?![\w$.\-])")
-            for value in references.values():
-                for use in value.uses:
-                    op_span = self.op_spans.get(use.operation)
-                    if op_span is None:
-                        continue
-                    match = pattern.search(text, self.input.get_start_of_line(op_span.start))
-                    if match is None:
-                        continue
-                    span = Span(match.start(), match.end(), self.input)
-                    if best is None or span.start < best[1].start:
-                        best = (name, span)
-        return best
 
     def parse_operation(self) -> Operation:
         start = self._current_token.span

@@ -352,6 +352,12 @@ def test_undefined_value_points_at_its_use(
     [
         ("empty.mlir", "", "{path}:1:1: error: the input is empty"),
         ("blank.mlir", "  \n\n", "{path}:1:1: error: the input is empty"),
+        # (xDSL's message was empty, " in block definition", past the end; found by fuzzing)
+        (
+            "open.mlir",
+            "func.func @f() {\n  func.return\n",
+            "{path}:2:13: error: the input ends inside a region: a closing `}}` is missing",
+        ),
         # (xDSL's "Could not parse entire input!" at a blank line past the end; found by fuzzing)
         (
             "comments.mlir",
