@@ -42,26 +42,24 @@ def _decode_text(data: bytes, name: str) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
-        # where: its line and column, the line as far as it reads, a caret
-        start = data.rfind(b"\n", 0, err.start) + 1
-        end = data.find(b"\n", err.start)
-        line = data[start : len(data) if end < 0 else end].decode("utf-8", "replace")
-        column = len(data[start : err.start].decode("utf-8", "replace")) + 1
-        row = data.count(b"\n", 0, err.start) + 1
-        raise DriverError(
-            f"{name}:{row}:{column}: error: not a text file "
-            f"(invalid UTF-8 byte 0x{data[err.start]:02x})\n{line}\n{' ' * (column - 1)}^"
-        ) from None
+        read = data.decode("utf-8", "replace")  # (as far as it reads)
+        at = len(data[: err.start].decode("utf-8", "replace"))
+        raise _not_text(name, read, at, f"invalid UTF-8 byte 0x{data[err.start]:02x}") from None
     nul = text.find("\x00")
-    if nul >= 0:  # where, as for a bad byte (the line shown without its NULs)
-        start, end = text.rfind("\n", 0, nul) + 1, text.find("\n", nul)
-        row, column = text.count("\n", 0, nul) + 1, nul - start + 1
-        line = text[start : len(text) if end < 0 else end].replace("\x00", " ")
-        raise DriverError(
-            f"{name}:{row}:{column}: error: not a text file (a NUL byte)\n{line}\n"
-            f"{' ' * (column - 1)}^"
-        )
+    if nul >= 0:
+        raise _not_text(name, text.replace("\x00", " "), nul, "a NUL byte")
     return text
+
+
+def _not_text(name: str, text: str, at: int, what: str) -> DriverError:
+    """ "Not a text file" at offset ``at`` of ``text``: its line and column, the line, a
+    caret."""
+    start, end = text.rfind("\n", 0, at) + 1, text.find("\n", at)
+    row, column = text.count("\n", 0, at) + 1, at - start + 1
+    line = text[start : len(text) if end < 0 else end]
+    return DriverError(
+        f"{name}:{row}:{column}: error: not a text file ({what})\n{line}\n{' ' * (column - 1)}^"
+    )
 
 
 def unterminated_string(text: str) -> int | None:
