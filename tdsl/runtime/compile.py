@@ -281,13 +281,14 @@ class CompiledModule:
 
 
 def llvm_ir(module: ModuleOp, *, vector_math: bool = True) -> str:
-    """LLVM IR text of an ``llvm``-dialect module (xDSL's ``convert_module``), for the
-    host triple; with ``vector_math``, its C library ``sin``/``cos`` calls given
+    """LLVM IR text of an ``llvm``-dialect module (xDSL's ``convert_module``, with the
+    functions' ``passthrough`` attributes: :func:`tdsl.backend.llvm.target.llvm_ir_module`),
+    for the host triple; with ``vector_math``, its C library ``sin``/``cos`` calls given
     masked vector variants (:func:`tdsl.runtime.vector_math.with_vector_variants`)."""
-    from xdsl.backend.llvm.convert import convert_module
+    from tdsl.backend.llvm.target import llvm_ir_module
 
     try:
-        text = str(convert_module(module, fallback_target_triple=None))
+        text = str(llvm_ir_module(module, None))
     except Exception as err:  # xDSL's converter or llvmlite's IR builder refusing the IR
         raise NativeCompileError(
             f"xDSL's LLVM IR conversion failed: {type(err).__name__}: {err}"

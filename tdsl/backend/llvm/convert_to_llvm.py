@@ -66,7 +66,8 @@ and ``pow``, computed in f64 by fdlibm's method without branches
 (:mod:`tdsl.backend.llvm.math_pow`); other math functions call the C library (:mod:`tdsl.backend.llvm.math_to_llvm`).
 
 Steps: the ``fastmath`` option's flags, if any; ``nextafter`` as integer code; f16 widened;
-math approximations; xDSL's ``convert-scf-to-cf``; then one greedy walk of all
+math approximations (a function that occurs more than once expanded once, in an
+always-inline function: :mod:`tdsl.backend.llvm.math_outline`); xDSL's ``convert-scf-to-cf``; then one greedy walk of all
 the patterns of :mod:`tdsl.backend.llvm` (``arith``, ``math``, ``memref``, ``func``,
 ``cf``), xDSL's ``reconcile-unrealized-casts``, and the check that only
 ``llvm`` ops remain.
@@ -109,6 +110,7 @@ from tdsl.backend.llvm.func_to_llvm import FUNC_TO_LLVM_PATTERNS
 from tdsl.backend.llvm.loops_common import ROLES, ROLES_ATTR, VIEWS_ATTR
 from tdsl.backend.llvm.math_approx import APPROXIMATION_PATTERNS, EXACT_EXPANSION_PATTERNS
 from tdsl.backend.llvm.math_erf import ERF_PATTERNS
+from tdsl.backend.llvm.math_outline import outline_repeated_math
 from tdsl.backend.llvm.math_pow import POW_PATTERNS
 from tdsl.backend.llvm.math_to_llvm import MATH_TO_LLVM_PATTERNS
 from tdsl.backend.llvm.math_trig import TRIG_PATTERNS
@@ -310,6 +312,7 @@ class ConvertToLLVMPass(ModulePass):
         if present.f16:
             _walk(F16_PATTERNS, op)
         if self.approximate_math and present.math:
+            outline_repeated_math(op)
             _walk((*APPROXIMATION_PATTERNS, *ERF_PATTERNS, *TRIG_PATTERNS, *POW_PATTERNS), op)
         _walk(SCF_TO_CF_PATTERNS, op)
         _walk(

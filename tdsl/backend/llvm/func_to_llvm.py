@@ -7,8 +7,9 @@
   declaration; a defined private function gets internal linkage, any other
   external linkage.  Argument attributes are kept, so ``llvm.noalias`` (and
   the other ``llvm.*`` parameter attributes ``convert_module`` knows) written
-  on a ``func.func`` argument reach LLVM.  Every block's arguments take their
-  LLVM types.
+  on a ``func.func`` argument reach LLVM, and so does the function attribute
+  ``passthrough`` (MLIR's list of LLVM function attributes, such as
+  ``["alwaysinline"]``).  Every block's arguments take their LLVM types.
 - ``func.return`` -> ``llvm.return``; ``func.call`` -> ``llvm.call``.
 - ``cf.br`` / ``cf.cond_br`` -> ``llvm.br`` / ``llvm.cond_br``.
 """
@@ -16,7 +17,7 @@
 from __future__ import annotations
 
 from xdsl.dialects import cf, func, llvm
-from xdsl.dialects.builtin import UnrealizedConversionCastOp
+from xdsl.dialects.builtin import ArrayAttr, UnrealizedConversionCastOp
 from xdsl.ir import Attribute, Block, Region
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 from xdsl.rewriter import InsertPoint
@@ -64,12 +65,18 @@ class FuncToLLVM(RewritePattern):
         body = Region() if declaration else rewriter.move_region_contents_to_new_regions(op.body)
         for block in body.blocks:
             convert_block_arguments(rewriter, block)
+        props: dict[str, Attribute | None] = {}
+        if op.arg_attrs is not None:
+            props["arg_attrs"] = op.arg_attrs
+        passthrough = op.attributes.get("passthrough")
+        if isinstance(passthrough, ArrayAttr):
+            props["passthrough"] = passthrough
         new = llvm.FuncOp(
             op.sym_name,
             function_type,
             linkage=llvm.LinkageAttr(linkage),
             body=body,
-            other_props={"arg_attrs": op.arg_attrs} if op.arg_attrs is not None else None,
+            other_props=props or None,
         )
         rewriter.replace(op, new, [])
 

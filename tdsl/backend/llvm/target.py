@@ -4,20 +4,47 @@
 :func:`xdsl.backend.llvm.convert.convert_module` makes of the module (via
 llvmlite's IR builder, which is pure Python: no LLVM library is loaded).  The
 target triple is the host's unless ``triple`` is given, e.g.
-``-t 'llvm{triple="x86_64-unknown-linux-gnu"}'``.  In ``xdsl-opt`` the same
+``-t 'llvm{triple="x86_64-unknown-linux-gnu"}'``.  A defined ``llvm.func`` keeps
+its linkage, and its ``passthrough`` attributes (``["alwaysinline"]``) become LLVM function attributes,
+as MLIR's translation makes them (:func:`llvm_ir_module`).  In ``xdsl-opt`` the same
 target is ``tdsl-llvm`` (xDSL registers its own, simpler ``llvm``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import IO, ClassVar
+from typing import IO, Any, ClassVar
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.utils.target import Target
 
 from tdsl.errors import TdslIRError, TdslOptionError, unprintable_op
+
+
+def llvm_ir_module(module: ModuleOp, triple: str | None) -> Any:
+    """llvmlite's IR module of an ``llvm``-dialect module: xDSL's ``convert_module``,
+    then each defined ``llvm.func``'s linkage (``internal``: xDSL's converter makes every
+    function external) and its ``passthrough`` strings as LLVM function attributes
+    (``alwaysinline``; llvmlite refuses a name LLVM does not know)."""
+    from xdsl.backend.llvm.convert import convert_module
+
+    converted = convert_module(module, fallback_target_triple=triple)
+    for op in module.ops:
+        if not isinstance(op, llvm.FuncOp) or not op.body.blocks:
+            continue
+        function = converted.get_global(op.sym_name.data)
+        if op.linkage.linkage.data != "external":
+            function.linkage = op.linkage.linkage.data
+        listed = op.passthrough or op.attributes.get("passthrough")
+        if not isinstance(listed, ArrayAttr):
+            continue
+        for name in listed.data:
+            if not isinstance(name, StringAttr):
+                raise ValueError(f"passthrough of @{op.sym_name.data} holds {name}, not a string")
+            function.attributes.add(name.data)
+    return converted
 
 
 @dataclass(frozen=True)
@@ -31,7 +58,7 @@ class LLVMTarget(Target):
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         try:
-            from xdsl.backend.llvm.convert import convert_module
+            import xdsl.backend.llvm.convert  # noqa: F401
         except ImportError as err:
             raise TdslOptionError(
                 f"-t llvm needs llvmlite (pip install 'xdsl[llvm]'): {err}"
@@ -44,7 +71,7 @@ class LLVMTarget(Target):
                     op=op,
                 )
         try:
-            text = str(convert_module(module, fallback_target_triple=self.triple or None))
+            text = str(llvm_ir_module(module, self.triple or None))
         except Exception as err:  # xDSL's converter or llvmlite's IR builder refusing it
             found = unprintable_op(module)
             if found is not None:

@@ -1,0 +1,109 @@
+"""A math function that occurs more than once in a module is expanded once, in a private
+always-inline function (tdsl.backend.llvm.math_outline), and computes what the same
+expansion written at one use computes."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+
+from tdsl.runtime.compile import llvm_ir, native_unavailable_reason
+
+from .kernels import compile_function, elementwise_1d, lower
+
+needs_native = pytest.mark.skipif(
+    native_unavailable_reason() is not None, reason=str(native_unavailable_reason())
+)
+
+N = 4096
+
+
+def two_of(name: str, t: str, once: str = "math.exp") -> str:
+    """``name(a) + name(b) + once(a)``: ``name`` twice, ``once`` once."""
+    return elementwise_1d(
+        f"%x = math.{name} %v0 : {t}\n"
+        f"    %y = math.{name} %v1 : {t}\n"
+        f"    %z = {once} %v0 : {t}\n"
+        f"    %s = arith.addf %x, %y : {t}\n"
+        f"    %r = arith.addf %s, %z : {t}",
+        N,
+        [t, t],
+        t,
+    )
+
+
+def functions(module: ModuleOp) -> dict[str, llvm.FuncOp]:
+    return {op.sym_name.data: op for op in module.ops if isinstance(op, llvm.FuncOp)}
+
+
+def calls_of(module: ModuleOp, name: str) -> int:
+    return sum(
+        1
+        for op in module.walk()
+        if isinstance(op, llvm.CallOp)
+        and op.callee is not None
+        and op.callee.string_value() == name
+    )
+
+
+@pytest.mark.parametrize("t", ["f32", "f64"])
+def test_a_repeated_function_is_expanded_once_in_an_internal_always_inline_function(
+    t: str,
+) -> None:
+    module = lower(two_of("tanh", t))
+    found = functions(module)
+    name = f"__tdsl_math_tanh_{t}"
+    assert set(found) == {"f", name}  # exp, used once, is expanded where it is
+    outlined = found[name]
+    assert outlined.linkage.linkage.data == "internal"
+    assert outlined.passthrough == ArrayAttr([StringAttr("alwaysinline")])
+    assert calls_of(module, name) == 2
+    # the expansion (a few dozen ops) is in the outlined function only
+    assert sum(1 for _ in outlined.walk()) > 20
+    ctype = "float" if t == "f32" else "double"
+    assert f'define internal {ctype} @"{name}"({ctype} %".1") alwaysinline' in llvm_ir(module)
+
+
+def test_without_the_approximations_nothing_is_outlined() -> None:
+    module = lower(two_of("tanh", "f32"), approximate_math=False)
+    assert set(functions(module)) <= {"f", "tanhf", "expf"}
+
+
+def test_the_outlined_name_avoids_the_modules_own() -> None:
+    text = two_of("exp", "f32", once="math.tanh") + (
+        "func.func private @__tdsl_math_exp_f32(%a: f32) -> f32 {\n  func.return %a : f32\n}\n"
+    )
+    found = functions(lower(text))
+    assert {"__tdsl_math_exp_f32", "__tdsl_math_exp_f32_1"} <= set(found)
+
+
+@needs_native
+@pytest.mark.parametrize("t", ["f32", "f64"])
+@pytest.mark.parametrize("name", ["tanh", "exp", "log1p", "erf", "sin", "cos"])
+def test_outlined_code_is_inlined_vectorized_and_computes_the_expansions_values(
+    name: str, t: str
+) -> None:
+    dtype = np.float32 if t == "f32" else np.float64
+    rng = np.random.default_rng(7)
+    a = (rng.standard_normal(N) * 6).astype(dtype)
+    b = (rng.standard_normal(N) * 0.01).astype(dtype)
+    a[:8] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, 88.0, -1e30]
+    twice = compile_function(two_of(name, t))
+    optimized = twice.compiled.optimized_ir  # type: ignore[attr-defined]
+    # inlined, and the internal function deleted (inlined blocks keep its name in labels)
+    assert not re.search(r"(call|define)[^\n]*@\"?__tdsl_math", optimized)
+    assert "vector.body" in optimized
+    once = compile_function(elementwise_1d(f"%r = math.{name} %v0 : {t}", N, [t], t))
+    exp = compile_function(elementwise_1d(f"%r = math.exp %v0 : {t}", N, [t], t))
+    got, fa, fb, ea = (np.empty(N, dtype) for _ in range(4))
+    with np.errstate(all="ignore"):
+        twice(a, b, got)
+        once(a, fa)
+        once(b, fb)
+        exp(a, ea)
+        want = fa + fb + ea
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
