@@ -96,9 +96,18 @@ def _lower_creation(
         case "zeros" | "ones":
             return constant(np.full(params["shape"], 0 if node.func == "zeros" else 1))
         case "full":
-            if isinstance(params["fill_value"], int) and params.get("dtype") is None:
+            fill = params["fill_value"]
+            if isinstance(fill, int) and params.get("dtype") is None:
                 element, dtype = i64, np.dtype(np.int64)  # NumPy's: an integer fill
-            return constant(np.full(params["shape"], params["fill_value"]))
+            try:  # NumPy 2 refuses an integer out of the dtype's range (it wrapped here)
+                values = np.full(params["shape"], fill, dtype)
+            except OverflowError:
+                raise TdslTypeError(
+                    f"`full`: the fill value {fill!r} is out of range for {dtype.name}, as "
+                    "in NumPy (OverflowError): give a value in range, or another dtype",
+                    lowering.where(span),
+                ) from None
+            return constant(values)
         case "arange":
             given = [params[k] for k in ("start", "stop", "step") if params[k] is not None]
             if all(isinstance(v, int) for v in given) and params.get("dtype") is None:

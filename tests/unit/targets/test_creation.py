@@ -152,6 +152,11 @@ def test_a_mask_stores_its_indices_and_a_splat_one_value() -> None:
         ("tri(99999999999)", TdslTypeError, "`tri`: its values are built while compiling"),
         ("zeros((99999999999, 99999999999))", TdslTypeError, "NumPy cannot build them here"),
         ("arange(0, 1e12)", TdslTypeError, "`arange`: its values are built while compiling"),
+        # an integer fill out of the dtype's range is NumPy 2's OverflowError (it wrapped:
+        # 300 became 44; found by fuzzing)
+        ("full((2,), 300, dtype=uint8)", TdslTypeError, "300 is out of range for uint8"),
+        ("full(2, -1, dtype=uint64)", TdslTypeError, "-1 is out of range for uint64"),
+        ("full(2, 3000000000, int32)", TdslTypeError, "3000000000 is out of range for int32"),
     ],
 )
 def test_bad_creations_are_located_errors(text: str, error: type[TdslError], message: str) -> None:
