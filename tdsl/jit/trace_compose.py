@@ -443,16 +443,17 @@ def _power_of_ten(n: int) -> float:
     return scale
 
 
-def round_(a: Any, decimals: Any = 0, out: Any = None) -> Any:
+def round_(a: Any, decimals: Any = None, out: Any = None) -> Any:
     """``np.round`` to ``decimals`` places, as NumPy computes it: ``rint(a * 10**d) /
     10**d`` (for negative ``d``, ``rint(a / 10**-d) * 10**-d``), the power of ten a
-    Python float (weak: float32 stays float32).  Zero places: NotImplemented (the
-    language's ``round``); integers to places: themselves."""
-    places = static_ints(decimals, "`decimals` of `np.round`")[0]
+    Python float (weak: float32 stays float32).  Zero places: the language's
+    ``round`` (NotImplemented when not given; ``np.round(a)`` when spelled out as
+    ``decimals=0``); integers to places: themselves."""
+    places = 0 if decimals is None else static_ints(decimals, "`decimals` of `np.round`")[0]
     if out is not None:
         trace_error("`out=` of `np.round` writes into an array in place: use the returned value")
     if places == 0:
-        return NotImplemented
+        return NotImplemented if decimals is None else np.round(a)
     if a.dtype.kind in "iub":
         if places > 0:
             return strong(a)

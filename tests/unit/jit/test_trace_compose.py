@@ -292,6 +292,11 @@ GROUPS: dict[str, tuple[Callable[..., Any], tuple[Array, ...]]] = {
             np.around(x.astype(np.float64) * 1.005, 3),
             x.round(1),
             np.round(i, 2),
+            # zero places spelled out: the language's round (it was refused; found by fuzzing)
+            np.round(x, 0),
+            np.around(x, decimals=0),
+            x.round(0),
+            np.round(i, 0),
         ),
         (
             np.array([-2.5, -1.5, -0.5, -0.0, 0.0, 0.5, 1.5, 2.5, np.nan, -np.nan, np.inf, -1])
