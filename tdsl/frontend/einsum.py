@@ -13,7 +13,11 @@ as NumPy's implicit mode).  The frontend then writes:
   added); otherwise a broadcast ``mul`` of both operands, arranged as the
   result's letters then the contracted ones, and a ``sum`` over the contracted
   axes (an outer product has none);
-* a ``transpose`` into the result's order.
+* a ``transpose`` into the result's order;
+* ``+ 0.0`` after a float ``mul`` or ``sum``: NumPy's einsum adds each product into
+  a zeroed result, so a ``-0.0`` product or sum comes out ``+0.0``
+  (``np.einsum("i,j->ij", [-1.0], [0.0])`` is ``[[0.0]]``); a ``matmul``
+  accumulates from zero itself, and a lone transpose is NumPy's view.
 
 So fusion, tiling and every target see ordinary ops.  Not supported, each a located
 error: ``...``, a letter named twice by one operand (a diagonal, ``"ii"``), more than
@@ -25,12 +29,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from xdsl.dialects.builtin import AnyFloat
 from xdsl.ir import Operation
 
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.structured import BOOL
 from tdsl.errors import TdslTypeError, internal_error
 from tdsl.frontend.ast import Call, Span
+from tdsl.frontend.values import LiteralValue
 
 if TYPE_CHECKING:
     from tdsl.frontend.lower_expr import FunctionLowering, TensorValue, Value
@@ -126,6 +132,8 @@ class _Writer:
     ) -> TensorValue:
         if len(operands) == 1:
             t, term = self.sum_out(operands[0], terms[0], out)
+            if term != terms[0]:
+                t = self.zeroed(t)
             return self.arrange(t, term, out)
         (a, b), (la, lb) = operands, terms
         a, la = self.sum_out(a, la, out + lb)
@@ -152,7 +160,20 @@ class _Writer:
             (spans[0], spans[1]),
             self.span,
         )
-        return self.sum_out(product, full, out)[0]
+        return self.zeroed(self.sum_out(product, full, out)[0])
+
+    def zeroed(self, t: TensorValue) -> TensorValue:
+        """``t + 0.0`` for floats (``-0.0`` becomes ``+0.0``, as einsum's zeroed result
+        makes it; every other value is unchanged); ``t`` otherwise."""
+        if not isinstance(t.element, AnyFloat):
+            return t
+        zero = LiteralValue(0.0, self.span)  # weak: t's dtype
+        return self.lowering.tensor(
+            self.lowering.binary(
+                td.AddOp, "`einsum`", [t, zero], (self.span, self.span), self.span
+            ),
+            self.span,
+        )
 
 
 __all__ = ["lower_einsum"]

@@ -77,6 +77,29 @@ def test_einsum_is_numpys(
     np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * 10)
 
 
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(
+    ("subscripts", "operands"),
+    [
+        ("i,j->ij", (np.array([-1.0, 2.0]), np.array([0.0, -0.0]))),
+        ("i,i->i", (np.array([-1.0, 2.0]), np.array([0.0, -0.0]))),
+        ("i,i->", (np.array([-1.0]), np.array([0.0]))),
+        ("ij->i", (np.array([[-0.0, -0.0]]),)),
+        ("ij->ji", (np.array([[-0.0, 1.0]]),)),  # NumPy's view: -0.0 stays
+        ("ij,jk->ik", (np.array([[-1.0]]), np.array([[0.0]]))),  # a matmul
+    ],
+)
+def test_signed_zeros_are_numpys(target: str, subscripts: str, operands: tuple[Array, ...]) -> None:
+    """NumPy's einsum adds each product into a zeroed result: a -0.0 product or sum is
+    +0.0 (tdsl gave -0.0; found by fuzzing)."""
+    names = "ab"[: len(operands)]
+    text = f"einsum('{subscripts}', {', '.join(names)})"
+    got = run_on(target, 10**6, text, **dict(zip(names, operands, strict=True)))
+    want = np.einsum(subscripts, *operands)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    np.testing.assert_array_equal(got, want)
+
+
 def _ops(text: str, shapes: dict[str, tuple[int, ...]]) -> list[str]:
     module = to_tensordsl(text, shapes=shapes)
     return [op.name.removeprefix("tensordsl.") for op in module.walk() if "tensordsl." in op.name]
@@ -94,13 +117,17 @@ def test_einsum_is_written_as_a_matmul_where_it_is_one() -> None:
         "matmul",
         "squeeze",
     ]
-    # an outer product has nothing to contract: a broadcast product
+    # an outer product has nothing to contract: a broadcast product (plus 0.0: einsum's
+    # zeroed result turns a -0.0 product into +0.0)
     assert _ops("einsum('i,j->ij', a, b)", {"a": (3,), "b": (4,)}) == [
         "expand_dims",
         "expand_dims",
         "mul",
+        "constant",
+        "add",
     ]
-    assert _ops("einsum('ij->', a)", {"a": (3, 4)}) == ["sum", "sum"]
+    assert _ops("einsum('ij->', a)", {"a": (3, 4)}) == ["sum", "sum", "constant", "add"]
+    assert _ops("einsum('ij->ji', a)", {"a": (3, 4)}) == ["transpose"]
 
 
 @pytest.mark.parametrize(
