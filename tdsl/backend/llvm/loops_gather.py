@@ -1,10 +1,12 @@
 """The native gather: a ``tensordsl.take`` as a loop nest of its own.
 
-``@<function>_take<n>(a, indices, out, error)`` runs over the result: per position of
-the indices (and the axes before the one taken along) it reads the index once, wraps a
+``@<function>_take<n>(a, indices, out, error)`` first checks each index once, in a
+nest over the indices alone (so an index is checked even where the result is empty
+because another axis of ``a`` is), then runs over the result: per position of the
+indices (and the axes before the one taken along) it reads the index once, wraps a
 negative one as NumPy does, and copies that slice of ``a``.  An index outside the axis
-is never read: the loops read index 0 in its place and record the first such index in
-``error`` (``memref<2xi64>``: a flag, then the index), which the runtime reads after the
+is never read: the loops read index 0 in its place; the check records the first such
+index in ``error`` (``memref<2xi64>``: a flag, then the index), which the runtime reads after the
 call and raises as :class:`~tdsl.errors.TdslIndexError`.  The checks are ``arith``
 comparisons and selects, no branch, so the loops stay one straight nest.
 """
@@ -33,29 +35,24 @@ def emit_take(
     axis, extent = op.axis_value, op.extent
     before = len(index_shape) + axis  # result dims: a's before the axis, then the indices'
     result = tensor_shape(op.result)
+    # every index checked once, in a nest of its own: also where the result is empty
+    # because another axis of ``a`` is (the numpy target's check, NumPy's for ``a[:, i]``)
+    check, at = code.nest([(d, code.index(0), code.index(n)) for d, n in enumerate(index_shape)])
+    raw, bad, _ = _wrapped(check, op, indices, [at[d] for d in range(len(index_shape))], extent)
+    # the first bad index: the flag (0 or 1) and the index it was
+    first, second = check.index(0), check.index(1)
+    zero = check.insert(arith.ConstantOp(IntegerAttr(0, i64)))
+    flag = check.insert(memref.LoadOp.get(error, [first]))
+    seen = check.insert(memref.LoadOp.get(error, [second]))
+    fresh = check.insert(arith.AndIOp(bad, check.insert(arith.CmpiOp(flag, zero, "eq"))))
+    check.b.insert(
+        memref.StoreOp.get(check.insert(arith.SelectOp(fresh, raw, seen)), error, [second])
+    )
+    widened = check.insert(arith.ExtUIOp(bad, i64))
+    check.b.insert(memref.StoreOp.get(check.insert(arith.OrIOp(flag, widened)), error, [first]))
     outer, coords = code.nest([(d, code.index(0), code.index(result[d])) for d in range(before)])
     where = [coords[d] for d in range(axis, before)]
-    raw = outer.insert(memref.LoadOp.get(indices, where))
-    if element_type(op.indices) != i64:
-        raw = outer.insert(arith.ExtSIOp(raw, i64))
-    n = outer.insert(arith.ConstantOp(IntegerAttr(extent, i64)))
-    zero = outer.insert(arith.ConstantOp(IntegerAttr(0, i64)))
-    negative = outer.insert(arith.CmpiOp(raw, zero, "slt"))
-    wrapped = outer.insert(arith.SelectOp(negative, outer.insert(arith.AddiOp(raw, n)), raw))
-    low = outer.insert(arith.CmpiOp(wrapped, zero, "slt"))
-    high = outer.insert(arith.CmpiOp(wrapped, n, "sge"))
-    bad = outer.insert(arith.OrIOp(low, high))
-    safe = outer.insert(arith.SelectOp(bad, zero, wrapped))
-    # the first bad index: the flag (0 or 1) and the index it was
-    first, second = outer.index(0), outer.index(1)
-    flag = outer.insert(memref.LoadOp.get(error, [first]))
-    seen = outer.insert(memref.LoadOp.get(error, [second]))
-    fresh = outer.insert(arith.AndIOp(bad, outer.insert(arith.CmpiOp(flag, zero, "eq"))))
-    outer.b.insert(
-        memref.StoreOp.get(outer.insert(arith.SelectOp(fresh, raw, seen)), error, [second])
-    )
-    widened = outer.insert(arith.ExtUIOp(bad, i64))
-    outer.b.insert(memref.StoreOp.get(outer.insert(arith.OrIOp(flag, widened)), error, [first]))
+    _, _, safe = _wrapped(outer, op, indices, where, extent)
     row = outer.insert(arith.IndexCastOp(safe, IndexType()))
     inner, rest = outer.nest(
         [(d, outer.index(0), outer.index(result[d])) for d in range(before, len(result))]
@@ -70,6 +67,24 @@ def emit_take(
             [*(coords[d] for d in range(before)), *(rest[d] for d in range(before, len(result)))],
         )
     )
+
+
+def _wrapped(
+    code: _Code, op: TakeOp, indices: SSAValue, where: list[SSAValue], extent: int
+) -> tuple[SSAValue, SSAValue, SSAValue]:
+    """The index at ``where`` (as i64), whether it is outside the axis, and the row it
+    reads: wrapped as NumPy wraps a negative index, 0 for a bad one."""
+    raw = code.insert(memref.LoadOp.get(indices, where))
+    if element_type(op.indices) != i64:
+        raw = code.insert(arith.ExtSIOp(raw, i64))
+    n = code.insert(arith.ConstantOp(IntegerAttr(extent, i64)))
+    zero = code.insert(arith.ConstantOp(IntegerAttr(0, i64)))
+    negative = code.insert(arith.CmpiOp(raw, zero, "slt"))
+    wrapped = code.insert(arith.SelectOp(negative, code.insert(arith.AddiOp(raw, n)), raw))
+    low = code.insert(arith.CmpiOp(wrapped, zero, "slt"))
+    high = code.insert(arith.CmpiOp(wrapped, n, "sge"))
+    bad = code.insert(arith.OrIOp(low, high))
+    return raw, bad, code.insert(arith.SelectOp(bad, zero, wrapped))
 
 
 ERROR_TYPE = IntegerType(64)

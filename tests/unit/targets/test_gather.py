@@ -84,6 +84,20 @@ def test_an_index_out_of_range_is_an_index_error_on_every_target(
     assert isinstance(info.value, IndexError)
 
 
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("text", ["take(x, t, axis=1)", "x[:, t]"])
+def test_an_index_out_of_range_is_an_error_where_the_result_is_empty(
+    target: str, text: str
+) -> None:
+    """Another axis of ``x`` is empty, so nothing is copied: the index is checked all the
+    same, on every target (the native loops checked it only per element copied; found by
+    fuzzing)."""
+    x = np.zeros((0, 3), np.float32)
+    with pytest.raises(TdslIndexError, match="index 5 is out of bounds for axis 1 with size 3"):
+        run_on(target, 10**6, text, x=x, t=np.array([5, -7]))
+    assert run_on(target, 10**6, text, x=x, t=np.array([2, -3])).shape == (0, 2)
+
+
 def test_take_prints_parses_and_round_trips() -> None:
     module = to_tensordsl("w[t]", shapes={"w": (10, 4), "t": (3,)}, dtypes={"t": "int64"})
     assert (
