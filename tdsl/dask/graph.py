@@ -307,6 +307,14 @@ def _take(source: DaskArray, indices: DaskArray, axis: int) -> DaskArray:
         return da.take(source, indices, axis=axis)
     flat = da.take(source, indices.rechunk(-1).ravel(), axis=axis).rechunk({axis: -1})
     shape = (*source.shape[:axis], *indices.shape, *source.shape[axis + 1 :])
+    if math.prod(shape) == 0:  # Dask cannot reshape no elements: NumPy's reshape of one
+        # empty block, which still depends on the indices' check
+        return flat.rechunk(-1).map_blocks(
+            np.reshape,
+            shape,
+            chunks=tuple((n,) for n in shape),
+            meta=np.empty((0,) * len(shape), flat.dtype),
+        )
     return flat.reshape(shape)
 
 

@@ -120,6 +120,20 @@ def test_empty_blocks_are_dropped_before_the_groups_run(matches: Any) -> None:
         matches(jit(expr, x=blocks).compute(scheduler="sync"), want)
 
 
+def test_a_gather_with_an_empty_result_over_chunks() -> None:
+    """A 2-d index array with no elements, or another axis of no elements: the result is
+    empty, and an index out of range is still an error (Dask's reshape of no elements
+    raised its own NotImplementedError; found by fuzzing)."""
+    jit = JITTensorKernel()
+    x = da.from_array(np.arange(12.0).reshape(4, 3), chunks=(2, 1))
+    got = jit("take(x, i, axis=1)", x=x, i=np.zeros((0, 3), np.int64)).compute()
+    assert got.shape == (4, 0, 3)
+    empty = da.from_array(np.zeros((4, 0, 3)), chunks=(2, 1, 3))
+    assert jit("take(x, i, axis=2)", x=empty, i=np.array([[2, 0]])).compute().shape == (4, 0, 1, 2)
+    with pytest.raises(IndexError, match="index 5 is out of bounds for axis 2 with size 3"):
+        jit("take(x, i, axis=2)", x=empty, i=np.array([[5, 0]])).compute()
+
+
 def test_the_result_is_lazy_until_computed() -> None:
     expr = "tanh(A) * 3 - B"
     x = da.from_array(rand(11, 6, seed=11), chunks=(5, 4))
