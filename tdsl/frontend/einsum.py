@@ -14,6 +14,8 @@ as NumPy's implicit mode).  The frontend then writes:
   result's letters then the contracted ones, and a ``sum`` over the contracted
   axes (an outer product has none);
 * a ``transpose`` into the result's order;
+* float16 products that are summed are computed in float32 and rounded once, as
+  NumPy's einsum computes them;
 * ``+ 0.0`` after a float ``mul`` or ``sum``: NumPy's einsum adds each product into
   a zeroed result, so a ``-0.0`` product or sum comes out ``+0.0``
   (``np.einsum("i,j->ij", [-1.0], [0.0])`` is ``[[0.0]]``); a ``matmul``
@@ -29,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from xdsl.dialects.builtin import AnyFloat
+from xdsl.dialects.builtin import AnyFloat, Float16Type, f32
 from xdsl.ir import Operation
 
 from tdsl.dialects import tensordsl as td
@@ -153,14 +155,18 @@ class _Writer:
                 product = self.emit(td.SqueezeOp(product.value, units))
             return self.arrange(product, batch + afree + bfree, out)
         full = out + contracted
+        lhs, rhs = self.arrange(a, la, full), self.arrange(b, lb, full)
+        # float16 products summed: in float32, rounded once, as NumPy's einsum (a float16
+        # product beyond 65504 was inf, and the sum nan)
+        wide = bool(contracted) and lhs.element == rhs.element == Float16Type()
+        if wide:
+            lhs = self.lowering.to_element(lhs, f32, self.span)
+            rhs = self.lowering.to_element(rhs, f32, self.span)
         product = self.lowering.binary(
-            td.MulOp,
-            "`einsum`",
-            [self.arrange(a, la, full), self.arrange(b, lb, full)],
-            (spans[0], spans[1]),
-            self.span,
+            td.MulOp, "`einsum`", [lhs, rhs], (spans[0], spans[1]), self.span
         )
-        return self.zeroed(self.sum_out(product, full, out)[0])
+        result = self.zeroed(self.sum_out(product, full, out)[0])
+        return self.lowering.to_element(result, Float16Type(), self.span) if wide else result
 
     def zeroed(self, t: TensorValue) -> TensorValue:
         """``t + 0.0`` for floats (``-0.0`` becomes ``+0.0``, as einsum's zeroed result

@@ -100,6 +100,21 @@ def test_signed_zeros_are_numpys(target: str, subscripts: str, operands: tuple[A
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("subscripts", ["ij,ij->", "ij,ij", "kij,ij->k", "ij,kj->ik"])
+def test_float16_products_are_summed_in_float32(target: str, subscripts: str) -> None:
+    """NumPy's einsum multiplies and sums float16 in float32 and rounds once: 300 * 300
+    is beyond float16, and the sum of +-90000 is 0, not nan (found by fuzzing)."""
+    a = np.array([[300.0, 300.0]], np.float16)
+    b = np.array([[300.0, -300.0]], np.float16)
+    if subscripts.startswith("k"):
+        a = a.reshape(1, 1, 2)
+    got = run_on(target, 10**6, f"einsum('{subscripts}', a, b)", a=a, b=b)
+    want = np.einsum(subscripts, a, b)
+    assert got.dtype == want.dtype == np.float16
+    np.testing.assert_array_equal(got, want)
+
+
 def _ops(text: str, shapes: dict[str, tuple[int, ...]]) -> list[str]:
     module = to_tensordsl(text, shapes=shapes)
     return [op.name.removeprefix("tensordsl.") for op in module.walk() if "tensordsl." in op.name]
