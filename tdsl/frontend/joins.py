@@ -13,7 +13,7 @@ from tdsl.dialects.structured import INDEX_TYPES, INT_TYPES, is_unsigned
 from tdsl.errors import TdslTypeError, internal_error
 from tdsl.frontend.ast import Call, Span
 from tdsl.frontend.functions import FUNCTIONS
-from tdsl.frontend.values import TensorValue, TupleValue, Value
+from tdsl.frontend.values import LiteralValue, TensorValue, TupleValue, Value, WeakValue
 
 if TYPE_CHECKING:
     from tdsl.frontend.lower_expr import FunctionLowering
@@ -118,6 +118,10 @@ def lower_take(
     flattened, as NumPy)."""
     a = lowering.tensor(args[0], spans[0])
     indices = args[1]
+    literal = isinstance(indices, LiteralValue) and type(indices.value) is int
+    if literal or (isinstance(indices, WeakValue) and indices.integer):
+        # one index, as NumPy's ``np.take(x, 0)``: a 0-d int64 index (a Python int's type)
+        indices = lowering.to_element(indices, INT_TYPES["i64"], spans[1])
     if not isinstance(indices, TensorValue) or indices.element not in INDEX_TYPES:
         raise TdslTypeError(
             "the indices of `take` are a tensor of int32, int64 or uint8; floats and booleans are "

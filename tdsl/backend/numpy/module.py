@@ -63,7 +63,7 @@ def _take(a, indices, axis):
 
         first = int(indices[bad].flat[0])
         raise TdslIndexError(f"index {first} is out of bounds for axis {axis} with size {n}")
-    return np.take(a, indices, axis=axis)
+    return np.asarray(np.take(a, indices, axis=axis))  # (a 0-d array, not NumPy's scalar)
 '''
 """The gather of the numpy target (a module-level helper)."""
 

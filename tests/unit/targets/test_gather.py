@@ -98,6 +98,24 @@ def test_an_index_out_of_range_is_an_error_where_the_result_is_empty(
     assert run_on(target, 10**6, text, x=x, t=np.array([2, -3])).shape == (0, 2)
 
 
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("take(w, 5)", lambda w: np.take(w, 5)),
+        ("take(w, -1, axis=0)", lambda w: np.take(w, -1, axis=0)),
+        ("take(w, 2, axis=1) * 2", lambda w: np.take(w, 2, axis=1) * 2),
+    ],
+)
+def test_one_integer_index_is_numpys_take(target: str, text: str, want: Any) -> None:
+    """``np.take(x, 0)``: an int literal is one index, a 0-d result where NumPy's is (it
+    was refused as "floats and booleans are not indices"; found by fuzzing)."""
+    got = run_on(target, 10**6, text, w=W)
+    expected = np.asarray(want(W))
+    assert isinstance(got, np.ndarray) and got.shape == expected.shape
+    np.testing.assert_array_equal(got, expected)
+
+
 def test_take_prints_parses_and_round_trips() -> None:
     module = to_tensordsl("w[t]", shapes={"w": (10, 4), "t": (3,)}, dtypes={"t": "int64"})
     assert (
