@@ -436,10 +436,14 @@ class _Parser:
                 keywords.append(self.parse_value(name, self.tok))
                 by_position += 1
             else:
+                slot = positional.get(len(args) + len(keywords))
                 arg = self.parse_expr()
                 if keywords and by_position == len(keywords):
                     raise self.error(
-                        f"`{name_tok.text}` takes {len(args) + by_position} positional "
+                        f"`{slot}` of `{name_tok.text}` takes a constant (a number, a tuple, "
+                        "true, false or None), not an expression: write its value"
+                        if slot is not None  # full((2,), -(2)): a parameter's place
+                        else f"`{name_tok.text}` takes {len(args) + by_position} positional "
                         "arguments, and more are given",
                         arg.span,
                     )

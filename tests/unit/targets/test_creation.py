@@ -157,6 +157,10 @@ def test_a_mask_stores_its_indices_and_a_splat_one_value() -> None:
         ("full((2,), 300, dtype=uint8)", TdslTypeError, "300 is out of range for uint8"),
         ("full(2, -1, dtype=uint64)", TdslTypeError, "-1 is out of range for uint64"),
         ("full(2, 3000000000, int32)", TdslTypeError, "3000000000 is out of range for int32"),
+        # an expression where a parameter's constant goes (it said "`full` takes 1
+        # positional arguments, and more are given"; found by fuzzing)
+        ("full((2,), -(2))", TdslSyntaxError, "`fill_value` of `full` takes a constant"),
+        ("tri(3, 3, -(1))", TdslSyntaxError, "`k` of `tri` takes a constant"),
     ],
 )
 def test_bad_creations_are_located_errors(text: str, error: type[TdslError], message: str) -> None:
