@@ -450,7 +450,7 @@ def spell(trace: Trace, value: Any) -> str:
         return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
     if value is None:
         return "None"
-    if isinstance(value, np.dtype) or (isinstance(value, type) and issubclass(value, np.generic)):
+    if isinstance(value, np.dtype | type):  # (np.float32, and Python's: np.astype(x, bool))
         return spell_dtype(value)
     trace_error(f"a value of type {type(value).__name__} ({value!r}) cannot be traced")
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import tdsl
-from tdsl.errors import TdslCallError, TdslError
+from tdsl.errors import TdslCallError, TdslError, TdslTypeError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples"))
 from gpt2_numpy import gpt2, random_params
@@ -303,6 +303,18 @@ def test_numpy_dtypes_exactly() -> None:
         _same(tdsl.trace(fn)(X), fn(X))
     assert tdsl.trace(weak)(X).dtype == np.float32
     assert tdsl.trace(strong)(X).dtype == np.float64
+
+
+def test_python_types_as_dtypes() -> None:
+    # NumPy reads Python's bool, int and float as dtypes (bool, int64, float64)
+    def fn(x):
+        return np.astype(x, bool), np.astype(x, int), x.astype(float), np.astype(x, np.int32)
+
+    x = np.array([0.0, 1.5, -2.0, -0.0, 3.0], np.float32)
+    for got, want in zip(tdsl.trace(fn)(x), fn(x), strict=True):
+        _same(got, want)
+    with pytest.raises(TdslTypeError, match="dtype complex128 is not in tdsl"):
+        tdsl.trace(lambda x: np.astype(x, complex))(x)
 
 
 def test_methods_and_indexing() -> None:
