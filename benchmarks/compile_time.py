@@ -3,6 +3,7 @@
     python benchmarks/compile_time.py stages [--reps 3]
     python benchmarks/compile_time.py unroll [--size 2048] [--reps 15]
     python benchmarks/compile_time.py transformer [--target numpy] [--reps 1]
+    python benchmarks/compile_time.py math [--ops 2000] [--inlined]
 
 ``stages``: each stage's time (``CompiledKernel.compile_time``) summed over a set of
 small programs like the tests' (64x64 f32), each compiled natively by a fresh JIT
@@ -18,6 +19,15 @@ trip counts the unroller unrolls whole.
 attention heads, the block) traced with ``tdsl.trace`` and compiled on ``target`` by a
 fresh trace: the whole compile and its ``tdsl-fuse`` stage, the medians of ``reps``.
 Run it with ``PYTHONPATH`` at another checkout to compare two versions.
+
+``math``: a chain of ``ops`` f32 ops, ``f(y) * 0.5`` with ``f`` cycling through eight
+functions LLVM gets as tdsl's polynomial expansions (``tanh``, ``sin``, ``exp``,
+``log1p``, ``cos``, ``sinh``, ``expm1``, ``cosh``), traced and compiled natively: the
+compile's wall and CPU time, and a call's on 2^20 elements.  Each function is called
+``ops / 16`` times, so beyond ``tdsl.runtime.vector_math.MANY_CALLS`` calls it is kept
+whole and called through vector variants of itself; with ``--inlined`` the same chain
+is also compiled with every call inlined (the expansion at each use, as below that
+count), and the two results are compared bit for bit.
 """
 
 from __future__ import annotations
@@ -147,6 +157,40 @@ def transformer(target: str, reps: int) -> None:
         )
 
 
+def math_chain(ops: int, inlined: bool) -> None:
+    import tdsl
+    import tdsl.runtime.vector_math as vector_math
+
+    functions = (np.tanh, np.sin, np.exp, np.log1p, np.cos, np.sinh, np.expm1, np.cosh)
+
+    def chain(x: Any) -> Any:
+        y = x
+        for i in range(ops // 2):
+            y = functions[i % len(functions)](y) * np.float32(0.5)
+        return y
+
+    x = np.linspace(-3, 3, 1 << 20, dtype=np.float32)
+    default = vector_math.MANY_CALLS
+    print(f"{ops} ops, {ops // 16} calls of each function; variants from {default} calls")
+    results = []
+    for label, many in (("vector variants", default), ("inlined", 1 << 62))[: 1 + inlined]:
+        vector_math.MANY_CALLS = many
+        try:
+            traced = tdsl.trace(chain, jit=JITTensorKernel(target="native"))  # (own cache)
+            cpu, wall = time.process_time(), time.perf_counter()
+            traced.compile(x)
+            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        finally:
+            vector_math.MANY_CALLS = default
+        call = min(_timed(lambda: traced(x)) for _ in range(3))  # noqa: B023
+        results.append(traced(x))
+        print(f"  {label:<16} compile {wall:7.2f} s ({cpu:7.2f} s CPU), call {call * 1e3:8.2f} ms")
+    if inlined:
+        print(
+            "  same bits:", np.array_equal(results[0].view(np.uint32), results[1].view(np.uint32))
+        )
+
+
 def _timed(fn: Callable[[], object]) -> float:
     start = time.perf_counter()
     fn()
@@ -164,11 +208,16 @@ def main() -> None:
     p = sub.add_parser("transformer")
     p.add_argument("--target", choices=("numpy", "native", "auto"), default="numpy")
     p.add_argument("--reps", type=int, default=1)
+    p = sub.add_parser("math")
+    p.add_argument("--ops", type=int, default=2000)
+    p.add_argument("--inlined", action="store_true")
     args = parser.parse_args()
     if args.command == "stages":
         stages(args.reps)
     elif args.command == "transformer":
         transformer(args.target, args.reps)
+    elif args.command == "math":
+        math_chain(args.ops, args.inlined)
     else:
         unroll(args.size, args.reps)
 

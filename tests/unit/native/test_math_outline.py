@@ -107,3 +107,67 @@ def test_outlined_code_is_inlined_vectorized_and_computes_the_expansions_values(
         exp(a, ea)
         want = fa + fb + ea
     np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+def many_of(name: str, t: str, k: int, n: int) -> str:
+    """``f(v0 + 0/8) + f(v0 + 1/8) + ...`` over ``k`` terms (``f(., v1)`` for ``powf``)."""
+    second = ", %v1" if name == "powf" else ""
+    lines, acc = [], ""
+    for i in range(k):
+        lines += [
+            f"%k{i} = arith.constant {i / 8} : {t}",
+            f"%a{i} = arith.addf %v0, %k{i} : {t}",
+            f"%f{i} = math.{name} %a{i}{second} : {t}",
+        ]
+        if acc:
+            lines.append(f"%s{i} = arith.addf {acc}, %f{i} : {t}")
+        acc = f"%s{i}" if acc else f"%f{i}"
+    lines.append(f"%r = arith.addf {acc}, %k0 : {t}")  # (+0.0)
+    return elementwise_1d("\n    ".join(lines), n, [t, t] if second else [t], t)
+
+
+@needs_native
+@pytest.mark.parametrize("t", ["f32", "f64"])
+@pytest.mark.parametrize("name", ["tanh", "exp", "log1p", "erf", "sin", "powf"])
+def test_a_function_called_many_times_is_called_through_vector_variants(name: str, t: str) -> None:
+    """Called MANY_CALLS times, a math function is kept whole and called through vector
+    variants of itself (tdsl.runtime.vector_math), not inlined at each call; the loop
+    still vectorizes, and each call computes the bits the expansion at one use does,
+    special values and the scalar remainder (n = 1027) included."""
+    from tdsl.runtime.vector_math import MANY_CALLS
+
+    n, k = 1027, MANY_CALLS
+    dtype = np.float32 if t == "f32" else np.float64
+    rng = np.random.default_rng(11)
+    a = (rng.standard_normal(n) * 4).astype(dtype)
+    b = (rng.standard_normal(n) * 2).astype(dtype)
+    a[-12:] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, 88.0, -1e30, 1e5, -0.999, 700, -3]
+    b[-12:] = [2.0, -np.inf, 0.5, np.nan, -0.0, 3.0, 1e-3, 2.0, -1.0, 0.0, 1.5, np.inf]
+    many = compile_function(many_of(name, t, k, n))
+    optimized = many.compiled.optimized_ir  # type: ignore[attr-defined]
+    assert re.search(rf'call[^\n]*@"?__tdsl_math_{name}_{t}_v(4|8|16)"?\(', optimized)
+    assert "vector.body" in optimized
+    second = "%v0, %v1" if name == "powf" else "%v0"
+    once = compile_function(
+        elementwise_1d(f"%r = math.{name} {second} : {t}", n, [t, t] if name == "powf" else [t], t)
+    )
+    got, out = np.empty(n, dtype), np.empty(n, dtype)
+    with np.errstate(all="ignore"):
+        many(a, b, got) if name == "powf" else many(a, got)
+        want = np.zeros(n, dtype)
+        for i in range(k):
+            x = a + dtype(i / 8)
+            once(x, b, out) if name == "powf" else once(x, out)
+            want = out.copy() if i == 0 else want + out
+        want = want + dtype(0.0)
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+@needs_native
+def test_fewer_calls_are_inlined() -> None:
+    from tdsl.runtime.vector_math import MANY_CALLS
+
+    fewer = compile_function(many_of("tanh", "f32", MANY_CALLS - 1, 64))
+    optimized = fewer.compiled.optimized_ir  # type: ignore[attr-defined]
+    assert not re.search(r"(call|define)[^\n]*@\"?__tdsl_math", optimized)
+    assert "vector.body" in optimized
