@@ -18,7 +18,7 @@ from typing import Any, cast
 import numpy as np
 
 from tdsl.jit.trace_args import as_array, ndim_of, static_axis, static_count, static_ints, strong
-from tdsl.jit.trace_linalg import inner, norm, tensordot
+from tdsl.jit.trace_linalg import dot, inner, norm, tensordot
 from tdsl.jit.trace_names import trace_error
 
 
@@ -558,6 +558,7 @@ COMPOSED: dict[str, Callable[..., Any]] = {
     "np.copy": copy,
     "np.conjugate": conjugate,
     "np.tensordot": tensordot,
+    "np.dot": dot,
     "np.inner": inner,
     "np.round": round_,
     "np.around": round_,

@@ -51,6 +51,17 @@ def inner(a: Any, b: Any) -> Any:
     return tensordot(as_array(a), as_array(b), ([-1], [-1]))
 
 
+def dot(a: Any, b: Any) -> Any:
+    """``np.dot``: a product of a 0-d operand, the matrix product of 1-d and 2-d ones
+    (the language's), and otherwise the sum over the last axis of ``a`` and the
+    second-to-last of ``b`` (its only one if 1-d), the other axes of both kept in order."""
+    if ndim_of(a) == 0 or ndim_of(b) == 0:
+        return np.multiply(strong(a), strong(b))
+    if ndim_of(a) <= 2 and ndim_of(b) <= 2:
+        return NotImplemented
+    return tensordot(as_array(a), as_array(b), ([-1], [-2 if ndim_of(b) > 1 else -1]))
+
+
 def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: Any = False) -> Any:
     """``np.linalg.norm`` of vectors (``ord`` None, 2, 1, inf, -inf, 0) and the
     Frobenius norm of matrices (``ord`` None or ``'fro'``), as sums, maxima and square
@@ -89,4 +100,4 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: Any = False) -> An
     trace_error(f"`np.linalg.norm` with ord={ord!r} is not supported when traced")
 
 
-__all__ = ["inner", "norm", "tensordot"]
+__all__ = ["dot", "inner", "norm", "tensordot"]

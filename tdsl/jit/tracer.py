@@ -328,8 +328,8 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
 
     # -- methods: NumPy's functions ---------------------------------------------------
 
-    def dot(self, other: Any) -> Any:
-        return np.dot(self, other)
+    def dot(self, other: Any, out: Any = None) -> Any:
+        return np.dot(self, other, out=out)
 
     def conj(self) -> Any:
         return np.conjugate(self)

@@ -481,8 +481,8 @@ def test_any_composition_is_numpys(case: tuple[str, Any, Array]) -> None:
 
 
 def test_tensordot_and_inner_are_numpys_to_rounding(jit_target: str) -> None:
-    """``np.tensordot`` (a count of axes, pairs of axis lists, 0 for the outer product)
-    and ``np.inner``, as one matrix product of the operands reshaped as NumPy reshapes
+    """``np.tensordot`` (a count of axes, pairs of axis lists, 0 for the outer product),
+    ``np.inner`` and ``np.dot`` of any ranks, as one matrix product of the operands reshaped as NumPy reshapes
     them: NumPy's values to float32 rounding (its products sum in another order), its
     shapes and dtypes."""
     rng = np.random.default_rng(3)
@@ -502,6 +502,12 @@ def test_tensordot_and_inner_are_numpys_to_rounding(jit_target: str) -> None:
             np.inner(c, v),
             np.inner(a, c),
             np.inner(v, 2.0),
+            np.dot(a, b),  # N-d: a's last axis with b's second-to-last, not matmul's
+            np.dot(c, a.transpose(1, 2, 0)),
+            a.dot(v),
+            np.dot(v, b),
+            np.dot(np.float32(2), c),
+            c.dot(v, out=None),
         )
 
     for got, want in zip(tdsl.trace(fn)(a, b, c, v), fn(a, b, c, v), strict=True):
