@@ -326,7 +326,8 @@ def clip(a: Any, *bounds: Any, **kwargs: Any) -> Any:
     and ``max=``): as given by position.  A Python-int bound of an integer array beyond
     the dtype on its own side (a lower one below its least value, an upper one above its
     greatest) bounds nothing, as in NumPy 2, and is left out (one beyond the other side is
-    the language's error, as NumPy's).  A Python bool bound of numbers is 0 or 1.
+    the language's error, as NumPy's); one known only at call time is clamped to the
+    dtype's range first.  A Python bool bound of numbers is 0 or 1.
     Otherwise, bounds by position: NotImplemented."""
     names = [k for k in ("a_min", "a_max", "min", "max") if k in kwargs]
     old_names = [k for k in ("a_min", "a_max") if k in kwargs]
@@ -348,6 +349,10 @@ def clip(a: Any, *bounds: Any, **kwargs: Any) -> Any:
         for side, bound in enumerate(given[:2]):
             if type(bound) is int and (bound < info.min if side == 0 else bound > info.max):
                 given[side], dropped = None, True
+            elif getattr(bound, "weak", False) and bound.dtype.kind == "i":  # known at call time
+                low, high = max(info.min, -(2**63)), min(info.max, 2**63 - 1)
+                given[side] = np.clip(bound, low, high).astype(a.dtype)
+                dropped = True
     if not names and not dropped and len(bounds) == 2:
         return NotImplemented
     if given[0] is None and given[1] is None and dropped:

@@ -218,6 +218,21 @@ def test_clip_with_one_bound_none_is_numpys() -> None:
         assert tdsl.trace(fn)(x).dtype == fn(x).dtype
 
 
+def test_clip_by_python_ints_known_at_call_time_is_numpys(jit_target: str) -> None:
+    """A Python-int bound given at call time (or computed from one) of an integer array,
+    beyond the dtype on its own side, bounds nothing, as in NumPy 2: ``-s`` was wrapped
+    to uint8 (253) and clipped everything, and ``lo=-3`` was refused (found by fuzzing)."""
+    clip = tdsl.trace(lambda x, lo, hi: np.clip(x, lo, hi))
+    scaled = tdsl.trace(lambda x, s: np.clip(x, -s, s * 100))
+    for dtype in (np.uint8, np.int32, np.uint64, np.int64):
+        info = np.iinfo(dtype)
+        x = np.array([info.min, 0, 1, 7, info.max], dtype)
+        for lo, hi in [(-3, 3), (0, 300), (-(2**40), 2**40), (2, 5), (5, 2)]:
+            np.testing.assert_array_equal(clip(x, lo, hi), np.clip(x, lo, hi), strict=True)
+        for s in (0, 3, 2**20):
+            np.testing.assert_array_equal(scaled(x, s), np.clip(x, -s, s * 100), strict=True)
+
+
 def test_python_control_flow_runs_at_trace_time() -> None:
     def layers(x, ws, relu_last: bool):
         for w in ws:
