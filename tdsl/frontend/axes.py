@@ -9,7 +9,8 @@ after, so nothing rounds to float16 in between.  ``prod`` is over the reduced ax
 and merged, in NumPy's (memory) order.  ``var`` and ``std`` are NumPy's own
 two-pass formula: ``sum((x - mean(x)) ** 2) / max(n - ddof, 0)`` (and its square root),
 with ``n`` the number of elements reduced.  An empty tuple reduces nothing: the operand
-(compared with zero for ``all``/``any``; a variance of zeros, as NumPy's).
+(compared with zero for ``all``/``any``; plus ``0.0`` for a float ``sum`` or ``mean``,
+whose ``-0.0`` NumPy's zeroed result makes ``+0.0``; a variance of zeros, as NumPy's).
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
-from xdsl.dialects.builtin import f16, f32
+from xdsl.dialects.builtin import AnyFloat, f16, f32
 
 from tdsl.dialects import tensordsl as td
 from tdsl.errors import TdslTypeError, internal_error
 from tdsl.frontend.ast import Call, Span
-from tdsl.frontend.values import TensorValue, Value
+from tdsl.frontend.values import LiteralValue, TensorValue, Value
 
 if TYPE_CHECKING:
     from tdsl.frontend.lower_expr import FunctionLowering
@@ -78,6 +79,11 @@ def _nested(
 ) -> TensorValue:
     for axis in sorted(axes, reverse=True):
         x = lowering.emit(op(x.value, axis, keepdims), node.span)
+    if not axes and op in (td.SumOp, td.MeanOp) and isinstance(x.element, AnyFloat):
+        # NumPy adds into a zeroed result: ``-0.0`` comes out ``+0.0``
+        zero = LiteralValue(0.0, node.span)  # (weak: x's dtype)
+        added = lowering.binary(td.AddOp, f"`{node.func}`", [x, zero], (node.span,) * 2, node.span)
+        x = lowering.tensor(added, node.span)
     return x
 
 

@@ -83,6 +83,16 @@ def test_a_reduction_over_axes_is_numpys(
 
 
 @pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("name", ["sum", "mean", "prod", "max"])
+def test_over_no_axes_the_sign_of_zero_is_numpys(target: str, name: str) -> None:
+    """``sum`` and ``mean`` over ``()`` add into NumPy's zeroed result: ``-0.0`` comes out
+    ``+0.0`` (it was ``-0.0``; found by fuzzing); ``prod`` and ``max`` keep it."""
+    x = np.array([[-0.0, 0.0], [1.5, -np.inf]])
+    got = run(target, 10**6, f"{name}(x, axis=())", x)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(getattr(np, name)(x, axis=())))
+
+
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("name", ["all", "any"])
 @pytest.mark.parametrize("axes,keepdims", CASES)
 def test_all_and_any_over_axes_are_numpys(
