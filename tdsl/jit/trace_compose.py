@@ -174,6 +174,7 @@ def nan_to_num(
 def isclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan: Any = False) -> Any:
     """``np.isclose``, as NumPy 2 computes it: ``b`` in its dtype's float (float64 for
     integers), then ``|a - b| <= atol + rtol * |b|`` where ``b`` is finite, or ``a == b``."""
+    a, b = (np.asarray(v) if isinstance(v, list | tuple) else v for v in (a, b))
     kind = getattr(b, "dtype", None)
     if getattr(b, "weak", False) or isinstance(b, int):  # a Python number: Python's float
         b = b * 1.0 if isinstance(b, int) or b.dtype.kind != "f" else b

@@ -361,14 +361,6 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
             )
         raise AttributeError(name)
 
-    def ravel(self) -> Any:
-        return np.ravel(self)
-
-    flatten = ravel  # a new array either way: tdsl's values are never shared
-
-    def copy(self) -> Any:
-        return np.copy(self)
-
     def squeeze(self, *args: Any, **kwargs: Any) -> Any:
         return np.squeeze(self, *args, **kwargs)
 
@@ -380,16 +372,16 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
             axes = () if axes[0] is None else tuple(axes[0])
         return np.transpose(self, axes or None)
 
-    def reshape(self, *shape: Any, **kwargs: Any) -> Any:
-        if "order" in kwargs:
-            trace_error("`order=` is not supported when traced: tdsl's arrays are row-major")
+    def reshape(self, *shape: Any, order: Any = "C", copy: Any = None) -> Any:
         if len(shape) == 1 and isinstance(shape[0], tuple | list):
             shape = tuple(shape[0])
-        return np.reshape(self, shape)
+        return np.reshape(self, shape, order=order)  # (`copy`: values are never shared)
 
     def astype(self, dtype: Any, **kwargs: Any) -> Any:
-        if kwargs:
-            trace_error(f"`astype` with `{'`, `'.join(kwargs)}` is not supported when traced")
+        # (`copy`: a traced value is never shared; its arrays are row-major: NumPy's cast)
+        known = {"copy": None, "order": ("C", "K", "A"), "casting": ("unsafe",)}
+        if bad := [k for k, v in kwargs.items() if k not in known or v not in (known[k] or (v,))]:
+            trace_error(f"`astype` with `{'`, `'.join(bad)}` is not supported when traced")
         return self._trace.emit(f"astype({self.name}, {spell_dtype(dtype)})", [self])[0]
 
 
@@ -415,8 +407,9 @@ def _operator(ufunc: np.ufunc, reflected: bool) -> Callable[..., Any]:
 
 # x.sum(...) is np.sum(x, ...), as for an ndarray
 for _name in ("sum", "mean", "max", "min", "prod", "var", "std", "argmax", "argmin", "any",
-              "all", "cumsum", "clip", "cumprod", "repeat", "round"):  # fmt: skip
+              "all", "cumsum", "clip", "cumprod", "repeat", "round", "ravel", "copy"):  # fmt: skip
     setattr(Tracer, _name, _numpy_method(getattr(np, _name)))
+Tracer.flatten = _numpy_method(np.ravel)  # type: ignore[attr-defined]  # (a new array either way)
 for _name, _ufunc in WEAK_OPERATOR_METHODS.items():
     if _name != "pow":  # (Tracer.__pow__: float16's `** 0.5`)
         setattr(Tracer, f"__{_name}__", _operator(_ufunc, reflected=False))
@@ -517,6 +510,8 @@ def call_function(
                 )
             )
         kwargs.pop(key, None)
+    if name in ("ravel", "copy") and len(args) == 2:  # (`x.ravel("C")`: order by position)
+        args, kwargs["order"] = args[:1], args[1]
     order = kwargs.pop("order", None)
     if order not in (None, "C", "K", "A"):
         trace_error(f"`order={order!r}` of `{qualified}`: tdsl's arrays are row-major (`'C'`)")

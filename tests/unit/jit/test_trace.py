@@ -332,6 +332,29 @@ def test_python_types_as_dtypes() -> None:
         tdsl.trace(lambda x: np.astype(x, complex))(x)
 
 
+def test_numpys_own_parameters_of_methods() -> None:
+    # (each was a raw TypeError or a refusal; found by fuzzing)
+    def fn(x):
+        return (
+            x.ravel("K"),
+            x.flatten("C"),
+            x.copy(order="C"),
+            x.reshape(-1, order="C"),
+            x.astype(np.float64, copy=False),
+            np.isclose(x, [[0.5, 1.0], [0.0, np.inf]]),
+        )
+
+    x = np.array([[0.5, np.nan], [np.inf, -0.0]], np.float32)
+    for got, want in zip(tdsl.trace(fn)(x), fn(x), strict=True):
+        np.testing.assert_array_equal(got, want, strict=True)
+    for bad, message in [
+        (lambda x: x.ravel("F"), "`order='F'` of `np.ravel`: tdsl's arrays are row-major"),
+        (lambda x: x.astype(np.int32, casting="safe"), "`astype` with `casting` is not"),
+    ]:
+        with pytest.raises(TdslError, match=re.escape(message)):
+            tdsl.trace(bad)(x)
+
+
 def test_methods_and_indexing() -> None:
     def fn(x, idx):
         y = x.reshape(4, 8).T.astype(np.float64)
