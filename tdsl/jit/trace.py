@@ -333,7 +333,10 @@ class Traced:
             options=self._options,
         )
         errstate = _own_errstate(outside, trace.errstates)
-        return _Entry(kernel, tuple(names), tuple(trace.captured), structure, program, errstate)
+        captured = tuple(
+            (n, a.astype(a.dtype.newbyteorder("="), copy=False)) for n, a in trace.captured
+        )
+        return _Entry(kernel, tuple(names), captured, structure, program, errstate)
 
     def _entry(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_Entry, list[Any]]:
         key, leaves, arrays = self._key(args, kwargs)

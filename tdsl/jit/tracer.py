@@ -88,14 +88,15 @@ class Trace:
 
     def capture(self, array: np.ndarray[Any, Any]) -> Tracer:
         """An array the function reads from outside its arguments: an extra input."""
+        dtype = array.dtype.newbyteorder("=")  # (a big-endian one is read as its values)
         for name, seen in self.captured:
             if seen is array:
-                return Tracer(self, name, array.shape, array.dtype)
-        spell_dtype(array.dtype)
+                return Tracer(self, name, array.shape, dtype)
+        spell_dtype(dtype)
         name = self.fresh("c")
         self.captured.append((name, array))
-        self.types[name] = (tuple(array.shape), array.dtype)
-        return Tracer(self, name, tuple(array.shape), array.dtype)
+        self.types[name] = (tuple(array.shape), dtype)
+        return Tracer(self, name, tuple(array.shape), dtype)
 
     def signature(self, names: Sequence[str]) -> str:
         return ", ".join(

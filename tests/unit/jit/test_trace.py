@@ -355,6 +355,18 @@ def test_numpys_own_parameters_of_methods() -> None:
             tdsl.trace(bad)(x)
 
 
+BIG_ENDIAN = np.arange(8, dtype=">f4").reshape(4, 2)
+
+
+def test_a_big_endian_global_is_read_as_its_values() -> None:
+    # (it was a syntax error about the traced program, "found `>`"; found by fuzzing)
+    def fn(x):
+        return x @ BIG_ENDIAN + BIG_ENDIAN[0]
+
+    x = RNG.standard_normal((3, 4)).astype(np.float32)
+    _same(tdsl.trace(fn)(x), fn(x))
+
+
 def test_methods_and_indexing() -> None:
     def fn(x, idx):
         y = x.reshape(4, 8).T.astype(np.float64)
