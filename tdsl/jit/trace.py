@@ -160,6 +160,8 @@ def _rebuild(tree: Any, leaves: Sequence[Any]) -> Any:
         return leaves[tree[1]]
     if kind == "const":
         return tree[2]
+    if kind == "array":  # (a constant array returned: a new copy at each call, as NumPy's)
+        return tree[1].copy()
     if kind == "dict":
         return {k: _rebuild(t, leaves) for k, t in zip(tree[1], tree[2], strict=True)}
     items = [_rebuild(t, leaves) for t in tree[1]]
@@ -168,18 +170,25 @@ def _rebuild(tree: Any, leaves: Sequence[Any]) -> Any:
     return tuple(items) if kind == "tuple" else kind(*items)  # (a named tuple's class)
 
 
-def _outputs(value: Any, found: list[Tracer]) -> Any:
-    """The structure of the function's result (tracers replaced by their index)."""
+def _outputs(value: Any, found: list[Tracer], where: str) -> Any:
+    """The structure of the function's result (tracers replaced by their index; a
+    constant returned as it is, an array as a copy at each call)."""
     if isinstance(value, Tracer):
         found.append(value)
         return ("leaf", len(found) - 1)
     if isinstance(value, tuple | list):
-        return (_sequence_kind(value), tuple(_outputs(v, found) for v in value))
+        parts = (_outputs(v, found, f"{where}[{i}]") for i, v in enumerate(value))
+        return (_sequence_kind(value), tuple(parts))
     if isinstance(value, dict):
-        return ("dict", tuple(value), tuple(_outputs(v, found) for v in value.values()))
+        parts = (_outputs(v, found, f"{where}[{k!r}]") for k, v in value.items())
+        return ("dict", tuple(value), tuple(parts))
+    if value is None or isinstance(value, bool | int | float | complex | str | np.generic):
+        return ("const", type(value).__name__, value)
+    if isinstance(value, np.ndarray):
+        return ("array", np.array(value))
     raise TdslCallError(
-        f"a traced function returned a {type(value).__name__}: it must return arrays "
-        "computed from its arguments (or tuples, lists and dicts of them)"
+        f"{where} is a value of type {type(value).__name__}: a traced function returns "
+        "arrays, numbers, strings and None, in tuples, lists and dicts"
     )
 
 
@@ -318,7 +327,7 @@ class Traced:
         outside = {k: str(v) for k, v in np.geterr().items()}
         result = self.python(*call.args, **call.kwargs)
         outputs: list[Tracer] = []
-        structure = _outputs(result, outputs)
+        structure = _outputs(result, outputs, f"what `{self.name}` returned")
         if not outputs:
             raise TdslCallError(f"`{self.name}` returned no arrays")
         kernel_name = _identifier(self.name.rsplit(".", 1)[-1])

@@ -367,6 +367,23 @@ def test_a_big_endian_global_is_read_as_its_values() -> None:
     _same(tdsl.trace(fn)(x), fn(x))
 
 
+def test_constants_returned_are_returned() -> None:
+    # (each was an unlocated "returned a ndarray" / "a int" error; found by fuzzing)
+    def fn(x):
+        return x + 1, np.ones(2), x.shape[0], None, {"name": "x", "scale": np.float32(2)}
+
+    x = np.arange(4.0)
+    traced = tdsl.trace(fn)
+    got, want = traced(x), fn(x)
+    _same(got[0], want[0])
+    _same(got[1], want[1])
+    assert got[2:] == want[2:]
+    got[1][0] = 5.0  # a constant array is a new copy at each call, as NumPy's
+    assert traced(x)[1][0] == 1.0
+    with pytest.raises(TdslCallError, match=r"returned\[1\] is a value of type set"):
+        tdsl.trace(lambda x: (x, {1}))(x)
+
+
 def test_methods_and_indexing() -> None:
     def fn(x, idx):
         y = x.reshape(4, 8).T.astype(np.float64)
