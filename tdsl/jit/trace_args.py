@@ -63,4 +63,41 @@ def strong(v: Any) -> Any:
     return v.astype(v.dtype) if getattr(v, "weak", False) else v
 
 
-__all__ = ["as_array", "ndim_of", "static_axis", "static_count", "static_ints", "strong"]
+ARRAY_OPERANDS: dict[str, int] = {"where": 0, "dot": 0, "matmul": 0, "inner": 0, "outer": 0}
+"""NumPy's functions whose positional arguments from the one given are all arrays."""
+JOINS = frozenset({"concatenate", "stack", "hstack", "vstack", "column_stack", "dstack"})
+"""NumPy's functions whose first argument is a sequence of arrays."""
+
+
+def list_operands(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """``args`` (and ``kwargs``' ``prepend``/``append``, in place) with each list or tuple
+    of numbers that ``name`` reads as an array made one, as NumPy makes it: ``np.where(c,
+    [1, 2], 0)``, ``np.concatenate([x, [0.0]])``; a sequence holding traced arrays (a
+    join's) stays one."""
+
+    def array(v: Any) -> Any:
+        numbers = isinstance(v, list | tuple) and not any(hasattr(e, "_trace") for e in v)
+        return np.asarray(v) if numbers else v
+
+    for key in ("prepend", "append"):
+        if key in kwargs:
+            kwargs[key] = array(kwargs[key])
+    first = 1 if name == "einsum" else ARRAY_OPERANDS.get(name)
+    if first is not None:
+        return tuple(array(a) if i >= first else a for i, a in enumerate(args))
+    if name in JOINS and args and isinstance(args[0], list | tuple):
+        return (type(args[0])(array(a) for a in args[0]), *args[1:])
+    return args
+
+
+__all__ = [
+    "ARRAY_OPERANDS",
+    "JOINS",
+    "as_array",
+    "list_operands",
+    "ndim_of",
+    "static_axis",
+    "static_count",
+    "static_ints",
+    "strong",
+]

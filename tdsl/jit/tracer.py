@@ -27,6 +27,7 @@ import numpy as np
 
 from tdsl.dtypes import type_str
 from tdsl.errors import TdslCallError, TdslError
+from tdsl.jit.trace_args import list_operands
 from tdsl.jit.trace_compose import COMPOSED
 from tdsl.jit.trace_names import (
     FUNCTION_NAMES,
@@ -511,6 +512,7 @@ def call_function(
                 )
             )
         kwargs.pop(key, None)
+    args = list_operands(name, args, kwargs)  # (`np.where(c, [1, 2], 0)`)
     if name in ("ravel", "copy") and len(args) == 2:  # (`x.ravel("C")`: order by position)
         args, kwargs["order"] = args[:1], args[1]
     order = kwargs.pop("order", None)

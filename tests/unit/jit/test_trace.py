@@ -384,6 +384,25 @@ def test_constants_returned_are_returned() -> None:
         tdsl.trace(lambda x: (x, {1}))(x)
 
 
+def test_lists_of_numbers_are_arrays_where_numpy_reads_arrays() -> None:
+    # (each was written as a tuple literal and refused with errors about the traced
+    # program, "unknown name `True`"; found by fuzzing)
+    def fn(x):
+        return (
+            np.where([True, False, True, False], x, 0.0),
+            np.where(x > 0, [9, 8, 7, 6], 0.0),
+            np.concatenate([x, [1.0, 2.0]]),
+            np.stack((x, [1.0, 2.0, 3.0, 4.0])),
+            np.dot(x, [1.0, 2.0, 3.0, 4.0]),
+            np.einsum("i,i->i", x, [1.0, -0.0, 3.0, 4.0]),
+            np.diff(x, prepend=[0.0]),
+        )
+
+    x = np.array([-1.5, 0.5, np.nan, -0.0], np.float32)
+    for got, want in zip(tdsl.trace(fn)(x), fn(x), strict=True):
+        np.testing.assert_array_equal(got, want, strict=True)
+
+
 def test_methods_and_indexing() -> None:
     def fn(x, idx):
         y = x.reshape(4, 8).T.astype(np.float64)
