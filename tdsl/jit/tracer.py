@@ -271,9 +271,10 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
         return call_function(self._trace, func, args, kwargs)
 
     def __array__(self, *args: Any, **kwargs: Any) -> NoReturn:
-        trace_error(
-            f"`np.asarray` (or another conversion to an ndarray) of a traced array: {NO_VALUES}; "
-            "keep it a traced array, and call NumPy's functions on it"
+        trace_error(  # (NumPy converts where its dispatch does not see the traced array)
+            f"NumPy needs the values of a traced array here, and {NO_VALUES}: a NumPy array "
+            "indexed by a traced one (`W[i]`, `np.take(W, i)`: pass `W` as an argument), a "
+            "list of traced arrays (`np.sum([x, y])`: `np.stack` them), or `np.asarray`"
         )
 
     def _needs_values(self, what: str) -> NoReturn:

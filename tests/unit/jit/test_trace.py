@@ -492,6 +492,13 @@ def order_keyword(x):
     return np.reshape(x, (4, 8), order="F")
 
 
+GLOBAL = np.arange(12.0).reshape(6, 2)
+
+
+def global_indexed(x):
+    return GLOBAL[x.astype(np.int64)]  # (NumPy converts the index: no dispatch to the trace)
+
+
 ERRORS = [
     (svd, "np.linalg.svd", "np.linalg.svd` is not supported"),
     (sort, "np.sort", "np.sort` is not supported"),
@@ -503,6 +510,7 @@ ERRORS = [
     (iterate, "for row", "iterating over a traced array"),
     (item, ".item()", ".item()"),
     (as_array, "np.asarray", "np.asarray"),
+    (global_indexed, "GLOBAL[", "pass `W` as an argument"),
     (assign, "x[0] = 1.0", "assigning into a traced array"),
     (add_in_place, "+= 1", "out="),
     (mask, "x[x > 0]", "boolean mask"),
