@@ -12,7 +12,7 @@ from typing import Any, NoReturn, cast
 import numpy as np
 
 from tdsl.dtypes import SHORT_NAMES
-from tdsl.errors import SourceLocation, TdslError, TdslTypeError
+from tdsl.errors import SourceLocation, TdslCallError, TdslError, TdslTypeError
 
 _TDSL_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
@@ -122,6 +122,15 @@ def user_location() -> SourceLocation | None:
 
 def trace_error(message: str, kind: type[TdslError] = TdslTypeError) -> NoReturn:
     raise kind(message, user_location())
+
+
+def not_static(name: str, what: str) -> NoReturn:
+    """The error for a Python-number argument ``name`` that ``what`` needs the value of."""
+    trace_error(
+        f"argument `{name}` is a Python number the traced call gets only when it runs, and "
+        f'{what} needs it now: make it static, `static_argnames=("{name}",)`',
+        TdslCallError,
+    )
 
 
 def spell_dtype(dtype: Any) -> str:
@@ -329,6 +338,7 @@ __all__ = [
     "WEAK_OPERATOR_METHODS",
     "bool_operand",
     "literal",
+    "not_static",
     "numpy_call",
     "spell_dtype",
     "split_results",

@@ -39,6 +39,7 @@ from tdsl.jit.trace_names import (
     WEAK_OPERATORS,
     bool_operand,
     literal,
+    not_static,
     numpy_call,
     spell_dtype,
     split_results,
@@ -278,6 +279,8 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
         )
 
     def _needs_values(self, what: str) -> NoReturn:
+        if self.weak and self.name in self._trace.weak:  # a Python-number argument itself
+            not_static(self.name, what)
         trace_error(
             f"{what} of a traced array needs its values, and {NO_VALUES}: Python control flow "
             "runs while tracing, on shapes and dtypes only; for a choice between values "
@@ -295,10 +298,7 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
         self._needs_values("`int(...)`")
 
     def __index__(self) -> NoReturn:
-        self._needs_values(
-            "using it as a Python integer (an index, a size, an axis, a slice bound; an "
-            "argument used so must be static: `static_argnames=...`)"
-        )
+        self._needs_values("using it as a Python integer (a count, a size, an axis, an index)")
 
     def __complex__(self) -> NoReturn:
         self._needs_values("`complex(...)`")
