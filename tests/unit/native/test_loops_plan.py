@@ -385,3 +385,35 @@ def test_a_stored_mean_is_read_as_it_was_stored() -> None:
     assert "stored [0]" in kernel.ir["planned"]
     want = np.sum(x - np.mean(x, axis=1, keepdims=True), axis=1)
     np.testing.assert_allclose(kernel(x), want, atol=1e-4)
+
+
+NEG_RELU = (
+    "func.func @main(%x: tensor<4x8xf32>, %w1: tensor<8x6xf32>, %w2: tensor<6x4xf32>) -> tensor<4x4xf32> {\n"
+    '  %0 = kernel.tile(%x, %w1, %w2) group "g0" space [4, 4, 6, 8] iterators ["parallel", "parallel", "reduction", "reduction"] tiles [4, 4, 6, 8] scratch [memref<24xf32>] sweeps [0, 0, 0, 0] loops tiles [4, 4, 6, 8] stored [2, 1] blas [0, 3]\n'
+    "    ins [affine_map<(d0, d1, d2, d3) -> (d0, d3)>, affine_map<(d0, d1, d2, d3) -> (d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d2, d1)>]\n"
+    "    outs [affine_map<(d0, d1, d2, d3) -> (d0, d1)>] : (tensor<4x8xf32>, tensor<8x6xf32>, tensor<6x4xf32>) -> tensor<4x4xf32> {\n"
+    "  ^bb0(%x1: tensor<4x8xf32>, %w11: tensor<8x6xf32>, %w21: tensor<6x4xf32>):\n"
+    "    %1 = tensordsl.matmul %x1, %w11 : (tensor<4x8xf32>, tensor<8x6xf32>) -> tensor<4x6xf32>\n"
+    "    %2 = tensordsl.neg %1 : tensor<4x6xf32>\n"
+    "    %3 = tensordsl.relu %2 : tensor<4x6xf32>\n"
+    "    %4 = tensordsl.matmul %3, %w21 : (tensor<4x6xf32>, tensor<6x4xf32>) -> tensor<4x4xf32>\n"
+    "    kernel.yield %4 : tensor<4x4xf32>\n"
+    "  }\n"
+    "  func.return %0 : tensor<4x4xf32>\n"
+    "}\n"
+)
+
+
+@pytest.mark.parametrize("stored", ["[2, 1]", "[1, 2]"])
+def test_stored_values_sharing_a_slot_are_stored_in_program_order(stored: str) -> None:
+    # `relu(neg)` computed in place of `neg`: `stored [2, 1]` stored relu, then neg over it,
+    # and the second matmul read neg (native errors of 6.2; found by fuzzing)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    w1 = rng.standard_normal((8, 6)).astype(np.float32)
+    w2 = rng.standard_normal((6, 4)).astype(np.float32)
+    text = NEG_RELU.replace("stored [2, 1]", f"stored {stored}")
+    kernel = JITTensorKernel(target="native", threads=1).compile_ir(text)
+    assert f"stored {stored}" in kernel.ir["planned"]
+    want = np.maximum(-(x @ w1), 0) @ w2
+    np.testing.assert_allclose(kernel(x, w1, w2), want, rtol=1e-5, atol=1e-5)
