@@ -75,6 +75,16 @@ def recorded_stored(plan: _GroupPlan, numbers: Sequence[int], needed: Sequence[S
             f"or a scan read along more dims than its own): add {index} to `stored`",
             op=plan.tile,
         )
+    for v in chosen:
+        producer = plan.body.producer(v)
+        if v not in needed and (producer in plan.flash or producer in plan.split):
+            raise TdslIRError(
+                f"the loops plan stores value {values.index(v)} ('{producer.name}'), which "
+                "the loops compute over tiles of its keys (flash attention, or a matmul's "
+                "contraction in tiles): it is whole only after the last, so it cannot be "
+                f"stored as it is computed: remove {values.index(v)} from `stored`",
+                op=plan.tile,
+            )
     plan.stored = chosen
     plan.kept = [v for v in chosen if v not in needed]
 

@@ -142,6 +142,20 @@ def test_a_matmul_taken_from_blas_runs_as_loops() -> None:
     assert "loops" not in auto.ir and "llvm" not in auto.ir  # decided before they were built
 
 
+FLASH = (
+    "func.func @main(%x: tensor<2x4xf32>, %w: tensor<4x2xf32>) -> tensor<2x2xf32> {\n"
+    '  %0 = kernel.tile(%x, %w) group "g0" space [2, 4, 2] iterators ["parallel", "reduction", "parallel"] tiles [1, 2, 2] scratch [memref<2xf32>, memref<1xf32>, memref<1xf32>, memref<2xf32>, memref<1xf32>, memref<1xf32>, memref<2xf32>, memref<1xf32>, memref<1xf32>] sweeps [1] loops tiles [1, 2, 2] stored [0] blas []\n'
+    "    ins [affine_map<(d0, d1, d2) -> (d0, d1)>, affine_map<(d0, d1, d2) -> (d1, d2)>]\n"
+    "    outs [affine_map<(d0, d1, d2) -> (d0, d2)>] : (tensor<2x4xf32>, tensor<4x2xf32>) -> tensor<2x2xf32> {\n"
+    "  ^bb0(%x1: tensor<1x2xf32>, %w1: tensor<2x2xf32>):\n"
+    "    %1 = tensordsl.softmax_matmul %x1, %w1 : (tensor<1x2xf32>, tensor<2x2xf32>) -> tensor<1x2xf32>\n"
+    "    kernel.yield %1 : tensor<1x2xf32>\n"
+    "  }\n"
+    "  func.return %0 : tensor<2x2xf32>\n"
+    "}\n"
+)
+
+
 @pytest.mark.parametrize(
     ("text", "old", "new", "message"),
     [
@@ -171,6 +185,14 @@ def test_a_matmul_taken_from_blas_runs_as_loops() -> None:
             "loops tiles [1, 300]",
             "loops tiles [1, 100]",
             "the loops plan cuts d1 into tiles of 100, a reduction dim the loops run whole",
+        ),
+        (
+            # (flash attention's result, stored as computed: nan; found by fuzzing)
+            FLASH,
+            "stored [0]",
+            "stored [0]",
+            "the loops plan stores value 0 ('tensordsl.softmax_matmul'), which the loops "
+            "compute over tiles of its keys",
         ),
     ],
 )
