@@ -182,6 +182,26 @@ class _Graph:
             graph = HighLevelGraph.from_collections(out, picks, dependencies=[layer])
             self.keep(made, da.Array(graph, out, made.chunks, meta=_meta(made)))
 
+    def passed_through(self, tile: TileOp) -> None:
+        """The results of ``tile`` that no op of its body computes, which its steps do not
+        make: a constant, an input or a value yielded a second time (the others' value)."""
+        yielded = list(tile.body.block.last_op.operands)  # type: ignore[union-attr]
+        for result, value in zip(tile.results, yielded, strict=True):
+            if result in self.env or result in self.held:
+                continue
+            same = [r for r, v in zip(tile.results, yielded, strict=True) if v is value]
+            made = next((r for r in same if r in self.env), None)
+            producer = value.owner if isinstance(value.owner, Operation) else None
+            const = None if producer is None else constant_value(producer)
+            if made is not None:
+                self.env[result] = self.env[made]
+            elif const is not None:
+                self.held[result] = np.broadcast_to(const, tensor_shape(result)).copy()
+            elif producer is None and value in tile.body.block.args:
+                source = tile.operands[tile.body.block.args.index(value)]  # (maps checked)
+                self.env.update({result: self.env[source]} if source in self.env else {})
+                self.held.update({result: self.held[source]} if source in self.held else {})
+
     def keep(self, made: Made, array: DaskArray) -> None:
         if made.partial:
             self.partials[made.value] = array
@@ -256,6 +276,7 @@ def call_dask(kernel: CompiledKernel, given: Sequence[Any], out: Any = None) -> 
     for op in func_op.body.block.ops:
         if isinstance(op, TileOp):
             graph.group(op)
+            graph.passed_through(op)
             continue
         if isinstance(op, ReturnOp):
             term = op

@@ -395,3 +395,61 @@ def test_a_traced_function_runs_on_dask_arrays() -> None:
     np.testing.assert_allclose(got.compute(), centered(x, w, 0.5), rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(traced(x, w, 0.5), centered(x, w, 0.5), rtol=1e-12, atol=1e-12)
     assert len(traced.kernels) == 1
+
+
+YIELDS_A_CONSTANT = (
+    "func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {\n"
+    '  %0, %1 = kernel.tile(%x) group "g0" space [4, 8] iterators ["parallel", "parallel"] tiles [4, 8] scratch [] sweeps [0]\n'
+    "    ins [affine_map<(d0, d1) -> (d0, d1)>]\n"
+    "    outs [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>] : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<f32>) {\n"
+    "  ^bb0(%x1: tensor<4x8xf32>):\n"
+    "    %2 = tensordsl.exp %x1 : tensor<4x8xf32>\n"
+    "    %3 = tensordsl.constant dense<2.000000e+00> : tensor<f32>\n"
+    "    kernel.yield %2, %3 : tensor<4x8xf32>, tensor<f32>\n"
+    "  }\n"
+    '  %4 = kernel.tile(%0, %1) group "g1" space [4, 8] iterators ["parallel", "parallel"] tiles [4, 8] scratch [] sweeps [0]\n'
+    "    ins [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> ()>]\n"
+    "    outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32> {\n"
+    "  ^bb0(%a: tensor<4x8xf32>, %c: tensor<f32>):\n"
+    "    %5 = tensordsl.mul %a, %c : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>\n"
+    "    kernel.yield %5 : tensor<4x8xf32>\n"
+    "  }\n"
+    "  func.return %4 : tensor<4x8xf32>\n"
+    "}\n"
+)
+YIELDS_ITS_INPUT = (
+    "func.func @main(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {\n"
+    '  %0, %1 = kernel.tile(%x) group "g0" space [4, 8] iterators ["parallel", "parallel"] tiles [4, 8] scratch [] sweeps [0]\n'
+    "    ins [affine_map<(d0, d1) -> (d0, d1)>]\n"
+    "    outs [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {\n"
+    "  ^bb0(%x1: tensor<4x8xf32>):\n"
+    "    %2 = tensordsl.exp %x1 : tensor<4x8xf32>\n"
+    "    kernel.yield %2, %x1 : tensor<4x8xf32>, tensor<4x8xf32>\n"
+    "  }\n"
+    "  func.return %0, %1 : tensor<4x8xf32>, tensor<4x8xf32>\n"
+    "}\n"
+)
+YIELDS_TWICE = (
+    "func.func @main(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {\n"
+    '  %0, %1 = kernel.tile(%x) group "g0" space [4, 8] iterators ["parallel", "parallel"] tiles [4, 8] scratch [] sweeps [0]\n'
+    "    ins [affine_map<(d0, d1) -> (d0, d1)>]\n"
+    "    outs [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>] : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {\n"
+    "  ^bb0(%x1: tensor<4x8xf32>):\n"
+    "    %2 = tensordsl.exp %x1 : tensor<4x8xf32>\n"
+    "    kernel.yield %2, %2 : tensor<4x8xf32>, tensor<4x8xf32>\n"
+    "  }\n"
+    "  func.return %0, %1 : tensor<4x8xf32>, tensor<4x8xf32>\n"
+    "}\n"
+)
+
+
+@pytest.mark.parametrize("text", [YIELDS_A_CONSTANT, YIELDS_ITS_INPUT, YIELDS_TWICE])
+def test_group_results_no_op_computes_are_passed_through(text: str) -> None:
+    """A group that yields a constant (``tdsl-tile`` splits such groups), one of its
+    inputs, or one value twice: Dask raised a KeyError (found by fuzzing)."""
+    kernel = JITTensorKernel(target="numpy").compile_ir(text)
+    x = np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)
+    want = kernel(x)
+    got = kernel(da.from_array(x, chunks=(2, 4)))
+    for g, w in zip(*(r if isinstance(r, tuple) else (r,) for r in (got, want)), strict=True):
+        np.testing.assert_array_equal(g.compute(), w)
