@@ -88,7 +88,7 @@ from tdsl.dialects.structured import (
     structured,
     tensor_shape,
 )
-from tdsl.errors import internal_error
+from tdsl.errors import TdslIRError, internal_error
 from tdsl.transforms.iteration_space import Inconsistent, analyze, require_structured
 from tdsl.transforms.tile import decomposed_copy
 
@@ -229,9 +229,12 @@ class _Planner:
         if isinstance(body, Inconsistent):  # pragma: no cover - tdsl-fuse formed the group
             raise PlanError(body.reason)
         if self.tile is not None and tuple(body.extents) != tuple(self.tile.space_value):
-            raise PlanError(  # pragma: no cover - the verifier checked the tile's maps
-                f"group {self.plan.name}: its ops span {list(body.extents)}, but its "
-                f"kernel.tile records the space {list(self.tile.space_value)}"
+            raise TdslIRError(  # (a hand-written tile op: its dims in another order)
+                f"Dask runs group {self.plan.name} over the dims of its ops in the order "
+                f"tdsl-tile gives them, {list(body.extents)}, and its kernel.tile records the "
+                f"space {list(self.tile.space_value)}: tile the group again (`tdsl-tile`), "
+                "or call the kernel on NumPy arrays",
+                op=self.tile,
             )
         chunks = choose_chunks(body, self.chunks_of, must_be_whole(body))
         if _cuts_a_row(body, chunks):

@@ -453,3 +453,29 @@ def test_group_results_no_op_computes_are_passed_through(text: str) -> None:
     got = kernel(da.from_array(x, chunks=(2, 4)))
     for g, w in zip(*(r if isinstance(r, tuple) else (r,) for r in (got, want)), strict=True):
         np.testing.assert_array_equal(g.compute(), w)
+
+
+DIMS_SWAPPED = (
+    "func.func @main(%x: tensor<40x24xf32>) -> tensor<40x24xf32> {\n"
+    '  %0 = kernel.tile(%x) group "g0" space [24, 40] iterators ["parallel", "reduction"] tiles [24, 40] scratch [memref<24xf32>] sweeps [0, 0]\n'
+    "    ins [affine_map<(d0, d1) -> (d1, d0)>]\n"
+    "    outs [affine_map<(d0, d1) -> (d1, d0)>] : (tensor<40x24xf32>) -> tensor<40x24xf32> {\n"
+    "  ^bb0(%x1: tensor<40x24xf32>):\n"
+    "    %1 = tensordsl.mean %x1 axis = 0 : tensor<40x24xf32> -> tensor<24xf32>\n"
+    "    %2 = tensordsl.sub %x1, %1 : (tensor<40x24xf32>, tensor<24xf32>) -> tensor<40x24xf32>\n"
+    "    kernel.yield %2 : tensor<40x24xf32>\n"
+    "  }\n"
+    "  func.return %0 : tensor<40x24xf32>\n"
+    "}\n"
+)
+
+
+def test_a_group_whose_dims_are_in_another_order_is_a_located_refusal() -> None:
+    """(A raw PlanError; found by fuzzing.)  NumPy arrays run it as recorded."""
+    from tdsl.errors import TdslIRError
+
+    kernel = JITTensorKernel(target="numpy").compile_ir(DIMS_SWAPPED)
+    x = np.random.default_rng(0).standard_normal((40, 24)).astype(np.float32)
+    np.testing.assert_allclose(kernel(x), x - x.mean(axis=0), atol=1e-6)
+    with pytest.raises(TdslIRError, match="tile the group again"):
+        kernel(da.from_array(x, chunks=(20, 12)))
