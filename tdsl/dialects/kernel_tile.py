@@ -377,8 +377,7 @@ class TileOp(GroupOp):
         for ``body`` (its :meth:`group_body`): what a target passes to
         :func:`~tdsl.dialects.kernel_plan.schedule` with its own tiles.
 
-        Raises :class:`~tdsl.dialects.kernel_plan.PlanError` when they do not fit the
-        body."""
+        Raises :class:`~tdsl.dialects.kernel_plan.PlanError` when they do not fit it."""
         n = len(body.ops)
         sweeps = self.sweeps_value
         if sweeps is not None and len(sweeps) != n:
@@ -425,10 +424,11 @@ class TileOp(GroupOp):
                 )
         for m in self.scratch.data:
             shape, dtype = m.get_shape(), element_dtype(m.get_element_type())
-            if len(shape) != 1 or shape[0] < 0 or dtype is None:
+            plain = m == MemRefType(m.element_type, shape)  # (no layout, no memory space)
+            if len(shape) != 1 or shape[0] < 0 or dtype is None or not plain:
                 raise VerifyException(
-                    f"'{self.name}' op scratch buffer {m} must be a 1-d memref of static size "
-                    "and of a tensor element type (memref<4096xf32>)"
+                    f"'{self.name}' op scratch buffer {m} must be a plain 1-d memref of static "
+                    "size and of a tensor element type (memref<4096xf32>)"
                 )
         if len(self.in_maps.data) != len(self.inputs):
             raise VerifyException(

@@ -146,12 +146,12 @@ kernel.yield %x : tensor<4xf32>
 // -----
 
 %x = "test.op"() : () -> tensor<8xf32>
-// expected-error@+1 {{'kernel.tile' op scratch buffer memref<?xf32> must be a 1-d memref of}}
+// expected-error@+1 {{'kernel.tile' op scratch buffer memref<?xf32> must be a plain 1-d memref of}}
 %0 = kernel.tile(%x) space [8] iterators ["parallel"] tiles [2] scratch [memref<?xf32>] ins [affine_map<(d0) -> (d0)>] outs [affine_map<(d0) -> (d0)>] : (tensor<8xf32>) -> tensor<8xf32> {
 ^bb0(%a: tensor<2xf32>):
   kernel.yield %a : tensor<2xf32>
 }
-// CHECK: 'kernel.tile' op scratch buffer memref<?xf32> must be a 1-d memref of static size and of a tensor element type (memref<4096xf32>)
+// CHECK: 'kernel.tile' op scratch buffer memref<?xf32> must be a plain 1-d memref of static size and of a tensor element type (memref<4096xf32>)
 
 // -----
 
@@ -226,7 +226,7 @@ kernel.yield %x : tensor<4xf32>
 
 // A scratch buffer is a 1-d memref of static size, of a type tdsl computes on.
 %x = "test.op"() : () -> tensor<8x4xf32>
-// expected-error@+1 {{'kernel.tile' op scratch buffer memref<8xbf16> must be a 1-d memref}}
+// expected-error@+1 {{'kernel.tile' op scratch buffer memref<8xbf16> must be a plain 1-d memref}}
 %0 = kernel.tile(%x) space [8, 4] iterators ["parallel", "parallel"] tiles [2, 4] scratch [memref<8xbf16>] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
 ^bb0(%a: tensor<2x4xf32>):
   %e = tensordsl.exp %a : tensor<2x4xf32>
@@ -234,12 +234,12 @@ kernel.yield %x : tensor<4xf32>
   %s = tensordsl.add %e, %t : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
   kernel.yield %s : tensor<2x4xf32>
 }
-// CHECK: 'kernel.tile' op scratch buffer memref<8xbf16> must be a 1-d memref of static size and of a tensor element type (memref<4096xf32>)
+// CHECK: 'kernel.tile' op scratch buffer memref<8xbf16> must be a plain 1-d memref of static size and of a tensor element type (memref<4096xf32>)
 
 // -----
 
 %x = "test.op"() : () -> tensor<8x4xf32>
-// expected-error@+1 {{'kernel.tile' op scratch buffer memref<2x4xf32> must be a 1-d memref}}
+// expected-error@+1 {{'kernel.tile' op scratch buffer memref<2x4xf32> must be a plain 1-d memref}}
 %0 = kernel.tile(%x) space [8, 4] iterators ["parallel", "parallel"] tiles [2, 4] scratch [memref<2x4xf32>] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
 ^bb0(%a: tensor<2x4xf32>):
   %e = tensordsl.exp %a : tensor<2x4xf32>
@@ -247,7 +247,21 @@ kernel.yield %x : tensor<4xf32>
   %s = tensordsl.add %e, %t : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
   kernel.yield %s : tensor<2x4xf32>
 }
-// CHECK: 'kernel.tile' op scratch buffer memref<2x4xf32> must be a 1-d memref of static size and of a tensor element type (memref<4096xf32>)
+// CHECK: 'kernel.tile' op scratch buffer memref<2x4xf32> must be a plain 1-d memref of static size and of a tensor element type (memref<4096xf32>)
+
+// -----
+
+// A scratch buffer with a layout or a memory space (the targets allocate plain ones).
+%x = "test.op"() : () -> tensor<8x4xf32>
+// expected-error@+1 {{'kernel.tile' op scratch buffer memref<8xf32, strided<[2]>> must be a plain 1-d memref}}
+%0 = kernel.tile(%x) space [8, 4] iterators ["parallel", "parallel"] tiles [2, 4] scratch [memref<8xf32, strided<[2]>>] ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : (tensor<8x4xf32>) -> tensor<8x4xf32> {
+^bb0(%a: tensor<2x4xf32>):
+  %e = tensordsl.exp %a : tensor<2x4xf32>
+  %t = tensordsl.tanh %a : tensor<2x4xf32>
+  %s = tensordsl.add %e, %t : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  kernel.yield %s : tensor<2x4xf32>
+}
+// CHECK: 'kernel.tile' op scratch buffer memref<8xf32, strided<[2]>> must be a plain 1-d memref of static size and of a tensor element type (memref<4096xf32>)
 
 // -----
 
