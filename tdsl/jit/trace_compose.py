@@ -564,6 +564,9 @@ COMPOSED: dict[str, Callable[..., Any]] = {
     "np.copy": copy,
     "np.conjugate": conjugate,
     "np.tensordot": tensordot,
+    "np.shape": lambda a: a.shape,  # (static: NumPy's, of the traced shape)
+    "np.ndim": lambda a: a.ndim,
+    "np.size": lambda a, axis=None: a.size if axis is None else a.shape[axis],
     "np.dot": dot,
     "np.inner": inner,
     "np.round": round_,

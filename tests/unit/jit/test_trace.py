@@ -403,6 +403,14 @@ def test_lists_of_numbers_are_arrays_where_numpy_reads_arrays() -> None:
         np.testing.assert_array_equal(got, want, strict=True)
 
 
+def test_shape_ndim_and_size_functions_are_static() -> None:
+    # (refused as functions tdsl lacks, while `.shape`, `.ndim` and `.size` worked)
+    def fn(x):
+        return x * np.shape(x)[1] + np.ndim(x) + np.size(x) + np.size(x, 0) + np.size(x, -1)
+
+    _same(tdsl.trace(fn)(X), fn(X))
+
+
 def test_methods_and_indexing() -> None:
     def fn(x, idx):
         y = x.reshape(4, 8).T.astype(np.float64)
