@@ -1,4 +1,5 @@
-"""Masked vector variants for the C library's ``sin``/``cos`` calls in LLVM IR text.
+"""Vector variants in LLVM IR text: masked ones for the C library's ``sin``/``cos``
+calls, and whole math functions called many times (:func:`_math_variants`).
 
 :mod:`tdsl.backend.llvm.math_trig` computes ``sin``/``cos`` as arithmetic and calls
 the C library (``sinf``, ``sin``, ``cosf``, ``cos``) in a branch, only for arguments
@@ -95,9 +96,12 @@ def _libm_variants(text: str) -> tuple[str, list[str]]:
     return text, [f"tdsl_{fn}_m{vf}" for fn in used for vf in VECTOR_WIDTHS]
 
 
-MANY_CALLS = 16
+MANY_CALLS = 32
 """How many calls of one math function a module makes before the function is kept whole
-(:func:`_math_variants`) rather than inlined at each call."""
+(:func:`_math_variants`) rather than inlined at each call.  Inlined, each call costs
+LLVM's optimizer about 30 ms here; called through the variants, the kernel runs slower
+(a 2,000-op chain of eight functions, 125 calls each: 3.0 s a call against 2.3 s, and
+18 s to compile against 87 s: ``python benchmarks/compile_time.py math --inlined``)."""
 
 _MATH = re.compile(
     r'define internal (float|double) @"(__tdsl_math_[\w.]+)"\(([^)]*)\) alwaysinline'
