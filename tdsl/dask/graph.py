@@ -197,10 +197,12 @@ class _Graph:
                 self.env[result] = self.env[made]
             elif const is not None:
                 self.held[result] = np.broadcast_to(const, tensor_shape(result)).copy()
-            elif producer is None and value in tile.body.block.args:
-                source = tile.operands[tile.body.block.args.index(value)]  # (maps checked)
-                self.env.update({result: self.env[source]} if source in self.env else {})
-                self.held.update({result: self.held[source]} if source in self.held else {})
+            elif producer is None:  # one of its inputs (the verifier checked the maps)
+                source = tile.operands[tile.body.block.args.index(value)]
+                if source in self.env:
+                    self.env[result] = self.env[source]
+                else:
+                    self.held[result] = self.held[source]
 
     def keep(self, made: Made, array: DaskArray) -> None:
         if made.partial:

@@ -533,9 +533,10 @@ def plan_tile(tile: TileOp, chunks_of: ChunksOf) -> GroupPlan:
         copies.append(new)
         mapping.update(zip(op.results, new.results, strict=True))
     results = [mapping[v] for v in yielded]
+    # (an input yielded stays itself, a value yielded twice is its first output: the
+    # graph passes the others through)
     for result, output in zip(results, tile.outputs, strict=True):
-        alias.setdefault(result, output)  # (an input yielded stays itself; a value yielded
-        # twice is the first output: the graph passes the others through)
+        alias.setdefault(result, output)
     name = tile.group.data if tile.group is not None else "g"
     for op in copies:
         if constant_value(op) is None and structured(op) is None:

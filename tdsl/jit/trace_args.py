@@ -9,7 +9,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from tdsl.jit.trace_names import trace_error
+from tdsl.jit.trace_names import holds_traced, trace_error
 
 
 def static_count(value: Any, what: str) -> int:
@@ -63,8 +63,9 @@ def strong(v: Any) -> Any:
     return v.astype(v.dtype) if getattr(v, "weak", False) else v
 
 
-ARRAY_OPERANDS: dict[str, int] = {"where": 0, "dot": 0, "matmul": 0, "inner": 0, "outer": 0}
-"""NumPy's functions whose positional arguments from the one given are all arrays."""
+ARRAY_OPERANDS = frozenset({"where", "dot", "matmul", "inner", "outer", "einsum"})
+"""NumPy's functions whose positional arguments are all arrays (``einsum``'s after its
+subscripts)."""
 JOINS = frozenset({"concatenate", "stack", "hstack", "vstack", "column_stack", "dstack"})
 """NumPy's functions whose first argument is a sequence of arrays."""
 
@@ -76,14 +77,13 @@ def list_operands(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> t
     join's) stays one."""
 
     def array(v: Any) -> Any:
-        numbers = isinstance(v, list | tuple) and not any(hasattr(e, "_trace") for e in v)
-        return np.asarray(v) if numbers else v
+        return np.asarray(v) if isinstance(v, list | tuple) and not holds_traced(v) else v
 
     for key in ("prepend", "append"):
         if key in kwargs:
             kwargs[key] = array(kwargs[key])
-    first = 1 if name == "einsum" else ARRAY_OPERANDS.get(name)
-    if first is not None:
+    if name in ARRAY_OPERANDS:
+        first = 1 if name == "einsum" else 0
         return tuple(array(a) if i >= first else a for i, a in enumerate(args))
     if name in JOINS and args and isinstance(args[0], list | tuple):
         return (type(args[0])(array(a) for a in args[0]), *args[1:])

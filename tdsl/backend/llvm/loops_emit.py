@@ -304,10 +304,7 @@ class _Group(_GroupPlan):
                     continue  # (its key tile: emit_flash_tile)
                 if self.level[op] == level and op in accs and op not in self.gemm:
                     sweeps.setdefault(_dim_set(body.loop_dims(op)), []).append(("acc", op))
-            position = {op: i for i, op in enumerate(body.ops)}
-            # (in program order, whatever the plan's: a value computed in place from another
-            # shares its slot, and must be stored after it)
-            for v in sorted(self.stored, key=lambda v: position.get(body.producer(v), -1)):
+            for v in self.stored:
                 p = body.producer(v)
                 if p is None:
                     raise loops_bug("a stored value that no op of the group computes")

@@ -63,7 +63,9 @@ def recorded_stored(plan: _GroupPlan, numbers: Sequence[int], needed: Sequence[S
                 f"{len(values)} values (numbered from 0)",
                 op=plan.tile,
             )
-    chosen = [values[i] for i in numbers]
+    # (in program order, whatever the edit's: a value computed in place from another
+    # shares its scratch slot, and the loops store it after that one)
+    chosen = [values[i] for i in sorted(numbers)]
     missing = [v for v in needed if v not in chosen]
     if missing:
         index = values.index(missing[0])
