@@ -426,6 +426,7 @@ def _group_function(
 ) -> func.FuncOp:
     memrefs = [*inputs, *outputs, *accs]
     fn = func.FuncOp(name, ([IndexType(), IndexType(), *(v.type for v in memrefs)], []))
+    fn.attributes["passthrough"] = ArrayAttr([StringAttr("noinline")])
     block = fn.body.block
     lo, hi, *refs = block.args
     lo.name_hint, hi.name_hint = "lo", "hi"

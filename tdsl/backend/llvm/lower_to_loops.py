@@ -27,7 +27,9 @@ drive it itself, calling group functions from several threads): filling a
 constant (``@<function>_fill<n>``), a BLAS matmul, a group, copying a result
 that is not computed in place (``@<function>_copy<n>``).  Each ``kernel.tile``
 becomes a function of its own, ``@<function>_<group>``, which the main
-function calls: its first two arguments ``lo`` and ``hi``
+function calls (marked ``noinline``, ``passthrough = ["noinline"]``: the runtime calls
+it itself when it splits the tiles over threads, and a copy inlined into the main
+function cost LLVM a second optimization and code generation of a small group): its first two arguments ``lo`` and ``hi``
 select a range of tiles along the outermost tiled parallel dim, so that a
 caller can split the tiles over threads; the rest are the memrefs it reads
 and writes.  Inside, ``scf.for`` loops run over the parallel tiles and, per

@@ -11,7 +11,7 @@
 
 // PLAN: loops tiles [1, 8, 4] stored [0] blas [1]
 
-// CHECK:       func.func @main_g0(%lo: index, %hi: index, %x: memref<32x16xf32>, %w: memref<16x8xf32>, %out0: memref<32x8xf32>, %0: memref<1x4xf32>) {
+// CHECK:       func.func @main_g0(%lo: index, %hi: index, %x: memref<32x16xf32>, %w: memref<16x8xf32>, %out0: memref<32x8xf32>, %0: memref<1x4xf32>) attributes {passthrough = ["noinline"]} {
 // CHECK:         scf.for %[[T:[0-9]+]] = %lo to %hi step
 // CHECK:           %[[FOUR:[0-9]+]] = arith.constant 4 : index
 // CHECK:           %[[SIXTEEN:[0-9]+]] = arith.constant 16 : index

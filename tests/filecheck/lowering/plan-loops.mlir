@@ -75,5 +75,5 @@ func.func @tmm(%x: tensor<16x32xf32>, %w: tensor<16x8xf32>) -> tensor<32x8xf32> 
 // A tile of rows of the product is BLAS's gemm with A transposed: A is %x itself (its
 // row stride 32, the tile's first column as offset; trans_a is the call's next-to-last
 // argument), and the group function has no scratch argument.
-// LOOPS:      func.func @tmm_g0(%lo: index, %hi: index, %x: memref<16x32xf32>, %w: memref<16x8xf32>, %out0: memref<32x8xf32>) {
+// LOOPS:      func.func @tmm_g0(%lo: index, %hi: index, %x: memref<16x32xf32>, %w: memref<16x8xf32>, %out0: memref<32x8xf32>) attributes {passthrough = ["noinline"]} {
 // LOOPS:        func.call @tdsl_gemm_f32_{{[0-9a-f]+}}(%x, %w, %out0, {{(%[0-9]+, )+}}%{{[0-9]+}}) : (memref<16x32xf32>, memref<16x8xf32>, memref<32x8xf32>, index, index, index, index, index, index, index, index, index, index, index, index) -> ()
