@@ -66,8 +66,8 @@ and ``pow``, computed in f64 by fdlibm's method without branches
 (:mod:`tdsl.backend.llvm.math_pow`); other math functions call the C library (:mod:`tdsl.backend.llvm.math_to_llvm`).
 
 Steps: the ``fastmath`` option's flags, if any; ``nextafter`` as integer code; f16 widened;
-math approximations (a function that occurs more than once expanded once, in an
-always-inline function: :mod:`tdsl.backend.llvm.math_outline`); xDSL's ``convert-scf-to-cf``; then one greedy walk of all
+math approximations (each math function in an always-inline function its uses call,
+expanded and converted once per process: :mod:`tdsl.backend.llvm.math_outline`); xDSL's ``convert-scf-to-cf``; then one greedy walk of all
 the patterns of :mod:`tdsl.backend.llvm` (``arith``, ``math``, ``memref``, ``func``,
 ``cf``), xDSL's ``reconcile-unrealized-casts``, and the check that only
 ``llvm`` ops remain.
@@ -110,7 +110,7 @@ from tdsl.backend.llvm.func_to_llvm import FUNC_TO_LLVM_PATTERNS
 from tdsl.backend.llvm.loops_common import ROLES, ROLES_ATTR, VIEWS_ATTR
 from tdsl.backend.llvm.math_approx import APPROXIMATION_PATTERNS, EXACT_EXPANSION_PATTERNS
 from tdsl.backend.llvm.math_erf import ERF_PATTERNS
-from tdsl.backend.llvm.math_outline import outline_repeated_math
+from tdsl.backend.llvm.math_outline import expand_outlined, outline_math
 from tdsl.backend.llvm.math_pow import POW_PATTERNS
 from tdsl.backend.llvm.math_to_llvm import MATH_TO_LLVM_PATTERNS
 from tdsl.backend.llvm.math_trig import TRIG_PATTERNS
@@ -312,19 +312,9 @@ class ConvertToLLVMPass(ModulePass):
         if present.f16:
             _walk(F16_PATTERNS, op)
         if self.approximate_math and present.math:
-            outline_repeated_math(op)
-            _walk((*APPROXIMATION_PATTERNS, *ERF_PATTERNS, *TRIG_PATTERNS, *POW_PATTERNS), op)
-        _walk(SCF_TO_CF_PATTERNS, op)
-        _walk(
-            (
-                *FUNC_TO_LLVM_PATTERNS,
-                *ARITH_TO_LLVM_PATTERNS,
-                *MATH_TO_LLVM_PATTERNS,
-                *MEMREF_TO_LLVM_PATTERNS,
-            ),
-            op,
-        )
-        reconcile_casts(op)
+            outline_math(op)
+            expand_outlined(op, _approximate_and_convert)
+        _convert(op)
         left = _first_unconverted(op)
         if left is not None:
             raise TdslIRError(
@@ -334,6 +324,36 @@ class ConvertToLLVMPass(ModulePass):
             )
         if self.noalias:
             mark_noalias(op, overlapping)
+
+
+def _convert(module: ModuleOp) -> None:
+    """xDSL's ``convert-scf-to-cf``, then the walk of the patterns to ``llvm``, then the
+    casts reconciled."""
+    _walk(SCF_TO_CF_PATTERNS, module)
+    _walk(
+        (
+            *FUNC_TO_LLVM_PATTERNS,
+            *ARITH_TO_LLVM_PATTERNS,
+            *MATH_TO_LLVM_PATTERNS,
+            *MEMREF_TO_LLVM_PATTERNS,
+        ),
+        module,
+    )
+    reconcile_casts(module)
+
+
+def _approximate_and_convert(module: ModuleOp) -> None:
+    """The approximations, then :func:`_convert`: what an outlined math function becomes
+    (:func:`~tdsl.backend.llvm.math_outline.expand_outlined`)."""
+    _walk((*APPROXIMATION_PATTERNS, *ERF_PATTERNS, *TRIG_PATTERNS, *POW_PATTERNS), module)
+    _convert(module)
+    left = _first_unconverted(module)
+    if left is not None:  # pragma: no cover - the approximations make convertible ops
+        raise TdslIRError(
+            f"tdsl-convert-to-llvm: cannot lower '{left.name}' to the llvm dialect",
+            note=_unsupported_note(left),
+            op=left,
+        )
 
 
 def _check_signatures(module: ModuleOp) -> None:

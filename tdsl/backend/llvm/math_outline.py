@@ -1,15 +1,15 @@
-"""Repeated math functions expanded once per module, in a function LLVM inlines.
+"""Math functions expanded once per process, in functions LLVM inlines.
 
-A kernel often applies one math function in several places: softmax's ``exp`` in
-each sweep that needs it, a chain of ``tanh``, a ``gelu`` in two groups.  The
-approximations (:mod:`tdsl.backend.llvm.math_approx`, :mod:`~tdsl.backend.llvm.math_erf`,
-:mod:`~tdsl.backend.llvm.math_pow`, :mod:`~tdsl.backend.llvm.math_trig`) expand each such op into 30 to 200 ``arith``
-ops, which the conversion then turns into as many ``llvm`` ops: on a chain of 100
-``tanh`` that was 26,000 ops created, most of the compile.
+The approximations (:mod:`tdsl.backend.llvm.math_approx`, :mod:`~tdsl.backend.llvm.math_erf`,
+:mod:`~tdsl.backend.llvm.math_pow`, :mod:`~tdsl.backend.llvm.math_trig`) expand each
+math op into 30 to 200 ``arith`` ops, which the conversion then turns into as many
+``llvm`` ops.  A kernel often applies one math function in several places (softmax's
+``exp`` in each sweep that needs it, a chain of ``tanh``), and kernels compiled in one
+process apply the same few functions again and again.
 
-So, before the approximations, every op of one kind (its name, types, attributes
-and properties) that occurs more than once in a module becomes a ``func.call`` of a
-private function holding that op once::
+So, before the approximations, every op of one kind (its name, types, attributes and
+properties) in a module becomes a ``func.call`` of a private function holding that op
+once (:func:`outline_math`)::
 
     func.func private @__tdsl_math_tanh_f32(%x: f32) -> f32
         attributes {passthrough = ["alwaysinline"]} {
@@ -17,20 +17,27 @@ private function holding that op once::
       func.return %y : f32
     }
 
-The approximation then expands the op in that function only.  ``passthrough`` is
-MLIR's list of LLVM function attributes (kept by ``tdsl-convert-to-llvm`` on the
-``llvm.func``, given to LLVM by :func:`tdsl.runtime.compile.llvm_ir`):
-``alwaysinline`` makes LLVM's inliner put the body back at every call before it
-vectorizes the loops, so the machine code is that of the expansion written at each
-use, and the function, being internal, is gone.  An op that occurs once is left
-where it is.
+and :func:`expand_outlined` gives each such function its ``llvm`` dialect form: the
+conversion of a module holding only that function, done once per process and per kind
+and cloned into each module that needs it (with the C library declarations it calls).
+On the 64x64 ``softmax(A, axis=0)`` that took ``tdsl-convert-to-llvm`` from about
+75 ms to about 25 ms (``python benchmarks/compile_time.py stages``).
+
+``passthrough`` is MLIR's list of LLVM function attributes (kept by
+``tdsl-convert-to-llvm`` on the ``llvm.func``, given to LLVM by
+:func:`tdsl.runtime.compile.llvm_ir`): ``alwaysinline`` makes LLVM's inliner put the
+body back at every call before it vectorizes the loops, so the machine code is that
+of the expansion written at each use, and the function, being internal, is gone.  A
+function called many times is kept whole instead (:mod:`tdsl.runtime.vector_math`).
 """
 
 from __future__ import annotations
 
+import threading
 from collections import defaultdict
+from collections.abc import Callable
 
-from xdsl.dialects import func, math
+from xdsl.dialects import func, llvm, math
 from xdsl.dialects.builtin import (
     ArrayAttr,
     Float32Type,
@@ -40,7 +47,9 @@ from xdsl.dialects.builtin import (
     StringAttr,
 )
 from xdsl.ir import Block, Operation, Region
-from xdsl.rewriter import Rewriter
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tdsl.errors import internal_error
 
 OUTLINED: tuple[type[Operation], ...] = (
     math.ExpOp,
@@ -62,6 +71,10 @@ PASSTHROUGH = "passthrough"
 
 PREFIX = "__tdsl_math_"
 
+KIND = "tdsl.math_kind"
+"""The attribute of an outlined function naming the kind of op it holds (:func:`_key`):
+the key of its converted form (:func:`expand_outlined`)."""
+
 
 def _key(op: Operation) -> tuple[object, ...]:
     return (
@@ -81,18 +94,15 @@ def _outlinable(op: Operation) -> bool:
     )
 
 
-def outline_repeated_math(module: ModuleOp) -> None:
-    """Turn every op of :data:`OUTLINED` whose kind occurs more than once in ``module``
-    into a call of one private always-inline function per kind (this module's
-    docstring)."""
+def outline_math(module: ModuleOp) -> None:
+    """Turn every op of :data:`OUTLINED` in ``module`` into a call of one private
+    always-inline function per kind (this module's docstring)."""
     groups: defaultdict[tuple[object, ...], list[Operation]] = defaultdict(list)
     for op in module.walk():
         if _outlinable(op):
             groups[_key(op)].append(op)
     taken = {op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp)}
     for ops in groups.values():
-        if len(ops) < 2:
-            continue
         first = ops[0]
         name = _fresh(f"{PREFIX}{first.name.removeprefix('math.')}_{first.results[0].type}", taken)
         inputs = list(first.operand_types)
@@ -109,10 +119,59 @@ def outline_repeated_math(module: ModuleOp) -> None:
             name, FunctionType.from_lists(inputs, outputs), Region(block), visibility="private"
         )
         function.attributes[PASSTHROUGH] = ArrayAttr([StringAttr("alwaysinline")])
+        function.attributes[KIND] = StringAttr(repr(_key(first)))
         module.body.block.add_op(function)
         for op in ops:
             call = func.CallOp(name, list(op.operands), outputs)
             Rewriter.replace_op(op, call)
+
+
+def expand_outlined(module: ModuleOp, convert: Callable[[ModuleOp], None]) -> None:
+    """Replace each function :func:`outline_math` made in ``module`` by its ``llvm``
+    dialect form: what ``convert`` (the approximations and the conversion to ``llvm``)
+    makes of a module holding only that function, computed once per process and kind
+    and cloned here, with the external declarations it calls that ``module`` lacks."""
+    taken = {op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp | llvm.FuncOp)}
+    for function in [op for op in module.ops if isinstance(op, func.FuncOp)]:
+        kind = function.attributes.get(KIND)
+        if not isinstance(kind, StringAttr):
+            continue
+        converted = _converted(kind.data, function, convert)
+        for op in converted:
+            if not isinstance(op, llvm.FuncOp):  # pragma: no cover - convert makes functions
+                raise internal_error(f"convert-to-llvm: a math function made '{op.name}'")
+            if op.body.blocks:
+                copy = op.clone()
+                copy.sym_name = function.sym_name
+                Rewriter.insert_op(copy, InsertPoint.before(function))
+            elif op.sym_name.data not in taken:
+                taken.add(op.sym_name.data)
+                module.body.block.add_op(op.clone())
+        Rewriter.erase_op(function)
+
+
+_CONVERTED: dict[str, tuple[Operation, ...]] = {}
+"""The ``llvm`` dialect form of each outlined math function converted in this process,
+by kind (:func:`_key`): a handful of entries (the math functions of f32 and f64, by
+their attributes)."""
+
+_CONVERTED_LOCK = threading.Lock()
+
+
+def _converted(
+    kind: str, function: func.FuncOp, convert: Callable[[ModuleOp], None]
+) -> tuple[Operation, ...]:
+    with _CONVERTED_LOCK:
+        found = _CONVERTED.get(kind)
+    if found is not None:
+        return found
+    alone = ModuleOp([function.clone()])
+    convert(alone)
+    made = tuple(alone.body.block.ops)
+    for op in made:
+        op.detach()
+    with _CONVERTED_LOCK:
+        return _CONVERTED.setdefault(kind, made)
 
 
 def _fresh(name: str, taken: set[str]) -> str:
@@ -123,4 +182,4 @@ def _fresh(name: str, taken: set[str]) -> str:
     return candidate
 
 
-__all__ = ["OUTLINED", "PASSTHROUGH", "outline_repeated_math"]
+__all__ = ["KIND", "OUTLINED", "PASSTHROUGH", "expand_outlined", "outline_math"]

@@ -1,6 +1,6 @@
-"""A math function that occurs more than once in a module is expanded once, in a private
-always-inline function (tdsl.backend.llvm.math_outline), and computes what the same
-expansion written at one use computes."""
+"""A math function is expanded once per module, in a private always-inline function, and
+converted once per process (tdsl.backend.llvm.math_outline); it computes what the same
+expansion written at each use computes."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 
+from tdsl.backend.llvm import math_outline
 from tdsl.runtime.compile import llvm_ir, native_unavailable_reason
 
 from .kernels import compile_function, elementwise_1d, lower
@@ -57,15 +58,38 @@ def test_a_repeated_function_is_expanded_once_in_an_internal_always_inline_funct
     module = lower(two_of("tanh", t))
     found = functions(module)
     name = f"__tdsl_math_tanh_{t}"
-    assert set(found) == {"f", name}  # exp, used once, is expanded where it is
+    assert set(found) == {"f", name, f"__tdsl_math_exp_{t}"}  # exp, used once, too
     outlined = found[name]
     assert outlined.linkage.linkage.data == "internal"
     assert outlined.passthrough == ArrayAttr([StringAttr("alwaysinline")])
     assert calls_of(module, name) == 2
+    assert calls_of(module, f"__tdsl_math_exp_{t}") == 1
     # the expansion (a few dozen ops) is in the outlined function only
     assert sum(1 for _ in outlined.walk()) > 20
     ctype = "float" if t == "f32" else "double"
     assert f'define internal {ctype} @"{name}"({ctype} %".1") alwaysinline' in llvm_ir(module)
+
+
+@pytest.mark.parametrize("t", ["f32", "f64"])
+def test_each_kind_is_converted_once_per_process_and_cloned(t: str) -> None:
+    # sin's expansion calls the C library beyond its range: the clone brings the
+    # declaration along
+    text = two_of("sin", t, once="math.cos")
+    first = lower(text)
+    printed = str(first)
+    for op in list(first.body.block.ops):  # a module's later edits stay its own
+        op.detach()
+    converted = math_outline._CONVERTED
+    kinds = {k for k in converted if ("math.sin" in k or "math.cos" in k) and t in k}
+    assert len(kinds) == 2
+    cached = {k: converted[k] for k in kinds}
+    second = lower(text)
+    assert str(second) == printed
+    assert {k: converted[k] for k in kinds} == cached  # the same objects: not converted again
+    libm = "sinf" if t == "f32" else "sin"
+    assert not functions(second)[libm].body.blocks  # the declaration the expansion calls
+    ours = {op for op in second.walk()}
+    assert not ours & {op for made in cached.values() for f in made for op in f.walk()}
 
 
 def test_without_the_approximations_nothing_is_outlined() -> None:
