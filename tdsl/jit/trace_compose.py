@@ -180,8 +180,13 @@ def isclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan: Any
         b = b * 1.0 if isinstance(b, int) or b.dtype.kind != "f" else b
     elif kind is not None:
         b = b.astype(np.result_type(kind, 1.0))
-    # (NumPy's expression; its `abs` of a Python number is weak, here strong: no weak abs)
-    result = (abs(a - b) <= atol + rtol * abs(b)) & np.isfinite(b) | (a == b)
+    # NumPy's expression, which NumPy evaluates with invalid operations ignored: here `b`
+    # is 0 where it is not finite (the term is masked there), so that `inf - inf` and
+    # `0 * inf` are never computed and the numpy target warns as NumPy does.  (Its `abs`
+    # of a Python number is weak, here strong: no weak abs.)
+    finite = np.isfinite(b)
+    kept = np.where(finite, b, 0)
+    result = (abs(a - kept) <= atol + rtol * abs(kept)) & finite | (a == b)
     if equal_nan:
         result = result | (np.isnan(a) & np.isnan(b))
     return result

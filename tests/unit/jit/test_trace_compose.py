@@ -652,3 +652,28 @@ def test_a_numpy_bool_given_by_position_is_an_operand(jit_target: str) -> None:
     for g, w in zip(tdsl.trace(fn)(x, b), fn(x, b), strict=True):
         assert (np.asarray(g).dtype, np.shape(g)) == (np.asarray(w).dtype, np.shape(w))
         np.testing.assert_array_equal(g, w)
+
+
+def test_isclose_raises_no_floating_point_error_where_numpy_raises_none(jit_target: str) -> None:
+    """NumPy's ``isclose`` ignores invalid operations (``inf - inf``, ``0 * inf``): the
+    composition never computes them, so under ``np.errstate(all="raise")`` it returns
+    NumPy's values on every pairing of infinities, nan, zeros and numbers (the numpy
+    target raised ``FloatingPointError`` on ``inf - inf``; found by fuzzing)."""
+    special = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 1.0, 3e38], np.float32)
+    a, b = (v.ravel() for v in np.meshgrid(special, special))
+
+    def fn(x: Array, y: Array) -> tuple[Array, ...]:
+        return (
+            np.isclose(x, y),
+            np.isclose(x, y, rtol=0.0),
+            np.isclose(x, y, equal_nan=True),
+            np.isclose(x, np.inf),
+        )
+
+    with np.errstate(all="raise"):
+        want = fn(a, b)
+        traced = tdsl.trace(fn)
+        got = traced(a, b)
+    assert traced.kernels[0].target == jit_target
+    for g, w in zip(got, want, strict=True):
+        same(g, w)
