@@ -1,13 +1,16 @@
 """Where the native target's compile time goes, and what LLVM's loop unroller buys.
 
-    python benchmarks/compile_time.py stages [--reps 3]
+    python benchmarks/compile_time.py stages [--reps 3] [--cold-math]
     python benchmarks/compile_time.py unroll [--size 2048] [--reps 15]
     python benchmarks/compile_time.py transformer [--target numpy] [--reps 1]
     python benchmarks/compile_time.py math [--ops 2000] [--inlined]
 
 ``stages``: each stage's time (``CompiledKernel.compile_time``) summed over a set of
 small programs like the tests' (64x64 f32), each compiled natively by a fresh JIT
-with no disk cache; the mean of ``reps`` rounds.
+with no disk cache and the process's caches of lowerings and machine code emptied
+first; the mean of ``reps`` rounds, then per program.  A process converts each math
+function once (:mod:`tdsl.backend.llvm.math_outline`), in a first round not timed;
+``--cold-math`` converts them again at each compile, as a process's first compile does.
 
 ``unroll``: for each workload, the native kernel compiled with and without LLVM's
 loop unroller (``tdsl.runtime.compile.compile_llvm(unroll=...)``; tdsl's default is
@@ -45,7 +48,10 @@ os.environ["TDSL_CACHE_DIR"] = ""  # every compile compiles
 
 import numpy as np
 
+import tdsl.jit.stages as lowered_cache
+import tdsl.runtime.compile as machine_cache
 import tdsl.runtime.native as native_runtime
+from tdsl.backend.llvm import math_outline
 from tdsl.jit.api import JITTensorKernel
 from tdsl.runtime.compile import compile_llvm
 
@@ -83,18 +89,44 @@ def compile_native(expr: str, shapes: Shapes) -> Any:
     return JITTensorKernel(target="native").compile(expr, shapes=shapes, dtypes=np.float32)
 
 
-def stages(reps: int) -> None:
-    compile_native(*SMALL[0])  # imports, LLVM's start
+def _forget_compiles(math_too: bool) -> None:
+    """Empty the process's caches of lowerings and machine code (and, with ``math_too``,
+    of converted math functions), so that the next compile does all its work."""
+    lowered_cache._LOWERED.clear()
+    machine_cache._COMPILED.clear()
+    if math_too:
+        math_outline._CONVERTED.clear()
+
+
+def stages(reps: int, cold_math: bool) -> None:
+    for expr, shapes in SMALL:  # imports, LLVM's start, the process's math conversions
+        compile_native(expr, shapes)
     totals: collections.Counter[str] = collections.Counter()
+    each: dict[str, collections.Counter[str]] = {e: collections.Counter() for e, _ in SMALL}
     start = time.perf_counter()
     for _ in range(reps):
         for expr, shapes in SMALL:
-            totals.update(compile_native(expr, shapes).compile_time)
+            _forget_compiles(cold_math)
+            times = compile_native(expr, shapes).compile_time
+            totals.update(times)
+            each[expr].update(times)
     wall = (time.perf_counter() - start) / reps
-    print(f"native compile of {len(SMALL)} small programs (64x64 f32), mean of {reps} rounds:")
+    math = "each math function converted again" if cold_math else "math functions converted"
+    print(
+        f"native compile of {len(SMALL)} small programs (64x64 f32), each compiled afresh "
+        f"({math} once per process), mean of {reps} rounds:"
+    )
     for name, seconds in totals.most_common():
         print(f"  {name:<32} {1e3 * seconds / reps:8.1f} ms")
     print(f"  {'wall':<32} {1e3 * wall:8.1f} ms")
+    print("per program: tdsl-convert-to-llvm, machine code (llvmlite), all stages")
+    for expr, times in each.items():
+        convert, code = times["tdsl-convert-to-llvm"], times["machine code (llvmlite)"]
+        total = sum(times.values())
+        print(
+            f"  {expr[:44]:<44} {1e3 * convert / reps:7.1f} {1e3 * code / reps:7.1f} "
+            f"{1e3 * total / reps:7.1f} ms"
+        )
 
 
 def _with_unroll(unroll: bool, expr: str, shapes: Shapes) -> tuple[Any, float]:
@@ -202,6 +234,7 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("stages")
     p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--cold-math", action="store_true")
     p = sub.add_parser("unroll")
     p.add_argument("--size", type=int, default=2048)
     p.add_argument("--reps", type=int, default=15)
@@ -213,7 +246,7 @@ def main() -> None:
     p.add_argument("--inlined", action="store_true")
     args = parser.parse_args()
     if args.command == "stages":
-        stages(args.reps)
+        stages(args.reps, args.cold_math)
     elif args.command == "transformer":
         transformer(args.target, args.reps)
     elif args.command == "math":
