@@ -77,6 +77,24 @@ GROUPS: dict[str, tuple[Callable[..., Any], tuple[Array, ...]]] = {
         ),
         (X, V),
     ),
+    "atleast and hsplit": (
+        lambda x, i, b, v: (
+            np.atleast_1d(x[0, 0]),
+            np.atleast_1d(v),
+            np.atleast_2d(v),
+            np.atleast_2d(x),
+            np.atleast_3d(x[0, 0]),
+            np.atleast_3d(v),
+            np.atleast_3d(i),
+            *np.atleast_2d(b[0], x[1, 1]),
+            *np.hsplit(v, 4),
+            *np.hsplit(x, [1, 5]),
+            *np.vsplit(i, 3),
+            *np.dsplit(np.atleast_3d(x), 1),
+            *np.dsplit(x.reshape(2, 3, 8), [3]),
+        ),
+        (X, I, B, V),
+    ),
     "counts, nan_to_num, isclose and pad": (
         lambda x, i, b, v, h: (
             np.count_nonzero(x),
@@ -410,6 +428,9 @@ def test_composed_functions_are_numpys(jit_target: str, group: str) -> None:
         (lambda x: np.clip(x, a_min=1), "takes both: give None for no bound"),
         (lambda x: np.clip(x.astype(np.uint8), None, -1), "-1 is out of bounds for uint8"),
         (lambda x: np.mean(x[0, 0], axis=0), "axis 0 is out of range for `mean`"),  # (NumPy's)
+        (lambda x: np.vsplit(x[0], 2), r"`np.vsplit` only works on arrays of 2 or more"),
+        (lambda x: np.hsplit(x[0, 0], 2), r"`np.hsplit` only works on arrays of 1 or more"),
+        (lambda x: np.dsplit(x, 2), r"`np.dsplit` only works on arrays of 3 or more"),
     ],
 )
 def test_bad_arguments_are_located_errors(fn: Callable[..., Any], message: str) -> None:
