@@ -123,21 +123,27 @@ class FunctionLowering(CallParams):
         result = op.results[0]
         return TensorValue(result, td.tensor_shape(result), td.element_type(result))
 
-    def to_element(self, value: Value, element: Attribute, span: Span) -> TensorValue:
+    def to_element(
+        self, value: Value, element: Attribute, span: Span, wrap: bool = False
+    ) -> TensorValue:
         """``value`` as a tensor of ``element``: a constant, a cast, or itself.  An integer
-        literal out of an integer type's range is NumPy 2's error."""
+        literal out of an integer type's range is NumPy 2's error, or with ``wrap`` (as
+        NumPy 2's ``where`` casts: -1 is 255 in uint8) wraps, within 64 bits."""
         if isinstance(value, LiteralValue):
             dtype = numpy_dtype(element)
             if dtype.kind in "iu" and isinstance(value.value, int):
                 info = np.iinfo(dtype)
-                if not info.min <= value.value <= info.max:
+                if wrap and -(2**63) <= value.value < 2**64:
+                    data = np.array(value.value % 2 ** (8 * dtype.itemsize)).astype(dtype)
+                elif not info.min <= value.value <= info.max:
                     raise TdslTypeError(
                         f"the integer {value.value} is out of bounds for {dtype} "
                         f"([{info.min}, {info.max}]), as in NumPy 2: convert the other "
                         "operand first, e.g. `astype(x, int64)`, or write a float",
                         self.where(value.span),
                     )
-                data = np.array(value.value, dtype=dtype)
+                else:
+                    data = np.array(value.value, dtype=dtype)
             else:
                 try:
                     with np.errstate(over="ignore"):
@@ -165,6 +171,7 @@ class FunctionLowering(CallParams):
         op: type[LanguageFunction] | None = None,
         what: str = "",
         span: Span | None = None,
+        wrap: bool = False,
     ) -> list[TensorValue]:
         """Promote ``operands`` to one element type, as ``np.result_type`` (NEP 50): a
         boolean meets a float as that float, an integer literal keeps an integer tensor's
@@ -207,7 +214,7 @@ class FunctionLowering(CallParams):
                     "convert first, e.g. `astype(x, float32)`, `astype(x, int64)` or `1.0 * x`",
                 )
             element = element_of(as_dtype)
-        return [self.to_element(v, element, s) for v, s in operands]
+        return [self.to_element(v, element, s, wrap) for v, s in operands]
 
     def tensor(self, value: Value, span: Span) -> TensorValue:
         """``value`` as a tensor; a lone literal or weak scalar is a float64 (an integer
@@ -496,7 +503,8 @@ class FunctionLowering(CallParams):
             raise TdslTypeError(
                 f"operands of `where` do not broadcast: {shown}", self.where(node.span)
             ) from None
-        lhs, rhs = self.unify(list(zip((a, b), spans[1:], strict=True)), td.WhereOp)
+        pair = list(zip((a, b), spans[1:], strict=True))
+        lhs, rhs = self.unify(pair, td.WhereOp, wrap=True)  # (NumPy wraps an int literal)
         return self.emit(td.WhereOp(cond.value, lhs.value, rhs.value), node.span)
 
     def call(self, node: Call, args: list[Value]) -> Value | TupleValue:

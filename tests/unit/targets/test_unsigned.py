@@ -102,6 +102,12 @@ CASES = [
     "c // 9223372036854775809 + (c == 18446744073709551614)",
     "maximum(c, 18446744073709551614) - minimum(d, 9007199254740993)",
     "(c < -1) | (a >= 256) | (c != 18446744073709551616) & (a > -5)",
+    # NumPy 2's `where` casts an integer literal beyond the other operand's range (it
+    # wraps, within 64 bits), where an operator raises (refused as "NumPy 2 raises";
+    # found by fuzzing)
+    "where(a > 100, a, -1) + where(b > 5, 300, b)",
+    "where(i > 0, i, 2**40 + 5) - where(i < 0, -(2**31) - 1, i)",
+    "where(j > 0, j, 2**63) + where(c > 7, 2**64 - 1, c)",
 ]
 
 NAMES: dict[str, Any] = {
@@ -154,6 +160,7 @@ def test_unsigned_integers_are_numpys(target: str, text: str, budget: int) -> No
         ("a + 256", "the integer 256 is out of bounds for uint8 ([0, 255])"),
         ("w[c]", "an array index is a tensor of int32, int64 or uint8"),
         ("a - -1", "the integer -1 is out of bounds for uint8"),
+        ("where(a > 3, a, 2**70)", "the integer 1180591620717411303424 is out of bounds"),
     ],
 )
 def test_what_unsigned_integers_cannot_do_is_a_located_error(text: str, message: str) -> None:
