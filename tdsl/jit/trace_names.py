@@ -230,16 +230,26 @@ def ufunc_operand(name: str, value: Any) -> Any:
     return value
 
 
+def missing_hint(name: str) -> str | None:
+    """Why NumPy's function ``name`` is not in the language, or what to write instead
+    (``np.exp2``: ``2 ** x``), as docs/from-numpy.md's tables say; None if neither."""
+    from tdsl.frontend.functions import NUMPY_ALIASES, NUMPY_MISSING
+
+    if name in NUMPY_MISSING:
+        return NUMPY_MISSING[name]
+    return f"write {NUMPY_ALIASES[name]}" if name in NUMPY_ALIASES else None
+
+
 def ufunc_inputs(name: str, inputs: tuple[Any, ...], composed: bool) -> tuple[Any, ...]:
     """The operands of NumPy's ufunc ``name`` (see :func:`ufunc_operand`), once the
     ufunc is known to be one the trace can write (the language's, an operator, or
     ``composed`` of others): else an error naming NumPy's ufunc, not a misspelling of a
     function the language has (``np.fmax`` is not ``max``, ``np.frexp`` not ``exp``)."""
-    from tdsl.frontend.functions import FUNCTIONS, NUMPY_MISSING
+    from tdsl.frontend.functions import FUNCTIONS
 
     known = composed or name in UFUNC_OPERATORS or UFUNC_NAMES.get(name, name) in FUNCTIONS
     if not known:
-        why = NUMPY_MISSING.get(name, "the language has no such function")
+        why = missing_hint(name) or "the language has no such function"
         label = f"`np.{name}`" if hasattr(np, name) else f"the ufunc `{name}`"
         trace_error(
             f"{label} is not supported when traced ({why}; docs/from-numpy.md lists what "
@@ -338,6 +348,7 @@ __all__ = [
     "WEAK_OPERATOR_METHODS",
     "bool_operand",
     "literal",
+    "missing_hint",
     "not_static",
     "numpy_call",
     "spell_dtype",

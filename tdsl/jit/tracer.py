@@ -39,6 +39,7 @@ from tdsl.jit.trace_names import (
     WEAK_OPERATORS,
     bool_operand,
     literal,
+    missing_hint,
     not_static,
     numpy_call,
     spell_dtype,
@@ -534,10 +535,8 @@ def call_function(
             name = "matmul"
         known = name in FUNCTIONS
     if not known:
-        from tdsl.frontend.functions import NUMPY_MISSING
-
         top = module == "numpy" or module.startswith(("numpy._core", "numpy.lib"))
-        why = NUMPY_MISSING.get(name) if top else None
+        why = missing_hint(name) if top else None
         trace_error(
             f"`{qualified}` is not supported by tdsl"
             + (f": {why}" if why else "")
