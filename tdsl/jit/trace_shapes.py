@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from tdsl.jit.trace_args import ndim_of
 from tdsl.jit.trace_names import trace_error
 
 
@@ -39,7 +40,7 @@ def _at_least(rank: int) -> Callable[..., Any]:
 
 def _split_along(name: str, least: int, axis: Callable[[int], int]) -> Callable[..., Any]:
     def split(ary: Any, indices_or_sections: Any) -> Any:
-        ndim = np.ndim(ary) if not hasattr(ary, "shape") else len(ary.shape)
+        ndim = ndim_of(ary)
         if ndim < least:
             trace_error(
                 f"`np.{name}` only works on arrays of {least} or more dimensions "

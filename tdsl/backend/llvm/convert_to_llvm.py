@@ -110,7 +110,7 @@ from tdsl.backend.llvm.func_to_llvm import FUNC_TO_LLVM_PATTERNS
 from tdsl.backend.llvm.loops_common import ROLES, ROLES_ATTR, VIEWS_ATTR
 from tdsl.backend.llvm.math_approx import APPROXIMATION_PATTERNS, EXACT_EXPANSION_PATTERNS
 from tdsl.backend.llvm.math_erf import ERF_PATTERNS
-from tdsl.backend.llvm.math_outline import expand_outlined, outline_math
+from tdsl.backend.llvm.math_outline import outline_math
 from tdsl.backend.llvm.math_pow import POW_PATTERNS
 from tdsl.backend.llvm.math_to_llvm import MATH_TO_LLVM_PATTERNS
 from tdsl.backend.llvm.math_trig import TRIG_PATTERNS
@@ -312,23 +312,15 @@ class ConvertToLLVMPass(ModulePass):
         if present.f16:
             _walk(F16_PATTERNS, op)
         if self.approximate_math and present.math:
-            outline_math(op)
-            expand_outlined(op, _approximate_and_convert)
+            outline_math(op, _approximate_and_convert)
         _convert(op)
-        left = _first_unconverted(op)
-        if left is not None:
-            raise TdslIRError(
-                f"tdsl-convert-to-llvm: cannot lower '{left.name}' to the llvm dialect",
-                note=_unsupported_note(left),
-                op=left,
-            )
         if self.noalias:
             mark_noalias(op, overlapping)
 
 
 def _convert(module: ModuleOp) -> None:
     """xDSL's ``convert-scf-to-cf``, then the walk of the patterns to ``llvm``, then the
-    casts reconciled."""
+    casts reconciled; an op left unconverted is an error."""
     _walk(SCF_TO_CF_PATTERNS, module)
     _walk(
         (
@@ -340,20 +332,20 @@ def _convert(module: ModuleOp) -> None:
         module,
     )
     reconcile_casts(module)
-
-
-def _approximate_and_convert(module: ModuleOp) -> None:
-    """The approximations, then :func:`_convert`: what an outlined math function becomes
-    (:func:`~tdsl.backend.llvm.math_outline.expand_outlined`)."""
-    _walk((*APPROXIMATION_PATTERNS, *ERF_PATTERNS, *TRIG_PATTERNS, *POW_PATTERNS), module)
-    _convert(module)
     left = _first_unconverted(module)
-    if left is not None:  # pragma: no cover - the approximations make convertible ops
+    if left is not None:
         raise TdslIRError(
             f"tdsl-convert-to-llvm: cannot lower '{left.name}' to the llvm dialect",
             note=_unsupported_note(left),
             op=left,
         )
+
+
+def _approximate_and_convert(module: ModuleOp) -> None:
+    """The approximations, then :func:`_convert`: what an outlined math function becomes
+    (:func:`~tdsl.backend.llvm.math_outline.outline_math`)."""
+    _walk((*APPROXIMATION_PATTERNS, *ERF_PATTERNS, *TRIG_PATTERNS, *POW_PATTERNS), module)
+    _convert(module)
 
 
 def _check_signatures(module: ModuleOp) -> None:

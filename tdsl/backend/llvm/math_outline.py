@@ -17,10 +17,10 @@ once (:func:`outline_math`)::
       func.return %y : f32
     }
 
-and :func:`expand_outlined` gives each such function its ``llvm`` dialect form: the
-conversion of a module holding only that function, done once per process and per kind
-and cloned into each module that needs it (with the C library declarations it calls).
-In ``python benchmarks/compile_time.py stages`` (two runs against the code before,
+(shown before its conversion).  The module gets that function in its ``llvm`` dialect
+form: the conversion of a module holding only that function, done once per process and
+per kind and cloned into each module that needs it (with the C library declarations it
+calls).  In ``python benchmarks/compile_time.py stages`` (two runs against the code before,
 2026-12-05) that took ``tdsl-convert-to-llvm`` of the 64x64 ``softmax(A, axis=0)`` from
 76-77 ms to 55-59 ms, and of a kernel of five functions from 174-176 ms to 60-65 ms.
 
@@ -37,6 +37,7 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 from collections.abc import Callable
+from typing import cast
 
 from xdsl.dialects import func, llvm, math
 from xdsl.dialects.builtin import (
@@ -48,7 +49,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
 )
 from xdsl.ir import Block, Operation, Region
-from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.rewriter import Rewriter
 
 from tdsl.errors import internal_error
 
@@ -72,10 +73,6 @@ PASSTHROUGH = "passthrough"
 
 PREFIX = "__tdsl_math_"
 
-KIND = "tdsl.math_kind"
-"""The attribute of an outlined function naming the kind of op it holds (:func:`_key`):
-the key of its converted form (:func:`expand_outlined`)."""
-
 
 def _key(op: Operation) -> tuple[object, ...]:
     return (
@@ -95,63 +92,36 @@ def _outlinable(op: Operation) -> bool:
     )
 
 
-def outline_math(module: ModuleOp) -> None:
+def outline_math(module: ModuleOp, convert: Callable[[ModuleOp], None]) -> None:
     """Turn every op of :data:`OUTLINED` in ``module`` into a call of one private
-    always-inline function per kind (this module's docstring)."""
+    always-inline function per kind, in its ``llvm`` dialect form: what ``convert`` (the
+    approximations and the conversion to ``llvm``) makes of a module holding only that
+    function, computed once per process and kind and cloned here, with the external
+    declarations it calls that ``module`` lacks (this module's docstring)."""
     groups: defaultdict[tuple[object, ...], list[Operation]] = defaultdict(list)
     for op in module.walk():
         if _outlinable(op):
             groups[_key(op)].append(op)
-    taken = {op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp)}
-    for ops in groups.values():
-        first = ops[0]
-        name = _fresh(f"{PREFIX}{first.name.removeprefix('math.')}_{first.results[0].type}", taken)
-        inputs = list(first.operand_types)
-        outputs = list(first.result_types)
-        block = Block(arg_types=inputs)
-        body = first.create(
-            operands=list(block.args),
-            result_types=outputs,
-            attributes=dict(first.attributes),
-            properties=dict(first.properties),
-        )
-        block.add_ops([body, func.ReturnOp(*body.results)])
-        function = func.FuncOp(
-            name, FunctionType.from_lists(inputs, outputs), Region(block), visibility="private"
-        )
-        function.attributes[PASSTHROUGH] = ArrayAttr([StringAttr("alwaysinline")])
-        function.attributes[KIND] = StringAttr(repr(_key(first)))
-        module.body.block.add_op(function)
-        for op in ops:
-            call = func.CallOp(name, list(op.operands), outputs)
-            Rewriter.replace_op(op, call)
-
-
-def expand_outlined(module: ModuleOp, convert: Callable[[ModuleOp], None]) -> None:
-    """Replace each function :func:`outline_math` made in ``module`` by its ``llvm``
-    dialect form: what ``convert`` (the approximations and the conversion to ``llvm``)
-    makes of a module holding only that function, computed once per process and kind
-    and cloned here, with the external declarations it calls that ``module`` lacks."""
     taken = {op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp | llvm.FuncOp)}
-    for function in [op for op in module.ops if isinstance(op, func.FuncOp)]:
-        kind = function.attributes.get(KIND)
-        if not isinstance(kind, StringAttr):
-            continue
-        converted = _converted(kind.data, function, convert)
-        for op in converted:
-            if not isinstance(op, llvm.FuncOp):  # pragma: no cover - convert makes functions
-                raise internal_error(f"convert-to-llvm: a math function made '{op.name}'")
-            if op.body.blocks:
-                copy = op.clone()
-                copy.sym_name = function.sym_name
-                Rewriter.insert_op(copy, InsertPoint.before(function))
-            elif op.sym_name.data not in taken:
-                taken.add(op.sym_name.data)
-                module.body.block.add_op(op.clone())
-        Rewriter.erase_op(function)
+    declarations: list[llvm.FuncOp] = []
+    for kind, ops in groups.items():
+        first = ops[0]
+        base = f"{PREFIX}{first.name.removeprefix('math.')}_{first.results[0].type}"
+        name = _fresh(base, taken)
+        for made in _converted(kind, first, base, convert):
+            if made.body.blocks:
+                copy = made.clone()
+                copy.sym_name = StringAttr(name)
+                module.body.block.add_op(copy)
+            elif made.sym_name.data not in taken:
+                taken.add(made.sym_name.data)
+                declarations.append(made.clone())
+        for op in ops:
+            Rewriter.replace_op(op, func.CallOp(name, list(op.operands), list(op.result_types)))
+    module.body.block.add_ops(declarations)
 
 
-_CONVERTED: dict[str, tuple[Operation, ...]] = {}
+_CONVERTED: dict[tuple[object, ...], tuple[llvm.FuncOp, ...]] = {}
 """The ``llvm`` dialect form of each outlined math function converted in this process,
 by kind (:func:`_key`): a handful of entries (the math functions of f32 and f64, by
 their attributes)."""
@@ -160,19 +130,35 @@ _CONVERTED_LOCK = threading.Lock()
 
 
 def _converted(
-    kind: str, function: func.FuncOp, convert: Callable[[ModuleOp], None]
-) -> tuple[Operation, ...]:
+    kind: tuple[object, ...], first: Operation, name: str, convert: Callable[[ModuleOp], None]
+) -> tuple[llvm.FuncOp, ...]:
+    """The function ``name`` holding an op like ``first`` (of kind ``kind``), converted."""
     with _CONVERTED_LOCK:
         found = _CONVERTED.get(kind)
     if found is not None:
         return found
-    alone = ModuleOp([function.clone()])
+    inputs, outputs = list(first.operand_types), list(first.result_types)
+    block = Block(arg_types=inputs)
+    body = first.create(
+        operands=list(block.args),
+        result_types=outputs,
+        attributes=dict(first.attributes),
+        properties=dict(first.properties),
+    )
+    block.add_ops([body, func.ReturnOp(*body.results)])
+    function = func.FuncOp(
+        name, FunctionType.from_lists(inputs, outputs), Region(block), visibility="private"
+    )
+    function.attributes[PASSTHROUGH] = ArrayAttr([StringAttr("alwaysinline")])
+    alone = ModuleOp([function])
     convert(alone)
     made = tuple(alone.body.block.ops)
     for op in made:
+        if not isinstance(op, llvm.FuncOp):  # pragma: no cover - convert makes functions
+            raise internal_error(f"convert-to-llvm: a math function made '{op.name}'")
         op.detach()
     with _CONVERTED_LOCK:
-        return _CONVERTED.setdefault(kind, made)
+        return cast(tuple[llvm.FuncOp, ...], _CONVERTED.setdefault(kind, made))
 
 
 def _fresh(name: str, taken: set[str]) -> str:
@@ -183,4 +169,4 @@ def _fresh(name: str, taken: set[str]) -> str:
     return candidate
 
 
-__all__ = ["KIND", "OUTLINED", "PASSTHROUGH", "expand_outlined", "outline_math"]
+__all__ = ["OUTLINED", "PASSTHROUGH", "outline_math"]
