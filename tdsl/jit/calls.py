@@ -146,7 +146,7 @@ def convert_argument(kernel: CompiledKernel, spec: ArgSpec, value: Any) -> Array
             raise TdslCallError(
                 f"{where} is a weak integer: expected {spec.expected}, got {describe(value)}"
             )
-        return np.array(value, _INT64)
+        return np.array(value if value <= INT64_MAX else value - 2**64, _INT64)  # (wrapped)
     if spec.weak:
         if not is_python_number(value):
             raise TdslCallError(
@@ -201,7 +201,7 @@ def _fits(spec: ArgSpec, value: Any) -> bool:
     """Whether ``value`` is what a one-shot call would compile ``spec`` for (no conversion)."""
     if spec.weak and spec.dtype == _INT64:
         low, high = spec.bounds or (INT64_MIN, INT64_MAX)
-        return type(value) is int and low <= value <= high
+        return type(value) is int and low <= value <= min(high, INT64_MAX)
     if spec.weak:
         return type(value) is float or (type(value) is int and -_MAX_FLOAT <= value <= _MAX_FLOAT)
     if not spec.shape and is_numpy_scalar(value):
@@ -473,7 +473,7 @@ def make_calls(kernel: CompiledKernel) -> tuple[Callable[..., Any], Callable[...
         n = spec.name
         if spec.weak and spec.dtype == _INT64:
             low, high = spec.bounds or (INT64_MIN, INT64_MAX)
-            namespace[f"_tdsl_lo{i}"], namespace[f"_tdsl_hi{i}"] = low, high
+            namespace[f"_tdsl_lo{i}"], namespace[f"_tdsl_hi{i}"] = low, min(high, INT64_MAX)
             checks.append(
                 f"({n}.__class__ is not _tdsl_int or not _tdsl_lo{i} <= {n} <= _tdsl_hi{i})"
             )

@@ -97,19 +97,42 @@ class ArgSpec:
 def int_bounds(arg: Any) -> tuple[int, int] | None:
     """The range a weak integer argument must lie in: what every integer type it is
     converted to (``tensordsl.cast`` of it to ``i32``, ``ui64``) holds, where NumPy 2
-    checks a Python int (-1 does not fit uint64 either); None when that is int64's."""
+    checks a Python int (-1 does not fit uint64 either); None when that is int64's.
+
+    A conversion that only ``where`` branches read is not checked: ``np.where`` wraps a
+    Python int to the branch's dtype (NumPy 2.4: ``np.where(c, u8, 300)`` holds 44), any
+    int in [-2**63, 2**64).  When every use is such, that is the range (above int64's,
+    the call passes the same low bits as an int64: :data:`WRAPPED_HIGH`)."""
     from tdsl.dialects import tensordsl as td
     from tdsl.dialects.structured import is_int, numpy_dtype
 
-    ranges = [
-        np.iinfo(numpy_dtype(use.operation.result.type))
+    casts = [
+        use.operation
         for use in arg.uses
         if isinstance(use.operation, td.CastOp) and is_int(use.operation.result.type)
     ]
+    checked = [cast for cast in casts if not _read_by_where_branches(cast.result)]
+    if casts and len(casts) == len(list(arg.uses)) and not checked:
+        return (int(np.iinfo(np.int64).min), WRAPPED_HIGH)
+    ranges = [np.iinfo(numpy_dtype(cast.result.type)) for cast in checked]
     int64 = np.iinfo(np.int64)
     low = max([int(r.min) for r in ranges] + [int(int64.min)])
     high = min([int(r.max) for r in ranges] + [int(int64.max)])
     return None if (low, high) == (int64.min, int64.max) else (low, high)
+
+
+WRAPPED_HIGH = 2**64 - 1
+"""The upper bound of a weak integer that only ``where`` branches read (:func:`int_bounds`):
+a Python int above int64's range is passed as the int64 of the same bits."""
+
+
+def _read_by_where_branches(value: Any) -> bool:
+    from tdsl.dialects import tensordsl as td
+
+    uses = list(value.uses)
+    return bool(uses) and all(
+        isinstance(use.operation, td.WhereOp) and use.index in (1, 2) for use in uses
+    )
 
 
 LOCATED_STAGES = ("tensordsl", "tiled")
@@ -446,6 +469,7 @@ __all__ = [
     "ELEMENT_NAMES",
     "LOCATED_STAGES",
     "SHARED_STAGES",
+    "WRAPPED_HIGH",
     "ArgSpec",
     "CompiledKernel",
     "GroupInfo",

@@ -192,6 +192,36 @@ def test_a_python_int_meets_uint8_as_numpy_2() -> None:
     assert jit("a + b", a=A, b=I32).dtype == np.int32
 
 
+@pytest.mark.parametrize("target", ["numpy", "native"])
+def test_a_python_int_only_where_reads_wraps_as_numpy_2(target: str) -> None:
+    """NumPy 2.4's ``where`` wraps a Python int to its branch's dtype, at call time as in
+    a literal, where an operator raises: ``np.where(c, u8, 300)`` holds 44 (found by
+    fuzzing: the call was refused with a false "NumPy 2 raises")."""
+    if target == "native":
+        pytest.importorskip("llvmlite")
+    jit = JITTensorKernel(target=target)
+    c = A % 3 == 0
+    for s in (300, -1, 2**40 + 7, -(2**63)):
+        for text, ref in (
+            ("where(c, a, s)", np.where(c, A, s)),
+            ("where(c, s, a)", np.where(c, s, A)),
+        ):
+            got = jit(text, c=c, a=A, s=s)
+            assert got.dtype == ref.dtype == np.uint8
+            np.testing.assert_array_equal(got, ref)
+    # declared a Python int: up to 2**64 - 1, as NumPy takes it, with the same low bits
+    kernel = jit.compile(
+        "where(c, a, s)", {"c": A.shape, "a": A.shape}, {"c": "bool", "a": "u8", "s": int}
+    )
+    for s in (2**63, 2**64 - 1):
+        np.testing.assert_array_equal(kernel(c, A, s), np.where(c, A, s))
+    with pytest.raises(TdslCallError, match=r"got 18446744073709551616, which does not fit"):
+        kernel(c, A, 2**64)
+    # an operator reading it still refuses what NumPy 2 refuses
+    with pytest.raises(TdslCallError, match=r"expected a Python int in \[0, 255\], got 300"):
+        jit("where(c, a + s, a)", c=c, a=A, s=300)
+
+
 def test_lang_and_annotations_take_uint8() -> None:
     import tdsl
     from tdsl.lang import u8
