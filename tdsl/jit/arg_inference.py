@@ -11,7 +11,7 @@ from tdsl.array_types import array_type_of
 from tdsl.dtypes import SHORT_NAMES as ELEMENT_NAMES
 from tdsl.dtypes import supported_names
 from tdsl.errors import TdslCallError
-from tdsl.jit.calls import (
+from tdsl.jit.values import (
     INT64_MAX,
     INT64_MIN,
     Array,

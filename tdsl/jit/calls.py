@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import builtins
 import keyword
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -46,6 +45,15 @@ import numpy as np
 from tdsl.array_types import array_type_of
 from tdsl.dtypes import type_str
 from tdsl.errors import TdslCallError
+from tdsl.jit.values import (
+    convert_weak,
+    describe,
+    is_numpy_scalar,
+    is_python_number,
+    scalar_dtype,
+    show_big,
+    weak_range,
+)
 
 if TYPE_CHECKING:
     from tdsl.jit.compiled import ArgSpec, CompiledKernel
@@ -61,8 +69,6 @@ OUT = "out"
 
 _FLOAT64 = np.dtype(np.float64)
 _INT64 = np.dtype(np.int64)
-INT64_MIN, INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
-_MAX_FLOAT = sys.float_info.max
 
 
 class _Missing:
@@ -73,32 +79,6 @@ class _Missing:
 
 
 MISSING: Any = _Missing()
-
-
-def describe(value: object) -> str:
-    """``f32[4, 3]`` for an array, else the type of ``value``."""
-    if isinstance(value, np.ndarray):
-        array = cast(Array, value)
-        return type_str(array.dtype, array.shape)
-    return f"a value of type `{type(value).__qualname__}`"
-
-
-def _is_array(value: object) -> bool:
-    return isinstance(value, np.ndarray)
-
-
-def is_numpy_scalar(value: object) -> bool:
-    return isinstance(value, np.generic)
-
-
-def scalar_dtype(value: object) -> np.dtype[Any]:
-    """The dtype of a NumPy scalar."""
-    return cast("np.generic[Any]", value).dtype
-
-
-def is_python_number(value: object) -> bool:
-    """A Python ``int`` or ``float`` (or subclass), not a ``bool``."""
-    return isinstance(value, int | float) and not isinstance(value, bool | np.bool_)
 
 
 # --------------------------------------------------------------------------- arguments
@@ -128,34 +108,8 @@ def convert_argument(kernel: CompiledKernel, spec: ArgSpec, value: Any) -> Array
     if isinstance(value, bool):
         hint = f" (np.bool_({value!r}))" if spec.dtype == np.bool_ and not spec.weak else ""
         raise TdslCallError(f"{where} is a Python bool ({value!r}): expected {spec.expected}{hint}")
-    if spec.weak and spec.dtype == _INT64:
-        low, high = spec.bounds or (INT64_MIN, INT64_MAX)
-        if not isinstance(value, int) or not low <= value <= high:
-            unsigned = (low, high) == (0, INT64_MAX)  # (a uint64 operand's bounds)
-            if isinstance(value, int) and unsigned and INT64_MAX < value < 2**64:
-                raise TdslCallError(  # (a uint64 operand: NumPy 2 computes it in uint64)
-                    f"{where} is a weak integer, passed as int64: {_show_big(value)} does not "
-                    "fit (NumPy 2 computes it in uint64 here): declare it a uint64 input "
-                    "(`u64[]`) and pass np.uint64 values"
-                )
-            if isinstance(value, int):
-                raise TdslCallError(
-                    f"{where} is a weak integer: expected {spec.expected}, got "
-                    f"{_show_big(value)}, which does not fit (NumPy 2 raises OverflowError)"
-                )
-            raise TdslCallError(
-                f"{where} is a weak integer: expected {spec.expected}, got {describe(value)}"
-            )
-        return np.array(value if value <= INT64_MAX else value - 2**64, _INT64)  # (wrapped)
     if spec.weak:
-        if not is_python_number(value):
-            raise TdslCallError(
-                f"{where} is a weak scalar: expected {spec.expected}, got {describe(value)}"
-            )
-        try:
-            return np.array(float(value), _FLOAT64)
-        except OverflowError:
-            raise TdslCallError(f"{where} is too large for a float: {_show_big(value)}") from None
+        return convert_weak(where, spec, value)
     if not spec.shape:
         if is_numpy_scalar(value) and scalar_dtype(value) == spec.dtype:
             return np.asarray(value)
@@ -167,10 +121,10 @@ def convert_argument(kernel: CompiledKernel, spec: ArgSpec, value: Any) -> Array
                     info = np.iinfo(spec.dtype)
                     raise TdslCallError(
                         f"{where} is {type_str(spec.dtype, ())}: the Python int "
-                        f"{_show_big(value)} does not fit in [{info.min}, {info.max}]"
+                        f"{show_big(value)} does not fit in [{info.min}, {info.max}]"
                     ) from None
                 raise TdslCallError(
-                    f"{where} is too large for a float: {_show_big(value)}"
+                    f"{where} is too large for a float: {show_big(value)}"
                 ) from None
     expected = type_str(spec.dtype, spec.shape)
     if not isinstance(value, np.ndarray):
@@ -192,18 +146,14 @@ def convert_argument(kernel: CompiledKernel, spec: ArgSpec, value: Any) -> Array
     return np.asarray(array)
 
 
-def _show_big(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 20 else f"an int of {len(text.lstrip('-'))} digits"
-
-
 def _fits(spec: ArgSpec, value: Any) -> bool:
     """Whether ``value`` is what a one-shot call would compile ``spec`` for (no conversion)."""
     if spec.weak and spec.dtype == _INT64:
-        low, high = spec.bounds or (INT64_MIN, INT64_MAX)
-        return type(value) is int and low <= value <= min(high, INT64_MAX)
+        low, high = weak_range(spec)
+        return type(value) is int and low <= value <= high
     if spec.weak:
-        return type(value) is float or (type(value) is int and -_MAX_FLOAT <= value <= _MAX_FLOAT)
+        low, high = weak_range(spec)
+        return type(value) is float or (type(value) is int and low <= value <= high)
     if not spec.shape and is_numpy_scalar(value):
         return scalar_dtype(value) == spec.dtype
     return (
@@ -320,7 +270,7 @@ def _expected_out(kernel: CompiledKernel) -> str:
 def _check_out(kernel: CompiledKernel, arrays: Sequence[Array], out: Any) -> tuple[Array, ...]:
     """The result arrays ``out`` gives, or TdslCallError saying what was expected."""
     results = kernel.results
-    if len(results) == 1 and _is_array(out):
+    if len(results) == 1 and isinstance(out, np.ndarray):
         outs: tuple[Any, ...] = (out,)
         single = True
     elif isinstance(out, tuple):
@@ -459,7 +409,6 @@ def make_calls(kernel: CompiledKernel) -> tuple[Callable[..., Any], Callable[...
         "_tdsl_len": len,
         "_tdsl_float": float,
         "_tdsl_int": int,
-        "_tdsl_big": _MAX_FLOAT,
         "_tdsl_array": np.array,
         "_tdsl_asarray": np.asarray,
         "_tdsl_f8": _FLOAT64,
@@ -472,16 +421,16 @@ def make_calls(kernel: CompiledKernel) -> tuple[Callable[..., Any], Callable[...
         namespace[f"_tdsl_d{i}"] = spec.dtype
         n = spec.name
         if spec.weak and spec.dtype == _INT64:
-            low, high = spec.bounds or (INT64_MIN, INT64_MAX)
-            namespace[f"_tdsl_lo{i}"], namespace[f"_tdsl_hi{i}"] = low, min(high, INT64_MAX)
+            namespace[f"_tdsl_lo{i}"], namespace[f"_tdsl_hi{i}"] = weak_range(spec)
             checks.append(
                 f"({n}.__class__ is not _tdsl_int or not _tdsl_lo{i} <= {n} <= _tdsl_hi{i})"
             )
             operands.append(f"_tdsl_array({n}, _tdsl_i8)")
         elif spec.weak:
+            namespace[f"_tdsl_lo{i}"], namespace[f"_tdsl_hi{i}"] = weak_range(spec)
             checks.append(
                 f"({n}.__class__ is not _tdsl_float and ({n}.__class__ is not _tdsl_int "
-                f"or not -_tdsl_big <= {n} <= _tdsl_big))"
+                f"or not _tdsl_lo{i} <= {n} <= _tdsl_hi{i}))"
             )
             operands.append(f"_tdsl_array({n}, _tdsl_f8)")
         elif not spec.shape:

@@ -77,7 +77,9 @@ class ArgSpec:
     ``dtype`` the type it is passed to the code in)."""
     bounds: tuple[int, int] | None = None
     """A weak integer's range: that of the narrowest integer dtype it meets (NumPy 2
-    raises ``OverflowError`` for a Python int beyond it); None for int64's."""
+    raises ``OverflowError`` for a Python int beyond it); None for int64's.  A weak
+    float's: the range of a Python int passed for it, int64's where it meets an integer
+    tensor (:func:`int_bounds`), else None (any int a float holds)."""
 
     @property
     def expected(self) -> str:
@@ -106,6 +108,9 @@ def int_bounds(arg: Any) -> tuple[int, int] | None:
     from tdsl.dialects import tensordsl as td
     from tdsl.dialects.structured import is_int, numpy_dtype
 
+    if not is_int(arg):  # a weak float: a Python int passed for it
+        int64 = np.iinfo(np.int64)
+        return (int(int64.min), int(int64.max)) if _meets_integers(arg) else None
     casts = [
         use.operation
         for use in arg.uses
@@ -124,6 +129,33 @@ def int_bounds(arg: Any) -> tuple[int, int] | None:
 WRAPPED_HIGH = 2**64 - 1
 """The upper bound of a weak integer that only ``where`` branches read (:func:`int_bounds`):
 a Python int above int64's range is passed as the int64 of the same bits."""
+
+
+def _meets_integers(arg: Any) -> bool:
+    """Whether a weak float argument meets an integer or bool tensor (one the frontend
+    cast to float to meet it), itself or through arithmetic with literals alone, not as
+    a ``where`` condition: there NumPy 2 raises ``OverflowError`` for a Python int beyond
+    int64 (``u8 + 2**70``, ``u8 + s * 2``; or compares it exactly), which tdsl, taking it
+    as a float, would not."""
+    from tdsl.dialects import tensordsl as td
+    from tdsl.dialects.structured import is_bool, is_int
+
+    weak, work = {arg}, [arg]
+    while work:
+        for use in work.pop().uses:
+            op = use.operation
+            if isinstance(op, td.WhereOp) and use.index == 0:
+                continue
+            others = [o for o in op.operands if o not in weak]
+            for o in others:
+                source = o.owner.input if isinstance(o.owner, td.CastOp) else None
+                if source is not None and (is_int(source) or is_bool(source)):
+                    return True
+            if all(isinstance(o.owner, td.ConstantOp) for o in others):
+                fresh = [r for r in op.results if r not in weak]
+                weak.update(fresh)
+                work.extend(fresh)
+    return False
 
 
 def _read_by_where_branches(value: Any) -> bool:

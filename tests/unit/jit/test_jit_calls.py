@@ -99,6 +99,36 @@ def test_a_python_int_is_a_weak_integer_as_in_numpy_2(jit: JITTensorKernel) -> N
     np.testing.assert_array_equal(jit("t * n", t=wide, n=2**40), wide * 2**40)
 
 
+def test_a_python_int_beyond_int64_meeting_an_integer_array_is_refused(
+    jit: JITTensorKernel,
+) -> None:
+    """tdsl types a Python int beyond int64 as a weak float; where it meets an integer
+    array (itself or through arithmetic with literals) NumPy 2 raises OverflowError, so
+    the call is refused, where it returned floats (found by fuzzing).  Meeting floats, or
+    as a ``where`` condition, it is the float NumPy makes of it."""
+    u = np.array([0, 255, 7], np.uint8)
+    t = np.array([7, -7, 3], np.int32)
+    b = np.array([True, False, True])
+    for text, values in (
+        ("a + s", {"a": u, "s": 2**70}),
+        ("a + s * 2", {"a": t, "s": 2**63}),
+        ("a - s", {"a": b, "s": -(2**63) - 1}),
+    ):
+        with pytest.raises(OverflowError):
+            eval(text, {}, dict(values))
+        with pytest.raises(TdslCallError, match="meets an integer array: tdsl would take"):
+            jit(text, **values)
+    f = np.array([1.5, -2.0, 0.0], np.float32)
+    for text, values in (
+        ("f + s", {"f": f, "s": 2**70}),
+        ("where(s > 0, a, a + 1) + f", {"a": u, "f": f, "s": 2**80}),
+    ):
+        want = eval(text.replace("where", "np.where"), {"np": np}, dict(values))
+        got = jit(text, **values)
+        assert got.dtype == want.dtype, text
+        np.testing.assert_array_equal(got, want)
+
+
 def test_a_python_int_beyond_the_dtype_compares_exactly(jit: JITTensorKernel) -> None:
     """NumPy 2 compares an integer array with a Python int beyond its dtype (where
     arithmetic with it is an OverflowError): so does tdsl, given at run time or written
