@@ -126,14 +126,17 @@ def _lower_creation(
             return ones_where(mask(n, m, params["k"], compare))
         case _:  # tril, triu
             x = lowering.tensor(args[0], spans[0])
-            if len(x.shape) < 2:
+            if not x.shape:
                 raise TdslTypeError(
-                    f"`{node.func}` needs an operand of rank 2 or more (it works on the last "
-                    f"two axes), got {lowering.describe(x)}",
+                    f"`{node.func}` needs an operand of rank 1 or more (it works on the last "
+                    f"two axes, a 1-d one as the rows of a square matrix), got "
+                    f"{lowering.describe(x)}",
                     lowering.where(span),
                 )
             compare = td.LessEqualOp if node.func == "tril" else td.GreaterEqualOp
-            keep = mask(x.shape[-2], x.shape[-1], params["k"], compare)
+            # (NumPy's 1-d x of length n: the n x n mask broadcasts it to each row)
+            rows = x.shape[-2] if len(x.shape) > 1 else x.shape[-1]
+            keep = mask(rows, x.shape[-1], params["k"], compare)
             if x.element == BOOL:
                 return lowering.binary(td.AndOp, f"`{node.func}`", [keep, x], (span, span), span)
             zero = LiteralValue(0, span)  # weak: x's dtype

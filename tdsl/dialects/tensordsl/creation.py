@@ -111,7 +111,8 @@ class Eye(_Diagonal):
 
 
 class _Triangle(_Created):
-    """A triangle of a tensor's last two axes."""
+    """A triangle of a tensor's last two axes (of a 1-d tensor ``x`` of length n, the
+    triangle of the n x n matrix whose rows are ``x``, as NumPy's)."""
 
     ARITY: ClassVar[int] = 1
     PARAMS: ClassVar[tuple[Param, ...]] = (Param("k", "int", 0),)

@@ -28,6 +28,8 @@ CASES: list[tuple[str, dict[str, Array], Any]] = [
     ("triu(x, 2)", {"x": X}, lambda x: np.triu(x, 2)),
     ("tril(s, -1) * 2", {"s": S}, lambda s: np.tril(s, -1) * 2),
     ("tril(x > 0, 1)", {"x": X}, lambda x: np.tril(x > 0, 1)),
+    # a 1-d operand is each row of a square matrix, as in NumPy (it was refused)
+    ("tril(v) - triu(v > 0, -1)", {"v": X[0]}, lambda v: np.tril(v) - np.triu(v > 0, -1)),
     ("x + zeros((5, 7))", {"x": X}, lambda x: x + np.zeros((5, 7))),
     ("x * ones(7)", {"x": X}, lambda x: x * np.ones(7)),
     ("x - full((5, 1), -2.5)", {"x": X}, lambda x: x - np.full((5, 1), -2.5)),
@@ -139,7 +141,7 @@ def test_a_mask_stores_its_indices_and_a_splat_one_value() -> None:
         ("zeros((2, -1))", TdslTypeError, "`shape` of `zeros` must be an extent or a tuple"),
         ("tri(-1)", TdslTypeError, "`N` of `tri` must be an integer >= 0"),
         ("tri(3, k=0.5)", TdslTypeError, "`k` of `tri` must be an integer, not `0.5`"),
-        ("tril(v)", TdslTypeError, "`tril` needs an operand of rank 2 or more"),
+        ("tril(sum(v))", TdslTypeError, "`tril` needs an operand of rank 1 or more"),
         ("zeros()", TdslTypeError, "`zeros` needs `shape`"),
         ("tri(3, 3, 0, 1)", TdslTypeError, "`dtype` of `tri` must name bool"),
         ("tri(3, 3, 0, f32, x)", TdslSyntaxError, "`tri` takes 4 positional arguments, and more"),
