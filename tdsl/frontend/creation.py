@@ -156,13 +156,19 @@ def lower_broadcast_to(
             f"frontend: `shape` of `{node.func}` is {target!r}, not a tuple",
             location=lowering.where(node.span),
         )
+    return broadcast_value(lowering, x, target, node.span)
+
+
+def broadcast_value(
+    lowering: FunctionLowering, x: TensorValue, target: tuple[int, ...], span: Span
+) -> TensorValue:
+    """``x`` broadcast to shape ``target``, as :func:`lower_broadcast_to` writes it."""
     try:
         ones_shape = td.broadcast_ones_shape(x.shape, target)
     except td.ShapeError as err:
-        raise TdslTypeError(err.message, lowering.where(node.span)) from None
+        raise TdslTypeError(err.message, lowering.where(span)) from None
     if all(n == 1 for n in ones_shape) and len(ones_shape) == len(x.shape):
         return x
-    span = node.span
     if x.element == BOOL:  # booleans: float64 ones compared with 0, as NumPy converts
         ones = lowering.emit(td.ConstantOp(td.dense_stored_once(np.ones(ones_shape), f64)), span)
         zero = lowering.literal(0.0, f64, span)
@@ -173,4 +179,4 @@ def lower_broadcast_to(
     return lowering.emit(td.MulOp(x.value, ones.value), span)
 
 
-__all__ = ["lower_broadcast_to", "lower_creation"]
+__all__ = ["broadcast_value", "lower_broadcast_to", "lower_creation"]

@@ -21,7 +21,9 @@ as NumPy's implicit mode).  The frontend then writes:
   (``np.einsum("i,j->ij", [-1.0], [0.0])`` is ``[[0.0]]``); a ``matmul``
   accumulates from zero itself, and a lone transpose is NumPy's view.
 
-So fusion, tiling and every target see ordinary ops.  Not supported, each a located
+An axis of length 1 where another operand's is longer broadcasts to it first, as in
+NumPy (``broadcast_to``'s ops).  So fusion, tiling and every target see ordinary ops.
+Not supported, each a located
 error: ``...``, a letter named twice by one operand (a diagonal, ``"ii"``), more than
 two operands, and booleans.
 """
@@ -38,6 +40,7 @@ from tdsl.dialects import tensordsl as td
 from tdsl.dialects.structured import BOOL
 from tdsl.errors import TdslTypeError, internal_error
 from tdsl.frontend.ast import Call, Span
+from tdsl.frontend.creation import broadcast_value
 from tdsl.frontend.values import LiteralValue
 
 if TYPE_CHECKING:
@@ -87,9 +90,19 @@ def lower_einsum(
         if len(set(term)) != len(term):
             raise fail(f"`{term}` names an axis twice (a diagonal), which is not supported yet")
         for c, n in zip(term, t.shape, strict=True):
-            if extents.setdefault(c, n) != n:
-                raise fail(f"`{c}` is {extents[c]} long in one operand and {n} in another")
+            known = extents.setdefault(c, n)
+            if known != n and 1 not in (known, n):
+                raise fail(
+                    f"`{c}` is {known} long in one operand and {n} in another (an axis of "
+                    "length 1 broadcasts, as in NumPy)"
+                )
+            extents[c] = max(known, n)
         operands.append(t)
+    # an axis of length 1 where another operand's is longer broadcasts, as NumPy's einsum
+    operands = [
+        broadcast_value(lowering, t, tuple(extents[c] for c in term), span)
+        for t, term, span in zip(operands, terms, spans, strict=True)
+    ]
     if arrow:
         if not all(c.isascii() and c.isalpha() for c in out) or len(set(out)) != len(out):
             raise fail(f"the result `{out}` must name each of its axes once, with a letter")

@@ -44,6 +44,12 @@ CASES: list[tuple[str, tuple[Array, ...]]] = [
     ("ij->", (A,)),
     ("bij->jb", (C,)),
     ("ji", (A,)),  # implicit: i, j
+    # an axis of length 1 broadcasts against another operand's, as in NumPy (it was
+    # refused: "`j` is 1 long in one operand and 4 in another")
+    ("il,lk->ik", (A[:, :1], B)),  # contracted
+    ("il,il->i", (A[:, :1], A)),
+    ("aij,akj->aik", (C[:1], D)),  # batch
+    ("il,kl", (A[:1], A)),
 ]
 
 
