@@ -20,6 +20,7 @@ import numpy as np
 from tdsl.jit.trace_args import as_array, ndim_of, static_axis, static_count, static_ints, strong
 from tdsl.jit.trace_linalg import dot, inner, norm, tensordot
 from tdsl.jit.trace_names import trace_error
+from tdsl.jit.trace_select import SELECT
 from tdsl.jit.trace_shapes import SHAPES
 
 
@@ -571,6 +572,7 @@ COMPOSED: dict[str, Callable[..., Any]] = {
     "np.conjugate": conjugate,
     "np.tensordot": tensordot,
     **SHAPES,
+    **SELECT,
     "np.shape": lambda a: a.shape,  # (static: NumPy's, of the traced shape)
     "np.ndim": lambda a: a.ndim,
     "np.size": lambda a, axis=None: a.size if axis is None else a.shape[axis],

@@ -95,6 +95,22 @@ GROUPS: dict[str, tuple[Callable[..., Any], tuple[Array, ...]]] = {
         ),
         (X, I, B, V),
     ),
+    # angle conversions bit for bit (NumPy's constants in NumPy's precision) and
+    # np.select in NumPy 2's dtype (both refused before; found by fuzzing)
+    "angles and select": (
+        lambda x, i, b, h: (
+            np.deg2rad(x),
+            np.radians(i),
+            np.rad2deg(h),
+            np.degrees(b),
+            np.rad2deg(x.astype(np.float64)),
+            np.select([x > 0.5, x < -0.5], [x * 2, x / 2]),
+            np.select([i > 2, b[:, :4], i < -3], [1, i, 2.5], default=-1),
+            np.select([x > 0], [h[0]], default=np.float32(3)),
+            np.select([b], [b], default=True),
+        ),
+        (X, I, B, H),
+    ),
     "counts, nan_to_num, isclose and pad": (
         lambda x, i, b, v, h: (
             np.count_nonzero(x),
@@ -431,6 +447,8 @@ def test_composed_functions_are_numpys(jit_target: str, group: str) -> None:
         (lambda x: np.vsplit(x[0], 2), r"`np.vsplit` only works on arrays of 2 or more"),
         (lambda x: np.hsplit(x[0, 0], 2), r"`np.hsplit` only works on arrays of 1 or more"),
         (lambda x: np.dsplit(x, 2), r"`np.dsplit` only works on arrays of 3 or more"),
+        (lambda x: np.select([x > 0], [x, x]), "list of cases must be same length"),
+        (lambda x: np.select([x], [x]), "invalid entry 0 in condlist: should be boolean"),
     ],
 )
 def test_bad_arguments_are_located_errors(fn: Callable[..., Any], message: str) -> None:

@@ -1,0 +1,95 @@
+"""NumPy functions a trace writes as the language's element-wise ones.
+
+- ``np.deg2rad`` and ``np.radians``, ``np.rad2deg`` and ``np.degrees``: a product by
+  NumPy's constant in NumPy's precision, so bit for bit NumPy's: ``x * (pi / 180)`` in
+  float64; in float32 ``x * c`` with ``c = float32(pi) / 180`` rounded to float32 (its
+  C loop's ``NPY_PIf / 180.0f``); float16 through float32, rounded once to float16;
+  integers and booleans in the float type NumPy's loop takes them in.
+- ``np.select(condlist, choicelist, default=0)``: a chain of ``where``, the first
+  condition that holds taking precedence, in the dtype NumPy 2 gives (the choices and
+  the default, Python numbers weak), with NumPy's errors for lists of different
+  lengths and a condition that is not boolean (NumPy itself refuses empty lists).
+
+(Registered in :data:`tdsl.jit.trace_compose.COMPOSED`.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from tdsl.jit.trace_names import trace_error
+
+_PI32 = np.float32(np.pi)
+_TO_RADIANS = (np.float64(np.pi / 180), np.float32(_PI32 / np.float32(180)))
+_TO_DEGREES = (np.float64(180 / np.pi), np.float32(np.float32(180) / _PI32))
+
+
+def _scaled(name: str, factors: tuple[np.float64, np.float32]) -> Callable[[Any], Any]:
+    """NumPy's ufunc ``name``: its operand times NumPy's constant, in NumPy's precision."""
+    f64, f32 = factors
+
+    def scaled(x: Any) -> Any:
+        dtype = np.dtype(x.dtype)
+        if dtype.kind != "f":  # (the float loop NumPy's type resolution picks)
+            dtype = np.result_type(dtype, np.float16)
+            x = x.astype(dtype)
+        if dtype == np.float64:
+            return x * f64
+        if dtype == np.float32:
+            return x * f32
+        return (x.astype(np.float32) * f32).astype(dtype)  # float16: its loop's float32
+
+    scaled.__name__ = name
+    return scaled
+
+
+def _dtype_of(value: Any) -> Any:
+    """What ``np.result_type`` reads for a choice or the default of ``np.select``: a Python
+    number itself (weak), else its dtype."""
+    if type(value) in (int, float):
+        return value
+    return value.dtype if hasattr(value, "dtype") else np.asarray(value).dtype
+
+
+def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
+    """``np.select``: the first choice whose condition holds, else ``default``."""
+    conditions, choices = list(condlist), list(choicelist)
+    if len(conditions) != len(choices):
+        trace_error("`np.select`: list of cases must be same length as list of conditions")
+    for i, cond in enumerate(conditions):
+        if np.dtype(cond.dtype if hasattr(cond, "dtype") else np.asarray(cond).dtype) != np.bool_:
+            trace_error(
+                f"`np.select`: invalid entry {i} in condlist: should be boolean ndarray "
+                "(NumPy's TypeError)"
+            )
+    try:
+        dtype = np.result_type(*map(_dtype_of, choices), _dtype_of(default))
+    except TypeError as err:
+        trace_error(f"`np.select`: choicelist and default value do not have a common dtype: {err}")
+
+    def typed(value: Any) -> Any:
+        if type(value) in (int, float):
+            return dtype.type(value)  # (NumPy's copyto of a Python number: its dtype's)
+        value = value if hasattr(value, "astype") else np.asarray(value)
+        return value if value.dtype == dtype else value.astype(dtype)
+
+    with np.errstate(all="ignore"):  # (NumPy's casts: 300 in uint8 is 44)
+        result = typed(default)
+        for cond, choice in reversed(list(zip(conditions, choices, strict=True))):
+            result = np.where(cond, typed(choice), result)
+    return result
+
+
+SELECT: dict[str, Callable[..., Any]] = {
+    "np.deg2rad": _scaled("deg2rad", _TO_RADIANS),
+    "np.radians": _scaled("radians", _TO_RADIANS),
+    "np.rad2deg": _scaled("rad2deg", _TO_DEGREES),
+    "np.degrees": _scaled("degrees", _TO_DEGREES),
+    "np.select": select,
+}
+"""The functions above, by their name under ``np``."""
+
+__all__ = ["SELECT", "select"]
