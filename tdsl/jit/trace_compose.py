@@ -18,6 +18,7 @@ from typing import Any, cast
 import numpy as np
 
 from tdsl.jit.trace_args import as_array, ndim_of, static_axis, static_count, static_ints, strong
+from tdsl.jit.trace_initial import with_initial
 from tdsl.jit.trace_linalg import dot, inner, norm, tensordot
 from tdsl.jit.trace_names import trace_error
 from tdsl.jit.trace_select import SELECT
@@ -559,7 +560,9 @@ COMPOSED: dict[str, Callable[..., Any]] = {
     "np.take_along_axis": take_along_axis,
     "np.linalg.norm": norm,
     **{f"np.nan{n}": _nan_reduction(n) for n in ("sum", "prod", "max", "min", "mean")},
-    **{f"np.{n}": _with_dtype(n) for n in ("sum", "prod", "cumsum", "cumprod")},
+    **{f"np.{n}": _with_dtype(n) for n in ("cumsum", "cumprod")},
+    **{f"np.{n}": with_initial(n, _with_dtype(n)) for n in ("sum", "prod")},
+    **{f"np.{n}": with_initial(n) for n in ("max", "min", "amax", "amin")},
     "np.mean": _with_dtype("mean", exact_mean=True),
     "np.full_like": full_like,
     "np.zeros_like": zeros_like,
