@@ -530,7 +530,9 @@ def _nan_reduction(name: str) -> Callable[..., Any]:
         if name == "sum":
             return total
         count = np.sum(np.logical_not(nan), axis=axis, keepdims=keepdims)
-        return np.divide(total, count).astype(a.dtype)
+        some = count > 0  # (no 0 / 0: NumPy's own raises no FloatingPointError)
+        mean = np.divide(total, np.where(some, count, 1))
+        return np.where(some, mean, np.nan).astype(a.dtype)
 
     def extreme(a: Any, axis: Any = None, out: Any = None, keepdims: Any = False) -> Any:
         return over(a, axis, None, out, keepdims)

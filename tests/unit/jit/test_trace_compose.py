@@ -738,3 +738,23 @@ def test_isclose_raises_no_floating_point_error_where_numpy_raises_none(jit_targ
     assert traced.kernels[0].target == jit_target
     for g, w in zip(got, want, strict=True):
         same(g, w)
+
+
+def test_nanmean_of_a_slice_of_nan_raises_no_floating_point_error(jit_target: str) -> None:
+    """NumPy's ``nanmean`` of a slice of nan only is nan, with a warning and no
+    ``FloatingPointError`` under ``np.errstate(all="raise")``: the composition divides
+    only where it counted an element (the numpy target raised on its ``0 / 0``)."""
+    x = np.array([[np.nan, np.nan, np.nan], [1.0, np.nan, 2.5], [-0.0, 3.0, np.nan]], np.float32)
+
+    def fn(v: Array) -> tuple[Array, ...]:
+        return np.nanmean(v, axis=1), np.nanmean(v, axis=0, keepdims=True), np.nanmean(v[:1])
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (NumPy's "Mean of empty slice")
+        want = fn(x)
+    with np.errstate(all="raise"):
+        traced = tdsl.trace(fn)
+        got = traced(x)
+    assert traced.kernels[0].target == jit_target
+    for g, w in zip(got, want, strict=True):
+        same(g, w)
