@@ -40,62 +40,70 @@ NumpyFunction = Callable[..., Any]
 # -- functions NumPy lacks, written like ufuncs (the numpy target copies their source) --
 
 
+ERF_E = (
+    0.12837916709551256,
+    -0.3761263890318337,
+    0.11283791670934,
+    -0.026866170640546846,
+    0.0052239775742711205,
+    -0.0008548323681602494,
+    0.00012055196468721237,
+    -1.4922053392118028e-05,
+    1.6400820087321189e-06,
+    -1.570913524959895e-07,
+    1.0711675814174427e-08,
+)
+"""erf(x) ~ x + x E(x**2) for small |x| (float64; ``benchmarks/fit_polynomials.py``)."""
+ERF_D = (
+    -0.0023621185607526603,
+    0.4151074974205947,
+    -0.4151074974205935,
+    0.13836916580686356,
+    0.0691845829029427,
+    -0.06918458290232084,
+    0.0046123056003863645,
+    0.015154717906685258,
+    -0.004777035632313933,
+    -0.001885165237781414,
+    0.0012264257389866969,
+    8.460875157580547e-05,
+    -0.0002007111371618851,
+    3.168611221181299e-05,
+)
+"""erf(t) ~ ERX + D(t - 1) on [0.84375, 1.25] (float64)."""
+ERF_L = (
+    -2.106986800364602e-06,
+    -1.1283603310503505,
+    -0.6366986201014744,
+    -0.10256743439167317,
+    0.018757134367740035,
+    0.0007041537885697267,
+    -0.0021972777443466317,
+    0.0009801871316181038,
+    -0.00025781092013937927,
+    3.661346576388165e-05,
+    1.98242248536723e-06,
+    -2.6647261486873936e-06,
+    7.93438328075602e-07,
+    -1.45194365797748e-07,
+    1.7974153749313203e-08,
+    -1.480981101215002e-09,
+    7.389619267119832e-11,
+    -1.6972286869897207e-12,
+)
+"""log(erfc(t)) ~ L(t) on [1.25, 6] (float64)."""
+ERX = 0.845062911510467529297
+"""erf(1), rounded as fdlibm's ``erx``: the middle range's constant term."""
+
+
 def tdsl_erf(x: "np.ndarray", out: "np.ndarray | None" = None) -> "np.ndarray":  # noqa: UP037
     """The error function (NumPy has none), computed in float64 as the native target
-    computes it (``tdsl.backend.llvm.math_erf``'s f64 polynomials, the same
-    coefficients): ``x + x E(x^2)`` below 0.84375, ``erx + D(|x| - 1)`` up to 1.25,
+    computes it (``tdsl.backend.llvm.math_erf``'s f64 polynomials, both from
+    :data:`ERF_E`, :data:`ERF_D`, :data:`ERF_L` and :data:`ERX`, which the numpy
+    target's program defines before this function, :data:`HELPER_CONSTANTS`): ``x + x E(x^2)`` below 0.84375, ``erx + D(|x| - 1)`` up to 1.25,
     ``1 - exp(L(|x|))`` above (``|x|`` clamped to 6, where ``erf`` rounds to 1), with
     NumPy's ``exp``: within 1 ulp of ``math.erf`` (the series and continued fraction
     it replaces were 11 ulp off near 2)."""
-    e = (
-        0.12837916709551256,
-        -0.3761263890318337,
-        0.11283791670934,
-        -0.026866170640546846,
-        0.0052239775742711205,
-        -0.0008548323681602494,
-        0.00012055196468721237,
-        -1.4922053392118028e-05,
-        1.6400820087321189e-06,
-        -1.570913524959895e-07,
-        1.0711675814174427e-08,
-    )
-    d = (
-        -0.0023621185607526603,
-        0.4151074974205947,
-        -0.4151074974205935,
-        0.13836916580686356,
-        0.0691845829029427,
-        -0.06918458290232084,
-        0.0046123056003863645,
-        0.015154717906685258,
-        -0.004777035632313933,
-        -0.001885165237781414,
-        0.0012264257389866969,
-        8.460875157580547e-05,
-        -0.0002007111371618851,
-        3.168611221181299e-05,
-    )
-    lg = (
-        -2.106986800364602e-06,
-        -1.1283603310503505,
-        -0.6366986201014744,
-        -0.10256743439167317,
-        0.018757134367740035,
-        0.0007041537885697267,
-        -0.0021972777443466317,
-        0.0009801871316181038,
-        -0.00025781092013937927,
-        3.661346576388165e-05,
-        1.98242248536723e-06,
-        -2.6647261486873936e-06,
-        7.93438328075602e-07,
-        -1.45194365797748e-07,
-        1.7974153749313203e-08,
-        -1.480981101215002e-09,
-        7.389619267119832e-11,
-        -1.6972286869897207e-12,
-    )
 
     def poly(t: "np.ndarray", c: "tuple[float, ...]") -> "np.ndarray":  # noqa: UP037
         acc = np.full_like(t, c[-1])
@@ -106,15 +114,20 @@ def tdsl_erf(x: "np.ndarray", out: "np.ndarray | None" = None) -> "np.ndarray": 
     with np.errstate(all="ignore"):
         v = np.asarray(x, dtype=np.float64)
         a = np.abs(v)
-        small = v + v * poly(v * v, e)
-        middle = 0.845062911510467529297 + poly(np.clip(a, 0.84375, 1.25) - 1.0, d)
-        large = 1.0 - np.exp(poly(np.clip(a, 1.25, 6.0), lg))
+        small = v + v * poly(v * v, ERF_E)
+        middle = ERX + poly(np.clip(a, 0.84375, 1.25) - 1.0, ERF_D)
+        large = 1.0 - np.exp(poly(np.clip(a, 1.25, 6.0), ERF_L))
         value = np.where(a < 0.84375, small, np.copysign(np.where(a < 1.25, middle, large), v))
         value = np.where(np.isnan(v), v, value)
     if out is None:
         return value
     np.copyto(out, value, casting="same_kind")
     return out
+
+
+HELPER_CONSTANTS: dict[str, tuple[str, ...]] = {"tdsl_erf": ("ERF_E", "ERF_D", "ERF_L", "ERX")}
+"""The module constants of this file that a helper's copied source reads, by the helper's
+name: the numpy target's program defines them (as their ``repr``) before the helper."""
 
 
 def tdsl_select(

@@ -33,8 +33,11 @@ from xdsl.ir import SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
 from tdsl.backend.llvm.math_approx import _Emitter, _Format
+from tdsl.scalar_numpy import ERF_D, ERF_E, ERF_L, ERX
 
-# benchmarks/fit_polynomials.py: erf(x) ~ x + x E(x**2) for small |x|
+# benchmarks/fit_polynomials.py: erf(x) ~ x + x E(x**2) for small |x|, float32 (the
+# float64 polynomials, which the numpy target's ``tdsl_erf`` evaluates too, are
+# tdsl.scalar_numpy's ERF_E, ERF_D and ERF_L)
 _ERF_E_F32 = (
     0.1283791670508937,
     -0.3761263845914086,
@@ -46,38 +49,7 @@ _ERF_E_F32 = (
     -1.2785143520215854e-05,
     8.250199359727119e-07,
 )
-_ERF_E_F64 = (
-    0.12837916709551256,
-    -0.3761263890318337,
-    0.11283791670934,
-    -0.026866170640546846,
-    0.0052239775742711205,
-    -0.0008548323681602494,
-    0.00012055196468721237,
-    -1.4922053392118028e-05,
-    1.6400820087321189e-06,
-    -1.570913524959895e-07,
-    1.0711675814174427e-08,
-)
-# erf(t) ~ erx + D(t - 1) on [0.84375, 1.25]
-_ERF_D_F64 = (
-    -0.0023621185607526603,
-    0.4151074974205947,
-    -0.4151074974205935,
-    0.13836916580686356,
-    0.0691845829029427,
-    -0.06918458290232084,
-    0.0046123056003863645,
-    0.015154717906685258,
-    -0.004777035632313933,
-    -0.001885165237781414,
-    0.0012264257389866969,
-    8.460875157580547e-05,
-    -0.0002007111371618851,
-    3.168611221181299e-05,
-)
-_ERX = 0.845062911510467529297
-# log(erfc(t)) ~ L(t) on [1.25, T]
+# log(erfc(t)) ~ L(t) on [1.25, T], float32
 _ERF_L_F32 = (
     0.0001243247292687986,
     -1.1293252584008258,
@@ -88,38 +60,18 @@ _ERF_L_F32 = (
     0.0004294122577484119,
     -2.080575033262736e-05,
 )
-_ERF_L_F64 = (
-    -2.106986800364602e-06,
-    -1.1283603310503505,
-    -0.6366986201014744,
-    -0.10256743439167317,
-    0.018757134367740035,
-    0.0007041537885697267,
-    -0.0021972777443466317,
-    0.0009801871316181038,
-    -0.00025781092013937927,
-    3.661346576388165e-05,
-    1.98242248536723e-06,
-    -2.6647261486873936e-06,
-    7.93438328075602e-07,
-    -1.45194365797748e-07,
-    1.7974153749313203e-08,
-    -1.480981101215002e-09,
-    7.389619267119832e-11,
-    -1.6972286869897207e-12,
-)
 
 
 def _erf(e: _Emitter, x: SSAValue, f32: bool) -> SSAValue:
     """``erf(x)`` in f64 for an f64 ``x`` (one widened from f32 if ``f32``)."""
     a = e.abs(x)
     bound = 1.25 if f32 else 0.84375
-    small = e.add(x, e.mul(x, e.poly(e.mul(x, x), _ERF_E_F32 if f32 else _ERF_E_F64)))
+    small = e.add(x, e.mul(x, e.poly(e.mul(x, x), _ERF_E_F32 if f32 else ERF_E)))
     t = e.clamp(a, 1.25, 4.0 if f32 else 6.0)
-    large = e.sub(e.c(1.0), e.exp(e.poly(t, _ERF_L_F32 if f32 else _ERF_L_F64)))
+    large = e.sub(e.c(1.0), e.exp(e.poly(t, _ERF_L_F32 if f32 else ERF_L)))
     if not f32:
         s = e.sub(e.clamp(a, 0.84375, 1.25), e.c(1.0))
-        middle = e.add(e.c(_ERX), e.poly(s, _ERF_D_F64))
+        middle = e.add(e.c(ERX), e.poly(s, ERF_D))
         large = e.select(e.cmp("olt", a, e.c(1.25)), middle, large)
     result = e.select(e.cmp("olt", a, e.c(bound)), small, e.copysign(large, x))
     return e.keep_nan(x, result)

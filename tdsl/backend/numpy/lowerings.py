@@ -33,6 +33,7 @@ import numpy as np
 from xdsl.dialects import arith
 from xdsl.ir import Operation, SSAValue
 
+from tdsl import scalar_numpy
 from tdsl.backend.numpy.program import NumpyTileBuilder, NumpyValue, TileGen
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.structured import (
@@ -45,6 +46,7 @@ from tdsl.dialects.structured import (
 from tdsl.dtypes import FLOAT_DTYPES
 from tdsl.errors import TdslIRError, internal_error
 from tdsl.scalar_numpy import (
+    HELPER_CONSTANTS,
     NumpyFunction,
     constant_array,
     numpy_function,
@@ -243,7 +245,10 @@ def _call(g: TileGen, fn: NumpyFunction, operands: Sequence[Any], out: Any) -> N
     elif isinstance(fn, np.ufunc) and getattr(np, fn.__name__, None) is fn:
         g.ufunc(fn.__name__, *operands, out=out)
     else:
-        name = g.function(fn.__name__, inspect.getsource(fn))
+        constants = "".join(  # (the module constants its source reads, before it)
+            f"{c} = {getattr(scalar_numpy, c)!r}\n" for c in HELPER_CONSTANTS.get(fn.__name__, ())
+        )
+        name = g.function(fn.__name__, constants + inspect.getsource(fn))
         args = ", ".join(f"{{{i}}}" for i in range(len(operands)))
         g.call(f"{name}({args}, out={{out}})", *operands, out=out)
 

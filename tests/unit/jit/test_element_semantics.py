@@ -257,15 +257,20 @@ def test_erf_is_within_one_ulp_of_math_erf_in_float64(target: str) -> None:
 
 
 def test_the_numpy_targets_erf_has_the_native_targets_coefficients() -> None:
-    """One set of erf polynomials: the numpy target's helper (whose source it copies into
-    its code, so it cannot import them) holds the native lowering's f64 tuples."""
+    """One set of f64 erf polynomials, in tdsl.scalar_numpy: the native lowering reads
+    them, and the numpy target's program defines them (the helper's source, which it
+    copies, reads them) and computes erf with them."""
+    from tdsl import scalar_numpy
     from tdsl.backend.llvm import math_erf
-    from tdsl.scalar_numpy import tdsl_erf
+    from tdsl.jit import JITTensorKernel
 
-    constants = tdsl_erf.__code__.co_consts
-    for name in ("_ERF_E_F64", "_ERF_D_F64", "_ERF_L_F64"):
-        assert getattr(math_erf, name) in constants, name
-    assert math_erf._ERX in constants
+    names = scalar_numpy.HELPER_CONSTANTS["tdsl_erf"]
+    assert all(getattr(math_erf, n) is getattr(scalar_numpy, n) for n in names)
+    kernel = JITTensorKernel(target="numpy").compile("erf(v)", {"v": (4,)}, "f64")
+    for n in names:
+        assert f"{n} = {getattr(scalar_numpy, n)!r}\n" in kernel.source, n
+    v = np.array([0.5, 1.0, 2.0, -3.0])
+    np.testing.assert_array_equal(kernel(v), scalar_numpy.tdsl_erf(v))
 
 
 EXACT: dict[str, tuple[Callable[..., Array], tuple[str, ...]]] = {
