@@ -135,13 +135,13 @@ def serve(path: str, folder: str) -> None:
         importlib.import_module(module_name)
     parent = os.getppid()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
-    signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(0))  # lit's atexit
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
-    listener.listen(64)
-    sys.stdout.write("ready\n")
-    sys.stdout.flush()
-    try:
+    try:  # (from here on, a SIGTERM, even right after "ready", removes the folder)
+        signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(0))  # lit's atexit
+        listener.bind(path)
+        listener.listen(64)
+        sys.stdout.write("ready\n")
+        sys.stdout.flush()
         while os.getppid() == parent:
             ready, _, _ = select.select([listener], [], [], 1.0)
             if not ready:
