@@ -16,7 +16,10 @@ import warnings
 from collections.abc import Generator
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from xdsl.utils.lexer import Span
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,29 @@ class SourceLocation:
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.column}"
+
+
+def span_location(span: Span[str] | Span[bytes], line_offset: int = 0) -> SourceLocation:
+    """The :class:`SourceLocation` of ``span``, its line shifted by ``line_offset``.
+
+    ``span.line_offset`` is already counted by ``span.get_location()``.  The caret
+    length is clamped to the first line of the span.
+    """
+    loc = span.get_location()
+    text_input = span.input
+    line_start = text_input.get_start_of_line(span.start)
+    line_end = text_input.get_end_of_line(span.start)
+    raw = text_input.content[line_start:line_end]
+    source_line = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    source_line = source_line.removesuffix("\r")
+    length = max(1, min(span.end, line_end) - span.start)
+    return SourceLocation(
+        file=loc.file,
+        line=loc.line + line_offset,
+        column=loc.col,
+        length=length,
+        source_line=source_line,
+    )
 
 
 def format_diagnostic(
@@ -234,5 +260,6 @@ __all__ = [
     "format_diagnostic",
     "internal_error",
     "plural",
+    "span_location",
     "warn",
 ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from tdsl.errors import TdslError, TdslIRError, TdslTypeError
+from tdsl.errors import TdslError, TdslIRError, TdslTypeError, span_location
 from tdsl.jit.calls import OUT
 from tdsl.jit.compiled import CompiledKernel
 from tdsl.jit.compiler import _collector_paused, _compile_module  # pyright: ignore[reportPrivateUsage]
@@ -53,8 +53,10 @@ def build_ir(text: str, shapes: Shapes | None, options: JitOptions) -> CompiledK
     try:
         module = Parser(ir_context(), text, "<ir>").parse_module()
         module.verify()
-    except (ParseError, VerifyException) as err:
-        raise TdslIRError(f"the IR does not parse or verify: {err}") from None
+    except ParseError as err:  # (at its place in the text)
+        raise TdslIRError(f"the IR does not parse: {err.msg}", span_location(err.span)) from None
+    except VerifyException as err:
+        raise TdslIRError(f"the IR does not verify: {err}") from None
     except TdslError:
         raise
     except Exception as err:  # a plain one of xDSL's (an i65 dense value, memref.load's)

@@ -95,6 +95,22 @@ def test_bad_ir_and_shapes_are_tdsl_errors(
         JITTensorKernel(threads=1).compile_ir(text, shapes)
 
 
+def test_ir_that_does_not_parse_is_a_located_error() -> None:
+    """IR text that does not parse is an error at its place in the text, with its line
+    and a caret (it was one line of xDSL's message, with no location)."""
+    text = IR.replace("tensor<6x3xf32>", "tensor<6x3xf64>", 1)
+    assert text != IR
+    with pytest.raises(TdslIRError) as caught:
+        JITTensorKernel(threads=1).compile_ir(text)
+    location = caught.value.location
+    assert location is not None and location.file == "<ir>"
+    line = text.splitlines()[location.line - 1]
+    assert location.source_line == line
+    assert caught.value.message.startswith("the IR does not parse: ")
+    assert "tensor<6x3xf64>" in caught.value.message or "tensor<6x3xf32>" in caught.value.message
+    assert str(caught.value).startswith(f"<ir>:{location.line}:{location.column}: error: ")
+
+
 @pytest.mark.parametrize("stage", ["fused", "tiled"])
 def test_fused_and_tiled_ir_compile_from_their_stage(stage: str, matches: Any) -> None:
     from tdsl.errors import TdslError
