@@ -1,5 +1,6 @@
 """A ufunc's methods in a traced function: ``np.add.reduce(x)`` is ``np.sum`` along
-axis 0, ``np.add.accumulate(x)`` is ``np.cumsum`` along it, and so on."""
+axis 0, ``np.add.accumulate(x)`` is ``np.cumsum`` along it, and so on; and a ufunc
+called with ``dtype=``: its operands cast to the loop NumPy picks for that dtype."""
 
 from __future__ import annotations
 
@@ -54,4 +55,37 @@ def ufunc_method(name: str, method: str, inputs: Sequence[Any], kwargs: dict[str
     return getattr(np, function)(operand, **kwargs)
 
 
-__all__ = ["ufunc_method"]
+def ufunc_with_dtype(ufunc: np.ufunc, inputs: Sequence[Any], dtype: Any) -> Any:
+    """``ufunc(*inputs, dtype=dtype)``: the loop NumPy resolves for that output dtype
+    (``casting="same_kind"``, as a ufunc call's), each operand cast to its input type, and
+    the ufunc on them; NumPy's error where it has no such loop or cast."""
+    name, wanted = ufunc.__name__, np.dtype(dtype)
+    kinds: list[Any] = [
+        np.dtype(np.bool_) if type(x) is bool
+        else type(x) if type(x) in (int, float)
+        else np.dtype(x.dtype) if hasattr(x, "dtype")
+        else np.asarray(x).dtype
+        for x in inputs
+    ]  # fmt: skip
+    try:
+        loop = ufunc.resolve_dtypes(
+            (*kinds, *(None,) * ufunc.nout),
+            signature=(*(None,) * ufunc.nin, *(wanted,) * ufunc.nout),
+            casting="same_kind",
+        )
+        operands = [
+            x.astype(t) if hasattr(x, "astype") and np.dtype(x.dtype) != t
+            else x if hasattr(x, "dtype")
+            else t.type(x)  # (a Python number: the loop's type, as NumPy converts it)
+            for x, t in zip(inputs, loop, strict=False)
+        ]  # fmt: skip
+    except (TypeError, ValueError, OverflowError) as err:
+        trace_error(f"`np.{name}` with dtype={wanted.name}: {err} (NumPy's error)")
+    result = ufunc(*operands)
+    outputs = loop[ufunc.nin :]
+    if ufunc.nout == 1:
+        return result if result.dtype == outputs[0] else result.astype(outputs[0])
+    return tuple(r if r.dtype == t else r.astype(t) for r, t in zip(result, outputs, strict=True))
+
+
+__all__ = ["ufunc_method", "ufunc_with_dtype"]

@@ -49,7 +49,7 @@ from tdsl.jit.trace_names import (
     ufunc_inputs,
     user_location,
 )
-from tdsl.jit.trace_ufuncs import ufunc_method
+from tdsl.jit.trace_ufuncs import ufunc_method, ufunc_with_dtype
 
 
 @dataclass
@@ -210,6 +210,8 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
                 )
         if method != "__call__":  # (`np.add.reduce`: a sum along axis 0, ...)
             return ufunc_method(name, method, inputs, kwargs)
+        if set(kwargs) == {"dtype"}:  # (the loop of that dtype)
+            return ufunc_with_dtype(ufunc, inputs, kwargs["dtype"])
         if kwargs:
             trace_error(f"`np.{name}` with `{'`, `'.join(kwargs)}` is not supported when traced")
         composed = COMPOSED.get(f"np.{name}")  # (a ufunc written as others)

@@ -130,6 +130,19 @@ GROUPS: dict[str, tuple[Callable[..., Any], tuple[Array, ...]]] = {
         ),
         (X, I, B),
     ),
+    # a ufunc with dtype=: the loop NumPy resolves, its operands cast (refused before)
+    "ufuncs with dtype": (
+        lambda x, i, b: (
+            np.add(x, 1, dtype=np.float64),
+            np.multiply(i, 2.5, dtype=np.float32),
+            np.sqrt(np.abs(i), dtype=np.float32),
+            np.add(i, i, dtype=np.int64),
+            np.maximum(x[:3, :4], i, dtype=np.float64),
+            np.subtract(x, 0.5, dtype=np.float16),
+            np.logical_and(b, b, dtype=bool),
+        ),
+        (X, I, B),
+    ),
     "counts, nan_to_num, isclose and pad": (
         lambda x, i, b, v, h: (
             np.count_nonzero(x),
@@ -467,6 +480,8 @@ def test_composed_functions_are_numpys(jit_target: str, group: str) -> None:
         (lambda x: np.hsplit(x[0, 0], 2), r"`np.hsplit` only works on arrays of 1 or more"),
         (lambda x: np.dsplit(x, 2), r"`np.dsplit` only works on arrays of 3 or more"),
         (lambda x: np.select([x > 0], [x, x]), "list of cases must be same length"),
+        (lambda x: np.add(x, 1, dtype=np.int32), "Cannot cast ufunc 'add' input 0 from"),
+        (lambda x: np.less(x, 1, dtype=np.float32), "No loop matching the specified signature"),
         (lambda x: np.max(x.astype(np.uint8), initial=-1), "`initial` -1 is out of bounds"),
         (lambda x: np.select([x], [x]), "invalid entry 0 in condlist: should be boolean"),
     ],
