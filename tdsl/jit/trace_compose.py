@@ -18,9 +18,9 @@ from typing import Any, cast
 import numpy as np
 
 from tdsl.jit.trace_args import as_array, ndim_of, static_axis, static_count, static_ints, strong
-from tdsl.jit.trace_initial import with_initial
 from tdsl.jit.trace_linalg import dot, inner, norm, tensordot
 from tdsl.jit.trace_names import trace_error
+from tdsl.jit.trace_reductions import average, with_initial
 from tdsl.jit.trace_select import SELECT
 from tdsl.jit.trace_shapes import SHAPES
 
@@ -565,6 +565,7 @@ COMPOSED: dict[str, Callable[..., Any]] = {
     **{f"np.{n}": _with_dtype(n) for n in ("cumsum", "cumprod")},
     **{f"np.{n}": with_initial(n, _with_dtype(n)) for n in ("sum", "prod")},
     **{f"np.{n}": with_initial(n) for n in ("max", "min", "amax", "amin")},
+    "np.average": average,
     "np.mean": _with_dtype("mean", exact_mean=True),
     "np.full_like": full_like,
     "np.zeros_like": zeros_like,

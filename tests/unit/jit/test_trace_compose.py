@@ -143,6 +143,19 @@ GROUPS: dict[str, tuple[Callable[..., Any], tuple[Array, ...]]] = {
         ),
         (X, I, B),
     ),
+    # np.average, NumPy's algorithm with constant weights (refused before): of integers
+    # and integer-valued floats, whose sums do not depend on their order
+    "average": (
+        lambda i: (
+            np.average(i),
+            np.average(i, axis=1, weights=np.array([1, 2, 3, 4])),
+            *np.average(i, axis=0, weights=np.array([0.5, 1.0, 2.0]), returned=True),
+            np.average(i.astype(np.float32), axis=(0, 1), keepdims=True),
+            np.average(i.astype(np.float32), weights=np.arange(1, 13).reshape(3, 4)),
+            *np.average(i.astype(np.float16), axis=-1, returned=True),
+        ),
+        (I,),
+    ),
     "counts, nan_to_num, isclose and pad": (
         lambda x, i, b, v, h: (
             np.count_nonzero(x),
@@ -480,6 +493,10 @@ def test_composed_functions_are_numpys(jit_target: str, group: str) -> None:
         (lambda x: np.hsplit(x[0, 0], 2), r"`np.hsplit` only works on arrays of 1 or more"),
         (lambda x: np.dsplit(x, 2), r"`np.dsplit` only works on arrays of 3 or more"),
         (lambda x: np.select([x > 0], [x, x]), "list of cases must be same length"),
+        (lambda x: np.average(x, axis=0, weights=np.zeros(3)), "Weights sum to zero"),
+        (lambda x: np.average(x, weights=np.ones(4)), "Axis must be specified when shapes"),
+        (lambda x: np.average(x, 0, np.ones(4)), "Shape of weights must be consistent"),
+        (lambda x: np.average(x, weights=x), "the weights of `np.average` are traced"),
         (lambda x: np.add(x, 1, dtype=np.int32), "Cannot cast ufunc 'add' input 0 from"),
         (lambda x: np.less(x, 1, dtype=np.float32), "No loop matching the specified signature"),
         (lambda x: np.max(x.astype(np.uint8), initial=-1), "`initial` -1 is out of bounds"),
