@@ -84,7 +84,7 @@ class ArgSpec:
     @property
     def expected(self) -> str:
         """What the argument takes: ``an array of f32[4, 3]``, ``a Python int or float``."""
-        if self.weak and self.bounds is not None:
+        if self.weak and self.bounds is not None and self.dtype.kind == "i":
             return f"a Python int in [{self.bounds[0]}, {self.bounds[1]}]"
         if self.weak:
             return "a Python int" if self.dtype.kind == "i" else "a Python int or float"

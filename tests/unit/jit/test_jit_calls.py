@@ -118,6 +118,13 @@ def test_a_python_int_beyond_int64_meeting_an_integer_array_is_refused(
             eval(text, {}, dict(values))
         with pytest.raises(TdslCallError, match="meets an integer array: tdsl would take"):
             jit(text, **values)
+    # a declared weak float meeting integers: floats, and ints within int64
+    kernel = jit.compile("a + s", {"a": (3,)}, {"a": "u8", "s": float})
+    np.testing.assert_array_equal(kernel(u, 2), u + 2.0)
+    with pytest.raises(TdslCallError, match="meets an integer array"):
+        kernel(u, 2**63)
+    with pytest.raises(TdslCallError, match="expected a Python int or float, got a value of"):
+        kernel(u, "2")
     f = np.array([1.5, -2.0, 0.0], np.float32)
     for text, values in (
         ("f + s", {"f": f, "s": 2**70}),
