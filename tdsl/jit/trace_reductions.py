@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from tdsl.jit.trace_args import as_array, static_axis, static_ints
 from tdsl.jit.trace_names import trace_error
 
 _COMBINE: dict[str, Callable[[Any, Any], Any]] = {
@@ -62,8 +63,7 @@ def with_initial(name: str, inner: Callable[..., Any] | None = None) -> Callable
             kwargs.pop("initial", None)
             return NotImplemented if inner is None else inner(a, *args, **kwargs)
         initial = kwargs.pop("initial")
-        if not hasattr(a, "dtype"):
-            a = np.asarray(a)
+        a = as_array(a)
         if 0 in tuple(a.shape):  # (no values: NumPy's result, a constant)
             return getattr(np, name)(np.zeros(a.shape, a.dtype), *args, initial=initial, **kwargs)
         result = getattr(np, name)(a, *args, **kwargs)
@@ -75,15 +75,11 @@ def with_initial(name: str, inner: Callable[..., Any] | None = None) -> Callable
 def _axes(axis: Any, ndim: int) -> tuple[int, ...] | None:
     if axis is None:
         return None
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
-    if not all(type(a) is int for a in axes):
-        trace_error(f"the axis of `np.average` must be an int or a tuple of ints, got {axis!r}")
-    if any(not -ndim <= a < ndim for a in axes):
-        trace_error(f"axis {axis} of `np.average` is out of bounds for an array of {ndim} dims")
-    normal = tuple(a % ndim for a in axes)
-    if len(set(normal)) != len(normal):
-        trace_error(f"`np.average`: repeated axis in {axis!r}")
-    return normal
+    what = "`np.average`"
+    axes = tuple(static_axis(a, ndim, what) for a in static_ints(axis, f"the axes of {what}"))
+    if len(set(axes)) != len(axes):
+        trace_error(f"{what}: repeated axis in {axis!r}")
+    return axes
 
 
 def average(
@@ -93,8 +89,7 @@ def average(
     keep = {k: v for k, v in kwargs.items() if k == "keepdims"}
     if set(kwargs) - {"keepdims"}:
         trace_error(f"`np.average` with `{'`, `'.join(set(kwargs) - {'keepdims'})}` is not known")
-    if not hasattr(a, "dtype"):
-        a = np.asarray(a)
+    a = as_array(a)
     shape = tuple(a.shape)
     axes = _axes(axis, len(shape))
     if weights is None:

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from tdsl.jit.trace_args import as_array
 from tdsl.jit.trace_names import trace_error
 
 _PI32 = np.float32(np.pi)
@@ -51,7 +52,7 @@ def _dtype_of(value: Any) -> Any:
     number itself (weak), else its dtype."""
     if type(value) in (int, float):
         return value
-    return value.dtype if hasattr(value, "dtype") else np.asarray(value).dtype
+    return as_array(value).dtype
 
 
 def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
@@ -60,7 +61,7 @@ def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
     if len(conditions) != len(choices):
         trace_error("`np.select`: list of cases must be same length as list of conditions")
     for i, cond in enumerate(conditions):
-        if np.dtype(cond.dtype if hasattr(cond, "dtype") else np.asarray(cond).dtype) != np.bool_:
+        if np.dtype(as_array(cond).dtype) != np.bool_:
             trace_error(
                 f"`np.select`: invalid entry {i} in condlist: should be boolean ndarray "
                 "(NumPy's TypeError)"
@@ -73,7 +74,7 @@ def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
     def typed(value: Any) -> Any:
         if type(value) in (int, float):
             return dtype.type(value)  # (NumPy's copyto of a Python number: its dtype's)
-        value = value if hasattr(value, "astype") else np.asarray(value)
+        value = as_array(value)
         return value if value.dtype == dtype else value.astype(dtype)
 
     with np.errstate(all="ignore"):  # (NumPy's casts: 300 in uint8 is 44)
