@@ -1,4 +1,5 @@
-"""NumPy's basic indexing in the language: ``x[1:, ::-2]``, ``x[0]``, ``x[..., None]``;
+"""NumPy's indexing in the language: basic (``x[1:, ::-2]``, ``x[0]``, ``x[..., None]``) and
+advanced (``x[t]``, ``x[1:3, t]``, ``x[i, :, j]``, a gather);
 and the tuples and lists of expressions a join takes (``concatenate((a, b))``).
 
 The parser reads a subscript's items (:func:`parse_subscript`); the lowering writes it
@@ -12,7 +13,7 @@ shape is static.  An integer out of range is an error at the index, as NumPy's
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -198,16 +199,7 @@ def lower_subscript(
             continue
         axis, n = len(windows), shape[len(windows)]
         if item.kind == "int":
-            if item.start is None:
-                raise internal_error(
-                    "frontend: an integer index without its value", location=where(item.span)
-                )
-            if not -n <= item.start < n:
-                raise TdslTypeError(
-                    f"index {item.start} is out of bounds for axis {axis} with size {n}",
-                    where(item.span),
-                )
-            i = item.start % n
+            i = _int_index(item, n, axis, where)
             windows.append(slice(i, i + 1))
             dropped.append(axis)
         else:
@@ -226,6 +218,21 @@ def lower_subscript(
     return result
 
 
+def _int_index(item: Index, n: int, axis: int, where: Callable[[Span], SourceLocation]) -> int:
+    """The integer index ``item`` of an axis of ``n``, wrapped; out of range, NumPy's
+    ``IndexError`` at the index."""
+    if item.start is None:
+        raise internal_error(
+            "frontend: an integer index without its value", location=where(item.span)
+        )
+    if not -n <= item.start < n:
+        raise TdslTypeError(
+            f"index {item.start} is out of bounds for axis {axis} with size {n}",
+            where(item.span),
+        )
+    return item.start % n
+
+
 def _gather(
     node: Subscript,
     value: TensorValue,
@@ -233,49 +240,94 @@ def _gather(
     emit: Callable[[Operation, Span], TensorValue],
     where: Callable[[Span], SourceLocation],
 ) -> TensorValue:
-    """``a[idx]``, ``a[:, idx]``, ``a[i, j]``: a ``take`` along the axis of the integer
-    array, or of the adjacent axes of several (their dims merged, the index a row-major
-    flat index: NumPy's result where the arrays are adjacent), every other item a whole
-    axis (``:`` or ``...``)."""
+    """NumPy's advanced indexing: ``a[idx]``, ``a[:, idx]``, ``a[i, j]``, ``a[1:3, idx]``,
+    ``a[0, idx]``, ``a[idx, None]``.  The integer arrays, and with them the integers
+    (NumPy counts an integer beside an array as a 0-d index array), are the advanced
+    indices; slices first cut the other axes (a ``tensordsl.slice``), then the advanced
+    axes are gathered: a ``take`` along one axis, or along several adjacent axes merged
+    (:func:`_gather_adjacent`).  Their broadcast dims stand where the first advanced index
+    stands when the advanced indices are adjacent, else first (the advanced axes moved to
+    the front by a ``transpose``); ``None`` adds its axis last (an ``expand_dims``)."""
     items = list(node.items)
-    ats = [k for k, i in enumerate(items) if i.kind == "array"]
-    whole = all(
-        i.kind == "ellipsis"
-        or (i.kind == "slice" and i.start is None and i.stop is None and i.step in (None, 1))
-        for k, i in enumerate(items)
-        if k not in ats
-    )
-    adjacent = ats == list(range(ats[0], ats[0] + len(ats))) and len(arrays) == len(ats)
-    if not adjacent or not whole or any(i.kind == "ellipsis" for i in items[ats[-1] + 1 :]):
-        raise TdslTypeError(
-            "indexing by integer arrays takes arrays of adjacent axes and whole axes "
-            "(`a[idx]`, `a[:, idx]`, `a[i, j]`): combine them with other indices in a "
-            "second subscript",
-            where(node.bracket_span),
-        )
-    indices: list[TensorValue] = []
-    for k, index in zip(ats, arrays, strict=True):
-        if not isinstance(index, TensorValue) or index.element not in INDEX_TYPES:
-            raise TdslTypeError(
-                "an array index is a tensor of int32, int64 or uint8 (a gather); floats and "
-                "booleans are not indices",
-                where(items[k].span),
-            )
-        if is_unsigned(index.element):  # NumPy gathers by uint8 too: exactly, as int64
-            index = emit(td.CastOp(index.value, INT_TYPES["i64"]), items[k].span)
-        indices.append(index)
-    ellipsis = next((k for k, i in enumerate(items) if i.kind == "ellipsis"), None)
     rank = len(value.shape)
-    axis = ats[0] if ellipsis is None else rank - (len(items) - ats[0])
-    used = sum(1 for i in items if i.kind != "ellipsis")
-    if not 0 <= axis < rank or used > rank:
+    used = sum(1 for i in items if i.kind not in ("ellipsis", "newaxis"))
+    if used > rank:
         raise TdslTypeError(
             f"too many indices for a tensor of rank {rank}: {used} were indexed",
             where(node.bracket_span),
         )
+    at = next((k for k, i in enumerate(items) if i.kind == "ellipsis"), len(items))
+    items[at : at + 1 if at < len(items) else at] = [Index("slice", node.bracket_span)] * (
+        rank - used
+    )
+    axes = [i for i in items if i.kind != "newaxis"]  # one item per axis
+    advanced = [k for k, i in enumerate(axes) if i.kind in ("array", "int")]
+    positions = [k for k, i in enumerate(items) if i.kind in ("array", "int")]
+    adjacent = positions == list(range(positions[0], positions[0] + len(positions)))
+    found = iter(arrays)
+    indices = [_advanced_index(axes[k], value.shape[k], found, k, emit, where) for k in advanced]
+    cut = value
+    if any(i.kind == "slice" and (i.start, i.stop, i.step or 1) != (None, None, 1) for i in axes):
+        windows = [
+            slice(i.start, i.stop, i.step) if i.kind == "slice" else slice(None) for i in axes
+        ]
+        cut = emit(td.SliceOp.of(value.value, windows), node.bracket_span)
+    rest = [k for k in range(rank) if k not in advanced]
+    if not adjacent and [*advanced, *rest] != list(range(rank)):  # the advanced axes first
+        cut = emit(td.TransposeOp(cut.value, [*advanced, *rest]), node.bracket_span)
+    axis = advanced[0] if adjacent else 0
     if len(indices) == 1:
-        return emit(td.TakeOp(value.value, indices[0].value, axis), node.bracket_span)
-    return _gather_adjacent(node, value, indices, axis, emit, where)
+        result = emit(td.TakeOp(cut.value, indices[0].value, axis), node.bracket_span)
+    else:
+        result = _gather_adjacent(node, cut, indices, axis, emit, where)
+    new_axes = _new_axes(
+        items, rank=len(result.shape) - (len(cut.shape) - len(indices)), adjacent=adjacent
+    )
+    if new_axes:
+        result = emit(td.ExpandDimsOp(result.value, new_axes), node.bracket_span)
+    return result
+
+
+def _advanced_index(
+    item: Index,
+    n: int,
+    arrays: Iterator[Value],
+    axis: int,
+    emit: Callable[[Operation, Span], TensorValue],
+    where: Callable[[Span], SourceLocation],
+) -> TensorValue:
+    """The index tensor of an advanced item along an axis of ``n``: its integer array
+    (``int64`` for ``uint8``, as NumPy gathers by it), or its integer as a 0-d one."""
+    if item.kind == "int":
+        i = _int_index(item, n, axis, where)
+        constant = td.dense_from_numpy(np.array(i), INT_TYPES["i64"])
+        return emit(td.ConstantOp(constant), item.span)
+    index = next(arrays)
+    if not isinstance(index, TensorValue) or index.element not in INDEX_TYPES:
+        raise TdslTypeError(
+            "an array index is a tensor of int32, int64 or uint8 (a gather); floats and "
+            "booleans are not indices",
+            where(item.span),
+        )
+    if is_unsigned(index.element):  # NumPy gathers by uint8 too: exactly, as int64
+        index = emit(td.CastOp(index.value, INT_TYPES["i64"]), item.span)
+    return index
+
+
+def _new_axes(items: Sequence[Index], rank: int, adjacent: bool) -> list[int]:
+    """The result's axes that the subscript's ``None`` items add, its advanced indices'
+    broadcast dims ``rank`` of them at the first advanced item (``adjacent``) or first."""
+    out, new_axes, placed = (0 if adjacent else rank), [], not adjacent
+    for item in items:
+        if item.kind == "newaxis":
+            new_axes.append(out)
+            out += 1
+        elif item.kind == "slice":
+            out += 1
+        elif not placed:
+            out += rank
+            placed = True
+    return new_axes
 
 
 def _gather_adjacent(

@@ -572,8 +572,8 @@ def _index_part(trace: Trace, item: Any) -> tuple[str, Tracer | None]:
     if isinstance(item, range):  # the language's arange, not a constant array
         made = trace.emit(f"arange({item.start}, {item.stop}, {item.step})", [])[0]
         return made.name, made
-    if isinstance(item, list):
-        item = np.asarray(item)
+    if isinstance(item, list):  # NumPy's: an empty list is an empty integer index
+        item = np.asarray(item, dtype=np.intp if not item else None)
     operand = as_operand(trace, item)
     if operand is None:
         trace_error(f"a traced array cannot be indexed by {item!r}")

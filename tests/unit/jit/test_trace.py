@@ -420,6 +420,24 @@ def test_methods_and_indexing() -> None:
     _same(tdsl.trace(fn)(X, idx), fn(X, idx))
 
 
+def test_advanced_indexing_with_slices_integers_and_lists() -> None:
+    # (refused: arrays beside slices, integers or None needed a second subscript)
+    def fn(x, idx):
+        return x[1:3, [0, 2]] + x[idx, 1:3][::2] + x[1, idx[:2]] + x[None, [1, 3], 2][0]
+
+    idx = np.array([3, -1])
+    _same(tdsl.trace(fn)(X, idx), fn(X, idx))
+
+
+def test_an_empty_list_index_is_an_empty_gather() -> None:
+    # (refused: NumPy reads `[]` as an empty integer index, np.asarray([]) is float64)
+    def fn(x):
+        return x[[]] + 1, x[:, []]
+
+    for got, want in zip(tdsl.trace(fn)(X), fn(X), strict=True):
+        np.testing.assert_array_equal(got, want, strict=True)
+
+
 # --------------------------------------------------------------------------- errors
 
 
