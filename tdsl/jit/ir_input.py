@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.dialects.func import FuncOp
 
+    from tdsl.ir_text import OpLocator
+
 Shapes = tuple[tuple[int, ...], ...] | Mapping[str, tuple[int, ...]]
 """Argument shapes: one per argument in order, or by argument name."""
 
@@ -47,22 +49,46 @@ def build_ir(text: str, shapes: Shapes | None, options: JitOptions) -> CompiledK
     """Compile the one ``func.func`` of a module of IR given as text (see
     :func:`build_module`); its ops may come from any dialect an ``xdsl.universe``
     entry point registers."""
-    from xdsl.parser import Parser
     from xdsl.utils.exceptions import ParseError, VerifyException
 
+    from tdsl.ir_text import LocatingParser, OpLocator
+
+    parser = LocatingParser(ir_context(), text, "<ir>")
     try:
-        module = Parser(ir_context(), text, "<ir>").parse_module()
-        module.verify()
+        module = parser.parse_module()
+        _verify(module, OpLocator(parser.op_spans))
     except ParseError as err:  # (at its place in the text)
         raise TdslIRError(f"the IR does not parse: {err.msg}", span_location(err.span)) from None
-    except VerifyException as err:
-        raise TdslIRError(f"the IR does not verify: {err}") from None
+    except VerifyException as err:  # (an attribute or type that does not verify, parsed)
+        where = None if parser.failure_span is None else span_location(parser.failure_span)
+        raise TdslIRError(f"the IR does not verify: {err}", where) from None
     except TdslError:
         raise
     except Exception as err:  # a plain one of xDSL's (an i65 dense value, memref.load's)
         why = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
         raise TdslIRError(f"the IR does not parse or verify: {why}") from None
     return build_module(module, shapes, options, text)
+
+
+def _verify(module: ModuleOp, locator: OpLocator) -> None:
+    """Verify ``module``; an op that does not is a :class:`TdslIRError` at its line (or
+    its nearest enclosing op's), the lines xDSL's constraints add as its note."""
+    from tdsl.ir_text import find_verify_failure, first_line, op_message, verify_module
+
+    try:
+        verify_module(module)
+    except Exception:
+        found = find_verify_failure(module)
+        if found is None:
+            raise
+        op, err = found
+        first, details = first_line(str(err))
+        where, at = None, op
+        while where is None and at is not None:
+            where, at = locator.locate(at), at.parent_op()
+        raise TdslIRError(
+            f"the IR does not verify: {op_message(op, first)}", where, note=details
+        ) from None
 
 
 def build_module(

@@ -12,10 +12,8 @@ environment variable ``TDSL_DEBUG=1`` lets the Python traceback through instead.
 
 The pieces here:
 
-- :class:`LocatingParser`, an xDSL ``Parser`` that remembers where in the text
-  each operation was parsed, so that a verifier error can point at its line;
-- :func:`find_verify_failure`, which finds the operation a ``VerifyException``
-  came from (xDSL's exception does not say);
+- the parser that remembers where operations stand and the search for the one that
+  does not verify, in :mod:`tdsl.ir_text` (``tdsl.compile_ir`` uses them too);
 - the renderers :func:`format_parse_error`, :func:`format_op_error`, and
   :func:`run_tool`, the exit-status policy of both tools.
 """
@@ -24,36 +22,30 @@ from __future__ import annotations
 
 import os
 import re
-import struct
 import sys
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from io import StringIO
 from typing import Any
 
-from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.parser import Parser
 from xdsl.traits import IsolatedFromAbove
 from xdsl.utils.exceptions import (
     ArgSpecParseError,
     DiagnosticException,
     MultipleSpansParseError,
     ParseError,
-    VerifyException,
 )
-from xdsl.utils.lexer import Input, Span
 
 from tdsl.errors import (
-    SourceLocation,
     TdslError,
     TdslWarning,
     format_diagnostic,
     span_location,
     unprintable_op,
 )
+from tdsl.ir_text import OpLocator, find_verify_failure, first_line, op_message
 
 EXIT_USER_ERROR = 1
 """Exit status for an error in the input, the options or the pipeline."""
@@ -115,196 +107,6 @@ def format_arg_spec_error(err: ArgSpecParseError) -> str:
         message = " ".join(line.strip() for line in lines[4:])
         return f"{lines[1]}: error: {message}\n{lines[2]}\n{lines[3].rstrip()}"
     return "error: " + "\n".join(lines)
-
-
-# --------------------------------------------------------------------------- #
-# Remembering where operations were parsed
-# --------------------------------------------------------------------------- #
-
-
-class LocatingParser(Parser):
-    """An MLIR parser that records the span of each operation's name.
-
-    ``op_spans`` maps every parsed operation to the span of its name (the
-    ``tensordsl.add`` of ``%2 = tensordsl.add ...``, or the quoted name of a
-    generic operation).  When building an operation raises a
-    ``VerifyException`` while parsing (an attribute or type that does not
-    verify), ``failure_span`` holds the name span of the innermost operation
-    being parsed.
-    """
-
-    op_spans: dict[Operation, Span[str]]
-    failure_span: Span[str] | None
-    _name_stack: list[Span[str] | None]
-
-    def __init__(self, ctx: Context, text: str, name: str) -> None:
-        super().__init__(ctx, text, name)
-        self.op_spans = {}
-        self.failure_span = None
-        self._name_stack = []
-
-    @property
-    def input(self) -> Input[str]:
-        """The text being parsed."""
-        text_input = self.lexer.input
-        return text_input  # pyright: ignore[reportReturnType]
-
-    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
-        from tdsl.tools.parse_errors import clearer
-
-        try:
-            return super().parse_module(allow_implicit_module)
-        except ParseError as err:
-            better = clearer(self, err)
-            if better is not None:
-                raise better from None
-            raise
-
-    def parse_operation(self) -> Operation:
-        start = self._current_token.span
-        self._name_stack.append(None)
-        try:
-            op = super().parse_operation()
-        except VerifyException:
-            if self.failure_span is None:
-                name_span = self._name_stack[-1]
-                self.failure_span = name_span if name_span is not None else self._as_str(start)
-            raise
-        except (ParseError, TdslError, OverflowError, struct.error):
-            raise  # (an integer xDSL packed unchecked: the reader locates it where it stood)
-        except Exception as err:
-            # xDSL's parsers raise a few plain exceptions (a dense value of an i65 or f80,
-            # a memref.load with one index too many): one located error at the op
-            span = self._name_stack[-1] or self._as_str(start)
-            why = str(err) or type(err).__name__
-            raise ParseError(span, f"'{span.text}' cannot be parsed: {why}") from None
-        finally:
-            name_span = self._name_stack.pop()
-        self.op_spans[op] = name_span if name_span is not None else self._as_str(start)
-        return op
-
-    def _get_op_by_name(self, name: str) -> type[Operation]:
-        # Called right after the name token was consumed: the name is the last
-        # occurrence of ``name`` before the current token (inside quotes for the
-        # generic form).
-        text_input = self.input
-        at = text_input.content.rfind(name, 0, self.pos)
-        name_span = Span(at, at + len(name), text_input) if at >= 0 else None
-        if self._name_stack:
-            self._name_stack[-1] = name_span
-        if (
-            name_span is not None
-            and self.ctx.get_optional_op(name, dialect_stack=self._parser_state.dialect_stack)
-            is None
-            and not self.ctx.allow_unregistered
-        ):
-            self.raise_error(f"Operation {name} is not registered", name_span)
-        return super()._get_op_by_name(name)
-
-    def _as_str(self, span: Span[str] | Span[bytes]) -> Span[str]:
-        return Span(span.start, span.end, self.input)
-
-
-# --------------------------------------------------------------------------- #
-# Verifier errors
-# --------------------------------------------------------------------------- #
-
-
-def verify_module(module: ModuleOp) -> None:
-    """Verify ``module``; an op verifier of xDSL's that raises a plain ``Exception``
-    (``memref.load``'s for a wrong index count) raises a ``VerifyException`` too."""
-    try:
-        module.verify()
-    except DiagnosticException:
-        raise
-    except Exception as err:
-        raise VerifyException(str(err) or type(err).__name__) from None
-
-
-def find_verify_failure(root: Operation) -> tuple[Operation, Exception] | None:
-    """The first operation under ``root`` (innermost first) that does not verify.
-
-    xDSL's ``VerifyException`` does not name the operation it came from, so this
-    verifies every operation on its own, nested operations before their parent.
-    Returns the operation and its error, or ``None`` when everything verifies.
-    """
-    for region in root.regions:
-        for block in region.blocks:
-            for op in block.ops:
-                found = find_verify_failure(op)
-                if found is not None:
-                    return found
-            if not block.ops:
-                try:
-                    block.verify()
-                except Exception as err:  # (a VerifyException, or a plain one of xDSL's)
-                    return root, err
-    try:
-        root.verify(verify_nested_ops=False)
-    except Exception as err:
-        return root, err
-    return None
-
-
-@dataclass(frozen=True)
-class OpLocator:
-    """Finds a source location for an operation.
-
-    Operations parsed from the input text have their name's span; others (made
-    by a frontend) may carry a ``loc("file":line:col)``.  ``line_offset`` shifts
-    the lines of a ``--split-input-file`` chunk.
-    """
-
-    op_spans: dict[Operation, Span[str]]
-    line_offset: int = 0
-    input_name: str | None = None
-    input_text: str | None = None
-
-    def locate(self, op: Operation) -> SourceLocation | None:
-        """The location of ``op`` itself, if it has one.
-
-        An op a pass built (a ``kernel.fused`` group) that has neither a span in
-        the input nor a file location is placed at the last op of its body
-        that has one: a group is where its result is computed, as the pass
-        gives it that op's ``loc``.
-        """
-        span = self.op_spans.get(op)
-        if span is not None:
-            return span_location(span, self.line_offset)
-        loc = op.location
-        if isinstance(loc, FileLineColLoc):
-            return self.file_location(loc.filename.data, loc.line.data, loc.column.data)
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in reversed(list(block.ops)):
-                    found = self.locate(inner)
-                    if found is not None:
-                        return found
-        return None
-
-    def file_location(self, file: str, line: int, column: int) -> SourceLocation:
-        """``file:line:col`` with its source line (from the input text or the file, if it reads)."""
-        source_line: str | None = None
-        lines: list[str] | None = None
-        if self.input_text is not None and file == self.input_name:
-            lines = self.input_text.split("\n")
-        else:
-            try:
-                with open(file, encoding="utf-8") as stream:
-                    lines = stream.read().split("\n")
-            except (OSError, UnicodeDecodeError):
-                lines = None
-        if lines is not None and 1 <= line <= len(lines):
-            source_line = lines[line - 1]
-        return SourceLocation(file, line, max(1, column), 1, source_line)
-
-
-def op_message(op: Operation, message: str) -> str:
-    """Prefix ``message`` with ``'op.name' op`` (the MLIR style) unless it names the op."""
-    message = message.strip()
-    if op.name in message:
-        return message
-    return f"'{op.name}' op {message}"
 
 
 def _short_op_text(op: Operation, max_lines: int = 12) -> str:
@@ -426,14 +228,6 @@ def emit_checked(emit: Callable[[ModuleOp], Any], module: ModuleOp, locator: OpL
         if found is not None:
             raise DriverError(format_op_error(found[0], found[1], locator)) from err
         raise
-
-
-def first_line(message: str) -> tuple[str, str | None]:
-    """A message's first line, and the rest (the lines xDSL's constraints add,
-    "Underlying verification failure: ..."), which follow the source line as a note."""
-    first, *more = message.strip().splitlines() or [""]
-    rest = "\n".join(line for line in more if line.strip())
-    return first, rest or None
 
 
 def format_verify_error(

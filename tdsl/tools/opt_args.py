@@ -23,7 +23,8 @@ from xdsl.passes import ModulePass
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from tdsl.errors import format_diagnostic
-from tdsl.tools.diagnostics import DriverError, LocatingParser, OpLocator
+from tdsl.ir_text import LocatingParser, OpLocator
+from tdsl.tools.diagnostics import DriverError
 from tdsl.tools.opt_help import XDSL_PASS_FLAGS, HelpAction
 from tdsl.tools.timing import PhaseTimes
 from tdsl.universe import TDSL_OPT_TARGETS, TDSL_PASSES

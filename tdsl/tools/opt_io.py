@@ -21,11 +21,10 @@ from xdsl.frontend.mlir import MLIRFrontend
 from xdsl.utils.arg_spec import parse_spec
 from xdsl.utils.target import Target
 
+from tdsl.ir_text import LocatingParser, OpLocator
 from tdsl.tools.diagnostics import (
     DominanceError,
     DriverError,
-    LocatingParser,
-    OpLocator,
     find_huge_extent,
     find_use_before_def,
     format_op_error,

@@ -60,19 +60,17 @@ from xdsl.utils.exceptions import (
 from xdsl.utils.target import Target
 
 from tdsl.errors import TdslError, format_diagnostic, internal_error
+from tdsl.ir_text import OpLocator, first_line, verify_module
 from tdsl.tools.diagnostics import (
     DominanceError,
     DriverError,
-    OpLocator,
     emit_checked,
-    first_line,
     format_arg_spec_error,
     format_parse_error,
     format_verify_error,
     print_error,
     run_tool,
     span_location,
-    verify_module,
 )
 from tdsl.tools.opt_args import check_options, pass_flag_aliases, unanchor_pipeline
 from tdsl.tools.opt_io import OptIO, exact_mlir_target

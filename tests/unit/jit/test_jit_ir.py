@@ -85,7 +85,7 @@ I65_IR = """func.func @main(%a: tensor<4xi64>) -> tensor<4xi64> {
             "them: axis 1 is out of range for rank 1",
         ),
         # (xDSL cannot pack an i65 dense value: its parser raises NotImplementedError)
-        (I65_IR, None, TdslIRError, "does not parse or verify: NotImplementedError"),
+        (I65_IR, None, TdslIRError, "'tensordsl.constant' cannot be parsed: Format not"),
     ],
 )
 def test_bad_ir_and_shapes_are_tdsl_errors(
@@ -109,6 +109,51 @@ def test_ir_that_does_not_parse_is_a_located_error() -> None:
     assert caught.value.message.startswith("the IR does not parse: ")
     assert "tensor<6x3xf64>" in caught.value.message or "tensor<6x3xf32>" in caught.value.message
     assert str(caught.value).startswith(f"<ir>:{location.line}:{location.column}: error: ")
+
+
+FUSED_IR = """func.func @main(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = kernel.fused(%x, %y) group "g0" budget 1000000 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%x_1: tensor<4xf32>, %y_1: tensor<4xf32>):
+    %1 = tensordsl.exp %x_1 : tensor<4xf32>
+    %2 = tensordsl.add %1, %y_1 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    kernel.yield %2 : tensor<4xf32>
+  }
+  func.return %0 : tensor<4xf32>
+}"""
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        (  # an op at the top
+            IR.replace("tensordsl.mean", "tensordsl.max").replace("axis = 1", "axis = 2"),
+            None,
+            "'tensordsl.max' op",
+        ),
+        (  # an op inside a group's body
+            FUSED_IR.replace("%y: tensor<4xf32>", "%y: tensor<3xf32>")
+            .replace("%y_1: tensor<4xf32>", "%y_1: tensor<3xf32>")
+            .replace("(tensor<4xf32>, tensor<4xf32>)", "(tensor<4xf32>, tensor<3xf32>)"),
+            5,
+            "'tensordsl.add' op",
+        ),
+    ],
+)
+def test_ir_that_does_not_verify_is_a_located_error(
+    text: str, line: int | None, message: str
+) -> None:
+    """IR text whose op does not verify is an error at that op's name, with its line and
+    a caret, naming the op (it was xDSL's message alone, with no location)."""
+    with pytest.raises(TdslIRError) as caught:
+        JITTensorKernel(threads=1).compile_ir(text)
+    location = caught.value.location
+    assert location is not None and location.file == "<ir>"
+    assert caught.value.message.startswith(f"the IR does not verify: {message}")
+    name = message.split("'")[1]
+    if line is not None:
+        assert location.line == line
+    assert location.source_line == text.splitlines()[location.line - 1]
+    assert location.source_line[location.column - 1 :].startswith(name)
 
 
 @pytest.mark.parametrize("stage", ["fused", "tiled"])

@@ -13,18 +13,15 @@ from xdsl.utils.lexer import Input, Span
 
 from tdsl.dialects import tensordsl as td
 from tdsl.errors import TdslTypeError
+from tdsl.ir_text import LocatingParser, OpLocator, find_verify_failure, op_message
 from tdsl.tools.diagnostics import (
     EXIT_INTERNAL_ERROR,
     EXIT_USER_ERROR,
     DriverError,
-    LocatingParser,
-    OpLocator,
-    find_verify_failure,
     format_arg_spec_error,
     format_op_error,
     format_parse_error,
     internal_error_text,
-    op_message,
     run_tool,
     span_location,
     user_error_text,
