@@ -9,6 +9,9 @@
   condition that holds taking precedence, in the dtype NumPy 2 gives (the choices and
   the default, Python numbers weak), with NumPy's errors for lists of different
   lengths and a condition that is not boolean (NumPy itself refuses empty lists).
+- ``np.heaviside(x1, x2)``: ``where`` of comparisons, as NumPy's C loop picks: ``x1``
+  itself where it is nan, 0 where it is negative, 1 where positive, ``x2`` where it is
+  zero (either sign), in the float loop NumPy resolves (integers in ``float64``).
 
 (Registered in :data:`tdsl.jit.trace_compose.COMPOSED`.)
 """
@@ -22,6 +25,7 @@ import numpy as np
 
 from tdsl.jit.trace_args import as_array
 from tdsl.jit.trace_names import trace_error
+from tdsl.jit.trace_ufuncs import loop_operands
 
 _PI32 = np.float32(np.pi)
 _TO_RADIANS = (np.float64(np.pi / 180), np.float32(_PI32 / np.float32(180)))
@@ -45,6 +49,14 @@ def _scaled(name: str, factors: tuple[np.float64, np.float32]) -> Callable[[Any]
 
     scaled.__name__ = name
     return scaled
+
+
+def heaviside(x1: Any, x2: Any) -> Any:
+    """``np.heaviside``: the step function, ``x2`` at zero, nan at nan."""
+    (x, at_zero), (out,) = loop_operands(np.heaviside, (x1, x2))
+    x, at_zero = as_array(x), as_array(at_zero)
+    step = np.where(x < 0, out.type(0), np.where(x > 0, out.type(1), at_zero))
+    return np.where(np.isnan(x), x, step)
 
 
 def _dtype_of(value: Any) -> Any:
@@ -90,6 +102,7 @@ SELECT: dict[str, Callable[..., Any]] = {
     "np.rad2deg": _scaled("rad2deg", _TO_DEGREES),
     "np.degrees": _scaled("degrees", _TO_DEGREES),
     "np.select": select,
+    "np.heaviside": heaviside,
 }
 """The functions above, by their name under ``np``."""
 

@@ -55,11 +55,13 @@ def ufunc_method(name: str, method: str, inputs: Sequence[Any], kwargs: dict[str
     return getattr(np, function)(operand, **kwargs)
 
 
-def ufunc_with_dtype(ufunc: np.ufunc, inputs: Sequence[Any], dtype: Any) -> Any:
-    """``ufunc(*inputs, dtype=dtype)``: the loop NumPy resolves for that output dtype
-    (``casting="same_kind"``, as a ufunc call's), each operand cast to its input type, and
-    the ufunc on them; NumPy's error where it has no such loop or cast."""
-    name, wanted = ufunc.__name__, np.dtype(dtype)
+def loop_operands(
+    ufunc: np.ufunc, inputs: Sequence[Any], dtype: Any = None
+) -> tuple[list[Any], tuple[np.dtype[Any], ...]]:
+    """The operands of ``ufunc(*inputs)`` cast to the input types of the loop NumPy
+    resolves (for output dtype ``dtype``, ``casting="same_kind"``, where given), and
+    that loop's output types; NumPy's error where it has no such loop or cast."""
+    name = ufunc.__name__
     kinds: list[Any] = [
         np.dtype(np.bool_) if type(x) is bool
         else type(x) if type(x) in (int, float)
@@ -67,6 +69,7 @@ def ufunc_with_dtype(ufunc: np.ufunc, inputs: Sequence[Any], dtype: Any) -> Any:
         else np.asarray(x).dtype
         for x in inputs
     ]  # fmt: skip
+    wanted = None if dtype is None else np.dtype(dtype)
     try:
         loop = ufunc.resolve_dtypes(
             (*kinds, *(None,) * ufunc.nout),
@@ -80,12 +83,20 @@ def ufunc_with_dtype(ufunc: np.ufunc, inputs: Sequence[Any], dtype: Any) -> Any:
             for x, t in zip(inputs, loop, strict=False)
         ]  # fmt: skip
     except (TypeError, ValueError, OverflowError) as err:
-        trace_error(f"`np.{name}` with dtype={wanted.name}: {err} (NumPy's error)")
+        given = "" if wanted is None else f" with dtype={wanted.name}"
+        trace_error(f"`np.{name}`{given}: {err} (NumPy's error)")
+    return operands, loop[ufunc.nin :]
+
+
+def ufunc_with_dtype(ufunc: np.ufunc, inputs: Sequence[Any], dtype: Any) -> Any:
+    """``ufunc(*inputs, dtype=dtype)``: the loop NumPy resolves for that output dtype
+    (``casting="same_kind"``, as a ufunc call's), each operand cast to its input type, and
+    the ufunc on them; NumPy's error where it has no such loop or cast."""
+    operands, outputs = loop_operands(ufunc, inputs, dtype)
     result = ufunc(*operands)
-    outputs = loop[ufunc.nin :]
     if ufunc.nout == 1:
         return result if result.dtype == outputs[0] else result.astype(outputs[0])
     return tuple(r if r.dtype == t else r.astype(t) for r, t in zip(result, outputs, strict=True))
 
 
-__all__ = ["ufunc_method", "ufunc_with_dtype"]
+__all__ = ["loop_operands", "ufunc_method", "ufunc_with_dtype"]

@@ -112,6 +112,21 @@ GROUPS: dict[str, tuple[Callable[..., Any], tuple[Array, ...]]] = {
         ),
         (X, I, B, H),
     ),
+    # np.heaviside: the step NumPy's loop takes, nan kept, either zero giving x2, in the
+    # float loop NumPy resolves (refused before)
+    "heaviside": (
+        lambda x, i, b, h, v: (
+            np.heaviside(x, 0.5),
+            np.heaviside(x, x[::-1]),
+            np.heaviside(x, v),
+            np.heaviside(i, 0.5),
+            np.heaviside(i, i),
+            np.heaviside(h, np.float16(-0.0)),
+            np.heaviside(0.0, v),
+            np.heaviside(b, 2),
+        ),
+        (X, I, B, H, V),
+    ),
     # reductions with `initial=` (refused before; found by fuzzing): integer sums and
     # products, whose order does not matter, and float extremes
     "reductions with initial": (
