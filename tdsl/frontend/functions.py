@@ -123,7 +123,6 @@ NUMPY_ALIASES: dict[str, str] = {
     "logical_xor": "`not_equal` (on booleans)",
     "dot": "`matmul` (or `@`; the same for 1-d and 2-d operands)",
     "average": "`mean`",
-    "exp2": "`2 ** x`",
     "square_root": "`sqrt`",
 }
 """NumPy functions the language has under another spelling: what to write, as messages

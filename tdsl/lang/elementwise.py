@@ -150,6 +150,11 @@ def log2(x: Operand) -> Array:
     return _call("log2", (x,))
 
 
+def exp2(x: Operand) -> Array:
+    """``2**x`` element-wise (``np.exp2``)."""
+    return _call("exp2", (x,))
+
+
 def expm1(x: Operand) -> Array:
     """``exp(x) - 1`` element-wise, accurate near 0."""
     return _call("expm1", (x,))
@@ -357,6 +362,7 @@ __all__ = [
     "equal",
     "erf",
     "exp",
+    "exp2",
     "expm1",
     "floor",
     "floor_divide",

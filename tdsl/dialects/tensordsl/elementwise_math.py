@@ -291,6 +291,21 @@ class Log2Op(UnaryOp):
 
 
 @irdl_op_definition
+class Exp2Op(UnaryOp):
+    """``2**x`` element-wise (``np.exp2``).
+
+    ```mlir
+    %1 = tensordsl.exp2 %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.exp2"
+    FUNCTION: ClassVar[str | None] = "exp2"
+    NUMPY_UFUNC: ClassVar[str | None] = "exp2"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.Exp2Op
+
+
+@irdl_op_definition
 class Expm1Op(UnaryOp):
     """``exp(x) - 1`` element-wise, accurate near 0.
 

@@ -59,6 +59,7 @@ UNARY: dict[str, Callable[[Array], Array]] = {
     "log1p": np.log1p,
     "log10": np.log10,
     "log2": np.log2,
+    "exp2": np.exp2,
     "expm1": np.expm1,
     "erf": _erf,
     "ceil": np.ceil,

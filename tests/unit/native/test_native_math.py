@@ -35,7 +35,7 @@ N = 1 << 14
 
 NUMPY: dict[str, Callable[..., Any]] = {
     "exp": np.exp, "expm1": np.expm1, "log": np.log, "log1p": np.log1p, "tanh": np.tanh,
-    "sinh": np.sinh, "cosh": np.cosh, "log2": np.log2, "log10": np.log10, "sqrt": np.sqrt,
+    "sinh": np.sinh, "cosh": np.cosh, "log2": np.log2, "exp2": np.exp2, "log10": np.log10, "sqrt": np.sqrt,
     "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
     "atan": np.arctan, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
     "absf": np.abs, "ceil": np.ceil, "floor": np.floor, "trunc": np.trunc,
@@ -56,6 +56,7 @@ def inputs(name: str, dtype: Any) -> np.ndarray:
         "sinh": RNG.uniform(-big - 3, big + 3, N) * spread,
         "cosh": RNG.uniform(-big - 3, big + 3, N) * spread,
         "erf": RNG.uniform(-7, 7, N) * spread,
+        "exp2": RNG.uniform(-1.5 * big - 80, 1.5 * big + 8, N),
     }  # fmt: skip
     x = ranges.get(name, RNG.uniform(-3, 3, N) * spread)
     info = np.finfo(dtype)
@@ -99,7 +100,7 @@ def test_polynomial_approximations_within_stated_ulp(name: str, dtype: Any) -> N
     assert errors[worst] <= bound, f"{name}({x[worst]!r}) = {result[worst]!r}, ref {ref[worst]!r}"
 
 
-LIBM = ["log2", "log10", "sqrt", "rsqrt", "tan", "asin", "acos", "atan", "asinh", "acosh",
+LIBM = ["log2", "exp2", "log10", "sqrt", "rsqrt", "tan", "asin", "acos", "atan", "asinh", "acosh",
         "atanh", "absf", "ceil", "floor", "trunc", "roundeven"]  # fmt: skip
 EXACT = {"sqrt", "absf", "ceil", "floor", "trunc", "roundeven"}
 
