@@ -146,7 +146,6 @@ NUMPY_MISSING: dict[str, str] = {
     "nanmean": "use sum(where(isnan(x), 0.0, x)) / sum(where(isnan(x), 0.0, 1.0))",
     "nanmax": "use max(where(isnan(x), -inf, x))",
     "nanmin": "use min(where(isnan(x), inf, x))",
-    "cbrt": "use sign(x) * abs(x) ** (1 / 3) (not exact to the last bit)",
     "divmod": "use the quotient `x // d` and the remainder `x % d`",
     "float_power": "use power(astype(x, f64), y)",
     "heaviside": "use where(x < 0, 0.0, where(x > 0, 1.0, h)), nan where isnan(x)",

@@ -54,7 +54,7 @@ from tdsl.dialects.structured import ReductionOp, ScanOp, tensor_shape
 HEAVY_OPS = frozenset(
     f"tensordsl.{name}"
     for name in (
-        "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "tanh", "sinh", "cosh", "sin",
+        "exp", "exp2", "cbrt", "expm1", "log", "log2", "log10", "log1p", "tanh", "sinh", "cosh", "sin",
         "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "arcsinh", "arccosh",
         "arctanh", "erf", "power", "sigmoid", "softmax", "log_softmax", "logaddexp",
         "logsumexp", "hypot",

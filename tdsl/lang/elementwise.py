@@ -155,6 +155,11 @@ def exp2(x: Operand) -> Array:
     return _call("exp2", (x,))
 
 
+def cbrt(x: Operand) -> Array:
+    """The cube root element-wise (``np.cbrt``; negative for a negative ``x``)."""
+    return _call("cbrt", (x,))
+
+
 def expm1(x: Operand) -> Array:
     """``exp(x) - 1`` element-wise, accurate near 0."""
     return _call("expm1", (x,))
@@ -352,6 +357,7 @@ __all__ = [
     "bitwise_and",
     "bitwise_or",
     "bitwise_xor",
+    "cbrt",
     "ceil",
     "clip",
     "conj",

@@ -306,6 +306,21 @@ class Exp2Op(UnaryOp):
 
 
 @irdl_op_definition
+class CbrtOp(UnaryOp):
+    """The cube root element-wise (``np.cbrt``; negative for a negative ``x``).
+
+    ```mlir
+    %1 = tensordsl.cbrt %0 : tensor<4x8xf32>
+    ```
+    """
+
+    name = "tensordsl.cbrt"
+    FUNCTION: ClassVar[str | None] = "cbrt"
+    NUMPY_UFUNC: ClassVar[str | None] = "cbrt"
+    SCALAR_OP: ClassVar[ScalarOpBuilder | None] = xmath.CbrtOp
+
+
+@irdl_op_definition
 class Expm1Op(UnaryOp):
     """``exp(x) - 1`` element-wise, accurate near 0.
 

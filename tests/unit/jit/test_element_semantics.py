@@ -60,6 +60,7 @@ UNARY: dict[str, Callable[[Array], Array]] = {
     "log10": np.log10,
     "log2": np.log2,
     "exp2": np.exp2,
+    "cbrt": np.cbrt,
     "expm1": np.expm1,
     "erf": _erf,
     "ceil": np.ceil,

@@ -14,7 +14,7 @@ from tdsl.errors import TdslIRError, TdslOptionError
 from .kernels import chain_2d, context, elementwise_1d, lower, parse, row_sum_exp
 
 UNARY_MATH = [
-    "exp", "expm1", "log", "log1p", "tanh", "sinh", "cosh", "log2", "exp2", "log10", "sqrt",
+    "exp", "expm1", "log", "log1p", "tanh", "sinh", "cosh", "log2", "exp2", "cbrt", "log10", "sqrt",
     "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "asinh", "acosh", "atanh",
     "absf", "ceil", "floor", "trunc", "roundeven",
 ]  # fmt: skip

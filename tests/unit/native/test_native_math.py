@@ -35,7 +35,7 @@ N = 1 << 14
 
 NUMPY: dict[str, Callable[..., Any]] = {
     "exp": np.exp, "expm1": np.expm1, "log": np.log, "log1p": np.log1p, "tanh": np.tanh,
-    "sinh": np.sinh, "cosh": np.cosh, "log2": np.log2, "exp2": np.exp2, "log10": np.log10, "sqrt": np.sqrt,
+    "sinh": np.sinh, "cosh": np.cosh, "log2": np.log2, "exp2": np.exp2, "cbrt": np.cbrt, "log10": np.log10, "sqrt": np.sqrt,
     "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
     "atan": np.arctan, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
     "absf": np.abs, "ceil": np.ceil, "floor": np.floor, "trunc": np.trunc,
@@ -100,7 +100,7 @@ def test_polynomial_approximations_within_stated_ulp(name: str, dtype: Any) -> N
     assert errors[worst] <= bound, f"{name}({x[worst]!r}) = {result[worst]!r}, ref {ref[worst]!r}"
 
 
-LIBM = ["log2", "exp2", "log10", "sqrt", "rsqrt", "tan", "asin", "acos", "atan", "asinh", "acosh",
+LIBM = ["log2", "exp2", "cbrt", "log10", "sqrt", "rsqrt", "tan", "asin", "acos", "atan", "asinh", "acosh",
         "atanh", "absf", "ceil", "floor", "trunc", "roundeven"]  # fmt: skip
 EXACT = {"sqrt", "absf", "ceil", "floor", "trunc", "roundeven"}
 

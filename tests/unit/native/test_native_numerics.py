@@ -309,7 +309,7 @@ def special_values(dtype: Any) -> list[float]:
 
 EXACT_UNARY = ["abs", "ceil", "floor", "trunc", "round", "neg", "relu", "square", "sqrt",
                "reciprocal", "sign", "copy"]  # fmt: skip
-INEXACT_UNARY = ["exp", "exp2", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan",
+INEXACT_UNARY = ["exp", "exp2", "cbrt", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan",
                  "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
                  "arctanh"]  # fmt: skip
 EXACT_BINARY = ["+", "-", "*", "/", "maximum", "minimum", "copysign", "fmod", "nextafter"]
