@@ -12,6 +12,8 @@
 - ``np.heaviside(x1, x2)``: ``where`` of comparisons, as NumPy's C loop picks: ``x1``
   itself where it is nan, 0 where it is negative, 1 where positive, ``x2`` where it is
   zero (either sign), in the float loop NumPy resolves (integers in ``float64``).
+- ``np.float_power(x1, x2)``: ``power`` in the loop NumPy resolves (``float64`` for
+  real operands).
 
 (Registered in :data:`tdsl.jit.trace_compose.COMPOSED`.)
 """
@@ -59,6 +61,12 @@ def heaviside(x1: Any, x2: Any) -> Any:
     return np.where(np.isnan(x), x, step)
 
 
+def float_power(x1: Any, x2: Any) -> Any:
+    """``np.float_power``: ``power`` of the operands cast to its loop's type (float64)."""
+    (base, exponent), _ = loop_operands(np.float_power, (x1, x2))
+    return np.power(base, exponent)
+
+
 def _dtype_of(value: Any) -> Any:
     """What ``np.result_type`` reads for a choice or the default of ``np.select``: a Python
     number itself (weak), else its dtype."""
@@ -103,6 +111,7 @@ SELECT: dict[str, Callable[..., Any]] = {
     "np.degrees": _scaled("degrees", _TO_DEGREES),
     "np.select": select,
     "np.heaviside": heaviside,
+    "np.float_power": float_power,
 }
 """The functions above, by their name under ``np``."""
 

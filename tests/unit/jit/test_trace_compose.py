@@ -805,3 +805,27 @@ def test_nanmean_of_a_slice_of_nan_raises_no_floating_point_error(jit_target: st
     assert traced.kernels[0].target == jit_target
     for g, w in zip(got, want, strict=True):
         same(g, w)
+
+
+def test_float_power_is_power_in_float64(jit_target: str) -> None:
+    """``np.float_power`` (refused before) is ``power`` in the loop NumPy resolves,
+    float64 for real operands: NumPy's dtype, shape, nan and infinities, and its values
+    within the native ``pow``'s bound of 1 ulp in float64 (docs/native.md)."""
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-3, 3, 64).astype(np.float32)
+    y = rng.uniform(-3, 3, 64).astype(np.float32)
+    x[:6], y[:6] = [0.0, -0.0, np.inf, -np.inf, np.nan, -2.0], [2.0, -1.0, 0.5, 3.0, 1.0, 0.5]
+    i = rng.integers(-5, 5, 64)
+
+    def fn(x: Any, y: Any, i: Any) -> Any:
+        return np.float_power(x, y), np.float_power(x, i), np.float_power(i, 2)
+
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        results = zip(tdsl.trace(fn)(x, y, i), fn(x, y, i), strict=True)
+        for got, want in results:
+            assert (got.dtype, got.shape) == (np.float64, want.shape)
+            finite = np.isfinite(want)
+            assert np.array_equal(got[~finite], want[~finite], equal_nan=True)
+            ulps = np.abs(got[finite] - want[finite]) / np.spacing(np.abs(want[finite]))
+            assert ulps.max() <= 1.0
