@@ -232,7 +232,7 @@ def ufunc_operand(name: str, value: Any) -> Any:
 
 def missing_hint(name: str) -> str | None:
     """Why NumPy's function ``name`` is not in the language, or what to write instead
-    (``np.divmod``: the quotient and the remainder), as docs/from-numpy.md's tables say; None if neither."""
+    (``np.median``: sorting is not in the language), as docs/from-numpy.md's tables say; None if neither."""
     from tdsl.frontend.functions import NUMPY_ALIASES, NUMPY_MISSING
 
     if name in NUMPY_MISSING:

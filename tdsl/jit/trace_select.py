@@ -14,6 +14,7 @@
   zero (either sign), in the float loop NumPy resolves (integers in ``float64``).
 - ``np.float_power(x1, x2)``: ``power`` in the loop NumPy resolves (``float64`` for
   real operands).
+- ``np.divmod(x1, x2)``: ``(x1 // x2, x1 % x2)``, NumPy's loops computing both alike.
 
 (Registered in :data:`tdsl.jit.trace_compose.COMPOSED`.)
 """
@@ -67,6 +68,12 @@ def float_power(x1: Any, x2: Any) -> Any:
     return np.power(base, exponent)
 
 
+def divmod_(x1: Any, x2: Any) -> Any:
+    """``np.divmod``: the floor quotient and the remainder, as NumPy's ``floor_divide`` and
+    ``remainder`` give them (its divmod loop is theirs)."""
+    return np.floor_divide(x1, x2), np.remainder(x1, x2)
+
+
 def _dtype_of(value: Any) -> Any:
     """What ``np.result_type`` reads for a choice or the default of ``np.select``: a Python
     number itself (weak), else its dtype."""
@@ -112,6 +119,7 @@ SELECT: dict[str, Callable[..., Any]] = {
     "np.select": select,
     "np.heaviside": heaviside,
     "np.float_power": float_power,
+    "np.divmod": divmod_,
 }
 """The functions above, by their name under ``np``."""
 

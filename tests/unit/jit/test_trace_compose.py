@@ -113,8 +113,9 @@ GROUPS: dict[str, tuple[Callable[..., Any], tuple[Array, ...]]] = {
         (X, I, B, H),
     ),
     # np.heaviside: the step NumPy's loop takes, nan kept, either zero giving x2, in the
-    # float loop NumPy resolves (refused before)
-    "heaviside": (
+    # float loop NumPy resolves; np.divmod: floor_divide's and remainder's results, as
+    # NumPy's loop gives both (refused before)
+    "heaviside and divmod": (
         lambda x, i, b, h, v: (
             np.heaviside(x, 0.5),
             np.heaviside(x, x[::-1]),
@@ -124,6 +125,10 @@ GROUPS: dict[str, tuple[Callable[..., Any], tuple[Array, ...]]] = {
             np.heaviside(h, np.float16(-0.0)),
             np.heaviside(0.0, v),
             np.heaviside(b, 2),
+            *np.divmod(x, v),
+            *np.divmod(i, 3),
+            *np.divmod(i, i[::-1]),
+            np.divmod(x, 0.75)[1],
         ),
         (X, I, B, H, V),
     ),
