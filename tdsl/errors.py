@@ -215,15 +215,16 @@ _COLLECTING: ContextVar[tuple[tuple[list[TdslWarning], tuple[type[TdslWarning], 
 
 def warn(warning: TdslWarning, stacklevel: int = 2) -> None:
     """Give ``warning`` as :func:`warnings.warn` does, and add it to the lists of the
-    :func:`collecting_warnings` blocks this thread (or task) is in, any of which may hold
-    it back.  Unlike ``warnings.catch_warnings``, collecting changes no process-wide
-    filter: a compile in one thread neither sees nor swallows another thread's warnings."""
-    held = False
-    for seen, hold in _COLLECTING.get():
+    :func:`collecting_warnings` blocks this thread (or task) is in, innermost first, up
+    to the first that holds it back (the blocks outside it never see it, as the
+    caller does not).  Unlike ``warnings.catch_warnings``, collecting changes no
+    process-wide filter: a compile in one thread neither sees nor swallows another
+    thread's warnings."""
+    for seen, hold in reversed(_COLLECTING.get()):
         seen.append(warning)
-        held = held or isinstance(warning, hold)
-    if not held:
-        warnings.warn(warning, stacklevel=stacklevel + 1)
+        if isinstance(warning, hold):
+            return
+    warnings.warn(warning, stacklevel=stacklevel + 1)
 
 
 @contextlib.contextmanager

@@ -67,6 +67,7 @@ from tdsl.jit.compiled import CompiledKernel
 from tdsl.jit.decorator import jit_options
 from tdsl.jit.options import JitOptions
 from tdsl.jit.trace_names import holds_traced
+from tdsl.jit.trace_places import at_user_lines
 from tdsl.jit.tracer import Trace, Tracer
 
 
@@ -335,12 +336,11 @@ class Traced:
             kernel_name = f"traced_{kernel_name}"
         program = trace.program(kernel_name, outputs)
         jit = self._jit or default_jit()
-        kernel = jit.compile(
-            program,
-            kernel=kernel_name,
-            filename=f"<trace of {self.name}>",
-            options=self._options,
-        )
+        filename = f"<trace of {self.name}>"
+        with at_user_lines(filename, trace.lines, trace.places):
+            kernel = jit.compile(
+                program, kernel=kernel_name, filename=filename, options=self._options
+            )
         errstate = _own_errstate(outside, trace.errstates)
         captured = tuple(
             (n, a.astype(a.dtype.newbyteorder("="), copy=False)) for n, a in trace.captured

@@ -3,6 +3,7 @@ dtypes, ufuncs and functions, the user's line an error points at, literals."""
 
 from __future__ import annotations
 
+import contextlib
 import linecache
 import os
 import sys
@@ -16,6 +17,7 @@ from tdsl.errors import SourceLocation, TdslCallError, TdslError, TdslTypeError
 
 _TDSL_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__))
+_STDLIB_DIR = os.path.dirname(os.path.abspath(contextlib.__file__))
 
 
 UFUNC_OPERATORS = {
@@ -101,11 +103,14 @@ NO_VALUES = (
 
 
 def user_location() -> SourceLocation | None:
-    """Where the user's code is: the innermost frame outside tdsl and NumPy."""
+    """Where the user's code is: the innermost frame outside tdsl, NumPy and Python's
+    standard library (``contextlib``'s, around a compile)."""
     frame = sys._getframe(1)  # pyright: ignore[reportPrivateUsage]
     while frame is not None:
         path = os.path.abspath(frame.f_code.co_filename)
-        if not path.startswith((_TDSL_DIR, _NUMPY_DIR)) and not path.startswith("<frozen"):
+        library = path.startswith(_STDLIB_DIR) and "-packages" not in path
+        ours = path.startswith((_TDSL_DIR, _NUMPY_DIR))
+        if not ours and not library and not frame.f_code.co_filename.startswith("<frozen"):
             text = linecache.getline(path, frame.f_lineno)
             stripped = text.strip()
             column = len(text) - len(text.lstrip()) + 1 if stripped else 1
@@ -338,7 +343,14 @@ def literal(value: Any) -> str:
     return repr(value)
 
 
+DATA_DEPENDENT = frozenset(
+    {"nonzero", "argwhere", "flatnonzero", "unique", "extract", "compress", "trim_zeros"}
+)
+"""Functions whose result's shape depends on the values (no kernel has a static one)."""
+
+
 __all__ = [
+    "DATA_DEPENDENT",
     "FUNCTION_NAMES",
     "NO_VALUES",
     "UFUNC_NAMES",

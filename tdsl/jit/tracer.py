@@ -26,10 +26,11 @@ from typing import Any, NoReturn
 import numpy as np
 
 from tdsl.dtypes import type_str
-from tdsl.errors import TdslCallError, TdslError
+from tdsl.errors import SourceLocation, TdslCallError, TdslError
 from tdsl.jit.trace_args import list_operands
 from tdsl.jit.trace_compose import COMPOSED
 from tdsl.jit.trace_names import (
+    DATA_DEPENDENT,
     FUNCTION_NAMES,
     NO_VALUES,
     UFUNC_NAMES,
@@ -59,6 +60,8 @@ class Trace:
 
     inputs: list[tuple[str, tuple[int, ...], np.dtype[Any]]] = field(default_factory=list)
     lines: list[str] = field(default_factory=list[str])
+    places: list[SourceLocation | None] = field(default_factory=list[SourceLocation | None])
+    """Where in the user's code each line was traced."""
     errstates: list[dict[str, str]] = field(default_factory=list[dict[str, str]])
     """``np.geterr()`` as each line was traced, in order (the function's ``np.errstate``)."""
     captured: list[tuple[str, np.ndarray[Any, Any]]] = field(default_factory=list)
@@ -134,6 +137,7 @@ class Trace:
         fn = next(op for op in module.ops if isinstance(op, func.FuncOp))
         outputs = fn.function_type.outputs.data
         self.lines.append(f"{', '.join(names)} = {expr}")
+        self.places.append(where)
         self.errstates.append({k: str(v) for k, v in np.geterr().items()})
         tracers = [
             Tracer(self, n, tensor_shape(t), numpy_dtype(t))
@@ -456,11 +460,6 @@ def spell(trace: Trace, value: Any) -> str:
 
 # --------------------------------------------------------------------------- NumPy functions
 
-DATA_DEPENDENT = frozenset(
-    {"nonzero", "argwhere", "flatnonzero", "unique", "extract", "compress", "trim_zeros"}
-)
-"""Functions whose result's shape depends on the values (no kernel has a static one)."""
-
 
 def _operands(trace: Trace, values: Any) -> list[Tracer]:
     """The tracers among ``values`` (nested in tuples, lists and dicts)."""
@@ -597,4 +596,4 @@ def subscript(tracer: Tracer, key: Any) -> Tracer:
     return trace.emit(f"{tracer.name}[{text}]", operands)[0]
 
 
-__all__ = ["DATA_DEPENDENT", "Trace", "Tracer", "as_operand", "call_function", "spell", "subscript"]
+__all__ = ["Trace", "Tracer", "as_operand", "call_function", "spell", "subscript"]

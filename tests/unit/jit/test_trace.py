@@ -8,6 +8,7 @@ import inspect
 import pickle
 import re
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,13 @@ import numpy as np
 import pytest
 
 import tdsl
-from tdsl.errors import TdslCallError, TdslError, TdslTypeError
+from tdsl.errors import (
+    TdslBudgetWarning,
+    TdslCallError,
+    TdslError,
+    TdslLoopsBudgetWarning,
+    TdslTypeError,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples"))
 from gpt2_numpy import gpt2, random_params
@@ -444,6 +451,73 @@ def test_an_empty_list_index_is_an_empty_gather() -> None:
 def _line_of(fn, text: str) -> int:
     lines, first = inspect.getsourcelines(fn)
     return first + next(i for i, line in enumerate(lines) if i and text in line)
+
+
+def _exp_matmul(x):
+    y = np.exp(x)
+    return y @ x.T
+
+
+def _block(x, w1, w2):
+    h = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + 1e-6)
+    return x + ((h @ w1) * (h @ w1 * 0.5)) @ w2
+
+
+def _block_args() -> tuple[Any, ...]:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((16, 32)).astype(np.float32)
+    w1 = (rng.standard_normal((32, 128)) * 0.1).astype(np.float32)
+    return x, w1, (rng.standard_normal((128, 32)) * 0.1).astype(np.float32)
+
+
+def test_a_pass_error_in_the_compile_is_at_the_users_line() -> None:
+    """An error a pass gives about an op of the trace's program (here a tiling of the
+    wrong rank) is at the line of the traced function that made the op, with its source
+    line: it named the program's line (`<trace of f>:4:14`), which the user never wrote."""
+    x = np.ones((6, 4), np.float32)
+    with pytest.raises(TdslError) as caught:
+        tdsl.trace(_exp_matmul, tile_sizes=(2,))(x)
+    location = caught.value.location
+    assert location is not None and location.file == __file__
+    assert location.line == _line_of(_exp_matmul, "return y @ x.T")
+    assert location.source_line is not None and "y @ x.T" in location.source_line
+    assert caught.value.message.startswith("tile-sizes gives 1 size(s)")
+    assert "(in the traced line `" in caught.value.message
+
+
+def test_a_pass_warning_in_the_compile_is_at_the_users_line() -> None:
+    """The native loops' budget warning names the traced function's line (it named the
+    program's); a warning with no line (no fusion plan fits) comes at the call."""
+    args = _block_args()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        got = tdsl.trace(_block, target="native", memory_budget=50)(*args)
+    np.testing.assert_allclose(got, _block(*args), rtol=1e-5, atol=1e-5)
+    loops = [w for w in seen if issubclass(w.category, TdslLoopsBudgetWarning)]
+    assert loops, [str(w.message) for w in seen]
+    line = _line_of(_block, "return x + ((h @ w1)")
+    for found in loops:
+        assert (found.filename, found.lineno) == (__file__, line)
+        assert f"{__file__}:{line}:" in str(found.message)
+        assert "<trace of" not in str(found.message)
+    (budget,) = [w for w in seen if w.category is TdslBudgetWarning]
+    assert budget.filename == __file__ and "<trace of" not in str(budget.message)
+    assert budget.lineno == _line_of(
+        test_a_pass_warning_in_the_compile_is_at_the_users_line, "got = tdsl.trace(_block"
+    )
+
+
+def test_a_warning_auto_holds_back_is_not_given_by_the_trace() -> None:
+    """``target="auto"`` holds back the native loops' budget warning (its reason to run
+    the numpy target): the trace, which gives its compile's warnings at the user's
+    lines, gives no such warning either."""
+    args = _block_args()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        traced = tdsl.trace(_block, target="auto", memory_budget=100)
+        traced(*args)
+    assert not [w for w in seen if issubclass(w.category, TdslLoopsBudgetWarning)]
+    assert traced.compile(*args).target == "numpy"
 
 
 def svd(x):
