@@ -239,6 +239,7 @@ class Traced:
         static_argnames: Sequence[str] = (),
         jit: JITTensorKernel | None = None,
         options: JitOptions | None = None,
+        static_argnums: Sequence[int] = (),
     ) -> None:
         if not callable(fn):
             raise TdslCallError(f"tdsl.trace takes a function, got {type(fn).__name__} {fn!r}")
@@ -253,7 +254,8 @@ class Traced:
                 f"static_argnames names `{unknown[0]}`, which is not a parameter of "
                 f"`{self.name}` ({', '.join(self.signature.parameters)})"
             )
-        self.static_argnames = tuple(static_argnames)
+        by_position = _positional_names(self.signature, static_argnums, self.name)
+        self.static_argnames = tuple(dict.fromkeys((*static_argnames, *by_position)))
         self._jit = jit
         self._options = options
         self._entries: KernelCache[_Entry] = KernelCache(1)  # (sized by its JIT: _entry)
@@ -411,11 +413,31 @@ def _name_of(fn: Callable[..., Any]) -> str:
     return name if isinstance(name, str) else type(fn).__name__
 
 
+def _positional_names(
+    signature: inspect.Signature, positions: Sequence[int], name: str
+) -> tuple[str, ...]:
+    """The parameters at ``positions`` among the positional ones (``static_argnums``, as
+    jax.jit's: negative ones count from the last)."""
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    positional = [p.name for p in signature.parameters.values() if p.kind in kinds]
+    names: list[str] = []
+    for k in positions:
+        if not -len(positional) <= k < len(positional):
+            raise TdslCallError(
+                f"static_argnums gives {k}, but `{name}` has {len(positional)} positional "
+                f"parameter(s) ({', '.join(positional) or 'none'}): name a parameter of "
+                "*args or **kwargs in static_argnames"
+            )
+        names.append(positional[k])
+    return tuple(names)
+
+
 def trace(
     fn: Callable[..., Any] | None = None,
     /,
     *,
     static_argnames: Sequence[str] | str = (),
+    static_argnums: Sequence[int] | int = (),
     jit: JITTensorKernel | None = None,
     memory_budget: int | None = None,
     tile_size: int | None = None,
@@ -425,7 +447,8 @@ def trace(
 ) -> Any:
     """Compile the NumPy function ``fn`` by tracing it (see the module docstring):
     ``tdsl.trace(fn)``, ``@tdsl.trace`` or ``@tdsl.trace(static_argnames=..., ...)``,
-    with the options of ``@tdsl.function``."""
+    with the options of ``@tdsl.function``.  ``static_argnums`` names static parameters
+    by position, as jax.jit's does."""
     names = cast(object, static_argnames)  # (what a caller gave, typed or not)
     if not isinstance(names, str) and not (
         isinstance(names, Sequence) and all(isinstance(n, str) for n in names)
@@ -434,10 +457,19 @@ def trace(
             f"static_argnames must be a parameter name or a sequence of them, got {names!r}"
         )
     statics = (names,) if isinstance(names, str) else tuple(cast(Sequence[str], names))
+    numbers = cast(object, static_argnums)
+    is_int = lambda n: isinstance(n, int) and not isinstance(n, bool)  # noqa: E731
+    if not is_int(numbers) and not (
+        isinstance(numbers, Sequence) and not isinstance(numbers, str) and all(map(is_int, numbers))
+    ):
+        raise TdslOptionError(
+            f"static_argnums must be a position or a sequence of them, got {numbers!r}"
+        )
+    positions = (numbers,) if isinstance(numbers, int) else tuple(cast(Sequence[int], numbers))
     options = jit_options(jit, memory_budget, tile_size, tile_sizes, threads, target)
 
     def decorate(f: Callable[..., Any]) -> Traced:
-        return Traced(f, statics, jit, options)
+        return Traced(f, statics, jit, options, positions)
 
     return decorate if fn is None else decorate(fn)
 

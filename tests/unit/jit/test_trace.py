@@ -216,6 +216,30 @@ def test_static_argnames_must_name_parameters() -> None:
         tdsl.trace(lambda x: x, static_argnames=5)  # type: ignore[arg-type]
 
 
+def test_static_argnums_name_static_parameters_by_position() -> None:
+    """As jax.jit's ``static_argnums``: a position (negative from the last) among the
+    positional parameters, beside ``static_argnames``; a position with no parameter, or
+    not an int, is an error."""
+
+    def fn(x, n, axis, scale=2.0):
+        return np.sum(x[:n], axis=axis) * scale
+
+    for nums in (1, (1, 2), (-3, 2)):
+        traced = tdsl.trace(fn, static_argnums=nums, static_argnames="axis")
+        _same(traced(X, 3, 1), fn(X, 3, 1))
+        assert set(traced.static_argnames) == {"n", "axis"}
+        _same(traced(X, 5, 0), fn(X, 5, 0))
+    with pytest.raises(
+        TdslCallError, match=r"static_argnums gives 4, but `\S*fn` has 4 positional"
+    ):
+        tdsl.trace(fn, static_argnums=4)
+    with pytest.raises(TdslCallError, match=r"has 1 positional parameter.*name a parameter of"):
+        tdsl.trace(lambda x, *args: x, static_argnums=1)
+    for bad in ("1", 1.0, (1, None), True):
+        with pytest.raises(tdsl.TdslOptionError, match="static_argnums must be a position"):
+            tdsl.trace(fn, static_argnums=bad)  # type: ignore[arg-type]
+
+
 def test_clip_with_one_bound_none_is_numpys() -> None:
     """``np.clip(x, 0, None)`` (a ReLU as written in plain NumPy) and ``x.clip(None, 1)``:
     ``None`` was written as a name, an unknown-name error (found by fuzzing)."""
