@@ -279,7 +279,7 @@ def _gather(
     if len(indices) == 1:
         result = emit(td.TakeOp(cut.value, indices[0].value, axis), node.bracket_span)
     else:
-        result = _gather_adjacent(node, cut, indices, axis, emit, where)
+        result = _gather_adjacent(node, cut, indices, axis, emit, where, advanced)
     new_axes = _new_axes(
         items, rank=len(result.shape) - (len(cut.shape) - len(indices)), adjacent=adjacent
     )
@@ -337,10 +337,12 @@ def _gather_adjacent(
     axis: int,
     emit: Callable[[Operation, Span], TensorValue],
     where: Callable[[Span], SourceLocation],
+    named: Sequence[int] = (),
 ) -> TensorValue:
     """``a[i, j]`` over the adjacent axes ``axis, axis + 1, ...``: each index checked and
     wrapped along its own axis (a ``take`` of the positions ``0 .. n - 1`` of that axis,
-    so an index out of range is NumPy's ``IndexError``, naming that axis), combined
+    so an index out of range is NumPy's ``IndexError``, naming that axis: the axis of
+    the subscripted tensor ``named`` gives, where a transpose moved them), combined
     into a row-major flat index (broadcasting, as NumPy's index arrays do), and a
     ``take`` of ``a`` with those axes merged."""
     span = node.bracket_span
@@ -358,7 +360,7 @@ def _gather_adjacent(
     rank, extents = len(value.shape), value.shape[axis : axis + len(indices)]
     flat: TensorValue | None = None
     for k, (index, n) in enumerate(zip(indices, extents, strict=True)):
-        at = axis + k
+        at = named[k] if named else axis + k
         positions = np.arange(n, dtype=np.int64).reshape([n if d == at else 1 for d in range(rank)])
         table = emit(td.ConstantOp(td.dense_from_numpy(positions, INT_TYPES["i64"])), span)
         wrapped = emit(td.TakeOp(table.value, index.value, at), span)

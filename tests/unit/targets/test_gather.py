@@ -92,13 +92,18 @@ def test_gathers_are_numpys(target: str, text: str, arrays: dict[str, Array]) ->
         ("w[t, t % 4]", np.array([-11, 0, 1]), "index -11 is out of bounds for axis 0 with"),
         ("w[t % 10, t]", np.array([0, 4, 9]), "index 4 is out of bounds for axis 1 with size 4"),
         ("w[t % 10, t]", np.array([0, -5, 9]), "index -5 is out of bounds for axis 1 with"),
+        # (beside a slice: the axis as numbered in w, not after the transpose that moves
+        # the arrays' axes first)
+        ("x[t % 10, 1:, t]", np.array([0, 3, 1]), "index 3 is out of bounds for axis 2 with"),
+        ("x[1, ::2, t]", np.array([0, -4, 1]), "index -4 is out of bounds for axis 2 with"),
     ],
 )
 def test_an_index_out_of_range_is_an_index_error_on_every_target(
     target: str, text: str, bad: Array, message: str
 ) -> None:
+    arrays = {"x": X, "t": bad} if text.startswith("x") else {"w": W, "t": bad}
     with pytest.raises(TdslIndexError, match=message) as info:
-        run_on(target, 10**6, text, w=W, t=bad)
+        run_on(target, 10**6, text, **arrays)
     assert isinstance(info.value, IndexError)
 
 
