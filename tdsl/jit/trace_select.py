@@ -15,6 +15,9 @@
 - ``np.float_power(x1, x2)``: ``power`` in the loop NumPy resolves (``float64`` for
   real operands).
 - ``np.divmod(x1, x2)``: ``(x1 // x2, x1 % x2)``, NumPy's loops computing both alike.
+- ``np.take(a, indices, axis, mode=...)`` with ``mode="wrap"`` (the indices modulo the
+  axis' length) or ``mode="clip"`` (clipped to the axis, negative ones to 0): the
+  language's ``take`` of those indices (``mode="raise"`` is the language's own).
 
 (Registered in :data:`tdsl.jit.trace_compose.COMPOSED`.)
 """
@@ -26,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from tdsl.jit.trace_args import as_array
+from tdsl.jit.trace_args import as_array, static_axis
 from tdsl.jit.trace_names import trace_error
 from tdsl.jit.trace_ufuncs import loop_operands
 
@@ -72,6 +75,27 @@ def divmod_(x1: Any, x2: Any) -> Any:
     """``np.divmod``: the floor quotient and the remainder, as NumPy's ``floor_divide`` and
     ``remainder`` give them (its divmod loop is theirs)."""
     return np.floor_divide(x1, x2), np.remainder(x1, x2)
+
+
+def take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: Any = "raise") -> Any:
+    """``np.take`` in ``mode`` ``"wrap"`` or ``"clip"``: ``take`` of the indices each mode
+    maps into the axis (``NotImplemented`` for ``"raise"``, the language's ``take``)."""
+    if mode in (None, "raise") or out is not None:
+        return NotImplemented
+    if mode not in ("wrap", "clip"):
+        trace_error(f"`np.take`: clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
+    a = as_array(a)
+    if axis is None:
+        a, axis = a.reshape(-1), 0
+    n = a.shape[static_axis(axis, a.ndim, "`np.take`")]
+    if n == 0:
+        trace_error("`np.take`: cannot do a non-empty take from an empty axes.")
+    index = as_array(indices)
+    if np.dtype(index.dtype).kind not in "iub":
+        trace_error(f"`np.take`: indices of {np.dtype(index.dtype)} are not integers")
+    index = index.astype(np.int64)
+    index = np.mod(index, n) if mode == "wrap" else np.clip(index, 0, n - 1)
+    return np.take(a, index, axis=axis)
 
 
 def _dtype_of(value: Any) -> Any:
@@ -120,6 +144,7 @@ SELECT: dict[str, Callable[..., Any]] = {
     "np.heaviside": heaviside,
     "np.float_power": float_power,
     "np.divmod": divmod_,
+    "np.take": take,
 }
 """The functions above, by their name under ``np``."""
 

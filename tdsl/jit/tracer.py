@@ -417,7 +417,7 @@ def _operator(ufunc: np.ufunc, reflected: bool) -> Callable[..., Any]:
 
 # x.sum(...) is np.sum(x, ...), as for an ndarray
 for _name in ("sum", "mean", "max", "min", "prod", "var", "std", "argmax", "argmin", "any",
-              "all", "cumsum", "clip", "cumprod", "repeat", "round", "ravel", "copy"):  # fmt: skip
+              "all", "cumsum", "clip", "cumprod", "repeat", "round", "ravel", "copy", "take"):  # fmt: skip
     setattr(Tracer, _name, _numpy_method(getattr(np, _name)))
 Tracer.flatten = _numpy_method(np.ravel)  # type: ignore[attr-defined]  # (a new array either way)
 for _name, _ufunc in WEAK_OPERATOR_METHODS.items():

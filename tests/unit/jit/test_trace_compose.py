@@ -132,6 +132,20 @@ GROUPS: dict[str, tuple[Callable[..., Any], tuple[Array, ...]]] = {
         ),
         (X, I, B, H, V),
     ),
+    # np.take's modes (refused before): the indices modulo the axis, or clipped to it
+    # (negative ones to 0), by position, keyword and as a method
+    "take modes": (
+        lambda x, i, b, v: (
+            np.take(x, i, axis=1, mode="wrap"),
+            np.take(x, i, axis=0, mode="clip"),
+            np.take(x, i[0], mode="wrap"),
+            np.take(x, [9, -1, -100], -1, None, "clip"),
+            np.take(b, 7, axis=1, mode="wrap"),
+            x.take(i.astype(np.uint8), axis=1, mode="clip"),
+            v.take(i % 8),  # (mode "raise": the language's take)
+        ),
+        (X, I % 7 - 9, B, V),
+    ),
     # reductions with `initial=` (refused before; found by fuzzing): integer sums and
     # products, whose order does not matter, and float extremes
     "reductions with initial": (
@@ -521,6 +535,9 @@ def test_composed_functions_are_numpys(jit_target: str, group: str) -> None:
         (lambda x: np.less(x, 1, dtype=np.float32), "No loop matching the specified signature"),
         (lambda x: np.max(x.astype(np.uint8), initial=-1), "`initial` -1 is out of bounds"),
         (lambda x: np.select([x], [x]), "invalid entry 0 in condlist: should be boolean"),
+        (lambda x: np.take(x, [0], mode="bad"), "clipmode must be one of 'clip', 'raise', or"),
+        (lambda x: np.take(x, [0.5], mode="clip"), "indices of float64 are not integers"),
+        (lambda x: np.take(x, [0], axis=3, mode="wrap"), "axis 3 of `np.take` is out of bounds"),
     ],
 )
 def test_bad_arguments_are_located_errors(fn: Callable[..., Any], message: str) -> None:
