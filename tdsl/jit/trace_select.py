@@ -77,11 +77,13 @@ def divmod_(x1: Any, x2: Any) -> Any:
     return np.floor_divide(x1, x2), np.remainder(x1, x2)
 
 
-def take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: Any = "raise") -> Any:
+def take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: Any = None) -> Any:
     """``np.take`` in ``mode`` ``"wrap"`` or ``"clip"``: ``take`` of the indices each mode
-    maps into the axis (``NotImplemented`` for ``"raise"``, the language's ``take``)."""
-    if mode in (None, "raise") or out is not None:
-        return NotImplemented
+    maps into the axis (``NotImplemented`` without a mode, the language's ``take``)."""
+    if out is not None or mode is None:
+        return NotImplemented  # (the language's take; it refuses `out=`)
+    if mode == "raise":  # (NumPy's default, given)
+        return np.take(a, indices, axis=axis)
     if mode not in ("wrap", "clip"):
         trace_error(f"`np.take`: clipmode must be one of 'clip', 'raise', or 'wrap' (got {mode!r})")
     a = as_array(a)

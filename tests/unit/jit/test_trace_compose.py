@@ -143,6 +143,7 @@ GROUPS: dict[str, tuple[Callable[..., Any], tuple[Array, ...]]] = {
             np.take(b, 7, axis=1, mode="wrap"),
             x.take(i.astype(np.uint8), axis=1, mode="clip"),
             v.take(i % 8),  # (mode "raise": the language's take)
+            np.take(x, i % 6, axis=0, mode="raise"),
         ),
         (X, I % 7 - 9, B, V),
     ),
