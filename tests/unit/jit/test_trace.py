@@ -1036,7 +1036,7 @@ def test_numpy_methods_with_defaults_the_language_spells_otherwise(fn: Any) -> N
 @pytest.mark.parametrize(
     "fn, message",
     [
-        (lambda x: np.take(x, [0, 1], axis=1, mode="clip"), "`np.take` with `mode=`"),
+        (lambda x: np.stack([x, x], dtype=np.float32), "`np.stack` with `dtype=`"),
         (lambda x: np.concatenate([x, x], casting="same_kind"), "`np.concatenate` with `casting=`"),
         (lambda x: np.var(x, mean=x.mean(keepdims=True)), "`np.var` with `mean=`"),
     ],
