@@ -262,7 +262,8 @@ def _gather(
     )
     axes = [i for i in items if i.kind != "newaxis"]  # one item per axis
     advanced = [k for k, i in enumerate(axes) if i.kind in ("array", "int")]
-    positions = [k for k, i in enumerate(items) if i.kind in ("array", "int")]
+    # (adjacent as written: a `...` between two arrays separates them, even of no axes)
+    positions = [k for k, i in enumerate(node.items) if i.kind in ("array", "int")]
     adjacent = positions == list(range(positions[0], positions[0] + len(positions)))
     found = iter(arrays)
     indices = [_advanced_index(axes[k], value.shape[k], found, k, emit, where) for k in advanced]

@@ -64,6 +64,8 @@ CASES: list[tuple[str, dict[str, Array]]] = [
     ("x[None, ::-2, t32 % 4]", {"x": X, "t32": T32}),
     ("x[2, t32 % 4, None, 1:]", {"x": X, "t32": T32}),
     ("x[..., t32 % 3, None]", {"x": X, "t32": T32}),
+    # (a `...` of no axes between two arrays separates them: NumPy's broadcast dims first)
+    ("x[:, t32 % 4, ..., t32 % 3]", {"x": X, "t32": T32}),
     ("exp(x)[t, 1, ::2]", {"x": X, "t": T[:4]}),
 ]
 
