@@ -1,6 +1,6 @@
 """A traced function's compile errors and warnings, placed at the user's own lines.
 
-A trace compiles a program it wrote (``<trace of f>``, see :meth:`tdsl.jit.trace.traced.program`),
+A trace compiles a program it wrote (``<trace of f>``, see :meth:`tdsl.jit.trace.Traced.program`),
 one line per NumPy call it recorded.  A pass that reports an op of it (a tiling that
 does not fit the group, the native loops' budget warning) names that program's line,
 which the user never wrote: :func:`at_user_lines` moves such an error or warning to the
