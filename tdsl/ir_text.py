@@ -241,6 +241,16 @@ class OpLocator:
                         return found
         return None
 
+    def nearest(self, op: Operation) -> tuple[Operation, SourceLocation] | None:
+        """``op``'s location, else its nearest enclosing op's that has one, with that op."""
+        at: Operation | None = op
+        while at is not None:
+            location = self.locate(at)
+            if location is not None:
+                return at, location
+            at = at.parent_op()
+        return None
+
     def file_location(self, file: str, line: int, column: int) -> SourceLocation:
         """``file:line:col`` with its source line (from the input text or the file, if it reads)."""
         source_line: str | None = None

@@ -177,17 +177,7 @@ def lower_subscript(
     if arrays:
         return _gather(node, value, arrays, emit, where)
     shape = value.shape
-    items = list(node.items)
-    used = sum(1 for i in items if i.kind in ("slice", "int"))
-    if used > len(shape):
-        raise TdslTypeError(
-            f"too many indices for a tensor of rank {len(shape)}: {used} were indexed",
-            where(node.bracket_span),
-        )
-    full = Index("slice", node.bracket_span)
-    rest = [full] * (len(shape) - used)
-    at = next((k for k, i in enumerate(items) if i.kind == "ellipsis"), len(items))
-    items[at : at + 1 if at < len(items) else at] = rest
+    items = _expanded(node, len(shape), where)
     windows: list[slice] = []
     dropped: list[int] = []
     new_axes: list[int] = []
@@ -216,6 +206,23 @@ def lower_subscript(
     if new_axes:
         result = emit(td.ExpandDimsOp(result.value, new_axes), node.bracket_span)
     return result
+
+
+def _expanded(node: Subscript, rank: int, where: Callable[[Span], SourceLocation]) -> list[Index]:
+    """The subscript's items with ``...`` (or, without one, the end) standing for whole
+    slices of the axes no item names; more items than ``rank`` axes is NumPy's error."""
+    items = list(node.items)
+    used = sum(1 for i in items if i.kind not in ("ellipsis", "newaxis"))
+    if used > rank:
+        raise TdslTypeError(
+            f"too many indices for a tensor of rank {rank}: {used} were indexed",
+            where(node.bracket_span),
+        )
+    at = next((k for k, i in enumerate(items) if i.kind == "ellipsis"), len(items))
+    items[at : at + 1 if at < len(items) else at] = [Index("slice", node.bracket_span)] * (
+        rank - used
+    )
+    return items
 
 
 def _int_index(item: Index, n: int, axis: int, where: Callable[[Span], SourceLocation]) -> int:
@@ -248,18 +255,8 @@ def _gather(
     (:func:`_gather_adjacent`).  Their broadcast dims stand where the first advanced index
     stands when the advanced indices are adjacent, else first (the advanced axes moved to
     the front by a ``transpose``); ``None`` adds its axis last (an ``expand_dims``)."""
-    items = list(node.items)
     rank = len(value.shape)
-    used = sum(1 for i in items if i.kind not in ("ellipsis", "newaxis"))
-    if used > rank:
-        raise TdslTypeError(
-            f"too many indices for a tensor of rank {rank}: {used} were indexed",
-            where(node.bracket_span),
-        )
-    at = next((k for k, i in enumerate(items) if i.kind == "ellipsis"), len(items))
-    items[at : at + 1 if at < len(items) else at] = [Index("slice", node.bracket_span)] * (
-        rank - used
-    )
+    items = _expanded(node, rank, where)
     axes = [i for i in items if i.kind != "newaxis"]  # one item per axis
     advanced = [k for k, i in enumerate(axes) if i.kind in ("array", "int")]
     # (adjacent as written: a `...` between two arrays separates them, even of no axes)

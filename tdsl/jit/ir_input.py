@@ -83,9 +83,8 @@ def _verify(module: ModuleOp, locator: OpLocator) -> None:
             raise
         op, err = found
         first, details = first_line(str(err))
-        where, at = None, op
-        while where is None and at is not None:
-            where, at = locator.locate(at), at.parent_op()
+        placed = locator.nearest(op)
+        where = None if placed is None else placed[1]
         raise TdslIRError(
             f"the IR does not verify: {op_message(op, first)}", where, note=details
         ) from None

@@ -133,19 +133,14 @@ def format_op_error(
     failing operation in generic form.
     """
     text_message = op_message(op, message)
-    location = locator.locate(op)
+    placed = locator.nearest(op)
+    location = None if placed is None else placed[1]
     notes: list[str] = []
-    if location is None:
-        parent = op.parent_op()
-        while parent is not None and location is None:
-            location = locator.locate(parent)
-            if location is not None:
-                notes.append(f"in the body of this '{parent.name}'; the failing operation is:")
-                notes.append(_short_op_text(op))
-            parent = parent.parent_op()
-        if location is None:
-            notes.append("the failing operation is:")
-            notes.append(_short_op_text(op))
+    if placed is None:
+        notes += ["the failing operation is:", _short_op_text(op)]
+    elif placed[0] is not op:
+        notes.append(f"in the body of this '{placed[0].name}'; the failing operation is:")
+        notes.append(_short_op_text(op))
     text = format_diagnostic(text_message, location)
     if note is not None:
         text += f"\nnote: {note}"
