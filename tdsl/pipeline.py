@@ -15,10 +15,12 @@ spec is pure string work: this module imports xDSL only in
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from tdsl.defaults import DEFAULT_MEMORY_BUDGET
+from tdsl.errors import internal_error
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -86,12 +88,31 @@ PipelineCallback = Callable[["ModulePass | None", "ModuleOp", "ModulePass | None
 
 
 def build_pipeline(spec: str, callback: PipelineCallback | None = None) -> PassPipeline:
-    """The ``PassPipeline`` of ``spec``, from the passes :mod:`tdsl.universe` registers."""
+    """The ``PassPipeline`` of ``spec``, from the passes :mod:`tdsl.universe` registers.
+
+    The passes of a spec are parsed once per process (:func:`_parsed_passes`): xDSL
+    reads each pass's type hints to convert its options, which took about 1% of the
+    test suite's time when every compile parsed its pipelines again.  The passes are
+    frozen dataclasses, so pipelines can share them."""
+    from xdsl.passes import PassPipeline
+
+    return PassPipeline(_parsed_passes(spec), callback)
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed_passes(spec: str) -> tuple[ModulePass, ...]:
+    """The passes ``spec`` names, with their options (errors as ``PassPipeline.parse_spec``
+    raises them, and not cached)."""
     from xdsl.passes import PassPipeline
 
     from tdsl.universe import TDSL_PASSES
 
-    return PassPipeline.parse_spec({**STANDARD_PASSES, **TDSL_PASSES}, spec, callback)
+    passes = PassPipeline.parse_spec({**STANDARD_PASSES, **TDSL_PASSES}, spec).passes
+    for made in passes:
+        params = getattr(type(made), "__dataclass_params__", None)
+        if params is None or not params.frozen:  # pragma: no cover - every pass is frozen
+            raise internal_error(f"pass {made.name} is not a frozen dataclass: it cannot be shared")
+    return passes
 
 
 def _canonicalize() -> type[ModulePass]:

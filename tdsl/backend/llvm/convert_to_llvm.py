@@ -75,6 +75,7 @@ the patterns of :mod:`tdsl.backend.llvm` (``arith``, ``math``, ``memref``, ``fun
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -139,15 +140,37 @@ class DefaultFastMath(RewritePattern):
 
 
 def _walk(patterns: tuple[RewritePattern, ...], module: ModuleOp) -> None:
-    PatternRewriteWalker(TypeDispatchApplier(patterns), apply_recursively=True).rewrite_module(
-        module
-    )
+    PatternRewriteWalker(_applier(patterns), apply_recursively=True).rewrite_module(module)
+
+
+@functools.lru_cache(maxsize=32)
+def _applier(patterns: tuple[RewritePattern, ...]) -> TypeDispatchApplier:
+    """One applier per pattern list, kept: it learns per op class which patterns can
+    match, and learning that again on every walk took 6% of the conversion."""
+    return TypeDispatchApplier(patterns)
 
 
 SCF_TO_CF_PATTERNS: tuple[RewritePattern, ...] = (SwitchLowering(), IfLowering(), ForLowering())
 """xDSL's ``convert-scf-to-cf`` patterns, in its order (applied by :func:`_walk`: only to
 the ``scf`` ops, and without the dead-code erasure its pass does on every op; LLVM
 removes dead code)."""
+
+
+TO_LLVM_PATTERNS: tuple[RewritePattern, ...] = (
+    *FUNC_TO_LLVM_PATTERNS,
+    *ARITH_TO_LLVM_PATTERNS,
+    *MATH_TO_LLVM_PATTERNS,
+    *MEMREF_TO_LLVM_PATTERNS,
+)
+"""The patterns of the main walk to ``llvm``, after ``scf`` became ``cf``."""
+
+MATH_EXPANSION_PATTERNS: tuple[RewritePattern, ...] = (
+    *APPROXIMATION_PATTERNS,
+    *ERF_PATTERNS,
+    *TRIG_PATTERNS,
+    *POW_PATTERNS,
+)
+"""The approximations of the math functions (:func:`_approximate_and_convert`)."""
 
 
 @dataclass(frozen=True)
@@ -322,15 +345,7 @@ def _convert(module: ModuleOp) -> None:
     """xDSL's ``convert-scf-to-cf``, then the walk of the patterns to ``llvm``, then the
     casts reconciled; an op left unconverted is an error."""
     _walk(SCF_TO_CF_PATTERNS, module)
-    _walk(
-        (
-            *FUNC_TO_LLVM_PATTERNS,
-            *ARITH_TO_LLVM_PATTERNS,
-            *MATH_TO_LLVM_PATTERNS,
-            *MEMREF_TO_LLVM_PATTERNS,
-        ),
-        module,
-    )
+    _walk(TO_LLVM_PATTERNS, module)
     reconcile_casts(module)
     left = _first_unconverted(module)
     if left is not None:
@@ -344,7 +359,7 @@ def _convert(module: ModuleOp) -> None:
 def _approximate_and_convert(module: ModuleOp) -> None:
     """The approximations, then :func:`_convert`: what an outlined math function becomes
     (:func:`~tdsl.backend.llvm.math_outline.outline_math`)."""
-    _walk((*APPROXIMATION_PATTERNS, *ERF_PATTERNS, *TRIG_PATTERNS, *POW_PATTERNS), module)
+    _walk(MATH_EXPANSION_PATTERNS, module)
     _convert(module)
 
 
