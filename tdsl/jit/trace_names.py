@@ -125,6 +125,45 @@ def user_location() -> SourceLocation | None:
     return None
 
 
+VALUE_HINTS = {
+    "np.full": "NumPy fills a new NumPy array with them; write `np.broadcast_to(v, shape)` "
+    "(or `np.full_like(x, v)` for the shape and dtype of a traced `x`)",
+}
+"""What to write instead of a NumPy function that converts a traced argument to an
+array (where NumPy's dispatch does not see it), by the function's name."""
+
+
+def numpy_caller() -> str | None:
+    """The NumPy function the user's code called that is running now (the outermost
+    NumPy frame below the user's), as ``np.full``; None where NumPy is not running."""
+    frame = sys._getframe(1)  # pyright: ignore[reportPrivateUsage]
+    found: str | None = None
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if path.startswith(_NUMPY_DIR):
+            found = frame.f_code.co_name
+        elif not path.startswith(_TDSL_DIR):
+            break
+        frame = frame.f_back
+    return None if found is None or found.startswith("_") else f"np.{found}"
+
+
+def values_needed() -> NoReturn:
+    """The error for NumPy converting a traced array to a NumPy one: what to write
+    instead where the NumPy function doing it has a hint (:data:`VALUE_HINTS`)."""
+    caller = numpy_caller()
+    if caller in VALUE_HINTS:
+        trace_error(
+            f"`{caller}` needs the values of a traced array, and {NO_VALUES}: "
+            + VALUE_HINTS[caller]
+        )
+    trace_error(
+        f"NumPy needs the values of a traced array here, and {NO_VALUES}: a NumPy array "
+        "indexed by a traced one (`W[i]`, `np.take(W, i)`: pass `W` as an argument), a "
+        "list of traced arrays (`np.sum([x, y])`: `np.stack` them), or `np.asarray`"
+    )
+
+
 def trace_error(message: str, kind: type[TdslError] = TdslTypeError) -> NoReturn:
     raise kind(message, user_location())
 

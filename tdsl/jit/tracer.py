@@ -35,6 +35,7 @@ from tdsl.jit.trace_names import (
     NO_VALUES,
     UFUNC_NAMES,
     UFUNC_OPERATORS,
+    VALUE_HINTS,
     WEAK_ARITHMETIC,
     WEAK_OPERATOR_METHODS,
     WEAK_OPERATORS,
@@ -43,12 +44,14 @@ from tdsl.jit.trace_names import (
     missing_hint,
     not_static,
     numpy_call,
+    numpy_caller,
     spell_dtype,
     split_results,
     static_ints,
     trace_error,
     ufunc_inputs,
     user_location,
+    values_needed,
 )
 from tdsl.jit.trace_ufuncs import ufunc_method, ufunc_with_dtype
 
@@ -279,11 +282,7 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
         return call_function(self._trace, func, args, kwargs)
 
     def __array__(self, *args: Any, **kwargs: Any) -> NoReturn:
-        trace_error(  # (NumPy converts where its dispatch does not see the traced array)
-            f"NumPy needs the values of a traced array here, and {NO_VALUES}: a NumPy array "
-            "indexed by a traced one (`W[i]`, `np.take(W, i)`: pass `W` as an argument), a "
-            "list of traced arrays (`np.sum([x, y])`: `np.stack` them), or `np.asarray`"
-        )
+        values_needed()  # (NumPy converts where its dispatch does not see the traced array)
 
     def _needs_values(self, what: str) -> NoReturn:
         if self.weak and self.name in self._trace.weak:  # a Python-number argument itself
@@ -536,6 +535,8 @@ def call_function(
             name = "matmul"
         known = name in FUNCTIONS
     if not known:
+        if numpy_caller() in VALUE_HINTS:  # (`np.full(shape, x, dtype=...)`: its `np.copyto`)
+            values_needed()
         top = module == "numpy" or module.startswith(("numpy._core", "numpy.lib"))
         why = missing_hint(name) if top else None
         trace_error(

@@ -623,6 +623,14 @@ def global_indexed(x):
     return GLOBAL[x.astype(np.int64)]  # (NumPy converts the index: no dispatch to the trace)
 
 
+def full_of_traced(x):
+    return np.full((8, 4), x.sum())  # (NumPy fills an array of its own)
+
+
+def full_of_traced_typed(x):
+    return np.full((8, 4), x.sum(), dtype=np.float32)  # (through `np.copyto`)
+
+
 ERRORS = [
     (svd, "np.linalg.svd", "np.linalg.svd` is not supported"),
     (sort, "np.sort", "np.sort` is not supported"),
@@ -635,6 +643,8 @@ ERRORS = [
     (item, ".item()", ".item()"),
     (as_array, "np.asarray", "np.asarray"),
     (global_indexed, "GLOBAL[", "pass `W` as an argument"),
+    (full_of_traced, "np.full", "`np.full` needs the values of a traced array"),
+    (full_of_traced_typed, "np.full", "write `np.broadcast_to(v, shape)`"),
     (assign, "x[0] = 1.0", "assigning into a traced array"),
     (add_in_place, "+= 1", "out="),
     (mask, "x[x > 0]", "boolean mask"),
