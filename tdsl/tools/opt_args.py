@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Literal, NoReturn
 # target, fusion remarks and the frontend load when asked for.
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
+from xdsl.utils.arg_spec import _convert_arg_to_type  # pyright: ignore[reportPrivateUsage]
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from tdsl.errors import format_diagnostic
@@ -290,6 +291,17 @@ def check_options(kind: str, name: str, cls: type, given: Mapping[str, tuple[obj
                         note=_integer_note(values),
                     )
                 )
+            try:
+                _convert_arg_to_type(values, wanted)  # (what xDSL's from_spec does with it)
+            except ValueError:
+                shown = ", ".join(str(v).lower() if type(v) is bool else str(v) for v in values)
+                raise DriverError(
+                    format_diagnostic(
+                        f"option '{option}' of {kind} '{name}' takes {_describe(wanted)}, "
+                        f"not `{shown}`",
+                        None,
+                    )
+                ) from None
             continue
         close = difflib.get_close_matches(option.replace("_", "-"), known, n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
@@ -300,6 +312,20 @@ def check_options(kind: str, name: str, cls: type, given: Mapping[str, tuple[obj
                 note=f"the options of '{name}' are: {', '.join(known) if known else 'none'}",
             )
         )
+
+
+def _describe(wanted: object) -> str:
+    """An option's type in words: ``true or false``, ``one integer``, ``integers``."""
+    words = {
+        bool: "true or false",
+        int: "one integer",
+        int | None: "one integer",
+        float: "one number",
+        str: "one string",
+        tuple[int, ...]: "integers (`1,2`)",
+        tuple[str, ...]: "names (`a,b`)",
+    }
+    return words.get(wanted, f"a value of type {wanted}")  # type: ignore[arg-type]
 
 
 def _integer_note(values: tuple[object, ...]) -> str | None:

@@ -792,3 +792,33 @@ def test_an_integer_option_given_something_else_is_named(
     assert_clean_error(outcome, f"error: {message}")
     if "1e6" in message:
         assert "note: write 1000000" in outcome.err
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["-p", "tdsl-convert-to-llvm{noalias=maybe}"],
+            "option 'noalias' of pass 'tdsl-convert-to-llvm' takes true or false, not `maybe`",
+        ),
+        (
+            ["--tile=memory-budget=4,4"],
+            "option 'memory-budget' of pass 'tdsl-tile' takes one integer, not `4, 4`",
+        ),
+        (
+            ["-p", "tdsl-tile{tile-sizes=inf}"],
+            "option 'tile-sizes' of pass 'tdsl-tile' takes integers (`1,2`), not `inf`",
+        ),
+        (
+            ["-t", "numpy{threads=4,4}"],
+            "option 'threads' of target 'numpy' takes one integer, not `4, 4`",
+        ),
+    ],
+)
+def test_an_option_of_the_wrong_type_is_named(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, flags: list[str], message: str
+) -> None:
+    """(xDSL's message: "invalid pass options: Incompatible types: given (4, 4), expected
+    int | None", naming neither the pass nor the option.)"""
+    outcome = run_main(capsys, [write(tmp_path, "in.mlir", GOOD), *flags])
+    assert_clean_error(outcome, f"error: {message}")
