@@ -83,6 +83,11 @@ def _first_use(parser: _Parsed) -> tuple[str, Span[str]] | None:
 # --------------------------------------------------------------------------- #
 
 
+_BETWEEN_TOKENS = re.compile(r'"?(?:\s|//[^\n]*)*')
+"""What may stand between an op's name and the token after it: the generic form's closing
+quote, white space and comments."""
+
+
 class LocatingParser(Parser):
     """An MLIR parser that records the span of each operation's name.
 
@@ -147,7 +152,11 @@ class LocatingParser(Parser):
         # occurrence of ``name`` before the current token (inside quotes for the
         # generic form).
         text_input = self.input
-        at = text_input.content.rfind(name, 0, self.pos)
+        text, at = text_input.content, self.pos
+        while (at := text.rfind(name, 0, at)) >= 0:
+            # (not an occurrence in a comment the lexer skipped after the name)
+            if _BETWEEN_TOKENS.fullmatch(text, at + len(name), self.pos):
+                break
         name_span = Span(at, at + len(name), text_input) if at >= 0 else None
         if self._name_stack:
             self._name_stack[-1] = name_span

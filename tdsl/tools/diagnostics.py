@@ -29,7 +29,8 @@ from io import StringIO
 from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.irdl import IRDLOperation
 from xdsl.traits import IsolatedFromAbove
 from xdsl.utils.exceptions import (
     ArgSpecParseError,
@@ -163,15 +164,51 @@ def find_huge_extent(root: Operation) -> tuple[Operation, str] | None:
     return None
 
 
+def attributes_to_properties(root: Operation) -> None:
+    """Move each attribute an op declares as a property into its properties, as xDSL's
+    generic parser does (its "properties retrocompatibility").  Some custom parsers leave
+    them among the attributes (``llvm.func``'s ``passthrough``): the generic form then
+    printed them in the attribute dictionary, and parsing that text again moved them,
+    so the text did not print back the same."""
+    for op in root.walk():
+        if not isinstance(op, IRDLOperation):
+            continue
+        for name in type(op).get_irdl_definition().properties:
+            if name in op.attributes and name not in op.properties:
+                op.properties[name] = op.attributes.pop(name)
+
+
 def find_use_before_def(root: Operation) -> tuple[Operation, int, str] | None:
     """The first operation using an operand that is not defined above it: the op, which
     operand, and what is wrong ("used before it is defined", or defined outside an
     ``IsolatedFromAbove`` op).
 
     xDSL 0.75's verifier does not check dominance, so ``%1 = op %1`` parses and
-    verifies.  Only single-block regions are checked (tdsl's IR has no others);
-    an ``IsolatedFromAbove`` region sees nothing from outside it.
+    verifies.  In a region of several blocks (the ``llvm`` stage's control flow) a value
+    is visible in the blocks its block dominates (:func:`_dominators`); a block no path
+    from the entry reaches sees every value of its region, as MLIR's verifier does not
+    check it.  An ``IsolatedFromAbove`` region sees nothing from outside it.
     """
+
+    def visit_region(
+        region: Region, visible: set[SSAValue], outside: set[SSAValue], isolated: str | None
+    ) -> tuple[Operation, int, str] | None:
+        blocks = list(region.blocks)
+        if not blocks:
+            return None
+        if len(blocks) == 1:
+            return visit(blocks[0], visible, outside, isolated)
+        dominators = _dominators(blocks)
+        for block in blocks:
+            above = set(visible)
+            for other in dominators.get(block, blocks):
+                if other is not block:
+                    above.update(other.args)
+                    above.update(r for op in other.ops for r in op.results)
+            found = visit(block, above, outside, isolated)
+            if found is not None:
+                return found
+        return None
 
     def visit(
         block: Block, visible: set[SSAValue], outside: set[SSAValue], isolated: str | None
@@ -190,23 +227,50 @@ def find_use_before_def(root: Operation) -> tuple[Operation, int, str] | None:
                     )
                 return op, index, "is used before it is defined"
             for region in op.regions:
-                if len(region.blocks) != 1:
-                    continue
                 if op.has_trait(IsolatedFromAbove):
-                    found = visit(region.block, set(), outside | seen, op.name)
+                    found = visit_region(region, set(), outside | seen, op.name)
                 else:
-                    found = visit(region.block, seen, outside, isolated)
+                    found = visit_region(region, seen, outside, isolated)
                 if found is not None:
                     return found
             seen.update(op.results)
         return None
 
     for region in root.regions:
-        if len(region.blocks) == 1:
-            found = visit(region.block, set(), set(), None)
-            if found is not None:
-                return found
+        found = visit_region(region, set(), set(), None)
+        if found is not None:
+            return found
     return None
+
+
+def _dominators(blocks: list[Block]) -> dict[Block, list[Block]]:
+    """Each block the entry (the first) reaches, to the blocks that dominate it (itself
+    included), by the successors of the blocks' last ops; unreached blocks are left out."""
+    succs: dict[Block, list[Block]] = {
+        b: list(b.last_op.successors) if b.last_op is not None else [] for b in blocks
+    }
+    reached, todo = {blocks[0]}, [blocks[0]]
+    while todo:
+        for s in succs[todo.pop()]:
+            if s in succs and s not in reached:
+                reached.add(s)
+                todo.append(s)
+    order = [b for b in blocks if b in reached]
+    preds: dict[Block, list[Block]] = {b: [] for b in order}
+    for b in order:
+        for s in succs[b]:
+            if s in preds:
+                preds[s].append(b)
+    dom: dict[Block, set[Block]] = {b: set(order) for b in order}
+    dom[blocks[0]] = {blocks[0]}
+    changed = True
+    while changed:
+        changed = False
+        for b in order[1:]:
+            new = set.intersection(*(dom[p] for p in preds[b])) | {b}
+            if new != dom[b]:
+                dom[b], changed = new, True
+    return {b: [d for d in order if d in dom[b]] for b in order}
 
 
 def emit_checked(emit: Callable[[ModuleOp], Any], module: ModuleOp, locator: OpLocator) -> Any:

@@ -25,6 +25,7 @@ from tdsl.ir_text import LocatingParser, OpLocator
 from tdsl.tools.diagnostics import (
     DominanceError,
     DriverError,
+    attributes_to_properties,
     find_huge_extent,
     find_use_before_def,
     format_op_error,
@@ -222,6 +223,7 @@ class OptIO(OptArguments):
                     "up to 65504, f32 up to about 3.4e38"
                 )
             parser.raise_error(f"an integer before this is out of range for its type ({err})")
+        attributes_to_properties(module)
         huge = find_huge_extent(module)
         if huge is not None:
             raise DriverError(format_op_error(huge[0], huge[1], self._locator))

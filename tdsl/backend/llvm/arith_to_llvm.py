@@ -51,6 +51,7 @@ from tdsl.backend.llvm.llvm_types import (
 )
 from tdsl.backend.llvm.numpy_nans import numpy_type
 from tdsl.dialects import tdslmath
+from tdsl.errors import TdslIRError
 
 
 def float_suffix(t: Attribute) -> str:
@@ -73,7 +74,15 @@ class ConstantToLLVM(RewritePattern):
         value = op.value
         result_type = llvm_type(op.result.type)
         if isa(value, IntegerAttr):
-            new_value: Attribute = IntegerAttr(value.value.data, integer_width(result_type))
+            width = integer_width(result_type)
+            if not -(1 << (width - 1)) <= value.value.data < 1 << width:
+                raise TdslIRError(
+                    f"tdsl-convert-to-llvm: the constant {value.value.data} does not fit in "
+                    f"{width} bits (an {op.result.type} is {width} bits in LLVM: a value in "
+                    f"[-2**{width - 1}, 2**{width}))",
+                    op=op,
+                )
+            new_value: Attribute = IntegerAttr(value.value.data, width)
         elif isinstance(value, FloatAttr):
             new_value = value
         else:

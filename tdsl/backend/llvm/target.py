@@ -12,6 +12,7 @@ target is ``tdsl-llvm`` (xDSL registers its own, simpler ``llvm``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import IO, Any, ClassVar
 
@@ -47,6 +48,37 @@ def llvm_ir_module(module: ModuleOp, triple: str | None) -> Any:
     return converted
 
 
+def check_calls(module: ModuleOp) -> None:
+    """Each ``llvm.call`` of a function ``module`` declares passes what the function
+    takes and expects what it returns, else an error at the call (xDSL's verifier does
+    not check it, and its conversion fails on it with llvmlite's bare ``TypeError``)."""
+    functions = {op.sym_name.data: op for op in module.ops if isinstance(op, llvm.FuncOp)}
+    for op in module.walk():
+        if not isinstance(op, llvm.CallOp) or op.callee is None:
+            continue
+        callee = functions.get(op.callee.string_value())
+        if callee is None:
+            continue
+        ftype = callee.function_type
+        want = list(ftype.inputs.data)
+        got = [a.type for a in op.args]
+        variadic = ftype.is_variadic
+        if (got[: len(want)] if variadic else got) != want or len(got) < len(want):
+            raise TdslIRError(
+                f"-t llvm: 'llvm.call' passes ({', '.join(map(str, got))}) to "
+                f"@{callee.sym_name.data}, which takes ({', '.join(map(str, want))})",
+                op=op,
+            )
+        returns = [] if isinstance(ftype.output, llvm.LLVMVoidType) else [ftype.output]
+        if list(op.result_types) != returns:
+            raise TdslIRError(
+                f"-t llvm: 'llvm.call' expects ({', '.join(map(str, op.result_types))}) "
+                f"from @{callee.sym_name.data}, which returns "
+                f"({', '.join(map(str, returns))})",
+                op=op,
+            )
+
+
 @dataclass(frozen=True)
 class LLVMTarget(Target):
     """``-t llvm``: print the LLVM IR of a module of ``llvm.func`` ops."""
@@ -70,14 +102,24 @@ class LLVMTarget(Target):
                     note="run tdsl-convert-to-llvm (--convert-to-llvm) first",
                     op=op,
                 )
+            if not isinstance(op, llvm.FuncOp | llvm.GlobalOp):
+                raise TdslIRError(
+                    f"-t llvm: '{op.name}' stands at the module's top level, which holds "
+                    "only 'llvm.func' and 'llvm.mlir.global' ops",
+                    op=op,
+                )
+        check_calls(module)
         try:
             text = str(llvm_ir_module(module, self.triple or None))
         except Exception as err:  # xDSL's converter or llvmlite's IR builder refusing it
             found = unprintable_op(module)
             if found is not None:
                 raise TdslIRError(f"-t llvm: {found[1]}", op=found[0]) from None
+            named = re.fullmatch(r"Conversion not implemented for op: (\S+)", str(err))
+            op = next((o for o in module.walk() if named and o.name == named[1]), None)
             raise TdslIRError(
-                f"-t llvm: xDSL's LLVM IR conversion failed: {type(err).__name__}: {err}"
+                f"-t llvm: xDSL's LLVM IR conversion failed: {type(err).__name__}: {err}",
+                op=op,
             ) from None
         output.write(text)
 

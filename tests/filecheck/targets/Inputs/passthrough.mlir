@@ -1,0 +1,5 @@
+builtin.module {
+  llvm.func @f() attributes {passthrough = ["noinline"]} {
+    llvm.return
+  }
+}
