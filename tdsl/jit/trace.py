@@ -195,7 +195,8 @@ def _outputs(value: Any, found: list[Tracer], where: str) -> Any:
 
 @dataclass(frozen=True)
 class _Entry:
-    kernel: CompiledKernel
+    kernel: CompiledKernel | None
+    """None where no result depends on the arguments' values (each is a constant)."""
     names: tuple[str, ...]
     """The kernel's input of each array leaf of the arguments, in order."""
     captured: tuple[tuple[str, np.ndarray[Any, Any]], ...]
@@ -262,7 +263,7 @@ class Traced:
 
     @property
     def kernels(self) -> tuple[CompiledKernel, ...]:
-        return tuple(e.kernel for e in self._entries.values())
+        return tuple(e.kernel for e in self._entries.values() if e.kernel is not None)
 
     def _key(
         self, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -331,8 +332,8 @@ class Traced:
         result = self.python(*call.args, **call.kwargs)
         outputs: list[Tracer] = []
         structure = _outputs(result, outputs, f"what `{self.name}` returned")
-        if not outputs:
-            raise TdslCallError(f"`{self.name}` returned no arrays")
+        if not outputs:  # (constant for these shapes: returned as it is, no kernel)
+            return _Entry(None, tuple(names), (), structure, "", {})
         kernel_name = _identifier(self.name.rsplit(".", 1)[-1])
         if kernel_name in FUNCTIONS or keyword.iskeyword(kernel_name):
             kernel_name = f"traced_{kernel_name}"
@@ -360,11 +361,20 @@ class Traced:
 
     def compile(self, *args: Any, **kwargs: Any) -> CompiledKernel:
         """The :class:`~tdsl.jit.CompiledKernel` a call with these arguments runs."""
-        return self._entry(args, kwargs)[0].kernel
+        return self._compiled(self._entry(args, kwargs)[0]).kernel
+
+    def _compiled(self, entry: _Entry) -> Any:
+        if entry.kernel is None:
+            raise TdslCallError(
+                f"`{self.name}` computes nothing from its arguments' values for these "
+                "shapes (its result is constant, as NumPy computed it while tracing), so "
+                "no kernel was compiled: a call returns that result"
+            )
+        return entry
 
     def program(self, *args: Any, **kwargs: Any) -> str:
         """The ``.tdsl`` program the trace of a call with these arguments wrote."""
-        return self._entry(args, kwargs)[0].program
+        return self._compiled(self._entry(args, kwargs)[0]).program
 
     @property
     def ir(self) -> Any:
@@ -378,6 +388,8 @@ class Traced:
         if holds_traced(args, kwargs):  # called inside another traced function: inlined
             return self.python(*args, **kwargs)
         entry, arrays = self._entry(args, kwargs)
+        if entry.kernel is None:
+            return _rebuild(entry.result, [])
         values = dict(zip(entry.names, arrays, strict=True))
         values.update(entry.captured)
         if entry.errstate:

@@ -415,6 +415,24 @@ def test_constants_returned_are_returned() -> None:
         tdsl.trace(lambda x: (x, {1}))(x)
 
 
+def test_a_result_constant_for_the_shapes_is_returned_without_a_kernel() -> None:
+    # (a max with `initial=` over an empty axis is its initial, whatever the values:
+    # "`f` returned no arrays" refused what NumPy computes; found by fuzzing)
+    def fn(a):
+        return np.max(a, axis=0, initial=2.5)
+
+    traced = tdsl.trace(fn)
+    empty, full = np.zeros((0, 3)), np.arange(6.0).reshape(2, 3)
+    _same(traced(empty), fn(empty))
+    got = traced(empty)
+    got[0] = 7.0  # a new copy at each call
+    _same(traced(empty), fn(empty))
+    _same(traced(full), fn(full))  # the same function compiles where values matter
+    assert len(traced.kernels) == 1
+    with pytest.raises(TdslCallError, match="computes nothing from its arguments' values"):
+        traced.compile(empty)
+
+
 def test_lists_of_numbers_are_arrays_where_numpy_reads_arrays() -> None:
     # (each was written as a tuple literal and refused with errors about the traced
     # program, "unknown name `True`"; found by fuzzing)
