@@ -3,7 +3,7 @@
 ``tdsl-lower-to-loops`` turns a 2-D matmul on group inputs into a call to an
 external function named for its type and shape, ``tdsl_matmul_f32_64x128x256``
 (``C[M, N] = A[M, K] @ B[K, N]``, row-major, all three contiguous).  This
-module finds a CBLAS ``gemm`` in the process (NumPy's wheels bundle OpenBLAS,
+module finds a CBLAS ``gemm`` (and ``dot``, ``gemv``) in the process (NumPy's wheels bundle OpenBLAS,
 with prefixed 64-bit-integer symbols such as ``scipy_cblas_sgemm64_``) and
 writes, for each such call, a small LLVM IR function with that name calling
 ``?gemm`` with the shape's constants, so that the compiled code calls BLAS
@@ -42,6 +42,9 @@ class Gemm:
     addresses: dict[str, int]
     """symbol name -> its address."""
     int_bits: int
+    vector_routines: dict[str, str] = field(default_factory=dict[str, str])
+    """``f32_dot``, ``f32_gemv``, ``f64_dot``, ``f64_gemv`` -> the symbol name, where the
+    library has them (their addresses are in ``addresses`` too)."""
     set_threads: Callable[[int], int] | None = field(default=None, compare=False)
     """OpenBLAS's ``openblas_set_num_threads_local``: sets the threads BLAS calls use and
     returns the previous count (None: not OpenBLAS).  Despite its name, in NumPy's
@@ -90,7 +93,15 @@ def find_gemm() -> Gemm | str:
             except AttributeError:
                 continue
             if all(addresses.values()):
-                return Gemm(names, addresses, bits, _set_threads(lib))
+                vector: dict[str, str] = {}
+                for kind, c in (("f32", "s"), ("f64", "d")):
+                    for routine in ("dot", "gemv"):
+                        name = f"{prefix}{c}{routine}{suffix}"
+                        address = getattr(lib, name, None)
+                        if address is not None:
+                            vector[f"{kind}_{routine}"] = name
+                            addresses[name] = int(ctypes.cast(address, ctypes.c_void_p).value or 0)
+                return Gemm(names, addresses, bits, vector, _set_threads(lib))
         tried.append(f"{path or 'the process'}: no CBLAS gemm symbol")
     return "no CBLAS gemm found (" + "; ".join(tried) + ")"
 
@@ -117,6 +128,10 @@ def matmul_shims(symbols: list[str], gemm: Gemm) -> str:
             lines += _tile_shim(name, blas, scalar, width)
             continue
         m, k, n = map(int, match.groups()[1:])
+        vector = _vector_shim(name, kind, scalar, width, m, k, n, gemm, declared)
+        if vector:
+            lines += vector
+            continue
         one, zero = ("1.0", "0.0")
         lines += [
             f"define void @{name}(ptr noalias %a, ptr noalias %b, ptr noalias %c) {{",
@@ -128,6 +143,58 @@ def matmul_shims(symbols: list[str], gemm: Gemm) -> str:
             "}",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _vector_shim(
+    name: str,
+    kind: str,
+    scalar: str,
+    width: str,
+    m: int,
+    k: int,
+    n: int,
+    gemm: Gemm,
+    declared: set[str],
+) -> list[str]:
+    """The lines of ``name`` where NumPy's ``matmul`` calls another BLAS routine than
+    ``gemm`` for the shape, as NumPy does (its ``matmul`` inner loop): ``?dot`` for a 1x1
+    result, ``?gemv`` for a vector operand (``m`` or ``n`` is 1); none otherwise.  The
+    routines round alike but not the same on special values: OpenBLAS's ``sgemm``
+    fuses multiply-adds, and ``[2, 2] @ [3.4e38, -3.4e38]`` is ``inf`` there and ``nan``
+    in NumPy's ``sdot``.  (A zero extent takes ``gemm``, which writes zeros where
+    ``gemv`` would return at once.)"""
+    if 0 in (m, k, n) or (m != 1 and n != 1):
+        return []
+    routine = "dot" if m == n == 1 else "gemv"
+    symbol = gemm.vector_routines.get(f"{kind}_{routine}")
+    if symbol is None:
+        return []
+    lines: list[str] = []
+    if symbol not in declared:
+        declared.add(symbol)
+        lines.append(
+            f"declare {scalar} @{symbol}({width}, ptr, {width}, ptr, {width})"
+            if routine == "dot"
+            else f"declare void @{symbol}(i32, i32, {width}, {width}, {scalar}, ptr, {width}, "
+            f"ptr, {width}, {scalar}, ptr, {width})"
+        )
+    lines.append(f"define void @{name}(ptr noalias %a, ptr noalias %b, ptr noalias %c) {{")
+    if routine == "dot":
+        lines += [
+            f"  %r = call {scalar} @{symbol}({width} {k}, ptr %a, {width} 1, ptr %b, {width} 1)",
+            f"  store {scalar} %r, ptr %c",
+        ]
+    elif n == 1:  # A @ b: y = A x (CblasRowMajor = 101, CblasNoTrans = 111)
+        lines.append(
+            f"  call void @{symbol}(i32 101, i32 111, {width} {m}, {width} {k}, {scalar} 1.0, "
+            f"ptr %a, {width} {k}, ptr %b, {width} 1, {scalar} 0.0, ptr %c, {width} 1)"
+        )
+    else:  # a @ B: y = B^T x (CblasTrans = 112)
+        lines.append(
+            f"  call void @{symbol}(i32 101, i32 112, {width} {k}, {width} {n}, {scalar} 1.0, "
+            f"ptr %b, {width} {n}, ptr %a, {width} 1, {scalar} 0.0, ptr %c, {width} 1)"
+        )
+    return [*lines, "  ret void", "}"]
 
 
 def _tile_shim(name: str, blas: str, scalar: str, width: str) -> list[str]:

@@ -125,6 +125,24 @@ def test_f16_matmul_accumulates_in_f32() -> None:
 
 
 @NATIVE
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m, n", [(1, 1), (4, 1), (1, 4), (4, 4)])
+def test_matmuls_of_vectors_call_numpys_blas_routines(m: int, n: int, dtype: Any) -> None:
+    """NumPy's matmul calls ``?dot`` for a 1x1 result and ``?gemv`` where ``m`` or ``n``
+    is 1, ``?gemm`` otherwise; OpenBLAS's ``gemm`` fuses multiply-adds and the others do
+    not here, so ``[2, 2] @ [big, -big]`` overflows to ``inf - inf = nan`` in NumPy's
+    vector routines and stays ``inf`` in ``gemm`` (native gave ``inf`` for all four shapes;
+    found by fuzzing)."""
+    big = np.finfo(dtype).max
+    a = np.full((m, 2), 2, dtype)
+    b = np.array([[big] * n, [-big] * n], dtype)
+    with np.errstate(all="ignore"):
+        want = a @ b
+    got = run("native", "matmul(A, B)", A=a, B=b)
+    np.testing.assert_array_equal(got, want)
+
+
+@NATIVE
 @pytest.mark.parametrize(
     "values, dtype",
     [
