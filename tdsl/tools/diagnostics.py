@@ -186,8 +186,8 @@ def find_use_before_def(root: Operation) -> tuple[Operation, int, str] | None:
     xDSL 0.75's verifier does not check dominance, so ``%1 = op %1`` parses and
     verifies.  In a region of several blocks (the ``llvm`` stage's control flow) a value
     is visible in the blocks its block dominates (:func:`_dominators`); a block no path
-    from the entry reaches sees every value of its region, as MLIR's verifier does not
-    check it.  An ``IsolatedFromAbove`` region sees nothing from outside it.
+    from the entry reaches sees every value of the region's other blocks (MLIR's verifier
+    does not check such blocks).  An ``IsolatedFromAbove`` region sees nothing from outside it.
     """
 
     def visit_region(

@@ -62,8 +62,7 @@ def check_calls(module: ModuleOp) -> None:
         ftype = callee.function_type
         want = list(ftype.inputs.data)
         got = [a.type for a in op.args]
-        variadic = ftype.is_variadic
-        if (got[: len(want)] if variadic else got) != want or len(got) < len(want):
+        if (got[: len(want)] if ftype.is_variadic else got) != want:
             raise TdslIRError(
                 f"-t llvm: 'llvm.call' passes ({', '.join(map(str, got))}) to "
                 f"@{callee.sym_name.data}, which takes ({', '.join(map(str, want))})",
