@@ -139,8 +139,14 @@ class DefaultFastMath(RewritePattern):
         rewriter.notify_op_modified(op)
 
 
-def _walk(patterns: tuple[RewritePattern, ...], module: ModuleOp) -> None:
-    PatternRewriteWalker(_applier(patterns), apply_recursively=True).rewrite_module(module)
+def _walk(patterns: tuple[RewritePattern, ...], module: ModuleOp, *, again: bool = True) -> None:
+    """Rewrite ``module`` with ``patterns`` until they do nothing more; with ``again=False``,
+    one walk of the worklist only.  The worklist takes in every op a rewrite inserts or
+    modifies and the users of every value it replaces, so one walk leaves nothing for a
+    second to find unless a pattern reads IR it was not told changed.  The walks of
+    :func:`_convert` skip the second (a confirming walk over every op, a seventh of the
+    conversion); an op either left unconverted is an error there."""
+    PatternRewriteWalker(_applier(patterns), apply_recursively=again).rewrite_module(module)
 
 
 @functools.lru_cache(maxsize=32)
@@ -344,8 +350,8 @@ class ConvertToLLVMPass(ModulePass):
 def _convert(module: ModuleOp) -> None:
     """xDSL's ``convert-scf-to-cf``, then the walk of the patterns to ``llvm``, then the
     casts reconciled; an op left unconverted is an error."""
-    _walk(SCF_TO_CF_PATTERNS, module)
-    _walk(TO_LLVM_PATTERNS, module)
+    _walk(SCF_TO_CF_PATTERNS, module, again=False)
+    _walk(TO_LLVM_PATTERNS, module, again=False)
     reconcile_casts(module)
     left = _first_unconverted(module)
     if left is not None:
