@@ -27,7 +27,9 @@ says what runs when, with the cut dims as the tiled ones:
   finalizes (:meth:`~tdsl.dialects.structured.PartialOps.finalize_ops`:
   a mean divides at the end, a float16 sum accumulates in float32).  Ops of a
   later pass that need per-chunk values of an earlier one compute them again,
-  as the schedule says, instead of keeping them.
+  as the schedule says, instead of keeping them, except an op whose values
+  depend on the order it adds in (:func:`_step_ops`): that one is made by its
+  pass and read by the later ones.
 
 What must be whole is made whole: a dim along which an op reduces without
 partial ops (a matmul's contraction) has one chunk, and the inputs are
@@ -77,6 +79,7 @@ from tdsl.dialects.kernel_plan import (
     carried_dims,
     schedule,
 )
+from tdsl.dialects.kernel_plan import Step as ScheduleStep
 from tdsl.dialects.structured import (
     IteratorType,
     PartialOps,
@@ -386,13 +389,14 @@ class _Planner:
         reduction = set(sched.reduction_loops)
         steps = sched.steps
         single = len(steps) == 1 and not steps[0].is_pass
+        ops_of = _step_ops(steps)
         # the values each step reads from outside itself
         external: dict[int, list[tuple[SSAValue, Dims]]] = {}
         needed: set[SSAValue] = set(part.outputs)
         for step in steps:
-            inside = {op for op in step.ops if op not in step.accumulating}
+            inside = {op for op in ops_of[step.index] if op not in step.accumulating}
             reads: list[tuple[SSAValue, Dims]] = []
-            for op in step.ops:
+            for op in ops_of[step.index]:
                 for i, v in enumerate(op.operands):
                     p = body.producer(v)
                     if v in body.constants or (p is not None and p in inside):
@@ -417,7 +421,7 @@ class _Planner:
                 args[(v, dims)].name_hint = f"a{len(taken)}"
                 taken.append(Read(self.key(v), dims, self._chunks(part, v, dims)))
             inner: dict[SSAValue, SSAValue] = {}
-            for op in step.ops:
+            for op in ops_of[step.index]:
                 operands: list[SSAValue] = []
                 for i, v in enumerate(op.operands):
                     if v in inner:
@@ -489,6 +493,43 @@ class _Planner:
             squeeze,
             chunks,
         )
+
+
+def _order_dependent(op: Operation) -> bool:
+    """Whether ``op``'s values depend on the order it combines elements in: it reduces,
+    normalizes or scans along some dim (a kernel that tiles that dim adds in another order
+    than one that keeps it whole)."""
+    kinds = require_structured(op).iterator_types()
+    return any(k is not IteratorType.PARALLEL for k in kinds)
+
+
+def _step_ops(steps: Sequence[ScheduleStep]) -> dict[int, list[Operation]]:
+    """The ops each step's kernel runs: the schedule's, except that a pass does not compute
+    again an order-dependent op of an earlier step (nor what only that op reads), and reads
+    its value instead, which the earlier step makes.
+
+    Each step's kernel tiles its block under the budget by itself, so a sum over a dim
+    inside the block can add in another order in a later pass than in the pass that first
+    computed it, and give a value an ulp apart.  Most ops would not notice; a comparison
+    of a value with its own maximum does (``argmax`` is one): in the later pass nothing
+    equals the maximum.  Element-wise ops computed again from the same values give the
+    same bits, so they are still computed again, as the plan says."""
+    ops_of: dict[int, list[Operation]] = {}
+    for step in steps:
+        shared = {op for op in step.recomputed if _order_dependent(op)}
+        if not shared:
+            ops_of[step.index] = list(step.ops)
+            continue
+        keep: set[Operation] = set()
+        for op in reversed(step.ops):  # (program order: readers after what they read)
+            if op in step.recomputed:
+                if op in shared:
+                    continue
+                if not any(u.operation in keep for r in op.results for u in r.uses):
+                    continue
+            keep.add(op)
+        ops_of[step.index] = [op for op in step.ops if op in keep]
+    return ops_of
 
 
 def _dtype(value: SSAValue) -> str:

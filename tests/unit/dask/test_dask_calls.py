@@ -397,6 +397,32 @@ def test_a_traced_function_runs_on_dask_arrays() -> None:
     assert len(traced.kernels) == 1
 
 
+def standardized_argmax(x: Array) -> Array:
+    d = x - x.mean(axis=0, keepdims=True)
+    return (d / np.sqrt((d * d).mean(axis=0, keepdims=True) + 1e-5)).argmax(axis=1)
+
+
+@pytest.mark.parametrize(
+    ("budget", "chunks"), [(256, (59, 75)), (256, (59, 17)), (16, (59, 75)), (256, (20, 75))]
+)
+def test_a_later_pass_reads_the_sums_an_earlier_pass_made(
+    budget: int, chunks: tuple[int, int]
+) -> None:
+    """A pass that needs a value an earlier pass computed from a sum over its block (the
+    column means here) reads it instead of summing again: each step's kernel tiles its
+    block under the budget by itself, so summing again may add in another order, and
+    ``argmax``'s comparison of a value with its maximum then matches nothing (it gave
+    the out-of-range index 75 for a quarter of the rows; found by a fuzzer)."""
+    import tdsl
+
+    for dtype in (np.float32, np.float64):
+        x = np.random.default_rng(0).standard_normal((59, 75)).astype(dtype)
+        traced = tdsl.trace(standardized_argmax, target="numpy", memory_budget=budget)
+        with np.errstate(all="ignore"):
+            got = traced(da.from_array(x, chunks=chunks)).compute()
+        np.testing.assert_array_equal(got, standardized_argmax(x))
+
+
 YIELDS_A_CONSTANT = (
     "func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {\n"
     '  %0, %1 = kernel.tile(%x) group "g0" space [4, 8] iterators ["parallel", "parallel"] tiles [4, 8] scratch [] sweeps [0]\n'
