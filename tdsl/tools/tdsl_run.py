@@ -221,7 +221,11 @@ class TdslRunMain(TdslOptMain):
 
             def parse_one() -> Attribute:
                 start = parser.pos
-                attr = parser.parse_attribute()
+                try:
+                    attr = parser.parse_attribute()
+                except ValueError as err:  # xDSL's check of a literal (out of range)
+                    at = Span(start, max(start + 1, parser.pos), parser.lexer.input)
+                    raise DriverError(format_diagnostic(str(err), span_location(at))) from None
                 spans.append(Span(start, max(start + 1, parser.pos), parser.lexer.input))
                 return attr
 

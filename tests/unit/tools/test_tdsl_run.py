@@ -212,6 +212,11 @@ def test_tdsl_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
             "args:1:{end}: error: expected ',' or the end of the arguments",
         ),
         (["--args", "dense<[1.0> : tensor<1xf32>"], "args:1:11: error: ']' expected"),
+        (  # xDSL checks the literal's range with a ValueError (was an internal error)
+            ["--args", f"{A}, dense<99999999999999999999> : tensor<3xi32>"],
+            "args:1:{col}: error: Integer value 99999999999999999999 is out of range for type "
+            "i32 which supports values in the range [-2147483648, 4294967296)",
+        ),
         (
             ["--symbol", "nope", "--random-args", "0"],
             "error: no function @nope in the module (it defines @main, @other)",
