@@ -127,7 +127,7 @@ def held_for_views(plan: BlockPlan) -> dict[SSAValue, tuple[int, str]]:
         if isinstance(unit, ConcatenateOp):
             found[unit.result] = (math.prod(tensor_shape(unit.result)), "joined by " + unit.name)
             for v in unit.inputs:  # a group result only the join reads is written in place
-                alone = [u.operation for u in v.uses] == [unit]
+                alone = v.get_user_of_unique_use() is unit
                 if v in computed and not alone and v not in found:
                     found[v] = (
                         math.prod(tensor_shape(v)),

@@ -342,12 +342,13 @@ class ConcatenateToCopies(_OpPattern):
         parts = int_list(op, PARTS_ATTR)
         shape = tensor_shape(op.result)
         strides = row_major_strides(shape)
+        offsets = op.offsets()
         for k, v in enumerate(op.inputs):
             source = cast(BlockArgument, buffer_of(v))
             if k < len(parts) and source.index == parts[k]:
                 continue  # its group wrote it in place
             part = main.add(strided_memref(v.type, strides), "view")
-            offset = op.offsets()[k] * strides[op.axis_value]
+            offset = offsets[k] * strides[op.axis_value]
             main.extend(VIEWS_ATTR, [part.index, joined.index, offset])
             main.copy(op, f"{main.name}_pack{main.lowering.count(main.name, 'pack')}", source, part)
         main.replace(op, [joined])

@@ -220,12 +220,16 @@ class FunctionToMemrefs(RewritePattern):
             shape = tensor_shape(op.result)
             row_major = row_major_strides(shape)
             parts[op] = []
+            offsets = op.offsets()
             for k, v in enumerate(op.inputs):
-                users = [u.operation for u in v.uses]
                 at = -1
-                if isinstance(v.owner, TileOp) and users == [op] and v not in dest:
+                if (
+                    isinstance(v.owner, TileOp)
+                    and v.get_user_of_unique_use() is op
+                    and v not in dest
+                ):
                     at = dest[v] = arg(strided_memref(v.type, row_major), "view")
-                    offset = op.offsets()[k] * row_major[op.axis_value]
+                    offset = offsets[k] * row_major[op.axis_value]
                     views.extend((at, dest[op.result], offset))
                 parts[op].append(at)
         new = func.FuncOp(name, (types, []))

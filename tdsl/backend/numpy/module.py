@@ -236,18 +236,18 @@ class _FunctionEmitter:
                 alloc = f"{alloc} if {OUT} is None else {OUT}[{self.result_index[op.result]}]"
             self.w.line(f"{name} = {alloc}")
             self.joins[op] = name
-            for k, v in enumerate(op.inputs):
-                users = [u.operation for u in v.uses]
-                if isinstance(v.owner, FusedOp | TileOp) and users == [op] and v not in self.into:
-                    self.into[v] = f"{name}{index_text(op.part(k))}"
+            for v, part in zip(op.inputs, op.parts(), strict=True):
+                alone = v.get_user_of_unique_use() is op  # (not a list: a join reads n values)
+                if isinstance(v.owner, FusedOp | TileOp) and alone and v not in self.into:
+                    self.into[v] = f"{name}{index_text(part)}"
 
     def join(self, op: td.ConcatenateOp) -> None:
         """A join: its buffer, the operands not written into it copied in."""
         name = self.joins[op]
-        for k, v in enumerate(op.inputs):
+        for v, part in zip(op.inputs, op.parts(), strict=True):
             if v in self.written:
                 continue  # its group wrote it in place
-            self.w.line(f"{name}{index_text(op.part(k))} = {self.values[v].expr}")
+            self.w.line(f"{name}{index_text(part)} = {self.values[v].expr}")
         self.values[op.result] = _Value(name, True)
 
     def flush(self, ops: list[Operation]) -> None:

@@ -129,14 +129,19 @@ class ConcatenateOp(IRDLOperation, LanguageFunction):
             at += tensor_shape(v)[self.axis_value]
         return tuple(out)
 
-    def part(self, k: int) -> tuple[slice, ...]:
-        """The slice of the result operand ``k`` fills."""
-        start = self.offsets()[k]
-        extent = tensor_shape(self.inputs[k])[self.axis_value]
-        return tuple(
-            slice(start, start + extent) if a == self.axis_value else slice(None)
-            for a in range(len(tensor_shape(self.result)))
-        )
+    def parts(self) -> tuple[tuple[slice, ...], ...]:
+        """The slice of the result each operand fills (all at once: a join of ``n``
+        operands asked one operand at a time would add up ``n**2`` extents)."""
+        axis, rank = self.axis_value, len(tensor_shape(self.result))
+        out: list[tuple[slice, ...]] = []
+        for start, v in zip(self.offsets(), self.inputs, strict=True):
+            extent = tensor_shape(v)[axis]
+            out.append(
+                tuple(
+                    slice(start, start + extent) if a == axis else slice(None) for a in range(rank)
+                )
+            )
+        return tuple(out)
 
     def evaluate(self, *arrays: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
         return np.concatenate(arrays, axis=self.axis_value)
