@@ -361,20 +361,25 @@ class Traced:
 
     def compile(self, *args: Any, **kwargs: Any) -> CompiledKernel:
         """The :class:`~tdsl.jit.CompiledKernel` a call with these arguments runs."""
-        return self._compiled(self._entry(args, kwargs)[0]).kernel
+        return self._compiled(args, kwargs)[1]
 
-    def _compiled(self, entry: _Entry) -> Any:
+    def _compiled(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[_Entry, CompiledKernel]:
+        """The entry of a call with these arguments and its kernel; an error where the
+        trace compiled none."""
+        entry = self._entry(args, kwargs)[0]
         if entry.kernel is None:
             raise TdslCallError(
                 f"`{self.name}` computes nothing from its arguments' values for these "
                 "shapes (its result is constant, as NumPy computed it while tracing), so "
                 "no kernel was compiled: a call returns that result"
             )
-        return entry
+        return entry, entry.kernel
 
     def program(self, *args: Any, **kwargs: Any) -> str:
         """The ``.tdsl`` program the trace of a call with these arguments wrote."""
-        return self._compiled(self._entry(args, kwargs)[0]).program
+        return self._compiled(args, kwargs)[0].program
 
     @property
     def ir(self) -> Any:

@@ -144,8 +144,8 @@ def _walk(patterns: tuple[RewritePattern, ...], module: ModuleOp, *, again: bool
     one walk of the worklist only.  The worklist takes in every op a rewrite inserts or
     modifies and the users of every value it replaces, so one walk leaves nothing for a
     second to find unless a pattern reads IR it was not told changed.  The walks of
-    :func:`_convert` skip the second (a confirming walk over every op, a seventh of the
-    conversion); an op either left unconverted is an error there."""
+    :func:`_convert` skip the second (a confirming walk over every op); an op they leave
+    unconverted is an error there."""
     PatternRewriteWalker(_applier(patterns), apply_recursively=again).rewrite_module(module)
 
 
