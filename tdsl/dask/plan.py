@@ -83,8 +83,8 @@ from tdsl.dialects.kernel_plan import Step as ScheduleStep
 from tdsl.dialects.structured import (
     IteratorType,
     PartialOps,
-    constant_value,
     element_type,
+    is_constant,
     map_dims,
     numpy_dtype,
     reduction_of,
@@ -258,7 +258,7 @@ class _Planner:
 
     def split(self) -> list[_Part]:
         """The group's ops as parts that each schedule (see the module docstring)."""
-        compute = [op for op in self.ops if constant_value(op) is None]
+        compute = [op for op in self.ops if not is_constant(op)]
         parts: list[_Part] = []
         start = 0
         while start < len(compute):
@@ -307,8 +307,7 @@ class _Planner:
         constants = [
             op
             for op in self.ops
-            if constant_value(op) is not None
-            and any(u.operation in inside for r in op.results for u in r.uses)
+            if is_constant(op) and any(u.operation in inside for r in op.results for u in r.uses)
         ]
         const_values = {r for op in constants for r in op.results}
         inputs = list(
@@ -566,7 +565,7 @@ def plan_tile(tile: TileOp, chunks_of: ChunksOf) -> GroupPlan:
     mapping: dict[SSAValue, SSAValue] = dict(zip(tile.body.block.args, block.args, strict=True))
     copies: list[Operation] = []
     for op in ops:
-        if constant_value(op) is not None:
+        if is_constant(op):
             new = op.clone()
         else:
             new = require_structured(op).retyped([mapping[v] for v in op.operands])
@@ -580,7 +579,7 @@ def plan_tile(tile: TileOp, chunks_of: ChunksOf) -> GroupPlan:
         alias.setdefault(result, output)
     name = tile.group.data if tile.group is not None else "g"
     for op in copies:
-        if constant_value(op) is None and structured(op) is None:
+        if not is_constant(op) and structured(op) is None:
             require_structured(op)
     return _Planner(name, copies, list(block.args), results, chunks_of, tile, alias).run()
 

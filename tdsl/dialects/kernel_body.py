@@ -17,7 +17,7 @@ from tdsl.dialects.structured import (
     Contraction,
     IteratorType,
     StructuredOpInterface,
-    constant_value,
+    is_constant,
     map_dims,
     structured,
     tensor_shape,
@@ -197,7 +197,7 @@ def propagate_dims(
     """
     dims: dict[SSAValue, Dims] = dict(inputs)
     for op in ops:
-        if constant_value(op) is not None:
+        if is_constant(op):
             for r in op.results:
                 dims[r] = (None,) * len(tensor_shape(r))
             continue
@@ -222,3 +222,16 @@ def propagate_dims(
         if loop_dims is not None:
             loop_dims[op] = tuple(loops)
     return dims
+
+
+def body_state(op: Operation) -> tuple[object, ...]:
+    """What a :class:`GroupBody` made from ``op`` (a group op) depends on: its properties
+    and attributes, its block's argument types, and each op of its body with its operands,
+    result types, properties and attributes.  Two states compare item by item, identity
+    first, so an unchanged op compares at once; any edit of the body changes it."""
+    key: list[object] = [*op.properties.values(), *op.attributes.values()]
+    key += [a.type for a in op.regions[0].block.args]
+    for inner in op.regions[0].block.ops:
+        key += (inner, *inner.operands, *(r.type for r in inner.results))
+        key += (*inner.properties.items(), *inner.attributes.items())
+    return tuple(key)

@@ -97,7 +97,16 @@ elements.
 
 from __future__ import annotations
 
-from tdsl.dialects.kernel_body import Dims, GroupBody, PlanError, derived_kinds, propagate_dims
+from typing import NamedTuple
+
+from tdsl.dialects.kernel_body import (
+    Dims,
+    GroupBody,
+    PlanError,
+    body_state,
+    derived_kinds,
+    propagate_dims,
+)
 from tdsl.dialects.kernel_schedule import (
     Step,
     TileSchedule,
@@ -118,17 +127,33 @@ from tdsl.dialects.kernel_scratch import (
     plan_scratch,
 )
 
+
+class LoopsPlan(NamedTuple):
+    """The native loops' plan of a ``kernel.tile`` (see its ``loops`` clause)."""
+
+    tiles: tuple[int, ...]
+    stored: tuple[int, ...]
+    """Values kept in scratch: indices over the results of the loops' body ops."""
+    blas: tuple[int, ...]
+    """Positions among the loops' body ops of the matmuls BLAS computes."""
+    limit: int | None = None
+    """The scratch (elements, all threads together) the loops' tiles fit, where the
+    memory budget leaves them more than the tile op's ``scratch`` (None: that)."""
+
+
 __all__ = [
     "Buffer",
     "Dims",
     "GroupBody",
     "Instance",
+    "LoopsPlan",
     "OpPlan",
     "PlanError",
     "ScratchPlan",
     "Slot",
     "Step",
     "TileSchedule",
+    "body_state",
     "carried_dims",
     "carry_dims",
     "carry_shape",

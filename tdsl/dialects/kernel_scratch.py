@@ -22,7 +22,7 @@ from tdsl.dialects.kernel_schedule import TileSchedule, carry_shape, staged_shap
 from tdsl.dialects.structured import (
     Scan,
     StructuredOpInterface,
-    constant_value,
+    is_constant,
     numpy_dtype,
     reduction_of,
 )
@@ -352,8 +352,8 @@ def compute_scratch_plan(sched: TileSchedule) -> ScratchPlan:
         accumulator: Slot | None = None
         partial = -1
         more_partials: tuple[int, ...] = ()
-        computes = constant_value(op) is None and not s.is_view()
-        if constant_value(op) is not None:
+        computes = not is_constant(op) and not s.is_view()
+        if is_constant(op):
             for r in results:
                 hold(r, CONSTANT)
         elif s.is_view():
@@ -457,7 +457,7 @@ def _chain_outputs(
                     and q is not None
                     and not sched.accumulates(q)
                     and not require_structured(q).is_view()
-                    and constant_value(q) is None
+                    and not is_constant(q)
                     and cand not in hints
                     and last_use.get(cand) == at
                     and body.shape(v, sched.tiles) == body.shape(cur[0], sched.tiles)

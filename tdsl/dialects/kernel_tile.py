@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple, cast
+from typing import cast
 
 from xdsl.dialects.builtin import (
     I64,
@@ -30,8 +30,10 @@ from tdsl.dialects.kernel_plan import (
     Buffer,
     Dims,
     GroupBody,
+    LoopsPlan,
     PlanError,
     TileSchedule,
+    body_state,
     derived_kinds,
     plan_scratch,
     propagate_dims,
@@ -39,8 +41,8 @@ from tdsl.dialects.kernel_plan import (
 )
 from tdsl.dialects.structured import (
     IteratorType,
-    constant_value,
     element_dtype,
+    is_constant,
     map_dims,
     structured,
     tensor_shape,
@@ -333,10 +335,20 @@ class TileOp(GroupOp):
     def group_body(self) -> GroupBody:
         """The body as a :class:`~tdsl.dialects.kernel_plan.GroupBody` (dims from the maps).
 
+        Made once while the op and its body stay as they are: the verifier and each
+        target ask for it, and the body keeps the schedules made from it, so the
+        recorded plan is worked out once, not once per reader.
+
         Raises :class:`~tdsl.dialects.kernel_plan.PlanError` when the body's ops
         do not run along the maps consistently.
         """
-        return self._group_body(self.iterator_types)
+        key = body_state(self)
+        kept = self.__dict__.get("_kept_body")
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        body = self._group_body(self.iterator_types)
+        self.__dict__["_kept_body"] = (key, body)
+        return body
 
     def _group_body(self, kinds: tuple[IteratorType, ...]) -> GroupBody:
         block = self.body.block
@@ -346,11 +358,11 @@ class TileOp(GroupOp):
             ops, dict(zip(block.args, self.input_dims, strict=True)), len(self.space_value), loops
         )
         reads = {(op, i): dims[v] for op in ops for i, v in enumerate(op.operands)}
-        constants = frozenset(r for op in ops if constant_value(op) is not None for r in op.results)
+        constants = frozenset(r for op in ops if is_constant(op) for r in op.results)
         return GroupBody(
             extents=self.space_value,
             kinds=kinds,
-            ops=tuple(op for op in ops if constant_value(op) is None),
+            ops=tuple(op for op in ops if not is_constant(op)),
             dims=dims,
             reads=reads,
             outputs=yielded,
@@ -545,7 +557,7 @@ class TileOp(GroupOp):
     def _verify_body(self) -> None:
         ops, yielded = self.body_ops()
         for op in ops:
-            if structured(op) is None and constant_value(op) is None:
+            if structured(op) is None and not is_constant(op):
                 raise VerifyException(
                     f"'{self.name}' op body holds '{op.name}', which does not implement the "
                     "structured-op interface"
@@ -576,19 +588,6 @@ class TileOp(GroupOp):
             raise VerifyException(
                 f"'{self.name}' op records scratch {self.scratch} but its plan needs [{shown}]"
             )
-
-
-class LoopsPlan(NamedTuple):
-    """The native loops' plan of a ``kernel.tile`` (see its ``loops`` clause)."""
-
-    tiles: tuple[int, ...]
-    stored: tuple[int, ...]
-    """Values kept in scratch: indices over the results of the loops' body ops."""
-    blas: tuple[int, ...]
-    """Positions among the loops' body ops of the matmuls BLAS computes."""
-    limit: int | None = None
-    """The scratch (elements, all threads together) the loops' tiles fit, where the
-    memory budget leaves them more than the tile op's ``scratch`` (None: that)."""
 
 
 def _buffer_key(b: Buffer) -> tuple[str, int]:

@@ -100,6 +100,7 @@ from tdsl.dialects.structured_interface import (
     PartialOps,
     Reduction,
     StructuredOpInterface,
+    is_constant,
     reduction_of,
     structured,
 )
@@ -216,6 +217,7 @@ __all__ = [
     "identity_map",
     "int_op",
     "is_bool",
+    "is_constant",
     "is_int",
     "is_unsigned",
     "map_dims",

@@ -275,9 +275,31 @@ class HasConstantValue(abc.ABC):
         """The constant, as an array of the result's dtype and shape."""
 
 
+_STRUCTURED: dict[type, bool] = {}
+"""Per op class, whether it implements :class:`StructuredOpInterface` (an ``isinstance``
+of an ABC costs a call into ``abc`` each time; planners ask it of every op, often)."""
+
+
 def structured(op: Operation) -> StructuredOpInterface | None:
     """``op`` as a structured op, or None when it does not implement the interface."""
-    return op if isinstance(op, StructuredOpInterface) else None
+    cls = type(op)
+    found = _STRUCTURED.get(cls)
+    if found is None:
+        found = _STRUCTURED[cls] = issubclass(cls, StructuredOpInterface)
+    return cast(StructuredOpInterface, op) if found else None
+
+
+_CONSTANT: dict[type, bool] = {}
+
+
+def is_constant(op: Operation) -> bool:
+    """Whether ``op`` stands for a constant array (:class:`HasConstantValue`): what
+    ``is_constant(op)`` says, without making the array."""
+    cls = type(op)
+    found = _CONSTANT.get(cls)
+    if found is None:
+        found = _CONSTANT[cls] = issubclass(cls, HasConstantValue)
+    return found
 
 
 def reduction_of(op: Operation) -> Reduction:

@@ -185,9 +185,16 @@ def fmt_shape(shape: Sequence[int]) -> str:
 def tensor_shape(value: SSAValue | Attribute) -> tuple[int, ...]:
     """The static shape of a tensor-typed value or type."""
     t = value.type if isinstance(value, SSAValue) else value
+    # kept on the type, which is immutable (a field of no dataclass: equality, hashing
+    # and printing ignore it); planners ask every value's shape many times
+    found = t.__dict__.get("_tdsl_shape")
+    if found is not None:
+        return found
     if not isinstance(t, TensorType):
         raise internal_error(f"the shape of a value of type {t}, where a tensor was expected")
-    return tuple([d.data for d in cast(TensorType[Attribute], t).shape.data])
+    shape = tuple([d.data for d in cast(TensorType[Attribute], t).shape.data])
+    object.__setattr__(t, "_tdsl_shape", shape)
+    return shape
 
 
 def element_type(value: SSAValue | Attribute) -> Attribute:

@@ -42,9 +42,9 @@ from tdsl.dialects.kernel_plan import Dims, PlanError, iter_tiles
 from tdsl.dialects.structured import (
     Reduction,
     Scan,
-    constant_value,
     element_of,
     fmt_shape,
+    is_constant,
     numpy_dtype,
     reduction_of,
     structured,
@@ -82,7 +82,7 @@ class _TileRun:
         self.outputs: list[Array] = [
             np.full(tensor_shape(r), np.nan, dtype=numpy_dtype(r.type)) for r in op.outputs
         ]
-        self.constants = [c for c in op.body_ops()[0] if constant_value(c) is not None]
+        self.constants = [c for c in op.body_ops()[0] if is_constant(c)]
         self.staged: dict[SSAValue, Array] = {}
         """The values of staged ops, whole (a pass writes each tile of them, later passes
         read them)."""

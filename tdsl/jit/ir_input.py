@@ -195,7 +195,7 @@ def retyped_function(func_op: FuncOp, shapes: Sequence[tuple[int, ...]]) -> Func
     from xdsl.dialects.func import FuncOp, ReturnOp
     from xdsl.ir import Block, Region, SSAValue
 
-    from tdsl.dialects.structured import constant_value, element_type
+    from tdsl.dialects.structured import element_type, is_constant
     from tdsl.transforms.iteration_space import require_structured
 
     inputs = func_op.function_type.inputs.data
@@ -218,7 +218,7 @@ def retyped_function(func_op: FuncOp, shapes: Sequence[tuple[int, ...]]) -> Func
             returned = [mapping[v] for v in op.operands]
             block.add_op(ReturnOp(*returned))
             break
-        if constant_value(op) is not None:
+        if is_constant(op):
             new_op = op.clone()
         else:
             try:

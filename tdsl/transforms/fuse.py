@@ -70,7 +70,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from tdsl.defaults import DEFAULT_MEMORY_BUDGET, check_memory_budget
 from tdsl.dialects.kernel import FusedOp, TileOp, YieldOp
-from tdsl.dialects.structured import constant_value, structured, tensor_shape
+from tdsl.dialects.structured import is_constant, structured, tensor_shape
 from tdsl.dialects.tensordsl import ReshapeOp, SliceOp, TakeOp
 from tdsl.errors import (
     SourceLocation,
@@ -436,7 +436,7 @@ def _untile(
     for inner in list(block.ops):
         if inner is term:
             continue
-        if constant_value(inner) is not None and not inner.operands:
+        if is_constant(inner) and not inner.operands:
             new = inner.clone()
         else:
             s = structured(inner)

@@ -21,6 +21,7 @@ from xdsl.ir import Operation, OpResult, SSAValue
 from tdsl.dialects.structured import (
     Contraction,
     constant_value,
+    is_constant,
     numpy_dtype,
     structured,
     tensor_shape,
@@ -49,7 +50,7 @@ def is_cloned_constant(op: Operation) -> bool:
 
 def groupable(op: Operation) -> bool:
     """Whether ``op`` can be put in a fusion group (a structured op, not a constant)."""
-    return structured(op) is not None and constant_value(op) is None
+    return structured(op) is not None and not is_constant(op)
 
 
 # ---------------------------------------------------------------------------

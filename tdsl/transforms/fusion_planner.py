@@ -25,8 +25,8 @@ from tdsl.dialects.kernel import FusedOp
 from tdsl.dialects.kernel_plan import GroupBody
 from tdsl.dialects.structured import (
     Contraction,
-    constant_value,
     fmt_shape,
+    is_constant,
     structured,
     tensor_shape,
 )
@@ -154,7 +154,7 @@ class FusionPlanner:
         """Groupable ops (and constants) whose results nothing live uses."""
         dead: set[Operation] = set()
         for op in reversed(self.ops):
-            if not groupable(op) and constant_value(op) is None:
+            if not groupable(op) and not is_constant(op):
                 continue
             uses = [
                 self.block.find_ancestor_op_in_block(use.operation)

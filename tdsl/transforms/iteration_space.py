@@ -43,8 +43,8 @@ from tdsl.dialects.structured import (
     Contraction,
     IteratorType,
     StructuredOpInterface,
-    constant_value,
     fmt_shape,
+    is_constant,
     map_dims,
     structured,
     tensor_shape,
@@ -193,7 +193,7 @@ def apply_op(dv: DimVars, op: Operation, operand_dims: Sequence[VarDims]) -> tup
     Unifies what its indexing maps line up and marks its reduction, normalize
     and prefer-whole dims.  Constants get fresh variables.
     """
-    if constant_value(op) is not None:
+    if is_constant(op):
         return tuple(dv.fresh(tensor_shape(r)) for r in op.results)
     s = require_structured(op)
     extents = s.loop_extents()
@@ -310,7 +310,7 @@ def _analyze(
                 first_read.setdefault(v, dims)
         for r, dims in zip(op.results, results, strict=True):
             computed[r] = dims
-        if constant_value(op) is not None:
+        if is_constant(op):
             constants.update(op.results)
         else:
             structured_ops.append(op)

@@ -91,6 +91,7 @@ from tdsl.dialects.kernel_plan import (
 from tdsl.dialects.structured import (
     constant_value,
     element_type,
+    is_constant,
 )
 from tdsl.errors import TdslBudgetError, TdslIRError, TdslOptionError, internal_error
 from tdsl.transforms.iteration_space import require_structured
@@ -197,7 +198,7 @@ def _build_tile(
             block.args[reads[(v, body.reads[(op, i)])]] if v in inputs else inner[v]
             for i, v in enumerate(op.operands)
         ]
-        if constant_value(op) is not None:
+        if is_constant(op):
             new = op.clone()
         else:
             try:
@@ -209,7 +210,7 @@ def _build_tile(
         block.add_op(new)
         for old_result, new_result in zip(op.results, new.results, strict=True):
             expected = TensorType(element_type(old_result), body.shape(old_result, tiles))
-            if constant_value(op) is None and new_result.type != expected:
+            if not is_constant(op) and new_result.type != expected:
                 raise TdslIRError(
                     f"internal error: tiling '{op.name}' gave {new_result.type}, "
                     f"expected {expected}",
@@ -236,7 +237,8 @@ def _build_tile(
         staged=sorted(body.position[op] for op in tiling.schedule.staged),
     )
     try:
-        tile_op.verify()
+        # the tile op and its plan; its body ops are copies whose types were checked above
+        tile_op.verify(verify_nested_ops=False)
     except VerifyException as err:
         raise TdslIRError(f"internal error: tdsl-tile built an invalid kernel.tile: {err}") from err
     return tile_op
@@ -264,7 +266,7 @@ class TileGroups(RewritePattern):
         budget = group_budget(fused, self.options.memory_budget)
         group = GroupParts(fused, budget, self.options)
         for op in group.ops:
-            if constant_value(op) is None:
+            if not is_constant(op):
                 require_structured(op)
         while True:
             compute = [op for op in group.ops if not _is_hoisted_constant(op)]

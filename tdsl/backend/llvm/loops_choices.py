@@ -30,8 +30,8 @@ from tdsl.dialects.kernel import TileOp
 from tdsl.dialects.kernel_plan import GroupBody, propagate_dims
 from tdsl.dialects.structured import (
     ElementwiseOp,
-    constant_value,
     element_type,
+    is_constant,
     numpy_dtype,
     reduction_of,
     tensor_shape,
@@ -573,13 +573,11 @@ def copied_body(
     return GroupBody(
         extents=body.extents,
         kinds=body.kinds,
-        ops=tuple(op for op in new_ops if constant_value(op) is None),
+        ops=tuple(op for op in new_ops if not is_constant(op)),
         dims=dims,
         reads={(op, i): dims[v] for op in new_ops for i, v in enumerate(op.operands)},
         outputs=tuple(outputs),
         output_dims=body.output_dims,
-        constants=frozenset(
-            r for op in new_ops if constant_value(op) is not None for r in op.results
-        ),
+        constants=frozenset(r for op in new_ops if is_constant(op) for r in op.results),
         prefer_whole=body.prefer_whole,
     )

@@ -64,7 +64,7 @@ from tdsl.backend.llvm.loops_emit import _Group
 from tdsl.backend.llvm.loops_gather import ERROR_TYPE, ERRORS_ATTR, emit_take
 from tdsl.dialects.kernel import TileOp
 from tdsl.dialects.op_interfaces import StridedView, row_major_strides
-from tdsl.dialects.structured import constant_value, element_type, tensor_shape
+from tdsl.dialects.structured import constant_value, element_type, is_constant, tensor_shape
 from tdsl.dialects.tensordsl import ConcatenateOp, TakeOp, is_one_value
 
 DEST_ATTR = "tdsl.loops_dest"
@@ -267,7 +267,7 @@ class ConstantToBuffer(_OpPattern):
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if len(op.results) != 1 or not isinstance(op.results[0].type, TensorType):
             return
-        if constant_value(op) is None or (main := Main.of(op, self.lowering, rewriter)) is None:
+        if not is_constant(op) or (main := Main.of(op, self.lowering, rewriter)) is None:
             return
         result: SSAValue = op.results[0]
         t = memref_of(result.type)

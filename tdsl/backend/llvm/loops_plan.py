@@ -59,8 +59,7 @@ from tdsl.backend.llvm.loops_split import (
 )
 from tdsl.defaults import MIN_BLAS_BYTES_PER_THREAD
 from tdsl.dialects.kernel import TileOp
-from tdsl.dialects.kernel_plan import Dims, GroupBody, carried_dims, carry_dims
-from tdsl.dialects.kernel_tile import LoopsPlan
+from tdsl.dialects.kernel_plan import Dims, GroupBody, LoopsPlan, carried_dims, carry_dims
 from tdsl.dialects.structured import (
     IteratorType,
     Scan,

@@ -158,7 +158,7 @@ from tdsl.backend.llvm.loops_patterns import (
 from tdsl.backend.llvm.plan_loops import plan_loops
 from tdsl.dialects.kernel import FusedOp, TileOp
 from tdsl.dialects.op_interfaces import StridedView, row_major_strides
-from tdsl.dialects.structured import constant_value, element_type, tensor_shape
+from tdsl.dialects.structured import element_type, is_constant, tensor_shape
 from tdsl.dialects.tensordsl import ConcatenateOp, TakeOp
 from tdsl.errors import TdslIRError
 
@@ -269,7 +269,7 @@ def _check_ops(name: str, ops: Sequence[Operation]) -> None:
             )
         if (
             not isinstance(op, TileOp)
-            and constant_value(op) is None
+            and not is_constant(op)
             and not isinstance(op, StridedView | ConcatenateOp | TakeOp)
         ):
             raise TdslIRError(

@@ -46,7 +46,7 @@ from tdsl.backend.numpy.source import (
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.kernel import FusedOp, TileOp
 from tdsl.dialects.kernel_plan import GroupBody, PlanError
-from tdsl.dialects.structured import constant_value, structured
+from tdsl.dialects.structured import is_constant, structured
 from tdsl.dtypes import dtype_expr
 from tdsl.errors import TdslIRError
 
@@ -115,13 +115,13 @@ def whole_body(
         for i, v in enumerate(op.operands):
             dims.setdefault(v, (None,) * len(td.tensor_shape(v)))
             reads[(op, i)] = dims[v]
-        if constant_value(op) is None and structured(op) is None:
+        if not is_constant(op) and structured(op) is None:
             raise TdslIRError(f"numpy target: cannot emit '{op.name}' in a group", op=op)
-    constants = frozenset(r for op in ops if constant_value(op) is not None for r in op.results)
+    constants = frozenset(r for op in ops if is_constant(op) for r in op.results)
     return GroupBody(
         extents=(),
         kinds=(),
-        ops=tuple(op for op in ops if constant_value(op) is None),
+        ops=tuple(op for op in ops if not is_constant(op)),
         dims=dims,
         reads=reads,
         outputs=tuple(outputs),
@@ -198,7 +198,7 @@ class _FunctionEmitter:
                 elif isinstance(op, td.TakeOp):
                     self.flush(pending)
                     self.take(op)
-                elif structured(op) is not None or constant_value(op) is not None:
+                elif structured(op) is not None or is_constant(op):
                     pending.append(op)
                 else:
                     raise TdslIRError(f"numpy target: cannot emit '{op.name}' in a function", op=op)
