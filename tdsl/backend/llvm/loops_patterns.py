@@ -110,6 +110,18 @@ class Lowering:
     last_helper: dict[str, Operation] = field(default_factory=dict[str, Operation])
     last_external: dict[str, Operation] = field(default_factory=dict[str, Operation])
     counts: dict[tuple[str, str], int] = field(default_factory=dict[tuple[str, str], int])
+    added: dict[func.FuncOp, dict[str, list[int]]] = field(
+        default_factory=dict[func.FuncOp, dict[str, list[int]]]
+    )
+    """Per function, the integers its patterns append to its array attributes, written
+    once by :meth:`write_added` (rewritten per append, a join of n operands took n**2)."""
+
+    def write_added(self) -> None:
+        """Append the integers :meth:`Main.extend` collected to their attributes."""
+        for fn, lists in self.added.items():
+            for name, values in lists.items():
+                fn.attributes[name] = DenseArrayBase.from_list(i64, [*int_list(fn, name), *values])
+        self.added.clear()
 
     def count(self, fn: str, kind: str) -> int:
         """The next number of helper ``kind`` of function ``fn``: 0, 1, ..."""
@@ -160,10 +172,9 @@ class Main:
         return arg
 
     def extend(self, name: str, values: Sequence[int]) -> None:
-        """Append ``values`` to the function's integer array attribute ``name``."""
-        self.fn.attributes[name] = DenseArrayBase.from_list(
-            i64, [*int_list(self.fn, name), *values]
-        )
+        """Append ``values`` to the function's integer array attribute ``name`` (written
+        when the walk is over: :meth:`Lowering.write_added`)."""
+        self.lowering.added.setdefault(self.fn, {}).setdefault(name, []).extend(values)
 
     def add_constant(self, value: Attribute) -> None:
         found = self.fn.attributes.get(CONSTANTS_ATTR)

@@ -148,6 +148,7 @@ from tdsl.backend.llvm.loops_common import (
     StridedBlasOperandError as StridedBlasOperandError,
 )
 from tdsl.backend.llvm.loops_emit import _Group
+from tdsl.backend.llvm.loops_outline import outline_long_bodies
 from tdsl.backend.llvm.loops_patterns import (
     DEST_ATTR,
     OP_PATTERNS,
@@ -338,7 +339,9 @@ def lower_to_loops(
     PatternRewriteWalker(
         GreedyRewritePatternApplier(patterns, dce_enabled=False), apply_recursively=False
     ).rewrite_module(module)
+    lowering.write_added()
     _finish(module)
+    outline_long_bodies(module)  # (LLVM's loop passes grow faster than a function)
     make_signless(module)
     try:
         module.verify()

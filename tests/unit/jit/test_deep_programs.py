@@ -7,20 +7,15 @@ here)."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
+from deep_program_script import deep_programs
 from shallow_stack import shallow_stack
 
 import tdsl
-
-SCRIPT = Path(__file__).resolve().parents[3] / "benchmarks" / "deep_programs.py"
 
 
 @pytest.fixture(autouse=True)
@@ -29,20 +24,11 @@ def jit_target() -> str:
     return "numpy"
 
 
-def _programs() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("tdsl_deep_programs", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 SHAPE = (64, 32)
 
 
 def _check(target: str, ops: int) -> Any:
-    text, reference, count = _programs().program(ops, SHAPE)
+    text, reference, count = deep_programs().program(ops, SHAPE)
     assert count >= ops
     with shallow_stack():
         kernel = tdsl.JITTensorKernel(target=target, threads=1).compile(text)
