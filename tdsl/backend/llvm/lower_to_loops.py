@@ -148,7 +148,7 @@ from tdsl.backend.llvm.loops_common import (
     StridedBlasOperandError as StridedBlasOperandError,
 )
 from tdsl.backend.llvm.loops_emit import _Group
-from tdsl.backend.llvm.loops_outline import outline_long_bodies
+from tdsl.backend.llvm.loops_outline import outline_long_bodies, unique_constants
 from tdsl.backend.llvm.loops_patterns import (
     DEST_ATTR,
     OP_PATTERNS,
@@ -341,6 +341,7 @@ def lower_to_loops(
     ).rewrite_module(module)
     lowering.write_added()
     _finish(module)
+    unique_constants(module)
     outline_long_bodies(module)  # (LLVM's loop passes grow faster than a function)
     make_signless(module)
     try:

@@ -12,10 +12,10 @@
 // PLAN: loops tiles [1, 8, 4] stored [0] blas [1]
 
 // CHECK:       func.func @main_g0(%lo: index, %hi: index, %x: memref<32x16xf32>, %w: memref<16x8xf32>, %out0: memref<32x8xf32>, %0: memref<1x4xf32>) attributes {passthrough = ["noinline"]} {
+// CHECK-DAG:       %[[FOUR:[0-9]+]] = arith.constant 4 : index
+// CHECK-DAG:       %[[SIXTEEN:[0-9]+]] = arith.constant 16 : index
 // CHECK:         scf.for %[[T:[0-9]+]] = %lo to %hi step
-// CHECK:           %[[FOUR:[0-9]+]] = arith.constant 4 : index
-// CHECK:           %[[SIXTEEN:[0-9]+]] = arith.constant 16 : index
-// CHECK-NEXT:      scf.for %[[K:[0-9]+]] = %{{[0-9]+}} to %[[SIXTEEN]] step %[[FOUR]] {
+// CHECK:           scf.for %[[K:[0-9]+]] = %{{[0-9]+}} to %[[SIXTEEN]] step %[[FOUR]] {
 // CHECK:             scf.for
 // CHECK-NEXT:          scf.for %{{[0-9]+}} = %[[K]] to
 // CHECK:                 arith.select

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import re
 import threading
 from typing import Any
 
@@ -633,9 +634,13 @@ def test_a_transposed_input_is_packed_in_blocks() -> None:
         return str(module)
 
     text = loops(512, "f32", [(1, 512), None])
-    assert f"memref.alloca() {{alignment = 64 : i64}} : memref<{BLOCK}x8xf32>" in text
-    assert "memref.load %0[" in text  # the sweep reads the buffer
-    assert "memref.load %A[" in text.split("memref.load %0[")[0]  # after the copy
+    found = re.search(
+        rf"(%\w+) = memref.alloca\(\) {{alignment = 64 : i64}} : memref<{BLOCK}x8xf32>", text
+    )
+    assert found is not None
+    packed = found.group(1)
+    assert f"memref.load {packed}[" in text  # the sweep reads the buffer
+    assert "memref.load %A[" in text.split(f"memref.load {packed}[")[0]  # after the copy
     assert "alloca" not in loops(512, "f32", [None, None])
     # broadcast views (a stride of 0) read one element along it: nothing to pack
     assert "alloca" not in loops(512, "f32", [(0, 1), None])

@@ -34,25 +34,29 @@ func.func @arith(%a: tensor<4xi64>, %b: tensor<4xi64>) -> tensor<4xi64> {
 
 // One fused loop.  The divisor of `//` and `%` is 1 where it is 0 or where the
 // dividend is MIN and the divisor -1, and a shift count outside [0, 64) is
-// replaced before the shift.
+// replaced before the shift.  (Each constant is made once, at the start.)
 // LOOPS-LABEL: func.func @arith_g0(
+// LOOPS-DAG:     %[[W:.*]] = arith.constant 64 : i64
+// LOOPS-DAG:     %[[NEG1:.*]] = arith.constant -1 : i64
+// LOOPS-DAG:     %[[MIN:.*]] = arith.constant -9223372036854775808 : i64
+// LOOPS-DAG:     %[[NONE:.*]] = arith.constant 0 : i64
 // LOOPS:         arith.addi
-// LOOPS:         %[[ZERO:.*]] = arith.cmpi eq, %{{.*}}, %{{.*}} : i64
-// LOOPS:         arith.constant -9223372036854775808 : i64
-// LOOPS:         %[[BAD:.*]] = arith.ori %[[ZERO]], %{{.*}} : i1
-// LOOPS:         %[[SAFE:.*]] = arith.select %[[BAD]], %{{.*}}, %{{.*}} : i64
+// LOOPS-NEXT:    %[[ZERO:.*]] = arith.cmpi eq, %{{.*}}, %[[NONE]] : i64
+// LOOPS-NEXT:    %[[ISMIN:.*]] = arith.cmpi eq, %{{.*}}, %[[MIN]] : i64
+// LOOPS-NEXT:    %[[ISNEG1:.*]] = arith.cmpi eq, %{{.*}}, %[[NEG1]] : i64
+// LOOPS-NEXT:    %[[OVER:.*]] = arith.andi %[[ISMIN]], %[[ISNEG1]] : i1
+// LOOPS-NEXT:    %[[BAD:.*]] = arith.ori %[[ZERO]], %[[OVER]] : i1
+// LOOPS-NEXT:    %[[SAFE:.*]] = arith.select %[[BAD]], %{{.*}}, %{{.*}} : i64
 // LOOPS-NEXT:    arith.divsi %{{.*}}, %[[SAFE]] : i64
 // LOOPS:         arith.remsi
-// LOOPS:         arith.constant 64 : i64
-// LOOPS-NEXT:    %[[OK:.*]] = arith.cmpi ult, %{{.*}}, %{{.*}} : i64
-// LOOPS:         arith.select %[[OK]]
+// LOOPS:         %[[OK:.*]] = arith.cmpi ult, %{{.*}}, %[[W]] : i64
+// LOOPS-NEXT:    arith.select %[[OK]]
 // LOOPS-NEXT:    arith.shli
 // LOOPS:         arith.shrsi
 // LOOPS:         arith.andi
 // LOOPS:         arith.ori
 // LOOPS:         arith.xori
-// LOOPS:         arith.constant -1 : i64
-// LOOPS-NEXT:    arith.xori
+// LOOPS-NEXT:    arith.xori %{{.*}}, %[[NEG1]] : i64
 // LOOPS:         memref.store %{{.*}}, %out0[%{{.*}}] : memref<4xi64>
 
 // -----
@@ -68,13 +72,13 @@ func.func @convert(%x: tensor<4xf64>) -> tensor<4xi32> {
 // A float converts only where it is in range (nan compares false); elsewhere the
 // result is NumPy's INT_MIN.  LLVM has the conversion as a saturating intrinsic.
 // LOOPS-LABEL: func.func @convert_g0(
+// LOOPS:         %[[MIN:.*]] = arith.constant -2147483648 : i32
 // LOOPS:         arith.cmpf ogt, %{{.*}}, %{{.*}} : f64
 // LOOPS:         arith.cmpf olt, %{{.*}}, %{{.*}} : f64
 // LOOPS:         %[[IN:.*]] = arith.andi
 // LOOPS:         arith.select %[[IN]], %{{.*}}, %{{.*}} : f64
-// LOOPS-NEXT:    arith.fptosi %{{.*}} : f64 to i32
-// LOOPS:         arith.constant -2147483648 : i32
-// LOOPS-NEXT:    arith.select %[[IN]], %{{.*}}, %{{.*}} : i32
+// LOOPS-NEXT:    %[[INT:.*]] = arith.fptosi %{{.*}} : f64 to i32
+// LOOPS-NEXT:    arith.select %[[IN]], %[[INT]], %[[MIN]] : i32
 // LLVM:          llvm.call_intrinsic "llvm.fptosi.sat.i32.f64"(%{{.*}}) : (f64) -> i32
 
 // -----
@@ -97,9 +101,9 @@ func.func @unsigned(%a: tensor<4xui8>, %b: tensor<4xui8>) -> tensor<4xi1> {
 // stage writes ui8 as i8 (arith.constant and LLVM take signless integers only).
 // LOOPS-LABEL: func.func @unsigned_g0(
 // LOOPS-SAME:    %a: memref<4xi8>, %b: memref<4xi8>, %out0: memref<4xi1>
+// LOOPS:         %[[ONE:.*]] = arith.constant 1 : i8
 // LOOPS:         %[[ZERO:.*]] = arith.cmpi eq, %{{.*}}, %{{.*}} : i8
-// LOOPS-NEXT:    arith.constant 1 : i8
-// LOOPS-NEXT:    %[[SAFE:.*]] = arith.select %[[ZERO]], %{{.*}}, %{{.*}} : i8
+// LOOPS-NEXT:    %[[SAFE:.*]] = arith.select %[[ZERO]], %[[ONE]], %{{.*}} : i8
 // LOOPS-NEXT:    arith.divui %{{.*}}, %[[SAFE]] : i8
 // LOOPS-NEXT:    arith.remui %{{.*}}, %[[SAFE]] : i8
 // LOOPS:         arith.cmpi ult, %{{.*}}, %{{.*}} : i8
