@@ -63,3 +63,45 @@ def test_a_short_body_stays_whole() -> None:
         "softmax(A) * 2 + 1", {"A": (16, 16)}, "float32"
     )
     assert "_part" not in kernel.ir["loops"]
+
+
+def test_each_constant_is_made_once_per_function_and_signed_zeros_stay_apart() -> None:
+    from xdsl.context import Context
+    from xdsl.dialects import arith, builtin, func, memref, scf
+    from xdsl.parser import Parser
+
+    text = """
+    func.func @f(%m: memref<4xf32>) {
+      %a = arith.constant 0 : index
+      %b = arith.constant 4 : index
+      %c = arith.constant 1 : index
+      scf.for %i = %a to %b step %c {
+        %z = arith.constant 0.000000e+00 : f32
+        %n = arith.constant -0.000000e+00 : f32
+        %one = arith.constant 1 : index
+        %j = arith.addi %i, %one : index
+        %s = arith.addf %z, %n : f32
+        memref.store %s, %m[%i] : memref<4xf32>
+        %z2 = arith.constant 0.000000e+00 : f32
+        memref.store %z2, %m[%j] : memref<4xf32>
+      }
+      func.return
+    }
+    """
+    ctx = Context()
+    for dialect in (arith.Arith, builtin.Builtin, func.Func, memref.MemRef, scf.Scf):
+        ctx.load_dialect(dialect)
+    module = Parser(ctx, text).parse_module()
+    loops_outline.unique_constants(module)
+    module.verify()
+    fn = next(iter(module.ops))
+    assert isinstance(fn, func.FuncOp)
+    top = [op for op in fn.body.block.ops if isinstance(op, arith.ConstantOp)]
+    nested = [op for op in fn.walk() if isinstance(op, arith.ConstantOp) and op not in top]
+    assert not nested
+    shown = sorted(str(op.value) for op in top)
+    assert shown == sorted(
+        ["0 : index", "4 : index", "1 : index", "0.000000e+00 : f32", "-0.000000e+00 : f32"]
+    )
+    add = next(op for op in fn.walk() if isinstance(op, arith.AddfOp))
+    assert add.lhs is not add.rhs  # 0.0 + -0.0 still adds two constants
