@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from xdsl.ir import Operation, SSAValue
 
@@ -353,22 +353,34 @@ def _live_order(body: GroupBody, ops: Sequence[Operation]) -> tuple[Operation, .
     members = set(ops)
     outputs = set(body.outputs)
 
-    def reader(op: Operation) -> Operation | None:
-        if len(op.results) != 1 or op.results[0] in outputs:
-            return None
-        users = {u.operation for u in op.results[0].uses if u.operation in body.members}
-        if len(users) != 1:
-            return None
-        (user,) = users
-        return user if user in members else None
+    group = body.members
 
-    deferred = {op for op in ops if reader(op) is not None}
+    def deferrable(op: Operation) -> bool:
+        """Whether ``op``'s one result has one reader in the group, an op of ``ops``."""
+        if len(op.results) != 1 or op.results[0] in outputs:
+            return False
+        user: Operation | None = None
+        for use in op.results[0].uses:
+            o = use.operation
+            if o is user or o not in group:
+                continue
+            if user is not None:
+                return False
+            user = o
+        return user is not None and user in members
+
+    deferred = {op for op in ops if deferrable(op)}
     # each deferred op's tree of deferred operands (one reader each: a forest), sized in
     # program order; the larger operand tree runs first, the smaller one's tile is then
     # live for less
     size: dict[Operation, int] = {}
     for op in ops:
-        size[op] = 1 + sum(size[p] for v in op.operands if (p := v.owner) in deferred and p in size)
+        n = 1
+        for v in op.operands:
+            p = v.owner
+            if p in deferred:
+                n += size.get(cast(Operation, p), 0)
+        size[op] = n
     order: list[Operation] = []
     done: set[Operation] = set()
     for root in ops:

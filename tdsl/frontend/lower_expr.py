@@ -101,6 +101,7 @@ class FunctionLowering(CallParams):
         self.builder = Builder(InsertPoint.at_end(block))
         self.env: dict[str, Value] = {}
         self.casts: dict[tuple[SSAValue, str], TensorValue] = {}
+        self.literals: dict[tuple[str, bytes], TensorValue] = {}
 
     # ---------------------------------------------------------------- helpers
 
@@ -155,7 +156,14 @@ class FunctionLowering(CallParams):
                         "as in NumPy (OverflowError): write it as a float (`1e400` is inf)",
                         self.where(value.span),
                     ) from None
-            return self.emit(td.ConstantOp(td.dense_from_numpy(data, element)), value.span)
+            # one constant per value and type in a function, as its casts are one per value
+            key_ = (dtype_name(element), data.tobytes())
+            found = self.literals.get(key_)
+            if found is None:
+                found = self.literals[key_] = self.emit(
+                    td.ConstantOp(td.dense_from_numpy(data, element)), value.span
+                )
+            return found
         if isinstance(value, WeakValue):
             value = TensorValue(value.value, (), i64 if value.integer else f64)
         if value.element == element:

@@ -60,6 +60,7 @@ def unique_constants(module: ModuleOp) -> None:
             continue
         entry = fn.body.block
         kept: dict[tuple[object, ...], arith.ConstantOp] = {}
+        last: Operation | None = None  # (in the order they first appear)
         for op in list(fn.walk()):
             if not isinstance(op, arith.ConstantOp):
                 continue
@@ -69,11 +70,15 @@ def unique_constants(module: ModuleOp) -> None:
             first = kept.get(key)
             if first is None:
                 kept[key] = op
-                op.detach()
-                if entry.first_op is None:
-                    entry.add_op(op)
-                else:
-                    entry.insert_op_before(op, entry.first_op)
+                if op is not entry.first_op or last is not None:
+                    op.detach()
+                    if last is not None:
+                        entry.insert_op_after(op, last)
+                    elif entry.first_op is None:
+                        entry.add_op(op)
+                    else:
+                        entry.insert_op_before(op, entry.first_op)
+                last = op
             else:
                 op.results[0].replace_all_uses_with(first.results[0])
                 op.detach()

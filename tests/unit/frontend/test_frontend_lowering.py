@@ -188,6 +188,29 @@ def test_literal_becomes_a_0d_constant_of_the_other_operand_dtype() -> None:
     assert float(const.as_numpy()) == 2.5
 
 
+def test_a_literal_is_one_constant_per_value_and_type_in_a_function() -> None:
+    # 0.5 twice in f32 is one constant; 0.0 and -0.0 stay two (their bits differ), and
+    # 0.5 read as f64 (by B) is a constant of its own
+    module = to_tensordsl(
+        "A * 0.5 + A * 0.5 + (A * 0.0 + A * -0.0) + B * 0.5",
+        shapes={"A": (3,), "B": (3,)},
+        dtypes={"A": "f32", "B": "f64"},
+    )
+    consts = [op for op in body_ops(only_function(module)) if isinstance(op, td.ConstantOp)]
+    shown = sorted((str(c.result.type), np.asarray(c.as_numpy()).tobytes()) for c in consts)
+    assert shown == sorted(
+        (t, np.asarray(v, dtype=d).tobytes())
+        for t, v, d in [
+            ("tensor<f32>", 0.5, np.float32),
+            ("tensor<f32>", 0.0, np.float32),
+            ("tensor<f32>", -0.0, np.float32),
+            ("tensor<f64>", 0.5, np.float64),
+        ]
+    )
+    muls = [op for op in body_ops(only_function(module)) if isinstance(op, td.MulOp)]
+    assert muls[0].operands[1] is muls[1].operands[1]
+
+
 def test_literal_arithmetic_is_folded_in_double_precision() -> None:
     # Python computes 300 * 300 / 1000 = 90.0 before NumPy sees it; in float16
     # the intermediate 90000 would overflow to inf.
