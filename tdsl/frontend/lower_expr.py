@@ -1,9 +1,7 @@
-"""Lowering one expression to ``tensordsl`` ops: how dtypes are spelled and shown,
-the values an expression computes
-(a tensor, a weak literal folded like Python, a weak scalar known at run time) and
-the lowering of each AST node, with NEP 50 promotion, broadcasting checks, axes and
-keyword arguments, every op located at its source span.
-"""
+"""Lowering one expression to ``tensordsl`` ops: how dtypes are spelled and shown, the
+values an expression computes (a tensor, a weak literal folded like Python, a weak
+scalar known at run time) and the lowering of each AST node, with NEP 50 promotion,
+broadcasting checks, axes and keyword arguments, every op located at its source span."""
 
 from __future__ import annotations
 
@@ -156,14 +154,11 @@ class FunctionLowering(CallParams):
                         "as in NumPy (OverflowError): write it as a float (`1e400` is inf)",
                         self.where(value.span),
                     ) from None
-            # one constant per value and type in a function, as its casts are one per value
             key_ = (dtype_name(element), data.tobytes())
-            found = self.literals.get(key_)
-            if found is None:
-                found = self.literals[key_] = self.emit(
-                    td.ConstantOp(td.dense_from_numpy(data, element)), value.span
-                )
-            return found
+            if key_ not in self.literals:  # one constant per value and type, as casts
+                constant = td.ConstantOp(td.dense_from_numpy(data, element))
+                self.literals[key_] = self.emit(constant, value.span)
+            return self.literals[key_]
         if isinstance(value, WeakValue):
             value = TensorValue(value.value, (), i64 if value.integer else f64)
         if value.element == element:
@@ -370,8 +365,7 @@ class FunctionLowering(CallParams):
                 return TupleValue(tuple(values), tuple(i.span for i in items))
 
     def no_tuples(self, node: Expr, args: Sequence[Value]) -> None:
-        """Refuse a tuple where ``node`` takes none: only joins take one (and a subscript
-        picks from one)."""
+        """Refuse a tuple where ``node`` takes none: only joins take one (a subscript picks)."""
         if isinstance(node, Subscript) or (isinstance(node, Call) and node.func in JOINS):
             return
         for child, arg in zip(children(node), args, strict=True):
@@ -400,8 +394,7 @@ class FunctionLowering(CallParams):
         raise TdslNameError(message, self.where(node.span))
 
     def truth(self, value: Value, span: Span) -> TensorValue:
-        """``value`` as booleans: as it is, or a number compared with zero (NumPy's
-        truth of a float: nonzero, nan included)."""
+        """``value`` as booleans: itself, or a number compared with zero (as NumPy: nan is true)."""
         tensor = self.tensor(value, span)
         if tensor.element == BOOL:
             return tensor
