@@ -254,3 +254,32 @@ def test_tdsl_opt_locates_an_inconsistent_plan(tmp_path: Any) -> None:
     assert "Traceback" not in done.stderr
     assert f"{path}:2:8: error:" in done.stderr
     assert "what it reads is ready only in sweep 3" in done.stderr
+
+
+def test_a_tile_works_out_its_body_once_and_again_after_an_edit() -> None:
+    """The verifier and each target ask a tile for its body: it is made once while the
+    IR stays as it is (with the schedules made from it), and made again after an edit in
+    place, of the plan or of an op of the body."""
+    from xdsl.dialects.builtin import DenseArrayBase, i64
+
+    from tdsl.dialects.kernel_plan import schedule
+    from tdsl.dialects.tensordsl import ExpOp
+
+    tile = tile_of(parse(TILED))
+    body = tile.group_body()
+    assert tile.group_body() is body
+    assert tile.schedule() is schedule(body, tile.tiles_value, *tile.recorded_plan(body))
+    tile.properties["tiles"] = DenseArrayBase.from_list(i64, [16, 100])  # an edited plan
+    edited = tile.group_body()
+    assert edited is not body
+    assert tile.schedule().tiles == (16, 100)
+    assert tile.group_body() is edited
+    exp = next(op for op in tile.body.block.ops if isinstance(op, ExpOp))
+    moved = exp.clone()
+    tile.body.block.insert_op_after(moved, exp)
+    exp.results[0].replace_all_uses_with(moved.results[0])
+    exp.detach()
+    exp.erase()
+    again = tile.group_body()
+    assert again is not edited  # an op of the body replaced
+    assert moved in again.ops and exp not in again.ops
