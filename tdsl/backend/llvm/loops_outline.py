@@ -122,9 +122,10 @@ def _heaviest_block(block: Block) -> Block:
 def _outline(module: ModuleOp, fn: func.FuncOp, block: Block) -> None:
     # constants first: they cross any cut (each part makes its own)
     for op in list(block.ops):
-        if isinstance(op, arith.ConstantOp) and op is not block.first_op:
+        first = block.first_op
+        if isinstance(op, arith.ConstantOp) and first is not None and op is not first:
             op.detach()
-            block.insert_op_before(op, block.first_op) if block.first_op else block.add_op(op)
+            block.insert_op_before(op, first)
     ops = [op for op in block.ops if not op.has_trait(IsTerminator)]
     position = {op: k for k, op in enumerate(ops)}
 
