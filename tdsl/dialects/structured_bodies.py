@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from xdsl.builder import (
@@ -21,7 +21,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from tdsl.dialects.op_interfaces import Decomposable
-from tdsl.dialects.structured_interface import HasConstantValue, structured
+from tdsl.dialects.structured_interface import HasConstantValue, is_constant, structured
 from tdsl.dialects.structured_loops import IteratorType, Workspace
 from tdsl.dialects.structured_types import convert_scalar, element_dtype, element_type, numpy_dtype
 from tdsl.errors import SourceLocation, TdslIRError
@@ -73,7 +73,7 @@ def checked_decomposition(op: Operation) -> tuple[list[Operation], SSAValue] | N
 
 def constant_value(op: Operation) -> np.ndarray[Any, Any] | None:
     """The value of a constant op, or None for other ops."""
-    return op.constant_value() if isinstance(op, HasConstantValue) else None
+    return cast(HasConstantValue, op).constant_value() if is_constant(op) else None
 
 
 def element_body(op: Operation, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:

@@ -275,31 +275,28 @@ class HasConstantValue(abc.ABC):
         """The constant, as an array of the result's dtype and shape."""
 
 
-_STRUCTURED: dict[type, bool] = {}
-"""Per op class, whether it implements :class:`StructuredOpInterface` (an ``isinstance``
-of an ABC costs a call into ``abc`` each time; planners ask it of every op, often)."""
+_IMPLEMENTS: dict[tuple[type, type], bool] = {}
+"""Per op class and interface, whether the class implements it (an ``isinstance`` of an
+ABC costs a call into ``abc`` each time; planners ask it of every op, often)."""
+
+
+def _implements(op: Operation, interface: type) -> bool:
+    key = (type(op), interface)
+    found = _IMPLEMENTS.get(key)
+    if found is None:
+        found = _IMPLEMENTS[key] = issubclass(key[0], interface)
+    return found
 
 
 def structured(op: Operation) -> StructuredOpInterface | None:
     """``op`` as a structured op, or None when it does not implement the interface."""
-    cls = type(op)
-    found = _STRUCTURED.get(cls)
-    if found is None:
-        found = _STRUCTURED[cls] = issubclass(cls, StructuredOpInterface)
-    return cast(StructuredOpInterface, op) if found else None
-
-
-_CONSTANT: dict[type, bool] = {}
+    return cast(StructuredOpInterface, op) if _implements(op, StructuredOpInterface) else None
 
 
 def is_constant(op: Operation) -> bool:
-    """Whether ``op`` stands for a constant array (:class:`HasConstantValue`): what
-    ``is_constant(op)`` says, without making the array."""
-    cls = type(op)
-    found = _CONSTANT.get(cls)
-    if found is None:
-        found = _CONSTANT[cls] = issubclass(cls, HasConstantValue)
-    return found
+    """Whether ``op`` stands for a constant array (:class:`HasConstantValue`), without
+    making the array as :func:`~tdsl.dialects.structured_bodies.constant_value` does."""
+    return _implements(op, HasConstantValue)
 
 
 def reduction_of(op: Operation) -> Reduction:

@@ -17,8 +17,8 @@ body holds more than :data:`OUTLINE_OPS` ops.  The code each part runs is the co
 body ran: the calls cost one per row or tile per part.
 
 A part is a run of the body's ops whose values no later op reads (a cut where nothing
-but constants crosses), starting at a loop nest (the body's leading index arithmetic
-stays where it is).  What it reads from outside becomes its arguments, but for
+crosses: :func:`unique_constants` runs first, so the constants stand before every nest),
+starting at a loop nest (the body's leading index arithmetic stays where it is).  What it reads from outside becomes its arguments, but for
 constants, which it makes again.  Its memrefs must be the function's own arguments or
 its ``alloca`` buffers: distinct buffers, as the function's are, so the parts keep the
 ``noalias`` of its arguments (a view of another argument would share its bytes; a body
@@ -120,12 +120,6 @@ def _heaviest_block(block: Block) -> Block:
 
 
 def _outline(module: ModuleOp, fn: func.FuncOp, block: Block) -> None:
-    # constants first: they cross any cut (each part makes its own)
-    for op in list(block.ops):
-        first = block.first_op
-        if isinstance(op, arith.ConstantOp) and first is not None and op is not first:
-            op.detach()
-            block.insert_op_before(op, first)
     ops = [op for op in block.ops if not op.has_trait(IsTerminator)]
     position = {op: k for k, op in enumerate(ops)}
 
@@ -150,8 +144,7 @@ def _outline(module: ModuleOp, fn: func.FuncOp, block: Block) -> None:
                 continue  # a part starts at a loop nest
             start, size, read_until = k, 0, -1
         size += _count(op)
-        if not isinstance(op, arith.ConstantOp):
-            read_until = max(read_until, last_read[k])
+        read_until = max(read_until, last_read[k])
         if size >= PART_OPS and read_until <= k:
             parts.append((start, k + 1))
             start = None
