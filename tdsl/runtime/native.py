@@ -53,6 +53,7 @@ from tdsl.runtime.compile import CompiledModule, NativeCompileError, compile_llv
 from tdsl.runtime.fast_call import LAYOUT_HOLDS, data_address, fast_call, index_error
 from tdsl.runtime.plan import FunctionPlan, _Call, read_plan
 from tdsl.runtime.workspace import Workspace, WorkspaceLayout
+from tdsl.threads import shared_pool
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -75,8 +76,8 @@ benchmarks/native_loops.py threads``)."""
 
 class NativeCode:
     """A compiled module's machine code, the external symbols it was linked with
-    by address, and the thread pool its functions split tiles over (made on
-    first use)."""
+    by address, and the threads its functions split tiles over (the process's pool
+    of ``threads - 1`` workers, shared by every kernel: :func:`tdsl.threads.shared_pool`)."""
 
     def __init__(
         self, compiled: CompiledModule, threads: int = 1, symbols: Mapping[str, int] | None = None
@@ -84,16 +85,9 @@ class NativeCode:
         self.compiled = compiled
         self.symbols: dict[str, int] = dict(symbols or {})
         self.threads = max(1, threads)
-        self._pool: concurrent.futures.ThreadPoolExecutor | None = None
-        self._lock = threading.Lock()
 
     def pool(self) -> concurrent.futures.ThreadPoolExecutor:
-        with self._lock:
-            if self._pool is None:
-                self._pool = concurrent.futures.ThreadPoolExecutor(
-                    self.threads - 1, thread_name_prefix="tdsl-native"
-                )
-            return self._pool
+        return shared_pool(self.threads - 1)
 
     def function(self, plan: FunctionPlan) -> NativeFunction:
         """The callable running ``plan`` on this code."""

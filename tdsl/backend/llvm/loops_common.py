@@ -106,11 +106,14 @@ CONSTANTS_ATTR = "tdsl.constants"
 ``tensordsl.constant`` ops' values): the caller passes them, filled once."""
 
 SCRATCH_LIMIT_ATTR = "tdsl.scratch_limit"
-SERIAL_ATTR = "tdsl.serial"
-"""On a group's call: its loops call BLAS, whose own threads share the work, so the
-runtime runs its tiles on one thread (the two never both take the cores)."""
 """The attribute of a main function's call of a group: the scratch (elements) the group's
 ``kernel.tile`` records, which all the threads a runtime splits the group over share."""
+
+SERIAL_ATTR = "tdsl.serial"
+"""On a group's call: its loops call BLAS.  The runtime splits its tiles over threads
+only by :data:`tdsl.defaults.MIN_BLAS_BYTES_PER_THREAD`, each thread then running its
+BLAS calls on one thread; otherwise BLAS's own threads share each call (the two never
+both take the cores)."""
 
 
 def loops_bug(what: str, op: Operation | None = None) -> TdslIRError:

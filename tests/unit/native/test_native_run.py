@@ -405,6 +405,39 @@ def test_tiles_split_over_threads_only_with_a_mebibyte_per_thread() -> None:
     np.testing.assert_array_equal(kernel(A=a, B=b), np.maximum(a, 0) + b)
 
 
+def test_kernels_split_their_tiles_over_the_processs_one_pool() -> None:
+    # each native kernel once kept a pool of its own, whose idle worker lived as long as
+    # the kernel: a JIT's cache of kernels held a thread per kernel
+    import threading
+
+    from tdsl.jit import JITTensorKernel
+    from tdsl.runtime import native as runtime
+
+    def workers() -> set[threading.Thread]:
+        return {t for t in threading.enumerate() if t.name.startswith("tdsl")}
+
+    before = workers()
+    rng = np.random.default_rng(1)
+    a, b = (rng.standard_normal((1024, 1024), np.float32) for _ in "AB")
+    jit = JITTensorKernel(threads=2, target="native")
+    kernels = [
+        jit.compile(f"relu(A) {op} B", dict.fromkeys("AB", (1024, 1024)), "f32") for op in "+-*"
+    ]
+    for kernel, want in zip(kernels, (np.add, np.subtract, np.multiply), strict=True):
+        function = kernel.function
+        assert isinstance(function, runtime.NativeFunction)
+        assert [t for t, c in zip(function._threads, function.calls, strict=True) if c.group] == [2]
+        np.testing.assert_array_equal(kernel(A=a, B=b), want(np.maximum(a, 0), b))
+    pools = {
+        id(k.function.code.pool())
+        for k in kernels
+        if isinstance(k.function, runtime.NativeFunction)
+    }
+    assert len(pools) == 1
+    # the pool of one worker, made here unless an earlier test made it
+    assert len(workers() - before) <= 1, workers() - before
+
+
 def test_one_intrinsic_in_two_float_types() -> None:
     # cos(3) folds to an f64 constant computed at run time, cos(b) is f32: both
     # llvm.cos.f64 and llvm.cos.f32 in one module (xDSL's untyped llvm.cos clashed)
