@@ -216,7 +216,7 @@ class FusionPlanner:
         if merge.live.bound(merge.share) <= self.budget:
             return None
         ops = sorted(merge.ops(), key=self.index.__getitem__)
-        need = group_min_scratch(ops, self._outputs(ops, ids), self.budget)
+        need = group_min_scratch(ops, self._outputs(ops, ids), self.budget, fits=True)
         if need is not None and need <= self.budget:
             return None
         self.budget_refused = True

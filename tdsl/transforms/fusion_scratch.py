@@ -112,11 +112,23 @@ def max_into(into: dict[np.dtype[Any], int], dtype: np.dtype[Any], n: int) -> No
         into[dtype] = n
 
 
-_MEMO: ContextVar[dict[tuple[tuple[int, ...], tuple[int, ...]], list[int | None]] | None] = (
-    ContextVar("tdsl_min_scratch_memo", default=None)
+@dataclass
+class _Need:
+    """What :func:`group_min_scratch` found of one group."""
+
+    least: int | None
+    """The scratch of its smallest legal tile (None: no legal tile)."""
+    exact: bool
+    """Whether :attr:`least` is the least, else a first fit within some budget."""
+    split: int | None = -1
+    """The least of its decomposed copy (None: none; -1: not computed yet)."""
+
+
+_MEMO: ContextVar[dict[tuple[tuple[int, ...], tuple[int, ...]], _Need] | None] = ContextVar(
+    "tdsl_min_scratch_memo", default=None
 )
 """While :func:`remembered_scratch` runs: per group (its ops and outputs, by identity),
-the need of its smallest tile and of its decomposed copy's (computed once)."""
+what :func:`group_min_scratch` found of it."""
 
 _BODIES: ContextVar[
     dict[tuple[tuple[int, ...], tuple[int, ...]], GroupBody | Inconsistent] | None
@@ -158,6 +170,8 @@ def group_min_scratch(
     outputs: Sequence[SSAValue],
     budget: int | None = None,
     body: GroupBody | Inconsistent | None = None,
+    *,
+    fits: bool = False,
 ) -> int | None:
     """Scratch elements of the smallest legal tile of ``ops`` materializing ``outputs``
     (None when they do not form one group), in ``tdsl-tile``'s model.
@@ -166,26 +180,41 @@ def group_min_scratch(
     decomposition (``softmax``), the decomposed group counts too: ``tdsl-tile``
     runs it over tiles of the rows.  ``body`` is ``analyze(ops, outputs)`` when
     the caller has it.
+
+    With ``fits``, only whether the group fits ``budget`` is asked: the scratch of the
+    first legal tile found within it may be returned, more than the least (see
+    :func:`~tdsl.transforms.tile_choice.min_scratch`'s ``enough``); a need over the
+    budget is exact.  The fusion planner asks so at each merge it tests (at a budget of
+    64 elements, a 150-op chain merged op by op made every candidate tile each time).
     """
     memo = _MEMO.get()
     key = (tuple(map(id, ops)), tuple(map(id, outputs)))
     known = memo.get(key) if memo is not None else None
+    enough = budget if fits else None
+    if (
+        known is not None
+        and not known.exact
+        and (enough is None or known.least is None or known.least > enough)
+    ):
+        known = None  # an earlier test's first fit answers a test against as much or more
     if known is None:
         if body is None:
             body = group_body(ops, outputs)
-        known = [None if isinstance(body, Inconsistent) else min_scratch(body), _UNKNOWN]
         if isinstance(body, Inconsistent):
-            known[1] = None
+            known = _Need(None, True, None)
+        else:
+            need = min_scratch(body, enough)
+            known = _Need(need, need is None or enough is None or need > enough)
         if memo is not None:
             memo[key] = known
-    need = known[0]
-    if known[1] is None or (need is not None and budget is not None and need <= budget):
+    need = known.least
+    if known.split is None or (need is not None and budget is not None and need <= budget):
         return need
-    if known[1] == _UNKNOWN:
+    if known.split == _UNKNOWN:
         bodies = [analyze(*copy) for copy in decomposed_forms(ops, outputs)]
         splits = [min_scratch(b) for b in bodies if not isinstance(b, Inconsistent)]
-        known[1] = min((n for n in splits if n is not None), default=None)
-    split = known[1]
+        known.split = min((n for n in splits if n is not None), default=None)
+    split = known.split
     if split is None:
         return need
     return split if need is None else min(need, split)

@@ -202,14 +202,21 @@ def _legal(body: GroupBody, tiles: Sequence[int]) -> TileSchedule | None:
         return None
 
 
-def min_scratch(body: GroupBody) -> int | None:
-    """The scratch of the smallest legal tile of ``body`` (None when no tiling is legal)."""
+def min_scratch(body: GroupBody, enough: int | None = None) -> int | None:
+    """The scratch of the smallest legal tile of ``body`` (None when no tiling is legal).
+
+    With ``enough``, the scratch of the first candidate that needs at most ``enough``
+    (then perhaps more than the least): what a test against a budget needs, at the cost
+    of one candidate where there are up to ``2 ** EXHAUSTIVE_WHOLE_SETS``.  Where none
+    needs so little, every candidate is made and the least is exact."""
     best: int | None = None
     again = _recomputed(body)
     for whole in [set[int](), *_whole_sets(body)]:
         found = _smallest(body, whole, again)
         if found is not None and (best is None or found.scratch.total < best):
             best = found.scratch.total
+            if enough is not None and best <= enough:
+                break
     return best
 
 

@@ -23,6 +23,12 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block
 
 import tdsl.transforms.fusion_analysis as fa
+from tdsl.dialects.kernel import FusedOp
+from tdsl.frontend import to_tensordsl
+from tdsl.transforms.fuse import fuse
+from tdsl.transforms.fusion_scratch import group_min_scratch, remembered_scratch
+from tdsl.transforms.iteration_space import Inconsistent, analyze
+from tdsl.transforms.tile_choice import min_scratch
 
 Array = np.ndarray[Any, Any]
 
@@ -70,6 +76,16 @@ class _CheckedPlanner(fa._Planner):
 
     def _budget(self, merge: Any, ids: set[int]) -> str | None:
         found = super()._budget(merge, ids)
+        # the planner's test asks for a first fit within the budget: it decides as the
+        # least scratch does, and is the least where over the budget
+        ops = sorted(merge.ops(), key=self.index.__getitem__)
+        body = analyze(ops, self._outputs(ops, ids))
+        if not isinstance(body, Inconsistent):
+            least, first = min_scratch(body), min_scratch(body, self.budget)
+            assert (least is None) == (first is None), (least, first)
+            if least is not None and first is not None:
+                assert first >= least and (first <= self.budget) == (least <= self.budget)
+                assert first <= self.budget or first == least, (first, least)
         live = merge.live
         if merge.bound > self.budget and live is not None:
             bound = live.bound(merge.share)
@@ -122,3 +138,26 @@ func.func @main(%X: tensor<4x4xf32>) -> tensor<4x4xf32> {
         ["exp", "transpose", "add", "relu", "mul", "sub"]
     ]
     assert planner.spaces.checked_apart > 0
+
+
+def test_a_first_fit_answers_only_a_test_against_a_budget() -> None:
+    # x - mean(x) over rows: every dim cut to 1 needs 2 elements (the mean and its
+    # input's element); the row kept whole needs 1.  A test against a budget of 5 stops
+    # at the first; asked for the least afterwards, the remembered first fit is not it.
+    module = fuse(
+        to_tensordsl("A - mean(A, axis=1, keepdims=True)", shapes={"A": (16, 16)}, dtypes="float32")
+    )
+    (fused,) = [op for op in module.walk() if isinstance(op, FusedOp)]
+    ops = list(fused.body.block.ops)[:-1]
+    outputs = list(fused.body.block.last_op.operands)
+    body = analyze(ops, outputs)
+    assert not isinstance(body, Inconsistent)
+    assert min_scratch(body) == 1
+    assert min_scratch(body, 5) == 2 and min_scratch(body, 1) == 1 and min_scratch(body, 0) == 1
+    with remembered_scratch():
+        assert group_min_scratch(ops, outputs, 5, fits=True) == 2
+        assert group_min_scratch(ops, outputs, 5) == 1
+        assert group_min_scratch(ops, outputs, 5, fits=True) == 1  # (now exact)
+    with remembered_scratch():
+        assert group_min_scratch(ops, outputs, 5, fits=True) == 2
+        assert group_min_scratch(ops, outputs, 1, fits=True) == 1
