@@ -183,13 +183,15 @@ def choose_tiles(body: GroupBody, budget: int, tile_size: int | None = None) -> 
 def _smallest(body: GroupBody, whole: set[int], again: dict[int, int]) -> Tiling | None:
     """Every dim outside ``whole`` cut to 1 where the schedule allows it, in shrink order."""
     tiles = _whole(body)
-    found = _legal(body, tiles)
+    found = None  # (the whole tiles' schedule is made only where no cut is legal)
     for d in _shrink_order(body, whole, again):
         trial = list(tiles)
         trial[d] = 1
         cut = _legal(body, trial)
         if cut is not None:
             tiles, found = trial, cut
+    if found is None:
+        found = _legal(body, tiles)
     # only the last legal tiling's scratch is wanted
     return None if found is None else Tiling(tuple(tiles), found, plan_scratch(found))
 
