@@ -35,7 +35,8 @@ the stable ``softmax``/``sigmoid`` forms raise none of their own.
 How the target cuts the recorded tiles finer for the cache, and runs the
 parallel loop on threads, is in :mod:`tdsl.backend.numpy.blocking`; the
 ``threads`` option splits tile loops over a thread pool created lazily by the
-generated module.
+generated module (loaded by the JIT, it takes the process's pool of that many threads,
+which every kernel shares: :mod:`tdsl.threads`).
 """
 
 from __future__ import annotations
