@@ -3,8 +3,8 @@
 One pool per worker count, shared by every kernel of the process on both targets: a
 kernel made on ``threads`` threads runs its first share of tiles on the calling thread
 and hands the others to the pool of ``threads - 1`` workers.  A pool per kernel kept
-its idle workers for as long as the kernel lived (a JIT's cache holds hundreds of
-kernels: a test process once held some 170 idle threads).  The workers start on first
+its idle workers for as long as the kernel lived, and a JIT's cache keeps many kernels:
+30 native kernels on two threads held 31 threads, one pool each.  The workers start on first
 use and never wait on one another, so kernels called at once from several threads
 share the workers without deadlock: a caller runs its own share and waits for the
 rest."""
