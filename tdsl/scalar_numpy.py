@@ -148,6 +148,35 @@ def tdsl_select(
     return out
 
 
+STRIDED_OUT_UNSAFE = ("isinf", "isnan", "signbit")
+"""NumPy ufuncs whose loops, in the NumPy 2.4 this was found on (2.4.6, an AVX-512 CPU), leave
+most of a boolean ``out`` that is not C-contiguous unwritten (``np.isinf(x, out=o[:, 2])``
+wrote 3 of 17 elements, contiguous input or not; the other ufuncs, ``isfinite`` among
+them, write every one).  The numpy target calls them through :func:`tdsl_strided_safe`."""
+
+
+def tdsl_strided_safe(
+    fn: "np.ufunc",  # noqa: UP037
+    x: "np.ndarray",  # noqa: UP037
+    out: "np.ndarray | None" = None,  # noqa: UP037
+) -> "np.ndarray":  # noqa: UP037
+    """``fn(x, out=out)`` (a ufunc of :data:`STRIDED_OUT_UNSAFE`), into a non-contiguous
+    ``out`` through contiguous blocks of at most 8192 elements (NumPy's own buffer size:
+    no more memory than its casts take) or its C-contiguous rows."""
+    if out is None or out.flags.c_contiguous:
+        return fn(x, out=out)
+    x = np.broadcast_to(x, out.shape)
+    if out.size <= 8192:
+        np.copyto(out, fn(x))
+    elif out.ndim == 1:
+        for i in range(0, out.shape[0], 8192):
+            np.copyto(out[i : i + 8192], fn(x[i : i + 8192]))
+    else:
+        for i in range(out.shape[0]):
+            tdsl_strided_safe(fn, x[i], out[i])
+    return out
+
+
 def tdsl_convert(x: "np.ndarray", out: "np.ndarray | None" = None) -> "np.ndarray":  # noqa: UP037
     """``x`` converted to ``out``'s type (``arith.extf``/``truncf``/``uitofp``: one rounding)."""
     if out is None:
@@ -380,6 +409,7 @@ def constant_array(op: arith.ConstantOp) -> Array:
 
 __all__ = [
     "SCALAR_FUNCTIONS",
+    "STRIDED_OUT_UNSAFE",
     "NumpyFunction",
     "constant_array",
     "numpy_function",
@@ -388,5 +418,6 @@ __all__ = [
     "tdsl_erf",
     "tdsl_ordered_ne",
     "tdsl_select",
+    "tdsl_strided_safe",
     "tdsl_unordered",
 ]

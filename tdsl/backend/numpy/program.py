@@ -11,6 +11,7 @@ plan counts.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -19,6 +20,7 @@ import numpy as np
 
 from tdsl.backend.numpy.layout import Axis, Layout
 from tdsl.errors import TdslIRError
+from tdsl.scalar_numpy import STRIDED_OUT_UNSAFE, tdsl_strided_safe
 
 
 class NumpyValue(Protocol):
@@ -186,6 +188,10 @@ class TileGen:
 
     def ufunc(self, name: str, *operands: Any, out: Any, note: str = "") -> None:
         args = ", ".join(f"{{{i}}}" for i in range(len(operands)))
+        if name in STRIDED_OUT_UNSAFE:  # (NumPy's loop would skip most of a strided out)
+            safe = self.function("tdsl_strided_safe", inspect.getsource(tdsl_strided_safe))
+            self.call(f"{safe}(np.{name}, {args}, out={{out}})", *operands, out=out, note=note)
+            return
         self.call(f"np.{name}({args}, out={{out}})", *operands, out=out, note=note)
 
     def function(self, name: str, source: str) -> str:

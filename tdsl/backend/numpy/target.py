@@ -37,6 +37,10 @@ parallel loop on threads, is in :mod:`tdsl.backend.numpy.blocking`; the
 ``threads`` option splits tile loops over a thread pool created lazily by the
 generated module (loaded by the JIT, it takes the process's pool of that many threads,
 which every kernel shares: :mod:`tdsl.threads`).
+
+``isinf``, ``isnan`` and ``signbit`` go through
+:func:`tdsl.scalar_numpy.tdsl_strided_safe`: NumPy 2.4's loops left most of a boolean
+``out`` that is not C-contiguous (a column tile of a result) unwritten.
 """
 
 from __future__ import annotations

@@ -218,3 +218,45 @@ def test_loaded_modules_share_one_thread_pool() -> None:
     a = np.random.default_rng(0).standard_normal((1024, 1024)).astype(np.float32)
     b = np.arange(1024, dtype=np.float32)
     np.testing.assert_allclose(first(a, b), np.maximum(a, 0) * b, rtol=1e-6)
+
+
+def test_classifications_write_every_element_of_a_strided_output() -> None:
+    # NumPy 2.4.6 here: np.isinf(x, out=o[:, 2]) wrote 3 of 17 elements of the column;
+    # a group whose tiles are columns wrote its isinf that way, and the rest of the
+    # output kept what the buffer held (found by fuzzing: isinf of an integer cast)
+    import tdsl
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((17, 33))
+    a[::3, ::4] = np.inf
+    a[1::5, 2::3] = -np.inf
+    kernel = tdsl.JITTensorKernel(target="numpy", tile_sizes=[17, 1], cache_dir=False).compile(
+        "isinf(A + 1)", {"A": a.shape}, "float64"
+    )
+    out = np.ones(a.shape, np.bool_)  # what a buffer may hold
+    kernel(A=a, out=out)
+    np.testing.assert_array_equal(out, np.isinf(a + 1))
+
+
+@pytest.mark.parametrize("name", ["isinf", "isnan", "signbit"])
+def test_the_strided_safe_call_is_the_ufuncs(name: str) -> None:
+    from tdsl.scalar_numpy import STRIDED_OUT_UNSAFE, tdsl_strided_safe
+
+    assert name in STRIDED_OUT_UNSAFE
+    fn = getattr(np, name)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((300, 40))
+    x[rng.random(x.shape) < 0.2] = np.nan
+    x[rng.random(x.shape) < 0.2] = -np.inf
+    x[rng.random(x.shape) < 0.1] = -0.0
+    cases = [
+        (x[:, :1], np.ones((300, 5), np.bool_)[:, 2:3]),  # a column: 300 elements
+        (x, np.ones((300, 80), np.bool_)[:, ::2]),  # 12,000 elements: row by row
+        (x.ravel()[:9000], np.ones(18_000, np.bool_)[::2]),  # 1-d: blocks of 8192
+        (x[0, :1], np.ones((40, 3), np.bool_)[:, 1]),  # a broadcast input
+        (x[0, 0], np.ones((), np.bool_)),  # 0-d
+    ]
+    for values, out in cases:
+        got = tdsl_strided_safe(fn, values, out=out)
+        assert got is out
+        np.testing.assert_array_equal(out, np.broadcast_to(fn(values), out.shape))
