@@ -154,11 +154,11 @@ class FunctionLowering(CallParams):
                         "as in NumPy (OverflowError): write it as a float (`1e400` is inf)",
                         self.where(value.span),
                     ) from None
-            key_ = (dtype_name(element), data.tobytes())
-            if key_ not in self.literals:  # one constant per value and type, as casts
+            literal = (dtype_name(element), data.tobytes())
+            if literal not in self.literals:  # one constant per value and type, as casts
                 constant = td.ConstantOp(td.dense_from_numpy(data, element))
-                self.literals[key_] = self.emit(constant, value.span)
-            return self.literals[key_]
+                self.literals[literal] = self.emit(constant, value.span)
+            return self.literals[literal]
         if isinstance(value, WeakValue):
             value = TensorValue(value.value, (), i64 if value.integer else f64)
         if value.element == element:

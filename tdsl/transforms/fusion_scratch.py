@@ -112,6 +112,9 @@ def max_into(into: dict[np.dtype[Any], int], dtype: np.dtype[Any], n: int) -> No
         into[dtype] = n
 
 
+_UNKNOWN = -1
+
+
 @dataclass
 class _Need:
     """What :func:`group_min_scratch` found of one group."""
@@ -120,8 +123,8 @@ class _Need:
     """The scratch of its smallest legal tile (None: no legal tile)."""
     exact: bool
     """Whether :attr:`least` is the least, else a first fit within some budget."""
-    split: int | None = -1
-    """The least of its decomposed copy (None: none; -1: not computed yet)."""
+    split: int | None = _UNKNOWN
+    """The least of its decomposed copy (None: none; :data:`_UNKNOWN`: not computed yet)."""
 
 
 _MEMO: ContextVar[dict[tuple[tuple[int, ...], tuple[int, ...]], _Need] | None] = ContextVar(
@@ -134,8 +137,6 @@ _BODIES: ContextVar[
     dict[tuple[tuple[int, ...], tuple[int, ...]], GroupBody | Inconsistent] | None
 ] = ContextVar("tdsl_group_body_memo", default=None)
 """While :func:`remembered_scratch` runs: per group, its iteration space (``analyze``)."""
-
-_UNKNOWN = -1
 
 
 @contextmanager

@@ -18,8 +18,8 @@ body ran: the calls cost one per row or tile per part.
 
 A part is a run of the body's ops whose values no later op reads (a cut where nothing
 crosses: :func:`unique_constants` runs first, so the constants stand before every nest),
-starting at a loop nest (the body's leading index arithmetic stays where it is).  What it reads from outside becomes its arguments, but for
-constants, which it makes again.  Its memrefs must be the function's own arguments or
+starting at a loop nest (the body's leading index arithmetic stays where it is).  What
+it reads from outside becomes its arguments, but for constants, which it makes again.  Its memrefs must be the function's own arguments or
 its ``alloca`` buffers: distinct buffers, as the function's are, so the parts keep the
 ``noalias`` of its arguments (a view of another argument would share its bytes; a body
 that passes one is left whole).
@@ -40,6 +40,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
 )
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import IsTerminator
 
 from tdsl.backend.llvm.loops_common import ROLES_ATTR
@@ -70,14 +71,10 @@ def unique_constants(module: ModuleOp) -> None:
             first = kept.get(key)
             if first is None:
                 kept[key] = op
-                if op is not entry.first_op or last is not None:
-                    op.detach()
-                    if last is not None:
-                        entry.insert_op_after(op, last)
-                    elif entry.first_op is None:
-                        entry.add_op(op)
-                    else:
-                        entry.insert_op_before(op, entry.first_op)
+                op.detach()
+                Rewriter.insert_op(
+                    op, InsertPoint.at_start(entry) if last is None else InsertPoint.after(last)
+                )
                 last = op
             else:
                 op.results[0].replace_all_uses_with(first.results[0])
