@@ -641,7 +641,14 @@ def test_tensordot_and_inner_are_numpys_to_rounding(jit_target: str) -> None:
             c.dot(v, out=None),
         )
 
-    for got, want in zip(tdsl.trace(fn)(a, b, c, v), fn(a, b, c, v), strict=True):
+    # NumPy's bundled OpenBLAS (0.3.31, SkylakeX kernels) now and then raises FE_INVALID
+    # in ``c.dot(v)`` on these finite inputs, which NumPy reports as "invalid value
+    # encountered in dot" (seen once in a full run on an Intel AVX-512 machine; not
+    # reproduced alone): the reference ignores it, and its values must be finite
+    with np.errstate(invalid="ignore"):
+        wants = fn(a, b, c, v)
+    assert all(np.isfinite(w).all() for w in wants)
+    for got, want in zip(tdsl.trace(fn)(a, b, c, v), wants, strict=True):
         assert (got.dtype, got.shape) == (want.dtype, want.shape)
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     with pytest.raises(TdslError, match="summed axes of the two operands differ"):
