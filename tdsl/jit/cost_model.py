@@ -35,8 +35,9 @@ programs at sizes from 64 to 4M elements on both targets, fits each target's
 coefficients to the medians by least squares on relative error (no coefficient
 negative), and writes both tables here; ``python benchmarks/auto_cost.py evaluate``
 checks the choice on programs it was not fitted on.  The figures depend on the
-machine: these are this project's machine's (a 2-core AMD EPYC with AVX-512), and
-on another the choice may be a little off, never wrong in its results.
+machine: these were fitted on this project's earlier machine (a 2-core AMD EPYC with
+AVX-512) and evaluated, not refitted, on its Intel one (``docs/benchmarks.md``); on
+another the choice may be a little off, never wrong in its results.
 """
 
 from __future__ import annotations
