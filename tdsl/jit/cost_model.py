@@ -30,14 +30,14 @@ numpy target makes for an op it computes with several (``softmax``: a ``max`` an
 Each target's time is ``c . (1, calls, reductions, products, work, heavy, flops,
 across)`` with its own coefficients (:data:`COEFFICIENTS`, in seconds per unit).
 They are fitted, not chosen: ``python benchmarks/auto_cost.py fit`` times each
-function of :data:`HEAVY_COST` on a million elements on both targets, times a set of
-programs at sizes from 64 to 4M elements on both targets, fits each target's
+function of :data:`HEAVY_COST` on 65,536 elements (in cache) on both targets, times a
+set of programs at sizes from 64 to 4M elements on both targets, fits each target's
 coefficients to the medians by least squares on relative error (no coefficient
 negative), and writes both tables here; ``python benchmarks/auto_cost.py evaluate``
 checks the choice on programs it was not fitted on.  The figures depend on the
-machine: these were fitted on this project's earlier machine (a 2-core AMD EPYC with
-AVX-512) and evaluated, not refitted, on its Intel one (``docs/benchmarks.md``); on
-another the choice may be a little off, never wrong in its results.
+machine: these are this project's machine's (a 2-core Intel Xeon with AVX-512, fitted
+on 2026-12-06; ``docs/benchmarks.md`` has the evaluations), and on another the choice
+may be a little off, never wrong in its results.
 """
 
 from __future__ import annotations
@@ -175,17 +175,16 @@ def features(tiled: ModuleOp, target: str) -> Features:
 
 # HEAVY_COST: per target, a transcendental op's cost per element against the target's
 # `exp` (an op not listed: 1; the numpy target's ops in NUMPY_CALLS: 0, their calls
-# count them); COEFFICIENTS: per target, seconds per unit of each of TERMS
-# (numpy's `logaddexp`, one np.logaddexp call since 2026-12-05: measured alone by
-# auto_cost.measure_heavy, 17.6 and 16.6 in two runs; the rest from the last fit)
+# count them); COEFFICIENTS: per target, seconds per unit of each of TERMS (all from
+# one fit on the Intel machine, 2026-12-06, the HEAVY functions timed on 65,536 elements)
 # fitted by benchmarks/auto_cost.py (begin)
 HEAVY_COST: Mapping[str, Mapping[str, float]] = {
-    "numpy": {"tensordsl.exp": 1.0, "tensordsl.expm1": 0.794, "tensordsl.log": 0.967, "tensordsl.log2": 0.959, "tensordsl.log10": 1.24, "tensordsl.log1p": 2.27, "tensordsl.tanh": 0.934, "tensordsl.sinh": 0.67, "tensordsl.cosh": 0.194, "tensordsl.sin": 1.6, "tensordsl.cos": 1.78, "tensordsl.tan": 0.965, "tensordsl.arcsin": 0.83, "tensordsl.arccos": 1.47, "tensordsl.arctan": 0.847, "tensordsl.arcsinh": 1.82, "tensordsl.arctanh": 1.88, "tensordsl.erf": 0.0, "tensordsl.sigmoid": 0.0, "tensordsl.arccosh": 1.99, "tensordsl.power": 2.63, "tensordsl.arctan2": 1.52, "tensordsl.hypot": 19.3, "tensordsl.logaddexp": 17.1},
-    "native": {"tensordsl.exp": 1.0, "tensordsl.expm1": 1.17, "tensordsl.log": 3.85, "tensordsl.log2": 40.6, "tensordsl.log10": 95.7, "tensordsl.log1p": 4.95, "tensordsl.tanh": 3.16, "tensordsl.sinh": 5.46, "tensordsl.cosh": 4.71, "tensordsl.sin": 10.6, "tensordsl.cos": 11.3, "tensordsl.tan": 111.0, "tensordsl.arcsin": 82.0, "tensordsl.arccos": 108.0, "tensordsl.arctan": 106.0, "tensordsl.arcsinh": 194.0, "tensordsl.arctanh": 224.0, "tensordsl.erf": 21.0, "tensordsl.sigmoid": 1.61, "tensordsl.arccosh": 183.0, "tensordsl.power": 43.0, "tensordsl.arctan2": 239.0, "tensordsl.hypot": 33.0, "tensordsl.logaddexp": 11.0},
+    "numpy": {"tensordsl.exp": 1.0, "tensordsl.expm1": 0.686, "tensordsl.log": 0.915, "tensordsl.log2": 0.453, "tensordsl.log10": 0.468, "tensordsl.log1p": 1.16, "tensordsl.tanh": 0.604, "tensordsl.sinh": 0.924, "tensordsl.cosh": 0.886, "tensordsl.sin": 1.48, "tensordsl.cos": 1.57, "tensordsl.tan": 0.987, "tensordsl.arcsin": 1.05, "tensordsl.arccos": 1.23, "tensordsl.arctan": 0.996, "tensordsl.arcsinh": 2.23, "tensordsl.arctanh": 1.67, "tensordsl.erf": 0.0, "tensordsl.sigmoid": 0.0, "tensordsl.arccosh": 1.72, "tensordsl.power": 1.54, "tensordsl.arctan2": 1.4, "tensordsl.hypot": 12.3, "tensordsl.logaddexp": 51.7},
+    "native": {"tensordsl.exp": 1.0, "tensordsl.expm1": 0.912, "tensordsl.log": 1.48, "tensordsl.log2": 14.2, "tensordsl.log10": 28.0, "tensordsl.log1p": 2.12, "tensordsl.tanh": 1.9, "tensordsl.sinh": 3.4, "tensordsl.cosh": 3.76, "tensordsl.sin": 5.33, "tensordsl.cos": 5.39, "tensordsl.tan": 46.7, "tensordsl.arcsin": 40.8, "tensordsl.arccos": 43.5, "tensordsl.arctan": 53.2, "tensordsl.arcsinh": 101.0, "tensordsl.arctanh": 114.0, "tensordsl.erf": 11.2, "tensordsl.sigmoid": 1.73, "tensordsl.arccosh": 87.5, "tensordsl.power": 16.7, "tensordsl.arctan2": 95.1, "tensordsl.hypot": 12.0, "tensordsl.logaddexp": 6.16},
 }  # fmt: skip
 COEFFICIENTS: Mapping[str, Mapping[str, float]] = {
-    "numpy": {"overhead": 4.341e-07, "calls": 8.39e-07, "reductions": 3.12e-06, "products": 2.081e-06, "work": 1.747e-10, "heavy": 3.144e-10, "flops": 1.76e-11, "across": 1.933e-10},
-    "native": {"overhead": 2.908e-06, "calls": 2.379e-07, "reductions": 3.012e-07, "products": 1.059e-06, "work": 7.635e-11, "heavy": 1.266e-10, "flops": 1.56e-11, "across": 6.566e-12},
+    "numpy": {"overhead": 2.511e-07, "calls": 6.133e-07, "reductions": 1.283e-06, "products": 1.698e-06, "work": 1.805e-10, "heavy": 1.321e-10, "flops": 8.548e-12, "across": 1.147e-10},
+    "native": {"overhead": 1.439e-06, "calls": 1.732e-07, "reductions": 0.0, "products": 1.311e-06, "work": 6.93e-11, "heavy": 1.281e-10, "flops": 8.665e-12, "across": 4.767e-11},
 }  # fmt: skip
 # fitted by benchmarks/auto_cost.py (end)
 
