@@ -162,18 +162,22 @@ def tdsl_strided_safe(
 ) -> "np.ndarray":  # noqa: UP037
     """``fn(x, out=out)`` (a ufunc of :data:`STRIDED_OUT_UNSAFE`), into a non-contiguous
     ``out`` through contiguous blocks of at most 8192 elements (NumPy's own buffer size:
-    no more memory than its casts take) or its C-contiguous rows."""
+    no more memory than its casts take): blocks of whole rows along the first axis, or
+    each row on its own where one row holds more."""
     if out is None or out.flags.c_contiguous:
         return fn(x, out=out)
     x = np.broadcast_to(x, out.shape)
-    if out.size <= 8192:
+    block = 8192
+    if out.size <= block:
         np.copyto(out, fn(x))
-    elif out.ndim == 1:
-        for i in range(0, out.shape[0], 8192):
-            np.copyto(out[i : i + 8192], fn(x[i : i + 8192]))
-    else:
+        return out
+    rows = block // out[0].size  # (out[0] of a 1-d out: one element)
+    if rows == 0:  # a row holds more than a block
         for i in range(out.shape[0]):
             tdsl_strided_safe(fn, x[i], out[i])
+    else:
+        for i in range(0, out.shape[0], rows):
+            np.copyto(out[i : i + rows], fn(x[i : i + rows]))
     return out
 
 
