@@ -24,6 +24,7 @@ from tdsl.backend.llvm.loops_common import (  # pyright: ignore[reportPrivateUsa
     _is_reduction,  # pyright: ignore[reportPrivateUsage]
     _is_scan,  # pyright: ignore[reportPrivateUsage]
     _Packing,  # pyright: ignore[reportPrivateUsage]
+    computed_in_place,
     loops_bug,
 )
 from tdsl.dialects.kernel import TileOp
@@ -468,11 +469,24 @@ def scratch_slots(plan: _GroupPlan) -> tuple[dict[SSAValue, int], list[SSAValue]
             last_read[index] = max(last, last_read[index])
             holder[index] = v
         slots[v] = index
+
+    def read_before(u: Operation, v: SSAValue) -> bool:
+        """Whether ``u`` is a reduction (in the loops, not BLAS's) that reads what it reads
+        in sweeps before the one that stores ``v``: it is done with a slot before ``v``
+        overwrites it."""
+        return (
+            _is_reduction(u)
+            and not _is_contraction(u)
+            and computed_until(u) < plan.level[producers[v]]
+        )
+
     # a matmul BLAS computes a tile at a time whose product only the element-wise chain
     # to a stored value reads writes its tile into that value's slot, and the chain
     # overwrites it in place (an MLP's gelu over its first matmul): one tile of the
     # hidden layer's width in scratch, not two; one product a slot (SwiGLU's two
-    # products both reach the one value they multiply into)
+    # products both reach the one value they multiply into).  Reductions an earlier
+    # sweep computes from the chain read it before it is overwritten (attention's scores,
+    # whose row maximum comes first, overwritten by their ``exp``)
     for op in _slot_gemms(plan):
         index = next(
             (
@@ -480,7 +494,9 @@ def scratch_slots(plan: _GroupPlan) -> tuple[dict[SSAValue, int], list[SSAValue]
                 for v, i in slots.items()
                 if firsts[i] is v
                 and i not in plan.shared.values()
-                and computed_in_place(body, op.results[0], v, stored)
+                and computed_in_place(
+                    body, op.results[0], v, stored, lambda u, v=v: read_before(u, v)
+                )
             ),
             None,
         )
@@ -510,36 +526,6 @@ def _slot_gemms(plan: _GroupPlan) -> list[Operation]:
         if op in plan.gemm
         and reduction_of(op).accumulator_dtype() == numpy_dtype(op.results[0].type)
     ]
-
-
-def computed_in_place(body: GroupBody, w: SSAValue, v: SSAValue, stored: set[SSAValue]) -> bool:
-    """Whether the stored value ``v`` is computed from ``w`` element by element, so that it
-    may overwrite ``w`` as it goes: every op that reads ``w``, or reads what such an op
-    computes, is element-wise, reads those values at the element it computes, and
-    computes ``v`` or a value only such ops read (none stored, none an output), and ``w``
-    and ``v`` have one type and one set of dims."""
-    if w in body.outputs or w.type != v.type or body.dims[w] != body.dims[v]:
-        return False
-    dims = body.dims[v]
-    chain: set[SSAValue] = {w}
-    todo = [w]
-    found = False
-    while todo:
-        for use in todo.pop().uses:
-            op = use.operation
-            if op not in body.members or not isinstance(op, ElementwiseOp):
-                return False
-            if any(body.reads[(op, k)] != dims for k, x in enumerate(op.operands) if x in chain):
-                return False
-            for r in op.results:
-                if r is v:
-                    found = True
-                elif r in stored or r in body.outputs or body.dims[r] != dims:
-                    return False
-                elif r not in chain:
-                    chain.add(r)
-                    todo.append(r)
-    return found and v not in chain
 
 
 LOOPS_SCRATCH_SLACK = 4096

@@ -5,7 +5,7 @@ see :mod:`tdsl.backend.llvm.lower_to_loops` for the lowering itself."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, cast
 
@@ -28,6 +28,7 @@ from tdsl.dialects.op_interfaces import row_major_strides
 from tdsl.dialects.structured import (
     BOOL,
     Contraction,
+    ElementwiseOp,
     FloatType,
     IteratorType,
     Scan,
@@ -338,3 +339,43 @@ def hoistable_dims(
             break
         out.append(d)
     return out
+
+
+def computed_in_place(
+    body: GroupBody,
+    w: SSAValue,
+    v: SSAValue,
+    stored: set[SSAValue],
+    read_before: Callable[[Operation], bool] = lambda u: False,
+) -> bool:
+    """Whether the stored value ``v`` is computed from ``w`` element by element, so that it
+    may overwrite ``w`` as it goes: every op that reads ``w``, or reads what such an op
+    computes, is element-wise, reads those values at the element it computes, and
+    computes ``v`` or a value only such ops read (none stored, none an output), and ``w``
+    and ``v`` have one type and one set of dims.  Other ops may read those values where
+    ``read_before`` says they are done with them before ``v`` is computed (reductions of
+    an earlier sweep)."""
+    if w in body.outputs or w.type != v.type or body.dims[w] != body.dims[v]:
+        return False
+    dims = body.dims[v]
+    chain: set[SSAValue] = {w}
+    todo = [w]
+    found = False
+    while todo:
+        for use in todo.pop().uses:
+            op = use.operation
+            if op in body.members and read_before(op):
+                continue
+            if op not in body.members or not isinstance(op, ElementwiseOp):
+                return False
+            if any(body.reads[(op, k)] != dims for k, x in enumerate(op.operands) if x in chain):
+                return False
+            for r in op.results:
+                if r is v:
+                    found = True
+                elif r in stored or r in body.outputs or body.dims[r] != dims:
+                    return False
+                elif r not in chain:
+                    chain.add(r)
+                    todo.append(r)
+    return found and v not in chain

@@ -441,6 +441,63 @@ def test_the_quotients_overwrite_the_exponentials_they_divide(fn: Any, in_place:
     np.testing.assert_allclose(traced(q, k, v), want, rtol=2e-5, atol=2e-6 * np.abs(want).max())
 
 
+def _masked_head(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    s = q @ k.T * np.float32(0.125) + mask
+    e = np.exp(s - np.max(s, axis=-1, keepdims=True))
+    return (e / np.sum(e, axis=-1, keepdims=True)) @ v
+
+
+def _masked_head_reading_scores_late(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray
+) -> np.ndarray:
+    s = q @ k.T * np.float32(0.125) + mask
+    e = np.exp(s - np.max(s, axis=-1, keepdims=True))
+    p = e / np.sum(e, axis=-1, keepdims=True)
+    return (p @ v) * np.max(s * p, axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize(
+    ("fn", "in_place"), [(_masked_head, True), (_masked_head_reading_scores_late, False)]
+)
+def test_the_exponentials_overwrite_the_scores_blas_wrote(fn: Any, in_place: bool) -> None:
+    """A masked attention head natively (S=1024, d=64, the benchmark's), at the default
+    budget: BLAS writes each tile of scores into the slot of the exponentials, which
+    overwrite them element by element in the sweep after the one that takes the rows'
+    maximum (a reduction done with the scores before they are overwritten); the
+    quotients then overwrite the exponentials.  One tile of scores in scratch, not two,
+    so the tiles are twice as tall (256 rows, not 171: fewer, larger BLAS calls).  Where
+    a reduction reads the scores in a later sweep, they keep their own buffer.  Both
+    compute NumPy's values."""
+    pytest.importorskip("llvmlite")
+    from tdsl import trace
+    from tdsl.backend.llvm.loops_plan import _GroupPlan  # pyright: ignore[reportPrivateUsage]
+    from tdsl.dialects.kernel import TileOp
+    from tdsl.runtime.compile import native_unavailable_reason
+
+    if native_unavailable_reason() is not None:
+        pytest.skip(str(native_unavailable_reason()))
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((1024, 64)).astype(np.float32) for _ in range(3))
+    mask = np.triu(np.full((1024, 1024), -1e10, np.float32), 1)
+    traced = trace(fn, target="native", threads=2)
+    kernel = traced.compile(q, k, v, mask)
+    (tile,) = [op for op in kernel.ir.module("planned").walk() if isinstance(op, TileOp)]
+    plan = _GroupPlan(tile, threads=2)  # as recorded
+    scores = plan.body.ops[1]
+    assert scores.name == "tensordsl.matmul" and scores in plan.gemm
+    (exp,) = [x for x in plan.stored if x.owner.name == "tensordsl.exp"]
+    assert (plan.shared.get(scores) == plan.slots[exp]) == in_place, (plan.shared, plan.slots)
+    rows = plan.tiles[0]
+    scratch = sum(math.prod(t.get_shape()) for t in plan.scratch_types())
+    assert scratch * 2 <= 10**6
+    if in_place:
+        assert rows == 256 and scratch == rows * (1024 + 2)  # a tile of scores, maxima, sums
+    want = fn(q, k, v, mask)
+    np.testing.assert_allclose(
+        traced(q, k, v, mask), want, rtol=2e-5, atol=2e-6 * np.abs(want).max()
+    )
+
+
 @pytest.mark.parametrize("text", ["matmul(zeros((3, 4)), x) + 1", "matmul(x.T, ones((4, 2)))"])
 @pytest.mark.parametrize("target", COMPILED_TARGETS)
 def test_a_constant_operand_of_a_matmul(target: str, text: str) -> None:
