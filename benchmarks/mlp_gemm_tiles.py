@@ -19,8 +19,15 @@ after a warm-up call), f32, T=512, E=768, hidden 4E=3072:
      on that thread alone); per tile, the hidden layer in column blocks of H: for each,
      ``h = x[rows] @ wfc[:, block]``, then ``out[rows] += h @ wpr[block, :]``;
    - ``serial, BLAS on 2 threads``: the same tiles one after another, BLAS on both.
-   ``128 x 3072`` on two threads is what the native loops run at the default budget
-   (4 tiles of 128 rows, the hidden layer's columns whole).
+   - ``all rows x hidden H, threads split the hidden dim``: each of two threads takes
+     half of the hidden layer's column blocks for all T rows (so each block of
+     ``wfc`` and ``wpr`` is packed once per call, not once per thread), the second
+     thread adding into a partial output of its own, summed at the end;
+   ``256 x 1024`` on two threads is what the native loops run at the default budget
+   (a tile of 256 rows per thread, the hidden dim in 3 tiles). Each row names the
+   scratch (elements) the loops would need for it, the layer norm's rows included:
+   splitting the hidden dim needs the layer norm of all T rows, a hidden tile per
+   thread and a partial output, more than the default budget of 10**6 elements.
 
 No tdsl code changes with this script: it measures the shapes a planner could choose.
 """
@@ -93,6 +100,37 @@ def _tiled(
     return split
 
 
+def _hidden_split(
+    x: Any, wfc: Any, wpr: Any, out: Any, hidden: int, pool: ThreadPoolExecutor
+) -> Callable[[], None]:
+    """The two GEMMs for all T rows, the hidden dim's blocks of ``hidden`` columns split
+    between two threads (``pool`` runs the second): the first writes ``out``, the second
+    a partial output of its own, added into ``out`` at the end."""
+    blocks = [np.ascontiguousarray(wfc[:, c : c + hidden]) for c in range(0, H, hidden)]
+    partial = np.empty((T, E), x.dtype)
+    scratch = [(np.empty((T, hidden), x.dtype), np.empty((T, E), x.dtype)) for _ in "ab"]
+    starts = list(range(0, H, hidden))
+    half = len(starts) // 2
+
+    def run(mine: list[int], which: int, target: Any) -> None:
+        h, part = scratch[which]
+        for k, c in enumerate(mine):
+            np.matmul(x, blocks[c // hidden], out=h)
+            if k == 0:
+                np.matmul(h, wpr[c : c + hidden], out=target)
+            else:
+                np.matmul(h, wpr[c : c + hidden], out=part)
+                np.add(target, part, out=target)
+
+    def split() -> None:
+        other = pool.submit(run, starts[half:], 1, partial)
+        run(starts[:half], 0, out)
+        other.result()
+        np.add(out, partial, out=out)
+
+    return split
+
+
 def _tail(
     x: Any, a: Any, wo: Any, bo: Any, g: Any, b: Any, wfc: Any, bfc: Any, wpr: Any, bpr: Any
 ) -> Any:
@@ -139,38 +177,57 @@ def main() -> None:
         ),
     }
     pool = ThreadPoolExecutor(1)
-    second: dict[str, tuple[Callable[[], None], int]] = {
+    # (each with the scratch the loops would take for it, the layer norm's rows included)
+    second: dict[str, tuple[Callable[[], None], int, int]] = {
         f"rows {r} x hidden {h}, two threads, BLAS on each alone": (
             _tiled(x, wfc, wpr, out, r, h, pool),
             1,
+            2 * r * (E + h + 2),
         )
-        for r, h in ((128, 3072), (256, 1536), (256, 768), (256, 384), (256, 256), (128, 1536))
+        for r, h in ((128, 3072), (256, 1536), (256, 1024), (256, 768), (256, 384), (128, 1536))
     }
+    second.update(
+        {
+            f"all rows x hidden {h}, threads split the hidden dim": (
+                _hidden_split(x, wfc, wpr, out, h, pool),
+                1,
+                T * (E + 2) + 2 * T * h + T * E,
+            )
+            for h in (768, 512, 384)
+        }
+    )
     second.update(
         {
             f"rows {r} x hidden {h}, serial, BLAS on 2 threads": (
                 _tiled(x, wfc, wpr, out, r, h, None),
                 2,
+                r * (E + h + 2),
             )
             for r, h in ((128, 3072), (256, 1536))
         }
     )
-    second["whole, BLAS on 2 threads"] = (lambda: first["NumPy: the two GEMMs whole"](), 2)
+    second["whole, BLAS on 2 threads"] = (
+        lambda: first["NumPy: the two GEMMs whole"](),
+        2,
+        T * (E + 2) + T * H,
+    )
     times: dict[str, list[float]] = {k: [] for k in [*first, *second]}
     for _ in range(args.rounds):
         for name, fn in first.items():
             times[name].append(_median_ms(fn, args.reps))
-        for name, (fn, threads) in second.items():
+        for name, (fn, threads, _) in second.items():
             with threadpool_limits(threads):
                 times[name].append(_median_ms(fn, args.reps))
 
     def show(names: list[str]) -> None:
-        print("| what | ms per round (median of each round's calls) | median |")
-        print("|---|---|---|")
+        scratch = {name: f" {entry[2]:,} |" for name, entry in second.items()}
+        extra = " scratch (elements) |" if any(n in scratch for n in names) else ""
+        print(f"| what | ms per round (median of each round's calls) | median |{extra}")
+        print("|---|---|---|" + ("---|" if extra else ""))
         for name in names:
             ts = times[name]
             row = ", ".join(f"{t:.1f}" for t in ts)
-            print(f"| {name} | {row} | {statistics.median(ts):.1f} |")
+            print(f"| {name} | {row} | {statistics.median(ts):.1f} |{scratch.get(name, '')}")
 
     print(
         f"native loops tiles: MLP {_loops_tiles(native_mlp)}; chain "
