@@ -25,12 +25,13 @@ from typing import Any, cast
 import numpy as np
 from xdsl.dialects import arith
 from xdsl.dialects import math as xmath
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType, StringAttr
 from xdsl.ir import Attribute, Operation
 from xdsl.utils.exceptions import InterpretationError
 
 from tdsl.dialects import tdslmath
 from tdsl.dialects.structured import numpy_dtype
+from tdsl.dialects.structured_bodies import WIDENED_FROM
 
 Array = np.ndarray[Any, Any]
 NumpyFunction = Callable[..., Any]
@@ -245,6 +246,25 @@ def tdsl_uge(
     return np.greater_equal(a.astype(unsigned), b.astype(unsigned), out=out)
 
 
+def tdsl_power_f16(
+    x: "np.ndarray",  # noqa: UP037
+    y: "np.ndarray",  # noqa: UP037
+    out: "np.ndarray | None" = None,  # noqa: UP037
+) -> "np.ndarray":  # noqa: UP037
+    """``np.power`` of float16 values widened to float32 (which keeps a signaling nan's
+    bits), as NumPy's float16 loop gives it: ``x + y`` (nan) where an operand is a
+    signaling nan, as the C library's ``powf`` does (float32's own loop gives
+    ``power(sNaN, 0) = 1``)."""
+    bx = np.asarray(x, np.float32).view(np.uint32)
+    by = np.asarray(y, np.float32).view(np.uint32)
+    signaling = ((bx & 0x7FC00000) == 0x7F800000) & ((bx & 0x3FFFFF) != 0)
+    signaling |= ((by & 0x7FC00000) == 0x7F800000) & ((by & 0x3FFFFF) != 0)
+    result = np.power(x, y, out=out)
+    if signaling.any():
+        np.copyto(result, np.add(x, y), where=signaling)
+    return result
+
+
 def tdsl_unordered(
     a: "np.ndarray",  # noqa: UP037
     b: "np.ndarray",  # noqa: UP037
@@ -346,6 +366,13 @@ SCALAR_FUNCTIONS: dict[type[Operation], NumpyFunction] = {
 }
 """Scalar op class -> the NumPy function computing it element-wise."""
 
+F16_FUNCTIONS: dict[type[Operation], NumpyFunction] = {
+    xmath.PowFOp: tdsl_power_f16,
+}
+"""Scalar op class -> the NumPy function computing it on float16 values widened to
+float32 (:data:`~tdsl.dialects.structured_bodies.WIDENED_FROM`), where that differs
+(``hypot`` does not: float32's loop calls the C library's ``hypotf`` too)."""
+
 # arith.cmpf predicates: the ordered ("o") ones are false where an operand is nan, as
 # NumPy's comparisons are; "une" is true there, as NumPy's !=.
 _CMPF: dict[str, NumpyFunction] = {
@@ -386,6 +413,10 @@ def numpy_function(op: Operation) -> NumpyFunction:
         found = _CMPI.get(predicate)
     else:
         found = SCALAR_FUNCTIONS.get(type(op))
+        widened = op.attributes.get(WIDENED_FROM)
+        if isinstance(widened, StringAttr) and widened.data == "f16":
+            # (NumPy's float16 loops tell a signaling nan from a quiet one here)
+            found = F16_FUNCTIONS.get(type(op), found)
     if found is None:
         raise InterpretationError(
             f"no NumPy function for the scalar op '{op.name}' "

@@ -17,6 +17,13 @@ narrowing first rounds f64 to f32 *to odd* (the nearest f32 whose last bit is
 set, unless the value is exact), which makes the second rounding to f16 give
 the correctly rounded result (f32 carries more than 11 + 2 bits).
 
+Widening quiets a signaling nan, where NumPy's f16 loops hand the C library the
+signaling nan itself (``npy_half_to_float`` keeps its bits), and the C library's
+``powf`` and ``hypotf`` give ``x + y`` (nan) for a signaling operand where a quiet one
+gives 1 or ``inf``: ``power(sNaN, 0)``, ``power(1, sNaN)`` and ``hypot(inf, sNaN)`` are
+nan in NumPy.  So these two ops widened from f16 select ``x + y`` where an operand's
+f16 bits are a signaling nan (:class:`SignalingNanF16`).
+
 ``tdslmath.nextafter`` is not widened (its f16 result depends on f16's
 spacing); :mod:`tdsl.backend.llvm.math_approx` rewrites it into bit steps first.
 """
@@ -24,13 +31,26 @@ spacing); :mod:`tdsl.backend.llvm.math_approx` rewrites it into bit steps first.
 from __future__ import annotations
 
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import Float16Type, Float64Type, IntegerAttr, StringAttr, f32, i32
+from xdsl.dialects.builtin import (
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    f32,
+    i32,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import IRDLOperation
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
+from xdsl.rewriter import InsertPoint
 
 from tdsl.dialects import tdslmath
 from tdsl.dialects.structured_bodies import WIDENED_DIALECTS, WIDENED_FROM
+
+SIGNALING_CHECKED = "tdsl.signaling_checked"
+"""Set on an op :class:`SignalingNanF16` has rewritten the uses of (it is not matched again)."""
 
 _WIDENED: tuple[type[Operation], ...] = (
     arith.AddfOp,
@@ -92,6 +112,54 @@ class WidenF16(RewritePattern):
         rewriter.replace(op, [], results)
 
 
+class SignalingNanF16(RewritePattern):
+    """``math.powf`` or ``tdslmath.hypot`` widened from f16 -> its result, or ``x + y``
+    (a quiet nan with the first nan's sign and payload, as the C library's) where an
+    operand, before its ``extf``, is an f16 signaling nan: exponent all ones, the quiet
+    bit (9) clear, a nonzero payload below it."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, math.PowFOp | tdslmath.HypotOp) or SIGNALING_CHECKED in op.attributes:
+            return
+        widened = op.attributes.get(WIDENED_FROM)
+        if not (isinstance(widened, StringAttr) and widened.data == "f16"):
+            return
+        if not isinstance(op.results[0].type, Float32Type):
+            return
+        halves = [
+            x.owner.input
+            for x in op.operands
+            if isinstance(x.owner, arith.ExtFOp) and _is_f16(x.owner.input.type)
+        ]
+        op.attributes[SIGNALING_CHECKED] = StringAttr("f16")
+        if not halves:
+            return
+        new: list[Operation] = []
+
+        def ins(o: Operation) -> SSAValue:
+            new.append(o)
+            return o.results[0]
+
+        i16 = IntegerType(16)
+        signaling: SSAValue | None = None
+        for half in halves:
+            bits = ins(arith.BitcastOp(half, i16))
+            top = ins(arith.AndIOp(bits, ins(arith.ConstantOp(IntegerAttr(0x7E00, i16)))))
+            low = ins(arith.AndIOp(bits, ins(arith.ConstantOp(IntegerAttr(0x01FF, i16)))))
+            nan_bits = ins(arith.CmpiOp(top, ins(arith.ConstantOp(IntegerAttr(0x7C00, i16))), "eq"))
+            payload = ins(arith.CmpiOp(low, ins(arith.ConstantOp(IntegerAttr(0, i16))), "ne"))
+            this = ins(arith.AndIOp(nan_bits, payload))
+            signaling = this if signaling is None else ins(arith.OrIOp(signaling, this))
+        if signaling is None:
+            return
+        result = op.results[0]
+        total = ins(arith.AddfOp(op.operands[0], op.operands[1]))
+        chosen = ins(arith.SelectOp(signaling, total, result))
+        rewriter.insert(new, InsertPoint.after(op))
+        rewriter.replace_uses_with_if(result, chosen, lambda use: use.operation is not new[-1])
+
+
 class ExtendF16ToF64(RewritePattern):
     """``extf`` f16 -> f64 becomes f16 -> f32 -> f64 (both exact)."""
 
@@ -132,5 +200,10 @@ class TruncateF64ToF16(RewritePattern):
         rewriter.replace(op, arith.TruncFOp(rounded, op.result.type))
 
 
-F16_PATTERNS: tuple[RewritePattern, ...] = (WidenF16(), ExtendF16ToF64(), TruncateF64ToF16())
+F16_PATTERNS: tuple[RewritePattern, ...] = (
+    WidenF16(),
+    SignalingNanF16(),
+    ExtendF16ToF64(),
+    TruncateF64ToF16(),
+)
 """Every pattern of this module."""
