@@ -252,14 +252,20 @@ def tdsl_power_f16(
     out: "np.ndarray | None" = None,  # noqa: UP037
 ) -> "np.ndarray":  # noqa: UP037
     """``np.power`` of float16 values widened to float32 (which keeps a signaling nan's
-    bits), as NumPy's float16 loop gives it: ``x + y`` (nan) where an operand is a
-    signaling nan, as the C library's ``powf`` does (float32's own loop gives
-    ``power(sNaN, 0) = 1``)."""
+    bits), as NumPy's float16 loop gives it, which calls the C library's ``powf``:
+    ``x + y`` (nan) where an operand is a signaling nan (float32's own loop gives
+    ``power(sNaN, 0) = 1``), and ``pow``'s ``+0`` and ``inf`` for ``-0`` and ``-inf`` to
+    the power 0.5 (float32's loop takes ``sqrt`` for a scalar exponent 0.5: ``-0`` and
+    nan)."""
     bx = np.asarray(x, np.float32).view(np.uint32)
     by = np.asarray(y, np.float32).view(np.uint32)
     signaling = ((bx & 0x7FC00000) == 0x7F800000) & ((bx & 0x3FFFFF) != 0)
     signaling |= ((by & 0x7FC00000) == 0x7F800000) & ((by & 0x3FFFFF) != 0)
     result = np.power(x, y, out=out)
+    half = np.equal(y, 0.5)
+    if half.any():
+        np.copyto(result, np.float32(0.0), where=half & np.equal(x, 0.0))
+        np.copyto(result, np.float32(np.inf), where=half & np.equal(x, -np.inf))
     if signaling.any():
         np.copyto(result, np.add(x, y), where=signaling)
     return result

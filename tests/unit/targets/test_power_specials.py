@@ -1,4 +1,5 @@
-"""Signaling nans as NumPy treats them, on every target.
+"""``power`` and ``hypot`` where NumPy's float16 loops differ from its float32 ones, on
+every target: signaling nans, and ``power(x, 0.5)``.
 
 A signaling nan never comes out of arithmetic, but an input can hold one (bits read from
 a file, ``view`` of integers).  NumPy's float16 loops widen it to float32 keeping its
@@ -60,3 +61,16 @@ def test_a_signaling_nan_operand_gives_numpys_result(
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=f"x={x}, y={y}")
     number = ~np.isnan(want)
     np.testing.assert_array_equal(got[number], want[number])
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_float16_power_one_half_is_pows(target: str) -> None:
+    """``power(x, 0.5)`` in float16 is ``pow``'s, as NumPy's float16 loop gives it (``+0``
+    for ``-0``, ``inf`` for ``-inf``), not ``sqrt``'s, which NumPy's float32 loop takes for
+    a scalar exponent 0.5 (the interpreter computes a float16 body in float32)."""
+    x = np.array([-0.0, -np.inf, 0.0, np.inf, 4.0, -1.0, np.nan, 2.0], np.float16)
+    with np.errstate(all="ignore"):
+        want = np.power(x, np.float16(0.5))
+    got = run_on(target, 10**6, "power(x, 0.5)", x=x)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
