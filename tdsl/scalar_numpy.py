@@ -259,8 +259,9 @@ def tdsl_power_f16(
     nan)."""
     bx = np.asarray(x, np.float32).view(np.uint32)
     by = np.asarray(y, np.float32).view(np.uint32)
-    signaling = ((bx & 0x7FC00000) == 0x7F800000) & ((bx & 0x3FFFFF) != 0)
-    signaling |= ((by & 0x7FC00000) == 0x7F800000) & ((by & 0x3FFFFF) != 0)
+    signaling = (((bx & 0x7FC00000) == 0x7F800000) & ((bx & 0x3FFFFF) != 0)) | (
+        ((by & 0x7FC00000) == 0x7F800000) & ((by & 0x3FFFFF) != 0)
+    )  # (not |=: the operands broadcast)
     result = np.power(x, y, out=out)
     half = np.equal(y, 0.5)
     if half.any():
