@@ -398,6 +398,26 @@ def threadpool_counts() -> list[int]:
     return [count]
 
 
+def _native_group_plan(
+    fn: Any, arrays: tuple[Array, ...], stage: str, threads: int | None = None
+) -> tuple[Any, Any, Any]:
+    """``fn`` traced natively (skipped where native code cannot build), compiled for
+    ``arrays``, with its one ``kernel.tile`` at ``stage`` (``tiled``: the loops plan it
+    again; ``planned``: as recorded) and the loops' plan of it."""
+    pytest.importorskip("llvmlite")
+    from tdsl import trace
+    from tdsl.backend.llvm.loops_plan import _GroupPlan  # pyright: ignore[reportPrivateUsage]
+    from tdsl.dialects.kernel import TileOp
+    from tdsl.runtime.compile import native_unavailable_reason
+
+    if native_unavailable_reason() is not None:
+        pytest.skip(str(native_unavailable_reason()))
+    traced = trace(fn, target="native", threads=threads)
+    kernel = traced.compile(*arrays)
+    (tile,) = [op for op in kernel.ir.module(stage).walk() if isinstance(op, TileOp)]
+    return traced, tile, _GroupPlan(tile, threads=threads or 1)
+
+
 def _head(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
     s = q @ k.T * np.float32(0.125)
     e = np.exp(s - np.max(s, axis=-1, keepdims=True))
@@ -419,20 +439,9 @@ def test_the_quotients_overwrite_the_exponentials_they_divide(fn: Any, in_place:
     and take taller tiles.  Where another op reads the exponentials after the division
     (scaled by row sums of the head's output), they keep their own buffer.  Both
     compute NumPy's values."""
-    pytest.importorskip("llvmlite")
-    from tdsl import trace
-    from tdsl.backend.llvm.loops_plan import _GroupPlan  # pyright: ignore[reportPrivateUsage]
-    from tdsl.dialects.kernel import TileOp
-    from tdsl.runtime.compile import native_unavailable_reason
-
-    if native_unavailable_reason() is not None:
-        pytest.skip(str(native_unavailable_reason()))
     rng = np.random.default_rng(3)
     q, k, v = (rng.standard_normal((512, 64)).astype(np.float32) for _ in range(3))
-    traced = trace(fn, target="native")
-    kernel = traced.compile(q, k, v)
-    (tile,) = [op for op in kernel.ir.module("tiled").walk() if isinstance(op, TileOp)]
-    plan = _GroupPlan(tile)
+    traced, tile, plan = _native_group_plan(fn, (q, k, v), "tiled")
     slot = {x.owner.name.split(".")[-1]: plan.slots[x] for x in plan.stored}
     assert (slot["div"] == slot["exp"]) == in_place, plan.slots
     scratch = sum(math.prod(t.get_shape()) for t in plan.scratch_types())
@@ -468,21 +477,10 @@ def test_the_exponentials_overwrite_the_scores_blas_wrote(fn: Any, in_place: boo
     so the tiles are twice as tall (256 rows, not 171: fewer, larger BLAS calls).  Where
     a reduction reads the scores in a later sweep, they keep their own buffer.  Both
     compute NumPy's values."""
-    pytest.importorskip("llvmlite")
-    from tdsl import trace
-    from tdsl.backend.llvm.loops_plan import _GroupPlan  # pyright: ignore[reportPrivateUsage]
-    from tdsl.dialects.kernel import TileOp
-    from tdsl.runtime.compile import native_unavailable_reason
-
-    if native_unavailable_reason() is not None:
-        pytest.skip(str(native_unavailable_reason()))
     rng = np.random.default_rng(5)
     q, k, v = (rng.standard_normal((1024, 64)).astype(np.float32) for _ in range(3))
     mask = np.triu(np.full((1024, 1024), -1e10, np.float32), 1)
-    traced = trace(fn, target="native", threads=2)
-    kernel = traced.compile(q, k, v, mask)
-    (tile,) = [op for op in kernel.ir.module("planned").walk() if isinstance(op, TileOp)]
-    plan = _GroupPlan(tile, threads=2)  # as recorded
+    traced, _, plan = _native_group_plan(fn, (q, k, v, mask), "planned", threads=2)
     scores = plan.body.ops[1]
     assert scores.name == "tensordsl.matmul" and scores in plan.gemm
     (exp,) = [x for x in plan.stored if x.owner.name == "tensordsl.exp"]
