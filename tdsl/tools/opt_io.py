@@ -91,6 +91,19 @@ def exact_mlir_target() -> type[Target]:
     return ExactMLIRTarget
 
 
+def out_of_range(err: struct.error | OverflowError, where: str = "") -> str:
+    """What xDSL's packing of a dense literal's number (never checked against its type)
+    means: a number (``where`` it stands) out of range for its element type, and what
+    the type holds."""
+    if "float" in str(err):
+        return (
+            f"a float{where} is out of range for its type ({err}): f16 holds up to 65504, "
+            'f32 up to about 3.4e38 (write infinity as its bytes: dense<"0x007C"> in f16, '
+            'dense<"0x0000807F"> in f32)'
+        )
+    return f"an integer{where} is out of range for its type ({err})"
+
+
 class OptIO(OptArguments):
     """Reading ``tdsl-opt``'s input (a file, standard input or ``--expr``, as text) and
     printing its output with the chosen target."""
@@ -217,12 +230,7 @@ class OptIO(OptArguments):
         try:
             module = parser.parse_module(not no_implicit)
         except (struct.error, OverflowError) as err:  # xDSL packs a number it never checked
-            if "float" in str(err):
-                parser.raise_error(
-                    f"a float before this is out of range for its type ({err}): f16 holds "
-                    "up to 65504, f32 up to about 3.4e38"
-                )
-            parser.raise_error(f"an integer before this is out of range for its type ({err})")
+            parser.raise_error(out_of_range(err, " before this"))
         attributes_to_properties(module)
         huge = find_huge_extent(module)
         if huge is not None:

@@ -20,6 +20,7 @@ Errors are reported like ``tdsl-opt``'s (``file:line:col: error: ...``, exit 1).
 from __future__ import annotations
 
 import argparse
+import struct
 from collections.abc import Sequence
 from io import StringIO
 from typing import Any, ClassVar, cast
@@ -37,6 +38,7 @@ from tdsl.errors import format_diagnostic
 from tdsl.interpreters import run
 from tdsl.interpreters.tensordsl import attr_to_numpy
 from tdsl.tools.diagnostics import DriverError, run_tool, span_location
+from tdsl.tools.opt_io import out_of_range
 from tdsl.tools.tdsl_opt import TdslOptMain
 from tdsl.version import __version__
 
@@ -223,9 +225,12 @@ class TdslRunMain(TdslOptMain):
                 start = parser.pos
                 try:
                     attr = parser.parse_attribute()
-                except ValueError as err:  # xDSL's check of a literal (out of range)
+                except (ValueError, OverflowError, struct.error) as err:
+                    # xDSL's check of a literal, or its packing of a number it never
+                    # checked (out of range)
                     at = Span(start, max(start + 1, parser.pos), parser.lexer.input)
-                    raise DriverError(format_diagnostic(str(err), span_location(at))) from None
+                    why = str(err) if isinstance(err, ValueError) else out_of_range(err)
+                    raise DriverError(format_diagnostic(why, span_location(at))) from None
                 spans.append(Span(start, max(start + 1, parser.pos), parser.lexer.input))
                 return attr
 

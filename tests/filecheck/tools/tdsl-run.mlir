@@ -21,6 +21,18 @@
 // TYPE-NEXT: {{^}}dense<1.0> : tensor<2x2xf32>, dense<1.0> : tensor<3xf32>{{$}}
 // TYPE-NEXT: {{^}}                              ^^^^^^^^^^^^^^^^^^^^^^^^^^{{$}}
 
+// A float beyond its type (xDSL packs it unchecked: an internal error), located in the
+// arguments, with how to write infinity instead (which runs).
+// RUN: not tdsl-run %s --args 'dense<1.0> : tensor<2x2xf32>, dense<[1.0e50, 1.0]> : tensor<2xf32>' 2>&1 \
+// RUN:   | filecheck %s --check-prefix=HUGE
+// HUGE-NOT:  Traceback
+// HUGE:      args:1:31: error: a float is out of range for its type ({{.*}}): f16 holds up to 65504, f32 up to about 3.4e38 (write infinity as its bytes: dense<"0x007C"> in f16, dense<"0x0000807F"> in f32)
+// HUGE-NEXT: {{^}}dense<1.0> : tensor<2x2xf32>, dense<[1.0e50, 1.0]> : tensor<2xf32>{{$}}
+// RUN: tdsl-run %s --args 'dense<1.0> : tensor<2x2xf32>, dense<"0x0000807F0000803F"> : tensor<2xf32>' \
+// RUN:   | filecheck %s --check-prefix=INF
+// INF:      result #0: tensor<2x2xf32>
+// INF-NEXT: {{\[\[}}inf  2.]
+
 // RUN: not tdsl-run %s --symbol nope 2>&1 | filecheck %s --check-prefix=SYMBOL
 // SYMBOL: error: no function @nope in the module (it defines @main)
 
