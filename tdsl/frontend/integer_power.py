@@ -10,7 +10,7 @@ import numpy as np
 from xdsl.dialects.builtin import i64
 
 from tdsl.dialects import tensordsl as td
-from tdsl.dialects.structured import is_int, numpy_dtype
+from tdsl.dialects.structured import BOOL, is_int, numpy_dtype
 from tdsl.errors import TdslTypeError, internal_error
 from tdsl.frontend.ast import Span
 from tdsl.frontend.values import LiteralValue, TensorValue, Value, WeakValue
@@ -30,9 +30,16 @@ def integer_power(
     a, n = args
     if isinstance(a, WeakValue) and a.integer:
         a = TensorValue(a.value, (), i64)  # (`np.power` of a Python int: int64)
-    if not isinstance(a, TensorValue) or not is_int(a.element):
-        return None  # booleans: NumPy's power of booleans is int8, not in the language
     if not isinstance(n, LiteralValue) or not isinstance(n.value, int):
+        return None
+    if isinstance(a, TensorValue) and a.element == BOOL:
+        raise TdslTypeError(
+            f"booleans to an integer power ({lowering.describe(a)} ** {n.value}) are not "
+            "supported: NumPy's power of booleans is int8 for `** 2` and int64 for other "
+            "integer exponents; convert first, e.g. `astype(b, int64)` or `astype(b, float32)`",
+            lowering.where(span),
+        )
+    if not isinstance(a, TensorValue) or not is_int(a.element):
         return None
     if n.value < 0:
         raise TdslTypeError(

@@ -55,6 +55,14 @@ def as_array(value: Any) -> Any:
     return value if hasattr(value, "ndim") else np.asarray(value)
 
 
+def weak_type(v: Any) -> type[int] | type[float] | None:
+    """The Python type of a traced Python-number argument (weak: NumPy's ufuncs and
+    ``np.result_type`` read it as a Python ``int`` or ``float``, NEP 50), else None."""
+    if not getattr(v, "weak", False):
+        return None
+    return float if np.dtype(v.dtype).kind == "f" else int
+
+
 def strong(v: Any) -> Any:
     """``v`` as ``np.asarray`` makes it: a Python number (or a traced Python-number
     argument, weak) a float64/int64 array."""

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from tdsl.jit.trace_args import as_array, static_axis, static_ints
-from tdsl.jit.trace_names import trace_error
+from tdsl.jit.trace_names import holds_traced, trace_error
 
 _COMBINE: dict[str, Callable[[Any, Any], Any]] = {
     "sum": np.add,
@@ -41,7 +41,15 @@ _COMBINE: dict[str, Callable[[Any, Any], Any]] = {
 
 
 def _converted(name: str, initial: Any, dtype: np.dtype[Any]) -> Any:
-    """``initial`` in ``dtype``, as NumPy's reduction converts it."""
+    """``initial`` in ``dtype``, as NumPy's reduction converts it (a traced scalar, a
+    Python-number argument say, by a cast in the kernel)."""
+    if holds_traced(initial):
+        if initial.ndim != 0:
+            trace_error(
+                f"`np.{name}`: `initial` must be a scalar, not an array of shape "
+                f"{tuple(initial.shape)} (NumPy's ValueError)"
+            )
+        return initial.astype(dtype)
     if type(initial) is int and dtype.kind in "iu":
         info = np.iinfo(dtype)
         if not info.min <= initial <= info.max:
@@ -64,8 +72,14 @@ def with_initial(name: str, inner: Callable[..., Any] | None = None) -> Callable
             return NotImplemented if inner is None else inner(a, *args, **kwargs)
         initial = kwargs.pop("initial")
         a = as_array(a)
-        if 0 in tuple(a.shape):  # (no values: NumPy's result, a constant)
-            return getattr(np, name)(np.zeros(a.shape, a.dtype), *args, initial=initial, **kwargs)
+        if 0 in tuple(a.shape):  # (no values: NumPy's result, the initial value)
+            if not holds_traced(initial):  # (a constant)
+                return getattr(np, name)(
+                    np.zeros(a.shape, a.dtype), *args, initial=initial, **kwargs
+                )
+            empty = getattr(np, name)(np.zeros(a.shape, a.dtype), *args, initial=0, **kwargs)
+            value = _converted(name, initial, np.dtype(empty.dtype))
+            return np.where(np.ones(empty.shape, np.bool_), value, empty)
         result = getattr(np, name)(a, *args, **kwargs)
         return combine(_converted(name, initial, np.dtype(result.dtype)), result)
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from tdsl.jit.trace_args import as_array, static_axis
+from tdsl.jit.trace_args import as_array, static_axis, weak_type
 from tdsl.jit.trace_names import trace_error
 from tdsl.jit.trace_ufuncs import loop_operands
 
@@ -102,10 +102,12 @@ def take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: Any = No
 
 def _dtype_of(value: Any) -> Any:
     """What ``np.result_type`` reads for a choice or the default of ``np.select``: a Python
-    number itself (weak), else its dtype."""
+    number itself (weak: a traced Python-number argument too, as a number of its type),
+    else its dtype."""
     if type(value) in (int, float):
         return value
-    return as_array(value).dtype
+    weak = weak_type(value)
+    return as_array(value).dtype if weak is None else weak(0)
 
 
 def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:

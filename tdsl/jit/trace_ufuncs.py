@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from tdsl.jit.trace_args import weak_type
 from tdsl.jit.trace_names import trace_error
 
 _UFUNC_METHODS = {
@@ -65,7 +66,7 @@ def loop_operands(
     kinds: list[Any] = [
         np.dtype(np.bool_) if type(x) is bool
         else type(x) if type(x) in (int, float)
-        else np.dtype(x.dtype) if hasattr(x, "dtype")
+        else weak_type(x) or np.dtype(x.dtype) if hasattr(x, "dtype")
         else np.asarray(x).dtype
         for x in inputs
     ]  # fmt: skip

@@ -109,6 +109,26 @@ def test_python_numbers_are_weak_inputs_not_constants() -> None:
     _same(tdsl.trace(lambda x, s: x * np.exp(s))(X, 0.5), X * np.exp(0.5))
 
 
+def test_a_python_number_argument_is_weak_in_heaviside_and_select(jit_target: str) -> None:
+    """A Python-number argument is weak where NumPy's ``heaviside`` and ``select`` meet
+    it, as a Python number written in the function is (NEP 50): ``np.heaviside(x, s)``
+    of float32 ``x`` is float32, ``np.select`` with an ``int`` default over int32 or
+    uint8 choices keeps their dtype (they were float64 and int64; found by fuzzing)."""
+    x = np.array([-1.5, 0.0, 2.0, np.nan], np.float32)
+    small = np.array([0, 1, 2, 250], np.uint8)
+    cases: list[tuple[Any, tuple[Any, ...]]] = [
+        (lambda x, s: np.heaviside(x, s), (x, 0.5)),
+        (lambda x, s: np.heaviside(s, x), (x, -0.5)),
+        (lambda x, s: np.heaviside(x, s), (small, 2)),  # float16, as NumPy's loop
+        (lambda x, s: np.select([x > 1], [x], s), (x, 0.5)),
+        (lambda x, s: np.select([x > 1], [s], x), (x, 0.5)),
+        (lambda x, s: np.select([x > 1], [x], s), (small.astype(np.int32) - 3, 2)),
+        (lambda x, s: np.select([x > 1], [x], s), (small, 7)),
+    ]
+    for fn, args in cases:
+        _same(tdsl.trace(fn)(*args), fn(*args))
+
+
 def test_pythons_other_operators_on_python_numbers_stay_weak() -> None:
     """``**``, ``%`` and shifts of Python numbers give a Python number,
     weak: attention's ``q / d ** 0.5`` of a Python int ``d`` stays float32 (it was

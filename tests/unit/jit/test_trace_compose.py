@@ -535,6 +535,8 @@ def test_composed_functions_are_numpys(jit_target: str, group: str) -> None:
         (lambda x: np.add(x, 1, dtype=np.int32), "Cannot cast ufunc 'add' input 0 from"),
         (lambda x: np.less(x, 1, dtype=np.float32), "No loop matching the specified signature"),
         (lambda x: np.max(x.astype(np.uint8), initial=-1), "`initial` -1 is out of bounds"),
+        (lambda x: np.sum(x, initial=x[0]), r"`initial` must be a scalar, not an array of"),
+        (lambda x: (x > 0) ** 3, r"booleans to an integer power .* int8 for `\*\* 2`"),
         (lambda x: np.select([x], [x]), "invalid entry 0 in condlist: should be boolean"),
         (lambda x: np.take(x, [0], mode="bad"), "clipmode must be one of 'clip', 'raise', or"),
         (lambda x: np.take(x, [0.5], mode="clip"), "indices of float64 are not integers"),
@@ -548,6 +550,28 @@ def test_bad_arguments_are_located_errors(fn: Callable[..., Any], message: str) 
     assert re.search(message, caught.value.message), caught.value.message
     assert caught.value.location is not None
     assert caught.value.location.file == __file__
+
+
+def test_a_traced_initial_value_is_cast_in_the_kernel(jit_target: str) -> None:
+    """``initial=`` of a reduction may be a Python-number argument or a traced scalar: cast
+    to the result's dtype in the kernel, as NumPy casts it (it was refused with the
+    message for a NumPy array indexed by a traced one; found by fuzzing), over an empty
+    axis too (the initial value, its -0 kept)."""
+    x = np.array([[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]], np.float32)
+    empty = np.zeros((0, 3), np.float32)
+    ints = np.array([1, -2, 3], np.int32)
+    cases: list[tuple[Callable[..., Any], tuple[Any, ...]]] = [
+        (lambda x, s: np.max(x, initial=s), (x, 9.5)),
+        (lambda x, s: np.sum(x, axis=1, initial=s), (x, 0.5)),
+        (lambda x, s: np.prod(x, initial=s), (x, -2)),
+        (lambda x, s: np.min(x, axis=0, initial=s, keepdims=True), (x, 0.5)),
+        (lambda x, s: x.sum(initial=s.sum()), (x, x)),
+        (lambda x, s: np.sum(x, axis=0, initial=s), (empty, -0.0)),
+        (lambda x, s: np.max(x, initial=s), (ints, 2.7)),  # (2.7 in int32 is 2)
+        (lambda x, s: np.sum(x, initial=s), (ints, 7)),
+    ]
+    for fn, args in cases:
+        same(tdsl.trace(fn)(*args), fn(*args))
 
 
 @st.composite
