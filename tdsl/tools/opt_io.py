@@ -7,6 +7,7 @@ frontend, and prints the resulting program with the chosen target (``mlir`` exac
 from __future__ import annotations
 
 import os
+import re
 import struct
 import sys
 from contextlib import nullcontext
@@ -91,6 +92,26 @@ def exact_mlir_target() -> type[Target]:
     return ExactMLIRTarget
 
 
+_NUMBER = re.compile(
+    r"(?<![\w.#%@^])[-+]?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\d+)(?![\w.])"
+)
+"""A decimal number token of MLIR text (not part of a name, a hex literal or a value)."""
+
+
+def last_out_of_range(text: str, before: int, floats: bool) -> tuple[int, int] | None:
+    """Where (start, end) in ``text`` the last number before offset ``before`` stands that
+    no type tdsl parses holds: a float beyond f16's range (``floats``; f16 is the
+    narrowest), or an integer beyond i32's (the narrowest integer type), or None."""
+    for match in reversed(list(_NUMBER.finditer(text, 0, before))):
+        token = match.group()
+        is_float = any(c in token for c in ".eE")
+        if floats and is_float and abs(float(token)) > 65504:
+            return match.span()
+        if not floats and not is_float and not -(2**31) <= int(token) < 2**32:
+            return match.span()
+    return None
+
+
 def out_of_range(err: struct.error | OverflowError, where: str = "") -> str:
     """What xDSL's packing of a dense literal's number (never checked against its type)
     means: a number (``where`` it stands) out of range for its element type, and what
@@ -101,7 +122,10 @@ def out_of_range(err: struct.error | OverflowError, where: str = "") -> str:
             'f32 up to about 3.4e38 (write infinity as its bytes: dense<"0x007C"> in f16, '
             'dense<"0x0000807F"> in f32)'
         )
-    return f"an integer{where} is out of range for its type ({err})"
+    return (
+        f"an integer{where} is out of range for its type ({err}): i32 holds up to "
+        f"{2**31 - 1}, i64 up to {2**63 - 1}"
+    )
 
 
 class OptIO(OptArguments):
@@ -230,7 +254,11 @@ class OptIO(OptArguments):
         try:
             module = parser.parse_module(not no_implicit)
         except (struct.error, OverflowError) as err:  # xDSL packs a number it never checked
-            parser.raise_error(out_of_range(err, " before this"))
+            at = parser._current_token.span.start  # pyright: ignore[reportPrivateUsage]
+            bad = last_out_of_range(text, at, "float" in str(err))
+            if bad is None:
+                parser.raise_error(out_of_range(err, " before this"))
+            parser.raise_error(out_of_range(err), bad[0], bad[1])
         attributes_to_properties(module)
         huge = find_huge_extent(module)
         if huge is not None:

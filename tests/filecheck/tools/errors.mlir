@@ -14,15 +14,19 @@
 // UNKNOWN-OP-NEXT: {{^}}  %0 = tensordsl.frobnicate %a : tensor<4xf32>{{$}}
 // UNKNOWN-OP-NEXT: {{^}}       ^^^^^^^^^^^^^^^^^^^^{{$}}
 
-// An integer beyond its type's width: located where xDSL's parser stood (it packed the
-// number unchecked: an internal error), and a tensor extent beyond int64 (it parsed, and
-// the passes failed with an internal error).
+// An integer beyond its type's width: located at the number (xDSL packed it unchecked:
+// an internal error; then located at the token after it), and a tensor extent beyond
+// int64 (it parsed, and the passes failed with an internal error).
 // RUN: not tdsl-opt %S/Inputs/huge-integer.mlir 2>&1 | filecheck %s --check-prefix=HUGE-INT
 // HUGE-INT-NOT: Traceback
-// HUGE-INT: huge-integer.mlir:2:116: error: an integer before this is out of range for its type
+// HUGE-INT:      huge-integer.mlir:2:91: error: an integer is out of range for its type ({{.*}}): i32 holds up to 2147483647, i64 up to 9223372036854775807
+// HUGE-INT-NEXT: tiles [99999999999999999999, 8]
+// HUGE-INT-NEXT: {{^}}                                                                                          ^^^^^^^^^^^^^^^^^^^^{{$}}
 // RUN: not tdsl-opt %S/Inputs/huge-float.mlir 2>&1 | filecheck %s --check-prefix=HUGE-FLOAT
 // HUGE-FLOAT-NOT: Traceback
-// HUGE-FLOAT: huge-float.mlir:3:3: error: a float before this is out of range for its type ({{.*}}): f16 holds up to 65504, f32 up to about 3.4e38
+// HUGE-FLOAT:      huge-float.mlir:2:33: error: a float is out of range for its type ({{.*}}): f16 holds up to 65504, f32 up to about 3.4e38
+// HUGE-FLOAT-NEXT: {{^}}  %c = tensordsl.constant dense<1.0e39> : tensor<f32>{{$}}
+// HUGE-FLOAT-NEXT: {{^}}                                ^^^^^^{{$}}
 // RUN: not tdsl-opt %S/Inputs/huge-extent.mlir --fuse --tile 2>&1 | filecheck %s --check-prefix=HUGE-DIM
 // HUGE-DIM-NOT: Traceback
 // HUGE-DIM:      huge-extent.mlir:2:8: error: 'tensordsl.relu' op has a tensor of type tensor<99999999999999999999xf32>: an extent beyond int64
