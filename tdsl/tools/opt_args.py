@@ -190,10 +190,17 @@ def rewrite_pass_flags(
             body = token[2:]
             if body.endswith("}") and "{" in body:
                 name, _, options = body[:-1].partition("{")
+                name = name.removesuffix("=")  # (`--fuse={memory-budget=5}`: the same)
             else:
                 name, _, options = body.partition("=")
             pass_name = alias_map.get(name, name)
             if name not in reserved and f"--{name}" not in reserved and pass_name in passes:
+                empty = next((o for o in options.split() if o.endswith("=")), None)
+                if empty is not None:
+                    raise DriverError(
+                        f"error: option `{empty[:-1]}` of `--{name}` has no value: write "
+                        f"`--{name}={empty}<value>`"
+                    )
                 pipeline.append(f"{pass_name}{{{options}}}" if options.strip() else pass_name)
                 index += 1
                 continue

@@ -133,7 +133,8 @@ class TilePass(ModulePass):
     """Upper bound on the tile size along every parallel dim (matmul columns excepted)."""
 
     tile_sizes: tuple[int, ...] = ()
-    """Explicit tile sizes, one per iteration dim of every group (larger sizes are clamped)."""
+    """Explicit tile sizes, one per iteration dim of every group (larger sizes are clamped);
+    where given, ``tile-size`` is not used."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         check_tile_options(self.memory_budget, self.tile_size, self.tile_sizes)

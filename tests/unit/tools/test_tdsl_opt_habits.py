@@ -183,6 +183,23 @@ def test_anchored_pass_pipeline(capsys: pytest.CaptureFixture[str], tmp_path: Pa
     assert anchored[0] == 0 and "kernel.tile" in anchored[1]
 
 
+def test_pass_flag_options_in_braces_after_equals_and_empty_values(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``--fuse={memory-budget=64}`` is ``--fuse{memory-budget=64}`` (it was "unknown
+    option '--fuse'; did you mean '--fuse'?"), and an option without its value is named
+    as the user wrote it (it was xDSL's advice to quote a string, about pipeline text the
+    user never typed; both found by fuzzing the CLI)."""
+    path = write(tmp_path, "in.mlir", GOOD)
+    braced = run(capsys, [path, "--fuse={memory-budget=64}"])
+    assert braced == run(capsys, [path, "--fuse{memory-budget=64}"])
+    assert braced[0] == 0 and "budget 64" in braced[1]
+    code, _, err = run(capsys, [path, "--fuse=memory-budget=", "--tile"])
+    assert code == 1
+    assert "error: option `memory-budget` of `--fuse` has no value: write" in err
+    assert "Traceback" not in err and "quotes" not in err
+
+
 def test_pass_pipeline_keeps_command_line_order(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
