@@ -20,10 +20,11 @@ from xdsl.dialects.func import FuncOp
 from xdsl.interpreter import Interpreter
 from xdsl.ir import Attribute
 from xdsl.traits import SymbolTable
+from xdsl.utils.exceptions import InterpretationError
 
 from tdsl.dialects.structured import StructuredOpInterface, element_dtype
 from tdsl.dialects.tensordsl import TensorDSL, fmt_shape
-from tdsl.errors import TdslCallError
+from tdsl.errors import TdslCallError, TdslIRError
 from tdsl.interpreters.func import FuncFunctions
 from tdsl.interpreters.kernel import KernelFunctions
 from tdsl.interpreters.tensordsl import TensorDSLFunctions, attr_to_numpy, structured_functions
@@ -106,6 +107,10 @@ def check_arguments(function: FuncOp, arrays: tuple[Any, ...]) -> tuple[Array, .
     return tuple(checked)
 
 
+_NO_FUNCTION = "Could not find interpretation function for op "
+"""How xDSL's interpreter begins the error for an op it has no function for."""
+
+
 def run_function(module: ModuleOp, name: str, *arrays: Any) -> tuple[Array, ...]:
     """Interpret ``@name`` of ``module`` on ``arrays`` and return its results.
 
@@ -116,7 +121,19 @@ def run_function(module: ModuleOp, name: str, *arrays: Any) -> tuple[Array, ...]
     """
     function = find_function(module, name)
     args = check_arguments(function, arrays)
-    results = make_interpreter(module).call_op(function, args)
+    try:
+        results = make_interpreter(module).call_op(function, args)
+    except InterpretationError as err:
+        # (an op it has no function for: named and located)
+        name = str(err).removeprefix(_NO_FUNCTION)
+        op = next((op for op in module.walk() if op.name == name), None)
+        if op is None or not str(err).startswith(_NO_FUNCTION):
+            raise
+        raise TdslIRError(
+            f"the interpreter cannot run '{name}': it runs the tensordsl, kernel and func "
+            "ops (run the IR before it is lowered to loops, or compile it for a target)",
+            op=op,
+        ) from None
     fresh: list[Array] = []
     for value in results:
         array = np.asarray(value)

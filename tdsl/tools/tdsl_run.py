@@ -91,7 +91,10 @@ def random_array(rng: np.random.Generator, arg_type: Attribute) -> Array:
 
 
 def find_function(module: ModuleOp, symbol: str | None) -> FuncOp:
-    """The ``func.func`` named ``symbol``; without a name, ``@main`` or the only function."""
+    """The ``func.func`` named ``symbol`` (its ``@`` optional); without a name, ``@main``
+    or the only function."""
+    if symbol is not None and symbol.startswith("@"):
+        symbol = symbol[1:]  # (`--symbol @main` names @main, as the IR writes it)
     functions = [op for op in module.walk() if isinstance(op, FuncOp)]
     names = [op.sym_name.data for op in functions]
     if symbol is None:
@@ -151,7 +154,7 @@ class TdslRunMain(TdslOptMain):
             "--symbol",
             type=str,
             default=None,
-            help="name of the function to run (default: @main, or the only function)",
+            help="name of the function to run, with or without its @ (default: @main, or the only function)",
         )
         inputs = arg_parser.add_mutually_exclusive_group()
         inputs.add_argument(

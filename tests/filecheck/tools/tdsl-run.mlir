@@ -33,7 +33,15 @@
 // INF:      result #0: tensor<2x2xf32>
 // INF-NEXT: {{\[\[}}inf  2.]
 
+// An op the interpreter has no function for: named and located (it was xDSL's
+// interpreter error, with no location).
+// RUN: not tdsl-run %S/Inputs/arith-only.mlir 2>&1 | filecheck %s --check-prefix=NO-INTERP
+// NO-INTERP:      arith-only.mlir:2:8: error: the interpreter cannot run 'arith.constant': it runs the tensordsl, kernel and func ops
+// NO-INTERP-NEXT: {{^}}  %0 = arith.constant 1 : index{{$}}
+
 // RUN: not tdsl-run %s --symbol nope 2>&1 | filecheck %s --check-prefix=SYMBOL
+// RUN: not tdsl-run %s --symbol @nope 2>&1 | filecheck %s --check-prefix=SYMBOL
+// RUN: tdsl-run %s --symbol @main --random-args 0 --print-args | filecheck %s --check-prefix=RANDOM
 // SYMBOL: error: no function @nope in the module (it defines @main)
 
 func.func @main(%a: tensor<2x2xf32>, %b: tensor<2xf32>) -> tensor<2x2xf32> {
