@@ -64,13 +64,17 @@ def take_shape(shape: Sequence[int], indices: Sequence[int], axis: int) -> tuple
     return (*shape[:axis], *indices, *shape[axis + 1 :])
 
 
-def check_indices(indices: np.ndarray[Any, Any], extent: int, axis: int) -> None:
+def check_indices(
+    indices: np.ndarray[Any, Any], extent: int, axis: int, op: Operation | None = None
+) -> None:
     """:class:`TdslIndexError` for the first index outside ``[-extent, extent)``, as NumPy
-    words it."""
+    words it (carrying ``op``, the gather, for a driver to locate)."""
     bad = (indices < -extent) | (indices >= extent)
     if bad.any():
         first = int(indices[bad].reshape(-1)[0])
-        raise TdslIndexError(f"index {first} is out of bounds for axis {axis} with size {extent}")
+        raise TdslIndexError(
+            f"index {first} is out of bounds for axis {axis} with size {extent}", op=op
+        )
 
 
 @irdl_op_definition
@@ -130,7 +134,7 @@ class TakeOp(IRDLOperation, LanguageFunction):
         return tensor_shape(self.input)[self.axis_value]
 
     def evaluate(self, a: np.ndarray[Any, Any], indices: np.ndarray[Any, Any]) -> Any:
-        check_indices(indices, self.extent, self.axis_value)
+        check_indices(indices, self.extent, self.axis_value, self)
         return np.take(a, indices, axis=self.axis_value)
 
     def verify_(self) -> None:

@@ -39,6 +39,12 @@
 // NO-INTERP:      arith-only.mlir:2:8: error: the interpreter cannot run 'arith.constant': it runs the tensordsl, kernel and func ops
 // NO-INTERP-NEXT: {{^}}  %0 = arith.constant 1 : index{{$}}
 
+// An index out of bounds at run time: NumPy's words, at the gather in the source.
+// RUN: not tdsl-run %S/Inputs/take-out-of-bounds.tdsl --args 'dense<1.0> : tensor<4xf32>, dense<7> : tensor<3xi64>' 2>&1 \
+// RUN:   | filecheck %s --check-prefix=TAKE
+// TAKE:      take-out-of-bounds.tdsl:2:13: error: index 7 is out of bounds for axis 0 with size 4
+// TAKE-NEXT: {{^}}    return A[B] * 2{{$}}
+
 // RUN: not tdsl-run %s --symbol nope 2>&1 | filecheck %s --check-prefix=SYMBOL
 // RUN: not tdsl-run %s --symbol @nope 2>&1 | filecheck %s --check-prefix=SYMBOL
 // RUN: tdsl-run %s --symbol @main --random-args 0 --print-args | filecheck %s --check-prefix=RANDOM
