@@ -227,6 +227,8 @@ class OptIO(OptArguments):
     ) -> ModuleOp | None:
         """Parse one chunk; MLIR text goes through :class:`LocatingParser`."""
         if self.args.expr is not None:
+            # (errors at an op of the expression show its text: `<expr>:1:2`, a caret)
+            self._locator = OpLocator({}, 0, "<expr>", self.args.expr)
             return self._lower_expression()
         spec = parse_spec(self.args.frontend or file_extension)
         if spec.name not in self.available_frontends:
