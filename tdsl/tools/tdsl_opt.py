@@ -190,6 +190,13 @@ class TdslOptMain(OptIO):
         short name of one)."""
         self._print_after = self._pass_names("--print-ir-after", self.args.print_ir_after)
         self._print_before = self._pass_names("--print-ir-before", self.args.print_ir_before)
+        running = [p.name for p in self.pipeline.passes]
+        for flag, names in (("after", self._print_after), ("before", self._print_before)):
+            for name in sorted(names - set(running)):  # (it would print nothing)
+                sys.stderr.write(
+                    f"warning: --print-ir-{flag} names '{name}', which the pipeline does not "
+                    f"run (it runs: {', '.join(running) or 'no pass'})\n"
+                )
 
     def _pass_names(self, flag: str, given: list[str]) -> frozenset[str]:
         aliases = pass_flag_aliases(self.available_passes)

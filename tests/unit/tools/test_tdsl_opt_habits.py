@@ -130,6 +130,23 @@ def test_print_ir_after_unknown_pass(capsys: pytest.CaptureFixture[str], tmp_pat
     assert err.startswith("error: --print-ir-after: unknown pass 'fsue'; did you mean 'fuse'?")
 
 
+def test_print_ir_after_a_pass_the_pipeline_does_not_run_warns(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """It printed nothing, and said nothing (found by fuzzing the CLI)."""
+    path = write(tmp_path, "in.mlir", GOOD)
+    code, out, err = run(
+        capsys, [path, "--fuse", "--print-ir-after=tile", "--print-ir-before=fuse"]
+    )
+    assert code == 0 and "kernel.fused" in out
+    warning = (
+        "warning: --print-ir-after names 'tdsl-tile', which the pipeline does not run (it "
+        "runs: tdsl-fuse)\n"
+    )
+    assert err.startswith(warning + "// -----// IR Dump Before tdsl-fuse //----- //\n")
+    assert err.count("warning") == 1  # (the pass it runs: no warning)
+
+
 # --------------------------------------------------------------------------- timing
 
 
