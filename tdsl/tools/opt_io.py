@@ -198,7 +198,9 @@ class OptIO(OptArguments):
         ``FILE`` when the run succeeds: a failed run leaves ``FILE`` as it was, as
         mlir-opt does (it may be the input).  An unwritable ``FILE`` is an error now."""
         path = self.args.output_file
-        if not path:
+        if path == "":  # (`-o ''`, `-o "$UNSET"`: not standard output unasked)
+            raise DriverError("error: -o needs a file name (`-o -` or no -o: standard output)")
+        if path is None or path == "-":
             return sys.stdout
         try:
             existed = os.path.lexists(path)

@@ -221,6 +221,22 @@ def test_a_failed_run_leaves_the_output_file_as_it_was(
     assert "func.func @main" in target.read_text()
 
 
+def test_o_dash_is_standard_output_and_an_empty_name_is_an_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``-o -`` writes to standard output, as mlir-opt's does (it wrote a file named
+    ``-``); ``-o ''`` is an error (it wrote to standard output with exit 0; found by
+    fuzzing the CLI)."""
+    monkeypatch.chdir(tmp_path)
+    path = write(tmp_path, "in.mlir", GOOD)
+    dash = run_main(capsys, [path, "-o", "-"])
+    assert dash.code == 0 and "func.func @main" in dash.out
+    assert not (tmp_path / "-").exists()
+    empty = run_main(capsys, [path, "-o", ""])
+    assert empty.code == 1 and empty.out == ""
+    assert empty.err.startswith("error: -o needs a file name")
+
+
 def test_expression_is_lowered(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["--expr", "relu(A)+B", "--shape", "A=4x4xf32", "--shape", "B=4xf32"]
     outcome = run_main(capsys, args)
