@@ -202,11 +202,24 @@ class _Lexer:
         if tail is not None:
             whole = self.text[pos : tail.end()]
             raise self.error(f"invalid number literal `{whole}`", pos, tail.end())
+        digits = match.end() - pos
+        if digits > _MAX_LITERAL_DIGITS and self.text[pos : match.end()].isdigit():
+            raise self.error(  # (Python's own limit: its parser refuses it too)
+                f"an integer literal of {digits} digits is too large (at most "
+                f"{_MAX_LITERAL_DIGITS}, as Python's): write it as a float (`1e400` is inf)",
+                pos,
+                match.end(),
+            )
         self.emit(TokenKind.NUMBER, pos, match.end())
         return match.end()
 
 
 __all__ = ["KEYWORDS", "Token", "TokenKind", "number_value", "tokenize"]
+
+
+_MAX_LITERAL_DIGITS = 4300
+"""The most digits an integer literal may have: Python's limit on converting a string to
+an int (``sys.get_int_max_str_digits()``'s default), which its own parser keeps."""
 
 
 def number_value(text: str) -> int | float:

@@ -94,3 +94,17 @@ def test_lexical_errors(text: str, expected: str) -> None:
     with pytest.raises(TdslSyntaxError) as info:
         tokenize(Source(text))
     assert str(info.value) == expected
+
+
+def test_an_integer_literal_beyond_pythons_digits_is_a_located_error() -> None:
+    """Python converts at most 4300 digits to an int: 5000 of them were its ValueError, not
+    a TdslError (found by fuzzing the language); 4300 still lex, and a float of more."""
+    with pytest.raises(TdslSyntaxError) as info:
+        tokenize(Source("x * " + "7" * 5000))
+    assert info.value.message == (
+        "an integer literal of 5000 digits is too large (at most 4300, as Python's): "
+        "write it as a float (`1e400` is inf)"
+    )
+    assert info.value.location is not None and info.value.location.column == 5
+    assert tokenize(Source("7" * 4300))[0].text == "7" * 4300
+    assert tokenize(Source("7" * 5000 + ".0"))[0].text == "7" * 5000 + ".0"
