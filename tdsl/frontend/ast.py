@@ -48,7 +48,15 @@ class Source:
     def location(self, span: Span) -> SourceLocation:
         """The location of ``span``; the caret is clipped to the end of its first line."""
         line_text = self.lines[span.line - 1] if 0 < span.line <= len(self.lines) else ""
-        line_text = line_text.rstrip("\r")
+        line_text = line_text.rstrip("\r").removeprefix("\ufeff")  # (the lexer skips it)
+        if not line_text.strip() and span.start >= len(self.text.rstrip()):
+            # the end of the input (a `(` left open): after its last line that is not
+            # blank, which shows, not on the empty line after it
+            last = max((i for i, t in enumerate(self.lines) if t.strip()), default=None)
+            if last is not None and last + 1 < span.line:
+                line_text = self.lines[last].rstrip("\r")
+                column = len(line_text) + 1
+                return SourceLocation(self.filename, last + 1, column, 1, line_text)
         room = max(1, len(line_text) - span.column + 1)
         length = max(1, min(span.end - span.start, room))
         return SourceLocation(self.filename, span.line, span.column, length, line_text)

@@ -92,7 +92,9 @@ class _Lexer:
 
     def run(self) -> list[Token]:
         text = self.text
-        pos = 0
+        # a byte-order mark that editors write first (Python's parser skips it too): not a
+        # column of the first line
+        pos = self.line_start = 1 if text.startswith("\ufeff") else 0
         n = len(text)
         while pos < n:
             ch = text[pos]

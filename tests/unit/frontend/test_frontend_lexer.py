@@ -108,3 +108,13 @@ def test_an_integer_literal_beyond_pythons_digits_is_a_located_error() -> None:
     assert info.value.location is not None and info.value.location.column == 5
     assert tokenize(Source("7" * 4300))[0].text == "7" * 4300
     assert tokenize(Source("7" * 5000 + ".0"))[0].text == "7" * 5000 + ".0"
+
+
+def test_a_byte_order_mark_first_is_skipped_and_not_a_column() -> None:
+    """Editors on Windows write one first, and Python skips it: it was "unexpected
+    character" (found by fuzzing the language); columns count from after it."""
+    tokens = tokenize(Source("\ufeffx + y"))
+    assert [(t.text, t.span.column) for t in tokens[:3]] == [("x", 1), ("+", 3), ("y", 5)]
+    with pytest.raises(TdslSyntaxError) as info:
+        tokenize(Source("\ufeffx + $"))
+    assert str(info.value) == "<expr>:1:5: error: unexpected character `$`\nx + $\n    ^"

@@ -285,10 +285,19 @@ PROGRAM_ERRORS: list[tuple[str, type[TdslError], str]] = [
         TdslSyntaxError,
         "k.tdsl:2:1: error: expected an indented body for kernel `f`\nreturn x\n^^^^^^",
     ),
+    # at the end of the input: after its last line, which shows (it was the empty line
+    # after it, and a bare caret; found by fuzzing the language)
     (
         "def f(x: f32[2]):\n",
         TdslSyntaxError,
-        "k.tdsl:2:1: error: expected an indented body for kernel `f`\n\n^",
+        "k.tdsl:1:18: error: expected an indented body for kernel `f`\n"
+        "def f(x: f32[2]):\n                 ^",
+    ),
+    (
+        "def f(x: f32[2]):\n    return relu((x + 1)\n\n",
+        TdslSyntaxError,
+        "k.tdsl:2:24: error: expected `,` or `)` in the call to `relu` (opened at 2:16), "
+        "found end of line\n    return relu((x + 1)\n                       ^",
     ),
     (
         "def f(x: f32[2]):\n    y = x\n        return y\n",
