@@ -8,9 +8,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.structured import INDEX_TYPES, INT_TYPES, is_unsigned
-from tdsl.errors import TdslTypeError, internal_error
+from tdsl.dialects.tensordsl.gather import check_indices
+from tdsl.errors import TdslIndexError, TdslTypeError, internal_error
 from tdsl.frontend.ast import Call, Span
 from tdsl.frontend.functions import FUNCTIONS
 from tdsl.frontend.values import LiteralValue, TensorValue, TupleValue, Value, WeakValue
@@ -145,6 +148,11 @@ def lower_take(
         op = td.TakeOp(source.value, indices.value, axis)
     except td.ShapeError as err:
         raise TdslTypeError(err.message, lowering.where(node.span)) from None
+    if literal:  # (a literal index out of bounds: NumPy's error now, not at each call)
+        try:
+            check_indices(np.asarray(args[1].value), op.extent, op.axis_value)
+        except TdslIndexError as err:
+            raise TdslIndexError(err.message, lowering.where(spans[1])) from None
     return lowering.emit(op, node.span)
 
 

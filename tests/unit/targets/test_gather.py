@@ -109,6 +109,15 @@ def test_an_index_out_of_range_is_an_index_error_on_every_target(
     assert isinstance(info.value, IndexError)
 
 
+@pytest.mark.parametrize(("text", "column"), [("take(x, 99) * 2", 9), ("take(x, -4, axis=1)", 9)])
+def test_a_literal_index_out_of_range_is_an_error_when_compiling(text: str, column: int) -> None:
+    """As ``x[99]`` is: NumPy's words, at the index (``take(x, 99)`` compiled, and each call
+    raised the error, without a location; found by fuzzing the language)."""
+    with pytest.raises(TdslIndexError, match=r"index -?\d+ is out of bounds for axis") as info:
+        tdsl.compile(text, {"x": (4, 3)}, "float32")
+    assert info.value.location is not None and info.value.location.column == column
+
+
 @pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("text", ["take(x, t, axis=1)", "x[:, t]"])
 def test_an_index_out_of_range_is_an_error_where_the_result_is_empty(
