@@ -331,12 +331,15 @@ class _Planner:
             else None
         )
         if follow is not None:
-            recorded = follow.tiles_value
+            recorded, room = follow.tiles_value, MAX_CUT_BLOCKS
             for d, extent in enumerate(body.extents):
                 # a reduction dim the plan cuts is cut, at its tiles if no chunks cut it
                 cut = body.is_reduction(d) and recorded[d] < extent
                 if cut and len(chunks[d]) == 1 and d not in whole:
-                    chunks[d] = _split(extent, recorded[d])
+                    # (MAX_CUT_BLOCKS in all: a least-memory plan's tiles made 243k tasks)
+                    size = max(recorded[d], -(-extent // room))
+                    chunks[d] = _split(extent, size)
+                    room = max(1, room // len(chunks[d]))
         tiles = [
             max(c) if len(c) > 1 else max(1, extent)
             for c, extent in zip(chunks, body.extents, strict=True)
@@ -535,6 +538,12 @@ def _dtype(value: SSAValue) -> str:
     return numpy_dtype(value.type).name
 
 
+MAX_CUT_BLOCKS = 64
+"""The most blocks the reduction dims the recorded plan cuts are cut into, all together,
+where no input's chunks cut them: its tiles, or larger blocks where they are more
+(each block's kernel tiles itself under the budget, so none takes more memory)."""
+
+
 def _split(extent: int, size: int) -> tuple[int, ...]:
     """``extent`` in chunks of ``size`` (the last may be smaller)."""
     full, rest = divmod(extent, size)
@@ -552,7 +561,7 @@ def plan_tile(tile: TileOp, chunks_of: ChunksOf) -> GroupPlan:
     The planner works on a copy of the body at the shapes of the tile's operands
     (the IR is not changed); its values stand for the tile's operands and results.
     A reduction dim the recorded plan cuts is cut, at the recorded tile size where
-    no input's chunks cut it, and the steps are the recorded sweeps, with the staged
+    no input's chunks cut it (in at most :data:`MAX_CUT_BLOCKS` blocks), and the steps are the recorded sweeps, with the staged
     values kept as chunked arrays between passes (:attr:`GroupPlan.recorded`).
     Chunks finer than the plan (a reduction dim it keeps whole, cut by the inputs'
     chunks: Dask's blocks are a level above the tiles) make a schedule of their own,

@@ -12,6 +12,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -20,6 +21,7 @@ import pytest
 
 from tdsl import JITTensorKernel, TdslCallError
 from tdsl.dask import tasks
+from tdsl.errors import TdslBudgetWarning
 from tdsl.runtime.compile import native_unavailable_reason
 
 da = pytest.importorskip("dask.array")
@@ -494,3 +496,20 @@ def test_a_group_whose_dims_are_in_another_order_is_a_located_refusal() -> None:
     np.testing.assert_allclose(kernel(x), x - x.mean(axis=0), atol=1e-6)
     with pytest.raises(TdslIRError, match="tile the group again"):
         kernel(da.from_array(x, chunks=(20, 12)))
+
+
+def test_a_plan_of_tiny_tiles_is_cut_into_at_most_64_blocks() -> None:
+    """A flat argmax at budget 1000 runs the plan of least memory, whose tiles along the
+    two reduction dims are a few elements: cut at them, one chunk of 40x40 made 10,240
+    tasks (243k for 103x164: a minute to compute; found by fuzzing the Dask path).  The
+    blocks are now at most 64 in all, each block's kernel tiling itself under the budget."""
+    x = np.random.default_rng(0).random((40, 40)) < 0.5
+    source = "argmax(astype(x, 'float64')[1:-1] * 2 - 1)"
+    jit = JITTensorKernel(memory_budget=1000, target="numpy", threads=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)  # (no fusion plan fits 1000)
+        want = jit(source, x=x)
+        result = jit(source, x=da.from_array(x, chunks=x.shape))
+    kernels = [k for k in dict(result.__dask_graph__()) if key_split(k).endswith("_pass3")]
+    assert 1 < len(kernels) <= 64
+    assert result.compute(scheduler="sync") == want == np.argmax(x[1:-1] * 2.0 - 1)
