@@ -86,6 +86,19 @@ def name_list(names: Sequence[str]) -> str:
     return ", ".join(f"`{n}`" for n in names) if names else "none"
 
 
+def unknown_name_hint(name: str) -> str:
+    """What to add to "unknown name" for ``name``: a function's call, a keyword value's
+    use (``True``, ``False`` and ``None`` are keyword values only), or nothing."""
+    if name in FUNCTIONS:
+        return f"; `{name}` is a function: call it as `{name}(...)`"
+    if name in ("True", "False", "None"):
+        return (
+            f"; `{name}` is only a keyword's value (`keepdims=True`, `axis=None`): as a "
+            "value write a number, or a comparison for a mask (`x > 0`)"
+        )
+    return ""
+
+
 def show_keyword_value(value: int | float | bool | tuple[int, ...] | str | None) -> str:
     if isinstance(value, str):
         return value  # a dtype's name, as written

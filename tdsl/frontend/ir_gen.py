@@ -71,6 +71,7 @@ from tdsl.frontend.functions import (
     check_calls,
     name_list,
     nearest_name,
+    unknown_name_hint,
 )
 from tdsl.frontend.lower_expr import WEAK, WEAK_INT, FunctionLowering
 from tdsl.frontend.parser import MAX_DIM, parse
@@ -248,8 +249,7 @@ def _lower_expression(
             if near is not None:
                 message += f"; did you mean `{near}`?"
             message += f" (shapes were given for: {name_list(list(given))})"
-            if name in FUNCTIONS:
-                message += f"; `{name}` is a function: call it as `{name}(...)`"
+            message += unknown_name_hint(name)
             raise TdslNameError(message, where)
         element = _input_element(name, dtypes, where)
         args.append((name, element, _input_shape(name, given[name], where), span))

@@ -51,6 +51,7 @@ from tdsl.frontend.functions import (
     OPERATOR_OPS,
     name_list,
     nearest_name,
+    unknown_name_hint,
 )
 from tdsl.frontend.integer_power import integer_power
 from tdsl.frontend.joins import JOINS, SPLITS, lower_join, lower_split, lower_take
@@ -389,8 +390,7 @@ class FunctionLowering(CallParams):
         if near is not None:
             message += f"; did you mean `{near}`?"
         message += f" (names in scope: {name_list(scope)})"
-        if node.id in FUNCTIONS:
-            message += f"; `{node.id}` is a function: call it as `{node.id}(...)`"
+        message += unknown_name_hint(node.id)
         raise TdslNameError(message, self.where(node.span))
 
     def truth(self, value: Value, span: Span) -> TensorValue:

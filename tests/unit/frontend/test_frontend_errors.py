@@ -244,6 +244,14 @@ PROGRAM_ERRORS: list[tuple[str, type[TdslError], str]] = [
         TdslNameError,
         "k.tdsl:2:12: error: unknown name `exp` (names in scope: `x`); `exp` is a function: call it as `exp(...)`\n    return exp\n           ^^^",
     ),
+    # (True and None are keyword values: it was "unknown name" alone; found by fuzzing)
+    (
+        "def k(x: f32[4]):\n    return x * True\n",
+        TdslNameError,
+        "k.tdsl:2:16: error: unknown name `True` (names in scope: `x`); `True` is only a "
+        "keyword's value (`keepdims=True`, `axis=None`): as a value write a number, or a "
+        "comparison for a mask (`x > 0`)\n    return x * True\n               ^^^^",
+    ),
     (
         "def k():\n    return x\n",
         TdslNameError,
