@@ -216,7 +216,13 @@ class _Lexer:
         return match.end()
 
 
-__all__ = ["KEYWORDS", "Token", "TokenKind", "number_value", "tokenize"]
+__all__ = ["KEYWORDS", "Token", "TokenKind", "indent_words", "number_value", "tokenize"]
+
+
+def indent_words(indent: str) -> str:
+    """An indentation in words: its tabs and spaces (which may look alike)."""
+    tabs = indent.count("\t")
+    return f"{tabs} tab(s), {len(indent) - tabs} space(s)"
 
 
 _MAX_LITERAL_DIGITS = 4300

@@ -49,7 +49,7 @@ from tdsl.frontend.ast import (
     Source,
     Span,
 )
-from tdsl.frontend.lexer import Token, TokenKind, number_value, tokenize
+from tdsl.frontend.lexer import Token, TokenKind, indent_words, number_value, tokenize
 from tdsl.frontend.subscripts import parse_bracketed, parse_subscript
 
 MAX_NESTING = 200
@@ -284,7 +284,10 @@ class _Parser:
             return
         if indent.startswith(body_indent):
             raise self.error("unexpected indentation", token.span)
-        raise self.error("indentation does not match the previous lines", token.span)
+        mixed = ("\t" in indent) != ("\t" in body_indent)  # (they may look alike)
+        words = ": they have {}, this one {}".format(*map(indent_words, (body_indent, indent)))
+        message = "indentation does not match the previous lines" + (words if mixed else "")
+        raise self.error(message, token.span)
 
     def parse_assign(self) -> Assign:
         target = self.advance()

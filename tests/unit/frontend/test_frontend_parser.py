@@ -312,8 +312,10 @@ PROGRAM_ERRORS: list[tuple[str, type[TdslError], str]] = [
     (
         "def f(x: f32[2]):\n    y = x\n\treturn y\n",
         TdslSyntaxError,
-        # The source line is printed with each tab as one space, so the caret lines up.
-        "k.tdsl:3:2: error: indentation does not match the previous lines\n return y\n ^^^^^^",
+        # The source line is printed with each tab as one space, so the caret lines up;
+        # tabs against spaces are named (they look alike in an editor; found by fuzzing)
+        "k.tdsl:3:2: error: indentation does not match the previous lines: they have 0 "
+        "tab(s), 4 space(s), this one 1 tab(s), 0 space(s)\n return y\n ^^^^^^",
     ),
     (
         "def f(x: f32[2]):\n    y = x\n",
