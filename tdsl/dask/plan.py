@@ -558,11 +558,11 @@ def plan_tile(tile: TileOp, chunks_of: ChunksOf) -> GroupPlan:
     """Plan the group of ``tile`` over the chunks ``chunks_of`` gives its operands, following
     the plan ``tile`` records.
 
-    The planner works on a copy of the body at the shapes of the tile's operands
-    (the IR is not changed); its values stand for the tile's operands and results.
-    A reduction dim the recorded plan cuts is cut, at the recorded tile size where
-    no input's chunks cut it (in at most :data:`MAX_CUT_BLOCKS` blocks), and the steps are the recorded sweeps, with the staged
-    values kept as chunked arrays between passes (:attr:`GroupPlan.recorded`).
+    The planner works on a copy of the body at the shapes of the tile's operands (the IR
+    is not changed); its values stand for the tile's operands and results.  A reduction
+    dim the recorded plan cuts is cut, at the recorded tile size where no input's chunks
+    cut it (in at most :data:`MAX_CUT_BLOCKS` blocks), and the steps are the recorded
+    sweeps, the staged values kept as chunked arrays between passes (:attr:`GroupPlan.recorded`).
     Chunks finer than the plan (a reduction dim it keeps whole, cut by the inputs'
     chunks: Dask's blocks are a level above the tiles) make a schedule of their own,
     by the same rules.  Along parallel dims, the chunks are the blocks, and each

@@ -258,8 +258,7 @@ class OptIO(OptArguments):
         try:
             module = parser.parse_module(not no_implicit)
         except (struct.error, OverflowError) as err:  # xDSL packs a number it never checked
-            at = parser._current_token.span.start  # pyright: ignore[reportPrivateUsage]
-            bad = last_out_of_range(text, at, "float" in str(err))
+            bad = last_out_of_range(text, parser.pos, "float" in str(err))
             if bad is None:
                 parser.raise_error(out_of_range(err, " before this"))
             parser.raise_error(out_of_range(err), bad[0], bad[1])

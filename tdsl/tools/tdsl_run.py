@@ -154,7 +154,10 @@ class TdslRunMain(TdslOptMain):
             "--symbol",
             type=str,
             default=None,
-            help="name of the function to run, with or without its @ (default: @main, or the only function)",
+            help=(
+                "name of the function to run, with or without its @ (default: @main, or "
+                "the only function)"
+            ),
         )
         inputs = arg_parser.add_mutually_exclusive_group()
         inputs.add_argument(
