@@ -226,3 +226,26 @@ def unknown_function(name: str) -> str:
     if near is not None:
         return message + f"; did you mean `{near}`?"
     return message + " (the functions are listed in docs/language.md#functions)"
+
+
+def unqualified(name: str) -> str:
+    """``exp`` for NumPy's ``np.exp`` (the lexer makes it one name), else ``name``."""
+    return name.partition(".")[2] or name
+
+
+def leading_string_param(func: str) -> str | None:
+    """The parameter of ``func`` given as a leading string (``einsum``'s subscripts)."""
+    info = FUNCTIONS.get(unqualified(func))
+    if info is None:
+        return None
+    return next((p.name for p in info.params if p.kind == "subscripts"), None)
+
+
+def positional_params(func: str) -> dict[int, str]:
+    """Position -> name of the parameters of ``func`` a call may give positionally, after
+    its operands, as NumPy does (``np.transpose(x, (1, 0))``, ``np.sum(x, 0)``)."""
+    info = FUNCTIONS.get(unqualified(func))
+    if info is None:
+        return {}
+    names = [p.name for p in info.params[: info.op.POSITIONAL]]
+    return {info.arity + k: name for k, name in enumerate(names)}

@@ -51,7 +51,7 @@ def lower_join(
                         "all the operands of `stack` must have one shape, got "
                         + ", ".join(td.fmt_shape(s) for s in sorted(shapes))
                     )
-                axis = _int_axis(lowering, node, params)
+                axis = _int_axis(lowering, node, params, len(tensors[0].shape) + 1)
                 axis = td.normalize_axis(axis, len(tensors[0].shape) + 1)
                 parts = [_expand(lowering, t, (axis,), node) for t in tensors]
             case "hstack":
@@ -64,21 +64,29 @@ def lower_join(
                 if 0 in ranks:
                     raise td.ShapeError("zero-dimensional arrays cannot be concatenated")
                 parts = tensors
-                axis = _int_axis(lowering, node, params)
+                axis = _int_axis(lowering, node, params, len(tensors[0].shape))
         op = td.ConcatenateOp([p.value for p in parts], axis)
     except td.ShapeError as err:
         raise TdslTypeError(err.message, lowering.where(node.span)) from None
     return lowering.emit(op, node.span)
 
 
-def _int_axis(lowering: FunctionLowering, node: Call, params: Mapping[str, object]) -> int:
-    """The ``axis`` parameter of a join or split (checked an integer by ``params()``)."""
+def _int_axis(
+    lowering: FunctionLowering, node: Call, params: Mapping[str, object], rank: int
+) -> int:
+    """The ``axis`` parameter of a join or split (checked an integer by ``params()``), as
+    given; one out of range for ``rank`` is an error at the parameter."""
     axis = params["axis"]
     if not isinstance(axis, int):
         raise internal_error(
             f"frontend: `axis` of `{node.func}` is {axis!r}, not an integer",
             location=lowering.where(node.span),
         )
+    try:
+        td.normalize_axis(axis, rank)
+    except td.ShapeError as err:
+        span = next((k.span for k in node.keywords if k.name == "axis"), node.span)
+        raise TdslTypeError(err.message, lowering.where(span)) from None
     return axis
 
 
@@ -91,7 +99,7 @@ def lower_split(
     tensor = lowering.tensor(value, spans[0])
     params = lowering.params(node, info, tensor)
     sections = params["indices_or_sections"]
-    axis = _int_axis(lowering, node, params)
+    axis = _int_axis(lowering, node, params, len(tensor.shape))
     if not isinstance(sections, int | tuple):
         raise internal_error(
             f"frontend: `indices_or_sections` of `{node.func}` is {sections!r}",

@@ -49,6 +49,7 @@ from tdsl.frontend.ast import (
     Source,
     Span,
 )
+from tdsl.frontend.functions import leading_string_param, positional_params, unqualified
 from tdsl.frontend.lexer import Token, TokenKind, indent_words, number_value, tokenize
 from tdsl.frontend.subscripts import parse_bracketed, parse_subscript
 
@@ -68,21 +69,8 @@ _KEYWORD_CONSTANTS: dict[str, bool | None] = {
 _FLOAT_NAMES: dict[str, float] = {"inf": math.inf, "nan": math.nan}
 """Names a parameter's value may be, as NumPy's constants (``full(s, np.nan)``)."""
 COMPARISONS = frozenset({"<", "<=", "==", "!=", ">=", ">"})
-_PRECEDENCE = {
-    **dict.fromkeys(COMPARISONS, 0),
-    "|": 1,
-    "^": 2,
-    "&": 3,
-    "<<": 4,
-    ">>": 4,
-    "+": 5,
-    "-": 5,
-    "*": 6,
-    "/": 6,
-    "//": 6,
-    "%": 6,
-    "@": 6,
-}
+_PRECEDENCE = {**dict.fromkeys(COMPARISONS, 0), "|": 1, "^": 2, "&": 3, "<<": 4, ">>": 4}
+_PRECEDENCE |= {"+": 5, "-": 5, "*": 6, "/": 6, "//": 6, "%": 6, "@": 6}
 """Binary operators (``**`` aside) and their precedence, as in Python."""
 _MAX_INT_DIGITS = 18
 MAX_DIM = 2**62
@@ -128,10 +116,16 @@ class _Parser:
     def error(self, message: str, span: Span | None = None) -> TdslSyntaxError:
         return TdslSyntaxError(message, self.source.location(span or self.tok.span))
 
-    def expect_punct(self, text: str, context: str) -> Token:
+    def expect_punct(self, text: str, context: str, signature: bool = False) -> Token:
+        """The ``text`` token; else an error (at a ``signature`` without ``def``: a hint)."""
         if not self.is_punct(text):
-            raise self.error(f"expected `{text}` {context}, found {self.tok.describe()}")
+            hint = ": a kernel starts with `def` (`def main(x: f32[4]):`)" * signature
+            raise self.error(f"expected `{text}` {context}, found {self.tok.describe()}{hint}")
         return self.advance()
+
+    def starts_line(self, token: Token) -> bool:
+        at = self.tokens.index(token)
+        return at == 0 or self.tokens[at - 1].kind is TokenKind.NEWLINE
 
     def expect_name(self, what: str) -> Token:
         if self.tok.kind is not TokenKind.NAME:
@@ -171,7 +165,7 @@ class _Parser:
             if self.indent_of(self.tok):
                 raise self.error("unexpected indentation")
             if not (self.tok.kind is TokenKind.KEYWORD and self.tok.text == "def"):
-                raise self.error(f"expected `def` or end of input, found {self.tok.describe()}")
+                self.expect_punct("def", "or end of input", self.peek().text == "(")
             kernels.append(self.parse_kernel())
         return Program(tuple(kernels), self.source)
 
@@ -399,12 +393,14 @@ class _Parser:
         self.enter(open_tok)
         args: list[Expr] = []
         keywords: list[Keyword] = []
-        positional = _positional_params(name_tok.text)
+        positional = positional_params(name_tok.text)
         leading: Keyword | None = None
         by_position = 0  # parameters given by position (in keywords)
         while not self.is_punct(")"):
+            start = self.pos
             if self.tok.kind is TokenKind.NAME and self.peek().text == "=":
                 keyword = self.parse_keyword()
+                self.constant_ends(start + 2, keyword.name, name_tok.text)
                 if any(k.name == keyword.name for k in keywords):
                     raise self.error(
                         f"keyword argument `{keyword.name}` repeated"
@@ -423,7 +419,7 @@ class _Parser:
                 by_position += 1
             elif self.tok.kind is TokenKind.STRING:
                 # einsum("ij,jk->ik", a, b): a leading string is the subscripts
-                name = _leading_string_param(name_tok.text)
+                name = leading_string_param(name_tok.text)
                 if name is None or args or keywords or leading is not None:
                     raise self.error(
                         "a string is not a value here: the language's only strings are "
@@ -437,6 +433,7 @@ class _Parser:
                     raise self.error("positional argument follows keyword argument")
                 name = positional[len(args) + len(keywords)]
                 keywords.append(self.parse_value(name, self.tok))
+                self.constant_ends(start, name, name_tok.text)
                 by_position += 1
             else:
                 slot = positional.get(len(args) + len(keywords))
@@ -458,6 +455,7 @@ class _Parser:
                     ",",
                     f"or `)` in the call to `{name_tok.text}` "
                     f"(opened at {open_tok.span.line}:{open_tok.span.column})",
+                    self.is_punct(":") and self.starts_line(name_tok),
                 )
         close = self.advance()
         self.depth -= 1
@@ -469,6 +467,27 @@ class _Parser:
             tuple(keywords),
             name_tok.span.to(close.span),
             name_tok.span,
+        )
+
+    def constant_ends(self, start: int, name: str, function: str) -> None:
+        """An error where the constant of parameter ``name`` that starts at token
+        ``start`` goes on as an expression (``arange(2 * 2)``): a parameter takes a value
+        written out."""
+        if self.is_punct(",") or self.is_punct(")") or self.tok.kind is TokenKind.EOF:
+            return
+        if self.tok.kind is not TokenKind.PUNCT or self.tok.text in ("(", "=", ":"):
+            return  # (not an operator: the caller's `,` or `)` error)
+        end = self.pos
+        self.pos = start
+        try:
+            span = self.parse_expr().span
+        except TdslSyntaxError:
+            self.pos = end
+            return
+        raise self.error(
+            f"`{name}` of `{function}` takes a constant (a number, a tuple, true, false or "
+            "None), not an expression: write its value",
+            span,
         )
 
     def starts_constant(self) -> bool:
@@ -570,31 +589,4 @@ class _Parser:
         return Keyword(name_tok.text, tuple(values), name_tok.span.to(close.span))
 
 
-def _leading_string_param(func: str) -> str | None:
-    """The parameter of ``func`` given as a leading string (``einsum``'s subscripts)."""
-    from tdsl.frontend.functions import FUNCTIONS
-
-    info = FUNCTIONS.get(unqualified(func))
-    if info is None:
-        return None
-    return next((p.name for p in info.params if p.kind == "subscripts"), None)
-
-
-def _positional_params(func: str) -> dict[int, str]:
-    """Position -> name of the parameters of ``func`` a call may give positionally, after
-    its operands, as NumPy does (``np.transpose(x, (1, 0))``, ``np.sum(x, 0)``)."""
-    from tdsl.frontend.functions import FUNCTIONS
-
-    info = FUNCTIONS.get(unqualified(func))
-    if info is None:
-        return {}
-    names = [p.name for p in info.params[: info.op.POSITIONAL]]
-    return {info.arity + k: name for k, name in enumerate(names)}
-
-
 __all__ = ["DTYPES", "MAX_NESTING", "parse"]
-
-
-def unqualified(name: str) -> str:
-    """``exp`` for NumPy's ``np.exp`` (the lexer makes it one name), else ``name``."""
-    return name.partition(".")[2] or name

@@ -24,7 +24,7 @@ from tdsl.dialects.structured import INDEX_TYPES, INT_TYPES, is_unsigned
 from tdsl.errors import SourceLocation, TdslTypeError, internal_error
 from tdsl.frontend.ast import Expr, Index, Span, Subscript, TupleExpr
 from tdsl.frontend.lexer import Token, TokenKind
-from tdsl.frontend.values import TensorValue, TupleValue, Value
+from tdsl.frontend.values import LiteralValue, TensorValue, TupleValue, Value, WeakValue
 
 if TYPE_CHECKING:
     from tdsl.frontend.parser import _Parser
@@ -81,6 +81,8 @@ def _item(parser: _Parser) -> Index:
                 "a slice `start:stop:step`, `...`, `None` or an integer array"
             )
         array = parser.parse_expr()
+        if parser.is_punct(":"):
+            raise _bound_error(parser, array.span)
         return Index("array", array.span, array=array)
     start = _int(parser)
     if not parser.is_punct(":"):
@@ -88,15 +90,43 @@ def _item(parser: _Parser) -> Index:
             raise parser.error(f"expected an index, found {parser.tok.describe()}")
         return Index("int", first.span.to(parser.tokens[parser.pos - 1].span), start)
     parser.advance()
-    stop = _int(parser)
+    stop = _bound(parser)
     step = None
     if parser.is_punct(":"):
         parser.advance()
-        step = _int(parser)
+        step = _bound(parser)
         if step == 0:
             raise parser.error("slice step cannot be zero", parser.tokens[parser.pos - 1].span)
     end = parser.tokens[parser.pos - 1].span
     return Index("slice", first.span.to(end), start, stop, step)
+
+
+def _bound(parser: _Parser) -> int | None:
+    """A slice's stop or step: an optional integer literal; a name or arithmetic there
+    (``x[:n]``, ``x[1 + 1:]``) is an error at it."""
+    start = parser.pos
+    value = _int(parser)
+    if any(parser.is_punct(p) for p in (":", ",", "]")):
+        return value
+    first = parser.tokens[start]
+    if first.kind in (TokenKind.NAME, TokenKind.NUMBER) or first.text in ("(", "-"):
+        parser.pos = start
+        span = parser.parse_expr().span
+        if first.kind is not TokenKind.NUMBER or span != first.span:
+            # (one number, then something else: the caller's error)
+            raise _bound_error(parser, span)
+        parser.pos = start
+        value = _int(parser)
+    return value
+
+
+def _bound_error(parser: _Parser, span: Span) -> Exception:
+    """The error of a slice bound that is an expression, not an integer literal."""
+    return parser.error(
+        "a slice's start, stop and step are integer literals (`x[1:-1:2]`): every shape "
+        "is static, so they cannot be names or arithmetic; write the number",
+        span,
+    )
 
 
 def parse_bracketed(parser: _Parser) -> Expr:
@@ -301,6 +331,15 @@ def _advanced_index(
         constant = td.dense_from_numpy(np.array(i), INT_TYPES["i64"])
         return emit(td.ConstantOp(constant), item.span)
     index = next(arrays)
+    if isinstance(index, WeakValue) and index.integer:  # a Python int given at run time
+        index = TensorValue(index.value, (), INT_TYPES["i64"])
+    if isinstance(index, LiteralValue):
+        raise TdslTypeError(
+            "an index is an integer literal written in the subscript (`x[2]`: every shape "
+            "is static) or an integer array (a gather), not a number bound to a name: "
+            "write the number",
+            where(item.span),
+        )
     if not isinstance(index, TensorValue) or index.element not in INDEX_TYPES:
         raise TdslTypeError(
             "an array index is a tensor of int32, int64 or uint8 (a gather); floats and "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tdsl.errors import TdslError, TdslNameError, TdslTypeError
+from tdsl.errors import TdslError, TdslNameError, TdslSyntaxError, TdslTypeError
 from tdsl.frontend import to_tensordsl
 
 SHAPES = {"A": (4, 8), "B": (8,), "C": (3,), "S": (), "D": (2, 4, 8)}
@@ -281,6 +281,67 @@ PROGRAM_ERRORS: list[tuple[str, type[TdslError], str]] = [
         "def k(x: f32[4]):\n    y = sum(x, axis=3)\n    return sofmax(y)\n",
         TdslNameError,
         "k.tdsl:3:12: error: unknown function `sofmax`; did you mean `softmax`?\n    return sofmax(y)\n           ^^^^^^",
+    ),
+    # (each of these was a bare parse error at the next token, or underlined the whole
+    # call; found by fuzzing the language)
+    (
+        "def k(x: f32[8]):\n    n = 2\n    return x[n:]\n",
+        TdslSyntaxError,
+        "k.tdsl:3:14: error: a slice's start, stop and step are integer literals "
+        "(`x[1:-1:2]`): every shape is static, so they cannot be names or arithmetic; "
+        "write the number\n    return x[n:]\n             ^",
+    ),
+    (
+        "def k(x: f32[8]):\n    return x[1:2 + 1]\n",
+        TdslSyntaxError,
+        "k.tdsl:2:16: error: a slice's start, stop and step are integer literals "
+        "(`x[1:-1:2]`): every shape is static, so they cannot be names or arithmetic; "
+        "write the number\n    return x[1:2 + 1]\n               ^^^^^",
+    ),
+    (
+        "def k(x: f32[8]):\n    n = 2\n    return x[n]\n",
+        TdslTypeError,
+        "k.tdsl:3:14: error: an index is an integer literal written in the subscript "
+        "(`x[2]`: every shape is static) or an integer array (a gather), not a number "
+        "bound to a name: write the number\n    return x[n]\n             ^",
+    ),
+    (
+        "def k(x: f32[4]):\n    return x + arange(2 * 2)\n",
+        TdslSyntaxError,
+        "k.tdsl:2:23: error: `start` of `arange` takes a constant (a number, a tuple, true, "
+        "false or None), not an expression: write its value\n"
+        "    return x + arange(2 * 2)\n                      ^^^^^",
+    ),
+    (
+        "def k(x: f32[4, 3]):\n    return sum(x, axis=0 + 1)\n",
+        TdslSyntaxError,
+        "k.tdsl:2:24: error: `axis` of `sum` takes a constant (a number, a tuple, true, "
+        "false or None), not an expression: write its value\n"
+        "    return sum(x, axis=0 + 1)\n                       ^^^^^",
+    ),
+    (
+        "def k(x: f32[4, 3], y: f32[4, 3]):\n    return concatenate([x, y], axis=2)\n",
+        TdslTypeError,
+        "k.tdsl:2:32: error: axis 2 is out of range for rank 2 (expected -2 <= axis < 2)\n"
+        "    return concatenate([x, y], axis=2)\n                               ^^^^^^",
+    ),
+    (
+        "def k(x: f32[4, 3]):\n    return split(x, 2, axis=-3)\n",
+        TdslTypeError,
+        "k.tdsl:2:24: error: axis -3 is out of range for rank 2 (expected -2 <= axis < 2)\n"
+        "    return split(x, 2, axis=-3)\n                       ^^^^^^^",
+    ),
+    (
+        "k(x: f32[4]):\n    return x\n",
+        TdslSyntaxError,
+        "k.tdsl:1:4: error: expected `,` or `)` in the call to `k` (opened at 1:2), found "
+        "`:`: a kernel starts with `def` (`def main(x: f32[4]):`)\nk(x: f32[4]):\n   ^",
+    ),
+    (
+        "def k(x: f32[4]):\n    return x\nj(x: f32[4]):\n    return x\n",
+        TdslSyntaxError,
+        "k.tdsl:3:1: error: expected `def` or end of input, found `j`: a kernel starts with "
+        "`def` (`def main(x: f32[4]):`)\nj(x: f32[4]):\n^",
     ),
     (
         "def a(x: f16[4], y: f64[3]):\n    return maximum(x, y)\n",

@@ -150,6 +150,23 @@ def test_one_integer_index_is_numpys_take(target: str, text: str, want: Any) -> 
     np.testing.assert_array_equal(got, expected)
 
 
+@pytest.mark.parametrize("target", COMPILED_TARGETS)
+def test_a_python_int_given_at_run_time_is_an_index(target: str) -> None:
+    """``x[n]`` of a weak integer input (``dtypes={"n": int}``) gathers one element, as
+    NumPy indexes by a Python int (it was refused: "floats and booleans are not
+    indices"); out of range, NumPy's ``IndexError``."""
+    x = np.arange(8, dtype=np.float32)
+    fn = JITTensorKernel(target=target, threads=1).compile(
+        "x[n] * 2 + x[-n]", shapes={"x": (8,)}, dtypes={"x": "f32", "n": int}
+    )
+    for n in (3, -1, 0, 7):
+        got = fn(x, n)
+        assert got.shape == () and got.dtype == np.float32
+        assert float(got) == x[n] * 2 + x[-n]
+    with pytest.raises(TdslIndexError, match="index 9 is out of bounds for axis 0 with size 8"):
+        fn(x, 9)
+
+
 def test_take_prints_parses_and_round_trips() -> None:
     module = to_tensordsl("w[t]", shapes={"w": (10, 4), "t": (3,)}, dtypes={"t": "int64"})
     assert (
