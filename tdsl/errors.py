@@ -127,6 +127,18 @@ class TdslIndexError(TdslError, IndexError):
     axis, on any target (also an :class:`IndexError`, as NumPy raises)."""
 
 
+def index_error(index: int, axis: int, extent: int, where: str = "") -> TdslIndexError:
+    """The error of a gather that met ``index`` on an ``axis`` of ``extent``, as NumPy
+    words it, at ``where`` (the gather's ``file:line:col`` in the source, if known)."""
+    file, _, rest = where.rpartition(":")
+    file, _, line = file.rpartition(":")
+    location = None
+    if file and line.isdigit() and rest.isdigit():
+        location = SourceLocation(file, int(line), int(rest))
+    message = f"index {index} is out of bounds for axis {axis} with size {extent}"
+    return TdslIndexError(message, location)
+
+
 class TdslSyntaxError(TdslError):
     """The text does not follow the grammar of the expression language."""
 
@@ -259,6 +271,7 @@ __all__ = [
     "TdslWarning",
     "collecting_warnings",
     "format_diagnostic",
+    "index_error",
     "internal_error",
     "plural",
     "span_location",

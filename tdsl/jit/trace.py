@@ -58,7 +58,7 @@ import numpy as np
 
 from tdsl.array_types import array_type_of
 from tdsl.dtypes import SHORT_NAMES
-from tdsl.errors import TdslCallError, TdslOptionError
+from tdsl.errors import SourceLocation, TdslCallError, TdslIndexError, TdslOptionError
 from tdsl.jit.api import JITTensorKernel, default_jit
 from tdsl.jit.arg_inference import check_dtype
 from tdsl.jit.cache import KernelCache
@@ -67,7 +67,7 @@ from tdsl.jit.compiled import CompiledKernel
 from tdsl.jit.decorator import jit_options
 from tdsl.jit.options import JitOptions
 from tdsl.jit.trace_names import holds_traced
-from tdsl.jit.trace_places import at_user_lines
+from tdsl.jit.trace_places import at_user_line, at_user_lines
 from tdsl.jit.tracer import Trace, Tracer
 
 
@@ -205,6 +205,9 @@ class _Entry:
     errstate: dict[str, str]
     """What the function's own ``np.errstate`` set for its lines (see :func:`_own_errstate`),
     set around each call: none for most functions."""
+    places: tuple[str, tuple[str, ...], tuple[SourceLocation | None, ...]] = ("", (), ())
+    """The program's file name, its lines and where each was traced: an error at call
+    time (a gather's index out of range) is at the user's line."""
 
 
 _LENIENT = ("ignore", "log", "call", "print", "warn", "raise")
@@ -348,7 +351,8 @@ class Traced:
         captured = tuple(
             (n, a.astype(a.dtype.newbyteorder("="), copy=False)) for n, a in trace.captured
         )
-        return _Entry(kernel, tuple(names), captured, structure, program, errstate)
+        places = (filename, tuple(trace.lines), tuple(trace.places))
+        return _Entry(kernel, tuple(names), captured, structure, program, errstate, places)
 
     def _entry(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_Entry, list[Any]]:
         key, leaves, arrays = self._key(args, kwargs)
@@ -397,13 +401,16 @@ class Traced:
             return _rebuild(entry.result, [])
         values = dict(zip(entry.names, arrays, strict=True))
         values.update(entry.captured)
-        if entry.errstate:
-            with np.errstate(
-                **cast(Any, entry.errstate)
-            ):  # (the function's own, see _own_errstate)
+        try:
+            if entry.errstate:
+                with np.errstate(
+                    **cast(Any, entry.errstate)
+                ):  # (the function's own, see _own_errstate)
+                    out = entry.kernel(**values)
+            else:
                 out = entry.kernel(**values)
-        else:
-            out = entry.kernel(**values)
+        except TdslIndexError as err:  # (at the traced line of the gather)
+            raise at_user_line(err, *entry.places) from None
         results = list(out) if isinstance(out, tuple) else [out]
         return _rebuild(entry.result, results)
 

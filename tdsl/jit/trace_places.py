@@ -27,27 +27,43 @@ def at_user_lines(
     ``lines[n - 2]``, after its ``def``) come at ``places[n - 2]`` instead, where known."""
 
     def place(line: int) -> tuple[SourceLocation, str] | None:
-        k = line - 2
-        where = places[k] if 0 <= k < len(places) else None
-        return None if where is None else (where, lines[k])
+        return _place(line, lines, places)
 
     pattern = re.compile(re.escape(filename) + r":(\d+):(\d+)")
     with collecting_warnings(hold=(TdslWarning,)) as given:
         try:
             yield
         except TdslError as err:
-            found = None
-            if err.location is not None and err.location.file == filename:
-                found = place(err.location.line)
-            if found is None:
-                raise
-            where, line = found
-            raise type(err)(
-                f"{err.message} (in the traced line `{line}`)", where, note=err.note, op=err.op
-            ) from None
+            raise at_user_line(err, filename, lines, places) from None
         finally:
             for warning in given:
                 warnings.warn_explicit(*_placed(warning, pattern, place))
+
+
+def at_user_line(
+    err: TdslError, filename: str, lines: Sequence[str], places: Sequence[SourceLocation | None]
+) -> TdslError:
+    """``err`` at the user's line where it is at a line of ``filename`` (the program of a
+    trace: its lines ``lines``, traced at ``places``), else ``err`` itself."""
+    found = None
+    if err.location is not None and err.location.file == filename:
+        found = _place(err.location.line, lines, places)
+    if found is None:
+        return err
+    where, line = found
+    return type(err)(
+        f"{err.message} (in the traced line `{line}`)", where, note=err.note, op=err.op
+    )
+
+
+def _place(
+    line: int, lines: Sequence[str], places: Sequence[SourceLocation | None]
+) -> tuple[SourceLocation, str] | None:
+    """The user's place of the program's line ``line`` (``lines[line - 2]``, after its
+    ``def``) and that line, where known."""
+    k = line - 2
+    where = places[k] if 0 <= k < len(places) else None
+    return None if where is None else (where, lines[k])
 
 
 def _placed(
@@ -70,4 +86,4 @@ def _placed(
     return warning, type(warning), file, line_number
 
 
-__all__ = ["at_user_lines"]
+__all__ = ["at_user_line", "at_user_lines"]

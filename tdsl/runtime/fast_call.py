@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tdsl.errors import TdslIndexError
+from tdsl.errors import index_error
 
 if TYPE_CHECKING:
     from tdsl.runtime.native import NativeFunction
@@ -58,12 +58,6 @@ def _layout_holds() -> bool:
 
 LAYOUT_HOLDS = _layout_holds()
 """Whether :func:`data_address` may read an array's address from the array object."""
-
-
-def index_error(index: int, axis: int, extent: int) -> TdslIndexError:
-    """The error of a gather that met ``index`` on an ``axis`` of ``extent`` (both
-    calls raise it)."""
-    return TdslIndexError(f"index {index} is out of bounds for axis {axis} with size {extent}")
 
 
 def fast_call(fn: NativeFunction, address: Callable[[Any], int]) -> Callable[..., Any]:
@@ -136,9 +130,9 @@ def fast_call(fn: NativeFunction, address: Callable[[Any], int]) -> Callable[...
     if slots:
         body.append("    finally:")
         body.append("        workspace.give(space)")
-    for k, (_, (axis, extent)) in enumerate(fn._errors):
+    for k, (_, (axis, extent, where)) in enumerate(fn._errors):
         body.append(f"    if e{k}[0]:")
-        body.append(f"        raise index_error(int(e{k}[1]), {axis}, {extent})")
+        body.append(f"        raise index_error(int(e{k}[1]), {axis}, {extent}, {where!r})")
     if not results:
         body.append("    return None")
     elif len(results) == 1:

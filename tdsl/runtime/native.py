@@ -48,9 +48,10 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from tdsl.defaults import MIN_BLAS_BYTES_PER_THREAD
+from tdsl.errors import index_error
 from tdsl.runtime.blas import find_gemm, matmul_shims
 from tdsl.runtime.compile import CompiledModule, NativeCompileError, compile_llvm, llvm_ir
-from tdsl.runtime.fast_call import LAYOUT_HOLDS, data_address, fast_call, index_error
+from tdsl.runtime.fast_call import LAYOUT_HOLDS, data_address, fast_call
 from tdsl.runtime.plan import FunctionPlan, _Call, read_plan
 from tdsl.runtime.workspace import Workspace, WorkspaceLayout
 from tdsl.threads import shared_pool
@@ -236,11 +237,11 @@ class NativeFunction:
         finally:
             if workspace is not None:
                 self.workspace.give(workspace)
-        for (_, (axis, extent)), flags in zip(self._errors, errors, strict=True):
+        for (_, (axis, extent, where)), flags in zip(self._errors, errors, strict=True):
             # a gather met an index out of range
             flag, index = (int(v) for v in flags)
             if flag:
-                raise index_error(index, axis, extent)
+                raise index_error(index, axis, extent, where)
         for buffer, given in copies:
             np.copyto(given, buffer)
         if not results:

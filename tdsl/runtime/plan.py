@@ -49,9 +49,10 @@ class _Arg:
     view: tuple[int, int] | None = None
     """A ``view`` argument's window: the argument it lies in, and the element offset of
     its first element there."""
-    error: tuple[int, int] | None = None
-    """An ``error`` argument's gather: the axis it takes along and that axis's extent
-    (a bad index is reported as NumPy words it)."""
+    error: tuple[int, int, str] | None = None
+    """An ``error`` argument's gather: the axis it takes along, that axis's extent and
+    where the gather is in the source (``file:line:col`` or empty): a bad index is
+    reported there, as NumPy words it."""
 
 
 def _arg(role: str, shape: tuple[int, ...], dtype: np.dtype[Any], data: Sequence[Any]) -> _Arg:
@@ -61,8 +62,8 @@ def _arg(role: str, shape: tuple[int, ...], dtype: np.dtype[Any], data: Sequence
         source, offset = data
         return _Arg(role, shape, dtype, view=(int(source), int(offset)))
     if role == "error":
-        axis, extent = data
-        return _Arg(role, shape, dtype, error=(int(axis), int(extent)))
+        axis, extent, where = data
+        return _Arg(role, shape, dtype, error=(int(axis), int(extent), str(where)))
     if role != "const":
         return _Arg(role, shape, dtype)
     (text,) = data
@@ -146,7 +147,7 @@ def read_plan(fn: func.FuncOp, roles_attr: str) -> FunctionPlan:
         SERIAL_ATTR,
         VIEWS_ATTR,
     )
-    from tdsl.backend.llvm.loops_gather import ERRORS_ATTR
+    from tdsl.backend.llvm.loops_gather import ERROR_PLACES_ATTR, ERRORS_ATTR
     from tdsl.dialects.structured import element_dtype
     from tdsl.dialects.tensordsl import dense_to_numpy
 
@@ -160,12 +161,15 @@ def read_plan(fn: func.FuncOp, roles_attr: str) -> FunctionPlan:
         flat = cast(DenseArrayBase, found).get_values()
         for k in range(0, len(flat), 3):
             windows[int(flat[k])] = (int(flat[k + 1]), int(flat[k + 2]))
-    gathers: dict[int, tuple[int, int]] = {}
+    gathers: dict[int, tuple[int, int, str]] = {}
     found = fn.attributes.get(ERRORS_ATTR)
     if found is not None:
         flat = cast(DenseArrayBase, found).get_values()
+        places = cast(ArrayAttr[StringAttr], fn.attributes.get(ERROR_PLACES_ATTR, ArrayAttr([])))
+        where = [p.data for p in places.data]
         for k in range(0, len(flat), 3):
-            gathers[int(flat[k])] = (int(flat[k + 1]), int(flat[k + 2]))
+            at = where[k // 3] if k // 3 < len(where) else ""
+            gathers[int(flat[k])] = (int(flat[k + 1]), int(flat[k + 2]), at)
     found = fn.attributes.get(UNSIGNED_ARGS_ATTR)
     marked = cast("DenseArrayBase[IntegerType]", found).get_values() if found is not None else ()
     unsigned = {int(k) for k in marked}

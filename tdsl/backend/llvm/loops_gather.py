@@ -25,6 +25,10 @@ ERRORS_ATTR = "tdsl.errors"
 """The function attribute of its ``error`` arguments: per gather, its error argument,
 the axis it takes along and that axis's extent (what the runtime's message says)."""
 
+ERROR_PLACES_ATTR = "tdsl.error_places"
+"""The function attribute of where each gather of :data:`ERRORS_ATTR` is in the source,
+in its order: ``file:line:col``, or empty where unknown (the runtime's error is there)."""
+
 
 def emit_take(
     code: _Code, op: TakeOp, a: SSAValue, indices: SSAValue, out: SSAValue, error: SSAValue
@@ -90,4 +94,4 @@ def _wrapped(
 ERROR_TYPE = IntegerType(64)
 """The element type of an error argument (``memref<2xi64>``)."""
 
-__all__ = ["ERRORS_ATTR", "ERROR_TYPE", "emit_take"]
+__all__ = ["ERRORS_ATTR", "ERROR_PLACES_ATTR", "ERROR_TYPE", "emit_take"]

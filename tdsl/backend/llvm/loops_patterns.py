@@ -61,11 +61,17 @@ from tdsl.backend.llvm.loops_common import (
     strided_memref,
 )
 from tdsl.backend.llvm.loops_emit import _Group
-from tdsl.backend.llvm.loops_gather import ERROR_TYPE, ERRORS_ATTR, emit_take
+from tdsl.backend.llvm.loops_gather import (
+    ERROR_PLACES_ATTR,
+    ERROR_TYPE,
+    ERRORS_ATTR,
+    emit_take,
+)
 from tdsl.dialects.kernel import TileOp
 from tdsl.dialects.op_interfaces import StridedView, row_major_strides
 from tdsl.dialects.structured import constant_value, element_type, is_constant, tensor_shape
 from tdsl.dialects.tensordsl import ConcatenateOp, TakeOp, is_one_value
+from tdsl.transforms.locations import op_location
 
 DEST_ATTR = "tdsl.loops_dest"
 """Per result of an op, the argument (index) already chosen to hold it, or -1."""
@@ -333,6 +339,13 @@ class TakeToCall(_OpPattern):
         out = main.result_buffer(op, 0)
         flag = main.add(MemRefType(ERROR_TYPE, [2]), "error")
         main.extend(ERRORS_ATTR, [flag.index, op.axis_value, op.extent])
+        where = op_location(op)
+        if where is not None:  # (recorded where known: an .mlir file's ops have no loc)
+            places = main.fn.attributes.get(ERROR_PLACES_ATTR)
+            before = list(cast(ArrayAttr[StringAttr], places).data) if places is not None else []
+            count = len(main.lowering.added[main.fn][ERRORS_ATTR]) // 3 - 1  # (gathers before)
+            before += [StringAttr("")] * (count - len(before))
+            main.fn.attributes[ERROR_PLACES_ATTR] = ArrayAttr([*before, StringAttr(str(where))])
         refs = [buffer_of(op.input), buffer_of(op.indices), out, flag]
         refs_ = cast(list[SSAValue], refs)
         name = f"{main.name}_take{main.lowering.count(main.name, 'take')}"

@@ -49,20 +49,21 @@ from tdsl.dialects.kernel_plan import GroupBody, PlanError
 from tdsl.dialects.structured import is_constant, structured
 from tdsl.dtypes import dtype_expr
 from tdsl.errors import TdslIRError
+from tdsl.transforms.locations import op_location
 
 OUT = "out"
 """The keyword-only parameter of every generated function that takes the result arrays."""
 
 _TAKE = '''\
-def _take(a, indices, axis):
-    """np.take(a, indices, axis); an index out of range is a TdslIndexError."""
+def _take(a, indices, axis, where=""):
+    """np.take(a, indices, axis); an index out of range is a TdslIndexError (at ``where``,
+    the gather's ``file:line:col``)."""
     n = a.shape[axis]
     bad = (indices < -n) | (indices >= n)
     if bad.any():
-        from tdsl.errors import TdslIndexError
+        from tdsl.errors import index_error
 
-        first = int(indices[bad].flat[0])
-        raise TdslIndexError(f"index {first} is out of bounds for axis {axis} with size {n}")
+        raise index_error(int(indices[bad].flat[0]), axis, n, where)
     return np.asarray(np.take(a, indices, axis=axis))  # (a 0-d array, not NumPy's scalar)
 '''
 """The gather of the numpy target (a module-level helper)."""
@@ -220,7 +221,9 @@ class _FunctionEmitter:
         name = self.value_name(op.result)
         helper = self.state.consts.function("_take", _TAKE)
         source, indices = (self.values[v].expr for v in (op.input, op.indices))
-        self.w.line(f"{name} = {helper}({source}, {indices}, {op.axis_value})")
+        where = op_location(op)
+        at = "" if where is None else f", {str(where)!r}"
+        self.w.line(f"{name} = {helper}({source}, {indices}, {op.axis_value}{at})")
         self.values[op.result] = _Value(name, True)
 
     def join_buffers(self) -> None:

@@ -167,6 +167,34 @@ def test_a_python_int_given_at_run_time_is_an_index(target: str) -> None:
         fn(x, 9)
 
 
+@pytest.mark.parametrize("target", COMPILED_TARGETS)
+def test_an_index_out_of_range_at_run_time_is_located_at_its_gather(target: str) -> None:
+    """The error names the gather's place in the source (it named none: with two gathers
+    of one extent, nothing said which), and a traced function's names the user's line,
+    also from the disk cache (the native plan stores the place)."""
+    source = "def main(w: f32[10, 4], t: i64[2]):\n    e = exp(w)\n    return e[t] + w[t]\n"
+    fn = JITTensorKernel(target=target, threads=1).compile(source, filename="k.tdsl")
+    with pytest.raises(TdslIndexError, match="index 12 is out of bounds") as info:
+        fn(W, np.array([1, 12]))
+    assert str(info.value).startswith("k.tdsl:3:13: error: index 12 is out of bounds")
+    if target == "native":
+        from tdsl.runtime.plan import FunctionPlan
+
+        plan = fn.function.plan  # (as the disk cache stores it)
+        errors = [a.error for a in FunctionPlan.from_data(plan.to_data()).args if a.error]
+        assert [where for _, _, where in errors] == ["k.tdsl:3:13", "k.tdsl:3:20"]
+
+    def embed(wte: Array, tokens: Array) -> Array:
+        return np.exp(wte)[tokens] * 2
+
+    traced = tdsl.trace(embed, target=target)
+    with pytest.raises(TdslIndexError) as info:
+        traced(W, np.array([1, -11]))
+    location = info.value.location
+    assert location is not None and location.file == __file__
+    assert location.source_line is not None and "np.exp(wte)[tokens]" in location.source_line
+
+
 def test_take_prints_parses_and_round_trips() -> None:
     module = to_tensordsl("w[t]", shapes={"w": (10, 4), "t": (3,)}, dtypes={"t": "int64"})
     assert (
