@@ -151,9 +151,8 @@ def _fits(spec: ArgSpec, value: Any) -> bool:
     if spec.weak and spec.dtype == _INT64:
         low, high = weak_range(spec)
         return type(value) is int and low <= value <= high
-    if spec.weak:
-        low, high = weak_range(spec)
-        return type(value) is float or (type(value) is int and low <= value <= high)
+    if spec.weak:  # (an int compiles a weak int input: another result dtype)
+        return type(value) is float
     if not spec.shape and is_numpy_scalar(value):
         return scalar_dtype(value) == spec.dtype
     return (
@@ -415,6 +414,9 @@ def make_calls(kernel: CompiledKernel) -> tuple[Callable[..., Any], Callable[...
         "_tdsl_i8": _INT64,
     }
     checks = ["_tdsl_more", "_tdsl_extra"]
+    exact: dict[int, str] = {}
+    """The checks ``try_call`` makes stricter: a one-shot call compiles a weak float
+    input for a ``float`` only (an ``int`` is a weak int input, another dtype)."""
     operands: list[str] = []
     for i, spec in enumerate(kernel.args):
         namespace[f"_tdsl_s{i}"] = spec.shape
@@ -432,6 +434,7 @@ def make_calls(kernel: CompiledKernel) -> tuple[Callable[..., Any], Callable[...
                 f"({n}.__class__ is not _tdsl_float and ({n}.__class__ is not _tdsl_int "
                 f"or not _tdsl_lo{i} <= {n} <= _tdsl_hi{i}))"
             )
+            exact[len(checks) - 1] = f"{n}.__class__ is not _tdsl_float"
             operands.append(f"_tdsl_array({n}, _tdsl_f8)")
         elif not spec.shape:
             namespace[f"_tdsl_t{i}"] = spec.dtype.type
@@ -450,6 +453,7 @@ def make_calls(kernel: CompiledKernel) -> tuple[Callable[..., Any], Callable[...
     given = f"({', '.join(names)},)" if names else "()"
     args = ", ".join(operands)
     condition = "\n            or ".join(checks)
+    strict = "\n            or ".join(exact.get(k, c) for k, c in enumerate(checks))
     lookups = "".join(f"    {n} = _tdsl_d.get({n!r}, _tdsl_M)\n" for n in names)
     run = (
         f"    if {OUT} is None:\n"
@@ -476,7 +480,7 @@ def make_calls(kernel: CompiledKernel) -> tuple[Callable[..., Any], Callable[...
         f"    _tdsl_more = _tdsl_len(_tdsl_d) != {len(names)}\n"
         f"    _tdsl_extra = False\n"
         f"{lookups}"
-        f"    if ({condition}):\n"
+        f"    if ({strict}):\n"
         f"        return _tdsl_NO\n"
         f"{run}"
     )

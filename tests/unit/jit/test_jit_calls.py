@@ -72,6 +72,28 @@ def test_two_weak_scalars_compute_like_python_floats(jit: JITTensorKernel, match
     matches(jit("exp(s) + t", s=0.5, t=1), np.exp(0.5) + 1)
 
 
+@pytest.mark.parametrize("target", ["numpy", "native"])
+def test_a_one_shot_call_with_an_int_does_not_run_the_kernel_of_a_float(target: str) -> None:
+    """``jit("x * s", x=x, s=3)`` after ``s=2.5``: the fast path ran the kernel compiled
+    for a weak float (float64) for the int, where a fresh call gives int32, as NumPy
+    does (found by fuzzing the JIT).  A compiled kernel still converts an int given
+    for its weak float."""
+    if target == "native":
+        pytest.importorskip("llvmlite")
+    jit = JITTensorKernel(target=target, threads=1)
+    x = np.arange(4, dtype=np.int32)
+    for text, scalars in (("x * s", (2.5, 3)), ("x // s", (2.0, 2))):
+        for s in (*scalars, *scalars):
+            got = jit(text, x=x, s=s)
+            want = eval(text, {}, {"x": x, "s": s})
+            assert got.dtype == want.dtype, (text, s)
+            np.testing.assert_array_equal(got, want)
+    kernel = jit.compile("x * s", {"x": (4,)}, {"x": "i32", "s": float})
+    for got in (kernel(x, 3), kernel(x=x, s=3)):
+        assert got.dtype == np.float64
+        np.testing.assert_array_equal(got, x * 3.0)
+
+
 def test_a_python_int_is_a_weak_integer_as_in_numpy_2(jit: JITTensorKernel) -> None:
     t = np.array([7, -7, 2**31 - 1], np.int32)
     b = np.array([True, False, True])
