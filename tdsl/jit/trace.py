@@ -95,15 +95,24 @@ def _ascii_letter(c: str) -> str:
     )
 
 
-def _flatten(value: Any, path: str, leaves: list[tuple[str, Any]]) -> Any:
-    """The structure of ``value`` (arrays replaced by their index in ``leaves``)."""
+def _flatten(
+    value: Any, path: str, leaves: list[tuple[str, Any]], within: frozenset[int] = frozenset()
+) -> Any:
+    """The structure of ``value`` (arrays replaced by their index in ``leaves``); the
+    containers it is inside are ``within`` (their ids: one holding itself is an error)."""
+    if isinstance(value, tuple | list | dict) and id(value) in within:
+        raise TdslCallError(
+            f"argument `{path}` holds itself (a {type(value).__name__} inside itself): a "
+            "traced function takes tuples, lists and dicts without cycles"
+        )
     if isinstance(value, tuple | list):
+        inner = within | {id(value)}
         kind = _sequence_kind(value)
-        items = tuple(_flatten(v, f"{path}_{i}", leaves) for i, v in enumerate(value))
+        items = tuple(_flatten(v, f"{path}_{i}", leaves, inner) for i, v in enumerate(value))
         return (kind, items)
     if isinstance(value, dict):
-        keys = tuple(value)
-        items = tuple(_flatten(value[k], f"{path}_{k}", leaves) for k in keys)
+        inner, keys = within | {id(value)}, tuple(value)
+        items = tuple(_flatten(value[k], f"{path}_{k}", leaves, inner) for k in keys)
         return ("dict", keys, items)
     unlike = unlike_an_array(value)
     if unlike is not None:

@@ -4,7 +4,7 @@ ints, and values as NumPy's functions make arrays of them."""
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import numpy as np
@@ -98,12 +98,36 @@ def list_operands(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> t
     return args
 
 
+def numpy_method(function: Callable[..., Any]) -> Callable[..., Any]:
+    """A method of a traced array that calls NumPy's ``function`` of it (``x.sum()``)."""
+
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return function(self, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = function.__name__
+    return method
+
+
+def operator_method(ufunc: np.ufunc, reflected: bool) -> Callable[..., Any]:
+    """``x + y`` (``ufunc`` the mixin's ``np.add``), marked as an operator: Python's
+    operators on Python numbers give Python numbers (weak), NumPy's ufuncs on them NumPy
+    scalars (strong: ``np.power(s, 2)`` of a Python int is an int64)."""
+
+    def method(self: Any, other: Any) -> Any:
+        self._trace.operator = True
+        return ufunc(other, self) if reflected else ufunc(self, other)
+
+    return method
+
+
 __all__ = [
     "ARRAY_OPERANDS",
     "JOINS",
     "as_array",
     "list_operands",
     "ndim_of",
+    "numpy_method",
+    "operator_method",
     "static_axis",
     "static_count",
     "static_ints",

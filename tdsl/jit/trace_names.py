@@ -218,12 +218,15 @@ def holds_traced(*values: Any) -> bool:
     """Whether ``values`` (nested in tuples, lists and dicts) hold a traced value: a call
     with one is part of a trace (a traced function's, called inside another's)."""
     stack = list(values)
+    seen: set[int] = set()  # (a list that holds itself is walked once)
     while stack:
         v = stack.pop()
-        if isinstance(v, tuple | list):
-            stack.extend(cast(Sequence[Any], v))
-        elif isinstance(v, dict):
-            stack.extend(cast(dict[Any, Any], v).values())
+        if isinstance(v, tuple | list | dict):
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            items = cast(dict[Any, Any], v).values() if isinstance(v, dict) else v
+            stack.extend(cast(Sequence[Any], items))
         elif _traced(v):
             return True
     return False

@@ -27,7 +27,7 @@ import numpy as np
 
 from tdsl.dtypes import type_str
 from tdsl.errors import SourceLocation, TdslCallError, TdslError
-from tdsl.jit.trace_args import list_operands
+from tdsl.jit.trace_args import list_operands, numpy_method, operator_method
 from tdsl.jit.trace_compose import COMPOSED
 from tdsl.jit.trace_names import (
     DATA_DEPENDENT,
@@ -178,6 +178,14 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
         """The names of the program it reads."""
         self.shape = tuple(int(d) for d in shape)
         self.dtype = np.dtype(dtype)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if "dtype" in self.__dict__:  # (made: `t.shape = ...` would change it in place)
+            trace_error(
+                f"assigning `.{name}` of a traced array changes it in place, which a traced "
+                "function cannot do: build the new array (`np.reshape`, `.astype`)"
+            )
+        object.__setattr__(self, name, value)
 
     # -- attributes -------------------------------------------------------------
 
@@ -394,35 +402,15 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
         return self._trace.emit(f"astype({self.name}, {spell_dtype(dtype)})", [self])[0]
 
 
-def _numpy_method(function: Callable[..., Any]) -> Callable[..., Any]:
-    def method(self: Tracer, *args: Any, **kwargs: Any) -> Any:
-        return function(self, *args, **kwargs)
-
-    method.__name__ = method.__qualname__ = function.__name__
-    return method
-
-
-def _operator(ufunc: np.ufunc, reflected: bool) -> Callable[..., Any]:
-    """``x + y`` (``ufunc`` the mixin's ``np.add``), marked as an operator: Python's
-    operators on Python numbers give Python numbers (weak), NumPy's ufuncs on them NumPy
-    scalars (strong: ``np.power(s, 2)`` of a Python int is an int64)."""
-
-    def method(self: Tracer, other: Any) -> Any:
-        self._trace.operator = True  # pyright: ignore[reportPrivateUsage]
-        return ufunc(other, self) if reflected else ufunc(self, other)
-
-    return method
-
-
 # x.sum(...) is np.sum(x, ...), as for an ndarray
 for _name in ("sum", "mean", "max", "min", "prod", "var", "std", "argmax", "argmin", "any",
               "all", "cumsum", "clip", "cumprod", "repeat", "round", "ravel", "copy", "take"):  # fmt: skip
-    setattr(Tracer, _name, _numpy_method(getattr(np, _name)))
-Tracer.flatten = _numpy_method(np.ravel)  # type: ignore[attr-defined]  # (a new array either way)
+    setattr(Tracer, _name, numpy_method(getattr(np, _name)))
+Tracer.flatten = numpy_method(np.ravel)  # type: ignore[attr-defined]  # (a new array either way)
 for _name, _ufunc in WEAK_OPERATOR_METHODS.items():
     if _name != "pow":  # (Tracer.__pow__: float16's `** 0.5`)
-        setattr(Tracer, f"__{_name}__", _operator(_ufunc, reflected=False))
-    setattr(Tracer, f"__r{_name}__", _operator(_ufunc, reflected=True))
+        setattr(Tracer, f"__{_name}__", operator_method(_ufunc, reflected=False))
+    setattr(Tracer, f"__r{_name}__", operator_method(_ufunc, reflected=True))
 
 
 def as_operand(trace: Trace, value: Any) -> Tracer | None:

@@ -665,6 +665,16 @@ def full_of_traced(x):
     return np.full((8, 4), x.sum())  # (NumPy fills an array of its own)
 
 
+def set_shape(x):
+    x.shape = (4, 8)  # (found by fuzzing: ignored, the result kept (8, 4))
+    return x + 0
+
+
+def set_dtype(x):
+    x.dtype = np.int64
+    return x + 0
+
+
 def full_of_traced_typed(x):
     return np.full((8, 4), x.sum(), dtype=np.float32)  # (through `np.copyto`)
 
@@ -684,6 +694,8 @@ ERRORS = [
     (full_of_traced, "np.full", "`np.full` needs the values of a traced array"),
     (full_of_traced_typed, "np.full", "write `np.broadcast_to(v, shape)`"),
     (assign, "x[0] = 1.0", "assigning into a traced array"),
+    (set_shape, "x.shape = ", "assigning `.shape` of a traced array"),
+    (set_dtype, "x.dtype = ", "assigning `.dtype` of a traced array"),
     (add_in_place, "+= 1", "out="),
     (mask, "x[x > 0]", "boolean mask"),
     (nonzero, "np.nonzero", "shape depends on the values"),
@@ -714,6 +726,16 @@ def test_a_refused_line_is_tdsls_error_at_the_users_line() -> None:
     assert caught.value.location is not None and caught.value.location.line == _line_of(
         bad, "x @ w"
     )
+
+
+def test_an_argument_that_holds_itself_is_refused() -> None:
+    """A list inside itself hung the key's walk (found by fuzzing the JIT)."""
+    cyclic: list[object] = [X]
+    cyclic.append(cyclic)
+    with pytest.raises(TdslCallError, match=r"argument `xs_1` holds itself \(a list inside"):
+        tdsl.trace(lambda xs: xs[0] + 1)(cyclic)
+    shared = [X]  # (a value given twice is no cycle)
+    np.testing.assert_array_equal(tdsl.trace(lambda a, b: a[0] + b[0])(shared, shared), X + X)
 
 
 def test_a_python_object_argument_is_refused() -> None:
