@@ -148,9 +148,13 @@ def dense_to_text(attr: DenseIntOrFPElementsAttr) -> str:
         reread = Parser(Context(), text).parse_attribute()
     except ParseError:
         reread = None
-    if isinstance(reread, DenseIntOrFPElementsAttr) and reread.data == attr.data:
+    if isinstance(reread, DenseIntOrFPElementsAttr) and (
+        dense_to_numpy(reread).tobytes() == dense_to_numpy(attr).tobytes()
+    ):  # (the same elements: a splat may be stored once on one side only)
         return text
-    return f'dense<"0x{values.tobytes().hex().upper()}"> : {attr.type}'
+    # (every element: the hex of a splat stored once reads back as that many elements
+    # stored, and printed again would differ)
+    return f'dense<"0x{dense_to_numpy(attr).tobytes().hex().upper()}"> : {attr.type}'
 
 
 def dense_to_numpy(
