@@ -48,12 +48,16 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import importlib
+import os
 import platform
 import struct
+import subprocess
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tdsl.errors import TdslNativeError
@@ -323,8 +327,15 @@ def compile_llvm(
     vectorize: bool = True,
     unroll: bool = False,
     keep_object: bool = False,
+    guarded: bool = False,
 ) -> CompiledModule:
     """Compile an ``llvm``-dialect module or LLVM IR text for the host CPU.
+
+    ``guarded`` first optimizes the module in a child process: llvmlite's LLVM is built with assertions, and its loop vectorizer asserts
+    on some copies read through negative strides (a 31x4 float16 ``x[::-1] * 1``:
+    "VPlan cost model and legacy cost model disagreed"), which aborts the process.
+    Where the child dies, the module compiles without loop vectorization, probed the
+    same way; where that dies too, a :class:`NativeCompileError`.
 
     ``unroll`` runs LLVM's loop unroller.  It is off by default: on the small,
     constant trip counts of small arrays it unrolled whole loop nests (a 64x64 ``max``
@@ -355,6 +366,10 @@ def compile_llvm(
         if found is not None:
             _COMPILED.move_to_end(key)
             return found
+    if guarded and vectorize and not _survives(llvm, text, speed_level, True, unroll):
+        vectorize = False  # (LLVM's loop vectorizer aborted: without it)
+        if not _survives(llvm, text, speed_level, False, unroll):
+            raise NativeCompileError("LLVM aborted while optimizing the module")
     compiled = _compile(llvm, text, speed_level, vectorize, unroll, keep_object)
     with _LOCK:
         _COMPILED[key] = compiled
@@ -367,6 +382,63 @@ COMPILED_CACHE_SIZE = 256
 """How many compiled modules :func:`compile_llvm` keeps, the most recently used."""
 
 _COMPILED: OrderedDict[tuple[str, int, bool, bool, bool], CompiledModule] = OrderedDict()
+
+
+def _survives(llvm: Any, text: str, speed_level: int, vectorize: bool, unroll: bool) -> bool:
+    """Whether optimizing ``text`` and emitting its object code in a child process ends
+    without the child dying (an LLVM assertion aborts it; its message is dropped); True
+    where the child fails otherwise (the compile here then says why) or does not end
+    within :data:`PROBE_SECONDS`.  A fresh interpreter (about 60 ms), not a fork: a fork
+    of a process with threads may deadlock (JAX warns of it)."""
+    del llvm  # (the child loads its own)
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    code = (
+        "import sys\n"
+        "from tdsl.runtime.compile import optimize_object\n"
+        f"optimize_object(sys.stdin.read(), {speed_level}, {vectorize}, {unroll})\n"
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            input=text.encode(),
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=PROBE_SECONDS,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return True
+    return done.returncode >= 0
+
+
+def optimize_object(text: str, speed_level: int, vectorize: bool, unroll: bool) -> bytes:
+    """The object code of LLVM IR ``text`` optimized as :func:`compile_llvm` does (what
+    the child process of :func:`_survives` runs)."""
+    llvm = _llvm()
+    tm = _target_machine()
+    parsed = llvm.parse_assembly(text)
+    parsed.triple = tm.triple
+    parsed.data_layout = str(tm.target_data)
+    _optimize(llvm, tm, parsed, speed_level, vectorize, unroll)
+    return tm.emit_object(parsed)
+
+
+def _optimize(
+    llvm: Any, tm: Any, parsed: Any, speed_level: int, vectorize: bool, unroll: bool
+) -> None:
+    """Run LLVM's pipeline at ``speed_level`` on module ``parsed``, in place."""
+    options = llvm.create_pipeline_tuning_options(speed_level=speed_level)
+    options.loop_vectorization = vectorize
+    options.slp_vectorization = vectorize
+    options.loop_unrolling = unroll
+    builder = llvm.create_pass_builder(tm, options)
+    builder.getModulePassManager().run(parsed, builder)
+
+
+PROBE_SECONDS = 120.0
+"""How long :func:`_survives` waits for its child: past it, the compile runs unprobed."""
 
 
 def _compile(
@@ -387,12 +459,7 @@ def _compile(
         raise NativeCompileError(f"invalid LLVM IR: {err}") from None
     parsed.triple = tm.triple
     parsed.data_layout = str(tm.target_data)
-    options = llvm.create_pipeline_tuning_options(speed_level=speed_level)
-    options.loop_vectorization = vectorize
-    options.slp_vectorization = vectorize
-    options.loop_unrolling = unroll
-    builder = llvm.create_pass_builder(tm, options)
-    builder.getModulePassManager().run(parsed, builder)
+    _optimize(llvm, tm, parsed, speed_level, vectorize, unroll)
     if keep_object:
         code = tm.emit_object(parsed)
         engine = _load(llvm, code)

@@ -455,6 +455,25 @@ def _strides_text(strides: tuple[tuple[int, ...] | None, ...]) -> str:
     return ", ".join("C" if s is None else f"({', '.join(map(str, s))})" for s in strides)
 
 
+def _reads_backwards(loops: ModuleOp) -> bool:
+    """Whether a function of ``loops`` takes a memref with a negative stride (a reversed
+    view): LLVM's loop vectorizer asserts on some such copies, so its compile is probed
+    first (see :func:`~tdsl.runtime.compile.compile_llvm`'s ``guarded``)."""
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import MemRefType, StridedLayoutAttr
+
+    for fn in loops.ops:
+        if not isinstance(fn, func.FuncOp):
+            continue
+        for t in fn.function_type.inputs.data:
+            layout = t.layout if isinstance(t, MemRefType) else None
+            if isinstance(layout, StridedLayoutAttr) and any(
+                isinstance(s, int) and s < 0 for s in layout.get_strides()
+            ):
+                return True
+    return False
+
+
 def _tiles(call: _Call) -> int:
     lo, hi = call.operands[:2]
     return (hi[1] if isinstance(hi, tuple) else 0) - (lo[1] if isinstance(lo, tuple) else 0)
@@ -490,7 +509,9 @@ class NativeProgram:
             symbols = gemm.addresses
         self.llvm_ir = text
         """The LLVM IR compiled: the llvm dialect's, with the BLAS shims."""
-        compiled = compile_llvm(text, symbols=symbols, keep_object=keep_object)
+        compiled = compile_llvm(
+            text, symbols=symbols, keep_object=keep_object, guarded=_reads_backwards(loops)
+        )
         self.code = NativeCode(compiled, threads, symbols)
         self.compiled: CompiledModule = compiled
         self.threads = self.code.threads

@@ -311,3 +311,41 @@ def test_a_group_writing_many_strided_parts_is_planned_once(
     np.testing.assert_allclose(traced(x), ema(x), rtol=1e-12)
     tiles = str(traced.ir["tiled"]).count("kernel.tile(")
     assert tiles == 1 and 1 <= len(made) <= 2  # (the loops' plan, and its emission)
+
+
+@pytest.mark.parametrize("dtype", ["f16", "u8"])
+@pytest.mark.parametrize("text", ["x[::-1] * 1", "concatenate((x, x[::-1]), axis=0)"])
+def test_a_copy_read_backwards_does_not_abort_the_process(dtype: str, text: str) -> None:
+    """LLVM's loop vectorizer (built with assertions in llvmlite) aborted the process on
+    these copies through a negative stride ("VPlan cost model and legacy cost model
+    disagreed"; found by fuzzing the native target): such modules are optimized in a
+    child process first, and without loop vectorization where it dies."""
+    x = np.arange(31 * 4).reshape(31, 4).astype(np.float16 if dtype == "f16" else np.uint8)
+    kernel = tdsl.JITTensorKernel(target="native", threads=1).compile(
+        f"def main(x: {dtype}[31, 4]):\n    return {text}\n"
+    )
+    want = eval(text.replace("concatenate", "np.concatenate"), {"np": np, "x": x})
+    np.testing.assert_array_equal(kernel(x), want)
+
+
+@pytest.mark.fallback
+def test_a_module_llvm_aborts_on_either_way_is_a_native_compile_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where the probe's child dies with and without loop vectorization, the compile is
+    a :class:`NativeCompileError` (``auto`` then runs the numpy target)."""
+    from tdsl.runtime import compile as native_compile
+
+    tried: list[bool] = []
+
+    def dies(llvm: Any, text: str, level: int, vectorize: bool, unroll: bool) -> bool:
+        tried.append(vectorize)
+        return False
+
+    monkeypatch.setattr(native_compile, "_survives", dies)
+    text = "def main(x: f32[3000, 200]):\n    return exp(x[::-1]) * 2\n"
+    with pytest.raises(tdsl.errors.TdslNativeError, match="LLVM aborted while optimizing"):
+        tdsl.JITTensorKernel(target="native", threads=1, cache_dir=False).compile(text)
+    assert tried == [True, False]
+    fn = tdsl.JITTensorKernel(target="auto", threads=1, cache_dir=False).compile(text)
+    assert fn.target == "numpy" and "LLVM aborted" in (fn.target_reason or "")
