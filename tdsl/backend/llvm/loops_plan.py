@@ -276,8 +276,10 @@ class _GroupPlan:
         )
 
     def _used(self) -> int:
-        """The scratch all threads' copies take, within :attr:`limit`."""
-        return min(self.limit, self._scratch_elements() * self.threads)
+        """The scratch all threads' copies take, within :attr:`limit` (one tile's if more)."""
+        scratch = self._scratch_elements()
+        over = scratch if scratch > self.limit + LOOPS_SCRATCH_SLACK else 0  # (else allowed)
+        return max(min(self.limit, scratch * self.threads), over)
 
     def _values(self) -> list[SSAValue]:
         """The values the recorded plan numbers: the results of the body's ops, in order."""

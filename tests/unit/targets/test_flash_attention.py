@@ -345,3 +345,28 @@ def test_auto_says_how_the_loops_run_the_online_softmax() -> None:
         "key tile at a time (by BLAS where a tile holds 8 rows or more);"
     ) in (kernel.target_reason or "")
     close(np.asarray(kernel(*a.values())), want_masked(a), np.float32)
+
+
+def test_native_runs_a_plan_over_its_limit_that_it_warned_of() -> None:
+    """Attention summed over its query rows at budget 2000: the loops take the query
+    rows whole and need 8704 elements, more than the plan's 2000; they warned, then
+    the lowering refused the plan they had recorded (its `limit` was capped at 2000: a
+    `TdslIRError`; found by fuzzing the native target).  The plan now records what it
+    needs, and runs as the warning says."""
+    pytest.importorskip("llvmlite")
+    from tdsl.errors import TdslLoopsBudgetWarning
+
+    rng = np.random.default_rng(4)
+    q = rng.standard_normal((64, 33)).astype(np.float32)
+    k = rng.standard_normal((257, 33)).astype(np.float32)
+    v = rng.standard_normal((257, 33)).astype(np.float32)
+    shapes = {"q": q.shape, "k": k.shape, "v": v.shape}
+    with pytest.warns(TdslLoopsBudgetWarning, match="native loops need 8704 elements"):
+        fn = JITTensorKernel(target="native", threads=1, memory_budget=2000).compile(
+            "sum(softmax(q @ k.T, axis=-1) @ v, axis=0)", shapes=shapes, dtypes="f32"
+        )
+    assert "limit 8704" in fn.ir["planned"]
+    s = q @ k.T
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    want = (e / e.sum(axis=-1, keepdims=True) @ v).sum(axis=0)
+    np.testing.assert_allclose(fn(q, k, v), want, rtol=1e-4, atol=1e-4)
