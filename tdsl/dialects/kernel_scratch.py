@@ -85,11 +85,17 @@ class ScratchPlan:
     copies: tuple[tuple[int, Instance], ...]
     """Outputs that are copied from a value at the end of its step (an input, a view,
     a value yielded twice)."""
+    unit: int = 0
+    """The itemsize of the group's widest value (0: not known)."""
 
     @property
     def total(self) -> int:
-        """The scratch of one tile, in elements."""
-        return sum(b.elements for b in self.buffers)
+        """The scratch of one tile, in elements of the group's widest dtype: a buffer of
+        a wider dtype (the float32 accumulator of a float16 group) counts as that many
+        such elements (two per float32 element), as the budget's bytes do."""
+        if not self.unit:
+            return sum(b.elements for b in self.buffers)
+        return sum(b.elements * max(1, -(-b.dtype.itemsize // self.unit)) for b in self.buffers)
 
     def slot(self, value: SSAValue, step: int) -> Slot:
         return self.slots[(value, step)]
@@ -418,7 +424,8 @@ def compute_scratch_plan(sched: TileSchedule) -> ScratchPlan:
                 if r not in last_use and r not in hints:
                     release(r)
     buffers = tuple(Buffer(t, n) for t, n in zip(pool.dtypes, pool.sizes, strict=True))
-    return ScratchPlan(buffers, slots, ops, tuple(copies))
+    unit = max((dtype(v).itemsize for v in body.dims), default=0)
+    return ScratchPlan(buffers, slots, ops, tuple(copies), unit)
 
 
 def _declares_workspaces(s: StructuredOpInterface) -> bool:

@@ -422,3 +422,19 @@ def test_auto_runs_numpy_where_the_native_loops_would_break_the_budget() -> None
     # with a budget the loops fit, auto compiles natively
     roomy = JITTensorKernel(memory_budget=1_000_000, target="auto", threads=1)
     assert roomy.compile(text, shapes=shapes, dtypes="f32").target == "native"
+
+
+@pytest.mark.parametrize("text", ["var(y, axis=1)", "logsumexp(y, axis=1)", "layernorm(y)"])
+def test_a_float16_group_counts_its_float32_scratch_twice(text: str) -> None:
+    """A float16 reduction accumulates in float32: its scratch counted as float16
+    elements took 331,816 bytes at budget 70,000 (bound 205,536; found by fuzzing the
+    JIT).  The plan counts a float32 element as two of the group's."""
+    rng = np.random.default_rng(0)
+    y = rng.uniform(0.5, 1.5, (128, 512)).astype(np.float16)
+    for budget in (20_000, 70_000):
+        kernel = JITTensorKernel(budget, threads=1, target="numpy", cache_dir=False).compile(
+            text, {"y": y.shape}, "f16"
+        )
+        need, _ = least_need_of(kernel)
+        peak, out = measure_peak(kernel, y)
+        assert peak - out.nbytes <= max(budget, need) * 2 + numpy_buffers(1, 2), budget
