@@ -189,7 +189,18 @@ class TdslBudgetError(TdslError):
 
 
 class TdslOptionError(TdslError):
-    """A bad option given to a pass, a target or the JIT."""
+    """A bad option given to a pass, a target or the JIT (or a bad argument to one of the
+    library's stage functions: :func:`check_argument`)."""
+
+
+def check_argument(value: object, kind: type | tuple[type, ...], what: str) -> None:
+    """A :class:`TdslOptionError` where ``value`` (``what``, such as "the module given
+    to `fuse`") is not of ``kind``, naming the type given."""
+    if not isinstance(value, kind):
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        names = " or ".join(k.__name__ for k in kinds)
+        given = f"{type(value).__name__} ({value!r:.60})"
+        raise TdslOptionError(f"{what} must be a {names}, not a {given}")
 
 
 class TdslNativeError(TdslError):
@@ -269,6 +280,7 @@ __all__ = [
     "TdslSyntaxError",
     "TdslTypeError",
     "TdslWarning",
+    "check_argument",
     "collecting_warnings",
     "format_diagnostic",
     "index_error",

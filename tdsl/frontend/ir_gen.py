@@ -51,7 +51,14 @@ from xdsl.utils.exceptions import VerifyException
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.structured import ELEMENT_TYPES
 from tdsl.dtypes import WEAK_PARAMS
-from tdsl.errors import SourceLocation, TdslIRError, TdslNameError, TdslOptionError, TdslTypeError
+from tdsl.errors import (
+    SourceLocation,
+    TdslIRError,
+    TdslNameError,
+    TdslOptionError,
+    TdslTypeError,
+    check_argument,
+)
 from tdsl.frontend.ast import (
     Expression,
     Kernel,
@@ -333,6 +340,9 @@ def to_tensordsl(
     For a program, the signatures give shapes and dtypes and both are ignored.
     Raises a :class:`~tdsl.errors.TdslError` subclass on any bad input.
     """
+    check_argument(source, (str, Expression, Program), "the source given to `to_tensordsl`")
+    if shapes is not None:
+        check_argument(shapes, Mapping, "`shapes` (input names to shapes)")
     tree = source if isinstance(source, Expression | Program) else parse(source, filename)
     return lower(tree, shapes, dtypes)
 

@@ -30,7 +30,7 @@ import math
 
 from tdsl.dtypes import DTYPE_ALIASES, WEAK_PARAMS
 from tdsl.dtypes import DTYPES as ELEMENT_DTYPES
-from tdsl.errors import TdslSyntaxError, TdslTypeError
+from tdsl.errors import TdslSyntaxError, TdslTypeError, check_argument
 from tdsl.frontend.ast import (
     Assign,
     BinOp,
@@ -82,6 +82,7 @@ def parse(source: str, filename: str = "<expr>") -> Expression | Program:
     Raises :class:`~tdsl.errors.TdslSyntaxError` (or, for an unknown dtype in a
     signature, :class:`~tdsl.errors.TdslTypeError`) pointing at the culprit.
     """
+    check_argument(source, str, "the source given to `parse`")
     src = Source(source, filename)
     return _Parser(src, tokenize(src)).parse_source()
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from tdsl.defaults import positive_int
-from tdsl.errors import TdslOptionError
+from tdsl.errors import TdslOptionError, check_argument
 from tdsl.jit.arg_inference import infer
 from tdsl.jit.cache import (
     CacheInfo,
@@ -231,6 +231,7 @@ class JITTensorKernel:
             checked = {k: shape_of(f"shapes[{k!r}]", s) for k, s in shapes.items()}
             shape_key = ("by name", *sorted(checked.items()))
         elif shapes is not None:
+            check_argument(shapes, (tuple, list), "`shapes` (by input name or in order)")
             checked = tuple(shape_of(f"shapes[{i}]", s) for i, s in enumerate(shapes))
             shape_key = checked
         chosen = self._chosen(options)
@@ -413,7 +414,7 @@ def compile(
     options = JitOptions(
         memory_budget,
         tile_size,
-        tuple(tile_sizes),
+        cast(Any, tile_sizes),  # (checked and made a tuple by JitOptions)
         default_threads() if threads is None else threads,
         default_target() if target is None else target,
     )

@@ -55,7 +55,7 @@ import textwrap
 from collections.abc import Callable, Generator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Generic, ParamSpec, TypeVar, overload
+from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
 
 from tdsl.dtypes import WEAK_PARAMS
 from tdsl.errors import (
@@ -434,7 +434,7 @@ def jit_options(
     return JitOptions(
         memory_budget if memory_budget is not None else (base.memory_budget if base else None),
         tile_size,
-        tuple(tile_sizes),
+        cast(Any, tile_sizes),  # (checked and made a tuple by JitOptions)
         threads if threads is not None else (base.threads if base else default_threads()),
         target if target is not None else (base.target if base else default_target()),
     )

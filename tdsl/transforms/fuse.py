@@ -76,6 +76,7 @@ from tdsl.errors import (
     SourceLocation,
     TdslBudgetWarning,
     TdslIRError,
+    check_argument,
     format_diagnostic,
     plural,
     warn,
@@ -228,6 +229,7 @@ def rewrite_block(
 
 def fuse(module: ModuleOp, memory_budget: int = DEFAULT_MEMORY_BUDGET) -> ModuleOp:
     """A fused clone of ``module`` (``module`` itself is left untouched)."""
+    check_argument(module, ModuleOp, "the module given to `fuse`")
     check_memory_budget(memory_budget)
     clone = module.clone()
     FusePass(memory_budget=memory_budget).apply(Context(), clone)
@@ -501,6 +503,7 @@ def fusion_report(
     default, and each group's remark gives the tiles and scratch the input records.
     ``fallback_budget`` is the pass's option of that name.
     """
+    check_argument(module, ModuleOp, "the module given to `fusion_report`")
     originals: dict[Operation, Operation] = {}
     tile_ops: dict[Operation, TileOp] = {}
     root: ModuleOp = module
@@ -536,6 +539,7 @@ def explain_fusion(
     Each op is placed by ``locate`` when given, else by its ``loc(...)``
     location, else named by its SSA result and op name.
     """
+    check_argument(module, ModuleOp, "the module given to `explain_fusion`")
     return fusion_report(module, memory_budget, fallback_budget).render(locate)
 
 

@@ -93,7 +93,13 @@ from tdsl.dialects.structured import (
     element_type,
     is_constant,
 )
-from tdsl.errors import TdslBudgetError, TdslIRError, TdslOptionError, internal_error
+from tdsl.errors import (
+    TdslBudgetError,
+    TdslIRError,
+    TdslOptionError,
+    check_argument,
+    internal_error,
+)
 from tdsl.transforms.iteration_space import require_structured
 from tdsl.transforms.tile_choice import Tiling, choose_tiles, min_scratch, try_tiles
 from tdsl.transforms.tile_decompose import decompose_in_place, decomposed_copy
@@ -152,6 +158,8 @@ def tile(
     Raises :class:`TdslOptionError` for bad options and :class:`TdslBudgetError`
     when one op alone cannot fit the budget.
     """
+    check_argument(module, ModuleOp, "the module given to `tile`")
+    check_argument(tile_sizes, (tuple, list), "`tile_sizes` (a size per dim)")
     sizes = tuple(tile_sizes)
     check_tile_options(memory_budget, tile_size, sizes)
     clone = module.clone()

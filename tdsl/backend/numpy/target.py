@@ -54,11 +54,12 @@ from xdsl.utils.target import Target
 
 from tdsl.backend.numpy.load import load_numpy
 from tdsl.backend.numpy.module import emit_module
-from tdsl.errors import TdslOptionError
+from tdsl.errors import TdslOptionError, check_argument
 
 
 def emit_numpy(module: ModuleOp, threads: int = 1) -> str:
     """The Python source computing every ``func.func`` of ``module`` with NumPy."""
+    check_argument(module, ModuleOp, "the module given to `emit_numpy`")
     if not isinstance(threads, int) or threads < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TdslOptionError(f"numpy target: threads must be a positive integer, got {threads!r}")
     return emit_module(module, threads)

@@ -434,3 +434,39 @@ def test_an_unknown_ir_stage_lists_the_stages() -> None:
     kernel = tdsl.compile("relu(A) + 1", shapes={"A": (3,)}, target="numpy")
     with pytest.raises(KeyError, match=r"no IR stage 'nope'; the stages: tensordsl, .*tiled"):
         kernel.ir["nope"]
+
+
+def _fused() -> Any:
+    return tdsl.fuse(tdsl.to_tensordsl("x + 1", shapes={"x": (4,)}))
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: tdsl.compile("x+1", {"x": (4,)}, tile_sizes=4), "tile_sizes must be a sequence"),
+        (
+            lambda: tdsl.trace(lambda a: a + 1, tile_sizes=4)(np.ones(4)),
+            "tile_sizes must be a sequence",
+        ),
+        (lambda: tdsl.function(tile_sizes=4), "tile_sizes must be a sequence"),
+        (lambda: tdsl.tile(_fused(), tile_sizes=4), "`tile_sizes` (a size per dim) must be"),
+        (lambda: tdsl.tile(None), "the module given to `tile` must be a ModuleOp"),
+        (lambda: tdsl.parse(None), "the source given to `parse` must be a str"),
+        (lambda: tdsl.to_tensordsl(None), "the source given to `to_tensordsl` must be"),
+        (lambda: tdsl.to_tensordsl("x+1", shapes=[(4,)]), "`shapes` (input names to shapes)"),
+        (lambda: tdsl.fuse(None), "the module given to `fuse` must be a ModuleOp"),
+        (lambda: tdsl.emit_numpy(None), "the module given to `emit_numpy` must be"),
+        (lambda: tdsl.fusion_report(None), "the module given to `fusion_report` must be"),
+        (lambda: tdsl.explain_fusion("x"), "the module given to `explain_fusion` must be"),
+        (
+            lambda: tdsl.JITTensorKernel().compile_ir("func.func @main() {\n  func.return\n}", 5),
+            "`shapes` (by input name or in order) must be a tuple or list",
+        ),
+    ],
+)
+def test_a_wrong_argument_type_is_an_option_error(call: Any, message: str) -> None:
+    """Each was a bare TypeError or AttributeError from inside tdsl (found by fuzzing the
+    library's API)."""
+    with pytest.raises(TdslOptionError) as caught:
+        call()
+    assert message in str(caught.value)
