@@ -149,7 +149,12 @@ def _outline(module: ModuleOp, fn: func.FuncOp, block: Block) -> None:
         parts.append((start, len(ops)))
     anchor: Operation = fn
     for n, (first, end) in enumerate(parts):
-        made = _outline_part(fn, block, ops[first:end], f"{fn.sym_name.data}_part{n}")
+        name, k = f"{fn.sym_name.data}_part{n}", 0
+        taken = {op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp)}
+        while name in taken:  # (a user's function of that name)
+            k += 1
+            name = f"{fn.sym_name.data}_part{n}_{k}"
+        made = _outline_part(fn, block, ops[first:end], name)
         if made is not None:
             module.body.block.insert_op_after(made, anchor)
             anchor = made

@@ -769,3 +769,37 @@ def test_the_lowered_function_keeps_the_source_location_of_the_kernel() -> None:
     with pytest.raises(TdslIRError, match="@k is loops-stage IR") as caught:
         emit_numpy(module)
     assert caught.value.op is fn
+
+
+def test_a_users_function_named_like_a_helper_keeps_its_name() -> None:
+    """``@main`` beside a user's ``@main_g0``: the group function of ``@main`` was named
+    ``@main_g0`` too, and the loops did not verify ("Redefinition of symbol"; found by
+    fuzzing the driver).  Helpers take a free name; both functions run."""
+    from xdsl.context import Context
+    from xdsl.dialects.builtin import Builtin, ModuleOp
+    from xdsl.dialects.func import Func
+    from xdsl.parser import Parser
+
+    from tdsl.dialects.kernel import Kernel
+    from tdsl.dialects.tensordsl import TensorDSL
+    from tdsl.runtime.native import NativeProgram
+    from tdsl.transforms.fuse import fuse
+    from tdsl.transforms.tile import tile
+
+    text = (
+        "func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {\n"
+        "  %0 = tensordsl.relu %x : tensor<4x8xf32>\n"
+        "  func.return %0 : tensor<4x8xf32>\n}\n"
+        "func.func @main_g0(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {\n"
+        "  %0 = tensordsl.exp %x : tensor<4x8xf32>\n"
+        "  func.return %0 : tensor<4x8xf32>\n}\n"
+    )
+    ctx = Context()
+    for dialect in (Builtin, Func, TensorDSL, Kernel):
+        ctx.load_dialect(dialect)
+    module = Parser(ctx, text).parse_module()
+    assert isinstance(module, ModuleOp)
+    program = NativeProgram.from_tiled(tile(fuse(module)))
+    x = np.linspace(-2, 2, 32, dtype=np.float32).reshape(4, 8)
+    np.testing.assert_array_equal(program.functions["main"](x), np.maximum(x, 0))
+    np.testing.assert_allclose(program.functions["main_g0"](x), np.exp(x), rtol=1e-6)
