@@ -32,6 +32,13 @@ def element_type_of(dtype: DTypeLike) -> Attribute:
             f"(`{bits}`) or its bits (`i{8 * int(dtype[1])}`)"
         )
     resolved = _numpy_dtype(dtype)
+    if resolved is not None and not resolved.isnative:
+        raise TdslTypeError(
+            f"dtype {_show_dtype(cast(Any, dtype))} is in non-native byte order "
+            f"({resolved.str}): a compiled kernel computes on native-order arrays; name "
+            f"`{resolved.newbyteorder('=').name}` and convert arrays with "
+            "`a.astype(a.dtype.newbyteorder('='))`"
+        )
     short = None if resolved is None else SHORT_NAMES.get(resolved.name)
     if short is None:
         raise TdslTypeError(

@@ -101,10 +101,12 @@ def dtype_key(dtype: object) -> object:
     if isinstance(dtype, str) and (dtype in DTYPES or dtype in AMBIGUOUS_CODES):
         return dtype  # (the frontend refuses `i8`, NumPy's int64 and MLIR's 8-bit integer)
     try:
-        name = np.dtype(cast(Any, dtype)).name
+        resolved = np.dtype(cast(Any, dtype))
     except (TypeError, ValueError):
         return dtype
-    return ELEMENT_NAMES.get(name, dtype)
+    if not resolved.isnative:
+        return dtype  # (the frontend refuses `>f4`: kernels compute in native byte order)
+    return ELEMENT_NAMES.get(resolved.name, dtype)
 
 
 def shape_of(name: str, shape: object) -> tuple[int, ...]:

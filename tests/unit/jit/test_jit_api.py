@@ -17,6 +17,7 @@ from tdsl.errors import (
     TdslNameError,
     TdslOptionError,
     TdslSyntaxError,
+    TdslTypeError,
 )
 from tdsl.jit import (
     CompiledKernel,
@@ -393,6 +394,15 @@ def test_one_shot_refuses_non_native_byte_order() -> None:
     # a traced function's argument too (it was a parse error of the dtype, `>`)
     with pytest.raises(TdslCallError, match=r"argument `q` has non-native byte order \(>f8\)"):
         tdsl.trace(lambda q: q * 2)(swapped)
+
+
+@pytest.mark.parametrize("dtype", [">f4", ">i8", np.dtype(">f8")], ids=str)
+def test_a_compile_for_non_native_byte_order_is_refused(dtype: Any) -> None:
+    """``dtypes=">f4"`` compiled for ``<f4``, and the call with the ``>f4`` array it named
+    then failed with "wrong dtype" (found by fuzzing the API): it is refused, saying
+    what to name and how to convert."""
+    with pytest.raises(TdslTypeError, match=r"non-native byte order .*name `(float|int)"):
+        tdsl.compile("x + 1", {"x": (4,)}, dtype)
 
 
 def test_a_float_budget_is_refused_saying_an_int_is_needed() -> None:
