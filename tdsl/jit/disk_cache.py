@@ -109,7 +109,10 @@ def resolve_cache_dir(cache_dir: str | os.PathLike[str] | bool | None) -> str | 
             f"cache_dir must be a folder path, None (${CACHE_DIR_VARIABLE}) or False (off), "
             f"got {cache_dir!r}"
         )
-    return os.path.expanduser(os.fspath(cache_dir))
+    path = os.path.expanduser(os.fspath(cache_dir))
+    if "\0" in path:  # (the OS's calls would raise a bare ValueError)
+        raise TdslOptionError(f"cache_dir must be a folder path, got one with a NUL byte: {path!r}")
+    return path
 
 
 def resolve_max_bytes(value: str | None = None) -> int:
@@ -132,7 +135,13 @@ def resolve_max_bytes(value: str | None = None) -> int:
             f"${MAX_BYTES_VARIABLE} must be a size such as 1073741824, 500M or 2G "
             f"(0 for no limit), got {value!r}"
         )
-    return int(amount * _UNITS[unit])
+    size = int(amount * _UNITS[unit])
+    if amount and not size:  # (0.5 bytes is not "no limit")
+        raise TdslOptionError(
+            f"${MAX_BYTES_VARIABLE} is less than one byte ({value!r}): give a size such as "
+            "500M, or 0 for no limit"
+        )
+    return size
 
 
 class DiskCache:

@@ -483,6 +483,9 @@ def test_a_folder_that_cannot_be_written_is_an_option_error(tmp_path: Path) -> N
         JITTensorKernel(cache_dir=blocker)  # (the system says only "File exists")
     with pytest.raises(tdsl.TdslOptionError, match="cache_dir must be a folder path"):
         JITTensorKernel(cache_dir=True)
+    # (a bare ValueError, "embedded null byte"; found by fuzzing the API)
+    with pytest.raises(tdsl.TdslOptionError, match="a folder path, got one with a NUL byte"):
+        JITTensorKernel(cache_dir=str(tmp_path / "a\0b"))
 
 
 def test_a_failed_write_warns_and_the_kernel_runs(
@@ -594,6 +597,10 @@ def test_no_limit_and_bad_sizes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         monkeypatch.setenv("TDSL_CACHE_MAX_BYTES", bad)
         with pytest.raises(TdslOptionError, match="TDSL_CACHE_MAX_BYTES must be a size"):
             jit_in(tmp_path)
+    # less than a byte is no "no limit" (0.5 rounded to 0; found by fuzzing the API)
+    for tiny in ["0.5", "1e-9"]:
+        with pytest.raises(TdslOptionError, match="is less than one byte"):
+            resolve_max_bytes(tiny)
 
 
 def test_a_loaded_native_kernel_reads_strided_inputs_in_variants(
