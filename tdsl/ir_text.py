@@ -22,8 +22,9 @@ from typing import Any, Protocol
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 from xdsl.parser import Parser
+from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 from xdsl.utils.lexer import Input, Span
 
@@ -291,3 +292,29 @@ def first_line(message: str) -> tuple[str, str | None]:
     first, *more = message.strip().splitlines() or [""]
     rest = "\n".join(line for line in more if line.strip())
     return first, rest or None
+
+
+class UniqueNamesPrinter(Printer):
+    """xDSL's printer, but that an SSA name is never printed twice in one scope.
+
+    xDSL 0.75 names the second value of hint ``x`` ``%x_1`` without looking whether
+    hint ``x_1`` (its parser reads ``%x_1_1`` as that) printed ``%x_1`` already:
+    arguments ``x, x_1, x_1_1`` printed ``%x, %x_1, %x_1``, which does not parse.
+    Every name printed is marked used, and a hint skips the suffixes taken."""
+
+    def print_ssa_value(self, value: SSAValue) -> str:
+        hint = value.name_hint
+        if value in self._ssa_values or not hint:
+            return super().print_ssa_value(value)
+        names = self.ssa_names
+        n = names.get(hint, 0)
+        name = hint if n == 0 else f"{hint}_{n}"
+        while n and name in names:
+            n += 1
+            name = f"{hint}_{n}"
+        names[hint] = n + 1
+        names.setdefault(name, 1)
+        self._ssa_values[value] = name
+        self.print_string(f"%{name}")
+        return name
+

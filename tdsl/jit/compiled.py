@@ -246,10 +246,10 @@ def print_located(module: ModuleOp) -> str:
     """``module`` printed with its source locations, as ``loc("file":line:col)``."""
     import io
 
-    from xdsl.printer import Printer
+    from tdsl.ir_text import UniqueNamesPrinter
 
     stream = io.StringIO()
-    Printer(stream=stream, print_debuginfo=True).print_op(module)
+    UniqueNamesPrinter(stream=stream, print_debuginfo=True).print_op(module)
     return stream.getvalue()
 
 

@@ -21,8 +21,9 @@ from xdsl.dialects.builtin import (
     ModuleOp,
 )
 from xdsl.ir import Attribute
-from xdsl.printer import Printer
 from xdsl.targets.mlir import MLIRTarget
+
+from tdsl.ir_text import UniqueNamesPrinter
 
 
 def _is_float_dense(attribute: Attribute) -> bool:
@@ -32,8 +33,9 @@ def _is_float_dense(attribute: Attribute) -> bool:
     return isinstance(element, Float16Type | Float32Type | Float64Type)
 
 
-class ExactFloatPrinter(Printer):
-    """A printer whose dense float attributes always read back bit-exact."""
+class ExactFloatPrinter(UniqueNamesPrinter):
+    """A printer whose dense float attributes always read back bit-exact (and whose SSA
+    names are unique)."""
 
     def print_attribute(self, attribute: Attribute) -> None:
         if _is_float_dense(attribute):

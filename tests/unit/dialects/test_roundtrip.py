@@ -418,3 +418,23 @@ def test_a_splat_stored_once_prints_back_the_same(value: str) -> None:
     (op,) = [o for o in parsed(second).walk() if isinstance(o, td.ConstantOp)]
     want = np.full(2, float(value), np.float32)
     assert op.as_numpy().tobytes() == want.tobytes()
+
+
+def test_names_that_look_like_suffixed_ones_print_unique() -> None:
+    """Arguments ``x, x_1, x_1_1`` printed as ``%x, %x_1, %x_1`` (xDSL's parser reads
+    ``%x_1`` as hint ``x``, and its printer then suffixes without looking), which did
+    not parse, and the return named the wrong argument (found by fuzzing the round
+    trips)."""
+    from tdsl.frontend import to_tensordsl
+    from tdsl.ir_text import UniqueNamesPrinter
+
+    module: Operation = to_tensordsl(
+        "def main(x: f32[2], x_1: f32[2], x_1_1: f32[2]):\n    return x_1_1\n"
+    )
+    for _ in range(3):
+        stream = StringIO()
+        UniqueNamesPrinter(stream=stream).print_op(module)
+        again = stream.getvalue()
+        assert "%x: tensor<2xf32>, %x_1: tensor<2xf32>, %x_1_1: tensor<2xf32>" in again
+        assert "func.return %x_1_1" in again
+        module = parsed(again)
