@@ -317,4 +317,3 @@ class UniqueNamesPrinter(Printer):
         self._ssa_values[value] = name
         self.print_string(f"%{name}")
         return name
-

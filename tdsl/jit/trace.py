@@ -344,6 +344,7 @@ class Traced:
         result = self.python(*call.args, **call.kwargs)
         outputs: list[Tracer] = []
         structure = _outputs(result, outputs, f"what `{self.name}` returned")
+        trace.done = True  # (a traced array the function kept computes nothing more)
         if not outputs:  # (constant for these shapes: returned as it is, no kernel)
             return _Entry(None, tuple(names), (), structure, "", {})
         kernel_name = _identifier(self.name.rsplit(".", 1)[-1])

@@ -76,6 +76,8 @@ class Trace:
     """The weak scalar inputs, to ``float`` or ``int``."""
     operator: bool = False
     """Whether the next ufunc is a Python operator's (``s + 1``, not ``np.add(s, 1)``)."""
+    done: bool = False
+    """Whether the traced function has returned: its arrays compute nothing more."""
     _count: int = 0
 
     def fresh(self, prefix: str = "v") -> str:
@@ -121,6 +123,12 @@ class Trace:
         from tdsl.dialects.structured import numpy_dtype, tensor_shape
         from tdsl.frontend import to_tensordsl
 
+        if self.done:
+            trace_error(
+                "a traced array is used after its traced function returned (kept in a "
+                "list, a global or an attribute): it holds no values; return it instead",
+                TdslCallError,
+            )
         names = [self.fresh() for _ in range(results)]
         used = list(dict.fromkeys(n for t in operands for n in t.refs))
         where = user_location()

@@ -728,6 +728,20 @@ def test_a_refused_line_is_tdsls_error_at_the_users_line() -> None:
     )
 
 
+def test_a_traced_array_kept_past_its_trace_is_refused() -> None:
+    """A traced array the function stored went on building a dead trace: ``np.exp`` of
+    it gave a traced array outside any traced function (found by fuzzing the JIT)."""
+    kept: list[object] = []
+
+    def keep(a):
+        kept.append(a)
+        return a + 1
+
+    np.testing.assert_array_equal(tdsl.trace(keep)(X), X + 1)
+    with pytest.raises(TdslCallError, match="used after its traced function returned"):
+        np.exp(kept[0])
+
+
 def test_an_argument_that_holds_itself_is_refused() -> None:
     """A list inside itself hung the key's walk (found by fuzzing the JIT)."""
     cyclic: list[object] = [X]
