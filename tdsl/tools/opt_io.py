@@ -189,7 +189,12 @@ class OptIO(OptArguments):
         chunks: list[tuple[IO[bytes], int]] = []
         offset = 0
         for piece in pieces:
-            chunks.append((BytesIO(piece), offset))
+            blank = not any(
+                line.strip() and not line.strip().startswith(b"//") for line in piece.splitlines()
+            )
+            # (an empty chunk is an empty module, as mlir-opt reads it)
+            text = b"builtin.module {\n}\n" if blank and extension == "mlir" else piece
+            chunks.append((BytesIO(text), offset))
             offset += piece.count(b"\n")
         return chunks, extension
 

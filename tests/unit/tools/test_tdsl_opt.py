@@ -838,3 +838,15 @@ def test_an_option_of_the_wrong_type_is_named(
     int | None", naming neither the pass nor the option.)"""
     outcome = run_main(capsys, [write(tmp_path, "in.mlir", GOOD), *flags])
     assert_clean_error(outcome, f"error: {message}")
+
+
+def test_an_empty_chunk_is_an_empty_module(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Two separators in a row (or a chunk of comments): an empty module, as mlir-opt reads
+    it ("Could not parse entire input!" at a blank line, exit 1; found by fuzzing)."""
+    path = write(tmp_path, "parts.mlir", f"{GOOD}// -----\n// -----\n// a note\n// -----\n{GOOD}")
+    outcome = run_main(capsys, [path, "--split-input-file"])
+    assert outcome.code == 0, outcome.err
+    assert outcome.out.count("builtin.module {\n}\n") == 2
+    assert outcome.out.count("func.func @main") == 2
