@@ -94,6 +94,8 @@ class TdslOptMain(OptIO):
         self._input_text = None
         self._times = None
         self._reported: list[str] | None = None
+        self._internal = False
+        """Whether an error was an internal one (a bug in tdsl): exit status 2."""
         """The errors of the chunk --verify-expected-errors is checking."""
         super().__init__(description, self._argv)
         if self.args.time_passes:
@@ -326,7 +328,7 @@ class TdslOptMain(OptIO):
             print("Failure, can't shrink")
             raise SystemExit(1)
         if failed:
-            raise SystemExit(1)
+            raise SystemExit(2 if self._internal else 1)
 
     def _check_chunk(
         self, chunk: IO[bytes], file_extension: str, offset: int, output: IO[str]
@@ -391,6 +393,7 @@ class TdslOptMain(OptIO):
             if self.args.verify_diagnostics:
                 print(err)
                 return True
+            self._internal |= err.message.startswith("internal error")
             self._error(self._format_tdsl_error(err))
         except DominanceError as err:
             if self.args.verify_diagnostics:

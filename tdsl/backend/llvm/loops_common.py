@@ -121,7 +121,7 @@ def loops_bug(what: str, op: Operation | None = None) -> TdslIRError:
     """An internal error of the loops lowering, located at ``op`` when given (never a
     bare assert: the JIT's ``auto`` target then runs the numpy target instead)."""
     return TdslIRError(
-        f"internal error: tdsl-lower-to-loops: {what} (target='numpy' computes this expression)",
+        f"internal error: tdsl-lower-to-loops: {what} (the numpy target computes this expression)",
         op=op,
     )
 

@@ -350,7 +350,7 @@ def lower_to_loops(
     except VerifyException as err:
         raise TdslIRError(
             f"internal error: tdsl-lower-to-loops produced IR that does not verify ({err}); "
-            "target='numpy' computes this expression"
+            "the numpy target computes this expression"
         ) from None
 
 

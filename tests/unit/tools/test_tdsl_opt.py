@@ -16,7 +16,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from tdsl.dialects import tensordsl as td
-from tdsl.errors import SourceLocation, TdslBudgetError, TdslSyntaxError
+from tdsl.errors import SourceLocation, TdslBudgetError, TdslSyntaxError, internal_error
 from tdsl.tools.diagnostics import run_tool
 from tdsl.tools.opt_args import pass_flag_aliases, rewrite_pass_flags, unknown_long_options
 from tdsl.tools.tdsl_opt import TdslOptMain, main
@@ -618,6 +618,16 @@ class BuggyPass(ModulePass):
 
 
 @dataclass(frozen=True)
+class InvariantPass(ModulePass):
+    """Finds one of its invariants broken (a bug in tdsl, reported as a TdslIRError)."""
+
+    name = "test-invariant"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        raise internal_error("test-invariant: a group without its plan", op=op)
+
+
+@dataclass(frozen=True)
 class BrokenFrontend:
     """A frontend that rejects every input with a located error."""
 
@@ -639,7 +649,14 @@ class TestMain(TdslOptMain):
 
     def register_all_passes(self) -> None:
         super().register_all_passes()
-        for pass_class in (BreakReturnPass, RewireAddPass, BudgetPass, FailingPass, BuggyPass):
+        for pass_class in (
+            BreakReturnPass,
+            RewireAddPass,
+            BudgetPass,
+            FailingPass,
+            BuggyPass,
+            InvariantPass,
+        ):
             self.register_pass(pass_class.name, _factory(pass_class))
 
     def register_all_frontends(self) -> None:
@@ -720,6 +737,15 @@ def test_internal_error_is_one_line_and_exit_2(
     assert outcome.err == (
         "internal error: RuntimeError: boom (set TDSL_DEBUG=1 for a traceback)\n"
     )
+
+
+def test_a_broken_invariant_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A TdslIRError saying "internal error" is a bug in tdsl too: exit status 2, as the
+    docs say (it was 1, as for an error in the input; found by fuzzing the driver)."""
+    path = write(tmp_path, "in.mlir", GOOD)
+    outcome = run_main(capsys, [path, "-p", "test-invariant"], TestMain)
+    assert outcome.code == 2
+    assert "internal error: test-invariant: a group without its plan" in outcome.err
 
 
 def test_tdsl_debug_lets_the_traceback_through(
