@@ -65,7 +65,7 @@ def chunk_options(kernel: CompiledKernel) -> JitOptions:
 def _describe(value: DaskArray) -> str:
     """``a Dask array of f32[4, 8]`` (``?`` for an unknown extent)."""
     dtype = cast(np.dtype[Any], value.dtype)
-    name = ELEMENT_NAMES.get(dtype.name, dtype.str)
+    name = ELEMENT_NAMES.get(dtype.name, dtype.str) if dtype.isnative else dtype.str
     dims = ", ".join("?" if d != d else str(int(d)) for d in cast(tuple[float, ...], value.shape))
     return f"a Dask array of {name}[{dims}]"
 
@@ -85,8 +85,15 @@ def _check_dask(kernel: CompiledKernel, spec: ArgSpec, value: DaskArray) -> Dask
             f"{where} has the wrong shape: expected {expected}, got {_describe(value)}"
         )
     if value.dtype != spec.dtype:
+        swapped = " (non-native byte order)" if not value.dtype.isnative else ""
         raise TdslCallError(
-            f"{where} has the wrong dtype: expected {expected}, got {_describe(value)}"
+            f"{where} has the wrong dtype: expected {expected}, got {_describe(value)}{swapped}"
+        )
+    meta = getattr(value, "_meta", None)
+    if isinstance(meta, np.ma.MaskedArray):  # (found when computing: under an inner name)
+        raise TdslCallError(
+            f"{where} is a Dask array of numpy.ma.MaskedArray blocks: tdsl computes on plain "
+            "arrays and would ignore the mask; pass `da.ma.filled(x, fill_value)`"
         )
     sizes = cast(tuple[tuple[int, ...], ...], value.chunks)
     if any(0 in dim for dim, n in zip(sizes, value.shape, strict=True) if n):

@@ -513,3 +513,16 @@ def test_a_plan_of_tiny_tiles_is_cut_into_at_most_64_blocks() -> None:
     kernels = [k for k in dict(result.__dask_graph__()) if key_split(k).endswith("_pass3")]
     assert 1 < len(kernels) <= 64
     assert result.compute(scheduler="sync") == want == np.argmax(x[1:-1] * 2.0 - 1)
+
+
+def test_a_masked_or_byte_swapped_dask_array_is_refused_at_the_call() -> None:
+    """A Dask array of masked blocks was taken, and failed only when computed, naming an
+    inner argument (`a0`); a big-endian one was said to be of the very dtype expected
+    (found by fuzzing the API)."""
+    kernel = JITTensorKernel(target="numpy", threads=1).compile("x + 1", {"x": (10, 7)}, "f64")
+    x = da.from_array(A, chunks=(4, 7))
+    with pytest.raises(TdslCallError, match=r"argument `x` .* numpy\.ma\.MaskedArray blocks"):
+        kernel(da.ma.masked_greater(x, 1.0))
+    with pytest.raises(TdslCallError, match=r"got a Dask array of >f8\[10, 7\] \(non-native"):
+        kernel(x.astype(">f8"))
+    np.testing.assert_array_equal(kernel(da.ma.filled(da.ma.masked_greater(x, 9.0), 0)), A + 1)
