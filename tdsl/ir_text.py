@@ -295,12 +295,21 @@ def first_line(message: str) -> tuple[str, str | None]:
 
 
 class UniqueNamesPrinter(Printer):
-    """xDSL's printer, but that an SSA name is never printed twice in one scope.
+    """xDSL's printer, but that an SSA name is never printed twice in one scope, and a
+    string with non-ASCII letters is printed as it is.
 
     xDSL 0.75 names the second value of hint ``x`` ``%x_1`` without looking whether
     hint ``x_1`` (its parser reads ``%x_1_1`` as that) printed ``%x_1`` already:
     arguments ``x, x_1, x_1_1`` printed ``%x, %x_1, %x_1``, which does not parse.
     Every name printed is marked used, and a hint skips the suffixes taken."""
+
+    def print_string_literal(self, string: str) -> None:
+        # (xDSL 0.75 writes non-ASCII as escaped bytes, `"e_\C3\A9.tdsl"`, which its
+        # lexer does not read back: a printable string is written as it is)
+        if not string.isprintable() or string.isascii():
+            super().print_string_literal(string)
+            return
+        self.print_string('"' + string.replace("\\", "\\\\").replace('"', '\\"') + '"')
 
     def print_ssa_value(self, value: SSAValue) -> str:
         hint = value.name_hint

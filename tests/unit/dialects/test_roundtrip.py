@@ -438,3 +438,22 @@ def test_names_that_look_like_suffixed_ones_print_unique() -> None:
         assert "%x: tensor<2xf32>, %x_1: tensor<2xf32>, %x_1_1: tensor<2xf32>" in again
         assert "func.return %x_1_1" in again
         module = parsed(again)
+
+
+def test_a_non_ascii_file_name_in_a_location_prints_back() -> None:
+    """``loc("e_\\C3\\A9.tdsl":1:10)``, xDSL's escaped bytes, did not parse ("Unexpected
+    location syntax"; found by fuzzing the round trips): written as it is, it does."""
+    from tdsl.frontend import to_tensordsl
+    from tdsl.ir_text import UniqueNamesPrinter
+
+    module: Operation = to_tensordsl(
+        "def main(x: f32[4]):\n    return relu(x)\n", filename="e_é.tdsl"
+    )
+    texts = []
+    for _ in range(2):
+        stream = StringIO()
+        UniqueNamesPrinter(stream=stream, print_debuginfo=True).print_op(module)
+        texts.append(stream.getvalue())
+        module = parsed(texts[-1])
+    assert 'loc("e_é.tdsl":2:12)' in texts[0]
+    assert texts[0] == texts[1]
