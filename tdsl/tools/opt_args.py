@@ -10,7 +10,6 @@ import argparse
 import dataclasses
 import difflib
 import functools
-import sys
 import typing
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Literal, NoReturn
@@ -263,8 +262,10 @@ class _PassFlagHelp(argparse.Action):
 
 
 def _usage_error(parser: argparse.ArgumentParser, message: str) -> NoReturn:
-    parser.print_usage(sys.stderr)
-    parser.exit(1, f"{parser.prog}: error: {message}\n")
+    """argparse's error: one line and where to look (its usage ran to 20 lines, of
+    xdsl-opt's flags mostly, before the line that mattered)."""
+    note = f"note: `{parser.prog} --help` lists the options"
+    parser.exit(1, f"{parser.prog}: error: {message}\n{note}\n")
 
 
 def _target_given(argv: list[str]) -> str | None:

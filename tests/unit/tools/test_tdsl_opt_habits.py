@@ -460,3 +460,18 @@ def test_a_malformed_expectation_is_an_error_not_ignored(
     path = write(tmp_path, "typo.mlir", text)
     code, _, err = run(capsys, [path, "--verify-expected-errors"])
     assert code == 1 and f"{path}{problem}" in err
+
+
+def test_an_argparse_error_is_one_line_and_a_note(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``-f bogus`` printed about 20 lines of usage, most of them xdsl-opt's flags, before
+    its error (found by fuzzing the driver)."""
+    path = tmp_path / "in.tdsl"
+    path.write_text("def main(x: f32[4]):\n    return x\n")
+    code, out, err = run(capsys, ["-f", "bogus", str(path)])
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [
+        "tdsl-opt: error: argument -f/--frontend: invalid choice: 'bogus' (choose from tdsl, mlir)",
+        "note: `tdsl-opt --help` lists the options",
+    ]
