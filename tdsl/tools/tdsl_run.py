@@ -104,8 +104,13 @@ def find_function(module: ModuleOp, symbol: str | None) -> FuncOp:
             symbol = names[0]
         else:
             listed = ", ".join(f"@{name}" for name in names) or "none"
+            stage = any(op.name == "llvm.func" for op in module.walk())
+            why = (
+                ": this is LLVM-stage IR, which tdsl-run does not interpret (it runs the "
+                "tensordsl, fused and tiled stages: give it the IR before tdsl-lower-to-loops)"
+            ) * stage
             raise DriverError(
-                f"error: no @main function; choose one with --symbol (functions: {listed})"
+                f"error: no @main function; choose one with --symbol (functions: {listed})" + why
             )
     function = run.find_function(module, symbol)
     if function.is_declaration:

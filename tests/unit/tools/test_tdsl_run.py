@@ -300,3 +300,25 @@ def test_boolean_arguments_can_be_passed(
     assert code == 0, err
     (got,) = parse_results(out)
     np.testing.assert_array_equal(got, np.array([1.0, -2.0], np.float32))
+
+
+def test_llvm_stage_ir_says_what_tdsl_run_runs(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """LLVM-stage IR said "no @main function (functions: none)" though it holds an
+    ``llvm.func @main`` (found by fuzzing the driver)."""
+    from tdsl.tools.tdsl_opt import main as opt_main
+
+    source = tmp_path / "r.tdsl"
+    source.write_text("def main(x: f32[4]):\n    return relu(x) + 1\n")
+    lowered = tmp_path / "r.mlir"
+    pipeline = "tdsl-fuse,tdsl-tile,tdsl-lower-to-loops,tdsl-convert-to-llvm"
+    try:
+        opt_main([str(source), "-p", pipeline, "-o", str(lowered)])
+    except SystemExit as done:
+        assert done.code in (0, None)
+    capsys.readouterr()
+    assert "llvm.func @main" in lowered.read_text()
+    code, _, err = run(capsys, [str(lowered), "--random-args", "0"])
+    assert code == 1
+    assert "this is LLVM-stage IR, which tdsl-run does not interpret" in err
