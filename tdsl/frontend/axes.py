@@ -1,9 +1,10 @@
 """Reductions over a tuple of axes (``sum(x, axis=(0, 2))``), as NumPy reads them, written
 as reductions over one axis each: the language's ops reduce one axis (or all).
 
-``sum``, ``max``, ``min``, ``mean``, ``logsumexp``, ``all`` and ``any`` over
+``sum``, ``max``, ``min``, ``logsumexp``, ``all`` and ``any`` over
 several axes are the same reduction nested, one axis at a time (the last axis first, so
-that the others keep their positions without ``keepdims``); float16 operands of a
+that the others keep their positions without ``keepdims``); ``mean`` is the nested sum
+divided once by the count, as NumPy's; float16 operands of a
 reduction that accumulates in float32 are converted once, before, and the result once,
 after, so nothing rounds to float16 in between.  ``prod`` is over the reduced axes moved last
 and merged, in NumPy's (memory) order.  ``var`` and ``std`` are NumPy's own
@@ -62,6 +63,8 @@ def reduce_over_axes(
         result = _variance(lowering, op, x, axes, keepdims, params, node)
     elif op.ORDERED and len(axes) > 1:
         result = _in_memory_order(lowering, op, x, axes, keepdims, node.span)
+    elif op is td.MeanOp:
+        result = _mean(lowering, x, axes, keepdims, node)
     else:
         result = _nested(lowering, op, x, axes, keepdims, node)
     if wide:
@@ -85,6 +88,19 @@ def _nested(
         added = lowering.binary(td.AddOp, f"`{node.func}`", [x, zero], (node.span,) * 2, node.span)
         x = lowering.tensor(added, node.span)
     return x
+
+
+def _mean(
+    lowering: FunctionLowering, x: TensorValue, axes: Sequence[int], keepdims: bool, node: Call
+) -> TensorValue:
+    """NumPy's ``mean`` over ``axes``: the sum over them, divided once by the count (a
+    mean of means divided on each axis: the mean over (0, 1) of int32 rows of
+    ``INT32_MAX``/``MIN``, whose row means cancel, was 4e-6 off in float64)."""
+    if len(axes) < 2:
+        return _nested(lowering, td.MeanOp, x, axes, keepdims, node)
+    total = _nested(lowering, td.SumOp, x, axes, keepdims, node)
+    count = lowering.literal(float(math.prod(x.shape[a] for a in axes)), total.element, node.span)
+    return lowering.emit(td.DivOp(total.value, count.value), node.span)
 
 
 def _in_memory_order(
@@ -130,7 +146,7 @@ def _variance(
             location=lowering.where(span),
         )
     count = math.prod(x.shape[a] for a in axes)
-    mean = _nested(lowering, td.MeanOp, x, axes, True, node)
+    mean = _mean(lowering, x, axes, True, node)
     deviation = lowering.emit(td.SubOp(x.value, mean.value), span)
     square = lowering.emit(td.MulOp(deviation.value, deviation.value), span)
     total = _nested(lowering, td.SumOp, square, axes, keepdims, node)
