@@ -331,11 +331,12 @@ def compile_llvm(
 ) -> CompiledModule:
     """Compile an ``llvm``-dialect module or LLVM IR text for the host CPU.
 
-    ``guarded`` first optimizes the module in a child process: llvmlite's LLVM is built with assertions, and its loop vectorizer asserts
-    on some copies read through negative strides (a 31x4 float16 ``x[::-1] * 1``:
-    "VPlan cost model and legacy cost model disagreed"), which aborts the process.
-    Where the child dies, the module compiles without loop vectorization, probed the
-    same way; where that dies too, a :class:`NativeCompileError`.
+    ``guarded`` first optimizes the module in a child process: llvmlite's LLVM is built
+    with assertions, and its loop vectorizer asserts on some copies read through
+    negative strides (a 31x4 float16 ``x[::-1] * 1``: "VPlan cost model and legacy cost
+    model disagreed"), which aborts the process.  Where the child dies, the module
+    compiles without loop vectorization, probed the same way; where that dies too, a
+    :class:`NativeCompileError`.
 
     ``unroll`` runs LLVM's loop unroller.  It is off by default: on the small,
     constant trip counts of small arrays it unrolled whole loop nests (a 64x64 ``max``
