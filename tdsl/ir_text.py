@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import struct
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from xdsl.context import Context
@@ -292,6 +292,33 @@ def first_line(message: str) -> tuple[str, str | None]:
     first, *more = message.strip().splitlines() or [""]
     rest = "\n".join(line for line in more if line.strip())
     return first, rest or None
+
+
+@dataclass
+class Names:
+    """One scope's identifiers (a generated Python function's, a module's symbols): hands
+    out unique names."""
+
+    used: set[str] = field(default_factory=set[str])
+
+    def reserve(self, *names: str) -> None:
+        self.used.update(names)
+
+    def fresh(self, hint: str) -> str:
+        """``hint``, or ``hint_1``, ``hint_2``, ... if taken."""
+        name, k = hint, 0
+        while name in self.used:
+            k += 1
+            name = f"{hint}_{k}"
+        self.used.add(name)
+        return name
+
+    def numbered(self, prefix: str) -> str:
+        """The first free ``<prefix><n>``."""
+        n = 0
+        while f"{prefix}{n}" in self.used:
+            n += 1
+        return self.fresh(f"{prefix}{n}")
 
 
 class UniqueNamesPrinter(Printer):

@@ -51,7 +51,6 @@ import importlib
 import os
 import platform
 import struct
-import subprocess
 import sys
 import threading
 from collections import OrderedDict
@@ -391,6 +390,8 @@ def _survives(llvm: Any, text: str, speed_level: int, vectorize: bool, unroll: b
     where the child fails otherwise (the compile here then says why) or does not end
     within :data:`PROBE_SECONDS`.  A fresh interpreter (about 60 ms), not a fork: a fork
     of a process with threads may deadlock (JAX warns of it)."""
+    import subprocess  # (here: most compiles are not probed)
+
     del llvm  # (the child loads its own)
     root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}

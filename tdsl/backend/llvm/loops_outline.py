@@ -44,6 +44,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import IsTerminator
 
 from tdsl.backend.llvm.loops_common import ROLES_ATTR
+from tdsl.ir_text import Names
 
 OUTLINE_OPS = 6_000
 """A function whose body (its ops and theirs) holds more ops than this is outlined."""
@@ -148,12 +149,9 @@ def _outline(module: ModuleOp, fn: func.FuncOp, block: Block) -> None:
     if start is not None and read_until < len(ops) and size >= PART_OPS // 4:
         parts.append((start, len(ops)))
     anchor: Operation = fn
+    symbols = Names({op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp)})
     for n, (first, end) in enumerate(parts):
-        name, k = f"{fn.sym_name.data}_part{n}", 0
-        taken = {op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp)}
-        while name in taken:  # (a user's function of that name)
-            k += 1
-            name = f"{fn.sym_name.data}_part{n}_{k}"
+        name = symbols.fresh(f"{fn.sym_name.data}_part{n}")  # (a user's may have it)
         made = _outline_part(fn, block, ops[first:end], name)
         if made is not None:
             module.body.block.insert_op_after(made, anchor)

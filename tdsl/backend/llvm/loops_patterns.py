@@ -71,6 +71,7 @@ from tdsl.dialects.kernel import TileOp
 from tdsl.dialects.op_interfaces import StridedView, row_major_strides
 from tdsl.dialects.structured import constant_value, element_type, is_constant, tensor_shape
 from tdsl.dialects.tensordsl import ConcatenateOp, TakeOp, is_one_value
+from tdsl.ir_text import Names
 from tdsl.transforms.locations import op_location
 
 DEST_ATTR = "tdsl.loops_dest"
@@ -129,18 +130,9 @@ class Lowering:
                 fn.attributes[name] = DenseArrayBase.from_list(i64, [*int_list(fn, name), *values])
         self.added.clear()
 
-    taken: set[str] = field(default_factory=set[str])
-    """The module's symbol names: a helper's name is made unique among them."""
-
-    def fresh(self, name: str) -> str:
-        """``name``, or with a suffix ``_1``, ``_2``... where a symbol has it already (a
-        user's function ``@main_g0`` beside ``@main``)."""
-        found, n = name, 0
-        while found in self.taken:
-            n += 1
-            found = f"{name}_{n}"
-        self.taken.add(found)
-        return found
+    symbols: Names = field(default_factory=Names)
+    """The module's symbol names: a helper's name is made unique among them (a user's
+    function ``@main_g0`` beside ``@main``)."""
 
     def count(self, fn: str, kind: str) -> int:
         """The next number of helper ``kind`` of function ``fn``: 0, 1, ..."""
@@ -307,7 +299,9 @@ class ConstantToBuffer(_OpPattern):
             main.replace(op, [ref])
             return
         ref = main.add(t, "tmp")
-        name = main.lowering.fresh(f"{main.name}_fill{main.lowering.count(main.name, 'fill') + 1}")
+        name = main.lowering.symbols.fresh(
+            f"{main.name}_fill{main.lowering.count(main.name, 'fill') + 1}"
+        )
         main.helper(name, [ref], lambda c, refs: _fill(c, op, refs[0]))
         main.call(op, name, [ref])
         main.replace(op, [ref])
@@ -331,7 +325,7 @@ class ViewToArgument(_OpPattern):
         if found is None:  # copied row-major first, then read in place
             copy = main.add(memref_of(op.operands[0].type), "tmp")
             pack = f"{main.name}_pack{main.lowering.count(main.name, 'pack')}"
-            main.copy(op, main.lowering.fresh(pack), source, copy)
+            main.copy(op, main.lowering.symbols.fresh(pack), source, copy)
             source = copy
             found = op.layout(shape, row_major_strides(shape))
             if found is None:
@@ -362,7 +356,9 @@ class TakeToCall(_OpPattern):
             main.fn.attributes[ERROR_PLACES_ATTR] = ArrayAttr([*before, StringAttr(str(where))])
         refs = [buffer_of(op.input), buffer_of(op.indices), out, flag]
         refs_ = cast(list[SSAValue], refs)
-        name = main.lowering.fresh(f"{main.name}_take{main.lowering.count(main.name, 'take')}")
+        name = main.lowering.symbols.fresh(
+            f"{main.name}_take{main.lowering.count(main.name, 'take')}"
+        )
         main.helper(name, refs_, lambda c, r: emit_take(c, op, *r))
         main.call(op, name, refs_)
         main.replace(op, [out])
@@ -389,7 +385,7 @@ class ConcatenateToCopies(_OpPattern):
             offset = offsets[k] * strides[op.axis_value]
             main.extend(VIEWS_ATTR, [part.index, joined.index, offset])
             pack = f"{main.name}_pack{main.lowering.count(main.name, 'pack')}"
-            main.copy(op, main.lowering.fresh(pack), source, part)
+            main.copy(op, main.lowering.symbols.fresh(pack), source, part)
         main.replace(op, [joined])
 
 
@@ -407,7 +403,7 @@ class TileToCall(_OpPattern):
         outputs = [main.result_buffer(op, k) for k in range(len(op.outputs))]
         index = main.lowering.count(main.name, "group")
         gname = f"{main.name}_{op.group_name or f'k{index}'}".replace(".", "_")
-        gname = main.lowering.fresh(gname)
+        gname = main.lowering.symbols.fresh(gname)
         after: dict[int, BlockArgument] = {}
         """Outputs BLAS computes in a ``tmp`` argument first: to their strided slices."""
         roles = main.roles
@@ -422,7 +418,7 @@ class TileToCall(_OpPattern):
         read = _blas_views(group, inputs, main.roles)
         for n, i in enumerate(read):  # a BLAS call reads row-major arrays: copy views first
             dst = main.add(memref_of(op.inputs[i].type), "tmp")
-            main.copy(op, main.lowering.fresh(f"{gname}_pack{n}"), inputs[i], dst)
+            main.copy(op, main.lowering.symbols.fresh(f"{gname}_pack{n}"), inputs[i], dst)
             inputs[i] = dst
         if read:
             group = _Group(op, [_strides(a.type) for a in inputs])

@@ -331,7 +331,9 @@ def lower_to_loops(
     _check_group_names(module)
     plan_loops(module)  # the groups without a recorded plan (tdsl-plan-loops) get one
     lowering = Lowering({k: list(v) for k, v in (strides or {}).items()})
-    lowering.taken = {op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp)}
+    lowering.symbols.reserve(
+        *(op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp))
+    )
     patterns: list[RewritePattern] = [FunctionToMemrefs(lowering)]
     patterns += [p(lowering) for p in OP_PATTERNS]
     patterns.append(ReturnToCopies(lowering))

@@ -30,7 +30,7 @@ from tdsl.backend.numpy.group_plan import (
 from tdsl.backend.numpy.group_scope import _all_vars, _emit, _Scope, _Views, _Windows
 from tdsl.backend.numpy.layout import Tiling
 from tdsl.backend.numpy.program import Instr, Var
-from tdsl.backend.numpy.source import Names, Writer, shape_expr
+from tdsl.backend.numpy.source import Writer, shape_expr
 from tdsl.dialects.kernel_plan import (
     Instance,
 )
@@ -39,6 +39,7 @@ from tdsl.dialects.structured import (
 )
 from tdsl.dtypes import dtype_expr
 from tdsl.errors import internal_error
+from tdsl.ir_text import Names
 
 
 def emit_group(group: GroupSource, state: ModuleState, w: Writer, names: Names) -> list[bool]:

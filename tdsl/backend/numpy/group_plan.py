@@ -25,7 +25,7 @@ from tdsl.backend.numpy.lowerings import (
 )
 from tdsl.backend.numpy.program import ConstPool, Instr, TileGen, Var
 from tdsl.backend.numpy.reduction_lowerings import lower_running_product
-from tdsl.backend.numpy.source import FillPool, Names, Writer, scalar_expr
+from tdsl.backend.numpy.source import FillPool, Writer, scalar_expr
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.kernel_plan import (
     GroupBody,
@@ -48,6 +48,7 @@ from tdsl.dialects.structured import (
     tensor_shape,
 )
 from tdsl.errors import TdslIRError, internal_error
+from tdsl.ir_text import Names
 
 
 @dataclass

@@ -16,8 +16,9 @@ import numpy as np
 from tdsl.backend.numpy.group_plan import ModuleState
 from tdsl.backend.numpy.layout import Layout, Tiling
 from tdsl.backend.numpy.program import Instr, Var
-from tdsl.backend.numpy.source import Names, Writer, shape_expr
+from tdsl.backend.numpy.source import Writer, shape_expr
 from tdsl.errors import internal_error
+from tdsl.ir_text import Names
 
 ZERO_BLOCK_LIMIT = 1 << 20
 """Largest zero block (elements) kept for ``relu``; ``np.zeros`` maps it lazily to the zero page."""

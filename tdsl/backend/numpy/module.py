@@ -35,7 +35,6 @@ from xdsl.ir import Operation, SSAValue
 
 from tdsl.backend.numpy.group import GroupSource, ModuleState, emit_group
 from tdsl.backend.numpy.source import (
-    Names,
     Writer,
     array_expr,
     display,
@@ -49,6 +48,7 @@ from tdsl.dialects.kernel_plan import GroupBody, PlanError
 from tdsl.dialects.structured import is_constant, structured
 from tdsl.dtypes import dtype_expr
 from tdsl.errors import TdslIRError
+from tdsl.ir_text import Names
 from tdsl.transforms.locations import op_location
 
 OUT = "out"

@@ -94,32 +94,6 @@ def identifier(hint: str | None, fallback: str) -> str:
 
 
 @dataclass
-class Names:
-    """One Python scope's identifiers: hands out unique names."""
-
-    used: set[str] = field(default_factory=set[str])
-
-    def reserve(self, *names: str) -> None:
-        self.used.update(names)
-
-    def fresh(self, hint: str) -> str:
-        """``hint``, or ``hint_1``, ``hint_2``, ... if taken."""
-        name, k = hint, 0
-        while name in self.used:
-            k += 1
-            name = f"{hint}_{k}"
-        self.used.add(name)
-        return name
-
-    def numbered(self, prefix: str) -> str:
-        """The first free ``<prefix><n>``."""
-        n = 0
-        while f"{prefix}{n}" in self.used:
-            n += 1
-        return self.fresh(f"{prefix}{n}")
-
-
-@dataclass
 class Writer:
     """Lines of Python source with an indentation level."""
 
