@@ -15,7 +15,7 @@ import contextlib
 import warnings
 from collections.abc import Generator
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -137,6 +137,46 @@ def index_error(index: int, axis: int, extent: int, where: str = "") -> TdslInde
         location = SourceLocation(file, int(line), int(rest))
     message = f"index {index} is out of bounds for axis {axis} with size {extent}"
     return TdslIndexError(message, location)
+
+
+def in_source(err: TdslError, filename: str, text: str) -> TdslError:
+    """``err``, found when a kernel ran, with its line of ``text`` (the source compiled
+    as ``filename``) and a caret under the expression there, where it is at a line of
+    that source and has none (the IR's ``loc(...)`` keeps no source text); else ``err``."""
+    place = with_source_line(err.location, filename, text)
+    if place is err.location or place is None:
+        return err
+    return type(err)(err.message, place, note=err.note, op=err.op)
+
+
+def with_source_line(loc: SourceLocation | None, filename: str, text: str) -> SourceLocation | None:
+    """``loc`` with its line of ``text`` (the source compiled as ``filename``) and the
+    length of the expression there, where it is at such a line without one; else ``loc``."""
+    if loc is None or loc.source_line is not None or loc.file != filename:
+        return loc
+    lines = text.splitlines()
+    if not 1 <= loc.line <= len(lines) or not 1 <= loc.column <= len(lines[loc.line - 1]):
+        return loc
+    line = lines[loc.line - 1]
+    return replace(loc, length=_expression_length(line, loc.column - 1), source_line=line)
+
+
+def _expression_length(line: str, start: int) -> int:
+    """The columns of the call or subscript that starts at ``line[start]``: a name, then
+    each bracketed part after it (``take(x, i, axis=0)``, ``x[i, 1:]``); at least 1."""
+    end = start
+    while end < len(line) and (line[end].isalnum() or line[end] in "_."):
+        end += 1
+    while end < len(line) and line[end] in "([":
+        depth = 0
+        for k in range(end, len(line)):
+            depth += (line[k] in "([{") - (line[k] in ")]}")
+            if depth == 0:
+                end = k + 1
+                break
+        else:
+            break  # (unbalanced on this line: the name alone)
+    return max(1, end - start)
 
 
 class TdslSyntaxError(TdslError):
@@ -283,9 +323,11 @@ __all__ = [
     "check_argument",
     "collecting_warnings",
     "format_diagnostic",
+    "in_source",
     "index_error",
     "internal_error",
     "plural",
     "span_location",
     "warn",
+    "with_source_line",
 ]

@@ -37,11 +37,18 @@ from tdsl.dask.tasks import KernelSpec, combine_blocks, pass_block, run_block
 from tdsl.dialects.kernel import TileOp
 from tdsl.dialects.structured import constant_value, numpy_dtype, tensor_shape
 from tdsl.dialects.tensordsl import ConcatenateOp, ReshapeOp, SliceOp, TakeOp, check_indices
-from tdsl.errors import TdslCallError, TdslError, internal_error
+from tdsl.errors import (
+    SourceLocation,
+    TdslCallError,
+    TdslError,
+    internal_error,
+    with_source_line,
+)
 from tdsl.jit.calls import convert_argument
 from tdsl.jit.compiled import ELEMENT_NAMES, ArgSpec, CompiledKernel, type_str
 from tdsl.jit.compiler import COMPILE_LOCK
 from tdsl.jit.options import JitOptions
+from tdsl.transforms.locations import op_location
 
 # Dask's annotations are partial: its modules and arrays are handled as Any here.
 da: Any = dask.array
@@ -300,15 +307,17 @@ def call_dask(kernel: CompiledKernel, given: Sequence[Any], out: Any = None) -> 
                 graph.env[op.result] = _reshape(kernel, graph.env[source], op)
             continue
         if isinstance(op, TakeOp):  # Dask's own take; NumPy indices are checked first
+            # (an error in a task has no driver to locate it: where in the source it is)
+            where = with_source_line(op_location(op), kernel.filename, kernel.expression)
             if op.indices in graph.held:
-                check_indices(graph.held[op.indices], op.extent, op.axis_value)
+                check_indices(graph.held[op.indices], op.extent, op.axis_value, op, where)
             if op.input in graph.held and op.indices in graph.held:
                 graph.held[op.result] = op.evaluate(graph.held[op.input], graph.held[op.indices])
             else:
                 source, indices = (graph.result(v) for v in (op.input, op.indices))
                 # indices known only when computed are checked then, block by block
                 if op.indices not in graph.held:
-                    check = (_checked_indices, op.extent, op.axis_value)
+                    check = (_checked_indices, op.extent, op.axis_value, where)
                     indices = indices.map_blocks(*check, dtype=indices.dtype)
                 graph.env[op.result] = _take(source, indices, op.axis_value)
             continue
@@ -373,11 +382,11 @@ def _function(kernel: CompiledKernel) -> FuncOp:
     raise TdslError(f"kernel `{kernel.name}` has no function in its tiled IR")  # pragma: no cover
 
 
-def _checked_indices(block: Any, extent: int, axis: int) -> Any:
+def _checked_indices(block: Any, extent: int, axis: int, where: SourceLocation | None) -> Any:
     """``block`` of a gather's indices, or a :class:`~tdsl.errors.TdslIndexError` for its
     first index outside the axis, as NumPy words it (Dask's take, given one, failed with
     an ``IndexError`` about a chunk: "index 0 is out of bounds for axis 0 with size 0")."""
-    check_indices(block, extent, axis)
+    check_indices(block, extent, axis, location=where)
     return block
 
 

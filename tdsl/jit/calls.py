@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import builtins
 import keyword
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -44,7 +45,7 @@ import numpy as np
 
 from tdsl.array_types import array_type_of
 from tdsl.dtypes import type_str
-from tdsl.errors import TdslCallError
+from tdsl.errors import TdslCallError, TdslError, in_source
 from tdsl.jit.values import (
     convert_weak,
     describe,
@@ -195,9 +196,15 @@ def call_checked(
         convert_argument(kernel, spec, value)
         for spec, value in zip(kernel.args, given, strict=True)
     ]
-    if out is None:
-        return kernel.function(*arrays)
-    return call_with_out(kernel, arrays, out)
+    try:
+        if out is None:
+            return kernel.function(*arrays)
+        return call_with_out(kernel, arrays, out)
+    except TdslError as err:  # (a gather's bad index: at its line of the source)
+        at = in_source(err, kernel.filename, kernel.expression)
+        if at is err:
+            raise
+        raise at from None
 
 
 def call_generic(kernel: CompiledKernel, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
@@ -412,6 +419,8 @@ def make_calls(kernel: CompiledKernel) -> tuple[Callable[..., Any], Callable[...
         "_tdsl_asarray": np.asarray,
         "_tdsl_f8": _FLOAT64,
         "_tdsl_i8": _INT64,
+        "_tdsl_TE": TdslError,
+        "_tdsl_in_source": in_source,
     }
     checks = ["_tdsl_more", "_tdsl_extra"]
     exact: dict[int, str] = {}
@@ -460,9 +469,8 @@ def make_calls(kernel: CompiledKernel) -> tuple[Callable[..., Any], Callable[...
         f"        return _tdsl_fn({args})\n"
         f"    return _tdsl_out(_tdsl_k, ({args}{',' if len(operands) == 1 else ''}), {OUT})\n"
     )
-    code = (
-        f"def __call__(_tdsl_self, {params}/, *_tdsl_more, {OUT}=None, **_tdsl_extra):\n"
-        f"    if _tdsl_extra:\n"
+    call = (
+        "    if _tdsl_extra:\n"
         + (
             f"        if {names[0]} is _tdsl_M and not _tdsl_more:\n"  # every input by name
             f"            _tdsl_r = _try(_tdsl_extra, {OUT})\n"
@@ -475,14 +483,30 @@ def make_calls(kernel: CompiledKernel) -> tuple[Callable[..., Any], Callable[...
         f"    if ({condition}):\n"
         f"        return _tdsl_slow(_tdsl_self, {given}, _tdsl_more, _tdsl_extra, {OUT})\n"
         f"{run}"
-        f"\n"
-        f"def _try(_tdsl_d, {OUT}=None):\n"
+    )
+    attempt = (
         f"    _tdsl_more = _tdsl_len(_tdsl_d) != {len(names)}\n"
         f"    _tdsl_extra = False\n"
         f"{lookups}"
         f"    if ({strict}):\n"
         f"        return _tdsl_NO\n"
         f"{run}"
+    )
+    # (an error the kernel's run finds, a gather's bad index, gets its source line: a
+    # try costs nothing in Python 3.11 until something is raised)
+    located = (
+        "    except _tdsl_TE as _tdsl_e:\n"
+        "        _tdsl_at = _tdsl_in_source(_tdsl_e, _tdsl_k.filename, _tdsl_k.expression)\n"
+        "        if _tdsl_at is _tdsl_e:\n"
+        "            raise\n"
+        "        raise _tdsl_at from None\n"
+    )
+    code = (
+        f"def __call__(_tdsl_self, {params}/, *_tdsl_more, {OUT}=None, **_tdsl_extra):\n"
+        f"    try:\n{textwrap.indent(call, '    ')}{located}"
+        f"\n"
+        f"def _try(_tdsl_d, {OUT}=None):\n"
+        f"    try:\n{textwrap.indent(attempt, '    ')}{located}"
     )
     exec(builtins.compile(code, f"<tdsl call {kernel.name}>", "exec"), namespace)
     return (

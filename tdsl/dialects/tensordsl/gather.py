@@ -48,7 +48,7 @@ from tdsl.dialects.structured import (
     tensor_type,
 )
 from tdsl.dtypes import BOOL_DTYPE
-from tdsl.errors import TdslIndexError
+from tdsl.errors import SourceLocation, TdslIndexError
 
 IndexTensorConstr = TensorType.constr(
     MessageConstraint(
@@ -65,15 +65,22 @@ def take_shape(shape: Sequence[int], indices: Sequence[int], axis: int) -> tuple
 
 
 def check_indices(
-    indices: np.ndarray[Any, Any], extent: int, axis: int, op: Operation | None = None
+    indices: np.ndarray[Any, Any],
+    extent: int,
+    axis: int,
+    op: Operation | None = None,
+    location: SourceLocation | None = None,
 ) -> None:
     """:class:`TdslIndexError` for the first index outside ``[-extent, extent)``, as NumPy
-    words it (carrying ``op``, the gather, for a driver to locate)."""
+    words it (carrying ``op``, the gather, for a driver to locate, or its ``location``
+    where no driver will: a Dask task's)."""
     bad = (indices < -extent) | (indices >= extent)
     if bad.any():
         first = int(indices[bad].reshape(-1)[0])
         raise TdslIndexError(
-            f"index {first} is out of bounds for axis {axis} with size {extent}", op=op
+            f"index {first} is out of bounds for axis {axis} with size {extent}",
+            location,
+            op=op,
         )
 
 

@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+import tdsl
 from tdsl import JITTensorKernel, TdslCallError
 from tdsl.dask import tasks
-from tdsl.errors import TdslBudgetWarning
+from tdsl.errors import TdslBudgetWarning, TdslIndexError
 from tdsl.runtime.compile import native_unavailable_reason
 
 da = pytest.importorskip("dask.array")
@@ -134,6 +135,23 @@ def test_a_gather_with_an_empty_result_over_chunks() -> None:
     assert jit("take(x, i, axis=2)", x=empty, i=np.array([[2, 0]])).compute().shape == (4, 0, 1, 2)
     with pytest.raises(IndexError, match="index 5 is out of bounds for axis 2 with size 3"):
         jit("take(x, i, axis=2)", x=empty, i=np.array([[5, 0]])).compute()
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_gathers_bad_index_is_located_in_its_source(chunked: bool) -> None:
+    """As on NumPy arrays: ``file:line:col``, the line and a caret, whether the indices are
+    known when the graph is built (NumPy's) or only when a task runs (chunked Dask
+    indices); the error had no location at all."""
+    kernel = tdsl.compile("def f(x: f32[8, 4], i: i64[3]):\n    return take(x, i, axis=0) * 2\n")
+    x = da.from_array(np.ones((8, 4), np.float32), chunks=(4, 4))
+    i = np.array([0, 9, 1])
+    with pytest.raises(TdslIndexError) as info:
+        kernel(x, da.from_array(i, chunks=2) if chunked else i).compute(scheduler="sync")
+    assert str(info.value) == (
+        "<expr>:2:12: error: index 9 is out of bounds for axis 0 with size 8\n"
+        "    return take(x, i, axis=0) * 2\n"
+        "           ^^^^^^^^^^^^^^^^^^"
+    )
 
 
 def test_the_result_is_lazy_until_computed() -> None:

@@ -109,6 +109,34 @@ def test_an_index_out_of_range_is_an_index_error_on_every_target(
     assert isinstance(info.value, IndexError)
 
 
+@pytest.mark.parametrize("target", COMPILED_TARGETS)
+@pytest.mark.parametrize("call", ["fast", "keywords", "out"])
+def test_an_index_error_found_at_run_time_shows_its_source_line(target: str, call: str) -> None:
+    """The IR's ``loc(...)`` keeps no source text, so the run-time error gave only
+    ``file:line:col``; the kernel adds its line and a caret under the gather, as a
+    compile error has, on every call path."""
+    source = "def f(w: f32[10, 4], t: i64[3]):\n    return take(w, t, axis=0) * 2 + w[t, 1:2]\n"
+    kernel = tdsl.compile(source, target=target)
+    bad = np.array([3, 10, 0])
+    with pytest.raises(TdslIndexError) as info:
+        if call == "fast":
+            kernel(W, bad)
+        elif call == "keywords":
+            kernel(t=bad, w=W)
+        else:
+            kernel(W, bad, out=np.empty((3, 4), np.float32))
+    assert str(info.value) == (
+        "<expr>:2:12: error: index 10 is out of bounds for axis 0 with size 10\n"
+        "    return take(w, t, axis=0) * 2 + w[t, 1:2]\n"
+        "           ^^^^^^^^^^^^^^^^^^"
+    )
+    kernel = tdsl.compile(
+        "w[t, 1:2] + 1", {"w": (10, 4), "t": (3,)}, {"w": "float32", "t": "int64"}, target=target
+    )
+    with pytest.raises(TdslIndexError, match=r"(?s)<expr>:1:2: .*\nw\[t, 1:2\] \+ 1\n \^{8}$"):
+        kernel(W, bad)
+
+
 @pytest.mark.parametrize(("text", "column"), [("take(x, 99) * 2", 9), ("take(x, -4, axis=1)", 9)])
 def test_a_literal_index_out_of_range_is_an_error_when_compiling(text: str, column: int) -> None:
     """As ``x[99]`` is: NumPy's words, at the index (``take(x, 99)`` compiled, and each call
