@@ -59,13 +59,13 @@ def reshape_shape(shape: Sequence[int], new: Sequence[int]) -> tuple[int, ...]:
     if unknown:
         if known == 0 or size % known:
             raise ShapeError(
-                f"cannot reshape a tensor of shape {fmt_shape(shape)} ({size} elements) "
+                f"cannot reshape a tensor of shape {tuple(shape)} ({size} elements) "
                 f"into shape {tuple(new)}"
             )
         return tuple(size // known if n == -1 else n for n in new)
     if known != size:
         raise ShapeError(
-            f"cannot reshape a tensor of shape {fmt_shape(shape)} ({size} elements) into "
+            f"cannot reshape a tensor of shape {tuple(shape)} ({size} elements) into "
             f"shape {tuple(new)} ({known} elements)"
         )
     return tuple(new)

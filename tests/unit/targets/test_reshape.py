@@ -130,7 +130,7 @@ def test_a_reshape_in_place_allocates_nothing_beyond_the_output(target: str) -> 
 @pytest.mark.parametrize(
     ("text", "message", "column"),
     [
-        ("reshape(x, (5, -1))", "cannot reshape a tensor of shape 3x8 (24 elements) into", 1),
+        ("reshape(x, (5, -1))", "cannot reshape a tensor of shape (3, 8) (24 elements) into", 1),
         ("reshape(x, (5, 5))", "into shape (5, 5) (25 elements)", 1),
         ("reshape(x, (-1, -1))", "a new shape has extents >= 0 and at most one -1, not", 1),
         ("reshape(x, (2, -3))", "`shape` of `reshape` must be an extent or a tuple", 12),
