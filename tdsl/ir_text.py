@@ -14,16 +14,26 @@ r"""Where operations of IR text stand in it, for errors that point at their line
 
 from __future__ import annotations
 
+import math
 import re
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
+from xdsl.dialects.builtin import (
+    AnyDenseElement,
+    AnyFloat,
+    DenseIntOrFPElementsAttr,
+    FileLineColLoc,
+    IndexType,
+    IntegerType,
+    ModuleOp,
+    RankedStructure,
+)
 from xdsl.ir import Operation, SSAValue
-from xdsl.parser import Parser
+from xdsl.parser import AttrParser, Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 from xdsl.utils.lexer import Input, Span
@@ -109,6 +119,7 @@ class LocatingParser(Parser):
         self.op_spans = {}
         self.failure_span = None
         self._name_stack = []
+        self._dense_elements: list[list[tuple[AttrParser._TensorLiteralElement, int | None]]] = []
 
     @property
     def input(self) -> Input[str]:
@@ -172,6 +183,59 @@ class LocatingParser(Parser):
 
     def _as_str(self, span: Span[str] | Span[bytes]) -> Span[str]:
         return Span(span.start, span.end, self.input)
+
+    # MLIR reads a hexadecimal integer in a float ``dense<...>`` as the float's bits, as
+    # ``0x7FC00000 : f32`` is (and prints NaN and infinity so: ``dense<0x7FC00000>``);
+    # xDSL 0.75 reads its value, 2143289344.0. Each hexadecimal element is noted here and
+    # read as 0, and the attribute made again from the bits (or, in an integer dense,
+    # from the integers)
+
+    def parse_dense_int_or_fp_elements_attr(
+        self, type: RankedStructure[AnyDenseElement] | None
+    ) -> DenseIntOrFPElementsAttr:
+        self._dense_elements.append([])
+        try:
+            attr = super().parse_dense_int_or_fp_elements_attr(type)
+        finally:
+            elements = self._dense_elements.pop()
+        if not any(bits is not None for _, bits in elements):
+            return attr
+        element = attr.get_element_type()
+        values: list[Any] = []
+        for literal, bits in elements:
+            if bits is None:
+                values.append(literal.value)
+            elif isinstance(element, AnyFloat):
+                if literal.is_negative:
+                    self.raise_error(
+                        "a hexadecimal float literal gives the float's bits, which hold its "
+                        "sign: it takes no '-'",
+                        literal.span,
+                    )
+                if bits.bit_length() > element.bitwidth:
+                    self.raise_error(
+                        "Hexadecimal float constant out of range for type", literal.span
+                    )
+                raw = bits.to_bytes(element.compile_time_size, "little")
+                values.append(next(element.iter_unpack(raw)))
+            elif isinstance(element, IntegerType | IndexType):
+                values.append(-bits if literal.is_negative else bits)
+            else:
+                self.raise_error(f"a hexadecimal literal cannot be an element of {element}")
+        if len(values) == 1:  # (a splat)
+            values *= math.prod(attr.get_shape())
+        return DenseIntOrFPElementsAttr.from_list(cast(Any, attr.type), values)
+
+    def _parse_tensor_literal_element(self) -> AttrParser._TensorLiteralElement:
+        literal = super()._parse_tensor_literal_element()
+        bits = None
+        if self._dense_elements:
+            spelling = literal.span.text.lstrip("-").lstrip()
+            if spelling[:2] in ("0x", "0X") and isinstance(literal.value, int):
+                bits = abs(literal.value)
+                literal.value = 0  # (read as its bits or its integer when the type is known)
+            self._dense_elements[-1].append((literal, bits))
+        return literal
 
 
 # --------------------------------------------------------------------------- #

@@ -222,3 +222,56 @@ def test_windows_and_joins_between_groups_compile_from_their_stage(
     a = softmax(h[:, 0:3] @ h[:, 3:6].T)
     b = softmax(h[:, 6:9] @ h[:, 9:12].T)
     matches(kernel(h), np.concatenate((a @ h[:, 0:3], b @ h[:, 6:9]), axis=1))
+
+
+HEX_IR = """\
+func.func @main(%x: tensor<4xf32>, %h: tensor<2xf16>, %d: tensor<2xf64>, %i: tensor<3xi32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<2xf16>, tensor<2xf64>, tensor<3xi32>) {
+  %0 = tensordsl.constant dense<0x7FC00000> : tensor<f32>
+  %1 = tensordsl.add %x, %0 : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %2 = tensordsl.constant dense<[0x7F800000, -1.5, 0xFF800000, 0x00000001]> : tensor<4xf32>
+  %3 = tensordsl.add %x, %2 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %4 = tensordsl.constant dense<0x3C00> : tensor<2xf16>
+  %5 = tensordsl.add %h, %4 : (tensor<2xf16>, tensor<2xf16>) -> tensor<2xf16>
+  %6 = tensordsl.constant dense<[0x7FF0000000000000, 0x8000000000000000]> : tensor<2xf64>
+  %7 = tensordsl.mul %d, %6 : (tensor<2xf64>, tensor<2xf64>) -> tensor<2xf64>
+  %8 = tensordsl.constant dense<[0x10, -0x10, 7]> : tensor<3xi32>
+  %9 = tensordsl.add %i, %8 : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
+  func.return %1, %3, %5, %7, %9 : tensor<4xf32>, tensor<4xf32>, tensor<2xf16>, tensor<2xf64>, tensor<3xi32>
+}
+"""
+
+
+@pytest.mark.parametrize("target", ["numpy", "native"])
+def test_hexadecimal_floats_in_dense_constants_are_their_bits(target: str) -> None:
+    """As MLIR reads them (and prints NaN and infinity): ``dense<0x7FC00000> : tensor<f32>``
+    is NaN, not 2143289344.0 (xDSL's parser read the integer's value); integers keep their
+    value."""
+    kernel = JITTensorKernel(target=target, threads=1).compile_ir(HEX_IR)
+    x = np.zeros(4, np.float32)
+    got = kernel(x, np.ones(2, np.float16), np.ones(2), np.zeros(3, np.int32))
+    np.testing.assert_array_equal(got[0], np.full(4, np.nan, np.float32))
+    tiny = np.array([1], np.uint32).view(np.float32)[0]  # (the bits 0x00000001)
+    np.testing.assert_array_equal(got[1], np.array([np.inf, -1.5, -np.inf, tiny], np.float32))
+    np.testing.assert_array_equal(got[2], np.full(2, 2.0, np.float16))
+    np.testing.assert_array_equal(got[3], np.array([np.inf, -0.0]))
+    assert np.signbit(got[3][1])
+    np.testing.assert_array_equal(got[4], np.array([16, -16, 7], np.int32))
+
+
+@pytest.mark.parametrize(
+    ("literal", "message"),
+    [
+        (
+            "dense<-0x7FC00000> : tensor<2xf32>",
+            "a hexadecimal float literal gives the float's bits",
+        ),
+        ("dense<[0x7FC00000, 1.0]> : tensor<2xf16>", "Hexadecimal float constant out of range"),
+    ],
+)
+def test_a_hexadecimal_float_that_is_no_bit_pattern_is_a_located_error(
+    literal: str, message: str
+) -> None:
+    ir = f"func.func @main() -> tensor<2xf32> {{\n  %0 = tensordsl.constant {literal}\n}}\n"
+    with pytest.raises(TdslIRError, match=message) as info:
+        JITTensorKernel().compile_ir(ir)
+    assert info.value.location is not None and info.value.location.line == 2
