@@ -4,10 +4,14 @@ adds 9223372036854775808 to a float array), floats in float64."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
+from tdsl.dialects import tensordsl as td
 from tdsl.errors import TdslIRError
 from tdsl.frontend.functions import OPERATOR_OPS
+from tdsl.frontend.values import LiteralValue, Value, WeakValue
 
 _EXACT_BITS = 4096
 """The widest integer literal arithmetic folds to (far beyond any dtype's range)."""
@@ -31,6 +35,10 @@ def _fold_ints(op: str, a: int, b: int) -> int | None:
             return 0 if b == 0 else a % b
         case "^":
             return a ^ b
+        case "&":
+            return a & b
+        case "|":
+            return a | b
         case "**" if b >= 0:
             if abs(a) > 1 and b * max(a.bit_length() - 1, 1) > _EXACT_BITS:
                 raise OverflowError(f"{a} ** {b} has more than {_EXACT_BITS} bits")
@@ -70,4 +78,19 @@ def fold(op: str, a: int | float, b: int | float) -> int | float:
     return int(value) if np.dtype(value.dtype).kind == "i" else float(value)
 
 
-__all__ = ["fold"]
+def python_int_bitwise(op: str, args: Sequence[Value]) -> type[td.BinaryOp] | None:
+    """The op of ``&`` or ``|`` between Python ints (integer literals, weak integers):
+    bitwise, computed as NumPy computes Python ints (a boolean ``&`` takes arrays of
+    booleans); None for any other operator or operands."""
+    if op not in ("&", "|"):
+        return None
+    if not all(
+        (isinstance(v, LiteralValue) and type(v.value) is int)
+        or (isinstance(v, WeakValue) and v.integer)
+        for v in args
+    ):
+        return None
+    return td.BitwiseAndOp if op == "&" else td.BitwiseOrOp
+
+
+__all__ = ["fold", "python_int_bitwise"]

@@ -55,7 +55,7 @@ from tdsl.frontend.functions import (
 )
 from tdsl.frontend.integer_power import integer_power
 from tdsl.frontend.joins import JOINS, SPLITS, lower_join, lower_split, lower_take
-from tdsl.frontend.literals import fold
+from tdsl.frontend.literals import fold, python_int_bitwise
 from tdsl.frontend.mixed_compare import booleans_with_int, compare_mixed, compare_python_int
 from tdsl.frontend.subscripts import lower_subscript
 from tdsl.frontend.values import (
@@ -105,9 +105,8 @@ class FunctionLowering(CallParams):
     # ---------------------------------------------------------------- helpers
 
     def location(self, span: Span) -> FileLineColLoc:
-        return FileLineColLoc(
-            StringAttr(self.source.filename), IntAttr(span.line), IntAttr(span.column)
-        )
+        line, column = IntAttr(span.line), IntAttr(span.column)
+        return FileLineColLoc(StringAttr(self.source.filename), line, column)
 
     def where(self, span: Span) -> SourceLocation:
         return self.source.location(span)
@@ -221,8 +220,7 @@ class FunctionLowering(CallParams):
         return [self.to_element(v, element, s, wrap) for v, s in operands]
 
     def tensor(self, value: Value, span: Span) -> TensorValue:
-        """``value`` as a tensor; a lone literal or weak scalar is a float64 (an integer
-        one an int64, as ``np.asarray(1)``)."""
+        """``value`` as a tensor; a lone literal or weak scalar a float64 (or int64)."""
         if isinstance(value, TupleValue):
             raise TdslTypeError(
                 "a tuple is not a result: return its items (`return a, b`), or join them",
@@ -251,7 +249,7 @@ class FunctionLowering(CallParams):
                 args = [a, LiteralValue(float(n.value), n.span)]
             elif power := integer_power(self, args, (spans[0], spans[1]), span):
                 return WeakValue(power.value, True)
-        what = f"`{op_class.OPERATOR}`"
+        what = f"`{op_class.OPERATOR or op_class.FUNCTION}`"
         a, b = self.unify(list(zip(args, spans, strict=True)), op_class, what, span)
         result = self.emit(op_class(a.value, b.value), span)
         return WeakValue(result.value, is_int(result.element))
@@ -326,7 +324,8 @@ class FunctionLowering(CallParams):
                 return self.emit(td.NotOp(arg.value), node.span)
             case BinOp(op=op, lhs=lhs, rhs=rhs):
                 a, b = args
-                arithmetic = not issubclass(OPERATOR_OPS[op], td.CompareOp | td.LogicalOp)
+                op_class = python_int_bitwise(op, args) or OPERATOR_OPS[op]  # (`s & 1`)
+                arithmetic = not issubclass(op_class, td.CompareOp | td.LogicalOp)
                 if arithmetic and isinstance(a, LiteralValue) and isinstance(b, LiteralValue):
                     try:
                         return LiteralValue(fold(op, a.value, b.value), node.span)
@@ -342,7 +341,7 @@ class FunctionLowering(CallParams):
                             self.where(node.span),
                         ) from None
                 if arithmetic and not isinstance(a, TensorValue) and not isinstance(b, TensorValue):
-                    return self.weak(OPERATOR_OPS[op], args, (lhs.span, rhs.span), node.op_span)
+                    return self.weak(op_class, args, (lhs.span, rhs.span), node.op_span)
                 if (
                     op == "**"
                     and isinstance(a, TensorValue)
@@ -453,8 +452,9 @@ class FunctionLowering(CallParams):
                 raise TdslTypeError(err.message, self.where(node.span)) from None
 
     def booleans(self, what: str, args: Sequence[Value], spans: Sequence[Span]) -> None:
-        """Refuse a non-boolean operand of a logical operator (``&``, ``|``, ``~``)."""
-        for value, at in zip(args, spans, strict=True):
+        """Refuse a non-boolean operand of ``&``, ``|`` or ``~`` (blamed before a Python int)."""
+        ints_last = sorted(zip(args, spans, strict=True), key=lambda p: self.weak_kind(p[0]) is int)
+        for value, at in ints_last:
             if not isinstance(value, TensorValue) or value.element != BOOL:
                 raise TdslTypeError(
                     f"{what} takes booleans or integers, not {self.describe(value)}: compare "

@@ -265,6 +265,10 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
             refs = tuple(dict.fromkeys(n for t in operands for n in t.refs))
             dtype = np.float64 if floats else np.int64
             return Tracer(trace, expr, (), dtype, refs)
+        if operands and all(t.weak for t in operands) and name in UFUNC_OPERATORS:
+            # a ufunc called by name on Python numbers gives a NumPy scalar (np.add(s, 1)
+            # is an int64), where the operator's spelling alone would be weak again
+            expr = f"astype({expr}, {'float64' if floats else 'int64'})"
         return trace.emit(expr, operands)[0]
 
     def __pow__(self, other: Any) -> Any:

@@ -174,6 +174,33 @@ def test_an_int_to_an_int_power_is_pythons_and_numpys_ufuncs_are_strong(jit_targ
     _same(tdsl.trace(lambda x: round(x, 1))(X), np.round(X, 1))  # an array's: NumPy's
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        *("add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "remainder"),
+        *("bitwise_and", "bitwise_or", "bitwise_xor"),
+    ],
+)
+def test_each_operator_ufunc_by_name_on_python_numbers_is_strong(
+    jit_target: str, name: str
+) -> None:
+    """``np.add(s, 1)`` of a Python int is an ``int64``: ``x * np.add(s, 1)`` of an int32
+    ``x`` is int64, and does not wrap at 2**31 (the tracer spelled it ``(s + 1)``, weak
+    again: int32, 0 for 2**32; float16 for a float ``s`` where NumPy gives float64)."""
+    ufunc = getattr(np, name)
+
+    def fn(x, s):
+        return x * ufunc(s, 3)
+
+    for x, s in ((np.array([2**30, 3], np.int32), 7), (np.array([1.5, 2.0], np.float16), 2.5)):
+        if name.startswith("bitwise") and isinstance(s, float):
+            continue
+        want = fn(x, s)
+        got = tdsl.trace(fn)(x, s)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
 def test_a_split_into_one_part_is_a_tuple_of_one() -> None:
     """picoGPT splits heads with ``np.split(x, n_head, axis=-1)``: at ``n_head=1`` the one
     part was bound as the tuple itself, a located error (found by fuzzing)."""

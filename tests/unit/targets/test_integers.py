@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from all_targets import TARGETS, run_on
+from all_targets import COMPILED_TARGETS, TARGETS, run_on
 from round_trips import assert_round_trips
 
 from tdsl import lang
@@ -202,6 +202,27 @@ def test_a_power_of_integers_by_a_run_time_exponent_says_what_to_write(text: str
         to_tensordsl(text, shapes={"x": (4,)}, dtypes={"x": "float32", "n": int})
     assert "depends on an exponent known only at call time" in str(err.value)
     assert "`2.0 ** n`" in str(err.value)
+
+
+@pytest.mark.parametrize("target", COMPILED_TARGETS)
+@pytest.mark.parametrize(
+    "text", ["a * (3 & 6)", "a * (1 | 2)", "a * (s & 6)", "a * (s | t)", "a * (-s | 1)", "s & a"]
+)
+def test_and_and_or_of_python_ints_are_bitwise_and_weak(target: str, text: str) -> None:
+    """``&`` and ``|`` of integer literals or weak integers are NumPy's (Python's) bitwise
+    operators, and the result stays weak: ``a * (s & 6)`` keeps ``a``'s int32 (they were
+    refused: "`&` takes booleans or integers, not int")."""
+    arrays: dict[str, Any] = {"a": A32[:5], "s": 5, "t": 6}
+    used = {k: v for k, v in arrays.items() if k in text}
+    want = numpy_result(text, used)
+    got = JITTensorKernel(target=target, threads=1)(text, **used)  # (s, t: Python ints)
+    assert got.dtype == want.dtype == np.int32
+    np.testing.assert_array_equal(got, want)
+
+
+def test_and_of_a_python_int_and_a_float_blames_the_float() -> None:
+    with pytest.raises(TdslTypeError, match=r"1:10: .*not f64\[\] \(the number 1.5\)"):
+        to_tensordsl("a * (s & 1.5)", shapes={"a": (4,)}, dtypes={"a": "int32", "s": int})
 
 
 @pytest.mark.parametrize(
