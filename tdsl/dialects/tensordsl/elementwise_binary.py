@@ -140,10 +140,9 @@ class PowerOp(BinaryOp, HasCanonicalizationPatternsInterface):
     """What the frontend says where integers meet here (it refuses them)."""
 
     def scalar_body(self, b: Builder, args: Sequence[SSAValue]) -> tuple[SSAValue, ...]:
-        """``pow``, except that NumPy computes ``x ** 0.5`` as ``sqrt(x)`` when the
-        exponent is one element (a scalar or a size-1 array) and the dtype float32 or
-        float64: ``sqrt(-0) = -0`` and ``sqrt(-inf) = nan`` where ``pow`` gives
-        ``+0`` and ``inf``, and ``sqrt`` rounds correctly."""
+        """``pow``, except that NumPy computes ``x ** 0.5`` as ``sqrt(x)`` when the exponent
+        is one element (a scalar or a size-1 array) and the dtype float32 or float64:
+        ``sqrt(-0) = -0`` and ``sqrt(-inf) = nan`` (``pow``: ``+0``, ``inf``)."""
         x, y = args
         result = b.insert(xmath.PowFOp(x, y)).result
         one_element = math.prod(tensor_shape(self.rhs)) == 1
@@ -511,8 +510,9 @@ MAX_POWER = 8
 
 
 class PowerByConstant(RewritePattern):
-    """Strength reduction of ``x ** c`` by a one-element constant ``c`` (where the result
-    keeps ``x``'s type): ``c = 0.5`` is ``sqrt(x)`` (f32 and f64), ``1`` is ``x``, ``-1`` is
+    """Strength reduction of ``x ** c`` by a constant ``c`` of equal elements (where the
+    result keeps ``x``'s type): ``c = 0.5`` of one element is ``sqrt(x)`` (f32 and f64; of
+    more, NumPy computes ``pow``: ``+0`` at ``-0``), ``1`` is ``x``, ``-1`` is
     ``reciprocal(x)`` (NumPy's own fast paths: the same values), and an integer ``n``
     with ``2 <= |n| <= 8`` is multiplications by repeated squaring, of ``reciprocal(x)``
     first for a negative ``n`` (``(1/x)**2`` keeps f32's 2.5e-39 at ``x = 2e19``, where
@@ -529,9 +529,9 @@ class PowerByConstant(RewritePattern):
     multiplied out in f32 and rounded to f16 once, as NumPy computes its f16 ``pow``
     (in f32): the result is NumPy's, or one f16 ulp from it where the f32 product and
     NumPy's f32 ``pow`` round to either side of an f16 tie; f16's subnormals do not
-    flush to 0 as products rounded at each step to f16 would.  ``nan``,
-    ``±0`` and ``±inf`` give NumPy's results.  Integer powers are exact (they wrap as NumPy's
-    do).  ``x ** 2`` is ``square``, exactly as in NumPy."""
+    flush to 0 as products rounded at each step to f16 would.  ``nan``, ``±0`` and ``±inf``
+    give NumPy's results.  Integer powers are exact (they wrap as NumPy's do); ``x ** 2``
+    is ``square``, exactly NumPy's."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: PowerOp, rewriter: PatternRewriter) -> None:
@@ -544,7 +544,8 @@ class PowerByConstant(RewritePattern):
             rewriter.replace(op, [], [x])
             return
         new: list[Operation] = []
-        if c == 0.5 and str(element_type(x)) in ("f32", "f64"):  # (NumPy's f16 takes pow)
+        one = math.prod(tensor_shape(op.rhs)) == 1  # (NumPy's sqrt: a one-element 0.5,
+        if c == 0.5 and one and str(element_type(x)) in ("f32", "f64"):  # not of f16)
             new.append(SqrtOp(x))
         elif floats and c == -1:
             new.append(ReciprocalOp(x))
@@ -591,9 +592,8 @@ class DivByExactReciprocal(RewritePattern):
         d = np.array(c, dtype)
         with np.errstate(all="ignore"):
             r = np.reciprocal(d)
-            if not (np.isfinite(r) and r != 0 and np.frexp(d)[0] in (0.5, -0.5)):
-                return
-            if np.reciprocal(r) != d:
+            exact = np.isfinite(r) and r != 0 and np.frexp(d)[0] in (0.5, -0.5)
+            if not exact or np.reciprocal(r) != d:
                 return
         constant = ConstantOp.splat(float(r), element_type(op.rhs), tensor_shape(op.rhs))
         mul = MulOp(op.lhs, constant.result)

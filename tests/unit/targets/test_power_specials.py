@@ -74,3 +74,23 @@ def test_float16_power_one_half_is_pows(target: str) -> None:
     got = run_on(target, 10**6, "power(x, 0.5)", x=x)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+@pytest.mark.parametrize("exponent", ["0.5", "full((1,), 0.5)", "full((8,), 0.5)"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("target", TARGETS)
+def test_power_one_half_is_sqrt_only_for_one_exponent(
+    target: str, dtype: Any, exponent: str
+) -> None:
+    """NumPy takes ``sqrt`` for a one-element exponent 0.5 only: an array of 0.5s is
+    ``pow``'s (``+0`` for ``-0``, ``inf`` for ``-inf``), which the canonicalization had
+    made ``sqrt`` too.  (Finite results within the native ``pow``'s 1 ulp.)"""
+    x = np.array([-0.0, -np.inf, 0.0, np.inf, 4.0, -1.0, np.nan, 2.0], dtype)
+    with np.errstate(all="ignore"):
+        want = np.power(x, eval(exponent, {"full": np.full}))  # (full's default: float64)
+    got = run_on(target, 10**6, f"power(x, {exponent})", x=x)
+    assert got.dtype == want.dtype
+    finite = np.isfinite(want)
+    np.testing.assert_array_equal(got[~finite], want[~finite])
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    np.testing.assert_array_max_ulp(got[finite], want[finite], maxulp=1)
