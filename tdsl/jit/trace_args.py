@@ -5,11 +5,64 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
 import numpy as np
 
-from tdsl.jit.trace_names import holds_traced, trace_error
+from tdsl.errors import TdslCallError
+from tdsl.jit.trace_names import NO_VALUES, holds_traced, not_static, trace_error
+
+
+class NeedsValues:
+    """What a traced array cannot do, having no values while traced (a Python ``bool``,
+    ``int``, a format: each a located error), and copies, which it makes as itself (a
+    traced value is never changed in place)."""
+
+    name: str
+    weak: bool
+    _trace: Any
+
+    def __copy__(self) -> Any:
+        return self
+
+    def __deepcopy__(self, memo: Any) -> Any:
+        return self  # (the default deep copy copied the trace too: ops went astray)
+
+    def _needs_values(self, what: str) -> NoReturn:
+        if self.weak and self.name in self._trace.weak:  # a Python-number argument itself
+            not_static(self.name, what)
+        trace_error(
+            f"{what} of a traced array needs its values, and {NO_VALUES}: Python control flow "
+            "runs while tracing, on shapes and dtypes only; for a choice between values "
+            "use `np.where`",
+            TdslCallError,
+        )
+
+    def __bool__(self) -> NoReturn:
+        self._needs_values("`bool(...)` (an `if`, `while`, `and`, `or` or `not`)")
+
+    def __float__(self) -> NoReturn:
+        self._needs_values("`float(...)`")
+
+    def __int__(self) -> NoReturn:
+        self._needs_values("`int(...)`")
+
+    def __index__(self) -> NoReturn:
+        self._needs_values("using it as a Python integer (a count, a size, an axis, an index)")
+
+    def __complex__(self) -> NoReturn:
+        self._needs_values("`complex(...)`")
+
+    def __format__(self, spec: str) -> str:
+        if spec:  # (`f"{x}"` is its repr, as before)
+            self._needs_values(f"formatting it (`:{spec}`)")
+        return repr(self)
+
+    def item(self, *args: Any) -> NoReturn:
+        self._needs_values("`.item()`")
+
+    def tolist(self) -> NoReturn:
+        self._needs_values("`.tolist()`")
 
 
 def static_count(value: Any, what: str) -> int:

@@ -27,7 +27,7 @@ import numpy as np
 
 from tdsl.dtypes import type_str
 from tdsl.errors import SourceLocation, TdslCallError, TdslError
-from tdsl.jit.trace_args import list_operands, numpy_method, operator_method
+from tdsl.jit.trace_args import NeedsValues, list_operands, numpy_method, operator_method
 from tdsl.jit.trace_compose import COMPOSED
 from tdsl.jit.trace_names import (
     DATA_DEPENDENT,
@@ -42,7 +42,6 @@ from tdsl.jit.trace_names import (
     bool_operand,
     literal,
     missing_hint,
-    not_static,
     numpy_call,
     numpy_caller,
     spell_dtype,
@@ -166,7 +165,7 @@ class Trace:
         return f"def {name}({self.signature(names)}):\n{body}    return {returned}\n"
 
 
-class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
+class Tracer(NeedsValues, np.lib.mixins.NDArrayOperatorsMixin):
     """An array of a traced function (see the module docstring)."""
 
     __array_priority__ = 1000
@@ -303,37 +302,6 @@ class Tracer(np.lib.mixins.NDArrayOperatorsMixin):
 
     def __array__(self, *args: Any, **kwargs: Any) -> NoReturn:
         values_needed()  # (NumPy converts where its dispatch does not see the traced array)
-
-    def _needs_values(self, what: str) -> NoReturn:
-        if self.weak and self.name in self._trace.weak:  # a Python-number argument itself
-            not_static(self.name, what)
-        trace_error(
-            f"{what} of a traced array needs its values, and {NO_VALUES}: Python control flow "
-            "runs while tracing, on shapes and dtypes only; for a choice between values "
-            "use `np.where`",
-            TdslCallError,
-        )
-
-    def __bool__(self) -> NoReturn:
-        self._needs_values("`bool(...)` (an `if`, `while`, `and`, `or` or `not`)")
-
-    def __float__(self) -> NoReturn:
-        self._needs_values("`float(...)`")
-
-    def __int__(self) -> NoReturn:
-        self._needs_values("`int(...)`")
-
-    def __index__(self) -> NoReturn:
-        self._needs_values("using it as a Python integer (a count, a size, an axis, an index)")
-
-    def __complex__(self) -> NoReturn:
-        self._needs_values("`complex(...)`")
-
-    def item(self, *args: Any) -> NoReturn:
-        self._needs_values("`.item()`")
-
-    def tolist(self) -> NoReturn:
-        self._needs_values("`.tolist()`")
 
     def __len__(self) -> int:
         if not self.shape:

@@ -3,6 +3,7 @@ running the same function; each refused construct is one located error."""
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import pickle
@@ -651,6 +652,10 @@ def as_array(x):
     return np.asarray(x) + 1
 
 
+def formatted(x):
+    return x * float(f"{x.sum():.2f}")
+
+
 def assign(x):
     x[0] = 1.0
     return x
@@ -716,6 +721,7 @@ ERRORS = [
     (length, "len(", "len()` of a 0-d"),
     (iterate, "for row", "iterating over a traced array"),
     (item, ".item()", ".item()"),
+    (formatted, 'f"{x.sum()', "formatting it (`:.2f`)"),
     (as_array, "np.asarray", "np.asarray"),
     (global_indexed, "GLOBAL[", "pass `W` as an argument"),
     (full_of_traced, "np.full", "`np.full` needs the values of a traced array"),
@@ -742,6 +748,18 @@ def test_each_refused_construct_is_one_located_error(fn, line_text: str, message
     assert message in err.message, err.message
     assert err.location is not None and err.location.file == __file__
     assert err.location.line == _line_of(fn, line_text)
+
+
+def test_a_copy_of_a_traced_array_is_itself() -> None:
+    """``copy.deepcopy`` of an argument copied the trace with it, so its ops went to the
+    copy and the program returned a name it never made (found by fuzzing); a traced
+    array is never changed in place, so a copy, deep or shallow, is the array itself."""
+
+    def fn(x):
+        a, b = copy.deepcopy([x, x + 1])
+        return copy.deepcopy(x) * 2 + copy.copy(b) * a
+
+    _same(tdsl.trace(fn)(X), fn(X))
 
 
 def test_a_refused_line_is_tdsls_error_at_the_users_line() -> None:
