@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.dialects.builtin import i64
+from xdsl.ir import Attribute, Operation
 
 from tdsl.dialects import tensordsl as td
-from tdsl.dialects.structured import BOOL, is_int, numpy_dtype
+from tdsl.dialects.structured import BOOL, constant_value, element_of, is_int, numpy_dtype
+from tdsl.dtypes import promote
 from tdsl.errors import TdslTypeError, internal_error
 from tdsl.frontend.ast import Span
 from tdsl.frontend.values import LiteralValue, TensorValue, Value, WeakValue
@@ -30,6 +32,12 @@ def integer_power(
     a, n = args
     if isinstance(a, WeakValue) and a.integer:
         a = TensorValue(a.value, (), i64)  # (`np.power` of a Python int: int64)
+    strong = _constant_integer(n)
+    if strong is not None and isinstance(a, TensorValue) and is_int(a.element):
+        # an integer constant known when compiling (`x ** np.int64(3)` traced): the
+        # dtypes promote as two arrays', then the same product
+        element = element_of(promote(numpy_dtype(a.element), numpy_dtype(strong[1])))
+        a, n = lowering.to_element(a, element, spans[0]), LiteralValue(strong[0], spans[1])
     if not isinstance(n, LiteralValue) or not isinstance(n.value, int):
         return None
     if isinstance(a, TensorValue) and a.element == BOOL:
@@ -72,6 +80,22 @@ def integer_power(
             f"frontend: `**` {n.value} built no product", location=lowering.where(span)
         )
     return result
+
+
+def _constant_integer(n: Value) -> tuple[int, Attribute] | None:
+    """The value and element type of ``n`` where it is a one-element integer (or boolean)
+    constant tensor (``astype(3, int64)``), else None."""
+    if not isinstance(n, TensorValue) or n.shape not in ((), (1,)):
+        return None
+    if not is_int(n.element) and n.element != BOOL:
+        return None
+    op = n.value.owner
+    if isinstance(op, td.CastOp):  # (`astype(2, int32)`: a cast of the literal's int64)
+        op = op.input.owner
+    value = constant_value(op) if isinstance(op, Operation) else None
+    if value is None:
+        return None
+    return int(np.asarray(value).astype(numpy_dtype(n.element)).reshape(-1)[0]), n.element
 
 
 __all__ = ["integer_power"]

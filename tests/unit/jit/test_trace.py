@@ -202,6 +202,19 @@ def test_each_operator_ufunc_by_name_on_python_numbers_is_strong(
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("n", [np.int64(3), np.int32(2), np.uint8(5), np.int64(0)])
+def test_an_integer_power_by_a_numpy_integer_constant(jit_target: str, n: Any) -> None:
+    """``x ** np.int64(3)``: the exponent is a constant of the trace, known when compiling,
+    so NumPy's integer power is the product, in the dtype the two promote to (it was
+    refused as "an exponent known only at call time"; found by fuzzing)."""
+    x = np.array([1, 2, 3, -4, 7], np.int32)
+    for fn in (lambda x: x**n, lambda x: np.power(x, n) + 1):
+        want = fn(x)
+        got = tdsl.trace(fn)(x)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
 def test_a_split_into_one_part_is_a_tuple_of_one() -> None:
     """picoGPT splits heads with ``np.split(x, n_head, axis=-1)``: at ``n_head=1`` the one
     part was bound as the tuple itself, a located error (found by fuzzing)."""
