@@ -208,6 +208,10 @@ STATIC_REST = frozenset(
 """Functions whose arguments after the first are all axes, shapes or sections."""
 STATIC_SECOND = ZERO_D_AXIS | {"mean", "var", "std", "reshape", "expand_dims", "squeeze"}
 """NumPy's functions whose second positional argument is such a value (an axis, a shape)."""
+SEQUENCE_KEYWORDS = frozenset({"shape", "newshape", "axes", "indices_or_sections"})
+SEQUENCE_FUNCTIONS = frozenset({"reshape", "broadcast_to", "transpose", "split", "array_split"})
+"""Where NumPy takes a 1-d integer array for a sequence of ints (a shape, a permutation,
+split points), by keyword and by function (its arguments after the first)."""
 
 
 def _traced(value: Any) -> bool:
@@ -245,16 +249,21 @@ def check_static(value: Any) -> None:
             v.__index__()
 
 
-def static_ints(value: Any) -> Any:
+def static_ints(value: Any, sequence: bool = False) -> Any:
     """``value`` (checked by :func:`check_static`) with its NumPy integers as Python ints,
     nested in tuples and lists, as a slice bound, an axis or a shape takes them
-    (``x.reshape(n, np.prod(x.shape[1:]))``); other values unchanged."""
+    (``x.reshape(n, np.prod(x.shape[1:]))``, a 0-d integer array too), and where a
+    ``sequence`` may stand (a shape, a permutation, split points) a 1-d integer array as
+    the tuple of its ints, as NumPy takes them; other values unchanged."""
     check_static(value)
     if isinstance(value, tuple | list):
         items = [static_ints(v) for v in cast(Sequence[Any], value)]
         return tuple(items) if isinstance(value, tuple) else items
     if isinstance(value, np.integer):
         return int(value)
+    if isinstance(value, np.ndarray) and value.dtype.kind in "iu" and value.ndim <= sequence:
+        array = cast(np.ndarray[Any, Any], value)
+        return int(array) if array.ndim == 0 else tuple(int(v) for v in array)
     return value
 
 
@@ -314,11 +323,12 @@ def numpy_call(
     language's ``clip`` takes both bounds).  An int ``keepdims`` in ``kwargs`` (NumPy
     takes its truth: ``keepdims=1``) becomes the bool the language takes."""
     for k in STATIC_KEYWORDS & kwargs.keys():
-        kwargs[k] = static_ints(kwargs[k])
+        kwargs[k] = static_ints(kwargs[k], k in SEQUENCE_KEYWORDS)
+    sequence = name in SEQUENCE_FUNCTIONS
     if name in STATIC_REST:
-        args = (args[0], *(static_ints(a) for a in args[1:]))
+        args = (args[0], *(static_ints(a, sequence) for a in args[1:]))
     elif name in STATIC_SECOND and len(args) > 1:
-        args = (args[0], static_ints(args[1]), *args[2:])
+        args = (args[0], static_ints(args[1], sequence), *args[2:])
     if type(kwargs.get("keepdims")) in (int, np.bool_):
         kwargs["keepdims"] = bool(kwargs["keepdims"])
     if name in ZERO_D_AXIS and args and getattr(args[0], "ndim", None) == 0:

@@ -370,8 +370,8 @@ class Tracer(NeedsValues, np.lib.mixins.NDArrayOperatorsMixin):
         return np.transpose(self, axes or None)
 
     def reshape(self, *shape: Any, order: Any = "C", copy: Any = None) -> Any:
-        if len(shape) == 1 and isinstance(shape[0], tuple | list):
-            shape = tuple(shape[0])
+        if len(shape) == 1 and isinstance(shape[0], tuple | list | np.ndarray):
+            shape = shape[0] if isinstance(shape[0], np.ndarray) else tuple(shape[0])
         return np.reshape(self, shape, order=order)  # (`copy`: values are never shared)
 
     def astype(self, dtype: Any, **kwargs: Any) -> Any:

@@ -215,6 +215,28 @@ def test_an_integer_power_by_a_numpy_integer_constant(jit_target: str, n: Any) -
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: x.reshape(np.array([6, 4])),
+        lambda x: np.reshape(x, np.array([6, 4])) + 1,
+        lambda x: x.reshape(np.int64(6), np.array(4)),
+        lambda x: x.sum(axis=np.array(0)),
+        lambda x: x[: np.array(5)],
+        lambda x: x[np.int32(1) : np.array(9) : np.array(2)],
+        lambda x: np.broadcast_to(x, np.array([2, 24])),
+        lambda x: np.split(x, np.array([2, 5]))[1],
+        lambda x: np.transpose(x.reshape(4, 6), np.array([1, 0])),
+    ],
+)
+def test_integer_arrays_known_when_tracing_are_shapes_axes_and_bounds(fn: Any) -> None:
+    """NumPy takes a 0-d integer array wherever an int goes, and a 1-d one for a shape, a
+    permutation or split points; the trace made them inputs of the kernel, and the
+    language refused them ("expected an integer ..., found `c1`"; found by fuzzing)."""
+    x = np.arange(24.0)
+    _same(tdsl.trace(fn)(x), fn(x))
+
+
 def test_a_split_into_one_part_is_a_tuple_of_one() -> None:
     """picoGPT splits heads with ``np.split(x, n_head, axis=-1)``: at ``n_head=1`` the one
     part was bound as the tuple itself, a located error (found by fuzzing)."""
