@@ -67,6 +67,8 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: Any = False) -> An
     Frobenius norm of matrices (``ord`` None or ``'fro'``), as sums, maxima and square
     roots (the 2-norm of a whole array is a square root of a sum of squares, where NumPy
     takes a dot product: equal but for rounding, as any sum in another order)."""
+    if hasattr(ord, "_trace"):  # (a traced value: the norm it chooses is needed now)
+        ord._needs_values("`ord` of `np.linalg.norm`")
     if x.dtype.kind not in "f":
         x = x.astype(np.float64)  # (NumPy's norm is of floats)
     if isinstance(ord, np.generic):

@@ -94,6 +94,19 @@ def test_static_values_equal_in_python_but_not_to_numpy_are_kernels_of_their_own
     _same(summed(ints, frozenset({1.0})), ints * 1.0)
 
 
+def test_a_norms_ord_given_at_run_time_says_to_make_it_static() -> None:
+    """``np.linalg.norm(x, ord=p)`` of a Python-number argument ``p``: the norm it chooses
+    is needed when tracing, so the error names ``p`` and ``static_argnames`` (it said
+    ``bool(...)`` of a traced array, or, for a matrix, that NumPy could not compute it;
+    found by fuzzing)."""
+    norm = tdsl.trace(lambda x, p: np.linalg.norm(x, ord=p))
+    for x in (X[0], X):
+        with pytest.raises(TdslCallError, match=r'`ord` of `np.linalg.norm`.*"p"'):
+            norm(x, 1)
+    static = tdsl.trace(lambda x, p: np.linalg.norm(x, ord=p), static_argnames="p")
+    _same(static(X[0], 1), np.linalg.norm(X[0], ord=1))
+
+
 def test_python_numbers_are_weak_inputs_not_constants() -> None:
     def fn(x, s, n):
         return x * (s + 1) - n * 2
