@@ -47,7 +47,7 @@ def pipeline_spec(
     """``canonicalize,tdsl-fuse{memory-budget=B},tdsl-tile{memory-budget=B ...}``: the
     ``-p`` argument.  xDSL's ``canonicalize`` applies the ops' canonicalization
     patterns first (``x * 1`` is ``x``, ``x ** 3`` is ``x * x * x``: see
-    :class:`~tdsl.dialects.tensordsl.elementwise_binary.PowerByConstant`).
+    :class:`~tdsl.dialects.tensordsl.powers.PowerByConstant`).
 
     ``tile-size=`` and ``tile-sizes=`` are added to ``tdsl-tile`` only when set.
     The values are not checked here; the passes check them when they run.

@@ -246,6 +246,25 @@ def tdsl_uge(
     return np.greater_equal(a.astype(unsigned), b.astype(unsigned), out=out)
 
 
+def tdsl_pow(
+    x: "np.ndarray",  # noqa: UP037
+    y: "np.ndarray",  # noqa: UP037
+    out: "np.ndarray | None" = None,  # noqa: UP037
+) -> "np.ndarray":  # noqa: UP037
+    """``pow`` (``math.powf``): ``np.power``, but for the ``sqrt`` NumPy's float32 and
+    float64 loops take for an exponent 0.5 broadcast along the loop (a scalar), whose
+    ``-0`` and nan at ``-0`` and ``-inf`` are ``pow``'s ``+0`` and ``inf`` here
+    (``tensordsl.power`` takes the ``sqrt`` itself where NumPy does, in its body)."""
+    half = np.equal(y, 0.5)
+    if not half.any():
+        return np.power(x, y, out=out)
+    zero, minus_inf = half & np.equal(x, 0.0), half & np.equal(x, -np.inf)  # (out may be x)
+    result = np.power(x, y, out=out)
+    np.copyto(result, 0.0, where=zero)
+    np.copyto(result, np.inf, where=minus_inf)
+    return result
+
+
 def tdsl_power_f16(
     x: "np.ndarray",  # noqa: UP037
     y: "np.ndarray",  # noqa: UP037
@@ -262,13 +281,14 @@ def tdsl_power_f16(
     signaling = (((bx & 0x7FC00000) == 0x7F800000) & ((bx & 0x3FFFFF) != 0)) | (
         ((by & 0x7FC00000) == 0x7F800000) & ((by & 0x3FFFFF) != 0)
     )  # (not |=: the operands broadcast)
-    result = np.power(x, y, out=out)
     half = np.equal(y, 0.5)
-    if half.any():
-        np.copyto(result, np.float32(0.0), where=half & np.equal(x, 0.0))
-        np.copyto(result, np.float32(np.inf), where=half & np.equal(x, -np.inf))
-    if signaling.any():
-        np.copyto(result, np.add(x, y), where=signaling)
+    zero, minus_inf = half & np.equal(x, 0.0), half & np.equal(x, -np.inf)  # (out may be x)
+    quiet = np.add(x, y) if signaling.any() else None
+    result = np.power(x, y, out=out)
+    np.copyto(result, np.float32(0.0), where=zero)
+    np.copyto(result, np.float32(np.inf), where=minus_inf)
+    if quiet is not None:
+        np.copyto(result, quiet, where=signaling)
     return result
 
 
@@ -364,7 +384,7 @@ SCALAR_FUNCTIONS: dict[type[Operation], NumpyFunction] = {
     xmath.TruncOp: np.trunc,
     xmath.RoundEvenOp: np.rint,
     xmath.ErfOp: tdsl_erf,
-    xmath.PowFOp: np.power,
+    xmath.PowFOp: tdsl_pow,
     xmath.Atan2Op: np.arctan2,
     xmath.CopySignOp: np.copysign,
     tdslmath.RemFOp: np.fmod,

@@ -213,6 +213,9 @@ class BinaryOp(IRDLOperation, ElementwiseOp, LanguageFunction, abc.ABC):
     NUMPY_UFUNC: ClassVar[str | None] = None
     SCALAR_OP: ClassVar[ScalarOpBuilder | None] = None
     ARITY: ClassVar[int] = 2
+    LEAST_FLOAT: ClassVar[str | None] = None
+    """The narrowest float dtype the op computes in, where NumPy's computes in one
+    (``float_power``: ``float64``; the frontend converts the operands first)."""
 
     # One element type is checked by verify_, which names both types (an IRDL
     # constraint variable would not name the op).

@@ -160,7 +160,6 @@ NUMPY_MISSING: dict[str, str] = {
     "nanmax": "use max(where(isnan(x), -inf, x))",
     "nanmin": "use min(where(isnan(x), inf, x))",
     "divmod": "use the quotient `x // d` and the remainder `x % d`",
-    "float_power": "use power(astype(x, f64), y)",
     "heaviside": "use where(x < 0, 0.0, where(x > 0, 1.0, h)), nan where isnan(x)",
 }
 """NumPy functions the language lacks: why, and the nearest way to write it."""

@@ -212,11 +212,11 @@ class FunctionLowering(CallParams):
         if element == BOOL and op is not None:
             as_dtype = op.bool_inputs_as()
             if as_dtype is None:
-                raise refused(
-                    "booleans",
-                    "convert first, e.g. `astype(x, float32)`, `astype(x, int64)` or `1.0 * x`",
-                )
+                why = "convert first, e.g. `astype(x, float32)`, `astype(x, int64)` or `1.0 * x`"
+                raise refused("booleans", why)
             element = element_of(as_dtype)
+        if op is not None and issubclass(op, td.BinaryOp) and op.LEAST_FLOAT:  # (float_power)
+            element = element_of(np.promote_types(numpy_dtype(element), op.LEAST_FLOAT))
         return [self.to_element(v, element, s, wrap) for v, s in operands]
 
     def tensor(self, value: Value, span: Span) -> TensorValue:

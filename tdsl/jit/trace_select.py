@@ -12,8 +12,6 @@
 - ``np.heaviside(x1, x2)``: ``where`` of comparisons, as NumPy's C loop picks: ``x1``
   itself where it is nan, 0 where it is negative, 1 where positive, ``x2`` where it is
   zero (either sign), in the float loop NumPy resolves (integers in ``float64``).
-- ``np.float_power(x1, x2)``: ``power`` in the loop NumPy resolves (``float64`` for
-  real operands).
 - ``np.divmod(x1, x2)``: ``(x1 // x2, x1 % x2)``, NumPy's loops computing both alike.
 - ``np.take(a, indices, axis, mode=...)`` with ``mode="wrap"`` (the indices modulo the
   axis' length) or ``mode="clip"`` (clipped to the axis, negative ones to 0): the
@@ -63,12 +61,6 @@ def heaviside(x1: Any, x2: Any) -> Any:
     x, at_zero = as_array(x), as_array(at_zero)
     step = np.where(x < 0, out.type(0), np.where(x > 0, out.type(1), at_zero))
     return np.where(np.isnan(x), x, step)
-
-
-def float_power(x1: Any, x2: Any) -> Any:
-    """``np.float_power``: ``power`` of the operands cast to its loop's type (float64)."""
-    (base, exponent), _ = loop_operands(np.float_power, (x1, x2))
-    return np.power(base, exponent)
 
 
 def divmod_(x1: Any, x2: Any) -> Any:
@@ -146,7 +138,6 @@ SELECT: dict[str, Callable[..., Any]] = {
     "np.degrees": _scaled("degrees", _TO_DEGREES),
     "np.select": select,
     "np.heaviside": heaviside,
-    "np.float_power": float_power,
     "np.divmod": divmod_,
     "np.take": take,
 }

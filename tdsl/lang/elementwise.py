@@ -190,11 +190,6 @@ def trunc(x: Operand) -> Array:
     return _call("trunc", (x,))
 
 
-def power(a: Operand, b: Operand) -> Array:
-    """``a ** b`` element-wise, broadcasting (``np.power``: ``nan`` for a negative base and a non-integer exponent, ``x ** 0`` is 1)."""
-    return _call("power", (a, b))
-
-
 def remainder(a: Operand, b: Operand) -> Array:
     """``a % b`` element-wise, broadcasting: the remainder with the sign of the divisor (``np.remainder``, Python's ``%``; ``nan`` for a zero divisor)."""
     return _call("remainder", (a, b))
@@ -243,6 +238,16 @@ def maximum(a: Operand, b: Operand) -> Array:
 def minimum(a: Operand, b: Operand) -> Array:
     """Element-wise minimum, broadcasting (``nan`` propagates, as ``np.minimum``)."""
     return _call("minimum", (a, b))
+
+
+def power(a: Operand, b: Operand) -> Array:
+    """``a ** b`` element-wise, broadcasting (``np.power``: ``nan`` for a negative base and a non-integer exponent, ``x ** 0`` is 1)."""
+    return _call("power", (a, b))
+
+
+def float_power(a: Operand, b: Operand) -> Array:
+    """``a ** b`` element-wise in float64, broadcasting (``np.float_power``): ``pow`` always, with no ``sqrt`` for an exponent 0.5 (``+0`` at ``-0``, ``inf`` at ``-inf``); the frontend converts narrower operands, integers and booleans to float64 first."""
+    return _call("float_power", (a, b))
 
 
 def less(a: Operand, b: Operand) -> Array:
@@ -370,6 +375,7 @@ __all__ = [
     "exp",
     "exp2",
     "expm1",
+    "float_power",
     "floor",
     "floor_divide",
     "fmod",

@@ -31,7 +31,7 @@ parsed op claims.  The shape helpers raise :class:`ShapeError` (a
 span before any IR exists.
 
 The ops are defined one module per family (:mod:`.constant`, :mod:`.elementwise_unary`,
-:mod:`.elementwise_math`, :mod:`.elementwise_binary`, :mod:`.compare_logical`,
+:mod:`.elementwise_math`, :mod:`.elementwise_binary`, :mod:`.powers`, :mod:`.compare_logical`,
 :mod:`.bitwise`,
 :mod:`.contraction`, :mod:`.normalize`, :mod:`.reductions`, :mod:`.arg_reductions`,
 :mod:`.scans`,
@@ -82,6 +82,7 @@ from tdsl.dialects.tensordsl import (
     gather,
     joins,
     normalize,
+    powers,
     reductions,
     reshape,
     scans,
@@ -121,6 +122,7 @@ from tdsl.dialects.tensordsl.joins import *  # noqa: F403
 from tdsl.dialects.tensordsl.joins import JOIN_FUNCTIONS
 from tdsl.dialects.tensordsl.normalize import *  # noqa: F403
 from tdsl.dialects.tensordsl.normalize import softmax_array
+from tdsl.dialects.tensordsl.powers import *  # noqa: F403
 from tdsl.dialects.tensordsl.reductions import *  # noqa: F403
 from tdsl.dialects.tensordsl.reductions import ChunkedReductionOp, LogicalReductionOp
 from tdsl.dialects.tensordsl.reshape import *  # noqa: F403
@@ -138,6 +140,7 @@ FAMILY_MODULES: tuple[ModuleType, ...] = (
     elementwise_unary,
     elementwise_math,
     elementwise_binary,
+    powers,
     compare_logical,
     bitwise,
     contraction,

@@ -94,3 +94,25 @@ def test_power_one_half_is_sqrt_only_for_one_exponent(
     np.testing.assert_array_equal(got[~finite], want[~finite])
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
     np.testing.assert_array_max_ulp(got[finite], want[finite], maxulp=1)
+
+
+@pytest.mark.parametrize("exponent", ["0.5", "full((8,), 0.5)", "y", "3", "-0.5"])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, np.int32, np.bool_])
+@pytest.mark.parametrize("target", TARGETS)
+def test_float_power_is_pow_in_float64(target: str, dtype: Any, exponent: str) -> None:
+    """``float_power`` computes ``pow`` in float64, whatever its operands, and never takes
+    ``sqrt`` for 0.5 (``+0`` at ``-0``, ``inf`` at ``-inf``, where ``power`` of a scalar
+    0.5 gives ``-0`` and nan; the trace wrote it as ``power``: found by fuzzing).
+    Finite results within the native ``pow``'s 1 ulp."""
+    with np.errstate(all="ignore"):
+        x = np.array([-0.0, -np.inf, 0.0, np.inf, 4.0, -1.0, np.nan, 2.0]).astype(dtype)
+        y = np.full(8, 0.5).astype(dtype)
+        names = {"full": np.full}
+        want = np.float_power(x, eval(exponent, names, {"y": y}))
+    arrays = {"x": x, "y": y} if exponent == "y" else {"x": x}
+    got = run_on(target, 10**6, f"float_power(x, {exponent})", **arrays)
+    assert got.dtype == want.dtype == np.float64
+    finite = np.isfinite(want)
+    np.testing.assert_array_equal(got[~finite], want[~finite])
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    np.testing.assert_array_max_ulp(got[finite], want[finite], maxulp=1)
