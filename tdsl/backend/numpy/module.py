@@ -55,16 +55,18 @@ OUT = "out"
 """The keyword-only parameter of every generated function that takes the result arrays."""
 
 _TAKE = '''\
-def _take(a, indices, axis, where=""):
-    """np.take(a, indices, axis); an index out of range is a TdslIndexError (at ``where``,
-    the gather's ``file:line:col``)."""
+def _take(a, indices, axis, where="", out=None):
+    """np.take(a, indices, axis), into ``out`` if given; an index out of range is a
+    TdslIndexError (at ``where``, the gather's ``file:line:col``)."""
     n = a.shape[axis]
     bad = (indices < -n) | (indices >= n)
     if bad.any():
         from tdsl.errors import index_error
 
         raise index_error(int(indices[bad].flat[0]), axis, n, where)
-    return np.asarray(np.take(a, indices, axis=axis))  # (a 0-d array, not NumPy's scalar)
+    # (checked: "wrap" takes each index as "raise" would, and writes out unbuffered)
+    taken = np.take(a, indices, axis=axis, out=out, mode="wrap")
+    return np.asarray(taken)  # (a 0-d array, not NumPy's scalar)
 '''
 """The gather of the numpy target (a module-level helper)."""
 
@@ -222,7 +224,9 @@ class _FunctionEmitter:
         helper = self.state.consts.function("_take", _TAKE)
         source, indices = (self.values[v].expr for v in (op.input, op.indices))
         where = op_location(op)
-        at = "" if where is None else f", {str(where)!r}"
+        at = f", {'' if where is None else str(where)!r}"
+        if op.result in self.result_index:  # (a result: into its `out` array, if given)
+            at += f", None if {OUT} is None else {OUT}[{self.result_index[op.result]}]"
         self.w.line(f"{name} = {helper}({source}, {indices}, {op.axis_value}{at})")
         self.values[op.result] = _Value(name, True)
 

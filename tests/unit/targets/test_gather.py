@@ -137,6 +137,26 @@ def test_an_index_error_found_at_run_time_shows_its_source_line(target: str, cal
         kernel(W, bad)
 
 
+@pytest.mark.parametrize("target", COMPILED_TARGETS)
+def test_a_gathered_result_is_written_into_out(target: str) -> None:
+    """A result that is a gather goes into its ``out`` array, as every other result does
+    (the numpy target returned ``out`` untouched: zeros; found by fuzzing)."""
+    t = np.array([3, -1, 0], np.int64)
+    kernel = tdsl.compile(
+        "def f(w: f32[10, 4], t: i64[3]):\n    y = w * 2\n    return y[t], w[t, 1], y, y[t]\n",
+        target=target,
+    )
+    want = ((W * 2)[t], W[t, 1], W * 2, (W * 2)[t])
+    outs = tuple(np.zeros(r.shape, np.float32) for r in want)
+    assert kernel(W, t, out=outs) is outs
+    for got, expected in zip(outs, want, strict=True):
+        np.testing.assert_array_equal(got, expected)
+    one = np.zeros((3, 4), np.float32)
+    assert tdsl.compile("w[t]", {"w": (10, 4), "t": (3,)}, {"w": "float32", "t": "int64"},
+                        target=target)(W, t, out=one) is one  # fmt: skip
+    np.testing.assert_array_equal(one, W[t])
+
+
 @pytest.mark.parametrize(("text", "column"), [("take(x, 99) * 2", 9), ("take(x, -4, axis=1)", 9)])
 def test_a_literal_index_out_of_range_is_an_error_when_compiling(text: str, column: int) -> None:
     """As ``x[99]`` is: NumPy's words, at the index (``take(x, 99)`` compiled, and each call
