@@ -96,12 +96,39 @@ def evaluate(
         if dtype is float:  # a Python number: a weak scalar, passed as a 0-d float64
             types.append((name, (), float))
             values.append(np.asarray(float(value), np.float64))
+        elif dtype is int:  # a Python int: a weak integer, passed as a 0-d int64
+            types.append((name, (), int))
+            values.append(np.asarray(int(value), np.int64))
         else:
             types.append((name, tuple(shape), cast(np.dtype[Any], dtype).name))
             values.append(value)
     module = _module(function, tuple(types), tuple(keywords.items()), sequence, part)
+    _check_weak(function, module, types, args, values)
     (result,) = run_function(module, "main", *values)
     return result
+
+
+def _check_weak(
+    function: str,
+    module: ModuleOp,
+    types: Sequence[tuple[str, tuple[int, ...], object]],
+    args: Sequence[object],
+    values: list[object],
+) -> None:
+    """Each weak (Python) number of ``args`` as a compiled kernel takes it: a Python int
+    beyond the integer dtype it meets is NumPy 2's error, a ``TdslCallError``, as on a
+    call (``maximum(t, 2**40)`` of an ``i32`` ``t``: the interpreter wrapped it)."""
+    from xdsl.dialects.func import FuncOp
+
+    from tdsl.jit.compiled import ArgSpec, int_bounds
+    from tdsl.jit.values import convert_weak
+
+    (main,) = [op for op in module.ops if isinstance(op, FuncOp)]
+    for k, (name, _, kind) in enumerate(types):
+        if kind in (int, float):
+            dtype = np.dtype(np.int64 if kind is int else np.float64)
+            spec = ArgSpec(name, (), dtype, weak=True, bounds=int_bounds(main.args[k]))
+            values[k] = convert_weak(f"argument {k + 1} of `{function}`", spec, args[k])
 
 
 def evaluate_parts(

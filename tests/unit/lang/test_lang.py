@@ -155,6 +155,27 @@ def test_semantics_are_numpys_with_weak_python_numbers() -> None:
     assert lang.mean([1.0, 2.0, 4.0]).item() == pytest.approx(7 / 3)  # a list is an array
 
 
+def test_python_ints_are_weak_integers_eagerly_as_when_compiled() -> None:
+    """A Python ``int`` is a weak integer (every function crashed on one: "type object
+    'int' has no attribute 'name'"; found by fuzzing), checked against the integer dtype
+    it meets as a compiled kernel's call checks it (NumPy 2's ``OverflowError``)."""
+    t = np.arange(6, dtype=np.int32)
+    for got, want in [
+        (lang.maximum(t, 2), np.maximum(t, 2)),
+        (lang.remainder(t, 3), np.remainder(t, 3)),
+        (lang.left_shift(t, 3), np.left_shift(t, 3)),
+        (lang.where(t > 2, t, 7), np.where(t > 2, t, 7)),
+        (lang.clip(t, 1, 3), np.clip(t, 1, 3)),
+        (lang.power(t.astype(np.float32), 2), np.power(t.astype(np.float32), 2)),
+    ]:
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(
+        TdslCallError, match=r"argument 2 of `maximum` is a weak integer.*2147483647"
+    ):
+        lang.maximum(t, 2**40)
+
+
 def test_refusals_are_the_compilers() -> None:
     x = np.ones((2, 3), np.float32)
     with pytest.raises(TdslTypeError, match="`relu` of booleans"):
