@@ -82,7 +82,14 @@ from tdsl.frontend.functions import (
 )
 from tdsl.frontend.lower_expr import WEAK, WEAK_INT, FunctionLowering
 from tdsl.frontend.parser import MAX_DIM, parse
-from tdsl.frontend.values import TensorValue, TupleValue, WeakValue, dtype_name, format_type
+from tdsl.frontend.values import (
+    MAX_RANK,
+    TensorValue,
+    TupleValue,
+    WeakValue,
+    dtype_name,
+    format_type,
+)
 
 # --------------------------------------------------------------------------- functions and modules
 
@@ -191,10 +198,10 @@ def _input_shape(name: str, shape: Sequence[int], where: SourceLocation) -> tupl
         valid = len(dims) == len(items) and all(0 <= d <= MAX_DIM for d in dims)
     except TypeError:
         dims, valid = (), False
-    if not valid:
+    if not valid or len(dims) > MAX_RANK:
         raise TdslTypeError(
             f"invalid shape {shape!r} for input `{name}`: expected a tuple of "
-            "integers from 0 to 2**62",
+            f"integers from 0 to 2**62, at most {MAX_RANK} of them (NumPy's)",
             where,
         )
     return dims

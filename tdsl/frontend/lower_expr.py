@@ -64,6 +64,7 @@ from tdsl.frontend.values import (
     TupleValue,
     Value,
     WeakValue,
+    check_rank,
     dtype_name,
     format_type,
     is_bool,
@@ -116,6 +117,7 @@ class FunctionLowering(CallParams):
         op.location = self.location(span)
         try:
             op.verify()
+            check_rank(op)
         except VerifyException as err:
             raise TdslTypeError(str(err), self.where(span)) from None
         self.builder.insert(op)
@@ -183,8 +185,7 @@ class FunctionLowering(CallParams):
 
         Booleans all through go to ``op`` as :meth:`bool_inputs_as` says: as they are,
         converted to a float type, or refused (at ``span``) with a suggestion; integers
-        as :meth:`int_inputs_as` says.
-        """
+        as :meth:`int_inputs_as` says; floats as narrow as ``op``'s ``LEAST_FLOAT``."""
         dtypes = [numpy_dtype(v.element) for v, _ in operands if isinstance(v, TensorValue)]
         weak = [self.weak_kind(v) for v, _ in operands if not isinstance(v, TensorValue)]
         element = element_of(promote(*dtypes, weak=weak))
@@ -350,8 +351,7 @@ class FunctionLowering(CallParams):
                     and isinstance(b.value, float)
                     and b.value == 0.5
                 ):
-                    # NumPy's `**` takes sqrt for a Python float 0.5, float16 too, where its
-                    # `power` (tensordsl.power) computes pow: `sqrt(-0) = -0`, `pow(-0) = 0`
+                    # NumPy's `**` of float16 by a Python 0.5 is sqrt, its `power` pow's
                     return self.emit(td.SqrtOp(a.value), node.op_span)
                 return self.binary(
                     OPERATOR_OPS[op], f"`{op}`", args, (lhs.span, rhs.span), node.op_span

@@ -8,7 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from xdsl.ir import Attribute, SSAValue
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.utils.exceptions import VerifyException
 
 from tdsl.dialects.structured import BOOL, ELEMENT_TYPES, INT_TYPES
 from tdsl.frontend.ast import Span
@@ -89,12 +91,28 @@ def mixes_uint64(args: Sequence[Value]) -> bool:
     return INT_TYPES["u64"] in elements and bool(elements & {INT_TYPES["i32"], INT_TYPES["i64"]})
 
 
+MAX_RANK = 64
+"""The most dims a value may have: NumPy's arrays have at most 64 (``NPY_MAXDIMS``)."""
+
+
+def check_rank(op: Operation) -> None:
+    """A ``VerifyException`` where ``op`` makes a tensor of more dims than NumPy's arrays
+    have (a reshape to 65 dims compiled, and every call failed in NumPy)."""
+    for result in op.results:
+        if isinstance(result.type, TensorType) and len(result.type.get_shape()) > MAX_RANK:
+            rank = len(result.type.get_shape())
+            raise VerifyException(
+                f"this makes a tensor of {rank} dims, and NumPy's arrays have at most {MAX_RANK}"
+            )
+
+
 __all__ = [
     "LiteralValue",
     "TensorValue",
     "TupleValue",
     "Value",
     "WeakValue",
+    "check_rank",
     "dtype_name",
     "format_type",
     "is_bool",

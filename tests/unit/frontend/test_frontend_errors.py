@@ -198,27 +198,31 @@ def test_expression_errors(text: str, kind: type[TdslError], expected: str) -> N
         ),
         (
             {"A": (-1,), "B": (2,)},
-            "<expr>:1:1: error: invalid shape (-1,) for input `A`: expected a tuple of integers from 0 to 2**62\nA + B\n^",
+            "<expr>:1:1: error: invalid shape (-1,) for input `A`: expected a tuple of integers from 0 to 2**62, at most 64 of them (NumPy's)\nA + B\n^",
         ),
         (
             {"A": 3, "B": (2,)},
-            "<expr>:1:1: error: invalid shape 3 for input `A`: expected a tuple of integers from 0 to 2**62\nA + B\n^",
+            "<expr>:1:1: error: invalid shape 3 for input `A`: expected a tuple of integers from 0 to 2**62, at most 64 of them (NumPy's)\nA + B\n^",
         ),
         (
             {"A": (2,), "B": "4x4"},
-            "<expr>:1:5: error: invalid shape '4x4' for input `B`: expected a tuple of integers from 0 to 2**62\nA + B\n    ^",
+            "<expr>:1:5: error: invalid shape '4x4' for input `B`: expected a tuple of integers from 0 to 2**62, at most 64 of them (NumPy's)\nA + B\n    ^",
         ),
         (
             {"A": (2,), "B": (2.5,)},
-            "<expr>:1:5: error: invalid shape (2.5,) for input `B`: expected a tuple of integers from 0 to 2**62\nA + B\n    ^",
+            "<expr>:1:5: error: invalid shape (2.5,) for input `B`: expected a tuple of integers from 0 to 2**62, at most 64 of them (NumPy's)\nA + B\n    ^",
         ),
         (
             {"A": (True, 3), "B": (4,)},
-            "<expr>:1:1: error: invalid shape (True, 3) for input `A`: expected a tuple of integers from 0 to 2**62\nA + B\n^",
+            "<expr>:1:1: error: invalid shape (True, 3) for input `A`: expected a tuple of integers from 0 to 2**62, at most 64 of them (NumPy's)\nA + B\n^",
+        ),
+        (
+            {"A": (1,) * 65, "B": (4,)},
+            f"<expr>:1:1: error: invalid shape {(1,) * 65} for input `A`: expected a tuple of integers from 0 to 2**62, at most 64 of them (NumPy's)\nA + B\n^",
         ),
         (
             {"A": (2**70,), "B": (4,)},
-            "<expr>:1:1: error: invalid shape (1180591620717411303424,) for input `A`: expected a tuple of integers from 0 to 2**62\nA + B\n^",
+            "<expr>:1:1: error: invalid shape (1180591620717411303424,) for input `A`: expected a tuple of integers from 0 to 2**62, at most 64 of them (NumPy's)\nA + B\n^",
         ),
     ],
 )
@@ -368,3 +372,20 @@ def test_errors_carry_structured_location() -> None:
     assert (err.location.file, err.location.length) == ("k.tdsl", 6)
     assert err.location.source_line == "    return sum(x, axis=1)"
     assert err.message.startswith("axis 1 is out of range for `sum` of f32[4] (rank 1")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "reshape(x, (" + "1, " * 64 + "24))",
+        "x[" + "None, " * 63 + "...] + 1",
+        f"expand_dims(x, {tuple(range(63))})",
+    ],
+)
+def test_a_value_of_more_dims_than_numpy_has_is_an_error_when_compiling(text: str) -> None:
+    """NumPy's arrays have at most 64 dims: such a value compiled, and every call failed
+    in NumPy with a bare ValueError (found by fuzzing)."""
+    with pytest.raises(TdslTypeError, match=r"<expr>:1:\d+: .*a tensor of 65 dims, and NumPy's"):
+        to_tensordsl(text, shapes={"x": (4, 6)})
+    fine = to_tensordsl("reshape(x, (" + "1, " * 63 + "24))", shapes={"x": (4, 6)})
+    assert "tensor<" + "1x" * 63 + "24xf64>" in str(fine)  # (64 dims: NumPy's most)
