@@ -137,6 +137,9 @@ class _Graph:
                 found = self.env[value]
                 if found.chunks != chunks:
                     found = found.rechunk(chunks)
+                if found.chunks != chunks and 0 in found.shape:  # (a rechunk keeps none of
+                    # several empty chunks, ((0, 0),) is ((0,),): nothing to read, as many)
+                    found = da.from_array(np.empty(found.shape, found.dtype), chunks=chunks)
             else:
                 found = da.from_array(self.held[value], chunks=chunks)
             self._rechunked[key] = found
@@ -314,9 +317,13 @@ def call_dask(kernel: CompiledKernel, given: Sequence[Any], out: Any = None) -> 
             if op.input in graph.held and op.indices in graph.held:
                 graph.held[op.result] = op.evaluate(graph.held[op.input], graph.held[op.indices])
             else:
-                source, indices = (graph.result(v) for v in (op.input, op.indices))
-                # indices known only when computed are checked then, block by block
-                if op.indices not in graph.held:
+                source = graph.result(op.input)
+                # NumPy indices as they are (Dask's take of a Dask array of them lost a
+                # block where the source has none); others are checked when computed, block
+                # by block
+                indices = graph.held.get(op.indices)
+                if indices is None:
+                    indices = graph.result(op.indices)
                     check = (_checked_indices, op.extent, op.axis_value, where)
                     indices = indices.map_blocks(*check, dtype=indices.dtype)
                 graph.env[op.result] = _take(source, indices, op.axis_value)
@@ -338,21 +345,30 @@ def call_dask(kernel: CompiledKernel, given: Sequence[Any], out: Any = None) -> 
     return results[0] if len(results) == 1 else results
 
 
-def _take(source: DaskArray, indices: DaskArray, axis: int) -> DaskArray:
-    """NumPy's ``take`` on Dask arrays: Dask's, which takes a 1-D index array only; a
-    multi-dimensional one (a batch of tokens) is taken flat, in one chunk, and its dims
-    restored (index arrays are small beside what they gather)."""
+def _take(source: DaskArray, indices: DaskArray | Array, axis: int) -> DaskArray:
+    """NumPy's ``take`` on Dask arrays (the indices a Dask or NumPy array): Dask's, which
+    takes a 1-D index array only; a multi-dimensional one (a batch of tokens) is taken
+    flat, in one chunk, and its dims restored (index arrays are small beside what they
+    gather)."""
     if indices.ndim == 1:
         return da.take(source, indices, axis=axis)
-    flat = da.take(source, indices.rechunk(-1).ravel(), axis=axis).rechunk({axis: -1})
+    if isinstance(indices, np.ndarray):
+        flat_indices: DaskArray | Array = indices.reshape(-1)
+    else:
+        flat_indices = indices.rechunk(-1).ravel()
+    flat = da.take(source, flat_indices, axis=axis).rechunk({axis: -1})
     shape = (*source.shape[:axis], *indices.shape, *source.shape[axis + 1 :])
     if math.prod(shape) == 0:  # Dask cannot reshape no elements: NumPy's reshape of one
-        # empty block, which still depends on the indices' check
+        # empty block, which still depends on the indices' check (dims dropped or added
+        # where the rank changes: a 0-d index array)
+        rank, ndim = len(shape), flat.ndim
         return flat.rechunk(-1).map_blocks(
             np.reshape,
             shape,
             chunks=tuple((n,) for n in shape),
-            meta=np.empty((0,) * len(shape), flat.dtype),
+            drop_axis=list(range(rank, ndim)),
+            new_axis=list(range(ndim, rank)),
+            meta=np.empty((0,) * rank, flat.dtype),
         )
     return flat.reshape(shape)
 

@@ -137,6 +137,26 @@ def test_a_gather_with_an_empty_result_over_chunks() -> None:
         jit("take(x, i, axis=2)", x=empty, i=np.array([[5, 0]])).compute()
 
 
+def test_empty_joins_and_gathers_over_chunks() -> None:
+    """Values of no elements (found by fuzzing): a 0-d index into an empty operand (the
+    empty result's reshape dropped no axis: "Provided chunks have 2 dims"); a join of
+    empty parts beside another operand (a rechunk keeps none of its empty chunks, and a
+    task read a block that did not exist); a gather from such a join (Dask's take of a
+    Dask array of NumPy's indices lost a block)."""
+    jit = JITTensorKernel(target="numpy")
+    empty = np.zeros((2, 1, 0), np.float32)
+    assert jit("x[:, i]", x=da.from_array(empty), i=np.array(0)).compute().shape == (2, 0)
+    x, b = np.zeros(0, np.float32), np.zeros(0, np.float32)
+    got = jit("concatenate((x, x)) + b", x=da.from_array(x), b=da.from_array(b)).compute()
+    assert got.shape == (0,) and got.dtype == np.float32
+    rows = da.from_array(np.zeros((0, 2), np.float32))
+    got = jit("concatenate((x, x))[:, i]", x=rows, i=np.array([1, 0])).compute()
+    assert got.shape == (0, 2)
+    v = np.ones((2, 3), np.float32)
+    got = jit("concatenate((x, x)) @ v + 1", x=rows, v=v).compute()
+    assert got.shape == (0, 3)
+
+
 @pytest.mark.parametrize("chunked", [False, True])
 def test_a_gathers_bad_index_is_located_in_its_source(chunked: bool) -> None:
     """As on NumPy arrays: ``file:line:col``, the line and a caret, whether the indices are
