@@ -89,6 +89,12 @@ def convert_weak(where: str, spec: ArgSpec, value: Any) -> Array:
                 f"{where} is a weak integer: expected {spec.expected}, got {describe(value)}"
             )
         return np.array(value if value <= INT64_MAX else value - 2**64, _INT64)  # (wrapped)
+    if isinstance(value, np.generic):  # (np.float64 is a float, but NumPy's: strong)
+        raise TdslCallError(
+            f"{where} is a weak scalar: expected {spec.expected}, got {describe(value)}, a "
+            "NumPy scalar, which NumPy types by its dtype (not as weak): pass float(...), or "
+            "declare the argument with that dtype"
+        )
     if not is_python_number(value):
         raise TdslCallError(
             f"{where} is a weak scalar: expected {spec.expected}, got {describe(value)}"
