@@ -259,9 +259,10 @@ def tdsl_pow(
     if not half.any():
         return np.power(x, y, out=out)
     zero, minus_inf = half & np.equal(x, 0.0), half & np.equal(x, -np.inf)  # (out may be x)
+    if minus_inf.any():  # (pow(-inf, 0.5) is sqrt(inf), with no invalid-value warning)
+        x = np.where(minus_inf, np.inf, x)
     result = np.power(x, y, out=out)
     np.copyto(result, 0.0, where=zero)
-    np.copyto(result, np.inf, where=minus_inf)
     return result
 
 
@@ -284,9 +285,10 @@ def tdsl_power_f16(
     half = np.equal(y, 0.5)
     zero, minus_inf = half & np.equal(x, 0.0), half & np.equal(x, -np.inf)  # (out may be x)
     quiet = np.add(x, y) if signaling.any() else None
+    if minus_inf.any():  # (pow(-inf, 0.5) is sqrt(inf), with no invalid-value warning)
+        x = np.where(minus_inf, np.float32(np.inf), x)
     result = np.power(x, y, out=out)
     np.copyto(result, np.float32(0.0), where=zero)
-    np.copyto(result, np.float32(np.inf), where=minus_inf)
     if quiet is not None:
         np.copyto(result, quiet, where=signaling)
     return result

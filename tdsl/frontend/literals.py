@@ -58,7 +58,8 @@ def fold(op: str, a: int | float, b: int | float) -> int | float:
     (Python ints; a zero divisor gives 0, as NumPy's, never ZeroDivisionError; ``/``
     gives a float), floats in float64 (IEEE rules).  An integer too large for a float
     where a float is needed raises :class:`OverflowError`, as NumPy does."""
-    name = OPERATOR_OPS[op].NUMPY_UFUNC
+    # (Python's float power is C's pow: no sqrt for 0.5, as NumPy's power of scalars has)
+    name = "float_power" if op == "**" else OPERATOR_OPS[op].NUMPY_UFUNC
     if name is None:  # every operator's op names its NumPy counterpart
         raise TdslIRError(f"cannot fold the literals of '{op}': its op names no NumPy ufunc")
     ints = isinstance(a, int) and isinstance(b, int)

@@ -56,7 +56,12 @@ from tdsl.frontend.functions import (
 from tdsl.frontend.integer_power import integer_power
 from tdsl.frontend.joins import JOINS, SPLITS, lower_join, lower_split, lower_take
 from tdsl.frontend.literals import fold, python_int_bitwise
-from tdsl.frontend.mixed_compare import booleans_with_int, compare_mixed, compare_python_int
+from tdsl.frontend.mixed_compare import (
+    booleans_with_int,
+    compare_mixed,
+    compare_python_int,
+    refuse_non_booleans,
+)
 from tdsl.frontend.subscripts import lower_subscript
 from tdsl.frontend.values import (
     LiteralValue,
@@ -243,13 +248,15 @@ class FunctionLowering(CallParams):
     ) -> WeakValue:
         """``a <op> b`` of weak values and literals: computed in int64 or float64, as
         NumPy computes Python scalars, still weak (a weak int to a literal int power:
-        Python's int, or float for a negative exponent)."""
+        Python's int, or float for a negative exponent; a float power C's ``pow``)."""
         a, n = args
         if op_class is td.PowerOp and isinstance(n, LiteralValue) and isinstance(n.value, int):
             if n.value < 0:
                 args = [a, LiteralValue(float(n.value), n.span)]
             elif power := integer_power(self, args, (spans[0], spans[1]), span):
                 return WeakValue(power.value, True)
+        if op_class is td.PowerOp and float in (self.weak_kind(v) for v in args):
+            op_class = td.FloatPowerOp
         what = f"`{op_class.OPERATOR or op_class.FUNCTION}`"
         a, b = self.unify(list(zip(args, spans, strict=True)), op_class, what, span)
         result = self.emit(op_class(a.value, b.value), span)
@@ -317,8 +324,8 @@ class FunctionLowering(CallParams):
                     return WeakValue(inverted.value, True)
                 if isinstance(arg, TensorValue) and is_int(arg.element):
                     return self.emit(td.InvertOp(arg.value), node.span)
-                self.booleans("`~`", args, (node.operand.span,))
-                if not isinstance(arg, TensorValue):  # booleans() refused it
+                refuse_non_booleans(self, "`~`", args, (node.operand.span,))
+                if not isinstance(arg, TensorValue):  # (refused above)
                     raise internal_error(
                         "frontend: `~` of a non-tensor", location=self.where(node.span)
                     )
@@ -438,7 +445,7 @@ class FunctionLowering(CallParams):
             if integers:  # `&`, `|` of integers: bitwise (logical_and's are booleans now)
                 op_class = td.BitwiseAndOp if op_class is td.AndOp else td.BitwiseOrOp
             else:
-                self.booleans(what, args, spans)
+                refuse_non_booleans(self, what, args, spans)
         lhs, rhs = self.unify(list(zip(args, spans, strict=True)), op_class, what, span)
         return self.emit(op_class(lhs.value, rhs.value), span)
 
@@ -450,17 +457,6 @@ class FunctionLowering(CallParams):
                 op.result_shape(shape, one, False)
             except td.ShapeError as err:
                 raise TdslTypeError(err.message, self.where(node.span)) from None
-
-    def booleans(self, what: str, args: Sequence[Value], spans: Sequence[Span]) -> None:
-        """Refuse a non-boolean operand of ``&``, ``|`` or ``~`` (blamed before a Python int)."""
-        ints_last = sorted(zip(args, spans, strict=True), key=lambda p: self.weak_kind(p[0]) is int)
-        for value, at in ints_last:
-            if not isinstance(value, TensorValue) or value.element != BOOL:
-                raise TdslTypeError(
-                    f"{what} takes booleans or integers, not {self.describe(value)}: compare "
-                    "first, e.g. `(a > 0) & (b < 1)`",
-                    self.where(at),
-                )
 
     def matmul(
         self, what: str, args: Sequence[Value], spans: tuple[Span, Span], span: Span

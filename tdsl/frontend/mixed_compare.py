@@ -28,6 +28,7 @@ import numpy as np
 
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.structured import BOOL, INT_TYPES, numpy_dtype
+from tdsl.errors import TdslTypeError
 from tdsl.frontend.ast import Span
 from tdsl.frontend.values import LiteralValue, TensorValue, Value, WeakValue
 
@@ -143,4 +144,19 @@ def booleans_with_int(
     ]
 
 
-__all__ = ["booleans_with_int", "compare_mixed", "compare_python_int"]
+def refuse_non_booleans(
+    lowering: FunctionLowering, what: str, args: Sequence[Value], spans: Sequence[Span]
+) -> None:
+    """Refuse a non-boolean operand of ``&``, ``|`` or ``~`` (blamed before a Python int:
+    ``s & 1.5`` is refused for its float)."""
+    ints_last = sorted(zip(args, spans, strict=True), key=lambda p: lowering.weak_kind(p[0]) is int)
+    for value, at in ints_last:
+        if not isinstance(value, TensorValue) or value.element != BOOL:
+            raise TdslTypeError(
+                f"{what} takes booleans or integers, not {lowering.describe(value)}: compare "
+                "first, e.g. `(a > 0) & (b < 1)`",
+                lowering.where(at),
+            )
+
+
+__all__ = ["booleans_with_int", "compare_mixed", "compare_python_int", "refuse_non_booleans"]

@@ -116,3 +116,25 @@ def test_float_power_is_pow_in_float64(target: str, dtype: Any, exponent: str) -
     np.testing.assert_array_equal(got[~finite], want[~finite])
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
     np.testing.assert_array_max_ulp(got[finite], want[finite], maxulp=1)
+
+
+@pytest.mark.parametrize("target", ["numpy", "native"])
+def test_a_power_of_python_numbers_is_pythons(target: str) -> None:
+    """``**`` of literals and weak (Python) numbers is Python's float power, C's ``pow``:
+    ``(-0.0) ** 0.5`` is ``0.0`` and ``(-inf) ** 0.5`` is ``inf`` (tdsl folded and computed
+    them as NumPy's power of 0-d arrays, which takes ``sqrt``: ``-0.0`` and nan; found by
+    fuzzing)."""
+    from tdsl.jit import JITTensorKernel
+
+    jit = JITTensorKernel(target=target, threads=1)
+    for text, values, want in [
+        ("(-0.0) ** 0.5", {}, (-0.0) ** 0.5),
+        ("(-inf) ** 0.5", {}, float("-inf") ** 0.5),
+        ("s ** 0.5", {"s": -0.0}, (-0.0) ** 0.5),
+        ("s ** t", {"s": float("-inf"), "t": 0.5}, float("-inf") ** 0.5),
+        ("2 ** -2", {}, 2**-2),
+        ("s ** 3", {"s": 3}, 3**3),
+    ]:
+        got = jit(text, **values)
+        assert got == want and np.signbit(got) == np.signbit(want), text
+        assert got.dtype == np.asarray(want).dtype, text
