@@ -32,6 +32,8 @@ def integer_power(
     a, n = args
     if isinstance(a, WeakValue) and a.integer:
         a = TensorValue(a.value, (), i64)  # (`np.power` of a Python int: int64)
+    elif isinstance(a, LiteralValue) and type(a.value) is int and isinstance(n, LiteralValue):
+        a = lowering.literal(a.value, i64, spans[0])  # (`power(2, 3)`: the same, int64)
     strong = _constant_integer(n)
     if strong is not None and isinstance(a, TensorValue) and is_int(a.element):
         # an integer constant known when compiling (`x ** np.int64(3)` traced): the

@@ -220,6 +220,16 @@ def test_and_and_or_of_python_ints_are_bitwise_and_weak(target: str, text: str) 
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("target", COMPILED_TARGETS)
+def test_power_of_two_integer_literals_is_numpys(target: str) -> None:
+    """``power(2, 3)`` is NumPy's ``np.power(2, 3)``, an int64 8 (it was refused as an
+    exponent known only at call time; found by fuzzing)."""
+    jit = JITTensorKernel(target=target, threads=1)
+    for a, n in ((2, 3), (-3, 3), (7, 0), (2, 63)):
+        got, want = jit(f"power({a}, {n})"), np.power(a, n)
+        assert got.dtype == want.dtype and got == want
+
+
 def test_and_of_a_python_int_and_a_float_blames_the_float() -> None:
     with pytest.raises(TdslTypeError, match=r"1:10: .*not f64\[\] \(the number 1.5\)"):
         to_tensordsl("a * (s & 1.5)", shapes={"a": (4,)}, dtypes={"a": "int32", "s": int})
