@@ -58,6 +58,7 @@ from tdsl.frontend.joins import JOINS, SPLITS, lower_join, lower_split, lower_ta
 from tdsl.frontend.literals import fold, python_int_bitwise
 from tdsl.frontend.mixed_compare import (
     booleans_with_int,
+    clip_operands,
     compare_mixed,
     compare_python_int,
     refuse_non_booleans,
@@ -579,8 +580,8 @@ class FunctionLowering(CallParams):
                 return arg  # an integer is its own rounding, and stays an integer
             if not isinstance(arg, TensorValue) and self.weak_kind(arg) is int:
                 return self.tensor(arg, spans[0])  # `np.round(3)`: a strong np.int64(3)
-        if op is td.ClipOp and args and not isinstance(args[0], TensorValue):
-            args = [self.tensor(args[0], spans[0]), *args[1:]]
+        if op is td.ClipOp and args:  # (a Python number first; Python-int bounds)
+            args = clip_operands(self, args, spans)
         # literals and weak scalars take the element type of the tensors they meet
         # (``clip(x, 0, 6)`` of a float32 ``x`` is float32), as with operators; not the
         # first of ``clip``: ``np.clip(2, x, 3)`` makes an array of it (float64 or int64)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tdsl.dialects import tensordsl as td
-from tdsl.dialects.structured import BOOL, INT_TYPES, numpy_dtype
+from tdsl.dialects.structured import BOOL, INT_TYPES, is_int, numpy_dtype
 from tdsl.errors import TdslTypeError
 from tdsl.frontend.ast import Span
 from tdsl.frontend.values import LiteralValue, TensorValue, Value, WeakValue
@@ -144,6 +144,26 @@ def booleans_with_int(
     ]
 
 
+def clip_operands(
+    lowering: FunctionLowering, args: Sequence[Value], spans: Sequence[Span]
+) -> list[Value]:
+    """``clip``'s operands as NumPy 2 takes them: a Python number first is an array of it
+    (``np.clip(2, x, 3)``), and a Python-int bound of an integer array beyond its dtype on
+    its own side (``clip(u8, -5, 300)``) bounds nothing (it was refused as out of bounds),
+    so it is the dtype's end; one beyond the other side is still the error, as NumPy's."""
+    first = args[0] if isinstance(args[0], TensorValue) else lowering.tensor(args[0], spans[0])
+    bounds = list(args[1:])
+    if is_int(first.element):
+        info = np.iinfo(numpy_dtype(first.element))
+        for side, bound in enumerate(bounds[:2]):
+            if isinstance(bound, LiteralValue) and type(bound.value) is int:
+                beyond = bound.value < info.min if side == 0 else bound.value > info.max
+                if beyond:
+                    end = int(info.min if side == 0 else info.max)
+                    bounds[side] = LiteralValue(end, bound.span)
+    return [first, *bounds]
+
+
 def refuse_non_booleans(
     lowering: FunctionLowering, what: str, args: Sequence[Value], spans: Sequence[Span]
 ) -> None:
@@ -159,4 +179,10 @@ def refuse_non_booleans(
             )
 
 
-__all__ = ["booleans_with_int", "compare_mixed", "compare_python_int", "refuse_non_booleans"]
+__all__ = [
+    "booleans_with_int",
+    "clip_operands",
+    "compare_mixed",
+    "compare_python_int",
+    "refuse_non_booleans",
+]

@@ -230,6 +230,25 @@ def test_power_of_two_integer_literals_is_numpys(target: str) -> None:
         assert got.dtype == want.dtype and got == want
 
 
+@pytest.mark.parametrize("target", COMPILED_TARGETS)
+def test_clip_bounds_beyond_the_dtype_on_their_own_side_bound_nothing(target: str) -> None:
+    """As in NumPy 2: ``clip(u8, -2, 300)`` is ``u8`` (the language refused the bounds as
+    out of bounds for uint8, where the trace of ``np.clip`` took them; found by fuzzing);
+    a bound beyond the other side is still NumPy's error."""
+    jit = JITTensorKernel(target=target, threads=1)
+    u = np.array([5, 0, 200], np.uint8)
+    for text, x, want in [
+        ("clip(x, -2, 300)", u, np.clip(u, -2, 300)),
+        ("clip(x, -2, 100)", u, np.clip(u, -2, 100)),
+        ("clip(x, -2**40, 2**40)", A32, np.clip(A32, -(2**40), 2**40)),
+    ]:
+        got = jit(text, x=x)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(TdslTypeError, match="the integer 300 is out of bounds for uint8"):
+        jit("clip(x, 300, 400)", x=u)
+
+
 def test_and_of_a_python_int_and_a_float_blames_the_float() -> None:
     with pytest.raises(TdslTypeError, match=r"1:10: .*not f64\[\] \(the number 1.5\)"):
         to_tensordsl("a * (s & 1.5)", shapes={"a": (4,)}, dtypes={"a": "int32", "s": int})
