@@ -341,6 +341,15 @@ def _neg(op: td.NegOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]) 
     g.ufunc("multiply", args[0], g.scalar(minus_one, dtype), out=results[0])
 
 
+@register(td.FloatPowerOp)
+def _float_power(
+    op: td.FloatPowerOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]
+) -> None:
+    # NumPy's own float_power: the C library's pow, bit for bit (its f64 power loop rounds
+    # a last bit otherwise for about one result in twenty here, and takes sqrt for 0.5)
+    g.ufunc("float_power", *args, out=results[0])
+
+
 @register(td.OnesLikeOp)
 def _ones_like(op: td.OnesLikeOp, g: TileGen, args: Sequence[Any], results: Sequence[Any]) -> None:
     g.call("np.copyto({out}, 1)", out=results[0], note="ones_like")
