@@ -261,7 +261,7 @@ def tdsl_pow(
     zero, minus_inf = half & np.equal(x, 0.0), half & np.equal(x, -np.inf)  # (out may be x)
     if minus_inf.any():  # (pow(-inf, 0.5) is sqrt(inf), with no invalid-value warning)
         x = np.where(minus_inf, np.inf, x)
-    result = np.power(x, y, out=out)
+    result = np.asarray(np.power(x, y, out=out))  # (of 0-d operands: a NumPy scalar)
     np.copyto(result, 0.0, where=zero)
     return result
 
@@ -287,7 +287,7 @@ def tdsl_power_f16(
     quiet = np.add(x, y) if signaling.any() else None
     if minus_inf.any():  # (pow(-inf, 0.5) is sqrt(inf), with no invalid-value warning)
         x = np.where(minus_inf, np.float32(np.inf), x)
-    result = np.power(x, y, out=out)
+    result = np.asarray(np.power(x, y, out=out))  # (of 0-d operands: a NumPy scalar)
     np.copyto(result, np.float32(0.0), where=zero)
     if quiet is not None:
         np.copyto(result, quiet, where=signaling)

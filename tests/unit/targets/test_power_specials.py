@@ -155,3 +155,21 @@ def test_a_power_of_python_numbers_is_pythons(target: str) -> None:
         got = jit(text, **values)
         assert got == want and np.signbit(got) == np.signbit(want), text
         assert got.dtype == np.asarray(want).dtype, text
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("target", TARGETS)
+def test_powers_of_0d_values(target: str, dtype: Any) -> None:
+    """0-d operands: NumPy's power of them is a NumPy scalar, which the interpreter's pow
+    then wrote into (a TypeError from np.copyto; found by fuzzing)."""
+    for x, y in [(4.0, 0.5), (-0.0, 0.5), (2.0, 3.0), (-np.inf, 0.5)]:
+        a, b = np.array(x, dtype), np.array(y, dtype)
+        with np.errstate(all="ignore"):
+            for text, want in [
+                ("power(a, b)", np.power(a, b)),
+                ("float_power(a, b)", np.float_power(a, b)),
+            ]:
+                got = run_on(target, 10**6, text, a=a, b=b)
+                assert got.shape == () and got.dtype == np.asarray(want).dtype, text
+                np.testing.assert_array_equal(got, want)
+                assert np.signbit(got) == np.signbit(want), (text, x, y)
