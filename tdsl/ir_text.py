@@ -25,6 +25,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import (
     AnyDenseElement,
     AnyFloat,
+    BytesAttr,
     DenseIntOrFPElementsAttr,
     FileLineColLoc,
     IndexType,
@@ -201,30 +202,36 @@ class LocatingParser(Parser):
         if not any(bits is not None for _, bits in elements):
             return attr
         element = attr.get_element_type()
-        values: list[Any] = []
-        for literal, bits in elements:
-            if bits is None:
-                values.append(literal.value)
-            elif isinstance(element, AnyFloat):
-                if literal.is_negative:
-                    self.raise_error(
-                        "a hexadecimal float literal gives the float's bits, which hold its "
-                        "sign: it takes no '-'",
-                        literal.span,
-                    )
-                if bits.bit_length() > element.bitwidth:
-                    self.raise_error(
-                        "Hexadecimal float constant out of range for type", literal.span
-                    )
-                raw = bits.to_bytes(element.compile_time_size, "little")
-                values.append(next(element.iter_unpack(raw)))
-            elif isinstance(element, IntegerType | IndexType):
-                values.append(-bits if literal.is_negative else bits)
-            else:
-                self.raise_error(f"a hexadecimal literal cannot be an element of {element}")
+        if isinstance(element, AnyFloat):  # (as bytes: a nan keeps its payload and signal)
+            data = b"".join(self._float_bytes(element, literal, bits) for literal, bits in elements)
+            if len(elements) == 1:  # (a splat)
+                data *= math.prod(attr.get_shape())
+            return DenseIntOrFPElementsAttr(cast(Any, attr.type), BytesAttr(data))
+        if not isinstance(element, IntegerType | IndexType):
+            self.raise_error(f"a hexadecimal literal cannot be an element of {element}")
+        values = [
+            literal.value if bits is None else -bits if literal.is_negative else bits
+            for literal, bits in elements
+        ]
         if len(values) == 1:  # (a splat)
             values *= math.prod(attr.get_shape())
         return DenseIntOrFPElementsAttr.from_list(cast(Any, attr.type), values)
+
+    def _float_bytes(
+        self, element: AnyFloat, literal: AttrParser._TensorLiteralElement, bits: int | None
+    ) -> bytes:
+        """One element of a float dense: its bits as written, or its value packed."""
+        if bits is None:
+            return element.pack([literal.to_float(self)])
+        if literal.is_negative:
+            self.raise_error(
+                "a hexadecimal float literal gives the float's bits, which hold its sign: it "
+                "takes no '-'",
+                literal.span,
+            )
+        if bits.bit_length() > element.bitwidth:
+            self.raise_error("Hexadecimal float constant out of range for type", literal.span)
+        return bits.to_bytes(element.compile_time_size, "little")
 
     def _parse_tensor_literal_element(self) -> AttrParser._TensorLiteralElement:
         literal = super()._parse_tensor_literal_element()

@@ -30,13 +30,13 @@ import numpy.typing as npt
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute
-from xdsl.parser import Parser
 from xdsl.utils.lexer import Span
 
 from tdsl.dialects.structured import element_dtype
 from tdsl.errors import format_diagnostic
 from tdsl.interpreters import run
 from tdsl.interpreters.tensordsl import attr_to_numpy
+from tdsl.ir_text import LocatingParser
 from tdsl.tools.diagnostics import DriverError, run_tool, span_location
 from tdsl.tools.opt_io import out_of_range
 from tdsl.tools.tdsl_opt import TdslOptMain
@@ -221,7 +221,7 @@ class TdslRunMain(TdslOptMain):
             if tensor_dtype(arg_type) is None:
                 raise DriverError(
                     f"error: argument #{index} of @{name} has type {arg_type}; "
-                    "tdsl runs functions of bool, f16, f32, f64, i32 and i64 tensors"
+                    "tdsl runs functions of bool, f16, f32, f64, i32, i64, ui8 and ui64 tensors"
                 )
         if self.args.random_args is not None:
             rng = np.random.default_rng(self.args.random_args)
@@ -230,7 +230,7 @@ class TdslRunMain(TdslOptMain):
         attrs: list[Attribute] = []
         spans: list[Span[str]] = []
         if text.strip():
-            parser = Parser(self.ctx, text, "args")
+            parser = LocatingParser(self.ctx, text, "args")  # (hex floats as their bits)
 
             def parse_one() -> Attribute:
                 start = parser.pos

@@ -275,3 +275,21 @@ def test_a_hexadecimal_float_that_is_no_bit_pattern_is_a_located_error(
     with pytest.raises(TdslIRError, match=message) as info:
         JITTensorKernel().compile_ir(ir)
     assert info.value.location is not None and info.value.location.line == 2
+
+
+def test_hexadecimal_nans_keep_their_payload_and_signal() -> None:
+    """The bits as written, as MLIR keeps them: a float16 nan's payload and a float32
+    signaling nan (packing the floats dropped the first and quieted the second)."""
+    from tdsl.dialects.tensordsl import dense_to_numpy
+    from tdsl.ir_text import LocatingParser
+    from tdsl.jit.ir_input import ir_context
+
+    text = (
+        "%0 = tensordsl.constant dense<0x7C01> : tensor<2xf16>\n"
+        "%1 = tensordsl.constant dense<[0x7F800001, 1.5, 0xFFC00000]> : tensor<3xf32>\n"
+    )
+    module = LocatingParser(ir_context(), text, "<ir>").parse_module()
+    first, second = (op.properties["value"] for op in module.ops)
+    assert dense_to_numpy(first).view(np.uint16).tolist() == [0x7C01, 0x7C01]
+    got = dense_to_numpy(second).view(np.uint32).tolist()
+    assert got == [0x7F800001, 0x3FC00000, 0xFFC00000]

@@ -92,8 +92,8 @@ def test_arguments_reach_the_function_unchanged(
 def test_only_float_tensors_can_be_passed(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, type_text: str, args: list[str]
 ) -> None:
-    # tdsl's ops and its interpreter compute on bool, f16, f32, f64, i32, i64 and ui8
-    # tensors only
+    # tdsl's ops and its interpreter compute on bool, f16, f32, f64, i32, i64, ui8 and
+    # ui64 tensors only (the message left out the last two)
     identity = (
         f"func.func @main(%x: {type_text}) -> {type_text} {{\n  func.return %x : {type_text}\n}}\n"
     )
@@ -101,7 +101,7 @@ def test_only_float_tensors_can_be_passed(
     assert code == 1 and out == ""
     assert err.splitlines()[0] == (
         f"error: argument #0 of @main has type {type_text}; "
-        "tdsl runs functions of bool, f16, f32, f64, i32 and i64 tensors"
+        "tdsl runs functions of bool, f16, f32, f64, i32, i64, ui8 and ui64 tensors"
     )
 
 
@@ -322,3 +322,26 @@ def test_llvm_stage_ir_says_what_tdsl_run_runs(
     code, _, err = run(capsys, [str(lowered), "--random-args", "0"])
     assert code == 1
     assert "this is LLVM-stage IR, which tdsl-run does not interpret" in err
+
+
+def test_hexadecimal_float_arguments_are_their_bits(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--args`` reads ``dense<0x7FC00000>`` as the IR does, a nan (it read the integer's
+    value, 2143289344.0; found by fuzzing)."""
+    code, out, _ = run(
+        capsys,
+        [
+            "--expr",
+            "a + 1",
+            "--shape",
+            "a=3xf16",
+            "--args",
+            "dense<[0x3C00, 0x0, 0x7E00]> : tensor<3xf16>",
+        ],
+    )
+    assert code == 0 and out.splitlines()[-1] == "[ 2.  1. nan]"
+    code, _, err = run(
+        capsys, ["--expr", "a", "--shape", "a=2xf32", "--args", "dense<-0x1> : tensor<2xf32>"]
+    )
+    assert (
+        code == 1 and "args:1:7: error: a hexadecimal float literal gives the float's bits" in err
+    )
