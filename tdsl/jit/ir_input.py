@@ -53,14 +53,16 @@ def build_ir(text: str, shapes: Shapes | None, options: JitOptions) -> CompiledK
 
     from tdsl.ir_text import LocatingParser, OpLocator
 
-    parser = LocatingParser(ir_context(), text, "<ir>")
+    parser: LocatingParser | None = None
     try:
+        parser = LocatingParser(ir_context(), text, "<ir>")  # (it reads the first token)
         module = parser.parse_module()
         _verify(module, OpLocator(parser.op_spans))
     except ParseError as err:  # (at its place in the text)
         raise TdslIRError(f"the IR does not parse: {err.msg}", span_location(err.span)) from None
     except VerifyException as err:  # (an attribute or type that does not verify, parsed)
-        where = None if parser.failure_span is None else span_location(parser.failure_span)
+        failed = None if parser is None else parser.failure_span
+        where = None if failed is None else span_location(failed)
         raise TdslIRError(f"the IR does not verify: {err}", where) from None
     except TdslError:
         raise

@@ -293,3 +293,11 @@ def test_hexadecimal_nans_keep_their_payload_and_signal() -> None:
     assert dense_to_numpy(first).view(np.uint16).tolist() == [0x7C01, 0x7C01]
     got = dense_to_numpy(second).view(np.uint32).tolist()
     assert got == [0x7F800001, 0x3FC00000, 0xFFC00000]
+
+
+@pytest.mark.parametrize("text", ["`", "\x00", "$x"])
+def test_ir_that_cannot_start_is_a_located_error(text: str) -> None:
+    """A first character xDSL's lexer refuses raised its bare ParseError (the parser reads
+    the first token when it is made, outside the conversion; found by fuzzing)."""
+    with pytest.raises(TdslIRError, match=r"<ir>:1:1: error: the IR does not parse"):
+        JITTensorKernel().compile_ir(text)
