@@ -93,17 +93,14 @@ def evaluate(
         if isinstance(value, list | tuple):  # nested Python numbers: an array, as NumPy reads them
             value = np.asarray(cast(Any, value))
         shape, dtype = infer(name, value)
-        if dtype is float:  # a Python number: a weak scalar, passed as a 0-d float64
-            types.append((name, (), float))
-            values.append(np.asarray(float(value), np.float64))
-        elif dtype is int:  # a Python int: a weak integer, passed as a 0-d int64
-            types.append((name, (), int))
-            values.append(np.asarray(int(value), np.int64))
+        if dtype is float or dtype is int:  # a Python number: weak (see _check_weak)
+            types.append((name, (), dtype))
+            values.append(value)
         else:
             types.append((name, tuple(shape), cast(np.dtype[Any], dtype).name))
             values.append(value)
     module = _module(function, tuple(types), tuple(keywords.items()), sequence, part)
-    _check_weak(function, module, types, args, values)
+    _check_weak(function, module, types, values)
     (result,) = run_function(module, "main", *values)
     return result
 
@@ -112,12 +109,12 @@ def _check_weak(
     function: str,
     module: ModuleOp,
     types: Sequence[tuple[str, tuple[int, ...], object]],
-    args: Sequence[object],
     values: list[object],
 ) -> None:
-    """Each weak (Python) number of ``args`` as a compiled kernel takes it: a Python int
-    beyond the integer dtype it meets is NumPy 2's error, a ``TdslCallError``, as on a
-    call (``maximum(t, 2**40)`` of an ``i32`` ``t``: the interpreter wrapped it)."""
+    """Each weak (Python) number of ``args`` as a compiled kernel takes it, a 0-d int64 or
+    float64: a Python int beyond the integer dtype it meets is NumPy 2's error, a
+    ``TdslCallError``, as on a call (``maximum(t, 2**40)`` of an ``i32`` ``t``: the
+    interpreter wrapped it)."""
     from xdsl.dialects.func import FuncOp
 
     from tdsl.jit.compiled import ArgSpec, int_bounds
@@ -125,10 +122,10 @@ def _check_weak(
 
     (main,) = [op for op in module.ops if isinstance(op, FuncOp)]
     for k, (name, _, kind) in enumerate(types):
-        if kind in (int, float):
+        if kind is int or kind is float:
             dtype = np.dtype(np.int64 if kind is int else np.float64)
             spec = ArgSpec(name, (), dtype, weak=True, bounds=int_bounds(main.args[k]))
-            values[k] = convert_weak(f"argument {k + 1} of `{function}`", spec, args[k])
+            values[k] = convert_weak(f"argument {k + 1} of `{function}`", spec, values[k])
 
 
 def evaluate_parts(

@@ -282,13 +282,8 @@ def tdsl_power_f16(
     signaling = (((bx & 0x7FC00000) == 0x7F800000) & ((bx & 0x3FFFFF) != 0)) | (
         ((by & 0x7FC00000) == 0x7F800000) & ((by & 0x3FFFFF) != 0)
     )  # (not |=: the operands broadcast)
-    half = np.equal(y, 0.5)
-    zero, minus_inf = half & np.equal(x, 0.0), half & np.equal(x, -np.inf)  # (out may be x)
-    quiet = np.add(x, y) if signaling.any() else None
-    if minus_inf.any():  # (pow(-inf, 0.5) is sqrt(inf), with no invalid-value warning)
-        x = np.where(minus_inf, np.float32(np.inf), x)
-    result = np.asarray(np.power(x, y, out=out))  # (of 0-d operands: a NumPy scalar)
-    np.copyto(result, np.float32(0.0), where=zero)
+    quiet = np.add(x, y) if signaling.any() else None  # (before out, which may be x)
+    result = tdsl_pow(x, y, out=out)
     if quiet is not None:
         np.copyto(result, quiet, where=signaling)
     return result
