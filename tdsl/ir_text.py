@@ -100,6 +100,10 @@ _BETWEEN_TOKENS = re.compile(r'"?(?:\s|//[^\n]*)*')
 quote, white space and comments."""
 
 
+_DENSE_COUNT_ERRORS = ("Shape mismatch in dense literal", "Expected at least one element")
+"""The starts of xDSL's errors for a dense literal whose elements its type does not take."""
+
+
 class LocatingParser(Parser):
     """An MLIR parser that records the span of each operation's name.
 
@@ -195,8 +199,16 @@ class LocatingParser(Parser):
         self, type: RankedStructure[AnyDenseElement] | None
     ) -> DenseIntOrFPElementsAttr:
         self._dense_elements.append([])
+        start = self.pos
         try:
             attr = super().parse_dense_int_or_fp_elements_attr(type)
+        except ParseError as err:
+            # xDSL checks the elements against the type after reading the type, and
+            # points at the token after it (often the next line): point at the literal
+            if err.span.start < self.pos or not err.msg.startswith(_DENSE_COUNT_ERRORS):
+                raise
+            written = self.input.content[start : self.pos].rstrip()
+            self.raise_error(err.msg, start, start + len(written))
         finally:
             elements = self._dense_elements.pop()
         if not any(bits is not None for _, bits in elements):

@@ -277,6 +277,32 @@ def test_a_hexadecimal_float_that_is_no_bit_pattern_is_a_located_error(
     assert info.value.location is not None and info.value.location.line == 2
 
 
+@pytest.mark.parametrize(
+    ("literal", "message"),
+    [
+        ("[1.0, 2.0, 3.0]", r"Expected \[2\] shape from the type, but got \[3\]"),
+        ("[[1.0, 2.0]]", r"Expected \[2\] shape from the type, but got \[1, 2\]"),
+        ("", "Expected at least one element"),
+        ('"0x0000803F0000803F0000803F"', "Expected 2 elements from the type, but got 3"),
+    ],
+)
+def test_a_dense_literal_its_type_does_not_take_is_located_at_the_literal(
+    literal: str, message: str
+) -> None:
+    """xDSL checks the elements after reading the type and pointed at the token after it:
+    the next line's first, which is not where the mistake is."""
+    ir = (
+        "func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
+        f"  %0 = tensordsl.constant dense<{literal}> : tensor<2xf32>\n"
+        "  %1 = tensordsl.add %x, %0 : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>\n"
+        "  func.return %1 : tensor<2xf32>\n}\n"
+    )
+    with pytest.raises(TdslIRError, match=message) as info:
+        JITTensorKernel().compile_ir(ir)
+    where = info.value.location
+    assert where is not None and (where.line, where.column) == (2, 32)
+
+
 def test_hexadecimal_nans_keep_their_payload_and_signal() -> None:
     """The bits as written, as MLIR keeps them: a float16 nan's payload and a float32
     signaling nan (packing the floats dropped the first and quieted the second)."""
