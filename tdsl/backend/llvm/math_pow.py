@@ -40,7 +40,10 @@ has here, :mod:`tdsl.backend.llvm.numpy_nans`), and a nan operand gives ``x + y`
 (the first nan's sign and payload, as the C library's ``x + y`` does), except that
 a nan ``x`` to an odd integer power loses its sign where NumPy's loops lose it (the
 C library computes ``x * x`` there; NumPy's AVX-512 loops keep it on f32 and f64:
-asked of NumPy, as :func:`~tdsl.backend.llvm.numpy_nans.odd_power_keeps_nan_sign`).
+asked of NumPy, as :func:`~tdsl.backend.llvm.numpy_nans.odd_power_keeps_nan_sign`), and
+that a signaling nan gives ``x + y`` even where C99 gives 1 (``sNaN ** 0``, ``1 **
+sNaN``) where NumPy's loops are the C library's (not its AVX-512 loops: asked of NumPy,
+:func:`~tdsl.backend.llvm.numpy_nans.signaling_pow_nans`).
 
 Measured maximum errors (``python benchmarks/native_pow.py accuracy``, 10^6 pairs in
 each of seven sets, against NumPy in float64 for f32 and long double for f64):
@@ -61,6 +64,7 @@ from tdsl.backend.llvm.numpy_nans import (
     created_nan_negative,
     numpy_type,
     odd_power_keeps_nan_sign,
+    signaling_pow_nans,
 )
 
 # fdlibm's: (3/2) (log(m / b) - 2 s - 2/3 s^3) / s^4 ~ L(s^2), and exp's P
@@ -296,7 +300,29 @@ class ApproximatePow(RewritePattern):
             result = p.e._op(arith.TruncFOp(p.pow(x, y, nan_negative, keeps), t))
         else:
             result = p.pow(op.lhs, op.rhs, nan_negative, keeps)
+        # (on the operands as given: widening f32 to f64 quiets a signaling nan)
+        e = _Emitter(rewriter, _Format(t))
+        for operand, is_nan in zip(op.operands, signaling_pow_nans(nan_type), strict=True):
+            if is_nan:  # (NumPy's loop here is the C library's: x + y)
+                total = e._op(arith.AddfOp(op.lhs, op.rhs))
+                result = e.select(_signaling(e, operand), total, result)
         rewriter.replace(op, [], [result])
+
+
+def _signaling(e: _Emitter, x: SSAValue) -> SSAValue:
+    """Whether ``x`` is a signaling nan: exponent all ones, the quiet bit clear, a payload."""
+    mantissa = e.fmt.mantissa
+    exponent = ((1 << (e.fmt.width - 1 - mantissa)) - 1) << mantissa
+    quiet = 1 << (mantissa - 1)
+    bits = e.bits(x)
+    top = e._op(arith.AndIOp(bits, e.ci(exponent | quiet)))
+    payload = e._op(arith.AndIOp(bits, e.ci(quiet - 1)))
+    return e._op(
+        arith.AndIOp(
+            e._op(arith.CmpiOp(top, e.ci(exponent), "eq")),
+            e._op(arith.CmpiOp(payload, e.ci(0), "ne")),
+        )
+    )
 
 
 POW_PATTERNS: tuple[RewritePattern, ...] = (ApproximatePow(),)

@@ -88,8 +88,33 @@ def odd_power_keeps_nan_sign(float_type: str) -> bool:
     return bool(np.all(np.signbit(result)))
 
 
+SIGNALING_BITS = {"f32": (np.uint32, 0x7FA00000), "f64": (np.uint64, 0x7FF4000000000000)}
+"""A signaling nan's bits (the quiet bit clear, a payload), per float type."""
+
+
+@functools.cache
+def signaling_pow_nans(float_type: str) -> tuple[bool, bool]:
+    """Whether NumPy's ``x ** y`` is nan here for a signaling nan ``x`` to the power 0, and
+    for 1 to a signaling nan power, where C99 (and NumPy, for a quiet nan) gives 1.  The C
+    library's ``pow`` gives ``x + y`` for a signaling operand, and NumPy's AVX2 loops call
+    it; its AVX-512 loops give 1 (NumPy 2.4.6: nan on an AMD EPYC without AVX-512, 1 on an
+    Intel Xeon with it).  Float16 is :mod:`tdsl.backend.llvm.f16`'s."""
+    found = SIGNALING_BITS.get(float_type)
+    if found is None:
+        return (False, False)
+    unsigned, bits = found
+    dtype = _TYPES[float_type]
+    snan = np.full(32, bits, unsigned).view(dtype)
+    with np.errstate(all="ignore"):
+        base = np.asarray(np.power(snan, np.zeros(32, dtype)))
+        exponent = np.asarray(np.power(np.ones(32, dtype), snan))
+    return (bool(np.all(np.isnan(base))), bool(np.all(np.isnan(exponent))))
+
+
 __all__ = [
+    "SIGNALING_BITS",
     "created_nan_negative",
     "numpy_type",
     "odd_power_keeps_nan_sign",
+    "signaling_pow_nans",
 ]

@@ -9,8 +9,10 @@ signaling operand where a quiet nan gives a number: ``power(sNaN, 0)``,
 quiet nan.  The native target widens float16 with ``vcvtph2ps``, which quiets the nan,
 so it checks the float16 bits first; the interpreter computes a float16 body in float32,
 whose ``power`` loop gives 1 for a signaling nan, so its float16 ``power`` checks too.
-(float32 and float64 ``power`` give 1 either way: NumPy's own loops there do not tell
-the two nans apart.)
+float32 and float64 ``power`` depend on the CPU: NumPy's AVX-512 loops give 1 for both
+nans, its AVX2 loops call the C library and give nan for a signaling one (found when the
+suite first ran on an AMD EPYC without AVX-512); the native target asks NumPy which
+(:func:`~tdsl.backend.llvm.numpy_nans.signaling_pow_nans`).
 """
 
 from __future__ import annotations
