@@ -5,6 +5,7 @@ it is at, and a ``tensordsl`` function re-typed for new argument shapes."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tdsl.errors import TdslError, TdslIRError, TdslTypeError, span_location
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
     from xdsl.context import Context
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.dialects.func import FuncOp
+    from xdsl.ir import Operation
+    from xdsl.utils.lexer import Span
 
     from tdsl.ir_text import OpLocator
 
@@ -55,7 +58,7 @@ def build_ir(text: str, shapes: Shapes | None, options: JitOptions) -> CompiledK
 
     parser: LocatingParser | None = None
     try:
-        parser = LocatingParser(ir_context(), text, "<ir>")  # (it reads the first token)
+        parser = LocatingParser(ir_context(), text, IR_NAME)  # (it reads the first token)
         module = parser.parse_module()
         _verify(module, OpLocator(parser.op_spans))
     except ParseError as err:  # (at its place in the text)
@@ -69,7 +72,49 @@ def build_ir(text: str, shapes: Shapes | None, options: JitOptions) -> CompiledK
     except Exception as err:  # a plain one of xDSL's (an i65 dense value, memref.load's)
         why = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
         raise TdslIRError(f"the IR does not parse or verify: {why}") from None
-    return build_module(module, shapes, options, text)
+    _place_ops(parser.op_spans)
+    try:
+        return build_module(module, shapes, options, text)
+    except TdslError as err:  # (a pass's: at the line of its op, which a clone of it keeps)
+        raise _at_its_line(err, OpLocator(parser.op_spans, 0, IR_NAME, text)) from None
+
+
+IR_NAME = "<ir>"
+"""The name of IR text in its errors' locations (``<ir>:3:10``)."""
+
+
+def _place_ops(op_spans: Mapping[Operation, Span[str]]) -> None:
+    """Give each parsed op that has no location the ``loc`` of its name in the text, as a
+    frontend's ops have theirs: the passes run on clones (which keep it) and place their
+    errors, and a group's, at it."""
+    from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr, UnknownLoc
+
+    for op, span in op_spans.items():
+        if isinstance(op.location, UnknownLoc):
+            where = span.get_location()
+            op.location = FileLineColLoc(
+                StringAttr(IR_NAME), IntAttr(where.line), IntAttr(where.col)
+            )
+
+
+def _at_its_line(err: TdslError, locator: OpLocator) -> TdslError:
+    """``err`` at its op's line of the IR text, with that line and a caret; without the
+    notes xDSL's pattern driver adds (the whole module, printed generically)."""
+    from xdsl.ir import Operation
+
+    where = err.location
+    if where is not None and where.source_line is None:
+        where = locator.file_location(where.file, where.line, where.column)
+    elif where is None and isinstance(err.op, Operation):
+        placed = locator.nearest(err.op)
+        where = None if placed is None else placed[1]
+    if where is not None and where.source_line is not None and isinstance(err.op, Operation):
+        name = err.op.name  # (the caret under the op's name, as the parser's spans give it)
+        if where.source_line.startswith(name, where.column - 1):
+            where = replace(where, length=len(name))
+    if where is err.location and not getattr(err, "__notes__", None):
+        return err
+    return type(err)(err.message, where, note=err.note, op=err.op)
 
 
 def _verify(module: ModuleOp, locator: OpLocator) -> None:

@@ -175,11 +175,19 @@ class GroupParts:
             else f"needs {plural(need, 'element')} of scratch"
         )
         shape = "x".join(str(e) for e in body.extents) or "[]"
+        fused = self.fused
+        limit = f"the memory budget of {plural(self.budget, 'element')}"
+        raise_it = "raise the memory budget"
+        if fused.scratch_value == self.budget and self.options.memory_budget in (
+            None,
+            fused.budget_value,
+        ):  # (the scratch tdsl-fuse recorded, not the budget: it may be the smaller)
+            limit = f"the scratch of {plural(self.budget, 'element')} its kernel.fused records"
+            raise_it = "raise the group's scratch"
         raise TdslBudgetError(
-            f"'{op.name}' {what} at its smallest tile (iteration space {shape}), more than "
-            f"the memory budget of {plural(self.budget, 'element')}",
-            op_location(op, self.fused),
-            note=f"raise the memory budget to at least {need}" if need is not None else None,
+            f"'{op.name}' {what} at its smallest tile (iteration space {shape}), more than {limit}",
+            op_location(op, fused),
+            note=f"{raise_it} to at least {need}" if need is not None else None,
             op=op,
         )
 

@@ -560,6 +560,26 @@ def test_error_when_one_op_cannot_fit() -> None:
     assert isinstance(err.op, Hungry)  # the op of the clone tile() works on
 
 
+def test_a_group_over_the_scratch_its_fused_op_records_says_so() -> None:
+    """Found by fuzzing: ``budget 1 scratch 0`` was "more than the memory budget of 0"."""
+    text = (
+        "func.func @main(%a: tensor<8xf32>) -> tensor<8xf32> {\n"
+        '  %0 = kernel.fused(%a) group "g0" budget 1 scratch 0 : (tensor<8xf32>) -> tensor<8xf32> {\n'
+        "  ^bb0(%a1: tensor<8xf32>):\n"
+        "    %1 = tensordsl.sigmoid %a1 : tensor<8xf32>\n"
+        "    kernel.yield %1 : tensor<8xf32>\n"
+        "  }\n"
+        "  func.return %0 : tensor<8xf32>\n"
+        "}\n"
+    )
+    with pytest.raises(TdslBudgetError) as info:
+        tile(parse(text))
+    assert info.value.message.endswith(
+        "more than the scratch of 0 elements its kernel.fused records"
+    )
+    assert info.value.note == "raise the group's scratch to at least 1"
+
+
 # ---------------------------------------------------------------------------
 # Scratch plans
 # ---------------------------------------------------------------------------

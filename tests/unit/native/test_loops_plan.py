@@ -203,6 +203,13 @@ def test_a_plan_the_loops_cannot_run_is_a_located_error(
     with pytest.raises(TdslIRError) as info:
         JITTensorKernel(target="native").compile_ir(edited)
     assert message in str(info.value)
+    # at the tile op's line of the text, caret under its name (found by fuzzing: no
+    # location, and xDSL's pattern driver's note printed the whole module again)
+    line = next(n for n, row in enumerate(edited.splitlines(), 1) if "kernel.tile" in row)
+    where = info.value.location
+    assert where is not None and (where.file, where.line) == ("<ir>", line)
+    assert where.length == len("kernel.tile")
+    assert not getattr(info.value, "__notes__", None)
 
 
 @pytest.mark.parametrize(
