@@ -31,6 +31,7 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from tdsl.defaults import MAX_OPTION
 from tdsl.dialects.kernel_plan import Buffer
 from tdsl.dialects.structured import TensorConstr, dims_map, element_of, numpy_dtype
 
@@ -194,6 +195,12 @@ class FusedOp(GroupOp):
         if self.budget is not None and self.budget.value.data <= 0:
             raise VerifyException(
                 f"'{self.name}' op memory budget {self.budget.value.data} must be positive"
+            )
+        if self.budget is not None and self.budget.value.data > MAX_OPTION:
+            # (as the memory-budget option: the native loops' plan is made under it)
+            raise VerifyException(
+                f"'{self.name}' op memory budget {self.budget.value.data} must be at most "
+                "2**62, as the memory-budget option"
             )
         if self.scratch is not None and self.scratch.value.data < 0:
             raise VerifyException(

@@ -94,6 +94,11 @@ def test_fused_build_and_accessors() -> None:
             "'kernel.fused' op memory budget -5 must be positive",
         ),
         (
+            # (found by fuzzing: it verified, then the native plan refused it as an option)
+            lambda: FusedOp(values(t(4)), [t(4)], identity_body([t(4)]), budget=2**62 + 1),
+            "'kernel.fused' op memory budget 4611686018427387905 must be at most 2**62",
+        ),
+        (
             lambda: FusedOp(values(t(4)), [t(4)], identity_body([t(5)])),
             "'kernel.fused' op body arguments (tensor<5xf32>) do not match the operands "
             "(tensor<4xf32>)",
@@ -104,7 +109,7 @@ def test_fused_build_and_accessors() -> None:
             "(tensor<4xf32>, tensor<4xf32>)",
         ),
     ],
-    ids=["budget", "arguments", "yields"],
+    ids=["budget", "huge budget", "arguments", "yields"],
 )
 def test_fused_verify_errors(make: Any, message: str) -> None:
     with pytest.raises(VerifyException, match=re.escape(message)):
