@@ -150,18 +150,30 @@ def clip_operands(
     """``clip``'s operands as NumPy 2 takes them: a Python number first is an array of it
     (``np.clip(2, x, 3)``), and a Python-int bound of an integer array beyond its dtype on
     its own side (``clip(u8, -5, 300)``) bounds nothing (it was refused as out of bounds),
-    so it is the dtype's end; one beyond the other side is still the error, as NumPy's."""
+    so it is the dtype's end; one beyond the other side is still the error, as NumPy's.
+    A weak integer bound, known at call time, is clamped to that end in int64 first
+    (``maximum(s, 0)`` for a uint8 lower bound), and the call checks only the other side
+    (:func:`~tdsl.jit.compiled.int_bounds`)."""
     first = args[0] if isinstance(args[0], TensorValue) else lowering.tensor(args[0], spans[0])
     bounds = list(args[1:])
     if is_int(first.element):
         info = np.iinfo(numpy_dtype(first.element))
-        for side, bound in enumerate(bounds[:2]):
+        i64 = INT_TYPES["i64"]
+        for side, (bound, at) in enumerate(zip(bounds[:2], spans[1:3], strict=False)):
+            end = int(info.min if side == 0 else info.max)
             if isinstance(bound, LiteralValue) and type(bound.value) is int:
-                beyond = bound.value < info.min if side == 0 else bound.value > info.max
-                if beyond:
-                    end = int(info.min if side == 0 else info.max)
+                if bound.value < info.min if side == 0 else bound.value > info.max:
                     bounds[side] = LiteralValue(end, bound.span)
+            elif isinstance(bound, WeakValue) and bound.integer and end in _INT64_INSIDE:
+                clamp = td.MaximumOp if side == 0 else td.MinimumOp
+                limit = lowering.literal(end, i64, at)
+                clamped = lowering.emit(clamp(bound.value, limit.value), at)
+                bounds[side] = WeakValue(clamped.value, integer=True)
     return [first, *bounds]
+
+
+_INT64_INSIDE = range(-(2**63) + 1, 2**63 - 1)
+"""The ends of integer dtypes that a weak int (an int64) can lie beyond."""
 
 
 def refuse_non_booleans(

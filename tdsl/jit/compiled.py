@@ -106,7 +106,7 @@ def int_bounds(arg: Any) -> tuple[int, int] | None:
     int in [-2**63, 2**64).  When every use is such, that is the range (above int64's,
     the call passes the same low bits as an int64: :data:`WRAPPED_HIGH`)."""
     from tdsl.dialects import tensordsl as td
-    from tdsl.dialects.structured import is_int, numpy_dtype
+    from tdsl.dialects.structured import is_int
 
     if not is_int(arg):  # a weak float: a Python int passed for it
         int64 = np.iinfo(np.int64)
@@ -119,11 +119,44 @@ def int_bounds(arg: Any) -> tuple[int, int] | None:
     checked = [cast for cast in casts if not _read_by_where_branches(cast.result)]
     if casts and len(casts) == len(list(arg.uses)) and not checked:
         return (int(np.iinfo(np.int64).min), WRAPPED_HIGH)
-    ranges = [np.iinfo(numpy_dtype(cast.result.type)) for cast in checked]
     int64 = np.iinfo(np.int64)
-    low = max([int(r.min) for r in ranges] + [int(int64.min)])
-    high = min([int(r.max) for r in ranges] + [int(int64.max)])
+    ranges = [_range(cast) for cast in checked] + _clip_bound_ranges(arg)
+    low = max([r[0] for r in ranges] + [int(int64.min)])
+    high = min([r[1] for r in ranges] + [int(int64.max)])
     return None if (low, high) == (int64.min, int64.max) else (low, high)
+
+
+def _range(cast: Any) -> tuple[int, int]:
+    """The ints the integer type a ``tensordsl.cast`` converts to holds."""
+    from tdsl.dialects.structured import numpy_dtype
+
+    info = np.iinfo(numpy_dtype(cast.result.type))
+    return (int(info.min), int(info.max))
+
+
+def _clip_bound_ranges(arg: Any) -> list[tuple[int, int]]:
+    """The ranges a weak integer ``arg`` must lie in as ``clip``'s bound of an integer
+    array (the frontend's ``clip_operands``): clamped to the dtype's end on its own side
+    first (``maximum(s, 0)`` for a uint8 lower bound), so that only the other side is
+    checked, as NumPy 2 checks it."""
+    from tdsl.dialects import tensordsl as td
+    from tdsl.dialects.structured import is_int
+
+    int64 = np.iinfo(np.int64)
+    ranges: list[tuple[int, int]] = []
+    for use in arg.uses:
+        clamp = use.operation
+        if not isinstance(clamp, td.MaximumOp | td.MinimumOp):
+            continue
+        if not isinstance(clamp.operands[1 - use.index].owner, td.ConstantOp):
+            continue
+        for inner in clamp.results[0].uses:
+            cast = inner.operation
+            if isinstance(cast, td.CastOp) and is_int(cast.result.type):
+                low, high = _range(cast)
+                lower_bound = isinstance(clamp, td.MaximumOp)
+                ranges.append((int(int64.min), high) if lower_bound else (low, int(int64.max)))
+    return ranges
 
 
 WRAPPED_HIGH = 2**64 - 1
