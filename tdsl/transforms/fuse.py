@@ -22,7 +22,8 @@ too: the pass first sinks them onto the operands of element-wise ops
 materializes: its *need* is the elements of the values held whole between
 groups that the function does not return (a returned value lives in its
 output) plus the largest scratch any of its groups needs at its smallest
-legal tile.  A call allocates, beyond its outputs, no more than the larger
+legal tile under what those values leave of the budget (a softmax whose rows
+are longer than that counts as run over tiles of its rows).  A call allocates, beyond its outputs, no more than the larger
 of the budget and the least need of the plans the planner considers (times
 the element size, plus NumPy's own iterator buffers), on the NumPy and the
 native target alike:
@@ -30,9 +31,10 @@ native target alike:
 - when the greedy plan at the budget fits (need <= budget), it runs, as
   before: the largest tiles whose scratch fits what the materialized values
   leave of the budget;
-- else the planner compares the greedy plans at the budgets 16, 64, 256, ...
-  (a fixed ladder, up to past the program's size) and picks the one of least
-  need; a :class:`~tdsl.errors.TdslBudgetWarning` and the fusion report's
+- else the planner compares the greedy plans at the budgets 1, 4, 16, 64, ...
+  (a fixed ladder, up to past the program's size; not the greedy plan at the
+  budget itself, which a smaller budget would not have) and picks the one of
+  least need; a :class:`~tdsl.errors.TdslBudgetWarning` and the fusion report's
   summary line (``no plan fits the memory budget of B: the plan of least
   memory runs, and it needs N elements (S of scratch at the smallest tiles,
   M materialized between groups)``) say what it needs.  So a budget below

@@ -21,6 +21,7 @@ from tdsl.dialects.structured import (
     tensor_shape,
 )
 from tdsl.dialects.tensordsl import ConcatenateOp, TakeOp
+from tdsl.errors import internal_error
 from tdsl.transforms.fusion_planner import BlockPlan, plan_function
 from tdsl.transforms.fusion_scratch import group_min_scratch, remembered_scratch
 
@@ -32,20 +33,23 @@ from tdsl.transforms.fusion_scratch import group_min_scratch, remembered_scratch
 # makes holds a value whole between two groups, and that value is memory too.
 # A plan's need is the values it materializes (those the function does not
 # return: a result lives in its output) plus the largest scratch any of its
-# groups needs at its smallest legal tile; groups run one after the other,
-# and every materialized value may be alive while any of them runs.  The plan
-# of a budget B is the greedy plan at B when its need fits B; else, among the
-# greedy plans at the budgets of :data:`PLAN_BUDGETS` (a fixed ladder, so that
-# every budget below the need considers the same plans), the one of least need.
-# The ladder is climbed from the bottom and left at the first budget whose greedy
-# plan the budget refused no merge of (``BlockPlan.budget_refused``): the budget
-# enters the grouping only through rule 3, whose test is monotone in it, so every
-# larger budget plans the same groups.
+# groups needs at its smallest legal tile under what the materialized values
+# leave of the budget (a softmax whose rows are longer than that runs over
+# tiles of its rows, decomposed); groups run one after the other, and every
+# materialized value may be alive while any of them runs.  The plan of a budget
+# B is the greedy plan at B when its need fits B; else, among the greedy plans
+# at the budgets of :data:`PLAN_BUDGETS` (a fixed ladder, so that every budget
+# below the need considers the same plans, and a smaller budget never needs
+# more), the one of least need.  The ladder is climbed from the bottom and left
+# at the first budget whose greedy plan the budget refused no merge of
+# (``BlockPlan.budget_refused``): the budget enters the grouping only through
+# rule 3, whose test is monotone in it, so every larger budget plans the same
+# groups.
 
-PLAN_BUDGETS = tuple(16 * 4**k for k in range(16))
+PLAN_BUDGETS = tuple(4**k for k in range(18))
 """The budgets whose greedy plans are considered when the plan of the budget does not fit
-(16 to 16 * 4**15 elements; a budget past the program's largest values plans like the
-last one that changes anything)."""
+(1 to 4**17 elements; a budget past the program's largest values plans like the last one
+that changes anything)."""
 
 
 @dataclass(frozen=True)
@@ -177,7 +181,8 @@ def plans_memory(
     fn: func.FuncOp, plans: Sequence[BlockPlan], budget: int, returned: set[SSAValue] | None = None
 ) -> tuple[int, int]:
     """The elements ``plans`` (the plans of ``fn``'s blocks) materialize that ``fn`` does
-    not return, and the largest scratch of a group at its smallest legal tile."""
+    not return, and the largest scratch of a group at its smallest legal tile under what
+    they leave of ``budget`` (``tdsl-tile``'s budget for the groups)."""
     if returned is None:
         returned = _returned(fn)
     held: dict[SSAValue, int] = {}
@@ -189,13 +194,15 @@ def plans_memory(
         for v, (elements, _) in held_for_views(plan).items():
             if v not in returned and v not in held:
                 held[v] = elements
+    materialized = sum(held.values())
+    left = max(0, budget - materialized)
     scratch = 0
     for plan in plans:
         for g in plan.groups:
-            need = group_min_scratch(g.ops, g.results, budget, g.space)
+            need = group_min_scratch(g.ops, g.results, left, g.space)
             # a group with no legal tile is the tiler's error to report
             scratch = max(scratch, 0 if need is None else need)
-    return sum(held.values()), scratch
+    return materialized, scratch
 
 
 def _partition(plans: Sequence[BlockPlan]) -> tuple[tuple[int, ...], ...]:
@@ -228,10 +235,10 @@ def _choose_plans(fn: func.FuncOp, memory_budget: int) -> tuple[list[BlockPlan],
     best = PlanMemory(name, memory_budget, held, scratch, memory_budget)
     if best.fits:
         return plans, best
-    chosen = plans
-    seen = {_partition(plans)}
-    # the least budget whose plan the budget did not shape: larger ones plan alike
-    free_at = None if any(p.budget_refused for p in plans) else memory_budget
+    # (not the budget's own greedy plan: a budget between two of the ladder's would
+    # then be the only one to have it, and a smaller budget could need more)
+    chosen: list[BlockPlan] | None = None
+    seen: set[tuple[tuple[int, ...], ...]] = set()
     # past 3x all the program's elements the budget refuses no merge
     cap = 3 * sum(
         math.prod(tensor_shape(r))
@@ -240,21 +247,21 @@ def _choose_plans(fn: func.FuncOp, memory_budget: int) -> tuple[list[BlockPlan],
         if isinstance(r.type, TensorType)
     )
     for b in PLAN_BUDGETS:
-        if b == memory_budget:
-            continue
-        if b > 4 * cap + 16 or (free_at is not None and b > free_at):
+        if chosen is not None and b > 4 * cap + 16:
             break
-        candidate = plan_function(fn, b)
-        if not any(p.budget_refused for p in candidate):
-            free_at = b
+        candidate = plans if b == memory_budget else plan_function(fn, b)
         key = _partition(candidate)
-        if key in seen:
-            continue
-        seen.add(key)
-        held, scratch = plans_memory(fn, candidate, b, returned)
-        if held + scratch < best.need:
-            best = PlanMemory(name, memory_budget, held, scratch, b)
-            chosen = candidate
+        if key not in seen:
+            seen.add(key)
+            # (scored under the budget, which the groups are tiled under, not b)
+            held, scratch = plans_memory(fn, candidate, memory_budget, returned)
+            if chosen is None or held + scratch < best.need:
+                best = PlanMemory(name, memory_budget, held, scratch, b)
+                chosen = candidate
+        if not any(p.budget_refused for p in candidate):
+            break  # (every larger budget plans these groups)
+    if chosen is None:  # (the ladder's first budget is always planned)
+        raise internal_error(f"tdsl-fuse: no fusion plan of @{name} was considered")
     best = PlanMemory(
         name, memory_budget, best.materialized, best.scratch, best.planned_at, len(seen)
     )

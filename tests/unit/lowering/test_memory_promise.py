@@ -438,3 +438,50 @@ def test_a_float16_group_counts_its_float32_scratch_twice(text: str) -> None:
         need, _ = least_need_of(kernel)
         peak, out = measure_peak(kernel, y)
         assert peak - out.nbytes <= max(budget, need) * 2 + numpy_buffers(1, 2), budget
+
+
+def test_a_plan_counts_the_scratch_its_groups_are_tiled_under() -> None:
+    """Found by fuzzing: a group's least scratch was counted at the budget itself, where
+    its softmax keeps rows whole (18 elements), not at what the values the plan holds
+    leave of it (13), where the tiler runs it over tiles of the rows (4): the plan at
+    budget 30 claimed to need 35, and a (1, 50, n) softmax plan used a row more than it
+    claimed.  Both now fit."""
+    source = "maximum(a, min(softmax(b, axis=1), axis=0))[2:15]"
+    shapes = {"a": (17,), "b": (1, 17)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)
+        for budget, need in ((16, 21), (30, 21)):
+            kernel = JITTensorKernel(memory_budget=budget, threads=1, cache_dir=False)
+            memory = kernel.compile(source, shapes=shapes, dtypes="f32").fusion_report.memory
+            assert memory[0].need == need, budget
+    x = np.random.default_rng(0).random((1, 50, 400))
+    e = np.exp(x - x.max(axis=2, keepdims=True))
+    want = (e / e.sum(axis=2, keepdims=True)).sum(axis=0)[1:4].sum(axis=0)
+    kernel = JITTensorKernel(memory_budget=20_000, target="numpy", threads=1, cache_dir=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)
+        fn = kernel.compile(
+            "sum(sum(softmax(x, axis=2), axis=0)[1:4], axis=0)", shapes={"x": x.shape}
+        )
+    need = fn.fusion_report.memory[0].need
+    assert need <= x.size + 4
+    peak, got = measure_peak(fn, x)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert peak - got.nbytes <= need * 8 + numpy_buffers(1, 8)
+
+
+def test_a_smaller_budget_never_plans_more_memory() -> None:
+    """Found by fuzzing: the budget's own greedy plan was a candidate where no plan fits,
+    so a budget of 2 had a plan (131 elements) that 1 and 8 to 135 did not (136)."""
+    source = "relu(x)[2:7, :] + (max(a, axis=2) - transpose(b)) @ neg(b)"
+    shapes = {"x": (8, 1), "a": (1, 128, 3), "b": (128, 1)}
+    needs = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)
+        for budget in (1, 2, 8, 64, 130, 135, 136, 4096):
+            kernel = JITTensorKernel(memory_budget=budget, threads=1, cache_dir=False)
+            memory = kernel.compile(source, shapes=shapes, dtypes="f64").fusion_report.memory[0]
+            needs[budget] = max(budget, memory.need)  # (what a call may use)
+    used = list(needs.values())
+    assert used == sorted(used), needs
+    assert needs[1] == needs[2] == needs[8] == needs[64] == 131
