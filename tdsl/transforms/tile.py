@@ -124,6 +124,8 @@ def check_tile_options(
         raise TdslOptionError(
             f"tile-sizes must all be positive integers, got {', '.join(str(s) for s in tile_sizes)}"
         )
+    for size in tile_sizes:  # (as tile-size and the JIT's tile_sizes)
+        positive_int("tile-sizes", size)
 
 
 @dataclass(frozen=True)

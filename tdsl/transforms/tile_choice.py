@@ -235,16 +235,19 @@ def explicit_tiles(
             op=fused,
         )
     tiles = [min(size, max(1, e)) for size, e in zip(sizes, body.extents, strict=True)]
+    given = f"[{', '.join(str(t) for t in sizes)}]"
+    if list(sizes) != tiles:  # (what was asked, then what it came to)
+        given += f" (within the extents, [{', '.join(str(t) for t in tiles)}])"
     found = try_tiles(body, tiles)
     if isinstance(found, str):
         raise TdslOptionError(
-            f"tile-sizes [{', '.join(str(t) for t in tiles)}] cannot tile {label}: {found}",
+            f"tile-sizes {given} cannot tile {label}: {found}",
             where,
             op=fused,
         )
     if found.scratch.total > budget:
         raise TdslBudgetError(
-            f"tile sizes [{', '.join(str(t) for t in tiles)}] of {label} need "
+            f"tile sizes {given} of {label} need "
             f"{plural(found.scratch.total, 'element')} of scratch, more than the memory "
             f"budget of {plural(budget, 'element')}",
             where,

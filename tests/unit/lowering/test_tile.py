@@ -206,7 +206,13 @@ def test_explicit_tile_sizes() -> None:
 
 @pytest.mark.parametrize(
     ("sizes", "message"),
-    [((10,), "gives 1 size"), ((10, 0), "must all be positive"), ((-1, 4), "must all be positive")],
+    [
+        ((10,), "gives 1 size"),
+        ((10, 0), "must all be positive"),
+        ((-1, 4), "must all be positive"),
+        # (as tile-size and the JIT's tile_sizes; it was clamped: found by fuzzing)
+        ((10**23, 4), r"tile-sizes must be at most 2\*\*62, not 100000000000000000000000"),
+    ],
 )
 def test_explicit_tile_sizes_are_validated(sizes: tuple[int, ...], message: str) -> None:
     with pytest.raises(TdslOptionError, match=message):
@@ -227,6 +233,9 @@ def test_explicit_sizes_that_cut_rows_run_decomposed() -> None:
 def test_explicit_sizes_over_budget() -> None:
     with pytest.raises(TdslBudgetError, match="need 2000 elements of scratch, more than"):
         tile(parse(two_way()), tile_sizes=(20, 100))
+    # sizes beyond the extents are named as given, then as they came to
+    with pytest.raises(TdslBudgetError, match=r"tile sizes \[20, 10000\] \(within the extents, "):
+        tile(parse(two_way()), tile_sizes=(20, 10_000))
 
 
 @pytest.mark.parametrize(
