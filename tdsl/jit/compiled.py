@@ -148,14 +148,22 @@ def _clip_bound_ranges(arg: Any) -> list[tuple[int, int]]:
         clamp = use.operation
         if not isinstance(clamp, td.MaximumOp | td.MinimumOp):
             continue
-        if not isinstance(clamp.operands[1 - use.index].owner, td.ConstantOp):
+        constant = clamp.operands[1 - use.index].owner
+        if not isinstance(constant, td.ConstantOp):
             continue
+        limit = td.dense_to_numpy(constant.value)
+        if limit.size != 1:
+            continue
+        end = int(limit.reshape(()))
         for inner in clamp.results[0].uses:
             cast = inner.operation
             if isinstance(cast, td.CastOp) and is_int(cast.result.type):
                 low, high = _range(cast)
-                lower_bound = isinstance(clamp, td.MaximumOp)
-                ranges.append((int(int64.min), high) if lower_bound else (low, int(int64.max)))
+                # (only a clamp to within the type lets the other side go unchecked)
+                if isinstance(clamp, td.MaximumOp) and end >= low:
+                    ranges.append((int(int64.min), high))
+                elif isinstance(clamp, td.MinimumOp) and end <= high:
+                    ranges.append((low, int(int64.max)))
     return ranges
 
 
