@@ -30,6 +30,8 @@ spacing); :mod:`tdsl.backend.llvm.math_approx` rewrites it into bit steps first.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import (
     Float16Type,
@@ -141,15 +143,9 @@ class SignalingNanF16(RewritePattern):
             new.append(o)
             return o.results[0]
 
-        i16 = IntegerType(16)
         signaling: SSAValue | None = None
         for half in halves:
-            bits = ins(arith.BitcastOp(half, i16))
-            top = ins(arith.AndIOp(bits, ins(arith.ConstantOp(IntegerAttr(0x7E00, i16)))))
-            low = ins(arith.AndIOp(bits, ins(arith.ConstantOp(IntegerAttr(0x01FF, i16)))))
-            nan_bits = ins(arith.CmpiOp(top, ins(arith.ConstantOp(IntegerAttr(0x7C00, i16))), "eq"))
-            payload = ins(arith.CmpiOp(low, ins(arith.ConstantOp(IntegerAttr(0, i16))), "ne"))
-            this = ins(arith.AndIOp(nan_bits, payload))
+            this = is_signaling_nan(ins, half, 16, 10)
             signaling = this if signaling is None else ins(arith.OrIOp(signaling, this))
         if signaling is None:
             return
@@ -158,6 +154,26 @@ class SignalingNanF16(RewritePattern):
         chosen = ins(arith.SelectOp(signaling, total, result))
         rewriter.insert(new, InsertPoint.after(op))
         rewriter.replace_uses_with_if(result, chosen, lambda use: use.operation is not new[-1])
+
+
+def is_signaling_nan(
+    ins: Callable[[Operation], SSAValue], x: SSAValue, width: int, mantissa: int
+) -> SSAValue:
+    """Whether the float ``x`` (``width`` bits, ``mantissa`` of them the fraction) is a
+    signaling nan: exponent all ones, the quiet bit (the fraction's top) clear, a nonzero
+    payload below it; ``ins`` inserts each op and gives its result."""
+    int_type = IntegerType(width)
+
+    def constant(value: int) -> SSAValue:
+        return ins(arith.ConstantOp(IntegerAttr(value, int_type)))
+
+    exponent = ((1 << (width - 1 - mantissa)) - 1) << mantissa
+    quiet = 1 << (mantissa - 1)
+    bits = ins(arith.BitcastOp(x, int_type))
+    top = ins(arith.AndIOp(bits, constant(exponent | quiet)))
+    payload = ins(arith.AndIOp(bits, constant(quiet - 1)))
+    nan_bits = ins(arith.CmpiOp(top, constant(exponent), "eq"))
+    return ins(arith.AndIOp(nan_bits, ins(arith.CmpiOp(payload, constant(0), "ne"))))
 
 
 class ExtendF16ToF64(RewritePattern):

@@ -59,6 +59,7 @@ from xdsl.dialects.builtin import Float32Type, Float64Type, f64
 from xdsl.ir import SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
+from tdsl.backend.llvm.f16 import is_signaling_nan
 from tdsl.backend.llvm.math_approx import _Emitter, _Format
 from tdsl.backend.llvm.numpy_nans import (
     created_nan_negative,
@@ -301,28 +302,16 @@ class ApproximatePow(RewritePattern):
         else:
             result = p.pow(op.lhs, op.rhs, nan_negative, keeps)
         # (on the operands as given: widening f32 to f64 quiets a signaling nan)
-        e = _Emitter(rewriter, _Format(t))
-        for operand, is_nan in zip(op.operands, signaling_pow_nans(nan_type), strict=True):
-            if is_nan:  # (NumPy's loop here is the C library's: x + y)
-                total = e._op(arith.AddfOp(op.lhs, op.rhs))
-                result = e.select(_signaling(e, operand), total, result)
+        checked = [
+            v for v, nan in zip(op.operands, signaling_pow_nans(nan_type), strict=True) if nan
+        ]
+        if checked:  # (NumPy's loop here is the C library's: x + y)
+            e = p.e
+            total = e._op(arith.AddfOp(op.lhs, op.rhs))
+            for operand in checked:
+                signaling = is_signaling_nan(e._op, operand, t.bitwidth, _Format(t).mantissa)
+                result = e.select(signaling, total, result)
         rewriter.replace(op, [], [result])
-
-
-def _signaling(e: _Emitter, x: SSAValue) -> SSAValue:
-    """Whether ``x`` is a signaling nan: exponent all ones, the quiet bit clear, a payload."""
-    mantissa = e.fmt.mantissa
-    exponent = ((1 << (e.fmt.width - 1 - mantissa)) - 1) << mantissa
-    quiet = 1 << (mantissa - 1)
-    bits = e.bits(x)
-    top = e._op(arith.AndIOp(bits, e.ci(exponent | quiet)))
-    payload = e._op(arith.AndIOp(bits, e.ci(quiet - 1)))
-    return e._op(
-        arith.AndIOp(
-            e._op(arith.CmpiOp(top, e.ci(exponent), "eq")),
-            e._op(arith.CmpiOp(payload, e.ci(0), "ne")),
-        )
-    )
 
 
 POW_PATTERNS: tuple[RewritePattern, ...] = (ApproximatePow(),)
