@@ -20,6 +20,16 @@ undercounts by up to what compiling left free);
 ``err`` is the largest difference from eager NumPy relative to its largest value;
 for tdsl, ``memory_budget`` is the budget the kernel was planned at (its inputs' size
 where no plan fits the default: see ``JITTensorKernel``) and ``groups`` its groups.
+The JSON's ``environment`` entry records the CPU, the load average, the ``OPENBLAS_*``
+variables and the BLAS kernels threadpoolctl reports.
+
+Every approach but jax.jit calls NumPy's OpenBLAS, whose kernels for this CPU are
+picked when it loads, unless ``OPENBLAS_CORETYPE`` names others: some machines set it
+for old OpenBLAS builds (``Haswell``), and on an AVX-512 EPYC that halved the bare
+GEMMs' speed (the MLP's 20 ms against 11.5 ms) while jax.jit kept its own.  The command
+says so when the variable is set; unset it for the command alone::
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/transformer.py
 """
 
 from __future__ import annotations
@@ -222,6 +232,33 @@ def _jax_version(fn: Callable[..., Array], jnp: Any) -> Callable[..., Any]:
     return scope[fn.__name__]
 
 
+def environment() -> dict[str, Any]:
+    """What the figures depend on besides the code: the CPU, the load, BLAS's kernels."""
+    cpu = None
+    if os.path.exists("/proc/cpuinfo"):
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            names = [line.split(":", 1)[1].strip() for line in f if line.startswith("model name")]
+        cpu = names[0] if names else None
+    env: dict[str, Any] = {
+        "numpy": np.__version__,
+        "cpu": cpu,
+        "cpu_count": os.cpu_count(),
+        "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
+        "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith("OPENBLAS")},
+    }
+    try:
+        import threadpoolctl  # pyright: ignore[reportMissingTypeStubs]
+
+        env["blas"] = [
+            {k: pool.get(k) for k in ("filepath", "version", "architecture", "num_threads")}
+            for pool in threadpoolctl.threadpool_info()
+            if pool.get("user_api") == "blas"
+        ]
+    except ImportError:  # (the bench extra installs it)
+        env["blas"] = None
+    return env
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=[])
@@ -240,8 +277,15 @@ def main() -> None:
         print(json.dumps(child(*args.child, args.repeat, args.budget)))
         return
     env = {**os.environ, "OPENBLAS_THREAD_TIMEOUT": "1"}
+    if "OPENBLAS_CORETYPE" in os.environ:
+        print(
+            f"note: OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']} is set: NumPy's "
+            "OpenBLAS runs those kernels, not the ones it picks for this CPU (see the "
+            "module docstring)",
+            flush=True,
+        )
     chosen = [w for w in WORKLOADS if not args.only or any(o in w for o in args.only)]
-    results: dict[str, dict[str, Any]] = {}
+    results: dict[str, dict[str, Any]] = {"environment": environment()}
     print(f"{'workload':<16} " + " ".join(f"{a:>22}" for a in APPROACHES))
     for workload in chosen:
         row: dict[str, Any] = {}
