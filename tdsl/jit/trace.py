@@ -167,7 +167,10 @@ def _shape_dtype(path: str, value: Any) -> tuple[tuple[int, ...], np.dtype[Any]]
 def _rebuild(tree: Any, leaves: Sequence[Any]) -> Any:
     kind = tree[0]
     if kind == "leaf":
-        return leaves[tree[1]]
+        leaf = leaves[tree[1]]
+        if len(tree) > 2 and tree[2] and isinstance(leaf, np.ndarray) and not leaf.shape:
+            return leaf[()]  # (NumPy's scalar, where NumPy gives one: `np.sum(x)`)
+        return leaf
     if kind == "const":
         return tree[2]
     if kind == "array":  # (a constant array returned: a new copy at each call, as NumPy's)
@@ -185,7 +188,7 @@ def _outputs(value: Any, found: list[Tracer], where: str) -> Any:
     constant returned as it is, an array as a copy at each call)."""
     if isinstance(value, Tracer):
         found.append(value)
-        return ("leaf", len(found) - 1)
+        return ("leaf", len(found) - 1, value.scalar)
     if isinstance(value, tuple | list):
         parts = (_outputs(v, found, f"{where}[{i}]") for i, v in enumerate(value))
         return (_sequence_kind(value), tuple(parts))

@@ -401,10 +401,33 @@ DATA_DEPENDENT = frozenset(
 """Functions whose result's shape depends on the values (no kernel has a static one)."""
 
 
+SCALAR_RESULTS = frozenset(
+    {"all", "any", "argmax", "argmin", "max", "min", "mean", "prod", "std", "var", "sum"}
+    | {"logsumexp", "matmul", "einsum", "take", "clip", "round"}
+)
+"""The language's functions (as NumPy names them, after ``FUNCTION_NAMES``) whose 0-d
+result NumPy gives as a NumPy scalar, not a 0-d array: reductions, contractions, a
+``take`` of one element, and the element-wise ones that are not ufuncs."""
+
+ARRAY_COMPOSED = frozenset(
+    {"np.copy", "np.empty_like", "np.full_like", "np.ones_like", "np.zeros_like"}
+    | {"np.select", "np.tensordot", "np.roll", "np.pad", "np.tile"}
+)
+"""The functions a trace writes as others (``COMPOSED``) whose 0-d result NumPy gives as a
+0-d array; every other one's is a NumPy scalar (``np.nanmax``, ``np.linalg.norm``)."""
+
+KEEP_SCALAR = frozenset(("astype", "reshape", "squeeze", "transpose", "swapaxes", "moveaxis"))
+"""Those whose 0-d result is a NumPy scalar where their operand is one (``x.sum().astype(
+np.float32)``), a 0-d array where it is one."""
+
+
 __all__ = [
+    "ARRAY_COMPOSED",
     "DATA_DEPENDENT",
     "FUNCTION_NAMES",
+    "KEEP_SCALAR",
     "NO_VALUES",
+    "SCALAR_RESULTS",
     "UFUNC_NAMES",
     "UFUNC_OPERATORS",
     "WEAK_ARITHMETIC",

@@ -30,9 +30,12 @@ from tdsl.errors import SourceLocation, TdslCallError, TdslError
 from tdsl.jit.trace_args import NeedsValues, list_operands, numpy_method, operator_method
 from tdsl.jit.trace_compose import COMPOSED
 from tdsl.jit.trace_names import (
+    ARRAY_COMPOSED,
     DATA_DEPENDENT,
     FUNCTION_NAMES,
+    KEEP_SCALAR,
     NO_VALUES,
+    SCALAR_RESULTS,
     UFUNC_NAMES,
     UFUNC_OPERATORS,
     VALUE_HINTS,
@@ -177,12 +180,16 @@ class Tracer(NeedsValues, np.lib.mixins.NDArrayOperatorsMixin):
         shape: tuple[int, ...],
         dtype: Any,
         refs: tuple[str, ...] = (),
+        scalar: bool = False,
     ) -> None:
         self._trace = trace
         self.name = name
         """The value in the program: a name, or the text of weak arithmetic (``(s + 1)``)."""
         self.refs = refs or (name,)
         """The names of the program it reads."""
+        self.scalar = scalar and not shape
+        """Whether NumPy gives this 0-d value as a NumPy scalar (a ufunc's or a reduction's,
+        ``np.sum(x)``), not a 0-d array (``np.where``'s): a call returns it as NumPy would."""
         self.shape = tuple(int(d) for d in shape)
         self.dtype = np.dtype(dtype)
 
@@ -220,6 +227,10 @@ class Tracer(NeedsValues, np.lib.mixins.NDArrayOperatorsMixin):
     # -- NumPy's protocols --------------------------------------------------------
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        # (a ufunc's 0-d result, and its reduce's, is a NumPy scalar)
+        return as_numpy_gives(self._ufunc(ufunc, method, *inputs, **kwargs), True)
+
+    def _ufunc(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         name = ufunc.__name__
         operator, self._trace.operator = self._trace.operator, False
         for key in ("out", "where"):
@@ -379,7 +390,8 @@ class Tracer(NeedsValues, np.lib.mixins.NDArrayOperatorsMixin):
         known = {"copy": None, "order": ("C", "K", "A"), "casting": ("unsafe",)}
         if bad := [k for k, v in kwargs.items() if k not in known or v not in (known[k] or (v,))]:
             trace_error(f"`astype` with `{'`, `'.join(bad)}` is not supported when traced")
-        return self._trace.emit(f"astype({self.name}, {spell_dtype(dtype)})", [self])[0]
+        cast = self._trace.emit(f"astype({self.name}, {spell_dtype(dtype)})", [self])[0]
+        return as_numpy_gives(cast, self.scalar)  # (a NumPy scalar's is one)
 
 
 # x.sum(...) is np.sum(x, ...), as for an ndarray
@@ -391,6 +403,14 @@ for _name, _ufunc in WEAK_OPERATOR_METHODS.items():
     if _name != "pow":  # (Tracer.__pow__: float16's `** 0.5`)
         setattr(Tracer, f"__{_name}__", operator_method(_ufunc, reflected=False))
     setattr(Tracer, f"__r{_name}__", operator_method(_ufunc, reflected=True))
+
+
+def as_numpy_gives(value: Any, scalar: bool) -> Any:
+    """``value`` (a result), if a 0-d tracer, marked as a NumPy scalar or a 0-d array."""
+    if not isinstance(value, Tracer) or value.shape or value.scalar == scalar:
+        return value
+    trace = value._trace  # pyright: ignore[reportPrivateUsage]
+    return Tracer(trace, value.name, (), value.dtype, value.refs, scalar=scalar)
 
 
 def as_operand(trace: Trace, value: Any) -> Tracer | None:
@@ -491,8 +511,8 @@ def call_function(
     if (
         qualified in COMPOSED
         and (done := COMPOSED[qualified](*args, **kwargs)) is not NotImplemented
-    ):
-        return done  # (NumPy calls that came back here)
+    ):  # (NumPy calls that came back here; a 0-d result as the function gives it)
+        return as_numpy_gives(done, qualified not in ARRAY_COMPOSED)
     from tdsl.frontend.functions import FUNCTIONS
 
     if module.startswith("numpy.") and not module.startswith(("numpy._core", "numpy.lib")):
@@ -521,7 +541,11 @@ def call_function(
     if name in ("split", "array_split") and results == 1:
         expr += "[0]"  # one part (picoGPT's heads at n_head=1): the tuple's item, not the tuple
     out = trace.emit(expr, _operands(trace, (args, kwargs)), results)
-    return out if name in ("split", "array_split") else out[0]
+    if name in ("split", "array_split"):
+        return out
+    first = args[0] if args else None
+    kept = name in KEEP_SCALAR and isinstance(first, Tracer) and first.scalar
+    return as_numpy_gives(out[0], name in SCALAR_RESULTS or kept)
 
 
 def _index_part(trace: Trace, item: Any) -> tuple[str, Tracer | None]:
@@ -562,7 +586,9 @@ def subscript(tracer: Tracer, key: Any) -> Tracer:
     parts = [_index_part(trace, item) for item in items]
     operands = [tracer, *(t for _, t in parts if t is not None)]
     text = ", ".join(p for p, _ in parts) or "..."
-    return trace.emit(f"{tracer.name}[{text}]", operands)[0]
+    # (an element is a NumPy scalar, `x[0]`, `x[()]`; with `...` a 0-d array, `x[..., 0]`)
+    element = trace.emit(f"{tracer.name}[{text}]", operands)[0]
+    return as_numpy_gives(element, not any(item is Ellipsis for item in items))
 
 
 __all__ = ["Trace", "Tracer", "as_operand", "call_function", "spell", "subscript"]

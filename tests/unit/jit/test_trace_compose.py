@@ -470,6 +470,9 @@ reductions'.)"""
 
 
 def same(got: Any, want: Any) -> None:
+    # a 0-d result is a NumPy scalar where NumPy gives one (`np.sum(x)`), and an array
+    # where NumPy gives one (`np.where`'s)
+    assert type(got) is type(want), (type(got), type(want))
     got, want = np.asarray(got), np.asarray(want)
     assert (got.dtype, got.shape) == (want.dtype, want.shape)
     assert np.array_equal(got, want, equal_nan=want.dtype.kind == "f"), (got, want)

@@ -30,7 +30,8 @@ UNARY: list[tuple[str, Callable[[Any], Any]]] = [
     ("col mean", lambda x: np.mean(x, axis=0, keepdims=True)),
     ("max", lambda x: x.max(axis=-1, keepdims=True)),
     ("var", lambda x: np.var(x, axis=-1, keepdims=True)),
-    ("slice", lambda x: x[..., ::-1]),
+    ("slice", lambda x: x[..., ::-1] if np.ndim(x) else x),
+    ("total", lambda x: x.sum()),  # (a NumPy scalar, and where(s > x, s, x) a 0-d array)
     ("cast32", lambda x: x.astype(np.float32)),
 ]
 BINARY: list[tuple[str, Callable[[Any, Any], Any]]] = [
@@ -88,6 +89,7 @@ def test_a_traced_chain_returns_what_numpy_returns(
     expected = fn(*inputs)
     got = tdsl.trace(fn)(*inputs)
     assert got.dtype == expected.dtype and got.shape == expected.shape
+    assert type(got) is type(expected)  # (a NumPy scalar where NumPy gives one)
     # an f32 value on the way (native's f32 tanh and exp are within a few ulps of
     # NumPy's) may reach an f64 result: the tolerance is the narrowest value's, an f32
     # input's or a `cast32` step's (f64 inputs made f32: found with a fresh seed)
