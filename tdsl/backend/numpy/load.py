@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import linecache
+import weakref
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -16,6 +17,14 @@ import numpy as np
 from tdsl.threads import shared_pool
 
 _counter = itertools.count()
+
+
+class _Lines:
+    """Kept in a generated module's namespace: when the module's functions are gone (the
+    namespace with them), its lines leave ``linecache`` (they stayed there for good,
+    one entry per kernel ever compiled: found by fuzzing)."""
+
+    __slots__ = ("__weakref__",)
 
 
 def load_numpy(source: str) -> dict[str, Callable[..., Any]]:
@@ -29,7 +38,9 @@ def load_numpy(source: str) -> dict[str, Callable[..., Any]]:
     filename = f"<tdsl-numpy-{next(_counter)}>"
     # register the text so tracebacks into generated code show its lines
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace: dict[str, Any] = {"np": np, "__name__": "tdsl_generated"}
+    lines = _Lines()
+    weakref.finalize(lines, linecache.cache.pop, filename, None)
+    namespace: dict[str, Any] = {"np": np, "__name__": "tdsl_generated", "_LINES": lines}
     exec(compile(source, filename, "exec"), namespace)
     pool: object = namespace.get("_POOL")
     if isinstance(pool, list) and not pool:
