@@ -11,6 +11,7 @@ from tdsl.array_types import array_type_of
 from tdsl.dtypes import SHORT_NAMES as ELEMENT_NAMES
 from tdsl.dtypes import supported_names
 from tdsl.errors import TdslCallError
+from tdsl.jit.trace_names import holds_traced, traced_argument
 from tdsl.jit.values import (
     INT64_MAX,
     INT64_MIN,
@@ -55,6 +56,8 @@ def infer(name: str, value: object) -> tuple[tuple[int, ...], object]:
         return (), int  # a weak integer, as NumPy 2 types a Python int (NEP 50)
     if is_python_number(value):
         return (), float  # a Python float, or an int beyond int64 (as a float)
+    if holds_traced(value):
+        traced_argument(f"argument `{name}`")
     raise TdslCallError(
         f"argument `{name}` must be a NumPy array or a Python int or float, got {describe(value)}"
     )

@@ -46,6 +46,7 @@ import numpy as np
 from tdsl.array_types import array_type_of
 from tdsl.dtypes import type_str
 from tdsl.errors import TdslCallError, TdslError, in_source
+from tdsl.jit.trace_names import holds_traced, traced_argument
 from tdsl.jit.values import (
     convert_weak,
     describe,
@@ -85,18 +86,19 @@ MISSING: Any = _Missing()
 # --------------------------------------------------------------------------- arguments
 
 
-def unlike_an_array(value: object) -> str | None:
-    """What makes ``value``, a NumPy array subclass, compute otherwise than an array (as
-    the rest of an error message), or None: tdsl would drop a mask or a matrix's products."""
+def unlike_an_array(value: object, name: str) -> str | None:
+    """What makes ``value`` (the argument ``name``), a NumPy array subclass, compute
+    otherwise than an array (as the rest of an error message), or None: tdsl would drop a
+    mask or a matrix's products."""
     if isinstance(value, np.ma.MaskedArray):
         return (
             "is a numpy.ma.MaskedArray: tdsl computes on plain arrays and would ignore its "
-            "mask; pass `x.filled(...)` (or `np.asarray(x)`, its data)"
+            f"mask; pass `{name}.filled(...)` (or `np.asarray({name})`, its data)"
         )
     if isinstance(value, np.matrix):
         return (
             "is a numpy.matrix, whose `*` and `**` are matrix products: tdsl computes on "
-            "plain arrays; pass `np.asarray(x)`"
+            f"plain arrays; pass `np.asarray({name})`"
         )
     return None
 
@@ -129,8 +131,10 @@ def convert_argument(kernel: CompiledKernel, spec: ArgSpec, value: Any) -> Array
                 ) from None
     expected = type_str(spec.dtype, spec.shape)
     if not isinstance(value, np.ndarray):
+        if holds_traced(value):
+            traced_argument(where)
         raise TdslCallError(f"{where} must be a NumPy array of {expected}, got {describe(value)}")
-    unlike = unlike_an_array(cast(object, value))
+    unlike = unlike_an_array(cast(object, value), spec.name)
     if unlike is not None:
         raise TdslCallError(f"{where} {unlike}")
     array = cast(Array, value)
@@ -160,7 +164,7 @@ def _fits(spec: ArgSpec, value: Any) -> bool:
         isinstance(value, np.ndarray)
         and cast(Array, value).shape == spec.shape
         and cast(Array, value).dtype == spec.dtype
-        and (type(value) is np.ndarray or unlike_an_array(value) is None)
+        and (type(value) is np.ndarray or unlike_an_array(value, spec.name) is None)
     )
 
 

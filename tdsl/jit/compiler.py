@@ -29,7 +29,9 @@ Python's cyclic garbage collector is paused while a kernel compiles: the IR
 is a large graph of objects that live until the compilation ends, and each
 full collection would traverse all of it again (a quarter of the time of a
 2000-op compilation).  What the compilation leaves as cyclic garbage is
-collected afterwards, as usual.
+collected afterwards, as usual.  The collector is the process's: while a kernel
+compiles, other threads' cyclic garbage waits too, and a thread that calls
+``gc.disable()`` during a compile finds the collector enabled again after it.
 """
 
 from __future__ import annotations

@@ -114,7 +114,7 @@ def _flatten(
         inner, keys = within | {id(value)}, tuple(value)
         items = tuple(_flatten(value[k], f"{path}_{k}", leaves, inner) for k in keys)
         return ("dict", keys, items)
-    unlike = unlike_an_array(value)
+    unlike = unlike_an_array(value, path)
     if unlike is not None:
         raise TdslCallError(f"argument `{path}` {unlike}")
     if isinstance(value, np.ndarray | np.generic) or array_type_of([value]) is not None:

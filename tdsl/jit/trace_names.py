@@ -109,7 +109,10 @@ def user_location() -> SourceLocation | None:
     while frame is not None:
         path = os.path.abspath(frame.f_code.co_filename)
         library = path.startswith(_STDLIB_DIR) and "-packages" not in path
-        ours = path.startswith((_TDSL_DIR, _NUMPY_DIR))
+        # (and code tdsl generates: a kernel's call, `<tdsl call main>`)
+        ours = path.startswith((_TDSL_DIR, _NUMPY_DIR)) or frame.f_code.co_filename.startswith(
+            "<tdsl"
+        )
         if not ours and not library and not frame.f_code.co_filename.startswith("<frozen"):
             text = linecache.getline(path, frame.f_lineno)
             stripped = text.strip()
@@ -123,6 +126,16 @@ def user_location() -> SourceLocation | None:
             )
         frame = frame.f_back
     return None
+
+
+def traced_argument(where: str) -> NoReturn:
+    """The error of a compiled kernel called on a traced array, at the traced line."""
+    trace_error(
+        f"{where} is a traced array: a compiled kernel runs on values, which a traced "
+        "function does not have while it is traced; call a `tdsl.trace`d function there "
+        "instead (its trace joins this one's) or the NumPy code itself",
+        TdslCallError,
+    )
 
 
 VALUE_HINTS = {
@@ -443,6 +456,7 @@ __all__ = [
     "static_ints",
     "strong_numbers",
     "trace_error",
+    "traced_argument",
     "ufunc_inputs",
     "ufunc_operand",
     "user_location",

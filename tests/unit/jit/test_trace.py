@@ -1107,6 +1107,25 @@ def test_named_tuples_go_in_and_come_out_as_themselves() -> None:
     np.testing.assert_array_equal(got.b, p.a * p.b)
 
 
+def test_a_compiled_kernel_called_while_tracing_is_a_located_error() -> None:
+    """A kernel needs values, which a trace does not have: the error says so at the user's
+    line (it said "must be a NumPy array ..., got a value of type `Tracer`", unlocated,
+    or located in tdsl's generated call code; found by fuzzing)."""
+    x = np.ones((3, 4))
+    kernel = tdsl.compile("x * 2", shapes={"x": (3, 4)}, dtypes="f64")
+    calls = {
+        "positional": lambda t: kernel(t) + 1,
+        "keyword": lambda t: kernel(x=t) + 1,
+        "one-shot": lambda t: tdsl.jit_tensor("x * 2", x=t) + 1,
+    }
+    for name, fn in calls.items():
+        with pytest.raises(TdslCallError, match=r"argument `x`.* is a traced array") as caught:
+            tdsl.trace(fn)(x)
+        assert "tdsl.trace" in caught.value.message, name
+        location = caught.value.location
+        assert location is not None and location.file == __file__, name
+
+
 @pytest.mark.parametrize(
     "value, message",
     [
@@ -1120,14 +1139,16 @@ def test_arrays_that_compute_otherwise_are_refused_not_read_as_plain_arrays(
     if isinstance(value, str):  # (made here: NumPy warns that np.matrix is deprecated)
         with pytest.warns(PendingDeprecationWarning):
             value = np.matrix(np.ones((2, 2)))
-    with pytest.raises(TdslCallError, match="argument `x` is a .*" + message):
-        tdsl.trace(lambda x: x * x)(value)
+    # (the advice names the argument: it said `np.asarray(x)` of any)
+    advice = r".*`np\.asarray\(y\)`"
+    with pytest.raises(TdslCallError, match="argument `y` is a .*" + message + advice):
+        tdsl.trace(lambda y: y * y)(value)
     jit = tdsl.JITTensorKernel()
-    with pytest.raises(TdslCallError, match="argument `x` of kernel `main` is a .*" + message):
-        jit("x * x", x=value)
-    kernel = jit.compile("x * x", {"x": value.shape})
-    for call in (lambda: kernel(value), lambda: kernel(x=value)):  # (the fast path too)
-        with pytest.raises(TdslCallError, match=message):
+    with pytest.raises(TdslCallError, match="argument `y` of kernel `main` is a .*" + message):
+        jit("y * y", y=value)
+    kernel = jit.compile("y * y", {"y": value.shape})
+    for call in (lambda: kernel(value), lambda: kernel(y=value)):  # (the fast path too)
+        with pytest.raises(TdslCallError, match=message + advice):
             call()
 
 
