@@ -12,6 +12,8 @@ renders the compiler way::
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 import warnings
 from collections.abc import Generator
 from contextvars import ContextVar
@@ -276,17 +278,25 @@ _COLLECTING: ContextVar[tuple[tuple[list[TdslWarning], tuple[type[TdslWarning], 
 )
 
 
-def warn(warning: TdslWarning, stacklevel: int = 2) -> None:
+def warn(warning: TdslWarning, stacklevel: int | None = 2) -> None:
     """Give ``warning`` as :func:`warnings.warn` does, and add it to the lists of the
     :func:`collecting_warnings` blocks this thread (or task) is in, innermost first, up
     to the first that holds it back (the blocks outside it never see it, as the
     caller does not).  Unlike ``warnings.catch_warnings``, collecting changes no
     process-wide filter: a compile in one thread neither sees nor swallows another
-    thread's warnings."""
+    thread's warnings.  ``stacklevel=None`` gives it at the innermost frame outside
+    tdsl: the user's call, however deep in tdsl the warning is found."""
     for seen, hold in reversed(_COLLECTING.get()):
         seen.append(warning)
         if isinstance(warning, hold):
             return
+    if stacklevel is None:
+        here = os.path.dirname(os.path.abspath(__file__))
+        frame, stacklevel = sys._getframe(1), 1  # pyright: ignore[reportPrivateUsage]
+        while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(
+            here
+        ):
+            frame, stacklevel = frame.f_back, stacklevel + 1
     warnings.warn(warning, stacklevel=stacklevel + 1)
 
 

@@ -52,9 +52,11 @@ from tdsl.errors import (
     TdslLoopsBudgetWarning,
     TdslNameError,
     TdslNativeError,
+    TdslWarning,
     collecting_warnings,
     internal_error,
     plural,
+    warn,
 )
 from tdsl.jit.cache import Request
 from tdsl.jit.calls import OUT, fall_back_on_variant_failure, finish
@@ -318,6 +320,8 @@ def _compile_module(
     ]
     results = [_tensor_spec(t) for t in func_op.function_type.outputs.data]
     native = _choose(options, modules, name, keep_object)
+    if native.function is None and options.target == "auto":
+        _warn_plan_not_run(modules["tiled"], native.reason)
     compiled = CompiledKernel(
         name=name,
         args=args,
@@ -339,6 +343,29 @@ def _compile_module(
     if native.function is not None and options.target == "auto":
         fall_back_on_variant_failure(compiled, lambda: functions[name])
     return finish(compiled)
+
+
+def _warn_plan_not_run(tiled: ModuleOp, reason: str | None) -> None:
+    """Under ``auto``, a loops plan the given IR records (``loops tiles [...]``, written
+    or edited by hand) that the numpy target runs instead is a warning at that op, not
+    only the kernel's ``target_reason``: the edit did nothing."""
+    from tdsl.dialects.kernel import TileOp
+    from tdsl.transforms.locations import op_location
+
+    recorded = next(
+        (op for op in tiled.walk() if isinstance(op, TileOp) and op.loops_plan is not None), None
+    )
+    if recorded is None:
+        return
+    where = op_location(recorded)
+    warn(
+        TdslWarning(
+            f"{'' if where is None else f'{where}: '}the loops plan this kernel.tile records "
+            f"is not run: target='auto' runs the numpy target ({reason}); target='native' "
+            "runs the plan or says why it cannot"
+        ),
+        stacklevel=None,  # (the user's call of the JIT)
+    )
 
 
 @dataclass

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from tdsl import JITTensorKernel
 from tdsl.backend.llvm.plan_loops import plan_loops
-from tdsl.errors import TdslIRError
+from tdsl.errors import TdslIRError, TdslWarning
 from tdsl.runtime.compile import native_unavailable_reason
 
 pytestmark = pytest.mark.skipif(
@@ -136,8 +137,10 @@ def test_a_matmul_taken_from_blas_runs_as_loops() -> None:
     loops = JITTensorKernel(target="native").compile_ir(edit(text, ("blas [0]", "blas []")))
     assert "tdsl_matmul_" not in loops.ir["loops"]
     np.testing.assert_allclose(loops(**args), want, rtol=1e-5, atol=1e-5)
-    # auto reads the recorded plan: a matmul in loops is the numpy target's to run
-    auto = JITTensorKernel(target="auto").compile_ir(edit(text, ("blas [0]", "blas []")))
+    # auto reads the recorded plan: a matmul in loops is the numpy target's to run (and
+    # says that the plan given is not run)
+    with pytest.warns(TdslWarning, match="the loops plan this kernel.tile records is not run"):
+        auto = JITTensorKernel(target="auto").compile_ir(edit(text, ("blas [0]", "blas []")))
     assert auto.target == "numpy" and "would run as compiled loops" in str(auto.target_reason)
     assert "loops" not in auto.ir and "llvm" not in auto.ir  # decided before they were built
 
@@ -210,6 +213,27 @@ def test_a_plan_the_loops_cannot_run_is_a_located_error(
     assert where is not None and (where.file, where.line) == ("<ir>", line)
     assert where.length == len("kernel.tile")
     assert not getattr(info.value, "__notes__", None)
+
+
+@pytest.mark.fallback
+def test_auto_warns_at_a_recorded_plan_it_does_not_run() -> None:
+    """Under ``auto`` a hand-edited plan the loops cannot run fell back to the numpy
+    target silently (the edit's error only in ``target_reason``): it is a warning at the
+    tile op now, and so is a plan ``auto`` leaves for the numpy target's speed."""
+    edited = edit(planned(MATMUL), ("blas [0]", "blas [1]"))
+    line = next(n for n, row in enumerate(edited.splitlines(), 1) if "kernel.tile" in row)
+    with pytest.warns(
+        TdslWarning, match="the loops plan this kernel.tile records is not run"
+    ) as seen:
+        kernel = JITTensorKernel(target="auto").compile_ir(edited)
+    assert kernel.target == "numpy" and "op 1 of the group" in str(kernel.target_reason)
+    (warning,) = [w for w in seen if "loops plan" in str(w.message)]
+    assert f"<ir>:{line}:" in str(warning.message) and warning.filename == __file__
+    assert "op 1 of the group" in str(warning.message)
+    # (the plan as recorded runs under auto without a word)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TdslWarning)
+        assert JITTensorKernel(target="auto").compile_ir(planned(MATMUL)).target == "native"
 
 
 @pytest.mark.parametrize(
