@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 import numpy as np
 
@@ -406,7 +406,10 @@ for _name, _ufunc in WEAK_OPERATOR_METHODS.items():
 
 
 def as_numpy_gives(value: Any, scalar: bool) -> Any:
-    """``value`` (a result), if a 0-d tracer, marked as a NumPy scalar or a 0-d array."""
+    """``value`` (a result), if a 0-d tracer, marked as a NumPy scalar or a 0-d array (each
+    of a tuple of results: ``np.divmod``'s)."""
+    if isinstance(value, tuple):
+        return tuple(as_numpy_gives(v, scalar) for v in cast(tuple[Any, ...], value))
     if not isinstance(value, Tracer) or value.shape or value.scalar == scalar:
         return value
     trace = value._trace  # pyright: ignore[reportPrivateUsage]

@@ -539,11 +539,14 @@ def test_a_0d_result_is_a_numpy_scalar_where_numpy_gives_one(jit_target: str) ->
             "ellipsis": x[..., 1],
             "like": np.zeros_like(total),
             "row": x[1:3],
+            "divmod": np.divmod(total, 2.0),
         }
 
     x, i = np.array([1.0, -2.0, 3.5, 0.25]), np.array([2, 0])
     got, want = tdsl.trace(fn)(x, i), fn(x, i)
     assert {k: type(v) for k, v in got.items()} == {k: type(v) for k, v in want.items()}
+    assert [type(v) for v in got["divmod"]] == [np.float64, np.float64]
+    got["divmod"], want["divmod"] = got["divmod"][0], want["divmod"][0]
     assert type(want["sum"]) is np.float64 and type(want["where"]) is np.ndarray
     for k in want:
         _same(got[k], want[k])
