@@ -13,6 +13,7 @@ from tdsl.dtypes import SHORT_NAMES, type_str
 from tdsl.errors import TdslCallError, TdslError
 from tdsl.jit.calls import FELL_BACK_AT_CALL
 from tdsl.jit.options import JitOptions
+from tdsl.jit.values import INT64_MAX, INT64_MIN
 from tdsl.pipeline import target_spec
 
 if TYPE_CHECKING:
@@ -121,6 +122,7 @@ def int_bounds(arg: Any) -> tuple[int, int] | None:
         return (int(np.iinfo(np.int64).min), WRAPPED_HIGH)
     int64 = np.iinfo(np.int64)
     ranges = [_range(cast) for cast in checked] + _clip_bound_ranges(arg)
+    ranges += _arithmetic_ranges(arg)
     low = max([r[0] for r in ranges] + [int(int64.min)])
     high = min([r[1] for r in ranges] + [int(int64.max)])
     return None if (low, high) == (int64.min, int64.max) else (low, high)
@@ -164,6 +166,41 @@ def _clip_bound_ranges(arg: Any) -> list[tuple[int, int]]:
                     ranges.append((int(int64.min), high))
                 elif isinstance(clamp, td.MinimumOp) and end <= high:
                     ranges.append((low, int(int64.max)))
+    return ranges
+
+
+def _arithmetic_ranges(arg: Any) -> list[tuple[int, int]]:
+    """The ranges a weak integer ``arg`` must lie in for the int64 arithmetic the frontend
+    computes on it with literals (``s + 1``, ``2 - s``, ``s * 3``, ``-s``) to be Python's,
+    which is exact: the result's own range (:func:`int_bounds` of it, within int64's)
+    mapped back to ``arg``.  A result beyond int64 wrapped (``a * (s + 1)`` of a float
+    ``a`` flipped its sign at ``s = 2**63 - 1``; found by fuzzing)."""
+    from tdsl.dialects import tensordsl as td
+
+    ranges: list[tuple[int, int]] = []
+    for use in arg.uses:
+        op = use.operation
+        if not isinstance(op, td.AddOp | td.SubOp | td.MulOp | td.NegOp):
+            continue
+        if op.results[0].type != arg.type:  # (not weak arithmetic: it meets a tensor)
+            continue
+        c = 0
+        if not isinstance(op, td.NegOp):
+            constant = op.operands[1 - use.index].owner
+            if not isinstance(constant, td.ConstantOp):
+                continue  # (of two weak integers: not bounded one by one)
+            c = int(td.dense_to_numpy(constant.value).reshape(()))
+        low, high = int_bounds(op.results[0]) or (INT64_MIN, INT64_MAX)
+        high = min(high, INT64_MAX)  # (the result is an int64, whatever reads it)
+        if isinstance(op, td.NegOp):
+            ranges.append((-high, -low))
+        elif isinstance(op, td.AddOp):
+            ranges.append((low - c, high - c))
+        elif isinstance(op, td.SubOp):
+            ranges.append((low + c, high + c) if use.index == 0 else (c - high, c - low))
+        elif c:  # (s * c in [low, high]: divided by c, flipped where c < 0)
+            ends = (low, high) if c > 0 else (high, low)
+            ranges.append((-(-ends[0] // c), ends[1] // c))
     return ranges
 
 

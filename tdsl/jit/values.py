@@ -83,7 +83,9 @@ def convert_weak(where: str, spec: ArgSpec, value: Any) -> Array:
             if isinstance(value, int):
                 raise TdslCallError(
                     f"{where} is a weak integer: expected {spec.expected}, got "
-                    f"{show_big(value)}, which does not fit (NumPy 2 raises OverflowError)"
+                    f"{show_big(value)}, which does not fit (NumPy 2 raises OverflowError "
+                    "beyond the integer dtype it meets; int64 arithmetic on it with literals, "
+                    "`s + 1`, would wrap where Python's is exact)"
                 )
             raise TdslCallError(
                 f"{where} is a weak integer: expected {spec.expected}, got {describe(value)}"

@@ -26,10 +26,11 @@ UNARY: list[tuple[str, Callable[[Any], Any]]] = [
     ("f64 shift", lambda x: x - np.float64(0.25)),
     ("exp", lambda x: np.exp(np.minimum(x, 10))),
     ("T", lambda x: x.T),
-    ("row sum", lambda x: x.sum(axis=-1, keepdims=True)),
-    ("col mean", lambda x: np.mean(x, axis=0, keepdims=True)),
-    ("max", lambda x: x.max(axis=-1, keepdims=True)),
-    ("var", lambda x: np.var(x, axis=-1, keepdims=True)),
+    # (a reduction along an axis, of a 2-d value: a total's 0-d one has no axis)
+    ("row sum", lambda x: x.sum(axis=-1, keepdims=True) if np.ndim(x) else x),
+    ("col mean", lambda x: np.mean(x, axis=0, keepdims=True) if np.ndim(x) else x),
+    ("max", lambda x: x.max(axis=-1, keepdims=True) if np.ndim(x) else x),
+    ("var", lambda x: np.var(x, axis=-1, keepdims=True) if np.ndim(x) else x),
     ("slice", lambda x: x[..., ::-1] if np.ndim(x) else x),
     ("total", lambda x: x.sum()),  # (a NumPy scalar, and where(s > x, s, x) a 0-d array)
     ("cast32", lambda x: x.astype(np.float32)),

@@ -274,6 +274,34 @@ def test_weak_int_clip_bounds_beyond_the_dtype_on_their_own_side_bound_nothing(
             jit(text, x=u, s=s)
 
 
+@pytest.mark.parametrize("target", COMPILED_TARGETS)
+def test_weak_int_arithmetic_with_literals_is_exact_or_refused(target: str) -> None:
+    """``s + 1`` of a Python int is computed in int64: at ``s = 2**63 - 1`` it wrapped, and
+    ``a * (s + 1)`` of a float ``a`` flipped its sign where NumPy's exact Python int
+    does not (found by fuzzing); ``t * (s + 1)`` of an ``i32`` ``t`` wrapped where NumPy
+    raises.  Each ``s`` whose arithmetic fits is NumPy's; the first beyond is an error."""
+    jit = JITTensorKernel(target=target, threads=1)
+    a, t = np.array([0.5, -2.0], np.float32), np.array([1, -3], np.int32)
+    top, bottom = 2**63 - 1, -(2**63)
+    for text, x, fits, beyond in [
+        ("x * (s + 1)", a, top - 1, top),
+        ("x * (2 - s)", a, bottom + 3, bottom + 2),
+        ("x * (s * 3)", a, top // 3, top // 3 + 1),
+        ("x * (s * -3)", a, -(top // 3), -(top // 3) - 1),
+        ("x * -s", a, bottom + 1, bottom),
+        ("x * ((s + 1) * 2)", a, 2**62 - 2, 2**62 - 1),
+        ("x * (s + 1)", t, 2**31 - 2, 2**31 - 1),
+        ("x * (s - 1)", t, -(2**31) + 1, -(2**31)),
+    ]:
+        with np.errstate(over="ignore"):  # (NumPy's int32 product wraps, as tdsl's)
+            want = eval(text, {"x": x, "s": fits})
+        got = jit(text, x=x, s=fits)
+        assert got.dtype == want.dtype, text
+        np.testing.assert_array_equal(got, want, err_msg=text)
+        with pytest.raises(TdslCallError, match=f"got {beyond}, which does not fit"):
+            jit(text, x=x, s=beyond)
+
+
 def test_and_of_a_python_int_and_a_float_blames_the_float() -> None:
     with pytest.raises(TdslTypeError, match=r"1:10: .*not f64\[\] \(the number 1.5\)"):
         to_tensordsl("a * (s & 1.5)", shapes={"a": (4,)}, dtypes={"a": "int32", "s": int})
