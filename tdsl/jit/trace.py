@@ -154,14 +154,15 @@ def _sequence_kind(value: tuple[Any, ...] | list[Any]) -> Any:
     return type(value) if hasattr(type(value), "_fields") else "tuple"
 
 
-def _shape_dtype(path: str, value: Any) -> tuple[tuple[int, ...], np.dtype[Any]]:
+def _shape_dtype(path: str, value: Any) -> tuple[tuple[int, ...], np.dtype[Any], bool]:
     """The shape and dtype of an array leaf (a NumPy array or scalar, or an array of a
-    registered library, whose values are not read)."""
+    registered library, whose values are not read), and whether it is a NumPy scalar
+    (returned as it is, or through ``astype``, it is one again, as in NumPy)."""
     registered = array_type_of([value])
     if registered is not None:
-        return tuple(registered.shape(path, value)), np.dtype(value.dtype)
+        return tuple(registered.shape(path, value)), np.dtype(value.dtype), False
     array = np.asarray(value)
-    return tuple(array.shape), array.dtype
+    return tuple(array.shape), array.dtype, isinstance(value, np.generic)
 
 
 def _rebuild(tree: Any, leaves: Sequence[Any]) -> Any:
@@ -169,7 +170,9 @@ def _rebuild(tree: Any, leaves: Sequence[Any]) -> Any:
     if kind == "leaf":
         leaf = leaves[tree[1]]
         if len(tree) > 2 and tree[2] and isinstance(leaf, np.ndarray) and not leaf.shape:
-            return leaf[()]  # (NumPy's scalar, where NumPy gives one: `np.sum(x)`)
+            # (NumPy's scalar, where NumPy gives one: `np.sum(x)`; Python's number for
+            # Python's arithmetic on Python numbers, `s * 2`)
+            return leaf.item() if tree[2] == "python" else leaf[()]
         return leaf
     if kind == "const":
         return tree[2]
@@ -188,7 +191,8 @@ def _outputs(value: Any, found: list[Tracer], where: str) -> Any:
     constant returned as it is, an array as a copy at each call)."""
     if isinstance(value, Tracer):
         found.append(value)
-        return ("leaf", len(found) - 1, value.scalar)
+        python = value.weak and not value.shape and value.dtype.kind in "fi"
+        return ("leaf", len(found) - 1, "python" if python else value.scalar)
     if isinstance(value, tuple | list):
         parts = (_outputs(v, found, f"{where}[{i}]") for i, v in enumerate(value))
         return (_sequence_kind(value), tuple(parts))
@@ -329,14 +333,14 @@ class Traced:
             if _weak(value):
                 tracers.append(trace.weak_input(name, isinstance(value, int)))
                 continue
-            shape, dtype = kind
+            shape, dtype, scalar = kind
             if dtype.name not in SHORT_NAMES:
                 raise TdslCallError(
                     f"argument `{path}` is an array of {dtype}, which tdsl does not have "
                     f"({', '.join(SHORT_NAMES)})"
                 )
             check_dtype(path, dtype)  # (byte order)
-            tracers.append(trace.input(name, shape, dtype))
+            tracers.append(trace.input(name, shape, dtype, scalar))
         arguments: dict[str, Any] = {}
         for name, tree in key[0]:
             arguments[name] = _rebuild(tree, tracers)

@@ -161,6 +161,20 @@ def numpy_method(function: Callable[..., Any]) -> Callable[..., Any]:
     return method
 
 
+def transpose_method(self: Any, *axes: Any) -> Any:
+    """``x.transpose(...)``: axes given apart, as a tuple or list, or None."""
+    if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], tuple | list)):
+        axes = () if axes[0] is None else tuple(axes[0])
+    return np.transpose(self, axes or None)
+
+
+def reshape_method(self: Any, *shape: Any, order: Any = "C", copy: Any = None) -> Any:
+    """``x.reshape(...)``: the shape given apart, or as a tuple, list or array."""
+    if len(shape) == 1 and isinstance(shape[0], tuple | list | np.ndarray):
+        shape = shape[0] if isinstance(shape[0], np.ndarray) else tuple(shape[0])
+    return np.reshape(self, shape, order=order)  # (`copy`: values are never shared)
+
+
 def operator_method(ufunc: np.ufunc, reflected: bool) -> Callable[..., Any]:
     """``x + y`` (``ufunc`` the mixin's ``np.add``), marked as an operator: Python's
     operators on Python numbers give Python numbers (weak), NumPy's ufuncs on them NumPy
@@ -181,8 +195,10 @@ __all__ = [
     "ndim_of",
     "numpy_method",
     "operator_method",
+    "reshape_method",
     "static_axis",
     "static_count",
     "static_ints",
     "strong",
+    "transpose_method",
 ]

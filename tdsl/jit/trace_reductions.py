@@ -138,6 +138,8 @@ def average(
         avg = np.multiply(a, wgt, dtype=result).sum(axis=axes, **keep) / scale
     if not returned:
         return avg
+    if np.shape(scale) == tuple(avg.shape):  # (as NumPy: a scalar sum stays one)
+        return avg, scale
     return avg, np.broadcast_to(scale, tuple(avg.shape)).copy()
 
 

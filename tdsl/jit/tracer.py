@@ -27,7 +27,14 @@ import numpy as np
 
 from tdsl.dtypes import type_str
 from tdsl.errors import SourceLocation, TdslCallError, TdslError
-from tdsl.jit.trace_args import NeedsValues, list_operands, numpy_method, operator_method
+from tdsl.jit.trace_args import (
+    NeedsValues,
+    list_operands,
+    numpy_method,
+    operator_method,
+    reshape_method,
+    transpose_method,
+)
 from tdsl.jit.trace_compose import COMPOSED
 from tdsl.jit.trace_names import (
     ARRAY_COMPOSED,
@@ -89,10 +96,13 @@ class Trace:
             self._count += 1
         return f"{prefix}{self._count}"
 
-    def input(self, name: str, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Tracer:
+    def input(
+        self, name: str, shape: tuple[int, ...], dtype: np.dtype[Any], scalar: bool = False
+    ) -> Tracer:
+        """An array argument (``scalar``: a NumPy scalar one)."""
         self.inputs.append((name, shape, dtype))
         self.types[name] = (shape, np.dtype(dtype))
-        return Tracer(self, name, shape, dtype)
+        return Tracer(self, name, shape, dtype, scalar=scalar)
 
     def weak_input(self, name: str, integer: bool) -> Tracer:
         """A Python ``int`` or ``float`` argument: a weak 0-d input (``n: int``)."""
@@ -264,8 +274,12 @@ class Tracer(NeedsValues, np.lib.mixins.NDArrayOperatorsMixin):
             or any(isinstance(x, float) for x in inputs)
         )
         weak_operator = name in WEAK_OPERATORS
+        # (a NumPy scalar operand is strong: `np.float32(2.5) * s` is a float32)
+        weak_only = all(t.weak for t in operands) and not any(
+            isinstance(x, np.generic) for x in inputs
+        )
         weak = (name in WEAK_ARITHMETIC or weak_operator) and operator
-        if weak and all(t.weak for t in operands):
+        if weak and weak_only:
             # Python's arithmetic on Python numbers gives a Python number: weak, written
             # into the lines that use it (the frontend types it where it meets an array)
             if name == "negative":
@@ -275,7 +289,7 @@ class Tracer(NeedsValues, np.lib.mixins.NDArrayOperatorsMixin):
             refs = tuple(dict.fromkeys(n for t in operands for n in t.refs))
             dtype = np.float64 if floats else np.int64
             return Tracer(trace, expr, (), dtype, refs)
-        if operands and all(t.weak for t in operands) and name in UFUNC_OPERATORS:
+        if operands and weak_only and name in UFUNC_OPERATORS:
             # a ufunc called by name on Python numbers gives a NumPy scalar (np.add(s, 1)
             # is an int64), where the operator's spelling alone would be weak again
             expr = f"astype({expr}, {'float64' if floats else 'int64'})"
@@ -302,7 +316,7 @@ class Tracer(NeedsValues, np.lib.mixins.NDArrayOperatorsMixin):
         return np.positive(self)
 
     def __round__(self, ndigits: int | None = None) -> Any:
-        if not self.shape:  # Python's int (or NumPy scalar) of a value
+        if not self.shape and ndigits is None:  # Python's int of a value (else NumPy's)
             trace_error(f"`round()` of a 0-d traced value ({NO_VALUES}): use `np.round(x)`")
         return np.round(self, ndigits or 0)  # ndarray's
 
@@ -340,7 +354,8 @@ class Tracer(NeedsValues, np.lib.mixins.NDArrayOperatorsMixin):
         return np.dot(self, other, out=out)
 
     def conj(self) -> Any:
-        return np.conjugate(self)
+        # (the method keeps a 0-d array one, where the ufunc gives a scalar)
+        return as_numpy_gives(np.conjugate(self), self.scalar)
 
     conjugate = conj
 
@@ -369,22 +384,6 @@ class Tracer(NeedsValues, np.lib.mixins.NDArrayOperatorsMixin):
             )
         raise AttributeError(name)
 
-    def squeeze(self, *args: Any, **kwargs: Any) -> Any:
-        return np.squeeze(self, *args, **kwargs)
-
-    def swapaxes(self, *args: Any) -> Any:
-        return np.swapaxes(self, *args)
-
-    def transpose(self, *axes: Any) -> Any:
-        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], tuple | list)):
-            axes = () if axes[0] is None else tuple(axes[0])
-        return np.transpose(self, axes or None)
-
-    def reshape(self, *shape: Any, order: Any = "C", copy: Any = None) -> Any:
-        if len(shape) == 1 and isinstance(shape[0], tuple | list | np.ndarray):
-            shape = shape[0] if isinstance(shape[0], np.ndarray) else tuple(shape[0])
-        return np.reshape(self, shape, order=order)  # (`copy`: values are never shared)
-
     def astype(self, dtype: Any, **kwargs: Any) -> Any:
         # (`copy`: a traced value is never shared; its arrays are row-major: NumPy's cast)
         known = {"copy": None, "order": ("C", "K", "A"), "casting": ("unsafe",)}
@@ -396,8 +395,12 @@ class Tracer(NeedsValues, np.lib.mixins.NDArrayOperatorsMixin):
 
 # x.sum(...) is np.sum(x, ...), as for an ndarray
 for _name in ("sum", "mean", "max", "min", "prod", "var", "std", "argmax", "argmin", "any",
-              "all", "cumsum", "clip", "cumprod", "repeat", "round", "ravel", "copy", "take"):  # fmt: skip
+              "all", "cumsum", "clip", "cumprod", "repeat", "round", "ravel", "take", "squeeze",
+              "swapaxes"):  # fmt: skip
     setattr(Tracer, _name, numpy_method(getattr(np, _name)))
+Tracer.transpose, Tracer.reshape = transpose_method, reshape_method  # type: ignore[method-assign]
+# (x.copy() of a NumPy scalar is one, where np.copy gives a 0-d array)
+Tracer.copy = lambda self, *a, **k: as_numpy_gives(np.copy(self, *a, **k), self.scalar)  # type: ignore[attr-defined]
 Tracer.flatten = numpy_method(np.ravel)  # type: ignore[attr-defined]  # (a new array either way)
 for _name, _ufunc in WEAK_OPERATOR_METHODS.items():
     if _name != "pow":  # (Tracer.__pow__: float16's `** 0.5`)
@@ -536,7 +539,7 @@ def call_function(
             + " (docs/from-numpy.md lists the NumPy functions a traced function may call)",
             TdslCallError,
         )
-    name, args = numpy_call(name, args, kwargs)
+    asked, (name, args) = name, numpy_call(name, args, kwargs)  # (`clip(x, 0, None)`: maximum)
     results = split_results(name, qualified, args, kwargs)
     parts = [bool_operand(a) or _spell_arg(trace, a) for a in args]  # (np.clip(x, True, 5))
     parts += [f"{k}={_spell_arg(trace, v)}" for k, v in kwargs.items() if v is not None]
@@ -548,7 +551,7 @@ def call_function(
         return out
     first = args[0] if args else None
     kept = name in KEEP_SCALAR and isinstance(first, Tracer) and first.scalar
-    return as_numpy_gives(out[0], name in SCALAR_RESULTS or kept)
+    return as_numpy_gives(out[0], asked in SCALAR_RESULTS or kept)
 
 
 def _index_part(trace: Trace, item: Any) -> tuple[str, Tracer | None]:

@@ -553,6 +553,43 @@ def test_a_0d_result_is_a_numpy_scalar_where_numpy_gives_one(jit_target: str) ->
     assert isinstance(got["sum"], float)
 
 
+def _types(value: Any) -> Any:
+    if isinstance(value, tuple | list):
+        return [_types(v) for v in value]
+    return type(value)
+
+
+@pytest.mark.parametrize(
+    ("fn", "args"),
+    [
+        # (each found by fuzzing the types of 0-d results)
+        (lambda s: np.float32(2.5) * s, (3,)),  # (was an int64 7: the float32 was dropped)
+        (lambda s: np.add(np.float32(0.5), s), (3,)),
+        (lambda s: np.uint8(200) + s, (100,)),
+        (lambda x, s: x * (np.float32(2) * s), (np.ones(3, np.float16), 3)),
+        (lambda s: s, (np.float32(2.5),)),  # (a NumPy scalar argument: one again)
+        (lambda s: s.astype(np.float64), (np.float32(2.5),)),
+        (lambda s: np.reshape(s, ()), (np.int64(2),)),
+        (lambda s: s.astype(np.float64), (np.array(2.5, np.float32),)),
+        (lambda s: (s, s * 2, -s), (2.5,)),  # (Python's numbers)
+        (lambda s: s + 1, (3,)),
+        (lambda x: (x.sum().copy(), x[0].copy()), (np.arange(3.0),)),
+        (lambda z: (z.conj(), np.conjugate(z)), (np.array(2.5),)),
+        (lambda x: (np.clip(x.sum(), 0, None), np.clip(x.sum(), None, None)), (np.arange(3.0),)),
+        (lambda x: np.average(x, returned=True), (np.arange(3.0, dtype=np.float32),)),
+        (lambda x: (round(x.sum(), 2), round(x[0], 1)), (np.arange(3.0),)),
+    ],
+)
+def test_results_have_numpys_types_and_dtypes(fn: Any, args: Any) -> None:
+    with np.errstate(over="ignore"):  # (np.uint8(200) + 100 wraps, as tdsl's)
+        want = fn(*args)
+        got = tdsl.trace(fn)(*args)
+    assert _types(got) == _types(want)
+    for g, w in zip(*(v if isinstance(v, tuple) else (v,) for v in (got, want)), strict=True):
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+        np.testing.assert_array_equal(g, w)
+
+
 def test_a_result_constant_for_the_shapes_is_returned_without_a_kernel() -> None:
     # (a max with `initial=` over an empty axis is its initial, whatever the values:
     # "`f` returned no arrays" refused what NumPy computes; found by fuzzing)
