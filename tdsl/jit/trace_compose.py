@@ -19,7 +19,7 @@ import numpy as np
 
 from tdsl.jit.trace_args import as_array, ndim_of, static_axis, static_count, static_ints, strong
 from tdsl.jit.trace_linalg import dot, inner, norm, tensordot
-from tdsl.jit.trace_names import trace_error
+from tdsl.jit.trace_names import subscripts_first, trace_error
 from tdsl.jit.trace_reductions import average, with_initial
 from tdsl.jit.trace_select import SELECT
 from tdsl.jit.trace_shapes import SHAPES
@@ -438,6 +438,7 @@ def ones_like(a: Any, dtype: Any = None, shape: Any = None, **kw: Any) -> Any:
 def einsum(*operands: Any, optimize: Any = False, **kwargs: Any) -> Any:
     """``np.einsum`` with ``optimize=`` (the order NumPy contracts in, which the values
     do not depend on but for rounding): without it.  Without: NotImplemented."""
+    subscripts_first(operands)
     if optimize is False:
         return NotImplemented
     return np.einsum(*operands, **kwargs)

@@ -128,6 +128,16 @@ def user_location() -> SourceLocation | None:
     return None
 
 
+def subscripts_first(operands: Sequence[Any]) -> None:
+    """Refuse ``np.einsum``'s interleaved form (operands and lists of axis numbers): its
+    lists were read as arrays, and the error said "3 were given" (found by fuzzing)."""
+    if operands and not isinstance(operands[0], str):
+        trace_error(
+            "`np.einsum`'s interleaved form (operands and lists of axis numbers) is not "
+            "supported when traced: give the subscripts as a string (`np.einsum('ij,jk', a, b)`)"
+        )
+
+
 def traced_argument(where: str) -> NoReturn:
     """The error of a compiled kernel called on a traced array, at the traced line."""
     trace_error(
@@ -455,6 +465,7 @@ __all__ = [
     "split_results",
     "static_ints",
     "strong_numbers",
+    "subscripts_first",
     "trace_error",
     "traced_argument",
     "ufunc_inputs",

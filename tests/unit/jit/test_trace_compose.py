@@ -502,6 +502,7 @@ def test_composed_functions_are_numpys(jit_target: str, group: str) -> None:
     ("fn", "message"),
     [
         (lambda x: np.repeat(x, [1, 2, 1], axis=0), "count of `np.repeat` must be a Python int"),
+        (lambda x: np.einsum(x, [0, 1, 2], []), "`np.einsum`'s interleaved form"),
         (lambda x: np.repeat(x, -1), "count of `np.repeat` must not be negative"),
         (lambda x: np.repeat(x, 2, axis=2), "axis 2 of `np.repeat` is out of bounds"),
         (lambda x: np.tile(x, (-1, 2)), "counts of `np.tile` must not be negative"),
