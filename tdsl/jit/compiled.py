@@ -190,8 +190,10 @@ def _arithmetic_ranges(arg: Any) -> list[tuple[int, int]]:
             if not isinstance(constant, td.ConstantOp):
                 continue  # (of two weak integers: not bounded one by one)
             c = int(td.dense_to_numpy(constant.value).reshape(()))
+        # (a result that meets a float, or is compared, must be exact: int64's range; one
+        # that only uint64 or `where` branches read may pass int64 by its low bits, as
+        # the argument itself does: the int64 sum's bits are the exact sum's)
         low, high = int_bounds(op.results[0]) or (INT64_MIN, INT64_MAX)
-        high = min(high, INT64_MAX)  # (the result is an int64, whatever reads it)
         if isinstance(op, td.NegOp):
             ranges.append((-high, -low))
         elif isinstance(op, td.AddOp):

@@ -300,6 +300,14 @@ def test_weak_int_arithmetic_with_literals_is_exact_or_refused(target: str) -> N
         np.testing.assert_array_equal(got, want, err_msg=text)
         with pytest.raises(TdslCallError, match=f"got {beyond}, which does not fit"):
             jit(text, x=x, s=beyond)
+    # (where only `where` branches read the result, NumPy wraps the exact int to the
+    # branch's dtype: int64's low bits are the same, and every int64 `s` is taken)
+    c, u = np.array([True, False]), np.array([0, 200], np.uint8)
+    for text, s in [("where(c, u, s + 1)", top), ("where(c, u, s * 3)", 2**62)]:
+        want = eval(f"np.{text}", {"np": np, "c": c, "u": u, "s": s})
+        got = jit(text, c=c, u=u, s=s)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
 
 
 def test_and_of_a_python_int_and_a_float_blames_the_float() -> None:
