@@ -175,6 +175,17 @@ def reshape_method(self: Any, *shape: Any, order: Any = "C", copy: Any = None) -
     return np.reshape(self, shape, order=order)  # (`copy`: values are never shared)
 
 
+def unary_operator(ufunc: np.ufunc) -> Callable[..., Any]:
+    """``-x``, ``~x`` (``ufunc`` the mixin's): marked as an operator, as
+    :func:`operator_method`'s (``-s`` and ``~s`` of a Python int are Python ints)."""
+
+    def method(self: Any) -> Any:
+        self._trace.operator = True
+        return ufunc(self)
+
+    return method
+
+
 def operator_method(ufunc: np.ufunc, reflected: bool) -> Callable[..., Any]:
     """``x + y`` (``ufunc`` the mixin's ``np.add``), marked as an operator: Python's
     operators on Python numbers give Python numbers (weak), NumPy's ufuncs on them NumPy
@@ -201,4 +212,5 @@ __all__ = [
     "static_ints",
     "strong",
     "transpose_method",
+    "unary_operator",
 ]

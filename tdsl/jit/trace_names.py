@@ -37,6 +37,7 @@ UFUNC_OPERATORS = {
 
 WEAK_ARITHMETIC = frozenset(
     {"add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "negative"}
+    | {"invert"}
 )
 """Ufuncs whose result on Python numbers is a Python number."""
 
@@ -50,6 +51,9 @@ WEAK_OPERATOR_METHODS = {
     "pow": np.power,
     "lshift": np.left_shift,
     "rshift": np.right_shift,
+    "and": np.bitwise_and,
+    "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
 }
 """Python's binary operators (``__add__``, ``__radd__``) and the ufuncs they are: on
 Python numbers a Python number (weak), where the ufunc called by name gives a NumPy
@@ -60,12 +64,14 @@ WEAK_OPERATORS = {
     "remainder": "%",
     "left_shift": "<<",
     "right_shift": ">>",
+    "bitwise_and": "&",
+    "bitwise_or": "|",
+    "bitwise_xor": "^",
 }
 """Python's other binary operators on Python numbers, a Python number too (``d ** 0.5``
 of a Python int ``d`` is a Python float, weak: ``q / d ** 0.5`` stays float32), written
 as the language's operators, which it computes on weak values as NumPy does (``**`` of
-two integers excepted: the language refuses it, so it stays ``power``; so are ``&``,
-``|`` and ``^``, which the language refuses on weak integers)."""
+two integers excepted: the language refuses it, so it stays ``power``)."""
 
 STRONG_NUMBERS = frozenset({"concatenate", "stack", "hstack", "vstack"})
 """NumPy functions that convert the Python numbers among their arrays with

@@ -34,6 +34,7 @@ from tdsl.jit.trace_args import (
     operator_method,
     reshape_method,
     transpose_method,
+    unary_operator,
 )
 from tdsl.jit.trace_compose import COMPOSED
 from tdsl.jit.trace_names import (
@@ -282,8 +283,8 @@ class Tracer(NeedsValues, np.lib.mixins.NDArrayOperatorsMixin):
         if weak and weak_only:
             # Python's arithmetic on Python numbers gives a Python number: weak, written
             # into the lines that use it (the frontend types it where it meets an array)
-            if name == "negative":
-                expr = f"(-{args[0]})"
+            if name in ("negative", "invert"):  # (Python's `-s`, `~s`)
+                expr = f"({'-' if name == 'negative' else '~'}{args[0]})"
             elif weak_operator:
                 expr = f"({args[0]} {WEAK_OPERATORS[name]} {args[1]})"
             refs = tuple(dict.fromkeys(n for t in operands for n in t.refs))
@@ -304,10 +305,6 @@ class Tracer(NeedsValues, np.lib.mixins.NDArrayOperatorsMixin):
             return self._trace.emit(expr, [] if operand is None else [operand])[0]
         self._trace.operator = True
         return np.power(self, other)
-
-    def __neg__(self) -> Any:
-        self._trace.operator = True
-        return np.negative(self)
 
     def __pos__(self) -> Any:
         # (Python's `+` of a Python number is that number, weak; np.positive's is strong)
@@ -402,6 +399,7 @@ Tracer.transpose, Tracer.reshape = transpose_method, reshape_method  # type: ign
 # (x.copy() of a NumPy scalar is one, where np.copy gives a 0-d array)
 Tracer.copy = lambda self, *a, **k: as_numpy_gives(np.copy(self, *a, **k), self.scalar)  # type: ignore[attr-defined]
 Tracer.flatten = numpy_method(np.ravel)  # type: ignore[attr-defined]  # (a new array either way)
+Tracer.__neg__, Tracer.__invert__ = unary_operator(np.negative), unary_operator(np.invert)
 for _name, _ufunc in WEAK_OPERATOR_METHODS.items():
     if _name != "pow":  # (Tracer.__pow__: float16's `** 0.5`)
         setattr(Tracer, f"__{_name}__", operator_method(_ufunc, reflected=False))

@@ -578,6 +578,11 @@ def _types(value: Any) -> Any:
         (lambda x: (np.clip(x.sum(), 0, None), np.clip(x.sum(), None, None)), (np.arange(3.0),)),
         (lambda x: np.average(x, returned=True), (np.arange(3.0, dtype=np.float32),)),
         (lambda x: (round(x.sum(), 2), round(x[0], 1)), (np.arange(3.0),)),
+        # (Python's `~`, `&`, `|`, `^` on a Python int are weak, as in the language: they
+        # were strong int64s, so `u8 + (s & 7)` was an int64)
+        (lambda t, s: (t + ~s, ~s), (np.array([1, -3], np.int32), 5)),
+        (lambda u, s: (u + (s & 7), u + (s | 8), u + (s ^ 1), s & 6), (np.uint8([0, 200]), 3)),
+        (lambda t, b: (~t, ~b, t & 3, b | b), (np.array([1, -3], np.int32), np.array([True]))),
     ],
 )
 def test_results_have_numpys_types_and_dtypes(fn: Any, args: Any) -> None:
