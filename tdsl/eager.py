@@ -117,8 +117,9 @@ def _check_weak(
     interpreter wrapped it)."""
     from xdsl.dialects.func import FuncOp
 
-    from tdsl.jit.compiled import ArgSpec, int_bounds
+    from tdsl.jit.compiled import ArgSpec
     from tdsl.jit.values import convert_weak
+    from tdsl.jit.weak_bounds import int_bounds
 
     (main,) = [op for op in module.ops if isinstance(op, FuncOp)]
     for k, (name, _, kind) in enumerate(types):

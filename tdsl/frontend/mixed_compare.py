@@ -153,7 +153,7 @@ def clip_operands(
     so it is the dtype's end; one beyond the other side is still the error, as NumPy's.
     A weak integer bound, known at call time, is clamped to that end in int64 first
     (``maximum(s, 0)`` for a uint8 lower bound), and the call checks only the other side
-    (:func:`~tdsl.jit.compiled.int_bounds`)."""
+    (:func:`~tdsl.jit.weak_bounds.int_bounds`)."""
     first = args[0] if isinstance(args[0], TensorValue) else lowering.tensor(args[0], spans[0])
     bounds = list(args[1:])
     if is_int(first.element):

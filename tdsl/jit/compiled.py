@@ -13,7 +13,6 @@ from tdsl.dtypes import SHORT_NAMES, type_str
 from tdsl.errors import TdslCallError, TdslError
 from tdsl.jit.calls import FELL_BACK_AT_CALL
 from tdsl.jit.options import JitOptions
-from tdsl.jit.values import INT64_MAX, INT64_MIN
 from tdsl.pipeline import target_spec
 
 if TYPE_CHECKING:
@@ -80,7 +79,7 @@ class ArgSpec:
     """A weak integer's range: that of the narrowest integer dtype it meets (NumPy 2
     raises ``OverflowError`` for a Python int beyond it); None for int64's.  A weak
     float's: the range of a Python int passed for it, int64's where it meets an integer
-    tensor (:func:`int_bounds`), else None (any int a float holds)."""
+    tensor (:func:`~tdsl.jit.weak_bounds.int_bounds`), else None (any int a float holds)."""
 
     @property
     def expected(self) -> str:
@@ -95,156 +94,6 @@ class ArgSpec:
         if self.weak:
             return f"{self.name}: {'int' if self.dtype.kind == 'i' else 'float'}"
         return f"{self.name}: {type_str(self.dtype, self.shape)}"
-
-
-def int_bounds(arg: Any) -> tuple[int, int] | None:
-    """The range a weak integer argument must lie in: what every integer type it is
-    converted to (``tensordsl.cast`` of it to ``i32``, ``ui64``) holds, where NumPy 2
-    checks a Python int (-1 does not fit uint64 either); None when that is int64's.
-
-    A conversion that only ``where`` branches read is not checked: ``np.where`` wraps a
-    Python int to the branch's dtype (NumPy 2.4: ``np.where(c, u8, 300)`` holds 44), any
-    int in [-2**63, 2**64).  When every use is such, that is the range (above int64's,
-    the call passes the same low bits as an int64: :data:`WRAPPED_HIGH`)."""
-    from tdsl.dialects import tensordsl as td
-    from tdsl.dialects.structured import is_int
-
-    if not is_int(arg):  # a weak float: a Python int passed for it
-        int64 = np.iinfo(np.int64)
-        return (int(int64.min), int(int64.max)) if _meets_integers(arg) else None
-    casts = [
-        use.operation
-        for use in arg.uses
-        if isinstance(use.operation, td.CastOp) and is_int(use.operation.result.type)
-    ]
-    checked = [cast for cast in casts if not _read_by_where_branches(cast.result)]
-    if casts and len(casts) == len(list(arg.uses)) and not checked:
-        return (int(np.iinfo(np.int64).min), WRAPPED_HIGH)
-    int64 = np.iinfo(np.int64)
-    ranges = [_range(cast) for cast in checked] + _clip_bound_ranges(arg)
-    ranges += _arithmetic_ranges(arg)
-    low = max([r[0] for r in ranges] + [int(int64.min)])
-    high = min([r[1] for r in ranges] + [int(int64.max)])
-    return None if (low, high) == (int64.min, int64.max) else (low, high)
-
-
-def _range(cast: Any) -> tuple[int, int]:
-    """The ints the integer type a ``tensordsl.cast`` converts to holds."""
-    from tdsl.dialects.structured import numpy_dtype
-
-    info = np.iinfo(numpy_dtype(cast.result.type))
-    return (int(info.min), int(info.max))
-
-
-def _clip_bound_ranges(arg: Any) -> list[tuple[int, int]]:
-    """The ranges a weak integer ``arg`` must lie in as ``clip``'s bound of an integer
-    array (the frontend's ``clip_operands``): clamped to the dtype's end on its own side
-    first (``maximum(s, 0)`` for a uint8 lower bound), so that only the other side is
-    checked, as NumPy 2 checks it."""
-    from tdsl.dialects import tensordsl as td
-    from tdsl.dialects.structured import is_int
-
-    int64 = np.iinfo(np.int64)
-    ranges: list[tuple[int, int]] = []
-    for use in arg.uses:
-        clamp = use.operation
-        if not isinstance(clamp, td.MaximumOp | td.MinimumOp):
-            continue
-        constant = clamp.operands[1 - use.index].owner
-        if not isinstance(constant, td.ConstantOp):
-            continue
-        limit = td.dense_to_numpy(constant.value)
-        if limit.size != 1:
-            continue
-        end = int(limit.reshape(()))
-        for inner in clamp.results[0].uses:
-            cast = inner.operation
-            if isinstance(cast, td.CastOp) and is_int(cast.result.type):
-                low, high = _range(cast)
-                # (only a clamp to within the type lets the other side go unchecked)
-                if isinstance(clamp, td.MaximumOp) and end >= low:
-                    ranges.append((int(int64.min), high))
-                elif isinstance(clamp, td.MinimumOp) and end <= high:
-                    ranges.append((low, int(int64.max)))
-    return ranges
-
-
-def _arithmetic_ranges(arg: Any) -> list[tuple[int, int]]:
-    """The ranges a weak integer ``arg`` must lie in for the int64 arithmetic the frontend
-    computes on it with literals (``s + 1``, ``2 - s``, ``s * 3``, ``-s``) to be Python's,
-    which is exact: the result's own range (:func:`int_bounds` of it, within int64's)
-    mapped back to ``arg``.  A result beyond int64 wrapped (``a * (s + 1)`` of a float
-    ``a`` flipped its sign at ``s = 2**63 - 1``; found by fuzzing)."""
-    from tdsl.dialects import tensordsl as td
-
-    ranges: list[tuple[int, int]] = []
-    for use in arg.uses:
-        op = use.operation
-        if not isinstance(op, td.AddOp | td.SubOp | td.MulOp | td.NegOp):
-            continue
-        if op.results[0].type != arg.type:  # (not weak arithmetic: it meets a tensor)
-            continue
-        c = 0
-        if not isinstance(op, td.NegOp):
-            constant = op.operands[1 - use.index].owner
-            if not isinstance(constant, td.ConstantOp):
-                continue  # (of two weak integers: not bounded one by one)
-            c = int(td.dense_to_numpy(constant.value).reshape(()))
-        # (a result that meets a float, or is compared, must be exact: int64's range; one
-        # that only uint64 or `where` branches read may pass int64 by its low bits, as
-        # the argument itself does: the int64 sum's bits are the exact sum's)
-        low, high = int_bounds(op.results[0]) or (INT64_MIN, INT64_MAX)
-        if isinstance(op, td.NegOp):
-            ranges.append((-high, -low))
-        elif isinstance(op, td.AddOp):
-            ranges.append((low - c, high - c))
-        elif isinstance(op, td.SubOp):
-            ranges.append((low + c, high + c) if use.index == 0 else (c - high, c - low))
-        elif c:  # (s * c in [low, high]: divided by c, flipped where c < 0)
-            ends = (low, high) if c > 0 else (high, low)
-            ranges.append((-(-ends[0] // c), ends[1] // c))
-    return ranges
-
-
-WRAPPED_HIGH = 2**64 - 1
-"""The upper bound of a weak integer that only ``where`` branches read (:func:`int_bounds`):
-a Python int above int64's range is passed as the int64 of the same bits."""
-
-
-def _meets_integers(arg: Any) -> bool:
-    """Whether a weak float argument meets an integer or bool tensor (one the frontend
-    cast to float to meet it), itself or through arithmetic with literals alone, not as
-    a ``where`` condition: there NumPy 2 raises ``OverflowError`` for a Python int beyond
-    int64 (``u8 + 2**70``, ``u8 + s * 2``; or compares it exactly), which tdsl, taking it
-    as a float, would not."""
-    from tdsl.dialects import tensordsl as td
-    from tdsl.dialects.structured import is_bool, is_int
-
-    weak, work = {arg}, [arg]
-    while work:
-        for use in work.pop().uses:
-            op = use.operation
-            if isinstance(op, td.WhereOp) and use.index == 0:
-                continue
-            others = [o for o in op.operands if o not in weak]
-            for o in others:
-                source = o.owner.input if isinstance(o.owner, td.CastOp) else None
-                if source is not None and (is_int(source) or is_bool(source)):
-                    return True
-            if all(isinstance(o.owner, td.ConstantOp) for o in others):
-                fresh = [r for r in op.results if r not in weak]
-                weak.update(fresh)
-                work.extend(fresh)
-    return False
-
-
-def _read_by_where_branches(value: Any) -> bool:
-    from tdsl.dialects import tensordsl as td
-
-    uses = list(value.uses)
-    return bool(uses) and all(
-        isinstance(use.operation, td.WhereOp) and use.index in (1, 2) for use in uses
-    )
 
 
 LOCATED_STAGES = ("tensordsl", "tiled")
@@ -581,12 +430,10 @@ __all__ = [
     "ELEMENT_NAMES",
     "LOCATED_STAGES",
     "SHARED_STAGES",
-    "WRAPPED_HIGH",
     "ArgSpec",
     "CompiledKernel",
     "GroupInfo",
     "LazyIR",
-    "int_bounds",
     "parse_ir",
     "print_located",
     "type_str",

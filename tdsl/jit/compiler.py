@@ -65,7 +65,6 @@ from tdsl.jit.compiled import (
     ArgSpec,
     CompiledKernel,
     GroupInfo,
-    int_bounds,
     type_str,
 )
 from tdsl.jit.options import NO_FALLBACK_VARIABLE, JitOptions, no_fallback
@@ -77,6 +76,7 @@ from tdsl.jit.stages import (
     plan_pass,
     run_pipeline,
 )
+from tdsl.jit.weak_bounds import int_bounds
 from tdsl.pipeline import pipeline_spec
 
 if TYPE_CHECKING:

@@ -292,6 +292,12 @@ def test_weak_int_arithmetic_with_literals_is_exact_or_refused(target: str) -> N
         ("x * ((s + 1) * 2)", a, 2**62 - 2, 2**62 - 1),
         ("x * (s + 1)", t, 2**31 - 2, 2**31 - 1),
         ("x * (s - 1)", t, -(2**31) + 1, -(2**31)),
+        ("x + s // 2", t, 2**32 - 1, 2**32),  # (`//`, `<<`, `~`, `**` too: found by fuzzing)
+        ("x + s // -3", np.uint8([0, 200]), -767, -768),
+        ("x + (s << 1)", t, 2**30 - 1, 2**30),
+        ("x + ~s", t, -(2**31), -(2**31) - 1),
+        ("x + s ** 2", t, -46340, -46341),
+        ("x * (s // -1)", a, bottom + 1, bottom),
     ]:
         with np.errstate(over="ignore"):  # (NumPy's int32 product wraps, as tdsl's)
             want = eval(text, {"x": x, "s": fits})
