@@ -1,0 +1,43 @@
+"""The ranges a weak integer's arithmetic maps back to it (``tdsl/jit/weak_bounds.py``),
+against a brute-force search: each is exactly the ints whose result lies in the range
+asked for."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tdsl.jit.weak_bounds import _inverse  # pyright: ignore[reportPrivateUsage]
+
+RESULTS: dict[str, Callable[[int, int, int], int]] = {
+    "neg": lambda s, c, i: -s,
+    "invert": lambda s, c, i: ~s,
+    "AddOp": lambda s, c, i: s + c,
+    "SubOp": lambda s, c, i: s - c if i == 0 else c - s,
+    "MulOp": lambda s, c, i: s * c,
+    "floordiv": lambda s, c, i: s // c,
+    "square": lambda s, c, i: s * s,
+}
+VALUES = range(-90, 91)
+
+
+@pytest.mark.parametrize("kind", RESULTS)
+def test_each_inverse_is_exactly_the_ints_whose_result_is_in_range(kind: str) -> None:
+    result = RESULTS[kind]
+    constants = [0] if kind in ("neg", "invert", "square") else range(-5, 6)
+    for c in constants:
+        if (kind == "floordiv" and c == 0) or (kind == "MulOp" and c == 0):
+            continue  # (no division by 0; s * 0 bounds nothing: None)
+        for index in (0, 1) if kind == "SubOp" else (0,):
+            for low in range(-12, 13):
+                for high in range(low, 13):
+                    found = _inverse(kind, c, index, low, high)
+                    assert found is not None
+                    got = {s for s in VALUES if found[0] <= s <= found[1]}
+                    # (s * s: bounded above only, all a range with low <= 0 needs)
+                    floor = low if kind != "square" else min(low, 0)
+                    want = {s for s in VALUES if floor <= result(s, c, index) <= high}
+                    assert got == want, (kind, c, index, low, high, found)
+    if kind == "MulOp":
+        assert _inverse(kind, 0, 0, -3, 3) is None
