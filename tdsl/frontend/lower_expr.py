@@ -167,10 +167,13 @@ class FunctionLowering(CallParams):
                 constant = td.ConstantOp(td.dense_from_numpy(data, element))
                 self.literals[literal] = self.emit(constant, value.span)
             return self.literals[literal]
+        weak_int = isinstance(value, WeakValue) and value.integer
         if isinstance(value, WeakValue):
             value = TensorValue(value.value, (), i64 if value.integer else f64)
         if value.element == element:
             return value
+        if weak_int and numpy_dtype(element).kind == "f" and numpy_dtype(element).itemsize < 8:
+            value = self.to_element(value, f64, span)  # (NumPy's int to f32 is via a double)
         key = (value.value, dtype_name(element))
         if key not in self.casts:
             self.casts[key] = self.emit(td.CastOp(value.value, element), span)

@@ -35,7 +35,10 @@ def int_bounds(arg: Any) -> tuple[int, int] | None:
         if isinstance(use.operation, td.CastOp) and is_int(use.operation.result.type)
     ]
     checked = [cast for cast in casts if not _read_by_where_branches(cast.result)]
-    if casts and len(casts) == len(list(arg.uses)) and not checked:
+    # (a `where` branch of int64 itself reads it without a cast: wrapped as well)
+    branches = [u for u in arg.uses if isinstance(u.operation, td.WhereOp) and u.index > 0]
+    uses = len(list(arg.uses))
+    if uses and len(casts) + len(branches) == uses and not checked:
         return (int(np.iinfo(np.int64).min), WRAPPED_HIGH)
     int64 = np.iinfo(np.int64)
     ranges = [_range(cast) for cast in checked] + _clip_bound_ranges(arg)
@@ -104,8 +107,8 @@ def _arithmetic_ranges(arg: Any) -> list[tuple[int, int]]:
             continue
         c = _constant_operand(op, use.index)
         if isinstance(op, td.LeftShiftOp | td.RightShiftOp):
-            if use.index != 0 or c is None or not 0 <= c <= 62:
-                continue  # (s << k is s * 2**k; s >> k is s // 2**k)
+            if use.index != 0 or c is None or c < 0:
+                continue  # (s << k is s * 2**k; s >> k is s // 2**k: k >= 64 too)
             op_kind, c = ("mul" if isinstance(op, td.LeftShiftOp) else "floordiv"), 2**c
         elif isinstance(op, td.MulOp) and op.operands[0] is op.operands[1]:
             op_kind = "square"

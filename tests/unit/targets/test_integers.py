@@ -298,6 +298,8 @@ def test_weak_int_arithmetic_with_literals_is_exact_or_refused(target: str) -> N
         ("x + ~s", t, -(2**31), -(2**31) - 1),
         ("x + s ** 2", t, -46340, -46341),
         ("x * (s // -1)", a, bottom + 1, bottom),
+        ("x + (s >> 63)", np.uint8([0, 200]), 5, -1),  # (shifts of 63 and more too)
+        ("x * (s << 63)", a, -1, 1),
     ]:
         with np.errstate(over="ignore"):  # (NumPy's int32 product wraps, as tdsl's)
             want = eval(text, {"x": x, "s": fits})
@@ -308,12 +310,33 @@ def test_weak_int_arithmetic_with_literals_is_exact_or_refused(target: str) -> N
             jit(text, x=x, s=beyond)
     # (where only `where` branches read the result, NumPy wraps the exact int to the
     # branch's dtype: int64's low bits are the same, and every int64 `s` is taken)
-    c, u = np.array([True, False]), np.array([0, 200], np.uint8)
-    for text, s in [("where(c, u, s + 1)", top), ("where(c, u, s * 3)", 2**62)]:
-        want = eval(f"np.{text}", {"np": np, "c": c, "u": u, "s": s})
-        got = jit(text, c=c, u=u, s=s)
+    c, u, t64 = np.array([True, False]), np.array([0, 200], np.uint8), np.array([1, 2])
+    for text, arrays, s in [
+        ("where(c, u, s + 1)", {"c": c, "u": u}, top),
+        ("where(c, u, s * 3)", {"c": c, "u": u}, 2**62),
+        ("where(c, s + 1, t64)", {"c": c, "t64": t64}, top),  # (an int64 branch: no cast)
+        ("where(c, s + 1, 1)", {"c": c}, top),
+    ]:
+        want = eval(f"np.{text}", {"np": np, **arrays, "s": s})
+        got = jit(text, **arrays, s=s)
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("target", COMPILED_TARGETS)
+def test_a_python_int_meets_a_float32_through_a_double_as_in_numpy(target: str) -> None:
+    """NumPy converts a Python int to a double, then to float32: two roundings, where a
+    direct int64 to float32 cast rounds once (they differ above 2**53; found by
+    fuzzing)."""
+    jit = JITTensorKernel(target=target, threads=1)
+    for dtype in (np.float32, np.float16):
+        x = np.array([1, 2], dtype)
+        for s in (2**62 + 2**38 + 1, 2**53 + 1, 2**24 + 1, 3):
+            with np.errstate(over="ignore"):
+                want = x * s
+                got = jit("x * s", x=x, s=s)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
 
 
 def test_and_of_a_python_int_and_a_float_blames_the_float() -> None:
