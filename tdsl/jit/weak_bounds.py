@@ -17,35 +17,64 @@ from tdsl.jit.values import INT64_MAX, INT64_MIN
 def int_bounds(arg: Any) -> tuple[int, int] | None:
     """The range a weak integer argument must lie in: what every integer type it is
     converted to (``tensordsl.cast`` of it to ``i32``, ``ui64``) holds, where NumPy 2
-    checks a Python int (-1 does not fit uint64 either); None when that is int64's.
+    checks a Python int (-1 does not fit uint64 either), and what its arithmetic with
+    literals needs (:func:`_arithmetic_steps`); None when that is int64's.
 
     A conversion that only ``where`` branches read is not checked: ``np.where`` wraps a
     Python int to the branch's dtype (NumPy 2.4: ``np.where(c, u8, 300)`` holds 44), any
     int in [-2**63, 2**64).  When every use is such, that is the range (above int64's,
-    the call passes the same low bits as an int64: :data:`WRAPPED_HIGH`)."""
-    from tdsl.dialects import tensordsl as td
+    the call passes the same low bits as an int64: :data:`WRAPPED_HIGH`).
+
+    The results of the arithmetic are bounded first, from the last back to ``arg``,
+    without recursion: a chain of 600 ``+ 1`` is as deep as the program."""
     from tdsl.dialects.structured import is_int
 
     if not is_int(arg):  # a weak float: a Python int passed for it
-        int64 = np.iinfo(np.int64)
-        return (int(int64.min), int(int64.max)) if _meets_integers(arg) else None
+        return (INT64_MIN, INT64_MAX) if _meets_integers(arg) else None
+    bounds: dict[Any, tuple[int, int] | None] = {}
+    steps: dict[Any, list[tuple[str, int, int, Any]]] = {}
+    stack = [arg]
+    while stack:
+        value = stack[-1]
+        if value not in steps:  # (first visit: its results go first)
+            steps[value] = _arithmetic_steps(value)
+            stack.extend(r for *_, r in steps[value] if r not in steps)
+            continue
+        stack.pop()
+        if value not in bounds:
+            bounds[value] = _own_bounds(value, steps[value], bounds)
+    return bounds[arg]
+
+
+def _own_bounds(
+    value: Any, steps: list[tuple[str, int, int, Any]], bounds: dict[Any, tuple[int, int] | None]
+) -> tuple[int, int] | None:
+    """:func:`int_bounds` of ``value``, whose arithmetic ``steps`` lead to results whose
+    ``bounds`` are known."""
+    from tdsl.dialects import tensordsl as td
+    from tdsl.dialects.structured import is_int
+
+    uses = list(value.uses)
     casts = [
-        use.operation
-        for use in arg.uses
-        if isinstance(use.operation, td.CastOp) and is_int(use.operation.result.type)
+        u.operation
+        for u in uses
+        if isinstance(u.operation, td.CastOp) and is_int(u.operation.result.type)
     ]
     checked = [cast for cast in casts if not _read_by_where_branches(cast.result)]
     # (a `where` branch of int64 itself reads it without a cast: wrapped as well)
-    branches = [u for u in arg.uses if isinstance(u.operation, td.WhereOp) and u.index > 0]
-    uses = len(list(arg.uses))
-    if uses and len(casts) + len(branches) == uses and not checked:
-        return (int(np.iinfo(np.int64).min), WRAPPED_HIGH)
-    int64 = np.iinfo(np.int64)
-    ranges = [_range(cast) for cast in checked] + _clip_bound_ranges(arg)
-    ranges += _arithmetic_ranges(arg)
-    low = max([r[0] for r in ranges] + [int(int64.min)])
-    high = min([r[1] for r in ranges] + [int(int64.max)])
-    return None if (low, high) == (int64.min, int64.max) else (low, high)
+    branches = [u for u in uses if isinstance(u.operation, td.WhereOp) and u.index > 0]
+    if uses and len(casts) + len(branches) == len(uses) and not checked:
+        return (INT64_MIN, WRAPPED_HIGH)
+    ranges = [_range(cast) for cast in checked] + _clip_bound_ranges(value)
+    # (a result that meets a float, or is compared, must be exact: int64's range; one
+    # that only uint64 or `where` branches read may pass int64 by its low bits, as the
+    # argument itself does: the int64 sum's bits are the exact sum's)
+    for kind, c, index, result in steps:
+        low, high = bounds[result] or (INT64_MIN, INT64_MAX)
+        ranges.append(_inverse(kind, c, index, low, high))
+    low = max([r[0] for r in ranges if r is not None] + [INT64_MIN])
+    high = min([r[1] for r in ranges if r is not None] + [INT64_MAX])
+    return None if (low, high) == (INT64_MIN, INT64_MAX) else (low, high)
 
 
 def _range(cast: Any) -> tuple[int, int]:
@@ -64,68 +93,62 @@ def _clip_bound_ranges(arg: Any) -> list[tuple[int, int]]:
     from tdsl.dialects import tensordsl as td
     from tdsl.dialects.structured import is_int
 
-    int64 = np.iinfo(np.int64)
     ranges: list[tuple[int, int]] = []
     for use in arg.uses:
         clamp = use.operation
         if not isinstance(clamp, td.MaximumOp | td.MinimumOp):
             continue
-        constant = clamp.operands[1 - use.index].owner
-        if not isinstance(constant, td.ConstantOp):
+        end = _constant_operand(clamp, use.index)
+        if end is None:
             continue
-        limit = td.dense_to_numpy(constant.value)
-        if limit.size != 1:
-            continue
-        end = int(limit.reshape(()))
         for inner in clamp.results[0].uses:
             cast = inner.operation
             if isinstance(cast, td.CastOp) and is_int(cast.result.type):
                 low, high = _range(cast)
                 # (only a clamp to within the type lets the other side go unchecked)
                 if isinstance(clamp, td.MaximumOp) and end >= low:
-                    ranges.append((int(int64.min), high))
+                    ranges.append((INT64_MIN, high))
                 elif isinstance(clamp, td.MinimumOp) and end <= high:
-                    ranges.append((low, int(int64.max)))
+                    ranges.append((low, INT64_MAX))
     return ranges
 
 
-def _arithmetic_ranges(arg: Any) -> list[tuple[int, int]]:
-    """The ranges a weak integer ``arg`` must lie in for the int64 arithmetic the frontend
-    computes on it with literals (``s + 1``, ``2 - s``, ``s * 3``, ``-s``, ``~s``, ``s //
-    4``, ``s >> 2``, ``s << 2``, ``s * s``: ``s ** 2``) to be Python's, which is exact: the
-    result's own range (:func:`int_bounds` of it) mapped back to ``arg``.  A result
-    beyond int64 wrapped (``a * (s + 1)`` of a float ``a`` flipped its sign at ``s =
-    2**63 - 1``), and one beyond the integer dtype it met was not NumPy's OverflowError
-    (``u8 + s // 2`` at ``s = 600``; both found by fuzzing).  Arithmetic of two weak
-    integers, ``&``, ``|``, ``^`` and ``%`` are not bounded so."""
+def _arithmetic_steps(arg: Any) -> list[tuple[str, int, int, Any]]:
+    """The int64 arithmetic the frontend computes on a weak integer ``arg`` with literals
+    (``s + 1``, ``2 - s``, ``s * 3``, ``-s``, ``~s``, ``s // 4``, ``s >> 2``, ``s << 2``,
+    ``s * s``: ``s ** 2``), each as (kind, constant, ``arg``'s operand index, result):
+    for it to be Python's, which is exact, ``arg`` must lie where each result's own range
+    maps back to (:func:`_inverse`).  A result beyond int64 wrapped (``a * (s + 1)`` of a
+    float ``a`` flipped its sign at ``s = 2**63 - 1``), and one beyond the integer dtype
+    it met was not NumPy's OverflowError (``u8 + s // 2`` at ``s = 600``; both found by
+    fuzzing).  Arithmetic of two weak integers, ``&``, ``|``, ``^`` and ``%`` are not
+    bounded so."""
     from tdsl.dialects import tensordsl as td
 
-    ranges: list[tuple[int, int]] = []
+    steps: list[tuple[str, int, int, Any]] = []
+    seen: set[Any] = set()  # (s * s uses s twice: one step)
     for use in arg.uses:
         op = use.operation
-        if len(op.results) != 1 or op.results[0].type != arg.type:  # (a return, a tensor's)
-            continue
+        if op in seen or len(op.results) != 1 or op.results[0].type != arg.type:
+            continue  # (a return, a tensor's op)
+        seen.add(op)
         c = _constant_operand(op, use.index)
         if isinstance(op, td.LeftShiftOp | td.RightShiftOp):
             if use.index != 0 or c is None or c < 0:
                 continue  # (s << k is s * 2**k; s >> k is s // 2**k: k >= 64 too)
-            op_kind, c = ("mul" if isinstance(op, td.LeftShiftOp) else "floordiv"), 2**c
+            kind, c = ("mul" if isinstance(op, td.LeftShiftOp) else "floordiv"), 2**c
         elif isinstance(op, td.MulOp) and op.operands[0] is op.operands[1]:
-            op_kind = "square"
+            kind = "square"
         elif isinstance(op, td.NegOp | td.InvertOp):
-            op_kind = "neg" if isinstance(op, td.NegOp) else "invert"
+            kind = "neg" if isinstance(op, td.NegOp) else "invert"
         elif c is not None and isinstance(op, td.AddOp | td.SubOp | td.MulOp):
-            op_kind = type(op).__name__
+            kind = {td.AddOp: "add", td.SubOp: "sub", td.MulOp: "mul"}[type(op)]
         elif c and isinstance(op, td.FloorDivideOp) and use.index == 0:
-            op_kind = "floordiv"
+            kind = "floordiv"
         else:
             continue
-        # (a result that meets a float, or is compared, must be exact: int64's range; one
-        # that only uint64 or `where` branches read may pass int64 by its low bits, as
-        # the argument itself does: the int64 sum's bits are the exact sum's)
-        low, high = int_bounds(op.results[0]) or (INT64_MIN, INT64_MAX)
-        ranges.append(_inverse(op_kind, c or 0, use.index, low, high))
-    return [r for r in ranges if r is not None]
+        steps.append((kind, c or 0, use.index, op.results[0]))
+    return steps
 
 
 def _inverse(kind: str, c: int, index: int, low: int, high: int) -> tuple[int, int] | None:
@@ -136,9 +159,9 @@ def _inverse(kind: str, c: int, index: int, low: int, high: int) -> tuple[int, i
         return (-high, -low)
     if kind == "invert":  # (~s is -s - 1)
         return (-high - 1, -low - 1)
-    if kind == "AddOp":
+    if kind == "add":
         return (low - c, high - c)
-    if kind == "SubOp":
+    if kind == "sub":
         return (low + c, high + c) if index == 0 else (c - high, c - low)
     if kind == "square":  # (s * s <= high; above low whenever low <= 0, as here)
         root = math.isqrt(high) if high >= 0 else -1

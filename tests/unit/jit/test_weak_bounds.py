@@ -13,9 +13,9 @@ from tdsl.jit.weak_bounds import _inverse  # pyright: ignore[reportPrivateUsage]
 RESULTS: dict[str, Callable[[int, int, int], int]] = {
     "neg": lambda s, c, i: -s,
     "invert": lambda s, c, i: ~s,
-    "AddOp": lambda s, c, i: s + c,
-    "SubOp": lambda s, c, i: s - c if i == 0 else c - s,
-    "MulOp": lambda s, c, i: s * c,
+    "add": lambda s, c, i: s + c,
+    "sub": lambda s, c, i: s - c if i == 0 else c - s,
+    "mul": lambda s, c, i: s * c,
     "floordiv": lambda s, c, i: s // c,
     "square": lambda s, c, i: s * s,
 }
@@ -27,9 +27,9 @@ def test_each_inverse_is_exactly_the_ints_whose_result_is_in_range(kind: str) ->
     result = RESULTS[kind]
     constants = [0] if kind in ("neg", "invert", "square") else range(-5, 6)
     for c in constants:
-        if (kind == "floordiv" and c == 0) or (kind == "MulOp" and c == 0):
+        if (kind == "floordiv" and c == 0) or (kind == "mul" and c == 0):
             continue  # (no division by 0; s * 0 bounds nothing: None)
-        for index in (0, 1) if kind == "SubOp" else (0,):
+        for index in (0, 1) if kind == "sub" else (0,):
             for low in range(-12, 13):
                 for high in range(low, 13):
                     found = _inverse(kind, c, index, low, high)
@@ -39,5 +39,20 @@ def test_each_inverse_is_exactly_the_ints_whose_result_is_in_range(kind: str) ->
                     floor = low if kind != "square" else min(low, 0)
                     want = {s for s in VALUES if floor <= result(s, c, index) <= high}
                     assert got == want, (kind, c, index, low, high, found)
-    if kind == "MulOp":
+    if kind == "mul":
         assert _inverse(kind, 0, 0, -3, 3) is None
+
+
+def test_a_long_chain_of_weak_arithmetic_is_bounded_without_recursion() -> None:
+    """``s + 1 + 1 + ...``: each step's range maps back to ``s`` one at a time (a
+    recursion per step reached Python's limit at 600 steps)."""
+    import tdsl
+
+    steps = 3000
+    kernel = tdsl.compile(
+        "x * (s" + " + 1" * steps + ")",
+        shapes={"x": (2,)},
+        dtypes={"x": "f32", "s": int},
+        target="numpy",
+    )
+    assert kernel.args[1].bounds == (-(2**63), 2**63 - 1 - steps)
