@@ -129,6 +129,12 @@ class TdslIndexError(TdslError, IndexError):
     axis, on any target (also an :class:`IndexError`, as NumPy raises)."""
 
 
+class TdslZeroDivisionError(TdslError, ZeroDivisionError):
+    """Python's arithmetic on a Python number divided by a zero literal (``s // 0`` of a
+    Python-number argument ``s`` in a traced function), which Python refuses at every
+    call (also a :class:`ZeroDivisionError`, as Python raises)."""
+
+
 def index_error(index: int, axis: int, extent: int, where: str = "") -> TdslIndexError:
     """The error of a gather that met ``index`` on an ``axis`` of ``extent``, as NumPy
     words it, at ``where`` (the gather's ``file:line:col`` in the source, if known)."""
@@ -330,6 +336,7 @@ __all__ = [
     "TdslSyntaxError",
     "TdslTypeError",
     "TdslWarning",
+    "TdslZeroDivisionError",
     "check_argument",
     "collecting_warnings",
     "format_diagnostic",

@@ -9,8 +9,15 @@ from typing import Any, NoReturn, cast
 
 import numpy as np
 
-from tdsl.errors import TdslCallError
-from tdsl.jit.trace_names import NO_VALUES, holds_traced, not_static, trace_error
+from tdsl.errors import TdslCallError, TdslZeroDivisionError
+from tdsl.jit.trace_names import (
+    COMPARISON_METHODS,
+    NO_VALUES,
+    ZERO_DIVISORS,
+    holds_traced,
+    not_static,
+    trace_error,
+)
 
 
 class NeedsValues:
@@ -21,6 +28,10 @@ class NeedsValues:
     name: str
     weak: bool
     _trace: Any
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+    refs: tuple[str, ...]
+    scalar: bool | str
 
     def __copy__(self) -> Any:
         return self
@@ -198,14 +209,71 @@ def operator_method(ufunc: np.ufunc, reflected: bool) -> Callable[..., Any]:
     return method
 
 
+def as_numpy_gives(value: Any, scalar: bool | str) -> Any:
+    """``value`` (a result), if a 0-d tracer, marked as a NumPy scalar, a 0-d array or
+    (``"python"``) a Python number (each of a tuple of results: ``np.divmod``'s)."""
+    if isinstance(value, tuple):
+        return tuple(as_numpy_gives(v, scalar) for v in cast(tuple[Any, ...], value))
+    if not isinstance(value, NeedsValues) or value.shape or value.scalar == scalar:
+        return value
+    if scalar is True and value.scalar == "python":  # (a ufunc's result: Python's, kept)
+        return value
+    trace = value._trace  # pyright: ignore[reportPrivateUsage]
+    return type(value)(trace, value.name, (), value.dtype, value.refs, scalar=scalar)
+
+
+def python_numbers(inputs: Sequence[Any]) -> bool:
+    """Whether ``inputs`` are all Python numbers: traced Python-number arguments, Python's
+    arithmetic on them and literals (not NumPy scalars, which are strong)."""
+    return all(
+        x.weak if isinstance(x, NeedsValues) else type(x) in (bool, int, float) for x in inputs
+    )
+
+
+_COMPARISONS = frozenset(u.__name__ for u in COMPARISON_METHODS.values())
+
+
+def python_comparison(name: str, inputs: Sequence[Any]) -> bool:
+    """Whether the operator ``name`` (a ufunc's) is Python's comparison of Python numbers,
+    whose result is a Python ``bool`` (``s > 0``; ``np.greater(s, 0)`` a NumPy one), or
+    Python's ``& | ^`` of such bools."""
+    if name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+        return all(type(x) is bool or getattr(x, "scalar", None) == "python" for x in inputs)
+    return name in _COMPARISONS and python_numbers(inputs)
+
+
+def python_division(name: str, inputs: Sequence[Any]) -> Any:
+    """The operator ``name`` (a ufunc's) on Python numbers as Python computes it where that
+    is not the ufunc: ``divmod`` as its ``//`` and ``%`` (Python numbers too, where
+    ``np.divmod`` gives NumPy scalars); a zero literal divisor refused, as Python refuses it
+    at every call (NumPy's ufuncs give ``inf``, ``nan`` or 0). ``NotImplemented`` where
+    Python computes the ufunc."""
+    if name not in ZERO_DIVISORS or not python_numbers(inputs):
+        return NotImplemented
+    a, b = inputs
+    if not isinstance(b, NeedsValues) and b == 0:
+        what = "divmod()" if name == "divmod" else "`//`" if name == "floor_divide" else "`%`"
+        what = "`/`" if name in ("divide", "true_divide") else what
+        trace_error(
+            f"{what} of a Python number by zero, which Python refuses (ZeroDivisionError) "
+            "at every call",
+            TdslZeroDivisionError,
+        )
+    return (a // b, a % b) if name == "divmod" else NotImplemented
+
+
 __all__ = [
     "ARRAY_OPERANDS",
     "JOINS",
     "as_array",
+    "as_numpy_gives",
     "list_operands",
     "ndim_of",
     "numpy_method",
     "operator_method",
+    "python_comparison",
+    "python_division",
+    "python_numbers",
     "reshape_method",
     "static_axis",
     "static_count",

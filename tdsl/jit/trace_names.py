@@ -54,10 +54,26 @@ WEAK_OPERATOR_METHODS = {
     "and": np.bitwise_and,
     "or": np.bitwise_or,
     "xor": np.bitwise_xor,
+    "divmod": np.divmod,
 }
 """Python's binary operators (``__add__``, ``__radd__``) and the ufuncs they are: on
 Python numbers a Python number (weak), where the ufunc called by name gives a NumPy
 scalar (strong)."""
+
+COMPARISON_METHODS = {
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+    "eq": np.equal,
+    "ne": np.not_equal,
+}
+"""Python's comparisons (``__lt__``) and the ufuncs they are: on Python numbers a Python
+``bool``, where the ufunc called by name gives a NumPy ``bool``."""
+
+ZERO_DIVISORS = frozenset({"divide", "true_divide", "floor_divide", "remainder", "divmod"})
+"""Ufuncs that Python's operators on Python numbers refuse a zero divisor to
+(``ZeroDivisionError``), where NumPy's give ``inf``, ``nan`` or 0."""
 
 WEAK_OPERATORS = {
     "power": "**",
@@ -452,6 +468,7 @@ np.float32)``), a 0-d array where it is one."""
 
 __all__ = [
     "ARRAY_COMPOSED",
+    "COMPARISON_METHODS",
     "DATA_DEPENDENT",
     "FUNCTION_NAMES",
     "KEEP_SCALAR",
@@ -462,6 +479,7 @@ __all__ = [
     "WEAK_ARITHMETIC",
     "WEAK_OPERATORS",
     "WEAK_OPERATOR_METHODS",
+    "ZERO_DIVISORS",
     "bool_operand",
     "literal",
     "missing_hint",

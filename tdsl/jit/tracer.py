@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, cast
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -29,9 +29,12 @@ from tdsl.dtypes import type_str
 from tdsl.errors import SourceLocation, TdslCallError, TdslError
 from tdsl.jit.trace_args import (
     NeedsValues,
+    as_numpy_gives,
     list_operands,
     numpy_method,
     operator_method,
+    python_comparison,
+    python_division,
     reshape_method,
     transpose_method,
     unary_operator,
@@ -39,6 +42,7 @@ from tdsl.jit.trace_args import (
 from tdsl.jit.trace_compose import COMPOSED
 from tdsl.jit.trace_names import (
     ARRAY_COMPOSED,
+    COMPARISON_METHODS,
     DATA_DEPENDENT,
     FUNCTION_NAMES,
     KEEP_SCALAR,
@@ -191,16 +195,17 @@ class Tracer(NeedsValues, np.lib.mixins.NDArrayOperatorsMixin):
         shape: tuple[int, ...],
         dtype: Any,
         refs: tuple[str, ...] = (),
-        scalar: bool = False,
+        scalar: bool | str = False,
     ) -> None:
         self._trace = trace
         self.name = name
         """The value in the program: a name, or the text of weak arithmetic (``(s + 1)``)."""
         self.refs = refs or (name,)
         """The names of the program it reads."""
-        self.scalar = scalar and not shape
+        self.scalar = False if shape else scalar
         """Whether NumPy gives this 0-d value as a NumPy scalar (a ufunc's or a reduction's,
-        ``np.sum(x)``), not a 0-d array (``np.where``'s): a call returns it as NumPy would."""
+        ``np.sum(x)``), not a 0-d array (``np.where``'s), or ``"python"``, Python's
+        ``bool`` (``s > 0`` of a Python number): a call returns it as NumPy would."""
         self.shape = tuple(int(d) for d in shape)
         self.dtype = np.dtype(dtype)
 
@@ -238,8 +243,11 @@ class Tracer(NeedsValues, np.lib.mixins.NDArrayOperatorsMixin):
     # -- NumPy's protocols --------------------------------------------------------
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        # (a ufunc's 0-d result, and its reduce's, is a NumPy scalar)
-        return as_numpy_gives(self._ufunc(ufunc, method, *inputs, **kwargs), True)
+        # (a ufunc's 0-d result, and its reduce's, is a NumPy scalar; Python's comparison
+        # of Python numbers, `s > 0`, a Python bool)
+        python = self._trace.operator and python_comparison(ufunc.__name__, inputs)
+        result = self._ufunc(ufunc, method, *inputs, **kwargs)
+        return as_numpy_gives(result, "python" if python else True)
 
     def _ufunc(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         name = ufunc.__name__
@@ -260,6 +268,8 @@ class Tracer(NeedsValues, np.lib.mixins.NDArrayOperatorsMixin):
             trace_error(f"`np.{name}` with `{'`, `'.join(kwargs)}` is not supported when traced")
         composed = COMPOSED.get(f"np.{name}")  # (a ufunc written as others)
         inputs = ufunc_inputs(name, inputs, composed is not None)
+        if operator and (python := python_division(name, inputs)) is not NotImplemented:
+            return python  # (Python's `divmod(s, 2)`; `s // 0` refused)
         if composed and (done := composed(*inputs)) is not NotImplemented:
             return done
         trace = self._trace
@@ -352,7 +362,7 @@ class Tracer(NeedsValues, np.lib.mixins.NDArrayOperatorsMixin):
 
     def conj(self) -> Any:
         # (the method keeps a 0-d array one, where the ufunc gives a scalar)
-        return as_numpy_gives(np.conjugate(self), self.scalar)
+        return as_numpy_gives(np.conjugate(self), bool(self.scalar))
 
     conjugate = conj
 
@@ -387,7 +397,7 @@ class Tracer(NeedsValues, np.lib.mixins.NDArrayOperatorsMixin):
         if bad := [k for k, v in kwargs.items() if k not in known or v not in (known[k] or (v,))]:
             trace_error(f"`astype` with `{'`, `'.join(bad)}` is not supported when traced")
         cast = self._trace.emit(f"astype({self.name}, {spell_dtype(dtype)})", [self])[0]
-        return as_numpy_gives(cast, self.scalar)  # (a NumPy scalar's is one)
+        return as_numpy_gives(cast, bool(self.scalar))  # (a NumPy scalar's is one)
 
 
 # x.sum(...) is np.sum(x, ...), as for an ndarray
@@ -397,24 +407,15 @@ for _name in ("sum", "mean", "max", "min", "prod", "var", "std", "argmax", "argm
     setattr(Tracer, _name, numpy_method(getattr(np, _name)))
 Tracer.transpose, Tracer.reshape = transpose_method, reshape_method  # type: ignore[method-assign]
 # (x.copy() of a NumPy scalar is one, where np.copy gives a 0-d array)
-Tracer.copy = lambda self, *a, **k: as_numpy_gives(np.copy(self, *a, **k), self.scalar)  # type: ignore[attr-defined]
+Tracer.copy = lambda self, *a, **k: as_numpy_gives(np.copy(self, *a, **k), bool(self.scalar))  # type: ignore[attr-defined]
 Tracer.flatten = numpy_method(np.ravel)  # type: ignore[attr-defined]  # (a new array either way)
 Tracer.__neg__, Tracer.__invert__ = unary_operator(np.negative), unary_operator(np.invert)
 for _name, _ufunc in WEAK_OPERATOR_METHODS.items():
     if _name != "pow":  # (Tracer.__pow__: float16's `** 0.5`)
         setattr(Tracer, f"__{_name}__", operator_method(_ufunc, reflected=False))
     setattr(Tracer, f"__r{_name}__", operator_method(_ufunc, reflected=True))
-
-
-def as_numpy_gives(value: Any, scalar: bool) -> Any:
-    """``value`` (a result), if a 0-d tracer, marked as a NumPy scalar or a 0-d array (each
-    of a tuple of results: ``np.divmod``'s)."""
-    if isinstance(value, tuple):
-        return tuple(as_numpy_gives(v, scalar) for v in cast(tuple[Any, ...], value))
-    if not isinstance(value, Tracer) or value.shape or value.scalar == scalar:
-        return value
-    trace = value._trace  # pyright: ignore[reportPrivateUsage]
-    return Tracer(trace, value.name, (), value.dtype, value.refs, scalar=scalar)
+for _name, _ufunc in COMPARISON_METHODS.items():  # (Python reflects them itself: `0 < s`)
+    setattr(Tracer, f"__{_name}__", operator_method(_ufunc, reflected=False))
 
 
 def as_operand(trace: Trace, value: Any) -> Tracer | None:

@@ -23,6 +23,7 @@ from tdsl.errors import (
     TdslError,
     TdslLoopsBudgetWarning,
     TdslTypeError,
+    TdslZeroDivisionError,
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "examples"))
@@ -186,6 +187,59 @@ def test_an_int_to_an_int_power_is_pythons_and_numpys_ufuncs_are_strong(jit_targ
     with pytest.raises(TdslError, match=r"`round\(\)` of a 0-d traced value"):
         tdsl.trace(lambda x, s: x * round(s))(X, 2.5)
     _same(tdsl.trace(lambda x: round(x, 1))(X), np.round(X, 1))  # an array's: NumPy's
+
+
+def test_pythons_comparisons_and_divmod_of_python_numbers_are_pythons(jit_target: str) -> None:
+    """Python's comparison of Python numbers is a Python ``bool`` (``s > 0`` was
+    ``np.True_``), and so is ``&`` of two; ``divmod(n, 2)`` is two Python numbers, weak
+    (``u8 + divmod(n, 2)[0]`` was int64, NumPy's ``np.divmod``); the same called by name
+    stay NumPy's (found by fuzzing the types of traced scalars)."""
+    u8 = np.arange(4, dtype=np.uint8)
+
+    def compare(x, s, n):
+        return s > 0, s > 1, s == n, s != 2.5, (s > 1) & (n < 5), s >= np.float32(2)
+
+    def by_name(x, s, n):
+        return np.greater(s, 0), np.equal(s, n), np.divmod(n, 2), (s > 1) & (x[0] > 0)
+
+    def division(x, s, n):
+        return divmod(n, 3), divmod(s, 0.75), x + divmod(n, 2)[0], x * divmod(s, 2)[1]
+
+    for s, n in ((2.5, 3), (-1.0, 7), (3.0, 3)):
+        for fn in (compare, by_name, division):
+            got, want = tdsl.trace(fn)(u8, s, n), fn(u8, s, n)
+            assert _types(got) == _types(want), fn.__name__
+            for g, w in zip(got, want, strict=True):
+                if isinstance(w, np.ndarray):
+                    _same(g, w)
+                else:
+                    assert g == w
+    assert tdsl.trace(division)(u8, 2.5, 3)[2].dtype == np.uint8
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x, n: x + n // 0,
+        lambda x, n: x * (n % 0),
+        lambda x, n: x / (n / 0.0),
+        lambda x, n: divmod(n, False),
+        lambda x, n: x + 0 // n + n // 0,
+    ],
+)
+def test_a_python_number_divided_by_a_zero_literal_is_pythons_error(fn: Any) -> None:
+    """Python refuses ``n // 0`` of a Python number at every call (ZeroDivisionError):
+    a traced function's is a located error, a ``ZeroDivisionError`` too (it computed
+    NumPy's 0, with NumPy's warning from the generated code)."""
+    with pytest.raises(ZeroDivisionError):
+        fn(X, 3)
+    with pytest.raises(TdslZeroDivisionError, match="of a Python number by zero") as caught:
+        tdsl.trace(fn)(X, 3)
+    assert caught.value.location is not None and caught.value.location.file == __file__
+    # NumPy's ufuncs and arrays divide by zero as NumPy does
+    with np.errstate(divide="ignore", invalid="ignore"):
+        numpys = tdsl.trace(lambda x, n: x // 0 + np.floor_divide(n, 0))
+        _same(numpys(X, 3), X // 0 + np.floor_divide(3, 0))
 
 
 @pytest.mark.parametrize(
