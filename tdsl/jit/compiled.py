@@ -85,7 +85,10 @@ class ArgSpec:
     def expected(self) -> str:
         """What the argument takes: ``an array of f32[4, 3]``, ``a Python int or float``."""
         if self.weak and self.bounds is not None and self.dtype.kind == "i":
-            return f"a Python int in [{self.bounds[0]}, {self.bounds[1]}]"
+            low, high = self.bounds
+            if low > high:  # (`u8 + (s * 0 + 300)`: 300 meets uint8 whatever s is)
+                return "no Python int (what the kernel computes from it never fits)"
+            return f"a Python int in [{low}, {high}]"
         if self.weak:
             return "a Python int" if self.dtype.kind == "i" else "a Python int or float"
         return f"an array of {type_str(self.dtype, self.shape)}"

@@ -170,8 +170,8 @@ def _inverse(kind: str, c: int, index: int, low: int, high: int) -> tuple[int, i
         if c > 0:
             return (low * c, high * c + c - 1)
         return (high * c + c + 1, low * c)
-    if c == 0:  # (s * 0 is 0 whatever s is)
-        return None
+    if c == 0:  # (s * 0 is 0 whatever s is: any s, or none where 0 is out of range)
+        return None if low <= 0 <= high else (1, 0)
     ends = (low, high) if c > 0 else (high, low)  # (s * c: divided by c, flipped if c < 0)
     return (-(-ends[0] // c), ends[1] // c)
 
