@@ -54,12 +54,11 @@ import stat
 import struct
 import sys
 import threading
-import warnings
 from typing import Any, NamedTuple, cast
 
 import numpy as np
 
-from tdsl.errors import TdslCacheWarning, TdslError, TdslOptionError
+from tdsl.errors import TdslCacheWarning, TdslError, TdslOptionError, warn
 from tdsl.jit.cache import Request
 from tdsl.jit.compiled import CompiledKernel
 from tdsl.jit.options import CACHE_DIR_VARIABLE, MAX_BYTES_VARIABLE, JitOptions, no_fallback
@@ -101,7 +100,8 @@ def resolve_cache_dir(cache_dir: str | os.PathLike[str] | bool | None) -> str | 
     empty: no cache on disk), ``False`` turns the cache off; ``True`` is an error."""
     if cache_dir is None:
         value = os.environ.get(CACHE_DIR_VARIABLE)
-        return os.path.expanduser(value) if value else None
+        # (absolute: a relative folder stays the one it named when the JIT was made)
+        return os.path.abspath(os.path.expanduser(value)) if value else None
     if cache_dir is False:
         return None
     if cache_dir is True or not isinstance(cache_dir, str | os.PathLike):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -112,7 +112,7 @@ def resolve_cache_dir(cache_dir: str | os.PathLike[str] | bool | None) -> str | 
     path = os.path.expanduser(os.fspath(cache_dir))
     if "\0" in path:  # (the OS's calls would raise a bare ValueError)
         raise TdslOptionError(f"cache_dir must be a folder path, got one with a NUL byte: {path!r}")
-    return path
+    return os.path.abspath(path)
 
 
 def resolve_max_bytes(value: str | None = None) -> int:
@@ -183,6 +183,12 @@ class DiskCache:
         try:
             names = os.listdir(self.directory)
         except FileNotFoundError:  # removed since (by hand, a cleaner): nothing to delete
+            return
+        except OSError as err:  # (a file in its place, or unreadable: as a failed write)
+            warn(
+                TdslCacheWarning(f"could not clear the cache in '{self.directory}': {err}"),
+                stacklevel=None,
+            )
             return
         for name in names:
             if name.endswith(SUFFIX) or name.startswith(".tmp-"):
@@ -278,10 +284,11 @@ class DiskCache:
             if temporary is not None:
                 with contextlib.suppress(OSError):
                     os.unlink(temporary)
-            warnings.warn(
-                f"could not write the compiled kernel to the cache in '{self.directory}': {err}",
-                TdslCacheWarning,
-                stacklevel=5,  # the caller of compile() or of the JIT
+            warn(  # (at the user's call, however deep in tdsl: compile(), the JIT, a trace)
+                TdslCacheWarning(
+                    f"could not write the compiled kernel to the cache in '{self.directory}': {err}"
+                ),
+                stacklevel=None,
             )
             return
         with self.lock:
@@ -365,12 +372,13 @@ def request_key(request: Request) -> dict[str, Any]:
 
 
 def _dtype_key(dtype: object) -> str:
+    # (each kind tagged: no string a user gives, such as "weak", is a Python type's key)
     if dtype is float:
-        return "weak"  # a weak scalar input
+        return "type:float"  # a weak scalar input
     if dtype is int:
-        return "weak_int"  # a weak integer input
+        return "type:int"  # a weak integer input
     if isinstance(dtype, str):
-        return dtype
+        return f"str:{dtype}"
     return f"other:{dtype!r}"  # the frontend reports it; nothing is stored
 
 

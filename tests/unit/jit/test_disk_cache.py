@@ -497,12 +497,16 @@ def test_a_failed_write_warns_and_the_kernel_runs(
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", refuse)
-    with pytest.warns(tdsl.TdslCacheWarning, match="No space left on device"):
+    with pytest.warns(tdsl.TdslCacheWarning, match="No space left on device") as seen:
         kernel = jit.compile(EXPR, SHAPES, DTYPES)
     a, b = inputs()
     np.testing.assert_allclose(kernel(a, b, 0.5), reference(a, b, 0.5), rtol=1e-4, atol=1e-5)
     assert entries(tmp_path) == [] and list(tmp_path.iterdir()) == []
     assert info(jit) == (0, 1, 0, 0)
+    # at the user's call (a one-shot call's named tdsl/jit/api.py; found by fuzzing)
+    with pytest.warns(tdsl.TdslCacheWarning, match="No space left on device") as one_shot:
+        jit("A + 1", A=np.ones(3))
+    assert [w.filename for w in [*seen, *one_shot]] == [__file__, __file__]
 
 
 def test_cache_clear_with_disk_deletes_the_entries(tmp_path: Path) -> None:
@@ -517,6 +521,40 @@ def test_cache_clear_with_disk_deletes_the_entries(tmp_path: Path) -> None:
     tmp_path.rmdir()  # removed since, by hand or a cleaner: nothing to delete
     jit.cache_clear(disk=True)
     assert not tmp_path.exists()
+    # a file in its place: a warning, as a failed write (it raised NotADirectoryError)
+    tmp_path.write_text("not a folder")
+    with pytest.warns(tdsl.TdslCacheWarning, match="could not clear the cache") as seen:
+        jit.cache_clear(disk=True)
+    assert [w.filename for w in seen] == [__file__]
+
+
+def test_a_relative_folder_stays_the_one_it_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``cache_dir="rel"`` (or ``$TDSL_CACHE_DIR``) names a folder of the working
+    directory when the JIT is made; after ``os.chdir`` kernels went to another."""
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path)
+    given = JITTensorKernel(cache_dir="rel")
+    monkeypatch.setenv("TDSL_CACHE_DIR", "env")
+    from_env = JITTensorKernel()
+    assert given.cache_dir == tmp_path / "rel" and from_env.cache_dir == tmp_path / "env"
+    monkeypatch.chdir(tmp_path / "sub")
+    for jit in (given, from_env):
+        jit.compile(EXPR, SHAPES, DTYPES)
+    assert len(entries(tmp_path / "rel")) == 1 and len(entries(tmp_path / "env")) == 1
+    assert list((tmp_path / "sub").iterdir()) == []
+
+
+@pytest.mark.parametrize(("spelled", "python"), [("weak", float), ("weak_int", int)])
+def test_a_dtype_string_never_shares_a_python_types_key(
+    tmp_path: Path, spelled: str, python: type
+) -> None:
+    """The string ``"weak"`` had the key of ``float`` (a weak input): once a weak-float
+    kernel was stored, ``dtypes={"s": "weak"}``, which a compile refuses, loaded it."""
+    jit_in(tmp_path).compile("A * s", {"A": (4,)}, {"s": python})
+    with pytest.raises(tdsl.TdslError):
+        jit_in(tmp_path).compile("A * s", {"A": (4,)}, {"s": spelled})
 
 
 def test_software_versions_are_read_without_importing(tmp_path: Path) -> None:
