@@ -92,13 +92,14 @@ class TileOp(GroupOp):
     ``tdsl-plan-loops``) is the native target's plan of the group's loops, which
     ``tdsl-lower-to-loops`` runs as recorded: the tile of each dim (reduction,
     normalize and scan dims whole: the loops run along them element by element; a
-    reduction dim at most this op's tile, for attention's keys), the values the
-    loops keep in scratch for later loop nests (numbered in order over the results
-    of the body's ops that are not constants, after ``tdsl-tile``'s decomposition of
-    the ops it decomposes), and the positions of the matmuls a BLAS call computes;
-    ``limit N`` (optional) the scratch they use, all threads together, where more than
-    ``scratch`` (``tdsl-plan-loops{memory-budget=B}`` lets them use what the budget
-    leaves; without it, 4,096 more: ``LOOPS_SCRATCH_SLACK``).  Other targets ignore it.
+    reduction dim at most this op's tile, for attention's keys, or where the loops run
+    this op's passes, storing no value), the values the loops keep in scratch for later loop nests (numbered in
+    order over the results of the body's ops that are not constants, after
+    ``tdsl-tile``'s decomposition of the ops it decomposes), and the positions of
+    the matmuls a BLAS call computes; ``limit N`` (optional) the scratch they use, all
+    threads together, where more than ``scratch`` (``tdsl-plan-loops{memory-budget=B}``
+    lets them use what the budget leaves; else 4,096 more: ``LOOPS_SCRATCH_SLACK``).
+    Other targets ignore it.
 
     ```mlir
     %y = kernel.tile(%x, %w, %b) group "g0" space [64, 256, 128] iterators ["parallel", "parallel", "reduction"] tiles [16, 256, 128] scratch [] sweeps [0, 0, 0]

@@ -5,7 +5,7 @@ see :mod:`tdsl.backend.llvm.lower_to_loops` for the lowering itself."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, cast
 
@@ -154,6 +154,26 @@ def _is_scan(op: Operation) -> bool:
 def _is_reduction(op: Operation) -> bool:
     s = structured(op)
     return s is not None and IteratorType.REDUCTION in s.iterator_types()
+
+
+def sweep_readers(
+    body: GroupBody, blas: Mapping[Operation, int], value: SSAValue
+) -> list[Operation]:
+    """The ops of ``body`` that read ``value`` directly or through element-wise ops
+    computed in the same sweep (not those ``blas`` computes; a reduction's result comes
+    from its accumulator, so the walk stops at it): a sweep that computes any of them
+    computes ``value`` too."""
+    found: dict[Operation, None] = {}
+    pending = [value]
+    while pending:
+        for use in pending.pop().uses:
+            reader = use.operation
+            if reader not in body.members or reader in found:
+                continue
+            found[reader] = None
+            if not _is_reduction(reader) and reader not in blas:
+                pending.extend(reader.results)
+    return list(found)
 
 
 def _holds_exactly(wide: Attribute, narrow: Attribute) -> bool:

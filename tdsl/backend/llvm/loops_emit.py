@@ -27,7 +27,8 @@ from tdsl.backend.llvm.loops_common import (
     blas_rows,
     loops_bug,
 )
-from tdsl.backend.llvm.loops_flash import FLASH_BLAS_ROWS, FlashBuffers, emit_flash_tile
+from tdsl.backend.llvm.loops_flash import FlashBuffers, emit_flash_tile, flash_blas
+from tdsl.backend.llvm.loops_passes import emit_passes
 from tdsl.backend.llvm.loops_plan import _GroupPlan
 from tdsl.backend.llvm.loops_point import _Point
 from tdsl.dialects.kernel_plan import Dims
@@ -39,6 +40,8 @@ from tdsl.dialects.structured import (
     reduction_of,
     tensor_shape,
 )
+
+Ops = frozenset[Operation] | None
 
 
 class _Group(_GroupPlan):
@@ -273,22 +276,26 @@ class _Group(_GroupPlan):
             key tiles' part; False: the rest)."""
             return part is None or part == (key in dims)
 
-        def run(level: int, code: _Code, part: bool | None) -> None:
-            # accumulators start from the identity
-            for op, where in accs.items():
-                if self.level[op] != level or op in self.gemm:
+        def start(op: Operation, code: _Code) -> None:
+            """``op``'s accumulator set to the identity."""
+            state = reduction_of(op).accumulator()
+            dims = _dim_set(body.dims[op.results[0]])
+            inner, coords = code.nest(ranges(dims, code))
+            point = _Point(self, inner, {**hoisted, **coords}, starts, storage)
+            places = [accs[op], *self.more_storage.get(op, ())]
+            for first, dt, place in zip(state.identities, state.dtypes, places, strict=True):
+                point.store(inner.scalar(first, element_of(dt)), place, body.dims[op.results[0]])
+
+        def run(
+            level: int, code: _Code, part: bool | None, only: Ops = None, kept: Ops = None
+        ) -> None:
+            # accumulators start from the identity (`only` the ops of a step, see
+            # loops_passes: but those it `kept` from tile to tile)
+            for op in accs:
+                if self.level[op] != level or op in self.gemm or (only and op not in only):
                     continue
-                if not on(body.dims[op.results[0]], part):
-                    continue
-                state = reduction_of(op).accumulator()
-                dims = _dim_set(body.dims[op.results[0]])
-                inner, coords = code.nest(ranges(dims, code))
-                point = _Point(self, inner, {**hoisted, **coords}, starts, storage)
-                places = [where, *self.more_storage.get(op, ())]
-                for start, dt, place in zip(state.identities, state.dtypes, places, strict=True):
-                    point.store(
-                        inner.scalar(start, element_of(dt)), place, body.dims[op.results[0]]
-                    )
+                if on(body.dims[op.results[0]], part) and not (kept and op in kept):
+                    start(op, code)
             # matmuls BLAS computes a tile at a time: their operands are ready
             # (a matmul whose contraction runs in tiles: in the key loop, adding each
             # tile's product after the first)
@@ -302,6 +309,8 @@ class _Group(_GroupPlan):
             for op in body.ops:
                 if part and op in flash:
                     continue  # (its key tile: emit_flash_tile)
+                if only is not None and op not in only:
+                    continue
                 if self.level[op] == level and op in accs and op not in self.gemm:
                     sweeps.setdefault(_dim_set(body.loop_dims(op)), []).append(("acc", op))
             for v in self.stored:
@@ -320,6 +329,8 @@ class _Group(_GroupPlan):
                 p = body.producer(v)
                 if p is not None and (p in accs or (p in self.blas and self.blas[p] == k)):
                     continue  # finalized after its sweep, or written by BLAS
+                if only is not None and p not in only:
+                    continue
                 if (0 if p is None else self.level[p]) == level:
                     sweeps.setdefault(_dim_set(out_dims), []).append(("out", k))
             for dims, effects in sweeps.items():
@@ -397,21 +408,26 @@ class _Group(_GroupPlan):
                 if p is not None and self.level[p] == level and on(body.dims[v], part):
                     storage[v] = outputs[k]
 
-        def finalize(level: int) -> None:
+        def finalize(level: int, at: _Code | None = None, only: Ops = None) -> None:
             """The reductions of ``level`` that are outputs, from their accumulators."""
             for k, v in enumerate(body.outputs):
                 p = body.producer(v)
                 if p is None or p not in accs or self.level[p] != level:
                     continue
+                if only is not None and p not in only:
+                    continue
                 if self.in_output.get(p) == k:
                     continue  # accumulated in place
                 dims = _dim_set(body.output_dims[k])
-                inner, coords = code.nest(ranges(dims))
+                inner, coords = (at or code).nest(ranges(dims, at))
                 point = _Point(self, inner, {**hoisted, **coords}, starts, storage)
                 point.store(point.value(v, body.output_dims[k]), outputs[k], body.output_dims[k])
 
+        if self.passes:  # (the plan's steps, a pass in tiles of its cut dims)
+            steps = lambda lv, at, ops, kept: run(lv, at, None, ops, kept)  # noqa: E731
+            emit_passes(self, code, starts, ends, steps, finalize, start)
         top = max(self.level.values(), default=0)
-        for level in range(top + 1):
+        for level in range(top + 1) if not self.passes else ():
             if key is None or level not in keyed:
                 run(level, code, None)
                 finalize(level)
@@ -431,8 +447,8 @@ class _Group(_GroupPlan):
                         return _Point(self, at, {**hoisted, **coords}, starts, storage)
 
                     def blas(at: _Code, op: Operation = op, r: int = r) -> bool:
-                        return self._flash_blas(
-                            at, op, r, flash[op], storage, starts, ends, hoisted
+                        return flash_blas(
+                            self, at, op, r, flash[op], storage, starts, ends, hoisted
                         )
 
                     emit_flash_tile(body, point, tiles, op, r, flash[op], places, ranges, blas)
@@ -508,58 +524,6 @@ class _Group(_GroupPlan):
         flags = (int(g.trans_a), int(g.trans_b))
         offsets = (a_off, b_off, c_off)
         self.blas_call(code, op, (a, b, c), sizes, (lda, ldb, ldc), offsets, flags, add)
-
-    def _flash_blas(
-        self,
-        code: _Code,
-        op: Operation,
-        r: int,
-        buffers: FlashBuffers,
-        storage: Mapping[SSAValue, Storage],
-        starts: Mapping[int, SSAValue],
-        ends: Mapping[int, SSAValue],
-        hoisted: Mapping[int, SSAValue],
-    ) -> bool:
-        """``T = P @ v`` of a flash key tile by BLAS, where it can and its tiles hold at
-        least :data:`FLASH_BLAS_ROWS` rows (f32 or f64 2-D scores whose rows are not
-        hoisted, ``v`` a row-major input): whether it did."""
-        body = self.body
-        s_dims, v_dims = body.reads[(op, 0)], body.reads[(op, 1)]
-        v = op.operands[1]
-        where = storage.get(v)
-        row, col = s_dims[0], v_dims[-1]
-        if (
-            len(s_dims) != 2
-            or row is None
-            or col is None
-            or row in hoisted
-            or self.tiles[row] < FLASH_BLAS_ROWS
-            or tuple(v_dims) != (r, col)
-            or body.producer(v) is not None
-            or where is None
-            or where.tiled
-            or where.origin
-            or where.axes
-            or str(element_type(v)) not in ("f32", "f64")
-            or cast(MemRefType[Attribute], buffers.p.type).element_type != element_type(v)
-        ):
-            return False
-        v_type = cast(MemRefType[Attribute], where.ref.type)
-        strides = v_type.get_strides()
-        if len(strides) != 2 or not blas_rows(v_type):
-            return False
-
-        ldb = code.index(max(1, cast(int, strides[0])))
-        b_off = code.insert(arith.MuliOp(starts[r], ldb))
-        if col in starts:
-            b_off = code.insert(arith.AddiOp(b_off, starts[col]))
-        lda = code.index(cast(MemRefType[Attribute], buffers.p.type).get_shape()[1])
-        ldc = code.index(cast(MemRefType[Attribute], buffers.t.type).get_shape()[1])
-        zero = code.index(0)
-        sizes = [self._extent(code, d, starts, ends) for d in (row, col, r)]
-        refs = (buffers.p, where.ref, buffers.t)
-        self.blas_call(code, op, refs, sizes, (lda, ldb, ldc), (zero, b_off, zero))
-        return True
 
     def _extent(
         self, code: _Code, d: int, starts: Mapping[int, SSAValue], ends: Mapping[int, SSAValue]

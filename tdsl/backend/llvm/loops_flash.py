@@ -31,8 +31,8 @@ feeds the op (no output, scan or staged value along it): see :func:`flash_keys`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from typing import NamedTuple, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, NamedTuple, Protocol, cast
 
 import numpy as np
 from xdsl.dialects import arith
@@ -40,16 +40,27 @@ from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from tdsl.backend.llvm.loops_common import Storage, _Code, _is_reduction, _is_scan, loops_bug
+from tdsl.backend.llvm.loops_common import (
+    Storage,
+    _Code,
+    _is_reduction,
+    _is_scan,
+    blas_rows,
+    loops_bug,
+)
 from tdsl.dialects.kernel_body import GroupBody
 from tdsl.dialects.kernel_plan import Dims
 from tdsl.dialects.structured import (
     IteratorType,
     convert_scalar,
     element_of,
+    element_type,
     reduction_of,
 )
 from tdsl.dialects.tensordsl import SoftmaxMatmulOp
+
+if TYPE_CHECKING:
+    from tdsl.backend.llvm.loops_emit import _Group
 
 KEY_TILE = 256
 """The largest key tile the loops take (fewer keys where the plan's tile is smaller):
@@ -245,3 +256,56 @@ def emit_flash_tile(
     merged = reduction_of(op).scalar_merge(at.code.b, running, tile_state)
     for value, place in zip(merged, state, strict=True):
         at.store(value, place, out_dims)
+
+
+def flash_blas(
+    group: _Group,
+    code: _Code,
+    op: Operation,
+    r: int,
+    buffers: FlashBuffers,
+    storage: Mapping[SSAValue, Storage],
+    starts: Mapping[int, SSAValue],
+    ends: Mapping[int, SSAValue],
+    hoisted: Mapping[int, SSAValue],
+) -> bool:
+    """``T = P @ v`` of a flash key tile by BLAS, where it can and its tiles hold at
+    least :data:`FLASH_BLAS_ROWS` rows (f32 or f64 2-D scores whose rows are not
+    hoisted, ``v`` a row-major input): whether it did."""
+    body = group.body
+    s_dims, v_dims = body.reads[(op, 0)], body.reads[(op, 1)]
+    v = op.operands[1]
+    where = storage.get(v)
+    row, col = s_dims[0], v_dims[-1]
+    if (
+        len(s_dims) != 2
+        or row is None
+        or col is None
+        or row in hoisted
+        or group.tiles[row] < FLASH_BLAS_ROWS
+        or tuple(v_dims) != (r, col)
+        or body.producer(v) is not None
+        or where is None
+        or where.tiled
+        or where.origin
+        or where.axes
+        or str(element_type(v)) not in ("f32", "f64")
+        or cast(MemRefType[Attribute], buffers.p.type).element_type != element_type(v)
+    ):
+        return False
+    v_type = cast(MemRefType[Attribute], where.ref.type)
+    strides = v_type.get_strides()
+    if len(strides) != 2 or not blas_rows(v_type):
+        return False
+
+    ldb = code.index(max(1, cast(int, strides[0])))
+    b_off = code.insert(arith.MuliOp(starts[r], ldb))
+    if col in starts:
+        b_off = code.insert(arith.AddiOp(b_off, starts[col]))
+    lda = code.index(cast(MemRefType[Attribute], buffers.p.type).get_shape()[1])
+    ldc = code.index(cast(MemRefType[Attribute], buffers.t.type).get_shape()[1])
+    zero = code.index(0)
+    sizes = [group._extent(code, d, starts, ends) for d in (row, col, r)]
+    refs = (buffers.p, where.ref, buffers.t)
+    group.blas_call(code, op, refs, sizes, (lda, ldb, ldc), (zero, b_off, zero))
+    return True

@@ -41,8 +41,10 @@ from tdsl.backend.llvm.loops_common import (
     _state_size,
     hoistable_dims,
     loops_bug,
+    sweep_readers,
 )
 from tdsl.backend.llvm.loops_flash import KEY_TILE, flash_keys, flash_types, prefers_flash
+from tdsl.backend.llvm.loops_passes import LoopsStep, plan_passes
 from tdsl.backend.llvm.loops_recorded import (
     check_cut_dims,
     check_recorded_scratch,
@@ -191,6 +193,9 @@ class _GroupPlan:
         :meth:`_keep_long_chains`); not where their rows do not fit the tile's scratch."""
         self.recorded = tile.loops_plan
         """The plan ``tdsl-plan-loops`` recorded, run as it is (None: planned here)."""
+        self.passes: list[LoopsStep] | None = None
+        """The steps of the tile op's plan the loops run, where it cuts reduction dims
+        (:mod:`~tdsl.backend.llvm.loops_passes`); None: they take those dims whole."""
         self.threads = threads
         self.share = 1
         """The threads that run this group's tiles, each in a scratch of its own."""
@@ -199,8 +204,9 @@ class _GroupPlan:
         """The scratch the loops' tiles fit (elements, all threads): the tile op's, or more."""
         if self.recorded is not None:
             self.tiles = tuple(self.recorded.tiles)
-            check_cut_dims(tile, body, self.tiles, {**self.flash, **self.split})
             self._plan()
+            if (passes := plan_passes(self, tiles, limit)) is None:
+                check_cut_dims(tile, body, self.tiles, {**self.flash, **self.split})
         else:
             self._plan()
             if self.gemm and blas_limit is not None:
@@ -211,6 +217,7 @@ class _GroupPlan:
             self._choose_tiles(tiles, limit // self.share if self.gemm else limit)
         self.split = {op: r for op, r in self.split.items() if self.tiles[r] < self.extents[r]}
         check_split(self)
+        self.passes = passes if self.recorded is not None else plan_passes(self, tiles, limit)
         scratch = self._scratch_elements()
         empty = 0 in self.extents  # (computes nothing: no scratch is used)
         check_recorded_scratch(self, scratch, limit, empty)
@@ -228,6 +235,7 @@ class _GroupPlan:
                 stacklevel=2,
             )
         keys = [*self.flash.values(), *self.split.values()]  # (looped inside their level)
+        keys += [d for step in self.passes or () for d in step.cut]  # (inside their step)
         self.tiled = [
             d for d in range(body.rank) if self.extents[d] > self.tiles[d] and d not in keys
         ]
@@ -394,7 +402,7 @@ class _GroupPlan:
             own = {d for d in body.dims[v] if d is not None}
             if v not in self.stored and any(
                 {d for d in body.loop_dims(r) if d is not None} - own
-                for r in self._sweep_readers(v)
+                for r in sweep_readers(body, self.blas, v)
             ):
                 self.stored.append(v)
         needed = list(self.stored)
@@ -440,24 +448,6 @@ class _GroupPlan:
         such as a mean's division, would still have to turn into the value)."""
         p = self.body.producer(g.a)
         return p is None or not _is_reduction(p) or p in before
-
-    def _sweep_readers(self, value: SSAValue) -> list[Operation]:
-        """The ops of the body that read ``value`` directly or through element-wise
-        ops computed in the same sweep (a reduction's result comes from its
-        accumulator, so the walk stops at it): a sweep that computes any of them
-        computes ``value`` too."""
-        body = self.body
-        found: dict[Operation, None] = {}
-        pending = [value]
-        while pending:
-            for use in pending.pop().uses:
-                reader = use.operation
-                if reader not in body.members or reader in found:
-                    continue
-                found[reader] = None
-                if not _is_reduction(reader) and reader not in self.blas:
-                    pending.extend(reader.results)
-        return list(found)
 
     def _keep_long_chains(self) -> None:
         """Store (one tile's worth, in a sweep it runs in anyway) each element-wise value
@@ -594,7 +584,7 @@ class _GroupPlan:
 
     def hoistable(self) -> list[int]:
         """The leading space dims (in order) all sweeps can share as outer loops."""
-        if self.gemm:
+        if self.gemm or self.passes:  # (BLAS: a whole tile's rows; passes: their tiles')
             return []  # a BLAS call computes a whole tile's rows, not one row at a time
         others = [p.other for p in self.packed.values()]  # (packed in blocks)
         return hoistable_dims(self.body, self.stored, self.carries, others)

@@ -97,14 +97,16 @@ def check_cut_dims(
     """A located error where a recorded loops plan cuts a dim the loops run whole: any
     but a parallel dim or a key dim of ``keys``: the key dim of a ``softmax_matmul``
     (:func:`~tdsl.backend.llvm.loops_flash.flash_keys`) or a matmul's contraction
-    (:func:`~tdsl.backend.llvm.loops_split.contraction_keys`)."""
+    (:func:`~tdsl.backend.llvm.loops_split.contraction_keys`); or, where the loops run
+    the tile op's passes (:mod:`~tdsl.backend.llvm.loops_passes`), the dims it cuts."""
     for d, (t, e) in enumerate(zip(tiles, body.extents, strict=True)):
         if t < e and body.kinds[d] is not IteratorType.PARALLEL and d not in keys.values():
             raise TdslIRError(
                 f"the loops plan cuts d{d} into tiles of {t}, a {body.kinds[d]} dim the loops "
-                "run whole (they cut only a softmax_matmul's key dim, or the contraction of a "
+                "run whole here (they cut a softmax_matmul's key dim, the contraction of a "
                 "matmul BLAS computes a tile at a time, where every op along it feeds that "
-                f"op): give {e}",
+                "op, or a dim the tile op's plan cuts, running its passes, where they store "
+                f"no value and compute no reduction twice): give {e}",
                 op=tile,
             )
 

@@ -4,8 +4,10 @@ loops, which ``tdsl-lower-to-loops`` then runs as recorded.
 The native loops run a group's reduction, normalize and scan dims element by element,
 so their plan differs from the tile plan the NumPy target runs: the loops take those
 dims whole (but a ``softmax_matmul``'s keys, in tiles: flash attention,
-:mod:`~tdsl.backend.llvm.loops_flash`; and an MLP's hidden dim, the contraction of a
-matmul BLAS computes a tile at a time: :mod:`~tdsl.backend.llvm.loops_split`), cut the
+:mod:`~tdsl.backend.llvm.loops_flash`; an MLP's hidden dim, the contraction of a
+matmul BLAS computes a tile at a time: :mod:`~tdsl.backend.llvm.loops_split`; and the
+reduction dims the tile plan cuts where whole they would not fit its scratch: its
+passes, :mod:`~tdsl.backend.llvm.loops_passes`), cut the
 first parallel dim into tiles threads can share, halve parallel
 tiles until their scratch fits the scratch the tile op records (under the memory
 budget), keep in scratch the values later loop nests read (a matmul's computed

@@ -29,6 +29,7 @@ from 16 to 10**6 elements, run on one or two threads, and must
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from typing import Any
 
@@ -408,9 +409,12 @@ def test_native_keeps_a_computed_matmul_operand_that_is_a_result_in_the_result()
 
 
 def test_auto_runs_numpy_where_the_native_loops_would_break_the_budget() -> None:
+    """``log_softmax(a) + cumsum(b, axis=0)`` at budget 64: the plan cuts d1, ``a``'s
+    rows, into tiles, which the loops take whole (they run a plan's passes only where no
+    scan carries along its tiles): ``cumsum``'s carry then spans all of d1."""
     native_or_skip()
     shapes = {"a": (128, 160), "b": (128, 160)}
-    text = "log_softmax(a) + log_softmax(b, axis=0)"
+    text = "log_softmax(a) + cumsum(b, axis=0)"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TdslBudgetWarning)  # no fusion plan fits 64
         warnings.simplefilter("error", TdslLoopsBudgetWarning)  # auto keeps this one to itself
@@ -422,6 +426,44 @@ def test_auto_runs_numpy_where_the_native_loops_would_break_the_budget() -> None
     # with a budget the loops fit, auto compiles natively
     roomy = JITTensorKernel(memory_budget=1_000_000, target="auto", threads=1)
     assert roomy.compile(text, shapes=shapes, dtypes="f32").target == "native"
+
+
+@pytest.mark.parametrize("budget", [16, 64, 300])
+def test_the_native_loops_run_the_plans_passes_where_it_cuts_reduction_dims(budget: int) -> None:
+    """``log_softmax(a) + log_softmax(b, axis=0)``: under a small budget the plan cuts
+    ``a``'s rows (d1) into tiles and runs their statistics in passes over them, ``b``'s
+    columns in the last.  The native loops took d1 whole, so ``b``'s column statistics
+    ran along all of it, beyond the plan's scratch: they warned, and ``auto`` ran the
+    numpy target.  They now run the plan's passes, within its scratch."""
+    native_or_skip()
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((128, 160)).astype(np.float32) for _ in range(2))
+    shapes = {"a": a.shape, "b": b.shape}
+
+    def log_softmax(x: np.ndarray, axis: int) -> np.ndarray:
+        s = x - x.max(axis=axis, keepdims=True)
+        return s - np.log(np.exp(s).sum(axis=axis, keepdims=True))
+
+    text = "log_softmax(a) + log_softmax(b, axis=0)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)  # (no fusion plan fits 64)
+        warnings.simplefilter("error", TdslLoopsBudgetWarning)
+        native = JITTensorKernel(memory_budget=budget, target="native", threads=1).compile(
+            text, shapes=shapes, dtypes="f32"
+        )
+        auto = JITTensorKernel(memory_budget=budget, target="auto", threads=1).compile(
+            text, shapes=shapes, dtypes="f32"
+        )
+    tiles = re.search(r" tiles \[(\d+), (\d+)\] scratch", native.ir["planned"])
+    assert tiles is not None and int(tiles.group(2)) < 160  # (the plan cuts d1)
+    assert f"loops tiles [{tiles.group(1)}, {tiles.group(2)}]" in native.ir["planned"]
+    assert "native loops would break the budget" not in (auto.target_reason or "")
+    want = log_softmax(a, 1) + log_softmax(b, 0)
+    need, _ = least_need_of(native)
+    for fn in (native, auto):
+        peak, got = measure_peak(fn, a, b)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+        assert peak - got.nbytes <= need * 4 + numpy_buffers(1, 4), (fn.target, peak)
 
 
 @pytest.mark.parametrize("text", ["var(y, axis=1)", "logsumexp(y, axis=1)", "layernorm(y)"])

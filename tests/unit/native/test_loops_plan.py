@@ -126,6 +126,13 @@ def test_edited_loops_tiles_and_stored_values_are_what_the_loops_run() -> None:
     assert "loops tiles [4, 300] stored [0]" in kernel.ir["planned"]
     np.testing.assert_allclose(kernel(x), want, rtol=1e-13)
     assert group_scratch(kernel.ir["loops"]) == ["memref<4x1xf64>", "memref<4x300xf64>"]
+    # the rows cut as the tile op cuts them: the loops run its passes (the max over
+    # the tiles of 100, then the subtraction, computing exp again), as edited
+    edited = edit(text, ("loops tiles [1, 300] stored []", "loops tiles [2, 100] stored []"))
+    passes = JITTensorKernel(target="native").compile_ir(edited)
+    assert "loops tiles [2, 100] stored []" in passes.ir["planned"]
+    np.testing.assert_allclose(passes(x), want, rtol=1e-13)
+    assert group_scratch(passes.ir["loops"]) == ["memref<2x1xf64>"]
 
 
 def test_a_matmul_taken_from_blas_runs_as_loops() -> None:
@@ -183,10 +190,11 @@ FLASH = (
         ),
         (
             # (the verifier lets a reduction dim take tiles within the tile op's: a
-            # softmax_matmul's keys; the loops cut no other)
+            # softmax_matmul's keys, or the tile op's passes where the loops run them:
+            # not while storing a value, which one tile of the passes would hold)
             ROWS,
-            "loops tiles [1, 300]",
-            "loops tiles [1, 100]",
+            "loops tiles [1, 300] stored []",
+            "loops tiles [1, 100] stored [0]",
             "the loops plan cuts d1 into tiles of 100, a reduction dim the loops run whole",
         ),
         (
@@ -264,7 +272,8 @@ def test_tdsl_opt_prints_the_plan_and_locates_a_bad_edit(tmp_path: Path) -> None
     )
     assert done.returncode == 0, done.stderr
     assert "loops tiles [1, 300] stored [] blas []" in done.stdout
-    path.write_text(edit(planned(ROWS), ("loops tiles [1, 300]", "loops tiles [1, 100]")))
+    bad = ("loops tiles [1, 300] stored []", "loops tiles [1, 100] stored [0]")
+    path.write_text(edit(planned(ROWS), bad))
     done = subprocess.run(
         [sys.executable, "-m", "tdsl.tools.tdsl_opt", str(path), "-p", "tdsl-lower-to-loops"],
         capture_output=True,

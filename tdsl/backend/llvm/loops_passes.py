@@ -1,0 +1,191 @@
+"""The native loops of a group whose plan cuts its reduction dims: run in the plan's
+passes (:func:`loops_passes`, :func:`emit_passes`).
+
+The loops take a group's reduction and normalize dims whole where they can: a row's
+statistics then come from one sweep over it.  Where the ``kernel.tile``'s plan cuts such
+a dim to fit the memory budget, and taking it whole would need more scratch than the
+plan records (``log_softmax(a) + log_softmax(b, axis=0)``: ``b``'s column statistics
+along the whole of the dim ``a``'s rows reduce), the loops run the plan's schedule as
+the NumPy target does.  Each step of the recorded schedule
+(:class:`~tdsl.dialects.kernel_schedule.TileSchedule`; where the loops decompose an op
+the plan runs whole, the same planner's schedule of their body at the plan's tiles) runs
+the loops' sweeps of its own ops: a stage once, a pass in a loop over the tiles of the cut dims, its reductions along
+them carrying their accumulators from one tile to the next (set to the identity before
+the loop, final after it).  A value of an earlier step is read from its reduction's
+accumulator or computed again, element-wise, as the loops compute values anyway.
+
+The loops run a plan this way only where each step's ops are all its own (no reduction
+is computed again, and none that runs along a cut dim is read by a later step: its
+accumulator holds one tile), and where no op needs what the loops do otherwise (BLAS, a
+matmul's operand in scratch, flash attention's key tiles, a scan's carry, packed
+strided inputs): elsewhere they keep taking the dims whole, and warn where that breaks
+the budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from xdsl.dialects import arith
+from xdsl.ir import Operation, SSAValue
+
+from tdsl.backend.llvm.loops_common import _Code, _is_contraction, _is_reduction, _is_scan
+from tdsl.dialects.kernel_body import PlanError
+from tdsl.dialects.kernel_schedule import schedule
+from tdsl.dialects.structured import IteratorType
+
+if TYPE_CHECKING:
+    from tdsl.backend.llvm.loops_plan import _GroupPlan
+
+
+@dataclass(frozen=True)
+class LoopsStep:
+    """One step of the plan's schedule, as the loops run it."""
+
+    cut: tuple[int, ...]
+    """The cut dims a pass loops over in tiles (a stage: none)."""
+    ops: frozenset[Operation]
+    """The ops whose effects it emits (accumulating, writing an output): its own."""
+    carried: frozenset[Operation]
+    """Its reductions along the cut dims: set before its loop, final after it."""
+
+
+def cut_reduction_dims(plan: _GroupPlan, tiles: Sequence[int]) -> tuple[int, ...]:
+    """The dims ``tiles`` cut that are not parallel nor a flash or split key."""
+    body = plan.body
+    keys = {*plan.flash.values(), *plan.split.values()}
+    return tuple(
+        d
+        for d, (t, e) in enumerate(zip(tiles, body.extents, strict=True))
+        if t < e and body.kinds[d] is not IteratorType.PARALLEL and d not in keys
+    )
+
+
+def loops_passes(plan: _GroupPlan, cut: Sequence[int]) -> list[LoopsStep] | None:
+    """The steps the loops run ``plan``'s group in, with the ``cut`` dims (its tile op's
+    tiles along them; the rest as :func:`emit_passes` runs them), or None where they
+    cannot (see the module docstring)."""
+    body, tile = plan.body, plan.tile
+    if (
+        not cut
+        or plan.blas
+        or plan.gemm
+        or plan.flash
+        or plan.split
+        or plan.carries
+        or plan.packed
+        or plan.stored
+        or any(_is_contraction(op) or _is_scan(op) for op in body.ops)
+        or any(body.producer(v) is None for v in body.outputs)
+    ):
+        return None
+    try:
+        sched = tile.schedule()
+        if tuple(sched.body.ops) != tuple(body.ops):
+            # the loops decompose ops the plan runs whole (a softmax along a dim it
+            # does not cut): the same planner's schedule of their body, at its tiles
+            sched = schedule(body, tile.tiles_value)
+    except PlanError:
+        return None
+    if sched.staged or any(_is_reduction(p) for p in sched.fused):
+        return None  # (values kept, which the loops keep none of; a reduction fused)
+    if set(sched.reduction_loops) != set(cut):
+        return None
+    step_of = sched.step_of
+    for step in sched.steps:
+        if any(_is_reduction(op) or _is_scan(op) for op in step.recomputed):
+            return None  # (the loops compute a reduction once, in its accumulator)
+    for op in body.ops:
+        if not _is_reduction(op) or not set(cut) & set(body.dims[op.results[0]]):
+            continue
+        readers = [u.operation for u in op.results[0].uses if u.operation in body.members]
+        if any(step_of[r] != step_of[op] for r in readers):
+            return None  # (its accumulator holds one tile of the cut dims)
+    steps: list[LoopsStep] = []
+    for step in sched.steps:
+        own = frozenset(op for op in body.ops if step_of[op] == step.index)
+        carried = frozenset(  # (reducing along a cut dim: across its tiles)
+            op
+            for op in own
+            if _is_reduction(op)
+            and set(cut) & set(body.loop_dims(op))
+            and not set(cut) & set(body.dims[op.results[0]])
+        )
+        steps.append(LoopsStep(tuple(cut) if step.is_pass else (), own, carried))
+    return steps
+
+
+def plan_passes(plan: _GroupPlan, tiles: Sequence[int], limit: int) -> list[LoopsStep] | None:
+    """The steps of ``plan`` (:func:`loops_passes`) where the loops should run its tile op's
+    plan in them: a recorded loops plan that cuts reduction dims, or, planning from
+    ``tiles``, one whose scratch taking them whole breaks ``limit`` where the tile op's
+    tiles along them would not.  Sets ``plan``'s tiles and stored values for them (none
+    stored: values are computed again), its parallel tiles fitted to ``limit`` again."""
+    tile = plan.tile
+    if plan.recorded is not None:
+        return _with_passes(plan, cut_reduction_dims(plan, plan.tiles), None, limit)
+    scratch = plan._scratch_elements()  # pyright: ignore[reportPrivateUsage]
+    at_plan = plan._scratch_at(tile.tiles_value)  # pyright: ignore[reportPrivateUsage]
+    if scratch <= limit or scratch <= at_plan:
+        return None
+    cut = cut_reduction_dims(plan, tile.tiles_value)
+    start = [tile.tiles_value[d] if d in cut else t for d, t in enumerate(tiles)]
+    return _with_passes(plan, cut, start, limit)
+
+
+def _with_passes(
+    plan: _GroupPlan, cut: Sequence[int], start: list[int] | None, limit: int
+) -> list[LoopsStep] | None:
+    if not cut:
+        return None
+    kept = (plan.tiles, plan.staged_values, plan.keep_long_chains)
+    plan.staged_values, plan.keep_long_chains = [], False
+    if start is not None:
+        plan.tiles = tuple(start)
+    plan._plan()  # pyright: ignore[reportPrivateUsage]
+    passes = loops_passes(plan, cut)
+    if passes is None:  # (as they were)
+        plan.tiles, plan.staged_values, plan.keep_long_chains = kept
+        plan._plan()  # pyright: ignore[reportPrivateUsage]
+    elif start is not None:
+        plan._fit(start, limit)  # pyright: ignore[reportPrivateUsage]
+    return passes
+
+
+def emit_passes(
+    plan: _GroupPlan,
+    code: _Code,
+    starts: dict[int, SSAValue],
+    ends: dict[int, SSAValue],
+    run: Callable[[int, _Code, frozenset[Operation], frozenset[Operation]], None],
+    finalize: Callable[[int, _Code, frozenset[Operation]], None],
+    start: Callable[[Operation, _Code], None],
+) -> None:
+    """The loops of ``plan``'s steps (:attr:`~_GroupPlan.passes`) in ``code``: each
+    step's levels, a pass's in a loop over the tiles of its cut dims.  ``run(level, at,
+    ops, carried)`` emits a level's sweeps of ``ops`` at ``at`` (not setting the
+    ``carried`` accumulators), ``finalize(level, at, ops)`` writes the outputs of those
+    of its reductions, ``start(op, at)`` sets a reduction's accumulator to the identity."""
+    top = max(plan.level.values(), default=0)
+    for step in plan.passes or ():
+        levels = [lv for lv in range(top + 1) if any(plan.level[op] == lv for op in step.ops)]
+        for op in sorted(step.carried, key=plan.body.position.__getitem__):
+            start(op, code)  # (once, before the pass's tiles)
+        at = code
+        for d in step.cut:
+            size = at.index(plan.tiles[d])
+            at, starts[d] = at.loop(at.index(0), at.index(plan.extents[d]), size)
+            end = at.insert(arith.AddiOp(starts[d], size))
+            ends[d] = at.insert(arith.MinSIOp(end, at.index(plan.extents[d])))
+        for level in levels:
+            run(level, at, step.ops, step.carried)
+            finalize(level, at, step.ops - step.carried)
+        for d in step.cut:
+            del starts[d], ends[d]
+        for level in levels:
+            finalize(level, code, step.carried)
+
+
+__all__ = ["LoopsStep", "cut_reduction_dims", "emit_passes", "loops_passes", "plan_passes"]
