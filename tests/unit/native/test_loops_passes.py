@@ -1,0 +1,100 @@
+"""The native loops run the passes of a plan that cuts reduction dims
+(``tdsl/backend/llvm/loops_passes.py``): for every mix of row and column statistics,
+budget and thread count, the result is NumPy's, the loops keep the plan's scratch
+(no ``TdslLoopsBudgetWarning``), and the call allocates no more than it allows."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from peak_memory import measure_peak, numpy_buffers
+
+from tdsl.errors import TdslBudgetWarning, TdslLoopsBudgetWarning
+from tdsl.jit import JITTensorKernel
+from tdsl.runtime.compile import native_unavailable_reason
+
+pytestmark = pytest.mark.skipif(
+    native_unavailable_reason() is not None, reason=str(native_unavailable_reason())
+)
+
+
+def _softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _log_softmax(x: np.ndarray, axis: int) -> np.ndarray:
+    s = x - x.max(axis=axis, keepdims=True)
+    return s - np.log(np.exp(s).sum(axis=axis, keepdims=True))
+
+
+TERMS = {
+    "softmax(a, axis={k})": lambda a, b, k: _softmax(a, k),
+    "log_softmax(b, axis={k})": lambda a, b, k: _log_softmax(b, k),
+    "a - mean(a, axis={k}, keepdims=True)": lambda a, b, k: a - a.mean(axis=k, keepdims=True),
+    "a * var(b, axis={k}, keepdims=True)": lambda a, b, k: a * b.var(axis=k, keepdims=True),
+    "max(a * b, axis={k}, keepdims=True) + a": lambda a, b, k: (a * b).max(k, keepdims=True) + a,
+    "sqrt(sum(a * a, axis={k}, keepdims=True)) + b": (
+        lambda a, b, k: np.sqrt((a * a).sum(axis=k, keepdims=True)) + b
+    ),
+}
+"""Terms of a program (``{k}`` its axis) and what NumPy computes for them."""
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    terms=st.lists(
+        st.tuples(st.sampled_from(sorted(TERMS)), st.sampled_from([0, 1])), min_size=2, max_size=3
+    ),
+    rows=st.sampled_from([1, 7, 33, 128]),
+    cols=st.sampled_from([3, 40, 160]),
+    budget=st.sampled_from([16, 50, 200, 1000, 5000]),
+    threads=st.sampled_from([1, 2]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_mixed_row_and_column_statistics_match_numpy_within_the_plan(
+    terms: list[tuple[str, int]], rows: int, cols: int, budget: int, threads: int, seed: int
+) -> None:
+    # (a and b first: the kernel takes its inputs in the order the source names them)
+    source = "0.0 * a + 0.0 * b + " + " + ".join(t.format(k=k) for t, k in terms)
+    rng = np.random.default_rng(seed)
+    a, b = (rng.standard_normal((rows, cols)).astype(np.float32) for _ in range(2))
+    with np.errstate(all="ignore"):
+        want = sum(TERMS[t](a, b, k) for t, k in terms)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.simplefilter("ignore", TdslBudgetWarning)  # (no fusion plan fits: said)
+        warnings.simplefilter("always", TdslLoopsBudgetWarning)  # (a subclass of it)
+        kernel = JITTensorKernel(memory_budget=budget, target="native", threads=threads).compile(
+            source, shapes={"a": a.shape, "b": b.shape}, dtypes="f32"
+        )
+    announced = any(issubclass(w.category, TdslLoopsBudgetWarning) for w in caught)
+    planned = kernel.ir["planned"]
+    cut = [
+        (int(t), int(e))
+        for line in planned.splitlines()
+        if "kernel.tile" in line
+        for t, e in zip(
+            re.findall(r"\d+", re.search(r" tiles \[([\d, ]+)\]", line).group(1)),  # type: ignore[union-attr]
+            re.findall(r"\d+", re.search(r" space \[([\d, ]+)\]", line).group(1)),  # type: ignore[union-attr]
+            strict=True,
+        )
+        if int(t) < int(e)
+    ]
+    event("the plan cuts a dim" if cut else "the plan cuts no dim")
+    # (the loops took the cut dims whole: 2 x 160 column statistics where the plan
+    # records fewer, with a TdslLoopsBudgetWarning; they now run the plan's passes)
+    assert not announced, [str(w.message) for w in caught]
+    peak, got = measure_peak(kernel, a, b)
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5 * max(1.0, np.abs(want).max()))
+    need = max(m.need for m in kernel.fusion_report.memory)
+    assert peak - got.nbytes <= max(budget, need) * 4 + numpy_buffers(threads, 4)
