@@ -277,7 +277,15 @@ class _Group(_GroupPlan):
             return part is None or part == (key in dims)
 
         def start(op: Operation, code: _Code) -> None:
-            """``op``'s accumulator set to the identity."""
+            """``op``'s accumulator (a scan's carry) set to the identity."""
+            if op in carries:
+                if not isinstance(op, Scan):
+                    raise loops_bug(f"'{op.name}' carries running values but is no scan", op)
+                loop, cdims = op.carried_loops()[0], self.carry_dims(op)
+                inner, coords = code.nest(ranges(_dim_set(cdims), code))
+                point = _Point(self, inner, {**hoisted, **coords}, starts, storage, carries)
+                point.store(inner.scalar(loop.start, element_of(loop.dtype)), carries[op], cdims)
+                return
             state = reduction_of(op).accumulator()
             dims = _dim_set(body.dims[op.results[0]])
             inner, coords = code.nest(ranges(dims, code))
@@ -347,14 +355,8 @@ class _Group(_GroupPlan):
                         touched.append((what, body.dims[what]))
                 # the scans this sweep computes start from their identity
                 for op in self._scans_computed(effects, storage):
-                    if not isinstance(op, Scan):
-                        raise loops_bug(f"'{op.name}' carries running values but is no scan", op)
-                    loop = op.carried_loops()[0]
-                    cdims = self.carry_dims(op)
-                    inner, coords = code.nest(ranges(_dim_set(cdims), code))
-                    point = _Point(self, inner, {**hoisted, **coords}, starts, storage, carries)
-                    identity = inner.scalar(loop.start, element_of(loop.dtype))
-                    point.store(identity, carries[op], cdims)
+                    if not (kept and op in kept):
+                        start(op, code)
                 contracted = {
                     d
                     for kind, what in effects

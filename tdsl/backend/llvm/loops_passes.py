@@ -17,23 +17,30 @@ accumulator or computed again, element-wise, as the loops compute values anyway.
 The loops run a plan this way only where each step's ops are all its own (no reduction
 is computed again, and none that runs along a cut dim is read by a later step: its
 accumulator holds one tile), and where no op needs what the loops do otherwise (BLAS, a
-matmul's operand in scratch, flash attention's key tiles, a scan's carry, packed
-strided inputs): elsewhere they keep taking the dims whole, and warn where that breaks
-the budget.
+matmul's operand in scratch, flash attention's key tiles, a scan's carry along a cut
+dim, packed strided inputs): elsewhere they keep taking the dims whole, and warn where
+that breaks the budget.  (A scan along a dim the plan does not cut starts from its
+identity in each sweep that computes it, as elsewhere: in each tile of a pass.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from xdsl.dialects import arith
 from xdsl.ir import Operation, SSAValue
 
-from tdsl.backend.llvm.loops_common import _Code, _is_contraction, _is_reduction, _is_scan
+from tdsl.backend.llvm.loops_common import (
+    _Code,
+    _dim_set,
+    _is_contraction,
+    _is_reduction,
+    sweep_readers,
+)
 from tdsl.dialects.kernel_body import PlanError
-from tdsl.dialects.kernel_schedule import schedule
+from tdsl.dialects.kernel_schedule import carried_dims, schedule
 from tdsl.dialects.structured import IteratorType
 
 if TYPE_CHECKING:
@@ -74,10 +81,9 @@ def loops_passes(plan: _GroupPlan, cut: Sequence[int]) -> list[LoopsStep] | None
         or plan.gemm
         or plan.flash
         or plan.split
-        or plan.carries
         or plan.packed
         or plan.stored
-        or any(_is_contraction(op) or _is_scan(op) for op in body.ops)
+        or any(_is_contraction(op) for op in body.ops)
         or any(body.producer(v) is None for v in body.outputs)
     ):
         return None
@@ -95,7 +101,7 @@ def loops_passes(plan: _GroupPlan, cut: Sequence[int]) -> list[LoopsStep] | None
         return None
     step_of = sched.step_of
     for step in sched.steps:
-        if any(_is_reduction(op) or _is_scan(op) for op in step.recomputed):
+        if any(_is_reduction(op) for op in step.recomputed):
             return None  # (the loops compute a reduction once, in its accumulator)
     for op in body.ops:
         if not _is_reduction(op) or not set(cut) & set(body.dims[op.results[0]]):
@@ -103,15 +109,21 @@ def loops_passes(plan: _GroupPlan, cut: Sequence[int]) -> list[LoopsStep] | None
         readers = [u.operation for u in op.results[0].uses if u.operation in body.members]
         if any(step_of[r] != step_of[op] for r in readers):
             return None  # (its accumulator holds one tile of the cut dims)
+    scans = [op for op in body.ops if carried_dims(body, op) & set(cut)]
+    if any(not _one_sweep(plan, op, step_of) for op in scans):
+        return None
     steps: list[LoopsStep] = []
     for step in sched.steps:
         own = frozenset(op for op in body.ops if step_of[op] == step.index)
-        carried = frozenset(  # (reducing along a cut dim: across its tiles)
+        carried = frozenset(  # (reducing or scanning along a cut dim: across its tiles)
             op
             for op in own
-            if _is_reduction(op)
-            and set(cut) & set(body.loop_dims(op))
-            and not set(cut) & set(body.dims[op.results[0]])
+            if op in scans
+            or (
+                _is_reduction(op)
+                and set(cut) & set(body.loop_dims(op))
+                and not set(cut) & set(body.dims[op.results[0]])
+            )
         )
         steps.append(LoopsStep(tuple(cut) if step.is_pass else (), own, carried))
     return steps
@@ -152,6 +164,24 @@ def _with_passes(
     elif start is not None:
         plan._fit(start, limit)  # pyright: ignore[reportPrivateUsage]
     return passes
+
+
+def _one_sweep(plan: _GroupPlan, scan: Operation, step_of: Mapping[Operation, int]) -> bool:
+    """Whether the loops compute ``scan``, which runs along a cut dim, in one sweep of its
+    own step: its carry, set before the pass's tiles, then runs on from tile to tile (a
+    second sweep would run it on again)."""
+    body = plan.body
+    if scan not in plan.carries:
+        return False
+    readers = sweep_readers(body, plan.blas, scan.results[0])
+    if any(step_of[r] != step_of[scan] for r in readers):
+        return False
+    sweeps = {(plan.level[r], _dim_set(body.loop_dims(r))) for r in readers if _is_reduction(r)}
+    for k, v in enumerate(body.outputs):
+        p = body.producer(v)
+        if p is scan or (p in readers and not _is_reduction(p)):
+            sweeps.add((plan.level[p], _dim_set(body.output_dims[k])))
+    return len(sweeps) == 1
 
 
 def emit_passes(

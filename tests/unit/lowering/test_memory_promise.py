@@ -409,12 +409,12 @@ def test_native_keeps_a_computed_matmul_operand_that_is_a_result_in_the_result()
 
 
 def test_auto_runs_numpy_where_the_native_loops_would_break_the_budget() -> None:
-    """``log_softmax(a) + cumsum(b, axis=0)`` at budget 64: the plan cuts d1, ``a``'s
-    rows, into tiles, which the loops take whole (they run a plan's passes only where no
-    scan carries along its tiles): ``cumsum``'s carry then spans all of d1."""
+    """``exp(a) @ b`` at budget 64: the plan cuts the contraction, which the loops take
+    whole (they run no plan's passes with a matmul): they keep a row tile of
+    ``exp(a)`` for it, beyond the plan's scratch."""
     native_or_skip()
-    shapes = {"a": (128, 160), "b": (128, 160)}
-    text = "log_softmax(a) + cumsum(b, axis=0)"
+    shapes = {"a": (128, 160), "b": (160, 128)}
+    text = "exp(a) @ b"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TdslBudgetWarning)  # no fusion plan fits 64
         warnings.simplefilter("error", TdslLoopsBudgetWarning)  # auto keeps this one to itself

@@ -1,5 +1,6 @@
 """The native loops run the passes of a plan that cuts reduction dims
-(``tdsl/backend/llvm/loops_passes.py``): for every mix of row and column statistics,
+(``tdsl/backend/llvm/loops_passes.py``): for every mix of row and column statistics and
+scans,
 budget and thread count, the result is NumPy's, the loops keep the plan's scratch
 (no ``TdslLoopsBudgetWarning``), and the call allocates no more than it allows."""
 
@@ -41,6 +42,13 @@ TERMS = {
     "max(a * b, axis={k}, keepdims=True) + a": lambda a, b, k: (a * b).max(k, keepdims=True) + a,
     "sqrt(sum(a * a, axis={k}, keepdims=True)) + b": (
         lambda a, b, k: np.sqrt((a * a).sum(axis=k, keepdims=True)) + b
+    ),
+    "cumsum(b, axis={k})": lambda a, b, k: np.cumsum(b, axis=k),
+    "cumsum(exp(a), axis={k}) / sum(exp(a), axis={k}, keepdims=True)": (
+        lambda a, b, k: np.cumsum(np.exp(a), axis=k) / np.exp(a).sum(axis=k, keepdims=True)
+    ),
+    "a * cumsum(a, axis={k}) - max(b, axis={k}, keepdims=True)": (
+        lambda a, b, k: a * np.cumsum(a, axis=k) - b.max(axis=k, keepdims=True)
     ),
 }
 """Terms of a program (``{k}`` its axis) and what NumPy computes for them."""
