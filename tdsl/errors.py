@@ -270,8 +270,8 @@ class TdslBudgetWarning(TdslWarning):
 
 class TdslLoopsBudgetWarning(TdslBudgetWarning):
     """The native loops of a group need more scratch than its plan records under the
-    memory budget: they take scan and reduction dims whole, and the plan cuts one.  The
-    code still runs, using more memory than the budget; ``target="auto"`` runs the numpy
+    memory budget: they take scan and reduction dims whole where they cannot run the
+    plan's passes over a dim it cuts (with a matmul, say).  The code still runs, using more memory than the budget; ``target="auto"`` runs the numpy
     target instead, which keeps the plan."""
 
 

@@ -542,7 +542,11 @@ def over_budget(plan: _GroupPlan, scratch: int, limit: int) -> str | None:
         return None
     if scratch > plan._scratch_at(plan.tile.tiles_value):  # pyright: ignore[reportPrivateUsage]
         # a value they store spans a dim the plan cuts to fit the budget
-        return "the loops take scan and reduction dims whole, and this plan cuts one"
+        return (
+            "the loops take scan and reduction dims whole, and this plan cuts one: they run "
+            "its passes only without matmuls, flash attention, stored values, packed inputs "
+            "or reductions computed twice"
+        )
     if scratch > limit + LOOPS_SCRATCH_SLACK:
         # where no parallel dim is left to cut, values are stored whole
         return "the loops store values the plan does not keep"

@@ -183,8 +183,9 @@ def test_a_call_allocates_at_most_the_larger_of_the_budget_and_the_least_need(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", TdslLoopsBudgetWarning)
         extra, results = run(tiled, arrays, threads)
-    # the native loops take scan and reduction dims whole: where the plan cuts one and they
-    # need more scratch than it records, they say so (and auto runs the numpy target)
+    # the native loops take scan and reduction dims whole where they cannot run the plan's
+    # passes: where it cuts one and they need more scratch than it records, they say so
+    # (and auto runs the numpy target)
     announced = any(isinstance(w.message, TdslLoopsBudgetWarning) for w in caught)
     assert not announced or target == "native"
     for g, w in zip(results, want, strict=True):
