@@ -93,8 +93,8 @@ class TileOp(GroupOp):
     ``tdsl-lower-to-loops`` runs as recorded: the tile of each dim (reduction,
     normalize and scan dims whole: the loops run along them element by element; a
     reduction dim at most this op's tile, for attention's keys, or where the loops run
-    this op's passes, storing no value), the values the loops keep in scratch for later loop nests (numbered in
-    order over the results of the body's ops that are not constants, after
+    this op's passes), the values the loops keep in scratch for later loop nests
+    (numbered in order over the results of the body's ops that are not constants, after
     ``tdsl-tile``'s decomposition of the ops it decomposes), and the positions of
     the matmuls a BLAS call computes; ``limit N`` (optional) the scratch they use, all
     threads together, where more than ``scratch`` (``tdsl-plan-loops{memory-budget=B}``

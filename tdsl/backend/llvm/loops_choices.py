@@ -544,8 +544,8 @@ def over_budget(plan: _GroupPlan, scratch: int, limit: int) -> str | None:
         # a value they store spans a dim the plan cuts to fit the budget
         return (
             "the loops take scan and reduction dims whole, and this plan cuts one: they run "
-            "its passes only without matmuls, flash attention, stored values, packed inputs "
-            "or reductions computed twice"
+            "its passes only without matmuls, flash attention, packed inputs or reductions "
+            "computed twice"
         )
     if scratch > limit + LOOPS_SCRATCH_SLACK:
         # where no parallel dim is left to cut, values are stored whole

@@ -325,6 +325,8 @@ class _Group(_GroupPlan):
                 p = body.producer(v)
                 if p is None:
                     raise loops_bug("a stored value that no op of the group computes")
+                if only is not None and p not in only:
+                    continue  # (another step's: computed again here, see loops_passes)
                 if self.level[p] == level and v not in self.stored_in_output:
                     sweeps.setdefault(_dim_set(body.dims[v]), []).append(("store", v))
             for v in self.staged:
@@ -400,6 +402,8 @@ class _Group(_GroupPlan):
                         point.store(value, outputs[what], body.output_dims[what])
             for v in self.stored:  # readable from the next sweep on
                 p = body.producer(v)
+                if only is not None and p not in only:
+                    continue
                 if p is not None and self.level[p] == level and on(body.dims[v], part):
                     k = self.stored_in_output.get(v)
                     storage[v] = (
@@ -427,7 +431,8 @@ class _Group(_GroupPlan):
 
         if self.passes:  # (the plan's steps, a pass in tiles of its cut dims)
             steps = lambda lv, at, ops, kept: run(lv, at, None, ops, kept)  # noqa: E731
-            emit_passes(self, code, starts, ends, steps, finalize, start)
+            forget = lambda: [storage.pop(v, None) for v in self.stored]  # noqa: E731
+            emit_passes(self, code, starts, ends, steps, finalize, start, forget)
         top = max(self.level.values(), default=0)
         for level in range(top + 1) if not self.passes else ():
             if key is None or level not in keyed:

@@ -8,19 +8,21 @@ plan records (``log_softmax(a) + log_softmax(b, axis=0)``: ``b``'s column statis
 along the whole of the dim ``a``'s rows reduce), the loops run the plan's schedule as
 the NumPy target does.  Each step of the recorded schedule
 (:class:`~tdsl.dialects.kernel_schedule.TileSchedule`; where the loops decompose an op
-the plan runs whole, the same planner's schedule of their body at the plan's tiles) runs
-the loops' sweeps of its own ops: a stage once, a pass in a loop over the tiles of the cut dims, its reductions along
-them carrying their accumulators from one tile to the next (set to the identity before
-the loop, final after it).  A value of an earlier step is read from its reduction's
-accumulator or computed again, element-wise, as the loops compute values anyway.
+the plan runs whole, the same planner's schedule of their body at the plan's tiles)
+runs the loops' sweeps of its own ops: a stage once, a pass in a loop over the tiles of
+the cut dims, its reductions and scans along them carrying their accumulators and
+carries from one tile to the next (set to the identity before the loop, final after
+it).  A value of an earlier step is read from its reduction's accumulator or computed
+again, element-wise, as the loops compute values anyway; a value they keep in scratch
+(a long chain's) holds one tile of the cut dims, for the step that computes it.
 
-The loops run a plan this way only where each step's ops are all its own (no reduction
-is computed again, and none that runs along a cut dim is read by a later step: its
-accumulator holds one tile), and where no op needs what the loops do otherwise (BLAS, a
-matmul's operand in scratch, flash attention's key tiles, a scan's carry along a cut
-dim, packed strided inputs): elsewhere they keep taking the dims whole, and warn where
-that breaks the budget.  (A scan along a dim the plan does not cut starts from its
-identity in each sweep that computes it, as elsewhere: in each tile of a pass.)
+The loops run a plan this way only where each step's reductions are its own (none is
+computed again, and none that runs along a cut dim is read by a later step: its
+accumulator holds one tile), a scan along a cut dim is computed by one sweep, and no op
+needs what the loops do otherwise (BLAS or a matmul in loops, flash attention's key
+tiles, packed strided inputs): elsewhere they keep taking the dims whole, and warn
+where that breaks the budget.  (A scan along a dim the plan does not cut starts from
+its identity in each sweep that computes it, as elsewhere: in each tile of a pass.)
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from tdsl.backend.llvm.loops_common import (
     _dim_set,
     _is_contraction,
     _is_reduction,
+    _is_scan,
     sweep_readers,
 )
 from tdsl.dialects.kernel_body import PlanError
@@ -82,8 +85,8 @@ def loops_passes(plan: _GroupPlan, cut: Sequence[int]) -> list[LoopsStep] | None
         or plan.flash
         or plan.split
         or plan.packed
-        or plan.stored
         or any(_is_contraction(op) for op in body.ops)
+        or any(not isinstance(p := body.producer(v), Operation) or _is_scan(p) for v in plan.stored)
         or any(body.producer(v) is None for v in body.outputs)
     ):
         return None
@@ -133,8 +136,9 @@ def plan_passes(plan: _GroupPlan, tiles: Sequence[int], limit: int) -> list[Loop
     """The steps of ``plan`` (:func:`loops_passes`) where the loops should run its tile op's
     plan in them: a recorded loops plan that cuts reduction dims, or, planning from
     ``tiles``, one whose scratch taking them whole breaks ``limit`` where the tile op's
-    tiles along them would not.  Sets ``plan``'s tiles and stored values for them (none
-    stored: values are computed again), its parallel tiles fitted to ``limit`` again."""
+    tiles along them would not.  Sets ``plan``'s tiles and stored values for them (those
+    the plan stages, which the loops would keep whole along the cut dims, are computed
+    again), its parallel tiles fitted to ``limit`` again."""
     tile = plan.tile
     if plan.recorded is not None:
         return _with_passes(plan, cut_reduction_dims(plan, plan.tiles), None, limit)
@@ -153,7 +157,7 @@ def _with_passes(
     if not cut:
         return None
     kept = (plan.tiles, plan.staged_values, plan.keep_long_chains)
-    plan.staged_values, plan.keep_long_chains = [], False
+    plan.staged_values = []  # (kept whole along the cut dims: the loops compute them again)
     if start is not None:
         plan.tiles = tuple(start)
     plan._plan()  # pyright: ignore[reportPrivateUsage]
@@ -161,7 +165,11 @@ def _with_passes(
     if passes is None:  # (as they were)
         plan.tiles, plan.staged_values, plan.keep_long_chains = kept
         plan._plan()  # pyright: ignore[reportPrivateUsage]
-    elif start is not None:
+    elif start is not None and plan._fit(start, limit) > limit and plan.kept:  # pyright: ignore[reportPrivateUsage]
+        plan.keep_long_chains = False  # (long chains' values in scratch break it: not kept)
+        plan.tiles = tuple(start)
+        plan._plan()  # pyright: ignore[reportPrivateUsage]
+        passes = loops_passes(plan, cut)
         plan._fit(start, limit)  # pyright: ignore[reportPrivateUsage]
     return passes
 
@@ -192,12 +200,15 @@ def emit_passes(
     run: Callable[[int, _Code, frozenset[Operation], frozenset[Operation]], None],
     finalize: Callable[[int, _Code, frozenset[Operation]], None],
     start: Callable[[Operation, _Code], None],
+    forget: Callable[[], object],
 ) -> None:
     """The loops of ``plan``'s steps (:attr:`~_GroupPlan.passes`) in ``code``: each
     step's levels, a pass's in a loop over the tiles of its cut dims.  ``run(level, at,
     ops, carried)`` emits a level's sweeps of ``ops`` at ``at`` (not setting the
     ``carried`` accumulators), ``finalize(level, at, ops)`` writes the outputs of those
-    of its reductions, ``start(op, at)`` sets a reduction's accumulator to the identity."""
+    of its reductions, ``start(op, at)`` sets a reduction's accumulator to the identity,
+    ``forget()`` drops the values stored in scratch from those later steps read (a pass
+    stores one tile of them: the next step computes them again)."""
     top = max(plan.level.values(), default=0)
     for step in plan.passes or ():
         levels = [lv for lv in range(top + 1) if any(plan.level[op] == lv for op in step.ops)]
@@ -216,6 +227,7 @@ def emit_passes(
             del starts[d], ends[d]
         for level in levels:
             finalize(level, code, step.carried)
+        forget()
 
 
 __all__ = ["LoopsStep", "cut_reduction_dims", "emit_passes", "loops_passes", "plan_passes"]

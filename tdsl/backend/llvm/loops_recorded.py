@@ -105,8 +105,8 @@ def check_cut_dims(
                 f"the loops plan cuts d{d} into tiles of {t}, a {body.kinds[d]} dim the loops "
                 "run whole here (they cut a softmax_matmul's key dim, the contraction of a "
                 "matmul BLAS computes a tile at a time, where every op along it feeds that "
-                "op, or a dim the tile op's plan cuts, running its passes, where they store "
-                f"no value and compute no reduction twice): give {e}",
+                "op, or a dim the tile op's plan cuts, running its passes, where they "
+                f"compute no reduction twice and need no matmul): give {e}",
                 op=tile,
             )
 
