@@ -294,6 +294,8 @@ def compute_scratch_plan(sched: TileSchedule) -> ScratchPlan:
     more_accumulators: dict[Operation, tuple[int, ...]] = {}
     """A tuple accumulator's components after the first (buffers, for its pass)."""
     carries: dict[tuple[Operation, int], int] = {}
+    staged_slots: dict[Instance, int] = {}
+    """The buffers of the values a pass stages, taken when it begins."""
     for ev in walk.events:
         op, step = ev.op, ev.step
         s = require_structured(op)
@@ -345,6 +347,15 @@ def compute_scratch_plan(sched: TileSchedule) -> ScratchPlan:
                     math.prod(carry_shape(body, scan_op, tiles)),
                     scan_op.carried_loops()[0].dtype,
                 )
+            # and the values it stages from its start: their rows fill tile by tile, so no
+            # buffer of the pass may share them (an op before one in the loop body, freed
+            # at once, overwrote the rows of the tiles before; found by fuzzing)
+            for staged_op in sched.step(step).ops:
+                if staged_op in sched.staged and sched.step_of[staged_op] == step:
+                    for r in staged_op.results:
+                        if (r, step) not in hints:
+                            size = math.prod(staged_shape(sched, r))
+                            staged_slots[(r, step)] = pool.take(size, dtype(r))
 
         reads = [instance(v, step) for v, _ in sched.reads(op)]
         dying = [r for r in dict.fromkeys(reads) if r[1] >= 0 and last_use.get(r) == ev.position]
@@ -382,7 +393,11 @@ def compute_scratch_plan(sched: TileSchedule) -> ScratchPlan:
                     continue
                 if op in sched.staged:
                     size = math.prod(staged_shape(sched, r[0]))
-                    hold(r, Slot("staged", pool.take(size, dtype(r[0]))))
+                    taken_at_start = staged_slots.pop(r, None)
+                    index = (
+                        pool.take(size, dtype(r[0])) if taken_at_start is None else taken_at_start
+                    )
+                    hold(r, Slot("staged", index))
                     continue
                 reused = None
                 if s.IN_PLACE:

@@ -149,6 +149,41 @@ def test_a_staged_value_is_kept_whole_along_the_rows_and_not_computed_again() ->
     assert plan_staged.stored == [exp.results[0]]
 
 
+def test_a_staged_value_shares_no_buffer_with_an_op_before_it_in_its_pass() -> None:
+    """``abs(x)`` moved to pass 1, where nothing reads it, and ``exp(x)`` staged: the
+    scratch plan freed abs's tile buffer at once and gave it to exp's rows, so each tile
+    of pass 1 wrote abs over the rows earlier tiles staged (the numpy target was off by
+    4.96; found by fuzzing Dask and plan edits).  A staged value's buffer is now taken
+    when its pass begins."""
+    import dask.array as da
+
+    x = np.random.default_rng(5).standard_normal((2, 30)).astype(np.float32)
+    source = "abs(x) + exp(x) - max(x, axis=1, keepdims=True)"
+    tiled = (
+        JITTensorKernel(target="numpy", tile_sizes=(1, 10))
+        .compile(source, {"x": (2, 30)}, "f32")
+        .ir["tiled"]
+    )
+    edited = edit(
+        tiled,
+        ("sweeps [3, 3, 3, 1, 3]", "sweeps [1, 1, 3, 1, 3] staged [1]"),
+        # (exp's rows in a buffer of their own, abs's tile in another)
+        (
+            "scratch [memref<1xf32>, memref<10xf32>]",
+            "scratch [memref<1xf32>, memref<30xf32>, memref<10xf32>]",
+        ),
+    )
+    want = np.abs(x) + np.exp(x) - x.max(axis=1, keepdims=True)
+    targets = ["numpy"] + (["native"] if native_unavailable_reason() is None else [])
+    for target in targets:
+        kernel = JITTensorKernel(target=target).compile_ir(edited)
+        np.testing.assert_allclose(kernel(x), want, rtol=1e-5, atol=1e-6)
+        lazy = kernel(da.from_array(x, chunks=(1, 10)))  # pyright: ignore[reportArgumentType]
+        np.testing.assert_allclose(lazy.compute(), want, rtol=1e-5, atol=1e-6)
+    (got,) = run_function(parse(edited), "main", x)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
 def test_edited_tiles_are_the_tiles_every_target_runs() -> None:
     retiled = (
         edit(
