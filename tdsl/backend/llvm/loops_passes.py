@@ -85,6 +85,7 @@ def loops_passes(plan: _GroupPlan, cut: Sequence[int]) -> list[LoopsStep] | None
         or plan.flash
         or plan.split
         or plan.packed
+        or plan.staged
         or any(_is_contraction(op) for op in body.ops)
         or any(not isinstance(p := body.producer(v), Operation) or _is_scan(p) for v in plan.stored)
         or any(body.producer(v) is None for v in body.outputs)
@@ -158,12 +159,16 @@ def _with_passes(
         return None
     kept = (plan.tiles, plan.staged_values, plan.keep_long_chains)
     plan.staged_values = []  # (kept whole along the cut dims: the loops compute them again)
+    # (while planning them: no dims hoisted, no values staged in an output slice, which a
+    # step would write for all the cut dims' tiles at once; found by fuzzing)
+    plan.passes = []
     if start is not None:
         plan.tiles = tuple(start)
     plan._plan()  # pyright: ignore[reportPrivateUsage]
     passes = loops_passes(plan, cut)
     if passes is None:  # (as they were)
         plan.tiles, plan.staged_values, plan.keep_long_chains = kept
+        plan.passes = None
         plan._plan()  # pyright: ignore[reportPrivateUsage]
     elif start is not None and plan._fit(start, limit) > limit and plan.kept:  # pyright: ignore[reportPrivateUsage]
         plan.keep_long_chains = False  # (long chains' values in scratch break it: not kept)

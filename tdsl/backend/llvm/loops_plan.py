@@ -584,7 +584,7 @@ class _GroupPlan:
 
     def hoistable(self) -> list[int]:
         """The leading space dims (in order) all sweeps can share as outer loops."""
-        if self.gemm or self.passes:  # (BLAS: a whole tile's rows; passes: their tiles')
+        if self.gemm or self.passes is not None:  # (BLAS: a tile's rows; passes: their tiles')
             return []  # a BLAS call computes a whole tile's rows, not one row at a time
         others = [p.other for p in self.packed.values()]  # (packed in blocks)
         return hoistable_dims(self.body, self.stored, self.carries, others)

@@ -120,3 +120,30 @@ def test_mixed_row_and_column_statistics_match_numpy_within_the_plan(
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5 * max(1.0, np.abs(want).max()))
     need = max(m.need for m in kernel.fusion_report.memory)
     assert peak - got.nbytes <= max(budget, need) * 4 + numpy_buffers(threads, 4)
+
+
+@pytest.mark.parametrize(
+    ("shape", "budget"), [((2, 3, 8), 8), ((16, 5, 40), 32), ((16, 5, 40), 64)]
+)
+def test_no_value_is_staged_in_an_output_slice_by_a_step(
+    shape: tuple[int, int, int], budget: int
+) -> None:
+    """``a - sum(a, axis=(1, 2)) + softmax(a, axis=1)``: the plan cuts d2; the loops
+    staged softmax's ``exp`` in the output slice, in a sweep a step ran for all of d2
+    at once, reading the max's accumulator of one tile out of its bounds (18 of 48
+    elements wrong; found by fuzzing the passes).  In passes no value is staged so."""
+    rows, mid, cols = shape
+    source = (
+        f"def main(a: f32[{rows}, {mid}, {cols}]):\n"
+        "    return a - sum(a, axis=(1, 2), keepdims=True) + softmax(a, axis=1)\n"
+    )
+    a = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    e = np.exp(a - a.max(axis=1, keepdims=True))
+    want = a - a.sum(axis=(1, 2), keepdims=True) + e / e.sum(axis=1, keepdims=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)  # (no fusion plan fits)
+        warnings.simplefilter("error", TdslLoopsBudgetWarning)
+        kernel = JITTensorKernel(memory_budget=budget, target="native").compile(source)
+    assert re.search(r"loops tiles \[\d+, \d+, \d+\]", kernel.ir["planned"])
+    for _ in range(3):  # (scratch read out of bounds changed from call to call)
+        np.testing.assert_allclose(kernel(a), want, rtol=1e-4, atol=1e-4)
