@@ -234,7 +234,11 @@ def compute_scratch_plan(sched: TileSchedule) -> ScratchPlan:
                 at = walk.pass_end[ev.step]  # read on every tile of the pass
             last_use[inst] = max(last_use.get(inst, -1), at)
 
-    # outputs: values computed straight into the output slices
+    # outputs: values computed straight into the output slices, but those another pass
+    # computes again: every pass computes them into a tile buffer alike, bit for bit
+    # (NumPy's sums round by layout: argmax's recomputed values in an output's strided
+    # slice missed their max by an ulp, and it gave the extent; found by fuzzing)
+    recomputed = frozenset(op for step in sched.steps for op in step.recomputed)
     slots: dict[Instance, Slot] = {}
     copies: list[tuple[int, Instance]] = []
     direct: dict[Instance, int] = {}
@@ -245,7 +249,7 @@ def compute_scratch_plan(sched: TileSchedule) -> ScratchPlan:
             continue
         inst = instance_of(sched, value, sched.step_of[p] + (1 if sched.accumulates(p) else 0))
         s = require_structured(p)
-        if inst in direct or body.dims[value] != out_dims or s.is_view():
+        if inst in direct or body.dims[value] != out_dims or s.is_view() or p in recomputed:
             copies.append((k, inst))
             continue
         direct[inst] = k
@@ -269,7 +273,7 @@ def compute_scratch_plan(sched: TileSchedule) -> ScratchPlan:
     pool = _Pool()
     ops: dict[tuple[Operation, int], OpPlan] = {}
     hints = dict(direct)
-    _chain_outputs(sched, walk, hints, last_use)
+    _chain_outputs(sched, walk, hints, last_use, recomputed)
     owners: dict[int, set[Instance]] = {}
     """Per buffer: the live instances it holds (several after an in-place update)."""
 
@@ -454,10 +458,15 @@ def _end_of(walk: _Walk, inst: Instance) -> int:
 
 
 def _chain_outputs(
-    sched: TileSchedule, walk: _Walk, hints: dict[Instance, int], last_use: dict[Instance, int]
+    sched: TileSchedule,
+    walk: _Walk,
+    hints: dict[Instance, int],
+    last_use: dict[Instance, int],
+    recomputed: frozenset[Operation],
 ) -> None:
     """Walk each output's element-wise chain back: a dying operand of the same shape and
-    dtype is computed straight into the output slice too."""
+    dtype is computed straight into the output slice too (not one of ``recomputed``,
+    which another pass computes again into a tile buffer)."""
     body = sched.body
     position = {(ev.op, ev.step): ev.position for ev in walk.events if not ev.finalize}
     for inst, k in list(hints.items()):
@@ -477,6 +486,7 @@ def _chain_outputs(
                 if (
                     cand[1] == cur[1]
                     and q is not None
+                    and q not in recomputed
                     and not sched.accumulates(q)
                     and not require_structured(q).is_view()
                     and not is_constant(q)

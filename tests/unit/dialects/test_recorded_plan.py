@@ -184,6 +184,38 @@ def test_a_staged_value_shares_no_buffer_with_an_op_before_it_in_its_pass() -> N
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize(("shape", "budget"), [((4, 8), 8), ((64, 160), 100)])
+def test_a_value_computed_in_two_passes_is_computed_alike_in_both(
+    shape: tuple[int, int], budget: int
+) -> None:
+    """``argmax(t, axis=1)`` with ``t = layernorm(a, axis=0)``, also cumsum's operand:
+    pass 1 computed ``t`` in the cumsum output's strided slice, pass 3 again in a tile
+    buffer, and NumPy's sum of squares rounded differently by layout, so ``t == max``
+    missed by an ulp and argmax gave the extent (8 of 4 rows' indices; found by fuzzing
+    the passes).  A value two passes compute goes to a tile buffer in both."""
+    import warnings
+
+    from tdsl.errors import TdslBudgetWarning
+
+    rows, cols = shape
+    source = (
+        f"def main(a: f64[{rows}, {cols}]):\n"
+        "    t0 = layernorm(a, axis=0)\n"
+        "    return argmax(t0, axis=1), cumsum(t0, axis=0)\n"
+    )
+    a = np.random.default_rng(1).standard_normal((64, 160))[:rows, :cols].copy()
+    d = a - a.mean(axis=0)
+    t = d / np.sqrt((d * d).mean(axis=0) + 1e-5)
+    targets = ["numpy"] + (["native"] if native_unavailable_reason() is None else [])
+    for target in targets:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TdslBudgetWarning)  # (no fusion plan fits)
+            kernel = JITTensorKernel(memory_budget=budget, target=target).compile(source)
+        index, running = kernel(a)
+        np.testing.assert_array_equal(index, np.argmax(t, axis=1))
+        np.testing.assert_allclose(running, np.cumsum(t, axis=0), rtol=1e-12, atol=1e-12)
+
+
 def test_edited_tiles_are_the_tiles_every_target_runs() -> None:
     retiled = (
         edit(
