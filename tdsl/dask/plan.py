@@ -1,11 +1,11 @@
 """Planning a fusion group over chunked arrays: the steps and reductions of its Dask graph.
 
-This module knows nothing of Dask: it turns one fusion group (a ``kernel.tile``
-of the kernel's tiled IR: its ops, with their
-:class:`~tdsl.dialects.kernel_plan.GroupBody`, and the plan it records) and the
-chunks of the values it reads into a list of :class:`~tdsl.dask.items.Step` and
-:class:`~tdsl.dask.items.Reduction` items, which :mod:`tdsl.dask.graph` turns
-into Dask layers.  :func:`plan_tile` says how the recorded plan is followed.
+This module knows nothing of Dask: it turns one fusion group (a ``kernel.tile`` of the
+kernel's tiled IR: its ops, with their :class:`~tdsl.dialects.kernel_plan.GroupBody`,
+and the plan it records) and the chunks of the values it reads into a list of
+:class:`~tdsl.dask.items.Step` and :class:`~tdsl.dask.items.Reduction` items, which
+:mod:`tdsl.dask.graph` turns into Dask layers.  :func:`plan_tile` says how the recorded
+plan is followed.
 
 Chunks are tiles
 ----------------
@@ -17,8 +17,8 @@ several chunks is *cut*; a chunk of the group's space is then exactly a tile
 of ``tdsl-tile``'s model, and :func:`tdsl.dialects.kernel_plan.schedule`
 says what runs when, with the cut dims as the tiled ones:
 
-* a **stage** becomes one task per chunk of the cut parallel dims: a blockwise
-  map, each task a tdsl kernel compiled for its chunk's shape;
+* a **stage** becomes one task per chunk of the cut parallel dims: a blockwise map,
+  each task a tdsl kernel compiled for its chunk's shape;
 * a **pass** becomes one task per chunk of the cut parallel and reduction dims;
   an op accumulating over the cut reduction dims computes its *partial* there
   (:meth:`~tdsl.dialects.structured.PartialOps.partial_ops`), and a
@@ -41,17 +41,15 @@ A row-normalizing op (``softmax``, ``layernorm``, ``log_softmax``) whose rows
 are cut runs as its decomposition (``decompose``), the multi-pass plan: its
 row statistics are reductions across chunks, then a normalizing map.
 
-When the schedule refuses the chunks (a matmul whose result a later pass
-would need again, an op that keeps one cut reduction dim while accumulating
-over another), the group is planned in *parts*: the longest prefix of its ops
-(program order) that schedules, then the rest; the values between parts are
-chunked Dask arrays, never whole ones.  A single op that still cannot run
-takes its reduction dims whole, and failing that its whole space.
+When the schedule refuses the chunks (a matmul whose result a later pass would need
+again, an op that keeps one cut reduction dim while accumulating over another), the
+group is planned in *parts*: the longest prefix of its ops (program order) that
+schedules, then the rest; the values between parts are chunked Dask arrays, never whole
+ones.  A single op that still cannot run takes its reduction dims whole, and failing
+that its whole space.
 
-Each step's kernel is the step's ops as a ``func.func`` of tensordsl IR, typed
-for the first chunk; :meth:`tdsl.jit.JITTensorKernel.compile_ir` re-types it for
-each chunk's shape.
-"""
+Each step's kernel is the step's ops as a ``func.func`` of tensordsl IR, typed for the
+first chunk; :meth:`tdsl.jit.JITTensorKernel.compile_ir` re-types it for each chunk."""
 
 from __future__ import annotations
 
@@ -331,7 +329,9 @@ class _Planner:
             else None
         )
         if follow is not None:
-            recorded, room = follow.tiles_value, MAX_CUT_BLOCKS
+            # (the inputs' blocks count: 64 column chunks made var(x, axis=0) 27,456 tasks)
+            recorded = follow.tiles_value
+            room = max(1, MAX_CUT_BLOCKS // math.prod(len(c) for c in chunks))
             for d, extent in enumerate(body.extents):
                 # a reduction dim the plan cuts is cut, at its tiles if no chunks cut it
                 cut = body.is_reduction(d) and recorded[d] < extent
@@ -540,8 +540,8 @@ def _dtype(value: SSAValue) -> str:
 
 MAX_CUT_BLOCKS = 64
 """The most blocks the reduction dims the recorded plan cuts are cut into, all together,
-where no input's chunks cut them: its tiles, or larger blocks where they are more
-(each block's kernel tiles itself under the budget, so none takes more memory)."""
+with the inputs' chunks' blocks: its tiles, or larger blocks where they are more (each
+block's kernel tiles itself under the budget, so none takes more memory)."""
 
 
 def _split(extent: int, size: int) -> tuple[int, ...]:
