@@ -97,6 +97,9 @@ def loops_passes(plan: _GroupPlan, cut: Sequence[int]) -> list[LoopsStep] | None
             # the loops decompose ops the plan runs whole (a softmax along a dim it
             # does not cut): the same planner's schedule of their body, at its tiles
             sched = schedule(body, tile.tiles_value)
+        elif sched.staged:  # (the loops keep no value whole along the cut dims: its
+            # later readers compute it again, in the steps the plan records)
+            sched = schedule(body, tile.tiles_value, frozenset(), dict(sched.step_of))
     except PlanError:
         return None
     if sched.staged or any(_is_reduction(p) for p in sched.fused):

@@ -157,6 +157,26 @@ def test_edited_loops_tiles_and_stored_values_are_what_the_loops_run() -> None:
     assert group_scratch(stored.ir["loops"]) == ["memref<2x1xf64>", "memref<2x100xf64>"]
 
 
+def test_a_staged_plan_cut_by_the_loops_computes_the_staged_value_again() -> None:
+    """The tile op stages ``exp`` (its rows whole along the cut dim, for pass 3); the
+    loops, given the tile op's tiles, run its passes without keeping rows whole: exp
+    in scratch for pass 1, one tile of it, and computed again in pass 3 (a staged
+    plan had no passes in the loops)."""
+    x, want = rows_data()
+    staged = edit(
+        ROWS,
+        ("sweeps [1, 1, 3]", "sweeps [1, 1, 3] staged [0]"),
+        (
+            "scratch [memref<8xf64>, memref<800xf64>, memref<8xf64>]",
+            "scratch [memref<8xf64>, memref<2400xf64>, memref<8xf64>]",
+        ),
+    )
+    edited = edit(planned(staged), ("loops tiles [1, 300]", "loops tiles [2, 100]"))
+    kernel = JITTensorKernel(target="native").compile_ir(edited)
+    np.testing.assert_allclose(kernel(x), want, rtol=1e-13)
+    assert group_scratch(kernel.ir["loops"]) == ["memref<2x1xf64>", "memref<2x100xf64>"]
+
+
 def test_a_matmul_taken_from_blas_runs_as_loops() -> None:
     args, want = matmul_data()
     text = planned(MATMUL)
