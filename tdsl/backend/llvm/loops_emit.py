@@ -300,7 +300,9 @@ class _Group(_GroupPlan):
             # accumulators start from the identity (`only` the ops of a step, see
             # loops_passes: but those it `kept` from tile to tile)
             for op in accs:
-                if self.level[op] != level or op in self.gemm or (only and op not in only):
+                if self.level[op] != level or op in self.gemm:
+                    continue
+                if only is not None and op not in only:
                     continue
                 if on(body.dims[op.results[0]], part) and not (kept and op in kept):
                     start(op, code)
@@ -429,10 +431,15 @@ class _Group(_GroupPlan):
                 point = _Point(self, inner, {**hoisted, **coords}, starts, storage)
                 point.store(point.value(v, body.output_dims[k]), outputs[k], body.output_dims[k])
 
+        def step(level: int, at: _Code, ops: frozenset[Operation], kept: Ops) -> None:
+            run(level, at, None, ops, kept)
+
+        def forget() -> None:
+            for v in self.stored:
+                storage.pop(v, None)
+
         if self.passes:  # (the plan's steps, a pass in tiles of its cut dims)
-            steps = lambda lv, at, ops, kept: run(lv, at, None, ops, kept)  # noqa: E731
-            forget = lambda: [storage.pop(v, None) for v in self.stored]  # noqa: E731
-            emit_passes(self, code, starts, ends, steps, finalize, start, forget)
+            emit_passes(self, code, starts, ends, step, finalize, start, forget)
         top = max(self.level.values(), default=0)
         for level in range(top + 1) if not self.passes else ():
             if key is None or level not in keyed:

@@ -208,7 +208,7 @@ def emit_passes(
     run: Callable[[int, _Code, frozenset[Operation], frozenset[Operation]], None],
     finalize: Callable[[int, _Code, frozenset[Operation]], None],
     start: Callable[[Operation, _Code], None],
-    forget: Callable[[], object],
+    forget: Callable[[], None],
 ) -> None:
     """The loops of ``plan``'s steps (:attr:`~_GroupPlan.passes`) in ``code``: each
     step's levels, a pass's in a loop over the tiles of its cut dims.  ``run(level, at,
