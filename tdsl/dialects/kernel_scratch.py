@@ -396,12 +396,7 @@ def compute_scratch_plan(sched: TileSchedule) -> ScratchPlan:
                     hold(r, Slot("output", hints[r]))
                     continue
                 if op in sched.staged:
-                    size = math.prod(staged_shape(sched, r[0]))
-                    taken_at_start = staged_slots.pop(r, None)
-                    index = (
-                        pool.take(size, dtype(r[0])) if taken_at_start is None else taken_at_start
-                    )
-                    hold(r, Slot("staged", index))
+                    hold(r, Slot("staged", staged_slots.pop(r)))  # (taken as its pass began)
                     continue
                 reused = None
                 if s.IN_PLACE:

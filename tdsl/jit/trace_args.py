@@ -252,10 +252,8 @@ def python_division(name: str, inputs: Sequence[Any]) -> Any:
         return NotImplemented
     a, b = inputs
     if not isinstance(b, NeedsValues) and b == 0:
-        what = "divmod()" if name == "divmod" else "`//`" if name == "floor_divide" else "`%`"
-        what = "`/`" if name in ("divide", "true_divide") else what
         trace_error(
-            f"{what} of a Python number by zero, which Python refuses (ZeroDivisionError) "
+            f"{ZERO_DIVISORS[name]} of a Python number by zero, which Python refuses (ZeroDivisionError) "
             "at every call",
             TdslZeroDivisionError,
         )

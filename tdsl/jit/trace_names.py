@@ -71,9 +71,15 @@ COMPARISON_METHODS = {
 """Python's comparisons (``__lt__``) and the ufuncs they are: on Python numbers a Python
 ``bool``, where the ufunc called by name gives a NumPy ``bool``."""
 
-ZERO_DIVISORS = frozenset({"divide", "true_divide", "floor_divide", "remainder", "divmod"})
+ZERO_DIVISORS = {
+    "divide": "`/`",
+    "true_divide": "`/`",
+    "floor_divide": "`//`",
+    "remainder": "`%`",
+    "divmod": "divmod()",
+}
 """Ufuncs that Python's operators on Python numbers refuse a zero divisor to
-(``ZeroDivisionError``), where NumPy's give ``inf``, ``nan`` or 0."""
+(``ZeroDivisionError``), where NumPy's give ``inf``, ``nan`` or 0: to the operator."""
 
 WEAK_OPERATORS = {
     "power": "**",

@@ -147,9 +147,8 @@ def plan_passes(plan: _GroupPlan, tiles: Sequence[int], limit: int) -> list[Loop
     if plan.recorded is not None:
         return _with_passes(plan, cut_reduction_dims(plan, plan.tiles), None, limit)
     scratch = plan._scratch_elements()  # pyright: ignore[reportPrivateUsage]
-    at_plan = plan._scratch_at(tile.tiles_value)  # pyright: ignore[reportPrivateUsage]
-    if scratch <= limit or scratch <= at_plan:
-        return None
+    if scratch <= limit or scratch <= plan._scratch_at(tile.tiles_value):  # pyright: ignore[reportPrivateUsage]
+        return None  # (it fits; or the plan's tiles would not make it fit)
     cut = cut_reduction_dims(plan, tile.tiles_value)
     start = [tile.tiles_value[d] if d in cut else t for d, t in enumerate(tiles)]
     return _with_passes(plan, cut, start, limit)
