@@ -322,10 +322,15 @@ class _GroupPlan:
             if best is None:
                 # every parallel tile at its least: fewer keys per flash key tile, if any,
                 # where the state's rows alone do not take the slack over the limit (a
-                # tile of a few keys runs slowly: a BLAS call for each)
-                key = next((r for r in self.flash.values() if shrunk[r] > 1), None)
-                if key is None or scratch <= limit + LOOPS_SCRATCH_SLACK:
-                    break
+                # tile of a few keys runs slowly: a BLAS call for each); or a shorter
+                # contraction tile of a matmul BLAS computes in them, below
+                # fit_contraction's least (the tile op's plan cuts it to fit the budget:
+                # the loops' scratch is then a tile of its left operand)
+                key = next((r for r in self.split.values() if shrunk[r] > 1), None)
+                if key is None:
+                    key = next((r for r in self.flash.values() if shrunk[r] > 1), None)
+                    if key is None or scratch <= limit + LOOPS_SCRATCH_SLACK:
+                        break
                 shrunk[key] = (shrunk[key] + 1) // 2
                 self.tiles = tuple(shrunk)
                 scratch = self._scratch_elements()

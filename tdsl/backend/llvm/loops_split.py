@@ -20,8 +20,10 @@ value runs along it): the rule of a flash key tile
 (:func:`~tdsl.backend.llvm.loops_flash.feeds_along`). Where the contraction has at
 least :data:`CONTRACTION_MIN` elements, the plan takes one tile of rows per thread and
 the contraction in :data:`CONTRACTION_TILES` tiles, or more where the scratch needs
-(:func:`fit_contraction`); a recorded plan may cut a qualifying contraction into any
-tiles. The emission is the flash key loop's: what runs along the dim runs in a loop
+(:func:`fit_contraction`); where rows of one element with that contraction tile still
+break the scratch, any contraction is halved further, to 1 if need be (the tile op's
+plan cuts it to fit a small budget: ``exp(a) @ b``; ``_GroupPlan._fit``); a recorded
+plan may cut a qualifying contraction into any tiles. The emission is the flash key loop's: what runs along the dim runs in a loop
 over its tiles, the rest before and after it.
 """
 

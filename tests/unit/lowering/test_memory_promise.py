@@ -410,12 +410,13 @@ def test_native_keeps_a_computed_matmul_operand_that_is_a_result_in_the_result()
 
 
 def test_auto_runs_numpy_where_the_native_loops_would_break_the_budget() -> None:
-    """``exp(a) @ b`` at budget 64: the plan cuts the contraction, which the loops take
-    whole (they run no plan's passes with a matmul): they keep a row tile of
-    ``exp(a)`` for it, beyond the plan's scratch."""
+    """``exp(a) @ b + sum(a, axis=1, keepdims=True)`` at budget 64: the plan cuts the
+    contraction, which the loops take whole (they run no plan's passes with a matmul,
+    and the sum along it keeps them from running it in BLAS's tiles): they keep a row
+    of ``exp(a)`` for it, beyond the plan's scratch."""
     native_or_skip()
     shapes = {"a": (128, 160), "b": (160, 128)}
-    text = "exp(a) @ b"
+    text = "exp(a) @ b + sum(a, axis=1, keepdims=True)"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TdslBudgetWarning)  # no fusion plan fits 64
         warnings.simplefilter("error", TdslLoopsBudgetWarning)  # auto keeps this one to itself
@@ -427,6 +428,45 @@ def test_auto_runs_numpy_where_the_native_loops_would_break_the_budget() -> None
     # with a budget the loops fit, auto compiles natively
     roomy = JITTensorKernel(memory_budget=1_000_000, target="auto", threads=1)
     assert roomy.compile(text, shapes=shapes, dtypes="f32").target == "native"
+
+
+@pytest.mark.parametrize("budget", [16, 64, 128])
+@pytest.mark.parametrize("text", ["exp(a) @ b", "relu(a * 2) @ b + 1"])
+def test_the_native_loops_cut_a_contraction_the_plan_cuts(text: str, budget: int) -> None:
+    """``exp(a) @ b`` at budget 64: the plan cuts the contraction (160) into tiles of 1.
+    The loops kept a whole row of ``exp(a)`` for BLAS (160 elements against the plan's
+    64), warned, and ``auto`` ran the numpy target.  They now run the contraction in
+    tiles, as for a GPT-2 MLP's hidden dim, shorter where the scratch needs, and BLAS
+    adds each tile's product into the result."""
+    native_or_skip()
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((128, 160)).astype(np.float32)
+    b = rng.standard_normal((160, 128)).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)  # (no fusion plan fits)
+        warnings.simplefilter("error", TdslLoopsBudgetWarning)
+        native, auto = (
+            JITTensorKernel(memory_budget=budget, target=target, threads=1).compile(
+                text, shapes={"a": a.shape, "b": b.shape}, dtypes="f32"
+            )
+            for target in ("native", "auto")
+        )
+    assert auto.target == "native", auto.target_reason
+    loops = re.search(r"loops tiles \[\d+, \d+, (\d+)\]", native.ir["planned"])
+    assert loops is not None and int(loops.group(1)) < 160  # (the contraction in tiles)
+    (signature,) = [
+        line for line in native.ir["loops"].splitlines() if "func.func @main_g0(" in line
+    ]
+    scratch = [
+        math.prod(int(n) for n in shape.split("x"))
+        for shape in re.findall(r"%\d+: memref<([\dx]+)xf32>", signature)
+    ]
+    need, _ = least_need_of(native)
+    assert sum(scratch) <= max(budget, need), (signature, need)
+    x = np.exp(a) if text.startswith("exp") else np.maximum(a * np.float32(2), 0)
+    want = x @ b if text == "exp(a) @ b" else x @ b + np.float32(1)
+    for fn in (native, auto):
+        np.testing.assert_allclose(fn(a, b), want, rtol=1e-4, atol=1e-3)
 
 
 @pytest.mark.parametrize("budget", [16, 32, 64])
