@@ -257,6 +257,11 @@ class VarianceInTwoPasses(RewritePattern):
             return
         x, axis = op.input, op.axis_value
         n = math.prod(tensor_shape(x)[a] for a in op.reduced_axes())
+        if n == 0:
+            # (the variance of nothing, nan, from the op's own state: the two passes
+            # would split into groups around the empty deviations, the mean of nothing
+            # held between them, over the budget)
+            return
         new: list[Operation] = []
         mean = _earlier(
             op, x, lambda u: isinstance(u, MeanOp) and u.axis_value == axis and u.keepdims_value

@@ -502,6 +502,37 @@ def test_the_native_loops_run_the_plans_passes_where_it_cuts_reduction_dims(budg
         assert peak - got.nbytes <= need * 4 + numpy_buffers(1, 4), (fn.target, peak)
 
 
+@pytest.mark.parametrize("target", ["numpy", "native"])
+@pytest.mark.parametrize(
+    ("text", "shape", "reference"),
+    [
+        ("var(a, axis=1)", (60000, 0), lambda a: np.var(a, axis=1)),
+        ("std(a, axis=1) + 1", (60000, 0), lambda a: np.std(a, axis=1) + np.float32(1)),
+        ("var(a, axis=0, ddof=1)", (0, 60000), lambda a: np.var(a, axis=0, ddof=1)),
+    ],
+)
+def test_the_variance_of_nothing_keeps_the_budget(
+    text: str, shape: Any, reference: Any, target: str
+) -> None:
+    """``var(a, axis=1)`` of a 60000x0 ``a`` is 60000 nans.  Its two passes (mean, then
+    the squared deviations' sum) split into three groups around the empty deviations,
+    and the mean of nothing was held between them: 240 KB at budget 4096 (16 KB), the
+    report saying nothing was.  The variance of nothing now runs as the op it is."""
+    if target == "native":
+        native_or_skip()
+    a = np.zeros(shape, np.float32)
+    fn = JITTensorKernel(memory_budget=4096, target=target, threads=1).compile(
+        text, shapes={"a": shape}, dtypes="f32"
+    )
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        # (NumPy's "degrees of freedom" and "invalid value" warnings, the numpy target's)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        peak, got = measure_peak(fn, a)
+        want = reference(a)
+    assert_matches(got, want)
+    assert peak - got.nbytes <= 4096 * 4 + numpy_buffers(1, 4), peak
+
+
 @pytest.mark.parametrize("text", ["var(y, axis=1)", "logsumexp(y, axis=1)", "layernorm(y)"])
 def test_a_float16_group_counts_its_float32_scratch_twice(text: str) -> None:
     """A float16 reduction accumulates in float32: its scratch counted as float16
