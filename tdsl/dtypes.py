@@ -56,7 +56,9 @@ def promote(*dtypes: np.dtype[Any], weak: Sequence[type] = ()) -> np.dtype[Any]:
     kinds ``weak`` (``int``, ``float``): NEP 50, so ``int32`` with a Python int stays
     ``int32``, ``int32`` with ``float32`` is ``float64``, a bool with a Python int is
     ``int64``.  One table for every target: NumPy's own ``result_type``."""
-    if not dtypes:
+    if not dtypes:  # (Python's bools alone: a bool, as NumPy takes a Python bool)
+        if weak and all(kind is bool for kind in weak):
+            return np.dtype(np.bool_)
         return np.dtype(np.float64) if float in weak else np.dtype(np.int64)
     scalars = [kind(0) for kind in weak]
     return np.result_type(*dtypes, *scalars)

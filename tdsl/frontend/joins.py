@@ -130,7 +130,7 @@ def lower_take(
     a = lowering.tensor(args[0], spans[0])
     indices = args[1]
     literal = isinstance(indices, LiteralValue) and type(indices.value) is int
-    if literal or (isinstance(indices, WeakValue) and indices.integer):
+    if literal or (isinstance(indices, WeakValue) and indices.integer and not indices.boolean):
         # one index, as NumPy's ``np.take(x, 0)``: a 0-d int64 index (a Python int's type)
         indices = lowering.to_element(indices, INT_TYPES["i64"], spans[1])
     if not isinstance(indices, TensorValue) or indices.element not in INDEX_TYPES:

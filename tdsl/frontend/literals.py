@@ -4,14 +4,22 @@ adds 9223372036854775808 to a float array), floats in float64."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
+from xdsl.ir import Operation
 
 from tdsl.dialects import tensordsl as td
+from tdsl.dialects.structured import is_int
 from tdsl.errors import TdslIRError
+from tdsl.frontend.ast import Span
 from tdsl.frontend.functions import OPERATOR_OPS
-from tdsl.frontend.values import LiteralValue, Value, WeakValue
+from tdsl.frontend.integer_power import integer_power
+from tdsl.frontend.values import LiteralValue, TensorValue, Value, WeakValue
+
+if TYPE_CHECKING:
+    from tdsl.frontend.lower_expr import FunctionLowering
 
 _EXACT_BITS = 4096
 """The widest integer literal arithmetic folds to (far beyond any dtype's range)."""
@@ -94,4 +102,48 @@ def python_int_bitwise(op: str, args: Sequence[Value]) -> type[td.BinaryOp] | No
     return td.BitwiseAndOp if op == "&" else td.BitwiseOrOp
 
 
-__all__ = ["fold", "python_int_bitwise"]
+def python_unary(
+    emit: Callable[[Operation, Span], TensorValue],
+    op: type[td.NegOp | td.AbsOp],
+    arg: Value,
+    span: Span,
+    fold: Callable[[int | float], int | float],
+) -> LiteralValue | WeakValue | None:
+    """``-s`` or ``abs(s)`` (``op``, ``fold`` on a literal) of a literal or weak scalar:
+    Python's, a Python number (weak: ``x * abs(s)`` keeps a float32 ``x``'s type, where
+    NumPy's ``np.abs(s)`` is a float64); None for a tensor."""
+    if isinstance(arg, LiteralValue):
+        return LiteralValue(fold(arg.value), span)
+    if isinstance(arg, WeakValue):
+        return WeakValue(emit(op(arg.value), span).value, arg.integer)
+    return None
+
+
+def weak_arithmetic(
+    lowering: FunctionLowering,
+    op_class: type[td.BinaryOp],
+    args: Sequence[Value],
+    spans: Sequence[Span],
+    span: Span,
+) -> WeakValue:
+    """``a <op> b`` of weak values and literals: computed in int64 or float64, as
+    NumPy computes Python scalars, still weak (a weak int to a literal int power:
+    Python's int, or float for a negative exponent; a float power C's ``pow``)."""
+    booleans = all(isinstance(v, WeakValue) and v.boolean for v in args)
+    args = [WeakValue(v.value, True) if isinstance(v, WeakValue) and v.boolean else v for v in args]
+    a, n = args  # (a Python bool is an int: `(s < 0) + (s < 0)` is 2)
+    if op_class is td.PowerOp and isinstance(n, LiteralValue) and isinstance(n.value, int):
+        if n.value < 0:
+            args = [a, LiteralValue(float(n.value), n.span)]
+        elif power := integer_power(lowering, args, (spans[0], spans[1]), span):
+            return WeakValue(power.value, True)
+    if op_class is td.PowerOp and float in (lowering.weak_kind(v) for v in args):
+        op_class = td.FloatPowerOp
+    what = f"`{op_class.OPERATOR or op_class.FUNCTION}`"
+    a, b = lowering.unify(list(zip(args, spans, strict=True)), op_class, what, span)
+    result = lowering.emit(op_class(a.value, b.value), span)
+    boolean = booleans and issubclass(op_class, td.BitwiseOp)  # (True & False: False)
+    return WeakValue(result.value, is_int(result.element), boolean)
+
+
+__all__ = ["fold", "python_int_bitwise", "python_unary", "weak_arithmetic"]

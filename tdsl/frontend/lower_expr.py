@@ -5,6 +5,7 @@ broadcasting checks, axes and keyword arguments, every op located at its source 
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -55,7 +56,7 @@ from tdsl.frontend.functions import (
 )
 from tdsl.frontend.integer_power import integer_power
 from tdsl.frontend.joins import JOINS, SPLITS, lower_join, lower_split, lower_take
-from tdsl.frontend.literals import fold, python_int_bitwise
+from tdsl.frontend.literals import fold, python_int_bitwise, python_unary, weak_arithmetic
 from tdsl.frontend.mixed_compare import (
     booleans_with_int,
     clip_operands,
@@ -75,6 +76,7 @@ from tdsl.frontend.values import (
     format_type,
     is_bool,
     is_number,
+    is_python_bool,
     mixes_uint64,
 )
 
@@ -168,6 +170,8 @@ class FunctionLowering(CallParams):
                 self.literals[literal] = self.emit(constant, value.span)
             return self.literals[literal]
         weak_int = isinstance(value, WeakValue) and value.integer
+        if isinstance(value, WeakValue) and value.boolean and element == BOOL:
+            return self.truth(TensorValue(value.value, (), i64), span)  # (its 0 or 1)
         if isinstance(value, WeakValue):
             value = TensorValue(value.value, (), i64 if value.integer else f64)
         if value.element == element:
@@ -238,33 +242,18 @@ class FunctionLowering(CallParams):
             )
         if isinstance(value, TensorValue):
             return value
-        return self.to_element(value, i64 if self.weak_kind(value) is int else f64, span)
+        kind = self.weak_kind(value)
+        return self.to_element(value, {int: i64, bool: BOOL}.get(kind, f64), span)
 
     @staticmethod
     def weak_kind(value: Value) -> type:
-        """``int`` for an integer literal or weak integer, else ``float``."""
+        """``int`` for an integer literal or weak integer, ``bool`` for a Python bool,
+        else ``float``."""
         if isinstance(value, LiteralValue):
             return int if isinstance(value.value, int) else float
-        return int if isinstance(value, WeakValue) and value.integer else float
-
-    def weak(
-        self, op_class: type[td.BinaryOp], args: Sequence[Value], spans: Sequence[Span], span: Span
-    ) -> WeakValue:
-        """``a <op> b`` of weak values and literals: computed in int64 or float64, as
-        NumPy computes Python scalars, still weak (a weak int to a literal int power:
-        Python's int, or float for a negative exponent; a float power C's ``pow``)."""
-        a, n = args
-        if op_class is td.PowerOp and isinstance(n, LiteralValue) and isinstance(n.value, int):
-            if n.value < 0:
-                args = [a, LiteralValue(float(n.value), n.span)]
-            elif power := integer_power(self, args, (spans[0], spans[1]), span):
-                return WeakValue(power.value, True)
-        if op_class is td.PowerOp and float in (self.weak_kind(v) for v in args):
-            op_class = td.FloatPowerOp
-        what = f"`{op_class.OPERATOR or op_class.FUNCTION}`"
-        a, b = self.unify(list(zip(args, spans, strict=True)), op_class, what, span)
-        result = self.emit(op_class(a.value, b.value), span)
-        return WeakValue(result.value, is_int(result.element))
+        if isinstance(value, WeakValue) and value.integer:
+            return bool if value.boolean else int
+        return float
 
     @staticmethod
     def describe(value: Value) -> str:
@@ -311,11 +300,8 @@ class FunctionLowering(CallParams):
                         "`~` or `logical_not`",
                         self.where(node.span),
                     )
-                if isinstance(arg, LiteralValue):
-                    return LiteralValue(-arg.value, node.span)
-                if isinstance(arg, WeakValue):
-                    negated = self.emit(td.NegOp(arg.value), node.span)
-                    return WeakValue(negated.value, arg.integer)
+                if python := python_unary(self.emit, td.NegOp, arg, node.span, operator.neg):
+                    return python
                 return self.emit(td.NegOp(arg.value), node.span)
             case BinOp(op="@"):
                 return self.matmul("`@`", args, (node.lhs.span, node.rhs.span), node.op_span)
@@ -352,8 +338,13 @@ class FunctionLowering(CallParams):
                             f"`{a.value!r} {op} {b.value!r}`",
                             self.where(node.span),
                         ) from None
-                if arithmetic and not isinstance(a, TensorValue) and not isinstance(b, TensorValue):
-                    return self.weak(op_class, args, (lhs.span, rhs.span), node.op_span)
+                if not isinstance(a, TensorValue) and not isinstance(b, TensorValue):
+                    spans = (lhs.span, rhs.span)
+                    if arithmetic:
+                        return weak_arithmetic(self, op_class, args, spans, node.op_span)
+                    if issubclass(op_class, td.CompareOp):  # (a Python bool: 0 or 1)
+                        truth = self.binary(op_class, f"`{op}`", args, spans, node.op_span)
+                        return WeakValue(self.to_element(truth, i64, node.span).value, True, True)
                 if (
                     op == "**"
                     and isinstance(a, TensorValue)
@@ -419,6 +410,11 @@ class FunctionLowering(CallParams):
         spans: tuple[Span, Span],
         span: Span,
     ) -> TensorValue:
+        if any(isinstance(v, TensorValue) for v in args):  # (a Python bool meets it as a bool)
+            args = [
+                self.tensor(v, at) if is_python_bool(v) else v
+                for v, at in zip(args, spans, strict=True)
+            ]
         a, b = args
         try:
             td.broadcast_shapes(self.shape_of(a), self.shape_of(b))
@@ -535,6 +531,8 @@ class FunctionLowering(CallParams):
             if op.NEEDS_ELEMENTS:  # `max` of no booleans is NumPy's error, `any`'s False
                 self.check_elements(op, node, self.shape_of(args[0]), params["axis"])
             op = BOOLEAN_FORMS[op]  # `max` of booleans is `any`, as in NumPy
+        if op is td.AbsOp and (python := python_unary(self.emit, op, args[0], node.span, abs)):
+            return python  # (Python's `abs` of a Python number: one, weak; of a bool an int)
         if op is td.AbsOp and args and is_bool(args[0]):
             return args[0]  # NumPy's absolute value of a boolean is itself
         if op is td.InvertOp and args and is_bool(args[0]) and isinstance(args[0], TensorValue):

@@ -331,7 +331,7 @@ def _advanced_index(
         constant = td.dense_from_numpy(np.array(i), INT_TYPES["i64"])
         return emit(td.ConstantOp(constant), item.span)
     index = next(arrays)
-    if isinstance(index, WeakValue) and index.integer:  # a Python int given at run time
+    if isinstance(index, WeakValue) and index.integer and not index.boolean:  # a Python int
         index = TensorValue(index.value, (), INT_TYPES["i64"])
     if isinstance(index, LiteralValue):
         raise TdslTypeError(

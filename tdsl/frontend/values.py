@@ -38,13 +38,18 @@ class LiteralValue:
 @dataclass(frozen=True)
 class WeakValue:
     """A weak scalar known at run time: an ``f64[]`` value typed like a Python float, or
-    an ``i64[]`` one typed like a Python int (``integer``).
+    an ``i64[]`` one typed like a Python int (``integer``), or like a Python bool
+    (``boolean``: 0 or 1 in an ``i64[]``).
 
-    A weak scalar input, or arithmetic between weak values and literals only.
+    A weak scalar input, or arithmetic between weak values and literals only; a Python
+    bool is their comparison (``s < 0``): an int in arithmetic with other Python numbers
+    (``2 * (s < 0)`` is a Python int, ``(s < 0) + (s < 0)`` is 2), and a bool where it
+    meets a tensor (which keeps its dtype) or a function (``exp`` of it is a float16).
     """
 
     value: SSAValue
     integer: bool = False
+    boolean: bool = False
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,11 @@ def format_type(element: Attribute, shape: Sequence[int]) -> str:
 def is_bool(value: Value) -> bool:
     """Whether ``value`` is a boolean tensor."""
     return isinstance(value, TensorValue) and value.element == BOOL
+
+
+def is_python_bool(value: Value) -> bool:
+    """Whether ``value`` is a Python bool (a comparison of weak values and literals)."""
+    return isinstance(value, WeakValue) and value.boolean
 
 
 def is_number(value: Value) -> bool:
@@ -117,5 +127,6 @@ __all__ = [
     "format_type",
     "is_bool",
     "is_number",
+    "is_python_bool",
     "mixes_uint64",
 ]

@@ -12,7 +12,9 @@ import numpy as np
 from tdsl.errors import TdslCallError, TdslZeroDivisionError
 from tdsl.jit.trace_names import (
     COMPARISON_METHODS,
+    COMPARISON_OPERATORS,
     NO_VALUES,
+    WEAK_OPERATORS,
     ZERO_DIVISORS,
     holds_traced,
     not_static,
@@ -242,6 +244,21 @@ def python_comparison(name: str, inputs: Sequence[Any]) -> bool:
     return name in _COMPARISONS and python_numbers(inputs)
 
 
+def python_operator(name: str) -> str | None:
+    """The operator Python spells the ufunc ``name`` with, on Python numbers a Python number
+    or bool (``**``, ``<``), where the language would write the ufunc by name; else None."""
+    return WEAK_OPERATORS.get(name) or COMPARISON_OPERATORS.get(name)
+
+
+def python_result_dtype(name: str, inputs: Sequence[Any], floats: bool) -> type[np.generic]:
+    """The dtype of Python's operator ``name`` (a ufunc's) on Python numbers: a float, an
+    int, or a bool (a comparison's; ``&``, ``|``, ``^`` of bools)."""
+    bools = all(isinstance(x, bool) or getattr(x, "dtype", None) == np.bool_ for x in inputs)
+    if name in COMPARISON_OPERATORS or (name in WEAK_OPERATORS and bools):
+        return np.bool_
+    return np.float64 if floats else np.int64
+
+
 def python_division(name: str, inputs: Sequence[Any]) -> Any:
     """The operator ``name`` (a ufunc's) on Python numbers as Python computes it where that
     is not the ufunc: ``divmod`` as its ``//`` and ``%`` (Python numbers too, where
@@ -272,6 +289,8 @@ __all__ = [
     "python_comparison",
     "python_division",
     "python_numbers",
+    "python_operator",
+    "python_result_dtype",
     "reshape_method",
     "static_axis",
     "static_count",

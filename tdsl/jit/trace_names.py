@@ -37,9 +37,10 @@ UFUNC_OPERATORS = {
 
 WEAK_ARITHMETIC = frozenset(
     {"add", "subtract", "multiply", "divide", "true_divide", "floor_divide", "negative"}
-    | {"invert"}
+    | {"invert", "absolute"}
 )
-"""Ufuncs whose result on Python numbers is a Python number."""
+"""Ufuncs whose result on Python numbers is a Python number (by Python's operator or
+``abs``)."""
 
 WEAK_OPERATOR_METHODS = {
     "add": np.add,
@@ -59,6 +60,18 @@ WEAK_OPERATOR_METHODS = {
 """Python's binary operators (``__add__``, ``__radd__``) and the ufuncs they are: on
 Python numbers a Python number (weak), where the ufunc called by name gives a NumPy
 scalar (strong)."""
+
+COMPARISON_OPERATORS = {
+    "less": "<",
+    "less_equal": "<=",
+    "greater": ">",
+    "greater_equal": ">=",
+    "equal": "==",
+    "not_equal": "!=",
+}
+"""Python's comparisons of Python numbers, written as the language's operators: a Python
+bool, weak as the language types it (``2 * (s < 0)`` is a Python int, ``x * (s < 0)``
+keeps ``x``'s dtype)."""
 
 COMPARISON_METHODS = {
     "lt": np.less,

@@ -35,6 +35,8 @@ from tdsl.jit.trace_args import (
     operator_method,
     python_comparison,
     python_division,
+    python_operator,
+    python_result_dtype,
     reshape_method,
     transpose_method,
     unary_operator,
@@ -53,7 +55,6 @@ from tdsl.jit.trace_names import (
     VALUE_HINTS,
     WEAK_ARITHMETIC,
     WEAK_OPERATOR_METHODS,
-    WEAK_OPERATORS,
     bool_operand,
     literal,
     missing_hint,
@@ -284,7 +285,7 @@ class Tracer(NeedsValues, np.lib.mixins.NDArrayOperatorsMixin):
             or any(t.dtype.kind == "f" for t in operands)
             or any(isinstance(x, float) for x in inputs)
         )
-        weak_operator = name in WEAK_OPERATORS
+        weak_operator = (spelled := python_operator(name)) is not None
         # (a NumPy scalar operand is strong: `np.float32(2.5) * s` is a float32)
         weak_only = all(t.weak for t in operands) and not any(
             isinstance(x, np.generic) for x in inputs
@@ -296,11 +297,10 @@ class Tracer(NeedsValues, np.lib.mixins.NDArrayOperatorsMixin):
             if name in ("negative", "invert"):  # (Python's `-s`, `~s`)
                 expr = f"({'-' if name == 'negative' else '~'}{args[0]})"
             elif weak_operator:
-                expr = f"({args[0]} {WEAK_OPERATORS[name]} {args[1]})"
+                expr = f"({args[0]} {spelled} {args[1]})"
             refs = tuple(dict.fromkeys(n for t in operands for n in t.refs))
-            dtype = np.float64 if floats else np.int64
-            return Tracer(trace, expr, (), dtype, refs)
-        if operands and weak_only and name in UFUNC_OPERATORS:
+            return Tracer(trace, expr, (), python_result_dtype(name, inputs, floats), refs)
+        if operands and weak_only and (name in UFUNC_OPERATORS or name == "absolute"):
             # a ufunc called by name on Python numbers gives a NumPy scalar (np.add(s, 1)
             # is an int64), where the operator's spelling alone would be weak again
             expr = f"astype({expr}, {'float64' if floats else 'int64'})"
@@ -410,6 +410,7 @@ Tracer.transpose, Tracer.reshape = transpose_method, reshape_method  # type: ign
 Tracer.copy = lambda self, *a, **k: as_numpy_gives(np.copy(self, *a, **k), bool(self.scalar))  # type: ignore[attr-defined]
 Tracer.flatten = numpy_method(np.ravel)  # type: ignore[attr-defined]  # (a new array either way)
 Tracer.__neg__, Tracer.__invert__ = unary_operator(np.negative), unary_operator(np.invert)
+Tracer.__abs__ = unary_operator(np.absolute)  # (abs(s) of a Python number is one, weak)
 for _name, _ufunc in WEAK_OPERATOR_METHODS.items():
     if _name != "pow":  # (Tracer.__pow__: float16's `** 0.5`)
         setattr(Tracer, f"__{_name}__", operator_method(_ufunc, reflected=False))

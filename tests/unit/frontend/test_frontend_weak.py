@@ -51,6 +51,12 @@ def casts(module: ModuleOp) -> list[tuple[Attribute, Attribute]]:
         ("s * t", lambda a, s, t: np.asarray(s * t)),
         ("s", lambda a, s, t: np.asarray(s)),
         ("maximum(s, t)", lambda a, s, t: np.maximum(s, t)),
+        # `abs` of a Python number is Python's, a Python number (np.abs's is a float64)
+        ("A * abs(s)", lambda a, s, t: a * abs(s)),
+        ("A * abs(-2.5)", lambda a, s, t: a * abs(-2.5)),
+        ("A * abs(s - t * 2)", lambda a, s, t: a * abs(s - t * 2)),
+        ("abs(A) * abs(-s)", lambda a, s, t: np.abs(a) * abs(-s)),
+        ("abs(s)", lambda a, s, t: np.asarray(abs(s))),
     ],
 )
 def test_weak_inputs_promote_as_numpy_promotes_python_floats(
