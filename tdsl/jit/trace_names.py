@@ -438,10 +438,14 @@ def split_results(name: str, qualified: str, args: Sequence[Any], kwargs: Mappin
     trace_error(f"`{qualified}` takes a number of sections or a sequence of indices")
 
 
-def bool_operand(value: Any) -> str | None:
+def bool_operand(value: Any, python: bool = False) -> str | None:
     """A Python or NumPy bool as an operand of the language (which writes ``True`` only as
     a keyword's value): a strong bool, as NumPy's ``x * True`` and ``m & True`` compute
-    it (a bool never widens the other operand); None for any other value."""
+    it (a bool never widens the other operand); in Python's arithmetic on Python numbers
+    (``python``), a Python ``bool`` a comparison of literals makes, which it takes as an
+    int (``s * True`` is ``s``, weak); None for any other value."""
+    if python and isinstance(value, bool):
+        return "(1 > 0)" if value else "(0 > 1)"
     if isinstance(value, bool | np.bool_):
         return f"astype({1 if value else 0}, bool)"
     return None

@@ -274,8 +274,14 @@ class Tracer(NeedsValues, np.lib.mixins.NDArrayOperatorsMixin):
         if composed and (done := composed(*inputs)) is not NotImplemented:
             return done
         trace = self._trace
-        args = [bool_operand(x) or spell(trace, x) for x in inputs]
         operands = [x for x in map(lambda v: as_operand(trace, v), inputs) if x is not None]
+        # (a NumPy scalar operand is strong: `np.float32(2.5) * s` is a float32)
+        weak_only = all(t.weak for t in operands) and not any(
+            isinstance(x, np.generic) for x in inputs
+        )
+        weak_operator = (spelled := python_operator(name)) is not None
+        weak = (name in WEAK_ARITHMETIC or weak_operator) and operator and weak_only
+        args = [bool_operand(x, python=weak) or spell(trace, x) for x in inputs]
         if name in UFUNC_OPERATORS and len(args) == 2:
             expr = f"({args[0]} {UFUNC_OPERATORS[name]} {args[1]})"
         else:
@@ -285,13 +291,7 @@ class Tracer(NeedsValues, np.lib.mixins.NDArrayOperatorsMixin):
             or any(t.dtype.kind == "f" for t in operands)
             or any(isinstance(x, float) for x in inputs)
         )
-        weak_operator = (spelled := python_operator(name)) is not None
-        # (a NumPy scalar operand is strong: `np.float32(2.5) * s` is a float32)
-        weak_only = all(t.weak for t in operands) and not any(
-            isinstance(x, np.generic) for x in inputs
-        )
-        weak = (name in WEAK_ARITHMETIC or weak_operator) and operator
-        if weak and weak_only:
+        if weak:
             # Python's arithmetic on Python numbers gives a Python number: weak, written
             # into the lines that use it (the frontend types it where it meets an array)
             if name in ("negative", "invert"):  # (Python's `-s`, `~s`)

@@ -265,6 +265,25 @@ def test_pythons_bools_of_python_numbers_are_ints_in_their_arithmetic(
 @pytest.mark.parametrize(
     "fn",
     [
+        lambda x, s: x * (s * True),
+        lambda x, s: x * (True / (s + 3)),
+        lambda x, s: x * ((s < 0) & True) * 2,
+        lambda x, s: x * (False - (s > 1)),
+    ],
+)
+def test_a_python_bool_constant_in_pythons_arithmetic_is_pythons(jit_target: str, fn: Any) -> None:
+    """``s * True`` of a Python float ``s`` is a Python float: ``x * (s * True)`` of a
+    float32 ``x`` is float32 (the tracer wrote ``True`` as a bool array, so float64;
+    found by fuzzing Python's arithmetic on Python numbers)."""
+    for s in (-1.5, 0.5, 2.0):
+        want, got = fn(X, s), tdsl.trace(fn)(X, s)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
         lambda x, n: x + n // 0,
         lambda x, n: x * (n % 0),
         lambda x, n: x / (n / 0.0),
