@@ -72,8 +72,8 @@ from tdsl.frontend.values import (
     Value,
     WeakValue,
     check_rank,
+    describe,
     dtype_name,
-    format_type,
     is_bool,
     is_number,
     is_python_bool,
@@ -255,15 +255,7 @@ class FunctionLowering(CallParams):
             return bool if value.boolean else int
         return float
 
-    @staticmethod
-    def describe(value: Value) -> str:
-        if isinstance(value, LiteralValue):
-            if isinstance(value.value, int):
-                return f"int (the number {value.value})"
-            return f"f64[] (the number {value.value:g})"
-        if isinstance(value, WeakValue):
-            return "i64[] (a weak int)" if value.integer else "f64[] (a weak scalar)"
-        return format_type(value.element, value.shape)
+    describe = staticmethod(describe)
 
     @staticmethod
     def shape_of(value: Value) -> tuple[int, ...]:
@@ -508,6 +500,11 @@ class FunctionLowering(CallParams):
         info = FUNCTIONS[node.func]
         spans = tuple(arg.span for arg in node.args)
         op = info.op
+        if op is not td.AbsOp:  # (NumPy's functions take a Python bool as a bool, not Python's)
+            args = [
+                self.tensor(a, at) if is_python_bool(a) else a
+                for a, at in zip(args, spans, strict=True)
+            ]
         if issubclass(op, td.LogicalOp | td.NotOp):  # NumPy's truth of a number: nonzero
             args = [
                 self.truth(a, at) if is_number(a) else a for a, at in zip(args, spans, strict=True)

@@ -82,6 +82,21 @@ def is_bool(value: Value) -> bool:
     return isinstance(value, TensorValue) and value.element == BOOL
 
 
+def describe(value: Value) -> str:
+    """``value``'s type as error messages show it: ``f32[3]``, ``int (the number 2)``."""
+    if isinstance(value, LiteralValue):
+        if isinstance(value.value, int):
+            return f"int (the number {value.value})"
+        return f"f64[] (the number {value.value:g})"
+    if isinstance(value, WeakValue) and value.boolean:
+        return "bool (a Python bool)"
+    if isinstance(value, WeakValue):
+        return "i64[] (a weak int)" if value.integer else "f64[] (a weak scalar)"
+    if isinstance(value, TupleValue):
+        return f"a tuple of {len(value.items)}"
+    return format_type(value.element, value.shape)
+
+
 def is_python_bool(value: Value) -> bool:
     """Whether ``value`` is a Python bool (a comparison of weak values and literals)."""
     return isinstance(value, WeakValue) and value.boolean
@@ -123,6 +138,7 @@ __all__ = [
     "Value",
     "WeakValue",
     "check_rank",
+    "describe",
     "dtype_name",
     "format_type",
     "is_bool",

@@ -232,6 +232,10 @@ PYTHON_BOOLS = {
     "where(s < 0, x, 0)": lambda x, s: np.where(s < 0, x, 0),
     "x * exp(s < 0)": lambda x, s: x * np.exp(s < 0),
     "(s < 0) & (s < 1)": lambda x, s: (s < 0) & (s < 1),
+    # (NumPy's functions take a Python bool as a bool: `minimum` of two is `&`)
+    "x * minimum(s < 0, s < 1)": lambda x, s: x * np.minimum(s < 0, s < 1),
+    "maximum(s < 0, x)": lambda x, s: np.maximum(s < 0, x),
+    "x + sum(s < 0)": lambda x, s: x + np.sum(s < 0),
 }
 
 
