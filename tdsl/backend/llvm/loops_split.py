@@ -23,8 +23,9 @@ the contraction in :data:`CONTRACTION_TILES` tiles, or more where the scratch ne
 (:func:`fit_contraction`); where rows of one element with that contraction tile still
 break the scratch, any contraction is halved further, to 1 if need be (the tile op's
 plan cuts it to fit a small budget: ``exp(a) @ b``; ``_GroupPlan._fit``); a recorded
-plan may cut a qualifying contraction into any tiles. The emission is the flash key loop's: what runs along the dim runs in a loop
-over its tiles, the rest before and after it.
+plan may cut a qualifying contraction into any tiles. The emission is the flash key
+loop's: what runs along the dim runs in a loop over its tiles, the rest before and
+after it.
 """
 
 from __future__ import annotations
