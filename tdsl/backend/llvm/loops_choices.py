@@ -406,6 +406,19 @@ def scratch_slots(plan: _GroupPlan) -> tuple[dict[SSAValue, int], list[SSAValue]
                 (computed_until(u.operation) for u in r.uses if u.operation in body.members),
                 default=plan.level[op],
             )
+    # the sweeps of the levels along a key dim (a flash op's, a cut contraction's) run
+    # in a loop over its tiles: a value computed before that loop and read in it is read
+    # until the loop ends, past its last level (a contraction's second matmul took the
+    # slot of the first one's left operand, which the first read again in the next tile
+    # of the contraction: `sum(x * ((x * 2) @ w @ w), axis=1)` was a quarter off)
+    for key in {*plan.flash.values(), *plan.split.values()}:
+        along = [op for op in body.ops if key in body.loop_dims(op)]
+        end = max(plan.level[op] for op in along) + 1
+        for op in along:
+            for v in op.operands:
+                p = body.producer(v)
+                if p is not None and p not in along:
+                    read_until[v] = max(read_until[v], end)
 
     def in_place(w: SSAValue, v: SSAValue, producer: Operation | None) -> bool:
         """Whether ``producer`` computes ``v`` from ``w`` element by element, and nothing

@@ -67,27 +67,11 @@ def contraction_keys(
             or (_is_reduction(left) and tile_gemm(body, left, args) is None)
             or any(r in dims for dims in body.output_dims)
             or any(r in body.dims[v] for v in staged)
-            or _reduced_after(body, op, args)
         ):
             continue
         if all(feeds_along(body, p, op, r) for p in body.ops if p is not op):
             return {op: r}
     return {}
-
-
-def _reduced_after(body: GroupBody, op: Operation, args: Sequence[SSAValue]) -> bool:
-    """Whether an op of ``body`` reading ``op``'s result, directly or through other ops,
-    is a reduction other than a matmul BLAS computes: the loops then computed it from a
-    result still missing tiles of the contraction (``sum(x * (p @ w @ w), axis=1)`` at a
-    contraction of 512 was a quarter off), so the contraction is not cut."""
-    reached = {op}
-    for p in body.ops:  # (in program order: a reader comes after what it reads)
-        if p in reached or not any(body.producer(v) in reached for v in p.operands):
-            continue
-        if _is_reduction(p) and tile_gemm(body, p, args) is None:
-            return True
-        reached.add(p)
-    return False
 
 
 def cut_contractions(
