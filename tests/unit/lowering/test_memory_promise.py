@@ -469,6 +469,46 @@ def test_the_native_loops_cut_a_contraction_the_plan_cuts(text: str, budget: int
         np.testing.assert_allclose(fn(a, b), want, rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.parametrize("budget", [256, 4000])
+@pytest.mark.parametrize(
+    ("text", "reference"),
+    [
+        ("mean(relu(a) @ b, axis=0)", lambda a, b, c: np.mean(np.maximum(a, 0) @ b, axis=0)),
+        ("sum(relu(a) @ b, axis=1)", lambda a, b, c: np.sum(np.maximum(a, 0) @ b, axis=1)),
+        ("tanh(a) @ b @ c", lambda a, b, c: np.tanh(a) @ b @ c),
+    ],
+)
+def test_a_reduction_of_a_matmul_keeps_the_native_loops_in_the_budget(
+    text: str, reference: Any, budget: int
+) -> None:
+    """A reduction reading a matmul whose contraction the plan cuts: the loops took the
+    contraction whole (a row of ``relu(a)``, 300 elements, beyond budgets up to 20,000
+    for ``mean``), warned, and ``auto`` ran the numpy target; they now run it in tiles
+    (found by fuzzing the matmuls of fused groups under small budgets)."""
+    native_or_skip()
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((100, 300)).astype(np.float32)
+    b = (rng.standard_normal((300, 160)) / 16).astype(np.float32)
+    c = (rng.standard_normal((160, 50)) / 16).astype(np.float32)
+    shapes = {"a": a.shape, "b": b.shape, "c": c.shape}
+    if "c" not in text:
+        del shapes["c"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)  # (no fusion plan fits)
+        warnings.simplefilter("error", TdslLoopsBudgetWarning)
+        native, auto = (
+            JITTensorKernel(memory_budget=budget, target=target, threads=1).compile(
+                text, shapes=shapes, dtypes="f32"
+            )
+            for target in ("native", "auto")
+        )
+    assert "native loops would break the budget" not in (auto.target_reason or "")
+    arrays = [a, b, c][: len(shapes)]
+    want = reference(a, b, c)
+    for fn in (native, auto):
+        assert_matches(fn(*arrays), want)
+
+
 @pytest.mark.parametrize("budget", [16, 32, 64])
 def test_the_native_loops_run_the_plans_passes_where_it_cuts_reduction_dims(budget: int) -> None:
     """``a - sum(a, axis=(1, 2)) + softmax(a, axis=1)`` of 16x5x40: under a small budget
