@@ -399,3 +399,16 @@ def computed_in_place(
                     chain.add(r)
                     todo.append(r)
     return found and v not in chain
+
+
+def contiguous_dim(v: SSAValue, dims: Dims, strides: Sequence[int] | None) -> int | None:
+    """The space dim that ``v``, read along ``dims``, lies contiguous along: its last
+    dim, or for a strided input (its element ``strides``) the dim of its smallest
+    stride (None: broadcast)."""
+    if strides is None:
+        return next((d for d in reversed(dims) if d is not None), None)
+    shape = tensor_shape(v)
+    axes = [i for i, d in enumerate(dims) if d is not None and shape[i] > 1 and strides[i]]
+    if not axes:
+        return None  # (a stride of 0 is a broadcast: along it, one element)
+    return dims[min(axes, key=lambda i: (abs(strides[i]), -i))]

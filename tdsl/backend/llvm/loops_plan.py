@@ -39,6 +39,7 @@ from tdsl.backend.llvm.loops_common import (
     _is_reduction,
     _is_scan,
     _state_size,
+    contiguous_dim,
     hoistable_dims,
     loops_bug,
     sweep_readers,
@@ -53,6 +54,7 @@ from tdsl.backend.llvm.loops_recorded import (
     recorded_stored,
 )
 from tdsl.backend.llvm.loops_split import (
+    check_order,
     contraction_keys,
     cut_contractions,
     fit_contraction,
@@ -87,12 +89,14 @@ class _GroupPlan:
         threads: int = 1,
         limit: int | None = None,
         blas_limit: int | None = None,
+        split: bool = True,
     ) -> None:
         """The loops of ``tile``, whose inputs come with ``input_strides`` (element
         strides per input, None for row-major; missing ones are row-major), for calls on
         ``threads`` threads, their tiles within ``limit`` elements of scratch where that
         is more than the tile op records, or within ``blas_limit`` where the loops call
-        BLAS a tile at a time (a recorded plan keeps its own)."""
+        BLAS a tile at a time (a recorded plan keeps its own); without ``split``, no
+        matmul's contraction in tiles."""
         self.more_storage: dict[Operation, list[Storage]] = {}
         """Per tuple accumulator: its components after the first (set by :meth:`emit`)."""
         self.shared: dict[Operation, int] = {}
@@ -145,7 +149,8 @@ class _GroupPlan:
         self.flash = flash_keys(body, self.staged_values)
         """``softmax_matmul`` ops run in the plan's tiles of their key dim, to that dim
         (see :mod:`~tdsl.backend.llvm.loops_flash`)."""
-        self.split = {} if self.flash else contraction_keys(body, self.args, self.staged_values)
+        keys = contraction_keys(body, self.args, self.staged_values) if split else {}
+        self.split = {} if self.flash else keys
         """A matmul whose contraction the loops run in tiles, to that dim (a key dim as a
         flash op's is: :mod:`~tdsl.backend.llvm.loops_split`)."""
         # parallel dims keep their tiles; other dims run whole (element loops), but keys
@@ -217,6 +222,9 @@ class _GroupPlan:
             self._choose_tiles(tiles, limit // self.share if self.gemm else limit)
         self.split = {op: r for op, r in self.split.items() if self.tiles[r] < self.extents[r]}
         check_split(self)
+        if self.split and not check_order(self):  # (what a reader needs within the loop)
+            kw = {"limit": limit, "blas_limit": blas_limit, "split": False}
+            return self.__init__(tile, input_strides, threads=threads, **kw)
         self.passes = passes if self.recorded is not None else plan_passes(self, tiles, limit)
         scratch = self._scratch_elements()
         empty = 0 in self.extents  # (computes nothing: no scratch is used)
@@ -576,16 +584,8 @@ class _GroupPlan:
         return types
 
     def contiguous(self, v: SSAValue, dims: Dims) -> int | None:
-        """The space dim that ``v``, read along ``dims``, lies contiguous along: its last
-        dim, or for a strided input the dim of its smallest stride (None: broadcast)."""
-        strides = self.strides.get(v)
-        if strides is None:
-            return next((d for d in reversed(dims) if d is not None), None)
-        shape = tensor_shape(v)
-        axes = [i for i, d in enumerate(dims) if d is not None and shape[i] > 1 and strides[i]]
-        if not axes:
-            return None  # (a stride of 0 is a broadcast: along it, one element)
-        return dims[min(axes, key=lambda i: (abs(strides[i]), -i))]
+        """The space dim that ``v``, read along ``dims``, lies contiguous along."""
+        return contiguous_dim(v, dims, self.strides.get(v))
 
     def hoistable(self) -> list[int]:
         """The leading space dims (in order) all sweeps can share as outer loops."""

@@ -14,10 +14,12 @@ and its bare chain ``(x @ w1) @ w2`` 27.7 ms, so the time over the GEMMs was the
 shape, not the epilogue.
 
 A matmul qualifies (:func:`contraction_keys`) where BLAS computes it a tile at a time,
-its left operand is computed in the group, and its contraction is a reduction dim that
-no other op reduces over, along which every op feeds it (no output, scan or staged
-value runs along it): the rule of a flash key tile
-(:func:`~tdsl.backend.llvm.loops_flash.feeds_along`). Where the contraction has at
+its left operand is computed in the group, and its contraction is a reduction dim
+along which every op feeds it (no output, scan or staged value runs along it): the rule
+of a flash key tile (:func:`~tdsl.backend.llvm.loops_flash.feeds_along`), but for
+reductions along it that only ops after the loop read (:func:`carried`), and where no
+op along it reads the matmul's result; the readers must run at levels after the loop
+(:func:`check_order`, checked once the levels are planned). Where the contraction has at
 least :data:`CONTRACTION_MIN` elements, the plan takes one tile of rows per thread and
 the contraction in :data:`CONTRACTION_TILES` tiles, or more where the scratch needs
 (:func:`fit_contraction`); where rows of one element with that contraction tile still
@@ -31,14 +33,23 @@ after it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from xdsl.ir import Operation, SSAValue
 
 from tdsl.backend.llvm.loops_choices import TileGemm, tile_gemm
-from tdsl.backend.llvm.loops_common import _is_reduction  # pyright: ignore[reportPrivateUsage]
+from tdsl.backend.llvm.loops_common import (
+    _is_contraction,  # pyright: ignore[reportPrivateUsage]
+    _is_reduction,  # pyright: ignore[reportPrivateUsage]
+    _is_scan,  # pyright: ignore[reportPrivateUsage]
+)
 from tdsl.backend.llvm.loops_flash import feeds_along
 from tdsl.dialects.kernel_body import GroupBody
 from tdsl.dialects.structured import IteratorType
+from tdsl.errors import TdslIRError
+
+if TYPE_CHECKING:
+    from tdsl.backend.llvm.loops_plan import _GroupPlan  # pyright: ignore[reportPrivateUsage]
 
 CONTRACTION_TILES = 2
 """The tiles a qualifying matmul's contraction runs in (each thread's tile of rows then
@@ -67,11 +78,71 @@ def contraction_keys(
             or (_is_reduction(left) and tile_gemm(body, left, args) is None)
             or any(r in dims for dims in body.output_dims)
             or any(r in body.dims[v] for v in staged)
+            or _read_along(body, op, r)
         ):
             continue
-        if all(feeds_along(body, p, op, r) for p in body.ops if p is not op):
+        if all(feeds_along(body, p, op, r) or carried(body, p, r) for p in body.ops if p is not op):
             return {op: r}
     return {}
+
+
+def _read_along(body: GroupBody, op: Operation, r: int) -> bool:
+    """Whether an op along ``r`` reads ``op``'s result, directly or through other ops:
+    the loop over ``r``'s tiles would read a result still missing them (the first matmul
+    of ``sum(x * ((x * 2) @ w @ w), axis=1)``, whose product the second reads along the
+    first's contraction; the second's contraction is cut instead)."""
+    reached = {op}
+    for p in body.ops:  # (in program order: a reader comes after what it reads)
+        if p in reached or not any(body.producer(v) in reached for v in p.operands):
+            continue
+        if r in body.loop_dims(p):
+            return True
+        reached.add(p)
+    return False
+
+
+def carried(body: GroupBody, p: Operation, r: int) -> bool:
+    """Whether ``p`` is a reduction over ``r`` (not a matmul, not a scan) whose results
+    only ops not along ``r`` read: its accumulator runs on over the loop's tiles, set
+    before the loop and read after it (``sum(relu(a), axis=1)`` beside ``relu(a) @ b``;
+    :func:`check_order` checks that its readers come after the loop)."""
+    if not _is_reduction(p) or _is_contraction(p) or _is_scan(p):
+        return False
+    if r not in body.loop_dims(p) or any(r in body.dims[x] for x in p.results):
+        return False
+    return all(
+        r not in body.loop_dims(u.operation)
+        for x in p.results
+        for u in x.uses
+        if u.operation in body.members
+    )
+
+
+def check_order(plan: _GroupPlan) -> bool:
+    """Whether every op that reads a cut contraction's matmul, or a reduction
+    :func:`carried` along it, directly or through other ops, runs at a level after those
+    of the ops along it: the loops run those levels after the loop over its tiles, once
+    all of them are in.  A recorded plan that cuts such a contraction where one does not
+    is a located error; for the planner's own, False (it plans without the cut)."""
+    body = plan.body
+    for op, r in plan.split.items():
+        along = [o for o in body.ops if r in body.loop_dims(o)]
+        top = max(plan.level[o] for o in along)
+        reached = {op, *(o for o in along if carried(body, o, r))}
+        for p in body.ops:  # (in program order: a reader comes after what it reads)
+            if p in reached or not any(body.producer(v) in reached for v in p.operands):
+                continue
+            if r in body.loop_dims(p) or plan.level[p] <= top:
+                if plan.recorded is None:
+                    return False
+                raise TdslIRError(
+                    f"the loops plan cuts d{r}, the contraction of '{op.name}' (op "
+                    f"{body.position[op]} of the group), but op {body.position[p]} reads "
+                    f"what the loop over its tiles computes within that loop: give d{r} whole",
+                    op=plan.tile,
+                )
+            reached.add(p)
+    return True
 
 
 def cut_contractions(
@@ -148,6 +219,8 @@ def runs_along(body: GroupBody, d: int, args: Sequence[SSAValue]) -> bool:
 __all__ = [
     "CONTRACTION_MIN",
     "CONTRACTION_TILES",
+    "carried",
+    "check_order",
     "contraction_keys",
     "cut_contractions",
     "fit_contraction",

@@ -6,6 +6,7 @@ loops plan, and hand edits run or are refused with a located error."""
 from __future__ import annotations
 
 import re
+import warnings
 from typing import Any
 
 import numpy as np
@@ -13,6 +14,7 @@ import pytest
 from test_matmul_chains import CHAINS, arrays
 
 from tdsl import JITTensorKernel, TdslError
+from tdsl.errors import TdslBudgetWarning
 
 pytestmark = pytest.mark.skipif(
     __import__("importlib").util.find_spec("llvmlite") is None, reason="no llvmlite"
@@ -187,3 +189,76 @@ def test_a_contraction_a_reduction_reads_after_is_cut(text: str) -> None:
     want = eval(text, {**names, "relu": lambda v: np.maximum(v, 0)}, {"x": x, "w": w})
     _close(np.asarray(kernel(x=x, w=w)), np.asarray(want))
     assert _loops_tiles(kernel.ir["planned"])[-1] == 256  # (the contraction in two tiles)
+
+
+_RELU = lambda v: np.maximum(v, 0)  # noqa: E731
+
+
+@pytest.mark.parametrize("budget", [64, None])
+@pytest.mark.parametrize(
+    ("text", "reference"),
+    [
+        (
+            "sum(relu(a), axis=1, keepdims=True) * (relu(a) @ b)",
+            lambda a, b: np.sum(_RELU(a), axis=1, keepdims=True) * (_RELU(a) @ b),
+        ),
+        (
+            "exp(a) @ b - mean(exp(a), axis=1, keepdims=True)",
+            lambda a, b: np.exp(a) @ b - np.mean(np.exp(a), axis=1, keepdims=True),
+        ),
+        (
+            "tanh(relu(a) @ b) * max(a, axis=1, keepdims=True)",
+            lambda a, b: np.tanh(_RELU(a) @ b) * np.max(a, axis=1, keepdims=True),
+        ),
+    ],
+)
+def test_a_reduction_along_the_contraction_runs_on_over_its_tiles(
+    text: str, reference: Any, budget: int | None
+) -> None:
+    """A reduction along the contraction beside the matmul (``sum(relu(a), axis=1)``
+    next to ``relu(a) @ b``) whose result only ops after the matmul read: its
+    accumulator runs on over the contraction's tiles, read after the loop over them.
+    The loops took such a contraction whole (a row of ``relu(a)``, 1,024 elements, at
+    budget 64, with a warning); they now cut it, and the result is NumPy's."""
+    from tdsl.errors import TdslLoopsBudgetWarning
+    from tdsl.runtime.compile import native_unavailable_reason
+
+    if native_unavailable_reason() is not None:
+        pytest.skip(str(native_unavailable_reason()))
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((64, 1024))
+    b = rng.standard_normal((1024, 96)) / 32
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)  # (no fusion plan fits 64)
+        warnings.simplefilter("error", TdslLoopsBudgetWarning)
+        kernel = JITTensorKernel(target="native", memory_budget=budget).compile(
+            text, {"a": a.shape, "b": b.shape}, "f64"
+        )
+    assert _loops_tiles(kernel.ir["planned"])[-1] < 1024  # (the contraction, in tiles)
+    _close(np.asarray(kernel(a=a, b=b)), reference(a, b))
+
+
+def test_a_reader_of_a_reduction_within_the_loop_keeps_the_contraction_whole() -> None:
+    """``(relu(a) @ b) / (1 + sum(relu(a), axis=1))``: ``1 + sum`` runs at the level of
+    the matmul, which the loops would run before the loop over the contraction's tiles,
+    from a sum still missing them.  The planner keeps the contraction whole (the result
+    is NumPy's), and a recorded plan that cuts it is refused with a located error."""
+    from tdsl.runtime.compile import native_unavailable_reason
+
+    if native_unavailable_reason() is not None:
+        pytest.skip(str(native_unavailable_reason()))
+    text = "(relu(a) @ b) / (1 + sum(relu(a), axis=1, keepdims=True))"
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((64, 1024)), rng.standard_normal((1024, 96)) / 32
+    kernel = JITTensorKernel(target="native").compile(text, {"a": a.shape, "b": b.shape}, "f64")
+    planned = kernel.ir["planned"]
+    tiles = _loops_tiles(planned)
+    assert tiles[-1] == 1024
+    _close(np.asarray(kernel(a=a, b=b)), (_RELU(a) @ b) / (1 + _RELU(a).sum(1, keepdims=True)))
+    cut = planned.replace(
+        "loops tiles [" + ", ".join(map(str, tiles)) + "]",
+        "loops tiles [" + ", ".join(map(str, [*tiles[:-1], 256])) + "]",
+    )
+    with pytest.raises(TdslError, match=r"reads what the loop over its tiles computes") as err:
+        JITTensorKernel(target="native").compile_ir(cut)
+    assert err.value.location is not None
