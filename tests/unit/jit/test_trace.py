@@ -822,9 +822,9 @@ def _exp_matmul(x):
 
 def _block(x, w1, w2):
     h = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + 1e-6)
-    # (the sum over the hidden dim keeps the native loops from cutting it: under a small
-    # budget they break the plan's scratch and warn)
-    return x + ((h @ w1) * (h @ w1 * 0.5)) @ w2 + np.sum(h @ w1, axis=-1, keepdims=True)
+    # (two chains through the hidden dim: under a small budget the native loops break the
+    # plan's scratch and warn)
+    return x + ((h @ w1) * (h @ w1 * 0.5)) @ w2 + (np.maximum(h, 0) @ w1) @ w2
 
 
 def _block_args() -> tuple[Any, ...]:

@@ -410,13 +410,13 @@ def test_native_keeps_a_computed_matmul_operand_that_is_a_result_in_the_result()
 
 
 def test_auto_runs_numpy_where_the_native_loops_would_break_the_budget() -> None:
-    """``exp(a) @ b + sum(a, axis=1, keepdims=True)`` at budget 64: the plan cuts the
-    contraction, which the loops take whole (they run no plan's passes with a matmul,
-    and the sum along it keeps them from running it in BLAS's tiles): they keep a row
-    of ``exp(a)`` for it, beyond the plan's scratch."""
+    """``layernorm(a) @ b`` at budget 64: the plan cuts the contraction, which the loops
+    take whole (they run no plan's passes with a matmul, and the layer norm's statistics
+    along it, which its every element reads, keep them from running it in BLAS's tiles):
+    they keep a row of the layer norm for it, beyond the plan's scratch."""
     native_or_skip()
     shapes = {"a": (128, 160), "b": (160, 128)}
-    text = "exp(a) @ b + sum(a, axis=1, keepdims=True)"
+    text = "layernorm(a) @ b"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TdslBudgetWarning)  # no fusion plan fits 64
         warnings.simplefilter("error", TdslLoopsBudgetWarning)  # auto keeps this one to itself
