@@ -252,11 +252,38 @@ def python_operator(name: str) -> str | None:
 
 def python_result_dtype(name: str, inputs: Sequence[Any], floats: bool) -> type[np.generic]:
     """The dtype of Python's operator ``name`` (a ufunc's) on Python numbers: a float, an
-    int, or a bool (a comparison's; ``&``, ``|``, ``^`` of bools)."""
+    int, or a bool (a comparison's; ``&``, ``|``, ``^`` of bools, not their shifts)."""
     bools = all(isinstance(x, bool) or getattr(x, "dtype", None) == np.bool_ for x in inputs)
-    if name in COMPARISON_OPERATORS or (name in WEAK_OPERATORS and bools):
+    if name in COMPARISON_OPERATORS or (name.startswith("bitwise_") and bools):
         return np.bool_
     return np.float64 if floats else np.int64
+
+
+def round_method(self: Any, ndigits: int | None = None) -> Any:
+    """``round(x)``: Python's int of a 0-d value (refused: it has none), else NumPy's
+    ``np.round`` (an ndarray's)."""
+    if not self.shape and ndigits is None:
+        trace_error(f"`round()` of a 0-d traced value ({NO_VALUES}): use `np.round(x)`")
+    return np.round(self, ndigits or 0)
+
+
+def by_name_dtype(ufunc: np.ufunc, inputs: Sequence[Any], floats: bool) -> str:
+    """The dtype of the NumPy scalar ``ufunc`` called by name on Python numbers gives: its
+    result on stand-ins of theirs (``np.add(s, 1)`` is an int64 for an int ``s``,
+    ``np.abs(s < 0)`` a bool, NumPy's absolute value of ``True``)."""
+
+    def stand_in(x: Any) -> Any:
+        if isinstance(x, bool | int | float):
+            return x
+        kind = np.dtype(getattr(x, "dtype", np.float64)).kind
+        return True if kind == "b" else 1 if kind in "iu" else 1.0
+
+    try:
+        with np.errstate(all="ignore"):
+            dtype = np.asarray(ufunc(*map(stand_in, inputs))).dtype
+    except (TypeError, ValueError, OverflowError):  # (as the language would refuse it)
+        dtype = np.dtype(np.float64 if floats else np.int64)
+    return "bool" if dtype == np.bool_ else dtype.name
 
 
 def python_division(name: str, inputs: Sequence[Any]) -> Any:
@@ -282,6 +309,7 @@ __all__ = [
     "JOINS",
     "as_array",
     "as_numpy_gives",
+    "by_name_dtype",
     "list_operands",
     "ndim_of",
     "numpy_method",
@@ -292,6 +320,7 @@ __all__ = [
     "python_operator",
     "python_result_dtype",
     "reshape_method",
+    "round_method",
     "static_axis",
     "static_count",
     "static_ints",

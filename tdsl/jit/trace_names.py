@@ -224,7 +224,9 @@ def values_needed() -> NoReturn:
     trace_error(
         f"NumPy needs the values of a traced array here, and {NO_VALUES}: a NumPy array "
         "indexed by a traced one (`W[i]`, `np.take(W, i)`: pass `W` as an argument), a "
-        "list of traced arrays (`np.sum([x, y])`: `np.stack` them), or `np.asarray`"
+        "list of traced arrays (`np.sum([x, y])`: `np.stack` them), `np.asarray`, or a "
+        "NumPy scalar type called on one (`np.float32(s)`, `np.int32(x)`: write "
+        "`x.astype(np.int32)`, or pass a Python number argument in as `np.float32(s)`)"
     )
 
 
@@ -448,19 +450,26 @@ def bool_operand(value: Any, python: bool = False) -> str | None:
         return "(1 > 0)" if value else "(0 > 1)"
     if isinstance(value, bool | np.bool_):
         return f"astype({1 if value else 0}, bool)"
+    if not python and getattr(value, "weak", False) and getattr(value, "dtype", None) == np.bool_:
+        # (a traced Python bool, `s < 0`, to a NumPy function: a NumPy bool, as NumPy
+        # takes it: `np.abs(s < 0)` is `np.True_`, where Python's `abs` gives 1)
+        return f"astype({value.name}, bool)"
     return None
 
 
 def literal(value: Any) -> str:
     """A Python or NumPy number as a literal of the language (``inf``, ``(-inf)``, ``nan``
-    too); a ``uint64`` beyond int64 as the int64 of its bits, which ``astype(...,
-    uint64)`` gives back (the literal is an int64)."""
+    too), a negative one in parentheses (``(-4.5) ** n``, not ``-(4.5 ** n)``: written
+    ``-4.5 ** n``, it lost its sign; found by fuzzing); a ``uint64`` beyond int64 as the
+    int64 of its bits, which ``astype(..., uint64)`` gives back (the literal is an
+    int64)."""
     if isinstance(value, np.generic):
         big = isinstance(value, np.uint64) and int(value) >> 63
         value = int(value) - (1 << 64) if big else value.item()
     if isinstance(value, float) and not np.isfinite(value):
         return "nan" if np.isnan(value) else ("inf" if value > 0 else "(-inf)")
-    return repr(value)
+    text = repr(value)
+    return f"({text})" if text.startswith("-") else text
 
 
 DATA_DEPENDENT = frozenset(

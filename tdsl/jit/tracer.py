@@ -30,6 +30,7 @@ from tdsl.errors import SourceLocation, TdslCallError, TdslError
 from tdsl.jit.trace_args import (
     NeedsValues,
     as_numpy_gives,
+    by_name_dtype,
     list_operands,
     numpy_method,
     operator_method,
@@ -38,6 +39,7 @@ from tdsl.jit.trace_args import (
     python_operator,
     python_result_dtype,
     reshape_method,
+    round_method,
     transpose_method,
     unary_operator,
 )
@@ -48,7 +50,6 @@ from tdsl.jit.trace_names import (
     DATA_DEPENDENT,
     FUNCTION_NAMES,
     KEEP_SCALAR,
-    NO_VALUES,
     SCALAR_RESULTS,
     UFUNC_NAMES,
     UFUNC_OPERATORS,
@@ -276,9 +277,8 @@ class Tracer(NeedsValues, np.lib.mixins.NDArrayOperatorsMixin):
         trace = self._trace
         operands = [x for x in map(lambda v: as_operand(trace, v), inputs) if x is not None]
         # (a NumPy scalar operand is strong: `np.float32(2.5) * s` is a float32)
-        weak_only = all(t.weak for t in operands) and not any(
-            isinstance(x, np.generic) for x in inputs
-        )
+        strong = any(isinstance(x, np.generic) for x in inputs)
+        weak_only = all(t.weak for t in operands) and not strong
         weak_operator = (spelled := python_operator(name)) is not None
         weak = (name in WEAK_ARITHMETIC or weak_operator) and operator and weak_only
         args = [bool_operand(x, python=weak) or spell(trace, x) for x in inputs]
@@ -303,7 +303,7 @@ class Tracer(NeedsValues, np.lib.mixins.NDArrayOperatorsMixin):
         if operands and weak_only and (name in UFUNC_OPERATORS or name == "absolute"):
             # a ufunc called by name on Python numbers gives a NumPy scalar (np.add(s, 1)
             # is an int64), where the operator's spelling alone would be weak again
-            expr = f"astype({expr}, {'float64' if floats else 'int64'})"
+            expr = f"astype({expr}, {by_name_dtype(ufunc, inputs, floats)})"
         return trace.emit(expr, operands)[0]
 
     def __pow__(self, other: Any) -> Any:
@@ -317,15 +317,11 @@ class Tracer(NeedsValues, np.lib.mixins.NDArrayOperatorsMixin):
         return np.power(self, other)
 
     def __pos__(self) -> Any:
-        # (Python's `+` of a Python number is that number, weak; np.positive's is strong)
-        if self.weak and self.dtype != np.bool_:
-            return self
+        # (Python's `+` of a Python number is that number, weak, of a Python bool the int
+        # it is; np.positive's is strong)
+        if self.weak:
+            return self if self.dtype != np.bool_ else 0 + self
         return np.positive(self)
-
-    def __round__(self, ndigits: int | None = None) -> Any:
-        if not self.shape and ndigits is None:  # Python's int of a value (else NumPy's)
-            trace_error(f"`round()` of a 0-d traced value ({NO_VALUES}): use `np.round(x)`")
-        return np.round(self, ndigits or 0)  # ndarray's
 
     def __array_function__(
         self, func: Callable[..., Any], types: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -410,7 +406,7 @@ Tracer.transpose, Tracer.reshape = transpose_method, reshape_method  # type: ign
 Tracer.copy = lambda self, *a, **k: as_numpy_gives(np.copy(self, *a, **k), bool(self.scalar))  # type: ignore[attr-defined]
 Tracer.flatten = numpy_method(np.ravel)  # type: ignore[attr-defined]  # (a new array either way)
 Tracer.__neg__, Tracer.__invert__ = unary_operator(np.negative), unary_operator(np.invert)
-Tracer.__abs__ = unary_operator(np.absolute)  # (abs(s) of a Python number is one, weak)
+Tracer.__abs__, Tracer.__round__ = unary_operator(np.absolute), round_method  # type: ignore[method-assign]
 for _name, _ufunc in WEAK_OPERATOR_METHODS.items():
     if _name != "pow":  # (Tracer.__pow__: float16's `** 0.5`)
         setattr(Tracer, f"__{_name}__", operator_method(_ufunc, reflected=False))

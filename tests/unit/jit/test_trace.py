@@ -269,6 +269,55 @@ def test_pythons_bools_of_python_numbers_are_ints_in_their_arithmetic(
 @pytest.mark.parametrize(
     "fn",
     [
+        lambda x, s: (s < 0) << (s < 0),
+        lambda x, s: True >> (s < 0),
+        lambda x, s: np.abs(s < 0),
+        lambda x, s: x * np.abs(s < 0),
+        lambda x, s: np.add(s < 0, s > 1),
+        lambda x, s: +(s < 0),
+        lambda x, s: x + +(s < 0),
+    ],
+)
+def test_python_and_numpy_on_a_python_bool_as_each_computes_it(jit_target: str, fn: Any) -> None:
+    """A Python bool (``s < 0``): Python's shift of two is an int (it came back an
+    ``np.int64``), NumPy's ``np.abs`` of one a NumPy bool (an ``np.int64``, and ``x *
+    np.abs(s < 0)`` float64 for a float32 ``x``), ``np.add`` of two their ``|``, and
+    Python's ``+`` of one the int it is (refused as ``np.positive`` of booleans; found by
+    fuzzing Python's numbers in traced functions)."""
+    for s in (-1.5, 0.5, 2.0):
+        want, got = fn(X, s), tdsl.trace(fn)(X, s)
+        assert type(got) is type(want)
+        assert np.asarray(got).dtype == np.asarray(want).dtype
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("n", [0, 2, -2, 3])
+def test_a_negative_constant_to_a_python_number_power_keeps_its_sign(
+    jit_target: str, n: int
+) -> None:
+    """``(-4.5) ** n`` of a Python int ``n``: the tracer wrote ``(-4.5 ** n)``, which
+    the language reads as ``-(4.5 ** n)``: -20.25 for ``n = 2`` (found by fuzzing).
+    Negative literals are written in parentheses."""
+    for fn in (
+        lambda x, n: (-4.5) ** n,
+        lambda x, n: x * (-2.0) ** n,
+        lambda x, n: (-2) ** (n * 1.0),
+    ):
+        want, got = fn(X, n), tdsl.trace(fn)(X, n)
+        assert type(got) is type(want)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_a_numpy_scalar_type_of_a_traced_value_says_what_to_write() -> None:
+    """``np.float32(s)`` of a traced Python number needs its value: the error said so
+    without naming the call or what to write instead."""
+    with pytest.raises(TdslError, match=r"NumPy scalar type called on one \(`np.float32\(s\)`"):
+        tdsl.trace(lambda x, s: x * np.float32(s))(X, 2.5)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
         lambda x, s: x * (s * True),
         lambda x, s: x * (True / (s + 3)),
         lambda x, s: x * ((s < 0) & True) * 2,
