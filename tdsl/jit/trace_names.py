@@ -459,16 +459,20 @@ def bool_operand(value: Any, python: bool = False) -> str | None:
 
 def literal(value: Any) -> str:
     """A Python or NumPy number as a literal of the language (``inf``, ``(-inf)``, ``nan``
-    too), a negative one in parentheses (``(-4.5) ** n``, not ``-(4.5 ** n)``: written
-    ``-4.5 ** n``, it lost its sign; found by fuzzing); a ``uint64`` beyond int64 as the
-    int64 of its bits, which ``astype(..., uint64)`` gives back (the literal is an
-    int64)."""
+    too); a ``uint64`` beyond int64 as the int64 of its bits, which ``astype(...,
+    uint64)`` gives back (the literal is an int64)."""
     if isinstance(value, np.generic):
         big = isinstance(value, np.uint64) and int(value) >> 63
         value = int(value) - (1 << 64) if big else value.item()
     if isinstance(value, float) and not np.isfinite(value):
         return "nan" if np.isnan(value) else ("inf" if value > 0 else "(-inf)")
-    text = repr(value)
+    return repr(value)
+
+
+def operand(text: str) -> str:
+    """``text`` as an operand of an operator: a negative literal in parentheses
+    (``(-4.5) ** n``; written ``-4.5 ** n``, it is ``-(4.5 ** n)``, which lost its
+    sign; found by fuzzing)."""
     return f"({text})" if text.startswith("-") else text
 
 
@@ -517,6 +521,7 @@ __all__ = [
     "missing_hint",
     "not_static",
     "numpy_call",
+    "operand",
     "spell_dtype",
     "split_results",
     "static_ints",

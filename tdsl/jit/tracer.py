@@ -61,6 +61,7 @@ from tdsl.jit.trace_names import (
     missing_hint,
     numpy_call,
     numpy_caller,
+    operand,
     spell_dtype,
     split_results,
     static_ints,
@@ -281,7 +282,7 @@ class Tracer(NeedsValues, np.lib.mixins.NDArrayOperatorsMixin):
         weak_only = all(t.weak for t in operands) and not strong
         weak_operator = (spelled := python_operator(name)) is not None
         weak = (name in WEAK_ARITHMETIC or weak_operator) and operator and weak_only
-        args = [bool_operand(x, python=weak) or spell(trace, x) for x in inputs]
+        args = [operand(bool_operand(x, python=weak) or spell(trace, x)) for x in inputs]
         if name in UFUNC_OPERATORS and len(args) == 2:
             expr = f"({args[0]} {UFUNC_OPERATORS[name]} {args[1]})"
         else:
