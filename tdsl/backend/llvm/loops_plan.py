@@ -334,7 +334,9 @@ class _GroupPlan:
                 # contraction tile of a matmul BLAS computes in them, below
                 # fit_contraction's least (the tile op's plan cuts it to fit the budget:
                 # the loops' scratch is then a tile of its left operand)
-                key = next((r for r in self.split.values() if shrunk[r] > 1), None)
+                key = next(
+                    (r for o, r in self.split.items() if o in self.gemm and shrunk[r] > 1), None
+                )
                 if key is None:
                     key = next((r for r in self.flash.values() if shrunk[r] > 1), None)
                     if key is None or scratch <= limit + LOOPS_SCRATCH_SLACK:

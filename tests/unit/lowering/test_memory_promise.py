@@ -469,6 +469,25 @@ def test_the_native_loops_cut_a_contraction_the_plan_cuts(text: str, budget: int
         np.testing.assert_allclose(fn(a, b), want, rtol=1e-4, atol=1e-3)
 
 
+def test_a_contraction_blas_does_not_compute_is_not_cut_below_its_least() -> None:
+    """``(sum(x0, axis=0) @ x1) @ x2`` of float16 weights at budget 16: the loops cut the
+    second matmul's contraction below 256 to fit, but BLAS computes no float16 matmul,
+    and a contraction cut without BLAS is an error: the plan raised it at compile time
+    (found by the CI's property test, seed 0).  Only a matmul BLAS computes is cut."""
+    native_or_skip()
+    rng = np.random.default_rng(0)
+    x0 = rng.standard_normal((1, 2, 4)).astype(np.float32)
+    x1, x2 = (rng.standard_normal(s).astype(np.float16) for s in ((4, 2), (2, 2)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)  # (no fusion plan fits 16)
+        fn = JITTensorKernel(memory_budget=16, target="native", threads=1).compile(
+            "matmul(matmul(sum(x0, axis=0), x1), x2)",
+            shapes={"x0": x0.shape, "x1": x1.shape, "x2": x2.shape},
+            dtypes={"x0": "f32", "x1": "f16", "x2": "f16"},
+        )
+    assert_matches(fn(x0, x1, x2), (x0.sum(axis=0) @ x1) @ x2)
+
+
 @pytest.mark.parametrize("budget", [256, 4000])
 @pytest.mark.parametrize(
     ("text", "reference"),
