@@ -119,6 +119,10 @@ def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
         trace_error(f"`np.select`: choicelist and default value do not have a common dtype: {err}")
 
     def typed(value: Any) -> Any:
+        if type(value) is int and not np.can_cast(np.min_scalar_type(value), dtype):
+            # (NumPy's copyto wraps it to the dtype: 2**62 in int32 is 0; as a scalar of
+            # the dtype it was a raw OverflowError; found by fuzzing)
+            return np.array(value & (2**64 - 1), np.uint64).astype(dtype)
         if type(value) in (int, float):
             return dtype.type(value)  # (NumPy's copyto of a Python number: its dtype's)
         value = as_array(value)

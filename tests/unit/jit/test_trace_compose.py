@@ -112,6 +112,22 @@ GROUPS: dict[str, tuple[Callable[..., Any], tuple[Array, ...]]] = {
         ),
         (X, I, B, H),
     ),
+    # found by fuzzing constants: np.nan_to_num replaces what x holds (a nan replaced by
+    # inf stayed inf only in NumPy: the trace then replaced that inf by the max); a
+    # Python float bound of np.isclose stays weak (-1e308 is -inf in float32: close);
+    # np.select's Python int beyond a signed dtype wraps, as NumPy's copyto (a raw
+    # OverflowError)
+    "constants of composed functions": (
+        lambda x, i, h: (
+            np.nan_to_num(np.where(x > 0.5, np.nan, x), nan=np.inf),
+            np.nan_to_num(np.where(h > 0.5, np.nan, h / 0), nan=1e6),
+            np.isclose(x, -1e308),
+            np.isclose(x, 1e-320, atol=0),
+            np.select([i > 0, i < 0], [i, 2**62], 2**62),
+            np.select([i > 1], [-(2**40)], 7),
+        ),
+        (X, I, H),
+    ),
     # np.heaviside: the step NumPy's loop takes, nan kept, either zero giving x2, in the
     # float loop NumPy resolves; np.divmod: floor_divide's and remainder's results, as
     # NumPy's loop gives both (refused before)
