@@ -160,7 +160,7 @@ def nan_to_num(
     x: Any, copy: Any = True, nan: Any = 0.0, posinf: Any = None, neginf: Any = None
 ) -> Any:
     """``np.nan_to_num``: nan as ``nan``, infinities as ``posinf``/``neginf`` (the dtype's
-    largest finite values by default); integers and booleans as they are."""
+    largest finite by default), each where ``x`` holds it; integers, booleans as they are."""
     if x.dtype.kind not in "fc":
         return strong(x)
     info = np.finfo(x.dtype)
@@ -170,8 +170,6 @@ def nan_to_num(
     )
     big = float(info.max) if posinf is None else posinf
     small = float(info.min) if neginf is None else neginf
-    # (each replaces what x holds: a nan replaced by inf stays inf, as in NumPy; found
-    # by fuzzing)
     finite = cast(Any, np.where(x == np.inf, big, np.where(x == -np.inf, small, x)))
     return np.where(np.isnan(x), nan, finite)
 
@@ -187,15 +185,10 @@ def isclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan: Any
         b = b.astype(np.result_type(kind, 1.0))
     # NumPy's expression, which NumPy evaluates with invalid operations ignored: here `b`
     # is 0 where it is not finite (the term is masked there), so that `inf - inf` and
-    # `0 * inf` are never computed and the numpy target warns as NumPy does.  A Python
-    # float constant stays one, weak, as in NumPy (`np.isclose(x32, -1e308)`: -inf in
-    # float32, so close; taken as a float64 array, it was not; found by fuzzing); a
-    # Python number argument becomes a float64 array here, where NumPy keeps it weak
-    if isinstance(b, float):
-        finite, kept = bool(np.isfinite(b)), b if np.isfinite(b) else 0.0
-    else:
-        finite = np.isfinite(b)
-        kept = np.where(finite, b, 0)
+    # `0 * inf` are never computed and the numpy target warns as NumPy does; a Python
+    # float constant stays weak (`np.isclose(x32, -1e308)`: -inf in float32, close)
+    finite = bool(np.isfinite(b)) if isinstance(b, float) else np.isfinite(b)
+    kept = (b if finite else 0.0) if isinstance(b, float) else np.where(finite, b, 0)
     result = (abs(a - kept) <= atol + rtol * abs(kept)) & finite | (a == b)
     if equal_nan:
         result = result | (np.isnan(a) & np.isnan(b))
