@@ -32,7 +32,7 @@ after it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from xdsl.ir import Operation, SSAValue
@@ -91,14 +91,17 @@ def _read_along(body: GroupBody, op: Operation, r: int) -> bool:
     the loop over ``r``'s tiles would read a result still missing them (the first matmul
     of ``sum(x * ((x * 2) @ w @ w), axis=1)``, whose product the second reads along the
     first's contraction; the second's contraction is cut instead)."""
-    reached = {op}
-    for p in body.ops:  # (in program order: a reader comes after what it reads)
-        if p in reached or not any(body.producer(v) in reached for v in p.operands):
-            continue
-        if r in body.loop_dims(p):
-            return True
-        reached.add(p)
-    return False
+    return any(r in body.loop_dims(p) for p in _readers(body, {op}))
+
+
+def _readers(body: GroupBody, sources: set[Operation]) -> Iterator[Operation]:
+    """The ops of ``body`` that read a result of ``sources``, directly or through other
+    ops, in program order (a reader comes after what it reads)."""
+    reached = set(sources)
+    for p in body.ops:
+        if p not in reached and any(body.producer(v) in reached for v in p.operands):
+            reached.add(p)
+            yield p
 
 
 def carried(body: GroupBody, p: Operation, r: int) -> bool:
@@ -128,10 +131,7 @@ def check_order(plan: _GroupPlan) -> bool:
     for op, r in plan.split.items():
         along = [o for o in body.ops if r in body.loop_dims(o)]
         top = max(plan.level[o] for o in along)
-        reached = {op, *(o for o in along if carried(body, o, r))}
-        for p in body.ops:  # (in program order: a reader comes after what it reads)
-            if p in reached or not any(body.producer(v) in reached for v in p.operands):
-                continue
+        for p in _readers(body, {op, *(o for o in along if carried(body, o, r))}):
             if r in body.loop_dims(p) or plan.level[p] <= top:
                 if plan.recorded is None:
                     return False
@@ -141,7 +141,6 @@ def check_order(plan: _GroupPlan) -> bool:
                     f"what the loop over its tiles computes within that loop: give d{r} whole",
                     op=plan.tile,
                 )
-            reached.add(p)
     return True
 
 
