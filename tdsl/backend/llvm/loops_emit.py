@@ -31,6 +31,7 @@ from tdsl.backend.llvm.loops_flash import FlashBuffers, emit_flash_tile, flash_b
 from tdsl.backend.llvm.loops_passes import emit_passes
 from tdsl.backend.llvm.loops_plan import _GroupPlan
 from tdsl.backend.llvm.loops_point import _Point
+from tdsl.backend.llvm.loops_split import loop_level
 from tdsl.dialects.kernel_plan import Dims
 from tdsl.dialects.structured import (
     Scan,
@@ -265,9 +266,11 @@ class _Group(_GroupPlan):
         }
         # the levels of the ops along a flash op's key dim run twice: first what is not
         # along it, then, in a loop over its key tiles, what is (see loops_flash)
+        # (but a split contraction's statistics along it: in the levels before, whole)
         along = [op for op in body.ops if key is not None and key in body.loop_dims(op)]
+        first = loop_level(self, key) if key in self.split.values() else None
         keyed = range(
-            min((self.level[op] for op in along), default=0),
+            min((self.level[op] for op in along), default=0) if first is None else first,
             max((self.level[op] for op in along), default=-1) + 1,
         )
 

@@ -160,7 +160,7 @@ class _GroupPlan:
         ]
         for r in self.flash.values():
             tiles[r] = min(tile.tiles_value[r], body.extents[r], KEY_TILE)
-        cutting = cut_contractions(self.split, body.extents, tile.tiles_value, tiles)
+        cutting = cut_contractions(body, self.split, tile.tiles_value, tiles)
         # the first parallel dim, when every op runs along it, is cut into at least
         # SPLIT_TILES tiles that threads can share (smaller tiles need less scratch)
         split = next((d for d in range(body.rank) if body.kinds[d] is IteratorType.PARALLEL), None)
@@ -341,7 +341,9 @@ class _GroupPlan:
                     key = next((r for r in self.flash.values() if shrunk[r] > 1), None)
                     if key is None or scratch <= limit + LOOPS_SCRATCH_SLACK:
                         break
-                shrunk[key] = (shrunk[key] + 1) // 2
+                own = self.tile.tiles_value[key]  # (where the tile op cuts it: its tile)
+                half = (shrunk[key] + 1) // 2
+                shrunk[key] = own if own < min(shrunk[key], self.extents[key]) else half
                 self.tiles = tuple(shrunk)
                 scratch = self._scratch_elements()
                 continue

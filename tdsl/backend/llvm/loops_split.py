@@ -17,17 +17,20 @@ A matmul qualifies (:func:`contraction_keys`) where BLAS computes it a tile at a
 its left operand is computed in the group, and its contraction is a reduction dim
 along which every op feeds it (no output, scan or staged value runs along it): the rule
 of a flash key tile (:func:`~tdsl.backend.llvm.loops_flash.feeds_along`), but for
-reductions along it that only ops after the loop read (:func:`carried`), and where no
-op along it reads the matmul's result; the readers must run at levels after the loop
-(:func:`check_order`, checked once the levels are planned). Where the contraction has at
-least :data:`CONTRACTION_MIN` elements, the plan takes one tile of rows per thread and
-the contraction in :data:`CONTRACTION_TILES` tiles, or more where the scratch needs
+reductions along it that only ops after the loop read (:func:`carried`) or that run
+before it (:func:`before_loop`: a layer norm's statistics), and where no op along it
+reads the matmul's result; the readers must run at levels after the loop, the
+statistics at levels before it (:func:`check_order`, checked once the levels are
+planned). Where the contraction has at least :data:`CONTRACTION_MIN` elements (and no
+statistics run before the loop), the plan takes one tile of rows per thread and the
+contraction in :data:`CONTRACTION_TILES` tiles, or more where the scratch needs
 (:func:`fit_contraction`); where rows of one element with that contraction tile still
-break the scratch, any contraction is halved further, to 1 if need be (the tile op's
-plan cuts it to fit a small budget: ``exp(a) @ b``; ``_GroupPlan._fit``); a recorded
-plan may cut a qualifying contraction into any tiles. The emission is the flash key
-loop's: what runs along the dim runs in a loop over its tiles, the rest before and
-after it.
+break the scratch, any contraction is halved further, to 1 if need be, or to the tile
+op's tile where that is shorter (the tile op's plan cuts it to fit a small budget:
+``exp(a) @ b``; ``_GroupPlan._fit``); a recorded plan may cut a qualifying contraction
+into any tiles the verifier allows. The emission is the flash key loop's: what runs
+along the dim runs in a loop over its tiles, the rest before and after it, the
+statistics in levels of their own before it.
 """
 
 from __future__ import annotations
@@ -81,7 +84,11 @@ def contraction_keys(
             or _read_along(body, op, r)
         ):
             continue
-        if all(feeds_along(body, p, op, r) or carried(body, p, r) for p in body.ops if p is not op):
+        if all(
+            feeds_along(body, p, op, r) or carried(body, p, r) or before_loop(body, p, r)
+            for p in body.ops
+            if p is not op
+        ):
             return {op: r}
     return {}
 
@@ -106,31 +113,63 @@ def _readers(body: GroupBody, sources: set[Operation]) -> Iterator[Operation]:
 
 def carried(body: GroupBody, p: Operation, r: int) -> bool:
     """Whether ``p`` is a reduction over ``r`` (not a matmul, not a scan) whose results
-    only ops not along ``r`` read: its accumulator runs on over the loop's tiles, set
-    before the loop and read after it (``sum(relu(a), axis=1)`` beside ``relu(a) @ b``;
-    :func:`check_order` checks that its readers come after the loop)."""
+    no op along ``r`` reads, directly or through other ops: its accumulator runs on over
+    the loop's tiles, set before the loop and read after it (``sum(relu(a), axis=1)``
+    beside ``relu(a) @ b``; :func:`check_order` checks that its readers come after the
+    loop)."""
+    return _reduces(body, p, r) and not _read_whole(body, p, r)
+
+
+def before_loop(body: GroupBody, p: Operation, r: int) -> bool:
+    """Whether ``p`` is a reduction over ``r`` (not a matmul, not a scan) whose results
+    an op along ``r`` reads, directly or through other ops: a row statistic the loop
+    over ``r``'s tiles needs whole (``layernorm(x) @ w``: the mean and the variance of
+    ``x``'s rows).  It runs before that loop, in a sweep over all of ``r``
+    (:func:`check_order` checks that it comes at a level before the loop's)."""
+    return _reduces(body, p, r) and _read_whole(body, p, r)
+
+
+def _reduces(body: GroupBody, p: Operation, r: int) -> bool:
+    """Whether ``p`` reduces over ``r``: not a matmul, not a scan."""
     if not _is_reduction(p) or _is_contraction(p) or _is_scan(p):
         return False
-    if r not in body.loop_dims(p) or any(r in body.dims[x] for x in p.results):
-        return False
-    return all(
-        r not in body.loop_dims(u.operation)
-        for x in p.results
-        for u in x.uses
-        if u.operation in body.members
-    )
+    return r in body.loop_dims(p) and all(r not in body.dims[x] for x in p.results)
+
+
+def _read_whole(body: GroupBody, p: Operation, r: int) -> bool:
+    """Whether an op along ``r`` reads a result of ``p``, directly or through others."""
+    return any(r in body.loop_dims(q) for q in _readers(body, {p}))
 
 
 def check_order(plan: _GroupPlan) -> bool:
     """Whether every op that reads a cut contraction's matmul, or a reduction
     :func:`carried` along it, directly or through other ops, runs at a level after those
     of the ops along it: the loops run those levels after the loop over its tiles, once
-    all of them are in.  A recorded plan that cuts such a contraction where one does not
-    is a located error; for the planner's own, False (it plans without the cut)."""
+    all of them are in; and whether the matmul and the values stored along it run at
+    levels after those of its :func:`statistics`, which run over all of it before the
+    loop.  A recorded plan that cuts such a contraction where one does not is a located
+    error; for the planner's own, False (it plans without the cut)."""
     body = plan.body
     for op, r in plan.split.items():
         along = [o for o in body.ops if r in body.loop_dims(o)]
         top = max(plan.level[o] for o in along)
+        first = loop_level(plan, r)
+        for p in along:
+            if first is None or before_loop(body, p, r) or plan.level[p] >= first:
+                continue
+            if p is op or any(v in plan.stored for v in p.results):
+                # (it would run in a sweep over all of d{r} before the loop: a reduction
+                # may, as a statistic does, but not a value stored one tile at a time)
+                if plan.recorded is None:
+                    return False
+                raise TdslIRError(
+                    f"the loops plan cuts d{r}, the contraction of '{op.name}' (op "
+                    f"{body.position[op]} of the group), but op {body.position[p]} "
+                    f"('{p.name}') runs along it at the level of a statistic along d{r} "
+                    f"that the loop over its tiles reads whole: give d{r} whole, or store "
+                    "fewer values",
+                    op=plan.tile,
+                )
         for p in _readers(body, {op, *(o for o in along if carried(body, o, r))}):
             if r in body.loop_dims(p) or plan.level[p] <= top:
                 if plan.recorded is None:
@@ -144,15 +183,32 @@ def check_order(plan: _GroupPlan) -> bool:
     return True
 
 
+def statistics(body: GroupBody, r: int) -> list[Operation]:
+    """The reductions over ``r`` that run before the loop over its tiles
+    (:func:`before_loop`)."""
+    return [p for p in body.ops if before_loop(body, p, r)]
+
+
+def loop_level(plan: _GroupPlan, r: int) -> int | None:
+    """The first level of the loop over the tiles of ``r`` (a cut contraction) where ops
+    reduce over ``r`` before it (:func:`statistics`): the level after theirs, which
+    run over all of ``r`` first; None where none does."""
+    pre = [plan.level[p] for p in statistics(plan.body, r)]
+    return max(pre) + 1 if pre else None
+
+
 def cut_contractions(
-    split: Mapping[Operation, int], extents: Sequence[int], own: Sequence[int], tiles: list[int]
+    body: GroupBody, split: Mapping[Operation, int], own: Sequence[int], tiles: list[int]
 ) -> bool:
     """Cut the contractions of ``split`` of at least :data:`CONTRACTION_MIN` into
     :data:`CONTRACTION_TILES` tiles (of ``tiles``, in place; within the tile op's ``own``
-    tiles): whether any is cut."""
+    tiles): whether any is cut.  Not where :func:`statistics` run before the loop: a
+    second sweep over their inputs, for scratch that fits (``_GroupPlan._fit`` cuts it
+    where it does not)."""
     cut = False
+    extents = body.extents
     for r in split.values():
-        if extents[r] >= CONTRACTION_MIN:
+        if extents[r] >= CONTRACTION_MIN and not statistics(body, r):
             tiles[r] = min(own[r], -(-extents[r] // CONTRACTION_TILES))
             cut = True
     return cut
@@ -218,11 +274,14 @@ def runs_along(body: GroupBody, d: int, args: Sequence[SSAValue]) -> bool:
 __all__ = [
     "CONTRACTION_MIN",
     "CONTRACTION_TILES",
+    "before_loop",
     "carried",
     "check_order",
     "contraction_keys",
     "cut_contractions",
     "fit_contraction",
     "larger_blas_tiles",
+    "loop_level",
     "runs_along",
+    "statistics",
 ]

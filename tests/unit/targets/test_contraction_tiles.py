@@ -262,3 +262,73 @@ def test_a_reader_of_a_reduction_within_the_loop_keeps_the_contraction_whole() -
     with pytest.raises(TdslError, match=r"reads what the loop over its tiles computes") as err:
         JITTensorKernel(target="native").compile_ir(cut)
     assert err.value.location is not None
+
+
+def _layernorm(x: Any) -> Any:
+    m = x.mean(1, keepdims=True)
+    return (x - m) / np.sqrt(((x - m) ** 2).mean(1, keepdims=True) + 1e-5)
+
+
+@pytest.mark.parametrize("budget", [16, 64, 256])
+@pytest.mark.parametrize(
+    ("text", "reference"),
+    [
+        ("layernorm(a) @ b", lambda a, b: _layernorm(a) @ b),
+        (
+            "(a / sqrt(sum(a * a, axis=1, keepdims=True))) @ b + sum(a, axis=1, keepdims=True)",
+            lambda a, b: (a / np.sqrt((a * a).sum(1, keepdims=True))) @ b
+            + a.sum(1, keepdims=True),
+        ),
+        ("tanh(layernorm(a) @ b) @ transpose(b)", lambda a, b: np.tanh(_layernorm(a) @ b) @ b.T),
+    ],
+)
+def test_statistics_along_the_contraction_run_before_the_loop(
+    text: str, reference: Any, budget: int
+) -> None:
+    """A layer norm before a matmul, along its contraction: each element of the matmul's
+    left operand reads its row's mean and variance, which a loop over the contraction's
+    tiles cannot have until the last.  The loops compute them first, in sweeps over the
+    whole row (from the inputs: no scratch), then run the loop.  They took the row whole
+    (302 elements of scratch at budgets 16 to 256, with a warning, and ``auto`` ran the
+    numpy target); now a tile of it, and the result is NumPy's."""
+    from tdsl.errors import TdslLoopsBudgetWarning
+    from tdsl.runtime.compile import native_unavailable_reason
+
+    if native_unavailable_reason() is not None:
+        pytest.skip(str(native_unavailable_reason()))
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((40, 300))
+    b = rng.standard_normal((300, 300)) / 16
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)  # (no fusion plan fits 16)
+        warnings.simplefilter("error", TdslLoopsBudgetWarning)
+        kernel = JITTensorKernel(target="native", memory_budget=budget).compile(
+            text, {"a": a.shape, "b": b.shape}, "f64"
+        )
+    assert _loops_tiles(kernel.ir["planned"].split("kernel.tile")[1])[-1] < 300
+    again = JITTensorKernel(target="native").compile_ir(kernel.ir["planned"])  # (verifies)
+    for fn in (kernel, again):
+        _close(np.asarray(fn(a=a, b=b)), reference(a, b))
+
+
+def test_a_value_stored_at_a_statistics_level_keeps_the_contraction_whole() -> None:
+    """``layernorm(a) @ b`` with ``a - mean`` stored as well (an edit): its sweep would
+    run with the statistics, over the whole row, before the loop over the contraction's
+    tiles, into a buffer of one tile.  A recorded plan that does so is refused with a
+    located error."""
+    from tdsl.runtime.compile import native_unavailable_reason
+
+    if native_unavailable_reason() is not None:
+        pytest.skip(str(native_unavailable_reason()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)
+        kernel = JITTensorKernel(target="native", memory_budget=64).compile(
+            "layernorm(a) @ b", {"a": (40, 300), "b": (300, 300)}, "f64"
+        )
+    planned = kernel.ir["planned"]
+    (stored,) = re.findall(r"stored \[([^\]]*)\]", planned)
+    assert _loops_tiles(planned)[-1] < 300
+    edited = planned.replace(f"stored [{stored}]", f"stored [1, {stored}]")
+    with pytest.raises(TdslError, match=r"at the level of a statistic along d\d") as err:
+        JITTensorKernel(target="native").compile_ir(edited)
+    assert err.value.location is not None
