@@ -422,15 +422,22 @@ def scratch_slots(plan: _GroupPlan) -> tuple[dict[SSAValue, int], list[SSAValue]
 
     def in_place(w: SSAValue, v: SSAValue, producer: Operation | None) -> bool:
         """Whether ``producer`` computes ``v`` from ``w`` element by element, and nothing
-        else reads ``w`` in its sweep or later: ``v`` may overwrite ``w`` as it goes."""
+        else reads ``w`` in its sweep or later: ``v`` may overwrite ``w`` as it goes.  Nor
+        may an op of that level read ``v``: a stored value is read from its slot from the
+        next level on, and a sweep of its own level computes it again, from ``w`` (a
+        recorded plan storing ``sum(x)`` and ``-sum(x)``, with ``x + -sum(x)`` at the
+        level of ``-sum(x)``, negated the sum twice; found by fuzzing)."""
         if producer is None or w in body.outputs or body.dims[w] != body.dims[v]:
             return False
         level = plan.level[producer]
+        members = body.members
         if not isinstance(producer, ElementwiseOp) or any(
             computed_until(u.operation) >= level
             for u in w.uses
-            if u.operation in body.members and u.operation is not producer
+            if u.operation in members and u.operation is not producer
         ):
+            return False
+        if any(plan.level[u.operation] <= level for u in v.uses if u.operation in members):
             return False
         return all(
             body.reads[(producer, k)] == body.dims[w]

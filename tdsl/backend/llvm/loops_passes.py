@@ -42,6 +42,7 @@ from tdsl.backend.llvm.loops_common import (
     _is_scan,
     sweep_readers,
 )
+from tdsl.backend.llvm.loops_recorded import check_passes_stored
 from tdsl.dialects.kernel_body import PlanError
 from tdsl.dialects.kernel_schedule import carried_dims, schedule
 from tdsl.dialects.structured import IteratorType
@@ -145,7 +146,9 @@ def plan_passes(plan: _GroupPlan, tiles: Sequence[int], limit: int) -> list[Loop
     again), its parallel tiles fitted to ``limit`` again."""
     tile = plan.tile
     if plan.recorded is not None:
-        return _with_passes(plan, cut_reduction_dims(plan, plan.tiles), None, limit)
+        if cut := cut_reduction_dims(plan, plan.tiles):
+            check_passes_stored(plan)
+        return _with_passes(plan, cut, None, limit)
     scratch = plan._scratch_elements()  # pyright: ignore[reportPrivateUsage]
     if scratch <= limit or scratch <= plan._scratch_at(tile.tiles_value):  # pyright: ignore[reportPrivateUsage]
         return None  # (it fits; or the plan's tiles would not make it fit)

@@ -240,6 +240,15 @@ FLASH = (
             "the loops plan cuts d1 into tiles of 100, a reduction dim the loops run whole",
         ),
         (
+            # (a reduction's result, in the plan's passes: a later step computed the max
+            # again, "has no element-wise body" or a KeyError; found by fuzzing)
+            ROWS,
+            "loops tiles [1, 300] stored []",
+            "loops tiles [2, 100] stored [1]",
+            "the loops plan stores value 1 ('tensordsl.max'), a reduction's result, and "
+            "runs the tile op's passes",
+        ),
+        (
             # (flash attention's result, stored as computed: nan; found by fuzzing)
             FLASH,
             "stored [0]",
@@ -488,6 +497,31 @@ def test_a_stored_mean_is_read_as_it_was_stored() -> None:
     assert "stored [0]" in kernel.ir["planned"]
     want = np.sum(x - np.mean(x, axis=1, keepdims=True), axis=1)
     np.testing.assert_allclose(kernel(x), want, atol=1e-4)
+
+
+def test_a_value_stored_in_place_of_its_operand_is_not_computed_again_from_it() -> None:
+    """``x + -sum(x)`` with ``sum(x)`` and ``-sum(x)`` stored (an edit): ``-sum(x)`` took
+    over the sum's slot, written in place, while the sweep of its own level that adds it
+    to ``x`` computed it again from that slot, negating it twice (``x + sum(x)``,
+    silently; found by fuzzing).  Any stored values give NumPy's result."""
+    text = (
+        "func.func @main(%x: tensor<4x6xf64>) -> tensor<4x6xf64> {\n"
+        '  %0 = kernel.tile(%x) group "g0" space [4, 6] iterators ["parallel", "reduction"] '
+        "tiles [4, 6] scratch [memref<4xf64>] sweeps [0, 0, 0] loops tiles [1, 6] "
+        "stored [STORED] blas []\n"
+        "    ins [affine_map<(d0, d1) -> (d0, d1)>] outs [affine_map<(d0, d1) -> (d0, d1)>] : "
+        "(tensor<4x6xf64>) -> tensor<4x6xf64> {\n"
+        "  ^bb0(%x1: tensor<4x6xf64>):\n"
+        "    %1 = tensordsl.sum %x1 axis = 1 keepdims : tensor<4x6xf64> -> tensor<4x1xf64>\n"
+        "    %2 = tensordsl.neg %1 : tensor<4x1xf64>\n"
+        "    %3 = tensordsl.add %x1, %2 : (tensor<4x6xf64>, tensor<4x1xf64>) -> tensor<4x6xf64>\n"
+        "    kernel.yield %3 : tensor<4x6xf64>\n  }\n"
+        "  func.return %0 : tensor<4x6xf64>\n}\n"
+    )
+    x = np.arange(24.0).reshape(4, 6)
+    for stored in ("0, 1", "0", "1", ""):
+        kernel = JITTensorKernel(target="native").compile_ir(text.replace("STORED", stored))
+        np.testing.assert_array_equal(kernel(x), x - x.sum(axis=1, keepdims=True))
 
 
 NEG_RELU = (
