@@ -66,11 +66,14 @@ def contraction_keys(
     body: GroupBody, args: Sequence[SSAValue], staged: Sequence[SSAValue] = ()
 ) -> dict[Operation, int]:
     """The matmul of ``body`` (the first, if any) whose contraction the loops may run in
-    tiles, to that dim (see the module's text); ``args`` are the group's inputs."""
-    for op in body.ops:
+    tiles, to that dim (see the module's text), with the other matmuls that share that
+    contraction and would qualify too (``(relu(a) @ b) * (relu(a) @ c)``: one loop over
+    its tiles, each matmul adding its products); ``args`` are the group's inputs."""
+
+    def cut(op: Operation) -> int | None:
         g = tile_gemm(body, op, args)
         if g is None:
-            continue
+            return None
         r = g.inner
         left = body.producer(g.a)
         if (
@@ -83,13 +86,26 @@ def contraction_keys(
             or any(r in body.dims[v] for v in staged)
             or _read_along(body, op, r)
         ):
+            return None
+        return r
+
+    for op in body.ops:
+        if (r := cut(op)) is None:
             continue
+        shared = {
+            o: r
+            for o in body.ops
+            if o is not op and _is_contraction(o) and r in body.loop_dims(o) and cut(o) == r
+        }
         if all(
-            feeds_along(body, p, op, r) or carried(body, p, r) or before_loop(body, p, r)
+            p in shared
+            or feeds_along(body, p, op, r)
+            or carried(body, p, r)
+            or before_loop(body, p, r)
             for p in body.ops
             if p is not op
         ):
-            return {op: r}
+            return {op: r, **shared}
     return {}
 
 

@@ -332,3 +332,43 @@ def test_a_value_stored_at_a_statistics_level_keeps_the_contraction_whole() -> N
     with pytest.raises(TdslError, match=r"at the level of a statistic along d\d") as err:
         JITTensorKernel(target="native").compile_ir(edited)
     assert err.value.location is not None
+
+
+@pytest.mark.parametrize("budget", [64, 256])
+@pytest.mark.parametrize(
+    ("text", "reference"),
+    [
+        ("(relu(a) @ b) * (relu(a) @ c)", lambda a, b, c: (_RELU(a) @ b) * (_RELU(a) @ c)),
+        (
+            "(relu(a) @ b) * (relu(a) @ c) + sum(a, axis=1, keepdims=True)",
+            lambda a, b, c: (_RELU(a) @ b) * (_RELU(a) @ c) + a.sum(1, keepdims=True),
+        ),
+    ],
+)
+def test_matmuls_sharing_a_contraction_run_in_one_loop_over_it(
+    text: str, reference: Any, budget: int
+) -> None:
+    """Two matmuls along one contraction, each with a computed left operand: one loop over
+    its tiles, each adding its tile's product into its own result.  The loops cut one
+    matmul's contraction only, so they kept the shared one whole, a row of ``relu(a)``
+    beyond the plan's scratch (at 128x160 by 160x128 and budget 64, 321 elements, with a
+    warning, and ``auto`` ran the numpy target); now a tile of it, and the result is
+    NumPy's."""
+    from tdsl.errors import TdslLoopsBudgetWarning
+    from tdsl.runtime.compile import native_unavailable_reason
+
+    if native_unavailable_reason() is not None:
+        pytest.skip(str(native_unavailable_reason()))
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((24, 160))
+    b, c = rng.standard_normal((160, 32)) / 8, rng.standard_normal((160, 32)) / 8
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)  # (no fusion plan fits 64)
+        warnings.simplefilter("error", TdslLoopsBudgetWarning)
+        kernel = JITTensorKernel(target="native", threads=1, memory_budget=budget).compile(
+            text, {"a": a.shape, "b": b.shape, "c": c.shape}, "f64"
+        )
+    assert _loops_tiles(kernel.ir["planned"].split("kernel.tile")[1])[-1] < 160
+    again = JITTensorKernel(target="native").compile_ir(kernel.ir["planned"])  # (verifies)
+    for fn in (kernel, again):
+        _close(np.asarray(fn(a=a, b=b, c=c)), reference(a, b, c))
