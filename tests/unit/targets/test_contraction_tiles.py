@@ -276,8 +276,7 @@ def _layernorm(x: Any) -> Any:
         ("layernorm(a) @ b", lambda a, b: _layernorm(a) @ b),
         (
             "(a / sqrt(sum(a * a, axis=1, keepdims=True))) @ b + sum(a, axis=1, keepdims=True)",
-            lambda a, b: (a / np.sqrt((a * a).sum(1, keepdims=True))) @ b
-            + a.sum(1, keepdims=True),
+            lambda a, b: (a / np.sqrt((a * a).sum(1, keepdims=True))) @ b + a.sum(1, keepdims=True),
         ),
         ("tanh(layernorm(a) @ b) @ transpose(b)", lambda a, b: np.tanh(_layernorm(a) @ b) @ b.T),
     ],
