@@ -314,6 +314,8 @@ class _Group(_GroupPlan):
             # tile's product after the first)
             for op, g in self.gemm.items():
                 dims = body.loop_dims(op) if op in self.split else body.dims[op.results[0]]
+                if only is not None and op not in only:
+                    continue  # (another step's: see loops_passes)
                 if self.level[op] == level and on(dims, part):
                     add = starts[g.inner] if op in self.split else None
                     self._gemm_call(code, op, g, storage, accs[op], starts, ends, add)

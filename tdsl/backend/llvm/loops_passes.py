@@ -19,9 +19,11 @@ again, element-wise, as the loops compute values anyway; a value they keep in sc
 The loops run a plan this way only where each step's reductions are its own (none is
 computed again, and none that runs along a cut dim is read by a later step: its
 accumulator holds one tile), a scan along a cut dim is computed by one sweep, and no op
-needs what the loops do otherwise (BLAS or a matmul in loops, flash attention's key
-tiles, packed strided inputs): elsewhere they keep taking the dims whole, and warn
-where that breaks the budget.  (A scan along a dim the plan does not cut starts from
+needs what the loops do otherwise (a matmul in loops, BLAS writing a whole output or
+along a cut contraction, flash attention's key tiles, packed strided inputs): elsewhere
+they keep taking the dims whole, and warn where that breaks the budget.  A matmul BLAS
+computes a tile at a time runs in a pass on the cut dims' tiles of its rows
+(``sum(relu(a @ w) @ w2, axis=0)``: the rows the sum runs along, in tiles).  (A scan along a dim the plan does not cut starts from
 its identity in each sweep that computes it, as elsewhere: in each tile of a pass.)
 """
 
@@ -82,12 +84,14 @@ def loops_passes(plan: _GroupPlan, cut: Sequence[int]) -> list[LoopsStep] | None
     if (
         not cut
         or plan.blas
-        or plan.gemm
         or plan.flash
         or plan.split
         or plan.packed
         or plan.staged
-        or any(_is_contraction(op) for op in body.ops)
+        # (a matmul BLAS computes a tile at a time, of a tile of the cut dims: not along
+        # its contraction; a matmul in loops, none)
+        or any(_is_contraction(op) and op not in plan.gemm for op in body.ops)
+        or any(g.inner in cut for g in plan.gemm.values())
         or any(not isinstance(p := body.producer(v), Operation) or _is_scan(p) for v in plan.stored)
         or any(body.producer(v) is None for v in body.outputs)
     ):
@@ -162,17 +166,19 @@ def _with_passes(
 ) -> list[LoopsStep] | None:
     if not cut:
         return None
-    kept = (plan.tiles, plan.staged_values, plan.keep_long_chains)
+    kept = (plan.tiles, plan.staged_values, plan.keep_long_chains, plan.split)
     plan.staged_values = []  # (kept whole along the cut dims: the loops compute them again)
     # (while planning them: no dims hoisted, no values staged in an output slice, which a
     # step would write for all the cut dims' tiles at once; found by fuzzing)
     plan.passes = []
     if start is not None:
         plan.tiles = tuple(start)
+    # (a pass's BLAS calls run on the cut dims' tiles; a contraction cut too, refused)
+    plan.split = {op: r for op, r in plan.split.items() if plan.tiles[r] < plan.extents[r]}
     plan._plan()  # pyright: ignore[reportPrivateUsage]
     passes = loops_passes(plan, cut)
     if passes is None:  # (as they were)
-        plan.tiles, plan.staged_values, plan.keep_long_chains = kept
+        plan.tiles, plan.staged_values, plan.keep_long_chains, plan.split = kept
         plan.passes = None
         plan._plan()  # pyright: ignore[reportPrivateUsage]
     elif start is not None and plan._fit(start, limit) > limit and plan.kept:  # pyright: ignore[reportPrivateUsage]

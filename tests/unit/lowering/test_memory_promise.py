@@ -568,6 +568,55 @@ def test_the_native_loops_run_the_plans_passes_where_it_cuts_reduction_dims(budg
         assert peak - got.nbytes <= need * 4 + numpy_buffers(1, 4), (fn.target, peak)
 
 
+@pytest.mark.parametrize("budget", [256, 4096])
+@pytest.mark.parametrize(
+    ("text", "reference"),
+    [
+        (
+            "sum(relu(a @ w) @ w2, axis=0)",
+            lambda a, w, w2: np.sum(np.maximum(a @ w, 0) @ w2, axis=0),
+        ),
+        ("mean(relu(a) @ w, axis=0)", lambda a, w, w2: np.mean(np.maximum(a, 0) @ w, axis=0)),
+    ],
+)
+def test_the_native_loops_run_the_plans_passes_with_blas_tiles(
+    text: str, reference: Any, budget: int
+) -> None:
+    """``sum(relu(a @ w) @ w2, axis=0)`` of 512 rows: the sum runs along the rows, the
+    matmuls' rows, which the plan cuts into tiles, summing along them in a pass.  The
+    native loops ran no plan's passes with a matmul: they took the rows whole, a hidden
+    layer of 512 rows in scratch (68,516 bytes at budget 4096, with a warning, and
+    ``auto`` ran the numpy target).  They now run the pass, BLAS computing each tile of
+    rows, within the plan's scratch."""
+    native_or_skip()
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((512, 64)).astype(np.float32)
+    w = (rng.standard_normal((64, 256)) / 8).astype(np.float32)
+    w2 = (rng.standard_normal((256, 32)) / 16).astype(np.float32)
+    arrays = [a, w, w2] if "w2" in text else [a, w]
+    names = ["a", "w", "w2"][: len(arrays)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)  # (no fusion plan fits)
+        warnings.simplefilter("error", TdslLoopsBudgetWarning)
+        native, auto = (
+            JITTensorKernel(memory_budget=budget, target=target, threads=1).compile(
+                text, shapes={n: x.shape for n, x in zip(names, arrays, strict=True)}, dtypes="f32"
+            )
+            for target in ("native", "auto")
+        )
+    assert "native loops would break the budget" not in (auto.target_reason or "")
+    loops = re.search(r"loops tiles \[(\d+),", native.ir["planned"])
+    assert loops is not None
+    if "w2" in text:  # (the rows in the plan's tiles; mean's fits with its contraction cut)
+        assert int(loops.group(1)) < 512
+    need, _ = least_need_of(native)
+    again = JITTensorKernel(target="native", threads=1).compile_ir(native.ir["planned"])
+    for fn in (native, auto, again):
+        peak, got = measure_peak(fn, *arrays)
+        assert_matches(got, reference(a, w, w2))
+        assert peak - got.nbytes <= max(budget, need) * 4 + numpy_buffers(1, 4), peak
+
+
 @pytest.mark.parametrize("target", ["numpy", "native"])
 @pytest.mark.parametrize(
     ("text", "shape", "reference"),
