@@ -19,11 +19,12 @@ again, element-wise, as the loops compute values anyway; a value they keep in sc
 The loops run a plan this way only where each step's reductions are its own (none is
 computed again, and none that runs along a cut dim is read by a later step: its
 accumulator holds one tile), a scan along a cut dim is computed by one sweep, and no op
-needs what the loops do otherwise (a matmul in loops, BLAS writing a whole output or
-along a cut contraction, flash attention's key tiles, packed strided inputs): elsewhere
-they keep taking the dims whole, and warn where that breaks the budget.  A matmul BLAS
-computes a tile at a time runs in a pass on the cut dims' tiles of its rows
-(``sum(relu(a @ w) @ w2, axis=0)``: the rows the sum runs along, in tiles).  (A scan along a dim the plan does not cut starts from
+needs what the loops do otherwise (BLAS writing a whole output or along a cut
+contraction, flash attention's key tiles, packed strided inputs): elsewhere they keep
+taking the dims whole, and warn where that breaks the budget.  A matmul, by BLAS a tile
+at a time or in loops, runs in a pass on the cut dims' tiles of its rows, its
+contraction whole (``sum(relu(a @ w) @ w2, axis=0)``: the rows the sum runs along, in
+tiles).  (A scan along a dim the plan does not cut starts from
 its identity in each sweep that computes it, as elsewhere: in each tile of a pass.)
 """
 
@@ -88,10 +89,13 @@ def loops_passes(plan: _GroupPlan, cut: Sequence[int]) -> list[LoopsStep] | None
         or plan.split
         or plan.packed
         or plan.staged
-        # (a matmul BLAS computes a tile at a time, of a tile of the cut dims: not along
-        # its contraction; a matmul in loops, none)
-        or any(_is_contraction(op) and op not in plan.gemm for op in body.ops)
-        or any(g.inner in cut for g in plan.gemm.values())
+        # (a matmul, by BLAS a tile at a time or in loops, of a tile of the cut dims:
+        # not along its contraction)
+        or any(
+            _is_contraction(op)
+            and set(cut) & set(body.loop_dims(op)) - set(body.dims[op.results[0]])
+            for op in body.ops
+        )
         or any(not isinstance(p := body.producer(v), Operation) or _is_scan(p) for v in plan.stored)
         or any(body.producer(v) is None for v in body.outputs)
     ):

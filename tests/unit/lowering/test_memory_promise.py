@@ -617,6 +617,38 @@ def test_the_native_loops_run_the_plans_passes_with_blas_tiles(
         assert peak - got.nbytes <= max(budget, need) * 4 + numpy_buffers(1, 4), peak
 
 
+@pytest.mark.parametrize("budget", [256, 4096])
+@pytest.mark.parametrize(
+    ("text", "reference"),
+    [
+        ("max((a * 2) @ w, axis=0)", lambda a, w: np.max((a * 2) @ w, axis=0)),
+        ("sum(cumsum(a @ w, axis=1), axis=0)", lambda a, w: np.cumsum(a @ w, axis=1).sum(0)),
+    ],
+)
+def test_the_native_loops_run_the_plans_passes_with_matmuls_in_loops(
+    text: str, reference: Any, budget: int
+) -> None:
+    """An int32 matmul (no BLAS: the loops compute it) whose result a reduction along
+    its rows reads: the loops ran no plan's passes with a matmul, and kept ``a * 2`` for
+    all 512 rows (133,956 bytes at budget 4096, with a warning; ``cumsum``'s, 529,220 at
+    any budget).  They now run the plan's pass over tiles of rows (found by fuzzing
+    the memory promise)."""
+    native_or_skip()
+    rng = np.random.default_rng(3)
+    a = rng.integers(-5, 5, (512, 64)).astype(np.int32)
+    w = rng.integers(-5, 5, (64, 256)).astype(np.int32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)  # (no fusion plan fits)
+        warnings.simplefilter("error", TdslLoopsBudgetWarning)
+        fn = JITTensorKernel(memory_budget=budget, target="native", threads=1).compile(
+            text, shapes={"a": a.shape, "w": w.shape}, dtypes="i32"
+        )
+    need, _ = least_need_of(fn)
+    peak, got = measure_peak(fn, a, w)
+    np.testing.assert_array_equal(got, reference(a, w))
+    assert peak - got.nbytes <= max(budget, need) * 4 + numpy_buffers(1, 4), peak
+
+
 @pytest.mark.parametrize("target", ["numpy", "native"])
 @pytest.mark.parametrize(
     ("text", "shape", "reference"),
