@@ -554,25 +554,6 @@ so: their scratch model and the NumPy target's differ in small ways (an accumula
 plan keeps in its output)."""
 
 
-def over_budget(plan: _GroupPlan, scratch: int, limit: int) -> str | None:
-    """Why the loops' ``scratch`` (elements per tile) breaks the ``limit`` the tile op
-    records, or None where it keeps it (or breaks it by at most
-    :data:`LOOPS_SCRATCH_SLACK`, for the same reasons the plan would)."""
-    if scratch <= limit:
-        return None
-    if scratch > plan._scratch_at(plan.tile.tiles_value):  # pyright: ignore[reportPrivateUsage]
-        # a value they store spans a dim the plan cuts to fit the budget
-        return (
-            "the loops take scan and reduction dims whole, and this plan cuts one: they run "
-            "its passes only without matmuls, flash attention, packed inputs or reductions "
-            "computed twice"
-        )
-    if scratch > limit + LOOPS_SCRATCH_SLACK:
-        # where no parallel dim is left to cut, values are stored whole
-        return "the loops store values the plan does not keep"
-    return None
-
-
 def copied_body(
     tile: TileOp, body: GroupBody, copy: tuple[list[Operation], list[SSAValue], list[SSAValue]]
 ) -> GroupBody:

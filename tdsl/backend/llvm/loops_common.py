@@ -401,6 +401,16 @@ def computed_in_place(
     return found and v not in chain
 
 
+def cuts_reduction_dim(
+    tiles: Sequence[int], extents: Sequence[int], kinds: Sequence[IteratorType]
+) -> bool:
+    """Whether ``tiles`` cut a dim that is not parallel."""
+    return any(
+        t < e and k is not IteratorType.PARALLEL
+        for t, e, k in zip(tiles, extents, kinds, strict=True)
+    )
+
+
 def contiguous_dim(v: SSAValue, dims: Dims, strides: Sequence[int] | None) -> int | None:
     """The space dim that ``v``, read along ``dims``, lies contiguous along: its last
     dim, or for a strided input (its element ``strides``) the dim of its smallest

@@ -21,7 +21,6 @@ from tdsl.backend.llvm.loops_choices import (
     copied_body,
     largest_bytes,
     output_staging,
-    over_budget,
     packed_inputs,
     scratch_slots,
     stored_in_outputs,
@@ -40,6 +39,7 @@ from tdsl.backend.llvm.loops_common import (
     _is_scan,
     _state_size,
     contiguous_dim,
+    cuts_reduction_dim,
     hoistable_dims,
     loops_bug,
     sweep_readers,
@@ -52,6 +52,7 @@ from tdsl.backend.llvm.loops_recorded import (
     check_split,
     recorded_blas,
     recorded_stored,
+    warn_over_budget,
 )
 from tdsl.backend.llvm.loops_split import (
     check_order,
@@ -72,8 +73,6 @@ from tdsl.dialects.structured import (
     reduction_of,
     tensor_shape,
 )
-from tdsl.errors import TdslLoopsBudgetWarning, warn
-from tdsl.transforms.locations import op_location
 from tdsl.transforms.tile import decomposed_copy
 
 
@@ -90,13 +89,14 @@ class _GroupPlan:
         limit: int | None = None,
         blas_limit: int | None = None,
         split: bool = True,
+        cuts: bool = True,
     ) -> None:
         """The loops of ``tile``, whose inputs come with ``input_strides`` (element
         strides per input, None for row-major; missing ones are row-major), for calls on
         ``threads`` threads, their tiles within ``limit`` elements of scratch where that
         is more than the tile op records, or within ``blas_limit`` where the loops call
         BLAS a tile at a time (a recorded plan keeps its own); without ``split``, no
-        matmul's contraction in tiles."""
+        matmul's contraction in tiles, and without ``cuts``, no reduction dim either."""
         self.more_storage: dict[Operation, list[Storage]] = {}
         """Per tuple accumulator: its components after the first (set by :meth:`emit`)."""
         self.shared: dict[Operation, int] = {}
@@ -116,10 +116,8 @@ class _GroupPlan:
         # a softmax feeding a matmul decomposes with it (flash attention) where the plan
         # holds few whole key rows, or where a recorded plan cuts the keys
         recorded = tile.loops_plan
-        cut = recorded is not None and any(
-            t < e and k is not IteratorType.PARALLEL
-            for t, e, k in zip(recorded.tiles, body.extents, body.kinds, strict=True)
-        )
+        cut = recorded is not None and cuts_reduction_dim(recorded.tiles, body.extents, body.kinds)
+        form = None
         if recorded is None or cut:
             fused: dict[SSAValue, SSAValue] = {}
             form = decomposed_copy(ops, list(yielded), list(block.args), fused, with_users=True)
@@ -128,6 +126,7 @@ class _GroupPlan:
                 candidate = copied_body(tile, body, form)
                 if cut or prefers_flash(tile.tiles_value, candidate, staged_there):
                     copy, copied, chosen = form, fused, candidate
+        plain = recorded is None and copy is None and form is not None  # (see below)
         if copy is None:
             copy = decomposed_copy(ops, list(yielded), list(block.args), copied)
         if copy is not None:
@@ -223,25 +222,20 @@ class _GroupPlan:
         self.split = {op: r for op, r in self.split.items() if self.tiles[r] < self.extents[r]}
         check_split(self)
         if self.split and not check_order(self):  # (what a reader needs within the loop)
-            kw = {"limit": limit, "blas_limit": blas_limit, "split": False}
+            kw = {"limit": limit, "blas_limit": blas_limit, "split": False, "cuts": cuts}
             return self.__init__(tile, input_strides, threads=threads, **kw)
-        self.passes = passes if self.recorded is not None else plan_passes(self, tiles, limit)
+        planned = plan_passes(self, tiles, limit) if cuts and self.recorded is None else None
+        self.passes = passes if self.recorded is not None else planned
+        if plain and cuts_reduction_dim(self.tiles, self.extents, body.kinds):
+            # (read back, a plan that cuts a reduction dim takes the flash form: found by
+            # fuzzing `sum(softmax(a) @ b)` at budget 16, its contraction cut)
+            kw = {"limit": limit, "blas_limit": blas_limit, "split": False, "cuts": False}
+            return self.__init__(tile, input_strides, threads=threads, **kw)
         scratch = self._scratch_elements()
         empty = 0 in self.extents  # (computes nothing: no scratch is used)
         check_recorded_scratch(self, scratch, limit, empty)
-        why = None if self.recorded is not None or empty else over_budget(self, scratch, limit)
-        if why is not None:
-            name = tile.group_name or "a group"
-            where = op_location(tile)
-            warn(
-                TdslLoopsBudgetWarning(
-                    f"{'' if where is None else f'{where}: '}'{name}': the native loops need "
-                    f"{scratch} elements of scratch per tile, more than the {limit} its plan "
-                    f"records under the memory budget ({why}); the numpy target keeps the "
-                    f"plan, or give a budget of at least {scratch} elements"
-                ),
-                stacklevel=2,
-            )
+        if self.recorded is None and not empty:
+            warn_over_budget(self, scratch, limit)
         keys = [*self.flash.values(), *self.split.values()]  # (looped inside their level)
         keys += [d for step in self.passes or () for d in step.cut]  # (inside their step)
         self.tiled = [

@@ -17,9 +17,11 @@ from tdsl.backend.llvm.loops_choices import (
     tile_gemm,
 )
 from tdsl.backend.llvm.loops_common import _is_contraction, _is_reduction
+from tdsl.backend.llvm.loops_split import carried
 from tdsl.dialects.kernel_body import GroupBody
 from tdsl.dialects.structured import IteratorType
-from tdsl.errors import TdslIRError
+from tdsl.errors import TdslIRError, TdslLoopsBudgetWarning, warn
+from tdsl.transforms.locations import op_location
 
 if TYPE_CHECKING:
     from tdsl.backend.llvm.loops_plan import _GroupPlan  # pyright: ignore[reportPrivateUsage]
@@ -80,6 +82,18 @@ def recorded_stored(plan: _GroupPlan, numbers: Sequence[int], needed: Sequence[S
         )
     for v in chosen:
         producer = plan.body.producer(v)
+        cut = [r for r in plan.split.values() if plan.tiles[r] < plan.extents[r]]
+        if v not in needed and isinstance(producer, Operation):
+            r = next((r for r in cut if carried(plan.body, producer, r)), None)
+            if r is not None:  # (stored as it is accumulated: [10, 26] for [20, 52])
+                raise TdslIRError(
+                    f"the loops plan stores value {values.index(v)} ('{producer.name}'), a "
+                    f"reduction over d{r}, which the plan cuts: the loop over d{r}'s tiles "
+                    "adds each into its accumulator, whole only after the last, so it "
+                    f"cannot be stored as it is computed: remove {values.index(v)} from "
+                    "`stored`",
+                    op=plan.tile,
+                )
         if v not in needed and (producer in plan.flash or producer in plan.split):
             raise TdslIRError(
                 f"the loops plan stores value {values.index(v)} ('{producer.name}'), which "
@@ -164,3 +178,41 @@ def check_recorded_scratch(plan: _GroupPlan, scratch: int, limit: int, empty: bo
             "memory budget allows it",
             op=plan.tile,
         )
+
+
+def warn_over_budget(plan: _GroupPlan, scratch: int, limit: int) -> None:
+    """A :class:`~tdsl.errors.TdslLoopsBudgetWarning` at ``plan``'s tile op where its
+    loops' ``scratch`` breaks the ``limit`` it records (:func:`over_budget`)."""
+    why = over_budget(plan, scratch, limit)
+    if why is None:
+        return
+    name = plan.tile.group_name or "a group"
+    where = op_location(plan.tile)
+    warn(
+        TdslLoopsBudgetWarning(
+            f"{'' if where is None else f'{where}: '}'{name}': the native loops need "
+            f"{scratch} elements of scratch per tile, more than the {limit} its plan "
+            f"records under the memory budget ({why}); the numpy target keeps the "
+            f"plan, or give a budget of at least {scratch} elements"
+        ),
+        stacklevel=3,
+    )
+
+
+def over_budget(plan: _GroupPlan, scratch: int, limit: int) -> str | None:
+    """Why the loops' ``scratch`` (elements per tile) breaks the ``limit`` the tile op
+    records, or None where it keeps it (or breaks it by at most
+    :data:`LOOPS_SCRATCH_SLACK`, for the same reasons the plan would)."""
+    if scratch <= limit:
+        return None
+    if scratch > plan._scratch_at(plan.tile.tiles_value):  # pyright: ignore[reportPrivateUsage]
+        # a value they store spans a dim the plan cuts to fit the budget
+        return (
+            "the loops take scan and reduction dims whole, and this plan cuts one: they run "
+            "its passes only without BLAS writing whole outputs or cut contractions, flash "
+            "attention, packed inputs or reductions computed twice"
+        )
+    if scratch > limit + LOOPS_SCRATCH_SLACK:
+        # where no parallel dim is left to cut, values are stored whole
+        return "the loops store values the plan does not keep"
+    return None

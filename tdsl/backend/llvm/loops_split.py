@@ -173,9 +173,16 @@ def check_order(plan: _GroupPlan) -> bool:
         for p in along:
             if first is None or before_loop(body, p, r) or plan.level[p] >= first:
                 continue
-            if p is op or any(v in plan.stored for v in p.results):
+            if (
+                p is op
+                or any(v in plan.stored for v in p.results)
+                or (_is_reduction(p) and not carried(body, p, r))
+            ):
                 # (it would run in a sweep over all of d{r} before the loop: a reduction
-                # may, as a statistic does, but not a value stored one tile at a time)
+                # over d{r} may, as a statistic does, but not a value stored one tile at
+                # a time, nor a reduction along d{r}, whose accumulator holds one tile:
+                # `sum(a, axis=0)` of `a`'s columns, d{r}, ran before a loop cutting them
+                # and its tile took all 257, 74% off; found by fuzzing)
                 if plan.recorded is None:
                     return False
                 raise TdslIRError(

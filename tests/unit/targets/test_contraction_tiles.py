@@ -371,3 +371,103 @@ def test_matmuls_sharing_a_contraction_run_in_one_loop_over_it(
     again = JITTensorKernel(target="native").compile_ir(kernel.ir["planned"])  # (verifies)
     for fn in (kernel, again):
         _close(np.asarray(fn(a=a, b=b, c=c)), reference(a, b, c))
+
+
+def test_a_reduction_along_the_contraction_runs_in_the_loop_over_its_tiles() -> None:
+    """``sum(a, axis=0)`` of ``a``'s columns, the contraction the loops cut, beside a
+    layer norm's kind of statistics (``mean(a, axis=1)``, ``min(a, axis=1)``) that run
+    before the loop: it ran before the loop too, over all 257 columns, into an
+    accumulator of one tile's (three matmuls through the contraction, 74% off; found by
+    fuzzing).  Only reductions over the contraction run before the loop."""
+    from tdsl.runtime.compile import native_unavailable_reason
+
+    if native_unavailable_reason() is not None:
+        pytest.skip(str(native_unavailable_reason()))
+    text = (
+        "((a / (1 + abs(sum(a, axis=0, keepdims=True)))) @ b) * "
+        "((a - mean(a, axis=1, keepdims=True)) @ c) + ((a - min(a, axis=1, keepdims=True)) @ d)"
+    )
+    shapes = {"a": (7, 257), "b": (257, 16), "c": (257, 16), "d": (257, 16)}
+    rng = np.random.default_rng(0)
+    a, b, c, d = (rng.uniform(-2, 2, s) for s in shapes.values())
+    kernel = JITTensorKernel(target="native", memory_budget=4096, threads=1).compile(
+        text, shapes, "f64"
+    )
+    want = ((a / (1 + np.abs(a.sum(0, keepdims=True)))) @ b) * (
+        (a - a.mean(1, keepdims=True)) @ c
+    ) + ((a - a.min(1, keepdims=True)) @ d)
+    _close(np.asarray(kernel(a, b, c, d)), want)
+
+
+@pytest.mark.parametrize(
+    ("text", "shapes", "budget"),
+    [
+        ("sum(softmax(a) @ b)", {"a": (2, 5), "b": (5, 2)}, 16),
+        ("sum(softmax(a) @ b, axis=1, keepdims=True)", {"a": (2, 75), "b": (75, 96)}, 64),
+        ("sum(softmax(a) @ b, axis=0, keepdims=True)", {"a": (33, 256), "b": (256, 96)}, 2454),
+    ],
+)
+def test_a_plan_of_a_softmax_feeding_a_matmul_reads_back_as_planned(
+    text: str, shapes: dict[str, tuple[int, int]], budget: int
+) -> None:
+    """A softmax feeding a matmul has two forms in the loops: the plain one, and the flash
+    one (``softmax_matmul``), which a recorded plan that cuts a reduction dim is read back
+    in.  The planner, planning the plain one, cut the contraction (the softmax's row
+    statistics before the loop over its tiles): read back in the flash form, its plan
+    named ops it does not have ("the loops plan gives BLAS op 5 of the group, which is
+    not in its body"; found by fuzzing).  The plain form's plan keeps its reduction dims
+    whole, and the result is NumPy's."""
+    from tdsl.runtime.compile import native_unavailable_reason
+
+    if native_unavailable_reason() is not None:
+        pytest.skip(str(native_unavailable_reason()))
+    rng = np.random.default_rng(1)
+    a, b = (rng.standard_normal(s) for s in shapes.values())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)
+        kernel = JITTensorKernel(target="native", memory_budget=budget, threads=1).compile(
+            text, shapes, "f64"
+        )
+    e = np.exp(a - a.max(1, keepdims=True))
+    product = (e / e.sum(1, keepdims=True)) @ b
+    axis = None if "axis" not in text else int(text.split("axis=")[1][0])
+    _close(np.asarray(kernel(a, b)), np.asarray(product.sum(axis=axis, keepdims=axis is not None)))
+
+
+def test_a_reduction_accumulated_over_the_contractions_tiles_cannot_be_stored() -> None:
+    """``sum(relu(a), axis=1) + relu(a) @ b`` with the contraction cut and the sum stored
+    too (an edit): the sum's accumulator runs on over the loop's tiles, whole only after
+    the last, and the stored copy held one tile's sum ([10, 26] for [20, 52]; found by
+    fuzzing).  A located error now."""
+    from tdsl.runtime.compile import native_unavailable_reason
+
+    if native_unavailable_reason() is not None:
+        pytest.skip(str(native_unavailable_reason()))
+    planned = (
+        "func.func @main(%a: tensor<2x4xf32>, %b: tensor<4x1xf32>) -> tensor<2x1xf32> {\n"
+        '  %0 = kernel.tile(%a, %b) group "g0" space [2, 1, 4] iterators ["parallel", '
+        '"parallel", "reduction"] tiles [1, 1, 2] scratch [memref<1xf32>, memref<1xf32>, '
+        "memref<2xf32>, memref<1xf32>] sweeps [1, 1, 1, 1, 2] loops tiles [1, 1, 2] "
+        "stored [STORED] blas [3]\n"
+        "    ins [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>]\n"
+        "    outs [affine_map<(d0, d1, d2) -> (d0, d1)>] : "
+        "(tensor<2x4xf32>, tensor<4x1xf32>) -> tensor<2x1xf32> {\n"
+        "  ^bb0(%a_1: tensor<1x2xf32>, %b_1: tensor<2x1xf32>):\n"
+        "    %1 = tensordsl.relu %a_1 : tensor<1x2xf32>\n"
+        "    %2 = tensordsl.sum %1 axis = 1 keepdims : tensor<1x2xf32> -> tensor<1x1xf32>\n"
+        "    %3 = tensordsl.relu %a_1 : tensor<1x2xf32>\n"
+        "    %4 = tensordsl.matmul %3, %b_1 : (tensor<1x2xf32>, tensor<2x1xf32>) -> tensor<1x1xf32>\n"
+        "    %5 = tensordsl.add %2, %4 : (tensor<1x1xf32>, tensor<1x1xf32>) -> tensor<1x1xf32>\n"
+        "    kernel.yield %5 : tensor<1x1xf32>\n  }\n"
+        "  func.return %0 : tensor<2x1xf32>\n}\n"
+    )
+    a = np.arange(1, 9, dtype=np.float32).reshape(2, 4)
+    b = np.ones((4, 1), np.float32)
+    kernel = JITTensorKernel(target="native", threads=1).compile_ir(planned.replace("STORED", "2"))
+    np.testing.assert_array_equal(kernel(a, b), [[20], [52]])
+    edited = planned.replace("STORED", "1, 2")
+    with pytest.raises(
+        TdslError, match=r"stores value 1 \('tensordsl.sum'\), a reduction over"
+    ) as err:
+        JITTensorKernel(target="native").compile_ir(edited)
+    assert err.value.location is not None
