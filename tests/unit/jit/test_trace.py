@@ -871,9 +871,10 @@ def _exp_matmul(x):
 
 def _block(x, w1, w2):
     h = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + 1e-6)
-    # (two chains through the hidden dim: under a small budget the native loops break the
-    # plan's scratch and warn)
-    return x + ((h @ w1) * (h @ w1 * 0.5)) @ w2 + (np.maximum(h, 0) @ w1) @ w2
+    # (a row sum of a matmul scaling the next one's operand: under a small budget the
+    # native loops break the plan's scratch and warn; two chains through the hidden dim
+    # did, until the loops ran matmuls sharing a contraction in one loop over it)
+    return x + ((h * np.sum(np.maximum(h, 0) @ w1, axis=1, keepdims=True)) @ w1) @ w2
 
 
 def _block_args() -> tuple[Any, ...]:
@@ -908,7 +909,7 @@ def test_a_pass_warning_in_the_compile_is_at_the_users_line() -> None:
     np.testing.assert_allclose(got, _block(*args), rtol=1e-5, atol=1e-5)
     loops = [w for w in seen if issubclass(w.category, TdslLoopsBudgetWarning)]
     assert loops, [str(w.message) for w in seen]
-    line = _line_of(_block, "return x + ((h @ w1)")
+    line = _line_of(_block, "return x + ((h * np.sum(")
     for found in loops:
         assert (found.filename, found.lineno) == (__file__, line)
         assert f"{__file__}:{line}:" in str(found.message)
