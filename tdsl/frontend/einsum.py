@@ -5,7 +5,10 @@ Each operand's axes are named by one letter of ``subscripts`` (``"ij,jk->ik"``;
 without ``->`` the result's letters are those named once, in alphabetical order,
 as NumPy's implicit mode).  The frontend then writes:
 
-* a ``sum`` over each axis named by one operand only and not by the result;
+* both operands in the type of the result first (``np.result_type``), as NumPy's
+  einsum computes;
+* a ``sum`` over each axis named by one operand only and not by the result (a
+  float16 operand's in float32, rounded once);
 * for two operands, a ``matmul`` when one letter is contracted (named by both,
   not by the result) and each operand has at most one letter of its own in the
   result: the letters named by both and the result are its batch axes
@@ -125,12 +128,21 @@ class _Writer:
         return self.lowering.emit(op, self.span)
 
     def sum_out(self, t: TensorValue, term: str, keep: str) -> tuple[TensorValue, str]:
-        """``t`` summed over its axes whose letters ``keep`` lacks (the last first)."""
-        for axis in reversed(range(len(term))):
-            if term[axis] not in keep:
-                t = self.emit(td.SumOp(t.value, axis=axis, keepdims=False))
-                term = term[:axis] + term[axis + 1 :]
-        return t, term
+        """``t`` summed over its axes whose letters ``keep`` lacks (the last first), a
+        float16 ``t`` in float32 and rounded once (as NumPy's einsum: ``"ij->"`` of
+        ``[[1, 2**-12], [2**-12, 2**-12]]`` is 1.001, not the 1.0 of rounding each
+        axis's sums)."""
+        axes = [axis for axis, c in enumerate(term) if c not in keep]
+        if not axes:
+            return t, term
+        element = t.element
+        if element == Float16Type():
+            t = self.lowering.to_element(t, f32, self.span)
+        for axis in reversed(axes):
+            t = self.emit(td.SumOp(t.value, axis=axis, keepdims=False))
+        if element == Float16Type():
+            t = self.lowering.to_element(t, element, self.span)
+        return t, "".join(c for c in term if c in keep)
 
     def arrange(self, t: TensorValue, term: str, order: str) -> TensorValue:
         """``t`` with its axes in ``order`` (letters ``term`` lacks: axes of extent 1)."""
@@ -151,6 +163,9 @@ class _Writer:
                 t = self.zeroed(t)
             return self.arrange(t, term, out)
         (a, b), (la, lb) = operands, terms
+        # (in the result's type first, as NumPy's einsum: an int32 operand's own axis
+        # summed beside a float64 one wrapped where NumPy's float64 sum does not)
+        a, b = self.lowering.unify([(a, spans[0]), (b, spans[1])], None, "`einsum`", self.span)
         a, la = self.sum_out(a, la, out + lb)
         b, lb = self.sum_out(b, lb, out + la)
         batch = "".join(c for c in out if c in la and c in lb)

@@ -121,6 +121,36 @@ def test_float16_products_are_summed_in_float32(target: str, subscripts: str) ->
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize(
+    ("subscripts", "operands"),
+    [
+        ("ij,jk->i", (np.array([[1.0]]), np.array([[2**31 - 1, 1]], np.int32))),
+        ("ij,jk->i", (np.array([[1]], np.int64), np.array([[2**31 - 1, 1]], np.int32))),
+        ("ij,jk->i", (np.array([[1.0]], np.float16), np.array([[200, 100]], np.uint8))),
+        (
+            "ij,jk->i",
+            (np.array([[1.0]], np.float32), np.array([[1.0, 2**-12, 2**-12, 2**-12]], np.float16)),
+        ),
+        ("ij->", (np.array([[1.0, 2**-12], [2**-12, 2**-12]], np.float16),)),
+    ],
+)
+def test_an_operands_own_axes_are_summed_in_the_results_type(
+    target: str, subscripts: str, operands: tuple[Array, ...]
+) -> None:
+    """NumPy's einsum promotes its operands to the result's type first, and sums float16
+    in float32, rounding once.  tdsl summed an axis only one operand names in that
+    operand's type, one axis at a time: an int32 row sum beside a float64 operand
+    wrapped (-2147483648 for 2147483648), a uint8 one beside float16 too (44 for 300),
+    and float16 sums rounded per axis (found by fuzzing)."""
+    names = "ab"[: len(operands)]
+    text = f"einsum('{subscripts}', {', '.join(names)})"
+    got = run_on(target, 10**6, text, **dict(zip(names, operands, strict=True)))
+    want = np.einsum(subscripts, *operands)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
 def _ops(text: str, shapes: dict[str, tuple[int, ...]]) -> list[str]:
     module = to_tensordsl(text, shapes=shapes)
     return [op.name.removeprefix("tensordsl.") for op in module.walk() if "tensordsl." in op.name]
