@@ -578,3 +578,27 @@ def test_adding_a_zero_keeps_numpys_sign_of_zero(target: str, expr: str) -> None
     for dtype in DTYPES.values():
         x = np.array([-0.0, 0.0, 1.0, -INF, np.nan], dtype)
         assert same_bits(run(target, expr, x=x), eval(expr, {"x": x})), (expr, dtype)
+
+
+@NATIVE
+@pytest.mark.xfail(
+    strict=True,
+    reason="not fixed: LLVM's InstCombine folds `acc + x * -y` into `acc - x * y` and gives "
+    "the product it makes the accumulator's `reassoc` flag, which then reorders it",
+)
+def test_a_sums_terms_keep_numpys_rounding() -> None:
+    """The native loops give a sum's accumulator addition LLVM's ``reassoc`` flag, and
+    nothing else (NumPy's results are the contract; only the order of a sum's additions
+    may change).  LLVM's InstCombine folds ``acc + (x0 * x1) * -x1`` into ``acc - x0 *
+    (x1 * x1)``: the product it makes takes the addition's flags, and is then reordered,
+    so ``x1 * x1`` overflows where NumPy's ``(x0 * x1) * -x1`` does not: ``-inf`` for
+    ``-1.9e-6`` (found by the property test above, on a local seed).  Writing the term as
+    ``-(x0 * x1 * x1)`` does not help (InstCombine moves the negation back into the
+    product); ``llvm.arithmetic.fence`` keeps LLVM from vectorizing the sum (14 times
+    slower), and ``llvm.canonicalize`` aborted LLVM on packed-block loops.  Left visibly
+    undone: a fix needs the reordering allowed without the flag (loop metadata), for the
+    sum's accumulator alone."""
+    x0 = np.array([0, 0, 0, 0, 1e-45], np.float32)
+    x1 = np.array([0, 0, 0, 0, 3.6893486e19], np.float32)
+    got = run("native", "sum((x0 * x1) * neg(x1))", x0=x0, x1=x1)
+    assert same_bits(got, np.sum((x0 * x1) * -x1))
