@@ -45,6 +45,23 @@ def _space(planned: str) -> list[int]:
     return [int(t) for t in space.split(",")]
 
 
+def _within_budget(text: str, shapes: dict[str, Any], budget: int | None, **kw: Any) -> Any:
+    """``text`` compiled for the native target under ``budget`` (f64), skipping where
+    native code does not run here; a ``TdslLoopsBudgetWarning`` (the loops breaking the
+    plan's scratch) is an error."""
+    from tdsl.errors import TdslLoopsBudgetWarning
+    from tdsl.runtime.compile import native_unavailable_reason
+
+    if native_unavailable_reason() is not None:
+        pytest.skip(str(native_unavailable_reason()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)  # (no fusion plan fits a small one)
+        warnings.simplefilter("error", TdslLoopsBudgetWarning)
+        return JITTensorKernel(target="native", memory_budget=budget, **kw).compile(
+            text, shapes, "f64"
+        )
+
+
 def _close(got: Any, want: Any) -> None:
     tol = 1e-10 if want.dtype == np.float64 else 2e-5
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol * float(np.abs(want).max()))
@@ -220,20 +237,10 @@ def test_a_reduction_along_the_contraction_runs_on_over_its_tiles(
     accumulator runs on over the contraction's tiles, read after the loop over them.
     The loops took such a contraction whole (a row of ``relu(a)``, 1,024 elements, at
     budget 64, with a warning); they now cut it, and the result is NumPy's."""
-    from tdsl.errors import TdslLoopsBudgetWarning
-    from tdsl.runtime.compile import native_unavailable_reason
-
-    if native_unavailable_reason() is not None:
-        pytest.skip(str(native_unavailable_reason()))
     rng = np.random.default_rng(3)
     a = rng.standard_normal((64, 1024))
     b = rng.standard_normal((1024, 96)) / 32
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", TdslBudgetWarning)  # (no fusion plan fits 64)
-        warnings.simplefilter("error", TdslLoopsBudgetWarning)
-        kernel = JITTensorKernel(target="native", memory_budget=budget).compile(
-            text, {"a": a.shape, "b": b.shape}, "f64"
-        )
+    kernel = _within_budget(text, {"a": a.shape, "b": b.shape}, budget)
     assert _loops_tiles(kernel.ir["planned"])[-1] < 1024  # (the contraction, in tiles)
     _close(np.asarray(kernel(a=a, b=b)), reference(a, b))
 
@@ -290,20 +297,10 @@ def test_statistics_along_the_contraction_run_before_the_loop(
     whole row (from the inputs: no scratch), then run the loop.  They took the row whole
     (302 elements of scratch at budgets 16 to 256, with a warning, and ``auto`` ran the
     numpy target); now a tile of it, and the result is NumPy's."""
-    from tdsl.errors import TdslLoopsBudgetWarning
-    from tdsl.runtime.compile import native_unavailable_reason
-
-    if native_unavailable_reason() is not None:
-        pytest.skip(str(native_unavailable_reason()))
     rng = np.random.default_rng(5)
     a = rng.standard_normal((40, 300))
     b = rng.standard_normal((300, 300)) / 16
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", TdslBudgetWarning)  # (no fusion plan fits 16)
-        warnings.simplefilter("error", TdslLoopsBudgetWarning)
-        kernel = JITTensorKernel(target="native", memory_budget=budget).compile(
-            text, {"a": a.shape, "b": b.shape}, "f64"
-        )
+    kernel = _within_budget(text, {"a": a.shape, "b": b.shape}, budget)
     assert _loops_tiles(kernel.ir["planned"].split("kernel.tile")[1])[-1] < 300
     again = JITTensorKernel(target="native").compile_ir(kernel.ir["planned"])  # (verifies)
     for fn in (kernel, again):
@@ -353,20 +350,11 @@ def test_matmuls_sharing_a_contraction_run_in_one_loop_over_it(
     beyond the plan's scratch (at 128x160 by 160x128 and budget 64, 321 elements, with a
     warning, and ``auto`` ran the numpy target); now a tile of it, and the result is
     NumPy's."""
-    from tdsl.errors import TdslLoopsBudgetWarning
-    from tdsl.runtime.compile import native_unavailable_reason
-
-    if native_unavailable_reason() is not None:
-        pytest.skip(str(native_unavailable_reason()))
     rng = np.random.default_rng(6)
     a = rng.standard_normal((24, 160))
     b, c = rng.standard_normal((160, 32)) / 8, rng.standard_normal((160, 32)) / 8
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", TdslBudgetWarning)  # (no fusion plan fits 64)
-        warnings.simplefilter("error", TdslLoopsBudgetWarning)
-        kernel = JITTensorKernel(target="native", threads=1, memory_budget=budget).compile(
-            text, {"a": a.shape, "b": b.shape, "c": c.shape}, "f64"
-        )
+    shapes = {"a": a.shape, "b": b.shape, "c": c.shape}
+    kernel = _within_budget(text, shapes, budget, threads=1)
     assert _loops_tiles(kernel.ir["planned"].split("kernel.tile")[1])[-1] < 160
     again = JITTensorKernel(target="native").compile_ir(kernel.ir["planned"])  # (verifies)
     for fn in (kernel, again):
