@@ -80,9 +80,9 @@ def recorded_stored(plan: _GroupPlan, numbers: Sequence[int], needed: Sequence[S
             f"or a scan read along more dims than its own): add {index} to `stored`",
             op=plan.tile,
         )
+    cut = [r for r in plan.split.values() if plan.tiles[r] < plan.extents[r]]
     for v in chosen:
         producer = plan.body.producer(v)
-        cut = [r for r in plan.split.values() if plan.tiles[r] < plan.extents[r]]
         if v not in needed and isinstance(producer, Operation):
             r = next((r for r in cut if carried(plan.body, producer, r)), None)
             if r is not None:  # (stored as it is accumulated: [10, 26] for [20, 52])
