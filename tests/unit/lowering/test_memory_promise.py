@@ -568,6 +568,52 @@ def test_the_native_loops_run_the_plans_passes_where_it_cuts_reduction_dims(budg
         assert peak - got.nbytes <= need * 4 + numpy_buffers(1, 4), (fn.target, peak)
 
 
+@pytest.mark.parametrize(
+    ("text", "shapes", "dtype", "reference"),
+    [
+        (
+            "log_softmax(a) + cumsum(b, axis=0)",
+            {"a": (64, 40), "b": (64, 40)},
+            "f32",
+            lambda a, b: (
+                a
+                - a.max(1, keepdims=True)
+                - np.log(np.exp(a - a.max(1, keepdims=True)).sum(1, keepdims=True))
+                + np.cumsum(b, axis=0)
+            ),
+        ),
+        ("cumsum((a + 1) @ b, axis=0)", {"a": (3, 40), "b": (40, 1)}, "i32", None),
+    ],
+)
+def test_a_plan_whose_passes_cut_a_scan_dim_reads_back(
+    text: str, shapes: dict[str, Any], dtype: str, reference: Any
+) -> None:
+    """The native loops run the plan's passes where it cuts a scan dim to fit the budget
+    (``cumsum(b, axis=0)``'s rows), and record the scan dim's tile: the verifier refused
+    that plan read back ("loops tile 1 along d0 must be 64 or at most 1"), as it let only
+    a reduction dim take the tile op's tiles (found by fuzzing)."""
+    native_or_skip()
+    rng = np.random.default_rng(4)
+    arrays = [
+        rng.standard_normal(s).astype(np.float32)
+        if dtype == "f32"
+        else rng.integers(-3, 3, s).astype(np.int32)
+        for s in shapes.values()
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)
+        fn = JITTensorKernel(memory_budget=100, target="native", threads=1).compile(
+            text, shapes=shapes, dtypes=dtype
+        )
+    tiles = re.search(r" tiles \[(\d+),", fn.ir["planned"])
+    assert tiles is not None and int(tiles.group(1)) < shapes["a"][0]  # (the scan dim, cut)
+    again = JITTensorKernel(target="native", threads=1).compile_ir(fn.ir["planned"])
+    a, b = arrays
+    want = reference(a, b) if reference is not None else np.cumsum((a + 1) @ b, axis=0)
+    for kernel in (fn, again):
+        assert_matches(kernel(*arrays), want)
+
+
 @pytest.mark.parametrize("budget", [256, 4096])
 @pytest.mark.parametrize(
     ("text", "reference"),
