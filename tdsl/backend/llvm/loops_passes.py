@@ -116,6 +116,10 @@ def loops_passes(plan: _GroupPlan, cut: Sequence[int]) -> list[LoopsStep] | None
     if set(sched.reduction_loops) != set(cut):
         return None
     step_of = sched.step_of
+    for op, g in plan.gemm.items():  # (a stored operand holds one step's tile: its own)
+        p = body.producer(g.a)
+        if p is not None and step_of[p] != step_of[op]:
+            return None
     for step in sched.steps:
         if any(_is_reduction(op) for op in step.recomputed):
             return None  # (the loops compute a reduction once, in its accumulator)

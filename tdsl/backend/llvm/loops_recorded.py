@@ -16,7 +16,7 @@ from tdsl.backend.llvm.loops_choices import (
     blas_output,
     tile_gemm,
 )
-from tdsl.backend.llvm.loops_common import _is_contraction, _is_reduction
+from tdsl.backend.llvm.loops_common import _is_reduction
 from tdsl.backend.llvm.loops_split import carried
 from tdsl.dialects.kernel_body import GroupBody
 from tdsl.dialects.structured import IteratorType
@@ -108,12 +108,12 @@ def recorded_stored(plan: _GroupPlan, numbers: Sequence[int], needed: Sequence[S
 
 def check_passes_stored(plan: _GroupPlan) -> None:
     """A located error where a recorded plan whose loops run the tile op's passes stores
-    a reduction's result: a later step computes a stored value again, and a reduction
-    cannot be computed element by element (the loops raised a bare NotImplementedError
-    or KeyError; found by fuzzing)."""
+    a reduction's result (a matmul's too): a later step computes a stored value again,
+    and a reduction cannot be computed element by element (the loops raised a bare
+    NotImplementedError or KeyError; found by fuzzing)."""
     for v in plan.kept:
         p = plan.body.producer(v)
-        if isinstance(p, Operation) and _is_reduction(p) and not _is_contraction(p):
+        if isinstance(p, Operation) and _is_reduction(p):
             n = plan._values().index(v)  # pyright: ignore[reportPrivateUsage]
             raise TdslIRError(
                 f"the loops plan stores value {n} ('{p.name}'), a reduction's result, and "

@@ -663,6 +663,33 @@ def test_the_native_loops_run_the_plans_passes_with_blas_tiles(
         assert peak - got.nbytes <= max(budget, need) * 4 + numpy_buffers(1, 4), peak
 
 
+@pytest.mark.parametrize(
+    ("text", "reference"),
+    [
+        ("sum((a + 1) @ w, axis=1)", lambda a, w: np.sum((a + 1) @ w, axis=1)),
+        (
+            "mean(relu(relu(a) @ w), axis=1)",
+            lambda a, w: np.mean(np.maximum(np.maximum(a, 0) @ w, 0), axis=1),
+        ),
+    ],
+)
+def test_a_matmuls_computed_operand_is_computed_in_its_pass(text: str, reference: Any) -> None:
+    """``sum((a + 1) @ w, axis=1)`` at budget 16: the plan sums the matmul's columns in
+    a pass, and computes ``a + 1`` in a step before it, whose stored tile the pass no
+    longer has: the loops' BLAS call found no ``a + 1`` (a KeyError; found by fuzzing).
+    They run such a plan's passes only where the matmul's operand is computed in its
+    own step, and the result is NumPy's."""
+    native_or_skip()
+    rng = np.random.default_rng(5)
+    a, w = rng.standard_normal((8, 3)), rng.standard_normal((3, 64))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)
+        fn = JITTensorKernel(memory_budget=16, target="native", threads=1).compile(
+            text, shapes={"a": a.shape, "w": w.shape}, dtypes="f64"
+        )
+    assert_matches(fn(a, w), reference(a, w))
+
+
 @pytest.mark.parametrize("budget", [256, 4096])
 @pytest.mark.parametrize(
     ("text", "reference"),

@@ -554,3 +554,22 @@ def test_stored_values_sharing_a_slot_are_stored_in_program_order(stored: str) -
     assert f"stored {stored}" in kernel.ir["planned"]
     want = np.maximum(-(x @ w1), 0) @ w2
     np.testing.assert_allclose(kernel(x, w1, w2), want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_matmul_stored_in_a_plan_running_passes_is_a_located_error() -> None:
+    """``sum(relu(a @ w) - max(relu(a @ w), axis=0), axis=0)`` at budget 64 runs the tile
+    op's passes, BLAS computing ``a @ w`` a tile of rows at a time.  An edit storing that
+    matmul's result made a later step compute it again, element by element: a bare
+    KeyError, or "'tensordsl.matmul' has no element-wise body" (found by fuzzing)."""
+    text = "sum(relu(a @ w) - max(relu(a @ w), axis=0, keepdims=True), axis=0)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslWarning)
+        kernel = JITTensorKernel(target="native", memory_budget=64, threads=1).compile(
+            text, {"a": (33, 16), "w": (16, 8)}, "f32"
+        )
+    planned = kernel.ir["planned"]
+    assert "stored [] blas [0, 2]" in planned
+    edited = planned.replace("stored [] blas [0, 2]", "stored [0] blas [0, 2]")
+    with pytest.raises(TdslIRError, match=r"stores value 0 \('tensordsl.matmul'\)") as info:
+        JITTensorKernel(target="native").compile_ir(edited)
+    assert info.value.location is not None
