@@ -536,9 +536,7 @@ class TileOp(GroupOp):
             )
         tiles = zip(plan.tiles, space, self.iterator_types, self.tiles_value, strict=True)
         for d, (t, e, kind, own) in enumerate(tiles):
-            whole = max(e, 1)  # (or, for attention's keys, in tiles within this op's)
-            # (a reduction dim in tiles within this op's; a scan or normalize dim only
-            # where this op cuts it, the loops running its passes)
+            whole = max(e, 1)  # (or in this op's tiles: a reduction dim, any it cuts)
             cut = t <= min(own, whole) and (kind is IteratorType.REDUCTION or own < whole)
             if kind is not IteratorType.PARALLEL and t != whole and not cut:
                 shown = f"{whole}" if own >= whole else f"{whole} or at most {own}, its tile"
