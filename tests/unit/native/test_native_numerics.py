@@ -602,3 +602,17 @@ def test_a_sums_terms_keep_numpys_rounding() -> None:
     x1 = np.array([0, 0, 0, 0, 3.6893486e19], np.float32)
     got = run("native", "sum((x0 * x1) * neg(x1))", x0=x0, x1=x1)
     assert same_bits(got, np.sum((x0 * x1) * -x1))
+
+
+@pytest.mark.parametrize("target", ["numpy", pytest.param("native", marks=NATIVE)])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_nextafter_of_a_nan_has_numpys_sign(target: str, dtype: Any) -> None:
+    """NumPy's float16 ``nextafter`` returns its positive quiet nan when either operand
+    is nan, where C's (float32, float64) propagates the operand's: native float16 gave
+    the operand's, and ``copysign(2, nextafter(0, 0 / 0))`` was -2 (x86's ``0 / 0`` is a
+    negative nan; found by the property test above in CI)."""
+    x = np.array([0.0, 1.0, -1.0, np.nan, -np.nan], dtype)
+    y = np.array([-np.nan, np.nan, -np.nan, 1.0, 0.0], dtype)
+    got = run(target, "copysign(2 + 0 * x, nextafter(x, y))", x=x, y=y)
+    with np.errstate(all="ignore"):
+        assert same_bits(got, np.copysign(2 + 0 * x, np.nextafter(x, y)))
