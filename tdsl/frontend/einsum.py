@@ -18,7 +18,9 @@ as NumPy's implicit mode).  The frontend then writes:
   axes (an outer product has none);
 * a ``transpose`` into the result's order;
 * float16 products that are summed are computed in float32 and rounded once, as
-  NumPy's einsum computes them;
+  NumPy's einsum computes them (where it is a ``matmul``, as ``np.matmul`` computes
+  them: NumPy's einsum may round a batched float16 product's partial sums to float16,
+  a few ulps from the once-rounded result);
 * ``+ 0.0`` after a float ``mul`` or ``sum``: NumPy's einsum adds each product into
   a zeroed result, so a ``-0.0`` product or sum comes out ``+0.0``
   (``np.einsum("i,j->ij", [-1.0], [0.0])`` is ``[[0.0]]``); a ``matmul``
