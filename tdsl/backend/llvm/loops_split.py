@@ -97,11 +97,9 @@ def contraction_keys(
             for o in body.ops
             if o is not op and _is_contraction(o) and r in body.loop_dims(o) and cut(o) == r
         }
+        # (a reduction over r: carried over the loop, or a statistic run before it)
         if all(
-            p in shared
-            or feeds_along(body, p, op, r)
-            or carried(body, p, r)
-            or before_loop(body, p, r)
+            p in shared or feeds_along(body, p, op, r) or _reduces(body, p, r)
             for p in body.ops
             if p is not op
         ):
@@ -169,14 +167,15 @@ def check_order(plan: _GroupPlan) -> bool:
     for op, r in plan.split.items():
         along = [o for o in body.ops if r in body.loop_dims(o)]
         top = max(plan.level[o] for o in along)
-        first = loop_level(plan, r)
+        pre = statistics(body, r)
+        first = _first_level(plan, pre)
         for p in along:
-            if first is None or before_loop(body, p, r) or plan.level[p] >= first:
+            if first is None or p in pre or plan.level[p] >= first:
                 continue
             if (
                 p is op
                 or any(v in plan.stored for v in p.results)
-                or (_is_reduction(p) and not carried(body, p, r))
+                or (_is_reduction(p) and not _reduces(body, p, r))  # (not carried)
             ):
                 # (it would run in a sweep over all of d{r} before the loop: a reduction
                 # over d{r} may, as a statistic does, but not a value stored one tile at
@@ -193,7 +192,8 @@ def check_order(plan: _GroupPlan) -> bool:
                     "fewer values",
                     op=plan.tile,
                 )
-        for p in _readers(body, {op, *(o for o in along if carried(body, o, r))}):
+        carried_along = (o for o in along if o not in pre and _reduces(body, o, r))
+        for p in _readers(body, {op, *carried_along}):
             if r in body.loop_dims(p) or plan.level[p] <= top:
                 if plan.recorded is None:
                     return False
@@ -216,8 +216,12 @@ def loop_level(plan: _GroupPlan, r: int) -> int | None:
     """The first level of the loop over the tiles of ``r`` (a cut contraction) where ops
     reduce over ``r`` before it (:func:`statistics`): the level after theirs, which
     run over all of ``r`` first; None where none does."""
-    pre = [plan.level[p] for p in statistics(plan.body, r)]
-    return max(pre) + 1 if pre else None
+    return _first_level(plan, statistics(plan.body, r))
+
+
+def _first_level(plan: _GroupPlan, pre: Sequence[Operation]) -> int | None:
+    """The level after those of the statistics ``pre`` (None: there are none)."""
+    return max(plan.level[p] for p in pre) + 1 if pre else None
 
 
 def cut_contractions(

@@ -468,9 +468,9 @@ def _int_type(t: Attribute) -> IntegerType:
 
 class ExpandNextAfter(RewritePattern):
     """``tdslmath.nextafter(x, y)`` -> integer steps on the bits of ``x`` (NumPy's
-    rules: nan when either is nan (f16: its positive quiet nan), the smallest subnormal with the sign of ``y``
-    from zero, and for ``x == y`` C's ``y``, except NumPy's f16 version's ``x``), in
-    the operands' own type."""
+    rules: nan when either is nan (f16: its positive quiet nan), the smallest subnormal
+    with the sign of ``y`` from zero, and for ``x == y`` C's ``y``, except NumPy's f16
+    version's ``x``), in the operands' own type."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: tdslmath.NextAfterOp, rewriter: PatternRewriter) -> None:
