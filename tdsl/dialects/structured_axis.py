@@ -89,8 +89,9 @@ class ReductionOp(IRDLOperation, StructuredOpInterface, Reduction, LanguageFunct
     """float16 accumulates in float32 (sums, means and products; as NumPy's mean)."""
     REORDERS: ClassVar[bool] = False
     """Compiled code may combine the elements in another order than NumPy's (only sums
-    and means: the native target marks their accumulator ``reassoc`` so that LLVM
-    vectorizes them, with an error bound like pairwise summation's).  Other reductions
+    and means: the native target marks their accumulator ``reassoc``, and their loop
+    LLVM's vectorize hint, so that LLVM vectorizes them, with an error bound like
+    pairwise summation's).  Other reductions
     combine in order and give NumPy's results, overflow, underflow and nan included."""
     ORDERED: ClassVar[bool] = False
     """Combining partial results of parts would change it (a product: ``1e30 * 1e30 *

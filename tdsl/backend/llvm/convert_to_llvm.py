@@ -43,10 +43,11 @@ By default the pass adds no fast-math flags: every float op is computed in
 NumPy's order with NumPy's rounding, without fused multiply-adds NumPy would not
 form, so overflow, underflow, inf, nan and signed zeros come out as NumPy's.  The
 flags an op already carries are kept: ``tdsl-lower-to-loops`` marks only the
-accumulator update of a ``sum`` or ``mean`` ``reassoc``, which lets LLVM
-vectorize it (it then adds in several partial sums: the result may differ from
-NumPy's pairwise sum by rounding, within an error bound like pairwise
-summation's; see ``docs/native.md``).  ``prod``, ``min`` and ``max`` combine in
+accumulator update of a ``sum`` or ``mean`` ``reassoc``.  In LLVM IR that flag
+becomes the loop's vectorize hint (:mod:`tdsl.backend.llvm.loop_hints`), which
+lets LLVM vectorize the sum and reorder nothing else (it then adds in several
+partial sums: the result may differ from NumPy's pairwise sum by rounding, within
+an error bound like pairwise summation's; see ``docs/native.md``).  ``prod``, ``min`` and ``max`` combine in
 order.  The ``fastmath`` option (any of ``reassoc``, ``contract``, ``arcp``,
 ``afn``) gives those flags to every float op that has none: it **changes
 results** (``contract`` fuses ``a * a - c`` into one rounding, so an overflow of

@@ -28,8 +28,12 @@ def llvm_ir_module(module: ModuleOp, triple: str | None) -> Any:
     """llvmlite's IR module of an ``llvm``-dialect module: xDSL's ``convert_module``,
     then each defined ``llvm.func``'s linkage (``internal``: xDSL's converter makes every
     function external) and its ``passthrough`` strings as LLVM function attributes
-    (``alwaysinline``; llvmlite refuses a name LLVM does not know)."""
+    (``alwaysinline``; llvmlite refuses a name LLVM does not know); a sum accumulator's
+    ``reassoc`` flag becomes its loop's vectorize hint
+    (:func:`tdsl.backend.llvm.loop_hints.reorder_sums_by_loop_hints`)."""
     from xdsl.backend.llvm.convert import convert_module
+
+    from tdsl.backend.llvm.loop_hints import reorder_sums_by_loop_hints
 
     converted = convert_module(module, fallback_target_triple=triple)
     for op in module.ops:
@@ -45,6 +49,7 @@ def llvm_ir_module(module: ModuleOp, triple: str | None) -> Any:
             if not isinstance(name, StringAttr):
                 raise ValueError(f"passthrough of @{op.sym_name.data} holds {name}, not a string")
             function.attributes.add(name.data)
+    reorder_sums_by_loop_hints(converted)
     return converted
 
 
