@@ -8,9 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from xdsl.dialects.builtin import (
-    MemRefType,
-)
+from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from tdsl.backend.llvm.loops_choices import (
@@ -50,6 +48,7 @@ from tdsl.backend.llvm.loops_recorded import (
     check_cut_dims,
     check_recorded_scratch,
     check_split,
+    over_budget,
     recorded_blas,
     recorded_stored,
     warn_over_budget,
@@ -61,6 +60,7 @@ from tdsl.backend.llvm.loops_split import (
     fit_contraction,
     larger_blas_tiles,
     runs_along,
+    shares_inputs,
 )
 from tdsl.defaults import MIN_BLAS_BYTES_PER_THREAD
 from tdsl.dialects.kernel import TileOp
@@ -90,13 +90,15 @@ class _GroupPlan:
         blas_limit: int | None = None,
         split: bool = True,
         cuts: bool = True,
+        inputs: bool = False,
     ) -> None:
         """The loops of ``tile``, whose inputs come with ``input_strides`` (element
         strides per input, None for row-major; missing ones are row-major), for calls on
         ``threads`` threads, their tiles within ``limit`` elements of scratch where that
         is more than the tile op records, or within ``blas_limit`` where the loops call
         BLAS a tile at a time (a recorded plan keeps its own); without ``split``, no
-        matmul's contraction in tiles, and without ``cuts``, no reduction dim either."""
+        matmul's contraction in tiles, and without ``cuts``, no reduction dim either;
+        with ``inputs``, a matmul on inputs may share a cut contraction (see below)."""
         self.more_storage: dict[Operation, list[Storage]] = {}
         """Per tuple accumulator: its components after the first (set by :meth:`emit`)."""
         self.shared: dict[Operation, int] = {}
@@ -148,7 +150,9 @@ class _GroupPlan:
         self.flash = flash_keys(body, self.staged_values)
         """``softmax_matmul`` ops run in the plan's tiles of their key dim, to that dim
         (see :mod:`~tdsl.backend.llvm.loops_flash`)."""
-        keys = contraction_keys(body, self.args, self.staged_values) if split else {}
+        inputs = inputs or tile.loops_plan is not None  # (a recorded plan may cut one)
+        keys = contraction_keys(body, self.args, self.staged_values, inputs) if split else {}
+        retry = split and not inputs  # (with inputs, where this plan breaks the budget)
         self.split = {} if self.flash else keys
         """A matmul whose contraction the loops run in tiles, to that dim (a key dim as a
         flash op's is: :mod:`~tdsl.backend.llvm.loops_split`)."""
@@ -160,8 +164,8 @@ class _GroupPlan:
         for r in self.flash.values():
             tiles[r] = min(tile.tiles_value[r], body.extents[r], KEY_TILE)
         cutting = cut_contractions(body, self.split, tile.tiles_value, tiles)
-        # the first parallel dim, when every op runs along it, is cut into at least
-        # SPLIT_TILES tiles that threads can share (smaller tiles need less scratch)
+        # the first parallel dim, when every op runs along it, is cut into >= SPLIT_TILES
+        # tiles that threads can share (smaller tiles need less scratch)
         split = next((d for d in range(body.rank) if body.kinds[d] is IteratorType.PARALLEL), None)
         share = max(1, min(threads, largest_bytes(tile) // MIN_BLAS_BYTES_PER_THREAD))
         along = split is not None and all(split in body.loop_dims(op) for op in body.ops)
@@ -178,9 +182,8 @@ class _GroupPlan:
             # tiles narrower than BLOCK would read each cache line for a few lanes
             least = min(BLOCK, body.extents[split]) if split == body.rank - 1 else 1
             most = max(least, -(-body.extents[split] // parts))
-            # (with such matmuls the loops start from the tallest tile and shrink it to the
-            # scratch the tile op records: their scratch model, not the NumPy target's,
-            # decides how tall a tile BLAS gets)
+            # (with such matmuls the loops shrink the tallest tile to the tile op's scratch:
+            # their scratch model, not the NumPy target's, decides how tall BLAS's tiles are)
             tiles[split] = most if gemms else min(tiles[split], most)
         tiles = [max(1, t) for t in tiles]  # (a dim of extent 0: tile 1, as the tile op's)
         self.tiles: tuple[int, ...] = tuple(tiles)
@@ -190,8 +193,7 @@ class _GroupPlan:
         self.gemm: dict[Operation, TileGemm] = {}
         """2-D matmuls BLAS computes one tile at a time, inside the loops."""
         self.gemm_symbols: dict[str, tuple[Attribute, ...]] = {}
-        """The external functions the loops call for them (set by ``emit``): to the
-        memref types they take."""
+        """The external functions the loops call for them (set by ``emit``): their types."""
         self.keep_long_chains = True
         """Whether values long chains would compute again are stored (see
         :meth:`_keep_long_chains`); not where their rows do not fit the tile's scratch."""
@@ -235,6 +237,10 @@ class _GroupPlan:
         empty = 0 in self.extents  # (computes nothing: no scratch is used)
         check_recorded_scratch(self, scratch, limit, empty)
         if self.recorded is None and not empty:
+            # (BLAS on tiles of a matmul on inputs, slower than one call for the whole)
+            if retry and over_budget(self, scratch, limit) and shares_inputs(self, keys):
+                kw = {"limit": limit, "blas_limit": blas_limit, "cuts": cuts, "inputs": True}
+                return self.__init__(tile, input_strides, threads=threads, **kw)
             warn_over_budget(self, scratch, limit)
         keys = [*self.flash.values(), *self.split.values()]  # (looped inside their level)
         keys += [d for step in self.passes or () for d in step.cut]  # (inside their step)
@@ -376,7 +382,8 @@ class _GroupPlan:
         else:
             self.blas, self.gemm = {}, {}
             for op in body.ops:
-                k = blas_output(body, op)
+                # (a matmul on inputs along a cut contraction adds its tiles' products)
+                k = blas_output(body, op) if op not in self.split else None
                 if k is not None and k not in self.blas.values():
                     self.blas[op] = k
                 elif (g := tile_gemm(body, op, self.args)) is not None and self._gemm_reads(

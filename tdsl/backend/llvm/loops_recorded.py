@@ -36,8 +36,10 @@ def recorded_blas(
     ops = plan.body.ops
     blas: dict[Operation, int] = {}
     gemm: dict[Operation, TileGemm] = {}
+    cut = {op for op, r in plan.split.items() if plan.tiles[r] < plan.extents[r]}
     for i in positions:
-        k = blas_output(plan.body, ops[i]) if 0 <= i < len(ops) else None
+        # (a matmul along a contraction the plan cuts adds its tiles' products)
+        k = blas_output(plan.body, ops[i]) if 0 <= i < len(ops) and ops[i] not in cut else None
         if k is not None and k not in blas.values():
             blas[ops[i]] = k
             continue

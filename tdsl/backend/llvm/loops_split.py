@@ -14,8 +14,10 @@ and its bare chain ``(x @ w1) @ w2`` 27.7 ms, so the time over the GEMMs was the
 shape, not the epilogue.
 
 A matmul qualifies (:func:`contraction_keys`) where BLAS computes it a tile at a time,
-its left operand is computed in the group, and its contraction is a reduction dim
-along which every op feeds it (no output, scan or staged value runs along it): the rule
+its left operand is computed in the group (or, to share another's contraction where
+the plan without it breaks the budget, an input: :func:`shares_inputs`), and its
+contraction is a reduction dim along which every op feeds it (no output, scan or
+staged value runs along it): the rule
 of a flash key tile (:func:`~tdsl.backend.llvm.loops_flash.feeds_along`), but for
 reductions along it that only ops after the loop read (:func:`carried`) or that run
 before it (:func:`before_loop`: a layer norm's statistics), and where no op along it
@@ -63,21 +65,28 @@ CONTRACTION_MIN = 512
 
 
 def contraction_keys(
-    body: GroupBody, args: Sequence[SSAValue], staged: Sequence[SSAValue] = ()
+    body: GroupBody,
+    args: Sequence[SSAValue],
+    staged: Sequence[SSAValue] = (),
+    inputs: bool = False,
 ) -> dict[Operation, int]:
     """The matmul of ``body`` (the first, if any) whose contraction the loops may run in
     tiles, to that dim (see the module's text), with the other matmuls that share that
     contraction and would qualify too (``(relu(a) @ b) * (relu(a) @ c)``: one loop over
-    its tiles, each matmul adding its products); ``args`` are the group's inputs."""
+    its tiles, each matmul adding its products); ``args`` are the group's inputs.  With
+    ``inputs``, a matmul whose left operand is an input may share the contraction
+    (``(relu(a) @ b) * (a @ c)``; BLAS reads ``a``'s columns as they lie)."""
 
-    def cut(op: Operation) -> int | None:
+    def cut(op: Operation, shares: bool = False) -> int | None:
         g = tile_gemm(body, op, args)
         if g is None:
             return None
         r = g.inner
         left = body.producer(g.a)
         if (
-            left is None  # (an input's columns in tiles would save nothing)
+            # (an input's columns in tiles would save nothing, but where another matmul
+            # runs along the same contraction: BLAS reads them as they lie)
+            (left is None and not (shares and inputs))
             or g.trans_a
             or body.kinds[r] is not IteratorType.REDUCTION
             # (BLAS reads it as it lies: not a reduction's accumulator, but a matmul's)
@@ -95,7 +104,7 @@ def contraction_keys(
         shared = {
             o: r
             for o in body.ops
-            if o is not op and _is_contraction(o) and r in body.loop_dims(o) and cut(o) == r
+            if o is not op and _is_contraction(o) and r in body.loop_dims(o) and cut(o, True) == r
         }
         # (a reduction over r: carried over the loop, or a statistic run before it)
         if all(
@@ -105,6 +114,12 @@ def contraction_keys(
         ):
             return {op: r, **shared}
     return {}
+
+
+def shares_inputs(plan: _GroupPlan, keys: Mapping[Operation, int]) -> bool:
+    """Whether a matmul on an input may share the contraction of ``plan``'s matmuls
+    ``keys`` (:func:`contraction_keys` with ``inputs``), where they do not."""
+    return contraction_keys(plan.body, plan.args, plan.staged_values, inputs=True) != keys
 
 
 def _read_along(body: GroupBody, op: Operation, r: int) -> bool:
@@ -310,5 +325,6 @@ __all__ = [
     "larger_blas_tiles",
     "loop_level",
     "runs_along",
+    "shares_inputs",
     "statistics",
 ]

@@ -410,16 +410,16 @@ def test_native_keeps_a_computed_matmul_operand_that_is_a_result_in_the_result()
 
 
 def test_auto_runs_numpy_where_the_native_loops_would_break_the_budget() -> None:
-    """``(relu(a) @ b) * (a @ c)`` at budget 64: the plan cuts the contraction both
-    matmuls share, which the loops take whole (they run no plan's passes with a matmul,
-    and cut a shared contraction only where every matmul along it has a computed left
-    operand): they keep a row of ``relu(a)`` for BLAS, beyond the plan's scratch.
-    (``layernorm(a) @ b`` was this test's case, until the loops computed the layer
-    norm's statistics before the loop over the contraction's tiles, and then
-    ``(relu(a) @ b) * (relu(a) @ c)``, until both matmuls ran in one loop over it.)"""
+    """``(layernorm(a) @ b) * (exp(a) @ c)`` at budget 64: the plan cuts the contraction
+    both matmuls share, and the loops take it whole (163 elements of scratch per tile,
+    against the plan's 64): they do not cut it where a layer norm's statistics run
+    before the loop and its first level also computes ``exp(a)``.  (``layernorm(a) @ b`` was this test's case, until the loops computed the
+    layer norm's statistics before the loop over the contraction's tiles; then
+    ``(relu(a) @ b) * (relu(a) @ c)``, until both matmuls ran in one loop over it; then
+    ``(relu(a) @ b) * (a @ c)``, until a matmul on an input could share that loop.)"""
     native_or_skip()
     shapes = {"a": (128, 160), "b": (160, 128), "c": (160, 128)}
-    text = "(relu(a) @ b) * (a @ c)"
+    text = "(layernorm(a) @ b) * (exp(a) @ c)"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TdslBudgetWarning)  # no fusion plan fits 64
         warnings.simplefilter("error", TdslLoopsBudgetWarning)  # auto keeps this one to itself

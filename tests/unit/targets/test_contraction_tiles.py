@@ -361,6 +361,50 @@ def test_matmuls_sharing_a_contraction_run_in_one_loop_over_it(
         _close(np.asarray(fn(a=a, b=b, c=c)), reference(a, b, c))
 
 
+@pytest.mark.parametrize("budget", [16, 64])
+@pytest.mark.parametrize(
+    ("text", "reference"),
+    [
+        ("(relu(a) @ b) * (a @ c)", lambda a, b, c: (_RELU(a) @ b) * (a @ c)),
+        ("(a @ c) - relu(a) @ b", lambda a, b, c: (a @ c) - _RELU(a) @ b),
+    ],
+)
+def test_a_matmul_on_an_input_joins_the_loop_over_a_cut_contraction(
+    text: str, reference: Any, budget: int
+) -> None:
+    """``(relu(a) @ b) * (a @ c)`` at budget 64: ``a @ c``, one BLAS call into the output,
+    kept the loops from cutting the contraction it shares with ``relu(a) @ b`` (they cut
+    one where every op along it feeds the matmul), so they kept a row of ``relu(a)``
+    beyond the plan's scratch, warned, and ``auto`` ran the numpy target.  Where that
+    plan breaks the budget, ``a @ c`` now joins the loop over the contraction's tiles,
+    BLAS reading ``a``'s columns as they lie; the plan verifies when read back."""
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((24, 160))
+    b, c = rng.standard_normal((160, 32)) / 8, rng.standard_normal((160, 32)) / 8
+    shapes = {"a": a.shape, "b": b.shape, "c": c.shape}
+    kernel = _within_budget(text, shapes, budget, threads=1)
+    assert _loops_tiles(kernel.ir["planned"])[-1] < 160
+    again = JITTensorKernel(target="native").compile_ir(kernel.ir["planned"])  # (verifies)
+    for fn in (kernel, again):
+        _close(np.asarray(fn(a=a, b=b, c=c)), reference(a, b, c))
+
+
+def test_a_matmul_on_inputs_keeps_its_whole_blas_call_where_the_budget_allows() -> None:
+    """``(relu(a) @ b) * (a @ c)`` with a contraction of 600 at the default budget: the
+    loops would cut a contraction that long into two tiles for taller BLAS tiles, but
+    not this one: ``a @ c`` is then one BLAS call on both threads, into the output.
+    Only where that plan breaks the budget does ``a @ c`` join the loop over the
+    contraction's tiles (the test above)."""
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((64, 600))
+    b, c = rng.standard_normal((600, 48)) / 8, rng.standard_normal((600, 48)) / 8
+    text = "(relu(a) @ b) * (a @ c)"
+    kernel = _within_budget(text, {"a": a.shape, "b": b.shape, "c": c.shape}, None)
+    assert _loops_tiles(kernel.ir["planned"])[-1] == 600
+    assert "func.call @tdsl_matmul_f64_64x600x48(%a, %c, %out0)" in kernel.ir["loops"]
+    _close(np.asarray(kernel(a=a, b=b, c=c)), (_RELU(a) @ b) * (a @ c))
+
+
 def test_a_reduction_along_the_contraction_runs_in_the_loop_over_its_tiles() -> None:
     """``sum(a, axis=0)`` of ``a``'s columns, the contraction the loops cut, beside a
     layer norm's kind of statistics (``mean(a, axis=1)``, ``min(a, axis=1)``) that run
