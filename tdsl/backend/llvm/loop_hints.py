@@ -33,6 +33,11 @@ FLOAT_ARITHMETIC = frozenset({"fadd", "fsub", "fmul", "fdiv", "frem"})
 
 VECTORIZE = "llvm.loop.vectorize.enable"
 
+MIN_TRIPS = 4
+"""The fewest iterations of a loop given the hint: a loop of 2, LLVM did not vectorize
+(it found no reduction) and, since the hint asks for it, printed a warning that it
+could not (a loop that short gains nothing from vector code anyway)."""
+
 
 class _LoopID(ir.values.MDValue):
     """A distinct, self-referencing loop ID (``!N = distinct !{!N, hints...}``), as
@@ -65,7 +70,8 @@ def reorder_sums_by_loop_hints(module: ir.Module) -> None:
     for function in module.functions:
         for loop in _innermost_loops(function):
             sums, ordered = _recurrences(loop)
-            if not sums or ordered:
+            trips = _trip_count(loop)
+            if not sums or ordered or (trips is not None and trips < MIN_TRIPS):
                 continue
             if hint is None:
                 hint = module.add_metadata(
@@ -133,6 +139,33 @@ def _innermost_loops(function: ir.Function) -> list[_Loop]:
         (h, t) for h, t in spans if not any((h, t) != s and h <= s[0] and s[1] <= t for s in spans)
     ]
     return [_Loop(blocks[h : t + 1]) for h, t in innermost]
+
+
+def _trip_count(loop: _Loop) -> int | None:
+    """The iterations of ``loop`` where its header counts a phi from one constant to
+    another by a constant step (as ``scf.for`` with constant bounds lowers); else None."""
+    branch = loop.header.terminator
+    if not isinstance(branch, ir.ConditionalBranch):
+        return None
+    test = branch.operands[0]
+    if not isinstance(test, ir.ICMPInstr) or test.op != "slt":
+        return None
+    index, bound = test.operands
+    if not isinstance(index, ir.PhiInstr) or not isinstance(bound, ir.Constant):
+        return None
+    start = [v for v, b in index.incomings if id(b) not in loop.members]
+    steps = [v for v, b in index.incomings if id(b) in loop.members]
+    if len(start) != 1 or len(steps) != 1 or not isinstance(start[0], ir.Constant):
+        return None
+    step = steps[0]
+    if not (
+        isinstance(step, ir.Instruction) and step.opname == "add" and step.operands[0] is index
+    ):
+        return None
+    by = step.operands[1]
+    if not isinstance(by, ir.Constant) or not isinstance(by.constant, int) or by.constant <= 0:
+        return None
+    return max(0, -(-(int(bound.constant) - int(start[0].constant)) // by.constant))
 
 
 def _recurrences(loop: _Loop) -> tuple[list[ir.Instruction], list[ir.Instruction]]:

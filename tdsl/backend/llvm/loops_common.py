@@ -176,6 +176,27 @@ def sweep_readers(
     return list(found)
 
 
+def op_levels(
+    body: GroupBody,
+    blas: Mapping[Operation, int],
+    stored: Sequence[SSAValue],
+    floors: Mapping[Operation, int] | None = None,
+) -> dict[Operation, int]:
+    """The sweep (level) of each op of ``body``: the first after those computing the
+    reductions and ``stored`` values it reads (a BLAS call's result, computed before the
+    sweeps, is ready at level 0), and no earlier than its ``floors``."""
+    level: dict[Operation, int] = {}
+    for op in body.ops:
+        least = (floors or {}).get(op, 0)
+        for v in op.operands:
+            p = body.producer(v)
+            if p is not None and p not in blas:
+                ready = 1 if _is_reduction(p) or v in stored else 0
+                least = max(least, level[p] + ready)
+        level[op] = least
+    return level
+
+
 def _holds_exactly(wide: Attribute, narrow: Attribute) -> bool:
     """Whether memory of element type ``wide`` holds every ``narrow`` value exactly:
     the same type, or a wider float."""

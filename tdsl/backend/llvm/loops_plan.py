@@ -40,6 +40,7 @@ from tdsl.backend.llvm.loops_common import (
     cuts_reduction_dim,
     hoistable_dims,
     loops_bug,
+    op_levels,
     sweep_readers,
 )
 from tdsl.backend.llvm.loops_flash import KEY_TILE, flash_keys, flash_types, prefers_flash
@@ -59,6 +60,7 @@ from tdsl.backend.llvm.loops_split import (
     cut_contractions,
     fit_contraction,
     larger_blas_tiles,
+    level_floors,
     runs_along,
     shares_inputs,
 )
@@ -424,15 +426,9 @@ class _GroupPlan:
             ):
                 self.stored.append(v)
         needed = list(self.stored)
-        for op in body.ops:
-            level = 0
-            for v in op.operands:
-                p = body.producer(v)
-                if p is None or p in self.blas:
-                    continue
-                ready = 1 if _is_reduction(p) or v in self.stored else 0
-                level = max(level, self.level[p] + ready)
-            self.level[op] = level
+        self.level = op_levels(body, self.blas, self.stored)
+        if floors := level_floors(self):  # (after a cut contraction's statistics)
+            self.level = op_levels(body, self.blas, self.stored, floors)
         if self.recorded is not None:
             recorded_stored(self, self.recorded.stored, needed)
         else:

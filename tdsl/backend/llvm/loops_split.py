@@ -227,6 +227,36 @@ def statistics(body: GroupBody, r: int) -> list[Operation]:
     return [p for p in body.ops if before_loop(body, p, r)]
 
 
+def level_floors(plan: _GroupPlan) -> dict[Operation, int]:
+    """The least level of each op along a contraction of ``plan.split`` (by its levels
+    so far) that runs in the loop over its tiles, after the :func:`statistics` it reads:
+    the level after theirs.  An op that feeds no statistic is computed where the loop
+    needs it (``exp(a)`` in ``(layernorm(a) @ b) * (exp(a) @ c)`` came at level 0, the
+    first statistic's, and :func:`check_order` kept the contraction whole); one that
+    feeds a statistic stays before it."""
+    body = plan.body
+    floors: dict[Operation, int] = {}
+    for r in plan.split.values():
+        pre = statistics(body, r)
+        first = _first_level(plan, pre)
+        if first is None:
+            continue
+        feeding = _feeders(body, pre)
+        for p in body.ops:
+            if r in body.loop_dims(p) and p not in feeding and plan.level[p] < first:
+                floors[p] = max(floors.get(p, 0), first)
+    return floors
+
+
+def _feeders(body: GroupBody, ops: Sequence[Operation]) -> set[Operation]:
+    """``ops`` and the ops they read, directly or through other ops."""
+    reached = set(ops)
+    for p in reversed(body.ops):
+        if p in reached:
+            reached.update(q for v in p.operands if (q := body.producer(v)) is not None)
+    return reached
+
+
 def loop_level(plan: _GroupPlan, r: int) -> int | None:
     """The first level of the loop over the tiles of ``r`` (a cut contraction) where ops
     reduce over ``r`` before it (:func:`statistics`): the level after theirs, which
@@ -323,6 +353,7 @@ __all__ = [
     "cut_contractions",
     "fit_contraction",
     "larger_blas_tiles",
+    "level_floors",
     "loop_level",
     "runs_along",
     "shares_inputs",

@@ -132,6 +132,24 @@ def test_a_sum_reorders_by_its_loops_hint_alone(expr: str) -> None:
 
 
 @NATIVE
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 17])
+def test_llvm_prints_nothing_of_a_short_sums_loop(
+    n: int, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A sum along an axis of 2: LLVM, asked by the loop's hint to vectorize it, found no
+    reduction there and printed ``remark: ... loop not vectorized`` and a warning that
+    it could not (on the process's stderr, past Python; found by fuzzing).  Loops of
+    fewer than ``loop_hints.MIN_TRIPS`` iterations get no hint."""
+    a = np.arange(7.0 * n, dtype=np.float32).reshape(7, n)
+    kernel = JITTensorKernel(target="native", threads=1).compile(
+        "sum(a, axis=1)", {"a": a.shape}, "f32"
+    )
+    np.testing.assert_array_equal(kernel(a=a), a.sum(axis=1))
+    printed = capfd.readouterr()
+    assert "not vectorized" not in printed.err + printed.out
+
+
+@NATIVE
 def test_f16_matmul_accumulates_in_f32() -> None:
     rng = np.random.default_rng(0)
     a = rng.uniform(0, 1, (64, 2000)).astype(np.float16)

@@ -286,6 +286,10 @@ def _layernorm(x: Any) -> Any:
             lambda a, b: (a / np.sqrt((a * a).sum(1, keepdims=True))) @ b + a.sum(1, keepdims=True),
         ),
         ("tanh(layernorm(a) @ b) @ transpose(b)", lambda a, b: np.tanh(_layernorm(a) @ b) @ b.T),
+        (
+            "(layernorm(a) @ b) * (exp(a / 4) @ b)",
+            lambda a, b: (_layernorm(a) @ b) * (np.exp(a / 4) @ b),
+        ),
     ],
 )
 def test_statistics_along_the_contraction_run_before_the_loop(
@@ -296,7 +300,9 @@ def test_statistics_along_the_contraction_run_before_the_loop(
     tiles cannot have until the last.  The loops compute them first, in sweeps over the
     whole row (from the inputs: no scratch), then run the loop.  They took the row whole
     (302 elements of scratch at budgets 16 to 256, with a warning, and ``auto`` ran the
-    numpy target); now a tile of it, and the result is NumPy's."""
+    numpy target); now a tile of it, and the result is NumPy's.  An op along the
+    contraction that feeds no statistic (``exp(a / 4)``) runs in the loop, after them:
+    it came at the first statistic's level, and the loops took the row whole."""
     rng = np.random.default_rng(5)
     a = rng.standard_normal((40, 300))
     b = rng.standard_normal((300, 300)) / 16
