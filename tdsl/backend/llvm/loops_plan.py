@@ -49,6 +49,7 @@ from tdsl.backend.llvm.loops_recorded import (
     check_cut_dims,
     check_recorded_scratch,
     check_split,
+    numbered_values,
     over_budget,
     recorded_blas,
     recorded_stored,
@@ -63,6 +64,7 @@ from tdsl.backend.llvm.loops_split import (
     level_floors,
     runs_along,
     shares_inputs,
+    widen_tiles,
 )
 from tdsl.defaults import MIN_BLAS_BYTES_PER_THREAD
 from tdsl.dialects.kernel import TileOp
@@ -284,7 +286,7 @@ class _GroupPlan:
 
     def record(self) -> LoopsPlan:
         """This plan as the tile op records it (see :class:`~tdsl.dialects.kernel.TileOp`)."""
-        values = {v: i for i, v in enumerate(self._values())}
+        values = {v: i for i, v in enumerate(numbered_values(self.body))}
         return LoopsPlan(
             self.tiles,
             tuple(values[v] for v in self.stored),
@@ -299,10 +301,6 @@ class _GroupPlan:
         over = scratch if scratch > self.limit + LOOPS_SCRATCH_SLACK else 0  # (else allowed)
         return max(min(self.limit, scratch * self.threads), over)
 
-    def _values(self) -> list[SSAValue]:
-        """The values the recorded plan numbers: the results of the body's ops, in order."""
-        return [r for op in self.body.ops for r in op.results]
-
     def _fit(self, tiles: Sequence[int], limit: int, contraction: bool = True) -> int:
         """Halve parallel tiles (from ``tiles``; after cutting a contraction in more tiles,
         with ``contraction``) until the scratch is within ``limit`` or every one is 1; the
@@ -314,15 +312,19 @@ class _GroupPlan:
         self.tiles = tuple(shrunk)
         scratch = self._scratch_elements()
         last: int | None = None
+        keyed = False  # (whether a contraction was cut below, all parallel tiles at 1)
+
+        def cuttable(d: int) -> bool:  # (not where each tile along d would call BLAS for
+            # all of a matmul again, or compute a flash op's scores again)
+            gemms = all(d in body.loop_dims(op) for op in self.gemm)
+            flash = all(d in body.reads[(op, 0)] for op in self.flash)
+            return body.kinds[d] is IteratorType.PARALLEL and gemms and flash
+
         while scratch > limit:
             best: tuple[int, int] | None = None
             for d in range(body.rank):
-                if body.kinds[d] is not IteratorType.PARALLEL or shrunk[d] <= 1:
+                if shrunk[d] <= 1 or not cuttable(d):
                     continue
-                if any(d not in body.loop_dims(op) for op in self.gemm):
-                    continue  # each tile along d would call BLAS for all of a matmul again
-                if any(d not in body.reads[(op, 0)] for op in self.flash):
-                    continue  # each tile of value columns would compute the scores again
                 trial = list(shrunk)
                 trial[d] = (trial[d] + 1) // 2
                 self.tiles = tuple(trial)
@@ -347,12 +349,14 @@ class _GroupPlan:
                 half = (shrunk[key] + 1) // 2
                 shrunk[key] = own if own < min(shrunk[key], self.extents[key]) else half
                 self.tiles = tuple(shrunk)
-                scratch = self._scratch_elements()
+                scratch, keyed = self._scratch_elements(), key in self.split.values()
                 continue
             scratch, d = best
             shrunk[d] = (shrunk[d] + 1) // 2
             last = d
-        if self.gemm and last is not None and scratch <= limit:
+        if keyed and scratch <= limit:
+            scratch = widen_tiles(self, shrunk, tiles, limit, cuttable)  # (as wide as fit)
+        elif self.gemm and last is not None and scratch <= limit:
             # BLAS is faster on taller tiles: the last dim halved takes the largest
             # tile that still fits, not just the half
             lo, hi = shrunk[last], min(2 * shrunk[last] - 1, tiles[last])
@@ -526,8 +530,7 @@ class _GroupPlan:
 
     def _scratch_at_tiles(self, tiles: Sequence[int]) -> int:
         """The loops' scratch at ``tiles``."""
-        kept = self.tiles
-        self.tiles = tuple(tiles)
+        kept, self.tiles = self.tiles, tuple(tiles)
         try:
             return self._scratch_elements()
         finally:

@@ -57,10 +57,15 @@ def recorded_blas(
     return blas, gemm
 
 
+def numbered_values(body: GroupBody) -> list[SSAValue]:
+    """The values a recorded plan numbers: the results of the body's ops, in order."""
+    return [r for op in body.ops for r in op.results]
+
+
 def recorded_stored(plan: _GroupPlan, numbers: Sequence[int], needed: Sequence[SSAValue]) -> None:
     """Store the values the recorded plan numbers, in its order; a located error for a
     number that is no value, or a plan without one the loops need stored."""
-    values = plan._values()
+    values = numbered_values(plan.body)
     for i in numbers:
         if not 0 <= i < len(values):
             raise TdslIRError(
@@ -116,7 +121,7 @@ def check_passes_stored(plan: _GroupPlan) -> None:
     for v in plan.kept:
         p = plan.body.producer(v)
         if isinstance(p, Operation) and _is_reduction(p):
-            n = plan._values().index(v)  # pyright: ignore[reportPrivateUsage]
+            n = numbered_values(plan.body).index(v)
             raise TdslIRError(
                 f"the loops plan stores value {n} ('{p.name}'), a reduction's result, and "
                 "runs the tile op's passes, whose later steps compute each stored value "

@@ -228,8 +228,8 @@ def statistics(body: GroupBody, r: int) -> list[Operation]:
 
 
 def level_floors(plan: _GroupPlan) -> dict[Operation, int]:
-    """The least level of each op along a contraction of ``plan.split`` (by its levels
-    so far) that runs in the loop over its tiles, after the :func:`statistics` it reads:
+    """The least level of each op along a contraction of ``plan.split`` its tiles cut
+    (by its levels so far) that runs in the loop over them, after the :func:`statistics`:
     the level after theirs.  An op that feeds no statistic is computed where the loop
     needs it (``exp(a)`` in ``(layernorm(a) @ b) * (exp(a) @ c)`` came at level 0, the
     first statistic's, and :func:`check_order` kept the contraction whole); one that
@@ -237,6 +237,8 @@ def level_floors(plan: _GroupPlan) -> dict[Operation, int]:
     body = plan.body
     floors: dict[Operation, int] = {}
     for r in plan.split.values():
+        if plan.tiles[r] >= plan.extents[r]:
+            continue  # (not cut: no loop over its tiles, and its sweeps stay as they were)
         pre = statistics(body, r)
         first = _first_level(plan, pre)
         if first is None:
@@ -327,6 +329,29 @@ def larger_blas_tiles(
     return size(a) > size(b)
 
 
+def widen_tiles(
+    plan: _GroupPlan,
+    shrunk: list[int],
+    tiles: Sequence[int],
+    limit: int,
+    cuttable: Callable[[int], bool],
+) -> int:
+    """Widen the parallel tiles of ``shrunk`` (in place; those ``cuttable``), outermost
+    first, each to the largest within ``tiles`` whose scratch fits ``limit``, after the
+    planner halved them all to 1 and then cut a contraction to fit; the scratch.
+    ``(relu(a) @ b) * (a @ c)`` (100x300 by 300x160) at budget 256 ran tiles of one
+    column (176 ms, a BLAS call per element of the contraction, row and column) where 80
+    columns fit, as the tile op's plan has them."""
+    for d, most in enumerate(tiles):
+        lo, hi = shrunk[d], most
+        while cuttable(d) and lo < hi:
+            mid = (lo + hi + 1) // 2
+            fits = plan._scratch_at_tiles([mid if k == d else t for k, t in enumerate(shrunk)])  # pyright: ignore[reportPrivateUsage]
+            lo, hi = (mid, hi) if fits <= limit else (lo, mid - 1)
+        shrunk[d] = lo
+    return plan._scratch_at_tiles(shrunk)  # pyright: ignore[reportPrivateUsage]
+
+
 def runs_along(body: GroupBody, d: int, args: Sequence[SSAValue]) -> bool:
     """Whether every op of ``body`` runs along dim ``d``, but the transposes of group
     inputs that BLAS reads as they lie (``k.T`` of an attention head whose ``k`` is a
@@ -358,4 +383,5 @@ __all__ = [
     "runs_along",
     "shares_inputs",
     "statistics",
+    "widen_tiles",
 ]
