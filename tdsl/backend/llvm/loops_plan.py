@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from functools import partial
 
 from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -57,11 +58,11 @@ from tdsl.backend.llvm.loops_recorded import (
 )
 from tdsl.backend.llvm.loops_split import (
     check_order,
-    contraction_keys,
     cut_contractions,
     fit_contraction,
     larger_blas_tiles,
     level_floors,
+    plan_keys,
     runs_along,
     shares_inputs,
     widen_tiles,
@@ -94,15 +95,15 @@ class _GroupPlan:
         blas_limit: int | None = None,
         split: bool = True,
         cuts: bool = True,
-        inputs: bool = False,
+        inputs: bool | None = None,
     ) -> None:
         """The loops of ``tile``, whose inputs come with ``input_strides`` (element
         strides per input, None for row-major; missing ones are row-major), for calls on
         ``threads`` threads, their tiles within ``limit`` elements of scratch where that
         is more than the tile op records, or within ``blas_limit`` where the loops call
         BLAS a tile at a time (a recorded plan keeps its own); without ``split``, no
-        matmul's contraction in tiles, and without ``cuts``, no reduction dim either;
-        with ``inputs``, a matmul on inputs may share a cut contraction (see below)."""
+        matmul's contraction in tiles, without ``cuts`` no reduction dim either, and with
+        ``inputs`` (None: if one without breaks the budget) matmuls on inputs in one."""
         self.more_storage: dict[Operation, list[Storage]] = {}
         """Per tuple accumulator: its components after the first (set by :meth:`emit`)."""
         self.shared: dict[Operation, int] = {}
@@ -154,9 +155,8 @@ class _GroupPlan:
         self.flash = flash_keys(body, self.staged_values)
         """``softmax_matmul`` ops run in the plan's tiles of their key dim, to that dim
         (see :mod:`~tdsl.backend.llvm.loops_flash`)."""
-        inputs = inputs or tile.loops_plan is not None  # (a recorded plan may cut one)
-        keys = contraction_keys(body, self.args, self.staged_values, inputs) if split else {}
-        retry = split and not inputs  # (with inputs, where this plan breaks the budget)
+        keys = plan_keys(body, self.args, self.staged_values, tile, inputs) if split else {}
+        retry = split and inputs is None
         self.split = {} if self.flash else keys
         """A matmul whose contraction the loops run in tiles, to that dim (a key dim as a
         flash op's is: :mod:`~tdsl.backend.llvm.loops_split`)."""
@@ -227,24 +227,25 @@ class _GroupPlan:
             self._choose_tiles(tiles, limit // self.share if self.gemm else limit)
         self.split = {op: r for op, r in self.split.items() if self.tiles[r] < self.extents[r]}
         check_split(self)
+        again = partial(self.__init__, tile, input_strides, threads=threads, limit=limit)
+        again = partial(again, blas_limit=blas_limit, cuts=cuts)
         if self.split and not check_order(self):  # (what a reader needs within the loop)
-            kw = {"limit": limit, "blas_limit": blas_limit, "split": False, "cuts": cuts}
-            return self.__init__(tile, input_strides, threads=threads, **kw)
+            return again(split=False)
+        if inputs and not self.split and self.recorded is None:
+            return again(inputs=False)  # (read back, its keys would be those without)
         planned = plan_passes(self, tiles, limit) if cuts and self.recorded is None else None
         self.passes = passes if self.recorded is not None else planned
         if plain and cuts_reduction_dim(self.tiles, self.extents, body.kinds):
             # (read back, a plan that cuts a reduction dim takes the flash form: found by
             # fuzzing `sum(softmax(a) @ b)` at budget 16, its contraction cut)
-            kw = {"limit": limit, "blas_limit": blas_limit, "split": False, "cuts": False}
-            return self.__init__(tile, input_strides, threads=threads, **kw)
+            return again(split=False, cuts=False)
         scratch = self._scratch_elements()
         empty = 0 in self.extents  # (computes nothing: no scratch is used)
         check_recorded_scratch(self, scratch, limit, empty)
         if self.recorded is None and not empty:
             # (BLAS on tiles of a matmul on inputs, slower than one call for the whole)
             if retry and over_budget(self, scratch, limit) and shares_inputs(self, keys):
-                kw = {"limit": limit, "blas_limit": blas_limit, "cuts": cuts, "inputs": True}
-                return self.__init__(tile, input_strides, threads=threads, **kw)
+                return again(inputs=True)
             warn_over_budget(self, scratch, limit)
         keys = [*self.flash.values(), *self.split.values()]  # (looped inside their level)
         keys += [d for step in self.passes or () for d in step.cut]  # (inside their step)

@@ -55,6 +55,7 @@ from tdsl.errors import TdslIRError
 
 if TYPE_CHECKING:
     from tdsl.backend.llvm.loops_plan import _GroupPlan  # pyright: ignore[reportPrivateUsage]
+    from tdsl.dialects.kernel import TileOp
 
 CONTRACTION_TILES = 2
 """The tiles a qualifying matmul's contraction runs in (each thread's tile of rows then
@@ -120,6 +121,31 @@ def shares_inputs(plan: _GroupPlan, keys: Mapping[Operation, int]) -> bool:
     """Whether a matmul on an input may share the contraction of ``plan``'s matmuls
     ``keys`` (:func:`contraction_keys` with ``inputs``), where they do not."""
     return contraction_keys(plan.body, plan.args, plan.staged_values, inputs=True) != keys
+
+
+def plan_keys(
+    body: GroupBody,
+    args: Sequence[SSAValue],
+    staged: Sequence[SSAValue],
+    tile: TileOp,
+    inputs: bool | None,
+) -> dict[Operation, int]:
+    """The matmuls whose contraction the loops of ``tile`` may cut, to that dim
+    (:func:`contraction_keys`, with matmuls on inputs where ``inputs``).  Those of a
+    recorded plan are those whose contraction its tiles cut, as the planner chose them:
+    without matmuls on inputs, or, where those cut none, with them (the planner's second
+    plan, :func:`shares_inputs`).  With them from the start, another matmul's contraction
+    could come first: the plan of ``(exp(a) @ e) * (relu(g) @ b) - (a @ e)`` cuts
+    ``relu(g) @ b``'s, and read back it was refused (``exp(a) @ e`` qualified, with
+    ``a @ e``; found by fuzzing)."""
+    record = tile.loops_plan
+    if record is None:
+        return contraction_keys(body, args, staged, bool(inputs))
+    plain = contraction_keys(body, args, staged)
+    for keys in (plain, contraction_keys(body, args, staged, inputs=True)):
+        if any(record.tiles[r] < body.extents[r] for r in keys.values()):
+            return keys
+    return plain
 
 
 def _read_along(body: GroupBody, op: Operation, r: int) -> bool:
@@ -380,6 +406,7 @@ __all__ = [
     "larger_blas_tiles",
     "level_floors",
     "loop_level",
+    "plan_keys",
     "runs_along",
     "shares_inputs",
     "statistics",
