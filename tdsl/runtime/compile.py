@@ -419,19 +419,29 @@ def _survives(llvm: Any, text: str, speed_level: int, vectorize: bool, unroll: b
 def optimize_object(text: str, speed_level: int, vectorize: bool, unroll: bool) -> bytes:
     """The object code of LLVM IR ``text`` optimized as :func:`compile_llvm` does (what
     the child process of :func:`_survives` runs)."""
+    from tdsl.backend.llvm.loop_hints import VECTORIZE
+
     llvm = _llvm()
     tm = _target_machine()
     parsed = llvm.parse_assembly(text)
     parsed.triple = tm.triple
     parsed.data_layout = str(tm.target_data)
-    return tm.emit_object(_optimize(llvm, tm, parsed, speed_level, vectorize, unroll))
+    hinted = VECTORIZE in text
+    return tm.emit_object(_optimize(llvm, tm, parsed, speed_level, vectorize, unroll, hinted))
 
 
 def _optimize(
-    llvm: Any, tm: Any, parsed: Any, speed_level: int, vectorize: bool, unroll: bool
+    llvm: Any,
+    tm: Any,
+    parsed: Any,
+    speed_level: int,
+    vectorize: bool,
+    unroll: bool,
+    hinted: bool,
 ) -> Any:
     """Run LLVM's pipeline at ``speed_level`` on module ``parsed``: the optimized
-    module (``parsed`` itself, or the same code with its sums' last steps reordered:
+    module (``parsed`` itself, or, where it is ``hinted`` (a sum's loop carries the
+    vectorize hint), the same code with its sums' last steps reordered:
     :func:`_sum_lanes_in_a_tree`)."""
     options = llvm.create_pipeline_tuning_options(speed_level=speed_level)
     options.loop_vectorization = vectorize
@@ -439,6 +449,8 @@ def _optimize(
     options.loop_unrolling = unroll
     builder = llvm.create_pass_builder(tm, options)
     builder.getModulePassManager().run(parsed, builder)
+    if not hinted:  # (no loop the vectorizer may reorder a sum in: no lanes to add)
+        return parsed
     text = str(parsed)
     if _ORDERED_LANE_SUM.search(text) is None:
         return parsed
@@ -472,6 +484,8 @@ def _compile(
     llvm: Any, text: str, speed_level: int, vectorize: bool, unroll: bool, keep_object: bool
 ) -> CompiledModule:
     """:func:`compile_llvm` without its cache."""
+    from tdsl.backend.llvm.loop_hints import VECTORIZE
+
     info = host_info()
     if "half" in text and not info.native_f16:
         raise NativeCompileError(
@@ -486,7 +500,7 @@ def _compile(
         raise NativeCompileError(f"invalid LLVM IR: {err}") from None
     parsed.triple = tm.triple
     parsed.data_layout = str(tm.target_data)
-    parsed = _optimize(llvm, tm, parsed, speed_level, vectorize, unroll)
+    parsed = _optimize(llvm, tm, parsed, speed_level, vectorize, unroll, VECTORIZE in text)
     if keep_object:
         code = tm.emit_object(parsed)
         engine = _load(llvm, code)

@@ -66,6 +66,7 @@ from tdsl.backend.llvm.loops_split import (
     runs_along,
     shares_inputs,
     widen_tiles,
+    widest_tile,
 )
 from tdsl.defaults import MIN_BLAS_BYTES_PER_THREAD
 from tdsl.dialects.kernel import TileOp
@@ -360,14 +361,7 @@ class _GroupPlan:
         elif self.gemm and last is not None and scratch <= limit:
             # BLAS is faster on taller tiles: the last dim halved takes the largest
             # tile that still fits, not just the half
-            lo, hi = shrunk[last], min(2 * shrunk[last] - 1, tiles[last])
-            while lo < hi:
-                mid = (lo + hi + 1) // 2
-                self.tiles = tuple(mid if k == last else t for k, t in enumerate(shrunk))
-                if (n := self._scratch_elements()) <= limit:
-                    lo, scratch = mid, n
-                else:
-                    hi = mid - 1
+            lo = widest_tile(self, shrunk, last, min(2 * shrunk[last] - 1, tiles[last]), limit)
             # and the tiles as even as that many allows (4 of 128, not 3 of 137 and one of
             # 101), as many for each thread (6 of 86 on two threads, not 5 of 103)
             count = -(-self.extents[last] // lo)

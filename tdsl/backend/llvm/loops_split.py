@@ -369,13 +369,22 @@ def widen_tiles(
     column (176 ms, a BLAS call per element of the contraction, row and column) where 80
     columns fit, as the tile op's plan has them."""
     for d, most in enumerate(tiles):
-        lo, hi = shrunk[d], most
-        while cuttable(d) and lo < hi:
-            mid = (lo + hi + 1) // 2
-            fits = plan._scratch_at_tiles([mid if k == d else t for k, t in enumerate(shrunk)])  # pyright: ignore[reportPrivateUsage]
-            lo, hi = (mid, hi) if fits <= limit else (lo, mid - 1)
-        shrunk[d] = lo
+        if cuttable(d):
+            shrunk[d] = widest_tile(plan, shrunk, d, most, limit)
     return plan._scratch_at_tiles(shrunk)  # pyright: ignore[reportPrivateUsage]
+
+
+def widest_tile(plan: _GroupPlan, tiles: Sequence[int], d: int, most: int, limit: int) -> int:
+    """The largest tile of dim ``d``, from ``tiles[d]`` up to ``most``, with which
+    ``plan``'s scratch at ``tiles`` fits ``limit`` (a binary search; at least
+    ``tiles[d]``)."""
+    lo, hi = tiles[d], most
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        trial = [mid if k == d else t for k, t in enumerate(tiles)]
+        fits = plan._scratch_at_tiles(trial) <= limit  # pyright: ignore[reportPrivateUsage]
+        lo, hi = (mid, hi) if fits else (lo, mid - 1)
+    return lo
 
 
 def runs_along(body: GroupBody, d: int, args: Sequence[SSAValue]) -> bool:
@@ -411,4 +420,5 @@ __all__ = [
     "shares_inputs",
     "statistics",
     "widen_tiles",
+    "widest_tile",
 ]
