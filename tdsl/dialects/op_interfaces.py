@@ -15,6 +15,8 @@ with ``isinstance``:
   call BLAS for it.
 * :class:`Decomposable`: the op (one with a ``normalize`` dim, ``softmax``) has a
   decomposition into ops without one, which runs rows longer than a tile.
+* :class:`SweepDecomposable`: the op (a reduction with a tuple accumulator,
+  ``logsumexp``) is also plain reductions in sweeps, which the native loops run.
 * :class:`Scan`: the op tiles some loop dims itself, carrying a state from tile
   to tile (``cumsum``), as MLIR's ``TilingInterface`` lets an op.
 * :class:`StridedView`: the op is not structured: it is a window of its operand
@@ -269,6 +271,29 @@ class Decomposable(abc.ABC):
         return None
 
 
+class SweepDecomposable(abc.ABC):
+    """A reduction whose one-pass state is also plain reductions over the same elements,
+    one after the other: ``logsumexp`` is the maximum, then the sum of ``exp(x - max)``.
+
+    A target that takes a reduction dim whole may compute the op that way: the native
+    loops do (two reductions LLVM vectorizes, where the online state is a serial chain
+    of ``exp`` and selects, one element at a time).  The planners, the NumPy target and
+    Dask keep the one-pass op, which tiles its reduction dims in one pass.  The
+    decomposition is checked as :class:`Decomposable`'s is
+    (:func:`~tdsl.dialects.structured.checked_decomposition` with ``sweeps``).
+    """
+
+    @abc.abstractmethod
+    def decompose_sweeps(self) -> tuple[list[Operation], SSAValue] | None:
+        """The op as plain reductions and element-wise ops, not yet inserted, and the
+        value replacing its result; None where it has none (a reduction of no elements,
+        whose maximum has no identity)."""
+
+    def decomposes_in_sweeps(self) -> bool:
+        """Whether :meth:`decompose_sweeps` gives a decomposition, without building it."""
+        return True
+
+
 # ---------------------------------------------------------------------------
 # An op's own tiling: loop dims whose tiles carry a state, in order
 # ---------------------------------------------------------------------------
@@ -377,5 +402,6 @@ __all__ = [
     "ParamKind",
     "Scan",
     "StridedView",
+    "SweepDecomposable",
     "row_major_strides",
 ]

@@ -77,6 +77,7 @@ from tdsl.dialects.op_interfaces import (
     Param,
     ParamKind,
     Scan,
+    SweepDecomposable,
 )
 from tdsl.dialects.structured_axis import ReductionOp, RowLocalOp, ScanOp, row_stat_shape
 from tdsl.dialects.structured_bodies import (
@@ -198,6 +199,7 @@ __all__ = [
     "ShapeError",
     "StaticShapeConstr",
     "StructuredOpInterface",
+    "SweepDecomposable",
     "TensorConstr",
     "UnaryOp",
     "Workspace",

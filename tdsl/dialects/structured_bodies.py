@@ -20,23 +20,32 @@ from xdsl.dialects.builtin import FileLineColLoc, Float16Type, StringAttr, f32
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
-from tdsl.dialects.op_interfaces import Decomposable
+from tdsl.dialects.op_interfaces import Decomposable, SweepDecomposable
 from tdsl.dialects.structured_interface import HasConstantValue, is_constant, structured
 from tdsl.dialects.structured_loops import IteratorType, Workspace
 from tdsl.dialects.structured_types import convert_scalar, element_dtype, element_type, numpy_dtype
 from tdsl.errors import SourceLocation, TdslIRError
 
 
-def checked_decomposition(op: Operation) -> tuple[list[Operation], SSAValue] | None:
-    """``op``'s :meth:`~tdsl.dialects.op_interfaces.Decomposable.decompose`, checked as it
-    is made: None for an op without one, else its ops and the value replacing the result.
+def checked_decomposition(
+    op: Operation, sweeps: bool = False
+) -> tuple[list[Operation], SSAValue] | None:
+    """``op``'s :meth:`~tdsl.dialects.op_interfaces.Decomposable.decompose` (with
+    ``sweeps``, a :class:`~tdsl.dialects.op_interfaces.SweepDecomposable`'s
+    ``decompose_sweeps`` too), checked as it is made: None for an op without one, else
+    its ops and the value replacing the result.
 
     The contract: the op has one result; the value has its type; the new ops read only
     the op's operands and values of new ops listed before them; none of them has a
     ``normalize`` dim left.  A decomposition that breaks it is a
     :class:`~tdsl.errors.TdslIRError` located at the op, not a failure in a later pass.
     """
-    decomposed = op.decompose() if isinstance(op, Decomposable) else None
+    if isinstance(op, Decomposable):
+        decomposed = op.decompose()
+    elif sweeps and isinstance(op, SweepDecomposable):
+        decomposed = op.decompose_sweeps()
+    else:
+        decomposed = None
     if decomposed is None:
         return None
     ops, value = decomposed

@@ -19,12 +19,21 @@ from xdsl.rewriter import Rewriter
 from tdsl.dialects.kernel import FusedOp
 from tdsl.dialects.structured import (
     Decomposable,
+    SweepDecomposable,
     checked_decomposition,
 )
 
 
-def any_decomposes(ops: Sequence[Operation]) -> bool:
-    return any(isinstance(op, Decomposable) and op.decomposes() for op in ops)
+def decomposes(op: Operation, sweeps: bool = False) -> bool:
+    """Whether ``op`` has a decomposition (with ``sweeps``, one into sweeps too:
+    :class:`~tdsl.dialects.structured.SweepDecomposable`)."""
+    if isinstance(op, Decomposable):
+        return op.decomposes()
+    return sweeps and isinstance(op, SweepDecomposable) and op.decomposes_in_sweeps()
+
+
+def any_decomposes(ops: Sequence[Operation], sweeps: bool = False) -> bool:
+    return any(decomposes(op, sweeps) for op in ops)
 
 
 def decomposed_copy(
@@ -34,6 +43,7 @@ def decomposed_copy(
     copied: dict[SSAValue, SSAValue] | None = None,
     *,
     with_users: bool = False,
+    sweeps: bool = False,
 ) -> tuple[list[Operation], list[SSAValue], list[SSAValue]] | None:
     """``ops`` copied into a detached block with every op that has a decomposition
     replaced by it: (ops, outputs, inputs) of the copy, or None when nothing decomposes
@@ -43,7 +53,8 @@ def decomposed_copy(
     feeding a ``matmul``: ``softmax_matmul``, flash attention's online softmax) by the op
     replacing both: ``tdsl-tile`` weighs that form and the plain one (the native loops,
     which take key rows whole and call BLAS for the ``matmul``, and Dask take the plain
-    one).
+    one).  With ``sweeps``, the ops that decompose into sweeps of plain reductions
+    decompose too (``logsumexp``: the native loops run it so).
 
     The copy's inputs are block arguments standing for ``inputs`` (in that
     order), then for the other values ``ops`` read from outside.  ``copied``, when
@@ -51,7 +62,7 @@ def decomposed_copy(
     is not touched: ``tdsl-fuse`` sizes groups this way, and ``tdsl-tile`` builds the
     ``kernel.tile`` of a decomposed part from the copy.
     """
-    if not any_decomposes(ops):
+    if not any_decomposes(ops, sweeps):
         return None
     members = set(ops)
     block = Block()
@@ -71,11 +82,11 @@ def decomposed_copy(
         copied.update(
             (r, replaced.get(mapping[r], mapping[r]))
             for op in ops
-            if not (isinstance(op, Decomposable) and op.decomposes())
+            if not decomposes(op, sweeps)
             for r in op.results
         )
     for op in list(block.ops):
-        decomposed = checked_decomposition(op)
+        decomposed = checked_decomposition(op, sweeps)
         if decomposed is not None:
             new_ops, value = decomposed
             for new in new_ops:

@@ -128,7 +128,9 @@ class _GroupPlan:
         form = None
         if recorded is None or cut:
             fused: dict[SSAValue, SSAValue] = {}
-            form = decomposed_copy(ops, list(yielded), list(block.args), fused, with_users=True)
+            form = decomposed_copy(
+                ops, list(yielded), list(block.args), fused, with_users=True, sweeps=True
+            )
             if form is not None:
                 staged_there = [fused[r] for op in staged_ops for r in op.results if r in fused]
                 candidate = copied_body(tile, body, form)
@@ -136,7 +138,7 @@ class _GroupPlan:
                     copy, copied, chosen = form, fused, candidate
         plain = recorded is None and copy is None and form is not None  # (see below)
         if copy is None:
-            copy = decomposed_copy(ops, list(yielded), list(block.args), copied)
+            copy = decomposed_copy(ops, list(yielded), list(block.args), copied, sweeps=True)
         if copy is not None:
             body = chosen or copied_body(tile, body, copy)
             self.args = list(copy[2])

@@ -22,6 +22,7 @@ from all_targets import TARGETS
 
 from tdsl.dialects import tensordsl as td
 from tdsl.dialects.kernel import TileOp
+from tdsl.dialects.structured import checked_decomposition
 from tdsl.frontend import to_tensordsl
 from tdsl.jit import JITTensorKernel
 from tdsl.runtime.compile import native_unavailable_reason
@@ -249,3 +250,37 @@ def test_dask_chunks_along_the_reduced_axis_give_the_same_results() -> None:
     want = reference(x, 1) + np.sqrt(var_reference(x, 1)) - var_reference(x, 1, ddof=1)
     got = np.asarray(jit(text, x=chunked))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+
+
+def test_the_native_loops_take_logsumexp_as_a_maximum_then_a_sum_of_exponentials() -> None:
+    """Where they take its reduced dim whole, the native loops compute ``logsumexp`` as its
+    sweeps (:meth:`~tdsl.dialects.tensordsl.LogSumExpOp.decompose_sweeps`): a maximum, then
+    a sum LLVM vectorizes.  The one-pass online state (``exp`` and selects on every
+    element, one after the other) took 10.6 ms for 256x4096 f32 here, the sweeps 0.46 ms.
+    The tile op keeps the op itself (its one pass tiles the reduced dim)."""
+    if native_unavailable_reason() is not None:
+        pytest.skip(native_unavailable_reason())
+    jit = JITTensorKernel(target="native", threads=1)
+    k = jit.compile("logsumexp(x, axis=1)", shapes={"x": (16, 512)}, dtypes="f32")
+    assert "tensordsl.logsumexp" in k.ir["tiled"]
+    loops = k.ir["loops"]
+    assert "arith.cmpf oeq" not in loops  # (the online step's "an equal element" test)
+    assert loops.count("math.exp") == 1 and loops.count("arith.maximumf") == 2
+    assert "fastmath<reassoc>" in loops  # (the sum's accumulator: a reduction to vectorize)
+    x = _data((16, 512), "f32", seed=5)
+    _assert_close(np.asarray(k(x)), reference(x, 1), "f32", 512)
+
+
+def test_the_sweeps_of_logsumexp_are_checked_and_only_asked_for() -> None:
+    module = to_tensordsl("logsumexp(x, axis=1)", shapes={"x": (4, 5)})
+    (op,) = [o for o in module.walk() if isinstance(o, td.LogSumExpOp)]
+    assert checked_decomposition(op) is None  # (the planners keep the op)
+    ops, value = checked_decomposition(op, sweeps=True) or ([], None)
+    names = [o.name for o in ops]
+    assert names.count("tensordsl.max") == 2 and names.count("tensordsl.sum") == 1
+    assert value is not None and value.type == op.result.type
+    for o in ops:  # (built, not inserted: nothing keeps a use of the operand)
+        o.erase(safe_erase=False)
+    empty = to_tensordsl("logsumexp(x, axis=1)", shapes={"x": (4, 0)})
+    (op,) = [o for o in empty.walk() if isinstance(o, td.LogSumExpOp)]
+    assert not op.decomposes_in_sweeps() and checked_decomposition(op, sweeps=True) is None
