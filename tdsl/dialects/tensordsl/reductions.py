@@ -23,6 +23,7 @@ from tdsl.dialects.structured import (
     Accumulator,
     BinaryOp,
     Combiner,
+    IteratorType,
     OperandWorkspace,
     PartialOps,
     ReductionOp,
@@ -35,6 +36,7 @@ from tdsl.dialects.structured import (
     element_type,
     numpy_dtype,
     scalar_constant,
+    structured,
     tensor_shape,
 )
 from tdsl.dialects.structured_types import BoolElementConstr
@@ -338,8 +340,26 @@ class LogSumExpOp(ChunkedReductionOp, SweepDecomposable):
         return convert_scalar(b, value, element_type(self.result))
 
     def decomposes_in_sweeps(self) -> bool:
+        """Where it reduces some elements, and its operand is computed element-wise from
+        values outside its block (a group's inputs), so that the second sweep computes
+        it again: a matmul's product, say, would be held whole along the reduced dims
+        (``logsumexp(relu(a) @ b, axis=0)`` at budget 1024 broke it)."""
         shape = tensor_shape(self.input)
-        return all(shape[a] > 0 for a in self.reduced_axes())
+        if not all(shape[a] > 0 for a in self.reduced_axes()):
+            return False
+        block, todo, seen = self.parent_block(), [self.input], set[SSAValue]()
+        while todo:
+            v = todo.pop()
+            p = v.owner
+            if v in seen or not isinstance(p, Operation) or p.parent_block() is not block:
+                continue
+            seen.add(v)
+            s = structured(p)
+            kinds = () if s is None else s.iterator_types()
+            if s is None or any(k is not IteratorType.PARALLEL for k in kinds):
+                return False
+            todo.extend(p.operands)
+        return True
 
     def decompose_sweeps(self) -> tuple[list[Operation], SSAValue] | None:
         """The maximum, then the sum of ``exp(x - shift)`` (the shift clipped to finite

@@ -284,3 +284,24 @@ def test_the_sweeps_of_logsumexp_are_checked_and_only_asked_for() -> None:
     empty = to_tensordsl("logsumexp(x, axis=1)", shapes={"x": (4, 0)})
     (op,) = [o for o in empty.walk() if isinstance(o, td.LogSumExpOp)]
     assert not op.decomposes_in_sweeps() and checked_decomposition(op, sweeps=True) is None
+
+
+def test_logsumexp_of_a_matmul_keeps_its_one_pass_within_the_budget() -> None:
+    """The sweeps read the operand twice: a matmul's product would be held whole along the
+    reduced dim (1,027 elements at budget 1024, a ``TdslLoopsBudgetWarning``; found by
+    checking the change).  Its operand computed other than element-wise, ``logsumexp``
+    keeps its online state in the loops, and the plan's passes."""
+    if native_unavailable_reason() is not None:
+        pytest.skip(native_unavailable_reason())
+    from tdsl.errors import TdslLoopsBudgetWarning
+
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((512, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 32)).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TdslLoopsBudgetWarning)
+        jit = JITTensorKernel(target="native", memory_budget=1024, threads=1)
+        k = jit.compile("logsumexp(relu(a) @ b, axis=0)", {"a": a.shape, "b": b.shape}, "f32")
+    assert "arith.cmpf oeq" in k.ir["loops"]  # (the online step)
+    want = reference(np.maximum(a, 0).astype(np.float64) @ b.astype(np.float64), 0)
+    np.testing.assert_allclose(np.asarray(k(a, b)), want, rtol=1e-5, atol=1e-4)
