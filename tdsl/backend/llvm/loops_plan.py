@@ -57,6 +57,7 @@ from tdsl.backend.llvm.loops_recorded import (
     warn_over_budget,
 )
 from tdsl.backend.llvm.loops_split import (
+    cheaper_blas,
     check_order,
     cut_contractions,
     fit_contraction,
@@ -97,6 +98,7 @@ class _GroupPlan:
         split: bool = True,
         cuts: bool = True,
         inputs: bool | None = None,
+        compare: bool = True,
     ) -> None:
         """The loops of ``tile``, whose inputs come with ``input_strides`` (element
         strides per input, None for row-major; missing ones are row-major), for calls on
@@ -104,7 +106,8 @@ class _GroupPlan:
         is more than the tile op records, or within ``blas_limit`` where the loops call
         BLAS a tile at a time (a recorded plan keeps its own); without ``split``, no
         matmul's contraction in tiles, without ``cuts`` no reduction dim either, and with
-        ``inputs`` (None: if one without breaks the budget) matmuls on inputs in one."""
+        ``inputs`` (None: if one without breaks the budget) matmuls on inputs in one;
+        with ``compare``, a cut contraction weighed against none (and warnings given)."""
         self.more_storage: dict[Operation, list[Storage]] = {}
         """Per tuple accumulator: its components after the first (set by :meth:`emit`)."""
         self.shared: dict[Operation, int] = {}
@@ -230,8 +233,9 @@ class _GroupPlan:
             self._choose_tiles(tiles, limit // self.share if self.gemm else limit)
         self.split = {op: r for op, r in self.split.items() if self.tiles[r] < self.extents[r]}
         check_split(self)
-        again = partial(self.__init__, tile, input_strides, threads=threads, limit=limit)
-        again = partial(again, blas_limit=blas_limit, cuts=cuts)
+        kept = {"threads": threads, "limit": limit, "blas_limit": blas_limit, "cuts": cuts}
+        again = partial(self.__init__, tile, input_strides, compare=compare, **kept)
+        fresh = partial(_GroupPlan, tile, input_strides, compare=False, **kept)
         if self.split and not check_order(self):  # (what a reader needs within the loop)
             return again(split=False)
         if inputs and not self.split and self.recorded is None:
@@ -249,7 +253,10 @@ class _GroupPlan:
             # (BLAS on tiles of a matmul on inputs, slower than one call for the whole)
             if retry and over_budget(self, scratch, limit) and shares_inputs(self, keys):
                 return again(inputs=True)
-            warn_over_budget(self, scratch, limit)
+            if compare and self.split and cheaper_blas(self, fresh(split=False)):
+                return again(split=False)
+            if compare:
+                warn_over_budget(self, scratch, limit)
         keys = [*self.flash.values(), *self.split.values()]  # (looped inside their level)
         keys += [d for step in self.passes or () for d in step.cut]  # (inside their step)
         self.tiled = [
@@ -535,13 +542,10 @@ class _GroupPlan:
 
     def _scratch_at(self, plan_tiles: Sequence[int]) -> int:
         """The loops' scratch if their scan and reduction dims took the plan's tiles."""
+        kinds, tiles = self.body.kinds, zip(self.tiles, plan_tiles, self.extents, strict=True)
+        par = IteratorType.PARALLEL
         return self._scratch_at_tiles(
-            [
-                t if self.body.kinds[d] is IteratorType.PARALLEL else min(p, e)
-                for d, (t, p, e) in enumerate(
-                    zip(self.tiles, plan_tiles, self.extents, strict=True)
-                )
-            ]
+            [t if kinds[d] is par else min(p, e) for d, (t, p, e) in enumerate(tiles)]
         )
 
     def carry_dims(self, op: Operation) -> Dims:
