@@ -8,7 +8,7 @@ measure and run), and ``decompose_in_place`` rewrites one op of a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.pattern_rewriter import (
@@ -32,8 +32,8 @@ def decomposes(op: Operation, sweeps: bool = False) -> bool:
     return sweeps and isinstance(op, SweepDecomposable) and op.decomposes_in_sweeps()
 
 
-def any_decomposes(ops: Sequence[Operation], sweeps: bool = False) -> bool:
-    return any(decomposes(op, sweeps) for op in ops)
+def any_decomposes(ops: Sequence[Operation], sweeps: Collection[Operation] = ()) -> bool:
+    return any(decomposes(op, op in sweeps) for op in ops)
 
 
 def decomposed_copy(
@@ -43,7 +43,7 @@ def decomposed_copy(
     copied: dict[SSAValue, SSAValue] | None = None,
     *,
     with_users: bool = False,
-    sweeps: bool = False,
+    sweeps: Collection[Operation] = (),
 ) -> tuple[list[Operation], list[SSAValue], list[SSAValue]] | None:
     """``ops`` copied into a detached block with every op that has a decomposition
     replaced by it: (ops, outputs, inputs) of the copy, or None when nothing decomposes
@@ -53,8 +53,8 @@ def decomposed_copy(
     feeding a ``matmul``: ``softmax_matmul``, flash attention's online softmax) by the op
     replacing both: ``tdsl-tile`` weighs that form and the plain one (the native loops,
     which take key rows whole and call BLAS for the ``matmul``, and Dask take the plain
-    one).  With ``sweeps``, the ops that decompose into sweeps of plain reductions
-    decompose too (``logsumexp``: the native loops run it so).
+    one).  The ops of ``sweeps`` (of ``ops``) that decompose into sweeps of plain
+    reductions decompose too (``logsumexp``, where the native loops run it so).
 
     The copy's inputs are block arguments standing for ``inputs`` (in that
     order), then for the other values ``ops`` read from outside.  ``copied``, when
@@ -71,8 +71,11 @@ def decomposed_copy(
         if v not in mapping:
             mapping[v] = block.insert_arg(v.type, len(block.args))
             mapping[v].name_hint = v.name_hint
+    swept: set[Operation] = set()  # (the copies of the ops of sweeps)
     for op in ops:
-        block.add_op(op.clone(value_mapper=mapping))
+        block.add_op(new := op.clone(value_mapper=mapping))
+        if op in sweeps:
+            swept.add(new)
     copied_outputs = [mapping[v] for v in outputs]
     replaced = _decompose_with_users(block, copied_outputs) if with_users else {}
     if with_users and not replaced:
@@ -82,11 +85,11 @@ def decomposed_copy(
         copied.update(
             (r, replaced.get(mapping[r], mapping[r]))
             for op in ops
-            if not decomposes(op, sweeps)
+            if not decomposes(op, op in sweeps)
             for r in op.results
         )
     for op in list(block.ops):
-        decomposed = checked_decomposition(op, sweeps)
+        decomposed = checked_decomposition(op, op in swept)
         if decomposed is not None:
             new_ops, value = decomposed
             for new in new_ops:

@@ -43,6 +43,7 @@ from tdsl.backend.llvm.loops_common import (
     loops_bug,
     op_levels,
     sweep_readers,
+    swept_ops,
 )
 from tdsl.backend.llvm.loops_flash import KEY_TILE, flash_keys, flash_types, prefers_flash
 from tdsl.backend.llvm.loops_passes import LoopsStep, plan_passes
@@ -124,15 +125,14 @@ class _GroupPlan:
         copied: dict[SSAValue, SSAValue] = {}
         copy = None
         chosen: GroupBody | None = None
-        # a softmax feeding a matmul decomposes with it (flash attention) where the plan
-        # holds few whole key rows, or where a recorded plan cuts the keys
+        # softmax @ v decomposes as flash attention where few key rows fit or a plan cuts keys
         recorded = tile.loops_plan
         cut = recorded is not None and cuts_reduction_dim(recorded.tiles, body.extents, body.kinds)
-        form = None
+        form, swept = None, swept_ops(tile.tiles_value, body)
         if recorded is None or cut:
             fused: dict[SSAValue, SSAValue] = {}
             form = decomposed_copy(
-                ops, list(yielded), list(block.args), fused, with_users=True, sweeps=True
+                ops, list(yielded), list(block.args), fused, with_users=True, sweeps=swept
             )
             if form is not None:
                 staged_there = [fused[r] for op in staged_ops for r in op.results if r in fused]
@@ -141,7 +141,7 @@ class _GroupPlan:
                     copy, copied, chosen = form, fused, candidate
         plain = recorded is None and copy is None and form is not None  # (see below)
         if copy is None:
-            copy = decomposed_copy(ops, list(yielded), list(block.args), copied, sweeps=True)
+            copy = decomposed_copy(ops, list(yielded), list(block.args), copied, sweeps=swept)
         if copy is not None:
             body = chosen or copied_body(tile, body, copy)
             self.args = list(copy[2])

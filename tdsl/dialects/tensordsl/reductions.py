@@ -23,7 +23,6 @@ from tdsl.dialects.structured import (
     Accumulator,
     BinaryOp,
     Combiner,
-    IteratorType,
     OperandWorkspace,
     PartialOps,
     ReductionOp,
@@ -36,7 +35,6 @@ from tdsl.dialects.structured import (
     element_type,
     numpy_dtype,
     scalar_constant,
-    structured,
     tensor_shape,
 )
 from tdsl.dialects.structured_types import BoolElementConstr
@@ -297,8 +295,9 @@ class LogSumExpOp(ChunkedReductionOp, SweepDecomposable):
     ``exp(x - shift)``, rescaled when the maximum grows; the result is
     ``shift + log(total)``.  A float16 input accumulates in float32.  Across chunks (Dask)
     the partial of a chunk is its own ``logsumexp`` and partials combine by ``logsumexp``.
-    The native loops compute it as two sweeps instead (:meth:`decompose_sweeps`): the
-    maximum, then the sum of ``exp(x - max)``, reductions LLVM vectorizes.
+    The native loops compute it as two sweeps instead where they can read its operand
+    twice (:meth:`decompose_sweeps`): the maximum, then the sum of ``exp(x - max)``,
+    reductions LLVM vectorizes.
 
     ```mlir
     %1 = tensordsl.logsumexp %0 axis = 1 : tensor<4x8xf32> -> tensor<4xf32>
@@ -340,26 +339,8 @@ class LogSumExpOp(ChunkedReductionOp, SweepDecomposable):
         return convert_scalar(b, value, element_type(self.result))
 
     def decomposes_in_sweeps(self) -> bool:
-        """Where it reduces some elements, and its operand is computed element-wise from
-        values outside its block (a group's inputs), so that the second sweep computes
-        it again: a matmul's product, say, would be held whole along the reduced dims
-        (``logsumexp(relu(a) @ b, axis=0)`` at budget 1024 broke it)."""
         shape = tensor_shape(self.input)
-        if not all(shape[a] > 0 for a in self.reduced_axes()):
-            return False
-        block, todo, seen = self.parent_block(), [self.input], set[SSAValue]()
-        while todo:
-            v = todo.pop()
-            p = v.owner
-            if v in seen or not isinstance(p, Operation) or p.parent_block() is not block:
-                continue
-            seen.add(v)
-            s = structured(p)
-            kinds = () if s is None else s.iterator_types()
-            if s is None or any(k is not IteratorType.PARALLEL for k in kinds):
-                return False
-            todo.extend(p.operands)
-        return True
+        return all(shape[a] > 0 for a in self.reduced_axes())
 
     def decompose_sweeps(self) -> tuple[list[Operation], SSAValue] | None:
         """The maximum, then the sum of ``exp(x - shift)`` (the shift clipped to finite

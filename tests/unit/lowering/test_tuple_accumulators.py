@@ -305,3 +305,27 @@ def test_logsumexp_of_a_matmul_keeps_its_one_pass_within_the_budget() -> None:
     assert "arith.cmpf oeq" in k.ir["loops"]  # (the online step)
     want = reference(np.maximum(a, 0).astype(np.float64) @ b.astype(np.float64), 0)
     np.testing.assert_allclose(np.asarray(k(a, b)), want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("budget", [None, 256])
+def test_logsumexp_of_a_matmuls_columns_runs_as_sweeps_where_the_plan_holds_them(
+    budget: int | None,
+) -> None:
+    """``logsumexp(x @ w, axis=1)``: the product's tile of rows is in scratch for BLAS, the
+    columns whole, so the sweeps read it twice (512x768 by 768x4096, one thread: 152 ms
+    in one pass, 64 ms in sweeps).  Where the plan cuts the columns (budget 256), the
+    one pass stays: the sweeps would hold whole rows of the product."""
+    if native_unavailable_reason() is not None:
+        pytest.skip(native_unavailable_reason())
+    from tdsl.errors import TdslLoopsBudgetWarning
+
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((40, 96)).astype(np.float32)
+    w = rng.standard_normal((96, 300)).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TdslLoopsBudgetWarning)
+        jit = JITTensorKernel(target="native", memory_budget=budget, threads=1)
+        k = jit.compile("logsumexp(x @ w, axis=1)", {"x": x.shape, "w": w.shape}, "f32")
+    assert ("arith.cmpf oeq" in k.ir["loops"]) == (budget is not None)
+    want = reference(x.astype(np.float64) @ w.astype(np.float64), 1)
+    np.testing.assert_allclose(np.asarray(k(x, w)), want, rtol=1e-5, atol=1e-4)
