@@ -15,7 +15,9 @@ lets LLVM's loop vectorizer reorder the loop's reductions (as the flag did), and
 nothing else: InstCombine never sees a flag.  A loop is marked only where every
 other float recurrence in it combines in any order (a ``max``), or itself carried
 the flag: a ``prod`` or a scan in the same loop keeps its order, and the sum then
-adds in order too (correct, unvectorized).
+adds in order too (correct, unvectorized); so does a sum beside a recurrence that is
+more than one op on its carried value (``logsumexp``'s online state), where LLVM,
+asked to vectorize, would print that it could not.
 
 An accumulator update is found as the lowering writes it: a float add whose
 operand is loaded from an address the loop does not change and whose result is
@@ -179,7 +181,41 @@ def _recurrences(loop: _Loop) -> tuple[list[ir.Instruction], list[ir.Instruction
             sums.append(update)
         elif update.opname in FLOAT_ARITHMETIC and "reassoc" not in update.flags:
             ordered.append(update)
-    return sums, ordered
+    return sums, ordered + _composite_updates(loop)
+
+
+def _composite_updates(loop: _Loop) -> list[ir.Instruction]:
+    """The loop's float recurrences that are not one op on the carried value: stored to
+    an address the loop does not change and loads before, or fed back into a phi of the
+    header, from a value none of whose operands is that load or phi (``logsumexp``'s
+    online state: a select between two rescaled totals).  LLVM finds no reduction there
+    and, where the loop's hint asks it to vectorize, prints that it could not
+    (``logsumexp(x - max(x, axis=0, keepdims=True)) + mean(x * mean(x, axis=1,
+    keepdims=True))``: the online state and the mean's sum in one loop; found by
+    fuzzing)."""
+    found: list[ir.Instruction] = []
+    instructions = loop.instructions()
+    for n, store in enumerate(instructions):
+        if not isinstance(store, ir.StoreInstr):
+            continue
+        value, pointer = store.operands
+        if (
+            _is_float(value.type)
+            and isinstance(value, ir.Instruction)
+            and loop.defines(value)
+            and _invariant(pointer, loop)
+            and not any(_reads(o, pointer) for o in value.operands)
+            and any(_reads(i, pointer) for i in instructions[:n])
+        ):
+            found.append(value)
+    for phi in loop.header.instructions:
+        if isinstance(phi, ir.PhiInstr) and _is_float(phi.type):
+            found += [
+                v
+                for v, b in phi.incomings
+                if id(b) in loop.members and loop.defines(v) and phi not in v.operands
+            ]
+    return found
 
 
 def _updates(loop: _Loop) -> list[ir.Instruction]:

@@ -150,6 +150,26 @@ def test_llvm_prints_nothing_of_a_short_sums_loop(
 
 
 @NATIVE
+def test_llvm_prints_nothing_of_a_sum_beside_an_online_state(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """A mean's sum in the loop of ``logsumexp``'s online state (its operand reads a
+    column maximum, so it keeps one pass): the loop's hint asked LLVM to vectorize it,
+    LLVM found the online state no reduction and printed ``remark: ... loop not
+    vectorized`` on the process's stderr (found by fuzzing).  Such a loop gets no hint."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((3, 33))
+    text = "logsumexp(x - max(x, axis=0, keepdims=True)) + mean(x * mean(x, axis=1, keepdims=True))"
+    kernel = JITTensorKernel(target="native", threads=1).compile(text, {"x": x.shape}, "f64")
+    y = x - x.max(axis=0, keepdims=True)
+    m = y.max()
+    want = m + np.log(np.exp(y - m).sum()) + np.mean(x * x.mean(axis=1, keepdims=True))
+    np.testing.assert_allclose(kernel(x=x), want, rtol=1e-12)
+    printed = capfd.readouterr()
+    assert "not vectorized" not in printed.err + printed.out
+
+
+@NATIVE
 def test_f16_matmul_accumulates_in_f32() -> None:
     rng = np.random.default_rng(0)
     a = rng.uniform(0, 1, (64, 2000)).astype(np.float16)
