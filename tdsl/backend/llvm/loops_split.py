@@ -48,6 +48,7 @@ from tdsl.backend.llvm.loops_common import (
     _is_contraction,  # pyright: ignore[reportPrivateUsage]
     _is_reduction,  # pyright: ignore[reportPrivateUsage]
     _is_scan,  # pyright: ignore[reportPrivateUsage]
+    op_levels,
 )
 from tdsl.backend.llvm.loops_flash import feeds_along
 from tdsl.dialects.kernel_body import GroupBody
@@ -260,12 +261,18 @@ def level_floors(plan: _GroupPlan) -> dict[Operation, int]:
     the level after theirs.  An op that feeds no statistic is computed where the loop
     needs it (``exp(a)`` in ``(layernorm(a) @ b) * (exp(a) @ c)`` came at level 0, the
     first statistic's, and :func:`check_order` kept the contraction whole); one that
-    feeds a statistic stays before it."""
+    feeds a statistic stays before it.
+
+    Then each op reading what the loop computes (a matmul along it, a reduction carried
+    over it) comes at a level after the loop's: ``(g @ b) * (g @ c) * (exp(a / 4) @ c)``
+    (3x511 by 511x64, budget 256) read ``g @ b`` and ``g @ c`` at level 1, inside the loop
+    (``exp(a / 4) @ c`` ran at level 1, after the stored ``exp``), and
+    :func:`check_order` kept the contraction whole (513 elements, a loops budget
+    warning)."""
     body = plan.body
     floors: dict[Operation, int] = {}
-    for r in plan.split.values():
-        if plan.tiles[r] >= plan.extents[r]:
-            continue  # (not cut: no loop over its tiles, and its sweeps stay as they were)
+    cut = {op: r for op, r in plan.split.items() if plan.tiles[r] < plan.extents[r]}
+    for r in set(cut.values()):  # (not cut: no loop over its tiles, its sweeps as they were)
         pre = statistics(body, r)
         first = _first_level(plan, pre)
         if first is None:
@@ -274,6 +281,15 @@ def level_floors(plan: _GroupPlan) -> dict[Operation, int]:
         for p in body.ops:
             if r in body.loop_dims(p) and p not in feeding and plan.level[p] < first:
                 floors[p] = max(floors.get(p, 0), first)
+    level = op_levels(body, plan.blas, plan.stored, floors) if floors else plan.level
+    for op, r in cut.items():
+        along = [o for o in body.ops if r in body.loop_dims(o)]
+        top = max(level[o] for o in along)
+        pre = statistics(body, r)
+        carried_along = (o for o in along if o not in pre and _reduces(body, o, r))
+        for p in _readers(body, {op, *carried_along}):
+            if r not in body.loop_dims(p) and level[p] <= top:
+                floors[p] = max(floors.get(p, 0), top + 1)
     return floors
 
 

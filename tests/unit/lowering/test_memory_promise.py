@@ -410,18 +410,19 @@ def test_native_keeps_a_computed_matmul_operand_that_is_a_result_in_the_result()
 
 
 def test_auto_runs_numpy_where_the_native_loops_would_break_the_budget() -> None:
-    """``(a @ c) * (relu(a) @ b) + sum(a @ c, axis=1, keepdims=True)`` at budget 256: the
-    plan cuts the columns of ``a @ c``, which the row sum reduces, and the loops take
-    them whole (417 elements of scratch per tile, against the plan's 256): they run the
-    plan's passes only without a BLAS call writing a whole output.  (``layernorm(a) @
-    b`` was this test's case, until the loops computed the layer norm's statistics
-    before the loop over the contraction's tiles; then ``(relu(a) @ b) * (relu(a) @
-    c)``, until both matmuls ran in one loop over it; then ``(relu(a) @ b) * (a @ c)``,
-    until a matmul on an input could share that loop; then ``(layernorm(a) @ b) *
-    (exp(a) @ c)``, until ``exp(a)`` ran in that loop, after the statistics.)"""
+    """``cumsum(tanh(a) @ e, axis=0) + (softmax(a) @ c)`` at budget 256: the plan cuts the
+    rows the scan runs along, and the loops take them whole (13,185 elements of scratch
+    per tile, against the plan's 256): they run the plan's passes only without a BLAS
+    call writing a whole output.  (``layernorm(a) @ b`` was this test's case, until the
+    loops computed the layer norm's statistics before the loop over the contraction's
+    tiles; then ``(relu(a) @ b) * (relu(a) @ c)``, until both matmuls ran in one loop
+    over it; then ``(relu(a) @ b) * (a @ c)``, until a matmul on an input could share
+    that loop; then ``(layernorm(a) @ b) * (exp(a) @ c)``, until ``exp(a)`` ran in that
+    loop, after the statistics; then ``(a @ c) * (relu(a) @ b) + sum(a @ c, axis=1,
+    keepdims=True)``, until the readers of the loop's matmuls came after it.)"""
     native_or_skip()
-    shapes = {"a": (128, 160), "b": (160, 128), "c": (160, 128)}
-    text = "(a @ c) * (relu(a) @ b) + sum(a @ c, axis=1, keepdims=True)"
+    shapes = {"a": (128, 100), "c": (100, 32), "e": (100, 32)}
+    text = "cumsum(tanh(a) @ e, axis=0) + (softmax(a) @ c)"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TdslBudgetWarning)  # no fusion plan fits 256
         warnings.simplefilter("error", TdslLoopsBudgetWarning)  # auto keeps this one to itself
