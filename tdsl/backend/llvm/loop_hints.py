@@ -195,7 +195,30 @@ def _composite_updates(loop: _Loop) -> list[ir.Instruction]:
     fuzzing)."""
     found: list[ir.Instruction] = []
     instructions = loop.instructions()
-    for n, store in enumerate(instructions):
+    for n, value, pointer in _stored(loop):
+        if not any(_reads(o, pointer) for o in value.operands) and any(
+            _reads(i, pointer) for i in instructions[:n]
+        ):
+            found.append(value)
+    for phi, value in _fed_back(loop):
+        if phi not in value.operands:
+            found.append(value)
+    return found
+
+
+def _updates(loop: _Loop) -> list[ir.Instruction]:
+    """Each instruction computing a float value the loop carries to its next
+    iteration: stored to an address the loop does not change, from a load of the
+    same address, or fed back into a phi of the header."""
+    found = [v for _, v, pointer in _stored(loop) if any(_reads(o, pointer) for o in v.operands)]
+    return found + [value for _, value in _fed_back(loop)]
+
+
+def _stored(loop: _Loop) -> list[tuple[int, ir.Instruction, Any]]:
+    """The float values the loop computes and stores to an address it does not change:
+    (the store's position among the loop's instructions, the value, the address)."""
+    found: list[tuple[int, ir.Instruction, Any]] = []
+    for n, store in enumerate(loop.instructions()):
         if not isinstance(store, ir.StoreInstr):
             continue
         value, pointer = store.operands
@@ -204,43 +227,20 @@ def _composite_updates(loop: _Loop) -> list[ir.Instruction]:
             and isinstance(value, ir.Instruction)
             and loop.defines(value)
             and _invariant(pointer, loop)
-            and not any(_reads(o, pointer) for o in value.operands)
-            and any(_reads(i, pointer) for i in instructions[:n])
         ):
-            found.append(value)
-    for phi in loop.header.instructions:
-        if isinstance(phi, ir.PhiInstr) and _is_float(phi.type):
-            found += [
-                v
-                for v, b in phi.incomings
-                if id(b) in loop.members and loop.defines(v) and phi not in v.operands
-            ]
+            found.append((n, value, pointer))
     return found
 
 
-def _updates(loop: _Loop) -> list[ir.Instruction]:
-    """Each instruction computing a float value the loop carries to its next
-    iteration: stored to an address the loop does not change, from a load of the
-    same address, or fed back into a phi of the header."""
-    found: list[ir.Instruction] = []
-    for instruction in loop.instructions():
-        if isinstance(instruction, ir.StoreInstr):
-            value, pointer = instruction.operands
-            if (
-                _is_float(value.type)
-                and isinstance(value, ir.Instruction)
-                and loop.defines(value)
-                and _invariant(pointer, loop)
-                and any(_reads(o, pointer) for o in value.operands)
-            ):
-                found.append(value)
-    for phi in loop.header.instructions:
-        if not isinstance(phi, ir.PhiInstr) or not _is_float(phi.type):
-            continue
-        for value, block in phi.incomings:
-            if id(block) in loop.members and loop.defines(value):
-                found.append(value)
-    return found
+def _fed_back(loop: _Loop) -> list[tuple[ir.PhiInstr, ir.Instruction]]:
+    """The float phis of the loop's header with each value the loop feeds back into one."""
+    return [
+        (phi, value)
+        for phi in loop.header.instructions
+        if isinstance(phi, ir.PhiInstr) and _is_float(phi.type)
+        for value, block in phi.incomings
+        if id(block) in loop.members and loop.defines(value)
+    ]
 
 
 def _is_float(t: ir.Type) -> bool:
