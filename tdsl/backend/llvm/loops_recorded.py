@@ -16,7 +16,7 @@ from tdsl.backend.llvm.loops_choices import (
     blas_output,
     tile_gemm,
 )
-from tdsl.backend.llvm.loops_common import _is_reduction
+from tdsl.backend.llvm.loops_common import _is_contraction, _is_reduction
 from tdsl.backend.llvm.loops_split import carried
 from tdsl.dialects.kernel_body import GroupBody
 from tdsl.dialects.structured import IteratorType
@@ -46,11 +46,15 @@ def recorded_blas(
         g = tile_gemm(plan.body, ops[i], plan.args) if 0 <= i < len(ops) else None
         reads = plan._gemm_reads  # pyright: ignore[reportPrivateUsage]
         if g is None or ops[i] in gemm or not reads(g, gemm):
+            # (the ops are numbered in the form the loops run the group, which a plan that
+            # cuts a reduction dim changes: a softmax feeding a matmul as flash attention)
+            matmuls = [str(j) for j, op in enumerate(ops) if _is_contraction(op)]
             raise TdslIRError(
                 f"the loops plan gives BLAS op {i} of the group, which is "
                 + ("not in its body" if not 0 <= i < len(ops) else f"'{ops[i].name}'")
                 + ": BLAS computes only a 2-D f32 or f64 matmul whose right operand is a "
-                "group input or its transpose",
+                "group input or its transpose (the group's matmuls, as the loops run it "
+                f"with these tiles, are op {', '.join(matmuls) or 'none'})",
                 op=plan.tile,
             )
         gemm[ops[i]] = g

@@ -228,7 +228,10 @@ FLASH = (
             MATMUL,
             "blas [0]",
             "blas [1]",
-            "the loops plan gives BLAS op 1 of the group, which is 'tensordsl.relu'",
+            "the loops plan gives BLAS op 1 of the group, which is 'tensordsl.relu': BLAS "
+            "computes only a 2-D f32 or f64 matmul whose right operand is a group input or "
+            "its transpose (the group's matmuls, as the loops run it with these tiles, are "
+            "op 0)",
         ),
         (
             # (the verifier lets a reduction dim take tiles within the tile op's: a
