@@ -235,8 +235,7 @@ def check_order(plan: _GroupPlan) -> bool:
                     "fewer values",
                     op=plan.tile,
                 )
-        carried_along = (o for o in along if o not in pre and _reduces(body, o, r))
-        for p in _readers(body, {op, *carried_along}):
+        for p in _loop_readers(body, op, r, along, pre):
             if r in body.loop_dims(p) or plan.level[p] <= top:
                 if plan.recorded is None:
                     return False
@@ -247,6 +246,16 @@ def check_order(plan: _GroupPlan) -> bool:
                     op=plan.tile,
                 )
     return True
+
+
+def _loop_readers(
+    body: GroupBody, op: Operation, r: int, along: Sequence[Operation], pre: Sequence[Operation]
+) -> Iterator[Operation]:
+    """The ops reading what the loop over the tiles of ``r`` computes: ``op``'s result (a
+    matmul along it) and the reductions carried over it (of ``along``, not statistics
+    ``pre``), directly or through other ops."""
+    carried_along = (o for o in along if o not in pre and _reduces(body, o, r))
+    return _readers(body, {op, *carried_along})
 
 
 def statistics(body: GroupBody, r: int) -> list[Operation]:
@@ -272,8 +281,9 @@ def level_floors(plan: _GroupPlan) -> dict[Operation, int]:
     body = plan.body
     floors: dict[Operation, int] = {}
     cut = {op: r for op, r in plan.split.items() if plan.tiles[r] < plan.extents[r]}
-    for r in set(cut.values()):  # (not cut: no loop over its tiles, its sweeps as they were)
-        pre = statistics(body, r)
+    # (not cut: no loop over its tiles, its sweeps as they were)
+    stats = {r: statistics(body, r) for r in set(cut.values())}
+    for r, pre in stats.items():
         first = _first_level(plan, pre)
         if first is None:
             continue
@@ -285,9 +295,7 @@ def level_floors(plan: _GroupPlan) -> dict[Operation, int]:
     for op, r in cut.items():
         along = [o for o in body.ops if r in body.loop_dims(o)]
         top = max(level[o] for o in along)
-        pre = statistics(body, r)
-        carried_along = (o for o in along if o not in pre and _reduces(body, o, r))
-        for p in _readers(body, {op, *carried_along}):
+        for p in _loop_readers(body, op, r, along, stats[r]):
             if r not in body.loop_dims(p) and level[p] <= top:
                 floors[p] = max(floors.get(p, 0), top + 1)
     return floors
