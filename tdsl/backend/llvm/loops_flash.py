@@ -31,7 +31,7 @@ feeds the op (no output, scan or staged value along it): see :func:`flash_keys`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol, cast
 
 import numpy as np
@@ -40,14 +40,17 @@ from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Attribute, Operation, SSAValue
 
+from tdsl.backend.llvm.loops_choices import copied_body
 from tdsl.backend.llvm.loops_common import (
     Storage,
     _Code,
     _is_reduction,
     _is_scan,
     blas_rows,
+    cuts_reduction_dim,
     loops_bug,
 )
+from tdsl.dialects.kernel import TileOp
 from tdsl.dialects.kernel_body import GroupBody
 from tdsl.dialects.kernel_plan import Dims
 from tdsl.dialects.structured import (
@@ -58,6 +61,7 @@ from tdsl.dialects.structured import (
     reduction_of,
 )
 from tdsl.dialects.tensordsl import SoftmaxMatmulOp
+from tdsl.transforms.tile import decomposed_copy
 
 if TYPE_CHECKING:
     from tdsl.backend.llvm.loops_emit import _Group
@@ -95,6 +99,51 @@ def flash_keys(body: GroupBody, staged: Sequence[SSAValue] = ()) -> dict[Operati
             found[op] = r
     # (one per group: its levels' ops along the key dim run in the loop over key tiles)
     return dict(list(found.items())[:1])
+
+
+class FlashForm(NamedTuple):
+    """A group's ops with each ``softmax`` feeding a ``matmul`` decomposed with it (one
+    ``softmax_matmul``, flash attention's online softmax)."""
+
+    copy: tuple[list[Operation], list[SSAValue], list[SSAValue]]
+    """The decomposed copy (ops, outputs, inputs: see ``decomposed_copy``)."""
+    copied: dict[SSAValue, SSAValue]
+    """Each value that is not decomposed, to its copy."""
+    body: GroupBody
+    keys: set[int]
+    """The key dims of its ``softmax_matmul`` ops (their scores' last dim)."""
+    taken: bool
+    """Whether the loops run the group so: where the tile op's tiles hold few key rows
+    (:func:`prefers_flash`), or a recorded plan cuts the keys (read back as planned)."""
+
+
+def flash_form(
+    tile: TileOp, body: GroupBody, staged: Sequence[Operation], sweeps: Collection[Operation]
+) -> FlashForm | None:
+    """The flash form of ``tile`` (``body``; ``staged``: the ops whose values its plan
+    stages, ``sweeps``: the ops the loops decompose into sweeps), None where no softmax
+    feeds a matmul, or where a recorded plan cuts no reduction dim (it keeps the keys
+    whole: not in that form)."""
+    recorded = tile.loops_plan
+    if recorded is not None and not cuts_reduction_dim(recorded.tiles, body.extents, body.kinds):
+        return None
+    ops, yielded = tile.body_ops()
+    copied: dict[SSAValue, SSAValue] = {}
+    args = list(tile.body.block.args)
+    form = decomposed_copy(ops, list(yielded), args, copied, with_users=True, sweeps=sweeps)
+    if form is None:
+        return None
+    candidate = copied_body(tile, body, form)
+    keys = {
+        r
+        for op in candidate.ops
+        if isinstance(op, SoftmaxMatmulOp) and (r := candidate.reads[(op, 0)][-1]) is not None
+    }
+    staged_there = [copied[r] for op in staged for r in op.results if r in copied]
+    taken = prefers_flash(tile.tiles_value, candidate, staged_there) or (
+        recorded is not None and any(recorded.tiles[r] < body.extents[r] for r in keys)
+    )
+    return FlashForm(form, copied, candidate, keys, taken)
 
 
 FLASH_ROWS = 16

@@ -19,11 +19,13 @@ again, element-wise, as the loops compute values anyway; a value they keep in sc
 The loops run a plan this way only where each step's reductions are its own (none is
 computed again, and none that runs along a cut dim is read by a later step: its
 accumulator holds one tile), a scan along a cut dim is computed by one sweep, and no op
-needs what the loops do otherwise (BLAS writing a whole output or along a cut
-contraction, flash attention's key tiles, packed strided inputs): elsewhere they keep
-taking the dims whole, and warn where that breaks the budget.  A matmul, by BLAS a tile
-at a time or in loops, runs in a pass on the cut dims' tiles of its rows, its
-contraction whole (``sum(relu(a @ w) @ w2, axis=0)``: the rows the sum runs along, in
+needs what the loops do otherwise (BLAS along a cut contraction, flash attention's key
+tiles, packed strided inputs): elsewhere they keep taking the dims whole, and warn where
+that breaks the budget.  A matmul, by BLAS a tile at a time or in loops, runs in a pass
+on the cut dims' tiles of its rows, its contraction whole (``sum(relu(a @ w) @ w2,
+axis=0)``: the rows the sum runs along, in tiles); one that BLAS writes whole into an
+output before the loops (its chain then runs in place over the output, point by point)
+is read from there by the steps (``cumsum(a @ e, axis=0) + (relu(a) @ c)``: the scan's rows in
 tiles).  (A scan along a dim the plan does not cut starts from
 its identity in each sweep that computes it, as elsewhere: in each tile of a pass.)
 """
@@ -84,7 +86,6 @@ def loops_passes(plan: _GroupPlan, cut: Sequence[int]) -> list[LoopsStep] | None
     body, tile = plan.body, plan.tile
     if (
         not cut
-        or plan.blas
         or plan.flash
         or plan.split
         or plan.packed

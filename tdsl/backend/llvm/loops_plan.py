@@ -38,14 +38,13 @@ from tdsl.backend.llvm.loops_common import (
     _is_scan,
     _state_size,
     contiguous_dim,
-    cuts_reduction_dim,
     hoistable_dims,
     loops_bug,
     op_levels,
     sweep_readers,
     swept_ops,
 )
-from tdsl.backend.llvm.loops_flash import KEY_TILE, flash_keys, flash_types, prefers_flash
+from tdsl.backend.llvm.loops_flash import KEY_TILE, flash_form, flash_keys, flash_types
 from tdsl.backend.llvm.loops_passes import LoopsStep, plan_passes
 from tdsl.backend.llvm.loops_recorded import (
     check_cut_dims,
@@ -126,20 +125,12 @@ class _GroupPlan:
         copy = None
         chosen: GroupBody | None = None
         # softmax @ v decomposes as flash attention where few key rows fit or a plan cuts keys
-        recorded = tile.loops_plan
-        cut = recorded is not None and cuts_reduction_dim(recorded.tiles, body.extents, body.kinds)
-        form, swept = None, swept_ops(tile.tiles_value, body)
-        if recorded is None or cut:
-            fused: dict[SSAValue, SSAValue] = {}
-            form = decomposed_copy(
-                ops, list(yielded), list(block.args), fused, with_users=True, sweeps=swept
-            )
-            if form is not None:
-                staged_there = [fused[r] for op in staged_ops for r in op.results if r in fused]
-                candidate = copied_body(tile, body, form)
-                if cut or prefers_flash(tile.tiles_value, candidate, staged_there):
-                    copy, copied, chosen = form, fused, candidate
-        plain = recorded is None and copy is None and form is not None  # (see below)
+        swept = swept_ops(tile.tiles_value, body)
+        form = flash_form(tile, body, staged_ops, swept)
+        if form is not None and form.taken:
+            copy, copied, chosen = form.copy, form.copied, form.body
+        plain = tile.loops_plan is None and form is not None and not form.taken  # (see below)
+        form_keys = set() if form is None else form.keys
         if copy is None:
             copy = decomposed_copy(ops, list(yielded), list(block.args), copied, sweeps=swept)
         if copy is not None:
@@ -242,10 +233,11 @@ class _GroupPlan:
             return again(inputs=False)  # (read back, its keys would be those without)
         planned = plan_passes(self, tiles, limit) if cuts and self.recorded is None else None
         self.passes = passes if self.recorded is not None else planned
-        if plain and cuts_reduction_dim(self.tiles, self.extents, body.kinds):
-            # (read back, a plan that cuts a reduction dim takes the flash form: found by
-            # fuzzing `sum(softmax(a) @ b)` at budget 16, its contraction cut)
-            return again(split=False, cuts=False)
+        if plain and any(self.tiles[r] < self.extents[r] for r in form_keys):
+            # (read back, a plan that cuts a softmax's keys takes the flash form: found by
+            # fuzzing `sum(softmax(a) @ b)` at budget 16, its contraction cut; passes along
+            # other dims stay, where the keys were the contraction's cut)
+            return again(split=False, cuts=cuts and bool(self.split))
         scratch = self._scratch_elements()
         empty = 0 in self.extents  # (computes nothing: no scratch is used)
         check_recorded_scratch(self, scratch, limit, empty)

@@ -147,3 +147,61 @@ def test_no_value_is_staged_in_an_output_slice_by_a_step(
     assert re.search(r"loops tiles \[\d+, \d+, \d+\]", kernel.ir["planned"])
     for _ in range(3):  # (scratch read out of bounds changed from call to call)
         np.testing.assert_allclose(kernel(a), want, rtol=1e-4, atol=1e-4)
+
+
+def _np_softmax_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return _softmax(a, 1) @ b
+
+
+MATMUL_PASSES = [
+    # (a softmax feeding a matmul: a plan that cuts the rows read back as flash attention,
+    # so the loops took the rows whole, 13,185 elements: only a cut of its keys does now)
+    (
+        "sum(a @ b, axis=0, keepdims=True) * (softmax(a) @ b)",
+        {"a": (128, 100), "b": (100, 64)},
+        1024,
+        lambda x: (x["a"] @ x["b"]).sum(axis=0, keepdims=True) * _np_softmax_matmul(x["a"], x["b"]),
+    ),
+    # (`a @ e`, which BLAS writes whole into the output before the loops: no passes, all
+    # 128 rows of relu(a) kept, 257 elements; the steps read it from the output now)
+    (
+        "cumsum(a @ e, axis=0) + (relu(a) @ c)",
+        {"a": (128, 160), "c": (160, 64), "e": (160, 64)},
+        256,
+        lambda x: np.cumsum(x["a"] @ x["e"], axis=0) + np.maximum(x["a"], 0) @ x["c"],
+    ),
+    # (the loops first cut the contraction, the softmax's keys, and planned again without
+    # the cut, and without passes either: 13,185 elements; the passes stay now)
+    (
+        "cumsum(tanh(a) @ e, axis=0) + (softmax(a) @ c)",
+        {"a": (128, 100), "c": (100, 32), "e": (100, 32)},
+        1024,
+        lambda x: np.cumsum(np.tanh(x["a"]) @ x["e"], axis=0) + _np_softmax_matmul(x["a"], x["c"]),
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "shapes", "budget", "numpy"), MATMUL_PASSES)
+def test_matmuls_run_in_the_plans_passes_within_its_scratch(
+    text: str, shapes: dict[str, tuple[int, int]], budget: int, numpy: object
+) -> None:
+    """The plan cuts the rows a column sum or scan runs along; the loops run its passes
+    with the matmuls in them (BLAS a tile at a time, or whole into the output first),
+    where they took the rows whole and broke the budget."""
+    rng = np.random.default_rng(1)
+    x = {n: rng.standard_normal(s).astype(np.float32) for n, s in shapes.items()}
+    want = numpy({n: v.astype(np.float64) for n, v in x.items()})  # type: ignore[operator]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)
+        warnings.simplefilter("error", TdslLoopsBudgetWarning)
+        kernel = JITTensorKernel(memory_budget=budget, target="native", threads=1).compile(
+            text, shapes=shapes, dtypes="f32"
+        )
+    tiles = re.search(r"loops tiles \[(\d+),", kernel.ir["planned"])
+    assert tiles is not None and int(tiles.group(1)) < 128  # (the rows, in the plan's tiles)
+    # (the kernel's inputs, in the order the text names them)
+    names = sorted(x, key=lambda n: re.search(rf"\b{n}\b", text).start())  # type: ignore[union-attr]
+    peak, got = measure_peak(kernel, *(x[n] for n in names))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    need = max(m.need for m in kernel.fusion_report.memory)
+    assert peak - got.nbytes <= max(budget, need) * 4 + numpy_buffers(1, 4)
