@@ -72,13 +72,17 @@ def contraction_keys(
     args: Sequence[SSAValue],
     staged: Sequence[SSAValue] = (),
     inputs: bool = False,
+    plan_tiles: Sequence[int] = (),
 ) -> dict[Operation, int]:
-    """The matmul of ``body`` (the first, if any) whose contraction the loops may run in
-    tiles, to that dim (see the module's text), with the other matmuls that share that
+    """The matmul of ``body`` (the first, if any; the first whose contraction the tile
+    op's ``plan_tiles`` cut, if any does) whose contraction the loops may run in tiles,
+    to that dim (see the module's text), with the other matmuls that share that
     contraction and would qualify too (``(relu(a) @ b) * (relu(a) @ c)``: one loop over
     its tiles, each matmul adding its products); ``args`` are the group's inputs.  With
     ``inputs``, a matmul whose left operand is an input may share the contraction
-    (``(relu(a) @ b) * (a @ c)``; BLAS reads ``a``'s columns as they lie)."""
+    (``(relu(a) @ b) * (a @ c)``; BLAS reads ``a``'s columns as they lie).  (The plan's
+    cut first: ``exp((relu(a) @ c) + (relu(a) @ b)) @ d``, whose plan cuts the hidden dim
+    ``d`` sums over, cut the first matmuls' contraction instead, into tiles of 1.)"""
 
     def cut(op: Operation, shares: bool = False) -> int | None:
         g = tile_gemm(body, op, args)
@@ -101,6 +105,7 @@ def contraction_keys(
             return None
         return r
 
+    found: list[dict[Operation, int]] = []
     for op in body.ops:
         if (r := cut(op)) is None:
             continue
@@ -115,14 +120,17 @@ def contraction_keys(
             for p in body.ops
             if p is not op
         ):
-            return {op: r, **shared}
-    return {}
+            if not plan_tiles or plan_tiles[r] < body.extents[r]:
+                return {op: r, **shared}
+            found.append({op: r, **shared})
+    return found[0] if found else {}
 
 
 def shares_inputs(plan: _GroupPlan, keys: Mapping[Operation, int]) -> bool:
     """Whether a matmul on an input may share the contraction of ``plan``'s matmuls
     ``keys`` (:func:`contraction_keys` with ``inputs``), where they do not."""
-    return contraction_keys(plan.body, plan.args, plan.staged_values, inputs=True) != keys
+    tiles = plan.tile.tiles_value
+    return contraction_keys(plan.body, plan.args, plan.staged_values, True, tiles) != keys
 
 
 def plan_keys(
@@ -140,11 +148,11 @@ def plan_keys(
     could come first: the plan of ``(exp(a) @ e) * (relu(g) @ b) - (a @ e)`` cuts
     ``relu(g) @ b``'s, and read back it was refused (``exp(a) @ e`` qualified, with
     ``a @ e``; found by fuzzing)."""
-    record = tile.loops_plan
+    record, tiles = tile.loops_plan, tile.tiles_value
     if record is None:
-        return contraction_keys(body, args, staged, bool(inputs))
-    plain = contraction_keys(body, args, staged)
-    for keys in (plain, contraction_keys(body, args, staged, inputs=True)):
+        return contraction_keys(body, args, staged, bool(inputs), tiles)
+    plain = contraction_keys(body, args, staged, plan_tiles=tiles)
+    for keys in (plain, contraction_keys(body, args, staged, True, tiles)):
         if any(record.tiles[r] < body.extents[r] for r in keys.values()):
             return keys
     return plain

@@ -628,3 +628,27 @@ def test_readers_of_a_loops_matmuls_come_after_the_loop(
     _close(np.asarray(kernel(**arrays)), np.asarray(want(**arrays)))
     readback = JITTensorKernel(target="native", memory_budget=256, threads=1)
     assert readback.compile_ir(kernel.ir["planned"]).ir["loops"] == kernel.ir["loops"]
+
+
+@pytest.mark.parametrize("budget", [64, 256])
+@pytest.mark.parametrize(
+    "text",
+    ["exp((relu(a) @ c) + (relu(a) @ b)) @ d", "relu((exp(a / 4) @ c) + (tanh(a) @ b)) @ d"],
+)
+def test_the_loops_cut_the_contraction_the_plan_cuts(text: str, budget: int) -> None:
+    """Two matmuls feed a third: the plan cuts the hidden dim the third sums over (tiles
+    of 26 at budget 256); the loops cut the first qualifying matmuls' contraction
+    instead, into tiles of 1 (a BLAS call per element of it), and still kept the hidden
+    dim whole (258 elements at 256, a loops budget warning).  They now take the
+    contraction the plan cuts, as it cuts it, and read back the same."""
+    shapes = {"a": (64, 100), "b": (100, 128), "c": (100, 128), "d": (128, 16)}
+    rng = np.random.default_rng(3)
+    arrays = {n: rng.standard_normal(s) / 4 for n, s in shapes.items()}
+    kernel = _within_budget(text, shapes, budget, threads=1)
+    planned = kernel.ir["planned"]
+    (plan,) = re.findall(r" tiles \[([^\]]*)\] scratch", planned)
+    assert _loops_tiles(planned)[2:] == [100, int(plan.split(",")[3])]
+    want = JITTensorKernel(target="numpy", memory_budget=budget).compile(text, shapes, "f64")
+    _close(np.asarray(kernel(**arrays)), np.asarray(want(**arrays)))
+    readback = JITTensorKernel(target="native", memory_budget=budget, threads=1)
+    assert readback.compile_ir(planned).ir["loops"] == kernel.ir["loops"]
