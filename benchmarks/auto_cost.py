@@ -2,6 +2,7 @@
 
     python benchmarks/auto_cost.py fit [--passes 1] [--write] [--json FILE]
     python benchmarks/auto_cost.py evaluate [--runs 3] [--json FILE]
+    python benchmarks/auto_cost.py calls
 
 ``fit`` first times each function of HEAVY (``f(A)``, or ``f(A, B)``) on 65,536 f32
 elements (256 KiB an array: in cache, so that the functions' arithmetic, not memory,
@@ -21,7 +22,11 @@ reports, for each, what ``auto`` picks and its time over the better target's: th
 goal is at most 1.2 in every run.  It also reports the old rule (native from 16384
 elements on) over the same measurements.
 
-Both set ``OPENBLAS_THREAD_TIMEOUT=1`` before NumPy loads (an idle OpenBLAS worker
+``calls`` times programs whose native loops make many small BLAS calls at a small
+budget (CALLS) and prints each one's time over its calls: the figure of
+:data:`tdsl.jit.cost_model.LOOPS_BLAS_CALL` (the median).
+
+All set ``OPENBLAS_THREAD_TIMEOUT=1`` before NumPy loads (an idle OpenBLAS worker
 spins and takes the second core from what runs next).
 """
 
@@ -220,6 +225,47 @@ def measure(programs: dict[str, tuple[str, Shapes, int]], sizes: list[int]) -> l
     return rows
 
 
+CALLS: list[tuple[str, dict[str, tuple[int, ...]], int]] = [
+    ("(relu(A) @ B) * (relu(A) @ C)", {"A": (128, 160), "B": (160, 128), "C": (160, 128)}, 256),
+    (
+        "sum(relu(A) @ B, axis=0, keepdims=True) * (softmax(A) @ C)",
+        {"A": (128, 300), "B": (300, 128), "C": (300, 128)},
+        256,
+    ),
+    (
+        "cumsum(softmax(A) @ B, axis=0) + ((A - mean(A, axis=1, keepdims=True)) @ C)",
+        {"A": (16, 300), "B": (300, 128), "C": (300, 128)},
+        1024,
+    ),
+    ("mean(relu(A) @ B, axis=0)", {"A": (100, 300), "B": (300, 160)}, 256),
+]
+"""Programs whose native loops, at these budgets, make many small BLAS calls (``calls``)."""
+
+
+def measure_calls() -> float:
+    """Seconds per BLAS call of the native loops (one thread) on the CALLS programs, each
+    its time over its calls (an upper bound: the rest of its work counts too); the
+    median, :data:`tdsl.jit.cost_model.LOOPS_BLAS_CALL`'s figure."""
+    from tdsl.backend.llvm.lower_to_loops import loops_matmuls
+
+    rng = np.random.default_rng(0)
+    each = []
+    for expr, shapes, budget in CALLS:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            jit = JITTensorKernel(target="native", memory_budget=budget, threads=1)
+            kernel = jit.compile(expr, shapes, "f32")
+        _, calls = loops_matmuls(kernel.ir.module("planned"))
+        args = {n: rng.standard_normal(s).astype(np.float32) for n, s in shapes.items()}
+        seconds = statistics.median(per_call(lambda k=kernel, a=args: k(**a), rounds=5))
+        each.append(seconds / calls)
+        print(
+            f"{expr} at {budget}: {calls} calls, {seconds * 1e3:.3f} ms, {each[-1] * 1e6:.3f} us a call"
+        )
+    print(f"median: {statistics.median(each) * 1e6:.3f} us a call")
+    return statistics.median(each)
+
+
 def nnls(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The x >= 0 that minimizes |a x - b| (Lawson and Hanson's active set method, on
     columns scaled to unit norm)."""
@@ -323,7 +369,11 @@ def main(argv: list[str] | None = None) -> None:
     e = sub.add_parser("evaluate")
     e.add_argument("--runs", type=int, default=3)
     e.add_argument("--json")
+    sub.add_parser("calls")
     args = parser.parse_args(argv)
+    if args.command == "calls":
+        measure_calls()
+        return
     if args.command == "fit":
         heavy = measure_heavy()
         cost_model.HEAVY_COST = heavy  # the FIT rows' counts weigh by the new figures

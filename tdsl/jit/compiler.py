@@ -403,23 +403,22 @@ def _choose(
             raise TdslNativeError(f"native code cannot run here: {unavailable}")
         return _Native(reason=f"native code cannot run here: {unavailable}")
     predicted = ""
+    numpy_s = native_s = products = 0.0
     if options.target == "auto":
         from tdsl.jit.cost_model import features, predict
 
         tiled = modules["tiled"]
         numpy_s = predict(features(tiled, "numpy"), "numpy")
-        native_s = predict(features(tiled, "native"), "native")
+        native_f = features(tiled, "native")
+        native_s, products = predict(native_f, "native"), native_f.products
         predicted = (
             f"{_seconds(native_s)} a call natively against {_seconds(numpy_s)} on the numpy target"
         )
         if native_s >= numpy_s:
-            return _Native(
-                reason=f"the cost model (tdsl.jit.cost_model) predicts {predicted}, where the "
-                "numpy target is faster"
-            )
+            return _Native(reason=f"{_PREDICTS} {predicted}, {_NUMPY_FASTER}")
     from xdsl.context import Context
 
-    from tdsl.backend.llvm.lower_to_loops import matmul_kinds
+    from tdsl.backend.llvm.lower_to_loops import loops_matmuls
     from tdsl.jit.timing import stage
     from tdsl.runtime.native import NativeProgram, StridedVariants
 
@@ -433,7 +432,9 @@ def _choose(
                 plan_pass(options.threads, budget), modules["tiled"].clone(), Context(), None
             )
             # (how the loops compute each matmul: read once, for the choice and the reason)
-            kinds = matmul_kinds(planned["planned"]) if options.target == "auto" else {}
+            kinds, calls = (
+                loops_matmuls(planned["planned"]) if options.target == "auto" else ({}, 0)
+            )
             looped = kinds.get("loops", 0)
             native: dict[str, ModuleOp] = {}
             if not looped:
@@ -446,6 +447,16 @@ def _choose(
             )
         if over:  # auto keeps the memory promise: the numpy target runs the plan
             return _Native(reason=f"the native loops would break the budget: {over[0]}")
+        if calls > products:  # (the loops' tiles, not the tile op's, say the BLAS calls)
+            from tdsl.jit.cost_model import LOOPS_BLAS_CALL
+
+            native_s += LOOPS_BLAS_CALL * (calls - products)
+            predicted = (
+                f"{_seconds(native_s)} a call natively (its loops' {plural(int(calls), 'BLAS call')}"
+                f") against {_seconds(numpy_s)} on the numpy target"
+            )
+            if native_s >= numpy_s:
+                return _Native(reason=f"{_PREDICTS} {predicted}, {_NUMPY_FASTER}")
         with stage("machine code (llvmlite)"):
             program = NativeProgram(
                 native["loops"], native["llvm"], options.threads, keep_object=keep_object
@@ -483,6 +494,10 @@ def _choose(
     )
 
 
+_PREDICTS = "the cost model (tdsl.jit.cost_model) predicts"
+_NUMPY_FASTER = "where the numpy target is faster"
+
+
 def _seconds(t: float) -> str:
     return f"{t * 1e6:.3g} us" if t < 1e-3 else f"{t * 1e3:.3g} ms"
 
@@ -516,8 +531,8 @@ def _native_reason(options: JitOptions, predicted: str, kinds: Mapping[str, int]
     else:
         calls += ","
     return (
-        f"auto: native code runs here, the cost model (tdsl.jit.cost_model) predicts "
-        f"{predicted}, {calls} and its loops keep the memory budget"
+        f"auto: native code runs here, {_PREDICTS} {predicted}, {calls} and its loops keep "
+        "the memory budget"
     )
 
 

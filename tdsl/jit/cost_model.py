@@ -25,7 +25,9 @@ Constants are no ops here: the numpy target passes them to the ops that use them
 The targets' cost hooks are two tables: :data:`NUMPY_CALLS`, the NumPy calls the
 numpy target makes for an op it computes with several (``softmax``: a ``max`` and a
 ``sum`` reduction and three element-wise calls; ``erf``: 101), and
-:data:`HEAVY_COST`, each transcendental function's cost per element on each target.
+:data:`HEAVY_COST`, each transcendental function's cost per element on each target;
+the native target's loops plan adds a third after it is recorded: where it calls BLAS
+more often than the tile op's tiles say, ``auto`` adds :data:`LOOPS_BLAS_CALL` a call.
 
 Each target's time is ``c . (1, calls, reductions, products, work, heavy, flops,
 across)`` with its own coefficients (:data:`COEFFICIENTS`, in seconds per unit).
@@ -187,6 +189,16 @@ COEFFICIENTS: Mapping[str, Mapping[str, float]] = {
     "native": {"overhead": 1.439e-06, "calls": 1.732e-07, "reductions": 0.0, "products": 1.311e-06, "work": 6.93e-11, "heavy": 1.281e-10, "flops": 8.665e-12, "across": 4.767e-11},
 }  # fmt: skip
 # fitted by benchmarks/auto_cost.py (end)
+
+
+LOOPS_BLAS_CALL = 5.8e-7
+"""Seconds a BLAS call of the native loops costs besides its multiply-adds: where their
+plan (``tdsl-plan-loops``) calls BLAS more often than the tile op's tiles would (the
+``products`` the model counts), ``auto`` adds this for each call more.  The median of
+``python benchmarks/auto_cost.py calls`` (each program's time over its calls, on one
+thread: 0.25-0.92 us, median 0.58 and 0.59 in two runs on the 2-vCPU AMD EPYC,
+2026-12-07); a rough figure, like ``tdsl.backend.llvm.loops_split.BLAS_CALL_ELEMENTS``
+the loops plan by."""
 
 
 def predict(

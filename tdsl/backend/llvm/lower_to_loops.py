@@ -93,6 +93,7 @@ dialects lack.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -356,7 +357,7 @@ def lower_to_loops(
         ) from None
 
 
-def matmul_kinds(module: ModuleOp) -> dict[str, int]:
+def loops_matmuls(module: ModuleOp) -> tuple[dict[str, int], int]:
     """How the native loops of the tiled ``module`` compute its matmuls, by the plan each
     group records (``tdsl-plan-loops``; planned here where none is), without building any
     loops: ``blas`` (a BLAS call, whole or a tile at a time), ``flash`` (an online
@@ -364,8 +365,12 @@ def matmul_kinds(module: ModuleOp) -> dict[str, int]:
     ones: loops, as NumPy's own are, slower than the native ones: 13x at 256x64x128 in
     float16) and ``loops`` (f32 or f64 ones the loops compute: a right operand computed
     in the group, or a result wider than the matmul; NumPy calls BLAS for those, so
-    ``auto`` runs the numpy target where there is one)."""
+    ``auto`` runs the numpy target where there is one); and the BLAS calls a call of
+    the module makes (one per matmul BLAS computes whole; one per loops tile of the
+    dims it runs along for those it computes a tile at a time, a flash op's by key
+    tile)."""
     kinds: dict[str, int] = dict.fromkeys(("blas", "flash", "narrow", "loops"), 0)
+    calls = 0
     for op in module.walk():
         if not isinstance(op, TileOp):
             continue
@@ -381,7 +386,12 @@ def matmul_kinds(module: ModuleOp) -> dict[str, int]:
                 kinds["loops"] += 1
             else:
                 kinds["narrow"] += 1
-    return kinds
+            if o in group.blas:
+                calls += 1
+            elif o in group.gemm or o in group.flash:
+                dims = {d for d in group.body.loop_dims(o) if d is not None}
+                calls += math.prod(-(-group.extents[d] // group.tiles[d]) for d in dims)
+    return kinds, calls
 
 
 @dataclass(frozen=True)
@@ -399,8 +409,8 @@ __all__ = [
     "SCRATCH_LIMIT_ATTR",
     "LowerToLoopsPass",
     "Storage",
+    "loops_matmuls",
     "lower_to_loops",
-    "matmul_kinds",
     "matmul_symbol",
     "memref_of",
 ]

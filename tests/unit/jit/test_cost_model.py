@@ -4,10 +4,12 @@ predictions (the coefficients themselves are fitted by ``benchmarks/auto_cost.py
 from __future__ import annotations
 
 import re
+import warnings
 from typing import Any
 
 import pytest
 
+from tdsl.errors import TdslBudgetWarning
 from tdsl.jit import JITTensorKernel, cost_model
 from tdsl.jit.cost_model import (
     FREE_OPS,
@@ -159,3 +161,29 @@ def test_auto_runs_the_target_the_model_predicts_faster(
     else:
         assert reason.startswith("auto: native code runs here")
         assert "0 us a call natively against 1e+03 ms on the numpy target" in reason
+
+
+def test_auto_counts_the_blas_calls_of_the_native_loops_plan() -> None:
+    """At budget 1024 the native loops run ``cumsum(softmax(a) @ b, axis=0) + ((a -
+    mean(a, axis=1, keepdims=True)) @ c)`` (16x300 by 300x128) in tiles of one row by two
+    columns: 2,048 BLAS calls, where the tile op's tiles (which the model's counts are
+    read from) make few.  ``auto`` took native code (1.36 ms a call here, against 0.15 ms
+    on the numpy target); it now adds ``LOOPS_BLAS_CALL`` for each call the loops make
+    more, and says so.  Where the loops make few calls (the budget's default), native."""
+    from tdsl.runtime.compile import native_unavailable_reason
+
+    if native_unavailable_reason() is not None:
+        pytest.skip(str(native_unavailable_reason()))
+    text = "cumsum(softmax(a) @ b, axis=0) + ((a - mean(a, axis=1, keepdims=True)) @ c)"
+    shapes = {"a": (16, 300), "b": (300, 128), "c": (300, 128)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)  # (no fusion plan fits 1024)
+        tight = JITTensorKernel(target="auto", memory_budget=1024, threads=1)
+        kernel = tight.compile(text, shapes, "f32")
+        native = JITTensorKernel(target="native", memory_budget=1024, threads=1)
+        planned = native.compile(text, shapes, "f32").ir["planned"]
+    assert "loops tiles [1, 2, 300]" in planned
+    assert kernel.target == "numpy", kernel.target_reason
+    assert "natively (its loops' 2048 BLAS calls)" in (kernel.target_reason or "")
+    roomy = JITTensorKernel(target="auto", threads=1).compile(text, shapes, "f32")
+    assert roomy.target == "native", roomy.target_reason
