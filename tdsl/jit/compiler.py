@@ -436,8 +436,17 @@ def _choose(
                 loops_matmuls(planned["planned"]) if options.target == "auto" else ({}, 0)
             )
             looped = kinds.get("loops", 0)
+            if calls > products:  # (the loops' tiles, not the tile op's, say the BLAS calls)
+                from tdsl.jit.cost_model import LOOPS_BLAS_CALL
+
+                native_s += LOOPS_BLAS_CALL * (calls - products)
+                predicted = (
+                    f"{_seconds(native_s)} a call natively (its loops' "
+                    f"{plural(calls, 'BLAS call')}) against {_seconds(numpy_s)} on the numpy target"
+                )
+            slower = calls > products and native_s >= numpy_s  # (auto only: else no calls)
             native: dict[str, ModuleOp] = {}
-            if not looped:
+            if not looped and not slower:
                 native = lower_planned(planned["planned"])
         over = [w for w in caught if held and isinstance(w, TdslLoopsBudgetWarning)]
         if looped:
@@ -447,16 +456,8 @@ def _choose(
             )
         if over:  # auto keeps the memory promise: the numpy target runs the plan
             return _Native(reason=f"the native loops would break the budget: {over[0]}")
-        if calls > products:  # (the loops' tiles, not the tile op's, say the BLAS calls)
-            from tdsl.jit.cost_model import LOOPS_BLAS_CALL
-
-            native_s += LOOPS_BLAS_CALL * (calls - products)
-            predicted = (
-                f"{_seconds(native_s)} a call natively (its loops' {plural(int(calls), 'BLAS call')}"
-                f") against {_seconds(numpy_s)} on the numpy target"
-            )
-            if native_s >= numpy_s:
-                return _Native(reason=f"{_PREDICTS} {predicted}, {_NUMPY_FASTER}")
+        if slower:
+            return _Native(reason=f"{_PREDICTS} {predicted}, {_NUMPY_FASTER}")
         with stage("machine code (llvmlite)"):
             program = NativeProgram(
                 native["loops"], native["llvm"], options.threads, keep_object=keep_object
