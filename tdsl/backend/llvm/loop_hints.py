@@ -16,8 +16,9 @@ nothing else: InstCombine never sees a flag.  A loop is marked only where every
 other float recurrence in it combines in any order (a ``max``), or itself carried
 the flag: a ``prod`` or a scan in the same loop keeps its order, and the sum then
 adds in order too (correct, unvectorized); so does a sum beside a recurrence that is
-more than one op on its carried value (``logsumexp``'s online state), where LLVM,
-asked to vectorize, would print that it could not.
+more than one op on its carried value (``logsumexp``'s online state), or that
+InstCombine makes so (a maximum of a select with a constant arm), where LLVM, asked to
+vectorize, would print that it could not.
 
 An accumulator update is found as the lowering writes it: a float add whose
 operand is loaded from an address the loop does not change and whose result is
@@ -181,7 +182,32 @@ def _recurrences(loop: _Loop) -> tuple[list[ir.Instruction], list[ir.Instruction
             sums.append(update)
         elif update.opname in FLOAT_ARITHMETIC and "reassoc" not in update.flags:
             ordered.append(update)
-    return sums, ordered + _composite_updates(loop)
+    return sums, ordered + _composite_updates(loop) + _select_folds(loop)
+
+
+MIN_MAX = ("llvm.maximum.", "llvm.minimum.", "llvm.maxnum.", "llvm.minnum.")
+
+
+def _select_folds(loop: _Loop) -> list[ir.Instruction]:
+    """The loop's ``max``/``min`` recurrences whose other operand is a select with a
+    constant arm: InstCombine moves the select after the recurrence
+    (``maximum(acc, select(c, nan, x))`` becomes ``select(c, nan, maximum(acc, x))``),
+    where LLVM then finds no reduction and, where the loop's hint asks it to vectorize,
+    prints that it could not (``mean(softmax(a) @ e, axis=0, keepdims=True) +
+    sum(log_softmax(softmax(a) @ e, axis=0), axis=0, keepdims=True)``, ``e`` one column:
+    the mean's sum and the maximum of a quotient NaN where its divisor is infinite, in
+    one loop; found by fuzzing)."""
+    return [
+        update
+        for update in _updates(loop)
+        if isinstance(update, ir.CallInstr)
+        and update.callee.name.startswith(MIN_MAX)
+        and any(
+            isinstance(a, ir.SelectInstr)
+            and any(isinstance(o, ir.Constant) for o in a.operands[1:])
+            for a in update.args
+        )
+    ]
 
 
 def _composite_updates(loop: _Loop) -> list[ir.Instruction]:

@@ -34,6 +34,7 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
+from tdsl.errors import TdslBudgetWarning
 from tdsl.jit import JITTensorKernel
 from tdsl.runtime.compile import host_info, native_unavailable_reason
 
@@ -165,6 +166,45 @@ def test_llvm_prints_nothing_of_a_sum_beside_an_online_state(
     m = y.max()
     want = m + np.log(np.exp(y - m).sum()) + np.mean(x * x.mean(axis=1, keepdims=True))
     np.testing.assert_allclose(kernel(x=x), want, rtol=1e-12)
+    printed = capfd.readouterr()
+    assert "not vectorized" not in printed.err + printed.out
+
+
+@NATIVE
+def test_llvm_prints_nothing_of_a_sum_beside_a_maximum_of_a_select(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """A mean's sum and ``log_softmax``'s column maximum in one loop, the maximum's
+    operand a quotient that is NaN where its divisor is infinite (``softmax(a) @ e``,
+    ``e`` one column): InstCombine moved that select after the maximum, LLVM found no
+    reduction there and printed ``remark: ... loop not vectorized`` on the process's
+    stderr (found by fuzzing; so did ``max(where(a > 0, a, nan), axis=1) + sum(a,
+    axis=1)``).  Such a loop gets no hint."""
+    x = np.linspace(-2.0, 3.0, 7 * 64).reshape(7, 64)
+    simple = JITTensorKernel(target="native", threads=1).compile(
+        "max(where(x > 0, x, nan), axis=1) + sum(x, axis=1)", {"x": x.shape}, "f64"
+    )
+    np.testing.assert_allclose(
+        simple(x=x), np.where(x > 0, x, np.nan).max(axis=1) + x.sum(axis=1), rtol=1e-12
+    )
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((200, 300)).astype(np.float32)
+    e = rng.standard_normal((300, 1)).astype(np.float32)
+    text = (
+        "mean(softmax(a) @ e, axis=0, keepdims=True) "
+        "+ sum(log_softmax(softmax(a) @ e, axis=0), axis=0, keepdims=True)"
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)  # (no fusion plan fits 4096)
+        kernel = JITTensorKernel(target="native", threads=1, memory_budget=4096).compile(
+            text, {"a": a.shape, "e": e.shape}, "f32"
+        )
+    s = np.exp(a - a.max(axis=1, keepdims=True))
+    p = (s / s.sum(axis=1, keepdims=True)).astype(np.float64) @ e.astype(np.float64)
+    m = p.max(axis=0, keepdims=True)
+    log_softmax = p - m - np.log(np.exp(p - m).sum(axis=0, keepdims=True))
+    want = p.mean(axis=0, keepdims=True) + log_softmax.sum(axis=0, keepdims=True)
+    np.testing.assert_allclose(kernel(a=a, e=e), want, rtol=1e-4)
     printed = capfd.readouterr()
     assert "not vectorized" not in printed.err + printed.out
 
