@@ -17,7 +17,7 @@ other float recurrence in it combines in any order (a ``max``), or itself carrie
 the flag: a ``prod`` or a scan in the same loop keeps its order, and the sum then
 adds in order too (correct, unvectorized); so does a sum beside a recurrence that is
 more than one op on its carried value (``logsumexp``'s online state), or that
-InstCombine makes so (a maximum of a select with a constant arm), where LLVM, asked to
+InstCombine makes so (a maximum of a select with a NaN arm), where LLVM, asked to
 vectorize, would print that it could not.
 
 An accumulator update is found as the lowering writes it: a float add whose
@@ -27,6 +27,7 @@ stored back there, or whose operand is a phi of the loop's header fed by it.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import llvmlite.ir as ir
@@ -189,8 +190,9 @@ MIN_MAX = ("llvm.maximum.", "llvm.minimum.", "llvm.maxnum.", "llvm.minnum.")
 
 
 def _select_folds(loop: _Loop) -> list[ir.Instruction]:
-    """The loop's ``max``/``min`` recurrences whose other operand is a select with a
-    constant arm: InstCombine moves the select after the recurrence
+    """The loop's ``max``/``min`` recurrences whose other operand is a select with a NaN
+    or infinite arm (:func:`_absorbing`): InstCombine moves the select after the
+    recurrence
     (``maximum(acc, select(c, nan, x))`` becomes ``select(c, nan, maximum(acc, x))``),
     where LLVM then finds no reduction and, where the loop's hint asks it to vectorize,
     prints that it could not (``mean(softmax(a) @ e, axis=0, keepdims=True) +
@@ -203,11 +205,20 @@ def _select_folds(loop: _Loop) -> list[ir.Instruction]:
         if isinstance(update, ir.CallInstr)
         and update.callee.name.startswith(MIN_MAX)
         and any(
-            isinstance(a, ir.SelectInstr)
-            and any(isinstance(o, ir.Constant) for o in a.operands[1:])
+            isinstance(a, ir.SelectInstr) and any(_absorbing(o) for o in a.operands[1:])
             for a in update.args
         )
     ]
+
+
+def _absorbing(value: Any) -> bool:
+    """Whether ``value`` is a float constant a ``max``/``min`` folds with any other
+    operand (NaN or an infinity: ``maximum(acc, nan)`` is NaN, ``maximum(acc, -inf)``
+    is ``acc``): a select between it and ``x`` moves after the recurrence, where one
+    of ``0`` (a ``relu``) stays put and the loop vectorizes."""
+    if not isinstance(value, ir.Constant) or not isinstance(value.constant, float):
+        return False
+    return math.isnan(value.constant) or math.isinf(value.constant)
 
 
 def _composite_updates(loop: _Loop) -> list[ir.Instruction]:

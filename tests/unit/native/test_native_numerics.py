@@ -187,6 +187,12 @@ def test_llvm_prints_nothing_of_a_sum_beside_a_maximum_of_a_select(
     np.testing.assert_allclose(
         simple(x=x), np.where(x > 0, x, np.nan).max(axis=1) + x.sum(axis=1), rtol=1e-12
     )
+    assert "llvm.loop.vectorize.enable" not in simple.llvm_ir
+    # (a select of 0, a relu's, stays put: the sum beside its maximum still vectorizes)
+    relu = JITTensorKernel(target="native", threads=1).compile(
+        "max(relu(x), axis=1) + sum(x, axis=1)", {"x": x.shape}, "f64"
+    )
+    assert "llvm.loop.vectorize.enable" in relu.llvm_ir
     rng = np.random.default_rng(4)
     a = rng.standard_normal((200, 300)).astype(np.float32)
     e = rng.standard_normal((300, 1)).astype(np.float32)
