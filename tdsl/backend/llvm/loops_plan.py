@@ -405,9 +405,12 @@ class _GroupPlan:
                 if p is not None and not _is_reduction(p) and a not in self.stored:
                     self.stored.append(a)
             elif _is_contraction(op) and op not in self.blas:
+                # (not where a tile has one column of its result per element: a matvec)
+                out = {d for d in body.dims[op.results[0]] if d is not None}
                 for v in op.operands:
                     p = body.producer(v)
-                    if p is not None and not _is_reduction(p) and v not in self.stored:
+                    again = any(self.tiles[d] > 1 for d in out - set(body.dims[v]))
+                    if p is not None and not _is_reduction(p) and v not in self.stored and again:
                         self.stored.append(v)
         for v in self.staged_values:
             if v not in self.stored and body.producer(v) not in self.blas:

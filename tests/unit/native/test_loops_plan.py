@@ -27,7 +27,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from tdsl import JITTensorKernel
 from tdsl.backend.llvm.plan_loops import plan_loops
-from tdsl.errors import TdslIRError, TdslWarning
+from tdsl.errors import TdslBudgetWarning, TdslIRError, TdslLoopsBudgetWarning, TdslWarning
 from tdsl.runtime.compile import native_unavailable_reason
 
 pytestmark = pytest.mark.skipif(
@@ -576,3 +576,29 @@ def test_a_matmul_stored_in_a_plan_running_passes_is_a_located_error() -> None:
     with pytest.raises(TdslIRError, match=r"stores value 0 \('tensordsl.matmul'\)") as info:
         JITTensorKernel(target="native").compile_ir(edited)
     assert info.value.location is not None
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_a_matvecs_computed_operand_is_not_stored(dtype: str) -> None:
+    """``tanh(a) @ e`` with one column ``e``: the loops stored the operand a matmul in
+    loops reads along its contraction (so that each column of the result reads it, not
+    computes it again), here all of ``tanh(a)`` for a single column: 77,058 elements of
+    scratch for ``log_softmax(tanh(a) @ e, axis=0) + (tanh(a) @ e)`` at budget 1024,
+    with a loops budget warning (68 of 240 such matvec configurations warned).  An
+    operand is stored only where a tile has more than one column to read it."""
+    rng = np.random.default_rng(5)
+    a, e = rng.standard_normal((128, 300)), rng.standard_normal((300, 1))
+    text = "log_softmax(tanh(a) @ e, axis=0) + (tanh(a) @ e)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)  # (no fusion plan fits 1024)
+        warnings.simplefilter("error", TdslLoopsBudgetWarning)
+        kernel = JITTensorKernel(target="native", memory_budget=1024).compile(
+            text, {"a": a.shape, "e": e.shape}, dtype
+        )
+    assert re.search(r"loops tiles \[\d+, \d+\] stored \[\] blas \[\]", kernel.ir["planned"])
+    p = np.tanh(a) @ e
+    m = p.max(axis=0, keepdims=True)
+    want = p - m - np.log(np.exp(p - m).sum(axis=0, keepdims=True)) + p
+    cast = np.float32 if dtype == "f32" else np.float64
+    got = kernel(a=a.astype(cast), e=e.astype(cast))
+    np.testing.assert_allclose(got, want, rtol=1e-4 if dtype == "f32" else 1e-12, atol=1e-5)
