@@ -32,7 +32,7 @@ from tdsl.backend.llvm.loops_passes import emit_passes
 from tdsl.backend.llvm.loops_plan import _GroupPlan
 from tdsl.backend.llvm.loops_point import _Point
 from tdsl.backend.llvm.loops_split import loop_level
-from tdsl.dialects.kernel_plan import Dims
+from tdsl.dialects.kernel_plan import Dims, carry_dims
 from tdsl.dialects.structured import (
     Scan,
     convert_scalar,
@@ -284,7 +284,7 @@ class _Group(_GroupPlan):
             if op in carries:
                 if not isinstance(op, Scan):
                     raise loops_bug(f"'{op.name}' carries running values but is no scan", op)
-                loop, cdims = op.carried_loops()[0], self.carry_dims(op)
+                loop, cdims = op.carried_loops()[0], carry_dims(body, op)
                 inner, coords = code.nest(ranges(_dim_set(cdims), code))
                 point = _Point(self, inner, {**hoisted, **coords}, starts, storage, carries)
                 point.store(inner.scalar(loop.start, element_of(loop.dtype)), carries[op], cdims)

@@ -52,6 +52,7 @@ from tdsl.backend.llvm.loops_recorded import (
     check_split,
     numbered_values,
     over_budget,
+    read_once,
     recorded_blas,
     recorded_stored,
     warn_over_budget,
@@ -197,7 +198,8 @@ class _GroupPlan:
         """The external functions the loops call for them (set by ``emit``): their types."""
         self.keep_long_chains = True
         """Whether values long chains would compute again are stored (see
-        :meth:`_keep_long_chains`); not where their rows do not fit the tile's scratch."""
+        :meth:`_keep_long_chains`), and a matvec's computed operand (``read_once``); not
+        where their rows do not fit the tile's scratch."""
         self.recorded = tile.loops_plan
         """The plan ``tdsl-plan-loops`` recorded, run as it is (None: planned here)."""
         self.passes: list[LoopsStep] | None = None
@@ -397,6 +399,8 @@ class _GroupPlan:
         # operands a matmul in loops reads along its contraction are stored first (one
         # tile's worth), not recomputed for every column of its result
         self.stored: list[SSAValue] = []
+        self.once: list[SSAValue] = []
+        """Computed operands of matmuls in loops that read them once (a matvec's)."""
         for op in body.ops:
             if op in self.gemm:
                 # BLAS reads its left operand from one tile's rows in scratch
@@ -404,14 +408,16 @@ class _GroupPlan:
                 p = body.producer(a)
                 if p is not None and not _is_reduction(p) and a not in self.stored:
                     self.stored.append(a)
-            elif _is_contraction(op) and op not in self.blas:
-                # (not where a tile has one column of its result per element: a matvec)
+            elif _is_contraction(op) and op not in self.blas:  # (a matvec's: read_once)
                 out = {d for d in body.dims[op.results[0]] if d is not None}
                 for v in op.operands:
                     p = body.producer(v)
-                    again = any(self.tiles[d] > 1 for d in out - set(body.dims[v]))
-                    if p is not None and not _is_reduction(p) and v not in self.stored and again:
+                    if p is None or _is_reduction(p) or v in self.stored:
+                        continue
+                    if any(self.tiles[d] > 1 for d in out - set(body.dims[v])):
                         self.stored.append(v)
+                    elif v not in self.once:
+                        self.once.append(v)
         for v in self.staged_values:
             if v not in self.stored and body.producer(v) not in self.blas:
                 self.stored.append(v)
@@ -429,6 +435,7 @@ class _GroupPlan:
             ):
                 self.stored.append(v)
         needed = list(self.stored)
+        self.stored += read_once(self, needed)
         self.level = op_levels(body, self.blas, self.stored)
         if floors := level_floors(self):  # (after a cut contraction's statistics)
             self.level = op_levels(body, self.blas, self.stored, floors)
@@ -474,8 +481,8 @@ class _GroupPlan:
         and work quadratic in its length.  The cost of a value is the ops a sweep runs to
         compute it (its operands' costs, counted again where shared, so an upper bound),
         down to inputs, constants, reductions and stored values."""
-        self.kept: list[SSAValue] = []
-        """The values stored this way."""
+        self.kept: list[SSAValue] = [v for v in self.once if v in self.stored]
+        """The values stored this way, and :attr:`once`'s (where stored)."""
         if not self.keep_long_chains:
             return
         body = self.body
@@ -543,10 +550,6 @@ class _GroupPlan:
             [t if kinds[d] is par else min(p, e) for d, (t, p, e) in enumerate(tiles)]
         )
 
-    def carry_dims(self, op: Operation) -> Dims:
-        """The dims of a scan's carry: its result's, the scan dims taken as extent 1."""
-        return carry_dims(self.body, op)
-
     def more_states(self) -> list[tuple[Operation, int]]:
         """The components after the first of tuple accumulators: (op, component)."""
         out: list[tuple[Operation, int]] = []
@@ -573,7 +576,9 @@ class _GroupPlan:
                 raise loops_bug(f"'{op.name}' carries running values but is no scan", op)
             shape = [
                 1 if d is None else n
-                for n, d in zip(self.tile_shape(op.results[0]), self.carry_dims(op), strict=True)
+                for n, d in zip(
+                    self.tile_shape(op.results[0]), carry_dims(self.body, op), strict=True
+                )
             ]
             types.append(MemRefType(element_of(op.carried_loops()[0].dtype), shape))
         for op, c in self.more_states():

@@ -11,7 +11,7 @@ from xdsl.ir import Operation, SSAValue
 
 from tdsl.backend.llvm.loops_common import Storage, _Code, _is_reduction, _mark_reassoc, loops_bug
 from tdsl.backend.llvm.loops_plan import _GroupPlan
-from tdsl.dialects.kernel_plan import Dims
+from tdsl.dialects.kernel_plan import Dims, carry_dims
 from tdsl.dialects.structured import (
     ReductionOp,
     Scan,
@@ -142,7 +142,7 @@ class _Point:
         if p in self.carries:  # a scan: the next running value of this row
             if not isinstance(p, Scan):
                 raise loops_bug(f"'{p.name}' carries running values but is no scan", p)
-            cdims = group.carry_dims(p)
+            cdims = carry_dims(group.body, p)
             carry = self.load(self.carries[p], cdims)
             running = p.scalar_scan(self.code.b, carry, args)
             self.store(running, self.carries[p], cdims)
