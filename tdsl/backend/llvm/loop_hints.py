@@ -192,10 +192,9 @@ MIN_MAX = ("llvm.maximum.", "llvm.minimum.", "llvm.maxnum.", "llvm.minnum.")
 def _select_folds(loop: _Loop) -> list[ir.Instruction]:
     """The loop's ``max``/``min`` recurrences whose other operand is a select with a NaN
     or infinite arm (:func:`_absorbing`): InstCombine moves the select after the
-    recurrence
-    (``maximum(acc, select(c, nan, x))`` becomes ``select(c, nan, maximum(acc, x))``),
-    where LLVM then finds no reduction and, where the loop's hint asks it to vectorize,
-    prints that it could not (``mean(softmax(a) @ e, axis=0, keepdims=True) +
+    recurrence (``maximum(acc, select(c, nan, x))`` becomes ``select(c, nan,
+    maximum(acc, x))``), where LLVM then finds no reduction and, where the loop's hint
+    asks it to vectorize, prints that it could not (``mean(softmax(a) @ e, axis=0, keepdims=True) +
     sum(log_softmax(softmax(a) @ e, axis=0), axis=0, keepdims=True)``, ``e`` one column:
     the mean's sum and the maximum of a quotient NaN where its divisor is infinite, in
     one loop; found by fuzzing)."""
