@@ -181,33 +181,33 @@ def _recurrences(loop: _Loop) -> tuple[list[ir.Instruction], list[ir.Instruction
     for update in _updates(loop):
         if _is_sum(update):
             sums.append(update)
-        elif update.opname in FLOAT_ARITHMETIC and "reassoc" not in update.flags:
+        elif _folds_a_select(update) or (
+            update.opname in FLOAT_ARITHMETIC and "reassoc" not in update.flags
+        ):
             ordered.append(update)
-    return sums, ordered + _composite_updates(loop) + _select_folds(loop)
+    return sums, ordered + _composite_updates(loop)
 
 
 MIN_MAX = ("llvm.maximum.", "llvm.minimum.", "llvm.maxnum.", "llvm.minnum.")
 
 
-def _select_folds(loop: _Loop) -> list[ir.Instruction]:
-    """The loop's ``max``/``min`` recurrences whose other operand is a select with a NaN
-    or infinite arm (:func:`_absorbing`): InstCombine moves the select after the
-    recurrence (``maximum(acc, select(c, nan, x))`` becomes ``select(c, nan,
-    maximum(acc, x))``), where LLVM then finds no reduction and, where the loop's hint
-    asks it to vectorize, prints that it could not (``mean(softmax(a) @ e, axis=0, keepdims=True) +
-    sum(log_softmax(softmax(a) @ e, axis=0), axis=0, keepdims=True)``, ``e`` one column:
-    the mean's sum and the maximum of a quotient NaN where its divisor is infinite, in
-    one loop; found by fuzzing)."""
-    return [
-        update
-        for update in _updates(loop)
-        if isinstance(update, ir.CallInstr)
+def _folds_a_select(update: ir.Instruction) -> bool:
+    """Whether ``update`` is a ``max``/``min`` recurrence whose other operand is a
+    select with a NaN or infinite arm (:func:`_absorbing`): InstCombine moves the
+    select after the recurrence (``maximum(acc, select(c, nan, x))`` becomes
+    ``select(c, nan, maximum(acc, x))``), where LLVM then finds no reduction and, where
+    the loop's hint asks it to vectorize, prints that it could not (``mean(softmax(a) @
+    e, axis=0, keepdims=True) + sum(log_softmax(softmax(a) @ e, axis=0), axis=0,
+    keepdims=True)``, ``e`` one column: the mean's sum and the maximum of a quotient
+    NaN where its divisor is infinite, in one loop; found by fuzzing)."""
+    return (
+        isinstance(update, ir.CallInstr)
         and update.callee.name.startswith(MIN_MAX)
         and any(
             isinstance(a, ir.SelectInstr) and any(_absorbing(o) for o in a.operands[1:])
             for a in update.args
         )
-    ]
+    )
 
 
 def _absorbing(value: Any) -> bool:
