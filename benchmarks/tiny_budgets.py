@@ -2,9 +2,9 @@
 
 ``python benchmarks/tiny_budgets.py`` compiles a few programs whose matmul's
 contraction the plan cuts to fit budgets of 64 to 4096 elements (f32, one thread,
-``a`` 100x300, ``b`` and ``c`` 300x160), and prints, per budget, the median of five
-calls on each target, the native loops' recorded tiles (``loops tiles``: columns,
-rows, contraction), and ``W`` where the native loops warn that they break the
+``a`` 100x300, ``b`` and ``c`` 300x160, ``d`` 160x16), and prints, per budget, the median of five
+calls on each target, the native loops' recorded tiles (``loops tiles``: one per dim
+of the group's iteration space), and ``W`` where the native loops warn that they break the
 budget (``TdslLoopsBudgetWarning``: ``auto`` then runs the numpy target).
 """
 
@@ -26,8 +26,10 @@ PROGRAMS = [
     "(relu(a) @ b) * (relu(a) @ c)",
     "(layernorm(a) @ b) * (exp(a) @ c)",
     "mean(relu(a) @ b, axis=0)",
+    "cumsum(a @ b, axis=1) + (softmax(a) @ c)",
+    "((tanh(a) @ b) - max(a @ b, axis=1, keepdims=True)) @ d",
 ]
-SHAPES = {"a": (100, 300), "b": (300, 160), "c": (300, 160)}
+SHAPES = {"a": (100, 300), "b": (300, 160), "c": (300, 160), "d": (160, 16)}
 BUDGETS = (64, 256, 1024, 4096)
 
 

@@ -24,8 +24,10 @@ from tdsl.backend.llvm.loops_common import (  # pyright: ignore[reportPrivateUsa
     _is_reduction,  # pyright: ignore[reportPrivateUsage]
     _is_scan,  # pyright: ignore[reportPrivateUsage]
     _Packing,  # pyright: ignore[reportPrivateUsage]
+    across_steps,
     computed_in_place,
     loops_bug,
+    pass_gemms,
 )
 from tdsl.dialects.kernel import TileOp
 from tdsl.dialects.kernel_plan import GroupBody, propagate_dims
@@ -386,6 +388,9 @@ def scratch_slots(plan: _GroupPlan) -> tuple[dict[SSAValue, int], list[SSAValue]
     holder: list[SSAValue] = []
     """Per slot: the value stored in it last."""
     stored = set(plan.stored)
+    own = across_steps(plan)  # (a pass's steps run their levels again: a slot each)
+    kept: set[int] = set()
+    """The slots of those values: no other value takes one over."""
 
     def computed_until(u: Operation) -> int:
         """The last sweep level that computes ``u`` (reads its operands): its own, or,
@@ -456,7 +461,9 @@ def scratch_slots(plan: _GroupPlan) -> tuple[dict[SSAValue, int], list[SSAValue]
             (
                 i
                 for i, w in enumerate(firsts)
-                if w.type == v.type
+                if i not in kept
+                and v not in own
+                and w.type == v.type
                 and body.dims[w] == body.dims[v]
                 and (
                     last_read[i] < start
@@ -485,6 +492,8 @@ def scratch_slots(plan: _GroupPlan) -> tuple[dict[SSAValue, int], list[SSAValue]
             firsts.append(v)
             last_read.append(last)
             holder.append(v)
+            if v in own:
+                kept.add(index)
         else:
             last_read[index] = max(last, last_read[index])
             holder[index] = v
@@ -513,6 +522,7 @@ def scratch_slots(plan: _GroupPlan) -> tuple[dict[SSAValue, int], list[SSAValue]
                 i
                 for v, i in slots.items()
                 if firsts[i] is v
+                and i not in kept
                 and i not in plan.shared.values()
                 and computed_in_place(
                     body, op.results[0], v, stored, lambda u, v=v: read_before(u, v)
@@ -540,10 +550,12 @@ def _slot_gemms(plan: _GroupPlan) -> list[Operation]:
     """The matmuls BLAS computes a tile at a time that still accumulate in a buffer of
     their own and could write a stored value's slot instead (their accumulator holds
     their result's dtype)."""
+    summed = pass_gemms(plan)  # (adding up over a pass's tiles: a buffer of its own)
     return [
         op
         for op in plan.accumulators()
         if op in plan.gemm
+        and op not in summed
         and reduction_of(op).accumulator_dtype() == numpy_dtype(op.results[0].type)
     ]
 

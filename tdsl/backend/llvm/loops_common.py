@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, cast
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, scf
@@ -42,9 +42,12 @@ from tdsl.dialects.structured import (
 )
 from tdsl.errors import TdslIRError
 
+if TYPE_CHECKING:
+    from tdsl.backend.llvm.loops_plan import _GroupPlan  # pyright: ignore[reportPrivateUsage]
+
 RECOMPUTE_LIMIT = 8
 """The most ops a sweep computes again for one value an earlier sweep computed; a value
-that would cost more is stored in scratch instead (see :meth:`_Group._keep_long_chains`)."""
+that would cost more is stored in scratch instead (see :func:`keep_long_chains`)."""
 
 GEMM_RECOMPUTE_LIMIT = 2
 """The same in a group with matmuls BLAS computes a tile at a time: its sweeps run over
@@ -474,6 +477,82 @@ def cuts_reduction_dim(
         t < e and k is not IteratorType.PARALLEL
         for t, e, k in zip(tiles, extents, kinds, strict=True)
     )
+
+
+def keep_long_chains(plan: _GroupPlan) -> None:
+    """Store in ``plan`` (one tile's worth, in a sweep it runs in anyway: ``plan.kept``)
+    each element-wise value that a later sweep reads and would compute again from more than
+    :data:`RECOMPUTE_LIMIT` ops: without it, a program of ``n`` ops and a reduction
+    every few ops would compute ``n`` ops again in each of its ``n / k`` sweeps, code
+    and work quadratic in its length.  The cost of a value is the ops a sweep runs to
+    compute it (its operands' costs, counted again where shared, so an upper bound),
+    down to inputs, constants, reductions and stored values."""
+    plan.kept = [v for v in plan.once if v in plan.stored]
+    if not plan.keep_long_chains:
+        return
+    body = plan.body
+    cost: dict[Operation, int] = {}
+    for op in body.ops:
+        for v in dict.fromkeys(op.operands):
+            p = body.producer(v)
+            if (
+                p is not None
+                and p in cost
+                and v not in plan.stored
+                and plan.level[p] < plan.level[op]
+                and cost[p] > (GEMM_RECOMPUTE_LIMIT if plan.gemm else RECOMPUTE_LIMIT)
+                and len(p.results) == 1
+                and not _is_scan(p)
+            ):
+                plan.stored.append(v)
+                plan.kept.append(v)
+        if _is_reduction(op) or op in plan.blas:
+            continue  # read from its accumulator or output: nothing to compute again
+        total = 1
+        for v in op.operands:
+            p = body.producer(v)
+            if p is not None and p in cost and v not in plan.stored:
+                total = min(total + cost[p], RECOMPUTE_CAP)
+        cost[op] = total
+
+
+def cut_reduction_dims(plan: _GroupPlan, tiles: Sequence[int]) -> tuple[int, ...]:
+    """The dims ``tiles`` cut that are not parallel nor a flash or split key: those the
+    loops run the tile op's passes along (:mod:`~tdsl.backend.llvm.loops_passes`)."""
+    body = plan.body
+    keys = {*plan.flash.values(), *plan.split.values()}
+    return tuple(
+        d
+        for d, (t, e) in enumerate(zip(tiles, body.extents, strict=True))
+        if t < e and body.kinds[d] is not IteratorType.PARALLEL and d not in keys
+    )
+
+
+def across_steps(plan: _GroupPlan) -> frozenset[SSAValue]:
+    """The stored values the steps of ``plan``'s passes keep from the step that stores
+    them to the later steps that read them: those along none of the cut dims (a pass
+    computes such a value alike in each of their tiles), each in a scratch slot of its
+    own (:func:`~tdsl.backend.llvm.loops_choices.scratch_slots`).  A value along one holds
+    one tile of it: a later step computes it again.  None where the loops run no passes
+    (``cumsum(a @ b, axis=1) + (softmax(a) @ e)``: the softmax's rows, stored by a stage,
+    are what the pass's matmul reads in each tile of the cut columns)."""
+    if plan.passes is None:
+        return frozenset()
+    cut = set(cut_reduction_dims(plan, plan.tiles))
+    return frozenset(v for v in plan.stored if not cut & set(_dim_set(plan.body.dims[v])))
+
+
+def pass_gemms(plan: _GroupPlan) -> frozenset[Operation]:
+    """The matmuls BLAS computes a tile at a time whose contraction the passes of
+    ``plan`` cut: each tile of the pass adds its product into their result (``C += A @
+    B``), which later steps read, as a reduction's accumulator (``((tanh(a) @ e) -
+    max(a @ e, axis=1, keepdims=True)) @ d``, the hidden dim cut: the last matmul sums
+    over it), where a loop over that contraction's tiles within the loops' sweeps would
+    not keep their order (``plan.summed``).  Their result takes no stored value's slot."""
+    if plan.passes is None or not plan.summed:
+        return frozenset()
+    cut = set(cut_reduction_dims(plan, plan.tiles))
+    return frozenset(op for op, g in plan.gemm.items() if g.inner in cut)
 
 
 def contiguous_dim(v: SSAValue, dims: Dims, strides: Sequence[int] | None) -> int | None:

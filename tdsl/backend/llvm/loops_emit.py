@@ -24,6 +24,7 @@ from tdsl.backend.llvm.loops_common import (
     _effect_values,
     _is_contraction,
     _is_reduction,
+    across_steps,
     blas_rows,
     loops_bug,
 )
@@ -317,7 +318,8 @@ class _Group(_GroupPlan):
                 if only is not None and op not in only:
                     continue  # (another step's: see loops_passes)
                 if self.level[op] == level and on(dims, part):
-                    add = starts[g.inner] if op in self.split else None
+                    # (or a pass's tiles of it: pass_gemms)
+                    add = starts.get(g.inner)
                     self._gemm_call(code, op, g, storage, accs[op], starts, ends, add)
             # the sweeps: one loop nest per set of dims, effects in program order
             sweeps: dict[tuple[int, ...], list[tuple[str, Operation | int | SSAValue]]] = {}
@@ -440,8 +442,10 @@ class _Group(_GroupPlan):
             run(level, at, None, ops, kept)
 
         def forget() -> None:
+            kept = across_steps(self)  # (along no cut dim: alike in every tile)
             for v in self.stored:
-                storage.pop(v, None)
+                if v not in kept:
+                    storage.pop(v, None)
 
         if self.passes:  # (the plan's steps, a pass in tiles of its cut dims)
             emit_passes(self, code, starts, ends, step, finalize, start, forget)

@@ -14,14 +14,22 @@ the cut dims, its reductions and scans along them carrying their accumulators an
 carries from one tile to the next (set to the identity before the loop, final after
 it).  A value of an earlier step is read from its reduction's accumulator or computed
 again, element-wise, as the loops compute values anyway; a value they keep in scratch
-(a long chain's) holds one tile of the cut dims, for the step that computes it.
+(a long chain's, a matmul's left operand) holds one tile of the cut dims, for the step
+that computes it, or, along none of them, stays for the later steps
+(:func:`~tdsl.backend.llvm.loops_common.across_steps`: ``cumsum(a @ b, axis=1) +
+(softmax(a) @ e)``, the softmax's rows stored by a stage, read by the pass's matmul).
 
 The loops run a plan this way only where each step's reductions are its own (none is
 computed again, and none that runs along a cut dim is read by a later step: its
 accumulator holds one tile), a scan along a cut dim is computed by one sweep, and no op
-needs what the loops do otherwise (BLAS along a cut contraction, flash attention's key
-tiles, packed strided inputs): elsewhere they keep taking the dims whole, and warn where
-that breaks the budget.  A matmul, by BLAS a tile at a time or in loops, runs in a pass
+needs what the loops do otherwise (flash attention's key tiles, packed strided inputs):
+elsewhere they keep taking the dims whole, and warn where that breaks the budget.  A
+matmul BLAS computes a tile at a time along a cut contraction runs in a pass, BLAS
+adding each tile's product into its result, which only later steps read
+(:func:`~tdsl.backend.llvm.loops_common.pass_gemms`), where the loop over that
+contraction's tiles inside the sweeps (:mod:`~tdsl.backend.llvm.loops_split`) cannot
+keep its order: ``((tanh(a) @ e) - max(a @ e, axis=1, keepdims=True)) @ d``, whose row
+maximum needs all of ``a @ e``'s columns, the contraction of ``@ d``.  A matmul, by BLAS a tile at a time or in loops, runs in a pass
 on the cut dims' tiles of its rows, its contraction whole (``sum(relu(a @ w) @ w2,
 axis=0)``: the rows the sum runs along, in tiles); one that BLAS writes whole into an
 output before the loops (its chain then runs in place over the output, point by point)
@@ -45,12 +53,14 @@ from tdsl.backend.llvm.loops_common import (
     _is_contraction,
     _is_reduction,
     _is_scan,
+    across_steps,
+    cut_reduction_dims,
+    pass_gemms,
     sweep_readers,
 )
 from tdsl.backend.llvm.loops_recorded import check_passes_stored
 from tdsl.dialects.kernel_body import PlanError
 from tdsl.dialects.kernel_schedule import carried_dims, schedule
-from tdsl.dialects.structured import IteratorType
 
 if TYPE_CHECKING:
     from tdsl.backend.llvm.loops_plan import _GroupPlan
@@ -68,22 +78,12 @@ class LoopsStep:
     """Its reductions along the cut dims: set before its loop, final after it."""
 
 
-def cut_reduction_dims(plan: _GroupPlan, tiles: Sequence[int]) -> tuple[int, ...]:
-    """The dims ``tiles`` cut that are not parallel nor a flash or split key."""
-    body = plan.body
-    keys = {*plan.flash.values(), *plan.split.values()}
-    return tuple(
-        d
-        for d, (t, e) in enumerate(zip(tiles, body.extents, strict=True))
-        if t < e and body.kinds[d] is not IteratorType.PARALLEL and d not in keys
-    )
-
-
 def loops_passes(plan: _GroupPlan, cut: Sequence[int]) -> list[LoopsStep] | None:
     """The steps the loops run ``plan``'s group in, with the ``cut`` dims (its tile op's
     tiles along them; the rest as :func:`emit_passes` runs them), or None where they
     cannot (see the module docstring)."""
     body, tile = plan.body, plan.tile
+    summed = pass_gemms(plan)
     if (
         not cut
         or plan.flash
@@ -91,9 +91,10 @@ def loops_passes(plan: _GroupPlan, cut: Sequence[int]) -> list[LoopsStep] | None
         or plan.packed
         or plan.staged
         # (a matmul, by BLAS a tile at a time or in loops, of a tile of the cut dims:
-        # not along its contraction)
+        # not along its contraction, but where BLAS adds up the tiles' products)
         or any(
             _is_contraction(op)
+            and op not in summed
             and set(cut) & set(body.loop_dims(op)) - set(body.dims[op.results[0]])
             for op in body.ops
         )
@@ -117,13 +118,19 @@ def loops_passes(plan: _GroupPlan, cut: Sequence[int]) -> list[LoopsStep] | None
     if set(sched.reduction_loops) != set(cut):
         return None
     step_of = sched.step_of
-    for op, g in plan.gemm.items():  # (a stored operand holds one step's tile: its own)
+    kept = across_steps(plan)
+    for op, g in plan.gemm.items():  # (a stored operand holds one step's tile: its own,
+        # or, along no cut dim, what any step reads)
         p = body.producer(g.a)
-        if p is not None and step_of[p] != step_of[op]:
+        if p is not None and step_of[p] != step_of[op] and g.a not in kept:
             return None
     for step in sched.steps:
         if any(_is_reduction(op) for op in step.recomputed):
             return None  # (the loops compute a reduction once, in its accumulator)
+    for op in summed:  # (read once all tiles' products are in: by later steps)
+        users = [u.operation for u in op.results[0].uses if u.operation in body.members]
+        if any(step_of[r] == step_of[op] for r in users):
+            return None
     for op in body.ops:
         if not _is_reduction(op) or not set(cut) & set(body.dims[op.results[0]]):
             continue
@@ -255,4 +262,4 @@ def emit_passes(
         forget()
 
 
-__all__ = ["LoopsStep", "cut_reduction_dims", "emit_passes", "loops_passes", "plan_passes"]
+__all__ = ["LoopsStep", "emit_passes", "loops_passes", "plan_passes"]

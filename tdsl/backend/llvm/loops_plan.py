@@ -27,10 +27,7 @@ from tdsl.backend.llvm.loops_choices import (
 )
 from tdsl.backend.llvm.loops_common import (
     BLOCK,
-    GEMM_RECOMPUTE_LIMIT,
     GEMM_SPLIT_TILES,
-    RECOMPUTE_CAP,
-    RECOMPUTE_LIMIT,
     SPLIT_TILES,
     Storage,
     _is_contraction,
@@ -39,6 +36,7 @@ from tdsl.backend.llvm.loops_common import (
     _state_size,
     contiguous_dim,
     hoistable_dims,
+    keep_long_chains,
     loops_bug,
     op_levels,
     sweep_readers,
@@ -59,11 +57,11 @@ from tdsl.backend.llvm.loops_recorded import (
 )
 from tdsl.backend.llvm.loops_split import (
     cheaper_blas,
-    check_order,
     cut_contractions,
     fit_contraction,
     larger_blas_tiles,
     level_floors,
+    order_error,
     plan_keys,
     runs_along,
     shares_inputs,
@@ -81,6 +79,7 @@ from tdsl.dialects.structured import (
     reduction_of,
     tensor_shape,
 )
+from tdsl.errors import TdslIRError
 from tdsl.transforms.tile import decomposed_copy
 
 
@@ -100,6 +99,7 @@ class _GroupPlan:
         cuts: bool = True,
         inputs: bool | None = None,
         compare: bool = True,
+        summed: bool = False,
     ) -> None:
         """The loops of ``tile``, whose inputs come with ``input_strides`` (element
         strides per input, None for row-major; missing ones are row-major), for calls on
@@ -108,7 +108,9 @@ class _GroupPlan:
         BLAS a tile at a time (a recorded plan keeps its own); without ``split``, no
         matmul's contraction in tiles, without ``cuts`` no reduction dim either, and with
         ``inputs`` (None: if one without breaks the budget) matmuls on inputs in one;
-        with ``compare``, a cut contraction weighed against none (and warnings given)."""
+        with ``compare``, a cut contraction weighed against none (and warnings given);
+        with ``summed`` (where the loop over a cut contraction's tiles cannot keep its
+        order: ``order_error``), the plan's passes may cut it (``pass_gemms``)."""
         self.more_storage: dict[Operation, list[Storage]] = {}
         """Per tuple accumulator: its components after the first (set by :meth:`emit`)."""
         self.shared: dict[Operation, int] = {}
@@ -116,6 +118,7 @@ class _GroupPlan:
         (set by :func:`~tdsl.backend.llvm.loops_choices.scratch_slots`): their result's
         tile is not a buffer of its own."""
         self.tile = tile
+        self.summed = summed
         body = tile.group_body()
         block = tile.body.block
         ops, yielded = tile.body_ops()
@@ -198,8 +201,10 @@ class _GroupPlan:
         """The external functions the loops call for them (set by ``emit``): their types."""
         self.keep_long_chains = True
         """Whether values long chains would compute again are stored (see
-        :meth:`_keep_long_chains`), and a matvec's computed operand (``read_once``); not
+        :func:`~tdsl.backend.llvm.loops_common.keep_long_chains`), and a matvec's computed operand (``read_once``); not
         where their rows do not fit the tile's scratch."""
+        self.kept: list[SSAValue] = []
+        """The values stored that way, and :attr:`once`'s (where stored)."""
         self.recorded = tile.loops_plan
         """The plan ``tdsl-plan-loops`` recorded, run as it is (None: planned here)."""
         self.passes: list[LoopsStep] | None = None
@@ -229,8 +234,13 @@ class _GroupPlan:
         kept = {"threads": threads, "limit": limit, "blas_limit": blas_limit, "cuts": cuts}
         again = partial(self.__init__, tile, input_strides, compare=compare, **kept)
         fresh = partial(_GroupPlan, tile, input_strides, compare=False, **kept)
-        if self.split and not check_order(self):  # (what a reader needs within the loop)
-            return again(split=False)
+        if self.split and (error := order_error(self)) is not None:
+            try:  # (the plan's passes, where they run; read back, else the order's error)
+                return again(split=False, summed=True)
+            except TdslIRError:
+                if self.recorded is None:
+                    raise
+                raise error from None
         if inputs and not self.split and self.recorded is None:
             return again(inputs=False)  # (read back, its keys would be those without)
         planned = plan_passes(self, tiles, limit) if cuts and self.recorded is None else None
@@ -442,7 +452,7 @@ class _GroupPlan:
         if self.recorded is not None:
             recorded_stored(self, self.recorded.stored, needed)
         else:
-            self._keep_long_chains()
+            keep_long_chains(self)
         self.stored_in_output = stored_in_outputs(self)
         """Stored values that are outputs of the group: kept in their output's slice (the
         sweep that computes them writes it anyway), not in scratch; later sweeps read
@@ -472,43 +482,6 @@ class _GroupPlan:
         such as a mean's division, would still have to turn into the value)."""
         p = self.body.producer(g.a)
         return p is None or not _is_reduction(p) or p in before
-
-    def _keep_long_chains(self) -> None:
-        """Store (one tile's worth, in a sweep it runs in anyway) each element-wise value
-        that a later sweep reads and would compute again from more than
-        :data:`RECOMPUTE_LIMIT` ops: without it, a program of ``n`` ops and a reduction
-        every few ops would compute ``n`` ops again in each of its ``n / k`` sweeps, code
-        and work quadratic in its length.  The cost of a value is the ops a sweep runs to
-        compute it (its operands' costs, counted again where shared, so an upper bound),
-        down to inputs, constants, reductions and stored values."""
-        self.kept: list[SSAValue] = [v for v in self.once if v in self.stored]
-        """The values stored this way, and :attr:`once`'s (where stored)."""
-        if not self.keep_long_chains:
-            return
-        body = self.body
-        cost: dict[Operation, int] = {}
-        for op in body.ops:
-            for v in dict.fromkeys(op.operands):
-                p = body.producer(v)
-                if (
-                    p is not None
-                    and p in cost
-                    and v not in self.stored
-                    and self.level[p] < self.level[op]
-                    and cost[p] > (GEMM_RECOMPUTE_LIMIT if self.gemm else RECOMPUTE_LIMIT)
-                    and len(p.results) == 1
-                    and not _is_scan(p)
-                ):
-                    self.stored.append(v)
-                    self.kept.append(v)
-            if _is_reduction(op) or op in self.blas:
-                continue  # read from its accumulator or output: nothing to compute again
-            total = 1
-            for v in op.operands:
-                p = body.producer(v)
-                if p is not None and p in cost and v not in self.stored:
-                    total = min(total + cost[p], RECOMPUTE_CAP)
-            cost[op] = total
 
     # -- storage ------------------------------------------------------------------
 

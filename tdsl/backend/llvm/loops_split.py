@@ -22,7 +22,7 @@ of a flash key tile (:func:`~tdsl.backend.llvm.loops_flash.feeds_along`), but fo
 reductions along it that only ops after the loop read (:func:`carried`) or that run
 before it (:func:`before_loop`: a layer norm's statistics), and where no op along it
 reads the matmul's result; the readers must run at levels after the loop, the
-statistics at levels before it (:func:`check_order`, checked once the levels are
+statistics at levels before it (:func:`order_error`, checked once the levels are
 planned). Where the contraction has at least :data:`CONTRACTION_MIN` elements (and no
 statistics run before the loop), the plan takes one tile of rows per thread and the
 contraction in :data:`CONTRACTION_TILES` tiles, or more where the scratch needs
@@ -180,7 +180,7 @@ def carried(body: GroupBody, p: Operation, r: int) -> bool:
     """Whether ``p`` is a reduction over ``r`` (not a matmul, not a scan) whose results
     no op along ``r`` reads, directly or through other ops: its accumulator runs on over
     the loop's tiles, set before the loop and read after it (``sum(relu(a), axis=1)``
-    beside ``relu(a) @ b``; :func:`check_order` checks that its readers come after the
+    beside ``relu(a) @ b``; :func:`order_error` checks that its readers come after the
     loop)."""
     return _reduces(body, p, r) and not _read_whole(body, p, r)
 
@@ -190,7 +190,7 @@ def before_loop(body: GroupBody, p: Operation, r: int) -> bool:
     an op along ``r`` reads, directly or through other ops: a row statistic the loop
     over ``r``'s tiles needs whole (``layernorm(x) @ w``: the mean and the variance of
     ``x``'s rows).  It runs before that loop, in a sweep over all of ``r``
-    (:func:`check_order` checks that it comes at a level before the loop's)."""
+    (:func:`order_error` checks that it comes at a level before the loop's)."""
     return _reduces(body, p, r) and _read_whole(body, p, r)
 
 
@@ -206,14 +206,14 @@ def _read_whole(body: GroupBody, p: Operation, r: int) -> bool:
     return any(r in body.loop_dims(q) for q in _readers(body, {p}))
 
 
-def check_order(plan: _GroupPlan) -> bool:
-    """Whether every op that reads a cut contraction's matmul, or a reduction
+def order_error(plan: _GroupPlan) -> TdslIRError | None:
+    """None where every op that reads a cut contraction's matmul, or a reduction
     :func:`carried` along it, directly or through other ops, runs at a level after those
     of the ops along it: the loops run those levels after the loop over its tiles, once
-    all of them are in; and whether the matmul and the values stored along it run at
+    all of them are in; and where the matmul and the values stored along it run at
     levels after those of its :func:`statistics`, which run over all of it before the
-    loop.  A recorded plan that cuts such a contraction where one does not is a located
-    error; for the planner's own, False (it plans without the cut)."""
+    loop.  Else a located error saying which op does not (the planner then plans without
+    the loop over the contraction's tiles: the tile op's passes, where they run)."""
     body = plan.body
     for op, r in plan.split.items():
         along = [o for o in body.ops if r in body.loop_dims(o)]
@@ -233,9 +233,7 @@ def check_order(plan: _GroupPlan) -> bool:
                 # a time, nor a reduction along d{r}, whose accumulator holds one tile:
                 # `sum(a, axis=0)` of `a`'s columns, d{r}, ran before a loop cutting them
                 # and its tile took all 257, 74% off; found by fuzzing)
-                if plan.recorded is None:
-                    return False
-                raise TdslIRError(
+                return TdslIRError(
                     f"the loops plan cuts d{r}, the contraction of '{op.name}' (op "
                     f"{body.position[op]} of the group), but op {body.position[p]} "
                     f"('{p.name}') runs along it at the level of a statistic along d{r} "
@@ -245,15 +243,13 @@ def check_order(plan: _GroupPlan) -> bool:
                 )
         for p in _loop_readers(body, op, r, along, pre):
             if r in body.loop_dims(p) or plan.level[p] <= top:
-                if plan.recorded is None:
-                    return False
-                raise TdslIRError(
+                return TdslIRError(
                     f"the loops plan cuts d{r}, the contraction of '{op.name}' (op "
                     f"{body.position[op]} of the group), but op {body.position[p]} reads "
                     f"what the loop over its tiles computes within that loop: give d{r} whole",
                     op=plan.tile,
                 )
-    return True
+    return None
 
 
 def _loop_readers(
@@ -277,14 +273,14 @@ def level_floors(plan: _GroupPlan) -> dict[Operation, int]:
     (by its levels so far) that runs in the loop over them, after the :func:`statistics`:
     the level after theirs.  An op that feeds no statistic is computed where the loop
     needs it (``exp(a)`` in ``(layernorm(a) @ b) * (exp(a) @ c)`` came at level 0, the
-    first statistic's, and :func:`check_order` kept the contraction whole); one that
+    first statistic's, and :func:`order_error` kept the contraction whole); one that
     feeds a statistic stays before it.
 
     Then each op reading what the loop computes (a matmul along it, a reduction carried
     over it) comes at a level after the loop's: ``(g @ b) * (g @ c) * (exp(a / 4) @ c)``
     (3x511 by 511x64, budget 256) read ``g @ b`` and ``g @ c`` at level 1, inside the loop
     (``exp(a / 4) @ c`` ran at level 1, after the stored ``exp``), and
-    :func:`check_order` kept the contraction whole (513 elements, a loops budget
+    :func:`order_error` kept the contraction whole (513 elements, a loops budget
     warning)."""
     body = plan.body
     floors: dict[Operation, int] = {}
@@ -484,13 +480,13 @@ __all__ = [
     "CONTRACTION_TILES",
     "before_loop",
     "carried",
-    "check_order",
     "contraction_keys",
     "cut_contractions",
     "fit_contraction",
     "larger_blas_tiles",
     "level_floors",
     "loop_level",
+    "order_error",
     "plan_keys",
     "runs_along",
     "shares_inputs",

@@ -41,7 +41,7 @@ first; ``scalar_scan`` for scans).  Element-wise values are rarely stored: each 
 it needs at each point, in registers, and a value a later nest needs again is
 computed again, unless that would compute more than :data:`RECOMPUTE_LIMIT` ops
 again (a long chain with a reduction every few ops): such a value is stored in
-scratch by the sweep that computes it (see ``_Group._keep_long_chains``), so
+scratch by the sweep that computes it (see ``loops_common.keep_long_chains``), so
 neither the code nor the work grows with the square of the program's length;
 so is every value the ``kernel.tile`` records as ``staged``.  These choices (the
 loops' tiles, the values stored, the matmuls BLAS computes) are the plan

@@ -869,19 +869,20 @@ def _exp_matmul(x):
     return y @ x.T
 
 
-def _block(x, w1, w2):
-    h = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + 1e-6)
-    # (a row sum of a matmul scaling the next one's operand: under a small budget the
-    # native loops break the plan's scratch and warn; two chains through the hidden dim
-    # did, until the loops ran matmuls sharing a contraction in one loop over it)
-    return x + ((h * np.sum(np.maximum(h, 0) @ w1, axis=1, keepdims=True)) @ w1) @ w2
+def _block(a, c, e):
+    mu = np.mean(a, axis=-1, keepdims=True)
+    h = (a - mu) / np.sqrt(np.mean((a - mu) * (a - mu), axis=-1, keepdims=True) + 1e-5)
+    # (three matmuls on one contraction: under a small budget the native loops break the
+    # plan's scratch and warn; a row sum of a matmul scaling the next one's operand did,
+    # until the loops ran the plan's passes with BLAS adding up a cut contraction)
+    return (h @ c) * (np.exp(a / 4) @ e) + a @ c
 
 
 def _block_args() -> tuple[Any, ...]:
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((16, 32)).astype(np.float32)
-    w1 = (rng.standard_normal((32, 128)) * 0.1).astype(np.float32)
-    return x, w1, (rng.standard_normal((128, 32)) * 0.1).astype(np.float32)
+    a = rng.standard_normal((128, 300)).astype(np.float32)
+    c = (rng.standard_normal((300, 64)) * 0.1).astype(np.float32)
+    return a, c, (rng.standard_normal((300, 64)) * 0.1).astype(np.float32)
 
 
 def test_a_pass_error_in_the_compile_is_at_the_users_line() -> None:
@@ -905,11 +906,12 @@ def test_a_pass_warning_in_the_compile_is_at_the_users_line() -> None:
     args = _block_args()
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        got = tdsl.trace(_block, target="native", memory_budget=50)(*args)
+        got = tdsl.trace(_block, target="native", memory_budget=256)(*args)
+        tdsl.trace(_block, target="native", memory_budget=4)(*args)  # (no plan fits)
     np.testing.assert_allclose(got, _block(*args), rtol=1e-5, atol=1e-5)
     loops = [w for w in seen if issubclass(w.category, TdslLoopsBudgetWarning)]
     assert loops, [str(w.message) for w in seen]
-    line = _line_of(_block, "return x + ((h * np.sum(")
+    line = _line_of(_block, "return (h @ c) * (np.exp(a / 4) @ e)")
     for found in loops:
         assert (found.filename, found.lineno) == (__file__, line)
         assert f"{__file__}:{line}:" in str(found.message)
@@ -917,7 +919,7 @@ def test_a_pass_warning_in_the_compile_is_at_the_users_line() -> None:
     (budget,) = [w for w in seen if w.category is TdslBudgetWarning]
     assert budget.filename == __file__ and "<trace of" not in str(budget.message)
     assert budget.lineno == _line_of(
-        test_a_pass_warning_in_the_compile_is_at_the_users_line, "got = tdsl.trace(_block"
+        test_a_pass_warning_in_the_compile_is_at_the_users_line, "memory_budget=4)(*args)"
     )
 
 
@@ -928,7 +930,7 @@ def test_a_warning_auto_holds_back_is_not_given_by_the_trace() -> None:
     args = _block_args()
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        traced = tdsl.trace(_block, target="auto", memory_budget=100)
+        traced = tdsl.trace(_block, target="auto", memory_budget=256)
         traced(*args)
     assert not [w for w in seen if issubclass(w.category, TdslLoopsBudgetWarning)]
     assert traced.compile(*args).target == "numpy"

@@ -181,14 +181,13 @@ MATMUL_PASSES = [
 ]
 
 
-@pytest.mark.parametrize(("text", "shapes", "budget", "numpy"), MATMUL_PASSES)
-def test_matmuls_run_in_the_plans_passes_within_its_scratch(
-    text: str, shapes: dict[str, tuple[int, int]], budget: int, numpy: object
-) -> None:
-    """The plan cuts the rows a column sum or scan runs along; the loops run its passes
-    with the matmuls in them (BLAS a tile at a time, or whole into the output first),
-    where they took the rows whole and broke the budget."""
-    rng = np.random.default_rng(1)
+def _run_within_the_plan(
+    text: str, shapes: dict[str, tuple[int, int]], budget: int, numpy: object, seed: int
+) -> str:
+    """Compile ``text`` natively under ``budget`` (a loops budget warning fails), check
+    its result against ``numpy`` of the f64 inputs and its call's peak memory against
+    the plan's scratch; its planned IR."""
+    rng = np.random.default_rng(seed)
     x = {n: rng.standard_normal(s).astype(np.float32) for n, s in shapes.items()}
     want = numpy({n: v.astype(np.float64) for n, v in x.items()})  # type: ignore[operator]
     with warnings.catch_warnings():
@@ -197,11 +196,81 @@ def test_matmuls_run_in_the_plans_passes_within_its_scratch(
         kernel = JITTensorKernel(memory_budget=budget, target="native", threads=1).compile(
             text, shapes=shapes, dtypes="f32"
         )
-    tiles = re.search(r"loops tiles \[(\d+),", kernel.ir["planned"])
-    assert tiles is not None and int(tiles.group(1)) < 128  # (the rows, in the plan's tiles)
     # (the kernel's inputs, in the order the text names them)
     names = sorted(x, key=lambda n: re.search(rf"\b{n}\b", text).start())  # type: ignore[union-attr]
     peak, got = measure_peak(kernel, *(x[n] for n in names))
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
     need = max(m.need for m in kernel.fusion_report.memory)
     assert peak - got.nbytes <= max(budget, need) * 4 + numpy_buffers(1, 4)
+    return kernel.ir["planned"]
+
+
+@pytest.mark.parametrize(("text", "shapes", "budget", "numpy"), MATMUL_PASSES)
+def test_matmuls_run_in_the_plans_passes_within_its_scratch(
+    text: str, shapes: dict[str, tuple[int, int]], budget: int, numpy: object
+) -> None:
+    """The plan cuts the rows a column sum or scan runs along; the loops run its passes
+    with the matmuls in them (BLAS a tile at a time, or whole into the output first),
+    where they took the rows whole and broke the budget."""
+    planned = _run_within_the_plan(text, shapes, budget, numpy, 1)
+    tiles = re.search(r"loops tiles \[(\d+),", planned)
+    assert tiles is not None and int(tiles.group(1)) < 128  # (the rows, in the plan's tiles)
+
+
+def _np_max_of_columns(x: np.ndarray) -> np.ndarray:
+    return x.max(axis=1, keepdims=True)
+
+
+SUMMED_PASSES = [
+    # (the softmax's rows, stored by the stage before the pass over the scan's columns,
+    # were dropped when that stage ended: the pass's matmul could not read them, and the
+    # loops took the columns whole, 227 elements against the plan's 162)
+    (
+        "cumsum(a @ b, axis=1) + (softmax(a) @ e)",
+        {"a": (128, 160), "b": (160, 64), "e": (160, 64)},
+        64,
+        2,
+        lambda x: np.cumsum(x["a"] @ x["b"], axis=1) + _np_softmax_matmul(x["a"], x["e"]),
+    ),
+    # (the plan cuts the hidden dim: a pass for the row maximum of `a @ e`, then one for
+    # `tanh(a) @ e`, less that maximum, times `d`, BLAS adding each tile's product; the
+    # loops refused a matmul along a cut dim in a pass, 357 elements against 256)
+    (
+        "((tanh(a) @ e) - max(a @ e, axis=1, keepdims=True)) @ d",
+        {"a": (16, 100), "e": (100, 128), "d": (128, 16)},
+        256,
+        3,
+        lambda x: (np.tanh(x["a"]) @ x["e"] - _np_max_of_columns(x["a"] @ x["e"])) @ x["d"],
+    ),
+    (
+        "((layernorm(a) @ b) - max(a @ b, axis=1, keepdims=True)) @ d",
+        {"a": (64, 100), "b": (100, 128), "d": (128, 16)},
+        64,
+        3,
+        lambda x: (
+            (
+                (x["a"] - x["a"].mean(1, keepdims=True))
+                / np.sqrt(x["a"].var(1, keepdims=True) + 1e-5)
+                @ x["b"]
+                - _np_max_of_columns(x["a"] @ x["b"])
+            )
+            @ x["d"]
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "shapes", "budget", "cut", "numpy"), SUMMED_PASSES)
+def test_the_plans_passes_keep_stored_rows_and_add_up_a_cut_contraction(
+    text: str, shapes: dict[str, tuple[int, int]], budget: int, cut: int, numpy: object
+) -> None:
+    """Steps of the plan's passes keep a stored value that runs along no cut dim for the
+    later steps that read it, and a pass over a matmul's contraction has BLAS add each
+    tile's product into its result: the loops fit the plan's scratch, cutting dim
+    ``cut`` as it does, where they took that dim whole and warned."""
+    planned = _run_within_the_plan(text, shapes, budget, numpy, 2)
+    space = re.search(r" space \[([\d, ]+)\]", planned)
+    loops = re.search(r"loops tiles \[([\d, ]+)\]", planned)
+    assert space is not None and loops is not None
+    extent = int(space.group(1).split(", ")[cut])
+    assert int(loops.group(1).split(", ")[cut]) < extent  # (cut, as the plan cuts it)
