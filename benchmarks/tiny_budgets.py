@@ -25,6 +25,7 @@ PROGRAMS = [
     "(relu(a) @ b) * (a @ c)",
     "(relu(a) @ b) * (relu(a) @ c)",
     "(layernorm(a) @ b) * (exp(a) @ c)",
+    "(layernorm(a) @ b) * (exp(a / 4) @ c) + (a @ b)",
     "mean(relu(a) @ b, axis=0)",
     "cumsum(a @ b, axis=1) + (softmax(a) @ c)",
     "((tanh(a) @ b) - max(a @ b, axis=1, keepdims=True)) @ d",

@@ -97,6 +97,7 @@ elements.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from tdsl.dialects.kernel_body import (
@@ -126,6 +127,7 @@ from tdsl.dialects.kernel_scratch import (
     instance_of,
     plan_scratch,
 )
+from tdsl.dialects.structured import IteratorType
 
 
 class LoopsPlan(NamedTuple):
@@ -139,6 +141,46 @@ class LoopsPlan(NamedTuple):
     limit: int | None = None
     """The scratch (elements, all threads together) the loops' tiles fit, where the
     memory budget leaves them more than the tile op's ``scratch`` (None: that)."""
+    summed: bool = False
+    """Whether the loops run the tile op's passes along the contractions of matmuls
+    BLAS computes a tile at a time that they cut, BLAS adding each tile's product (else
+    such a contraction runs in a loop over its tiles within the loops' sweeps)."""
+
+
+def loops_plan_error(
+    plan: LoopsPlan,
+    space: Sequence[int],
+    kinds: Sequence[IteratorType],
+    tiles: Sequence[int],
+    scratch: int,
+) -> str | None:
+    """What is wrong with ``plan`` as far as it reads without lowering, for a tile op of
+    iteration ``space`` with dims of ``kinds``, ``tiles`` and ``scratch`` elements (None:
+    nothing): a tile per dim within its extent, the dims other than parallel ones whole
+    (a reduction dim may take the tile op's tile: a ``softmax_matmul``'s keys), and no
+    value or matmul twice (``tdsl-lower-to-loops`` checks the rest)."""
+    if plan.limit is not None and plan.limit < scratch:
+        return (
+            f"loops limit {plan.limit} is less than the {scratch} elements of scratch its "
+            "plan records (leave it out: the loops then fit that)"
+        )
+    if len(plan.tiles) != len(space):
+        return f"has {len(plan.tiles)} loops tiles for a {len(space)}-d iteration space"
+    for d, (t, e, kind, own) in enumerate(zip(plan.tiles, space, kinds, tiles, strict=True)):
+        whole = max(e, 1)  # (or in this op's tiles: a reduction dim, any it cuts)
+        cut = t <= min(own, whole) and (kind is IteratorType.REDUCTION or own < whole)
+        if kind is not IteratorType.PARALLEL and t != whole and not cut:
+            shown = f"{whole}" if own >= whole else f"{whole} or at most {own}, its tile"
+            return (
+                f"loops tile {t} along d{d} must be {shown}: the loops run along a {kind} "
+                "dim whole, or a softmax_matmul's keys in its tiles"
+            )
+        if not 1 <= t <= whole:
+            return f"loops tile {t} along d{d} must be between 1 and {whole}"
+    for name, values in (("stored", plan.stored), ("blas", plan.blas)):
+        if any(v < 0 for v in values) or len(set(values)) != len(values):
+            return f"loops {name} {list(values)} must be distinct non-negative numbers"
+    return None
 
 
 __all__ = [
@@ -160,6 +202,7 @@ __all__ = [
     "derived_kinds",
     "instance_of",
     "iter_tiles",
+    "loops_plan_error",
     "plan_scratch",
     "propagate_dims",
     "schedule",

@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     StringAttr,
     TensorType,
+    UnitAttr,
     i64,
 )
 from xdsl.ir import Attribute, Operation, Region, SSAValue
@@ -35,6 +36,7 @@ from tdsl.dialects.kernel_plan import (
     TileSchedule,
     body_state,
     derived_kinds,
+    loops_plan_error,
     plan_scratch,
     propagate_dims,
     schedule,
@@ -98,8 +100,10 @@ class TileOp(GroupOp):
     ``tdsl-tile``'s decomposition of the ops it decomposes), and the positions of
     the matmuls a BLAS call computes; ``limit N`` (optional) the scratch they use, all
     threads together, where more than ``scratch`` (``tdsl-plan-loops{memory-budget=B}``
-    lets them use what the budget leaves; else 4,096 more: ``LOOPS_SCRATCH_SLACK``).
-    Other targets ignore it.
+    lets them use what the budget leaves; else 4,096 more: ``LOOPS_SCRATCH_SLACK``);
+    ``summed`` (optional) that they run this op's passes along the contraction of a
+    matmul BLAS computes a tile at a time where they cut it, BLAS adding each tile's
+    product (else they loop over its tiles within their sweeps).  Other targets ignore it.
 
     ```mlir
     %y = kernel.tile(%x, %w, %b) group "g0" space [64, 256, 128] iterators ["parallel", "parallel", "reduction"] tiles [16, 256, 128] scratch [] sweeps [0, 0, 0]
@@ -129,12 +133,13 @@ class TileOp(GroupOp):
     loops_stored = opt_prop_def(DenseArrayBase.constr(I64))
     loops_blas = opt_prop_def(DenseArrayBase.constr(I64))
     loops_limit = opt_prop_def(IntegerAttr[I64])
+    loops_summed = opt_prop_def(UnitAttr)
 
     assembly_format = (
         "`(` $inputs `)` (`group` $group^)? `space` $space `iterators` $iterators "
         "`tiles` $tiles `scratch` $scratch (`sweeps` $sweeps^)? (`staged` $staged^)? "
         "(`loops` `tiles` $loops_tiles^ `stored` $loops_stored `blas` $loops_blas)? "
-        "(`limit` $loops_limit^)? "
+        "(`limit` $loops_limit^)? (`summed` $loops_summed^)? "
         "`\\n` ` ` ` ` `ins` $in_maps `\\n` ` ` ` ` `outs` $out_maps "
         "attr-dict `:` functional-type($inputs, $outputs) $body"
     )
@@ -265,13 +270,14 @@ class TileOp(GroupOp):
             self.loops_stored.get_values(),
             self.loops_blas.get_values(),
             None if self.loops_limit is None else self.loops_limit.value.data,
+            self.loops_summed is not None,
         )
 
     def record_loops_plan(self, plan: LoopsPlan | None) -> None:
         """Record (None: drop) the native loops' plan."""
         if plan is None:
-            for key in ("loops_tiles", "loops_stored", "loops_blas", "loops_limit"):
-                self.properties.pop(key, None)
+            for key in ("tiles", "stored", "blas", "limit", "summed"):
+                self.properties.pop(f"loops_{key}", None)
             return
         self.properties["loops_tiles"] = DenseArrayBase.from_list(i64, list(plan.tiles))
         self.properties["loops_stored"] = DenseArrayBase.from_list(i64, list(plan.stored))
@@ -280,6 +286,10 @@ class TileOp(GroupOp):
             self.properties.pop("loops_limit", None)
         else:
             self.properties["loops_limit"] = IntegerAttr(plan.limit, i64)
+        if plan.summed:
+            self.properties["loops_summed"] = UnitAttr()
+        else:
+            self.properties.pop("loops_summed", None)
 
     @property
     def iterator_types(self) -> tuple[IteratorType, ...]:
@@ -507,10 +517,8 @@ class TileOp(GroupOp):
         return dims
 
     def _verify_loops_plan(self) -> None:
-        """The native loops' plan, as far as it reads without lowering: all of it or none,
-        a tile per dim within its extent, the dims other than parallel ones whole (a
-        reduction dim may take this op's tile: a ``softmax_matmul``'s keys), and no
-        value or matmul twice (``tdsl-lower-to-loops`` checks the rest)."""
+        """The native loops' plan: all of it or none, and as far as it reads without
+        lowering (:func:`~tdsl.dialects.kernel_plan.loops_plan_error`)."""
         given = [self.loops_tiles, self.loops_stored, self.loops_blas]
         if any(g is None for g in given) and any(g is not None for g in given):
             raise VerifyException(
@@ -519,41 +527,16 @@ class TileOp(GroupOp):
             )
         plan = self.loops_plan
         if plan is None:
-            if self.loops_limit is not None:
-                raise VerifyException(f"'{self.name}' op records a loops `limit` without a plan")
+            for key in ("limit", "summed"):
+                if self.properties.get(f"loops_{key}") is not None:
+                    raise VerifyException(
+                        f"'{self.name}' op records a loops `{key}` without a plan"
+                    )
             return
-        if plan.limit is not None and plan.limit < self.scratch_value:
-            raise VerifyException(
-                f"'{self.name}' op loops limit {plan.limit} is less than the "
-                f"{self.scratch_value} elements of scratch its plan records (leave it out: "
-                "the loops then fit that)"
-            )
-        space = self.space_value
-        if len(plan.tiles) != len(space):
-            raise VerifyException(
-                f"'{self.name}' op has {len(plan.tiles)} loops tiles for a {len(space)}-d "
-                "iteration space"
-            )
-        tiles = zip(plan.tiles, space, self.iterator_types, self.tiles_value, strict=True)
-        for d, (t, e, kind, own) in enumerate(tiles):
-            whole = max(e, 1)  # (or in this op's tiles: a reduction dim, any it cuts)
-            cut = t <= min(own, whole) and (kind is IteratorType.REDUCTION or own < whole)
-            if kind is not IteratorType.PARALLEL and t != whole and not cut:
-                shown = f"{whole}" if own >= whole else f"{whole} or at most {own}, its tile"
-                raise VerifyException(
-                    f"'{self.name}' op loops tile {t} along d{d} must be {shown}: the loops "
-                    f"run along a {kind} dim whole, or a softmax_matmul's keys in its tiles"
-                )
-            if not 1 <= t <= whole:
-                raise VerifyException(
-                    f"'{self.name}' op loops tile {t} along d{d} must be between 1 and {whole}"
-                )
-        for name, values in (("stored", plan.stored), ("blas", plan.blas)):
-            if any(v < 0 for v in values) or len(set(values)) != len(values):
-                raise VerifyException(
-                    f"'{self.name}' op loops {name} {list(values)} must be distinct "
-                    "non-negative numbers"
-                )
+        kinds, tiles = self.iterator_types, self.tiles_value
+        error = loops_plan_error(plan, self.space_value, kinds, tiles, self.scratch_value)
+        if error is not None:
+            raise VerifyException(f"'{self.name}' op {error}")
 
     def _verify_body(self) -> None:
         ops, yielded = self.body_ops()

@@ -547,8 +547,8 @@ def pass_gemms(plan: _GroupPlan) -> frozenset[Operation]:
     ``plan`` cut: each tile of the pass adds its product into their result (``C += A @
     B``), which later steps read, as a reduction's accumulator (``((tanh(a) @ e) -
     max(a @ e, axis=1, keepdims=True)) @ d``, the hidden dim cut: the last matmul sums
-    over it), where a loop over that contraction's tiles within the loops' sweeps would
-    not keep their order (``plan.summed``).  Their result takes no stored value's slot."""
+    over it): planning, or read back from a plan that records ``summed``
+    (``plan.summed``).  Their result takes no stored value's slot."""
     if plan.passes is None or not plan.summed:
         return frozenset()
     cut = set(cut_reduction_dims(plan, plan.tiles))

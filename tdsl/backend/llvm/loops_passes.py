@@ -26,10 +26,12 @@ needs what the loops do otherwise (flash attention's key tiles, packed strided i
 elsewhere they keep taking the dims whole, and warn where that breaks the budget.  A
 matmul BLAS computes a tile at a time along a cut contraction runs in a pass, BLAS
 adding each tile's product into its result, which only later steps read
-(:func:`~tdsl.backend.llvm.loops_common.pass_gemms`), where the loop over that
-contraction's tiles inside the sweeps (:mod:`~tdsl.backend.llvm.loops_split`) cannot
-keep its order: ``((tanh(a) @ e) - max(a @ e, axis=1, keepdims=True)) @ d``, whose row
-maximum needs all of ``a @ e``'s columns, the contraction of ``@ d``.  A matmul, by BLAS a tile at a time or in loops, runs in a pass
+(:func:`~tdsl.backend.llvm.loops_common.pass_gemms`; the plan records ``summed``),
+where the planner does not loop over that contraction's tiles inside the sweeps
+(:mod:`~tdsl.backend.llvm.loops_split`: that loop cannot keep its order, or breaks the
+budget): ``((tanh(a) @ e) - max(a @ e, axis=1, keepdims=True)) @ d``, whose row
+maximum needs all of ``a @ e``'s columns, the contraction of ``@ d``.  One that BLAS
+computes whole before the loops takes its contraction whole there.  A matmul, by BLAS a tile at a time or in loops, runs in a pass
 on the cut dims' tiles of its rows, its contraction whole (``sum(relu(a @ w) @ w2,
 axis=0)``: the rows the sum runs along, in tiles); one that BLAS writes whole into an
 output before the loops (its chain then runs in place over the output, point by point)
@@ -91,10 +93,12 @@ def loops_passes(plan: _GroupPlan, cut: Sequence[int]) -> list[LoopsStep] | None
         or plan.packed
         or plan.staged
         # (a matmul, by BLAS a tile at a time or in loops, of a tile of the cut dims:
-        # not along its contraction, but where BLAS adds up the tiles' products)
+        # not along its contraction, but where BLAS adds up the tiles' products; one
+        # BLAS computes whole before the loops takes it whole)
         or any(
             _is_contraction(op)
             and op not in summed
+            and op not in plan.blas
             and set(cut) & set(body.loop_dims(op)) - set(body.dims[op.results[0]])
             for op in body.ops
         )
@@ -149,6 +153,7 @@ def loops_passes(plan: _GroupPlan, cut: Sequence[int]) -> list[LoopsStep] | None
             if op in scans
             or (
                 _is_reduction(op)
+                and op not in plan.blas  # (computed whole before the loops)
                 and set(cut) & set(body.loop_dims(op))
                 and not set(cut) & set(body.dims[op.results[0]])
             )

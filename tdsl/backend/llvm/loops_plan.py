@@ -39,6 +39,7 @@ from tdsl.backend.llvm.loops_common import (
     keep_long_chains,
     loops_bug,
     op_levels,
+    pass_gemms,
     sweep_readers,
     swept_ops,
 )
@@ -79,7 +80,6 @@ from tdsl.dialects.structured import (
     reduction_of,
     tensor_shape,
 )
-from tdsl.errors import TdslIRError
 from tdsl.transforms.tile import decomposed_copy
 
 
@@ -99,7 +99,6 @@ class _GroupPlan:
         cuts: bool = True,
         inputs: bool | None = None,
         compare: bool = True,
-        summed: bool = False,
     ) -> None:
         """The loops of ``tile``, whose inputs come with ``input_strides`` (element
         strides per input, None for row-major; missing ones are row-major), for calls on
@@ -108,9 +107,7 @@ class _GroupPlan:
         BLAS a tile at a time (a recorded plan keeps its own); without ``split``, no
         matmul's contraction in tiles, without ``cuts`` no reduction dim either, and with
         ``inputs`` (None: if one without breaks the budget) matmuls on inputs in one;
-        with ``compare``, a cut contraction weighed against none (and warnings given);
-        with ``summed`` (where the loop over a cut contraction's tiles cannot keep its
-        order: ``order_error``), the plan's passes may cut it (``pass_gemms``)."""
+        with ``compare``, a cut contraction weighed against none (and warnings given)."""
         self.more_storage: dict[Operation, list[Storage]] = {}
         """Per tuple accumulator: its components after the first (set by :meth:`emit`)."""
         self.shared: dict[Operation, int] = {}
@@ -118,7 +115,9 @@ class _GroupPlan:
         (set by :func:`~tdsl.backend.llvm.loops_choices.scratch_slots`): their result's
         tile is not a buffer of its own."""
         self.tile = tile
-        self.summed = summed
+        self.summed = tile.loops_plan is None or tile.loops_plan.summed
+        """Whether the plan's passes may cut a contraction BLAS computes a tile at a time
+        (:func:`~tdsl.backend.llvm.loops_common.pass_gemms`): planning, or recorded so."""
         body = tile.group_body()
         block = tile.body.block
         ops, yielded = tile.body_ops()
@@ -156,7 +155,9 @@ class _GroupPlan:
         self.flash = flash_keys(body, self.staged_values)
         """``softmax_matmul`` ops run in the plan's tiles of their key dim, to that dim
         (see :mod:`~tdsl.backend.llvm.loops_flash`)."""
-        keys = plan_keys(body, self.args, self.staged_values, tile, inputs) if split else {}
+        summed = tile.loops_plan is not None and self.summed  # (no loop over its tiles)
+        keys = plan_keys(body, self.args, self.staged_values, tile, inputs)
+        keys = keys if split and not summed else {}
         retry = split and inputs is None
         self.split = {} if self.flash else keys
         """A matmul whose contraction the loops run in tiles, to that dim (a key dim as a
@@ -235,12 +236,9 @@ class _GroupPlan:
         again = partial(self.__init__, tile, input_strides, compare=compare, **kept)
         fresh = partial(_GroupPlan, tile, input_strides, compare=False, **kept)
         if self.split and (error := order_error(self)) is not None:
-            try:  # (the plan's passes, where they run; read back, else the order's error)
-                return again(split=False, summed=True)
-            except TdslIRError:
-                if self.recorded is None:
-                    raise
-                raise error from None
+            if self.recorded is not None:
+                raise error  # (a plan that runs it in the passes records `summed`)
+            return again(split=False)  # (the plan's passes, where they run)
         if inputs and not self.split and self.recorded is None:
             return again(inputs=False)  # (read back, its keys would be those without)
         planned = plan_passes(self, tiles, limit) if cuts and self.recorded is None else None
@@ -308,6 +306,7 @@ class _GroupPlan:
             tuple(sorted(self.body.position[op] for op in [*self.blas, *self.gemm])),
             # the scratch the loops use (a copy per thread), where more than the tile op's
             used if (used := self._used()) > self.tile.scratch_value else None,
+            bool(self.passes and pass_gemms(self)),
         )
 
     def _used(self) -> int:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import re
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from peak_memory import measure_peak, numpy_buffers
+from round_trips import assert_round_trips
 
 from tdsl.errors import TdslBudgetWarning, TdslLoopsBudgetWarning
 from tdsl.jit import JITTensorKernel
@@ -183,10 +185,10 @@ MATMUL_PASSES = [
 
 def _run_within_the_plan(
     text: str, shapes: dict[str, tuple[int, int]], budget: int, numpy: object, seed: int
-) -> str:
+) -> Any:
     """Compile ``text`` natively under ``budget`` (a loops budget warning fails), check
     its result against ``numpy`` of the f64 inputs and its call's peak memory against
-    the plan's scratch; its planned IR."""
+    the plan's scratch; the kernel."""
     rng = np.random.default_rng(seed)
     x = {n: rng.standard_normal(s).astype(np.float32) for n, s in shapes.items()}
     want = numpy({n: v.astype(np.float64) for n, v in x.items()})  # type: ignore[operator]
@@ -202,7 +204,7 @@ def _run_within_the_plan(
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
     need = max(m.need for m in kernel.fusion_report.memory)
     assert peak - got.nbytes <= max(budget, need) * 4 + numpy_buffers(1, 4)
-    return kernel.ir["planned"]
+    return kernel
 
 
 @pytest.mark.parametrize(("text", "shapes", "budget", "numpy"), MATMUL_PASSES)
@@ -212,7 +214,7 @@ def test_matmuls_run_in_the_plans_passes_within_its_scratch(
     """The plan cuts the rows a column sum or scan runs along; the loops run its passes
     with the matmuls in them (BLAS a tile at a time, or whole into the output first),
     where they took the rows whole and broke the budget."""
-    planned = _run_within_the_plan(text, shapes, budget, numpy, 1)
+    planned = _run_within_the_plan(text, shapes, budget, numpy, 1).ir["planned"]
     tiles = re.search(r"loops tiles \[(\d+),", planned)
     assert tiles is not None and int(tiles.group(1)) < 128  # (the rows, in the plan's tiles)
 
@@ -257,6 +259,24 @@ SUMMED_PASSES = [
             @ x["d"]
         ),
     ),
+    # (three matmuls on one contraction, one on the input `a` that BLAS writes whole into
+    # the output first: the plan cuts the contraction into tiles of 1, and the loops took
+    # it whole, 304 elements against 256)
+    (
+        "(layernorm(a) @ c) * (exp(a / 4) @ e) + (a @ c)",
+        {"a": (128, 300), "c": (300, 64), "e": (300, 64)},
+        256,
+        2,
+        lambda x: (
+            (
+                (x["a"] - x["a"].mean(1, keepdims=True))
+                / np.sqrt(x["a"].var(1, keepdims=True) + 1e-5)
+                @ x["c"]
+            )
+            * (np.exp(x["a"] / 4) @ x["e"])
+            + x["a"] @ x["c"]
+        ),
+    ),
 ]
 
 
@@ -267,8 +287,13 @@ def test_the_plans_passes_keep_stored_rows_and_add_up_a_cut_contraction(
     """Steps of the plan's passes keep a stored value that runs along no cut dim for the
     later steps that read it, and a pass over a matmul's contraction has BLAS add each
     tile's product into its result: the loops fit the plan's scratch, cutting dim
-    ``cut`` as it does, where they took that dim whole and warned."""
-    planned = _run_within_the_plan(text, shapes, budget, numpy, 2)
+    ``cut`` as it does, where they took that dim whole and warned.  A plan whose passes
+    cut a matmul's contraction records ``summed``, and round-trips."""
+    kernel = _run_within_the_plan(text, shapes, budget, numpy, 2)
+    planned = kernel.ir["planned"]
+    # (each cut dim is a matmul's contraction, but the scan's columns)
+    assert ("summed" in planned) == ("cumsum" not in text)
+    assert_round_trips(kernel.ir.module("planned"))
     space = re.search(r" space \[([\d, ]+)\]", planned)
     loops = re.search(r"loops tiles \[([\d, ]+)\]", planned)
     assert space is not None and loops is not None

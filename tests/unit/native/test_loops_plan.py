@@ -305,6 +305,7 @@ def test_auto_warns_at_a_recorded_plan_it_does_not_run() -> None:
         ("loops tiles [1, 300]", "loops tiles [1]", "1 loops tiles for a 2-d iteration space"),
         ("stored []", "stored [0, 0]", "loops stored [0, 0] must be distinct"),
         ("blas []", "blas [] limit 1", "loops limit 1 is less than the"),
+        ("loops tiles [1, 300] stored [] blas []", "summed", "loops `summed` without a plan"),
     ],
 )
 def test_an_inconsistent_loops_plan_is_refused_by_the_verifier(

@@ -318,15 +318,13 @@ def test_statistics_along_the_contraction_run_before_the_loop(
         _close(np.asarray(fn(a=a, b=b)), reference(a, b))
 
 
-def test_a_value_stored_at_a_statistics_level_runs_the_plans_passes() -> None:
+def test_a_value_stored_at_a_statistics_level_keeps_the_contraction_whole() -> None:
     """``layernorm(a) @ b`` with ``a - mean`` stored as well (an edit): its sweep would
     run with the statistics, over the whole row, before the loop over the contraction's
-    tiles, into a buffer of one tile.  Read back, such a plan runs as the tile op's
-    passes instead (the stored value a tile at a time in the pass that computes it, BLAS
-    adding each tile's product: ``loops_common.pass_gemms``), and matches NumPy.  One
-    that stores the mean too, which those passes cannot (a later step computes each
-    stored value again), is refused with the located error of the loop over the
-    contraction's tiles."""
+    tiles, into a buffer of one tile.  A recorded plan that does so is refused with a
+    located error; marked ``summed`` as well, it runs as the tile op's passes (the stored
+    value a tile at a time in the pass that computes it, BLAS adding each tile's
+    product: ``loops_common.pass_gemms``), and matches NumPy."""
     from tdsl.runtime.compile import native_unavailable_reason
 
     if native_unavailable_reason() is not None:
@@ -337,18 +335,18 @@ def test_a_value_stored_at_a_statistics_level_runs_the_plans_passes() -> None:
             "layernorm(a) @ b", {"a": (40, 300), "b": (300, 300)}, "f64"
         )
     planned = kernel.ir["planned"]
-    (stored,) = re.findall(r"stored \[([^\]]*)\]", planned)
-    assert _loops_tiles(planned)[-1] < 300
-    edited = planned.replace(f"stored [{stored}]", f"stored [1, {stored}]")
+    (loops,) = re.findall(r"loops tiles \[[^\]]*\] stored \[[^\]]*\] blas [^\n]*", planned)
+    (stored,) = re.findall(r"stored \[([^\]]*)\]", loops)
+    assert _loops_tiles(planned)[-1] < 300 and "summed" not in planned
+    more = loops.replace(f"stored [{stored}]", f"stored [1, {stored}]")
+    with pytest.raises(TdslError, match=r"at the level of a statistic along d\d") as err:
+        JITTensorKernel(target="native").compile_ir(planned.replace(loops, more))
+    assert err.value.location is not None
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal((40, 300)), rng.standard_normal((300, 300))
     normed = (a - a.mean(1, keepdims=True)) / np.sqrt(a.var(1, keepdims=True) + 1e-5)
-    run = JITTensorKernel(target="native").compile_ir(edited)
+    run = JITTensorKernel(target="native").compile_ir(planned.replace(loops, f"{more} summed"))
     np.testing.assert_allclose(run(a, b), normed @ b, rtol=1e-10, atol=1e-10)
-    edited = planned.replace(f"stored [{stored}]", f"stored [0, 1, {stored}]")
-    with pytest.raises(TdslError, match=r"at the level of a statistic along d\d") as err:
-        JITTensorKernel(target="native").compile_ir(edited)
-    assert err.value.location is not None
 
 
 @pytest.mark.parametrize("budget", [64, 256])
