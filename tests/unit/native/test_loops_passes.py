@@ -223,6 +223,10 @@ def _np_max_of_columns(x: np.ndarray) -> np.ndarray:
     return x.max(axis=1, keepdims=True)
 
 
+def _np_layernorm(x: np.ndarray) -> np.ndarray:
+    return (x - x.mean(1, keepdims=True)) / np.sqrt(x.var(1, keepdims=True) + 1e-5)
+
+
 SUMMED_PASSES = [
     # (the softmax's rows, stored by the stage before the pass over the scan's columns,
     # were dropped when that stage ended: the pass's matmul could not read them, and the
@@ -249,15 +253,7 @@ SUMMED_PASSES = [
         {"a": (64, 100), "b": (100, 128), "d": (128, 16)},
         64,
         3,
-        lambda x: (
-            (
-                (x["a"] - x["a"].mean(1, keepdims=True))
-                / np.sqrt(x["a"].var(1, keepdims=True) + 1e-5)
-                @ x["b"]
-                - _np_max_of_columns(x["a"] @ x["b"])
-            )
-            @ x["d"]
-        ),
+        lambda x: (_np_layernorm(x["a"]) @ x["b"] - _np_max_of_columns(x["a"] @ x["b"])) @ x["d"],
     ),
     # (three matmuls on one contraction, one on the input `a` that BLAS writes whole into
     # the output first: the plan cuts the contraction into tiles of 1, and the loops took
@@ -268,13 +264,7 @@ SUMMED_PASSES = [
         256,
         2,
         lambda x: (
-            (
-                (x["a"] - x["a"].mean(1, keepdims=True))
-                / np.sqrt(x["a"].var(1, keepdims=True) + 1e-5)
-                @ x["c"]
-            )
-            * (np.exp(x["a"] / 4) @ x["e"])
-            + x["a"] @ x["c"]
+            (_np_layernorm(x["a"]) @ x["c"]) * (np.exp(x["a"] / 4) @ x["e"]) + x["a"] @ x["c"]
         ),
     ),
 ]
