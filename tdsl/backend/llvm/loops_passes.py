@@ -30,12 +30,12 @@ adding each tile's product into its result, which only later steps read
 where the planner does not loop over that contraction's tiles inside the sweeps
 (:mod:`~tdsl.backend.llvm.loops_split`: that loop cannot keep its order, or breaks the
 budget): ``((tanh(a) @ e) - max(a @ e, axis=1, keepdims=True)) @ d``, whose row
-maximum needs all of ``a @ e``'s columns, the contraction of ``@ d``.  One that BLAS
-computes whole before the loops takes its contraction whole there.  A matmul, by BLAS a tile at a time or in loops, runs in a pass
-on the cut dims' tiles of its rows, its contraction whole (``sum(relu(a @ w) @ w2,
-axis=0)``: the rows the sum runs along, in tiles); one that BLAS writes whole into an
-output before the loops (its chain then runs in place over the output, point by point)
-is read from there by the steps (``cumsum(a @ e, axis=0) + (relu(a) @ c)``: the scan's rows in
+maximum needs all of ``a @ e``'s columns, the contraction of ``@ d``.  Another matmul,
+by BLAS a tile at a time or in loops, runs in a pass on the cut dims' tiles of its rows,
+its contraction whole (``sum(relu(a @ w) @ w2, axis=0)``: the rows the sum runs along,
+in tiles); one that BLAS writes whole into an output before the loops (its contraction
+whole there, its chain then in place over the output, point by point) is read from
+there by the steps (``cumsum(a @ e, axis=0) + (relu(a) @ c)``: the scan's rows in
 tiles).  (A scan along a dim the plan does not cut starts from
 its identity in each sweep that computes it, as elsewhere: in each tile of a pass.)
 """

@@ -156,8 +156,9 @@ class _GroupPlan:
         """``softmax_matmul`` ops run in the plan's tiles of their key dim, to that dim
         (see :mod:`~tdsl.backend.llvm.loops_flash`)."""
         summed = tile.loops_plan is not None and self.summed  # (no loop over its tiles)
-        keys = plan_keys(body, self.args, self.staged_values, tile, inputs)
-        keys = keys if split and not summed else {}
+        keys: dict[Operation, int] = {}
+        if split and not summed:
+            keys = plan_keys(body, self.args, self.staged_values, tile, inputs)
         retry = split and inputs is None
         self.split = {} if self.flash else keys
         """A matmul whose contraction the loops run in tiles, to that dim (a key dim as a
@@ -202,8 +203,8 @@ class _GroupPlan:
         """The external functions the loops call for them (set by ``emit``): their types."""
         self.keep_long_chains = True
         """Whether values long chains would compute again are stored (see
-        :func:`~tdsl.backend.llvm.loops_common.keep_long_chains`), and a matvec's computed operand (``read_once``); not
-        where their rows do not fit the tile's scratch."""
+        :func:`~tdsl.backend.llvm.loops_common.keep_long_chains`), and a matvec's
+        computed operand (``read_once``); not where their rows do not fit the scratch."""
         self.kept: list[SSAValue] = []
         """The values stored that way, and :attr:`once`'s (where stored)."""
         self.recorded = tile.loops_plan

@@ -212,8 +212,10 @@ def order_error(plan: _GroupPlan) -> TdslIRError | None:
     of the ops along it: the loops run those levels after the loop over its tiles, once
     all of them are in; and where the matmul and the values stored along it run at
     levels after those of its :func:`statistics`, which run over all of it before the
-    loop.  Else a located error saying which op does not (the planner then plans without
-    the loop over the contraction's tiles: the tile op's passes, where they run)."""
+    loop.  Else a located error saying which op does not: raised for a recorded plan
+    (one whose passes add up the contraction records ``summed`` instead), while the
+    planner plans without the loop over the contraction's tiles (the tile op's passes,
+    where they run)."""
     body = plan.body
     for op, r in plan.split.items():
         along = [o for o in body.ops if r in body.loop_dims(o)]
