@@ -438,8 +438,36 @@ class _Group(_GroupPlan):
                 point = _Point(self, inner, {**hoisted, **coords}, starts, storage)
                 point.store(point.value(v, body.output_dims[k]), outputs[k], body.output_dims[k])
 
+        def key_loop(at: _Code, only: Ops = None, kept: Ops = None) -> None:
+            """The levels along the key dim (``keyed``) at ``at``: what is not along it,
+            then, in a loop over its tiles, what is, and the flash ops' key tiles."""
+            for inner in keyed:
+                run(inner, at, False, only, kept)
+            step = at.index(self.tiles[key])
+            tiles, starts[key] = at.loop(at.index(0), at.index(self.extents[key]), step)
+            end = tiles.insert(arith.AddiOp(starts[key], step))
+            ends[key] = tiles.insert(arith.MinSIOp(end, tiles.index(self.extents[key])))
+            for inner in keyed:
+                run(inner, tiles, True, only, kept)
+            for op, r in self.flash.items():
+                if only is not None and op not in only:
+                    continue  # (another step's)
+                places = [accs[op], *self.more_storage.get(op, ())]
+
+                def point(at: _Code, coords: dict[int, SSAValue]) -> _Point:
+                    return _Point(self, at, {**hoisted, **coords}, starts, storage)
+
+                def blas(at: _Code, op: Operation = op, r: int = r) -> bool:
+                    return flash_blas(self, at, op, r, flash[op], storage, starts, ends, hoisted)
+
+                emit_flash_tile(body, point, tiles, op, r, flash[op], places, ranges, blas)
+            del starts[key], ends[key]
+
         def step(level: int, at: _Code, ops: frozenset[Operation], kept: Ops) -> None:
-            run(level, at, None, ops, kept)
+            if key is None or level not in keyed:
+                run(level, at, None, ops, kept)
+            elif level == min(lv for lv in keyed if any(self.level[o] == lv for o in ops)):
+                key_loop(at, ops, kept)  # (a step's flash ops, in the loop over key tiles)
 
         def forget() -> None:
             kept = across_steps(self)  # (along no cut dim: alike in every tile)
@@ -455,27 +483,7 @@ class _Group(_GroupPlan):
                 run(level, code, None)
                 finalize(level)
             elif level == keyed.start:
-                for inner in keyed:
-                    run(inner, code, False)
-                step = code.index(self.tiles[key])
-                tiles, starts[key] = code.loop(code.index(0), code.index(self.extents[key]), step)
-                end = tiles.insert(arith.AddiOp(starts[key], step))
-                ends[key] = tiles.insert(arith.MinSIOp(end, tiles.index(self.extents[key])))
-                for inner in keyed:
-                    run(inner, tiles, True)
-                for op, r in self.flash.items():
-                    places = [accs[op], *self.more_storage.get(op, ())]
-
-                    def point(at: _Code, coords: dict[int, SSAValue]) -> _Point:
-                        return _Point(self, at, {**hoisted, **coords}, starts, storage)
-
-                    def blas(at: _Code, op: Operation = op, r: int = r) -> bool:
-                        return flash_blas(
-                            self, at, op, r, flash[op], storage, starts, ends, hoisted
-                        )
-
-                    emit_flash_tile(body, point, tiles, op, r, flash[op], places, ranges, blas)
-                del starts[key], ends[key]
+                key_loop(code)
                 for inner in keyed:
                     finalize(inner)
 

@@ -21,9 +21,12 @@ that computes it, or, along none of them, stays for the later steps
 
 The loops run a plan this way only where each step's reductions are its own (none is
 computed again, and none that runs along a cut dim is read by a later step: its
-accumulator holds one tile), a scan along a cut dim is computed by one sweep, and no op
-needs what the loops do otherwise (flash attention's key tiles, packed strided inputs):
+accumulator holds one tile), a scan along a cut dim is computed by one sweep (and a
+stored scan's tile read in its own step), and no op needs packed strided inputs:
 elsewhere they keep taking the dims whole, and warn where that breaks the budget.  A
+step's flash attention runs its loop over key tiles inside the pass, as elsewhere
+(``cumsum(softmax(a) @ c, axis=0) @ d``: the scan's rows in tiles, the scan's tile
+stored for ``@ d``).  A
 matmul BLAS computes a tile at a time along a cut contraction runs in a pass, BLAS
 adding each tile's product into its result, which only later steps read
 (:func:`~tdsl.backend.llvm.loops_common.pass_gemms`; the plan records ``summed``),
@@ -88,7 +91,6 @@ def loops_passes(plan: _GroupPlan, cut: Sequence[int]) -> list[LoopsStep] | None
     summed = pass_gemms(plan)
     if (
         not cut
-        or plan.flash
         or plan.split
         or plan.packed
         or plan.staged
@@ -102,7 +104,7 @@ def loops_passes(plan: _GroupPlan, cut: Sequence[int]) -> list[LoopsStep] | None
             and set(cut) & set(body.loop_dims(op)) - set(body.dims[op.results[0]])
             for op in body.ops
         )
-        or any(not isinstance(p := body.producer(v), Operation) or _is_scan(p) for v in plan.stored)
+        or any(not isinstance(body.producer(v), Operation) for v in plan.stored)
         or any(body.producer(v) is None for v in body.outputs)
     ):
         return None
@@ -127,6 +129,11 @@ def loops_passes(plan: _GroupPlan, cut: Sequence[int]) -> list[LoopsStep] | None
         # or, along no cut dim, what any step reads)
         p = body.producer(g.a)
         if p is not None and step_of[p] != step_of[op] and g.a not in kept:
+            return None
+    for v in plan.stored:  # (a scan's, which a later step cannot compute again)
+        p = body.producer(v)
+        users = [u.operation for u in v.uses if u.operation in body.members]
+        if _is_scan(p) and any(step_of[u] != step_of[p] for u in users):
             return None
     for step in sched.steps:
         if any(_is_reduction(op) for op in step.recomputed):

@@ -406,10 +406,9 @@ def test_native_keeps_a_computed_matmul_operand_that_is_a_result_in_the_result()
 
 
 def test_auto_runs_numpy_where_the_native_loops_would_break_the_budget() -> None:
-    """``((softmax(a) @ c) - max(layernorm(a) @ e, axis=1, keepdims=True)) @ d`` at budget
-    64: the softmax feeding a matmul runs as flash attention over key tiles, and the
-    loops cannot also run the plan's passes over the hidden dim: they take it whole, 802
-    elements of scratch per tile, against the plan's 163.  (``layernorm(a) @ b`` was this test's
+    """A row scan of a matmul summed over its rows, times another, into a matmul and a
+    scan along its columns, at budget 4096: the loops need 8918 elements of scratch per
+    tile, against the plan's 4096.  (``layernorm(a) @ b`` was this test's
     case, until the loops computed the layer norm's statistics before the loop over the
     contraction's tiles; then ``(relu(a) @ b) * (relu(a) @ c)``, until both matmuls ran
     in one loop over it; then ``(relu(a) @ b) * (a @ c)``, until a matmul on an input
@@ -422,14 +421,18 @@ def test_auto_runs_numpy_where_the_native_loops_would_break_the_budget() -> None
     + (softmax(a) @ e)`` at budget 64, until the plan's passes kept the softmax's rows
     from the step that stores them to the pass whose matmul reads them; then
     ``(layernorm(a) @ c) * (exp(a / 4) @ e) + (a @ c)`` at 256, until those passes had
-    BLAS add up a cut contraction.)"""
+    BLAS add up a cut contraction; then ``((softmax(a) @ c) - max(layernorm(a) @ e,
+    axis=1, keepdims=True)) @ d`` at 64, until flash attention ran in those passes.)"""
     native_or_skip()
-    shapes = {"a": (64, 160), "c": (160, 128), "e": (160, 128), "d": (128, 16)}
-    text = "((softmax(a) @ c) - max(layernorm(a) @ e, axis=1, keepdims=True)) @ d"
+    shapes = {"a": (128, 100), "c": (100, 128), "b": (100, 128), "d": (128, 16)}
+    text = (
+        "cumsum(((sum((cumsum((a @ c), axis=1) + (exp(a / 4) @ c)), axis=0, keepdims=True)"
+        " * relu((exp(a / 4) @ b))) @ d), axis=1)"
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TdslBudgetWarning)  # no fusion plan fits 256
         warnings.simplefilter("error", TdslLoopsBudgetWarning)  # auto keeps this one to itself
-        fn = JITTensorKernel(memory_budget=64, target="auto", threads=1).compile(
+        fn = JITTensorKernel(memory_budget=4096, target="auto", threads=1).compile(
             text, shapes=shapes, dtypes="f32"
         )
     assert fn.target == "numpy"

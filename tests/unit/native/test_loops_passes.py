@@ -267,6 +267,16 @@ SUMMED_PASSES = [
             (_np_layernorm(x["a"]) @ x["c"]) * (np.exp(x["a"] / 4) @ x["e"]) + x["a"] @ x["c"]
         ),
     ),
+    # (flash attention's key tiles inside a pass over the scan's rows, the scan's tile
+    # stored for the matmul: the loops refused both in passes, and took the rows whole,
+    # 20,736 elements against 4,096)
+    (
+        "cumsum(softmax(a) @ c, axis=0) @ d",
+        {"a": (64, 300), "c": (300, 64), "d": (64, 16)},
+        4096,
+        0,
+        lambda x: np.cumsum(_np_softmax_matmul(x["a"], x["c"]), axis=0) @ x["d"],
+    ),
 ]
 
 
@@ -275,8 +285,9 @@ def test_the_plans_passes_keep_stored_rows_and_add_up_a_cut_contraction(
     text: str, shapes: dict[str, tuple[int, int]], budget: int, cut: int, numpy: object
 ) -> None:
     """Steps of the plan's passes keep a stored value that runs along no cut dim for the
-    later steps that read it, and a pass over a matmul's contraction has BLAS add each
-    tile's product into its result: the loops fit the plan's scratch, cutting dim
+    later steps that read it, a pass over a matmul's contraction has BLAS add each
+    tile's product into its result, and a pass runs flash attention's key tiles and
+    stores a scan's tile for a matmul: the loops fit the plan's scratch, cutting dim
     ``cut`` as it does, where they took that dim whole and warned.  A plan whose passes
     cut a matmul's contraction records ``summed``, and round-trips."""
     kernel = _run_within_the_plan(text, shapes, budget, numpy, 2)

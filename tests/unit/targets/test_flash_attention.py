@@ -347,12 +347,13 @@ def test_auto_says_how_the_loops_run_the_online_softmax() -> None:
     close(np.asarray(kernel(*a.values())), want_masked(a), np.float32)
 
 
-def test_native_runs_a_plan_over_its_limit_that_it_warned_of() -> None:
-    """Attention summed over its query rows at budget 2000: the loops take the query
-    rows whole and need 8704 elements, more than the plan's 2000; they warned, then
+def test_attention_summed_over_its_rows_runs_the_plans_passes() -> None:
+    """Attention summed over its query rows at budget 2000: the loops took the query
+    rows whole and needed 8704 elements, more than the plan's 2000; they warned, then
     the lowering refused the plan they had recorded (its `limit` was capped at 2000: a
-    `TdslIRError`; found by fuzzing the native target).  The plan now records what it
-    needs, and runs as the warning says."""
+    `TdslIRError`; found by fuzzing the native target), and then ran it over the limit,
+    as the warning said.  They now run the plan's passes over tiles of its rows, flash
+    attention's key tiles inside each, within the plan."""
     pytest.importorskip("llvmlite")
     from tdsl.errors import TdslLoopsBudgetWarning
 
@@ -361,12 +362,43 @@ def test_native_runs_a_plan_over_its_limit_that_it_warned_of() -> None:
     k = rng.standard_normal((257, 33)).astype(np.float32)
     v = rng.standard_normal((257, 33)).astype(np.float32)
     shapes = {"q": q.shape, "k": k.shape, "v": v.shape}
-    with pytest.warns(TdslLoopsBudgetWarning, match="native loops need 8704 elements"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TdslLoopsBudgetWarning)
         fn = JITTensorKernel(target="native", threads=1, memory_budget=2000).compile(
             "sum(softmax(q @ k.T, axis=-1) @ v, axis=0)", shapes=shapes, dtypes="f32"
         )
-    assert "limit 8704" in fn.ir["planned"]
+    loops = re.search(r"loops tiles \[(\d+),", fn.ir["planned"])
+    assert loops is not None and int(loops.group(1)) < 64
     s = q @ k.T
     e = np.exp(s - s.max(axis=-1, keepdims=True))
     want = (e / e.sum(axis=-1, keepdims=True) @ v).sum(axis=0)
     np.testing.assert_allclose(fn(q, k, v), want, rtol=1e-4, atol=1e-4)
+
+
+def test_native_runs_a_plan_over_its_limit_that_it_warned_of() -> None:
+    """A plan the loops cannot keep (a row scan of a matmul summed over its rows, times
+    another, into a matmul and a scan along its columns, at budget 4096): they need
+    8918 elements, more than the plan's 4096, and warn; the plan records what they
+    need (`limit`), and runs as the warning says (a recorded limit capped at the
+    budget was refused by the lowering; found by fuzzing)."""
+    pytest.importorskip("llvmlite")
+    from tdsl.errors import TdslLoopsBudgetWarning
+
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((128, 100)).astype(np.float32)
+    c, b = (rng.standard_normal((100, 128)).astype(np.float32) / 10 for _ in range(2))
+    d = rng.standard_normal((128, 16)).astype(np.float32)
+    text = (
+        "cumsum(((sum((cumsum((a @ c), axis=1) + (exp(a / 4) @ c)), axis=0, keepdims=True)"
+        " * relu((exp(a / 4) @ b))) @ d), axis=1)"
+    )
+    shapes = {"a": a.shape, "c": c.shape, "b": b.shape, "d": d.shape}
+    with pytest.warns(TdslLoopsBudgetWarning, match="native loops need 8918 elements"):
+        fn = JITTensorKernel(target="native", threads=1, memory_budget=4096).compile(
+            text, shapes=shapes, dtypes="f32"
+        )
+    assert "limit 8918" in fn.ir["planned"]
+    e = np.exp(a / 4)
+    rows = (np.cumsum(a @ c, axis=1) + e @ c).sum(axis=0, keepdims=True)
+    want = np.cumsum((rows * np.maximum(e @ b, 0)) @ d, axis=1)
+    np.testing.assert_allclose(fn(a, c, b, d), want, rtol=1e-4, atol=1e-3)
