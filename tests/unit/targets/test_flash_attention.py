@@ -402,3 +402,25 @@ def test_native_runs_a_plan_over_its_limit_that_it_warned_of() -> None:
     rows = (np.cumsum(a @ c, axis=1) + e @ c).sum(axis=0, keepdims=True)
     want = np.cumsum((rows * np.maximum(e @ b, 0)) @ d, axis=1)
     np.testing.assert_allclose(fn(a, c, b, d), want, rtol=1e-4, atol=1e-3)
+
+
+def test_f16_attention_summed_over_its_rows_matches_numpy() -> None:
+    """In float16 (``P @ v`` in loops, not BLAS) flash attention run in the plan's
+    passes over tiles of its rows, keys in tiles of 128, came out 0.66 off (found by
+    fuzzing; the cause is not found yet).  The passes run flash attention in float32
+    and float64 only; here the loops take the rows whole, and match NumPy."""
+    pytest.importorskip("llvmlite")
+    rng = np.random.default_rng(0)
+    q = (rng.standard_normal((64, 16)) * 0.7).astype(np.float16)
+    k = (rng.standard_normal((300, 16)) * 0.7).astype(np.float16)
+    v = (rng.standard_normal((300, 33)) / 8).astype(np.float16)
+    shapes = {"q": q.shape, "k": k.shape, "v": v.shape}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the loops break the budget: taken whole)
+        fn = JITTensorKernel(target="native", threads=1, memory_budget=1024).compile(
+            "sum(softmax(q @ k.T, axis=-1) @ v, axis=0)", shapes=shapes, dtypes="f16"
+        )
+    s = q.astype(np.float64) @ k.T.astype(np.float64)
+    e = np.exp(s - s.max(axis=-1, keepdims=True))
+    want = (e / e.sum(axis=-1, keepdims=True) @ v.astype(np.float64)).sum(axis=0)
+    np.testing.assert_allclose(fn(q, k, v), want, rtol=2e-2, atol=2e-2 * np.abs(want).max())
