@@ -28,11 +28,10 @@ step's flash attention runs its loop over key tiles inside the pass, as elsewher
 (``cumsum(softmax(a) @ c, axis=0) @ d``: the scan's rows in tiles, the scan's tile
 stored for ``@ d``), in float32 and float64 (float16 flash attention in a pass, its
 ``P @ v`` in loops, not BLAS, came out 0.66 off: found by fuzzing, its cause not yet
-found; it keeps its rows whole).  A
-matmul BLAS computes a tile at a time along a cut contraction runs in a pass, BLAS
-adding each tile's product into its result, which only later steps read
-(:func:`~tdsl.backend.llvm.loops_common.pass_gemms`; the plan records ``summed``),
-where the planner does not loop over that contraction's tiles inside the sweeps
+found; it keeps its rows whole).  A matmul BLAS computes a tile at a time along a cut
+contraction runs in a pass, BLAS adding each tile's product into its result, which
+only later steps read (:func:`~tdsl.backend.llvm.loops_common.pass_gemms`; the plan
+records ``summed``), where the planner does not loop over that contraction's tiles inside the sweeps
 (:mod:`~tdsl.backend.llvm.loops_split`: that loop cannot keep its order, or breaks the
 budget): ``((tanh(a) @ e) - max(a @ e, axis=1, keepdims=True)) @ d``, whose row
 maximum needs all of ``a @ e``'s columns, the contraction of ``@ d``.  Another matmul,
@@ -41,8 +40,8 @@ its contraction whole (``sum(relu(a @ w) @ w2, axis=0)``: the rows the sum runs 
 in tiles); one that BLAS writes whole into an output before the loops (its contraction
 whole there, its chain then in place over the output, point by point) is read from
 there by the steps (``cumsum(a @ e, axis=0) + (relu(a) @ c)``: the scan's rows in
-tiles).  (A scan along a dim the plan does not cut starts from
-its identity in each sweep that computes it, as elsewhere: in each tile of a pass.)
+tiles).  (A scan along a dim the plan does not cut starts from its identity in each
+sweep that computes it, as elsewhere: in each tile of a pass.)
 """
 
 from __future__ import annotations
