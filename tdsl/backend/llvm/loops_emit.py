@@ -469,10 +469,11 @@ class _Group(_GroupPlan):
             elif level == min(lv for lv in keyed if any(self.level[o] == lv for o in ops)):
                 key_loop(at, ops, kept)  # (a step's flash ops, in the loop over key tiles)
 
+        persist = across_steps(self)  # (along no cut dim: alike in every tile)
+
         def forget() -> None:
-            kept = across_steps(self)  # (along no cut dim: alike in every tile)
             for v in self.stored:
-                if v not in kept:
+                if v not in persist:
                     storage.pop(v, None)
 
         if self.passes:  # (the plan's steps, a pass in tiles of its cut dims)

@@ -31,9 +31,9 @@ stored for ``@ d``), in float32 and float64 (float16 flash attention in a pass, 
 found; it keeps its rows whole).  A matmul BLAS computes a tile at a time along a cut
 contraction runs in a pass, BLAS adding each tile's product into its result, which
 only later steps read (:func:`~tdsl.backend.llvm.loops_common.pass_gemms`; the plan
-records ``summed``), where the planner does not loop over that contraction's tiles inside the sweeps
-(:mod:`~tdsl.backend.llvm.loops_split`: that loop cannot keep its order, or breaks the
-budget): ``((tanh(a) @ e) - max(a @ e, axis=1, keepdims=True)) @ d``, whose row
+records ``summed``), where the planner does not loop over that contraction's tiles
+inside the sweeps (:mod:`~tdsl.backend.llvm.loops_split`: that loop cannot keep its
+order, or breaks the budget): ``((tanh(a) @ e) - max(a @ e, axis=1, keepdims=True)) @ d``, whose row
 maximum needs all of ``a @ e``'s columns, the contraction of ``@ d``.  Another matmul,
 by BLAS a tile at a time or in loops, runs in a pass on the cut dims' tiles of its rows,
 its contraction whole (``sum(relu(a @ w) @ w2, axis=0)``: the rows the sum runs along,
@@ -126,6 +126,13 @@ def loops_passes(plan: _GroupPlan, cut: Sequence[int]) -> list[LoopsStep] | None
     if set(sched.reduction_loops) != set(cut):
         return None
     step_of = sched.step_of
+
+    def in_other_steps(v: SSAValue, p: Operation) -> bool:
+        """Whether an op of the group in a step other than ``p``'s reads ``v``."""
+        return any(
+            u.operation in body.members and step_of[u.operation] != step_of[p] for u in v.uses
+        )
+
     kept = across_steps(plan)
     for op, g in plan.gemm.items():  # (a stored operand holds one step's tile: its own,
         # or, along no cut dim, what any step reads)
@@ -137,21 +144,19 @@ def loops_passes(plan: _GroupPlan, cut: Sequence[int]) -> list[LoopsStep] | None
             return None
     for v in plan.stored:  # (a scan's, which a later step cannot compute again)
         p = body.producer(v)
-        users = [u.operation for u in v.uses if u.operation in body.members]
-        if _is_scan(p) and any(step_of[u] != step_of[p] for u in users):
+        if p is not None and _is_scan(p) and in_other_steps(v, p):
             return None
     for step in sched.steps:
         if any(_is_reduction(op) for op in step.recomputed):
             return None  # (the loops compute a reduction once, in its accumulator)
     for op in summed:  # (read once all tiles' products are in: by later steps)
-        users = [u.operation for u in op.results[0].uses if u.operation in body.members]
-        if any(step_of[r] == step_of[op] for r in users):
+        own = [u for u in op.results[0].uses if u.operation in body.members]
+        if any(step_of[u.operation] == step_of[op] for u in own):
             return None
     for op in body.ops:
         if not _is_reduction(op) or not set(cut) & set(body.dims[op.results[0]]):
             continue
-        readers = [u.operation for u in op.results[0].uses if u.operation in body.members]
-        if any(step_of[r] != step_of[op] for r in readers):
+        if in_other_steps(op.results[0], op):
             return None  # (its accumulator holds one tile of the cut dims)
     scans = [op for op in body.ops if carried_dims(body, op) & set(cut)]
     if any(not _one_sweep(plan, op, step_of) for op in scans):

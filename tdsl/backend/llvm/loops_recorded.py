@@ -233,8 +233,8 @@ def over_budget(plan: _GroupPlan, scratch: int, limit: int) -> str | None:
         # a value they store spans a dim the plan cuts to fit the budget
         return (
             "the loops take scan and reduction dims whole, and this plan cuts one: they run "
-            "its passes only without cut contractions, flash attention, packed inputs or "
-            "reductions computed twice"
+            "its passes only without packed inputs, float16 flash attention, reductions "
+            "computed twice or read by a later step"
         )
     if scratch > limit + LOOPS_SCRATCH_SLACK:
         # where no parallel dim is left to cut, values are stored whole
