@@ -539,6 +539,11 @@ def across_steps(plan: _GroupPlan) -> frozenset[SSAValue]:
     if plan.passes is None:
         return frozenset()
     cut = set(cut_reduction_dims(plan, plan.tiles))
+    # (and the key dims the loops run in tiles inside a step: a value a step before
+    # stores along one holds its last tile; f16 ``sum(softmax(q @ k.T) @ v, axis=0)``,
+    # keys in tiles of 128, read ``k.T``'s last tile for every one, found by fuzzing)
+    keys = {*plan.flash.values(), *plan.split.values()}
+    cut |= {d for d in keys if plan.tiles[d] < plan.extents[d]}
     return frozenset(v for v in plan.stored if not cut & set(_dim_set(plan.body.dims[v])))
 
 

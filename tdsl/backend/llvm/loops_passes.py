@@ -15,9 +15,10 @@ carries from one tile to the next (set to the identity before the loop, final af
 it).  A value of an earlier step is read from its reduction's accumulator or computed
 again, element-wise, as the loops compute values anyway; a value they keep in scratch
 (a long chain's, a matmul's left operand) holds one tile of the cut dims, for the step
-that computes it, or, along none of them, stays for the later steps
-(:func:`~tdsl.backend.llvm.loops_common.across_steps`: ``cumsum(a @ b, axis=1) +
-(softmax(a) @ e)``, the softmax's rows stored by a stage, read by the pass's matmul).
+that computes it, or, along none of them nor of the key dims a step runs in tiles,
+stays for the later steps (:func:`~tdsl.backend.llvm.loops_common.across_steps`:
+``cumsum(a @ b, axis=1) + (softmax(a) @ e)``, the softmax's rows stored by a stage,
+read by the pass's matmul).
 
 The loops run a plan this way only where each step's reductions are its own (none is
 computed again, and none that runs along a cut dim is read by a later step: its
@@ -26,9 +27,7 @@ stored scan's tile read in its own step), and no op needs packed strided inputs:
 elsewhere they keep taking the dims whole, and warn where that breaks the budget.  A
 step's flash attention runs its loop over key tiles inside the pass, as elsewhere
 (``cumsum(softmax(a) @ c, axis=0) @ d``: the scan's rows in tiles, the scan's tile
-stored for ``@ d``), in float32 and float64 (float16 flash attention in a pass, its
-``P @ v`` in loops, not BLAS, came out 0.66 off: found by fuzzing, its cause not yet
-found; it keeps its rows whole).  A matmul BLAS computes a tile at a time along a cut
+stored for ``@ d``).  A matmul BLAS computes a tile at a time along a cut
 contraction runs in a pass, BLAS adding each tile's product into its result, which
 only later steps read (:func:`~tdsl.backend.llvm.loops_common.pass_gemms`; the plan
 records ``summed``), where the planner does not loop over that contraction's tiles
@@ -67,7 +66,6 @@ from tdsl.backend.llvm.loops_common import (
 from tdsl.backend.llvm.loops_recorded import check_passes_stored
 from tdsl.dialects.kernel_body import PlanError
 from tdsl.dialects.kernel_schedule import carried_dims, schedule
-from tdsl.dialects.structured import element_type
 
 if TYPE_CHECKING:
     from tdsl.backend.llvm.loops_plan import _GroupPlan
@@ -138,9 +136,6 @@ def loops_passes(plan: _GroupPlan, cut: Sequence[int]) -> list[LoopsStep] | None
         # or, along no cut dim, what any step reads)
         p = body.producer(g.a)
         if p is not None and step_of[p] != step_of[op] and g.a not in kept:
-            return None
-    for op in plan.flash:  # (float16 ones ran 0.66 off in passes, cause not found)
-        if str(element_type(op.results[0])) not in ("f32", "f64"):
             return None
     for v in plan.stored:  # (a scan's, which a later step cannot compute again)
         p = body.producer(v)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from peak_memory import measure_peak, numpy_buffers
 
 from tdsl import JITTensorKernel
-from tdsl.errors import TdslBudgetWarning, TdslError
+from tdsl.errors import TdslBudgetWarning, TdslError, TdslLoopsBudgetWarning
 
 Array = np.ndarray[Any, Any]
 
@@ -355,7 +355,6 @@ def test_attention_summed_over_its_rows_runs_the_plans_passes() -> None:
     as the warning said.  They now run the plan's passes over tiles of its rows, flash
     attention's key tiles inside each, within the plan."""
     pytest.importorskip("llvmlite")
-    from tdsl.errors import TdslLoopsBudgetWarning
 
     rng = np.random.default_rng(4)
     q = rng.standard_normal((64, 33)).astype(np.float32)
@@ -382,7 +381,6 @@ def test_native_runs_a_plan_over_its_limit_that_it_warned_of() -> None:
     need (`limit`), and runs as the warning says (a recorded limit capped at the
     budget was refused by the lowering; found by fuzzing)."""
     pytest.importorskip("llvmlite")
-    from tdsl.errors import TdslLoopsBudgetWarning
 
     rng = np.random.default_rng(4)
     a = rng.standard_normal((128, 100)).astype(np.float32)
@@ -404,23 +402,26 @@ def test_native_runs_a_plan_over_its_limit_that_it_warned_of() -> None:
     np.testing.assert_allclose(fn(a, c, b, d), want, rtol=1e-4, atol=1e-3)
 
 
-def test_f16_attention_summed_over_its_rows_matches_numpy() -> None:
-    """In float16 (``P @ v`` in loops, not BLAS) flash attention run in the plan's
-    passes over tiles of its rows, keys in tiles of 128, came out 0.66 off (found by
-    fuzzing; the cause is not found yet).  The passes run flash attention in float32
-    and float64 only; here the loops take the rows whole, and match NumPy."""
+@pytest.mark.parametrize(("rows", "keys"), [(64, 300), (48, 300), (64, 280)])
+def test_f16_attention_summed_over_its_rows_matches_numpy(rows: int, keys: int) -> None:
+    """In float16 the loops, not BLAS, compute ``q @ k.T``, reading ``k.T`` stored
+    by the plan's first step; flash attention's key loop in the second runs the keys
+    in tiles of 128.  Kept from the first step, ``k.T``'s slot held its last key tile
+    only, and every tile read it: 0.5-0.9 off (found by fuzzing).  Now the key loop
+    computes its own tile of it, within the plan's budget."""
     pytest.importorskip("llvmlite")
     rng = np.random.default_rng(0)
-    q = (rng.standard_normal((64, 16)) * 0.7).astype(np.float16)
-    k = (rng.standard_normal((300, 16)) * 0.7).astype(np.float16)
-    v = (rng.standard_normal((300, 33)) / 8).astype(np.float16)
+    q = (rng.standard_normal((rows, 16)) * 0.7).astype(np.float16)
+    k = (rng.standard_normal((keys, 16)) * 0.7).astype(np.float16)
+    v = (rng.standard_normal((keys, 33)) / 8).astype(np.float16)
     shapes = {"q": q.shape, "k": k.shape, "v": v.shape}
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # (the loops break the budget: taken whole)
+        warnings.simplefilter("error", TdslLoopsBudgetWarning)  # (within the plan)
         fn = JITTensorKernel(target="native", threads=1, memory_budget=1024).compile(
             "sum(softmax(q @ k.T, axis=-1) @ v, axis=0)", shapes=shapes, dtypes="f16"
         )
+    assert "loops tiles [2, 33, 128, 16] stored [0] blas []" in fn.ir["planned"]
     s = q.astype(np.float64) @ k.T.astype(np.float64)
     e = np.exp(s - s.max(axis=-1, keepdims=True))
     want = (e / e.sum(axis=-1, keepdims=True) @ v.astype(np.float64)).sum(axis=0)
-    np.testing.assert_allclose(fn(q, k, v), want, rtol=2e-2, atol=2e-2 * np.abs(want).max())
+    np.testing.assert_allclose(fn(q, k, v), want, rtol=5e-3, atol=5e-3 * np.abs(want).max())
