@@ -58,6 +58,7 @@ from tdsl.backend.llvm.loops_recorded import (
 )
 from tdsl.backend.llvm.loops_split import (
     cheaper_blas,
+    cheaper_loops,
     cut_contractions,
     fit_contraction,
     larger_blas_tiles,
@@ -99,6 +100,7 @@ class _GroupPlan:
         cuts: bool = True,
         inputs: bool | None = None,
         compare: bool = True,
+        gemms: bool = True,
     ) -> None:
         """The loops of ``tile``, whose inputs come with ``input_strides`` (element
         strides per input, None for row-major; missing ones are row-major), for calls on
@@ -107,7 +109,10 @@ class _GroupPlan:
         BLAS a tile at a time (a recorded plan keeps its own); without ``split``, no
         matmul's contraction in tiles, without ``cuts`` no reduction dim either, and with
         ``inputs`` (None: if one without breaks the budget) matmuls on inputs in one;
-        with ``compare``, a cut contraction weighed against none (and warnings given)."""
+        with ``compare``, a cut contraction weighed against none and BLAS a tile at a
+        time against loops (and warnings given); without ``gemms``, no matmul by BLAS a
+        tile at a time."""
+        split = split and gemms  # (a contraction in tiles is BLAS's a tile at a time)
         self.more_storage: dict[Operation, list[Storage]] = {}
         """Per tuple accumulator: its components after the first (set by :meth:`emit`)."""
         self.shared: dict[Operation, int] = {}
@@ -115,6 +120,8 @@ class _GroupPlan:
         (set by :func:`~tdsl.backend.llvm.loops_choices.scratch_slots`): their result's
         tile is not a buffer of its own."""
         self.tile = tile
+        self.gemms = gemms
+        """Whether a matmul may be BLAS's a tile at a time (planning; read back, as recorded)."""
         self.summed = tile.loops_plan is None or tile.loops_plan.summed
         """Whether the plan's passes may cut a contraction BLAS computes a tile at a time
         (:func:`~tdsl.backend.llvm.loops_common.pass_gemms`): planning, or recorded so."""
@@ -234,6 +241,7 @@ class _GroupPlan:
         self.split = {op: r for op, r in self.split.items() if self.tiles[r] < self.extents[r]}
         check_split(self)
         kept = {"threads": threads, "limit": limit, "blas_limit": blas_limit, "cuts": cuts}
+        kept["gemms"] = gemms
         again = partial(self.__init__, tile, input_strides, compare=compare, **kept)
         fresh = partial(_GroupPlan, tile, input_strides, compare=False, **kept)
         if self.split and (error := order_error(self)) is not None:
@@ -258,6 +266,8 @@ class _GroupPlan:
                 return again(inputs=True)
             if compare and self.split and cheaper_blas(self, fresh(split=False)):
                 return again(split=False)
+            if compare and cheaper_loops(self, partial(fresh, gemms=False)):
+                return again(gemms=False)
             if compare:
                 warn_over_budget(self, scratch, limit)
         keys = [*self.flash.values(), *self.split.values()]  # (looped inside their level)
@@ -400,8 +410,10 @@ class _GroupPlan:
                 k = blas_output(body, op) if op not in self.split else None
                 if k is not None and k not in self.blas.values():
                     self.blas[op] = k
-                elif (g := tile_gemm(body, op, self.args)) is not None and self._gemm_reads(
-                    g, self.gemm
+                elif (
+                    self.gemms
+                    and (g := tile_gemm(body, op, self.args)) is not None
+                    and self._gemm_reads(g, self.gemm)
                 ):
                     self.gemm[op] = g
         self.in_output = accumulated_in_outputs(self)

@@ -38,7 +38,7 @@ statistics in levels of their own before it.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from xdsl.ir import Operation, SSAValue
@@ -52,7 +52,7 @@ from tdsl.backend.llvm.loops_common import (
 )
 from tdsl.backend.llvm.loops_flash import feeds_along
 from tdsl.dialects.kernel_body import GroupBody
-from tdsl.dialects.structured import IteratorType, tensor_shape
+from tdsl.dialects.structured import ElementwiseOp, IteratorType, body_of, tensor_shape
 from tdsl.errors import TdslIRError
 
 if TYPE_CHECKING:
@@ -427,6 +427,76 @@ def cheaper_blas(plan: _GroupPlan, whole: _GroupPlan) -> bool:
     0.23 s (OpenBLAS's threads at every call of one row)."""
     fits = whole._scratch_elements() <= max(plan._scratch_elements(), plan.limit)  # pyright: ignore[reportPrivateUsage]
     return fits and CHEAPER_BLAS * blas_cost(whole) <= blas_cost(plan)
+
+
+LOOPS_MAC_ELEMENTS = 4
+"""What a multiply-add of a matmul the loops compute costs, in elements BLAS packs
+(:func:`blas_cost`): ``mean(relu(a) @ b, axis=0)`` (100x300 by 300x160) in loops took
+3.7 ms for its 4.8M, about 0.8 ns each against 0.3 ns an element packed; rounded up
+(BLAS's own multiply-adds, some 100 times faster, are left out)."""
+
+
+def loops_macs(plan: _GroupPlan, ops: Iterable[Operation] | None = None) -> int:
+    """The multiply-adds of the matmuls ``ops`` of ``plan`` (by default those its loops
+    compute, not BLAS): their iteration spaces."""
+    body = plan.body
+    if ops is None:
+        ops = [op for op in body.ops if _is_contraction(op) and op not in plan.blas]
+        ops = [op for op in ops if op not in plan.gemm]
+    return sum(
+        math.prod(plan.extents[d] for d in {d for d in body.loop_dims(op) if d is not None})
+        for op in ops
+    )
+
+
+def cheaper_loops(plan: _GroupPlan, loops: Callable[[], _GroupPlan]) -> bool:
+    """Whether the plan ``loops`` makes (the matmuls ``plan`` gives BLAS a tile at a time
+    computed in loops) should be taken over ``plan``: it keeps the scratch ``plan``
+    keeps and costs far less (:data:`CHEAPER_BLAS`), its loops' multiply-adds counted
+    at :data:`LOOPS_MAC_ELEMENTS` beside the BLAS calls' cost (:func:`blas_cost`).
+    ``mean(relu(a) @ b, axis=0)`` (100x300 by 300x160) at budgets 64 and 256 called
+    BLAS for each element of the contraction and column, 48,000 calls of 100x1 by 1x1,
+    39 ms; its loops take 3.7 ms.  ``loops`` is planned only where the calls alone cost
+    that much more than the multiply-adds."""
+    if not plan.gemm:
+        return False
+    floor = LOOPS_MAC_ELEMENTS * loops_macs(plan, plan.gemm)
+    if CHEAPER_BLAS * floor > blas_cost(plan):
+        return False  # (the loops' multiply-adds alone cost too much)
+    other = loops()
+    fits = other._scratch_elements() <= max(plan._scratch_elements(), plan.limit)  # pyright: ignore[reportPrivateUsage]
+    if not fits or any(_recomputes_math(other, op) for op in _in_loops(other)):
+        return False
+
+    def cost(p: _GroupPlan) -> int:
+        return blas_cost(p) + LOOPS_MAC_ELEMENTS * loops_macs(p)
+
+    return CHEAPER_BLAS * cost(other) <= cost(plan)
+
+
+def _in_loops(plan: _GroupPlan) -> list[Operation]:
+    """The matmuls of ``plan`` its loops compute (not BLAS)."""
+    body = plan.body
+    return [op for op in body.ops if _is_contraction(op) and op not in {**plan.blas, **plan.gemm}]
+
+
+def _recomputes_math(plan: _GroupPlan, op: Operation) -> bool:
+    """Whether ``plan``'s loops compute an operand of ``op`` again at each of its
+    multiply-adds through an element-wise op that calls a math function (``tanh``,
+    ``exp``, a layer norm's ``sqrt``): not an input, a stored value or a reduction's.
+    ``max(tanh(a) @ b, axis=0, keepdims=True)`` (100x160 by 160x160) at budget 64 took
+    14.3 ms so, against 2.8 ms with BLAS on a stored column of ``tanh(a)``."""
+    body, todo, seen = plan.body, list(op.operands), set[SSAValue]()
+    while todo:
+        v = todo.pop()
+        p = body.producer(v)
+        if v in seen or v in plan.stored or not isinstance(p, ElementwiseOp):
+            continue
+        seen.add(v)
+        if any(o.name.startswith(("math.", "tdslmath.")) for o in body_of(p).block.ops):
+            return True
+        todo.extend(p.operands)
+    return False
 
 
 def widen_tiles(

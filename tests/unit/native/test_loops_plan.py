@@ -561,15 +561,16 @@ def test_stored_values_sharing_a_slot_are_stored_in_program_order(stored: str) -
 
 
 def test_a_matmul_stored_in_a_plan_running_passes_is_a_located_error() -> None:
-    """``sum(relu(a @ w) - max(relu(a @ w), axis=0), axis=0)`` at budget 64 runs the tile
-    op's passes, BLAS computing ``a @ w`` a tile of rows at a time.  An edit storing that
+    """``sum(relu(a @ w) - max(relu(a @ w), axis=0), axis=0)`` (33x160 by 160x8; with a
+    contraction of 16 the loops compute the matmul, cheaper than BLAS) at budget 64 runs
+    the tile op's passes, BLAS computing ``a @ w`` a tile of rows at a time.  An edit storing that
     matmul's result made a later step compute it again, element by element: a bare
     KeyError, or "'tensordsl.matmul' has no element-wise body" (found by fuzzing)."""
     text = "sum(relu(a @ w) - max(relu(a @ w), axis=0, keepdims=True), axis=0)"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TdslWarning)
         kernel = JITTensorKernel(target="native", memory_budget=64, threads=1).compile(
-            text, {"a": (33, 16), "w": (16, 8)}, "f32"
+            text, {"a": (33, 160), "w": (160, 8)}, "f32"
         )
     planned = kernel.ir["planned"]
     assert "stored [] blas [0, 2]" in planned
@@ -611,3 +612,38 @@ def test_a_matvecs_computed_operand_is_stored_only_where_the_scratch_holds_it(
     cast = np.float32 if dtype == "f32" else np.float64
     got = kernel(a=a.astype(cast), e=e.astype(cast))
     np.testing.assert_allclose(got, want, rtol=1e-4 if dtype == "f32" else 1e-12, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("text", "budget", "blas"),
+    [
+        ("mean(relu(a) @ b, axis=0)", 64, "[]"),  # (BLAS for each contraction element)
+        ("mean(relu(a) @ b, axis=0)", 256, "[]"),
+        ("mean(relu(a) @ b, axis=0)", 1024, "[1]"),  # (50 calls of 2 rows by 80)
+        ("max(tanh(a) @ b, axis=0, keepdims=True)", 64, "[1]"),  # (tanh at each product)
+    ],
+)
+def test_the_loops_compute_a_matmul_where_blas_calls_would_cost_more(
+    text: str, budget: int, blas: str
+) -> None:
+    """``mean(relu(a) @ b, axis=0)`` (100x300 by 300x160) at budgets 64 and 256 called
+    BLAS once per column and element of the contraction (48,000 calls of 100x1 by 1x1,
+    39 ms); the loops compute it in 3.7 ms, within the same scratch
+    (``loops_split.cheaper_loops``).  Not where the calls are few, nor where the loops
+    would compute ``tanh(a)`` again at each product (14.3 ms against BLAS's 2.8 ms on
+    a stored column of it, at 100x160 by 160x160)."""
+    shapes = {"a": (100, 300), "b": (300, 160)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)
+        warnings.simplefilter("error", TdslLoopsBudgetWarning)
+        kernel = JITTensorKernel(target="native", memory_budget=budget, threads=1).compile(
+            text, shapes, "f32"
+        )
+    pattern = rf"loops tiles \[[0-9, ]+\] stored \[[0-9, ]*\] blas {re.escape(blas)}"
+    assert re.search(pattern, kernel.ir["planned"])
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((100, 300)), rng.standard_normal((300, 160))
+    a, b = a.astype(np.float32), b.astype(np.float32)
+    f = np.tanh(a) if "tanh" in text else np.maximum(a, 0)
+    want = (f @ b).max(axis=0, keepdims=True) if "max" in text else (f @ b).mean(axis=0)
+    np.testing.assert_allclose(kernel(a, b), want, rtol=1e-4, atol=1e-4)
