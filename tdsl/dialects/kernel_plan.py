@@ -143,8 +143,8 @@ class LoopsPlan(NamedTuple):
     memory budget leaves them more than the tile op's ``scratch`` (None: that)."""
     summed: bool = False
     """Whether the loops run the tile op's passes along the contractions of matmuls
-    BLAS computes a tile at a time that they cut, BLAS adding each tile's product (else
-    such a contraction runs in a loop over its tiles within the loops' sweeps)."""
+    that they cut, each tile's product added into the result, by BLAS or in loops
+    (else such a contraction runs in BLAS's loop over its tiles within the sweeps)."""
 
 
 def loops_plan_error(

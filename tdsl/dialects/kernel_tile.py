@@ -102,8 +102,8 @@ class TileOp(GroupOp):
     threads together, where more than ``scratch`` (``tdsl-plan-loops{memory-budget=B}``
     lets them use what the budget leaves; else 4,096 more: ``LOOPS_SCRATCH_SLACK``);
     ``summed`` (optional) that they run this op's passes along the contraction of a
-    matmul BLAS computes a tile at a time where they cut it, BLAS adding each tile's
-    product (else they loop over its tiles within their sweeps).  Other targets ignore it.
+    matmul where they cut it, each tile's product added into its result, by BLAS or in
+    loops (else BLAS loops over its tiles within their sweeps).  Other targets ignore it.
 
     ```mlir
     %y = kernel.tile(%x, %w, %b) group "g0" space [64, 256, 128] iterators ["parallel", "parallel", "reduction"] tiles [16, 256, 128] scratch [] sweeps [0, 0, 0]

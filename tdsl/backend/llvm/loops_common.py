@@ -538,13 +538,37 @@ def across_steps(plan: _GroupPlan) -> frozenset[SSAValue]:
     are what the pass's matmul reads in each tile of the cut columns)."""
     if plan.passes is None:
         return frozenset()
-    cut = set(cut_reduction_dims(plan, plan.tiles))
-    # (and the key dims the loops run in tiles inside a step: a value a step before
-    # stores along one holds its last tile; f16 ``sum(softmax(q @ k.T) @ v, axis=0)``,
-    # keys in tiles of 128, read ``k.T``'s last tile for every one, found by fuzzing)
-    keys = {*plan.flash.values(), *plan.split.values()}
-    cut |= {d for d in keys if plan.tiles[d] < plan.extents[d]}
+    cut = set(cut_reduction_dims(plan, plan.tiles)) | tiled_keys(plan)
     return frozenset(v for v in plan.stored if not cut & set(_dim_set(plan.body.dims[v])))
+
+
+def tiled_keys(plan: _GroupPlan) -> set[int]:
+    """The key dims ``plan``'s loops run in tiles inside a step (a flash op's, a split
+    contraction's): a value a step computes along one holds its last tile when the step
+    ends, and a later step must compute it again (f16 ``sum(softmax(q @ k.T) @ v,
+    axis=0)``, keys in tiles of 128, read ``k.T``'s last tile for every one; with
+    ``axis=1``, the scores ``q @ k.T`` of an earlier step: found by fuzzing)."""
+    keys = {*plan.flash.values(), *plan.split.values()}
+    return {d for d in keys if plan.tiles[d] < plan.extents[d]}
+
+
+def pass_contractions(plan: _GroupPlan) -> frozenset[Operation]:
+    """The matmuls whose contraction the passes of ``plan`` cut, each pass's tiles adding
+    their products into its result: by BLAS (:func:`pass_gemms`) or in the loops, as a
+    reduction's accumulator runs on (``(softmax(a) @ b) @ d`` at budget 32, the hidden
+    dim cut).  A plan with any records ``summed``; read back without it, a cut
+    contraction is BLAS's loop over its tiles in the sweeps, or refused."""
+    if plan.passes is None or not plan.summed:
+        return frozenset()
+    cut = set(cut_reduction_dims(plan, plan.tiles))
+    body = plan.body
+    return frozenset(
+        op
+        for op in body.ops
+        if _is_contraction(op)
+        and op not in plan.blas
+        and cut & set(body.loop_dims(op)) - set(body.dims[op.results[0]])
+    )
 
 
 def pass_gemms(plan: _GroupPlan) -> frozenset[Operation]:

@@ -21,7 +21,8 @@ stays for the later steps (:func:`~tdsl.backend.llvm.loops_common.across_steps`:
 read by the pass's matmul).
 
 The loops run a plan this way only where each step's reductions are its own (none is
-computed again, and none that runs along a cut dim is read by a later step: its
+computed again, and none whose result runs along a cut dim, or a key dim a step runs
+in tiles, is read by a later step, directly or through element-wise ops: its
 accumulator holds one tile), a scan along a cut dim is computed by one sweep (and a
 stored scan's tile read in its own step), and no op needs packed strided inputs:
 elsewhere they keep taking the dims whole, and warn where that breaks the budget.  A
@@ -62,6 +63,7 @@ from tdsl.backend.llvm.loops_common import (
     cut_reduction_dims,
     pass_gemms,
     sweep_readers,
+    tiled_keys,
 )
 from tdsl.backend.llvm.loops_recorded import check_passes_stored
 from tdsl.dialects.kernel_body import PlanError
@@ -101,6 +103,7 @@ def loops_passes(plan: _GroupPlan, cut: Sequence[int]) -> list[LoopsStep] | None
             _is_contraction(op)
             and op not in summed
             and op not in plan.blas
+            and (op in plan.gemm or not plan.summed)
             and set(cut) & set(body.loop_dims(op)) - set(body.dims[op.results[0]])
             for op in body.ops
         )
@@ -148,11 +151,14 @@ def loops_passes(plan: _GroupPlan, cut: Sequence[int]) -> list[LoopsStep] | None
         own = [u for u in op.results[0].uses if u.operation in body.members]
         if any(step_of[u.operation] == step_of[op] for u in own):
             return None
+    tiled = {*cut, *tiled_keys(plan)}
     for op in body.ops:
-        if not _is_reduction(op) or not set(cut) & set(body.dims[op.results[0]]):
+        if not _is_reduction(op) or not tiled & set(body.dims[op.results[0]]):
             continue
-        if in_other_steps(op.results[0], op):
-            return None  # (its accumulator holds one tile of the cut dims)
+        readers = sweep_readers(body, plan.blas, op.results[0])  # (or through element-wise
+        # ops: `q @ k.T * 0.125`, computed again in a later step from the scores)
+        if any(step_of[r] != step_of[op] for r in readers):
+            return None  # (its accumulator holds one tile of the cut dims or keys)
     scans = [op for op in body.ops if carried_dims(body, op) & set(cut)]
     if any(not _one_sweep(plan, op, step_of) for op in scans):
         return None

@@ -39,7 +39,7 @@ from tdsl.backend.llvm.loops_common import (
     keep_long_chains,
     loops_bug,
     op_levels,
-    pass_gemms,
+    pass_contractions,
     sweep_readers,
     swept_ops,
 )
@@ -317,7 +317,7 @@ class _GroupPlan:
             tuple(sorted(self.body.position[op] for op in [*self.blas, *self.gemm])),
             # the scratch the loops use (a copy per thread), where more than the tile op's
             used if (used := self._used()) > self.tile.scratch_value else None,
-            bool(self.passes and pass_gemms(self)),
+            bool(self.passes and pass_contractions(self)),
         )
 
     def _used(self) -> int:

@@ -163,7 +163,8 @@ def check_cut_dims(
                 "run whole here (they cut a softmax_matmul's key dim, the contraction of a "
                 "matmul BLAS computes a tile at a time, where every op along it feeds that "
                 "op, or a dim the tile op's plan cuts, running its passes, where they "
-                f"compute no reduction twice and need no matmul): give {e}",
+                "compute no reduction twice; a matmul's contraction among those only where "
+                f"the plan records `summed`): give {e}",
                 op=tile,
             )
 
@@ -174,9 +175,12 @@ def check_split(plan: _GroupPlan) -> None:
     for op, r in plan.split.items():
         if op not in plan.gemm:
             n = plan.body.position[op]
+            passes = plan.tile.tiles_value[r] < plan.extents[r]  # (the tile op's cut)
+            summed = "record `summed` (its passes add up the tiles' products), " * passes
             raise TdslIRError(
                 f"the loops plan cuts d{r}, the contraction of '{op.name}' (op {n} of the "
-                f"group), but does not give it BLAS: add {n} to `blas`, or give d{r} whole",
+                f"group), but does not give it BLAS: add {n} to `blas`, {summed}or give "
+                f"d{r} whole",
                 op=plan.tile,
             )
 
@@ -233,8 +237,8 @@ def over_budget(plan: _GroupPlan, scratch: int, limit: int) -> str | None:
         # a value they store spans a dim the plan cuts to fit the budget
         return (
             "the loops take scan and reduction dims whole, and this plan cuts one: they run "
-            "its passes only without packed inputs, float16 flash attention, reductions "
-            "computed twice or read by a later step"
+            "its passes only without packed inputs, reductions computed twice or read by "
+            "a later step"
         )
     if scratch > limit + LOOPS_SCRATCH_SLACK:
         # where no parallel dim is left to cut, values are stored whole

@@ -119,6 +119,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from tdsl.backend.llvm.llvm_types import make_signless
+from tdsl.backend.llvm.loops_choices import blas_output, tile_gemm
 from tdsl.backend.llvm.loops_common import (
     BLOCK as BLOCK,
 )
@@ -363,13 +364,15 @@ def loops_matmuls(module: ModuleOp) -> tuple[dict[str, int], int]:
     loops: ``blas`` (a BLAS call, whole or a tile at a time), ``flash`` (an online
     softmax's ``exp(s - max) @ v``, a key tile at a time), ``narrow`` (float16 or integer
     ones: loops, as NumPy's own are, slower than the native ones: 13x at 256x64x128 in
-    float16) and ``loops`` (f32 or f64 ones the loops compute: a right operand computed
-    in the group, or a result wider than the matmul; NumPy calls BLAS for those, so
-    ``auto`` runs the numpy target where there is one); and the BLAS calls a call of
+    float16), ``chosen`` (f32 or f64 ones BLAS could compute a tile at a time, which the
+    loops compute as BLAS's calls would cost more: ``loops_split.cheaper_loops``) and
+    ``loops`` (other f32 or f64 ones the loops compute: a right operand computed in the
+    group, or a result wider than the matmul; NumPy calls BLAS for those, so ``auto``
+    runs the numpy target where there is one); and the BLAS calls a call of
     the module makes (one per matmul BLAS computes whole; one per loops tile of the
     dims it runs along for those it computes a tile at a time, a flash op's by key
     tile)."""
-    kinds: dict[str, int] = dict.fromkeys(("blas", "flash", "narrow", "loops"), 0)
+    kinds: dict[str, int] = dict.fromkeys(("blas", "flash", "narrow", "chosen", "loops"), 0)
     calls = 0
     for op in module.walk():
         if not isinstance(op, TileOp):
@@ -383,7 +386,11 @@ def loops_matmuls(module: ModuleOp) -> tuple[dict[str, int], int]:
             elif o in group.blas or o in group.gemm:
                 kinds["blas"] += 1
             elif str(element_type(o.results[0])) in ("f32", "f64"):
-                kinds["loops"] += 1
+                # (not one BLAS would write whole: the planner gives BLAS those)
+                g = tile_gemm(group.body, o, group.args)
+                whole = blas_output(group.body, o) is not None
+                reads = g is not None and group._gemm_reads(g, group.gemm)  # pyright: ignore[reportPrivateUsage]
+                kinds["chosen" if reads and not whole else "loops"] += 1
             else:
                 kinds["narrow"] += 1
             if o in group.blas:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from peak_memory import measure_peak, numpy_buffers
 from round_trips import assert_round_trips
 
-from tdsl.errors import TdslBudgetWarning, TdslLoopsBudgetWarning
+from tdsl.errors import TdslBudgetWarning, TdslIRError, TdslLoopsBudgetWarning
 from tdsl.jit import JITTensorKernel
 from tdsl.runtime.compile import native_unavailable_reason
 
@@ -300,3 +300,39 @@ def test_the_plans_passes_keep_stored_rows_and_add_up_a_cut_contraction(
     assert space is not None and loops is not None
     extent = int(space.group(1).split(", ")[cut])
     assert int(loops.group(1).split(", ")[cut]) < extent  # (cut, as the plan cuts it)
+
+
+@pytest.mark.parametrize(
+    ("text", "shapes", "budget", "numpy"),
+    [
+        (
+            "(cumsum(a, axis=1) / 8 @ relu(b)) @ d",
+            {"a": (16, 50), "b": (50, 16), "d": (16, 8)},
+            64,
+            lambda x: (np.cumsum(x["a"], axis=1) / 8 @ np.maximum(x["b"], 0)) @ x["d"],
+        ),
+        (
+            "(exp(a / 4) @ relu(b)) @ d",
+            {"a": (16, 50), "b": (50, 64), "d": (64, 1)},
+            1024,
+            lambda x: (np.exp(x["a"] / 4) @ np.maximum(x["b"], 0)) @ x["d"],
+        ),
+    ],
+)
+def test_the_plans_passes_add_up_the_cut_contraction_of_a_matmul_in_loops(
+    text: str, shapes: dict[str, tuple[int, int]], budget: int, numpy: object
+) -> None:
+    """A matmul the loops compute (its right operand computed in the group) whose
+    contraction the plan cuts adds each tile's products in a pass, as a reduction's
+    accumulator runs on, and the plan records ``summed``: the loops took the contraction
+    whole and warned (found by fuzzing).  Read back without ``summed``, the plan is
+    refused with a located error that names it."""
+    kernel = _run_within_the_plan(text, shapes, budget, numpy, 3)
+    planned = kernel.ir["planned"]
+    assert re.search(r"blas \[\] summed", planned)
+    assert_round_trips(kernel.ir.module("planned"))
+    with pytest.raises(
+        TdslIRError, match=r"run whole here .*where the plan records `summed`"
+    ) as err:
+        JITTensorKernel(target="native").compile_ir(planned.replace(" summed", ""))
+    assert err.value.location is not None

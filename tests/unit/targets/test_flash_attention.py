@@ -425,3 +425,37 @@ def test_f16_attention_summed_over_its_rows_matches_numpy(rows: int, keys: int) 
     e = np.exp(s - s.max(axis=-1, keepdims=True))
     want = (e / e.sum(axis=-1, keepdims=True) @ v.astype(np.float64)).sum(axis=0)
     np.testing.assert_allclose(fn(q, k, v), want, rtol=5e-3, atol=5e-3 * np.abs(want).max())
+
+
+@pytest.mark.parametrize(
+    ("text", "rows", "width", "head", "budget", "tol"),
+    [
+        ("sum(softmax(q @ k.T) @ v, axis=1)", 2, 65, 24, 256, 5e-2),
+        ("min(softmax(q @ transpose(k) * 0.125) @ v, axis=1, keepdims=True)", 8, 64, 64, 256, 1e-2),
+    ],
+)
+def test_f16_scores_of_a_step_before_flash_attentions_are_not_its_last_key_tile(
+    text: str, rows: int, width: int, head: int, budget: int, tol: float
+) -> None:
+    """A pass over the value width (a reduction along it, cut) runs flash attention in
+    its keys' tiles of 256; the scores ``q @ k.T`` (float16: the loops', not BLAS's)
+    came from the step before, whose accumulator held the last key tile only, read
+    directly or through ``* 0.125``: 2.4 and 0.1 off (found by fuzzing).  Such a plan
+    now takes the value width whole."""
+    pytest.importorskip("llvmlite")
+    rng = np.random.default_rng(1)
+    q = (rng.standard_normal((rows, head)) * 0.5).astype(np.float16)
+    k = rng.standard_normal((300, head)).astype(np.float16)
+    v = (rng.standard_normal((300, width)) / np.sqrt(300)).astype(np.float16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TdslBudgetWarning)  # (the loops take it whole)
+        fn = JITTensorKernel(target="native", threads=1, memory_budget=budget).compile(
+            text, shapes={"q": q.shape, "k": k.shape, "v": v.shape}, dtypes="f16"
+        )
+    qd, kd, vd = (x.astype(np.float64) for x in (q, k, v))
+    s = qd @ kd.T * (0.125 if "0.125" in text else 1)
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    o = p / p.sum(axis=1, keepdims=True) @ vd
+    want = o.min(axis=1, keepdims=True) if "min" in text else o.sum(axis=1)
+    got = np.asarray(fn(q, k, v)).astype(np.float64)
+    assert np.abs(got - want).max() <= tol * np.abs(want).max()
