@@ -123,8 +123,9 @@ class _GroupPlan:
         self.gemms = gemms
         """Whether a matmul may be BLAS's a tile at a time (planning; read back, as recorded)."""
         self.summed = tile.loops_plan is None or tile.loops_plan.summed
-        """Whether the plan's passes may cut a contraction BLAS computes a tile at a time
-        (:func:`~tdsl.backend.llvm.loops_common.pass_gemms`): planning, or recorded so."""
+        """Whether the plan's passes may cut a matmul's contraction, adding up its tiles'
+        products (:func:`~tdsl.backend.llvm.loops_common.pass_contractions`): planning,
+        or recorded so."""
         body = tile.group_body()
         block = tile.body.block
         ops, yielded = tile.body_ops()

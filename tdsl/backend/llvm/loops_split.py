@@ -440,12 +440,9 @@ def loops_macs(plan: _GroupPlan, ops: Iterable[Operation] | None = None) -> int:
     """The multiply-adds of the matmuls ``ops`` of ``plan`` (by default those its loops
     compute, not BLAS): their iteration spaces."""
     body = plan.body
-    if ops is None:
-        ops = [op for op in body.ops if _is_contraction(op) and op not in plan.blas]
-        ops = [op for op in ops if op not in plan.gemm]
     return sum(
         math.prod(plan.extents[d] for d in {d for d in body.loop_dims(op) if d is not None})
-        for op in ops
+        for op in (_in_loops(plan) if ops is None else ops)
     )
 
 
