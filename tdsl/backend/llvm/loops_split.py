@@ -480,15 +480,18 @@ def _in_loops(plan: _GroupPlan) -> list[Operation]:
 def _recomputes_math(plan: _GroupPlan, op: Operation) -> bool:
     """Whether ``plan``'s loops compute an operand of ``op`` again at each of its
     multiply-adds through an element-wise op that calls a math function (``tanh``,
-    ``exp``, a layer norm's ``sqrt``): not an input, a stored value or a reduction's.
+    ``exp``, a layer norm's ``sqrt``) or through another op (a ``softmax``: 3x slower
+    found by fuzzing): not an input, a stored value or a reduction's.
     ``max(tanh(a) @ b, axis=0, keepdims=True)`` (100x160 by 160x160) at budget 64 took
     14.3 ms so, against 2.8 ms with BLAS on a stored column of ``tanh(a)``."""
     body, todo, seen = plan.body, list(op.operands), set[SSAValue]()
     while todo:
         v = todo.pop()
         p = body.producer(v)
-        if v in seen or v in plan.stored or not isinstance(p, ElementwiseOp):
+        if v in seen or v in plan.stored or p is None or _is_reduction(p):
             continue
+        if not isinstance(p, ElementwiseOp):
+            return True  # (a softmax's, a scan's row: computed again, at best, per product)
         seen.add(v)
         if any(o.name.startswith(("math.", "tdslmath.")) for o in body_of(p).block.ops):
             return True
