@@ -578,10 +578,7 @@ def pass_gemms(plan: _GroupPlan) -> frozenset[Operation]:
     max(a @ e, axis=1, keepdims=True)) @ d``, the hidden dim cut: the last matmul sums
     over it): planning, or read back from a plan that records ``summed``
     (``plan.summed``).  Their result takes no stored value's slot."""
-    if plan.passes is None or not plan.summed:
-        return frozenset()
-    cut = set(cut_reduction_dims(plan, plan.tiles))
-    return frozenset(op for op, g in plan.gemm.items() if g.inner in cut)
+    return frozenset(op for op in pass_contractions(plan) if op in plan.gemm)
 
 
 def contiguous_dim(v: SSAValue, dims: Dims, strides: Sequence[int] | None) -> int | None:

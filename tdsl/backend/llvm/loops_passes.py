@@ -90,20 +90,18 @@ def loops_passes(plan: _GroupPlan, cut: Sequence[int]) -> list[LoopsStep] | None
     tiles along them; the rest as :func:`emit_passes` runs them), or None where they
     cannot (see the module docstring)."""
     body, tile = plan.body, plan.tile
-    summed = pass_gemms(plan)
     if (
         not cut
         or plan.split
         or plan.packed
         or plan.staged
         # (a matmul, by BLAS a tile at a time or in loops, of a tile of the cut dims:
-        # not along its contraction, but where BLAS adds up the tiles' products; one
-        # BLAS computes whole before the loops takes it whole)
+        # not along its contraction, but where the plan records `summed`, each tile's
+        # products added up; one BLAS computes whole before the loops takes it whole)
         or any(
-            _is_contraction(op)
-            and op not in summed
+            not plan.summed
+            and _is_contraction(op)
             and op not in plan.blas
-            and (op in plan.gemm or not plan.summed)
             and set(cut) & set(body.loop_dims(op)) - set(body.dims[op.results[0]])
             for op in body.ops
         )
@@ -147,7 +145,7 @@ def loops_passes(plan: _GroupPlan, cut: Sequence[int]) -> list[LoopsStep] | None
     for step in sched.steps:
         if any(_is_reduction(op) for op in step.recomputed):
             return None  # (the loops compute a reduction once, in its accumulator)
-    for op in summed:  # (read once all tiles' products are in: by later steps)
+    for op in pass_gemms(plan):  # (read once all tiles' products are in: by later steps)
         own = [u for u in op.results[0].uses if u.operation in body.members]
         if any(step_of[u.operation] == step_of[op] for u in own):
             return None
